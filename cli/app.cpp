@@ -1,0 +1,120 @@
+#include "cli/app.h"
+
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#ifndef LOCKSTEP_VERSION
+#error "LOCKSTEP_VERSION must be defined by the build"
+#endif
+#ifndef LOCKSTEP_TRACE_SPEC_VERSION
+#error "LOCKSTEP_TRACE_SPEC_VERSION must be defined by the build"
+#endif
+#ifndef LOCKSTEP_SOURCE_ROOT
+#error "LOCKSTEP_SOURCE_ROOT must be defined by the build"
+#endif
+
+namespace lockstep::cli {
+
+std::string trace_spec_version() { return LOCKSTEP_TRACE_SPEC_VERSION; }
+
+std::string version_line() {
+  return std::string("lockstep ") + LOCKSTEP_VERSION + " (trace spec " +
+         LOCKSTEP_TRACE_SPEC_VERSION + ")";
+}
+
+namespace {
+
+std::filesystem::path executable_path(const char* argv0) {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) return self;
+  return argv0 ? std::filesystem::path(argv0) : std::filesystem::path();
+}
+
+bool argv_has_json(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) break;
+    if (std::strcmp(argv[i], "--json") == 0) return true;
+  }
+  return false;
+}
+
+// Prints the one stderr line of an error, records it in the summary and
+// returns exit code 2.
+int report_error(Context& ctx, const std::string& message) {
+  const std::string line = one_line(message);
+  std::cerr << "lockstep: error: " << line << '\n' << std::flush;
+  ctx.summary.fail(line);
+  return static_cast<int>(ExitCode::error);
+}
+
+}  // namespace
+
+int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registrars) {
+  Context ctx(LOCKSTEP_SOURCE_ROOT, executable_path(argc > 0 ? argv[0] : nullptr));
+  int code = 0;
+  try {
+    setup_logging("info");
+
+    CLI::App app{"Lockstep: lock-step verification of compiled computers "
+                 "(RISC-V machines compiled into neural-network layers).",
+                 "lockstep"};
+    app.set_version_flag("--version", version_line());
+    // At most one subcommand; "none" is reported after parsing so that an unknown
+    // option is named as such rather than as a missing subcommand.
+    app.require_subcommand(0, 1);
+    app.fallthrough();  // global options are accepted after the subcommand name too
+    app.add_option("--log-level", ctx.options.log_level,
+                   "Log level on stderr: trace|debug|info|warn|error|off")
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+        ->capture_default_str();
+    app.add_flag("--json", ctx.options.json,
+                 "Print one JSON summary object on stdout (status, steps, mismatches, ...)");
+    app.add_option("--models", ctx.options.models_dir,
+                   "Folder holding stories260K.bin and tok512.bin, or 'synthetic' "
+                   "(default: $LOCKSTEP_MODELS, then ../shared/models)");
+    app.footer("Exit status: 0 exact, 1 mismatch, 2 bad input or usage.");
+    // Runs after all options are parsed, before the subcommand's callback.
+    app.parse_complete_callback([&ctx, &app] {
+      setup_logging(ctx.options.log_level);
+      const auto chosen = app.get_subcommands();
+      if (!chosen.empty()) ctx.summary.set("command", chosen.front()->get_name());
+    });
+
+    for (const auto& add : registrars) add(app, ctx);
+
+    try {
+      app.parse(argc, argv);  // runs the chosen subcommand's callback
+      if (app.get_subcommands().empty()) {
+        throw UsageError("a subcommand is required (see lockstep --help)");
+      }
+      code = static_cast<int>(ctx.summary.exit_code());
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      std::string what = e.what();
+      if (what.empty()) what = e.get_name();
+      code = report_error(ctx, what + " (see lockstep --help)");
+    }
+  } catch (const UsageError& e) {
+    code = report_error(ctx, e.what());
+  } catch (const InputError& e) {
+    code = report_error(ctx, e.what());
+  } catch (const std::exception& e) {
+    code = report_error(ctx, std::string("internal error: ") + e.what());
+  } catch (...) {
+    code = report_error(ctx, "internal error: unknown exception");
+  }
+  if (ctx.options.json || argv_has_json(argc, argv)) ctx.summary.emit(std::cout);
+  return code;
+}
+
+}  // namespace lockstep::cli

@@ -1,0 +1,29 @@
+// Every `lockstep` subcommand, one registration function each.
+//
+// To add a subcommand <name>:
+//   1. write cli/cmd_<name>.cpp defining
+//        void add_<name>_command(CLI::App& app, lockstep::cli::Context& ctx);
+//      which calls app.add_subcommand("<name>", "...") and sets its callback;
+//      the callback reports through ctx.summary (add_steps, add_mismatches,
+//      set("field", value)), prints human text to ctx.out(), and throws
+//      lockstep::cli::InputError / UsageError for bad input (exit 2);
+//   2. declare it below (one line);
+//   3. add it to the list in cli/main.cpp (one line);
+//   4. add the file to LOCKSTEP_CLI_COMMANDS in cli/CMakeLists.txt and link
+//      your library to the `lockstep` target there;
+//   5. add a test under tests/cli/ (see cli_test.cpp) or tests/<yours>/.
+#pragma once
+
+#include "cli/context.h"
+
+namespace CLI {
+class App;
+}
+
+namespace lockstep::cli {
+
+/// `lockstep models`: which model directory (or the synthetic model) a run
+/// would use, with the file sizes.
+void add_models_command(CLI::App& app, Context& ctx);
+
+}  // namespace lockstep::cli

@@ -1,0 +1,127 @@
+// The shared state of one `lockstep` run: global options, the JSON summary,
+// the logger and the chosen model directory.  Every subcommand receives a
+// Context& (see commands.h) and reports its results through ctx.summary.
+//
+// Exit-code contract (every subcommand, every error path):
+//   0  everything compared was exact (also: nothing to compare, e.g. `models`)
+//   1  at least one mismatch was recorded (Summary::add_mismatches)
+//   2  bad input or usage (UsageError, InputError, CLI11 parse errors, or any
+//      other exception); stderr carries exactly one line "lockstep: error: ...".
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/logger.h>
+
+#include "cli/errors.h"
+#include "cli/models.h"
+
+namespace lockstep::cli {
+
+/// Options that apply to every subcommand.  They may appear before or after
+/// the subcommand name (`lockstep --json models` == `lockstep models --json`).
+struct GlobalOptions {
+  /// spdlog level name: trace, debug, info, warn, error or off.
+  std::string log_level = "info";
+  /// When true, stdout carries exactly one JSON object (the Summary) and all
+  /// human-readable text goes to stderr (see Context::out()).
+  bool json = false;
+  /// --models DIR; empty when not given.
+  std::string models_dir;
+};
+
+/// The run summary: a JSON object with at least
+///   status      "exact" | "mismatch" | "error"
+///   steps       number of trace tokens compared (unsigned)
+///   mismatches  number of trace tokens that differed (unsigned)
+/// plus any fields a command adds with set().  The status is derived: "error"
+/// once fail() was called, else "mismatch" when mismatches > 0, else "exact".
+/// The driver (run_main) emits it exactly once, also when a command throws, so
+/// a partial summary (e.g. steps compared before the error) is never lost.
+class Summary {
+ public:
+  Summary();
+
+  /// Adds or replaces a command-specific field.  Throws std::logic_error for
+  /// the reserved keys "status", "steps", "mismatches" and "error".
+  void set(const std::string& key, nlohmann::json value);
+  /// Counts `n` more compared trace tokens.
+  void add_steps(std::uint64_t n);
+  /// Counts `n` more differing trace tokens.
+  void add_mismatches(std::uint64_t n);
+  /// Marks the run as failed with a one-line reason (status "error").
+  void fail(const std::string& message);
+
+  std::uint64_t steps() const { return steps_; }
+  std::uint64_t mismatches() const { return mismatches_; }
+  /// "exact", "mismatch" or "error".
+  std::string status() const;
+  /// The exit code that matches status().
+  ExitCode exit_code() const;
+  /// The whole summary as one JSON object: status, steps, mismatches, error
+  /// (only when failed), then the command's fields in insertion order.
+  nlohmann::ordered_json to_json() const;
+
+  /// Writes to_json() as one line to `out` the first time it is called and
+  /// does nothing afterwards.  Returns true when it wrote.
+  bool emit(std::ostream& out);
+  bool emitted() const { return emitted_; }
+
+ private:
+  nlohmann::ordered_json fields_;
+  std::uint64_t steps_ = 0;
+  std::uint64_t mismatches_ = 0;
+  std::optional<std::string> error_;
+  bool emitted_ = false;
+};
+
+/// Everything a subcommand needs from the driver.
+class Context {
+ public:
+  /// `source_root`: the repository root known at configure time;
+  /// `executable`: the path of the running executable (may be empty).
+  Context(std::filesystem::path source_root, std::filesystem::path executable);
+
+  GlobalOptions options;
+  Summary summary;
+
+  /// The "lockstep" logger (writes to stderr; level from --log-level).
+  spdlog::logger& log() const;
+
+  /// Stream for human-readable output: stdout normally, stderr under --json
+  /// (stdout then carries only the summary object).
+  std::ostream& out() const;
+
+  /// The model directory to use, resolved once (see models.h for the order).
+  /// When it falls back to the synthetic model, announces that on stderr in
+  /// one line, once.  Throws InputError when --models or $LOCKSTEP_MODELS
+  /// names a directory that is not usable.
+  const ModelChoice& models();
+
+  const std::filesystem::path& source_root() const { return source_root_; }
+  const std::filesystem::path& executable() const { return executable_; }
+
+ private:
+  std::filesystem::path source_root_;
+  std::filesystem::path executable_;
+  std::optional<ModelChoice> models_;
+};
+
+/// Creates (or re-levels) the "lockstep" spdlog logger on stderr and makes it
+/// spdlog's default logger, so libraries that log through spdlog never write
+/// to stdout.  `level` is one of trace|debug|info|warn|error|off; throws
+/// UsageError otherwise.  Returns the logger.
+std::shared_ptr<spdlog::logger> setup_logging(const std::string& level);
+
+/// Replaces newlines and other control characters with spaces so an error
+/// message fits the one-line stderr contract.
+std::string one_line(const std::string& message);
+
+}  // namespace lockstep::cli

@@ -1,0 +1,11 @@
+// The `lockstep` executable: the list of subcommands, nothing else.
+#include "cli/app.h"
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace lockstep::cli;
+  return run_main(argc, argv, {
+                                  add_models_command,
+                                  // one line per subcommand; see commands.h
+                              });
+}

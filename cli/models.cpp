@@ -1,0 +1,129 @@
+#include "cli/models.h"
+
+#include <system_error>
+
+#include "cli/errors.h"
+
+namespace lockstep::cli {
+
+namespace fs = std::filesystem;
+
+const char* to_string(ModelSource source) {
+  switch (source) {
+    case ModelSource::flag: return "flag";
+    case ModelSource::environment: return "env";
+    case ModelSource::source_tree: return "source-tree";
+    case ModelSource::executable: return "executable";
+    case ModelSource::synthetic: return "synthetic";
+  }
+  return "unknown";
+}
+
+fs::path ModelChoice::checkpoint() const {
+  if (synthetic()) throw std::logic_error("the synthetic model has no checkpoint file");
+  return dir / kCheckpointFile;
+}
+
+fs::path ModelChoice::tokenizer() const {
+  if (synthetic()) throw std::logic_error("the synthetic model has no tokenizer file");
+  return dir / kTokenizerFile;
+}
+
+std::vector<std::string> missing_model_files(const fs::path& dir) {
+  std::vector<std::string> missing;
+  for (const char* name : {kCheckpointFile, kTokenizerFile}) {
+    std::error_code ec;
+    if (!fs::is_regular_file(dir / name, ec)) missing.emplace_back(name);
+  }
+  return missing;
+}
+
+bool usable_model_dir(const fs::path& dir) {
+  std::error_code ec;
+  return !dir.empty() && fs::is_directory(dir, ec) && missing_model_files(dir).empty();
+}
+
+namespace {
+
+fs::path absolute_normal(const fs::path& p) {
+  std::error_code ec;
+  fs::path abs = fs::absolute(p, ec);
+  if (ec) abs = p;
+  return abs.lexically_normal();
+}
+
+ModelChoice make_choice(ModelSource source, const fs::path& dir,
+                        std::vector<fs::path> rejected) {
+  ModelChoice choice;
+  choice.source = source;
+  choice.dir = absolute_normal(dir);
+  choice.rejected = std::move(rejected);
+  for (const char* name : {kCheckpointFile, kTokenizerFile}) {
+    std::error_code ec;
+    const auto bytes = fs::file_size(choice.dir / name, ec);
+    choice.files.push_back({name, ec ? 0 : static_cast<std::uint64_t>(bytes)});
+  }
+  return choice;
+}
+
+// Resolves an explicit --models / $LOCKSTEP_MODELS value or throws InputError.
+ModelChoice explicit_choice(ModelSource source, const std::string& value, const char* what) {
+  if (value == "synthetic") {
+    ModelChoice choice;
+    choice.source = ModelSource::synthetic;
+    return choice;
+  }
+  const fs::path dir(value);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw InputError(std::string(what) + " names '" + value +
+                     "', which is not a directory (expected a folder holding " +
+                     kCheckpointFile + " and " + kTokenizerFile + ", or 'synthetic')");
+  }
+  const auto missing = missing_model_files(dir);
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& m : missing) list += (list.empty() ? "" : " and ") + m;
+    throw InputError(std::string(what) + " names '" + value + "', which lacks " + list);
+  }
+  return make_choice(source, dir, {});
+}
+
+}  // namespace
+
+ModelChoice discover_models(const ModelSearch& search) {
+  if (search.flag) return explicit_choice(ModelSource::flag, *search.flag, "--models");
+  if (search.environment && !search.environment->empty()) {
+    return explicit_choice(ModelSource::environment, *search.environment, "LOCKSTEP_MODELS");
+  }
+
+  std::vector<fs::path> rejected;
+  if (!search.source_root.empty()) {
+    const fs::path dir = absolute_normal(search.source_root / ".." / "shared" / "models");
+    if (usable_model_dir(dir)) return make_choice(ModelSource::source_tree, dir, rejected);
+    rejected.push_back(dir);
+  }
+  if (!search.executable.empty()) {
+    fs::path ancestor = absolute_normal(search.executable).parent_path();
+    for (int up = 0; up <= 4 && !ancestor.empty(); ++up) {
+      const fs::path dir = ancestor / "shared" / "models";
+      if (usable_model_dir(dir)) return make_choice(ModelSource::executable, dir, rejected);
+      rejected.push_back(dir);
+      if (ancestor == ancestor.root_path()) break;
+      ancestor = ancestor.parent_path();
+    }
+  }
+  ModelChoice choice;
+  choice.source = ModelSource::synthetic;
+  choice.rejected = std::move(rejected);
+  return choice;
+}
+
+std::string synthetic_model_notice() {
+  return std::string("no model checkpoint found; using the deterministic synthetic model "
+                     "(for the real one pass --models DIR or set LOCKSTEP_MODELS to a folder "
+                     "holding ") +
+         kCheckpointFile + " and " + kTokenizerFile + ", e.g. ../shared/models)";
+}
+
+}  // namespace lockstep::cli
