@@ -1,0 +1,162 @@
+// Runs the built `lockstep` executable and checks its observable contract:
+// help, version, exit codes, the one-line error, the --json summary.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs LOCKSTEP_EXE with `args`; `env` entries are set (empty value: unset).
+Result run(const std::vector<std::string>& args,
+           const std::map<std::string, std::string>& env = {}) {
+  const fs::path dir = fs::temp_directory_path() /
+                       ("lockstep-cmd-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path out = dir / "out", err = dir / "err";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (o < 0 || e < 0) ::_exit(127);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    for (const auto& [k, v] : env) {
+      if (v.empty()) ::unsetenv(k.c_str());
+      else ::setenv(k.c_str(), v.c_str(), 1);
+    }
+    std::vector<char*> argv{const_cast<char*>(LOCKSTEP_EXE)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(LOCKSTEP_EXE, argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  Result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  fs::remove_all(dir);
+  return r;
+}
+
+long count_lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+
+}  // namespace
+
+TEST(LockstepCommand, HelpListsSubcommands) {
+  const auto r = run({"--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Subcommands:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("models"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--log-level"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--models"), std::string::npos) << r.out;
+}
+
+TEST(LockstepCommand, VersionNamesProjectAndTraceSpec) {
+  const auto r = run({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "lockstep 0.1.0 (trace spec trace-v1)\n");
+}
+
+TEST(LockstepCommand, UnknownFlagIsOneLineUsageError) {
+  const auto r = run({"--no-such-flag"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("lockstep: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("--no-such-flag"), std::string::npos) << r.err;
+}
+
+TEST(LockstepCommand, MissingSubcommandIsUsageError) {
+  const auto r = run({});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("subcommand"), std::string::npos) << r.err;
+}
+
+TEST(LockstepCommand, BadLogLevelIsUsageError) {
+  const auto r = run({"--log-level", "loud", "models"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+}
+
+TEST(LockstepCommand, ModelsJsonSynthetic) {
+  const auto r = run({"models", "--json"}, {{"LOCKSTEP_MODELS", "synthetic"}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count_lines(r.out), 1) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "exact");
+  EXPECT_EQ(j["steps"], 0);
+  EXPECT_EQ(j["mismatches"], 0);
+  EXPECT_EQ(j["command"], "models");
+  EXPECT_EQ(j["models"]["source"], "synthetic");
+  EXPECT_EQ(j["models"]["synthetic"], true);
+  EXPECT_EQ(j["models"]["files"].size(), 0u);
+}
+
+TEST(LockstepCommand, ModelsJsonWithDirectory) {
+  const fs::path dir = fs::temp_directory_path() / ("lockstep-models-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "stories260K.bin") << std::string(1234, 'w');
+  std::ofstream(dir / "tok512.bin") << std::string(56, 't');
+  // Global option after the subcommand name, as well as before it.
+  for (const auto& args : {std::vector<std::string>{"models", "--json", "--models", dir.string()},
+                           std::vector<std::string>{"--json", "--models", dir.string(), "models"}}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["status"], "exact");
+    EXPECT_EQ(j["models"]["source"], "flag");
+    EXPECT_EQ(j["models"]["dir"], dir.string());
+    EXPECT_EQ(j["models"]["files"][0]["name"], "stories260K.bin");
+    EXPECT_EQ(j["models"]["files"][0]["bytes"], 1234);
+    EXPECT_EQ(j["models"]["files"][1]["bytes"], 56);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(LockstepCommand, UnusableModelsDirIsInputErrorWithJsonSummary) {
+  const auto r = run({"--json", "models"}, {{"LOCKSTEP_MODELS", "/nonexistent/models"}});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("LOCKSTEP_MODELS"), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "error");
+  EXPECT_EQ(j["command"], "models");
+  EXPECT_NE(j["error"].get<std::string>().find("/nonexistent/models"), std::string::npos);
+}
+
+TEST(LockstepCommand, ModelsHumanOutput) {
+  const auto r = run({"models"}, {{"LOCKSTEP_MODELS", "synthetic"}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("models: synthetic", 0), 0u) << r.out;
+}

@@ -1,0 +1,202 @@
+// Unit tests of lockstep_cli_support: model discovery order, the summary and
+// its exit codes, logging levels.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "cli/app.h"
+#include "cli/context.h"
+#include "cli/models.h"
+
+namespace fs = std::filesystem;
+using namespace lockstep::cli;
+
+namespace {
+
+// A fresh temporary directory per test, removed afterwards.
+class TempTree : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    root_ = fs::temp_directory_path() /
+            (std::string("lockstep-cli-") + info->name() + "-" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  // Creates dir/stories260K.bin (`ckpt` bytes) and dir/tok512.bin (`tok` bytes).
+  fs::path make_models(const fs::path& dir, std::size_t ckpt = 10, std::size_t tok = 3) {
+    fs::create_directories(dir);
+    std::ofstream(dir / kCheckpointFile, std::ios::binary) << std::string(ckpt, 'c');
+    std::ofstream(dir / kTokenizerFile, std::ios::binary) << std::string(tok, 't');
+    return dir;
+  }
+
+  fs::path root_;
+};
+
+}  // namespace
+
+TEST_F(TempTree, FlagWinsOverEverything) {
+  const auto flag = make_models(root_ / "flag", 11, 4);
+  const auto env = make_models(root_ / "env");
+  make_models(root_ / "shared" / "models");
+  ModelSearch s{flag.string(), env.string(), root_ / "repo", root_ / "repo/build/bin/lockstep"};
+  const auto choice = discover_models(s);
+  EXPECT_EQ(choice.source, ModelSource::flag);
+  EXPECT_EQ(choice.dir, flag);
+  ASSERT_EQ(choice.files.size(), 2u);
+  EXPECT_EQ(choice.files[0].name, "stories260K.bin");
+  EXPECT_EQ(choice.files[0].bytes, 11u);
+  EXPECT_EQ(choice.files[1].name, "tok512.bin");
+  EXPECT_EQ(choice.files[1].bytes, 4u);
+  EXPECT_EQ(choice.checkpoint(), flag / "stories260K.bin");
+  EXPECT_EQ(choice.tokenizer(), flag / "tok512.bin");
+}
+
+TEST_F(TempTree, EnvironmentWinsOverSourceTree) {
+  const auto env = make_models(root_ / "env");
+  make_models(root_ / "shared" / "models");
+  ModelSearch s{std::nullopt, env.string(), root_ / "repo", {}};
+  const auto choice = discover_models(s);
+  EXPECT_EQ(choice.source, ModelSource::environment);
+  EXPECT_EQ(choice.dir, env);
+}
+
+TEST_F(TempTree, EmptyEnvironmentCountsAsUnset) {
+  const auto shared = make_models(root_ / "shared" / "models");
+  ModelSearch s{std::nullopt, std::string(), root_ / "repo", {}};
+  const auto choice = discover_models(s);
+  EXPECT_EQ(choice.source, ModelSource::source_tree);
+  EXPECT_EQ(choice.dir, shared);
+}
+
+TEST_F(TempTree, SourceTreeSiblingSharedModels) {
+  const auto shared = make_models(root_ / "shared" / "models", 1056540 % 97, 5);
+  ModelSearch s{std::nullopt, std::nullopt, root_ / "repo", root_ / "elsewhere/bin/lockstep"};
+  const auto choice = discover_models(s);
+  EXPECT_EQ(choice.source, ModelSource::source_tree);
+  EXPECT_EQ(choice.dir, shared);
+  EXPECT_EQ(choice.files[1].bytes, 5u);
+}
+
+TEST_F(TempTree, ExecutableRelativeWhenSourceRootMoved) {
+  // Source root recorded at configure time no longer exists; the executable
+  // sits at <root>/tree/build/bin/lockstep and <root>/shared/models exists.
+  const auto shared = make_models(root_ / "shared" / "models");
+  ModelSearch s{std::nullopt, std::nullopt, root_ / "gone" / "repo",
+                root_ / "tree" / "build" / "bin" / "lockstep"};
+  const auto choice = discover_models(s);
+  EXPECT_EQ(choice.source, ModelSource::executable);
+  EXPECT_EQ(choice.dir, shared);
+  EXPECT_EQ(choice.rejected.front(), root_ / "gone" / "shared" / "models");
+}
+
+TEST_F(TempTree, SyntheticWhenNothingFound) {
+  // A shared/models folder with only one of the two files is not usable.
+  fs::create_directories(root_ / "shared" / "models");
+  std::ofstream(root_ / "shared" / "models" / kCheckpointFile) << "x";
+  ModelSearch s{std::nullopt, std::nullopt, root_ / "repo", {}};
+  const auto choice = discover_models(s);
+  EXPECT_TRUE(choice.synthetic());
+  EXPECT_TRUE(choice.dir.empty());
+  EXPECT_TRUE(choice.files.empty());
+  ASSERT_EQ(choice.rejected.size(), 1u);
+  EXPECT_EQ(choice.rejected[0], root_ / "shared" / "models");
+  EXPECT_THROW((void)choice.checkpoint(), std::logic_error);
+  EXPECT_EQ(missing_model_files(root_ / "shared" / "models"),
+            std::vector<std::string>{"tok512.bin"});
+}
+
+TEST_F(TempTree, ExplicitSyntheticValue) {
+  make_models(root_ / "shared" / "models");
+  EXPECT_TRUE(discover_models({"synthetic", std::nullopt, root_ / "repo", {}}).synthetic());
+  EXPECT_TRUE(discover_models({std::nullopt, "synthetic", root_ / "repo", {}}).synthetic());
+}
+
+TEST_F(TempTree, UnusableExplicitDirectoryIsAnInputError) {
+  fs::create_directories(root_ / "half");
+  std::ofstream(root_ / "half" / kTokenizerFile) << "x";
+  try {
+    (void)discover_models({(root_ / "half").string(), std::nullopt, {}, {}});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--models"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("stories260K.bin"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("tok512.bin"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)discover_models({std::nullopt, (root_ / "nope").string(), {}, {}}),
+               InputError);
+}
+
+TEST_F(TempTree, ContextReadsEnvironment) {
+  const auto env = make_models(root_ / "env");
+  ASSERT_EQ(::setenv("LOCKSTEP_MODELS", env.c_str(), 1), 0);
+  Context ctx(root_ / "repo", {});
+  EXPECT_EQ(ctx.models().source, ModelSource::environment);
+  EXPECT_EQ(ctx.models().dir, env);
+  ::unsetenv("LOCKSTEP_MODELS");
+}
+
+TEST(Summary, StatusStepsMismatchesAndExitCodes) {
+  Summary s;
+  EXPECT_EQ(s.status(), "exact");
+  EXPECT_EQ(s.exit_code(), ExitCode::exact);
+  s.add_steps(30000);
+  s.add_steps(5);
+  s.set("program", "addi-chain");
+  EXPECT_EQ(s.to_json()["steps"], 30005u);
+  EXPECT_EQ(s.to_json()["status"], "exact");
+  s.add_mismatches(1);
+  EXPECT_EQ(s.status(), "mismatch");
+  EXPECT_EQ(static_cast<int>(s.exit_code()), 1);
+  s.fail("bad\nfile");
+  EXPECT_EQ(s.status(), "error");
+  EXPECT_EQ(static_cast<int>(s.exit_code()), 2);
+  const auto j = s.to_json();
+  EXPECT_EQ(j["error"], "bad file");
+  EXPECT_EQ(j["mismatches"], 1u);
+  EXPECT_EQ(j["program"], "addi-chain");
+  EXPECT_EQ(j.begin().key(), "status");
+}
+
+TEST(Summary, ReservedKeysAndSingleEmit) {
+  Summary s;
+  EXPECT_THROW(s.set("status", "exact"), std::logic_error);
+  EXPECT_THROW(s.set("steps", 1), std::logic_error);
+  std::ostringstream out;
+  EXPECT_TRUE(s.emit(out));
+  EXPECT_FALSE(s.emit(out));
+  const std::string text = out.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1);
+  const auto parsed = nlohmann::json::parse(text);
+  EXPECT_EQ(parsed["status"], "exact");
+  EXPECT_EQ(parsed["steps"], 0u);
+}
+
+TEST(Logging, LevelsAndErrors) {
+  auto logger = setup_logging("warn");
+  EXPECT_EQ(logger->level(), spdlog::level::warn);
+  EXPECT_EQ(setup_logging("off")->level(), spdlog::level::off);
+  EXPECT_EQ(spdlog::default_logger().get(), logger.get());
+  EXPECT_THROW(setup_logging("loud"), UsageError);
+}
+
+TEST(OneLine, CollapsesControlCharacters) {
+  EXPECT_EQ(one_line("a\nb\r\n\tc\n"), "a b c");
+  EXPECT_EQ(one_line("\nx"), "x");
+}
+
+TEST(Version, NamesProjectAndTraceSpec) {
+  EXPECT_EQ(version_line(), "lockstep 0.1.0 (trace spec trace-v1)");
+  EXPECT_EQ(trace_spec_version(), "trace-v1");
+}
