@@ -1,0 +1,87 @@
+// ChipBackend: the one executor interface (CPU now, CUDA later). Every executor computes
+// exactly the layer math of docs/spec/chip-format.md; the CPU executor is the oracle.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lockstep/chip/chip.hpp"
+#include "lockstep/chip/guest_image.hpp"
+
+namespace lockstep::chip {
+
+using StreamId = std::uint32_t;
+
+/// The first numerics-audit violation seen by a stream.
+struct AuditViolation {
+  std::uint64_t step = 0;      ///< stream step index (0 = first step after reset)
+  int layer = -1;              ///< -1 for "embed" / "logits"
+  std::string activation;      ///< e.g. "mem.k", "mlp.hidden", "logits" (chip-format.md)
+  int head = -1;               ///< for "mem.*" activations
+  std::uint32_t index = 0;     ///< element index within the activation vector
+  std::string field;           ///< residual field holding index (residual activations), else ""
+  double value = 0;
+  std::string reason;          ///< "not an integer", "exceeds declared bound 255", ...
+  std::string to_string() const;  ///< one line, all of the above
+};
+
+/// Abstract executor. Streams are independent machines sharing one chip's weights.
+/// Methods throw UsageError for a bad stream id or token, FormatError for bad checkpoint bytes.
+class ChipBackend {
+ public:
+  virtual ~ChipBackend() = default;
+
+  virtual std::string name() const = 0;
+  /// Takes a validated chip; drops all streams.
+  virtual void load(std::shared_ptr<const Chip> chip) = 0;
+  virtual const Chip& chip() const = 0;
+
+  /// Sets the number of streams to n (new streams have zero state, step 0).
+  virtual void set_num_streams(std::size_t n) = 0;
+  virtual std::size_t num_streams() const = 0;
+
+  /// Zeroes the stream's state, applies the chip's initialisers to `image`, step count 0,
+  /// clears the audit record. Throws ImageError if the image lacks a required section.
+  virtual void reset(StreamId s, const GuestImage& image) = 0;
+
+  /// One step of each listed stream: out[i] = next token of streams[i] fed inputs[i].
+  /// Streams must be distinct. Spans have equal lengths.
+  virtual void step_batch(std::span<const StreamId> streams, std::span<const Token> inputs,
+                          std::span<Token> out) = 0;
+
+  /// XXH3-64 of the stream's state floats (chip-format.md, "State hash").
+  virtual std::uint64_t hash(StreamId s) const = 0;
+  /// Checkpoint of one stream (chip-format.md, "Stream checkpoint").
+  virtual std::vector<std::uint8_t> save(StreamId s) const = 0;
+  /// Restores a checkpoint made by save() of the same chip. Throws FormatError otherwise.
+  virtual void restore(StreamId s, const std::vector<std::uint8_t>& bytes) = 0;
+  virtual std::uint64_t steps(StreamId s) const = 0;
+
+  /// Probe recording: when on, each step keeps the residual values of the fields the chip's
+  /// probe map names at each probe point, for probe().
+  virtual void set_probe_recording(bool on) = 0;
+  /// Values of residual field `field` at the probe point (layer, after) of the stream's last
+  /// step. Throws UsageError if recording was off, or the point/field is not in the probe map.
+  virtual std::vector<float> probe(StreamId s, int layer, Sublayer after,
+                                   const std::string& field) const = 0;
+
+  /// Audit mode: check every activation (chip-format.md, "Numerics audit"); the first
+  /// violation per stream is kept until reset.
+  virtual void set_audit(bool on) = 0;
+  virtual std::optional<AuditViolation> audit_violation(StreamId s) const = 0;
+
+  // Convenience loops (non-virtual, built on step_batch).
+
+  /// One step of one stream.
+  Token step(StreamId s, Token input);
+  /// Teacher forcing: feeds inputs[i] and returns the prediction after each (same length).
+  std::vector<Token> teacher_forced(StreamId s, std::span<const Token> inputs);
+  /// Free running: feeds `first`, then n - 1 of its own predictions; returns the n predictions.
+  std::vector<Token> free_running(StreamId s, Token first, std::size_t n);
+};
+
+}  // namespace lockstep::chip

@@ -1,0 +1,49 @@
+// CPU executor: fp32, exact by construction, sparse. Cost per step scales with the non-zero
+// activations and the weights they touch, not with dense sizes.
+#pragma once
+
+#include <memory>
+
+#include "lockstep/chip/backend.hpp"
+
+namespace lockstep::chip {
+
+class CpuExecutor final : public ChipBackend {
+ public:
+  CpuExecutor();
+  explicit CpuExecutor(std::shared_ptr<const Chip> chip, std::size_t num_streams = 1);
+  ~CpuExecutor() override;
+
+  std::string name() const override { return "cpu"; }
+  void load(std::shared_ptr<const Chip> chip) override;
+  const Chip& chip() const override;
+  void set_num_streams(std::size_t n) override;
+  std::size_t num_streams() const override;
+  void reset(StreamId s, const GuestImage& image) override;
+  void step_batch(std::span<const StreamId> streams, std::span<const Token> inputs,
+                  std::span<Token> out) override;
+  std::uint64_t hash(StreamId s) const override;
+  std::vector<std::uint8_t> save(StreamId s) const override;
+  void restore(StreamId s, const std::vector<std::uint8_t>& bytes) override;
+  std::uint64_t steps(StreamId s) const override;
+  void set_probe_recording(bool on) override;
+  std::vector<float> probe(StreamId s, int layer, Sublayer after,
+                           const std::string& field) const override;
+  void set_audit(bool on) override;
+  std::optional<AuditViolation> audit_violation(StreamId s) const override;
+
+  /// The raw state of a stream (layers, heads in order; each S column-major: column c's
+  /// value_dim floats contiguous). For tests and the CUDA executor's comparison.
+  std::span<const float> state(StreamId s) const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Applies a chip's initialisers to a zeroed state buffer (layout as CpuExecutor::state()).
+/// Shared by every executor so that resets agree. Throws ImageError.
+void apply_initialisers(const Chip& chip, const GuestImage& image, std::span<float> state);
+
+}  // namespace lockstep::chip

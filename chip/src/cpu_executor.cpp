@@ -1,0 +1,692 @@
+// CPU executor (docs/spec/chip-format.md, "Layer math"). Reads top to bottom like the spec:
+// embed, for each layer (memory block, MLP), unembed, argmax. Sparse throughout: a linear map is
+// CSC and is evaluated by scattering the columns of the non-zero inputs into an accumulator that
+// remembers which rows it touched; rows whose bias alone can make them non-zero are seeded.
+#include "lockstep/chip/cpu_executor.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace lockstep::chip {
+
+namespace {
+
+enum Act : int { kEmbed, kLogits, kMemK, kMemQ, kMemV, kMemBeta, kMemState, kMemO, kMemResid,
+                 kMlpPre, kMlpU, kMlpHidden, kMlpResid, kNumActs };
+const char* const kActNames[kNumActs] = {"embed", "logits", "mem.k", "mem.q", "mem.v", "mem.beta",
+                                         "mem.state", "mem.o", "mem.resid", "mlp.pre", "mlp.u",
+                                         "mlp.hidden", "mlp.resid"};
+
+inline float act(Activation a, float v) { return a == Activation::Relu ? (v > 0.0f ? v : 0.0f) : v; }
+
+// A linear map prepared for sparse evaluation.
+struct PreparedMap {
+  const LinearMap* m = nullptr;
+  std::vector<std::uint32_t> seeds;  // rows that can be non-zero with zero input (after act)
+  void prepare(const LinearMap& map) {
+    m = &map;
+    seeds.clear();
+    for (std::uint32_t r = 0; r < map.bias.size(); ++r) {
+      const float b = map.bias[r];
+      if (map.act == Activation::Relu ? b > 0.0f : b != 0.0f) seeds.push_back(r);
+    }
+  }
+};
+
+// Sparse accumulator: value(r) = touched ? vals[r] : bias[r] of the map last evaluated.
+struct Accum {
+  std::vector<float> vals;
+  std::vector<std::uint32_t> stamp;
+  std::vector<std::uint32_t> rows;  // touched rows, in first-touch order
+  std::uint32_t cur = 0;
+  const LinearMap* m = nullptr;
+
+  void ensure(std::size_t n) {
+    if (vals.size() < n) {
+      vals.resize(n);
+      stamp.resize(n, 0);
+    }
+  }
+  void begin(const LinearMap& map) {
+    m = &map;
+    rows.clear();
+    if (++cur == 0) {
+      std::fill(stamp.begin(), stamp.end(), 0);
+      cur = 1;
+    }
+  }
+  inline void touch(std::uint32_t r) {
+    if (stamp[r] != cur) {
+      stamp[r] = cur;
+      vals[r] = m->bias[r];
+      rows.push_back(r);
+    }
+  }
+  float value(std::uint32_t r) const { return stamp[r] == cur ? vals[r] : m->bias[r]; }
+  bool touched(std::uint32_t r) const { return stamp[r] == cur; }
+};
+
+// y = W x + b (before activation) for sparse x given by (x dense, nz candidate list).
+void eval(Accum& a, const PreparedMap& pm, const float* x, const std::uint32_t* nz, std::size_t n_nz) {
+  const LinearMap& m = *pm.m;
+  a.begin(m);
+  for (std::uint32_t r : pm.seeds) a.touch(r);
+  const std::uint32_t* cp = m.w.col_ptr.data();
+  const std::uint32_t* ri = m.w.row_idx.data();
+  const float* wv = m.w.values.data();
+  for (std::size_t i = 0; i < n_nz; ++i) {
+    const std::uint32_t j = nz[i];
+    const float xj = x[j];
+    if (xj == 0.0f) continue;
+    for (std::uint32_t p = cp[j]; p < cp[j + 1]; ++p) {
+      const std::uint32_t r = ri[p];
+      a.touch(r);
+      a.vals[r] += wv[p] * xj;
+    }
+  }
+}
+
+// Audit helper: |b| + sum |w x| per touched row: bounds every partial sum in any order.
+void eval_abs(Accum& a, const PreparedMap& pm, const float* x, const std::uint32_t* nz, std::size_t n_nz) {
+  const LinearMap& m = *pm.m;
+  a.begin(m);
+  for (std::uint32_t r : pm.seeds) a.touch(r);
+  for (std::size_t i = 0; i < n_nz; ++i) {
+    const std::uint32_t j = nz[i];
+    const float xj = x[j];
+    if (xj == 0.0f) continue;
+    for (std::uint32_t p = m.w.col_ptr[j]; p < m.w.col_ptr[j + 1]; ++p) a.touch(m.w.row_idx[p]);
+  }
+  for (std::uint32_t r : a.rows) a.vals[r] = 0.0f;
+  for (std::uint32_t r : a.rows) a.vals[r] = std::fabs(m.bias[r]);
+  for (std::size_t i = 0; i < n_nz; ++i) {
+    const std::uint32_t j = nz[i];
+    const double xj = std::fabs(x[j]);
+    if (xj == 0.0) continue;
+    for (std::uint32_t p = m.w.col_ptr[j]; p < m.w.col_ptr[j + 1]; ++p)
+      a.vals[m.w.row_idx[p]] = static_cast<float>(a.vals[m.w.row_idx[p]] + std::fabs(m.w.values[p]) * xj);
+  }
+}
+
+struct PreparedHead {
+  PreparedMap k, q, v, beta, o;
+  std::size_t state_offset = 0;
+  std::uint32_t key_dim = 0, value_dim = 0;
+};
+
+struct PreparedLayer {
+  std::vector<PreparedHead> heads;
+  PreparedMap w1, wu, wg, w2;
+  MlpKind kind = MlpKind::None;
+  double limit = 0;
+  std::vector<std::size_t> probes_after_mem, probes_after_mlp;  // indices into config.probes
+};
+
+struct BoundInfo {
+  double bound = 0;
+  double scale = 1;  // 2^frac_bits
+  double limit = 0;  // 2^p of the number format
+};
+
+struct Stream {
+  std::vector<float> state;
+  std::uint64_t steps = 0;
+  // residual of the current step
+  std::vector<float> x;
+  std::vector<std::uint8_t> xmark;
+  std::vector<std::uint32_t> xnz;
+  // per-step scratch: memory outputs of every head of the current layer
+  std::vector<float> o;  // concatenated value_dim of the layer's heads
+  std::vector<std::vector<std::vector<float>>> probe_vals;  // [probe point][field] -> values
+  bool probes_valid = false;
+  std::optional<AuditViolation> violation;
+
+  void add(std::uint32_t d, float v) {
+    if (!xmark[d]) {
+      xmark[d] = 1;
+      xnz.push_back(d);
+    }
+    x[d] += v;
+  }
+  void clear_residual() {
+    for (std::uint32_t d : xnz) {
+      x[d] = 0.0f;
+      xmark[d] = 0;
+    }
+    xnz.clear();
+  }
+};
+
+}  // namespace
+
+struct CpuExecutor::Impl {
+  std::shared_ptr<const Chip> chip;
+  std::vector<PreparedLayer> layers;
+  PreparedMap embed, unembed;
+  std::vector<Token> bias_order;  // tokens by (unembed bias desc, id asc)
+  std::vector<Stream> streams;
+  std::uint64_t fingerprint = 0;
+  std::vector<std::vector<BoundInfo>> bounds;  // [layer + 1][act]; row 0 = global (embed, logits)
+  std::vector<std::size_t> probes_after_embed;
+  bool record_probes = false;
+  bool audit = false;
+  // shared scratch (streams are processed one at a time within a layer)
+  Accum a0, a1, a2, a3, aabs;
+  std::vector<std::pair<std::uint32_t, float>> knz, qnz;
+  std::vector<float> tmp, tmp_abs;
+  std::size_t max_value_dim = 0;
+
+  void prepare(std::shared_ptr<const Chip> c) {
+    chip = std::move(c);
+    const Chip& ch = *chip;
+    std::string cfg = config_json(ch);
+    fingerprint = XXH3_64bits(cfg.data(), cfg.size());
+    embed.prepare(ch.embed);
+    unembed.prepare(ch.unembed);
+    std::size_t max_rows = std::max<std::size_t>(ch.config.d_model, ch.config.vocab_size);
+    std::size_t off = 0;
+    layers.assign(ch.layers.size(), {});
+    max_value_dim = 0;
+    for (std::size_t l = 0; l < ch.layers.size(); ++l) {
+      const Layer& L = ch.layers[l];
+      PreparedLayer& P = layers[l];
+      P.kind = L.mlp.kind;
+      P.limit = exact_limit(L.format);
+      std::size_t vsum = 0;
+      for (const Head& h : L.heads) {
+        PreparedHead ph;
+        ph.k.prepare(h.k);
+        ph.q.prepare(h.q);
+        ph.v.prepare(h.v);
+        ph.beta.prepare(h.beta);
+        ph.o.prepare(h.o);
+        ph.state_offset = off;
+        ph.key_dim = h.key_dim;
+        ph.value_dim = h.value_dim;
+        off += static_cast<std::size_t>(h.key_dim) * h.value_dim;
+        vsum += h.value_dim;
+        max_rows = std::max<std::size_t>({max_rows, h.key_dim, h.value_dim});
+        P.heads.push_back(std::move(ph));
+      }
+      max_value_dim = std::max(max_value_dim, vsum);
+      if (L.mlp.kind == MlpKind::Relu) P.w1.prepare(L.mlp.w1);
+      if (L.mlp.kind == MlpKind::Gated) {
+        P.wu.prepare(L.mlp.wu);
+        P.wg.prepare(L.mlp.wg);
+      }
+      if (L.mlp.kind != MlpKind::None) P.w2.prepare(L.mlp.w2);
+      max_rows = std::max<std::size_t>(max_rows, L.mlp.hidden);
+    }
+    for (Accum* a : {&a0, &a1, &a2, &a3, &aabs}) a->ensure(max_rows);
+    tmp.assign(max_rows, 0.0f);
+    tmp_abs.assign(max_rows, 0.0f);
+    bias_order.resize(ch.config.vocab_size);
+    for (Token t = 0; t < ch.config.vocab_size; ++t) bias_order[t] = t;
+    const auto& ub = ch.unembed.bias;
+    std::stable_sort(bias_order.begin(), bias_order.end(), [&](Token a, Token b) { return ub[a] > ub[b]; });
+    // bounds
+    bounds.assign(ch.layers.size() + 1, std::vector<BoundInfo>(kNumActs));
+    const double glimit = exact_limit(ch.config.number_format);
+    for (std::size_t r = 0; r < bounds.size(); ++r)
+      for (auto& b : bounds[r]) {
+        b.limit = r == 0 ? glimit : layers[r - 1].limit;
+        b.bound = b.limit;
+        b.scale = 1;
+      }
+    for (const Bound& b : ch.config.bounds) {
+      int a = 0;
+      while (a < kNumActs && b.activation != kActNames[a]) ++a;
+      BoundInfo& bi = bounds[static_cast<std::size_t>(b.layer + 1)][a];
+      bi.bound = b.bound;
+      bi.scale = std::ldexp(1.0, b.frac_bits);
+    }
+    probes_after_embed.clear();
+    for (std::size_t i = 0; i < ch.config.probes.size(); ++i) {
+      const ProbePoint& p = ch.config.probes[i];
+      if (p.after == Sublayer::Embed) probes_after_embed.push_back(i);
+      else if (p.after == Sublayer::Memory) layers[static_cast<std::size_t>(p.layer)].probes_after_mem.push_back(i);
+      else layers[static_cast<std::size_t>(p.layer)].probes_after_mlp.push_back(i);
+    }
+  }
+
+  void init_stream(Stream& s) const {
+    const Chip& ch = *chip;
+    s.state.assign(ch.state_size(), 0.0f);
+    s.steps = 0;
+    s.x.assign(ch.config.d_model, 0.0f);
+    s.xmark.assign(ch.config.d_model, 0);
+    s.xnz.clear();
+    s.o.assign(max_value_dim, 0.0f);
+    s.probe_vals.assign(ch.config.probes.size(), {});
+    s.probes_valid = false;
+    s.violation.reset();
+  }
+
+  Stream& stream(StreamId id) {
+    if (id >= streams.size()) throw UsageError("stream " + std::to_string(id) + " out of range");
+    return streams[id];
+  }
+  const Stream& stream(StreamId id) const {
+    if (id >= streams.size()) throw UsageError("stream " + std::to_string(id) + " out of range");
+    return streams[id];
+  }
+
+  // ---- audit ----
+  void check(Stream& s, double v, int layer, int a, int head, std::uint32_t index, bool residual) {
+    if (s.violation) return;
+    const BoundInfo& b = bounds[static_cast<std::size_t>(layer + 1)][a];
+    std::string reason;
+    const double scaled = v * b.scale;
+    if (!std::isfinite(v)) reason = "not finite";
+    else if (scaled != std::floor(scaled))
+      reason = b.scale == 1 ? "not an integer" : "not a multiple of 2^-" + std::to_string(std::ilogb(b.scale));
+    else if (std::fabs(v) > b.bound) reason = "exceeds declared bound " + std::to_string(b.bound);
+    else if (std::fabs(scaled) >= b.limit) reason = "outside the exact range 2^" + std::to_string(std::ilogb(b.limit)) + " of its number format";
+    if (reason.empty()) return;
+    report(s, v, layer, a, head, index, residual, reason);
+  }
+  void check_abs(Stream& s, double abs_sum, int layer, int a, int head, std::uint32_t index, bool residual) {
+    if (s.violation) return;
+    const BoundInfo& b = bounds[static_cast<std::size_t>(layer + 1)][a];
+    if (abs_sum * b.scale >= b.limit)
+      report(s, abs_sum, layer, a, head, index, residual,
+             "a partial sum may leave the exact range 2^" + std::to_string(std::ilogb(b.limit)) +
+                 " (sum of |terms| shown)");
+  }
+  void report(Stream& s, double v, int layer, int a, int head, std::uint32_t index, bool residual,
+              const std::string& reason) {
+    AuditViolation av;
+    av.step = s.steps;
+    av.layer = layer;
+    av.activation = kActNames[a];
+    av.head = head;
+    av.index = index;
+    if (residual)
+      if (const Field* f = chip->field_at(index)) av.field = f->name + "[" + std::to_string(index - f->offset) + "]";
+    av.value = v;
+    av.reason = reason;
+    s.violation = av;
+  }
+  // audit a linear map evaluation in accumulator `a`: values (after act) and partial sums
+  void audit_map(Stream& s, const Accum& a, const PreparedMap& pm, int layer, int act_id, int head, bool residual_rows) {
+    eval_abs(aabs, pm, s.x.data(), s.xnz.data(), s.xnz.size());
+    for (std::uint32_t r : aabs.rows) check_abs(s, aabs.vals[r], layer, act_id, head, r, residual_rows);
+    for (std::uint32_t r : a.rows) check(s, a.vals[r], layer, act_id, head, r, residual_rows);
+  }
+  void audit_residual(Stream& s, int layer, int act_id) {
+    for (std::uint32_t d : s.xnz) check(s, s.x[d], layer, act_id, -1, d, true);
+  }
+
+  void record(Stream& s, const std::vector<std::size_t>& points) {
+    const Chip& ch = *chip;
+    for (std::size_t pi : points) {
+      const ProbePoint& p = ch.config.probes[pi];
+      auto& dst = s.probe_vals[pi];
+      dst.resize(p.fields.size());
+      for (std::size_t fi = 0; fi < p.fields.size(); ++fi) {
+        const Field* f = ch.find_field(p.fields[fi]);
+        dst[fi].assign(s.x.begin() + f->offset, s.x.begin() + f->offset + f->width);
+      }
+    }
+  }
+
+  // ---- the forward pass ----
+
+  // x = E[token]
+  void embed_token(Stream& s, Token t) {
+    s.clear_residual();
+    const SparseMatrix& E = chip->embed.w;
+    for (std::uint32_t p = E.col_ptr[t]; p < E.col_ptr[t + 1]; ++p) s.add(E.row_idx[p], E.values[p]);
+    if (audit) audit_residual(s, -1, kEmbed);
+    if (record_probes) record(s, probes_after_embed);
+  }
+
+  // x += sum_h W_o,h o_h, with S_h <- S_h + beta (v - S_h k) k^T ; o_h = S_h q, per head.
+  void memory_block(Stream& s, int l) {
+    PreparedLayer& P = layers[static_cast<std::size_t>(l)];
+    if (P.heads.empty()) return;
+    const float* x = s.x.data();
+    const std::uint32_t* nz = s.xnz.data();
+    const std::size_t n_nz = s.xnz.size();
+    std::size_t o_off = 0;
+    for (std::size_t h = 0; h < P.heads.size(); ++h) {
+      PreparedHead& H = P.heads[h];
+      const int hi = static_cast<int>(h);
+      float* S = s.state.data() + H.state_offset;  // column c: S[c * value_dim .. +value_dim)
+      const std::uint32_t V = H.value_dim;
+      // k = act(W_k x + b_k)
+      eval(a0, H.k, x, nz, n_nz);
+      if (audit) audit_map(s, a0, H.k, l, kMemK, hi, false);
+      knz.clear();
+      for (std::uint32_t r : a0.rows) {
+        const float kv = act(H.k.m->act, a0.vals[r]);
+        if (kv != 0.0f) knz.emplace_back(r, kv);
+      }
+      // beta = act(w_beta . x + b_beta)
+      eval(a1, H.beta, x, nz, n_nz);
+      if (audit) audit_map(s, a1, H.beta, l, kMemBeta, hi, false);
+      const float beta = act(H.beta.m->act, a1.value(0));
+      const bool write = beta != 0.0f && !knz.empty();
+      if (write || audit) {
+        // v = W_v x + b_v
+        eval(a2, H.v, x, nz, n_nz);
+        if (audit) audit_map(s, a2, H.v, l, kMemV, hi, false);
+      }
+      if (write) {
+        // u = beta (v - S k); S[:, j] += u k_j for every non-zero k_j
+        float* Sk = tmp.data();
+        std::fill(Sk, Sk + V, 0.0f);
+        for (const auto& [j, kj] : knz) {
+          const float* col = S + static_cast<std::size_t>(j) * V;
+          for (std::uint32_t i = 0; i < V; ++i) Sk[i] += col[i] * kj;
+        }
+        if (audit) {
+          std::fill(tmp_abs.begin(), tmp_abs.begin() + V, 0.0f);
+          for (const auto& [j, kj] : knz) {
+            const float* col = S + static_cast<std::size_t>(j) * V;
+            for (std::uint32_t i = 0; i < V; ++i) tmp_abs[i] += std::fabs(col[i] * kj);
+          }
+          for (std::uint32_t i = 0; i < V; ++i) check_abs(s, tmp_abs[i], l, kMemState, hi, i, false);
+        }
+        for (std::uint32_t i = 0; i < V; ++i) Sk[i] = beta * (a2.value(i) - Sk[i]);
+        for (const auto& [j, kj] : knz) {
+          float* col = S + static_cast<std::size_t>(j) * V;
+          for (std::uint32_t i = 0; i < V; ++i) col[i] += Sk[i] * kj;
+          if (audit)
+            for (std::uint32_t i = 0; i < V; ++i) check(s, col[i], l, kMemState, hi, j * V + i, false);
+        }
+      }
+      // q = act(W_q x + b_q); o = S q
+      eval(a0, H.q, x, nz, n_nz);
+      if (audit) audit_map(s, a0, H.q, l, kMemQ, hi, false);
+      float* o = s.o.data() + o_off;
+      std::fill(o, o + V, 0.0f);
+      for (std::uint32_t r : a0.rows) {
+        const float qj = act(H.q.m->act, a0.vals[r]);
+        if (qj == 0.0f) continue;
+        const float* col = S + static_cast<std::size_t>(r) * V;
+        for (std::uint32_t i = 0; i < V; ++i) o[i] += col[i] * qj;
+      }
+      if (audit)
+        for (std::uint32_t i = 0; i < V; ++i) check(s, o[i], l, kMemO, hi, i, false);
+      o_off += V;
+    }
+    // x += sum_h W_o,h o_h (after every head has read the block's input x)
+    o_off = 0;
+    for (std::size_t h = 0; h < P.heads.size(); ++h) {
+      PreparedHead& H = P.heads[h];
+      const float* o = s.o.data() + o_off;
+      const SparseMatrix& W = H.o.m->w;
+      for (std::uint32_t i = 0; i < H.value_dim; ++i) {
+        if (o[i] == 0.0f) continue;
+        for (std::uint32_t p = W.col_ptr[i]; p < W.col_ptr[i + 1]; ++p) s.add(W.row_idx[p], W.values[p] * o[i]);
+      }
+      for (std::uint32_t r : H.o.seeds) s.add(r, H.o.m->bias[r]);
+      o_off += H.value_dim;
+    }
+    if (audit) audit_residual(s, l, kMemResid);
+    if (record_probes) record(s, P.probes_after_mem);
+  }
+
+  // Plain: x += W2 ReLU(W1 x + b1) + b2.  Gated: x += W2 (u (.) ReLU(g)) + b2.
+  void mlp(Stream& s, int l) {
+    PreparedLayer& P = layers[static_cast<std::size_t>(l)];
+    if (P.kind == MlpKind::None) return;
+    const float* x = s.x.data();
+    const std::uint32_t* nz = s.xnz.data();
+    const std::size_t n_nz = s.xnz.size();
+    // hidden activations h (non-zero ones) into a3.rows/tmp pairs
+    knz.clear();
+    if (P.kind == MlpKind::Relu) {
+      eval(a0, P.w1, x, nz, n_nz);
+      if (audit) audit_map(s, a0, P.w1, l, kMlpPre, -1, false);
+      for (std::uint32_t r : a0.rows)
+        if (a0.vals[r] > 0.0f) knz.emplace_back(r, a0.vals[r]);
+    } else {
+      eval(a0, P.wg, x, nz, n_nz);
+      if (audit) audit_map(s, a0, P.wg, l, kMlpPre, -1, false);
+      eval(a1, P.wu, x, nz, n_nz);
+      if (audit) audit_map(s, a1, P.wu, l, kMlpU, -1, false);
+      for (std::uint32_t r : a0.rows) {
+        const float g = a0.vals[r];
+        if (g <= 0.0f) continue;
+        const float h = a1.value(r) * g;
+        if (h != 0.0f) knz.emplace_back(r, h);
+      }
+    }
+    if (audit)
+      for (const auto& [r, h] : knz) check(s, h, l, kMlpHidden, -1, r, false);
+    const SparseMatrix& W = P.w2.m->w;
+    for (const auto& [j, h] : knz)
+      for (std::uint32_t p = W.col_ptr[j]; p < W.col_ptr[j + 1]; ++p) s.add(W.row_idx[p], W.values[p] * h);
+    for (std::uint32_t r : P.w2.seeds) s.add(r, P.w2.m->bias[r]);
+    if (audit) audit_residual(s, l, kMlpResid);
+    if (record_probes) record(s, P.probes_after_mlp);
+  }
+
+  // logits = W_U x + b_U ; argmax, lowest id wins a tie.
+  Token unembed_argmax(Stream& s) {
+    eval(a0, unembed, s.x.data(), s.xnz.data(), s.xnz.size());
+    if (audit) {
+      audit_map(s, a0, unembed, -1, kLogits, -1, false);
+      for (Token t = 0; t < chip->config.vocab_size; ++t) check(s, a0.value(t), -1, kLogits, -1, t, false);
+    }
+    bool have = false;
+    float best = 0.0f;
+    Token best_t = 0;
+    for (std::uint32_t r : a0.rows) {
+      const float v = a0.vals[r];
+      if (!have || v > best || (v == best && r < best_t)) {
+        have = true;
+        best = v;
+        best_t = r;
+      }
+    }
+    for (Token t : bias_order) {  // best untouched token: its logit is its bias
+      if (a0.touched(t)) continue;
+      const float v = chip->unembed.bias[t];
+      if (!have || v > best || (v == best && t < best_t)) {
+        best = v;
+        best_t = t;
+      }
+      break;
+    }
+    return best_t;
+  }
+};
+
+CpuExecutor::CpuExecutor() : impl_(std::make_unique<Impl>()) {}
+CpuExecutor::CpuExecutor(std::shared_ptr<const Chip> chip, std::size_t num_streams) : CpuExecutor() {
+  load(std::move(chip));
+  set_num_streams(num_streams);
+}
+CpuExecutor::~CpuExecutor() = default;
+
+void CpuExecutor::load(std::shared_ptr<const Chip> chip) {
+  if (!chip) throw UsageError("CpuExecutor::load: null chip");
+  chip->validate();
+  impl_->streams.clear();
+  impl_->prepare(std::move(chip));
+}
+
+const Chip& CpuExecutor::chip() const {
+  if (!impl_->chip) throw UsageError("CpuExecutor: no chip loaded");
+  return *impl_->chip;
+}
+
+void CpuExecutor::set_num_streams(std::size_t n) {
+  if (!impl_->chip) throw UsageError("CpuExecutor: no chip loaded");
+  const std::size_t old = impl_->streams.size();
+  impl_->streams.resize(n);
+  for (std::size_t i = old; i < n; ++i) impl_->init_stream(impl_->streams[i]);
+}
+
+std::size_t CpuExecutor::num_streams() const { return impl_->streams.size(); }
+
+void CpuExecutor::reset(StreamId id, const GuestImage& image) {
+  Stream& s = impl_->stream(id);
+  impl_->init_stream(s);
+  apply_initialisers(*impl_->chip, image, s.state);
+}
+
+void CpuExecutor::step_batch(std::span<const StreamId> ids, std::span<const Token> inputs, std::span<Token> out) {
+  if (ids.size() != inputs.size() || ids.size() != out.size())
+    throw UsageError("step_batch: streams, inputs and outputs differ in length");
+  Impl& I = *impl_;
+  const Chip& ch = chip();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    I.stream(ids[i]);
+    if (inputs[i] >= ch.config.vocab_size)
+      throw UsageError("step_batch: token " + std::to_string(inputs[i]) + " outside vocabulary of " +
+                       std::to_string(ch.config.vocab_size));
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) I.embed_token(I.streams[ids[i]], inputs[i]);
+  for (int l = 0; l < static_cast<int>(ch.layers.size()); ++l) {
+    for (std::size_t i = 0; i < ids.size(); ++i) I.memory_block(I.streams[ids[i]], l);
+    for (std::size_t i = 0; i < ids.size(); ++i) I.mlp(I.streams[ids[i]], l);
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    Stream& s = I.streams[ids[i]];
+    out[i] = I.unembed_argmax(s);
+    s.probes_valid = I.record_probes;
+    ++s.steps;
+  }
+}
+
+std::uint64_t CpuExecutor::hash(StreamId id) const {
+  const Stream& s = impl_->stream(id);
+  return XXH3_64bits(s.state.data(), s.state.size() * sizeof(float));
+}
+
+namespace {
+constexpr char kCheckpointMagic[4] = {'L', 'K', 'C', 'S'};
+constexpr std::uint32_t kCheckpointVersion = 1;
+constexpr std::size_t kCheckpointHeader = 4 + 4 + 8 + 8 + 8;
+}  // namespace
+
+std::vector<std::uint8_t> CpuExecutor::save(StreamId id) const {
+  const Stream& s = impl_->stream(id);
+  std::vector<std::uint8_t> out(kCheckpointHeader + s.state.size() * 4);
+  std::uint8_t* p = out.data();
+  const std::uint64_t n = s.state.size();
+  std::memcpy(p, kCheckpointMagic, 4);
+  std::memcpy(p + 4, &kCheckpointVersion, 4);
+  std::memcpy(p + 8, &impl_->fingerprint, 8);
+  std::memcpy(p + 16, &s.steps, 8);
+  std::memcpy(p + 24, &n, 8);
+  if (n) std::memcpy(p + kCheckpointHeader, s.state.data(), n * 4);
+  return out;
+}
+
+void CpuExecutor::restore(StreamId id, const std::vector<std::uint8_t>& bytes) {
+  Stream& s = impl_->stream(id);
+  if (bytes.size() < kCheckpointHeader) throw FormatError("checkpoint: truncated header");
+  if (std::memcmp(bytes.data(), kCheckpointMagic, 4) != 0) throw FormatError("checkpoint: bad magic (not a stream checkpoint)");
+  std::uint32_t version;
+  std::uint64_t fp, steps, n;
+  std::memcpy(&version, bytes.data() + 4, 4);
+  std::memcpy(&fp, bytes.data() + 8, 8);
+  std::memcpy(&steps, bytes.data() + 16, 8);
+  std::memcpy(&n, bytes.data() + 24, 8);
+  if (version != kCheckpointVersion) throw FormatError("checkpoint: unsupported version " + std::to_string(version));
+  if (fp != impl_->fingerprint) throw FormatError("checkpoint: made for a different chip (fingerprint mismatch)");
+  if (n != s.state.size()) throw FormatError("checkpoint: state has " + std::to_string(n) + " floats, chip needs " + std::to_string(s.state.size()));
+  if (bytes.size() != kCheckpointHeader + n * 4)
+    throw FormatError("checkpoint: size " + std::to_string(bytes.size()) + ", expected " + std::to_string(kCheckpointHeader + n * 4));
+  std::vector<float> st(n);
+  if (n) std::memcpy(st.data(), bytes.data() + kCheckpointHeader, n * 4);
+  for (float v : st)
+    if (!std::isfinite(v)) throw FormatError("checkpoint: non-finite state value");
+  impl_->init_stream(s);
+  s.state = std::move(st);
+  s.steps = steps;
+}
+
+std::uint64_t CpuExecutor::steps(StreamId id) const { return impl_->stream(id).steps; }
+
+void CpuExecutor::set_probe_recording(bool on) { impl_->record_probes = on; }
+
+std::vector<float> CpuExecutor::probe(StreamId id, int layer, Sublayer after, const std::string& field) const {
+  const Stream& s = impl_->stream(id);
+  if (!s.probes_valid) throw UsageError("probe: recording was off during the last step (or no step yet)");
+  const auto& probes = chip().config.probes;
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    const ProbePoint& p = probes[i];
+    if (p.after != after || (after != Sublayer::Embed && p.layer != layer)) continue;
+    for (std::size_t f = 0; f < p.fields.size(); ++f)
+      if (p.fields[f] == field) return s.probe_vals[i][f];
+  }
+  throw UsageError("probe: field '" + field + "' is not in the probe map after layer " + std::to_string(layer) +
+                   " " + to_string(after));
+}
+
+void CpuExecutor::set_audit(bool on) { impl_->audit = on; }
+
+std::optional<AuditViolation> CpuExecutor::audit_violation(StreamId id) const { return impl_->stream(id).violation; }
+
+std::span<const float> CpuExecutor::state(StreamId id) const { return impl_->stream(id).state; }
+
+// ---- initialisers ----
+
+void apply_initialisers(const Chip& chip, const GuestImage& image, std::span<float> state) {
+  if (state.size() != chip.state_size()) throw UsageError("apply_initialisers: state buffer has the wrong size");
+  std::vector<std::vector<std::size_t>> offsets(chip.layers.size());
+  std::size_t off = 0;
+  for (std::size_t l = 0; l < chip.layers.size(); ++l)
+    for (const Head& h : chip.layers[l].heads) {
+      offsets[l].push_back(off);
+      off += static_cast<std::size_t>(h.key_dim) * h.value_dim;
+    }
+  for (const Initialiser& in : chip.config.initialisers) {
+    const Head& h = chip.layers[in.layer].heads[in.head];
+    float* S = state.data() + offsets[in.layer][in.head];
+    auto at = [&](std::uint64_t row, std::uint64_t col) -> float& { return S[col * h.value_dim + row]; };
+    if (in.is_const) {
+      for (std::uint32_t c = 0; c < in.columns; ++c)
+        for (std::size_t r = 0; r < in.values.size(); ++r) at(in.row + r, in.column + c) = in.values[r];
+      continue;
+    }
+    std::vector<std::uint8_t> bytes;
+    if (in.source == ByteSourceKind::Image) {
+      bytes = image.read(in.address, in.length);
+    } else if (in.source == ByteSourceKind::Section) {
+      auto it = image.sections.find(in.section);
+      if (it == image.sections.end())
+        throw ImageError("initialiser '" + in.name + "': guest image has no section '" + in.section + "'");
+      bytes.assign(in.length, 0);
+      for (std::uint64_t i = 0; i < in.length; ++i)
+        if (in.offset + i < it->second.size()) bytes[i] = it->second[in.offset + i];
+    } else {
+      bytes.resize(in.length);
+      for (std::uint64_t i = 0; i < in.length; ++i) bytes[i] = static_cast<std::uint8_t>(image.entry >> (8 * i));
+    }
+    const std::uint32_t er = encoding_rows(in.encoding);
+    for (std::uint64_t i = 0; i < bytes.size(); ++i) {
+      const std::uint64_t col = in.column + i / in.bytes_per_column;
+      const std::uint64_t row = in.row + (i % in.bytes_per_column) * er;
+      const std::uint8_t b = bytes[i];
+      switch (in.encoding) {
+        case ByteEncoding::Scalar:
+          at(row, col) = static_cast<float>(b);
+          break;
+        case ByteEncoding::Bits:
+          for (int j = 0; j < 8; ++j) at(row + j, col) = static_cast<float>((b >> j) & 1);
+          break;
+        case ByteEncoding::OneHot:
+          for (int j = 0; j < 256; ++j) at(row + j, col) = j == b ? 1.0f : 0.0f;
+          break;
+        case ByteEncoding::Nibbles:
+          for (int j = 0; j < 16; ++j) {
+            at(row + j, col) = j == (b & 15) ? 1.0f : 0.0f;
+            at(row + 16 + j, col) = j == (b >> 4) ? 1.0f : 0.0f;
+          }
+          break;
+      }
+    }
+  }
+}
+
+}  // namespace lockstep::chip

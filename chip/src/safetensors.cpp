@@ -1,0 +1,184 @@
+#include "lockstep/chip/safetensors.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "lockstep/chip/error.hpp"
+
+static_assert(std::endian::native == std::endian::little, "lockstep assumes a little-endian host");
+
+namespace lockstep::chip {
+
+namespace {
+
+const char* dtype_name(DType d) { return d == DType::F32 ? "F32" : "U32"; }
+
+}  // namespace
+
+std::uint64_t Tensor::numel() const {
+  std::uint64_t n = 1;
+  for (std::uint64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<float> Tensor::as_f32() const {
+  if (dtype != DType::F32) throw FormatError("tensor has dtype U32, expected F32");
+  std::vector<float> v(data.size() / 4);
+  if (!v.empty()) std::memcpy(v.data(), data.data(), v.size() * 4);
+  return v;
+}
+
+std::vector<std::uint32_t> Tensor::as_u32() const {
+  if (dtype != DType::U32) throw FormatError("tensor has dtype F32, expected U32");
+  std::vector<std::uint32_t> v(data.size() / 4);
+  if (!v.empty()) std::memcpy(v.data(), data.data(), v.size() * 4);
+  return v;
+}
+
+Tensor Tensor::from_f32(const std::vector<float>& v, std::vector<std::uint64_t> shape) {
+  Tensor t;
+  t.dtype = DType::F32;
+  t.shape = std::move(shape);
+  t.data.resize(v.size() * 4);
+  if (!v.empty()) std::memcpy(t.data.data(), v.data(), t.data.size());
+  return t;
+}
+
+Tensor Tensor::from_u32(const std::vector<std::uint32_t>& v, std::vector<std::uint64_t> shape) {
+  Tensor t;
+  t.dtype = DType::U32;
+  t.shape = std::move(shape);
+  t.data.resize(v.size() * 4);
+  if (!v.empty()) std::memcpy(t.data.data(), v.data(), t.data.size());
+  return t;
+}
+
+SafeTensors parse_safetensors(const std::vector<std::uint8_t>& bytes) {
+  if (bytes.size() < 8) throw FormatError("safetensors: file truncated: shorter than 8-byte header length");
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  if (n > bytes.size() - 8)
+    throw FormatError("safetensors: file truncated: header length " + std::to_string(n) +
+                      " exceeds file size " + std::to_string(bytes.size()));
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(std::string("safetensors: header is not valid JSON: ") + e.what());
+  }
+  if (!header.is_object()) throw FormatError("safetensors: header is not a JSON object");
+  const std::uint64_t data_start = 8 + n;
+  const std::uint64_t data_size = bytes.size() - data_start;
+  SafeTensors st;
+  struct Span { std::uint64_t b, e; std::string name; };
+  std::vector<Span> spans;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    const std::string& name = it.key();
+    const auto& j = it.value();
+    if (name == "__metadata__") {
+      if (!j.is_object()) throw FormatError("safetensors: __metadata__ is not an object");
+      for (auto m = j.begin(); m != j.end(); ++m) {
+        if (!m.value().is_string())
+          throw FormatError("safetensors: __metadata__ value '" + m.key() + "' is not a string");
+        st.metadata[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    if (!j.is_object() || !j.contains("dtype") || !j.contains("shape") || !j.contains("data_offsets"))
+      throw FormatError("safetensors: tensor '" + name + "' lacks dtype/shape/data_offsets");
+    Tensor t;
+    const auto& dt = j["dtype"];
+    if (!dt.is_string()) throw FormatError("safetensors: tensor '" + name + "' dtype is not a string");
+    if (dt == "F32") t.dtype = DType::F32;
+    else if (dt == "U32") t.dtype = DType::U32;
+    else throw FormatError("safetensors: tensor '" + name + "' has unsupported dtype " + dt.dump());
+    if (!j["shape"].is_array()) throw FormatError("safetensors: tensor '" + name + "' shape is not an array");
+    for (const auto& d : j["shape"]) {
+      if (!d.is_number_unsigned()) throw FormatError("safetensors: tensor '" + name + "' shape has a non-integer");
+      t.shape.push_back(d.get<std::uint64_t>());
+    }
+    const auto& off = j["data_offsets"];
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      throw FormatError("safetensors: tensor '" + name + "' data_offsets is not [begin, end]");
+    const std::uint64_t b = off[0].get<std::uint64_t>(), e = off[1].get<std::uint64_t>();
+    if (b > e || e > data_size)
+      throw FormatError("safetensors: tensor '" + name + "' data_offsets [" + std::to_string(b) + ", " +
+                        std::to_string(e) + ") outside data of " + std::to_string(data_size) +
+                        " bytes (file truncated?)");
+    std::uint64_t numel = 1;
+    for (std::uint64_t d : t.shape) {
+      if (d != 0 && numel > (std::uint64_t{1} << 40) / d)
+        throw FormatError("safetensors: tensor '" + name + "' shape is absurdly large");
+      numel *= d;
+    }
+    if (e - b != numel * 4)
+      throw FormatError("safetensors: tensor '" + name + "' has " + std::to_string(e - b) +
+                        " bytes, shape needs " + std::to_string(numel * 4));
+    t.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(data_start + b),
+                  bytes.begin() + static_cast<std::ptrdiff_t>(data_start + e));
+    spans.push_back({b, e, name});
+    st.tensors.emplace(name, std::move(t));
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) {
+    return x.b != y.b ? x.b < y.b : x.e < y.e;
+  });
+  std::uint64_t pos = 0;
+  for (const Span& s : spans) {
+    if (s.b != pos)
+      throw FormatError("safetensors: tensor '" + s.name + "' data is not contiguous with the previous tensor (offset " +
+                        std::to_string(s.b) + ", expected " + std::to_string(pos) + ")");
+    pos = s.e;
+  }
+  if (pos != data_size)
+    throw FormatError("safetensors: " + std::to_string(data_size - pos) + " trailing bytes after the last tensor");
+  return st;
+}
+
+std::vector<std::uint8_t> serialize_safetensors(const SafeTensors& st) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!st.metadata.empty()) {
+    nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : st.metadata) meta[k] = v;
+    header["__metadata__"] = meta;
+  }
+  std::uint64_t pos = 0;
+  for (const auto& [name, t] : st.tensors) {
+    header[name] = {{"dtype", dtype_name(t.dtype)},
+                    {"shape", t.shape},
+                    {"data_offsets", {pos, pos + t.data.size()}}};
+    pos += t.data.size();
+  }
+  std::string h = header.dump();
+  while ((8 + h.size()) % 8 != 0) h.push_back(' ');
+  const std::uint64_t n = h.size();
+  std::vector<std::uint8_t> out(8 + n + pos);
+  std::memcpy(out.data(), &n, 8);
+  std::memcpy(out.data() + 8, h.data(), n);
+  std::size_t at = 8 + n;
+  for (const auto& [name, t] : st.tensors) {
+    if (!t.data.empty()) std::memcpy(out.data() + at, t.data.data(), t.data.size());
+    at += t.data.size();
+  }
+  return out;
+}
+
+std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw FormatError("cannot open '" + path + "' for reading");
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) throw FormatError("error reading '" + path + "'");
+  return bytes;
+}
+
+void write_file_bytes(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw FormatError("cannot open '" + path + "' for writing");
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!f) throw FormatError("error writing '" + path + "'");
+}
+
+}  // namespace lockstep::chip
