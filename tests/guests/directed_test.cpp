@@ -1,0 +1,216 @@
+// Directed guests under qemu-riscv32: each guest's stdout, stderr and exit
+// status must equal values computed here on the host, independently of the
+// guest (from the ISA definitions, std::sort, a bitwise CRC, ...).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "run_process.h"
+
+namespace lockstep::guests_test {
+namespace {
+
+std::string hex8(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%08x", v);
+  return b;
+}
+
+class DirectedGuest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (qemu_path().empty()) GTEST_SKIP() << "qemu-riscv32 not found (apt-get install qemu-user)";
+  }
+  ProcessResult run(const std::string& name) {
+    return run_process({qemu_path(), guest_elf(name)});
+  }
+};
+
+TEST_F(DirectedGuest, Hello) {
+  ProcessResult r = run("hello");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "Hello from a Lockstep guest!\n");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(DirectedGuest, Sort) {
+  const int sizes[] = {0, 1, 2, 17, 100, 300};
+  const char* names[] = {"insertion", "quick", "merge", "heap"};
+  auto fill = [](int n, uint32_t seed) {
+    std::vector<int32_t> v;
+    uint32_t x = seed;
+    for (int i = 0; i < n; i++) {
+      x = x * 1664525u + 1013904223u;
+      v.push_back(static_cast<int32_t>(x));
+    }
+    return v;
+  };
+  std::string want;
+  for (int n : sizes) {
+    std::vector<int32_t> v = fill(n, 12345u + static_cast<uint32_t>(n));
+    std::sort(v.begin(), v.end());
+    uint32_t h = 2166136261u;
+    for (int32_t e : v)
+      for (int b = 0; b < 4; b++) {
+        h ^= (static_cast<uint32_t>(e) >> (8 * b)) & 0xFF;
+        h *= 16777619u;
+      }
+    for (const char* name : names)
+      want += std::string(name) + " n=" + std::to_string(n) + " sorted=1 hash=" + hex8(h) + "\n";
+  }
+  std::vector<int32_t> v17 = fill(17, 12345u + 17u);
+  std::sort(v17.begin(), v17.end());
+  want += "first8:";
+  for (int i = 0; i < 8; i++) want += " " + std::to_string(v17[i]);
+  want += "\nsort: ok\n";
+
+  ProcessResult r = run("sort");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, want);
+  EXPECT_EQ(r.err, "");
+}
+
+uint32_t crc32_ref(const uint8_t* p, size_t n) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; i++) {
+    crc ^= p[i];
+    for (int b = 0; b < 8; b++) crc = (crc & 1) ? (crc >> 1) ^ 0xEDB88320u : crc >> 1;
+  }
+  return ~crc;
+}
+
+TEST_F(DirectedGuest, Crc32) {
+  // Published check values of CRC-32/ISO-HDLC.
+  const char* fox = "The quick brown fox jumps over the lazy dog";
+  ASSERT_EQ(crc32_ref(reinterpret_cast<const uint8_t*>("123456789"), 9), 0xCBF43926u);
+  ASSERT_EQ(crc32_ref(reinterpret_cast<const uint8_t*>(fox), std::strlen(fox)), 0x414FA339u);
+  std::vector<uint8_t> buf(4096);
+  uint32_t x = 1;
+  for (auto& b : buf) {
+    x = x * 1103515245u + 12345u;
+    b = static_cast<uint8_t>(x >> 16);
+  }
+  std::string want = "crc32() = 00000000\ncrc32(123456789) = cbf43926\ncrc32(" + std::string(fox) +
+                     ") = 414fa339\ncrc32(lcg4096) = " + hex8(crc32_ref(buf.data(), buf.size())) +
+                     "\ncrc32: ok\n";
+  ProcessResult r = run("crc32");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, want);
+}
+
+TEST_F(DirectedGuest, MemOps) {
+  // Case counts: 4 x 4 offsets x 71 lengths; 8 x 8 offsets x 24 lengths (0,3,..,69);
+  // 3 values x 4 offsets x 71 lengths; 7 spot checks.
+  ProcessResult r = run("memops");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out,
+            "memcpy: 1136 cases, 0 failures\n"
+            "memmove: 1536 cases, 0 failures\n"
+            "memset: 852 cases, 0 failures\n"
+            "memcmp/strlen/strcmp: 7 cases, 0 failures\n"
+            "memops: ok\n");
+}
+
+// RV32M semantics written from isa.md 4.3 (independent of the guest).
+struct MulDivRef {
+  static uint32_t mul(uint32_t a, uint32_t b) { return a * b; }
+  static uint32_t mulh(uint32_t a, uint32_t b) {
+    int64_t p = static_cast<int64_t>(static_cast<int32_t>(a)) * static_cast<int32_t>(b);
+    return static_cast<uint32_t>(static_cast<uint64_t>(p) >> 32);
+  }
+  static uint32_t mulhsu(uint32_t a, uint32_t b) {
+    int64_t p = static_cast<int64_t>(static_cast<int32_t>(a)) * static_cast<int64_t>(b);
+    return static_cast<uint32_t>(static_cast<uint64_t>(p) >> 32);
+  }
+  static uint32_t mulhu(uint32_t a, uint32_t b) {
+    return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32);
+  }
+  static uint32_t div(uint32_t a, uint32_t b) {
+    if (b == 0) return 0xFFFFFFFFu;
+    if (a == 0x80000000u && b == 0xFFFFFFFFu) return 0x80000000u;
+    return static_cast<uint32_t>(static_cast<int32_t>(a) / static_cast<int32_t>(b));
+  }
+  static uint32_t divu(uint32_t a, uint32_t b) { return b == 0 ? 0xFFFFFFFFu : a / b; }
+  static uint32_t rem(uint32_t a, uint32_t b) {
+    if (b == 0) return a;
+    if (a == 0x80000000u && b == 0xFFFFFFFFu) return 0;
+    return static_cast<uint32_t>(static_cast<int32_t>(a) % static_cast<int32_t>(b));
+  }
+  static uint32_t remu(uint32_t a, uint32_t b) { return b == 0 ? a : a % b; }
+};
+
+TEST_F(DirectedGuest, MulDiv) {
+  const uint32_t ops[] = {0x00000000u, 0x00000001u, 0x00000002u, 0x00000007u,
+                          0xFFFFFFFFu, 0xFFFFFFFEu, 0xFFFFFFF9u, 0x7FFFFFFFu,
+                          0x80000000u, 0x80000001u, 0x0001F00Du, 0xDEADBEEFu};
+  std::string want;
+  for (uint32_t a : ops)
+    for (uint32_t b : ops) {
+      using R = MulDivRef;
+      want += hex8(a) + " " + hex8(b) + " | " + hex8(R::mul(a, b)) + " " + hex8(R::mulh(a, b)) +
+              " " + hex8(R::mulhsu(a, b)) + " " + hex8(R::mulhu(a, b)) + " | " +
+              hex8(R::div(a, b)) + " " + hex8(R::divu(a, b)) + " " + hex8(R::rem(a, b)) + " " +
+              hex8(R::remu(a, b)) + "\n";
+    }
+  want += "muldiv: 144 pairs\n";
+  ProcessResult r = run("muldiv");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, want);
+}
+
+TEST_F(DirectedGuest, Zba) {
+  const uint32_t ops[] = {0x00000000u, 0x00000001u, 0x7FFFFFFFu, 0x80000000u,
+                          0xFFFFFFFFu, 0x40000000u, 0x20000001u, 0x12345678u};
+  std::string want;
+  for (uint32_t a : ops)
+    for (uint32_t b : ops)
+      want += hex8(a) + " " + hex8(b) + " | " + hex8(b + (a << 1)) + " " + hex8(b + (a << 2)) +
+              " " + hex8(b + (a << 3)) + "\n";
+  // gather() visits every index once: sum of 3i + 5i + 7i + i for i < 100.
+  uint32_t sum = 0;
+  for (uint32_t i = 0; i < 100; i++) sum += 16 * i;
+  want += "gather sum = " + std::to_string(sum) + "\n";
+  ProcessResult r = run("zba");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, want);
+}
+
+TEST(DirectedGuestBuild, ZbaCompiledCodeUsesShNadd) {
+  // The compiler (not only inline asm) must emit Zba for array indexing.
+  std::string dis = read_file(std::string(LOCKSTEP_GUEST_DIR) + "/zba.dis");
+  size_t start = dis.find("<gather");  // may be gather.constprop.N
+  ASSERT_NE(start, std::string::npos);
+  size_t end = dis.find("\n\n", start);
+  std::string body = dis.substr(start, end - start);
+  EXPECT_NE(body.find("sh1add"), std::string::npos) << body;
+  EXPECT_NE(body.find("sh2add"), std::string::npos) << body;
+  EXPECT_NE(body.find("sh3add"), std::string::npos) << body;
+}
+
+TEST_F(DirectedGuest, SelfCheckPassesEveryCheck) {
+  ProcessResult r = run("selfcheck");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err, "");  // failures are reported on fd 2
+  unsigned passed = 0, total = 0;
+  size_t at = r.out.rfind("selfcheck: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + at, "selfcheck: %u/%u passed", &passed, &total), 2);
+  EXPECT_EQ(passed, total);
+  EXPECT_GE(total, 80u);
+  EXPECT_EQ(r.out.substr(0, 25), "write returns its length\n");
+}
+
+TEST_F(DirectedGuest, Fd2AndMaskedExitStatus) {
+  ProcessResult r = run("fd2");
+  EXPECT_EQ(r.exit_code, 0x1203 & 0xFF);
+  EXPECT_EQ(r.out, "stdout line 1\nstdout line 2\n");
+  EXPECT_EQ(r.err, "stderr line 1\nstderr value -12345\nraw write\nwrite returned 10\n");
+}
+
+}  // namespace
+}  // namespace lockstep::guests_test
