@@ -1,0 +1,67 @@
+// ELF32 guest images (isa.md §3): reading through libelf, and a tiny writer
+// for tests and program generators.
+//
+// Only the *file-level* checks of isa.md §3 are done here (class, data
+// encoding, type, machine, truncation, headers outside the file,
+// p_filesz > p_memsz, overlapping PT_LOAD segments, entry not inside a PF_X
+// segment, no PT_LOAD).  Checks against the machine's memory map (RAM
+// bounds, entry alignment) are machine semantics and belong to the loaders
+// of ref/ and chip/.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lockstep/format/error.h"
+
+namespace lockstep::format {
+
+/// ELF program-header flag bits (p_flags).
+inline constexpr std::uint32_t kPfX = 1, kPfW = 2, kPfR = 4;
+
+/// One PT_LOAD segment.
+struct Segment {
+  std::uint32_t vaddr = 0;          ///< p_vaddr: guest address of the first byte
+  std::uint32_t memsz = 0;          ///< p_memsz: bytes occupied in memory (>= bytes.size())
+  std::uint32_t flags = 0;          ///< p_flags: kPfR | kPfW | kPfX
+  std::vector<std::uint8_t> bytes;  ///< the p_filesz bytes of file data; the rest is zero
+};
+
+/// A static ELF32 RISC-V executable as plain data.
+struct GuestImage {
+  std::uint32_t entry = 0;        ///< e_entry
+  std::vector<Segment> segments;  ///< PT_LOAD segments in program-header order
+  /// Named sections without SHF_ALLOC and of type SHT_PROGBITS (e.g. the
+  /// vector-unit memories of vector.md §2): name -> contents.
+  std::map<std::string, std::vector<std::uint8_t>> sections;
+  /// .symtab: name -> st_value (global symbols win over local ones with the
+  /// same name; unnamed symbols are skipped).
+  std::map<std::string, std::uint32_t> symbols;
+};
+
+/// Parses and validates an ELF32 image held in memory.  Throws FormatError
+/// with a one-line message starting "ELF: " naming the first problem found.
+GuestImage parse_elf(std::span<const std::uint8_t> file);
+
+/// Reads `path` and parses it with parse_elf.  Throws FormatError when the
+/// file cannot be read (message names the path) or is malformed.
+GuestImage read_elf_file(const std::filesystem::path& path);
+
+/// Serialises `image` as a static little-endian ELF32 RISC-V executable
+/// (ET_EXEC, EM_RISCV, e_flags 0): one PT_LOAD per segment (p_align 4096,
+/// file offsets congruent to vaddr mod 4096 so qemu-riscv32 can map them),
+/// one allocated section per segment (".text" for PF_X ones, ".data"
+/// otherwise, so objdump can disassemble), the non-alloc sections, and a
+/// .symtab of absolute global symbols.  Performs no validation beyond what
+/// is needed to write the file (throws std::invalid_argument when a segment
+/// has more bytes than memsz).
+std::vector<std::uint8_t> write_elf(const GuestImage& image);
+
+/// write_elf to a file.  Throws FormatError when the file cannot be written.
+void write_elf_file(const std::filesystem::path& path, const GuestImage& image);
+
+}  // namespace lockstep::format

@@ -1,0 +1,83 @@
+// Trace token ids (trace.md §2): kind numbers, names and the id layout.
+//
+// A token is (kind, payload).  An 8-bit kind k has ids 256*k + p, p < 256.
+// A wide kind k (k = 64 + 256*j) has 16-bit payloads: ids 256*k + p,
+// p < 65536, so it occupies kind numbers k .. k+255.
+// This header is layout only: which tokens an instruction emits is machine
+// semantics and lives in ref/ (and, independently, in chip/).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace lockstep::format {
+
+/// Kind numbers of trace.md §2 (scalar machine and bignum unit).
+enum class Kind : std::uint32_t {
+  CTRL = 0,  ///< payload 0: START (id 0)
+  W0 = 1, W1 = 2, W2 = 3, W3 = 4,     ///< bytes of the value written to rd
+  A0 = 5, A1 = 6, A2 = 7, A3 = 8,     ///< bytes of a load/store effective address
+  S0 = 9, S1 = 10, S2 = 11, S3 = 12,  ///< bytes of the data a store writes
+  BR = 13,                            ///< branch not taken (0) / taken (1)
+  DQ = 14,                            ///< division micro-step: 2*i + q_i
+  CF = 15,                            ///< new bignum carry flag
+  AC0 = 16,                           ///< AC0..AC11 = 16..27: bytes of the new bignum acc
+  AC11 = 27,
+  OUT = 28,   ///< byte written to fd 1
+  ERR = 29,   ///< byte written to fd 2
+  NOP = 30,   ///< payload 0
+  EXIT = 31,  ///< exit status
+  TRAP = 32,  ///< trap code (isa.md §6)
+};
+
+/// The START token (id 0): input of step 1, never produced.
+inline constexpr std::uint32_t kStartToken = 0;
+
+/// Id of token (kind, payload).  No range check (use is_valid_token).
+constexpr std::uint32_t token_id(std::uint32_t kind, std::uint32_t payload) {
+  return 256u * kind + payload;
+}
+constexpr std::uint32_t token_id(Kind kind, std::uint32_t payload) {
+  return token_id(static_cast<std::uint32_t>(kind), payload);
+}
+
+/// Description of one kind of the vocabulary.
+struct KindInfo {
+  std::uint32_t kind;     ///< kind number (first kind number for a wide kind)
+  std::string_view name;  ///< e.g. "W0", "TRAP"
+  bool wide;              ///< 16-bit payload, occupying kinds kind..kind+255
+  std::uint32_t payload_limit;  ///< payloads are 0 .. payload_limit-1
+};
+
+/// Every kind that can be produced, in kind-number order.
+std::span<const KindInfo> kinds();
+
+/// The kind whose id range contains `id`, or nullopt for an id outside every
+/// kind (kinds not in the table, or a payload beyond payload_limit).
+std::optional<KindInfo> kind_of(std::uint32_t id);
+
+/// The kind with this name ("W0", "DQ", ...), or nullopt.
+std::optional<KindInfo> kind_named(std::string_view name);
+
+/// Payload of `id` relative to its kind's first id (id - 256*kind).
+/// Precondition: kind_of(id) has a value.
+std::uint32_t payload_of(std::uint32_t id);
+
+/// True when `id` is in the vocabulary of trace.md §2 (START included).
+bool is_valid_token(std::uint32_t id);
+
+/// Vocabulary size V = 256 * (highest kind number + 1) (trace.md §2).
+std::uint32_t vocab_size();
+
+/// Human-readable token: "START", "W0(0xff)", "BR(1)", "DQ(i=31,q=1)",
+/// "TRAP(3)"; ids outside the vocabulary print as "?(12345)".
+std::string token_name(std::uint32_t id);
+
+/// Name of a trap code (isa.md §6, vector.md §6), e.g. "FETCH_FAULT";
+/// "UNKNOWN" for codes with no name.
+std::string_view trap_name(std::uint32_t code);
+
+}  // namespace lockstep::format

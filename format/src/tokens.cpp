@@ -1,0 +1,106 @@
+#include "lockstep/format/tokens.h"
+
+#include <array>
+#include <bit>
+#include <cstdio>
+
+namespace lockstep::format {
+
+static_assert(std::endian::native == std::endian::little,
+              "lockstep assumes a little-endian host (guest memory and files are little-endian)");
+
+namespace {
+
+constexpr std::array<KindInfo, 33> kKinds{{
+    {0, "CTRL", false, 1},  {1, "W0", false, 256},  {2, "W1", false, 256},
+    {3, "W2", false, 256},  {4, "W3", false, 256},  {5, "A0", false, 256},
+    {6, "A1", false, 256},  {7, "A2", false, 256},  {8, "A3", false, 256},
+    {9, "S0", false, 256},  {10, "S1", false, 256}, {11, "S2", false, 256},
+    {12, "S3", false, 256}, {13, "BR", false, 2},   {14, "DQ", false, 64},
+    {15, "CF", false, 2},   {16, "AC0", false, 256}, {17, "AC1", false, 256},
+    {18, "AC2", false, 256}, {19, "AC3", false, 256}, {20, "AC4", false, 256},
+    {21, "AC5", false, 256}, {22, "AC6", false, 256}, {23, "AC7", false, 256},
+    {24, "AC8", false, 256}, {25, "AC9", false, 256}, {26, "AC10", false, 256},
+    {27, "AC11", false, 256}, {28, "OUT", false, 256}, {29, "ERR", false, 256},
+    {30, "NOP", false, 1},  {31, "EXIT", false, 256}, {32, "TRAP", false, 256},
+}};
+
+std::optional<KindInfo> find_kind(std::uint32_t kind_number) {
+  for (const KindInfo& k : kKinds) {
+    if (k.kind == kind_number || (k.wide && kind_number > k.kind && kind_number < k.kind + 256)) return k;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::span<const KindInfo> kinds() { return kKinds; }
+
+std::optional<KindInfo> kind_of(std::uint32_t id) {
+  auto k = find_kind(id / 256);
+  if (!k || id - 256u * k->kind >= k->payload_limit) return std::nullopt;
+  return k;
+}
+
+std::optional<KindInfo> kind_named(std::string_view name) {
+  for (const KindInfo& k : kKinds) {
+    if (k.name == name) return k;
+  }
+  return std::nullopt;
+}
+
+std::uint32_t payload_of(std::uint32_t id) {
+  auto k = find_kind(id / 256);
+  return k ? id - 256u * k->kind : id % 256;
+}
+
+bool is_valid_token(std::uint32_t id) { return kind_of(id).has_value(); }
+
+std::uint32_t vocab_size() {
+  const KindInfo& last = kKinds.back();
+  return 256u * (last.kind + (last.wide ? 256u : 1u));
+}
+
+std::string token_name(std::uint32_t id) {
+  char buf[64];
+  if (id == kStartToken) return "START";
+  auto k = kind_of(id);
+  if (!k) {
+    std::snprintf(buf, sizeof buf, "?(%u)", id);
+    return buf;
+  }
+  const std::uint32_t p = id - 256u * k->kind;
+  const std::string name(k->name);
+  switch (static_cast<Kind>(k->kind)) {
+    case Kind::BR:
+    case Kind::CF:
+    case Kind::NOP:
+    case Kind::TRAP:
+    case Kind::CTRL:
+      std::snprintf(buf, sizeof buf, "%s(%u)", name.c_str(), p);
+      break;
+    case Kind::DQ:
+      std::snprintf(buf, sizeof buf, "DQ(i=%u,q=%u)", p >> 1, p & 1);
+      break;
+    default:
+      std::snprintf(buf, sizeof buf, k->wide ? "%s(0x%04x)" : "%s(0x%02x)", name.c_str(), p);
+  }
+  return buf;
+}
+
+std::string_view trap_name(std::uint32_t code) {
+  switch (code) {
+    case 1: return "ILLEGAL_INSTRUCTION";
+    case 2: return "FETCH_MISALIGNED";
+    case 3: return "FETCH_FAULT";
+    case 4: return "LOAD_MISALIGNED";
+    case 5: return "LOAD_FAULT";
+    case 6: return "STORE_MISALIGNED";
+    case 7: return "STORE_FAULT";
+    case 8: return "BAD_ECALL";
+    case 9: return "EBREAK";
+    default: return "UNKNOWN";
+  }
+}
+
+}  // namespace lockstep::format
