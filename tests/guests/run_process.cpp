@@ -14,6 +14,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 extern char** environ;
 
 namespace lockstep::guests_test {
@@ -88,6 +90,55 @@ std::string lockstep_ref_exe() {
   ProcessResult help = run_process({exe, "ref", "--help"});
   if (help.exit_code != 0) return "";
   return exe;
+}
+
+RefRun run_on_reference(const std::string& elf, const std::vector<std::string>& extra) {
+  RefRun run;
+  std::vector<std::string> argv = {lockstep_ref_exe(), "ref", "--json", elf};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  run.process = run_process(argv);
+  const std::string& out = run.process.out;
+  // The summary is the last line that parses as a JSON object.
+  size_t json_at = std::string::npos;
+  nlohmann::json summary;
+  for (size_t end = out.size(); end > 0;) {
+    size_t start = out.rfind('\n', end - 1);
+    start = start == std::string::npos ? 0 : start + 1;
+    std::string line = out.substr(start, end - start);
+    if (!line.empty() && line[0] == '{') {
+      summary = nlohmann::json::parse(line, nullptr, false);
+      if (!summary.is_discarded() && summary.is_object()) {
+        json_at = start;
+        break;
+      }
+    }
+    if (start == 0) break;
+    end = start - 1;
+  }
+  if (json_at == std::string::npos) {
+    // Maybe the whole stdout is one (pretty-printed) JSON document.
+    size_t brace = out.find('{');
+    if (brace != std::string::npos) {
+      summary = nlohmann::json::parse(out.substr(brace), nullptr, false);
+      if (!summary.is_discarded() && summary.is_object()) json_at = brace;
+    }
+  }
+  run.console = json_at == std::string::npos ? out : out.substr(0, json_at);
+  run.console_err = run.process.err;
+  if (json_at != std::string::npos) {
+    auto get_int = [&](std::initializer_list<const char*> keys) -> long long {
+      for (const char* k : keys)
+        if (summary.contains(k) && summary[k].is_number_integer()) return summary[k].get<long long>();
+      return -1;
+    };
+    if (summary.contains("end") && summary["end"].is_string()) run.end = summary["end"];
+    run.exit_status = static_cast<int>(get_int({"exit_status", "exit_code"}));
+    run.instructions = get_int({"instructions", "instructions_retired", "retired"});
+    run.steps = get_int({"steps", "tokens"});
+    if (summary.contains("stdout") && summary["stdout"].is_string()) run.console = summary["stdout"];
+    if (summary.contains("stderr") && summary["stderr"].is_string()) run.console_err = summary["stderr"];
+  }
+  return run;
 }
 
 std::string read_file(const std::string& path) {

@@ -30,6 +30,24 @@ std::string qemu_path();
 /// exists and its `ref` subcommand is available, else "".
 std::string lockstep_ref_exe();
 
+/// A guest run on the reference model (`lockstep ref`).
+struct RefRun {
+  ProcessResult process;     ///< the lockstep process itself
+  std::string console;       ///< bytes the guest wrote to fd 1
+  std::string console_err;   ///< bytes the guest wrote to fd 2
+  std::string end;           ///< "exit", "trap" or "step_limit" ("" if unknown)
+  int exit_status = -1;      ///< guest exit status when end == "exit"
+  long long instructions = -1;  ///< instructions retired, -1 if not reported
+  long long steps = -1;         ///< trace steps (tokens), -1 if not reported
+};
+
+/// Runs `lockstep ref --json <elf> [extra...]` and extracts the guest's
+/// console, end and exit status.  The JSON summary (last JSON object on
+/// stdout) is read for "end", "exit_status", "instructions"/"retired",
+/// "steps" and, when present, "stdout"/"stderr"; any other stdout text is the
+/// guest's console.  Keep this in step with the `lockstep ref` command.
+RefRun run_on_reference(const std::string& elf, const std::vector<std::string>& extra = {});
+
 /// Reads a whole file; throws when it cannot be opened.
 std::string read_file(const std::string& path);
 
