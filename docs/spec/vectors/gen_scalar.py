@@ -1265,7 +1265,7 @@ TRAP = [
             0x00000001),
     illegal("illegal_slli_f7", "slli a0, a1, 1 with f7 = 0100000", enc_r(OP_IMM, 1, 0x20, 10, 11, 1)),
     illegal("illegal_srai_shamt5", "srai with f7 = 0100001 (RV64 shamt[5])", enc_r(OP_IMM, 5, 0x21, 10, 11, 2)),
-    illegal("illegal_srli_f7", "srli with f7 = 0000001", enc_r(OP_IMM, 5, 0x01, 10, 11, 2)),
+    illegal("illegal_srli_f7", "srli with f7 = 0000001 (RV64 shamt[5])", enc_r(OP_IMM, 5, 0x01, 10, 11, 2)),
     illegal("illegal_sh0add", "OP with f7 = 0010000, f3 = 000 (no sh0add)", enc_r(OP_OP, 0, 0x10, 10, 11, 12)),
     illegal("illegal_andn", "andn (Zbb, f7 = 0100000, f3 = 111) is not provided", enc_r(OP_OP, 7, 0x20, 10, 11, 12)),
     illegal("illegal_sub_f3_1", "OP with f7 = 0100000, f3 = 001", enc_r(OP_OP, 1, 0x20, 10, 11, 12)),
@@ -1450,7 +1450,7 @@ def render(cls, examples):
     doc = {"spec": "machine-v1", "trace_version": "trace-v1", "class": cls,
            "generator": "docs/spec/vectors/gen_scalar.py",
            "examples": [e.to_json() for e in examples]}
-    return compact(json.dumps(doc, indent=1)) + "\n"
+    return compact(json.dumps(doc, indent=1, ensure_ascii=False)) + "\n"
 
 
 def compact(text):
