@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""Acceptance check for docs/spec/vectors/scalar_*.json (README.md).
+
+Checks, for every file and example:
+  * the schema of README.md (keys, types, hex spellings, no unknown keys);
+  * every token: id = 256*kind + payload, the text "KIND(payload)" spelled
+    as README.md says, the payload allowed for its kind (trace.md §2);
+  * the tokens of each instruction (consecutive steps with one `pc`) have
+    the shape trace.md §4 gives for the instruction's mnemonic;
+  * the end of the run agrees with the last token, and stdout/stderr with
+    the OUT/ERR tokens;
+  * the initial state is valid under the memory map (isa.md §2);
+  * coverage: every mnemonic of isa.md §4.1 and bignum.md §1 appears; every
+    instruction class (a row of isa.md §4.1, or one bignum op) has at least
+    three examples and at least one edge case; every file has at least three.
+
+Standard library only. Usage:
+    python3 docs/spec/vectors/lint.py [FILE.json ...]   (default scalar_*.json)
+Exit status 0 when everything passes.
+"""
+
+import glob
+import json
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RAM_BASE, RAM_END = 0x10000, 0x110000
+
+# trace.md §2, written out again here (not imported from the generator)
+KIND_NAMES = ["CTRL", "W0", "W1", "W2", "W3", "A0", "A1", "A2", "A3",
+              "S0", "S1", "S2", "S3", "BR", "DQ", "CF"] + \
+             ["AC%d" % i for i in range(12)] + ["OUT", "ERR", "NOP", "EXIT", "TRAP"]
+KIND = {name: k for k, name in enumerate(KIND_NAMES)}
+assert KIND["TRAP"] == 32 and KIND["AC11"] == 27 and KIND["OUT"] == 28
+BYTE_KINDS = {n for n in KIND_NAMES if re.fullmatch(r"[WAS]\d|AC\d+", n)} | {"OUT", "ERR", "EXIT"}
+SMALL = {"BR": range(2), "CF": range(2), "NOP": range(1), "DQ": range(64),
+         "TRAP": range(1, 10)}           # scalar trap codes, isa.md §6
+
+# isa.md §4.1 rows and the bignum ops: the instruction classes
+CLASSES = [["lui"], ["auipc"], ["jal"], ["jalr"], ["beq", "bne"], ["blt", "bge"],
+           ["bltu", "bgeu"], ["lb", "lh", "lw"], ["lbu", "lhu"], ["sb", "sh", "sw"],
+           ["addi"], ["slti", "sltiu"], ["xori", "ori", "andi"], ["slli"],
+           ["srli", "srai"], ["add", "sub"], ["sll"], ["slt", "sltu"], ["xor"],
+           ["srl", "sra"], ["or", "and"], ["mul"], ["mulh"], ["mulhsu"], ["mulhu"],
+           ["div", "divu"], ["rem", "remu"], ["sh1add"], ["sh2add"], ["sh3add"],
+           ["fence", "fence.tso"], ["ecall"], ["ebreak"],
+           ["bn.addc"], ["bn.subb"], ["bn.xchgc"], ["bn.mac"], ["bn.accrd"], ["bn.accclr"]]
+MNEMONICS = {m for row in CLASSES for m in row}
+
+W = "(W0 W1 W2 W3|NOP)"
+A = "A0 A1 A2 A3"
+SHAPES = {}                      # mnemonic -> regex over the kind names of its tokens
+for m in ["lui", "auipc", "addi", "slti", "sltiu", "xori", "ori", "andi", "slli", "srli",
+          "srai", "add", "sub", "sll", "slt", "sltu", "xor", "srl", "sra", "or", "and",
+          "mul", "mulh", "mulhsu", "mulhu", "sh1add", "sh2add", "sh3add"]:
+    SHAPES[m] = W
+for m in ["jal", "jalr"]:
+    SHAPES[m] = W + "|TRAP:2"
+for m in ["beq", "bne", "blt", "bge", "bltu", "bgeu"]:
+    SHAPES[m] = "BR|TRAP:2"
+for m in ["lb", "lh", "lw", "lbu", "lhu"]:
+    SHAPES[m] = A + " (" + W + "|TRAP:4|TRAP:5)"
+for m, s in [("sb", "S0"), ("sh", "S0 S1"), ("sw", "S0 S1 S2 S3")]:
+    SHAPES[m] = A + " (" + s + "|TRAP:6|TRAP:7)"
+for m in ["div", "divu", "rem", "remu"]:
+    SHAPES[m] = "(DQ ){32}" + W
+SHAPES.update({
+    "fence": "NOP", "fence.tso": "NOP",
+    "ecall": "(OUT )*W0 W1 W2 W3|(ERR )*W0 W1 W2 W3|EXIT|TRAP:8|TRAP:5",
+    "ebreak": "TRAP:9",
+    "bn.addc": W + " CF", "bn.subb": W + " CF", "bn.xchgc": W + " CF",
+    "bn.mac": " ".join("AC%d" % i for i in range(12)),
+    "bn.accrd": W, "bn.accclr": "NOP",
+    ".word": "TRAP:1|NOP",       # raw words: illegal ones, or a FENCE with odd fields
+})
+
+TOP_KEYS = {"spec", "trace_version", "class", "generator", "examples"}
+EX_KEYS = {"name", "description", "edge", "initial", "code", "asm", "steps", "final"}
+INIT_KEYS = {"pc", "regs", "mem", "c", "acc"}
+FINAL_KEYS = {"end", "exit_status", "trap_code", "pc", "regs", "mem", "c", "acc",
+              "retired", "stdout", "stderr"}
+HEX32 = re.compile(r"0x[0-9a-f]{8}")
+HEX96 = re.compile(r"0x[0-9a-f]{24}")
+REG = re.compile(r"x([1-9]|[12][0-9]|3[01])")
+
+
+class Lint:
+    def __init__(self):
+        self.errors = []
+
+    def err(self, where, msg):
+        self.errors.append("%s: %s" % (where, msg))
+
+    def check(self, cond, where, msg):
+        if not cond:
+            self.err(where, msg)
+        return cond
+
+
+def parse_tok(text):
+    m = re.fullmatch(r"([A-Z]+[0-9]*)\((0x[0-9a-f]{2}|0|[1-9][0-9]*)\)", text)
+    if not m or m.group(1) not in KIND:
+        return None
+    name, p = m.group(1), m.group(2)
+    if (name in BYTE_KINDS) != p.startswith("0x"):
+        return None                       # byte kinds 0x%02x, the others decimal
+    return name, int(p, 0)
+
+
+def check_state(L, where, st, final):
+    keys = FINAL_KEYS if final else INIT_KEYS
+    L.check(set(st) <= keys, where, "unknown keys %s" % sorted(set(st) - keys))
+    need = {"end", "regs", "mem", "c", "acc", "retired"} if final else INIT_KEYS
+    if not L.check(need <= set(st), where, "missing keys %s" % sorted(need - set(st))):
+        return False
+    for r, v in st["regs"].items():
+        L.check(REG.fullmatch(r), where, "bad register name %r" % r)
+        L.check(isinstance(v, str) and HEX32.fullmatch(v), where, "bad value %r" % v)
+    for span in st["mem"]:
+        if not (L.check(set(span) == {"addr", "hex"}, where, "bad mem span %r" % span)
+                and L.check(HEX32.fullmatch(span["addr"]), where, "bad addr %r" % span)
+                and L.check(re.fullmatch(r"([0-9a-f]{2})+", span["hex"]), where,
+                            "bad hex %r" % span)):
+            continue
+        a, n = int(span["addr"], 16), len(span["hex"]) // 2
+        L.check(RAM_BASE <= a and a + n <= RAM_END, where, "mem span outside RAM %r" % span)
+    L.check(st["c"] in (0, 1), where, "c must be 0 or 1")
+    L.check(isinstance(st["acc"], str) and HEX96.fullmatch(st["acc"]), where, "bad acc")
+    if "pc" in st:
+        L.check(HEX32.fullmatch(st["pc"]), where, "bad pc")
+    return True
+
+
+def check_example(L, path, ex, seen):
+    name = ex.get("name", "?")
+    where = "%s:%s" % (os.path.basename(path), name)
+    if not L.check(set(ex) == EX_KEYS, where, "keys must be %s, got %s"
+                   % (sorted(EX_KEYS), sorted(ex))):
+        return []
+    L.check(re.fullmatch(r"[a-z0-9_]+", name), where, "name must be [a-z0-9_]+")
+    L.check(name not in seen, where, "duplicate name")
+    seen.add(name)
+    L.check(isinstance(ex["description"], str) and ex["description"], where, "description")
+    L.check(isinstance(ex["edge"], bool), where, "edge must be true/false")
+    ini, fin = ex["initial"], ex["final"]
+    if not (check_state(L, where + " initial", ini, False)
+            and check_state(L, where + " final", fin, True)):
+        return []
+    L.check("x0" not in ini["regs"], where, "x0 in regs")
+    L.check(all(int(v, 16) != 0 for v in ini["regs"].values()), where,
+            "initial regs lists only nonzero registers")
+    code, asm = ex["code"], ex["asm"]
+    L.check(len(code) == len(asm) and code, where, "code and asm must be nonempty, same length")
+    L.check(all(isinstance(w, str) and HEX32.fullmatch(w) for w in code), where, "bad code word")
+    pc0 = int(ini["pc"], 16)
+    L.check(pc0 % 4 == 0 and RAM_BASE <= pc0 and pc0 + 4 * len(code) <= RAM_END, where,
+            "code must be word-aligned and inside RAM")
+    spans = [(pc0, 4 * len(code))] + [(int(s["addr"], 16), len(s["hex"]) // 2) for s in ini["mem"]]
+    spans.sort()
+    for (a1, n1), (a2, _) in zip(spans, spans[1:]):
+        L.check(a1 + n1 <= a2, where, "initial mem spans overlap each other or the code")
+
+    # tokens
+    steps = ex["steps"]
+    L.check(isinstance(steps, list) and steps, where, "steps must be a nonempty list")
+    parsed = []
+    for k, s in enumerate(steps):
+        w = "%s step %d" % (where, k + 1)
+        if not L.check(set(s) == {"id", "tok", "pc"}, w, "step keys must be id, tok, pc"):
+            return []
+        p = parse_tok(s["tok"])
+        if not L.check(p is not None, w, "token text %r is not KIND(payload) as README.md says"
+                       % s["tok"]):
+            continue
+        kind, payload = p
+        L.check(s["id"] == 256 * KIND[kind] + payload, w, "id %r != 256*%d + %d for %s"
+                % (s["id"], KIND[kind], payload, s["tok"]))
+        L.check(kind != "CTRL", w, "START/CTRL is never a step")
+        L.check(payload in SMALL.get(kind, range(256)), w, "payload not allowed for %s" % kind)
+        L.check(HEX32.fullmatch(s["pc"]), w, "bad pc")
+        parsed.append((kind, payload, int(s["pc"], 16)))
+
+    # end of the run
+    end = fin["end"]
+    last = parsed[-1] if parsed else ("?", 0, 0)
+    enders = [k for k, (kind, _, _) in enumerate(parsed) if kind in ("EXIT", "TRAP")]
+    if end == "running":
+        L.check(not enders, where, "a running example has no EXIT/TRAP token")
+        L.check("pc" in fin and "exit_status" not in fin and "trap_code" not in fin, where,
+                "running: pc, and no exit_status/trap_code")
+    elif end == "exit":
+        L.check(enders == [len(parsed) - 1] and last[0] == "EXIT"
+                and fin.get("exit_status") == last[1], where, "exit must end with EXIT(status)")
+        L.check("pc" not in fin and "trap_code" not in fin, where, "exit: no pc/trap_code")
+    elif end == "trap":
+        L.check(enders == [len(parsed) - 1] and last[0] == "TRAP"
+                and fin.get("trap_code") == last[1], where, "trap must end with TRAP(code)")
+        L.check("pc" in fin and "exit_status" not in fin, where, "trap: pc, no exit_status")
+    else:
+        L.err(where, "end must be running, exit or trap")
+    L.check(isinstance(fin["retired"], int) and 0 <= fin["retired"], where, "retired")
+    for key, kind in (("stdout", "OUT"), ("stderr", "ERR")):
+        data = bytes(p for k, p, _ in parsed if k == kind).hex()
+        L.check(fin.get(key, "") == data, where, "%s must equal the %s payloads" % (key, kind))
+        L.check(fin.get(key) != "", where, "%s present but empty" % key)
+
+    # each instruction's tokens have the shape of trace.md §4
+    groups = []
+    for kind, payload, pc in parsed:
+        if groups and groups[-1][0] == pc:
+            groups[-1][1].append((kind, payload))
+        else:
+            groups.append((pc, [(kind, payload)]))
+    used = []
+    for pc, toks in groups:
+        w = "%s at pc 0x%08x" % (where, pc)
+        shape = " ".join(k if k != "TRAP" else "TRAP:%d" % p for k, p in toks)
+        idx = (pc - pc0) // 4
+        if not (pc0 <= pc < pc0 + 4 * len(code)):
+            if RAM_BASE <= pc and pc + 4 <= RAM_END:
+                L.err(w, "executes outside the example's code")
+            else:
+                L.check(shape == "TRAP:3", w, "a fetch outside RAM emits TRAP(3) only")
+            continue
+        mn = asm[idx].split("#")[0].split()[0]
+        L.check(mn in SHAPES, w, "unknown mnemonic %r" % mn)
+        if mn not in SHAPES:
+            continue
+        used.append(mn)
+        L.check(re.fullmatch(SHAPES[mn], shape), w, "tokens %s do not have the shape of %s"
+                % (shape, mn))
+        dq = [p for k, p in toks if k == "DQ"]
+        if dq:
+            L.check([p >> 1 for p in dq] == list(range(31, -1, -1)), w,
+                    "DQ bit indices must run 31..0")
+    return used
+
+
+def main():
+    files = sys.argv[1:] or sorted(glob.glob(os.path.join(HERE, "scalar_*.json")))
+    L = Lint()
+    seen = set()
+    per_class = {tuple(row): [0, 0] for row in CLASSES}     # examples, edge examples
+    mnemonics_seen = set()
+    total = 0
+    for path in files:
+        with open(path) as f:
+            doc = json.load(f)
+        where = os.path.basename(path)
+        L.check(set(doc) == TOP_KEYS, where, "top-level keys must be %s" % sorted(TOP_KEYS))
+        L.check(doc.get("spec") == "machine-v1" and doc.get("trace_version") == "trace-v1",
+                where, "spec/trace_version")
+        exs = doc.get("examples", [])
+        L.check(len(exs) >= 3, where, "at least three examples per file")
+        L.check(any(e.get("edge") for e in exs), where, "at least one edge case per file")
+        for ex in exs:
+            total += 1
+            used = set(check_example(L, path, ex, seen))
+            # also count mnemonics that appear in code that did not run
+            used |= {a.split("#")[0].split()[0] for a in ex.get("asm", []) if a.strip()}
+            mnemonics_seen |= used
+            for row in CLASSES:
+                if used & set(row):
+                    per_class[tuple(row)][0] += 1
+                    per_class[tuple(row)][1] += bool(ex.get("edge"))
+    if not sys.argv[1:]:
+        for m in sorted(MNEMONICS - mnemonics_seen):
+            L.err("coverage", "mnemonic %s appears in no example" % m)
+        for row, (n, e) in per_class.items():
+            L.check(n >= 3, "coverage", "class %s has %d examples (< 3)" % ("/".join(row), n))
+            L.check(e >= 1, "coverage", "class %s has no edge case" % "/".join(row))
+    for e in L.errors:
+        print("lint:", e)
+    print("lint: %d files, %d examples, %d errors" % (len(files), total, len(L.errors)))
+    if not sys.argv[1:]:
+        print("lint: examples per class (edge cases): " + ", ".join(
+            "%s %d(%d)" % ("/".join(r), n, e) for r, (n, e) in per_class.items()))
+    return 1 if L.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
