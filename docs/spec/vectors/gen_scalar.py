@@ -638,6 +638,7 @@ def dq_hand(quotient_bits):
 def one(name, desc, line, regs, rd_name, value, edge=False, **kw):
     """A single register-writing instruction; `value` is the hand result."""
     want = {rd_name: value} if reg(rd_name) != 0 else {}
+    want["tokens"] = toks("W(0x%08x)" % value) if reg(rd_name) else ["NOP(0)"]
     want.update(kw.pop("want", {}))
     return Example(name, desc, [line], regs=regs, edge=edge, want=want, **kw)
 
@@ -1440,6 +1441,42 @@ BN = [
     illegal("bn_illegal_accclr_rs1", "bn.accclr with rs1 != 0", enc_r(OP_CUSTOM0, 5, 0, 0, 11, 0)),
 ]
 
+
+
+def ac_hand(acc):
+    """AC0..AC11 texts of a hand-computed accumulator value."""
+    return ["AC%d(0x%02x)" % (i, (acc >> (8 * i)) & 0xFF) for i in range(12)]
+
+
+# Whole token lists, by hand, for the examples above that give only values.
+HAND_TOKENS = {
+    "auipc_zero_and_wrap": toks("W(0x00010000)", "W(0x0000f004)"),
+    "mulh_mul_pair": toks("W(0xffffffff)", "W(0xfffffffa)"),
+    "jalr_clears_bit0": toks("W(0x00010004)", "W(0x00000002)"),
+    "jalr_clears_bit0_after_add": toks("W(0x00010004)", "W(0x00000002)"),
+    "lw_last_word_of_ram": toks("A(0x0010fffc)", "W(0xdeadbeef)"),
+    "lhu_last_half_of_ram": toks("A(0x0010fffe)", "W(0x0000dead)"),
+    "sw_last_word_of_ram": toks("A(0x0010fffc)", "S4(0xcafef00d)"),
+    "sh_last_half_of_ram": toks("A(0x0010fffe)", "S2(0xcafef00d)"),
+    "subb_equal_with_borrow": toks("W(0xffffffff)") + ["CF(1)"],
+    "subb_basic": toks("W(0x00000007)") + ["CF(0)"],
+    "xchgc_read_and_clear": toks("W(0x00000001)") + ["CF(0)"],
+    "mac_carry_into_high_word": ac_hand(0xFFFFFFFE_00000001) + ac_hand(0x1_FFFFFFFC_00000002),
+    "accrd_logical_shift": toks("W(0xffffffff)"),
+    "accrd_three_times": toks("W(0xaaaaaaaa)", "W(0xbbbbbbbb)", "W(0xcccccccc)"),
+    # acc after each step: 0, 0xfffffffe_00000001, 0xfffffffe, 0xfffffffe_ffffffff,
+    # 0x1_fffffffd_00000000, 0x1_fffffffd, 0xffffffff_fffffffe, 0xffffffff, 0
+    "schoolbook_2x2": ["NOP(0)"] + ac_hand(0xFFFFFFFE_00000001) + toks("W(0x00000001)")
+    + ac_hand(0xFFFFFFFE_FFFFFFFF) + ac_hand(0x1_FFFFFFFD_00000000) + toks("W(0x00000000)")
+    + ac_hand(0xFFFFFFFF_FFFFFFFE) + toks("W(0xfffffffe)", "W(0xffffffff)"),
+}
+for _examples in (ALU, MUL, JUMP, LOAD, STORE, BN):
+    for _e in _examples:
+        if _e.name in HAND_TOKENS:
+            assert "tokens" not in _e.want
+            _e.want["tokens"] = HAND_TOKENS.pop(_e.name)
+assert not HAND_TOKENS, HAND_TOKENS
+
 FILES = [("alu", ALU), ("shift", SHIFT), ("mul", MUL), ("div", DIV),
          ("branch", BRANCH), ("jump", JUMP), ("load", LOAD), ("store", STORE),
          ("ecall", ECALL), ("fence", FENCE), ("trap", TRAP), ("zba", ZBA),
@@ -1464,6 +1501,9 @@ def compact(text):
 
 def main():
     check = "--check" in sys.argv[1:]
+    n_all = sum(len(e) for _, e in FILES)
+    n_tok = sum(1 for _, es in FILES for e in es if "tokens" in e.want or "ids" in e.want)
+    print("%d examples, %d with the whole token list written by hand" % (n_all, n_tok))
     stale = []
     for cls, examples in FILES:
         path = os.path.join(HERE, "scalar_%s.json" % cls)
