@@ -43,6 +43,14 @@ bool argv_has_json(int argc, char** argv) {
   return false;
 }
 
+// "The following arguments were not expected: a b (see lockstep --help)".
+std::string unexpected(const std::vector<std::string>& args) {
+  std::string out = args.size() == 1 ? "The following argument was not expected:"
+                                     : "The following arguments were not expected:";
+  for (const auto& a : args) out += " " + a;
+  return out + " (see lockstep --help)";
+}
+
 // Prints the one stderr line of an error, records it in the summary and
 // returns exit code 2.
 int report_error(Context& ctx, const std::string& message) {
@@ -94,8 +102,12 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
       }
       code = static_cast<int>(ctx.summary.exit_code());
     } catch (const CLI::CallForHelp& e) {
+      // CLI11 answers --help before it rejects unknown words, so
+      // `lockstep no-such-command --help` would print help and exit 0.
+      if (!app.remaining().empty()) throw UsageError(unexpected(app.remaining()));
       return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {
+      if (!app.remaining().empty()) throw UsageError(unexpected(app.remaining()));
       return app.exit(e);
     } catch (const CLI::CallForVersion& e) {
       return app.exit(e);

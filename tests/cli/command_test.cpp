@@ -96,6 +96,21 @@ TEST(LockstepCommand, UnknownFlagIsOneLineUsageError) {
   EXPECT_NE(r.err.find("--no-such-flag"), std::string::npos) << r.err;
 }
 
+TEST(LockstepCommand, HelpOfUnknownSubcommandIsUsageError) {
+  // ci/demo relies on this to detect whether `lockstep story` exists.
+  const auto r = run({"no-such-command", "--help"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("no-such-command"), std::string::npos) << r.err;
+}
+
+TEST(LockstepCommand, SubcommandHelp) {
+  const auto r = run({"models", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("Usage: lockstep models"), std::string::npos) << r.out;
+}
+
 TEST(LockstepCommand, MissingSubcommandIsUsageError) {
   const auto r = run({});
   EXPECT_EQ(r.exit_code, 2);
