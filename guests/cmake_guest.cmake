@@ -6,6 +6,7 @@
 #                    [MARCH <march>]              default rv32im_zba (compile only; the link
 #                                                 always uses rv32im, see TOOLCHAIN.md)
 #                    [DEFINES <NAME=value>...]    -D options
+#                    [CFLAGS <flag>...]           extra compiler flags
 #                    [INCLUDES <dir>...]          -I options
 #                    [DEPENDS <file/target>...]   extra dependencies of every object (e.g.
 #                                                 an image that a .S file .incbin's)
@@ -35,7 +36,7 @@ add_custom_target(guests ALL)
 
 function(lockstep_add_guest)
   cmake_parse_arguments(PARSE_ARGV 0 G "NO_RUNTIME" "NAME;MARCH"
-                        "SOURCES;DEFINES;INCLUDES;DEPENDS")
+                        "SOURCES;DEFINES;INCLUDES;DEPENDS;CFLAGS")
   if(G_UNPARSED_ARGUMENTS OR NOT G_NAME OR NOT G_SOURCES)
     message(FATAL_ERROR "lockstep_add_guest: NAME and SOURCES required (${G_UNPARSED_ARGUMENTS})")
   endif()
@@ -51,6 +52,7 @@ function(lockstep_add_guest)
     get_filename_component(inc ${inc} ABSOLUTE BASE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
     list(APPEND flags -I${inc})
   endforeach()
+  list(APPEND flags ${G_CFLAGS})
   foreach(def IN LISTS G_DEFINES)
     list(APPEND flags -D${def})
   endforeach()
