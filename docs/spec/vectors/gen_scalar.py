@@ -657,6 +657,10 @@ ALU = [
             want={"a0": 0x00010000, "a1": 0x0000F004}),
     one("auipc_high", "AUIPC with imm_u = 0x80000000.", "auipc a0, 0x80000", {}, "a0",
         0x80010000),
+    Example("lui_addi_pair", "li a0, 0x12344fff as LUI 0x12345 then ADDI -1 (the "
+            "sign-extended low part borrows from the upper part).",
+            ["lui a0, 0x12345", "addi a0, a0, -1"], edge=True,
+            want={"a0": 0x12344FFF, "tokens": toks("W(0x12345000)", "W(0x12344fff)")}),
     one("auipc_rd_x0", "AUIPC to x0 emits NOP(0).", "auipc x0, 1", {}, "x0", 0, edge=True,
         want={"tokens": ["NOP(0)"]}),
     one("addi_minus_one", "ADDI sign-extends its immediate: 0 + (-1).",
@@ -874,6 +878,17 @@ DIV = [
          3, 3, edge=True, rd="x0"),
     div1("divu_equal", "DIVU a / a = 1: DQ(1) last.", "divu a0, a1, a2", 0xDEADBEEF,
          0xDEADBEEF, 1, 1),
+    div1("div_int_min_by_int_min", "DIV INT32_MIN / INT32_MIN = 1; DQ of 2^31 / 2^31.",
+         "div a0, a1, a2", 0x80000000, 0x80000000, 1, 1, edge=True),
+    div1("remu_mixed_bits", "REMU 1000000 % 7 = 1 (7 * 142857 = 999999); the DQ tokens "
+         "spell 142857 = 0x00022e09.", "remu a0, a1, a2", 1000000, 7, 1, 142857),
+    div1("divu_mixed_bits", "DIVU 1000000 / 7 = 142857.", "divu a0, a1, a2", 1000000, 7,
+         142857, 142857),
+    div1("divu_by_one", "DIVU 0xffffffff / 1: every q_i = 1, like a division by zero, "
+         "but the result is the dividend.", "divu a0, a1, a2", 0xFFFFFFFF, 1, 0xFFFFFFFF,
+         0xFFFFFFFF, edge=True),
+    div1("rem_negative_exact", "REM -8 % 2 = 0 (no negative zero); DQ of 8 / 2.",
+         "rem a0, a1, a2", 0xFFFFFFF8, 2, 0, 4, edge=True),
 ]
 
 # Branch examples share a shape: the branch at 0x10000, then
@@ -933,6 +948,16 @@ BRANCH = [
             "BR(1), then the next fetch traps FETCH_FAULT.",
             ["bgeu x0, x0, .-8"], insns=2, edge=True,
             want={"end": "trap 3", "pc": 0x0000FFF8, "tokens": ["BR(1)", "TRAP(3)"]}),
+    Example("blt_max_backward", "BLT with the most negative offset -4096, from 0x11000 "
+            "to 0x10000 (B-format immediate bit 12).", ["blt a0, a1, .-4096"],
+            pc=0x11000, regs={"a0": 0xFFFFFFFF, "a1": 0}, edge=True,
+            want={"pc": 0x10000, "tokens": ["BR(1)"]}),
+    Example("bge_forward_4092", "BGE taken by +4092, the largest aligned forward offset.",
+            ["bge a0, a1, .+4092"], regs={"a0": 3, "a1": 3}, edge=True,
+            want={"pc": 0x10FFC, "tokens": ["BR(1)"]}),
+    Example("bge_forward_4094_misaligned", "BGE taken by +4094, the largest B offset: "
+            "not a multiple of 4, TRAP(2).", ["bge a0, a1, .+4094"], regs={"a0": 3, "a1": 3},
+            edge=True, want={"end": "trap 2", "pc": 0x10000, "tokens": ["TRAP(2)"]}),
 ]
 
 JUMP = [
@@ -964,6 +989,24 @@ JUMP = [
             regs={"a0": 0x10004}, insns=2,
             want={"ra": 0x10004, "a2": 2, "pc": 0x1000C,
                   "tokens": toks("W(0x00010004)", "W(0x00000002)")}),
+    Example("jal_max_forward", "JAL by +0xffffc (J-format immediate, near its maximum "
+            "0xffffe) from 0x10000 to 0x10fffc, the last word of RAM.",
+            ["jal ra, .+0xffffc"], edge=True,
+            want={"ra": 0x10004, "pc": 0x10FFFC, "tokens": toks("W(0x00010004)")}),
+    Example("jal_min_offset", "jal x0 by -0x100000 (the most negative J offset) from "
+            "0x10000 to 0xfff10000: NOP(0), then the fetch there traps FETCH_FAULT.",
+            ["jal x0, .-0x100000"], insns=2, edge=True,
+            want={"end": "trap 3", "pc": 0xFFF10000, "tokens": ["NOP(0)", "TRAP(3)"]}),
+    Example("jalr_max_imm_odd_sum", "JALR with imm 2047: 0xf80a + 0x7ff = 0x10009, bit 0 "
+            "cleared: 0x10008 (rs1 itself is outside RAM; only the target matters).",
+            ["jalr ra, 2047(a0)", "addi a1, x0, 1", "addi a2, x0, 2"],
+            regs={"a0": 0xF80A}, insns=2, edge=True,
+            want={"ra": 0x10004, "a2": 2, "pc": 0x1000C,
+                  "tokens": toks("W(0x00010004)", "W(0x00000002)")}),
+    Example("jalr_misaligned_rd_is_rs1", "jalr ra, 2(ra) with ra = 0x10000: target "
+            "0x10002 traps FETCH_MISALIGNED and ra keeps its value.", ["jalr ra, 2(ra)"],
+            regs={"ra": 0x10000}, edge=True,
+            want={"end": "trap 2", "pc": 0x10000, "tokens": ["TRAP(2)"]}),
     Example("jalr_clears_bit0", "JALR clears bit 0 of the target: 0x10009 -> 0x10008.",
             ["jalr ra, 0(a0)", "addi a1, x0, 1", "addi a2, x0, 2"],
             regs={"a0": 0x10009}, insns=2, edge=True,
@@ -1030,6 +1073,10 @@ LOAD = [
     ld("lw_mixed", "LW of bytes 00 80 ff 7f.", "lw a0, 0(a1)", 0x7FFF8000),
     ld("lw_negative_offset", "LW with a negative offset.", "lw a0, -4(a2)", 0x12345678,
        a1=0, addr=DATA + 4, extra_regs={"a2": DATA + 8}),
+    ld("lb_max_offset", "LB with the largest offset 2047.", "lb a0, 2047(a1)", 0x0000007F,
+       a1=DATA + 3 - 2047, addr=DATA + 3, edge=True),
+    ld("lw_min_offset", "LW with the most negative offset -2048.", "lw a0, -2048(a1)",
+       0x12345678, a1=DATA + 4 + 2048, addr=DATA + 4, edge=True),
     ld("lw_rd_is_rs1", "LW with rd = rs1.", "lw a1, 4(a1)", 0x12345678, addr=DATA + 4,
        rd="a1"),
     ld("lb_rd_x0", "A load to x0 still emits A tokens, then NOP(0).", "lb x0, 1(a1)", 0,
@@ -1107,6 +1154,12 @@ STORE = [
             regs={"a1": DATA}, mem=STORE_DATA, edge=True,
             want={"mem": {DATA: [0xAA] * 4 + [0] * 4},
                   "tokens": toks("A(0x00020004)", "S4(0x00000000)")}),
+    st("sw_min_offset", "SW with the most negative offset -2048 (S-format immediate "
+       "split in two fields).", "sw a2, -2048(a1)", DATA + 2048, 0x01020304, DATA, 4,
+       [4, 3, 2, 1, 0xAA, 0xAA, 0xAA, 0xAA], edge=True),
+    st("sb_max_offset", "SB with the largest offset 2047.", "sb a2, 2047(a1)",
+       DATA + 7 - 2047, 0x000000FE, DATA + 7, 1,
+       [0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xFE], edge=True),
     Example("sw_last_word_of_ram", "SW to the last word of RAM, 0x10fffc.",
             ["sw a2, 0(a1)"], regs={"a1": 0x10FFFC, "a2": 0xCAFEF00D}, edge=True,
             check_mem=[(0x10FFFC, 4)],
@@ -1346,6 +1399,9 @@ BN = [
             want={"a0": 0xFFFFFFFF, "c": 1}),
     Example("subb_basic", "c=0, 10 - 3 = 7, c = 0.", ["bn.subb a0, a1, a2"],
             regs={"a1": 10, "a2": 3}, c=0, want={"a0": 7, "c": 0}),
+    Example("subb_rd_x0_compare", "bn.subb x0 as a compare: 3 - 5 borrows; NOP(0), "
+            "CF(1).", ["bn.subb x0, a1, a2"], regs={"a1": 3, "a2": 5}, edge=True,
+            want={"c": 1, "tokens": ["NOP(0)", "CF(1)"]}),
     Example("subb_two_limbs_compare", "0x00000001_00000000 - 0x00000000_00000001 = "
             "0x00000000_ffffffff, no final borrow (A >= B).",
             ["bn.subb a0, a2, a4", "bn.subb a1, a3, a5"],
@@ -1501,6 +1557,8 @@ def compact(text):
 
 def main():
     check = "--check" in sys.argv[1:]
+    names = [e.name for _, es in FILES for e in es]
+    assert len(names) == len(set(names)), "duplicate example names"
     n_all = sum(len(e) for _, e in FILES)
     n_tok = sum(1 for _, es in FILES for e in es if "tokens" in e.want or "ids" in e.want)
     print("%d examples, %d with the whole token list written by hand" % (n_all, n_tok))
