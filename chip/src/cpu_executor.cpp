@@ -178,6 +178,10 @@ struct CpuExecutor::Impl {
   std::vector<std::pair<std::uint32_t, float>> knz, qnz;
   std::vector<float> tmp, tmp_abs;
   std::size_t max_value_dim = 0;
+  // audit: |x_old| + sum |terms| of residual updates, per touched residual dimension
+  std::vector<double> rabs;
+  std::vector<std::uint8_t> rabs_mark;
+  std::vector<std::uint32_t> rabs_rows;
 
   void prepare(std::shared_ptr<const Chip> c) {
     chip = std::move(c);
@@ -223,6 +227,9 @@ struct CpuExecutor::Impl {
     for (Accum* a : {&a0, &a1, &a2, &a3, &aabs}) a->ensure(max_rows);
     tmp.assign(max_rows, 0.0f);
     tmp_abs.assign(max_rows, 0.0f);
+    rabs.assign(ch.config.d_model, 0.0);
+    rabs_mark.assign(ch.config.d_model, 0);
+    rabs_rows.clear();
     bias_order.resize(ch.config.vocab_size);
     for (Token t = 0; t < ch.config.vocab_size; ++t) bias_order[t] = t;
     const auto& ub = ch.unembed.bias;
@@ -315,6 +322,31 @@ struct CpuExecutor::Impl {
     eval_abs(aabs, pm, s.x.data(), s.xnz.data(), s.xnz.size());
     for (std::uint32_t r : aabs.rows) check_abs(s, aabs.vals[r], layer, act_id, head, r, residual_rows);
     for (std::uint32_t r : a.rows) check(s, a.vals[r], layer, act_id, head, r, residual_rows);
+  }
+  // Audit of a residual update x += W in + b: every partial sum is bounded by
+  // |x_old| + |b| + sum |W in|; accumulate that per touched dimension, then check it.
+  void rabs_add(const Stream& s, std::uint32_t d, double v) {
+    if (!rabs_mark[d]) {
+      rabs_mark[d] = 1;
+      rabs_rows.push_back(d);
+      rabs[d] = std::fabs(s.x[d]);
+    }
+    rabs[d] += v;
+  }
+  void rabs_scatter(const Stream& s, const PreparedMap& pm, std::uint32_t j, double in) {
+    const SparseMatrix& W = pm.m->w;
+    for (std::uint32_t p = W.col_ptr[j]; p < W.col_ptr[j + 1]; ++p)
+      rabs_add(s, W.row_idx[p], std::fabs(static_cast<double>(W.values[p]) * in));
+  }
+  void rabs_bias(const Stream& s, const PreparedMap& pm) {
+    for (std::uint32_t r : pm.seeds) rabs_add(s, r, std::fabs(pm.m->bias[r]));
+  }
+  void rabs_check(Stream& s, int layer, int act_id) {
+    for (std::uint32_t d : rabs_rows) {
+      check_abs(s, rabs[d], layer, act_id, -1, d, true);
+      rabs_mark[d] = 0;
+    }
+    rabs_rows.clear();
   }
   void audit_residual(Stream& s, int layer, int act_id) {
     for (std::uint32_t d : s.xnz) check(s, s.x[d], layer, act_id, -1, d, true);
@@ -415,6 +447,17 @@ struct CpuExecutor::Impl {
       o_off += V;
     }
     // x += sum_h W_o,h o_h (after every head has read the block's input x)
+    if (audit) {
+      o_off = 0;
+      for (std::size_t h = 0; h < P.heads.size(); ++h) {
+        const PreparedHead& H = P.heads[h];
+        for (std::uint32_t i = 0; i < H.value_dim; ++i)
+          if (s.o[o_off + i] != 0.0f) rabs_scatter(s, H.o, i, s.o[o_off + i]);
+        rabs_bias(s, H.o);
+        o_off += H.value_dim;
+      }
+      rabs_check(s, l, kMemResid);
+    }
     o_off = 0;
     for (std::size_t h = 0; h < P.heads.size(); ++h) {
       PreparedHead& H = P.heads[h];
@@ -459,6 +502,11 @@ struct CpuExecutor::Impl {
     }
     if (audit)
       for (const auto& [r, h] : knz) check(s, h, l, kMlpHidden, -1, r, false);
+    if (audit) {
+      for (const auto& [j, h] : knz) rabs_scatter(s, P.w2, j, h);
+      rabs_bias(s, P.w2);
+      rabs_check(s, l, kMlpResid);
+    }
     const SparseMatrix& W = P.w2.m->w;
     for (const auto& [j, h] : knz)
       for (std::uint32_t p = W.col_ptr[j]; p < W.col_ptr[j + 1]; ++p) s.add(W.row_idx[p], W.values[p] * h);

@@ -58,8 +58,17 @@ void threshold_if(LayerBuilder& L, const Lin& x, double t, double hi, const Lin&
 
 void compare_ge(LayerBuilder& L, const Lin& a, const Lin& b, std::uint32_t out) { threshold(L, a - b, 0, out); }
 
+namespace {
+// sum = r0 - base r1 + base r2 has partial sums up to base^2: keep them inside fp32's 2^24.
+void check_base(double base) {
+  if (!(base >= 2 && base * base < 16777216.0 && base == static_cast<double>(static_cast<long long>(base))))
+    throw std::logic_error("add_with_carry: base " + std::to_string(base) + " must be an integer in [2, 4096) (base^2 < 2^24)");
+}
+}  // namespace
+
 void add_with_carry(LayerBuilder& L, const Lin& a, const Lin& b, const Lin& cin, std::uint32_t sum,
                     std::uint32_t carry, double base) {
+  check_base(base);
   const Lin s = a + b + cin;
   const std::uint32_t r0 = L.relu_unit(s);
   const std::uint32_t r1 = L.relu_unit(s - (base - 1));
@@ -73,6 +82,7 @@ void add_with_carry(LayerBuilder& L, const Lin& a, const Lin& b, const Lin& cin,
 
 void add_with_carry_if(LayerBuilder& L, const Lin& a, const Lin& b, const Lin& cin, const Lin& enable,
                        std::uint32_t sum, std::uint32_t carry, double base) {
+  check_base(base);
   const Lin s = a + b + cin;
   const double M = base;  // max s - base + 1 with s <= 2 base - 1
   const Lin off = enable * M - M;

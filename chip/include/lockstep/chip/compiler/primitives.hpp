@@ -43,6 +43,8 @@ void compare_ge(LayerBuilder& L, const Lin& a, const Lin& b, std::uint32_t out);
 ///   s = a + b + cin; x[sum] += s mod base; x[carry] += [s >= base].
 /// Three units: ReLU(s), ReLU(s - base + 1), ReLU(s - base). With `enable` (0/1), both outputs
 /// are multiplied by the enable bit (the first unit becomes the gated unit s (.) ReLU(enable)).
+/// The output partial sums reach base^2, so base must be an integer in [2, 4096) for fp32
+/// exactness (std::logic_error otherwise); wider words go across tokens or use nibble digits.
 void add_with_carry(LayerBuilder& L, const Lin& a, const Lin& b, const Lin& cin, std::uint32_t sum,
                     std::uint32_t carry, double base = 256);
 void add_with_carry_if(LayerBuilder& L, const Lin& a, const Lin& b, const Lin& cin, const Lin& enable,
