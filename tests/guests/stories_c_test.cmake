@@ -1,0 +1,16 @@
+# stories_c guest vs its host golden model (included from tests/guests/CMakeLists.txt).
+if(TARGET stories_c_host AND TARGET guest_stories_c_synthetic AND TARGET lockstep_story)
+  if(LOCKSTEP_STORIES_REAL)
+    set(real_flag 1)
+  else()
+    set(real_flag 0)
+  endif()
+  lockstep_add_gtest(NAME guests_stories_c_test
+    SOURCES stories_c_test.cpp
+    LIBS lockstep_guests_test_support lockstep_story
+    LABELS integration
+    DEFINITIONS LOCKSTEP_STORIES_HOST="$<TARGET_FILE:stories_c_host>"
+                LOCKSTEP_STORIES_MODELS_DIR="${LOCKSTEP_STORIES_MODELS_DIR}"
+                LOCKSTEP_STORIES_REAL=${real_flag})
+  add_dependencies(guests_stories_c_test guests stories_c_host)
+endif()
