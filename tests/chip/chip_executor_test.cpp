@@ -1,2 +1,299 @@
+// The CPU executor against a dense reference of the layer math written here from
+// docs/spec/chip-format.md (double precision, dense matrices, no sparsity tricks), on random
+// chips; plus hand-made chips for argmax ties, positive biases, the delta rule, the audit.
 #include <gtest/gtest.h>
-TEST(Placeholder, Empty) {}
+
+#include <cmath>
+#include <random>
+
+#include "lockstep/chip/compiler/builder.hpp"
+#include "lockstep/chip/cpu_executor.hpp"
+#include "test_util.hpp"
+
+namespace lockstep::chip {
+namespace {
+
+using compiler::ChipBuilder;
+using compiler::Lin;
+
+// ---- dense reference ----
+struct Dense {
+  std::uint32_t rows = 0, cols = 0;
+  std::vector<double> w, b;  // row-major
+  Activation act = Activation::Identity;
+  explicit Dense(const LinearMap& m) : rows(m.w.rows), cols(m.w.cols), w(static_cast<std::size_t>(rows) * cols, 0.0), b(m.bias.begin(), m.bias.end()), act(m.act) {
+    for (std::uint32_t j = 0; j < cols; ++j)
+      for (std::uint32_t p = m.w.col_ptr[j]; p < m.w.col_ptr[j + 1]; ++p) w[static_cast<std::size_t>(m.w.row_idx[p]) * cols + j] = m.w.values[p];
+  }
+  std::vector<double> operator()(const std::vector<double>& x) const {
+    std::vector<double> y(b);
+    for (std::uint32_t r = 0; r < rows; ++r) {
+      for (std::uint32_t j = 0; j < cols; ++j) y[r] += w[static_cast<std::size_t>(r) * cols + j] * x[j];
+      if (act == Activation::Relu) y[r] = std::max(y[r], 0.0);
+    }
+    return y;
+  }
+};
+
+struct DenseChip {
+  const Chip& c;
+  std::vector<std::vector<std::vector<double>>> S;  // [layer][head] (value_dim x key_dim, column-major)
+  explicit DenseChip(const Chip& chip) : c(chip) {
+    for (const Layer& L : c.layers) {
+      S.emplace_back();
+      for (const Head& h : L.heads) S.back().emplace_back(static_cast<std::size_t>(h.key_dim) * h.value_dim, 0.0);
+    }
+  }
+  Token step(Token t) {
+    const std::uint32_t D = c.config.d_model;
+    std::vector<double> x(D, 0.0);  // x = E[token]
+    for (std::uint32_t p = c.embed.w.col_ptr[t]; p < c.embed.w.col_ptr[t + 1]; ++p) x[c.embed.w.row_idx[p]] = c.embed.w.values[p];
+    for (std::size_t l = 0; l < c.layers.size(); ++l) {
+      const Layer& L = c.layers[l];
+      std::vector<double> dx(D, 0.0);
+      for (std::size_t h = 0; h < L.heads.size(); ++h) {
+        const Head& hd = L.heads[h];
+        const std::uint32_t K = hd.key_dim, V = hd.value_dim;
+        auto& s = S[l][h];
+        const auto k = Dense(hd.k)(x), q = Dense(hd.q)(x), v = Dense(hd.v)(x);
+        const double beta = Dense(hd.beta)(x)[0];
+        // S <- S + beta (v - S k) k^T
+        std::vector<double> sk(V, 0.0);
+        for (std::uint32_t i = 0; i < V; ++i)
+          for (std::uint32_t j = 0; j < K; ++j) sk[i] += s[j * V + i] * k[j];
+        for (std::uint32_t i = 0; i < V; ++i)
+          for (std::uint32_t j = 0; j < K; ++j) s[j * V + i] += beta * (v[i] - sk[i]) * k[j];
+        // o = S q ; dx += W_o o
+        std::vector<double> o(V, 0.0);
+        for (std::uint32_t i = 0; i < V; ++i)
+          for (std::uint32_t j = 0; j < K; ++j) o[i] += s[j * V + i] * q[j];
+        const auto y = Dense(hd.o)(o);
+        for (std::uint32_t d = 0; d < D; ++d) dx[d] += y[d];
+      }
+      for (std::uint32_t d = 0; d < D; ++d) x[d] += dx[d];
+      if (L.mlp.kind == MlpKind::Relu) {
+        const auto y = Dense(L.mlp.w2)(Dense(L.mlp.w1)(x));
+        for (std::uint32_t d = 0; d < D; ++d) x[d] += y[d];
+      } else if (L.mlp.kind == MlpKind::Gated) {
+        auto u = Dense(L.mlp.wu)(x);
+        const auto g = Dense(L.mlp.wg)(x);
+        for (std::size_t i = 0; i < u.size(); ++i) u[i] *= g[i];
+        const auto y = Dense(L.mlp.w2)(u);
+        for (std::uint32_t d = 0; d < D; ++d) x[d] += y[d];
+      }
+    }
+    const auto logits = Dense(c.unembed)(x);
+    Token best = 0;
+    for (Token i = 1; i < logits.size(); ++i)
+      if (logits[i] > logits[best]) best = i;  // strict: lowest id wins a tie
+    return best;
+  }
+};
+
+// Random sparse integer chip.
+Chip random_chip(std::mt19937_64& rng) {
+  auto pick = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo + 1)); };
+  auto sparse_lin = [&](std::uint32_t D, double density) {
+    Lin l;
+    for (std::uint32_t d = 0; d < D; ++d)
+      if (static_cast<double>(rng() % 1000) < density * 1000) l += Lin::dim(d, pick(-2, 2));
+    if (rng() % 3 == 0) l.c = pick(-2, 2);
+    return l;
+  };
+  const std::uint32_t D = static_cast<std::uint32_t>(pick(3, 16));
+  const std::uint32_t vocab = static_cast<std::uint32_t>(pick(2, 12));
+  ChipBuilder B("random", vocab);
+  B.field("x", D);
+  for (Token t = 0; t < vocab; ++t)
+    for (std::uint32_t d = 0; d < D; ++d)
+      if (rng() % 3 == 0) B.embed(t, d, pick(-3, 3));
+  const int layers = pick(1, 3);
+  for (int l = 0; l < layers; ++l) {
+    auto& L = B.add_layer();
+    const int heads = pick(0, 2);
+    for (int h = 0; h < heads; ++h) {
+      auto acts = [&] { return rng() % 2 ? Activation::Relu : Activation::Identity; };
+      const std::uint32_t K = static_cast<std::uint32_t>(pick(1, 5)), V = static_cast<std::uint32_t>(pick(1, 4));
+      auto& H = L.head(L.add_head(K, V, acts(), acts(), acts()));
+      for (auto& r : H.k) r = sparse_lin(D, 0.2);
+      for (auto& r : H.q) r = sparse_lin(D, 0.2);
+      for (auto& r : H.v) r = sparse_lin(D, 0.3);
+      H.beta = sparse_lin(D, 0.2);
+      for (std::uint32_t i = 0; i < V; ++i)
+        for (std::uint32_t d = 0; d < D; ++d)
+          if (rng() % 4 == 0) H.out.emplace_back(i, d, pick(-1, 1));
+    }
+    const int units = pick(0, 8);
+    const bool gated = rng() % 2;
+    for (int u = 0; u < units; ++u) {
+      const std::uint32_t id = gated && rng() % 2 ? L.gated_unit(sparse_lin(D, 0.3), sparse_lin(D, 0.3)) : L.relu_unit(sparse_lin(D, 0.3));
+      for (std::uint32_t d = 0; d < D; ++d)
+        if (rng() % 4 == 0) L.unit_out(id, d, pick(-2, 2));
+    }
+    if (units > 0 && rng() % 2) L.mlp_bias(static_cast<std::uint32_t>(pick(0, static_cast<int>(D) - 1)), pick(-2, 2));
+  }
+  for (Token t = 0; t < vocab; ++t) {
+    for (std::uint32_t d = 0; d < D; ++d)
+      if (rng() % 3 == 0) B.unembed(t, d, pick(-2, 2));
+    if (rng() % 3 == 0) B.unembed_bias(t, pick(-3, 3));
+  }
+  return B.build();
+}
+
+TEST(CpuExecutor, MatchesDenseReferenceOnRandomChips) {
+  const std::uint64_t seed = test::seed_for("CpuExecutor.MatchesDenseReferenceOnRandomChips", 21);
+  std::mt19937_64 rng(seed);
+  std::size_t compared = 0, planned = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const auto chip = std::make_shared<const Chip>(random_chip(rng));
+    CpuExecutor ex(chip, 1);
+    ex.set_audit(true);
+    ex.reset(0, GuestImage{});
+    DenseChip ref(*chip);
+    Token in = static_cast<Token>(rng() % chip->config.vocab_size);
+    for (int step = 0; step < 24; ++step) {
+      ++planned;
+      const Token want = ref.step(in);
+      const Token got = ex.step(0, in);
+      // Exactness is only promised while every activation is exact: stop at the first audit report.
+      if (ex.audit_violation(0)) break;
+      ++compared;
+      ASSERT_EQ(got, want) << "trial " << trial << " step " << step << " seed " << seed;
+      const auto st = ex.state(0);
+      std::size_t off = 0;
+      for (const auto& layer : ref.S)
+        for (const auto& s : layer)
+          for (double v : s) ASSERT_EQ(static_cast<double>(st[off++]), v) << "state, trial " << trial << " step " << step;
+      in = rng() % 4 == 0 ? static_cast<Token>(rng() % chip->config.vocab_size) : got;
+    }
+  }
+  std::printf("compared %zu of %zu planned steps exactly\n", compared, planned);
+  EXPECT_GT(compared, planned / 3) << "too few exact steps: the random chips are too wild to test anything";
+}
+
+TEST(CpuExecutor, ArgmaxLowestIdWinsTiesIncludingUntouchedTokens) {
+  ChipBuilder B("ties", 5);
+  const auto f = B.field("f", 2);
+  B.embed(0, f.dim(0), 1);  // token 0: f0 = 1
+  B.embed(1, f.dim(1), 1);  // token 1: f1 = 1
+  // logits: bias [0, 3, 3, 1, 0]; token 4 += 3 f0 ; token 0 += 3 f1
+  B.unembed_bias(1, 3);
+  B.unembed_bias(2, 3);
+  B.unembed_bias(3, 1);
+  B.unembed(4, f.dim(0), 3);
+  B.unembed(0, f.dim(1), 3);
+  auto chip = std::make_shared<const Chip>(B.build());
+  CpuExecutor ex(chip, 1);
+  EXPECT_EQ(ex.step(0, 2), 1u);  // untouched tie 1 vs 2 -> 1
+  EXPECT_EQ(ex.step(0, 0), 1u);  // token 4 scores 3, ties with 1 and 2 -> 1
+  EXPECT_EQ(ex.step(0, 1), 0u);  // token 0 scores 3 -> ties with 1, 2 -> 0
+}
+
+TEST(CpuExecutor, PositiveBiasUnitsFireWithoutInput) {
+  ChipBuilder B("bias", 3);
+  const auto f = B.field("f", 1), g = B.field("g", 1);
+  auto& L = B.add_layer();
+  L.unit_out(L.relu_unit(Lin::constant(2)), g.dim(), 1);       // fires always: g += 2
+  L.unit_out(L.relu_unit(f[0] - 5.0), g.dim(), 100);           // negative bias: fires only when f > 5
+  L.unit_out(L.gated_unit(Lin::constant(3), Lin::constant(1)), g.dim(), 1);  // 3 * ReLU(1): g += 3
+  B.embed(1, f.dim(), 1);
+  B.embed(2, f.dim(), 6);
+  B.unembed(2, g.dim(), 1);  // token 2 wins when g > 0
+  B.probe(0, Sublayer::Mlp, {"g"});
+  auto chip = std::make_shared<const Chip>(B.build());
+  CpuExecutor ex(chip, 1);
+  ex.set_probe_recording(true);
+  EXPECT_EQ(ex.step(0, 0), 2u);
+  EXPECT_EQ(ex.probe(0, 0, Sublayer::Mlp, "g"), std::vector<float>{5.0f});
+  ex.step(0, 2);
+  EXPECT_EQ(ex.probe(0, 0, Sublayer::Mlp, "g"), std::vector<float>{105.0f});
+}
+
+TEST(CpuExecutor, DeltaRuleOneHotWriteReplacesOneColumnAndBetaZeroKeeps) {
+  // tokens 0..3 write value 10+t into column t (beta 1); token 4 writes nothing (beta 0)
+  ChipBuilder B("delta", 5);
+  const auto oh = B.field("oh", 5), val = B.field("val", 1), beta = B.field("beta", 1);
+  for (Token t = 0; t < 5; ++t) {
+    B.embed(t, oh.dim(t), 1);
+    B.embed(t, val.dim(), 10 + t);
+    if (t < 4) B.embed(t, beta.dim(), 1);
+  }
+  auto& L = B.add_layer();
+  auto& H = L.head(L.add_head(4, 2));
+  for (std::uint32_t c = 0; c < 4; ++c) H.k[c] = oh[c];
+  H.beta = beta[0];
+  H.v[0] = val[0];
+  H.v[1] = val[0] * 2.0;
+  auto chip = std::make_shared<const Chip>(B.build());
+  CpuExecutor ex(chip, 1);
+  ex.reset(0, GuestImage{});
+  ex.step(0, 2);
+  auto S = ex.state(0);
+  EXPECT_EQ(std::vector<float>(S.begin(), S.end()), (std::vector<float>{0, 0, 0, 0, 12, 24, 0, 0}));
+  ex.step(0, 0);
+  ex.step(0, 2);  // rewrite: replaces, does not add
+  ex.step(0, 4);  // beta 0: no change
+  S = ex.state(0);
+  EXPECT_EQ(std::vector<float>(S.begin(), S.end()), (std::vector<float>{10, 20, 0, 0, 12, 24, 0, 0}));
+}
+
+TEST(CpuExecutor, AuditReportsFirstViolationWithLayerAndField) {
+  ChipBuilder B("audit", 4);
+  const auto f = B.field("f", 1), g = B.field("g", 1);
+  B.add_layer();
+  auto& L = B.add_layer(NumberFormat::Bf16);
+  L.unit_out(L.relu_unit(f[0] * 0.5), g.dim(), 1);  // half of f: not an integer for odd f
+  B.embed(1, f.dim(), 2);
+  B.embed(2, f.dim(), 3);
+  B.embed(3, f.dim(), 200);
+  B.bound("mlp.resid", 1, 150);
+  auto chip = std::make_shared<const Chip>(B.build());
+  CpuExecutor ex(chip, 1);
+  ex.set_audit(true);
+  ex.step(0, 1);
+  EXPECT_FALSE(ex.audit_violation(0).has_value());
+  ex.step(0, 2);
+  auto v = ex.audit_violation(0);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->step, 1u);
+  EXPECT_EQ(v->layer, 1);
+  EXPECT_EQ(v->activation, "mlp.pre");
+  EXPECT_EQ(v->value, 1.5);
+  EXPECT_EQ(v->reason, "not an integer");
+  std::printf("%s\n", v->to_string().c_str());
+  ex.reset(0, GuestImage{});
+  EXPECT_FALSE(ex.audit_violation(0).has_value());
+  ex.step(0, 3);  // mlp.resid f = 200 > declared 150
+  v = ex.audit_violation(0);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->activation, "mlp.resid");
+  EXPECT_EQ(v->field, "f[0]");
+  EXPECT_NE(v->reason.find("exceeds declared bound"), std::string::npos) << v->reason;
+  std::printf("%s\n", v->to_string().c_str());
+  // bf16 range: 2^8
+  ChipBuilder B2("bf16", 2);
+  const auto a = B2.field("a", 1), b = B2.field("b", 1);
+  auto& L2 = B2.add_layer(NumberFormat::Bf16);
+  L2.unit_out(L2.relu_unit(a[0]), b.dim(), 1);
+  B2.embed(1, a.dim(), 256);
+  CpuExecutor ex2(std::make_shared<const Chip>(B2.build()), 1);
+  ex2.set_audit(true);
+  ex2.step(0, 1);
+  v = ex2.audit_violation(0);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_NE(v->reason.find("2^8"), std::string::npos) << v->to_string();
+}
+
+TEST(CpuExecutor, UsageErrors) {
+  ChipBuilder B("u", 2);
+  B.field("f", 1);
+  CpuExecutor ex(std::make_shared<const Chip>(B.build()), 1);
+  EXPECT_THROW(ex.step(0, 2), UsageError);
+  EXPECT_THROW(ex.step(1, 0), UsageError);
+  EXPECT_THROW(ex.probe(0, -1, Sublayer::Embed, "f"), UsageError);
+  CpuExecutor empty;
+  EXPECT_THROW(empty.set_num_streams(1), UsageError);
+}
+
+}  // namespace
+}  // namespace lockstep::chip
