@@ -148,7 +148,14 @@ void write_elf_file(const std::filesystem::path& path, const GuestImage& image) 
   const auto bytes = write_elf(image);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.close();
   if (!out) throw FormatError("ELF: cannot write " + path.string());
+  // An executable: qemu-user refuses to load a file without execute permission.
+  std::error_code ec;
+  std::filesystem::permissions(path,
+                               std::filesystem::perms::owner_exec | std::filesystem::perms::group_exec |
+                                   std::filesystem::perms::others_exec,
+                               std::filesystem::perm_options::add, ec);
 }
 
 }  // namespace lockstep::format

@@ -77,10 +77,8 @@ std::string token_name(std::uint32_t id) {
     case Kind::NOP:
     case Kind::TRAP:
     case Kind::CTRL:
-      std::snprintf(buf, sizeof buf, "%s(%u)", name.c_str(), p);
-      break;
     case Kind::DQ:
-      std::snprintf(buf, sizeof buf, "DQ(i=%u,q=%u)", p >> 1, p & 1);
+      std::snprintf(buf, sizeof buf, "%s(%u)", name.c_str(), p);
       break;
     default:
       std::snprintf(buf, sizeof buf, k->wide ? "%s(0x%04x)" : "%s(0x%02x)", name.c_str(), p);

@@ -61,7 +61,8 @@ GuestImage read_elf_file(const std::filesystem::path& path);
 /// has more bytes than memsz).
 std::vector<std::uint8_t> write_elf(const GuestImage& image);
 
-/// write_elf to a file.  Throws FormatError when the file cannot be written.
+/// write_elf to a file, made executable (u+x, g+x, o+x).  Throws FormatError
+/// when the file cannot be written.
 void write_elf_file(const std::filesystem::path& path, const GuestImage& image);
 
 }  // namespace lockstep::format

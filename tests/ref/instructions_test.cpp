@@ -1,0 +1,523 @@
+// Per-instruction semantics with hand-written expected values (isa.md §4,
+// bignum.md §2/§4) and the token rules of trace.md §4, edge cases spelled out.
+#include <gtest/gtest.h>
+
+#include "ref_test_util.h"
+
+namespace lockstep::ref::test {
+namespace {
+
+using enc = Op;
+constexpr u32 kMin = 0x80000000u, kMax = 0x7fffffffu, kM1 = 0xffffffffu;
+
+// Runs `op rd=x10, rs1=x11, rs2=x12` with the given operands; returns x10.
+u32 rop(Op op, u32 a, u32 b) {
+  Machine m;
+  const auto t = exec1(m, encode::r(op, 10, 11, 12), {{11, a}, {12, b}});
+  EXPECT_EQ(m.status(), Status::kRunning);
+  return m.reg(10);
+}
+// `op x10, x11, imm` (also shifts: imm = shamt).
+u32 iop(Op op, u32 a, u32 imm) {
+  Machine m;
+  exec1(m, encode::i(op, 10, 11, imm), {{11, a}});
+  EXPECT_EQ(m.status(), Status::kRunning);
+  return m.reg(10);
+}
+
+TEST(Alu, AddSubWrap) {
+  EXPECT_EQ(rop(enc::kAdd, kMax, 1), kMin);
+  EXPECT_EQ(rop(enc::kAdd, kM1, 1), 0u);
+  EXPECT_EQ(rop(enc::kSub, 0, 1), kM1);
+  EXPECT_EQ(rop(enc::kSub, kMin, 1), kMax);
+  EXPECT_EQ(iop(enc::kAddi, 5, 0xfff), 4u) << "imm -1";
+  EXPECT_EQ(iop(enc::kAddi, kMax, 1), kMin);
+  EXPECT_EQ(iop(enc::kAddi, 0, 0x800), 0xfffff800u) << "imm -2048";
+}
+
+TEST(Alu, ShiftsMaskTheAmountToFiveBits) {
+  EXPECT_EQ(rop(enc::kSll, 1, 33), 2u);
+  EXPECT_EQ(rop(enc::kSll, 1, 32), 1u);
+  EXPECT_EQ(rop(enc::kSll, 1, 31), kMin);
+  EXPECT_EQ(rop(enc::kSrl, kMin, 35), 0x10000000u);
+  EXPECT_EQ(rop(enc::kSrl, kMin, kM1), 1u) << "amount 0xffffffff & 31 = 31";
+  EXPECT_EQ(rop(enc::kSra, kMin, 31), kM1);
+  EXPECT_EQ(rop(enc::kSra, kMin, 32), kMin) << "amount 32 & 31 = 0";
+  EXPECT_EQ(rop(enc::kSra, 0x40000000u, 30), 1u);
+  EXPECT_EQ(rop(enc::kSra, 0xf0000000u, 4), 0xff000000u);
+  EXPECT_EQ(iop(enc::kSlli, 3, 31), kMin);
+  EXPECT_EQ(iop(enc::kSrli, kMin, 4), 0x08000000u);
+  EXPECT_EQ(iop(enc::kSrai, kMin, 4), 0xf8000000u);
+  EXPECT_EQ(iop(enc::kSrai, kMax, 31), 0u);
+  EXPECT_EQ(iop(enc::kSrai, 5, 0), 5u);
+}
+
+TEST(Alu, Compares) {
+  EXPECT_EQ(rop(enc::kSlt, kM1, 0), 1u);
+  EXPECT_EQ(rop(enc::kSlt, 0, kM1), 0u);
+  EXPECT_EQ(rop(enc::kSlt, kMin, kMax), 1u);
+  EXPECT_EQ(rop(enc::kSlt, 3, 3), 0u);
+  EXPECT_EQ(rop(enc::kSltu, kM1, 0), 0u);
+  EXPECT_EQ(rop(enc::kSltu, 0, kM1), 1u);
+  EXPECT_EQ(rop(enc::kSltu, kMax, kMin), 1u);
+  EXPECT_EQ(iop(enc::kSlti, 0, 0xfff), 0u) << "0 < -1 is false";
+  EXPECT_EQ(iop(enc::kSlti, kMin, 0), 1u);
+  EXPECT_EQ(iop(enc::kSltiu, 5, 0xfff), 1u) << "imm sign-extended to 0xffffffff first";
+  EXPECT_EQ(iop(enc::kSltiu, 0, 1), 1u);
+  EXPECT_EQ(iop(enc::kSltiu, 1, 1), 0u);
+}
+
+TEST(Alu, Bitwise) {
+  EXPECT_EQ(rop(enc::kXor, 0xff00ff00u, 0x0ff00ff0u), 0xf0f0f0f0u);
+  EXPECT_EQ(rop(enc::kOr, 0xff00ff00u, 0x0ff00ff0u), 0xfff0fff0u);
+  EXPECT_EQ(rop(enc::kAnd, 0xff00ff00u, 0x0ff00ff0u), 0x0f000f00u);
+  EXPECT_EQ(iop(enc::kXori, 0x12345678u, 0xfff), 0xedcba987u) << "xori -1 = not";
+  EXPECT_EQ(iop(enc::kOri, 0x10u, 0x800), 0xfffff810u);
+  EXPECT_EQ(iop(enc::kAndi, 0x12345678u, 0x7ff), 0x678u);
+}
+
+TEST(Upper, LuiAuipc) {
+  Machine m;
+  exec1(m, encode::u(enc::kLui, 10, 0x12345000u));
+  EXPECT_EQ(m.reg(10), 0x12345000u);
+  exec1(m, encode::u(enc::kAuipc, 10, 0x1000u));
+  EXPECT_EQ(m.reg(10), 0x11000u);
+  exec1(m, encode::u(enc::kAuipc, 10, 0xfff00000u));
+  EXPECT_EQ(m.reg(10), 0xfff10000u) << "pc + imm mod 2^32";
+}
+
+TEST(Mul, AllFourVariantsAndSignCases) {
+  EXPECT_EQ(rop(enc::kMul, kM1, kM1), 1u);
+  EXPECT_EQ(rop(enc::kMul, 0x10000u, 0x10000u), 0u);
+  EXPECT_EQ(rop(enc::kMul, 7, 6), 42u);
+  EXPECT_EQ(rop(enc::kMulh, kM1, kM1), 0u) << "(-1)(-1) = 1";
+  EXPECT_EQ(rop(enc::kMulh, kMin, kMin), 0x40000000u) << "2^62";
+  EXPECT_EQ(rop(enc::kMulh, kMin, kM1), 0u) << "2^31";
+  EXPECT_EQ(rop(enc::kMulh, kM1, 1), kM1) << "-1: high word all ones";
+  EXPECT_EQ(rop(enc::kMulh, kMax, kMax), 0x3fffffffu);
+  EXPECT_EQ(rop(enc::kMulhu, kM1, kM1), 0xfffffffeu);
+  EXPECT_EQ(rop(enc::kMulhu, kMin, 2), 1u);
+  EXPECT_EQ(rop(enc::kMulhsu, kM1, kM1), kM1) << "-1 * (2^32-1) = -2^32 + 1";
+  EXPECT_EQ(rop(enc::kMulhsu, kMin, kM1), kMin) << "-2^31 * (2^32-1) = 0x80000000_80000000";
+  EXPECT_EQ(rop(enc::kMulhsu, 1, kM1), 0u);
+  EXPECT_EQ(rop(enc::kMulhsu, kM1, 1), kM1);
+}
+
+TEST(Div, SpecialCasesOfIsa43) {
+  // b = 0
+  EXPECT_EQ(rop(enc::kDiv, 7, 0), kM1);
+  EXPECT_EQ(rop(enc::kDivu, 7, 0), kM1);
+  EXPECT_EQ(rop(enc::kRem, 7, 0), 7u);
+  EXPECT_EQ(rop(enc::kRemu, 7, 0), 7u);
+  EXPECT_EQ(rop(enc::kDiv, kMin, 0), kM1);
+  EXPECT_EQ(rop(enc::kRem, kMin, 0), kMin);
+  // overflow
+  EXPECT_EQ(rop(enc::kDiv, kMin, kM1), kMin);
+  EXPECT_EQ(rop(enc::kRem, kMin, kM1), 0u);
+  EXPECT_EQ(rop(enc::kDivu, kMin, kM1), 0u) << "unsigned: no special case";
+  EXPECT_EQ(rop(enc::kRemu, kMin, kM1), kMin);
+}
+
+TEST(Div, RoundsTowardZeroRemainderHasDividendSign) {
+  EXPECT_EQ(rop(enc::kDiv, static_cast<u32>(-7), 2), static_cast<u32>(-3));
+  EXPECT_EQ(rop(enc::kRem, static_cast<u32>(-7), 2), static_cast<u32>(-1));
+  EXPECT_EQ(rop(enc::kDiv, 7, static_cast<u32>(-2)), static_cast<u32>(-3));
+  EXPECT_EQ(rop(enc::kRem, 7, static_cast<u32>(-2)), 1u);
+  EXPECT_EQ(rop(enc::kDiv, static_cast<u32>(-7), static_cast<u32>(-2)), 3u);
+  EXPECT_EQ(rop(enc::kRem, static_cast<u32>(-7), static_cast<u32>(-2)), static_cast<u32>(-1));
+  EXPECT_EQ(rop(enc::kDiv, kMin, 2), 0xc0000000u);
+  EXPECT_EQ(rop(enc::kDivu, 0xfffffff9u, 2), 0x7ffffffcu);
+  EXPECT_EQ(rop(enc::kRemu, 0xfffffff9u, 2), 1u);
+  EXPECT_EQ(rop(enc::kDivu, 5, 7), 0u);
+  EXPECT_EQ(rop(enc::kRemu, 5, 7), 5u);
+}
+
+TEST(Zba, ShiftAdd) {
+  EXPECT_EQ(rop(enc::kSh1add, 0x80000001u, 1), 3u);
+  EXPECT_EQ(rop(enc::kSh2add, 3, 100), 112u);
+  EXPECT_EQ(rop(enc::kSh3add, 0x20000000u, 5), 5u);
+  EXPECT_EQ(rop(enc::kSh3add, kM1, 8), 0u);
+}
+
+TEST(X0, WritesAreDiscardedAndShowNop) {
+  Machine m;
+  auto t = exec1(m, encode::i(enc::kAddi, 0, 0, 5));
+  EXPECT_EQ(m.reg(0), 0u);
+  EXPECT_EQ(t, NOP());
+  EXPECT_EQ(m.instructions_retired(), 1u);
+  t = exec1(m, encode::r(enc::kDiv, 0, 11, 12), {{11, 7}, {12, 2}});
+  ASSERT_EQ(t.size(), 33u) << "32 DQ then NOP";
+  EXPECT_EQ(t.back(), NOP()[0]);
+  EXPECT_EQ(m.reg(0), 0u);
+  m.set_reg(0, 5);
+  EXPECT_EQ(m.reg(0), 0u);
+}
+
+class Memory : public ::testing::Test {
+ protected:
+  // Loads `word` with x11 = addr, data segment has bytes 80 ff 00 80 12 34 56 78 at kData.
+  Tokens run(u32 word, u32 addr, u32 x12 = 0) {
+    m = machine_with({word, kEbreak}, {0x80, 0xff, 0x00, 0x80, 0x12, 0x34, 0x56, 0x78});
+    m.set_reg(11, addr);
+    m.set_reg(12, x12);
+    m.set_reg(10, 0xdeadbeefu);
+    auto s = m.step();
+    return {s.begin(), s.end()};
+  }
+  Machine m;
+};
+
+TEST_F(Memory, LoadsExtend) {
+  EXPECT_EQ(run(encode::i(enc::kLb, 10, 11, 0), kData), cat({A(kData), W(0xffffff80u)}));
+  EXPECT_EQ(run(encode::i(enc::kLbu, 10, 11, 0), kData), cat({A(kData), W(0x80u)}));
+  EXPECT_EQ(run(encode::i(enc::kLh, 10, 11, 2), kData), cat({A(kData + 2), W(0xffff8000u)}));
+  EXPECT_EQ(run(encode::i(enc::kLhu, 10, 11, 2), kData), cat({A(kData + 2), W(0x8000u)}));
+  EXPECT_EQ(run(encode::i(enc::kLh, 10, 11, 0), kData), cat({A(kData), W(0xffffff80u)}));
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 4), kData), cat({A(kData + 4), W(0x78563412u)}));
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 0xffc), kData + 8), cat({A(kData + 4), W(0x78563412u)})) << "imm -4";
+  EXPECT_EQ(run(encode::i(enc::kLw, 0, 11, 0), kData), cat({A(kData), NOP()}));
+}
+
+TEST_F(Memory, MisalignedLoadTrapsAfterAddress) {
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 2), kData), cat({A(kData + 2), TRAP(4)}));
+  EXPECT_EQ(m.status(), Status::kTrapped);
+  EXPECT_EQ(m.trap_code(), 4u);
+  EXPECT_EQ(m.reg(10), 0xdeadbeefu) << "trapping instruction changes no register";
+  EXPECT_EQ(m.pc(), kCode) << "pc stays on the trapping instruction";
+  EXPECT_EQ(m.instructions_retired(), 0u);
+  EXPECT_EQ(run(encode::i(enc::kLh, 10, 11, 1), kData), cat({A(kData + 1), TRAP(4)}));
+  EXPECT_EQ(run(encode::i(enc::kLhu, 10, 11, 3), kData), cat({A(kData + 3), TRAP(4)}));
+  // Misalignment is checked before range.
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 1), 0), cat({A(1), TRAP(4)}));
+}
+
+TEST_F(Memory, OutOfRangeLoadFaults) {
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 0), 0), cat({A(0), TRAP(5)}));
+  EXPECT_EQ(run(encode::i(enc::kLb, 10, 11, 0), 0xffff), cat({A(0xffff), TRAP(5)}));
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 0), 0x110000), cat({A(0x110000), TRAP(5)}));
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 0), 0xfffffffcu), cat({A(0xfffffffcu), TRAP(5)})) << "no wrap-around";
+  EXPECT_EQ(m.reg(10), 0xdeadbeefu);
+  // The last word and byte of RAM are in range.
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 0), 0x10fffc), cat({A(0x10fffc), W(0)}));
+  EXPECT_EQ(run(encode::i(enc::kLbu, 10, 11, 0), 0x10ffff), cat({A(0x10ffff), W(0)}));
+  EXPECT_EQ(run(encode::i(enc::kLbu, 10, 11, 0), 0x10000), cat({A(0x10000), W(0x03)})) << "low byte of lbu's own word";
+}
+
+TEST_F(Memory, Stores) {
+  auto t = run(encode::s(enc::kSw, 11, 12, 8), kData, 0xa1b2c3d4u);
+  EXPECT_EQ(t, cat({A(kData + 8), tok(Kind::S0, 0xd4), tok(Kind::S1, 0xc3), tok(Kind::S2, 0xb2), tok(Kind::S3, 0xa1)}));
+  EXPECT_EQ(m.read_word(kData + 8), 0xa1b2c3d4u);
+  t = run(encode::s(enc::kSh, 11, 12, 2), kData, 0xa1b2c3d4u);
+  EXPECT_EQ(t, cat({A(kData + 2), tok(Kind::S0, 0xd4), tok(Kind::S1, 0xc3)}));
+  EXPECT_EQ(m.read_word(kData), 0xc3d4ff80u);
+  t = run(encode::s(enc::kSb, 11, 12, 1), kData, 0xa1b2c3d4u);
+  EXPECT_EQ(t, cat({A(kData + 1), tok(Kind::S0, 0xd4)}));
+  EXPECT_EQ(m.read_word(kData), 0x8000d480u);
+}
+
+TEST_F(Memory, StoreTrapsLeaveMemoryUnchanged) {
+  EXPECT_EQ(run(encode::s(enc::kSw, 11, 12, 2), kData, 1), cat({A(kData + 2), TRAP(6)}));
+  EXPECT_EQ(m.read_word(kData), 0x8000ff80u);
+  EXPECT_EQ(m.read_word(kData + 4), 0x78563412u);
+  EXPECT_EQ(run(encode::s(enc::kSh, 11, 12, 1), kData, 1), cat({A(kData + 1), TRAP(6)}));
+  EXPECT_EQ(run(encode::s(enc::kSb, 11, 12, 0), 0x110000, 1), cat({A(0x110000), TRAP(7)}));
+  EXPECT_EQ(run(encode::s(enc::kSw, 11, 12, 0), 0xfffc, 1), cat({A(0xfffc), TRAP(7)}));
+  EXPECT_EQ(m.trap_code(), 7u);
+}
+
+TEST(SelfModifyingCode, StoreIntoCodeIsSeenByTheNextFetch) {
+  // 0: sw x12, 8(x11)   4: addi x10, x0, 1   8: ebreak (overwritten with addi x10, x10, 2)   12: ebreak
+  const u32 patch = encode::i(enc::kAddi, 10, 10, 2);
+  Machine m = machine_with({encode::s(enc::kSw, 11, 12, 8), encode::i(enc::kAddi, 10, 0, 1), kEbreak, kEbreak});
+  m.set_reg(11, kCode);
+  m.set_reg(12, patch);
+  m.run(1000);
+  EXPECT_EQ(m.reg(10), 3u);
+  EXPECT_EQ(m.trap_code(), 9u);
+  EXPECT_EQ(m.pc(), kCode + 12);
+  // Cached slot invalidation: run the same code again from a restored state,
+  // with the patched word already decoded once.
+  Machine m2 = machine_with({encode::i(enc::kAddi, 10, 10, 1), encode::s(enc::kSw, 11, 12, 0),
+                             encode::j(enc::kJal, 0, static_cast<u32>(-8))});
+  // 0: addi x10,x10,1   4: sw x12, 0(x11) (replaces word 0 by ebreak)   8: jal x0, -8
+  m2.set_reg(11, kCode);
+  m2.set_reg(12, kEbreak);
+  m2.run(1000);
+  EXPECT_EQ(m2.reg(10), 1u);
+  EXPECT_EQ(m2.trap_code(), 9u);
+  EXPECT_EQ(m2.pc(), kCode);
+}
+
+TEST(Jumps, JalAndJalr) {
+  Machine m;
+  auto t = exec1(m, encode::j(enc::kJal, 1, 0x100));
+  EXPECT_EQ(t, W(kCode + 4));
+  EXPECT_EQ(m.pc(), kCode + 0x100);
+  EXPECT_EQ(m.reg(1), kCode + 4);
+  // jalr x1, 0(x1): reads x1 before writing it.
+  t = exec1(m, encode::i(enc::kJalr, 1, 1, 0), {{1, 0x10100}});
+  EXPECT_EQ(m.pc(), 0x10100u);
+  EXPECT_EQ(m.reg(1), kCode + 4);
+  EXPECT_EQ(t, W(kCode + 4));
+  // bit 0 of the target is cleared
+  exec1(m, encode::i(enc::kJalr, 5, 6, 1), {{6, 0x10100}});
+  EXPECT_EQ(m.pc(), 0x10100u);
+  EXPECT_EQ(m.reg(5), kCode + 4);
+  exec1(m, encode::i(enc::kJalr, 0, 6, 0xfff), {{6, 0x10101}});
+  EXPECT_EQ(m.pc(), 0x10100u) << "imm -1";
+  // rd = x0: NOP token
+  t = exec1(m, encode::j(enc::kJal, 0, 8));
+  EXPECT_EQ(t, NOP());
+}
+
+TEST(Jumps, MisalignedTargetRaisesFetchMisalignedOnTheJump) {
+  Machine m;
+  auto t = exec1(m, encode::j(enc::kJal, 1, 2));
+  EXPECT_EQ(t, TRAP(2));
+  EXPECT_EQ(m.reg(1), 0u) << "writes no register";
+  EXPECT_EQ(m.pc(), kCode);
+  t = exec1(m, encode::i(enc::kJalr, 1, 6, 2), {{6, 0x10100}});
+  EXPECT_EQ(t, TRAP(2));
+  EXPECT_EQ(m.reg(1), 0u);
+  t = exec1(m, encode::i(enc::kJalr, 6, 6, 0), {{6, 0x10103}});
+  EXPECT_EQ(t, TRAP(2)) << "0x10103 & ~1 = 0x10102";
+  EXPECT_EQ(m.reg(6), 0x10103u);
+  // Taken branch to a misaligned target traps; not taken does not.
+  t = exec1(m, encode::b(enc::kBeq, 0, 0, 6));
+  EXPECT_EQ(t, TRAP(2));
+  t = exec1(m, encode::b(enc::kBne, 0, 0, 6));
+  EXPECT_EQ(t, tok(Kind::BR, 0));
+  EXPECT_EQ(m.pc(), kCode + 4);
+}
+
+TEST(Jumps, TargetOutsideRamFaultsOnTheNextFetch) {
+  Machine m = machine_with({encode::i(enc::kJalr, 1, 6, 0), kEbreak});
+  m.set_reg(6, 0x110000);
+  auto t = m.step();
+  EXPECT_EQ(Tokens(t.begin(), t.end()), W(kCode + 4));
+  EXPECT_EQ(m.pc(), 0x110000u);
+  t = m.step();
+  EXPECT_EQ(Tokens(t.begin(), t.end()), TRAP(3));
+  EXPECT_EQ(m.trap_code(), 3u);
+  EXPECT_EQ(m.instructions_retired(), 1u);
+  // falling off the end of RAM
+  m = machine_with({kEbreak});
+  m.set_pc(0x10fffc);
+  t = m.step();
+  EXPECT_EQ(Tokens(t.begin(), t.end()), cat({TRAP(1)})) << "zero word is illegal";
+  m = machine_with({encode::j(enc::kJal, 0, static_cast<u32>(-4))});
+  t = m.step();
+  EXPECT_EQ(m.pc(), 0xfffcu);
+  t = m.step();
+  EXPECT_EQ(Tokens(t.begin(), t.end()), TRAP(3));
+}
+
+TEST(Branches, AllSixConditions) {
+  struct Case {
+    Op op;
+    u32 a, b;
+    bool taken;
+  } cases[] = {
+      {enc::kBeq, 5, 5, true},      {enc::kBeq, 5, 6, false},     {enc::kBne, 5, 6, true},
+      {enc::kBne, 5, 5, false},     {enc::kBlt, kM1, 0, true},    {enc::kBlt, 0, kM1, false},
+      {enc::kBlt, 3, 3, false},     {enc::kBge, 3, 3, true},      {enc::kBge, kMin, kMax, false},
+      {enc::kBge, kMax, kMin, true}, {enc::kBltu, 0, kM1, true},  {enc::kBltu, kM1, 0, false},
+      {enc::kBgeu, kM1, 0, true},   {enc::kBgeu, 3, 3, true},     {enc::kBgeu, 0, 1, false},
+  };
+  for (const auto& c : cases) {
+    Machine m;
+    auto t = exec1(m, encode::b(c.op, 11, 12, 0xfffffff0u), {{11, c.a}, {12, c.b}});
+    EXPECT_EQ(t, tok(Kind::BR, c.taken ? 1 : 0)) << encoding_of(c.op).mnemonic << " " << c.a << " " << c.b;
+    EXPECT_EQ(m.pc(), c.taken ? kCode - 16 : kCode + 4);
+  }
+}
+
+TEST(System, FenceEbreakIllegal) {
+  Machine m;
+  EXPECT_EQ(exec1(m, 0x0ff0000fu), NOP());
+  EXPECT_EQ(m.pc(), kCode + 4);
+  EXPECT_EQ(exec1(m, kEbreak), TRAP(9));
+  EXPECT_EQ(m.instructions_retired(), 0u);
+  for (u32 w : {0x00000000u, 0xffffffffu, 0x0000100fu, 0x40001013u, 0x0000700bu}) {
+    EXPECT_EQ(exec1(m, w), TRAP(1)) << std::hex << w;
+    EXPECT_EQ(m.trap_code(), 1u);
+    EXPECT_EQ(m.pc(), kCode);
+  }
+  // After a trap nothing more runs.
+  EXPECT_TRUE(m.step().empty());
+  EXPECT_FALSE(m.next_token().has_value());
+}
+
+TEST(Ecall, WriteExitAndBadCalls) {
+  // write(1, kData, 3) then write(2, kData+3, 1) then exit(0x1ff)
+  std::vector<u32> code;
+  progen::emit_li(code, 17, 64);
+  progen::emit_li(code, 10, 1);
+  progen::emit_li(code, 11, kData);
+  progen::emit_li(code, 12, 3);
+  code.push_back(kEcall);
+  progen::emit_li(code, 10, 2);
+  progen::emit_li(code, 11, kData + 3);
+  progen::emit_li(code, 12, 1);
+  code.push_back(kEcall);
+  progen::emit_li(code, 17, 93);
+  progen::emit_li(code, 10, 0x1ff);
+  code.push_back(kEcall);
+  Machine m = machine_with(code, {'h', 'i', '\n', '!'});
+  Tokens all;
+  while (auto t = m.next_token()) all.push_back(*t);
+  EXPECT_EQ(m.console_out(), "hi\n");
+  EXPECT_EQ(m.console_err(), "!");
+  EXPECT_EQ(m.status(), Status::kExited);
+  EXPECT_EQ(m.exit_status(), 0xffu);
+  EXPECT_EQ(m.instructions_retired(), code.size());
+  // Tokens of the first ecall: after 8 li instructions (4 W tokens each).
+  Tokens first(all.begin() + 32, all.begin() + 32 + 7);
+  EXPECT_EQ(first, cat({tok(Kind::OUT, 'h'), tok(Kind::OUT, 'i'), tok(Kind::OUT, '\n'), W(3)}));
+  Tokens second(all.begin() + 32 + 7 + 24, all.begin() + 32 + 7 + 24 + 5);
+  EXPECT_EQ(second, cat({tok(Kind::ERR, '!'), W(1)}));
+  EXPECT_EQ(all.back(), tok(Kind::EXIT, 0xff)[0]);
+  EXPECT_EQ(m.steps(), all.size());
+}
+
+TEST(Ecall, BadFdBadBufferUnknownNumber) {
+  auto run = [](u32 a7, u32 a0, u32 a1, u32 a2) {
+    Machine m = machine_with({kEcall});
+    m.set_reg(17, a7);
+    m.set_reg(10, a0);
+    m.set_reg(11, a1);
+    m.set_reg(12, a2);
+    auto s = m.step();
+    return std::make_pair(Tokens(s.begin(), s.end()), m);
+  };
+  EXPECT_EQ(run(64, 3, kData, 1).first, TRAP(8));
+  EXPECT_EQ(run(64, 0, kData, 1).first, TRAP(8));
+  EXPECT_EQ(run(64, 1, 0xfff0, 0x20).first, TRAP(5)) << "buffer starts below RAM";
+  EXPECT_EQ(run(64, 1, 0x10fff0, 0x11).first, TRAP(5)) << "buffer ends past RAM";
+  Tokens last16(16, token_id(Kind::OUT, 0));  // the last 16 bytes of RAM are zero
+  EXPECT_EQ(run(64, 1, 0x10fff0, 0x10).first, cat({last16, W(0x10)}));
+  auto [t, m] = run(64, 1, 0, 0);
+  EXPECT_EQ(t, W(0)) << "len 0: buffer not checked";
+  EXPECT_EQ(m.reg(10), 0u);
+  EXPECT_EQ(run(65, 1, kData, 1).first, TRAP(8));
+  EXPECT_EQ(run(0, 1, kData, 1).first, TRAP(8));
+  auto [t2, m2] = run(64, 2, kData, 0xffffffffu);
+  EXPECT_EQ(t2, TRAP(5));
+  EXPECT_EQ(m2.reg(10), 2u) << "trap changes no register";
+}
+
+TEST(Bignum, WorkedExamplesOfBignumMd4) {
+  const u32 addc = encode::r(enc::kBnAddc, 10, 11, 12), subb = encode::r(enc::kBnSubb, 10, 11, 12);
+  struct Case {
+    u32 word, c, a, b, rd, c_after;
+  } cases[] = {
+      {addc, 0, 0xffffffffu, 1, 0, 1},
+      {addc, 1, 0xffffffffu, 0xffffffffu, 0xffffffffu, 1},
+      {subb, 0, 0, 1, 0xffffffffu, 1},
+      {subb, 1, 5, 4, 0, 0},
+      {addc, 1, 1, 2, 4, 0},
+      {subb, 1, 0, 0xffffffffu, 0, 1},
+  };
+  for (const auto& c : cases) {
+    Machine m = machine_with({c.word});
+    m.set_carry(c.c);
+    m.set_reg(11, c.a);
+    m.set_reg(12, c.b);
+    auto s = m.step();
+    EXPECT_EQ(Tokens(s.begin(), s.end()), cat({W(c.rd), tok(Kind::CF, c.c_after)}));
+    EXPECT_EQ(m.reg(10), c.rd);
+    EXPECT_EQ(m.carry(), c.c_after);
+  }
+  // bn.xchgc: c=1, a=2 -> rd=1, c=0
+  Machine m = machine_with({encode::r(enc::kBnXchgc, 10, 11, 0)});
+  m.set_carry(1);
+  m.set_reg(11, 2);
+  auto s = m.step();
+  EXPECT_EQ(Tokens(s.begin(), s.end()), cat({W(1), tok(Kind::CF, 0)}));
+  EXPECT_EQ(m.carry(), 0u);
+  // bn.xchgc x0, x0 clears the carry: NOP, CF(0)
+  m = machine_with({encode::r(enc::kBnXchgc, 0, 0, 0)});
+  m.set_carry(1);
+  s = m.step();
+  EXPECT_EQ(Tokens(s.begin(), s.end()), cat({NOP(), tok(Kind::CF, 0)}));
+  EXPECT_EQ(m.carry(), 0u);
+  // bn.addc with rd = x0 still updates c
+  m = machine_with({encode::r(enc::kBnAddc, 0, 11, 12)});
+  m.set_reg(11, 0xffffffffu);
+  m.set_reg(12, 1);
+  s = m.step();
+  EXPECT_EQ(Tokens(s.begin(), s.end()), cat({NOP(), tok(Kind::CF, 1)}));
+  EXPECT_EQ(m.carry(), 1u);
+}
+
+TEST(Bignum, AccumulatorExamples) {
+  // acc=0, a=b=0xFFFFFFFF -> acc = 0x00000000_FFFFFFFE_00000001
+  Machine m = machine_with({encode::r(enc::kBnMac, 0, 11, 12)});
+  m.set_reg(11, 0xffffffffu);
+  m.set_reg(12, 0xffffffffu);
+  auto s = m.step();
+  EXPECT_EQ(m.acc(), (sem::Acc96{{0x00000001u, 0xfffffffeu, 0}}));
+  EXPECT_EQ(Tokens(s.begin(), s.end()),
+            (Tokens{token_id(Kind::AC0, 0x01), token_id(17, 0), token_id(18, 0), token_id(19, 0),
+                    token_id(20, 0xfe), token_id(21, 0xff), token_id(22, 0xff), token_id(23, 0xff),
+                    token_id(24, 0), token_id(25, 0), token_id(26, 0), token_id(27, 0)}));
+  // acc = 2^96-1, a=b=1 -> 0 (wraps)
+  m = machine_with({encode::r(enc::kBnMac, 0, 11, 12)});
+  m.set_acc({{0xffffffffu, 0xffffffffu, 0xffffffffu}});
+  m.set_reg(11, 1);
+  m.set_reg(12, 1);
+  s = m.step();
+  EXPECT_EQ(m.acc(), (sem::Acc96{{0, 0, 0}}));
+  EXPECT_EQ(s.size(), 12u);
+  // carry across limbs: acc = 0x0_ffffffff_ffffffff + 1
+  m = machine_with({encode::r(enc::kBnMac, 0, 11, 12)});
+  m.set_acc({{0xffffffffu, 0xffffffffu, 0x7}});
+  m.set_reg(11, 1);
+  m.set_reg(12, 1);
+  m.step();
+  EXPECT_EQ(m.acc(), (sem::Acc96{{0, 0, 8}}));
+  // bn.accrd: acc=0x00000001_00000002_00000003 -> rd=3, acc=0x0_00000001_00000002
+  m = machine_with({encode::r(enc::kBnAccrd, 10, 0, 0), encode::r(enc::kBnAccclr, 0, 0, 0)});
+  m.set_acc({{3, 2, 1}});
+  s = m.step();
+  EXPECT_EQ(Tokens(s.begin(), s.end()), W(3));
+  EXPECT_EQ(m.acc(), (sem::Acc96{{2, 1, 0}}));
+  s = m.step();
+  EXPECT_EQ(Tokens(s.begin(), s.end()), NOP());
+  EXPECT_EQ(m.acc(), (sem::Acc96{{0, 0, 0}}));
+}
+
+TEST(Loader, RamRangeAndEntryChecksAreOneLine) {
+  auto expect_load_error = [](format::GuestImage img, const std::string& needle) {
+    Machine m;
+    try {
+      m.load(img);
+      FAIL() << "accepted; expected " << needle;
+    } catch (const LoadError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos);
+    }
+  };
+  expect_load_error(progen::image_from_code({kEbreak}, 0xfffc), "segment 0 [0xfffc, 0x10000) is not inside RAM");
+  expect_load_error(progen::image_from_code({kEbreak}, 0x10fffc, {format::Segment{0x10fff0, 0x20, 6, {}}}),
+                    "segment 1 [0x10fff0, 0x110010) is not inside RAM");
+  auto img = progen::image_from_code({kEbreak, kEbreak});
+  img.entry = 0x10002;
+  expect_load_error(img, "entry point 0x10002 is not a multiple of 4");
+  // Largest image that fits: the whole RAM.
+  format::GuestImage whole = progen::image_from_code({kEbreak});
+  whole.segments[0].memsz = kRamSize;
+  Machine m;
+  EXPECT_NO_THROW(m.load(whole));
+  // Segment bytes are copied, the rest of memsz and RAM is zero.
+  format::Segment d{0x20000, 8, 6, {1, 2}};
+  m.load(progen::image_from_code({kEbreak}, kCode, {d}));
+  EXPECT_EQ(m.read_word(0x20000), 0x0201u);
+  EXPECT_EQ(m.read_word(0x20004), 0u);
+  EXPECT_EQ(m.pc(), kCode);
+  EXPECT_EQ(m.reg(2), 0u) << "reset leaves sp = 0";
+}
+
+}  // namespace
+}  // namespace lockstep::ref::test

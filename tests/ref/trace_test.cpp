@@ -1,0 +1,186 @@
+// Exact traces (trace.md §4-5), step limits, the step-wise and pull APIs,
+// save/restore.
+#include <gtest/gtest.h>
+
+#include "ref_test_util.h"
+
+namespace lockstep::ref::test {
+namespace {
+
+// trace.md §5: addi a0, x0, -1; sw a0, 0(sp) with sp = 0x0010fffc; ecall exit.
+Machine spec_example() {
+  Machine m = machine_with({0xfff00513u, 0x00a12023u, kEcall});
+  m.set_reg(2, 0x0010fffcu);
+  m.set_reg(17, 93);
+  return m;
+}
+const Tokens kSpecExample = {511, 767, 1023, 1279, 1532, 1791, 1808, 2048, 2559, 2815, 3071, 3327, 8191};
+
+TEST(Trace, ExampleOfTraceMd5) {
+  Machine m = spec_example();
+  Tokens got;
+  const auto r = m.run(1000, [&](std::span<const u32> t) { got.insert(got.end(), t.begin(), t.end()); });
+  EXPECT_EQ(got, kSpecExample);
+  EXPECT_EQ(r.stop, Stop::kExit);
+  EXPECT_EQ(r.steps, 13u);
+  EXPECT_EQ(r.instructions, 3u);
+  EXPECT_EQ(m.exit_status(), 0xffu);
+  EXPECT_EQ(m.read_word(0x10fffc), 0xffffffffu);
+}
+
+TEST(Trace, CanonicalNopIs7680) {
+  Machine m;
+  EXPECT_EQ(exec1(m, 0x00000013u), Tokens{7680});
+}
+
+TEST(Trace, UntracedRunCountsTheSameSteps) {
+  Machine m = spec_example();
+  const auto r = m.run(1000);
+  EXPECT_EQ(r.stop, Stop::kExit);
+  EXPECT_EQ(r.steps, 13u);
+  EXPECT_EQ(m.steps(), 13u);
+  EXPECT_EQ(m.instructions_retired(), 3u);
+}
+
+TEST(Trace, StepLimitInsideAnInstructionLeavesTokensPending) {
+  for (int traced = 0; traced < 2; ++traced) {
+    Machine m = spec_example();
+    Tokens got;
+    auto sink = [&](std::span<const u32> t) { got.insert(got.end(), t.begin(), t.end()); };
+    const auto r = traced ? m.run(6, sink) : m.run(6);
+    EXPECT_EQ(r.stop, Stop::kStepLimit);
+    EXPECT_EQ(r.steps, 6u);
+    EXPECT_EQ(m.steps(), 6u);
+    EXPECT_EQ(m.instructions_retired(), 2u) << "the cut store executed completely";
+    EXPECT_EQ(m.read_word(0x10fffc), 0xffffffffu);
+    // The rest of the store's tokens come first, then the next instruction's.
+    EXPECT_EQ(m.next_token(), std::optional<u32>(1808));
+    auto s = m.step();
+    EXPECT_EQ(Tokens(s.begin(), s.end()), (Tokens{2048, 2559, 2815, 3071, 3327})) << "pending rest of the store";
+    s = m.step();
+    EXPECT_EQ(Tokens(s.begin(), s.end()), Tokens{8191});
+    EXPECT_TRUE(m.step().empty());
+    EXPECT_EQ(m.steps(), 13u);
+    if (traced) {
+      EXPECT_EQ(got, Tokens(kSpecExample.begin(), kSpecExample.begin() + 6));
+    }
+  }
+}
+
+TEST(Trace, ZeroStepLimitRunsNothing) {
+  Machine m = spec_example();
+  const auto r = m.run(0);
+  EXPECT_EQ(r.stop, Stop::kStepLimit);
+  EXPECT_EQ(m.instructions_retired(), 0u);
+  EXPECT_EQ(m.steps(), 0u);
+}
+
+TEST(Trace, PullApiMatchesRun) {
+  Machine a = spec_example();
+  Tokens pulled;
+  while (auto t = a.next_token()) pulled.push_back(*t);
+  EXPECT_EQ(pulled, kSpecExample);
+  EXPECT_FALSE(a.active());
+}
+
+TEST(Trace, DivisionMicroSteps) {
+  // DIVU 7 / 2: ua = 7, ub = 2.  Bits 31..3 of 7 are 0: r stays 0 < 2, q = 0.
+  // i=2: r = 1 (<2) q=0; i=1: r = 3 -> 1, q=1; i=0: r = 3 -> 1, q=1.  Quotient 3.
+  Machine m;
+  auto t = exec1(m, encode::r(Op::kDivu, 10, 11, 12), {{11, 7}, {12, 2}});
+  Tokens want;
+  for (u32 i = 31; i >= 2; --i) want.push_back(token_id(Kind::DQ, 2 * i));
+  want.push_back(token_id(Kind::DQ, 2 * 1 + 1));
+  want.push_back(token_id(Kind::DQ, 2 * 0 + 1));
+  const Tokens w3 = W(3);
+  want.insert(want.end(), w3.begin(), w3.end());
+  EXPECT_EQ(t, want);
+}
+
+TEST(Trace, DivisionByZeroHasAllQuotientBitsOne) {
+  for (Op op : {Op::kDiv, Op::kDivu, Op::kRem, Op::kRemu}) {
+    Machine m;
+    auto t = exec1(m, encode::r(op, 10, 11, 12), {{11, 0x1234}, {12, 0}});
+    ASSERT_EQ(t.size(), 36u);
+    for (u32 k = 0; k < 32; ++k) EXPECT_EQ(t[k], token_id(Kind::DQ, 2 * (31 - k) + 1));
+    const bool rem = op == Op::kRem || op == Op::kRemu;
+    EXPECT_EQ(Tokens(t.begin() + 32, t.end()), W(rem ? 0x1234u : 0xffffffffu));
+  }
+}
+
+TEST(Trace, SignedDivisionUsesMagnitudes) {
+  // DIV -2^31 / -1: magnitudes 2^31 and 1, so q_31 = 1 and all other bits 0;
+  // the DQ tokens ignore the overflow special case, the W shows -2^31.
+  Machine m;
+  auto t = exec1(m, encode::r(Op::kDiv, 10, 11, 12), {{11, 0x80000000u}, {12, 0xffffffffu}});
+  ASSERT_EQ(t.size(), 36u);
+  EXPECT_EQ(t[0], token_id(Kind::DQ, 63));
+  for (u32 k = 1; k < 32; ++k) EXPECT_EQ(t[k], token_id(Kind::DQ, 2 * (31 - k))) << k;
+  EXPECT_EQ(Tokens(t.begin() + 32, t.end()), W(0x80000000u));
+  // REM -7 % 2: magnitudes 7 and 2 (same digits as the DIVU example), result -1.
+  t = exec1(m, encode::r(Op::kRem, 10, 11, 12), {{11, static_cast<u32>(-7)}, {12, 2}});
+  EXPECT_EQ(t[30], token_id(Kind::DQ, 3));
+  EXPECT_EQ(t[31], token_id(Kind::DQ, 1));
+  EXPECT_EQ(t[29], token_id(Kind::DQ, 4));
+  EXPECT_EQ(Tokens(t.begin() + 32, t.end()), W(0xffffffffu));
+}
+
+TEST(Trace, LongWriteCutByAStepLimitInAnUntracedRun) {
+  // write(1, kData, 100) then exit(0): 100 OUT + 4 W tokens, cut in the middle.
+  std::vector<u32> code;
+  progen::emit_li(code, 17, 64);
+  progen::emit_li(code, 10, 1);
+  progen::emit_li(code, 11, kData);
+  progen::emit_li(code, 12, 100);
+  code.push_back(kEcall);
+  progen::emit_li(code, 17, 93);
+  progen::emit_li(code, 10, 0);
+  code.push_back(kEcall);
+  std::vector<std::uint8_t> text(100);
+  for (int i = 0; i < 100; ++i) text[i] = static_cast<std::uint8_t>('a' + i % 26);
+  Machine m = machine_with(code, text);
+  const auto r = m.run(32 + 50);
+  EXPECT_EQ(r.stop, Stop::kStepLimit);
+  EXPECT_EQ(m.console_out().size(), 100u);
+  auto s = m.step();
+  ASSERT_EQ(s.size(), 54u);
+  EXPECT_EQ(s[0], token_id(Kind::OUT, 'a' + 50 % 26));
+  EXPECT_EQ(Tokens(s.end() - 4, s.end()), W(100));
+  const auto r2 = m.run(1000);
+  EXPECT_EQ(r2.stop, Stop::kExit);
+  EXPECT_EQ(m.steps(), 32u + 104 + 16 + 1);
+}
+
+TEST(Trace, SaveRestoreReplaysExactly) {
+  // A loop: x10 counts down from 50, storing into memory each iteration.
+  const std::vector<u32> code = {
+      encode::i(Op::kAddi, 10, 0, 50),          // 0
+      encode::u(Op::kLui, 11, kData),           // 4
+      encode::s(Op::kSw, 11, 10, 0),            // 8
+      encode::i(Op::kAddi, 11, 11, 4),          // 12
+      encode::i(Op::kAddi, 10, 10, 0xfff),      // 16
+      encode::b(Op::kBne, 10, 0, 0xfffffff4u),  // 20 -> 8
+      encode::i(Op::kAddi, 17, 0, 93),          // 24
+      kEcall};
+  Machine m = machine_with(code);
+  Tokens first_part;
+  auto sink1 = [&](std::span<const u32> t) { first_part.insert(first_part.end(), t.begin(), t.end()); };
+  m.run(103, sink1);
+  const MachineState snap = m.save();
+  Tokens rest1, rest2;
+  m.run(1u << 20, [&](std::span<const u32> t) { rest1.insert(rest1.end(), t.begin(), t.end()); });
+  const auto end_steps = m.steps();
+  m.restore(snap);
+  EXPECT_EQ(m.steps(), 103u);
+  m.run(1u << 20, [&](std::span<const u32> t) { rest2.insert(rest2.end(), t.begin(), t.end()); });
+  EXPECT_EQ(rest1, rest2);
+  EXPECT_EQ(m.steps(), end_steps);
+  EXPECT_EQ(m.status(), Status::kExited);
+  EXPECT_EQ(m.read_word(kData), 50u);
+  EXPECT_EQ(m.read_word(kData + 49 * 4), 1u);
+  // 2 + 50 * (8 + 4 + 4 + 1) + 4 + 1 tokens
+  EXPECT_EQ(end_steps, 8u + 50 * 17 + 4 + 1);
+}
+
+}  // namespace
+}  // namespace lockstep::ref::test

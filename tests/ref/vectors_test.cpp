@@ -1,0 +1,166 @@
+// The worked examples of docs/spec/vectors/*.json (format: that folder's
+// README.md), run through ref/.  Every file must parse and follow the
+// layout; a malformed file fails.  With no files yet the suite passes only
+// because the folder has none.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "ref_test_util.h"
+
+namespace lockstep::ref::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path vectors_dir() { return fs::path(LOCKSTEP_SOURCE_DIR) / "docs" / "spec" / "vectors"; }
+
+std::vector<std::string> vector_files() {
+  std::vector<std::string> out;
+  if (fs::is_directory(vectors_dir())) {
+    for (const auto& e : fs::directory_iterator(vectors_dir())) {
+      if (e.path().extension() == ".json") out.push_back(e.path().filename().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// "0x" + exactly `digits` lowercase hex digits (README: machine values are strings).
+std::vector<std::uint8_t> hex_bytes(const std::string& s) {
+  if (s.size() % 2) throw std::runtime_error("odd-length hex string '" + s + "'");
+  std::vector<std::uint8_t> out;
+  for (std::size_t i = 0; i < s.size(); i += 2) out.push_back(static_cast<std::uint8_t>(std::stoul(s.substr(i, 2), nullptr, 16)));
+  return out;
+}
+u32 hex32(const json& v) {
+  const auto s = v.get<std::string>();
+  if (s.size() != 10 || s.rfind("0x", 0) != 0) throw std::runtime_error("not a 0x%08x value: '" + s + "'");
+  return static_cast<u32>(std::stoul(s, nullptr, 16));
+}
+sem::Acc96 hex96(const json& v) {
+  const auto s = v.get<std::string>();
+  if (s.size() != 26 || s.rfind("0x", 0) != 0) throw std::runtime_error("not a 0x + 24 hex digit acc: '" + s + "'");
+  sem::Acc96 a;
+  for (int limb = 0; limb < 3; ++limb) a.limb[limb] = static_cast<u32>(std::stoul(s.substr(2 + 8 * (2 - limb), 8), nullptr, 16));
+  return a;
+}
+unsigned reg_index(const std::string& name) {
+  if (name.size() < 2 || name[0] != 'x') throw std::runtime_error("bad register name '" + name + "'");
+  const unsigned r = static_cast<unsigned>(std::stoul(name.substr(1)));
+  if (r < 1 || r > 31) throw std::runtime_error("bad register name '" + name + "'");
+  return r;
+}
+
+class SpecVectors : public ::testing::TestWithParam<std::string> {};
+
+void run_example(const json& ex) {
+  const std::string name = ex.at("name").get<std::string>();
+  SCOPED_TRACE("example " + name);
+  const json& in = ex.at("initial");
+  Machine m;
+  const u32 pc = hex32(in.at("pc"));
+  m.set_pc(pc);
+  std::array<u32, 32> regs{};
+  for (const auto& [r, v] : in.at("regs").items()) {
+    regs[reg_index(r)] = hex32(v);
+    m.set_reg(reg_index(r), hex32(v));
+  }
+  for (const auto& span : in.at("mem")) m.write_memory(hex32(span.at("addr")), hex_bytes(span.at("hex").get<std::string>()));
+  const auto& code = ex.at("code");
+  for (std::size_t k = 0; k < code.size(); ++k) {
+    const u32 w = hex32(code[k]);
+    m.write_memory(pc + 4 * static_cast<u32>(k), std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(&w), 4));
+  }
+  m.set_carry(in.at("c").get<u32>());
+  m.set_acc(hex96(in.at("acc")));
+
+  const auto& steps = ex.at("steps");
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const u32 want = steps[i].at("id").get<u32>();
+    const auto got = m.next_token();
+    ASSERT_TRUE(got.has_value()) << "step " << i + 1 << ": run ended early, expected " << steps[i].at("tok");
+    ASSERT_EQ(*got, want) << "step " << i + 1 << " (pc " << steps[i].at("pc").get<std::string>() << "): expected "
+                          << steps[i].at("tok").get<std::string>() << ", got " << format::token_name(*got);
+    EXPECT_EQ(format::token_name(want), steps[i].at("tok").get<std::string>()) << "format::token_name spelling";
+  }
+  const json& fin = ex.at("final");
+  const std::string end = fin.at("end").get<std::string>();
+  if (end == "running") {
+    EXPECT_EQ(m.status(), Status::kRunning);
+    EXPECT_FALSE(m.active() && m.status() != Status::kRunning);
+  } else if (end == "exit") {
+    EXPECT_EQ(m.status(), Status::kExited);
+    EXPECT_EQ(m.exit_status(), fin.at("exit_status").get<u32>());
+  } else if (end == "trap") {
+    EXPECT_EQ(m.status(), Status::kTrapped);
+    EXPECT_EQ(m.trap_code(), fin.at("trap_code").get<u32>());
+  } else {
+    FAIL() << "final.end must be running, exit or trap; got '" << end << "'";
+  }
+  if (fin.contains("pc")) {
+    EXPECT_EQ(m.pc(), hex32(fin.at("pc")));
+  }
+  for (const auto& [r, v] : fin.at("regs").items()) regs[reg_index(r)] = hex32(v);
+  for (unsigned r = 1; r < 32; ++r) EXPECT_EQ(m.reg(r), regs[r]) << "x" << r;
+  for (const auto& span : fin.at("mem")) {
+    const u32 addr = hex32(span.at("addr"));
+    const auto want = hex_bytes(span.at("hex").get<std::string>());
+    EXPECT_EQ(m.read_memory(addr, static_cast<u32>(want.size())), want) << "memory at " << span.at("addr");
+  }
+  EXPECT_EQ(m.carry(), fin.at("c").get<u32>());
+  EXPECT_EQ(m.acc(), hex96(fin.at("acc")));
+  EXPECT_EQ(m.instructions_retired(), fin.at("retired").get<std::uint64_t>());
+  const auto console = [](const std::string& s) { return std::vector<std::uint8_t>(s.begin(), s.end()); };
+  EXPECT_EQ(console(m.console_out()), fin.contains("stdout") ? hex_bytes(fin.at("stdout").get<std::string>()) : std::vector<std::uint8_t>{});
+  EXPECT_EQ(console(m.console_err()), fin.contains("stderr") ? hex_bytes(fin.at("stderr").get<std::string>()) : std::vector<std::uint8_t>{});
+}
+
+TEST_P(SpecVectors, EveryExampleMatches) {
+  const fs::path path = vectors_dir() / GetParam();
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "cannot open " << path;
+  json doc;
+  try {
+    doc = json::parse(in);
+  } catch (const json::exception& e) {
+    FAIL() << path << " is not valid JSON: " << e.what();
+  }
+  ASSERT_TRUE(doc.is_object()) << path;
+  ASSERT_EQ(doc.value("trace_version", ""), "trace-v1") << path;
+  ASSERT_TRUE(doc.contains("examples") && doc["examples"].is_array() && !doc["examples"].empty())
+      << path << ": no \"examples\" array";
+  for (const auto& ex : doc["examples"]) {
+    try {
+      run_example(ex);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << path << ": malformed example " << ex.value("name", "?") << ": " << e.what();
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, SpecVectors, ::testing::ValuesIn(vector_files()),
+                         [](const auto& info) {
+                           std::string n = info.param.substr(0, info.param.size() - 5);
+                           for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return n;
+                         });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SpecVectors);
+
+TEST(SpecVectorsFolder, EmptyOnlyWhenThereAreNoFiles) {
+  // Passes with zero files only when the folder really has no .json file.
+  if (vector_files().empty()) {
+    EXPECT_TRUE(!fs::exists(vectors_dir()) || std::none_of(fs::directory_iterator(vectors_dir()), fs::directory_iterator(),
+                                                           [](const auto& e) { return e.path().extension() == ".json"; }));
+  } else {
+    SUCCEED() << vector_files().size() << " files";
+  }
+}
+
+}  // namespace
+}  // namespace lockstep::ref::test
