@@ -445,6 +445,8 @@ void Chip::validate() const {
   check_map(unembed, "unembed", c.vocab_size, D, c.number_format);
   if (embed.act != Activation::Identity || unembed.act != Activation::Identity)
     fail("embed/unembed activations must be identity");
+  for (float b : embed.bias)
+    if (b != 0.0f) fail("embed has a non-zero bias (the embedding takes no bias)");
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const Layer& L = layers[l];
     for (std::size_t h = 0; h < L.heads.size(); ++h) {

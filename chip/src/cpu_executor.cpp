@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <sstream>
 
 namespace lockstep::chip {
 
@@ -290,7 +291,11 @@ struct CpuExecutor::Impl {
     if (!std::isfinite(v)) reason = "not finite";
     else if (scaled != std::floor(scaled))
       reason = b.scale == 1 ? "not an integer" : "not a multiple of 2^-" + std::to_string(std::ilogb(b.scale));
-    else if (std::fabs(v) > b.bound) reason = "exceeds declared bound " + std::to_string(b.bound);
+    else if (std::fabs(v) > b.bound) {
+      std::ostringstream os;
+      os << "exceeds declared bound " << b.bound;
+      reason = os.str();
+    }
     else if (std::fabs(scaled) >= b.limit) reason = "outside the exact range 2^" + std::to_string(std::ilogb(b.limit)) + " of its number format";
     if (reason.empty()) return;
     report(s, v, layer, a, head, index, residual, reason);
