@@ -120,8 +120,12 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
     code = report_error(ctx, e.what());
   } catch (const InputError& e) {
     code = report_error(ctx, e.what());
-  } catch (const std::exception& e) {
+  } catch (const std::logic_error& e) {
     code = report_error(ctx, std::string("internal error: ") + e.what());
+  } catch (const std::exception& e) {
+    // Library errors (e.g. a malformed file) are bad input as far as the
+    // exit status goes; their messages already say what was wrong.
+    code = report_error(ctx, e.what());
   } catch (...) {
     code = report_error(ctx, "internal error: unknown exception");
   }

@@ -5,7 +5,9 @@
 
 namespace lockstep::cli {
 
-/// Process exit codes of the `lockstep` command.
+/// Process exit codes of the `lockstep` command.  Any exception that leaves a
+/// subcommand maps to `error`: UsageError/InputError/other std::exception with
+/// their message, std::logic_error as "internal error: <message>".
 enum class ExitCode : int {
   exact = 0,     ///< everything compared was exact
   mismatch = 1,  ///< at least one trace token differed

@@ -15,7 +15,10 @@ function(lockstep_target_defaults target)
   endif()
 endfunction()
 
+# Host C/C++ only: nvcc does not take these flags (ci/test builds the sanitizer
+# tree with LOCKSTEP_CUDA=OFF anyway).
 if(LOCKSTEP_SANITIZE)
-  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  add_compile_options(
+    "$<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=address,undefined;-fno-sanitize-recover=undefined;-fno-omit-frame-pointer>")
   add_link_options(-fsanitize=address,undefined)
 endif()

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -199,4 +201,88 @@ TEST(OneLine, CollapsesControlCharacters) {
 TEST(Version, NamesProjectAndTraceSpec) {
   EXPECT_EQ(version_line(), "lockstep 0.1.0 (trace spec trace-v1)");
   EXPECT_EQ(trace_spec_version(), "trace-v1");
+}
+
+// ---- run_main in-process: exit codes and the partial summary ------------
+
+namespace {
+
+struct Captured {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs run_main with `args` and one extra subcommand "probe" whose behaviour
+// is chosen by `mode`, capturing std::cout and std::cerr.
+Captured run_probe(std::vector<std::string> args, int mode) {
+  static int probe_mode = 0;
+  probe_mode = mode;
+  CommandRegistrar probe = [](CLI::App& app, Context& ctx) {
+    app.add_subcommand("probe", "test subcommand")->callback([&ctx] {
+      ctx.summary.add_steps(7);
+      ctx.summary.set("probe", "ran");
+      if (probe_mode == 1) ctx.summary.add_mismatches(2);
+      if (probe_mode == 2) throw InputError("bad file\nsecond line");
+      if (probe_mode == 3) throw std::logic_error("broken invariant");
+    });
+  };
+  std::vector<std::string> storage{"lockstep"};
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : storage) argv.push_back(s.data());
+  std::ostringstream out, err;
+  auto* old_out = std::cout.rdbuf(out.rdbuf());
+  auto* old_err = std::cerr.rdbuf(err.rdbuf());
+  Captured c;
+  c.code = run_main(static_cast<int>(argv.size()), argv.data(), {probe});
+  std::cout.rdbuf(old_out);
+  std::cerr.rdbuf(old_err);
+  c.out = out.str();
+  c.err = err.str();
+  return c;
+}
+
+}  // namespace
+
+TEST(RunMain, ExactRunExitsZeroWithSummary) {
+  const auto c = run_probe({"--json", "probe"}, 0);
+  EXPECT_EQ(c.code, 0) << c.err;
+  const auto j = nlohmann::json::parse(c.out);
+  EXPECT_EQ(j["status"], "exact");
+  EXPECT_EQ(j["steps"], 7);
+  EXPECT_EQ(j["command"], "probe");
+  EXPECT_EQ(j["probe"], "ran");
+}
+
+TEST(RunMain, MismatchExitsOne) {
+  const auto c = run_probe({"probe", "--json"}, 1);
+  EXPECT_EQ(c.code, 1);
+  const auto j = nlohmann::json::parse(c.out);
+  EXPECT_EQ(j["status"], "mismatch");
+  EXPECT_EQ(j["mismatches"], 2);
+}
+
+TEST(RunMain, ThrowingCommandKeepsPartialSummaryAndPrintsOneLine) {
+  const auto c = run_probe({"--json", "probe"}, 2);
+  EXPECT_EQ(c.code, 2);
+  EXPECT_EQ(c.err, "lockstep: error: bad file second line\n");
+  const auto j = nlohmann::json::parse(c.out);
+  EXPECT_EQ(j["status"], "error");
+  EXPECT_EQ(j["steps"], 7);
+  EXPECT_EQ(j["probe"], "ran");
+  EXPECT_EQ(j["error"], "bad file second line");
+}
+
+TEST(RunMain, LogicErrorIsInternalError) {
+  const auto c = run_probe({"probe"}, 3);
+  EXPECT_EQ(c.code, 2);
+  EXPECT_EQ(c.out, "");
+  EXPECT_EQ(c.err, "lockstep: error: internal error: broken invariant\n");
+}
+
+TEST(RunMain, WithoutJsonStdoutHasNoSummary) {
+  const auto c = run_probe({"probe"}, 1);
+  EXPECT_EQ(c.code, 1);
+  EXPECT_EQ(c.out, "");
 }
