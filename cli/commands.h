@@ -26,4 +26,7 @@ namespace lockstep::cli {
 /// would use, with the file sizes.
 void add_models_command(CLI::App& app, Context& ctx);
 
+/// `lockstep ref PROGRAM.elf`: runs a guest on the reference model.
+void add_ref_command(CLI::App& app, Context& ctx);
+
 }  // namespace lockstep::cli

@@ -6,6 +6,7 @@ int main(int argc, char** argv) {
   using namespace lockstep::cli;
   return run_main(argc, argv, {
                                   add_models_command,
+                                  add_ref_command,
                                   // one line per subcommand; see commands.h
                               });
 }

@@ -1,0 +1,175 @@
+// `lockstep ref PROGRAM.elf`: runs a guest on the reference model (ref/).
+//
+// Output: the guest's console passes through (fd 1 -> stdout, fd 2 ->
+// stderr) and a one-line report goes to stderr.  With --json, stdout carries
+// only the summary object: status, steps (trace tokens produced),
+// mismatches (0), then program, end ("exit" | "trap" | "step_limit"),
+// exit_status or trap_code + trap_name, instructions_retired, stdout,
+// stderr (the console bytes as text; invalid UTF-8 replaced by U+FFFD).
+//
+// Status and exit code: a run that the model carried out is "exact" (exit
+// code 0) however the guest ended -- exit with any status, a trap, or the
+// step limit: those are results, reported in "end".  Bad input (unreadable
+// or malformed ELF, image outside RAM, missing signature symbols) is
+// "error" with exit code 2 and one line on stderr.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "lockstep/format/elf.h"
+#include "lockstep/format/tokens.h"
+#include "lockstep/format/trace_file.h"
+#include "lockstep/ref/machine.h"
+
+namespace lockstep::cli {
+namespace {
+
+struct RefOptions {
+  std::string program;
+  std::uint64_t max_steps = std::numeric_limits<std::uint64_t>::max();
+  std::string trace;
+  std::string signature;
+};
+
+// Console bytes as valid UTF-8 (each byte of an invalid sequence becomes U+FFFD).
+std::string utf8_text(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
+    if (ok && n > 1) {  // reject overlong forms and surrogates cheaply: let the checked codepoint decide
+      std::uint32_t cp = c & (0x7f >> n);
+      for (std::size_t k = 1; k < n; ++k) cp = cp << 6 | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+      ok = !(n == 2 && cp < 0x80) && !(n == 3 && cp < 0x800) && !(n == 4 && (cp < 0x10000 || cp > 0x10ffff)) &&
+           !(cp >= 0xd800 && cp <= 0xdfff);
+    }
+    if (ok) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      out += "\xef\xbf\xbd";
+      i += 1;
+    }
+  }
+  return out;
+}
+
+void write_signature(const ref::Machine& m, const format::GuestImage& image, const std::string& path) {
+  const auto b = image.symbols.find("begin_signature"), e = image.symbols.find("end_signature");
+  if (b == image.symbols.end() || e == image.symbols.end()) {
+    throw InputError("--signature: the ELF has no begin_signature/end_signature symbols");
+  }
+  if (e->second < b->second || (e->second - b->second) % 4 != 0) {
+    throw InputError("--signature: [begin_signature, end_signature) is not a whole number of words");
+  }
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) throw InputError("--signature: cannot write " + path);
+  for (std::uint32_t a = b->second; a < e->second; a += 4) {
+    std::uint32_t w;
+    try {
+      w = m.read_word(a);
+    } catch (const std::out_of_range&) {
+      throw InputError("--signature: the signature region is not inside RAM");
+    }
+    char line[16];
+    std::snprintf(line, sizeof line, "%08x\n", w);
+    out << line;
+  }
+  if (!out) throw InputError("--signature: cannot write " + path);
+}
+
+void run_ref(const RefOptions& opt, Context& ctx) {
+  format::GuestImage image;
+  ref::Machine m;
+  try {
+    image = format::read_elf_file(opt.program);
+    m.load(image);
+  } catch (const format::FormatError& e) {
+    throw InputError(e.what());
+  } catch (const ref::LoadError& e) {
+    throw InputError(std::string(e.what()) + " (" + std::filesystem::path(opt.program).filename().string() + ")");
+  }
+
+  std::vector<std::uint32_t> tokens;
+  ref::RunResult r;
+  if (opt.trace.empty()) {
+    r = m.run(opt.max_steps);
+  } else {
+    r = m.run(opt.max_steps, [&](std::span<const std::uint32_t> t) { tokens.insert(tokens.end(), t.begin(), t.end()); });
+  }
+  const char* end = r.stop == ref::Stop::kExit ? "exit" : r.stop == ref::Stop::kTrap ? "trap" : "step_limit";
+
+  ctx.summary.add_steps(m.steps());
+  ctx.summary.set("program", opt.program);
+  ctx.summary.set("end", end);
+  if (r.stop == ref::Stop::kExit) ctx.summary.set("exit_status", m.exit_status());
+  if (r.stop == ref::Stop::kTrap) {
+    ctx.summary.set("trap_code", m.trap_code());
+    ctx.summary.set("trap_name", std::string(format::trap_name(m.trap_code())));
+    ctx.summary.set("pc", m.pc());
+  }
+  ctx.summary.set("instructions_retired", m.instructions_retired());
+  ctx.summary.set("trace_version", "trace-v1");
+
+  if (!opt.trace.empty()) {
+    nlohmann::json header = {{"trace_version", "trace-v1"},
+                             {"vocab_size", format::vocab_size()},
+                             {"program", std::filesystem::path(opt.program).filename().string()},
+                             {"end", end}};
+    if (r.stop == ref::Stop::kExit) header["exit_status"] = m.exit_status();
+    if (r.stop == ref::Stop::kTrap) header["trap_code"] = m.trap_code();
+    try {
+      format::write_trace_file(opt.trace, header, tokens);
+    } catch (const format::FormatError& e) {
+      throw InputError(e.what());
+    }
+    ctx.summary.set("trace", opt.trace);
+  }
+  if (!opt.signature.empty()) {
+    write_signature(m, image, opt.signature);
+    ctx.summary.set("signature", opt.signature);
+  }
+
+  if (ctx.options.json) {
+    ctx.summary.set("stdout", utf8_text(m.console_out()));
+    ctx.summary.set("stderr", utf8_text(m.console_err()));
+  } else {
+    std::cout << m.console_out() << std::flush;
+    std::cerr << m.console_err();
+  }
+  std::string line = "lockstep ref: " + std::filesystem::path(opt.program).filename().string() + ": ";
+  if (r.stop == ref::Stop::kExit) {
+    line += "exit " + std::to_string(m.exit_status());
+  } else if (r.stop == ref::Stop::kTrap) {
+    char pc[16];
+    std::snprintf(pc, sizeof pc, "0x%08x", m.pc());
+    line += "trap " + std::to_string(m.trap_code()) + " " + std::string(format::trap_name(m.trap_code())) + " at pc " + pc;
+  } else {
+    line += "step limit reached";
+  }
+  line += ", " + std::to_string(m.instructions_retired()) + " instructions retired, " + std::to_string(m.steps()) +
+          " trace steps";
+  std::cerr << line << "\n";
+}
+
+}  // namespace
+
+void add_ref_command(CLI::App& app, Context& ctx) {
+  auto opt = std::make_shared<RefOptions>();
+  auto* cmd = app.add_subcommand("ref", "Run a guest ELF on the reference model (ref/)");
+  cmd->add_option("program", opt->program, "Guest program (static ELF32 RISC-V executable)")->required();
+  cmd->add_option("--max-steps", opt->max_steps, "Stop after this many trace steps (default: no limit)");
+  cmd->add_option("--trace", opt->trace, "Write the trace to FILE (trace.md §6 format)");
+  cmd->add_option("--signature", opt->signature,
+                  "Write the words in [begin_signature, end_signature) to FILE, 8 hex digits a line");
+  cmd->callback([opt, &ctx] { run_ref(*opt, ctx); });
+}
+
+}  // namespace lockstep::cli
