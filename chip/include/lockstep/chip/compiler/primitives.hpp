@@ -19,7 +19,9 @@ using SparseVec = std::vector<std::pair<std::uint32_t, double>>;
 
 /// Table of a small integer: out += table[x] for integer x in [0, n) where n = table.size();
 /// adds 0 for integer x <= -1 or x >= n. n + 2 ReLU units r_j = ReLU(x - j), j = -1..n, using
-/// [x = i] = r_{i-1} - 2 r_i + r_{i+1}. Hidden values are bounded by max|x| + 1.
+/// [x = i] = r_{i-1} - 2 r_i + r_{i+1}. Hidden values are bounded by max|x| + 1; every partial
+/// sum of the output is bounded by 4 max|table| (n + 2)(max|x| + 1), which must stay below 2^24
+/// (the audit checks it).
 void decode_lookup(LayerBuilder& L, const Lin& x, const std::vector<SparseVec>& table);
 
 /// One-hot decode: out[i] += [x = i] for integer x, i in [0, out.width). n + 2 units.
