@@ -38,7 +38,8 @@ class ImageWriter {
 
 /// Quantizes a (rows x cols) float matrix to int8 rows with int32 scales.
 imgc_mat quantize(ImageWriter& out, const float* w, int rows, int cols,
-                  const std::vector<double>& col_gain, double row_gain) {
+                  const std::vector<double>& col_gain, double row_gain, int interleave = 4) {
+  if (rows % interleave != 0) throw std::runtime_error("image_c: rows not a multiple of the interleave");
   std::vector<double> scaled(static_cast<std::size_t>(rows) * cols);
   std::vector<double> scale(rows);
   double max_scale = 0;
@@ -67,8 +68,15 @@ imgc_mat quantize(ImageWriter& out, const float* w, int rows, int cols,
       q[i] = static_cast<std::int8_t>(std::clamp<long long>(std::llround(v), -127, 127));
     }
   }
+  std::vector<std::int8_t> stored(q.size());
+  for (int r = 0; r < rows; r++)
+    for (int col = 0; col < cols; col++) {
+      std::size_t b = static_cast<std::size_t>(r / interleave), i = static_cast<std::size_t>(r % interleave);
+      stored[(b * cols + col) * interleave + i] = q[static_cast<std::size_t>(r) * cols + col];
+    }
   imgc_mat m{};
-  m.q_off = out.append_vec(q);
+  m.interleave = interleave;
+  m.q_off = out.append_vec(stored);
   m.s_off = out.append_vec(s);
   m.exp = exp;
   m.rows = rows;
@@ -111,7 +119,7 @@ std::vector<std::uint8_t> build_image(const host::Checkpoint& ck, const host::To
 
   const std::size_t dd = static_cast<std::size_t>(dim) * dim, kd = static_cast<std::size_t>(kv_dim) * dim,
                     hd = static_cast<std::size_t>(hidden) * dim;
-  h.emb = quantize(out, ck.w.token_embedding.data(), c.vocab_size, dim, {}, 1.0);
+  h.emb = quantize(out, ck.w.token_embedding.data(), c.vocab_size, dim, {}, 1.0, 1);
   h.cls = quantize(out, ck.w.wcls.data(), c.vocab_size, dim,
                    std::vector<double>(ck.w.rms_final.begin(), ck.w.rms_final.end()), 1.0);
   const double inv_sqrt_hs = 1.0 / std::sqrt(static_cast<double>(hs));

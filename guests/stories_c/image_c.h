@@ -9,7 +9,10 @@
  * Numerics (docs/guests.md):
  *   - activations are int32 fixed point with 16 fraction bits ("Q16");
  *   - each matrix is int8 with one scale per output row: the real weight is
- *     q[r][c] * s[r] / 2^exp (s[r] is int32, exp one per matrix);
+ *     q[r][c] * s[r] / 2^exp (s[r] is int32, exp one per matrix).  The token
+ *     embedding is stored row-major; every other matrix in blocks of 4 rows
+ *     interleaved column by column (byte (b*cols + c)*4 + i holds q[4b+i][c]),
+ *     so that one loaded activation serves four rows;
  *   - the RMSNorm gains are folded into the columns of the matrix that
  *     follows each norm (wq, wk, wv; w1, w3; the classifier), and 1/sqrt(head
  *     size) into the rows of wq;
@@ -23,7 +26,7 @@
 #include <stdint.h>
 
 #define IMGC_MAGIC 0x43474D49u /* "IMGC" */
-#define IMGC_VERSION 1u
+#define IMGC_VERSION 2u
 
 /* Limits of the guest's static buffers. */
 #define IMGC_MAX_DIM 64
@@ -39,11 +42,12 @@
 
 /* One int8 matrix with per-row scales. */
 typedef struct imgc_mat {
-  uint32_t q_off; /* int8_t  [rows][cols] */
+  uint32_t q_off; /* int8_t  [rows][cols], or [rows/4][cols][4] when interleave == 4 */
   uint32_t s_off; /* int32_t [rows] */
   int32_t exp;    /* weight = q * s / 2^exp */
   int32_t rows;
   int32_t cols;
+  int32_t interleave; /* 1 (row-major: the embedding) or 4 (every other matrix) */
 } imgc_mat;
 
 enum { IMGC_WQ, IMGC_WK, IMGC_WV, IMGC_WO, IMGC_W1, IMGC_W2, IMGC_W3, IMGC_NMATS };
