@@ -1,0 +1,277 @@
+// The lock-step engine: the reference model (ref::Machine) and a chip
+// (any chip::ChipBackend) run side by side over guests, one trace token per
+// step, and every step is compared (docs/engine.md).
+//
+//   teacher-forced  the chip is fed the reference's token t_{n-1} and its
+//                   prediction is compared with t_n;
+//   free-running    the chip is fed its own previous prediction, and its whole
+//                   stream is compared with the reference's at every step.
+//
+// Several guests run as one batch: stream i of the backend runs guest i and
+// every step is one ChipBackend::step_batch call over the active streams.
+// On the first divergence of a stream the engine builds a Divergence: the step,
+// the instruction, the trace field, both tokens and the differing bits, the
+// last instructions, the layer the probe map blames, and (after a teacher-
+// forced replay from the last snapshot) whether it was a single-step fault or
+// corrupted state.  Long runs write checkpoints (both sides' states, zstd,
+// written atomically) from which a run resumes to the same result.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lockstep/chip/backend.hpp"
+#include "lockstep/format/elf.h"
+
+namespace lockstep::engine {
+
+/// How the chip's input tokens are chosen.
+enum class Mode {
+  kForced,  ///< teacher-forced: the chip is fed the reference's tokens
+  kFree,    ///< free-running: the chip is fed its own predictions
+};
+/// "forced" / "free".
+std::string_view to_string(Mode mode);
+/// Parses "forced" or "free"; nullopt otherwise.
+std::optional<Mode> parse_mode(std::string_view text);
+
+/// When tokens are compared.
+enum class Compare {
+  kEveryStep,  ///< every step; the first differing token ends the stream
+  kEnd,        ///< only the digests and lengths of the whole streams at the end;
+               ///< a difference is then located by bisection over the checkpoints
+};
+/// "step" / "end".
+std::string_view to_string(Compare compare);
+/// Parses "step" or "end"; nullopt otherwise.
+std::optional<Compare> parse_compare(std::string_view text);
+
+/// One guest program of a run.
+struct Guest {
+  std::string name;             ///< shown in reports (e.g. the ELF file's stem)
+  std::filesystem::path path;   ///< where it was read from (may be empty)
+  format::GuestImage image;
+};
+
+/// One executed instruction as the reference saw it.
+struct InstructionRecord {
+  std::uint64_t first_step = 0;  ///< step (1-based) of its first token
+  std::uint32_t pc = 0;
+  std::uint32_t word = 0;        ///< 0 when the fetch faulted
+  std::vector<std::uint32_t> tokens;
+  /// ref::disassemble(word, pc), or "<fetch fault>".
+  std::string disassembly() const;
+  nlohmann::json to_json() const;
+};
+
+/// One probe-map field compared during layer attribution.
+struct ProbeCheck {
+  int layer = -1;           ///< -1: after the embedding
+  std::string after;        ///< "embed" | "memory" | "mlp"
+  std::string field;        ///< e.g. "next_kind"
+  std::string meaning;      ///< e.g. "one-hot of the next token's kind"
+  bool agrees = true;
+  std::vector<float> expected, actual;
+  std::vector<std::uint32_t> differing;  ///< element indices that differ (first 16)
+  nlohmann::json to_json() const;
+};
+
+/// Which layer the probe map blames for a wrong token (docs/engine.md,
+/// "Layer attribution").
+struct Attribution {
+  /// "layer": first disagreement at a layer's probe point; "embedding": at the
+  /// embedding; "unembedding": every checked field agrees, so the wrong token
+  /// comes from the unembedding/argmax; "unavailable": the probe map has no
+  /// field of the convention (or probing failed: see text).
+  std::string status = "unavailable";
+  int layer = -1;
+  std::string sublayer;  ///< "memory" | "mlp" | "embed" | ""
+  std::string field;
+  std::string text;      ///< one line
+  std::vector<ProbeCheck> checks;  ///< in execution order, up to the first disagreement
+  nlohmann::json to_json() const;
+};
+
+/// Result of the teacher-forced replay after a divergence.
+enum class FaultClass {
+  kSingleStep,      ///< reproduced at the step; every later step of the window agrees
+  kCorruptedState,  ///< reproduced, and later steps still disagree when fed correct tokens
+  kNotReproduced,   ///< the replay from the snapshot does not reproduce the divergence
+};
+/// "single-step" / "corrupted-state" / "not-reproduced".
+std::string_view to_string(FaultClass fault);
+
+/// Everything known about the first divergence of a stream.
+struct Divergence {
+  std::string guest;
+  std::size_t stream = 0;
+  std::uint64_t step = 0;          ///< 1-based step that produced the differing token
+  Mode mode = Mode::kForced;       ///< how the chip was fed at that step
+  std::uint32_t pc = 0, word = 0;  ///< the instruction (reference) that emits the token
+  std::string disassembly;
+  std::uint32_t token_in_instruction = 0;  ///< index of the token among the instruction's
+  std::string field;               ///< kind name of the expected token ("W2", "BR", ...)
+  int byte_index = -1;             ///< byte of the value for W/A/S/AC kinds, else -1
+  std::uint32_t expected = 0, actual = 0;
+  std::string expected_text, actual_text;  ///< format::token_name
+  std::uint32_t differing_bits = 0;        ///< expected ^ actual (token ids)
+  std::string bits_text;                   ///< e.g. "payload bits 0x10 (bit 4)"
+  std::vector<InstructionRecord> recent;   ///< last instructions, the divergent one last
+  Attribution attribution;
+  FaultClass fault = FaultClass::kNotReproduced;
+  std::string fault_text;                  ///< one line
+  std::uint64_t replay_from = 0;           ///< snapshot step the replay started from
+  std::uint64_t replay_window = 0;         ///< steps replayed after the divergent step
+  std::uint64_t replay_mismatches = 0;     ///< mismatches among those
+  std::vector<std::uint64_t> replay_mismatch_steps;  ///< their steps (first 16)
+  nlohmann::json bisection;                ///< null, or how bisection found the step
+
+  nlohmann::json to_json() const;
+  /// Multi-line human-readable report.
+  std::string to_text() const;
+};
+
+/// A state-hash record.
+struct HashRecord {
+  std::uint64_t step = 0;
+  std::uint64_t chip = 0;  ///< ChipBackend::hash
+  std::uint64_t ref = 0;   ///< XXH3-64 of the reference's architectural state
+};
+
+/// Outcome of one stream.
+struct StreamResult {
+  std::string guest;
+  std::uint64_t steps = 0;        ///< steps compared (chip steps)
+  std::uint64_t ref_steps = 0;    ///< reference tokens produced
+  std::uint64_t mismatches = 0;
+  /// "exit", "trap", "step_limit", "diverged", "interrupted", "running".
+  std::string end = "running";
+  std::uint32_t exit_status = 0, trap_code = 0;
+  std::string digest;       ///< TraceDigest hex of the reference's tokens
+  std::string chip_digest;  ///< TraceDigest hex of the chip's tokens
+  std::string console;      ///< what the reference wrote to fd 1
+  std::map<std::string, std::uint64_t> class_steps;  ///< steps per instruction class
+  std::vector<HashRecord> hashes;
+  std::optional<Divergence> divergence;
+  nlohmann::json to_json() const;
+};
+
+/// One point of the throughput curve.
+struct ThroughputSample {
+  double seconds = 0;
+  std::uint64_t steps = 0;  ///< all streams together
+};
+
+/// Outcome of a run (also of an interrupted one).
+struct RunResult {
+  std::string mode, compare, backend;
+  std::vector<StreamResult> streams;
+  std::uint64_t steps = 0, mismatches = 0;
+  double seconds = 0, steps_per_second = 0;
+  bool interrupted = false;
+  std::uint64_t resumed_from = 0;   ///< step of the checkpoint resumed from (0: fresh)
+  std::uint64_t checkpoints_written = 0;
+  /// One stream: its digest.  Several: XXH3-64 of their digests (u64 LE each).
+  std::string digest;
+  std::vector<ThroughputSample> throughput;
+  nlohmann::json to_json() const;
+};
+
+/// Passed to Options::on_progress.
+struct Progress {
+  std::uint64_t round = 0;        ///< batch steps done (= steps of each active stream)
+  std::uint64_t steps = 0;        ///< all streams together
+  std::uint64_t expected_round = 0;  ///< rounds expected in all (0: unknown)
+  double seconds = 0;
+  double steps_per_second = 0;    ///< over the last interval
+  std::size_t active = 0;         ///< streams still running
+};
+
+/// Run options.
+struct Options {
+  Mode mode = Mode::kForced;
+  /// Mode::kFree: the first N steps are teacher-forced (the story check).
+  std::uint64_t teacher_forced_steps = 0;
+  Compare compare = Compare::kEveryStep;
+  /// Steps per stream; 0 = until the reference exits or traps.
+  std::uint64_t max_steps = 0;
+  /// Disk checkpoints every N steps into checkpoint_dir (0: none).
+  std::uint64_t checkpoint_every = 0;
+  std::filesystem::path checkpoint_dir;
+  /// Disk checkpoints kept (older ones are deleted); 0 = all.  Compare::kEnd
+  /// needs them all for bisection.
+  std::size_t keep_checkpoints = 0;
+  /// State-hash record every N steps (0: none).
+  std::uint64_t hash_every = 0;
+  /// In-memory snapshots (the replay after a divergence starts from the
+  /// latest) every N steps.
+  std::uint64_t snapshot_every = 65536;
+  /// Steps replayed teacher-forced after a divergence to classify it.
+  std::uint64_t classify_window = 4096;
+  /// Instructions kept for Divergence::recent.
+  std::size_t history = 8;
+  /// Rounds expected in all, for the progress ETA (0: unknown).
+  std::uint64_t expected_rounds = 0;
+  /// Set from another thread or a signal handler: the run stops at the next
+  /// step, writes a checkpoint (when checkpoint_dir is set) and returns with
+  /// RunResult::interrupted.
+  const std::atomic<bool>* stop = nullptr;
+  /// Called about every progress_interval seconds.
+  std::function<void(const Progress&)> on_progress;
+  double progress_interval = 1.0;
+  /// Called for each OUT byte of a stream's chip stream once it is compared
+  /// (the story as the chip writes it).
+  std::function<void(std::size_t stream, char byte)> on_output;
+};
+
+/// Runs guests through a backend.  One Engine, one run.
+class Engine {
+ public:
+  /// The backend's streams are resized to guests.size().
+  Engine(chip::ChipBackend& backend, std::vector<Guest> guests, Options options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Runs from reset.
+  RunResult run();
+  /// Continues from the newest valid checkpoint in options.checkpoint_dir
+  /// (a truncated or corrupt newer file is skipped).  Throws std::runtime_error
+  /// when there is none, or when it was written for other guests, another chip
+  /// or other options.
+  RunResult resume();
+  /// The result so far (for a report after an exception).
+  RunResult partial_result() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Steps of the checkpoints in `dir`, ascending (file names only; validity
+/// is checked when one is read).
+std::vector<std::uint64_t> list_checkpoints(const std::filesystem::path& dir);
+
+/// The instruction class of a word for the per-class statistics: "alu",
+/// "alu-imm", "upper", "mul", "div", "zba", "load", "store", "branch", "jal",
+/// "jalr", "fence", "system", "bignum", or "other".
+std::string_view instruction_class(std::uint32_t word);
+
+/// Runs the reference alone (fast path) over `image` for at most max_steps
+/// tokens (0: to the end).  Returns the stream result (steps, end, digest,
+/// console, class_steps) without any chip.
+StreamResult run_reference(const Guest& guest, std::uint64_t max_steps,
+                           const std::function<void(char)>& on_output = {},
+                           const std::atomic<bool>* stop = nullptr);
+
+}  // namespace lockstep::engine

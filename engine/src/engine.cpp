@@ -1,0 +1,1240 @@
+#include "lockstep/engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <sstream>
+#include <stdexcept>
+
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include "lockstep/chip/chip.hpp"
+#include "lockstep/engine/digest.h"
+#include "lockstep/engine/guest.h"
+#include "lockstep/format/tokens.h"
+#include "lockstep/ref/encoding.h"
+#include "lockstep/ref/machine.h"
+#include "serial.h"
+
+namespace lockstep::engine {
+
+using chip::Token;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// ------------------------------------------------------------------ names
+
+std::string_view to_string(Mode mode) { return mode == Mode::kForced ? "forced" : "free"; }
+std::optional<Mode> parse_mode(std::string_view t) {
+  if (t == "forced") return Mode::kForced;
+  if (t == "free") return Mode::kFree;
+  return std::nullopt;
+}
+std::string_view to_string(Compare c) { return c == Compare::kEveryStep ? "step" : "end"; }
+std::optional<Compare> parse_compare(std::string_view t) {
+  if (t == "step") return Compare::kEveryStep;
+  if (t == "end") return Compare::kEnd;
+  return std::nullopt;
+}
+std::string_view to_string(FaultClass f) {
+  switch (f) {
+    case FaultClass::kSingleStep: return "single-step";
+    case FaultClass::kCorruptedState: return "corrupted-state";
+    case FaultClass::kNotReproduced: return "not-reproduced";
+  }
+  return "?";
+}
+
+std::string_view instruction_class(std::uint32_t word) {
+  const ref::Decoded d = ref::decode(word);
+  if (d.op == ref::Op::kIllegal || d.op == ref::Op::kUndecoded) return "other";
+  switch (ref::encoding_of(d.op).cls) {
+    case ref::InsnClass::kAlu: return "alu";
+    case ref::InsnClass::kAluImm: return "alu-imm";
+    case ref::InsnClass::kUpper: return "upper";
+    case ref::InsnClass::kMul: return "mul";
+    case ref::InsnClass::kDiv: return "div";
+    case ref::InsnClass::kZba: return "zba";
+    case ref::InsnClass::kLoad: return "load";
+    case ref::InsnClass::kStore: return "store";
+    case ref::InsnClass::kBranch: return "branch";
+    case ref::InsnClass::kJal: return "jal";
+    case ref::InsnClass::kJalr: return "jalr";
+    case ref::InsnClass::kFence: return "fence";
+    case ref::InsnClass::kSystem: return "system";
+    case ref::InsnClass::kBignum: return "bignum";
+  }
+  return "other";
+}
+
+// ------------------------------------------------------------------ JSON of results
+
+std::string InstructionRecord::disassembly() const {
+  if (word == 0 && tokens.size() == 1 && format::kind_of(tokens[0]) &&
+      format::kind_of(tokens[0])->kind == static_cast<std::uint32_t>(format::Kind::TRAP) &&
+      format::payload_of(tokens[0]) == 3) {
+    return "<fetch fault>";
+  }
+  return ref::disassemble(word, pc);
+}
+
+namespace {
+json token_list(const std::vector<std::uint32_t>& tokens) {
+  json a = json::array();
+  for (std::uint32_t t : tokens) a.push_back(format::token_name(t));
+  return a;
+}
+std::string hex32(std::uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%08x", v);
+  return b;
+}
+std::string hexpc(std::uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%x", v);
+  return b;
+}
+}  // namespace
+
+json InstructionRecord::to_json() const {
+  return {{"first_step", first_step}, {"pc", pc}, {"pc_hex", hexpc(pc)}, {"word", hex32(word)},
+          {"disassembly", disassembly()}, {"tokens", tokens}, {"token_text", token_list(tokens)}};
+}
+
+json ProbeCheck::to_json() const {
+  return {{"layer", layer}, {"after", after}, {"field", field}, {"meaning", meaning},
+          {"agrees", agrees}, {"expected", expected}, {"actual", actual}, {"differing", differing}};
+}
+
+json Attribution::to_json() const {
+  json c = json::array();
+  for (const ProbeCheck& p : checks) c.push_back(p.to_json());
+  return {{"status", status}, {"layer", layer}, {"sublayer", sublayer}, {"field", field},
+          {"text", text}, {"checks", c}};
+}
+
+json Divergence::to_json() const {
+  json r = json::array();
+  for (const InstructionRecord& i : recent) r.push_back(i.to_json());
+  return {{"guest", guest},
+          {"stream", stream},
+          {"step", step},
+          {"mode", std::string(to_string(mode))},
+          {"pc", pc},
+          {"pc_hex", hexpc(pc)},
+          {"word", hex32(word)},
+          {"disassembly", disassembly},
+          {"token_in_instruction", token_in_instruction},
+          {"field", field},
+          {"byte_index", byte_index},
+          {"expected", expected},
+          {"actual", actual},
+          {"expected_text", expected_text},
+          {"actual_text", actual_text},
+          {"differing_bits", differing_bits},
+          {"bits_text", bits_text},
+          {"recent", r},
+          {"attribution", attribution.to_json()},
+          {"fault", std::string(to_string(fault))},
+          {"fault_text", fault_text},
+          {"replay_from", replay_from},
+          {"replay_window", replay_window},
+          {"replay_mismatches", replay_mismatches},
+          {"replay_mismatch_steps", replay_mismatch_steps},
+          {"bisection", bisection}};
+}
+
+namespace {
+Divergence divergence_from_json(const json& j) {
+  Divergence d;
+  d.guest = j.value("guest", "");
+  d.stream = j.value("stream", std::size_t{0});
+  d.step = j.value("step", std::uint64_t{0});
+  d.mode = parse_mode(j.value("mode", "forced")).value_or(Mode::kForced);
+  d.pc = j.value("pc", 0u);
+  d.word = static_cast<std::uint32_t>(std::stoul(j.value("word", "0x0"), nullptr, 16));
+  d.disassembly = j.value("disassembly", "");
+  d.token_in_instruction = j.value("token_in_instruction", 0u);
+  d.field = j.value("field", "");
+  d.byte_index = j.value("byte_index", -1);
+  d.expected = j.value("expected", 0u);
+  d.actual = j.value("actual", 0u);
+  d.expected_text = j.value("expected_text", "");
+  d.actual_text = j.value("actual_text", "");
+  d.differing_bits = j.value("differing_bits", 0u);
+  d.bits_text = j.value("bits_text", "");
+  for (const json& r : j.value("recent", json::array())) {
+    InstructionRecord i;
+    i.first_step = r.value("first_step", std::uint64_t{0});
+    i.pc = r.value("pc", 0u);
+    i.word = static_cast<std::uint32_t>(std::stoul(r.value("word", "0x0"), nullptr, 16));
+    i.tokens = r.value("tokens", std::vector<std::uint32_t>{});
+    d.recent.push_back(std::move(i));
+  }
+  const json a = j.value("attribution", json::object());
+  d.attribution.status = a.value("status", "unavailable");
+  d.attribution.layer = a.value("layer", -1);
+  d.attribution.sublayer = a.value("sublayer", "");
+  d.attribution.field = a.value("field", "");
+  d.attribution.text = a.value("text", "");
+  for (const json& c : a.value("checks", json::array())) {
+    ProbeCheck p;
+    p.layer = c.value("layer", -1);
+    p.after = c.value("after", "");
+    p.field = c.value("field", "");
+    p.meaning = c.value("meaning", "");
+    p.agrees = c.value("agrees", true);
+    p.expected = c.value("expected", std::vector<float>{});
+    p.actual = c.value("actual", std::vector<float>{});
+    p.differing = c.value("differing", std::vector<std::uint32_t>{});
+    d.attribution.checks.push_back(std::move(p));
+  }
+  const std::string f = j.value("fault", "not-reproduced");
+  d.fault = f == "single-step"       ? FaultClass::kSingleStep
+            : f == "corrupted-state" ? FaultClass::kCorruptedState
+                                     : FaultClass::kNotReproduced;
+  d.fault_text = j.value("fault_text", "");
+  d.replay_from = j.value("replay_from", std::uint64_t{0});
+  d.replay_window = j.value("replay_window", std::uint64_t{0});
+  d.replay_mismatches = j.value("replay_mismatches", std::uint64_t{0});
+  d.replay_mismatch_steps = j.value("replay_mismatch_steps", std::vector<std::uint64_t>{});
+  d.bisection = j.contains("bisection") ? j["bisection"] : json();
+  return d;
+}
+}  // namespace
+
+std::string Divergence::to_text() const {
+  std::ostringstream os;
+  os << "first divergence: guest " << guest << ", step " << step << " (" << to_string(mode)
+     << ")\n";
+  os << "  instruction: pc " << hexpc(pc) << "  " << hex32(word) << "  " << disassembly
+     << "  (token " << token_in_instruction << " of the instruction)\n";
+  os << "  field:       " << field;
+  if (byte_index >= 0) os << " (byte " << byte_index << ")";
+  os << "\n";
+  os << "  expected:    " << expected_text << "  id " << expected << "\n";
+  os << "  actual:      " << actual_text << "  id " << actual << "\n";
+  os << "  differing:   " << bits_text << "\n";
+  os << "  layer:       " << attribution.text << "\n";
+  os << "  fault:       " << to_string(fault) << ": " << fault_text << "\n";
+  if (!bisection.is_null()) os << "  bisection:   " << bisection.value("text", "") << "\n";
+  os << "  last instructions:\n";
+  for (const InstructionRecord& r : recent) {
+    char line[64];
+    std::snprintf(line, sizeof line, "    step %-10llu %8s  ",
+                  static_cast<unsigned long long>(r.first_step), hexpc(r.pc).c_str());
+    os << line << r.disassembly() << "  ->";
+    for (std::uint32_t t : r.tokens) os << " " << format::token_name(t);
+    os << "\n";
+  }
+  return os.str();
+}
+
+json StreamResult::to_json() const {
+  json h = json::array();
+  for (const HashRecord& r : hashes) {
+    h.push_back({{"step", r.step}, {"chip", hex64(r.chip)}, {"ref", hex64(r.ref)}});
+  }
+  return {{"guest", guest},
+          {"steps", steps},
+          {"ref_steps", ref_steps},
+          {"mismatches", mismatches},
+          {"end", end},
+          {"exit_status", exit_status},
+          {"trap_code", trap_code},
+          {"digest", digest},
+          {"chip_digest", chip_digest},
+          {"console", console},
+          {"class_steps", class_steps},
+          {"hashes", h},
+          {"divergence", divergence ? divergence->to_json() : json()}};
+}
+
+json RunResult::to_json() const {
+  json s = json::array();
+  for (const StreamResult& r : streams) s.push_back(r.to_json());
+  json t = json::array();
+  for (const ThroughputSample& p : throughput) t.push_back({p.seconds, p.steps});
+  return {{"mode", mode},
+          {"compare", compare},
+          {"backend", backend},
+          {"steps", steps},
+          {"mismatches", mismatches},
+          {"seconds", seconds},
+          {"steps_per_second", steps_per_second},
+          {"interrupted", interrupted},
+          {"resumed_from", resumed_from},
+          {"checkpoints_written", checkpoints_written},
+          {"digest", digest},
+          {"throughput", t},
+          {"streams", s}};
+}
+
+// ------------------------------------------------------------------ lanes
+
+namespace {
+
+constexpr char kCheckpointMagic[8] = {'L', 'S', 'E', 'N', 'G', 'C', 'K', '1'};
+
+int byte_index_of(std::uint32_t kind) {
+  using format::Kind;
+  auto k = [](Kind x) { return static_cast<std::uint32_t>(x); };
+  if (kind >= k(Kind::W0) && kind <= k(Kind::W3)) return static_cast<int>(kind - k(Kind::W0));
+  if (kind >= k(Kind::A0) && kind <= k(Kind::A3)) return static_cast<int>(kind - k(Kind::A0));
+  if (kind >= k(Kind::S0) && kind <= k(Kind::S3)) return static_cast<int>(kind - k(Kind::S0));
+  if (kind >= k(Kind::AC0) && kind <= k(Kind::AC11)) return static_cast<int>(kind - k(Kind::AC0));
+  return -1;
+}
+
+std::string kind_name(std::uint32_t id) {
+  const auto k = format::kind_of(id);
+  return k ? std::string(k->name) : "?";
+}
+
+std::string bits_text(std::uint32_t expected, std::uint32_t actual) {
+  const auto ke = format::kind_of(expected), ka = format::kind_of(actual);
+  std::ostringstream os;
+  const std::uint32_t x = expected ^ actual;
+  if (ke && ka && ke->kind == ka->kind) {
+    const std::uint32_t px = format::payload_of(expected) ^ format::payload_of(actual);
+    os << "payload bits " << hexpc(px) << " (";
+    bool first = true;
+    for (int b = 0; b < 32; ++b) {
+      if (px >> b & 1) {
+        os << (first ? "" : ", ") << "bit " << b;
+        first = false;
+      }
+    }
+    os << ")";
+  } else {
+    os << "kind differs (" << (ke ? std::string(ke->name) : "?") << " vs "
+       << (ka ? std::string(ka->name) : "invalid") << "); id bits " << hexpc(x);
+  }
+  return os.str();
+}
+
+struct Lane {
+  std::size_t index = 0;
+  chip::StreamId sid = 0;
+  ref::Machine ref;
+  std::vector<std::uint32_t> queue;  // tokens of the current instruction
+  std::size_t qpos = 0;
+  InstructionRecord current;
+  std::string current_class = "other";
+  std::deque<InstructionRecord> history;
+  std::uint32_t last_ref = format::kStartToken, last_chip = format::kStartToken;
+  std::uint64_t steps = 0, ref_steps = 0;
+  bool done = false;
+  std::string end = "running";
+  TraceDigest ref_digest, chip_digest;
+  std::uint64_t mismatches = 0;
+  std::map<std::string, std::uint64_t> class_steps;
+  std::vector<HashRecord> hashes;
+  std::optional<Divergence> divergence;
+  std::vector<std::uint8_t> snapshot;  // serialised lane at snapshot_step
+  std::uint64_t snapshot_step = 0;
+};
+
+// The next reference token of a lane (executing an instruction when the
+// current one has no tokens left); nullopt once the reference has ended.
+std::optional<std::uint32_t> next_ref(Lane& L, std::size_t history) {
+  if (L.qpos == L.queue.size()) {
+    if (!L.ref.active()) return std::nullopt;
+    const std::uint32_t pc = L.ref.pc();
+    std::uint32_t word = 0;
+    try {
+      word = L.ref.read_word(pc);
+    } catch (const std::out_of_range&) {
+      word = 0;  // the fetch faults: TRAP(3)
+    }
+    const auto toks = L.ref.step();
+    if (toks.empty()) return std::nullopt;
+    if (!L.current.tokens.empty()) {
+      L.history.push_back(std::move(L.current));
+      while (L.history.size() + 1 > std::max<std::size_t>(history, 1)) L.history.pop_front();
+    }
+    L.current = InstructionRecord{};
+    L.current.first_step = L.ref_steps + 1;
+    L.current.pc = pc;
+    L.current.word = word;
+    L.current.tokens.assign(toks.begin(), toks.end());
+    L.current_class = std::string(instruction_class(word));
+    L.queue.assign(toks.begin(), toks.end());
+    L.qpos = 0;
+  }
+  return L.queue[L.qpos++];
+}
+
+void write_record(detail::Writer& w, const InstructionRecord& r) {
+  w.u64(r.first_step);
+  w.u32(r.pc);
+  w.u32(r.word);
+  w.u64(r.tokens.size());
+  for (std::uint32_t t : r.tokens) w.u32(t);
+}
+InstructionRecord read_record(detail::Reader& r) {
+  InstructionRecord i;
+  i.first_step = r.u64();
+  i.pc = r.u32();
+  i.word = r.u32();
+  const std::uint64_t n = r.u64();
+  if (n > (1u << 24)) throw std::runtime_error("checkpoint: bad instruction record");
+  i.tokens.resize(n);
+  for (std::uint32_t& t : i.tokens) t = r.u32();
+  return i;
+}
+
+std::vector<std::uint8_t> serialize_lane(const Lane& L, const chip::ChipBackend& be) {
+  detail::Writer w;
+  w.u64(L.steps);
+  w.u64(L.ref_steps);
+  w.u8(L.done);
+  w.str(L.end);
+  w.u32(L.last_ref);
+  w.u32(L.last_chip);
+  w.u64(L.queue.size());
+  for (std::uint32_t t : L.queue) w.u32(t);
+  w.u64(L.qpos);
+  write_record(w, L.current);
+  w.str(L.current_class);
+  w.u64(L.history.size());
+  for (const InstructionRecord& r : L.history) write_record(w, r);
+  w.blob(L.ref_digest.save());
+  w.blob(L.chip_digest.save());
+  w.u64(L.mismatches);
+  w.str(json(L.class_steps).dump());
+  w.u64(L.hashes.size());
+  for (const HashRecord& h : L.hashes) {
+    w.u64(h.step);
+    w.u64(h.chip);
+    w.u64(h.ref);
+  }
+  w.str(L.divergence ? L.divergence->to_json().dump() : std::string());
+  detail::write_machine_state(w, L.ref.save());
+  w.blob(be.save(L.sid));
+  return std::move(w.bytes());
+}
+
+// Restores a lane (and its backend stream) from serialize_lane's bytes.
+void restore_lane(Lane& L, chip::ChipBackend& be, std::span<const std::uint8_t> bytes) {
+  detail::Reader r(bytes);
+  L.steps = r.u64();
+  L.ref_steps = r.u64();
+  L.done = r.u8() != 0;
+  L.end = r.str();
+  L.last_ref = r.u32();
+  L.last_chip = r.u32();
+  const std::uint64_t nq = r.u64();
+  if (nq > (1u << 24)) throw std::runtime_error("checkpoint: bad token queue");
+  L.queue.resize(nq);
+  for (std::uint32_t& t : L.queue) t = r.u32();
+  L.qpos = r.u64();
+  if (L.qpos > L.queue.size()) throw std::runtime_error("checkpoint: bad token queue position");
+  L.current = read_record(r);
+  L.current_class = r.str();
+  L.history.clear();
+  const std::uint64_t nh = r.u64();
+  if (nh > 4096) throw std::runtime_error("checkpoint: bad history");
+  for (std::uint64_t i = 0; i < nh; ++i) L.history.push_back(read_record(r));
+  L.ref_digest.restore(r.blob());
+  L.chip_digest.restore(r.blob());
+  L.mismatches = r.u64();
+  L.class_steps = json::parse(r.str()).get<std::map<std::string, std::uint64_t>>();
+  L.hashes.clear();
+  const std::uint64_t nhash = r.u64();
+  if (nhash > (1ull << 32)) throw std::runtime_error("checkpoint: bad hash log");
+  for (std::uint64_t i = 0; i < nhash; ++i) {
+    HashRecord h;
+    h.step = r.u64();
+    h.chip = r.u64();
+    h.ref = r.u64();
+    L.hashes.push_back(h);
+  }
+  const std::string div = r.str();
+  L.divergence.reset();
+  if (!div.empty()) L.divergence = divergence_from_json(json::parse(div));
+  L.ref.restore(detail::read_machine_state(r));
+  be.restore(L.sid, r.blob());
+  if (!r.done()) throw std::runtime_error("checkpoint: trailing bytes in a stream record");
+}
+
+std::uint64_t ref_state_hash(const ref::Machine& m) {
+  XXH3_state_t st;
+  XXH3_64bits_reset(&st);
+  std::uint32_t regs[34];
+  for (unsigned i = 0; i < 32; ++i) regs[i] = m.reg(i);
+  regs[32] = m.pc();
+  regs[33] = m.carry();
+  XXH3_64bits_update(&st, regs, sizeof regs);
+  XXH3_64bits_update(&st, m.acc().limb, sizeof m.acc().limb);
+  XXH3_64bits_update(&st, m.ram().data(), m.ram().size());
+  return XXH3_64bits_digest(&st);
+}
+
+std::string ref_end(const ref::Machine& m) {
+  if (m.status() == ref::Status::kExited) return "exit";
+  if (m.status() == ref::Status::kTrapped) return "trap";
+  return "step_limit";
+}
+
+// --------------------------------------------------------------- attribution
+
+struct FieldMeaning {
+  bool next = false;      // next token (else: the input token)
+  bool kind = false;      // kind number (else: payload)
+  std::string encoding;   // "scalar" | "onehot" | "bits" | "nibbles"
+};
+
+// The engine's probe-field convention (docs/engine.md, "Layer attribution").
+std::optional<FieldMeaning> field_meaning(const std::string& name, std::uint32_t width) {
+  FieldMeaning m;
+  std::string rest;
+  if (name.rfind("next_", 0) == 0) {
+    m.next = true;
+    rest = name.substr(5);
+  } else if (name.rfind("in_", 0) == 0) {
+    rest = name.substr(3);
+  } else {
+    return std::nullopt;
+  }
+  std::string suffix;
+  if (rest.rfind("kind", 0) == 0) {
+    m.kind = true;
+    suffix = rest.substr(4);
+  } else if (rest.rfind("payload", 0) == 0) {
+    suffix = rest.substr(7);
+  } else {
+    return std::nullopt;
+  }
+  if (suffix == "_oh") m.encoding = "onehot";
+  else if (suffix == "_bits") m.encoding = "bits";
+  else if (suffix == "_nib") m.encoding = "nibbles";
+  else if (suffix.empty()) {
+    if (width == 1) m.encoding = "scalar";
+    else if (m.kind) m.encoding = "onehot";
+    else if (width == 8 || width == 16) m.encoding = "bits";
+    else if (width == 32) m.encoding = "nibbles";
+    else m.encoding = "onehot";
+  } else {
+    return std::nullopt;
+  }
+  return m;
+}
+
+std::vector<float> expected_values(const FieldMeaning& m, std::uint32_t token, std::uint32_t width) {
+  std::uint32_t value = 0;
+  if (const auto k = format::kind_of(token)) value = m.kind ? k->kind : format::payload_of(token);
+  std::vector<float> v(width, 0.0f);
+  if (m.encoding == "scalar") {
+    v[0] = static_cast<float>(value);
+  } else if (m.encoding == "onehot") {
+    if (value < width) v[value] = 1.0f;
+  } else if (m.encoding == "bits") {
+    for (std::uint32_t b = 0; b < width && b < 32; ++b) v[b] = static_cast<float>(value >> b & 1);
+  } else if (m.encoding == "nibbles") {
+    for (std::uint32_t n = 0; 16 * n + 15 < width && n < 8; ++n) v[16 * n + (value >> (4 * n) & 15)] = 1.0f;
+  }
+  return v;
+}
+
+Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint32_t input,
+                      std::uint32_t expected_next) {
+  Attribution a;
+  const chip::Chip* chip = nullptr;
+  try {
+    chip = &be.chip();
+  } catch (const std::exception& e) {
+    a.text = std::string("no attribution: the backend has no chip (") + e.what() + ")";
+    return a;
+  }
+  std::vector<const chip::ProbePoint*> points;
+  for (const chip::ProbePoint& p : chip->config.probes) points.push_back(&p);
+  auto key = [](const chip::ProbePoint* p) {
+    const int sub = p->after == chip::Sublayer::Embed ? 0 : p->after == chip::Sublayer::Memory ? 1 : 2;
+    return std::pair<int, int>(p->after == chip::Sublayer::Embed ? -1 : p->layer, sub);
+  };
+  std::stable_sort(points.begin(), points.end(), [&](auto* x, auto* y) { return key(x) < key(y); });
+  bool any_next = false;
+  int last_layer = -1;
+  for (const chip::ProbePoint* p : points) {
+    for (const std::string& name : p->fields) {
+      const chip::Field* f = chip->find_field(name);
+      if (!f) continue;
+      const auto m = field_meaning(name, f->width);
+      if (!m) continue;
+      ProbeCheck c;
+      c.layer = p->after == chip::Sublayer::Embed ? -1 : p->layer;
+      c.after = chip::to_string(p->after);
+      c.field = name;
+      c.meaning = std::string(m->encoding) + " of the " + (m->next ? "next" : "input") + " token's " +
+                  (m->kind ? "kind" : "payload");
+      c.expected = expected_values(*m, m->next ? expected_next : input, f->width);
+      try {
+        c.actual = be.probe(sid, p->layer, p->after, name);
+      } catch (const std::exception& e) {
+        a.status = "unavailable";
+        a.text = std::string("no attribution: probing failed: ") + e.what();
+        return a;
+      }
+      for (std::uint32_t i = 0; i < c.expected.size(); ++i) {
+        const float act = i < c.actual.size() ? c.actual[i] : std::numeric_limits<float>::quiet_NaN();
+        if (!(act == c.expected[i]) && c.differing.size() < 16) c.differing.push_back(i);
+      }
+      if (c.actual.size() != c.expected.size() && c.differing.empty()) c.differing.push_back(0);
+      c.agrees = c.differing.empty();
+      // Keep the report small: values only where they matter.
+      if (c.agrees) {
+        c.expected.clear();
+        c.actual.clear();
+      }
+      any_next = any_next || m->next;
+      last_layer = std::max(last_layer, c.layer);
+      a.checks.push_back(c);
+      if (!c.agrees) {
+        std::ostringstream os;
+        if (c.layer < 0) {
+          a.status = "embedding";
+          os << "embedding: field " << name << " (" << c.meaning << ") disagrees";
+        } else {
+          a.status = "layer";
+          os << "layer " << c.layer << " (" << c.after << "): field " << name << " (" << c.meaning
+             << ") disagrees at index";
+          for (std::uint32_t i : c.differing) os << " " << i;
+        }
+        a.layer = c.layer;
+        a.sublayer = c.after;
+        a.field = name;
+        a.text = os.str();
+        return a;
+      }
+    }
+  }
+  if (a.checks.empty()) {
+    a.text = "no attribution: the probe map has no field of the engine's convention "
+             "(in_kind, in_payload, next_kind, next_payload; docs/engine.md)";
+    return a;
+  }
+  if (!any_next) {
+    a.status = "unavailable";
+    a.text = "no attribution: every input-token field agrees and the probe map has no next-token field";
+    return a;
+  }
+  a.status = "unembedding";
+  a.layer = last_layer;
+  a.text = "every probed next-token field agrees (last at layer " + std::to_string(last_layer) +
+           "): the wrong token comes from the unembedding / argmax";
+  return a;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ engine
+
+struct Engine::Impl {
+  chip::ChipBackend& be;
+  std::vector<Guest> guests;
+  Options opt;
+  std::vector<chip::GuestImage> images;
+  std::vector<std::unique_ptr<Lane>> lanes;
+  std::uint64_t round = 0;
+  double seconds_before = 0;
+  Clock::time_point t0;
+  std::vector<ThroughputSample> throughput;
+  std::uint64_t resumed_from = 0, checkpoints_written = 0;
+  bool interrupted = false;
+  json fingerprint;
+  std::vector<StreamResult> finals;  // set when a stream's result is final before bisection
+
+  Impl(chip::ChipBackend& b, std::vector<Guest> g, Options o)
+      : be(b), guests(std::move(g)), opt(std::move(o)) {
+    if (guests.empty()) throw std::invalid_argument("engine: no guests");
+    for (const Guest& g2 : guests) images.push_back(to_chip_image(g2.image));
+    json gd = json::array();
+    for (const Guest& g2 : guests) gd.push_back(image_digest(g2.image));
+    std::string chip_hash = "unknown";
+    try {
+      const std::string cfg = chip::config_json(be.chip());
+      chip_hash = hex64(XXH3_64bits(cfg.data(), cfg.size()));
+    } catch (const std::exception&) {
+    }
+    fingerprint = {{"guests", gd},
+                   {"backend", be.name()},
+                   {"chip", chip_hash},
+                   {"mode", std::string(to_string(opt.mode))},
+                   {"teacher_forced_steps", opt.teacher_forced_steps},
+                   {"compare", std::string(to_string(opt.compare))},
+                   {"max_steps", opt.max_steps}};
+  }
+
+  double seconds() const {
+    return seconds_before + std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  std::uint64_t total_steps() const {
+    std::uint64_t s = 0;
+    for (const auto& L : lanes) s += L->steps;
+    return s;
+  }
+
+  void setup_lanes() {
+    be.set_num_streams(guests.size());
+    lanes.clear();
+    for (std::size_t i = 0; i < guests.size(); ++i) {
+      auto L = std::make_unique<Lane>();
+      L->index = i;
+      L->sid = static_cast<chip::StreamId>(i);
+      L->ref.load(guests[i].image);
+      be.reset(L->sid, images[i]);
+      lanes.push_back(std::move(L));
+    }
+  }
+
+  void take_snapshot(Lane& L) {
+    L.snapshot = serialize_lane(L, be);
+    L.snapshot_step = L.steps;
+  }
+
+  void finish(Lane& L, const std::string& end) {
+    L.done = true;
+    L.end = end;
+  }
+
+  bool forced_at(std::uint64_t step) const {
+    return opt.mode == Mode::kForced || step <= opt.teacher_forced_steps;
+  }
+
+  // ---------------------------------------------------------- checkpoints
+  std::filesystem::path checkpoint_path(std::uint64_t r) const {
+    char name[40];
+    std::snprintf(name, sizeof name, "ckpt-%012llu.lsck", static_cast<unsigned long long>(r));
+    return opt.checkpoint_dir / name;
+  }
+
+  void write_checkpoint() {
+    std::filesystem::create_directories(opt.checkpoint_dir);
+    detail::Writer w;
+    w.raw(kCheckpointMagic, 8);
+    json meta = {{"fingerprint", fingerprint},
+                 {"round", round},
+                 {"seconds", seconds()},
+                 {"checkpoints_written", checkpoints_written + 1}};
+    json t = json::array();
+    for (const ThroughputSample& p : throughput) t.push_back({p.seconds, p.steps});
+    meta["throughput"] = t;
+    w.str(meta.dump());
+    w.u64(lanes.size());
+    for (const auto& L : lanes) w.blob(serialize_lane(*L, be));
+    detail::write_file_atomic(checkpoint_path(round), detail::compress(w.bytes()));
+    ++checkpoints_written;
+    if (opt.keep_checkpoints > 0) {
+      auto all = list_checkpoints(opt.checkpoint_dir);
+      while (all.size() > opt.keep_checkpoints) {
+        std::error_code ec;
+        std::filesystem::remove(checkpoint_path(all.front()), ec);
+        all.erase(all.begin());
+      }
+    }
+  }
+
+  struct CheckpointData {
+    json meta;
+    std::vector<std::vector<std::uint8_t>> lanes;
+  };
+
+  CheckpointData read_checkpoint(std::uint64_t r) const {
+    const auto raw = detail::read_file(checkpoint_path(r));
+    const auto bytes = detail::decompress(raw);
+    detail::Reader rd(bytes);
+    char magic[8];
+    rd.raw(magic, 8);
+    if (std::memcmp(magic, kCheckpointMagic, 8) != 0) throw std::runtime_error("checkpoint: bad magic");
+    CheckpointData d;
+    d.meta = json::parse(rd.str());
+    const std::uint64_t n = rd.u64();
+    if (n != lanes.size()) throw std::runtime_error("checkpoint: wrong number of streams");
+    for (std::uint64_t i = 0; i < n; ++i) d.lanes.push_back(rd.blob());
+    if (!rd.done()) throw std::runtime_error("checkpoint: trailing bytes");
+    if (d.meta.value("fingerprint", json()) != fingerprint) {
+      throw std::runtime_error("checkpoint " + checkpoint_path(r).string() +
+                               " was written for other guests, another chip or other options: " +
+                               d.meta.value("fingerprint", json()).dump() + " vs " + fingerprint.dump());
+    }
+    return d;
+  }
+
+  // ---------------------------------------------------------- stepping
+
+  // Steps `set` until every lane is done (or a stop request).  `compare`:
+  // whether tokens are compared per step; `main`: the main run (progress,
+  // output, hash records and disk checkpoints) rather than a replay.
+  void advance(const std::vector<Lane*>& set, Compare compare, bool main) {
+    std::vector<chip::StreamId> ids;
+    std::vector<Token> in, out;
+    std::vector<Lane*> act;
+    std::vector<std::uint32_t> exp;
+    auto last_tick = Clock::now();
+    std::uint64_t last_steps = total_steps();
+    for (;;) {
+      if (main && opt.stop && opt.stop->load(std::memory_order_relaxed)) {
+        interrupted = true;
+        if (!opt.checkpoint_dir.empty() && opt.checkpoint_every > 0) write_checkpoint();
+        for (Lane* L : set)
+          if (!L->done) L->end = "interrupted";
+        return;
+      }
+      ids.clear();
+      in.clear();
+      act.clear();
+      exp.clear();
+      for (Lane* L : set) {
+        if (L->done) continue;
+        if (opt.max_steps && L->steps >= opt.max_steps) {
+          finish(*L, "step_limit");
+          continue;
+        }
+        const auto e = next_ref(*L, opt.history);
+        if (!e) {
+          finish(*L, ref_end(L->ref));
+          continue;
+        }
+        ++L->ref_steps;
+        act.push_back(L);
+        ids.push_back(L->sid);
+        exp.push_back(*e);
+        in.push_back(forced_at(L->steps + 1) ? L->last_ref : L->last_chip);
+      }
+      if (act.empty()) return;
+      out.assign(act.size(), 0);
+      be.step_batch(ids, in, out);
+      if (main) ++round;
+      for (std::size_t i = 0; i < act.size(); ++i) {
+        Lane& L = *act[i];
+        const std::uint32_t e = exp[i], a = out[i];
+        ++L.steps;
+        L.ref_digest.update(e);
+        L.chip_digest.update(a);
+        ++L.class_steps[L.current_class];
+        if (compare == Compare::kEveryStep && e != a) {
+          diverge(L, in[i], e, a);
+          continue;
+        }
+        if (main && opt.on_output && (compare == Compare::kEveryStep) && format::kind_of(a) &&
+            format::kind_of(a)->kind == static_cast<std::uint32_t>(format::Kind::OUT)) {
+          opt.on_output(L.index, static_cast<char>(format::payload_of(a)));
+        }
+        L.last_ref = e;
+        L.last_chip = a;
+        if (opt.snapshot_every && L.steps % opt.snapshot_every == 0) take_snapshot(L);
+        if (main && opt.hash_every && L.steps % opt.hash_every == 0) {
+          L.hashes.push_back({L.steps, be.hash(L.sid), ref_state_hash(L.ref)});
+        }
+      }
+      if (main && opt.checkpoint_every && !opt.checkpoint_dir.empty() && round % opt.checkpoint_every == 0) {
+        write_checkpoint();
+      }
+      if (main) {
+        const auto now = Clock::now();
+        const double dt = std::chrono::duration<double>(now - last_tick).count();
+        if (dt >= opt.progress_interval) {
+          const std::uint64_t s = total_steps();
+          throughput.push_back({seconds(), s});
+          if (opt.on_progress) {
+            Progress p;
+            p.round = round;
+            p.steps = s;
+            p.expected_round = opt.expected_rounds;
+            p.seconds = seconds();
+            p.steps_per_second = static_cast<double>(s - last_steps) / dt;
+            p.active = act.size();
+            opt.on_progress(p);
+          }
+          last_tick = now;
+          last_steps = s;
+        }
+      }
+    }
+  }
+
+  // The first divergence of a lane at step L.steps: report, replay, classify.
+  void diverge(Lane& L, std::uint32_t input, std::uint32_t expected, std::uint32_t actual) {
+    Divergence d;
+    d.guest = guests[L.index].name;
+    d.stream = L.index;
+    d.step = L.steps;
+    d.mode = forced_at(L.steps) ? Mode::kForced : Mode::kFree;
+    d.pc = L.current.pc;
+    d.word = L.current.word;
+    d.disassembly = L.current.disassembly();
+    d.token_in_instruction = static_cast<std::uint32_t>(L.qpos - 1);
+    d.field = kind_name(expected);
+    if (const auto k = format::kind_of(expected)) d.byte_index = byte_index_of(k->kind);
+    d.expected = expected;
+    d.actual = actual;
+    d.expected_text = format::token_name(expected);
+    d.actual_text = format::token_name(actual);
+    d.differing_bits = expected ^ actual;
+    d.bits_text = bits_text(expected, actual);
+    d.recent.assign(L.history.begin(), L.history.end());
+    d.recent.push_back(L.current);
+    L.mismatches = 1;
+    replay(L, d, input);
+    L.divergence = std::move(d);
+    finish(L, "diverged");
+  }
+
+  // Teacher-forced replay from the lane's last snapshot through the divergent
+  // step (with probe recording on for that step) and a window after it.
+  void replay(Lane& L, Divergence& d, std::uint32_t original_input) {
+    Lane T;
+    T.index = L.index;
+    T.sid = L.sid;
+    restore_lane(T, be, L.snapshot);
+    d.replay_from = T.steps;
+    bool reproduced = false;
+    std::uint32_t replay_actual = 0;
+    for (;;) {
+      if (T.steps + 1 == d.step) break;
+      const auto e = next_ref(T, 1);
+      if (!e) break;
+      ++T.ref_steps;
+      const std::uint32_t a = be.step(T.sid, T.last_ref);
+      ++T.steps;
+      if (a != *e) {
+        d.fault = FaultClass::kNotReproduced;
+        d.fault_text = "the teacher-forced replay from step " + std::to_string(d.replay_from) +
+                       " diverges earlier, at step " + std::to_string(T.steps) + " (" +
+                       format::token_name(*e) + " expected, " + format::token_name(a) +
+                       "): the chip is not deterministic or its checkpoint restore is not exact";
+        d.attribution.text = "no attribution: the replay did not reach the divergent step";
+        return;
+      }
+      T.last_ref = *e;
+    }
+    const auto e = next_ref(T, 1);
+    if (!e || *e != d.expected || T.steps + 1 != d.step) {
+      d.fault = FaultClass::kNotReproduced;
+      d.fault_text = "internal: the reference replay does not reach the divergent token";
+      return;
+    }
+    ++T.ref_steps;
+    const std::uint32_t in = T.last_ref;
+    try {
+      be.set_probe_recording(true);
+      replay_actual = be.step(T.sid, in);
+      be.set_probe_recording(false);
+      d.attribution = attribute(be, T.sid, in, *e);
+    } catch (...) {
+      be.set_probe_recording(false);
+      throw;
+    }
+    (void)original_input;
+    ++T.steps;
+    reproduced = replay_actual == d.actual;
+    T.last_ref = *e;
+    // The window after the divergent step, fed the reference's tokens.
+    while (d.replay_window < opt.classify_window) {
+      const auto e2 = next_ref(T, 1);
+      if (!e2) break;
+      ++T.ref_steps;
+      const std::uint32_t a = be.step(T.sid, T.last_ref);
+      ++T.steps;
+      ++d.replay_window;
+      if (a != *e2) {
+        ++d.replay_mismatches;
+        if (d.replay_mismatch_steps.size() < 16) d.replay_mismatch_steps.push_back(T.steps);
+      }
+      T.last_ref = *e2;
+    }
+    const std::string from = "teacher-forced replay from step " + std::to_string(d.replay_from);
+    if (!reproduced) {
+      d.fault = FaultClass::kNotReproduced;
+      d.fault_text = from + " gives " + format::token_name(replay_actual) + " at step " +
+                     std::to_string(d.step) + ", not " + d.actual_text +
+                     ": the chip is not deterministic or its checkpoint restore is not exact";
+    } else if (d.replay_mismatches == 0) {
+      d.fault = FaultClass::kSingleStep;
+      d.fault_text = from + " reproduces the wrong token at step " + std::to_string(d.step) +
+                     " and all " + std::to_string(d.replay_window) +
+                     " following steps agree: a single-step fault (the state was intact)";
+    } else {
+      d.fault = FaultClass::kCorruptedState;
+      d.fault_text = from + " reproduces step " + std::to_string(d.step) + " and " +
+                     std::to_string(d.replay_mismatches) + " of the " +
+                     std::to_string(d.replay_window) + " following steps still disagree (first at step " +
+                     std::to_string(d.replay_mismatch_steps.front()) +
+                     ") although fed the reference's tokens: the chip's state was corrupted "
+                     "(at this step or earlier)";
+    }
+  }
+
+  // ---------------------------------------------------------- bisection
+
+  // Compare::kEnd: the streams' digests differ at the end.  Binary search over
+  // the checkpoints (and reset) for the last one where the two streams'
+  // prefix digests agree, then a step-by-step replay from it.
+  void bisect(Lane& L) {
+    std::vector<std::uint64_t> cps;
+    if (!opt.checkpoint_dir.empty()) {
+      for (std::uint64_t c : list_checkpoints(opt.checkpoint_dir))
+        if (c <= L.steps) cps.push_back(c);
+    }
+    // Candidate 0 is the reset state (always good); candidate k >= 1 is cps[k-1].
+    std::size_t lo = 0, hi = cps.size() + 1, examined = 0;
+    std::vector<std::uint8_t> good_bytes;
+    auto lane_bytes = [&](std::size_t k) { return read_checkpoint(cps[k - 1]).lanes[L.index]; };
+    while (hi - lo > 1) {
+      const std::size_t mid = (lo + hi) / 2;
+      ++examined;
+      Lane probe;
+      probe.index = L.index;
+      probe.sid = L.sid;
+      const auto bytes = lane_bytes(mid);
+      restore_lane(probe, be, bytes);
+      if (probe.ref_digest.value() == probe.chip_digest.value() && probe.mismatches == 0) {
+        lo = mid;
+        good_bytes = bytes;
+      } else {
+        hi = mid;
+      }
+    }
+    // Replay from candidate lo with per-step comparison.
+    Lane& R = L;
+    if (lo == 0) {
+      R.ref.load(guests[L.index].image);
+      be.reset(L.sid, images[L.index]);
+      R.queue.clear();
+      R.qpos = 0;
+      R.current = InstructionRecord{};
+      R.history.clear();
+      R.last_ref = R.last_chip = format::kStartToken;
+      R.steps = R.ref_steps = 0;
+      R.ref_digest = TraceDigest();
+      R.chip_digest = TraceDigest();
+      R.class_steps.clear();
+      R.hashes.clear();
+      R.mismatches = 0;
+      R.divergence.reset();
+    } else {
+      restore_lane(R, be, good_bytes);
+    }
+    R.done = false;
+    R.end = "running";
+    const std::uint64_t good_step = R.steps;
+    take_snapshot(R);
+    advance({&R}, Compare::kEveryStep, false);
+    json b = {{"checkpoints", cps.size()},
+              {"examined", examined},
+              {"good_step", good_step},
+              {"bad_step", hi <= cps.size() ? json(cps[hi - 1]) : json("end")}};
+    std::string text = "digests agree at step " + std::to_string(good_step) + ", differ at " +
+                       (hi <= cps.size() ? "step " + std::to_string(cps[hi - 1]) : std::string("the end")) +
+                       " (" + std::to_string(examined) + " of " + std::to_string(cps.size()) +
+                       " checkpoints examined)";
+    if (R.divergence) {
+      text += "; replayed from step " + std::to_string(good_step) + " to the first divergent step " +
+              std::to_string(R.divergence->step);
+      b["text"] = text;
+      R.divergence->bisection = b;
+    } else {
+      b["text"] = text + "; the step-by-step replay found no differing token";
+    }
+  }
+
+  // ---------------------------------------------------------- results
+
+  StreamResult lane_result(const Lane& L) const {
+    StreamResult r;
+    r.guest = guests[L.index].name;
+    r.steps = L.steps;
+    r.ref_steps = L.ref_steps;
+    r.mismatches = L.mismatches;
+    r.end = L.end;
+    r.exit_status = L.ref.exit_status();
+    r.trap_code = L.ref.trap_code();
+    r.digest = L.ref_digest.hex();
+    r.chip_digest = L.chip_digest.hex();
+    r.console = L.ref.console_out();
+    r.class_steps = L.class_steps;
+    r.hashes = L.hashes;
+    r.divergence = L.divergence;
+    return r;
+  }
+
+  RunResult result() const {
+    RunResult r;
+    r.mode = to_string(opt.mode);
+    r.compare = to_string(opt.compare);
+    r.backend = be.name();
+    for (std::size_t i = 0; i < lanes.size(); ++i) {
+      r.streams.push_back(i < finals.size() ? finals[i] : lane_result(*lanes[i]));
+      r.steps += r.streams.back().steps;
+      r.mismatches += r.streams.back().mismatches;
+    }
+    r.seconds = seconds();
+    r.steps_per_second = r.seconds > 0 ? static_cast<double>(r.steps) / r.seconds : 0;
+    r.interrupted = interrupted;
+    r.resumed_from = resumed_from;
+    r.checkpoints_written = checkpoints_written;
+    r.throughput = throughput;
+    if (r.streams.size() == 1) {
+      r.digest = r.streams[0].digest;
+    } else {
+      std::vector<std::uint8_t> b;
+      for (const StreamResult& s : r.streams) {
+        const std::uint64_t v = std::stoull(s.digest, nullptr, 16);
+        for (int i = 0; i < 8; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+      }
+      r.digest = hex64(xxh3(b));
+    }
+    return r;
+  }
+
+  RunResult go() {
+    t0 = Clock::now();
+    std::vector<Lane*> set;
+    for (auto& L : lanes) set.push_back(L.get());
+    advance(set, opt.compare, true);
+    if (opt.compare == Compare::kEnd && !interrupted) {
+      finals.clear();
+      for (auto& L : lanes) finals.push_back(lane_result(*L));
+      for (auto& L : lanes) {
+        if (L->done && (L->ref_digest.value() != L->chip_digest.value())) {
+          bisect(*L);
+          StreamResult& f = finals[L->index];
+          f.mismatches = 1;
+          f.end = "diverged";
+          f.divergence = L->divergence;
+        }
+      }
+    }
+    return result();
+  }
+};
+
+Engine::Engine(chip::ChipBackend& backend, std::vector<Guest> guests, Options options)
+    : impl_(std::make_unique<Impl>(backend, std::move(guests), std::move(options))) {}
+Engine::~Engine() = default;
+
+RunResult Engine::run() {
+  Impl& I = *impl_;
+  I.setup_lanes();
+  for (auto& L : I.lanes) I.take_snapshot(*L);
+  return I.go();
+}
+
+RunResult Engine::resume() {
+  Impl& I = *impl_;
+  if (I.opt.checkpoint_dir.empty()) throw std::runtime_error("resume: no checkpoint folder given");
+  const auto cps = list_checkpoints(I.opt.checkpoint_dir);
+  if (cps.empty()) {
+    throw std::runtime_error("resume: no checkpoint in " + I.opt.checkpoint_dir.string());
+  }
+  I.setup_lanes();
+  std::string why;
+  for (auto it = cps.rbegin(); it != cps.rend(); ++it) {
+    Impl::CheckpointData d;
+    try {
+      d = I.read_checkpoint(*it);
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      if (what.find("was written for") != std::string::npos) throw;
+      why = what;
+      continue;  // a damaged file (e.g. killed while written): try an older one
+    }
+    for (std::size_t i = 0; i < I.lanes.size(); ++i) restore_lane(*I.lanes[i], I.be, d.lanes[i]);
+    I.round = d.meta.value("round", std::uint64_t{0});
+    I.seconds_before = d.meta.value("seconds", 0.0);
+    I.checkpoints_written = d.meta.value("checkpoints_written", std::uint64_t{0});
+    for (const json& p : d.meta.value("throughput", json::array())) {
+      I.throughput.push_back({p.at(0).get<double>(), p.at(1).get<std::uint64_t>()});
+    }
+    I.resumed_from = I.round;
+    for (auto& L : I.lanes) I.take_snapshot(*L);
+    return I.go();
+  }
+  throw std::runtime_error("resume: no readable checkpoint in " + I.opt.checkpoint_dir.string() +
+                           " (" + why + ")");
+}
+
+RunResult Engine::partial_result() const { return impl_->result(); }
+
+std::vector<std::uint64_t> list_checkpoints(const std::filesystem::path& dir) {
+  std::vector<std::uint64_t> out;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return out;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.size() == 22 && n.rfind("ckpt-", 0) == 0 && n.substr(17) == ".lsck") {
+      try {
+        out.push_back(std::stoull(n.substr(5, 12)));
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+StreamResult run_reference(const Guest& guest, std::uint64_t max_steps,
+                           const std::function<void(char)>& on_output,
+                           const std::atomic<bool>* stop) {
+  StreamResult r;
+  r.guest = guest.name;
+  ref::Machine m;
+  m.load(guest.image);
+  TraceDigest digest;
+  // Instruction class per RAM word (cached by pc, checked against the word).
+  std::vector<std::uint32_t> words(ref::kRamSize / 4, 0);
+  std::vector<std::uint8_t> cls(ref::kRamSize / 4, 255);
+  std::vector<std::string> names;
+  std::vector<std::uint64_t> counts;
+  auto class_index = [&](std::string_view name) {
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return static_cast<std::uint8_t>(i);
+    names.emplace_back(name);
+    counts.push_back(0);
+    return static_cast<std::uint8_t>(names.size() - 1);
+  };
+  std::uint64_t steps = 0;
+  const auto out_kind = static_cast<std::uint32_t>(format::Kind::OUT);
+  while (m.active() && (max_steps == 0 || steps < max_steps)) {
+    if (stop && stop->load(std::memory_order_relaxed)) {
+      r.end = "interrupted";
+      break;
+    }
+    const std::uint32_t pc = m.pc();
+    std::uint8_t c = 255;
+    if (pc >= ref::kRamBase && pc + 4 <= ref::kRamEnd && pc % 4 == 0) {
+      const std::size_t slot = (pc - ref::kRamBase) / 4;
+      const std::uint32_t w = m.read_word(pc);
+      if (cls[slot] == 255 || words[slot] != w) {
+        words[slot] = w;
+        cls[slot] = class_index(instruction_class(w));
+      }
+      c = cls[slot];
+    } else {
+      c = class_index("other");
+    }
+    auto toks = m.step();
+    if (max_steps && steps + toks.size() > max_steps) toks = toks.first(max_steps - steps);
+    digest.update(toks);
+    counts[c] += toks.size();
+    steps += toks.size();
+    if (on_output) {
+      for (std::uint32_t t : toks)
+        if (t >> 8 == out_kind) on_output(static_cast<char>(t & 0xff));
+    }
+  }
+  r.steps = r.ref_steps = steps;
+  if (r.end != "interrupted") r.end = ref_end(m);
+  if (r.end == "step_limit" && !m.active()) r.end = ref_end(m);
+  r.exit_status = m.exit_status();
+  r.trap_code = m.trap_code();
+  r.digest = digest.hex();
+  r.console = m.console_out();
+  for (std::size_t i = 0; i < names.size(); ++i) r.class_steps[names[i]] = counts[i];
+  return r;
+}
+
+}  // namespace lockstep::engine

@@ -1,0 +1,108 @@
+#include "serial.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <iterator>
+
+#include <zstd.h>
+
+namespace lockstep::engine::detail {
+
+void write_machine_state(Writer& w, const ref::MachineState& s) {
+  for (std::uint32_t v : s.x) w.u32(v);
+  w.u32(s.pc);
+  w.blob(s.ram);
+  w.u32(s.carry);
+  for (std::uint32_t v : s.acc.limb) w.u32(v);
+  w.u32(static_cast<std::uint32_t>(s.status));
+  w.u32(s.exit_status);
+  w.u32(s.trap_code);
+  w.u64(s.retired);
+  w.u64(s.steps);
+  w.u64(s.pending.size());
+  for (std::uint32_t t : s.pending) w.u32(t);
+  w.str(s.console_out);
+  w.str(s.console_err);
+}
+
+ref::MachineState read_machine_state(Reader& r) {
+  ref::MachineState s;
+  for (std::uint32_t& v : s.x) v = r.u32();
+  s.pc = r.u32();
+  s.ram = r.blob();
+  if (s.ram.size() != ref::kRamSize) throw std::runtime_error("checkpoint: reference RAM has the wrong size");
+  s.carry = r.u32();
+  for (std::uint32_t& v : s.acc.limb) v = r.u32();
+  const std::uint32_t status = r.u32();
+  if (status > 2) throw std::runtime_error("checkpoint: bad reference status");
+  s.status = static_cast<ref::Status>(status);
+  s.exit_status = r.u32();
+  s.trap_code = r.u32();
+  s.retired = r.u64();
+  s.steps = r.u64();
+  const std::uint64_t n = r.u64();
+  if (n > (1u << 20)) throw std::runtime_error("checkpoint: bad pending token count");
+  s.pending.resize(n);
+  for (std::uint32_t& t : s.pending) t = r.u32();
+  s.console_out = r.str();
+  s.console_err = r.str();
+  return s;
+}
+
+std::vector<std::uint8_t> compress(std::span<const std::uint8_t> bytes) {
+  std::vector<std::uint8_t> out(ZSTD_compressBound(bytes.size()));
+  const std::size_t n = ZSTD_compress(out.data(), out.size(), bytes.data(), bytes.size(), 3);
+  if (ZSTD_isError(n)) throw std::runtime_error(std::string("zstd: ") + ZSTD_getErrorName(n));
+  out.resize(n);
+  return out;
+}
+
+std::vector<std::uint8_t> decompress(std::span<const std::uint8_t> bytes) {
+  const unsigned long long size = ZSTD_getFrameContentSize(bytes.data(), bytes.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > (1ull << 36)) {
+    throw std::runtime_error("checkpoint: not a complete zstd frame");
+  }
+  std::vector<std::uint8_t> out(size);
+  const std::size_t n = ZSTD_decompress(out.data(), out.size(), bytes.data(), bytes.size());
+  if (ZSTD_isError(n) || n != size) throw std::runtime_error("checkpoint: corrupt zstd frame");
+  return out;
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::span<const std::uint8_t> bytes) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw std::runtime_error("cannot rename " + tmp.string() + ": " + ec.message());
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace lockstep::engine::detail
