@@ -1,0 +1,68 @@
+// Run reports (docs/engine.md, "Reports"): a run's JSON summary rendered as a
+// JUnit XML file for CI systems and a self-contained HTML page with plots
+// drawn by gnuplot (throughput over the run, steps per instruction class,
+// where divergences happened).  Without gnuplot the HTML still renders, and
+// says that the plots are missing.
+//
+// The summary is the JSON object `lockstep run --report DIR` writes as
+// DIR/summary.json: status ("exact" | "mismatch" | "error" | "interrupted"),
+// steps, mismatches, digest, command, optional error, and "run" (an
+// engine::RunResult::to_json(): streams with guest/steps/end/mismatches/
+// divergence/class_steps, throughput [[seconds, steps], ...], seconds,
+// steps_per_second, interrupted).  Missing fields render as absent.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lockstep::reports {
+
+/// File names inside a report folder.
+inline constexpr const char* kSummaryFile = "summary.json";
+inline constexpr const char* kJUnitFile = "junit.xml";
+inline constexpr const char* kHtmlFile = "report.html";
+
+/// One rendered plot.
+struct Plot {
+  std::string name;   ///< "throughput", "classes", "divergence"
+  std::string title;
+  std::string svg;    ///< the SVG document (empty when not rendered)
+};
+
+/// What write_report produced.
+struct ReportFiles {
+  std::filesystem::path summary, junit, html;
+  std::vector<Plot> plots;
+  /// Empty when every plot rendered; else one line saying why not.
+  std::string plot_note;
+};
+
+/// JUnit XML of a summary: one <testsuite> ("lockstep <command>"), one
+/// <testcase> per stream (or one for the whole run when there is no stream);
+/// a divergence is a <failure>, an error or an interruption an <error>.
+std::string junit_xml(const nlohmann::json& summary);
+
+/// Renders the plots of a summary with gnuplot into `work_dir` (data and
+/// script files stay there).  Returns the plots; `note` says why plots are
+/// missing (gnuplot not found, or it failed).  $LOCKSTEP_GNUPLOT names the
+/// program ("none" disables plotting).
+std::vector<Plot> render_plots(const nlohmann::json& summary, const std::filesystem::path& work_dir,
+                               std::string& note);
+
+/// The self-contained HTML page (plots inlined as SVG).
+std::string html_report(const nlohmann::json& summary, const std::vector<Plot>& plots,
+                        const std::string& plot_note);
+
+/// Writes DIR/summary.json, DIR/junit.xml, DIR/report.html (and DIR/plots/).
+/// Each file is written atomically (temporary file + rename).  Throws
+/// std::runtime_error when DIR cannot be written.
+ReportFiles write_report(const std::filesystem::path& dir, const nlohmann::json& summary);
+
+/// Reads DIR/summary.json and writes junit.xml and report.html again.
+/// Throws std::runtime_error (one line) when the summary is missing or not JSON.
+ReportFiles render_report(const std::filesystem::path& dir);
+
+}  // namespace lockstep::reports

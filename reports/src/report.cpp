@@ -1,0 +1,444 @@
+#include "lockstep/reports/report.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace lockstep::reports {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string escape_xml(const std::string& s) {
+  std::string o;
+  o.reserve(s.size());
+  for (unsigned char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
+      default:
+        // XML 1.0 forbids most control characters: show them as '?'.
+        if (c < 0x20 && c != '\n' && c != '\t' && c != '\r') o += '?';
+        else o += static_cast<char>(c);
+    }
+  }
+  return o;
+}
+
+std::string str(const json& j, const char* key, const std::string& def = "") {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return def;
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+const json& run_of(const json& s) {
+  static const json empty = json::object();
+  return s.contains("run") && s["run"].is_object() ? s["run"] : empty;
+}
+
+json streams_of(const json& s) {
+  const json& r = run_of(s);
+  return r.contains("streams") && r["streams"].is_array() ? r["streams"] : json::array();
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("report: cannot write " + tmp.string());
+    out << text;
+    if (!out.flush()) throw std::runtime_error("report: cannot write " + tmp.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw std::runtime_error("report: cannot rename " + tmp.string() + ": " + ec.message());
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+// gnuplot on PATH (or $LOCKSTEP_GNUPLOT); empty when absent or disabled.
+std::string find_gnuplot() {
+  std::string prog = "gnuplot";
+  if (const char* e = std::getenv("LOCKSTEP_GNUPLOT")) prog = e;
+  if (prog.empty() || prog == "none") return {};
+  if (prog.find('/') != std::string::npos) return access(prog.c_str(), X_OK) == 0 ? prog : "";
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    const std::string p = (dir.empty() ? "." : dir) + "/" + prog;
+    if (access(p.c_str(), X_OK) == 0) return p;
+  }
+  return {};
+}
+
+// Runs `gnuplot script`, stderr to `log`.  Returns the exit status (-1: spawn failed).
+int run_gnuplot(const std::string& gnuplot, const fs::path& script, const fs::path& log) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::string a0 = gnuplot, a1 = script.string();
+  char* argv[] = {a0.data(), a1.data(), nullptr};
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, gnuplot.c_str(), &fa, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string gp_quote(const fs::path& p) {
+  std::string o = "'";
+  for (char c : p.string()) o += c == '\'' ? std::string("''") : std::string(1, c);
+  return o + "'";
+}
+
+}  // namespace
+
+std::string junit_xml(const json& summary) {
+  const std::string command = str(summary, "command", "run");
+  const json streams = streams_of(summary);
+  const json& run = run_of(summary);
+  const std::string status = str(summary, "status", "error");
+  const double seconds = run.value("seconds", 0.0);
+  struct Case {
+    std::string name, kind, message, text;
+    double time = 0;
+  };
+  std::vector<Case> cases;
+  const bool interrupted = status == "interrupted" || run.value("interrupted", false);
+  for (const json& s : streams) {
+    Case c;
+    c.name = str(s, "guest", "guest");
+    c.time = streams.size() ? seconds / static_cast<double>(streams.size()) : seconds;
+    const std::string end = str(s, "end");
+    std::ostringstream text;
+    text << "steps " << s.value("steps", 0ull) << ", end " << end << ", digest " << str(s, "digest");
+    if (s.contains("divergence") && s["divergence"].is_object()) {
+      const json& d = s["divergence"];
+      c.kind = "failure";
+      c.message = "first divergence at step " + str(d, "step") + ": " + str(d, "disassembly") + ", " +
+                  str(d, "field") + " expected " + str(d, "expected_text") + ", got " +
+                  str(d, "actual_text");
+      text << "\n" << c.message << "\nlayer: " << str(d.value("attribution", json::object()), "text")
+           << "\nfault: " << str(d, "fault") << ": " << str(d, "fault_text");
+    } else if (s.value("mismatches", 0ull) > 0) {
+      c.kind = "failure";
+      c.message = std::to_string(s.value("mismatches", 0ull)) + " mismatching steps";
+    } else if (end == "interrupted" || (interrupted && end == "running")) {
+      c.kind = "error";
+      c.message = "interrupted after " + std::to_string(s.value("steps", 0ull)) + " steps";
+    }
+    c.text = text.str();
+    cases.push_back(c);
+  }
+  if (cases.empty() || status == "error") {
+    Case c;
+    c.name = command;
+    c.time = seconds;
+    if (status == "error") {
+      c.kind = "error";
+      c.message = str(summary, "error", "error");
+    } else if (status == "mismatch") {
+      c.kind = "failure";
+      c.message = std::to_string(summary.value("mismatches", 0ull)) + " mismatches";
+    }
+    c.text = "steps " + std::to_string(summary.value("steps", 0ull)) + ", digest " + str(summary, "digest");
+    cases.push_back(c);
+  }
+  std::size_t failures = 0, errors = 0;
+  for (const Case& c : cases) {
+    failures += c.kind == "failure";
+    errors += c.kind == "error";
+  }
+  std::ostringstream os;
+  char t[32];
+  std::snprintf(t, sizeof t, "%.3f", seconds);
+  os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  os << "<testsuites name=\"lockstep\" tests=\"" << cases.size() << "\" failures=\"" << failures
+     << "\" errors=\"" << errors << "\" time=\"" << t << "\">\n";
+  os << "  <testsuite name=\"lockstep " << escape_xml(command) << "\" tests=\"" << cases.size()
+     << "\" failures=\"" << failures << "\" errors=\"" << errors << "\" skipped=\"0\" time=\"" << t
+     << "\">\n";
+  os << "    <properties>\n";
+  for (const char* k : {"digest", "status", "chip", "backend"}) {
+    const std::string v = k == std::string("backend") ? str(run, "backend") : str(summary, k);
+    if (!v.empty()) os << "      <property name=\"" << k << "\" value=\"" << escape_xml(v) << "\"/>\n";
+  }
+  os << "      <property name=\"steps\" value=\"" << summary.value("steps", 0ull) << "\"/>\n";
+  os << "    </properties>\n";
+  for (const Case& c : cases) {
+    std::snprintf(t, sizeof t, "%.3f", c.time);
+    os << "    <testcase classname=\"lockstep." << escape_xml(command) << "\" name=\""
+       << escape_xml(c.name) << "\" time=\"" << t << "\">\n";
+    if (!c.kind.empty()) {
+      os << "      <" << c.kind << " message=\"" << escape_xml(c.message) << "\" type=\""
+         << (c.kind == "failure" ? "mismatch" : "error") << "\">" << escape_xml(c.text) << "</"
+         << c.kind << ">\n";
+    }
+    os << "      <system-out>" << escape_xml(c.text) << "</system-out>\n";
+    os << "    </testcase>\n";
+  }
+  os << "  </testsuite>\n</testsuites>\n";
+  return os.str();
+}
+
+std::vector<Plot> render_plots(const json& summary, const fs::path& work_dir, std::string& note) {
+  std::vector<Plot> plots;
+  note.clear();
+  const std::string gnuplot = find_gnuplot();
+  if (gnuplot.empty()) {
+    note = "plots not rendered: gnuplot was not found (install gnuplot-nox, or set LOCKSTEP_GNUPLOT)";
+    return plots;
+  }
+  fs::create_directories(work_dir);
+  const json& run = run_of(summary);
+  const json streams = streams_of(summary);
+  std::ostringstream script;
+  script << "set terminal svg size 720,360 dynamic enhanced font 'sans,11' background rgb 'white'\n"
+         << "set grid\nset key top left\n";
+  // 1. throughput: steps/s between samples.
+  {
+    std::ostringstream data;
+    double ps = 0;
+    std::uint64_t pn = 0;
+    std::size_t rows = 0;
+    const json samples = run.value("throughput", json::array());
+    for (const json& p : samples) {
+      if (!p.is_array() || p.size() != 2) continue;
+      const double s = p[0].get<double>();
+      const std::uint64_t n = p[1].get<std::uint64_t>();
+      if (s > ps) {
+        data << s << " " << static_cast<double>(n - pn) / (s - ps) << " " << n << "\n";
+        ++rows;
+      }
+      ps = s;
+      pn = n;
+    }
+    if (rows == 0) data << run.value("seconds", 0.0) << " " << run.value("steps_per_second", 0.0) << " "
+                        << summary.value("steps", 0ull) << "\n";
+    write_text(work_dir / "throughput.dat", data.str());
+    script << "set output " << gp_quote(work_dir / "throughput.svg") << "\n"
+           << "set title 'Throughput over the run'\nset xlabel 'seconds'\nset ylabel 'steps/s'\n"
+           << "set y2label 'steps compared'\nset y2tics\nset ytics nomirror\n"
+           << "plot " << gp_quote(work_dir / "throughput.dat")
+           << " using 1:2 with linespoints title 'steps/s', '' using 1:3 axes x1y2 with lines title 'steps'\n"
+           << "unset y2tics\nunset y2label\nset ytics mirror\n";
+    plots.push_back({"throughput", "Throughput over the run", ""});
+  }
+  // 2. steps per instruction class (all streams).
+  {
+    std::map<std::string, std::uint64_t> cls;
+    for (const json& s : streams) {
+      const json per_class = s.value("class_steps", json::object());
+      for (const auto& [k, v] : per_class.items()) cls[k] += v.get<std::uint64_t>();
+    }
+    std::ostringstream data;
+    for (const auto& [k, v] : cls) data << "\"" << k << "\" " << v << "\n";
+    if (cls.empty()) data << "\"none\" 0\n";
+    write_text(work_dir / "classes.dat", data.str());
+    script << "set output " << gp_quote(work_dir / "classes.svg") << "\n"
+           << "set title 'Steps per instruction class'\nset xlabel ''\nset ylabel 'steps'\n"
+           << "set style fill solid 0.6\nset boxwidth 0.7\nset xtics rotate by -30\nset yrange [0:*]\n"
+           << "plot " << gp_quote(work_dir / "classes.dat") << " using 0:2:xtic(1) with boxes notitle\n"
+           << "set xtics norotate\nset autoscale y\n";
+    plots.push_back({"classes", "Steps per instruction class", ""});
+  }
+  // 3. where divergences happened: one bar per stream, a cross at the divergence.
+  {
+    std::ostringstream bars, marks;
+    std::size_t i = 0, n_div = 0;
+    for (const json& s : streams) {
+      bars << i << " " << s.value("steps", 0ull) << " \"" << str(s, "guest") << "\"\n";
+      if (s.contains("divergence") && s["divergence"].is_object()) {
+        marks << s["divergence"].value("step", 0ull) << " " << i << "\n";
+        ++n_div;
+      }
+      ++i;
+    }
+    if (i == 0) bars << "0 0 \"none\"\n";
+    if (n_div == 0) marks << "NaN NaN\n";
+    write_text(work_dir / "streams.dat", bars.str());
+    write_text(work_dir / "divergences.dat", marks.str());
+    script << "set output " << gp_quote(work_dir / "divergence.svg") << "\n"
+           << "set title 'Where divergences happened (" << n_div << ")'\nset xlabel 'step'\nset ylabel ''\n"
+           << "set yrange [-1:" << std::max<std::size_t>(i, 1) << "]\nset xrange [0:*]\n"
+           << "plot " << gp_quote(work_dir / "streams.dat")
+           << " using 2:1:(0):2:ytic(3) with xerrorbars title 'steps compared', "
+           << gp_quote(work_dir / "divergences.dat")
+           << " using 1:2 with points pt 2 ps 2 lc rgb 'red' title 'first divergence'\n";
+    plots.push_back({"divergence", "Where divergences happened", ""});
+  }
+  const fs::path script_path = work_dir / "plots.gp";
+  write_text(script_path, script.str());
+  const int rc = run_gnuplot(gnuplot, script_path, work_dir / "gnuplot.log");
+  if (rc != 0) {
+    std::string log = read_text(work_dir / "gnuplot.log");
+    if (const auto nl = log.find('\n'); nl != std::string::npos) log.resize(nl);
+    note = "plots not rendered: gnuplot failed (exit " + std::to_string(rc) + ")" +
+           (log.empty() ? "" : ": " + log);
+  }
+  for (Plot& p : plots) p.svg = read_text(work_dir / (p.name + ".svg"));
+  if (note.empty()) {
+    for (const Plot& p : plots)
+      if (p.svg.empty()) note = "plot " + p.name + " was not rendered (see plots/gnuplot.log)";
+  }
+  return plots;
+}
+
+std::string html_report(const json& summary, const std::vector<Plot>& plots, const std::string& plot_note) {
+  const json& run = run_of(summary);
+  const json streams = streams_of(summary);
+  const std::string status = str(summary, "status", "error");
+  std::ostringstream os;
+  os << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>Lockstep "
+     << escape_xml(str(summary, "command", "run")) << ": " << escape_xml(status) << "</title>\n"
+     << "<style>body{font-family:sans-serif;margin:2em;max-width:70em}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
+        "pre{background:#f4f4f4;padding:8px;overflow-x:auto}.exact{color:#070}.mismatch,.error,.interrupted{color:#b00}"
+        ".note{background:#fff3c0;padding:6px}</style></head><body>\n";
+  os << "<h1>Lockstep " << escape_xml(str(summary, "command", "run")) << ": <span class=\""
+     << escape_xml(status) << "\">" << escape_xml(status) << "</span></h1>\n";
+  os << "<table>\n";
+  auto row = [&](const std::string& k, const std::string& v) {
+    if (!v.empty()) os << "<tr><th>" << escape_xml(k) << "</th><td>" << escape_xml(v) << "</td></tr>\n";
+  };
+  row("steps compared", std::to_string(summary.value("steps", 0ull)));
+  row("mismatches", std::to_string(summary.value("mismatches", 0ull)));
+  row("digest (XXH3-64 of the trace)", str(summary, "digest"));
+  row("mode", str(run, "mode"));
+  row("compare", str(run, "compare"));
+  row("backend", str(run, "backend"));
+  row("chip", str(summary, "chip"));
+  row("seconds", str(run, "seconds"));
+  row("steps/s", str(run, "steps_per_second"));
+  if (run.value("resumed_from", 0ull) > 0) row("resumed from step", str(run, "resumed_from"));
+  row("checkpoints written", str(run, "checkpoints_written"));
+  if (status == "interrupted" || run.value("interrupted", false)) {
+    row("interrupted", "yes: the run was stopped after " + std::to_string(summary.value("steps", 0ull)) +
+                           " steps; resume with --resume");
+  }
+  row("error", str(summary, "error"));
+  os << "</table>\n";
+  os << "<h2>Streams</h2>\n<table><tr><th>guest</th><th>steps</th><th>end</th><th>mismatches</th>"
+        "<th>digest</th><th>chip digest</th></tr>\n";
+  for (const json& s : streams) {
+    os << "<tr><td>" << escape_xml(str(s, "guest")) << "</td><td>" << s.value("steps", 0ull) << "</td><td>"
+       << escape_xml(str(s, "end")) << "</td><td>" << s.value("mismatches", 0ull) << "</td><td><code>"
+       << escape_xml(str(s, "digest")) << "</code></td><td><code>" << escape_xml(str(s, "chip_digest"))
+       << "</code></td></tr>\n";
+  }
+  os << "</table>\n";
+  for (const json& s : streams) {
+    if (!s.contains("divergence") || !s["divergence"].is_object()) continue;
+    const json& d = s["divergence"];
+    os << "<h2>Divergence: " << escape_xml(str(s, "guest")) << ", step " << escape_xml(str(d, "step"))
+       << "</h2>\n<table>\n";
+    row("mode at the step", str(d, "mode"));
+    row("instruction", str(d, "pc_hex") + "  " + str(d, "word") + "  " + str(d, "disassembly"));
+    row("trace field", str(d, "field") + (d.value("byte_index", -1) >= 0 ? " byte " + str(d, "byte_index") : ""));
+    row("expected", str(d, "expected_text") + " (id " + str(d, "expected") + ")");
+    row("actual", str(d, "actual_text") + " (id " + str(d, "actual") + ")");
+    row("differing bits", str(d, "bits_text"));
+    row("layer", str(d.value("attribution", json::object()), "text"));
+    row("fault", str(d, "fault") + ": " + str(d, "fault_text"));
+    if (d.contains("bisection") && d["bisection"].is_object()) row("bisection", str(d["bisection"], "text"));
+    os << "</table>\n<h3>Last instructions</h3>\n<pre>";
+    const json recent = d.value("recent", json::array());
+    for (const json& r : recent) {
+      os << "step " << r.value("first_step", 0ull) << "  " << escape_xml(str(r, "pc_hex")) << "  "
+         << escape_xml(str(r, "disassembly")) << "  ->";
+      const json texts = r.value("token_text", json::array());
+      for (const json& t : texts) os << " " << escape_xml(t.get<std::string>());
+      os << "\n";
+    }
+    os << "</pre>\n";
+  }
+  os << "<h2>Plots</h2>\n";
+  if (!plot_note.empty()) os << "<p class=\"note\">" << escape_xml(plot_note) << "</p>\n";
+  for (const Plot& p : plots) {
+    if (p.svg.empty()) continue;
+    const auto at = p.svg.find("<svg");
+    os << "<figure><figcaption>" << escape_xml(p.title) << "</figcaption>\n"
+       << (at == std::string::npos ? p.svg : p.svg.substr(at)) << "\n</figure>\n";
+  }
+  for (const json& s : streams) {
+    const std::string console = str(s, "console");
+    if (console.empty()) continue;
+    os << "<h2>Console output: " << escape_xml(str(s, "guest")) << "</h2>\n<pre>" << escape_xml(console)
+       << "</pre>\n";
+  }
+  os << "<h2>Summary JSON</h2>\n<pre>" << escape_xml(summary.dump(2)) << "</pre>\n</body></html>\n";
+  return os.str();
+}
+
+ReportFiles write_report(const fs::path& dir, const json& summary) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw std::runtime_error("report: cannot create " + dir.string() + ": " + ec.message());
+  ReportFiles f;
+  f.summary = dir / kSummaryFile;
+  f.junit = dir / kJUnitFile;
+  f.html = dir / kHtmlFile;
+  write_text(f.summary, summary.dump(2) + "\n");
+  write_text(f.junit, junit_xml(summary));
+  try {
+    f.plots = render_plots(summary, dir / "plots", f.plot_note);
+  } catch (const std::exception& e) {
+    f.plots.clear();
+    f.plot_note = std::string("plots not rendered: ") + e.what();
+  }
+  write_text(f.html, html_report(summary, f.plots, f.plot_note));
+  return f;
+}
+
+ReportFiles render_report(const fs::path& dir) {
+  const std::string text = read_text(dir / kSummaryFile);
+  if (text.empty()) throw std::runtime_error("report: no " + (dir / kSummaryFile).string());
+  json summary;
+  try {
+    summary = json::parse(text);
+  } catch (const json::exception& e) {
+    throw std::runtime_error("report: " + (dir / kSummaryFile).string() + " is not JSON: " + e.what());
+  }
+  if (!summary.is_object()) throw std::runtime_error("report: " + (dir / kSummaryFile).string() + " is not a JSON object");
+  ReportFiles f;
+  f.summary = dir / kSummaryFile;
+  f.junit = dir / kJUnitFile;
+  f.html = dir / kHtmlFile;
+  write_text(f.junit, junit_xml(summary));
+  try {
+    f.plots = render_plots(summary, dir / "plots", f.plot_note);
+  } catch (const std::exception& e) {
+    f.plot_note = std::string("plots not rendered: ") + e.what();
+  }
+  write_text(f.html, html_report(summary, f.plots, f.plot_note));
+  return f;
+}
+
+}  // namespace lockstep::reports
