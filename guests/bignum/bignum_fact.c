@@ -2,8 +2,8 @@
  *
  * k! is built by k successive bn_mul_1 (bn.mac / bn.accrd) steps.  At the
  * checkpoints below the guest prints "fact(k) = 0x<hex>" and "bits(k) = <n>".
- * As a check that also exercises bn.subb and bn.addc, for every k it verifies
- * (k+1)! - k! = k * k! and k! + k * k! = (k+1)!.  Last line: "bignum_fact: ok"
+ * As a check that also exercises bn.subb and bn.addc, for every tenth k and
+ * every checkpoint it verifies (k+1)! - k! = k * k! and k! + k * k! = (k+1)!.  Last line: "bignum_fact: ok"
  * (exit 0) or "bignum_fact: FAILED" (exit 1).  tests/guests compares the
  * numbers with GMP's mpz_fac_ui.
  */
@@ -31,6 +31,11 @@ int main(void) {
     int m = next[n] ? n + 1 : n;
     /* check: next - f == k * f, and f + k * f == next */
     for (int i = n; i < m; i++) f[i] = 0;
+    if (k % 10 != 0 && k + 1 != checkpoints[next_cp]) {
+      for (int i = 0; i < m; i++) f[i] = next[i];
+      n = m;
+      continue;
+    }
     kf[n] = bn_mul_1(kf, f, n, (uint32_t)k);
     for (int i = n + 1; i <= m; i++) kf[i] = 0;
     if (bn_sub_n(t, next, f, m) != 0 || bn_cmp_n(t, kf, m) != 0) ok = 0;
