@@ -1,0 +1,165 @@
+// Model loading, pieces blob, genuineness check and quality measurement (see quality.h).
+#include "quality.h"
+
+#include <cstdio>
+#include <ostream>
+#include <sstream>
+
+#include "story.h"
+#include "vx.h"
+
+namespace lockstep::host {
+
+Tokenizer synthetic_tokenizer() {
+  Tokenizer t;
+  t.max_token_length = 16;
+  for (int i = 0; i < 512; ++i) {
+    std::string p;
+    if (i == 0) p = "<unk>";
+    else if (i == 1) p = "\n<s>\n";
+    else if (i == 2) p = "\n</s>\n";
+    else if (i < 259) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "<0x%02X>", i - 3);
+      p = buf;
+    } else {
+      p = " w" + std::to_string(i);
+    }
+    t.pieces.push_back(p);
+    t.scores.push_back(0.0f);
+  }
+  return t;
+}
+
+LoadedModel load_model(const std::filesystem::path& dir, bool force_synthetic, std::ostream& log) {
+  LoadedModel m;
+  const auto ckp = dir / "stories260K.bin", tkp = dir / "tok512.bin";
+  if (!force_synthetic && std::filesystem::exists(ckp)) {
+    const auto bytes = read_file_bytes(ckp);
+    m.ck = parse_checkpoint(bytes, ckp.string());
+    m.tok = read_tokenizer(tkp, m.ck.config.vocab_size);
+    m.real = true;
+    m.description = "stories260K.bin (sha256 " + sha256_hex(bytes) + ")";
+    return m;
+  }
+  char seed[32];
+  std::snprintf(seed, sizeof seed, "0x%016llX", static_cast<unsigned long long>(kSyntheticSeed));
+  m.ck = synthetic_checkpoint(kSyntheticSeed);
+  m.tok = synthetic_tokenizer();
+  m.description = std::string("synthetic model (SplitMix64 seed ") + seed + ")";
+  log << "lockstep-model: using the " << m.description
+      << (force_synthetic ? "" : (" because " + ckp.string() + " is absent")) << "\n";
+  return m;
+}
+
+std::vector<std::uint8_t> pieces_blob(const Tokenizer& tok) {
+  std::vector<std::string> dec;
+  for (std::size_t i = 0; i < tok.pieces.size(); ++i) dec.push_back(tok.decode(0, static_cast<int>(i)));
+  std::vector<std::uint8_t> out;
+  std::uint32_t off = static_cast<std::uint32_t>(4 * (dec.size() + 1));
+  auto put = [&](std::uint32_t v) {
+    for (int k = 0; k < 4; ++k) out.push_back(static_cast<std::uint8_t>(v >> (8 * k)));
+  };
+  for (const auto& p : dec) {
+    put(off);
+    off += static_cast<std::uint32_t>(p.size());
+  }
+  put(off);
+  for (const auto& p : dec) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+std::pair<bool, std::string> check_genuine(const LoadedModel& m) {
+  if (!m.real) return {false, "not checked: " + m.description};
+  const auto toks = greedy_float(m.ck, 20);
+  std::vector<int> with_bos{1};
+  with_bos.insert(with_bos.end(), toks.begin(), toks.end());
+  const std::string text = m.tok.decode_all(with_bos);
+  const bool hash_ok = m.description.find(kStories260KSha256) != std::string::npos;
+  const bool text_ok = text.rfind(kExpectedStoryPrefix, 0) == 0;
+  std::string msg = m.description + ": ";
+  if (hash_ok && text_ok) return {true, msg + "genuine stories260K; greedy story begins \"" + text + "\""};
+  msg += hash_ok ? "SHA-256 matches" : "SHA-256 differs from the genuine stories260K";
+  msg += text_ok ? "; greedy story is the expected one"
+                 : "; greedy story does not begin \"" + std::string(kExpectedStoryPrefix) +
+                       "\" (a copy with transposed matrices reads like this): \"" + text + "\"";
+  return {false, msg};
+}
+
+namespace {
+
+std::string decode_from_bos(const Tokenizer& tok, const std::vector<int>& toks, std::size_t n) {
+  std::vector<int> with_bos{1};
+  with_bos.insert(with_bos.end(), toks.begin(), toks.begin() + static_cast<long>(std::min(n, toks.size())));
+  return tok.decode_all(with_bos);
+}
+
+}  // namespace
+
+QualityReport measure_quality(const Checkpoint& ck, const Tokenizer& tok, int positions) {
+  QualityReport q;
+  const VxImage img = convert_vx(ck);
+  q.float_tokens = greedy_float(ck, std::max(positions, 256));
+  q.float_text = decode_from_bos(tok, q.float_tokens, 63);
+  q.vx_tokens = greedy_vx(img, 63);
+  q.vx_text = decode_from_bos(tok, q.vx_tokens, 63);
+  while (q.greedy_common_prefix < 63 && q.vx_tokens[static_cast<std::size_t>(q.greedy_common_prefix)] ==
+                                            q.float_tokens[static_cast<std::size_t>(q.greedy_common_prefix)])
+    ++q.greedy_common_prefix;
+  // Host-only long-cache variant: same arithmetic, `positions` cache rows per layer.
+  {
+    VxModel vx(img, positions);
+    q.long_positions = positions;
+    for (int pos = 0; pos < positions; ++pos) {
+      const int in = pos == 0 ? 1 : q.float_tokens[static_cast<std::size_t>(pos - 1)];
+      q.long_agree += vx.forward(in, pos) == q.float_tokens[static_cast<std::size_t>(pos)];
+    }
+  }
+  // Hardware build (64 positions): 4 windows, each BOS + 63 tokens of the float story.
+  for (int w = 0; w < 4; ++w) {
+    VxModel vx(img, kCachePositions);
+    FloatModel fm(ck);
+    for (int pos = 0; pos < kCachePositions; ++pos) {
+      const int in = pos == 0 ? 1 : q.float_tokens[static_cast<std::size_t>(64 * w + pos - 1)];
+      const bool agree = vx.forward(in, pos) == argmax(fm.forward(in, pos));
+      q.window_agree += agree;
+      if (w == 0) q.first_window_agree += agree;
+      ++q.window_positions;
+    }
+  }
+  return q;
+}
+
+std::string format_quality(const QualityReport& q) {
+  std::ostringstream o;
+  char buf[256];
+  o << "model: " << q.model << "\n";
+  std::snprintf(buf, sizeof buf, "teacher-forced top-1 agreement, host long-cache vx variant, positions 0..%d: %d/%d = %.2f%%\n",
+                q.long_positions - 1, q.long_agree, q.long_positions, 100.0 * q.long_agree / q.long_positions);
+  o << buf;
+  std::snprintf(buf, sizeof buf, "teacher-forced top-1 agreement, hardware vx build (64 positions), 4 windows x 64: %d/%d = %.2f%%\n",
+                q.window_agree, q.window_positions, 100.0 * q.window_agree / q.window_positions);
+  o << buf;
+  std::snprintf(buf, sizeof buf, "  of which positions 0..63 of the float story: %d/64\n", q.first_window_agree);
+  o << buf;
+  o << "greedy stories agree on the first " << q.greedy_common_prefix << " of 63 tokens\n";
+  o << "float32 greedy: " << q.float_text << "\n";
+  o << "vx greedy:      " << q.vx_text << "\n";
+  return o.str();
+}
+
+nlohmann::json quality_json(const QualityReport& q) {
+  return {{"model", q.model},
+          {"long_positions", q.long_positions},
+          {"long_agree", q.long_agree},
+          {"window_positions", q.window_positions},
+          {"window_agree", q.window_agree},
+          {"first_window_agree", q.first_window_agree},
+          {"greedy_common_prefix", q.greedy_common_prefix},
+          {"float_tokens", q.float_tokens},
+          {"float_text", q.float_text},
+          {"vx_tokens", q.vx_tokens},
+          {"vx_text", q.vx_text}};
+}
+
+}  // namespace lockstep::host

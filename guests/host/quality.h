@@ -1,0 +1,63 @@
+// Model loading (real or synthetic), the tokenizer pieces blob, the genuineness check and the
+// quality measurement of the vx build against float32 (docs/quality.md).
+#pragma once
+
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "llama2c.h"
+
+namespace lockstep::host {
+
+/// The story the genuine checkpoint tells greedily from BOS begins with this text.
+inline constexpr std::string_view kExpectedStoryPrefix =
+    "Once upon a time, there was a little girl named Lily";
+
+/// A model and its tokenizer, with a line saying which one it is.
+struct LoadedModel {
+  Checkpoint ck;
+  Tokenizer tok;
+  bool real = false;        ///< loaded from stories260K.bin
+  std::string description;  ///< "stories260K.bin (sha256 ...)" or "synthetic (seed 0x...)"
+};
+
+/// Loads `dir`/stories260K.bin and tok512.bin; falls back to the synthetic model and tokenizer
+/// (logging one line to `log`) when the checkpoint is absent or `force_synthetic`.  A present
+/// but malformed file is an error (ModelError), never a silent fallback.
+LoadedModel load_model(const std::filesystem::path& dir, bool force_synthetic, std::ostream& log);
+
+/// The synthetic tokenizer: piece 0 "<unk>", 1 "\n<s>\n", 2 "\n</s>\n", 3..258 "<0xHH>",
+/// i >= 259 " w<i>" (decimal); scores 0; max_token_length 16.
+Tokenizer synthetic_tokenizer();
+
+/// Token pieces for the guest (vector.md §7.1): 513 little-endian u32 offsets, then the decoded
+/// piece bytes (byte-fallback pieces as their single byte); piece i is [off[i], off[i+1]).
+std::vector<std::uint8_t> pieces_blob(const Tokenizer& tok);
+
+/// Whether `m` is the genuine stories260K: SHA-256 of the file and the float greedy story.
+/// The message says what was found (a transposed public copy fails both).
+std::pair<bool, std::string> check_genuine(const LoadedModel& m);
+
+/// Figures of docs/quality.md.
+struct QualityReport {
+  std::string model;
+  std::vector<int> float_tokens;    ///< float32 greedy, 256 tokens from BOS (not stopped)
+  std::string float_text;           ///< first 63 tokens decoded
+  std::vector<int> vx_tokens;       ///< vx hardware build (64 positions) greedy, 63 tokens
+  std::string vx_text;
+  int long_positions = 0;           ///< host long-cache variant: positions measured
+  int long_agree = 0;               ///< of those, vx top-1 == float top-1 (teacher-forced)
+  int window_positions = 0;         ///< hardware build: 4 windows x 64 positions
+  int window_agree = 0;
+  int first_window_agree = 0;       ///< positions 0..63 of the float story (hardware build)
+  int greedy_common_prefix = 0;     ///< tokens of the two greedy stories that agree from the start
+};
+
+QualityReport measure_quality(const Checkpoint& ck, const Tokenizer& tok, int positions);
+std::string format_quality(const QualityReport& q);
+nlohmann::json quality_json(const QualityReport& q);
+
+}  // namespace lockstep::host
