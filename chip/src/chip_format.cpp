@@ -99,6 +99,13 @@ std::uint32_t get_u32(const json& j, const char* key, const std::string& ctx) {
   if (v > 0xFFFFFFFFull) fail(ctx + ": \"" + key + "\" exceeds 2^32-1");
   return static_cast<std::uint32_t>(v);
 }
+// Dimensions are capped so that a hostile header cannot make the loader allocate absurd memory.
+constexpr std::uint32_t kMaxDim = 1u << 24;
+std::uint32_t get_dim(const json& j, const char* key, const std::string& ctx) {
+  const std::uint32_t v = get_u32(j, key, ctx);
+  if (v > kMaxDim) fail(ctx + ": \"" + key + "\" = " + std::to_string(v) + " exceeds the limit 2^24");
+  return v;
+}
 std::string get_str(const json& j, const char* key, const std::string& ctx) {
   const json& v = need(j, key, ctx);
   if (!v.is_string()) fail(ctx + ": \"" + key + "\" is not a string");
@@ -301,8 +308,8 @@ void config_from_json(const json& j, Chip& chip) {
   c.spec_version = get_str(j, "spec_version", ctx);
   c.compiler = get_str(j, "compiler", ctx);
   c.machine = j.contains("machine") ? get_str(j, "machine", ctx) : "";
-  c.d_model = get_u32(j, "d_model", ctx);
-  c.vocab_size = get_u32(j, "vocab_size", ctx);
+  c.d_model = get_dim(j, "d_model", ctx);
+  c.vocab_size = get_dim(j, "vocab_size", ctx);
   c.number_format = parse_format(get_str(j, "number_format", ctx), ctx);
   const json& layers = need(j, "layers", ctx);
   if (!layers.is_array()) fail("configuration \"layers\" is not an array");
@@ -316,8 +323,8 @@ void config_from_json(const json& j, Chip& chip) {
     for (std::size_t h = 0; h < heads.size(); ++h) {
       const std::string hc = lc + " head " + std::to_string(h);
       Head hd;
-      hd.key_dim = get_u32(heads[h], "key_dim", hc);
-      hd.value_dim = get_u32(heads[h], "value_dim", hc);
+      hd.key_dim = get_dim(heads[h], "key_dim", hc);
+      hd.value_dim = get_dim(heads[h], "value_dim", hc);
       hd.k.act = parse_act(heads[h], "act_k", hc);
       hd.q.act = parse_act(heads[h], "act_q", hc);
       hd.beta.act = parse_act(heads[h], "act_beta", hc);
@@ -329,7 +336,7 @@ void config_from_json(const json& j, Chip& chip) {
     else if (kind == "relu") L.mlp.kind = MlpKind::Relu;
     else if (kind == "gated") L.mlp.kind = MlpKind::Gated;
     else fail(lc + ": unknown mlp kind \"" + kind + "\"");
-    L.mlp.hidden = get_u32(m, "hidden", lc + " mlp");
+    L.mlp.hidden = get_dim(m, "hidden", lc + " mlp");
     chip.layers.push_back(std::move(L));
   }
   for (const json& f : need(j, "fields", ctx))

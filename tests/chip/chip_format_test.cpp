@@ -169,6 +169,8 @@ TEST(ChipFormat, NamesEachProblem) {
   }
   // configuration problems
   expect_format_error(with_config(c, [](std::string& j) { j = "{"; }), "configuration JSON");
+  expect_format_error(with_config(c, [&](std::string& j) { replace_once(j, "\"vocab_size\":", "\"vocab_size\":4000000000,\"x\":"); }),
+                      "exceeds the limit 2^24");
   expect_format_error(with_config(c, [](std::string& j) { replace_once(j, "\"format_version\":1", "\"format_version\":99"); }),
                       "unsupported format_version 99");
   expect_format_error(with_config(c, [](std::string& j) { replace_once(j, "\"act_k\":\"identity\"", "\"act_k\":\"tanh\""); }),

@@ -1,0 +1,30 @@
+// The scalar RV32 machine compiled into chip layers (docs/chip-design.md).
+// compile_rv32_chip() computes every weight; the executor stays ISA-agnostic.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lockstep/chip/chip.hpp"
+
+namespace lockstep::chip::rv32 {
+
+/// Guest-image address of the initial register file: x_r's 4 little-endian bytes live at
+/// kRegImageAddress + 4 r (r = 1..31). The address is above the 32-bit guest address space,
+/// so no ELF segment can land there; an image without bytes there starts with x1..x31 = 0
+/// (isa.md section 1 reset values).
+inline constexpr std::uint64_t kRegImageAddress = 0x1'0000'0000ull;
+
+inline constexpr std::uint32_t kRamBase = 0x0001'0000u;
+inline constexpr std::uint32_t kRamSize = 0x0010'0000u;
+inline constexpr std::uint32_t kNumKinds = 33;  ///< trace kinds 0..32 (trace.md section 2)
+inline constexpr std::uint32_t kVocab = 256 * kNumKinds;
+
+/// Compiles the chip. Deterministic. Throws std::logic_error on an internal compiler bug.
+Chip compile_rv32_chip();
+
+/// What the chip executes (docs/chip-design.md "Coverage"): one line per item.
+std::vector<std::string> rv32_coverage();
+
+}  // namespace lockstep::chip::rv32

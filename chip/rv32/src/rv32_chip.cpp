@@ -1,0 +1,890 @@
+// The RV32 chip compiler (docs/chip-design.md). Every weight is computed here from
+// docs/spec/isa.md and trace.md; the executor only runs generic layer math.
+//
+// Vocabulary: kinds 0..32, id = 256 kind + payload (trace.md section 2).
+// Output: logit(k, p) = 2 NK[k] + NPL[p & 15] + NPH[p >> 4]: the intended token scores 4,
+// every other token at most 3.
+//
+// Layer plan (stage = one memory block then one MLP):
+//   L0  mem: PC (entry bytes, nibble one-hots), ASLOT (A0..A3 bytes as consumed)
+//       mlp: pc validity, code word-index key pieces; data address validity and key pieces
+//   L1  mem: CODE (instruction port), DATA (load port): RAM words, 4 byte scalars per column
+//       mlp: byte -> high-nibble one-hot + low-nibble scalar
+//   L2  mlp: low-nibble one-hot           (IN: instruction nibbles, DN: data-word nibbles)
+//   L3  mlp: decode: rd/rs1/rs2 one-hots, (opcode,f3) candidates, f7 class, S-immediate nibbles
+//   L4  mem: REG1..REG4 (register file read ports; ECALL reads a7, a0, a1, a2)
+//       mlp: instruction class one-hot, ILLEGAL
+//   L5  mlp: JAL/JALR target misalignment, ECALL predicates, compare operand select
+//   L6  mlp: step cases (class x consumed kind): next kind, operand gates; nibble compares
+//   L7  mlp: operand bytes for the adder/logic unit; lexicographic compare; load byte select;
+//            store and EXIT payloads
+//   L8  mlp: carry into the current byte; logic ops; SLT payload; branch decision; load payload
+//   L9  mlp: adder low nibble; branch token
+//   L10 mlp: adder high nibble
+#include "lockstep/chip/rv32/rv32_chip.hpp"
+
+#include <array>
+#include <functional>
+#include <stdexcept>
+
+#include "lockstep/chip/compiler/builder.hpp"
+#include "lockstep/chip/compiler/primitives.hpp"
+
+namespace lockstep::chip::rv32 {
+
+using namespace compiler;
+
+namespace {
+
+// ---- one-hot predicates -------------------------------------------------------------------
+
+using OH = std::vector<Lin>;  // one-hot predicate vector: at most one entry is 1, others 0
+
+bool is_zero(const Lin& l) { return l.terms.empty() && l.c == 0; }
+
+OH field_oh(const FieldRef& f, std::uint32_t first, std::uint32_t n) {
+  OH o;
+  for (std::uint32_t i = 0; i < n; ++i) o.push_back(f[first + i]);
+  return o;
+}
+// Nibble n (0..7) of a 32-bit value held as 8 nibble one-hots (16 rows each).
+OH nib(const FieldRef& f, std::uint32_t n) { return field_oh(f, 16 * n, 16); }
+OH const_oh(std::uint32_t size, std::uint32_t v) {
+  OH o(size);
+  o[v] = Lin::constant(1);
+  return o;
+}
+// Entry u of the result = sum of entries j of `o` with (j & mask) == u (size 16; entries that
+// are not of that form stay constant 0).
+OH masked(const OH& o, unsigned mask) {
+  OH r(o.size());
+  for (unsigned j = 0; j < o.size(); ++j) r[j & mask] += o[j];
+  return r;
+}
+Lin any_of(const OH& o, const std::function<bool(unsigned)>& pred) {
+  Lin l;
+  for (unsigned j = 0; j < o.size(); ++j)
+    if (pred(j)) l += o[j];
+  return l;
+}
+// Value of a byte given its two nibble one-hots, as a linear form.
+Lin byte_value(const OH& lo, const OH& hi) {
+  Lin l;
+  for (unsigned v = 0; v < 16; ++v) {
+    l += lo[v] * static_cast<double>(v);
+    l += hi[v] * static_cast<double>(16 * v);
+  }
+  return l;
+}
+
+// Table over one-hot parts: for every combination of part values (skipping constant-zero
+// predicates) with a non-empty fn result, one unit ReLU(sum predicates + sum gates - (n - 1))
+// that is 1 exactly when every part has that value and every gate is 1; its output is fn(values).
+void table(LayerBuilder& L, const std::vector<OH>& parts,
+           const std::function<SparseVec(const std::vector<unsigned>&)>& fn, const std::vector<Lin>& gates = {}) {
+  std::vector<unsigned> vals(parts.size(), 0);
+  const double n = static_cast<double>(parts.size() + gates.size());
+  std::function<void(std::size_t, Lin)> rec = [&](std::size_t p, Lin acc) {
+    if (p == parts.size()) {
+      const SparseVec out = fn(vals);
+      if (out.empty()) return;
+      Lin pre = acc;
+      for (const Lin& g : gates) pre += g;
+      pre = pre - (n - 1);
+      const std::uint32_t u = L.relu_unit(pre);
+      for (const auto& [d, v] : out) L.unit_out(u, d, v);
+      return;
+    }
+    for (unsigned v = 0; v < parts[p].size(); ++v) {
+      if (is_zero(parts[p][v])) continue;
+      vals[p] = v;
+      rec(p + 1, acc + parts[p][v]);
+    }
+  };
+  rec(0, Lin());
+}
+
+// x[out] += coef * [all conditions] for 0/1 conditions (one unit).
+void when(LayerBuilder& L, const std::vector<Lin>& conds, const SparseVec& outs) {
+  Lin s;
+  for (const Lin& c : conds) s += c;
+  const std::uint32_t u = L.relu_unit(s - static_cast<double>(conds.size() - 1));
+  for (const auto& [d, v] : outs) L.unit_out(u, d, v);
+}
+
+// ---- the machine -------------------------------------------------------------------------
+
+// Token kinds (trace.md section 2).
+enum Kind : std::uint32_t {
+  kCtrl = 0, kW0 = 1, kA0 = 5, kS0 = 9, kBr = 13, kDq = 14, kCf = 15, kAc0 = 16, kOut = 28, kErr = 29,
+  kNop = 30, kExit = 31, kTrap = 32
+};
+
+enum Cls : std::uint32_t {
+  LUI, AUIPC, JAL, JALR, BEQ, BNE, BLT, BGE, BLTU, BGEU, LB, LH, LW, LBU, LHU, SB, SH, SW,
+  ADDI, SLTI, SLTIU, XORI, ORI, ANDI, SLLI, SRLI, SRAI,
+  ADD, SUB, SLL, SLT, SLTU, XOR, SRL, SRA, OR, AND,
+  MUL, MULH, MULHSU, MULHU, DIV, DIVU, REM, REMU, SH1ADD, SH2ADD, SH3ADD,
+  FENCE, ECALL, EBREAK, BN_ADDC, BN_SUBB, BN_XCHGC, BN_MAC, BN_ACCRD, BN_ACCCLR, kNumCls
+};
+
+struct ClsSpec {
+  Cls cls;
+  unsigned opcode;
+  int f3;  // -1: any
+  int f7;  // -1: any
+};
+
+const std::vector<ClsSpec>& cls_specs() {
+  static const std::vector<ClsSpec> s = {
+      {LUI, 0x37, -1, -1},   {AUIPC, 0x17, -1, -1}, {JAL, 0x6F, -1, -1},   {JALR, 0x67, 0, -1},
+      {BEQ, 0x63, 0, -1},    {BNE, 0x63, 1, -1},    {BLT, 0x63, 4, -1},    {BGE, 0x63, 5, -1},
+      {BLTU, 0x63, 6, -1},   {BGEU, 0x63, 7, -1},   {LB, 0x03, 0, -1},     {LH, 0x03, 1, -1},
+      {LW, 0x03, 2, -1},     {LBU, 0x03, 4, -1},    {LHU, 0x03, 5, -1},    {SB, 0x23, 0, -1},
+      {SH, 0x23, 1, -1},     {SW, 0x23, 2, -1},     {ADDI, 0x13, 0, -1},   {SLTI, 0x13, 2, -1},
+      {SLTIU, 0x13, 3, -1},  {XORI, 0x13, 4, -1},   {ORI, 0x13, 6, -1},    {ANDI, 0x13, 7, -1},
+      {SLLI, 0x13, 1, 0x00}, {SRLI, 0x13, 5, 0x00}, {SRAI, 0x13, 5, 0x20}, {ADD, 0x33, 0, 0x00},
+      {SUB, 0x33, 0, 0x20},  {SLL, 0x33, 1, 0x00},  {SLT, 0x33, 2, 0x00},  {SLTU, 0x33, 3, 0x00},
+      {XOR, 0x33, 4, 0x00},  {SRL, 0x33, 5, 0x00},  {SRA, 0x33, 5, 0x20},  {OR, 0x33, 6, 0x00},
+      {AND, 0x33, 7, 0x00},  {MUL, 0x33, 0, 0x01},  {MULH, 0x33, 1, 0x01}, {MULHSU, 0x33, 2, 0x01},
+      {MULHU, 0x33, 3, 0x01}, {DIV, 0x33, 4, 0x01}, {DIVU, 0x33, 5, 0x01}, {REM, 0x33, 6, 0x01},
+      {REMU, 0x33, 7, 0x01}, {SH1ADD, 0x33, 2, 0x10}, {SH2ADD, 0x33, 4, 0x10}, {SH3ADD, 0x33, 6, 0x10},
+      {FENCE, 0x0F, 0, -1},  {BN_ADDC, 0x0B, 0, 0x00}, {BN_SUBB, 0x0B, 1, 0x00}, {BN_XCHGC, 0x0B, 2, 0x00},
+      {BN_MAC, 0x0B, 3, 0x00}, {BN_ACCRD, 0x0B, 4, 0x00}, {BN_ACCCLR, 0x0B, 5, 0x00},
+  };
+  return s;
+}
+const std::array<unsigned, 4> kF7Values = {0x00, 0x20, 0x01, 0x10};
+int f7_index(int f7) {
+  for (unsigned i = 0; i < kF7Values.size(); ++i)
+    if (static_cast<int>(kF7Values[i]) == f7) return static_cast<int>(i);
+  return -1;
+}
+
+// Operand sources of the byte-serial adder / logic unit.
+enum ASrc : std::uint32_t { A_RS1, A_PC, A_ZERO, kNumASrc };
+enum BSrc : std::uint32_t { B_RS2, B_RS2INV, B_IMMI, B_IMMS, B_IMMU, B_FOUR, kNumBSrc };
+enum Op : std::uint32_t { OP_ADD, OP_XOR, OP_OR, OP_AND, kNumOp };
+
+struct AluUse {
+  Cls cls;
+  ASrc a;
+  BSrc b;
+  Op op;
+  bool addr;  // emits A0..A3 (loads/stores) instead of W0..W3
+};
+
+const std::vector<AluUse>& alu_uses() {
+  static const std::vector<AluUse> u = {
+      {ADDI, A_RS1, B_IMMI, OP_ADD, false}, {ADD, A_RS1, B_RS2, OP_ADD, false},
+      {SUB, A_RS1, B_RS2INV, OP_ADD, false}, {LUI, A_ZERO, B_IMMU, OP_ADD, false},
+      {AUIPC, A_PC, B_IMMU, OP_ADD, false}, {JAL, A_PC, B_FOUR, OP_ADD, false},
+      {JALR, A_PC, B_FOUR, OP_ADD, false},  {XORI, A_RS1, B_IMMI, OP_XOR, false},
+      {ORI, A_RS1, B_IMMI, OP_OR, false},   {ANDI, A_RS1, B_IMMI, OP_AND, false},
+      {XOR, A_RS1, B_RS2, OP_XOR, false},   {OR, A_RS1, B_RS2, OP_OR, false},
+      {AND, A_RS1, B_RS2, OP_AND, false},   {LB, A_RS1, B_IMMI, OP_ADD, true},
+      {LH, A_RS1, B_IMMI, OP_ADD, true},    {LW, A_RS1, B_IMMI, OP_ADD, true},
+      {LBU, A_RS1, B_IMMI, OP_ADD, true},   {LHU, A_RS1, B_IMMI, OP_ADD, true},
+      {SB, A_RS1, B_IMMS, OP_ADD, true},    {SH, A_RS1, B_IMMS, OP_ADD, true},
+      {SW, A_RS1, B_IMMS, OP_ADD, true},
+  };
+  return u;
+}
+
+constexpr std::uint32_t kWords = kRamSize / 4;  // 2^18 RAM words
+constexpr std::uint32_t kNumLayers = 11;
+
+class Compiler {
+ public:
+  Compiler() : B("rv32: RV32I scalar machine, single-pc subset (docs/chip-design.md)", kVocab,
+                 "lockstep-chip-rv32 0.1") {}
+
+  Chip run() {
+    for (std::uint32_t l = 0; l < kNumLayers; ++l) B.add_layer();
+    embedding();
+    layer0();
+    layer1_2();
+    layer3();
+    layer4();
+    layer5();
+    layer6();
+    layer7();
+    layer8();
+    layer9_10();
+    emission();
+    declare();
+    return B.build();
+  }
+
+ private:
+  ChipBuilder B;
+  LayerBuilder& L(std::uint32_t l) { return B.layer(l); }
+
+  // embedding fields
+  FieldRef K, PN, PS, APN;
+  // L0
+  FieldRef PCN, ADDR, VALID, INR, WL, WH, DWL, DWH;
+  // L1/L2
+  FieldRef IWB, DWB, IHI, ILOS, DHI, DLOS, IN, DN;
+  // L3
+  FieldRef RD, RS1, RS2, PRE, F7, WECALL, WEBREAK, IMS01;
+  // L4
+  FieldRef R1, R2, RA1, RA2, CLS, ILL;
+  // L5
+  FieldRef MISJ, EQ93, EQ64, FDOK, LEN0, BF;
+  // L6
+  FieldRef NK, NPL, NPH, GA, GB, OPF, CIN, CSLT, CB, LG, SG, GEXIT, LTN, EQN;
+  // L7
+  FieldRef ACUR, BCUR, APREV, BPREV, LT, EQ, SELB, SEXT, ZEXT;
+  // L8
+  FieldRef C1, TK;
+  // L9
+  FieldRef CM;
+
+  Lin k(std::uint32_t kind) const { return K[kind]; }
+  Lin cls(Cls c) const { return CLS[c]; }
+
+  // ---- embedding: kind one-hot, payload nibble one-hots, payload scalar, A-byte slots ----
+  void embedding() {
+    K = B.field("kind", kNumKinds);
+    PN = B.field("payload_nibbles", 32);
+    PS = B.field("payload", 1);
+    APN = B.field("a_byte_nibbles", 128);
+    for (std::uint32_t kd = 0; kd < kNumKinds; ++kd)
+      for (std::uint32_t p = 0; p < 256; ++p) {
+        const Token t = 256 * kd + p;
+        B.embed(t, K.dim(kd), 1);
+        B.embed(t, PN.dim(p & 15), 1);
+        B.embed(t, PN.dim(16 + (p >> 4)), 1);
+        if (p) B.embed(t, PS.dim(), p);
+        if (kd >= kA0 && kd < kA0 + 4) {
+          const std::uint32_t i = kd - kA0;
+          B.embed(t, APN.dim(32 * i + (p & 15)), 1);
+          B.embed(t, APN.dim(32 * i + 16 + (p >> 4)), 1);
+        }
+      }
+  }
+
+  // Word-index key pieces of an address held as nibble one-hots (field f: 8 nibbles):
+  // w = (a - RAM_BASE) >> 2; wl = w & 511 = a[10:2]; wh = w >> 9 = a[19:11] - 0x20.
+  // Bits 16..19 of a - RAM_BASE are (a[19:16] - 1) & 15 whenever the address is in RAM.
+  void key_pieces(LayerBuilder& l, const FieldRef& f, const FieldRef& wl, const FieldRef& wh) {
+    table(l, {masked(nib(f, 0), 0xC), nib(f, 1), masked(nib(f, 2), 0x7)}, [&](const std::vector<unsigned>& v) {
+      const unsigned w = (v[0] >> 2) | (v[1] << 2) | (v[2] << 6);
+      return SparseVec{{wl.dim(w), 1.0}};
+    });
+    table(l, {masked(nib(f, 2), 0x8), nib(f, 3), nib(f, 4)}, [&](const std::vector<unsigned>& v) {
+      const unsigned w = (v[0] >> 3) | (v[1] << 1) | (((v[2] + 15) & 15) << 5);
+      return SparseVec{{wh.dim(w), 1.0}};
+    });
+  }
+  // [a in RAM] for the word containing a (bytes 2, 3 of a): a[31:24] = 0 and a[23:16] in 1..16.
+  void in_ram(LayerBuilder& l, const FieldRef& f, std::uint32_t out) {
+    const Lin b3zero = nib(f, 6)[0] + nib(f, 7)[0];
+    const OH b2lo = nib(f, 4), b2hi = nib(f, 5);
+    when(l, {b3zero - 1.0, b2hi[0], any_of(b2lo, [](unsigned j) { return j >= 1; })}, {{out, 1.0}});
+    when(l, {b3zero - 1.0, b2hi[1], b2lo[0]}, {{out, 1.0}});
+  }
+
+  void layer0() {
+    LayerBuilder& l0 = L(0);
+    PCN = B.field("pc_nibbles", 128);
+    ADDR = B.field("addr_nibbles", 128);
+    {  // PC: one slot holding the entry address (4 bytes as nibble one-hots)
+      const std::uint32_t h = l0.add_head(1, 128);
+      HeadBuilder& H = l0.head(h);
+      H.q[0] = Lin::constant(1);
+      for (std::uint32_t i = 0; i < 128; ++i) H.out.emplace_back(i, PCN.dim(i), 1.0);
+      Initialiser in;
+      in.name = "pc";
+      in.layer = 0;
+      in.head = h;
+      in.source = ByteSourceKind::Entry;
+      in.length = 4;
+      in.encoding = ByteEncoding::Nibbles;
+      in.bytes_per_column = 4;
+      B.initialiser(in);
+    }
+    {  // ASLOT: A0..A3 bytes as consumed; slot i holds byte i at rows 32 i.
+      const std::uint32_t h = l0.add_head(4, 128);
+      HeadBuilder& H = l0.head(h);
+      for (std::uint32_t i = 0; i < 4; ++i) {
+        H.k[i] = k(kA0 + i);
+        H.beta += k(kA0 + i);
+        H.q[i] = Lin::constant(1);
+      }
+      for (std::uint32_t r = 0; r < 128; ++r) {
+        H.v[r] = APN[r];
+        H.out.emplace_back(r, ADDR.dim(r), 1.0);
+      }
+    }
+    VALID = B.field("pc_valid", 1);
+    INR = B.field("addr_in_ram", 1);
+    WL = B.field("code_wl", 512);
+    WH = B.field("code_wh", 512);
+    DWL = B.field("data_wl", 512);
+    DWH = B.field("data_wh", 512);
+    in_ram(l0, PCN, VALID.dim());
+    in_ram(l0, ADDR, INR.dim());
+    key_pieces(l0, PCN, WL, WH);
+    key_pieces(l0, ADDR, DWL, DWH);
+  }
+
+  // A RAM port: 2^18 word columns x 4 byte scalars, initialised from the image's RAM range.
+  void ram_port(std::uint32_t layer, const std::string& name, const FieldRef& wl, const FieldRef& wh,
+                const FieldRef& out) {
+    LayerBuilder& l = L(layer);
+    const std::uint32_t h = l.add_head(kWords, 4, Activation::Identity, Activation::Relu);
+    HeadBuilder& H = l.head(h);
+    for (std::uint32_t w = 0; w < kWords; ++w) H.q[w] = wl[w & 511] + wh[w >> 9] - 1.0;
+    for (std::uint32_t i = 0; i < 4; ++i) H.out.emplace_back(i, out.dim(i), 1.0);
+    Initialiser in;
+    in.name = name;
+    in.layer = layer;
+    in.head = h;
+    in.source = ByteSourceKind::Image;
+    in.address = kRamBase;
+    in.length = kRamSize;
+    in.encoding = ByteEncoding::Scalar;
+    in.bytes_per_column = 4;
+    B.initialiser(in);
+  }
+
+  // Byte scalars -> nibble one-hots in two stages (thresholds for the high nibble, then a
+  // one-hot decode of the low nibble).
+  void byte_decode(const FieldRef& bytes, const FieldRef& hi, const FieldRef& los, const FieldRef& out) {
+    LayerBuilder& s1 = L(1);
+    LayerBuilder& s2 = L(2);
+    for (std::uint32_t b = 0; b < 4; ++b) {
+      const Lin x = bytes[b];
+      // T_j = [x >= 16 j] = ReLU(x - 16 j + 1) - ReLU(x - 16 j), j = 1..15; hi one-hot: T_j - T_{j+1}.
+      s1.unit_out(s1.relu_unit(x), los.dim(b), 1);
+      s1.mlp_bias(hi.dim(16 * b + 0), 1);
+      for (std::uint32_t j = 1; j < 16; ++j) {
+        const std::uint32_t u1 = s1.relu_unit(x - (16.0 * j - 1));
+        const std::uint32_t u2 = s1.relu_unit(x - 16.0 * j);
+        for (auto [u, sgn] : {std::pair{u1, 1.0}, std::pair{u2, -1.0}}) {
+          s1.unit_out(u, hi.dim(16 * b + j), sgn);
+          s1.unit_out(u, hi.dim(16 * b + j - 1), -sgn);
+          s1.unit_out(u, los.dim(b), -16 * sgn);
+        }
+      }
+      FieldRef lo_out{out.name, out.offset + 32 * b, 16};
+      onehot_decode(s2, los[b], lo_out);
+      for (std::uint32_t v = 0; v < 16; ++v) pass(s2, hi[16 * b + v], out.dim(32 * b + 16 + v));
+    }
+  }
+
+  void layer1_2() {
+    IWB = B.field("inst_bytes", 4);
+    DWB = B.field("data_bytes", 4);
+    ram_port(1, "ram_code", WL, WH, IWB);
+    ram_port(1, "ram_data", DWL, DWH, DWB);
+    IHI = B.field("inst_hi", 64);
+    ILOS = B.field("inst_lo_scalar", 4);
+    DHI = B.field("data_hi", 64);
+    DLOS = B.field("data_lo_scalar", 4);
+    IN = B.field("inst_nibbles", 128);
+    DN = B.field("data_nibbles", 128);
+    byte_decode(IWB, IHI, ILOS, IN);
+    byte_decode(DWB, DHI, DLOS, DN);
+  }
+
+  // ---- decode ----
+  OH imm_i(std::uint32_t n) const {  // imm_i nibble n
+    if (n < 3) return nib(IN, 5 + n);
+    return sign_oh();
+  }
+  OH sign_oh() const {
+    OH s(16);
+    s[15] = any_of(nib(IN, 7), [](unsigned j) { return j >= 8; });
+    s[0] = any_of(nib(IN, 7), [](unsigned j) { return j < 8; });
+    return s;
+  }
+  OH imm_s(std::uint32_t n) const {
+    if (n < 2) return field_oh(IMS01, 16 * n, 16);
+    if (n == 2) return nib(IN, 7);
+    return sign_oh();
+  }
+  OH imm_u(std::uint32_t n) const { return n < 3 ? const_oh(16, 0) : nib(IN, n); }
+
+  void layer3() {
+    LayerBuilder& l3 = L(3);
+    RD = B.field("rd", 32);
+    RS1 = B.field("rs1", 32);
+    RS2 = B.field("rs2", 32);
+    table(l3, {masked(nib(IN, 1), 8), nib(IN, 2)},
+          [&](const std::vector<unsigned>& v) { return SparseVec{{RD.dim((v[0] >> 3) | (v[1] << 1)), 1.0}}; });
+    table(l3, {masked(nib(IN, 3), 8), nib(IN, 4)},
+          [&](const std::vector<unsigned>& v) { return SparseVec{{RS1.dim((v[0] >> 3) | (v[1] << 1)), 1.0}}; });
+    table(l3, {nib(IN, 5), masked(nib(IN, 6), 1)},
+          [&](const std::vector<unsigned>& v) { return SparseVec{{RS2.dim(v[0] | (v[1] << 4)), 1.0}}; });
+    // (opcode, f3) candidates per class
+    PRE = B.field("class_candidate", kNumCls);
+    table(l3, {nib(IN, 0), masked(nib(IN, 1), 7), masked(nib(IN, 3), 7)}, [&](const std::vector<unsigned>& v) {
+      const unsigned opcode = v[0] | (v[1] << 4), f3 = v[2];
+      SparseVec out;
+      for (const ClsSpec& s : cls_specs())
+        if (s.opcode == opcode && (s.f3 < 0 || static_cast<unsigned>(s.f3) == f3)) out.push_back({PRE.dim(s.cls), 1.0});
+      return out;
+    });
+    F7 = B.field("f7_class", kF7Values.size());
+    table(l3, {masked(nib(IN, 6), 0xE), nib(IN, 7)}, [&](const std::vector<unsigned>& v) {
+      const int f7 = static_cast<int>((v[0] >> 1) | (v[1] << 3));
+      const int i = f7_index(f7);
+      return i < 0 ? SparseVec{} : SparseVec{{F7.dim(static_cast<std::uint32_t>(i)), 1.0}};
+    });
+    WECALL = B.field("word_ecall", 1);
+    WEBREAK = B.field("word_ebreak", 1);
+    for (auto [word, out] : {std::pair{0x00000073u, WECALL.dim()}, std::pair{0x00100073u, WEBREAK.dim()}}) {
+      std::vector<Lin> conds;
+      for (std::uint32_t n = 0; n < 8; ++n) conds.push_back(nib(IN, n)[(word >> (4 * n)) & 15]);
+      when(l3, conds, {{out, 1.0}});
+    }
+    IMS01 = B.field("imm_s_nibbles01", 32);
+    // imm_s[3:0] = inst[10:7]; imm_s[7:4] = inst[27:25] : inst[11]
+    table(l3, {masked(nib(IN, 1), 8), masked(nib(IN, 2), 7)}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{IMS01.dim((v[0] >> 3) | (v[1] << 1)), 1.0}};
+    });
+    table(l3, {masked(nib(IN, 2), 8), masked(nib(IN, 6), 0xE)}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{IMS01.dim(16 + ((v[0] >> 3) | v[1])), 1.0}};
+    });
+  }
+
+  void reg_port(const std::string& name, const std::function<Lin(std::uint32_t)>& q, const FieldRef& out) {
+    LayerBuilder& l4 = L(4);
+    const std::uint32_t h = l4.add_head(32, 128);
+    HeadBuilder& H = l4.head(h);
+    for (std::uint32_t r = 0; r < 32; ++r) H.q[r] = q(r);
+    for (std::uint32_t i = 0; i < 128; ++i) H.out.emplace_back(i, out.dim(i), 1.0);
+    Initialiser in;
+    in.name = name;
+    in.layer = 4;
+    in.head = h;
+    in.column = 1;
+    in.source = ByteSourceKind::Image;
+    in.address = kRegImageAddress + 4;
+    in.length = 31 * 4;
+    in.encoding = ByteEncoding::Nibbles;
+    in.bytes_per_column = 4;
+    B.initialiser(in);
+    Initialiser z;  // x0 = 0 as nibble one-hots
+    z.name = name + "_x0";
+    z.layer = 4;
+    z.head = h;
+    z.column = 0;
+    z.is_const = true;
+    z.values.assign(128, 0.0f);
+    for (std::uint32_t b = 0; b < 4; ++b) {
+      z.values[32 * b] = 1.0f;
+      z.values[32 * b + 16] = 1.0f;
+    }
+    B.initialiser(z);
+  }
+
+  void layer4() {
+    R1 = B.field("rs1_value", 128);
+    R2 = B.field("rs2_value", 128);
+    RA1 = B.field("a1_value", 128);
+    RA2 = B.field("a2_value", 128);
+    const Lin ec = WECALL[0];
+    reg_port("reg_port1", [&](std::uint32_t r) { return RS1[r] + ec * ((r == 17 ? 1.0 : 0.0) - (r == 0 ? 1.0 : 0.0)); }, R1);
+    reg_port("reg_port2", [&](std::uint32_t r) { return RS2[r] + ec * ((r == 10 ? 1.0 : 0.0) - (r == 0 ? 1.0 : 0.0)); }, R2);
+    reg_port("reg_port3", [&](std::uint32_t r) { return r == 11 ? ec : Lin(); }, RA1);
+    reg_port("reg_port4", [&](std::uint32_t r) { return r == 12 ? ec : Lin(); }, RA2);
+    LayerBuilder& l4 = L(4);
+    CLS = B.field("class", kNumCls);
+    ILL = B.field("illegal", 1);
+    pass(l4, VALID[0], ILL.dim());
+    for (const ClsSpec& s : cls_specs()) {
+      std::vector<Lin> conds = {PRE[s.cls], VALID[0]};
+      if (s.f7 >= 0) conds.push_back(F7[static_cast<std::uint32_t>(f7_index(s.f7))]);
+      switch (s.cls) {  // bignum.md section 1: fields that must be zero
+        case BN_XCHGC: conds.push_back(RS2[0]); break;
+        case BN_MAC: conds.push_back(RD[0]); break;
+        case BN_ACCRD: conds.push_back(RS1[0]); conds.push_back(RS2[0]); break;
+        case BN_ACCCLR: conds.push_back(RD[0]); conds.push_back(RS1[0]); conds.push_back(RS2[0]); break;
+        default: break;
+      }
+      when(l4, conds, {{CLS.dim(s.cls), 1.0}, {ILL.dim(), -1.0}});
+    }
+    when(l4, {WECALL[0], VALID[0]}, {{CLS.dim(ECALL), 1.0}, {ILL.dim(), -1.0}});
+    when(l4, {WEBREAK[0], VALID[0]}, {{CLS.dim(EBREAK), 1.0}, {ILL.dim(), -1.0}});
+  }
+
+  Lin sum_cls(std::initializer_list<Cls> cs) const {
+    Lin l;
+    for (Cls c : cs) l += cls(c);
+    return l;
+  }
+  Lin cmp_reg() const { return sum_cls({SLT, SLTU, BEQ, BNE, BLT, BGE, BLTU, BGEU}); }
+  Lin cmp_imm() const { return sum_cls({SLTI, SLTIU}); }
+  Lin cmp_signed() const { return sum_cls({SLT, SLTI, BLT, BGE}); }
+
+  void layer5() {
+    LayerBuilder& l5 = L(5);
+    MISJ = B.field("jump_misaligned", 1);
+    // JAL: imm_j[1] = inst[21]; JALR: bit 1 of (rs1 + imm_i) (bit 0 is cleared, bit 1 decides).
+    when(l5, {cls(JAL), any_of(nib(IN, 5), [](unsigned j) { return (j & 2) != 0; })}, {{MISJ.dim(), 1.0}});
+    table(l5, {masked(nib(R1, 0), 3), masked(nib(IN, 5), 3)}, [&](const std::vector<unsigned>& v) {
+      return ((v[0] + v[1]) & 2) ? SparseVec{{MISJ.dim(), 1.0}} : SparseVec{};
+    }, {cls(JALR)});
+    EQ93 = B.field("a7_is_93", 1);
+    EQ64 = B.field("a7_is_64", 1);
+    FDOK = B.field("fd_ok", 1);
+    LEN0 = B.field("len_zero", 1);
+    auto equals = [&](const FieldRef& f, std::uint32_t value, std::uint32_t out) {
+      std::vector<Lin> conds;
+      for (std::uint32_t n = 0; n < 8; ++n) conds.push_back(nib(f, n)[(value >> (4 * n)) & 15]);
+      when(l5, conds, {{out, 1.0}});
+    };
+    equals(R1, 93, EQ93.dim());
+    equals(R1, 64, EQ64.dim());
+    equals(R2, 1, FDOK.dim());
+    equals(R2, 2, FDOK.dim());
+    equals(RA2, 0, LEN0.dim());
+    // compare operand: rs2 (SLT, SLTU, branches) or imm_i (SLTI, SLTIU), all 8 nibbles
+    BF = B.field("cmp_operand", 128);
+    for (std::uint32_t n = 0; n < 8; ++n) {
+      const OH r2 = nib(R2, n), im = imm_i(n);
+      for (std::uint32_t v = 0; v < 16; ++v) {
+        gated_product(l5, Lin::constant(1), r2[v] + cmp_reg() - 1.0, BF.dim(16 * n + v));
+        if (!is_zero(im[v])) gated_product(l5, Lin::constant(1), im[v] + cmp_imm() - 1.0, BF.dim(16 * n + v));
+      }
+    }
+  }
+
+  std::uint32_t ga(ASrc s, std::uint32_t i) const { return GA.dim(4 * s + i); }
+  std::uint32_t gb(BSrc s, std::uint32_t i) const { return GB.dim(4 * s + i); }
+  SparseVec token_out(std::uint32_t kind, std::uint32_t payload) const {
+    return {{NK.dim(kind), 1.0}, {NPL.dim(payload & 15), 1.0}, {NPH.dim(payload >> 4), 1.0}};
+  }
+
+  void layer6() {
+    LayerBuilder& l6 = L(6);
+    NK = B.field("next_kind", kNumKinds);
+    NPL = B.field("next_payload_lo", 16);
+    NPH = B.field("next_payload_hi", 16);
+    GA = B.field("gate_a", 4 * kNumASrc);
+    GB = B.field("gate_b", 4 * kNumBSrc);
+    OPF = B.field("alu_op", kNumOp);
+    CIN = B.field("carry_in0", 1);
+    CSLT = B.field("slt_w0", 1);
+    CB = B.field("branch_case", 6);
+    LG = B.field("load_gate", 5 * 4);
+    SG = B.field("store_gate", 4);
+    GEXIT = B.field("exit_gate", 1);
+    const Lin start = k(kCtrl);
+    const Lin rd0 = RD[0];
+    const Lin rdnz = Lin::constant(1) - RD[0];
+    const Lin nomis = Lin::constant(1) - MISJ[0];
+
+    // Byte-serial ALU classes: W0..W3 (or A0..A3), byte i of the result per step.
+    for (const AluUse& u : alu_uses()) {
+      const bool jump = u.cls == JAL || u.cls == JALR;
+      for (std::uint32_t i = 0; i < 4; ++i) {
+        std::vector<Lin> conds = {cls(u.cls)};
+        if (u.addr) {
+          conds.push_back(i == 0 ? start : k(kA0 + i - 1));
+        } else if (i == 0) {
+          conds.push_back(start);
+          conds.push_back(rdnz);
+          if (jump) conds.push_back(nomis);
+        } else {
+          conds.push_back(k(kW0 + i - 1));
+        }
+        SparseVec outs = {{NK.dim((u.addr ? kA0 : kW0) + i), 1.0}, {ga(u.a, i), 1.0}, {gb(u.b, i), 1.0},
+                          {OPF.dim(u.op), 1.0}};
+        if (u.cls == SUB && i == 0) outs.push_back({CIN.dim(), 1.0});
+        when(l6, conds, outs);
+      }
+      if (!u.addr) {
+        std::vector<Lin> conds = {cls(u.cls), start, rd0};
+        if (jump) conds.push_back(nomis);
+        when(l6, conds, token_out(kNop, 0));
+      }
+      if (jump) when(l6, {cls(u.cls), start, MISJ[0]}, token_out(kTrap, 2));
+    }
+    // SLT family: W0 = [a < b], W1..W3 = 0.
+    for (Cls c : {SLT, SLTU, SLTI, SLTIU}) {
+      when(l6, {cls(c), start, rdnz}, {{NK.dim(kW0), 1.0}, {CSLT.dim(), 1.0}});
+      when(l6, {cls(c), start, rd0}, token_out(kNop, 0));
+      for (std::uint32_t i = 1; i < 4; ++i) when(l6, {cls(c), k(kW0 + i - 1)}, token_out(kW0 + i, 0));
+    }
+    // Branches: decided at L8/L9.
+    const std::array<Cls, 6> br = {BEQ, BNE, BLT, BGE, BLTU, BGEU};
+    for (std::uint32_t b = 0; b < br.size(); ++b) when(l6, {cls(br[b]), start}, {{CB.dim(b), 1.0}});
+    // Loads: after A3, misaligned -> TRAP(4), out of range -> TRAP(5), else W (or NOP for rd = 0).
+    const OH a0lo = nib(ADDR, 0);
+    const std::array<Cls, 5> ld = {LB, LH, LW, LBU, LHU};
+    const std::array<unsigned, 5> ld_n = {1, 2, 4, 1, 2};
+    for (std::uint32_t c = 0; c < ld.size(); ++c) {
+      const unsigned n = ld_n[c];
+      const Lin mis = any_of(a0lo, [&](unsigned j) { return (j & (n - 1)) != 0; });
+      const Lin a3 = k(kA0 + 3);
+      if (n > 1) when(l6, {cls(ld[c]), a3, mis}, token_out(kTrap, 4));
+      when(l6, {cls(ld[c]), a3, Lin::constant(1) - mis, Lin::constant(1) - INR[0]}, token_out(kTrap, 5));
+      when(l6, {cls(ld[c]), a3, Lin::constant(1) - mis, INR[0], rd0}, token_out(kNop, 0));
+      when(l6, {cls(ld[c]), a3, Lin::constant(1) - mis, INR[0], rdnz},
+           {{NK.dim(kW0), 1.0}, {LG.dim(4 * c + 0), 1.0}});
+      for (std::uint32_t i = 1; i < 4; ++i)
+        when(l6, {cls(ld[c]), k(kW0 + i - 1)}, {{NK.dim(kW0 + i), 1.0}, {LG.dim(4 * c + i), 1.0}});
+    }
+    // Stores: after A3, misaligned -> TRAP(6), out of range -> TRAP(7), else S0..S(n-1).
+    const std::array<Cls, 3> st = {SB, SH, SW};
+    const std::array<unsigned, 3> st_n = {1, 2, 4};
+    for (std::uint32_t c = 0; c < st.size(); ++c) {
+      const unsigned n = st_n[c];
+      const Lin mis = any_of(a0lo, [&](unsigned j) { return (j & (n - 1)) != 0; });
+      const Lin a3 = k(kA0 + 3);
+      if (n > 1) when(l6, {cls(st[c]), a3, mis}, token_out(kTrap, 6));
+      when(l6, {cls(st[c]), a3, Lin::constant(1) - mis, Lin::constant(1) - INR[0]}, token_out(kTrap, 7));
+      when(l6, {cls(st[c]), a3, Lin::constant(1) - mis, INR[0]}, {{NK.dim(kS0), 1.0}, {SG.dim(0), 1.0}});
+      for (std::uint32_t i = 1; i < n; ++i)
+        when(l6, {cls(st[c]), k(kS0 + i - 1)}, {{NK.dim(kS0 + i), 1.0}, {SG.dim(i), 1.0}});
+    }
+    // FENCE, EBREAK, illegal words, fetch outside RAM.
+    when(l6, {cls(FENCE), start}, token_out(kNop, 0));
+    when(l6, {cls(EBREAK), start}, token_out(kTrap, 9));
+    when(l6, {ILL[0], start}, token_out(kTrap, 1));
+    when(l6, {start, Lin::constant(1) - VALID[0]}, token_out(kTrap, 3));
+    // ECALL: exit; write with len = 0; bad numbers and fds.
+    const Lin ec = cls(ECALL);
+    when(l6, {ec, start, EQ93[0]}, {{NK.dim(kExit), 1.0}, {GEXIT.dim(), 1.0}});
+    when(l6, {ec, start, EQ64[0], FDOK[0], LEN0[0]}, token_out(kW0, 0));
+    when(l6, {ec, start, EQ64[0], Lin::constant(1) - FDOK[0]}, token_out(kTrap, 8));
+    when(l6, {ec, start, Lin::constant(1) - EQ93[0] - EQ64[0]}, token_out(kTrap, 8));
+    for (std::uint32_t i = 1; i < 4; ++i) when(l6, {ec, k(kW0 + i - 1)}, token_out(kW0 + i, 0));
+
+    // Nibble compares of rs1 with the compare operand: LT_n = [a_n < b_n], EQ_n = [a_n = b_n];
+    // the top nibble compares with bit 3 flipped for signed compares.
+    LTN = B.field("cmp_lt_nibble", 8);
+    EQN = B.field("cmp_eq_nibble", 8);
+    const Lin sgn = cmp_signed();
+    const Lin uns = cmp_reg() + cmp_imm() - cmp_signed();
+    for (std::uint32_t n = 0; n < 8; ++n) {
+      auto f = [&, n](unsigned flip) {
+        return [&, n, flip](const std::vector<unsigned>& v) {
+          const unsigned a = v[0] ^ flip, b = v[1] ^ flip;
+          SparseVec out;
+          if (a < b) out.push_back({LTN.dim(n), 1.0});
+          if (a == b) out.push_back({EQN.dim(n), 1.0});
+          return out;
+        };
+      };
+      const std::vector<OH> parts = {nib(R1, n), field_oh(BF, 16 * n, 16)};
+      if (n < 7) {
+        table(l6, parts, f(0));
+      } else {
+        table(l6, parts, f(8), {sgn});
+        table(l6, parts, f(0), {uns});
+      }
+    }
+  }
+
+  OH a_src(ASrc s, std::uint32_t n) const {
+    switch (s) {
+      case A_RS1: return nib(R1, n);
+      case A_PC: return nib(PCN, n);
+      default: return const_oh(16, 0);
+    }
+  }
+  OH b_src(BSrc s, std::uint32_t n) const {
+    switch (s) {
+      case B_RS2: return nib(R2, n);
+      case B_RS2INV: {
+        const OH r = nib(R2, n);
+        OH o(16);
+        for (unsigned v = 0; v < 16; ++v) o[v] = r[15 - v];
+        return o;
+      }
+      case B_IMMI: return imm_i(n);
+      case B_IMMS: return imm_s(n);
+      case B_IMMU: return imm_u(n);
+      default: return const_oh(16, n == 0 ? 4 : 0);
+    }
+  }
+
+  void select_operand(LayerBuilder& l, const std::function<OH(std::uint32_t)>& src, std::uint32_t gate_dim,
+                      std::uint32_t i, const FieldRef& cur, const FieldRef& prev) {
+    const Lin g = Lin::dim(gate_dim);
+    for (std::uint32_t h = 0; h < 2; ++h) {
+      const OH o = src(2 * i + h);
+      for (std::uint32_t v = 0; v < 16; ++v)
+        if (!is_zero(o[v])) gated_product(l, Lin::constant(1), o[v] + g - 1.0, cur.dim(16 * h + v));
+    }
+    if (i > 0) {
+      const Lin value = byte_value(src(2 * (i - 1)), src(2 * (i - 1) + 1));
+      if (!value.terms.empty() || value.c != 0) gated_product(l, value, g, prev.dim());
+    }
+  }
+
+  void layer7() {
+    LayerBuilder& l7 = L(7);
+    ACUR = B.field("alu_a", 32);
+    BCUR = B.field("alu_b", 32);
+    APREV = B.field("alu_a_prev", 1);
+    BPREV = B.field("alu_b_prev", 1);
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      for (std::uint32_t s = 0; s < kNumASrc; ++s)
+        select_operand(l7, [&, s](std::uint32_t n) { return a_src(static_cast<ASrc>(s), n); }, ga(static_cast<ASrc>(s), i), i, ACUR, APREV);
+      for (std::uint32_t s = 0; s < kNumBSrc; ++s)
+        select_operand(l7, [&, s](std::uint32_t n) { return b_src(static_cast<BSrc>(s), n); }, gb(static_cast<BSrc>(s), i), i, BCUR, BPREV);
+    }
+    // Lexicographic compare over nibbles 7..0.
+    LT = B.field("cmp_lt", 1);
+    EQ = B.field("cmp_eq", 1);
+    for (std::uint32_t n = 0; n < 8; ++n) {
+      std::vector<Lin> conds = {LTN[n]};
+      for (std::uint32_t m = n + 1; m < 8; ++m) conds.push_back(EQN[m]);
+      when(l7, conds, {{LT.dim(), 1.0}});
+    }
+    {
+      std::vector<Lin> conds;
+      for (std::uint32_t m = 0; m < 8; ++m) conds.push_back(EQN[m]);
+      when(l7, conds, {{EQ.dim(), 1.0}});
+    }
+    // Loads: which data byte W_i shows (offset + i), or the extension of byte offset + n - 1.
+    SELB = B.field("load_byte", 4);
+    SEXT = B.field("load_sext_byte", 4);
+    ZEXT = B.field("load_zext", 1);
+    const OH a0lo = nib(ADDR, 0);
+    const std::array<unsigned, 5> ld_n = {1, 2, 4, 1, 2};
+    const std::array<bool, 5> ld_signed = {true, true, true, false, false};
+    for (std::uint32_t c = 0; c < 5; ++c) {
+      const unsigned n = ld_n[c];
+      for (unsigned off = 0; off < 4; off += n) {
+        const Lin at = any_of(a0lo, [&](unsigned j) { return (j & 3) == off; });
+        for (std::uint32_t i = 0; i < 4; ++i) {
+          const std::uint32_t out = i < n ? SELB.dim(off + i) : (ld_signed[c] ? SEXT.dim(off + n - 1) : ZEXT.dim());
+          when(l7, {LG[4 * c + i], at}, {{out, 1.0}});
+        }
+      }
+    }
+    // Stores: S_i = byte i of rs2. EXIT: a0 & 0xFF (REG2 reads a0 for ECALL).
+    for (std::uint32_t i = 0; i < 4; ++i)
+      for (std::uint32_t h = 0; h < 2; ++h) {
+        const OH o = nib(R2, 2 * i + h);
+        for (std::uint32_t v = 0; v < 16; ++v)
+          when(l7, {o[v], SG[i]}, {{(h ? NPH : NPL).dim(v), 1.0}});
+      }
+    for (std::uint32_t h = 0; h < 2; ++h) {
+      const OH o = nib(R2, h);
+      for (std::uint32_t v = 0; v < 16; ++v) when(l7, {o[v], GEXIT[0]}, {{(h ? NPH : NPL).dim(v), 1.0}});
+    }
+  }
+
+  void layer8() {
+    LayerBuilder& l8 = L(8);
+    // Carry into byte i (i >= 1): the consumed token is byte i-1 of the result, r = (a + b + c) mod 256,
+    // so carry out = [a + b - r >= 1]. Byte 0: the SUB carry-in.
+    C1 = B.field("alu_carry", 1);
+    threshold(l8, APREV[0] + BPREV[0] - PS[0], 1, C1.dim());
+    pass(l8, CIN[0], C1.dim());
+    // Logic ops, one nibble at a time.
+    for (std::uint32_t h = 0; h < 2; ++h) {
+      const std::vector<OH> parts = {field_oh(ACUR, 16 * h, 16), field_oh(BCUR, 16 * h, 16)};
+      const FieldRef& out = h ? NPH : NPL;
+      table(l8, parts, [&](const std::vector<unsigned>& v) { return SparseVec{{out.dim(v[0] ^ v[1]), 1.0}}; }, {OPF[OP_XOR]});
+      table(l8, parts, [&](const std::vector<unsigned>& v) { return SparseVec{{out.dim(v[0] | v[1]), 1.0}}; }, {OPF[OP_OR]});
+      table(l8, parts, [&](const std::vector<unsigned>& v) { return SparseVec{{out.dim(v[0] & v[1]), 1.0}}; }, {OPF[OP_AND]});
+    }
+    // SLT W0 payload.
+    when(l8, {CSLT[0], LT[0]}, {{NPL.dim(1), 1.0}, {NPH.dim(0), 1.0}});
+    when(l8, {CSLT[0], Lin::constant(1) - LT[0]}, {{NPL.dim(0), 1.0}, {NPH.dim(0), 1.0}});
+    // Branch taken.
+    TK = B.field("branch_taken", 1);
+    when(l8, {CB[0], EQ[0]}, {{TK.dim(), 1.0}});                          // BEQ
+    when(l8, {CB[1], Lin::constant(1) - EQ[0]}, {{TK.dim(), 1.0}});       // BNE
+    when(l8, {CB[2], LT[0]}, {{TK.dim(), 1.0}});                          // BLT
+    when(l8, {CB[3], Lin::constant(1) - LT[0]}, {{TK.dim(), 1.0}});       // BGE
+    when(l8, {CB[4], LT[0]}, {{TK.dim(), 1.0}});                          // BLTU
+    when(l8, {CB[5], Lin::constant(1) - LT[0]}, {{TK.dim(), 1.0}});       // BGEU
+    // Load payload: a data byte, or the extension.
+    for (std::uint32_t b = 0; b < 4; ++b) {
+      for (std::uint32_t h = 0; h < 2; ++h) {
+        const OH o = nib(DN, 2 * b + h);
+        for (std::uint32_t v = 0; v < 16; ++v) when(l8, {o[v], SELB[b]}, {{(h ? NPH : NPL).dim(v), 1.0}});
+      }
+      const Lin neg = any_of(nib(DN, 2 * b + 1), [](unsigned j) { return j >= 8; });
+      when(l8, {SEXT[b], neg}, {{NPL.dim(15), 1.0}, {NPH.dim(15), 1.0}});
+      when(l8, {SEXT[b], Lin::constant(1) - neg}, {{NPL.dim(0), 1.0}, {NPH.dim(0), 1.0}});
+    }
+    when(l8, {ZEXT[0]}, {{NPL.dim(0), 1.0}, {NPH.dim(0), 1.0}});
+  }
+
+  void layer9_10() {
+    LayerBuilder& l9 = L(9);
+    LayerBuilder& l10 = L(10);
+    CM = B.field("alu_carry_mid", 2);
+    const OH c = {Lin::constant(1) - C1[0], C1[0]};
+    table(l9, {field_oh(ACUR, 0, 16), field_oh(BCUR, 0, 16), c}, [&](const std::vector<unsigned>& v) {
+      const unsigned s = v[0] + v[1] + v[2];
+      return SparseVec{{NPL.dim(s & 15), 1.0}, {CM.dim(s >> 4), 1.0}};
+    }, {OPF[OP_ADD]});
+    const OH cm = {CM[0], CM[1]};
+    table(l10, {field_oh(ACUR, 16, 16), field_oh(BCUR, 16, 16), cm}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{NPH.dim((v[0] + v[1] + v[2]) & 15), 1.0}};
+    });
+    // Branch token: TRAP(2) when taken to a misaligned target (imm_b[1] = inst[9]), else BR(taken).
+    Lin brc;
+    for (std::uint32_t b = 0; b < 6; ++b) brc += CB[b];
+    const Lin misb = any_of(nib(IN, 2), [](unsigned j) { return (j & 2) != 0; });
+    when(l9, {TK[0], misb}, token_out(kTrap, 2));
+    when(l9, {TK[0], Lin::constant(1) - misb}, token_out(kBr, 1));
+    when(l9, {brc - TK[0]}, token_out(kBr, 0));
+  }
+
+  void emission() {
+    for (std::uint32_t kd = 0; kd < kNumKinds; ++kd)
+      for (std::uint32_t p = 0; p < 256; ++p) {
+        const Token t = 256 * kd + p;
+        B.unembed(t, NK.dim(kd), 2);
+        B.unembed(t, NPL.dim(p & 15), 1);
+        B.unembed(t, NPH.dim(p >> 4), 1);
+      }
+  }
+
+  void declare() {
+    B.probe(-1, Sublayer::Embed, {"kind", "payload_nibbles", "payload"});
+    B.probe(0, Sublayer::Memory, {"pc_nibbles", "addr_nibbles"});
+    B.probe(0, Sublayer::Mlp, {"pc_valid", "addr_in_ram"});
+    B.probe(1, Sublayer::Memory, {"inst_bytes", "data_bytes"});
+    B.probe(2, Sublayer::Mlp, {"inst_nibbles", "data_nibbles"});
+    B.probe(3, Sublayer::Mlp, {"rd", "rs1", "rs2", "class_candidate", "f7_class"});
+    B.probe(4, Sublayer::Memory, {"rs1_value", "rs2_value"});
+    B.probe(4, Sublayer::Mlp, {"class", "illegal"});
+    B.probe(6, Sublayer::Mlp, {"gate_a", "gate_b", "alu_op", "cmp_lt_nibble", "cmp_eq_nibble"});
+    B.probe(7, Sublayer::Mlp, {"alu_a", "alu_b", "alu_a_prev", "alu_b_prev", "cmp_lt", "cmp_eq"});
+    B.probe(10, Sublayer::Mlp, {"next_kind", "next_payload_lo", "next_payload_hi"});
+    B.bound("embed", -1, 255);
+    B.bound("logits", -1, 4);
+    for (int l = 0; l < static_cast<int>(kNumLayers); ++l) {
+      for (const char* a : {"mem.k", "mem.q", "mem.beta"}) B.bound(a, l, 1);
+      for (const char* a : {"mem.v", "mem.state", "mem.o"}) B.bound(a, l, 255);
+      B.bound("mem.resid", l, 255);
+      for (const char* a : {"mlp.pre", "mlp.u", "mlp.hidden"}) B.bound(a, l, 1024);
+      B.bound("mlp.resid", l, 1024);
+    }
+  }
+};
+
+}  // namespace
+
+Chip compile_rv32_chip() { return Compiler().run(); }
+
+std::vector<std::string> rv32_coverage() {
+  return {
+      "single-pc: executes the instruction at the entry pc (the pc never advances; docs/chip-design.md)",
+      "LUI AUIPC ADDI XORI ORI ANDI ADD SUB XOR OR AND: W0..W3 or NOP",
+      "SLT SLTU SLTI SLTIU: W0..W3 or NOP",
+      "BEQ BNE BLT BGE BLTU BGEU: BR(taken) or TRAP(2)",
+      "JAL JALR: W(pc+4) or NOP, TRAP(2)",
+      "LB LH LW LBU LHU: A0..A3, TRAP(4)/TRAP(5), W0..W3 or NOP",
+      "SB SH SW: A0..A3, TRAP(6)/TRAP(7), S0..S(n-1)",
+      "FENCE: NOP; EBREAK: TRAP(9); illegal words: TRAP(1); fetch outside RAM: TRAP(3)",
+      "ECALL: exit -> EXIT(a0 & 0xFF); write with len = 0 -> W(0); bad fd / unknown number -> TRAP(8)",
+  };
+}
+
+}  // namespace lockstep::chip::rv32
