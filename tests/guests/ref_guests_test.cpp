@@ -1,6 +1,7 @@
 // Every guest on the reference model (the lockstep_ref library, run directly):
 //   - directed guests: console, error console and exit status equal qemu-riscv32's;
 //   - bignum guests (real custom-0 instructions): output equals GMP's numbers;
+//   - vector_ops (custom-1): the hand-computed argmax;
 //   - stories_c (real and synthetic): output equals the host golden model's,
 //     and the instructions / trace steps per story token are reported.
 #include <gtest/gtest.h>
@@ -75,6 +76,16 @@ INSTANTIATE_TEST_SUITE_P(Guests, BignumOnRef,
                                            BignumCase{"bignum_fib", expected_fib},
                                            BignumCase{"bignum_pow", expected_pow}),
                          [](const auto& info) { return std::string(info.param.guest); });
+
+TEST(VectorOnRef, VectorOpsArgmaxIsTheHandComputedRow) {
+  // guests/vector/vector_ops.c: ACT block 0 = 2(i-32) (shift 15); rows all +1,
+  // all -1, +1 on i >= 32, all 0 give accumulators -64, 64, 992, 0.
+  RefResult r = run_ref("vector_ops");
+  ASSERT_EQ(r.status, ref::Status::kExited) << "trap " << r.trap_code;
+  EXPECT_EQ(r.exit_status, 0u);
+  EXPECT_EQ(r.out, "vector_ops: argmax = 2\n");
+  EXPECT_EQ(r.err, "");
+}
 
 #ifdef LOCKSTEP_STORIES_HOST
 class StoriesOnRef : public ::testing::TestWithParam<const char*> {};
