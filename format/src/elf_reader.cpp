@@ -146,9 +146,10 @@ GuestImage parse_elf(std::span<const std::uint8_t> file) {
     if (!sh) fail(std::string("libelf: section header: ") + elf_errmsg(-1));
     const char* name = elf_strptr(elf.get(), shstrndx, sh->sh_name);
     if (!name) fail("section name at offset " + std::to_string(sh->sh_name) + " outside the name table");
+    image.section_headers.push_back({name, sh->sh_type, sh->sh_flags, sh->sh_size});
     if (sh->sh_type == SHT_PROGBITS && !(sh->sh_flags & SHF_ALLOC) && name[0] != '\0') {
       const auto* begin = file.data() + sh->sh_offset;
-      image.sections[name].assign(begin, begin + sh->sh_size);
+      image.sections.emplace(name, std::vector<std::uint8_t>(begin, begin + sh->sh_size));
     } else if (sh->sh_type == SHT_SYMTAB) {
       if (sh->sh_entsize != sizeof(Elf32_Sym)) fail("symbol table entry size " + std::to_string(sh->sh_entsize));
       if (sh->sh_link >= eh.e_shnum) fail("symbol table string table index out of range");

@@ -11,7 +11,7 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace {
 
-constexpr std::array<KindInfo, 33> kKinds{{
+constexpr std::array<KindInfo, 44> kKinds{{
     {0, "CTRL", false, 1},  {1, "W0", false, 256},  {2, "W1", false, 256},
     {3, "W2", false, 256},  {4, "W3", false, 256},  {5, "A0", false, 256},
     {6, "A1", false, 256},  {7, "A2", false, 256},  {8, "A3", false, 256},
@@ -23,6 +23,11 @@ constexpr std::array<KindInfo, 33> kKinds{{
     {24, "AC8", false, 256}, {25, "AC9", false, 256}, {26, "AC10", false, 256},
     {27, "AC11", false, 256}, {28, "OUT", false, 256}, {29, "ERR", false, 256},
     {30, "NOP", false, 1},  {31, "EXIT", false, 256}, {32, "TRAP", false, 256},
+    // vector.md §5 (8-bit payloads; no wide kinds in trace-v1)
+    {33, "VMC", false, 256}, {34, "VMK", false, 256}, {35, "VMV", false, 256},
+    {36, "VQE", false, 26},  {37, "VQB", false, 256}, {38, "VEW", false, 256},
+    {39, "VFN", false, 256}, {40, "VRD", false, 256}, {41, "VXM", false, 256},
+    {42, "VXS", false, 256}, {43, "VLB", false, 256},
 }};
 
 std::optional<KindInfo> find_kind(std::uint32_t kind_number) {
@@ -78,6 +83,7 @@ std::string token_name(std::uint32_t id) {
     case Kind::TRAP:
     case Kind::CTRL:
     case Kind::DQ:
+    case Kind::VQE:
       std::snprintf(buf, sizeof buf, "%s(%u)", name.c_str(), p);
       break;
     default:
@@ -97,6 +103,14 @@ std::string_view trap_name(std::uint32_t code) {
     case 7: return "STORE_FAULT";
     case 8: return "BAD_ECALL";
     case 9: return "EBREAK";
+    case 16: return "VEC_FIELD";
+    case 17: return "VEC_VREG";
+    case 18: return "VEC_LEN";
+    case 19: return "VEC_ACT";
+    case 20: return "VEC_OVERLAP";
+    case 21: return "VEC_WMEM";
+    case 22: return "VEC_KV";
+    case 23: return "VEC_POS";
     default: return "UNKNOWN";
   }
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "lockstep/ref/machine.h"
+#include "lockstep/ref/vector.h"
 
 namespace lockstep::ref {
 
@@ -45,6 +46,10 @@ std::string disassemble(std::uint32_t word, std::uint32_t pc) {
       break;
     case InsnClass::kJal:
       ops = r(d.rd) + ", " + target(d.imm);
+      break;
+    case InsnClass::kVector:
+      out = vector_mnemonic((word >> 12) & 7, d.imm);
+      ops = r(d.rd) + ", " + r(d.rs1) + ", " + r(d.rs2);
       break;
     case InsnClass::kUpper:
       std::snprintf(buf, sizeof buf, "0x%x", d.imm >> 12);

@@ -17,7 +17,7 @@ constexpr std::uint32_t op_f3_f7(std::uint32_t op, std::uint32_t f3, std::uint32
 
 constexpr std::uint8_t RD = kOpdRd, RS1 = kOpdRs1, RS2 = kOpdRs2;
 constexpr std::uint32_t kLoad = 0x03, kStore = 0x23, kOpImm = 0x13, kOpReg = 0x33, kBranch = 0x63,
-                        kCustom0 = 0x0b;
+                        kCustom0 = 0x0b, kCustom1 = 0x2b;
 
 using F = Format;
 using C = InsnClass;
@@ -83,6 +83,15 @@ constexpr Encoding kTable[] = {
     {Op::kBnMac, "bn.mac", kOpc | kF3 | kF7 | kRdF, op_f3(kCustom0, 3), F::kR, RS1 | RS2, C::kBignum},
     {Op::kBnAccrd, "bn.accrd", kOpc | kF3 | kF7 | kRs1F | kRs2F, op_f3(kCustom0, 4), F::kR, RD, C::kBignum},
     {Op::kBnAccclr, "bn.accclr", 0xffffffffu, op_f3(kCustom0, 5), F::kR, 0, C::kBignum},
+    // vector.md §4.0: custom-1, f3 selects the op; f7 and rd checks are traps (§6).
+    {Op::kVmat, "vmat", kOpc | kF3, op_f3(kCustom1, 0), F::kV, RD | RS1 | RS2, C::kVector},
+    {Op::kVmatr, "vmatr", kOpc | kF3, op_f3(kCustom1, 1), F::kV, RD | RS1 | RS2, C::kVector},
+    {Op::kVq, "vq", kOpc | kF3, op_f3(kCustom1, 2), F::kV, RD | RS1 | RS2, C::kVector},
+    {Op::kVexp, "vexp", kOpc | kF3, op_f3(kCustom1, 3), F::kV, RD | RS1 | RS2, C::kVector},
+    {Op::kVew, "vew", kOpc | kF3, op_f3(kCustom1, 4), F::kV, RD | RS1 | RS2, C::kVector},
+    {Op::kVfn, "vfn", kOpc | kF3, op_f3(kCustom1, 5), F::kV, RD | RS1 | RS2, C::kVector},
+    {Op::kVred, "vred", kOpc | kF3, op_f3(kCustom1, 6), F::kV, RD | RS1 | RS2, C::kVector},
+    {Op::kVld, "vld", kOpc | kF3, op_f3(kCustom1, 7), F::kV, RD | RS1 | RS2, C::kVector},
 };
 
 // Row indices by major opcode (bits [6:0]), built once from kTable.
@@ -129,6 +138,7 @@ Decoded decode(std::uint32_t w) {
       case Format::kB: d.imm = field::imm_b(w); break;
       case Format::kU: d.imm = field::imm_u(w); break;
       case Format::kJ: d.imm = field::imm_j(w); break;
+      case Format::kV: d.imm = w >> 25; break;
       case Format::kR:
       case Format::kNone: d.imm = 0; break;
     }

@@ -49,6 +49,7 @@ void Machine::reset() {
   retired_ = produced_ = delivered_ = 0;
   console_out_.clear();
   console_err_.clear();
+  vec_ = VectorState{};
   head_ = tail_ = 0;
   tok_ = buf_.data();
 }
@@ -76,6 +77,7 @@ void Machine::load(const format::GuestImage& image) {
   if (!entry_in_x) {
     throw LoadError("ELF: entry point " + hex(image.entry) + " is not inside a PT_LOAD segment with PF_X");
   }
+  load_vector_sections(image, vec_);
   pc_ = image.entry;
 }
 
@@ -124,6 +126,7 @@ MachineState Machine::save() const {
   s.pending.assign(buf_.begin() + static_cast<std::ptrdiff_t>(head_), buf_.begin() + static_cast<std::ptrdiff_t>(tail_));
   s.console_out = console_out_;
   s.console_err = console_err_;
+  s.vector = vec_;
   return s;
 }
 
@@ -148,6 +151,7 @@ void Machine::restore(const MachineState& s) {
   tail_ = s.pending.size();
   console_out_ = s.console_out;
   console_err_ = s.console_err;
+  vec_ = s.vector;
 }
 
 // ------------------------------------------------------------ tokens
@@ -227,6 +231,33 @@ void Machine::ecall() {
   }
   ++retired_;
   pc_ += 4;
+}
+
+// ------------------------------------------------------------ vector unit
+
+// vector.md §5/§6: a trapping vector instruction emits only TRAP(code); else
+// its vector tokens, then W(r*) for VMAT argmax.  Like ECALL write, an
+// untraced run materialises the tokens when they cross its step limit.
+template <bool kTrace>
+bool Machine::vector_op(const Decoded& d, u32 a, u32 b) {
+  vtok_.clear();
+  bool writes_rd = false;
+  u32 rd_value = 0;
+  const unsigned op_index = static_cast<unsigned>(d.op) - static_cast<unsigned>(Op::kVmat);
+  const u32 code = execute_vector(vec_, op_index, d.imm, d.rd, a, b, ram_, vtok_, writes_rd, rd_value);
+  if (code != 0) return trap<kTrace>(static_cast<Trap>(code)), false;
+  const std::size_t n = vtok_.size();
+  if (kTrace || produced_ + n + 4 > limit_) {
+    ensure_token_room(n + 4);
+    std::copy(vtok_.begin(), vtok_.end(), tok_);
+    tok_ += n;
+    produced_ += n;
+    if (writes_rd) write_rd<true>(d.rd, rd_value);
+  } else {
+    produced_ += n;
+    if (writes_rd) write_rd<false>(d.rd, rd_value);
+  }
+  return true;
 }
 
 // ------------------------------------------------------------ one instruction
@@ -390,6 +421,16 @@ void Machine::execute() {
       break;
     }
     case Op::kBnAccclr: acc_ = {}; put<kTrace>(token_id(Kind::NOP, 0)); break;
+    case Op::kVmat:
+    case Op::kVmatr:
+    case Op::kVq:
+    case Op::kVexp:
+    case Op::kVew:
+    case Op::kVfn:
+    case Op::kVred:
+    case Op::kVld:
+      if (!vector_op<kTrace>(d, a, b)) return;
+      break;
   }
   ++retired_;
   pc_ = next;

@@ -92,7 +92,8 @@ TEST(Decode, IllegalWords) {
       0x00c5b58bu,  // bn.mac with rd = x11
       0x0005c58bu,  // bn.accrd with rs1 = x11
       0x0000558bu,  // bn.accclr with rd = x11
-      0x0000202bu,  // custom-1 opcode
+      0x0000205bu,  // custom-2 opcode (vector.md §4.0: illegal)
+      0x0000207bu,  // custom-3 opcode
       0x00003003u,  // ld (RV64)
       0x00006003u,  // lwu (RV64)
       0x00003023u,  // sd

@@ -31,16 +31,29 @@ struct Segment {
   std::vector<std::uint8_t> bytes;  ///< the p_filesz bytes of file data; the rest is zero
 };
 
+/// One section header, as listed in the file (every section, for loaders
+/// that validate section names, types and flags).
+struct SectionHeader {
+  std::string name;
+  std::uint32_t type = 0;   ///< sh_type (SHT_PROGBITS = 1, SHT_NOBITS = 8, ...)
+  std::uint32_t flags = 0;  ///< sh_flags (SHF_ALLOC = 2, ...)
+  std::uint32_t size = 0;   ///< sh_size
+};
+
 /// A static ELF32 RISC-V executable as plain data.
 struct GuestImage {
   std::uint32_t entry = 0;        ///< e_entry
   std::vector<Segment> segments;  ///< PT_LOAD segments in program-header order
   /// Named sections without SHF_ALLOC and of type SHT_PROGBITS (e.g. the
-  /// vector-unit memories of vector.md §2): name -> contents.
+  /// vector-unit memories of vector.md §2): name -> contents (the first one
+  /// when two have the same name; section_headers shows duplicates).
   std::map<std::string, std::vector<std::uint8_t>> sections;
   /// .symtab: name -> st_value (global symbols win over local ones with the
   /// same name; unnamed symbols are skipped).
   std::map<std::string, std::uint32_t> symbols;
+  /// Every section header except index 0, in file order (filled by
+  /// parse_elf; ignored by write_elf).
+  std::vector<SectionHeader> section_headers;
 };
 
 /// Parses and validates an ELF32 image held in memory.  Throws FormatError

@@ -31,6 +31,18 @@ enum class Kind : std::uint32_t {
   NOP = 30,   ///< payload 0
   EXIT = 31,  ///< exit status
   TRAP = 32,  ///< trap code (isa.md §6)
+  // vector.md §5
+  VMC = 33,  ///< VMAT, one per chunk: lo8(acc)
+  VMK = 34,  ///< VMATR K mode, one per position
+  VMV = 35,  ///< VMATR V mode, one per position
+  VQE = 36,  ///< VQ pass 1, one per source group: running exponent (0..25)
+  VQB = 37,  ///< VQ pass 2, one per written group
+  VEW = 38,  ///< VEW, one per group
+  VFN = 39,  ///< VFN, one per group
+  VRD = 40,  ///< VRED, one per source group
+  VXM = 41,  ///< VEXP, one per group: lo8(max)
+  VXS = 42,  ///< VEXP, one per group: lo8(sum)
+  VLB = 43,  ///< VLD, one per record byte
 };
 
 /// The START token (id 0): input of step 1, never produced.

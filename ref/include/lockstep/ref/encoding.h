@@ -29,6 +29,8 @@ enum class Op : std::uint8_t {
   kSh1add, kSh2add, kSh3add,
   // bignum unit (bignum.md §1)
   kBnAddc, kBnSubb, kBnXchgc, kBnMac, kBnAccrd, kBnAccclr,
+  // vector unit (vector.md §4), custom-1, in f3 order
+  kVmat, kVmatr, kVq, kVexp, kVew, kVfn, kVred, kVld,
   kCount
 };
 
@@ -42,6 +44,7 @@ enum class Format : std::uint8_t {
   kU,       ///< imm_u (upper 20 bits)
   kJ,       ///< imm_j (jump offset, multiple of 2)
   kNone,    ///< whole-word encodings (ecall, ebreak) and FENCE (fields ignored)
+  kV,       ///< vector ops: imm = f7 (bits [31:25]); rd/rs1/rs2 as R-type
 };
 
 /// What kind of instruction a row is (used by the disassembler's operand
@@ -61,6 +64,7 @@ enum class InsnClass : std::uint8_t {
   kFence,
   kSystem,  ///< ECALL, EBREAK
   kBignum,
+  kVector,  ///< vector unit: every custom-1 word (invalid f7/rd are traps, not illegal)
 };
 
 /// Register operand bits of Encoding::operands.
@@ -88,7 +92,7 @@ const Encoding& encoding_of(Op op);
 struct Decoded {
   Op op = Op::kUndecoded;
   std::uint8_t rd = 0, rs1 = 0, rs2 = 0;  ///< register fields (0..31) as in the word
-  std::uint32_t imm = 0;  ///< the format's immediate, sign-extended; shamt for kIShift
+  std::uint32_t imm = 0;  ///< the format's immediate, sign-extended; shamt for kIShift; f7 for kV
 };
 
 /// Decodes one 32-bit word.  Words matched by no row decode to Op::kIllegal

@@ -22,6 +22,7 @@
 #include "lockstep/format/elf.h"
 #include "lockstep/ref/encoding.h"
 #include "lockstep/ref/semantics.h"
+#include "lockstep/ref/vector.h"
 
 namespace lockstep::ref {
 
@@ -80,6 +81,7 @@ struct MachineState {
   std::uint64_t steps = 0;
   std::vector<std::uint32_t> pending;  ///< produced, not yet delivered tokens
   std::string console_out, console_err;
+  VectorState vector;
 };
 
 /// The golden model.  Not thread-safe; independent instances are.
@@ -89,8 +91,10 @@ class Machine {
   Machine();
 
   /// Resets and loads `image` (isa.md §3: segments copied, rest zero,
-  /// pc = e_entry).  Throws LoadError when a segment is not inside RAM or the
-  /// entry is not a multiple of 4 (file-level checks are format::parse_elf's).
+  /// pc = e_entry; vector.md §2.6: vector memories from `.lockstep.*`
+  /// sections).  Throws LoadError when a segment is not inside RAM, the
+  /// entry is not a multiple of 4 or not in a PF_X segment, or a vector
+  /// section is invalid (file-level checks are format::parse_elf's).
   void load(const format::GuestImage& image);
   /// format::read_elf_file + load.  Throws format::FormatError or LoadError.
   void load_elf_file(const std::filesystem::path& path);
@@ -146,6 +150,10 @@ class Machine {
   /// predecoded instruction cache coherent.
   void write_memory(std::uint32_t addr, std::span<const std::uint8_t> bytes);
 
+  /// The vector unit's memories (vector.md §2).
+  const VectorState& vector() const { return vec_; }
+  VectorState& vector() { return vec_; }
+
   /// Bytes the guest wrote to fd 1 / fd 2.
   const std::string& console_out() const { return console_out_; }
   const std::string& console_err() const { return console_err_; }
@@ -159,6 +167,7 @@ class Machine {
   template <bool kTrace> void execute();
   template <bool kTrace> void run_until(std::uint64_t produced_limit);
   template <bool kTrace> void ecall();
+  template <bool kTrace> bool vector_op(const Decoded& d, std::uint32_t a, std::uint32_t b);
   void reset();
   void deliver(std::uint64_t n);
   void ensure_token_room(std::size_t n);
@@ -185,6 +194,8 @@ class Machine {
   std::uint64_t delivered_ = 0;  ///< tokens handed out (steps)
   std::uint64_t limit_ = 0;      ///< produced_ limit of the current untraced run
   std::string console_out_, console_err_;
+  VectorState vec_;
+  std::vector<std::uint32_t> vtok_;  ///< scratch: tokens of one vector instruction
   // Token buffer: [head_, tail_) are produced but undelivered (pending).
   std::vector<std::uint32_t> buf_;
   std::size_t head_ = 0, tail_ = 0;
