@@ -212,5 +212,16 @@ TEST_F(DirectedGuest, Fd2AndMaskedExitStatus) {
   EXPECT_EQ(r.err, "stderr line 1\nstderr value -12345\nraw write\nwrite returned 10\n");
 }
 
+TEST(DirectedGuestOnLockstepRef, Fd2ConsolesAndExitStatus) {
+  if (lockstep_ref_exe().empty()) GTEST_SKIP() << "`lockstep ref` is not available yet";
+  RefRun r = run_on_reference(guest_elf("fd2"));
+  EXPECT_EQ(r.end, "exit");
+  EXPECT_EQ(r.exit_status, 3);
+  EXPECT_EQ(r.console, "stdout line 1\nstdout line 2\n");
+  EXPECT_EQ(r.console_err, "stderr line 1\nstderr value -12345\nraw write\nwrite returned 10\n");
+  EXPECT_GT(r.instructions, 0);
+  EXPECT_GT(r.steps, r.instructions);
+}
+
 }  // namespace
 }  // namespace lockstep::guests_test

@@ -9,12 +9,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
 
 extern char** environ;
 
@@ -93,50 +93,41 @@ std::string lockstep_ref_exe() {
 }
 
 RefRun run_on_reference(const std::string& elf, const std::vector<std::string>& extra) {
+  // Plain mode: the guest's console passes through byte for byte (--json would
+  // carry it as UTF-8 text, replacing invalid bytes), and the last thing on
+  // stderr is the report line
+  //   "lockstep ref: NAME: exit S|trap C NAME at pc P|step limit reached,
+  //    I instructions retired, N trace steps".
   RefRun run;
-  std::vector<std::string> argv = {lockstep_ref_exe(), "ref", "--json", elf};
+  std::vector<std::string> argv = {lockstep_ref_exe(), "ref", elf};
   argv.insert(argv.end(), extra.begin(), extra.end());
   run.process = run_process(argv);
-  const std::string& out = run.process.out;
-  // The summary is the last line that parses as a JSON object.
-  size_t json_at = std::string::npos;
-  nlohmann::json summary;
-  for (size_t end = out.size(); end > 0;) {
-    size_t start = out.rfind('\n', end - 1);
-    start = start == std::string::npos ? 0 : start + 1;
-    std::string line = out.substr(start, end - start);
-    if (!line.empty() && line[0] == '{') {
-      summary = nlohmann::json::parse(line, nullptr, false);
-      if (!summary.is_discarded() && summary.is_object()) {
-        json_at = start;
-        break;
-      }
-    }
-    if (start == 0) break;
-    end = start - 1;
+  run.console = run.process.out;
+  const std::string& err = run.process.err;
+  const std::string tag = "lockstep ref: " + elf.substr(elf.find_last_of('/') + 1) + ": ";
+  size_t at = err.rfind(tag);
+  if (at == std::string::npos) {
+    run.console_err = err;
+    return run;
   }
-  if (json_at == std::string::npos) {
-    // Maybe the whole stdout is one (pretty-printed) JSON document.
-    size_t brace = out.find('{');
-    if (brace != std::string::npos) {
-      summary = nlohmann::json::parse(out.substr(brace), nullptr, false);
-      if (!summary.is_discarded() && summary.is_object()) json_at = brace;
-    }
+  run.console_err = err.substr(0, at);
+  std::string report = err.substr(at + tag.size());
+  unsigned long long instructions = 0, steps = 0;
+  int status = 0;
+  if (std::sscanf(report.c_str(), "exit %d", &status) == 1) {
+    run.end = "exit";
+    run.exit_status = status;
+  } else if (report.rfind("trap", 0) == 0) {
+    run.end = "trap";
+  } else if (report.rfind("step limit", 0) == 0) {
+    run.end = "step_limit";
   }
-  run.console = json_at == std::string::npos ? out : out.substr(0, json_at);
-  run.console_err = run.process.err;
-  if (json_at != std::string::npos) {
-    auto get_int = [&](std::initializer_list<const char*> keys) -> long long {
-      for (const char* k : keys)
-        if (summary.contains(k) && summary[k].is_number_integer()) return summary[k].get<long long>();
-      return -1;
-    };
-    if (summary.contains("end") && summary["end"].is_string()) run.end = summary["end"];
-    run.exit_status = static_cast<int>(get_int({"exit_status", "exit_code"}));
-    run.instructions = get_int({"instructions", "instructions_retired", "retired"});
-    run.steps = get_int({"steps", "tokens"});
-    if (summary.contains("stdout") && summary["stdout"].is_string()) run.console = summary["stdout"];
-    if (summary.contains("stderr") && summary["stderr"].is_string()) run.console_err = summary["stderr"];
+  size_t comma = report.find(", ");
+  if (comma != std::string::npos &&
+      std::sscanf(report.c_str() + comma, ", %llu instructions retired, %llu trace steps", &instructions,
+                  &steps) == 2) {
+    run.instructions = static_cast<long long>(instructions);
+    run.steps = static_cast<long long>(steps);
   }
   return run;
 }

@@ -41,11 +41,10 @@ struct RefRun {
   long long steps = -1;         ///< trace steps (tokens), -1 if not reported
 };
 
-/// Runs `lockstep ref --json <elf> [extra...]` and extracts the guest's
-/// console, end and exit status.  The JSON summary (last JSON object on
-/// stdout) is read for "end", "exit_status", "instructions"/"retired",
-/// "steps" and, when present, "stdout"/"stderr"; any other stdout text is the
-/// guest's console.  Keep this in step with the `lockstep ref` command.
+/// Runs `lockstep ref <elf> [extra...]`: the guest's console is its stdout
+/// (byte for byte), its error console is stderr up to the report line, and
+/// end / exit status / instructions / steps come from that report line.
+/// Keep this in step with cli/cmd_ref.cpp.
 RefRun run_on_reference(const std::string& elf, const std::vector<std::string>& extra = {});
 
 /// Reads a whole file; throws when it cannot be opened.
