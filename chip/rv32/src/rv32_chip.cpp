@@ -826,10 +826,10 @@ class Compiler {
     table(l10, {field_oh(ACUR, 16, 16), field_oh(BCUR, 16, 16), cm}, [&](const std::vector<unsigned>& v) {
       return SparseVec{{NPH.dim((v[0] + v[1] + v[2]) & 15), 1.0}};
     });
-    // Branch token: TRAP(2) when taken to a misaligned target (imm_b[1] = inst[9]), else BR(taken).
+    // Branch token: TRAP(2) when taken to a misaligned target (imm_b[1] = inst[8]), else BR(taken).
     Lin brc;
     for (std::uint32_t b = 0; b < 6; ++b) brc += CB[b];
-    const Lin misb = any_of(nib(IN, 2), [](unsigned j) { return (j & 2) != 0; });
+    const Lin misb = any_of(nib(IN, 2), [](unsigned j) { return (j & 1) != 0; });
     when(l9, {TK[0], misb}, token_out(kTrap, 2));
     when(l9, {TK[0], Lin::constant(1) - misb}, token_out(kBr, 1));
     when(l9, {brc - TK[0]}, token_out(kBr, 0));

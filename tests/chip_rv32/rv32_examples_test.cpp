@@ -1,0 +1,281 @@
+// The RV32 chip against the worked examples of docs/spec/vectors/scalar_*.json (written from the
+// spec, independently of ref/ and chip/): every produced token is compared, teacher-forced and
+// free-running, with the numerics audit on. Examples the chip does not execute yet are listed in
+// ONE place, kNotYetSupported, with the reason; they are reported as skipped (and, where only the
+// pc advance is missing, the first instruction's tokens are still compared).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "lockstep/chip/cpu_executor.hpp"
+#include "lockstep/chip/rv32/rv32_chip.hpp"
+#include "rv32_test_util.hpp"
+
+namespace lockstep::chip::rv32 {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kNoPcAdvance =
+    "needs the pc to advance past the first instruction: impossible on the current substrate "
+    "(docs/chip-design.md section 2); the first instruction's tokens are compared";
+constexpr const char* kNoM = "M extension (MUL*, DIV/REM with DQ steps) not compiled yet";
+constexpr const char* kNoZba = "Zba (SH1ADD/SH2ADD/SH3ADD) not compiled yet";
+constexpr const char* kNoShift = "shifts (SLL/SRL/SRA and immediates) not compiled yet";
+constexpr const char* kNoBignum = "bignum unit (c, acc) not compiled yet";
+constexpr const char* kNoWriteBytes =
+    "ECALL write with len > 0 (OUT/ERR bytes, buffer range check) not compiled yet";
+
+struct NotYet {
+  const char* name;
+  const char* reason;
+  bool first_instruction_checked;  // the tokens of the first instruction are still compared
+};
+
+// THE list of examples the chip does not claim (docs/chip-design.md "Coverage").
+const std::vector<NotYet> kNotYetSupported = {
+    {"auipc_zero_and_wrap", kNoPcAdvance, true},
+    {"lui_addi_pair", kNoPcAdvance, true},
+    {"addc_carry_out", kNoBignum, false},
+    {"addc_all_ones_with_carry", kNoBignum, false},
+    {"addc_carry_in", kNoBignum, false},
+    {"addc_rd_x0", kNoBignum, false},
+    {"addc_two_limbs", kNoBignum, false},
+    {"subb_borrow_out", kNoBignum, false},
+    {"subb_borrow_in", kNoBignum, false},
+    {"subb_most_negative", kNoBignum, false},
+    {"subb_equal_with_borrow", kNoBignum, false},
+    {"subb_basic", kNoBignum, false},
+    {"subb_rd_x0_compare", kNoBignum, false},
+    {"subb_two_limbs_compare", kNoBignum, false},
+    {"xchgc_basic", kNoBignum, false},
+    {"xchgc_set", kNoBignum, false},
+    {"xchgc_clear", kNoBignum, false},
+    {"xchgc_aliased", kNoBignum, false},
+    {"xchgc_read_and_clear", kNoBignum, false},
+    {"mac_all_ones", kNoBignum, false},
+    {"mac_wraps", kNoBignum, false},
+    {"mac_add_small", kNoBignum, false},
+    {"mac_carry_into_high_word", kNoBignum, false},
+    {"mac_zero_operand", kNoBignum, false},
+    {"accrd_basic", kNoBignum, false},
+    {"accrd_logical_shift", kNoBignum, false},
+    {"accrd_rd_x0", kNoBignum, false},
+    {"accrd_three_times", kNoBignum, false},
+    {"accclr_full", kNoBignum, false},
+    {"accclr_then_accrd", kNoBignum, false},
+    {"accclr_keeps_c", kNoBignum, false},
+    {"schoolbook_2x2", kNoBignum, false},
+    {"beq_taken", kNoPcAdvance, true},
+    {"beq_not_taken", kNoPcAdvance, true},
+    {"bne_taken", kNoPcAdvance, true},
+    {"bne_not_taken", kNoPcAdvance, true},
+    {"blt_signed_taken", kNoPcAdvance, true},
+    {"blt_equal_not_taken", kNoPcAdvance, true},
+    {"blt_int_min", kNoPcAdvance, true},
+    {"bge_signed_taken", kNoPcAdvance, true},
+    {"bge_equal_taken", kNoPcAdvance, true},
+    {"bge_not_taken", kNoPcAdvance, true},
+    {"bltu_unsigned_not_taken", kNoPcAdvance, true},
+    {"bltu_taken", kNoPcAdvance, true},
+    {"bltu_zero", kNoPcAdvance, true},
+    {"bgeu_taken", kNoPcAdvance, true},
+    {"bgeu_equal", kNoPcAdvance, true},
+    {"bgeu_not_taken", kNoPcAdvance, true},
+    {"bne_loop", kNoPcAdvance, true},
+    {"bne_misaligned_not_taken", kNoPcAdvance, true},
+    {"bgeu_target_below_ram", kNoPcAdvance, true},
+    {"divu_7_2", kNoM, false},
+    {"remu_7_2", kNoM, false},
+    {"div_by_zero", kNoM, false},
+    {"divu_by_zero", kNoM, false},
+    {"rem_by_zero", kNoM, false},
+    {"remu_by_zero", kNoM, false},
+    {"div_overflow", kNoM, false},
+    {"rem_overflow", kNoM, false},
+    {"div_negative_dividend", kNoM, false},
+    {"rem_negative_dividend", kNoM, false},
+    {"div_negative_divisor", kNoM, false},
+    {"rem_negative_divisor", kNoM, false},
+    {"div_both_negative", kNoM, false},
+    {"rem_both_negative", kNoM, false},
+    {"divu_large", kNoM, false},
+    {"remu_large", kNoM, false},
+    {"divu_small_by_large", kNoM, false},
+    {"remu_small_by_large", kNoM, false},
+    {"div_int_min_by_one", kNoM, false},
+    {"div_int_min_by_two", kNoM, false},
+    {"div_rd_x0", kNoM, false},
+    {"divu_equal", kNoM, false},
+    {"div_int_min_by_int_min", kNoM, false},
+    {"remu_mixed_bits", kNoM, false},
+    {"divu_mixed_bits", kNoM, false},
+    {"divu_by_one", kNoM, false},
+    {"rem_negative_exact", kNoM, false},
+    {"trace_md_example", kNoPcAdvance, true},
+    {"write_stdout_then_exit", kNoWriteBytes, false},
+    {"write_stderr", kNoWriteBytes, false},
+    {"write_buffer_past_ram_end", kNoWriteBytes, false},
+    {"write_buffer_ends_at_ram_end", kNoWriteBytes, false},
+    {"write_huge_len", kNoWriteBytes, false},
+    {"write_buffer_below_ram", kNoWriteBytes, false},
+    {"fence_iorw", kNoPcAdvance, true},
+    {"jal_forward", kNoPcAdvance, true},
+    {"jal_x0", kNoPcAdvance, true},
+    {"jal_backward", kNoPcAdvance, true},
+    {"jal_to_zero", kNoPcAdvance, true},
+    {"jal_to_ram_end", kNoPcAdvance, true},
+    {"jalr_basic", kNoPcAdvance, true},
+    {"jal_min_offset", kNoPcAdvance, true},
+    {"jalr_max_imm_odd_sum", kNoPcAdvance, true},
+    {"jalr_clears_bit0", kNoPcAdvance, true},
+    {"jalr_clears_bit0_after_add", kNoPcAdvance, true},
+    {"jalr_rs1_is_rd", kNoPcAdvance, true},
+    {"jalr_ret", kNoPcAdvance, true},
+    {"jalr_wraps_to_zero", kNoPcAdvance, true},
+    {"mul_low_of_all_ones", kNoM, false},
+    {"mul_basic", kNoM, false},
+    {"mul_negative", kNoM, false},
+    {"mul_rd_x0", kNoM, false},
+    {"mulh_minus_one_squared", kNoM, false},
+    {"mulh_int_min_squared", kNoM, false},
+    {"mulh_int_min_times_max", kNoM, false},
+    {"mulh_small_negative", kNoM, false},
+    {"mulh_max_squared", kNoM, false},
+    {"mulhsu_minus_one", kNoM, false},
+    {"mulhsu_int_min", kNoM, false},
+    {"mulhsu_rs2_unsigned", kNoM, false},
+    {"mulhsu_negative_times_one", kNoM, false},
+    {"mulhu_all_ones", kNoM, false},
+    {"mulhu_basic", kNoM, false},
+    {"mulhu_no_high", kNoM, false},
+    {"mulh_mul_pair", kNoM, false},
+    {"slli_basic", kNoShift, false},
+    {"slli_31", kNoShift, false},
+    {"slli_0", kNoShift, false},
+    {"srli_31", kNoShift, false},
+    {"srli_basic", kNoShift, false},
+    {"srai_31", kNoShift, false},
+    {"srai_positive", kNoShift, false},
+    {"srai_negative", kNoShift, false},
+    {"sll_basic", kNoShift, false},
+    {"sll_by_33", kNoShift, false},
+    {"sll_by_32", kNoShift, false},
+    {"srl_by_minus_one", kNoShift, false},
+    {"srl_basic", kNoShift, false},
+    {"sra_by_36", kNoShift, false},
+    {"sra_basic", kNoShift, false},
+    {"sra_rd_x0", kNoShift, false},
+    {"sw_then_lw", kNoPcAdvance, true},
+    {"sw_modifies_code", kNoPcAdvance, true},
+    {"ebreak_after_addi", kNoPcAdvance, true},
+    {"fetch_past_ram_end", kNoPcAdvance, true},
+    {"illegal_after_store", kNoPcAdvance, true},
+    {"sh1add_basic", kNoZba, false},
+    {"sh1add_overflow", kNoZba, false},
+    {"sh1add_operand_order", kNoZba, false},
+    {"sh2add_index", kNoZba, false},
+    {"sh2add_rd_x0", kNoZba, false},
+    {"sh2add_aliased", kNoZba, false},
+    {"sh3add_index", kNoZba, false},
+    {"sh3add_wrap", kNoZba, false},
+    {"sh3add_negative_index", kNoZba, false},
+};
+
+struct Example {
+  std::string file, name;
+  json ex;
+};
+
+std::vector<Example> load_examples() {
+  std::vector<Example> out;
+  for (const char* cls : {"alu", "bignum", "branch", "div", "ecall", "fence", "jump", "load", "mul", "shift",
+                          "store", "trap", "zba"}) {
+    const std::string path = std::string(LOCKSTEP_SOURCE_DIR) + "/docs/spec/vectors/scalar_" + cls + ".json";
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open " + path);
+    const json doc = json::parse(in);
+    for (const json& e : doc.at("examples")) out.push_back({cls, e.at("name").get<std::string>(), e});
+  }
+  return out;
+}
+
+const std::vector<Example>& examples() {
+  static const std::vector<Example> ex = load_examples();
+  return ex;
+}
+
+const NotYet* not_yet(const std::string& name) {
+  for (const NotYet& n : kNotYetSupported)
+    if (name == n.name) return &n;
+  return nullptr;
+}
+
+std::uint32_t hex32(const json& v) { return static_cast<std::uint32_t>(std::stoul(v.get<std::string>(), nullptr, 16)); }
+
+GuestImage image_of(const json& ex) {
+  const json& in = ex.at("initial");
+  std::map<int, std::uint32_t> regs;
+  for (const auto& [r, v] : in.at("regs").items()) regs[std::stoi(r.substr(1))] = hex32(v);
+  std::vector<std::pair<std::uint32_t, std::vector<std::uint8_t>>> mem;
+  for (const json& s : in.at("mem")) {
+    const std::string hex = s.at("hex").get<std::string>();
+    std::vector<std::uint8_t> bytes;
+    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+      bytes.push_back(static_cast<std::uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+    mem.emplace_back(hex32(s.at("addr")), bytes);
+  }
+  std::vector<std::uint32_t> code;
+  for (const json& w : ex.at("code")) code.push_back(hex32(w));
+  return test::make_image(hex32(in.at("pc")), code, regs, mem);
+}
+
+class ScalarExample : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(ScalarExample, TokensMatch) {
+  const Example& E = examples()[GetParam()];
+  const NotYet* ny = not_yet(E.name);
+  const json& steps = E.ex.at("steps");
+  std::vector<Token> want;
+  std::size_t n = steps.size();
+  const std::string pc0 = E.ex.at("initial").at("pc").get<std::string>();
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    want.push_back(steps[i].at("id").get<Token>());
+    if (ny && ny->first_instruction_checked && steps[i].at("pc").get<std::string>() != pc0 && n == steps.size()) n = i;
+  }
+  if (ny && !ny->first_instruction_checked) GTEST_SKIP() << E.file << ":" << E.name << ": not yet supported: " << ny->reason;
+  want.resize(n);
+  const GuestImage img = image_of(E.ex);
+  test::expect_trace(img, want, E.file + ":" + E.name);
+  if (ny) GTEST_SKIP() << E.file << ":" << E.name << ": first instruction (" << n << " tokens) matches; rest not yet supported: " << ny->reason;
+}
+
+std::string test_name(const ::testing::TestParamInfo<std::size_t>& info) {
+  const Example& E = examples()[info.param];
+  std::string s = E.file + "_" + E.name;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Vectors, ScalarExample, ::testing::Range<std::size_t>(0, examples().size()), test_name);
+
+TEST(ScalarExamples, NotYetSupportedListNamesRealExamples) {
+  for (const NotYet& n : kNotYetSupported) {
+    bool found = false;
+    for (const Example& e : examples()) found = found || e.name == n.name;
+    EXPECT_TRUE(found) << "kNotYetSupported names '" << n.name << "', which is not an example";
+  }
+  std::size_t supported = 0;
+  for (const Example& e : examples()) supported += not_yet(e.name) == nullptr;
+  std::printf("[coverage] %zu of %zu scalar examples claimed in full; %zu not yet (see kNotYetSupported)\n",
+              supported, examples().size(), examples().size() - supported);
+}
+
+}  // namespace
+}  // namespace lockstep::chip::rv32
