@@ -26,10 +26,10 @@ Checkpoint synthetic_checkpoint(std::uint64_t seed) {
   fill(w.wq, L * D * D, 0.25f);
   fill(w.wk, L * KV * D, 0.25f);
   fill(w.wv, L * KV * D, 0.25f);
-  fill(w.wo, L * D * D, 0.125f);
+  fill(w.wo, L * D * D, 1.0f);
   fill_norm(w.rms_ffn, L * D);
   fill(w.w1, L * H * D, 0.25f);
-  fill(w.w2, L * D * H, 0.125f);
+  fill(w.w2, L * D * H, 1.0f);
   fill(w.w3, L * H * D, 0.25f);
   fill_norm(w.rms_final, D);
   w.wcls = w.token_embedding;

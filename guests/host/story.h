@@ -29,7 +29,8 @@ struct SplitMix64 {
 /// A deterministic model with stories260K's shapes (dim 64, hidden 172, 5 layers, 8 heads,
 /// 4 KV heads, vocab 512, seq_len 512, shared classifier).  Tensors are filled in checkpoint
 /// order from one SplitMix64(seed) stream: each value is `scale * symmetric()`, with scale 1.0
-/// for the token embedding, 0.25 for wq/wk/wv/w1/w3 and 0.125 for wo/w2; each RMSNorm weight
+/// for the token embedding, 0.25 for wq/wk/wv/w1/w3 and 1.0 for wo/w2 (so the next token
+/// depends on the context, not only on the current token); each RMSNorm weight
 /// is `1 + 0.25 * symmetric()`.  See docs/quality.md.
 Checkpoint synthetic_checkpoint(std::uint64_t seed = kSyntheticSeed);
 

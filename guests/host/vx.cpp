@@ -117,9 +117,18 @@ void quantize_span(const F* w, int len, std::int8_t* q, std::uint16_t* scale) {
 // ---- calibration and GPTQ (converter only; the spec fixes the bytes' meaning, not how
 // they are chosen) ------------------------------------------------------------------------
 
+// Adds x x^T to the upper triangle of h (mirrored by symmetrize()).
 void add_outer(std::vector<double>& h, const float* x, int n) {
+  for (int i = 0; i < n; ++i) {
+    const double xi = x[i];
+    double* row = &h[static_cast<std::size_t>(i * n)];
+    for (int j = i; j < n; ++j) row[j] += xi * x[j];
+  }
+}
+
+void symmetrize(std::vector<double>& h, int n) {
   for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) h[static_cast<std::size_t>(i * n + j)] += double{x[i]} * x[j];
+    for (int j = 0; j < i; ++j) h[static_cast<std::size_t>(i * n + j)] = h[static_cast<std::size_t>(j * n + i)];
 }
 
 // Calibration token sequences: sampled from the float32 model at temperature 1 from BOS.
@@ -166,6 +175,7 @@ std::vector<std::vector<double>> calibrate(const Checkpoint& ck, const std::vect
     };
     for (std::size_t pos = 0; pos < toks.size(); ++pos) fm.forward(toks[pos], static_cast<int>(pos));
   }
+  for (auto& m : h) symmetrize(m, m.size() == 172 * 172 ? 172 : 64);
   return h;
 }
 
