@@ -1,3 +1,4 @@
+include_guard(GLOBAL)
 # Test helpers.  Every ctest test carries exactly the labels below; ci/test runs
 #   ctest -LE long                      (release build, everything but long checks)
 #   ctest -L 'unit|fuzz-smoke'          (ASan+UBSan build)
