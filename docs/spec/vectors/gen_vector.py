@@ -1,0 +1,911 @@
+#!/usr/bin/env python3
+"""Worked examples of the vector unit (docs/spec/vector.md), written from the spec alone.
+
+A small, independent calculation (Python standard library, exact integers): every op of
+vector.md §4 with the trap checks of §6 and the tokens of §5.  Each example runs ONE vector
+instruction from a given state.  Many examples also carry values worked out by hand
+(`want=`); the generator refuses to write the file when the calculation disagrees.
+
+    python3 docs/spec/vectors/gen_vector.py            # rewrite vector_ops.json
+    python3 docs/spec/vectors/gen_vector.py --check    # is vector_ops.json up to date?
+    python3 docs/spec/vectors/gen_vector.py --tables   # print the §3 tables' SHA-256
+
+Never produced by ref/ or chip/.
+"""
+import copy
+import hashlib
+import json
+import math
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "vector_ops.json")
+
+RAM_BASE, RAM_END = 0x10000, 0x110000
+NCHUNK, NROWS = 4152, 320
+
+# ---- §1 conventions --------------------------------------------------------------------------
+
+
+def rnd(x, s):
+    """Round half up: floor((x + 2^(s-1)) / 2^s); Python's >> is a floor shift."""
+    return x if s == 0 else (x + (1 << (s - 1))) >> s
+
+
+def sat32(x):
+    return max(-(1 << 31), min((1 << 31) - 1, x))
+
+
+def lo8(x):
+    return x % 256
+
+
+def s32(u):
+    u &= 0xFFFFFFFF
+    return u - (1 << 32) if u >> 31 else u
+
+
+# ---- §3 tables -------------------------------------------------------------------------------
+
+
+def nearest(x):
+    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
+
+
+def _rsq(i):
+    y = int(2 ** 27 / math.sqrt(i + 0.5))
+    while (2 * y + 1) ** 2 * (2 * i + 1) <= 2 ** 57:
+        y += 1
+    while (2 * y - 1) ** 2 * (2 * i + 1) >= 2 ** 57:
+        y -= 1
+    assert (2 * y - 1) ** 2 * (2 * i + 1) < 2 ** 57 < (2 * y + 1) ** 2 * (2 * i + 1)
+    return y
+
+
+EXP = [nearest(65536 * math.exp(-i / 64)) for i in range(1024)]
+RSQ = {i: _rsq(i) for i in range(64, 256)}
+RCP = {i: (2 ** 39 + 2 * i + 1) // (4 * i + 2) for i in range(128, 256)}
+SIG = [nearest(65536 / (1 + math.exp(-(i - 512) / 64))) for i in range(1024)]
+COS = [[nearest(65536 * math.cos(p * 10.0 ** -j)) for j in range(4)] for p in range(64)]
+SIN = [[nearest(65536 * math.sin(p * 10.0 ** -j)) for j in range(4)] for p in range(64)]
+
+TABLE_SHA = {
+    "EXP": "c26fdf2176392e1aead5d77178e3b9cbf85a7cbf9123ef286913801863464ef6",
+    "RSQ": "5cdab279aceba054bf27e1fea6109f71d6346b53a763d3042cf8fa38bf6624be",
+    "RCP": "8e96bf1297d74ac9d1f25a71caa311bd45e00363a3cda27682a2870faafecab7",
+    "SIG": "db76a69faaeb9466f873c355fb8f113de0bf1067f43be90956ef9e341acff076",
+    "COS": "e97b07cdcd8c1d45b841124e9235cc2a25f76c3d68e991cac3bf7de3ae60f8af",
+    "SIN": "785e46430e76bd9b40b2072bc71c1ad7597a6d942ea8f0a3de04d5156ea39f1f",
+}
+
+
+def table_lists():
+    return {
+        "EXP": EXP,
+        "RSQ": [RSQ[i] for i in range(64, 256)],
+        "RCP": [RCP[i] for i in range(128, 256)],
+        "SIG": SIG,
+        "COS": [v for row in COS for v in row],
+        "SIN": [v for row in SIN for v in row],
+    }
+
+
+def sha_of(vals):
+    return hashlib.sha256(b"".join(struct.pack("<i", v) for v in vals)).hexdigest()
+
+
+# ---- state -----------------------------------------------------------------------------------
+
+
+class State:
+    """Vector memories (§2) as sparse dicts (absent = 0), scalar registers, RAM bytes."""
+
+    def __init__(self):
+        self.x = [0] * 32
+        self.ram = {}
+        self.vr, self.act, self.ash = {}, {}, {}
+        self.w, self.ws = {}, {}  # w[(c, i)], ws[c]
+        self.kc, self.vc, self.ksh, self.vsh = {}, {}, {}, {}
+
+    def VR(self, i):
+        return self.vr.get(i, 0)
+
+
+class Trap(Exception):
+    def __init__(self, code):
+        super().__init__(code)
+        self.code = code
+
+
+def floor_log2(u):
+    return u.bit_length() - 1
+
+
+def E(a):
+    e = 0
+    while rnd(a, e) > 127:
+        e += 1
+    return e
+
+
+def conflict(a0, an, b0, bn):
+    """Two spans conflict when they share a word and are not identical."""
+    share = a0 < b0 + bn and b0 < a0 + an
+    return share and not (a0 == b0 and an == bn)
+
+
+def share(a0, an, b0, bn):
+    return a0 < b0 + bn and b0 < a0 + an
+
+
+# ---- §4 the eight ops: returns the token list, changes `st` ----------------------------------
+
+KIND = {"VMC": 33, "VMK": 34, "VMV": 35, "VQE": 36, "VQB": 37, "VEW": 38, "VFN": 39,
+        "VRD": 40, "VXM": 41, "VXS": 42, "VLB": 43, "W0": 1, "W1": 2, "W2": 3, "W3": 4,
+        "NOP": 30, "TRAP": 32}
+
+
+def W(rd, v):
+    if rd == 0:
+        return [("NOP", 0)]
+    return [("W%d" % k, (v >> (8 * k)) & 0xFF) for k in range(4)]
+
+
+def execute(st, word):
+    """Runs the vector instruction `word`; returns (tokens, trap code or None)."""
+    assert word & 0x7F == 0x2B
+    rd, f3 = (word >> 7) & 31, (word >> 12) & 7
+    rs1, rs2, f7 = (word >> 15) & 31, (word >> 20) & 31, word >> 25
+    X1, X2 = st.x[rs1], st.x[rs2]
+    A, B, C, N = X1 & 0xFFFF, X1 >> 16, X2 & 0xFFFF, X2 >> 16
+    codes = set()
+    try:
+        op = [vmat, vmatr, vq, vexp, vew, vfn, vred, vld][f3]
+        plan = op(st, rd, f7, A, B, C, N, X1, X2, codes)
+        if codes:
+            raise Trap(min(codes))
+        return plan(), None
+    except Trap as t:
+        return [("TRAP", t.code)], t.code
+
+
+def need_vr(codes, first, count):
+    if first + count > 1024:
+        codes.add(17)
+
+
+def vmat(st, rd, f7, A, B, C, N, X1, X2, codes):
+    K, argmax = f7 & 7, (f7 >> 3) & 1
+    if K in (0, 7) or f7 >> 4:
+        codes.add(16)
+    if not argmax and rd != 0:
+        codes.add(16)
+    R, b0, c0, dst = N, B, C, A
+    if R == 0:
+        codes.add(18)
+    if b0 + max(K, 1) > 6:
+        codes.add(19)
+    if c0 + R * K > NCHUNK:
+        codes.add(21)
+    if not argmax:
+        need_vr(codes, dst, R)
+
+    def run():
+        toks, ys = [], []
+        for r in range(R):
+            total = 0
+            for j in range(K):
+                c, b = c0 + r * K + j, b0 + j
+                acc = sum(st.act.get(64 * b + i, 0) * st.w.get((c, i), 0) for i in range(64))
+                assert abs(acc) <= 1 << 16
+                toks.append(("VMC", lo8(acc)))
+                total += acc * st.ws.get(c, 0) * (1 << st.ash.get(b, 0))
+            ys.append(sat32(rnd(total, 16)))
+        if argmax:
+            best = max(range(R), key=lambda r: (ys[r], -r))
+            toks += W(rd, best)
+            if rd:
+                st.x[rd] = best
+        else:
+            for r, y in enumerate(ys):
+                st.vr[dst + r] = y
+        return toks
+    return run
+
+
+def vmatr(st, rd, f7, A, B, C, N, X1, X2, codes):
+    vmode = f7 & 1
+    if f7 >> 1 or rd != 0:
+        codes.add(16)
+    dst, src, r0, T = A, B, C, N
+    if not 1 <= T <= 64:
+        codes.add(18)
+    if vmode == 0:
+        if src > 5:
+            codes.add(19)
+        need_vr(codes, dst, 448 + T)
+    else:
+        need_vr(codes, src, 448 + T)
+        need_vr(codes, dst, 64)
+        if any(share(dst, 64, src + 64 * h, T) for h in range(8)):
+            codes.add(20)
+    if r0 + T > NROWS:
+        codes.add(22)
+
+    def run():
+        toks = []
+        if vmode == 0:
+            writes = {}
+            for t in range(T):
+                row, tot = r0 + t, 0
+                for h in range(8):
+                    s = sum(st.act.get(64 * src + 8 * h + d, 0) * st.kc.get((row, 8 * (h // 2) + d), 0)
+                            for d in range(8))
+                    tot += s
+                    e = st.ash.get(src, 0) + st.ksh.get(row, 0)
+                    writes[dst + 64 * h + t] = sat32(s << (e - 16)) if e >= 16 else sat32(rnd(s, 16 - e))
+                toks.append(("VMK", lo8(tot)))
+            st.vr.update(writes)
+        else:
+            o = [0] * 64
+            for t in range(T):
+                row, tot = r0 + t, 0
+                for h in range(8):
+                    p = min(max(st.VR(src + 64 * h + t), 0), 65536)
+                    for d in range(8):
+                        pv = p * st.vc.get((row, 8 * (h // 2) + d), 0)
+                        tot += pv
+                        o[8 * h + d] += pv << st.vsh.get(row, 0)
+                toks.append(("VMV", lo8(tot)))
+            for i in range(64):
+                st.vr[dst + i] = sat32(rnd(o[i], 16))
+        return toks
+    return run
+
+
+def vq(st, rd, f7, A, B, C, N, X1, X2, codes):
+    target = f7 & 3
+    if target == 3 or f7 >> 2 or rd != 0:
+        codes.add(16)
+    src, n = B, N
+    if target == 0:
+        if not 1 <= n <= 384:
+            codes.add(18)
+        if A + (n + 63) // 64 > 6:
+            codes.add(19)
+    elif target in (1, 2):
+        if n != 32:
+            codes.add(18)
+        if A >= NROWS:
+            codes.add(22)
+    need_vr(codes, src, n)
+
+    def run():
+        toks = []
+        for k in range((n + 63) // 64):
+            idx = range(64 * k, min(n, 64 * k + 64))
+            e = E(max(abs(st.VR(src + i)) for i in idx))
+            toks.append(("VQE", e))
+            if target == 0:
+                vals = [rnd(st.VR(src + i), e) if i < n else 0 for i in range(64 * k, 64 * k + 64)]
+                for j, v in enumerate(vals):
+                    st.act[64 * (A + k) + j] = v
+                st.ash[A + k] = e
+            else:
+                vals = [rnd(st.VR(src + i), e) for i in range(32)]
+                mem, sh = (st.kc, st.ksh) if target == 1 else (st.vc, st.vsh)
+                for j, v in enumerate(vals):
+                    mem[(A, j)] = v
+                sh[A] = e
+            assert all(-127 <= v <= 127 for v in vals)
+            toks.append(("VQB", lo8(sum(vals))))
+        return toks
+    return run
+
+
+def vexp(st, rd, f7, A, B, C, N, X1, X2, codes):
+    G = (f7 & 7) + 1
+    if f7 >> 3 or rd != 0:
+        codes.add(16)
+    dst, src, sums, T = A, B, C, N
+    if not 1 <= T <= 64:
+        codes.add(18)
+    need_vr(codes, src, 64 * (G - 1) + T)
+    need_vr(codes, dst, 64 * (G - 1) + T)
+    need_vr(codes, sums, G)
+    if dst != src and any(share(dst + 64 * g, T, src + 64 * h, T) for g in range(G) for h in range(G)):
+        codes.add(20)
+    if any(share(sums, G, base + 64 * g, T) for base in (src, dst) for g in range(G)):
+        codes.add(20)
+
+    def run():
+        toks = []
+        for g in range(G):
+            s = [st.VR(src + 64 * g + t) for t in range(T)]
+            m = max(s)
+            toks.append(("VXM", lo8(m)))
+            p = [EXP[min(1023, rnd(m - v, 10))] for v in s]
+            for t in range(T):
+                st.vr[dst + 64 * g + t] = p[t]
+            st.vr[sums + g] = sum(p)
+            toks.append(("VXS", lo8(sum(p))))
+        return toks
+    return run
+
+
+def groups_tokens(kind, z):
+    return [(kind, lo8(sum(z[64 * k:64 * k + 64]))) for k in range((len(z) + 63) // 64)]
+
+
+def vew(st, rd, f7, A, B, C, N, X1, X2, codes):
+    mode, gs = f7 & 3, (f7 >> 2) & 7
+    if f7 >> 5 or rd != 0 or (mode == 2 and gs == 7) or (mode != 2 and gs != 0):
+        codes.add(16)
+    dst, a, b, n = A, B, C, N
+    if not 1 <= n <= 1024 or (mode == 3 and n % 2):
+        codes.add(18)
+    need_vr(codes, a, n)
+    need_vr(codes, dst, n)
+    if mode in (0, 1):
+        need_vr(codes, b, n)
+    if mode == 2:
+        need_vr(codes, b, ((n - 1) >> gs) + 1)
+    if mode == 3 and b >= 64:
+        codes.add(23)
+    if conflict(dst, n, a, n) or (mode in (0, 1) and conflict(dst, n, b, n)):
+        codes.add(20)
+    if mode == 2 and share(b, ((n - 1) >> gs) + 1, dst, n):
+        codes.add(20)
+
+    def run():
+        x = [st.VR(a + i) for i in range(n)]
+        if mode == 0:
+            z = [sat32(x[i] + st.VR(b + i)) for i in range(n)]
+        elif mode == 1:
+            z = [sat32(rnd(x[i] * st.VR(b + i), 16)) for i in range(n)]
+        elif mode == 2:
+            z = [sat32(rnd(x[i] * st.VR(b + (i >> gs)), 16)) for i in range(n)]
+        else:
+            z = [0] * n
+            for k in range(n // 2):
+                c, s = COS[b][k % 4], SIN[b][k % 4]
+                u, v = x[2 * k], x[2 * k + 1]
+                z[2 * k] = sat32(rnd(u * c - v * s, 16))
+                z[2 * k + 1] = sat32(rnd(u * s + v * c, 16))
+        for i in range(n):
+            st.vr[dst + i] = z[i]
+        return groups_tokens("VEW", z)
+    return run
+
+
+def fn_value(fn, x):
+    if fn == 0:
+        u = max(x, 1)
+        k = floor_log2(u)
+        k2 = k - k % 2
+        ix = u >> (k2 - 6) if k2 >= 6 else u << (6 - k2)
+        return rnd(RSQ[ix], k2 // 2)
+    if fn == 1:
+        u = max(x, 1)
+        k = floor_log2(u)
+        ix = u >> (k - 7) if k >= 7 else u << (7 - k)
+        return sat32(RCP[ix] << (2 - k)) if k <= 2 else rnd(RCP[ix], k - 2)
+    ix = min(1023, max(0, rnd(x, 10) + 512))
+    return sat32(rnd(x * SIG[ix], 16))
+
+
+def vfn(st, rd, f7, A, B, C, N, X1, X2, codes):
+    if f7 >= 3 or rd != 0:
+        codes.add(16)
+    dst, src, n = A, B, N
+    if not 1 <= n <= 1024:
+        codes.add(18)
+    need_vr(codes, src, n)
+    need_vr(codes, dst, n)
+    if conflict(dst, n, src, n):
+        codes.add(20)
+
+    def run():
+        z = [fn_value(f7, st.VR(src + i)) for i in range(n)]
+        for i in range(n):
+            st.vr[dst + i] = z[i]
+        return groups_tokens("VFN", z)
+    return run
+
+
+def vred(st, rd, f7, A, B, C, N, X1, X2, codes):
+    mode, sh = f7 & 3, f7 >> 2
+    if mode == 3 or (mode == 2 and sh != 0) or rd != 0:
+        codes.add(16)
+    dst, src, n = A, B, N
+    if not 1 <= n <= 1024:
+        codes.add(18)
+    need_vr(codes, src, n)
+    need_vr(codes, dst, 1)
+
+    def run():
+        toks, acc = [], None
+        for k in range((n + 63) // 64):
+            for i in range(64 * k, min(n, 64 * k + 64)):
+                v = st.VR(src + i)
+                if mode == 0:
+                    acc = (acc or 0) + v * v
+                elif mode == 1:
+                    acc = (acc or 0) + v
+                else:
+                    acc = v if acc is None else max(acc, v)
+            toks.append(("VRD", lo8(acc)))
+        z = sat32(rnd(acc, 16 + sh)) if mode == 0 else sat32(rnd(acc, sh)) if mode == 1 else acc
+        st.vr[dst] = z
+        return toks
+    return run
+
+
+def vld(st, rd, f7, A, B, C, N, X1, X2, codes):
+    if f7 != 0 or rd != 0:
+        codes.add(16)
+    a, dst, n = X1, X2 & 0xFFFF, X2 >> 16
+    if not 1 <= n <= 1024:
+        codes.add(18)
+    need_vr(codes, dst, n)
+    if a % 4:
+        codes.add(4)
+    if a < RAM_BASE or a + 4 + n > RAM_END:
+        codes.add(5)
+
+    def run():
+        rec = [st.ram.get(a + k, 0) for k in range(4 + n)]
+        M = s32(rec[0] | rec[1] << 8 | rec[2] << 16 | rec[3] << 24)
+        for i in range(n):
+            b = rec[4 + i] - 256 if rec[4 + i] > 127 else rec[4 + i]
+            st.vr[dst + i] = sat32(b * M)
+        return [("VLB", b) for b in rec]
+    return run
+
+
+# ---- encoding and JSON -----------------------------------------------------------------------
+
+OPS = ["VMAT", "VMATR", "VQ", "VEXP", "VEW", "VFN", "VRED", "VLD"]
+
+
+def enc(f3, f7, rd=0, rs1=11, rs2=12):
+    return (f7 << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | 0x2B
+
+
+REGNAME = {0: "x0", 10: "a0", 11: "a1", 12: "a2"}
+
+
+def asm_of(word, note):
+    rd, f3 = (word >> 7) & 31, (word >> 12) & 7
+    rs1, rs2, f7 = (word >> 15) & 31, (word >> 20) & 31, word >> 25
+    return ".insn r CUSTOM_1, %d, %d, %s, %s, %s  # %s %s" % (
+        f3, f7, REGNAME[rd], REGNAME[rs1], REGNAME[rs2], OPS[f3], note)
+
+
+def tok_text(kind, p):
+    return "%s(0x%02x)" % (kind, p) if kind in ("VLB", "W0", "W1", "W2", "W3") else "%s(%d)" % (kind, p)
+
+
+def spans(d, width=None):
+    """Sparse dict -> list of {first, values} runs (keys are ints)."""
+    out, keys = [], sorted(d)
+    for k in keys:
+        if out and out[-1]["first"] + len(out[-1]["values"]) == k:
+            out[-1]["values"].append(d[k])
+        else:
+            out.append({"first": k, "values": [d[k]]})
+    return out
+
+
+def vector_json(st):
+    rows = lambda m: [{"row": r, "values": [m.get((r, j), 0) for j in range(32)]}
+                      for r in sorted({r for (r, _) in m})]
+    chunks = [{"chunk": c, "values": [st.w.get((c, i), 0) for i in range(64)]}
+              for c in sorted({c for (c, _) in st.w})]
+    v = {"vreg": spans(st.vr), "act": spans(st.act), "ash": spans(st.ash), "wmem": chunks,
+         "wscale": spans(st.ws), "kcache": rows(st.kc), "ksh": spans(st.ksh),
+         "vcache": rows(st.vc), "vsh": spans(st.vsh)}
+    return {k: val for k, val in v.items() if val}
+
+
+def regs_json(x):
+    return {"x%d" % i: "0x%08x" % (v & 0xFFFFFFFF) for i, v in enumerate(x) if i and v}
+
+
+EXAMPLES = []
+
+
+def example(name, op_note, word, desc, setup, edge=False, want=None):
+    """setup(st) fills the state; want: dict of hand-worked checks (see check())."""
+    st = State()
+    setup(st)
+    init = copy.deepcopy(st)
+    toks, trap = execute(st, word)
+    if want:
+        check(name, st, toks, trap, want)
+    pc = 0x10000
+    steps = [{"id": 256 * KIND[k] + p, "tok": tok_text(k, p), "pc": "0x%08x" % pc} for k, p in toks]
+    changed = {"x%d" % i: "0x%08x" % (st.x[i] & 0xFFFFFFFF) for i in range(1, 32) if st.x[i] != init.x[i]}
+    final = {"end": "trap" if trap else "running", "pc": "0x%08x" % (pc if trap else pc + 4),
+             "regs": changed, "mem": [], "c": 0, "acc": "0x" + "0" * 24,
+             "retired": 0 if trap else 1, "vector": vector_json(st)}
+    if trap:
+        final["trap_code"] = trap
+    mem = []
+    if init.ram:
+        lo = min(init.ram)
+        mem = [{"addr": "0x%08x" % lo, "hex": "".join("%02x" % init.ram.get(a, 0)
+                                                      for a in range(lo, max(init.ram) + 1))}]
+        final["mem"] = mem
+    EXAMPLES.append({
+        "name": name, "description": desc, "edge": edge,
+        "initial": {"pc": "0x%08x" % pc, "regs": regs_json(init.x), "mem": mem, "c": 0,
+                    "acc": "0x" + "0" * 24, "vector": vector_json(init)},
+        "code": ["0x%08x" % word], "asm": [asm_of(word, op_note)],
+        "steps": steps, "final": final})
+
+
+def check(name, st, toks, trap, want):
+    got = {"tokens": toks, "trap": trap}
+    for k, v in want.items():
+        if k == "tokens":
+            ok = toks == v
+        elif k == "trap":
+            ok = trap == v
+        elif k == "vr":
+            ok = all(st.VR(i) == val for i, val in v.items())
+        elif k == "act":
+            ok = all(st.act.get(i, 0) == val for i, val in v.items())
+        elif k == "ash":
+            ok = all(st.ash.get(i, 0) == val for i, val in v.items())
+        elif k == "x":
+            ok = all(st.x[i] == val for i, val in v.items())
+        elif k == "kc":
+            ok = all(st.kc.get(i, 0) == val for i, val in v.items())
+        elif k == "ksh":
+            ok = all(st.ksh.get(i, 0) == val for i, val in v.items())
+        else:
+            raise KeyError(k)
+        if not ok:
+            sys.exit("gen_vector.py: %s: hand-worked %s %r disagrees with the calculation %r" %
+                     (name, k, v, got if k in ("tokens", "trap") else st.__dict__.get(k)))
+
+
+def ops_word(A, B):
+    return (B << 16) | A
+
+
+# ---- the examples ----------------------------------------------------------------------------
+
+
+def build():
+    EXAMPLES.clear()
+    # VMAT ---------------------------------------------------------------------------------
+    def s(st):
+        st.act.update({0: 1, 1: 2, 2: 3})
+        st.w.update({(7, 0): 7, (7, 1): -8, (7, 2): 1})
+        st.ws[7] = 0x8000
+        st.ash[0] = 4
+        st.x[11], st.x[12] = ops_word(100, 0), ops_word(7, 1)
+    example("vmat_one_chunk", "K=1 write", enc(0, 1),
+            "acc = 1*7 + 2*(-8) + 3*1 = -6; y = rnd(-6 * 32768 * 2^4, 16) = -48 -> word 100; VMC(lo8(-6) = 250).",
+            s, want={"vr": {100: -48}, "tokens": [("VMC", 250)]})
+
+    def s(st):  # two rows of K = 3 chunks over blocks 1, 2, 3 with shifts 0, 1, 2
+        for b, e in ((1, 0), (2, 1), (3, 2)):
+            st.ash[b] = e
+            st.act[64 * b + 5] = -127
+            st.act[64 * b + 63] = 100
+        for c in range(20, 26):
+            st.w[(c, 5)] = -8 if c % 2 == 0 else 7
+            st.w[(c, 63)] = 3
+            st.ws[c] = 1000 + c
+        st.x[11], st.x[12] = ops_word(200, 1), ops_word(20, 2)
+    example("vmat_three_chunks_per_row", "K=3 write", enc(0, 3),
+            "Rows 0, 1 = chunks 20..22, 23..25 against ACT blocks 1..3 (ASH 0, 1, 2): "
+            "acc = 1316 (even chunk) or -589 (odd); y_0 = rnd(1316*1020 - 589*1021*2 + 1316*1022*4 = 5519390, 16) = 84, "
+            "y_1 = rnd(-589*1023 + 1316*1024*2 - 589*1025*4 = -322279, 16) = -5.",
+            s, want={"vr": {200: 84, 201: -5},
+                     "tokens": [("VMC", 1316 % 256), ("VMC", -589 % 256), ("VMC", 1316 % 256),
+                                ("VMC", -589 % 256), ("VMC", 1316 % 256), ("VMC", -589 % 256)]})
+
+    def s(st):  # argmax with a tie between rows 1 and 2: the lowest index wins
+        st.act[0] = 10
+        for c, w in ((3640, 1), (3641, 5), (3642, 5), (3643, -8)):
+            st.w[(c, 0)] = w
+            st.ws[c] = 65535
+        st.x[11], st.x[12] = ops_word(0, 0), ops_word(3640, 4)
+    example("vmat_argmax_tie", "K=1 ARGMAX rd=a0", enc(0, 9, rd=10),
+            "Classifier rows 0..3 give y = 10, 50, 50, -80 (x 65535/65536, rounded): rows 1 and 2 tie; "
+            "the lowest index wins: a0 = 1, W(1).", s, edge=True,
+            want={"x": {10: 1}, "tokens": [("VMC", 10), ("VMC", 50), ("VMC", 50), ("VMC", 176),
+                                            ("W0", 1), ("W1", 0), ("W2", 0), ("W3", 0)]})
+
+    def s(st):  # saturation: acc 2^16 * 65535 * 2^25 / 2^16 overflows int32
+        for i in range(64):
+            st.act[i] = -128
+            st.w[(0, i)] = -8
+        st.ws[0] = 65535
+        st.ash[0] = 25
+        st.x[11], st.x[12] = ops_word(5, 0), ops_word(0, 1)
+    example("vmat_saturates", "K=1 write", enc(0, 1),
+            "ACT = -128 (loadable from .lockstep.act), W = -8, S = 65535, ASH = 25: acc = 65536 = 2^16 (the bound); "
+            "y = sat32(65535 * 2^25) = 2^31 - 1.", s, edge=True,
+            want={"vr": {5: 2 ** 31 - 1}, "tokens": [("VMC", 0)]})
+
+    def s(st):
+        st.x[11], st.x[12] = ops_word(0, 0), ops_word(4150, 2)
+    example("vmat_trap_wmem_range", "K=2 write", enc(0, 2),
+            "c0 + R*K = 4150 + 4 > 4152: TRAP(21) VEC_WMEM; nothing changes.", s, edge=True,
+            want={"trap": 21})
+
+    def s(st):
+        st.x[11], st.x[12] = ops_word(0, 0), ops_word(0, 0)
+    example("vmat_trap_field_before_len", "K=0 (invalid), R=0", enc(0, 0),
+            "K = 0 is invalid (16) and R = 0 (18): the lowest code wins, TRAP(16).", s, edge=True,
+            want={"trap": 16})
+
+    # VMATR --------------------------------------------------------------------------------
+    def s(st):
+        for h in range(8):
+            for d in range(8):
+                st.act[64 + 8 * h + d] = h + 1 if d == 0 else 0
+        st.act[64 + 8 * 7 + 1] = -3
+        st.ash[1] = 10
+        st.kc.update({(64, 0): 2, (64, 8): -1, (64, 25): 5, (65, 0): 100, (65, 24): -100})
+        st.ksh[64], st.ksh[65] = 3, 8
+        st.x[11], st.x[12] = ops_word(512, 1), ops_word(64, 2)
+    example("vmatr_k_scores", "K mode", enc(1, 0),
+            "Query block 1 (ASH 10): head h has q[0] = h+1, head 7 also q[1] = -3. Row 64 (KSH 3): e = 13 < 16, "
+            "score = rnd(s, 3): head 0 s = 2 -> 0, head 1 s = 4 -> 1, head 2 s = -3 -> 0, head 7 s = -15 -> -2; "
+            "row 65 (KSH 8): e = 18, score = s * 4 (head 0: 400, head 6: -2800). Head h reads KV head h//2.",
+            s, want={"vr": {512: 0, 576: 1, 640: 0, 704: 0, 768: 0, 832: 0, 896: 0, 960: -2,
+                            513: 400, 577: 800, 641: 0, 705: 0, 769: 0, 833: 0, 897: -2800, 961: -3200}})
+
+    def s(st):
+        for h in range(8):
+            st.vr[512 + 64 * h] = 65536 if h < 4 else 100000
+            st.vr[512 + 64 * h + 1] = -5 if h == 0 else 32768
+        st.vc.update({(10, 0): 127, (10, 8): -128, (11, 0): 2, (11, 31): 1})
+        st.vsh[10], st.vsh[11] = 0, 16
+        st.x[11], st.x[12] = ops_word(0, 512), ops_word(10, 2)
+    example("vmatr_v_clamps_probabilities", "V mode", enc(1, 1),
+            "p = VR[512 + 64h + t] clamped to 0..65536 (100000 -> 65536, -5 -> 0). Row 10 (VSH 0), row 11 "
+            "(VSH 16). o[0] = 65536*127 (t = 1: p = 0) -> 127; o[8] (head 1) = 127 + 32768*2*2^16/2^16 = 65663; "
+            "o[16], o[24] (KV head 1) = -128; o[55], o[63] (KV head 3, d 7) = 32768*1*2^16/2^16 = 32768.",
+            s, edge=True,
+            want={"vr": {0: 127, 8: 65663, 16: -128, 24: -128, 55: 32768, 63: 32768}})
+
+    def s(st):
+        st.x[11], st.x[12] = ops_word(0, 0), ops_word(0, 65)
+    example("vmatr_trap_len", "K mode, T = 65", enc(1, 0), "T = 65 > 64: TRAP(18).", s, edge=True,
+            want={"trap": 18})
+
+    def s(st):
+        st.x[11], st.x[12] = ops_word(520, 512), ops_word(0, 16)
+    example("vmatr_trap_overlap", "V mode", enc(1, 1),
+            "V mode: destination 520..583 shares words with probability span 512..527: TRAP(20).",
+            s, edge=True, want={"trap": 20})
+
+    # VQ -----------------------------------------------------------------------------------
+    def s(st):
+        st.vr.update({0: 100, 1: -127, 2: 3})
+        st.x[11], st.x[12] = ops_word(5, 0), ops_word(0, 3)
+    example("vq_act_small", "ACT", enc(2, 0),
+            "amax = 127 -> e = 0; block 5 = 100, -127, 3, then 61 zeros; ASH[5] = 0; VQE(0), VQB(lo8(-24) = 232).",
+            s, want={"act": {320: 100, 321: -127, 322: 3, 323: 0}, "ash": {5: 0},
+                     "tokens": [("VQE", 0), ("VQB", 232)]})
+
+    def s(st):
+        st.vr.update({10: 300, 11: -301, 74: 5})
+        st.x[11], st.x[12] = ops_word(2, 10), ops_word(0, 65)
+    example("vq_act_two_groups", "ACT n = 65", enc(2, 0),
+            "Group 0 amax 301 -> e = 2 (rnd(301,1) = 151 > 127): 75, -75; group 1 (one value 5) -> e = 0; "
+            "block 3 = 5 then 63 zeros of padding.", s, edge=True,
+            want={"act": {128: 75, 129: -75, 192: 5, 193: 0}, "ash": {2: 2, 3: 0},
+                  "tokens": [("VQE", 2), ("VQB", 0), ("VQE", 0), ("VQB", 5)]})
+
+    def s(st):
+        st.vr.update({40: -(2 ** 31), 41: 2 ** 31 - 1, 42: 2 ** 24, 43: -(2 ** 24) - 1})
+        st.x[11], st.x[12] = ops_word(319, 40), ops_word(0, 32)
+    example("vq_k_row_extremes", "K row", enc(2, 1),
+            "amax = 2^31 -> e = 25 (rnd(2^31, 24) = 128): q = -64, 64, rnd(2^24, 25) = 1 (half up), "
+            "rnd(-2^24 - 1, 25) = -1 (floor((-2^24 - 1 + 2^24)/2^25)); KSH[319] = 25.", s, edge=True,
+            want={"kc": {(319, 0): -64, (319, 1): 64, (319, 2): 1, (319, 3): -1}, "ksh": {319: 25},
+                  "tokens": [("VQE", 25), ("VQB", 0)]})
+
+    def s(st):
+        st.x[11], st.x[12] = ops_word(320, 0), ops_word(0, 31)
+    example("vq_trap_len_before_row", "V row", enc(2, 2),
+            "n = 31 (18) and row 320 (22): TRAP(18).", s, edge=True, want={"trap": 18})
+
+    # VEXP ---------------------------------------------------------------------------------
+    def s(st):
+        st.vr.update({512: 0, 513: -65536, 514: 0})
+        st.x[11], st.x[12] = ops_word(512, 512), ops_word(500, 3)
+    example("vexp_one_group", "G=1 in place", enc(3, 0),
+            "m = 0; indices 0, 1024>>... rnd(65536, 10) = 64, 0; p = 65536, EXP[64] = 24109, 65536; sum 155181.",
+            s, want={"vr": {512: 65536, 513: 24109, 514: 65536, 500: 155181},
+                     "tokens": [("VXM", 0), ("VXS", 155181 % 256)]})
+
+    def s(st):
+        st.vr.update({100: -1000, 101: -1000 - 2 ** 31, 164: 2 ** 31 - 1, 165: -(2 ** 31), 166: 511})
+        st.x[11], st.x[12] = ops_word(300, 100), ops_word(8, 3)
+    example("vexp_two_groups_extremes", "G=2", enc(3, 1),
+            "Group 0 (T = 3: -1000, -1000-2^31, 0): m = 0, p = EXP[rnd(1000,10) = 1] = 64520, EXP[1023] = 0, 65536. "
+            "Group 1: m = 2^31-1; m - s = 2^32-1 -> index 1023; s = 511: index rnd(2^31 - 512, 10) -> 1023.",
+            s, edge=True,
+            want={"vr": {300: 64520, 301: 0, 302: 65536, 364: 65536, 365: 0, 366: 0, 8: 130056, 9: 65536}})
+
+    def s(st):
+        st.x[11], st.x[12] = ops_word(0, 0), ops_word(1, 2)
+    example("vexp_trap_sums_overlap", "G=1", enc(3, 0),
+            "Sum word 1 lies inside the score span 0..1: TRAP(20).", s, edge=True, want={"trap": 20})
+
+    # VEW ----------------------------------------------------------------------------------
+    def s(st):
+        st.vr.update({0: 2 ** 31 - 1, 1: -5, 64: 1, 65: 7})
+        st.x[11], st.x[12] = ops_word(0, 0), ops_word(64, 2)
+    example("vew_add_saturates", "ADD in place", enc(4, 0),
+            "2^31-1 + 1 saturates to 2^31-1; -5 + 7 = 2.", s, edge=True,
+            want={"vr": {0: 2 ** 31 - 1, 1: 2}, "tokens": [("VEW", (2 ** 31 - 1 + 2) % 256)]})
+
+    def s(st):
+        st.vr.update({10: -3, 11: 65536 * 3, 12: -32768, 20: 32768, 21: -65536, 22: 1})
+        st.x[11], st.x[12] = ops_word(30, 10), ops_word(20, 3)
+    example("vew_mul_rounding", "MUL", enc(4, 1),
+            "rnd(-3*32768, 16) = floor(-65536/65536) = -1 ... i.e. -1.5 rounds up to -1; 3.0*-1.0 = -196608; "
+            "rnd(-32768, 16) = 0 (-0.5 rounds up).", s,
+            want={"vr": {30: -1, 31: -196608, 32: 0}})
+
+    def s(st):
+        st.vr.update({i: 65536 * (i + 1) for i in range(6)})
+        st.vr.update({100: 32768, 101: -65536, 102: 3})
+        st.x[11], st.x[12] = ops_word(200, 0), ops_word(100, 6)
+    example("vew_muls_groups", "MULS GS=1", enc(4, 2 | (1 << 2)),
+            "Groups of 2^1 elements share a scalar: x0,x1 * 0.5; x2,x3 * -1; x4,x5 * 3/65536.", s,
+            want={"vr": {200: 32768, 201: 65536, 202: -196608, 203: -262144, 204: 15, 205: 18}})
+
+    def s(st):
+        st.vr.update({i: 65536 for i in range(8)})
+        st.x[11], st.x[12] = ops_word(0, 0), ops_word(1, 8)
+    example("vew_rot_position_1", "ROT p = 1 in place", enc(4, 3),
+            "Pairs (1, 1) rotated by 1, 0.1, 0.01, 0.001 rad: z = c - s, s + c with COS/SIN[1][j].", s,
+            want={"vr": {0: COS[1][0] - SIN[1][0], 1: SIN[1][0] + COS[1][0], 6: COS[1][3] - SIN[1][3]}})
+
+    def s(st):
+        st.x[11], st.x[12] = ops_word(0, 0), ops_word(64, 8)
+    example("vew_trap_rot_position", "ROT p = 64", enc(4, 3),
+            "Position 64 >= 64: TRAP(23).", s, edge=True, want={"trap": 23})
+
+    def s(st):
+        st.x[11], st.x[12] = ops_word(1, 0), ops_word(200, 4)
+    example("vew_trap_partial_overlap", "ADD", enc(4, 0),
+            "Destination 1..4 overlaps source 0..3 without being identical: TRAP(20).", s, edge=True,
+            want={"trap": 20})
+
+    # VFN ----------------------------------------------------------------------------------
+    def s(st):
+        st.vr.update({0: 65536, 1: 0, 2: -7, 3: 2 ** 31 - 1, 4: 4 * 65536, 5: 3})
+        st.x[11], st.x[12] = ops_word(10, 0), ops_word(0, 6)
+    example("vfn_rsqrt", "RSQRT", enc(5, 0),
+            "1.0 -> 65281; 0 and -7 read as 1 -> RSQ[64] = 16712062 (k2 = 0); 4.0 -> rnd(RSQ[64], 9) = 32641; "
+            "3 -> k2 = 0, ix = 192: RSQ[192].", s, edge=True,
+            want={"vr": {10: 65281, 11: 16712062, 12: 16712062, 14: 32641, 15: RSQ[192]}})
+
+    def s(st):
+        st.vr.update({0: 65536, 1: 1, 2: 3, 3: 2 ** 31 - 1, 4: 5})
+        st.x[11], st.x[12] = ops_word(10, 0), ops_word(0, 5)
+    example("vfn_recip", "RECIP", enc(5, 1),
+            "1.0 -> 65281; 1 -> RCP[128] << 2 saturates to 2^31-1; 3 -> k = 1, ix = 192: RCP[192] << 1; "
+            "5 -> k = 2, ix = 160: RCP[160] << 0.", s, edge=True,
+            want={"vr": {10: 65281, 11: 2 ** 31 - 1, 12: RCP[192] * 2, 14: RCP[160]}})
+
+    def s(st):
+        st.vr.update({0: 0, 1: 65536, 2: -65536, 3: 20 * 65536, 4: -20 * 65536})
+        st.x[11], st.x[12] = ops_word(10, 0), ops_word(0, 5)
+    example("vfn_silu", "SILU", enc(5, 2),
+            "silu(0) = 0; 1.0 -> SIG[576] = 47911; -1.0 -> -SIG[448] = -17625; 20.0 clamps to SIG[1023]; "
+            "-20.0 to SIG[0] = 22.", s, edge=True,
+            want={"vr": {10: 0, 11: 47911, 12: -17625, 13: rnd(20 * 65536 * SIG[1023], 16), 14: -440}})
+
+    def s(st):
+        st.x[11], st.x[12] = ops_word(10, 0), ops_word(0, 1)
+    example("vfn_trap_bad_fn", "FN = 3", enc(5, 3), "FN = 3 is invalid: TRAP(16).", s, edge=True,
+            want={"trap": 16})
+
+    # VRED ---------------------------------------------------------------------------------
+    def s(st):
+        st.vr.update({i: 65536 if i % 2 else -2 * 65536 for i in range(64)})
+        st.x[11], st.x[12] = ops_word(480, 0), ops_word(0, 64)
+    example("vred_sumsq_mean", "SUMSQ SH=6", enc(6, 0 | (6 << 2)),
+            "32 values of -2.0 and 32 of 1.0: mean square 2.5 -> 163840.", s,
+            want={"vr": {480: 163840}, "tokens": [("VRD", 0)]})
+
+    def s(st):
+        st.vr.update({0: -(2 ** 31), 1: -(2 ** 31)})
+        st.x[11], st.x[12] = ops_word(9, 0), ops_word(0, 2)
+    example("vred_sumsq_saturates", "SUMSQ SH=0", enc(6, 0),
+            "2 * 2^62 = 2^63; rnd(2^63, 16) = 2^47 saturates to 2^31-1.", s, edge=True,
+            want={"vr": {9: 2 ** 31 - 1}, "tokens": [("VRD", 0)]})
+
+    def s(st):
+        st.vr.update({i: -i for i in range(65)})
+        st.vr[64] = 3
+        st.x[11], st.x[12] = ops_word(1000, 0), ops_word(0, 65)
+    example("vred_max_two_groups", "MAX", enc(6, 2),
+            "max over 0, -1, ..., -63, then 3: running max 0 after group 0, 3 after group 1.", s,
+            want={"vr": {1000: 3}, "tokens": [("VRD", 0), ("VRD", 3)]})
+
+    def s(st):
+        st.vr.update({0: -5, 1: 2, 2: 0})
+        st.x[11], st.x[12] = ops_word(7, 0), ops_word(0, 3)
+    example("vred_sum_rounds", "SUM SH=1", enc(6, 1 | (1 << 2)),
+            "sum -3; rnd(-3, 1) = -1 (half up); running sum token lo8(-3) = 253.", s,
+            want={"vr": {7: -1}, "tokens": [("VRD", 253)]})
+
+    def s(st):
+        st.x[11], st.x[12] = ops_word(0, 0), ops_word(0, 4)
+    example("vred_trap_max_shift", "MAX SH=1", enc(6, 2 | (1 << 2)),
+            "MAX with SH != 0: TRAP(16).", s, edge=True, want={"trap": 16})
+
+    # VLD ----------------------------------------------------------------------------------
+    def s(st):
+        rec = [0x00, 0x00, 0x01, 0x00, 0x01, 0xFF, 0x7F, 0x80]
+        for k, b in enumerate(rec):
+            st.ram[0x20000 + k] = b
+        st.x[11], st.x[12] = 0x20000, ops_word(64, 4)
+    example("vld_record", "n = 4", enc(7, 0),
+            "M = 65536; bytes 1, -1, 127, -128 -> 1.0, -1.0, 127.0, -128.0 in Q16.16.", s,
+            want={"vr": {64: 65536, 65: -65536, 66: 127 * 65536, 67: -128 * 65536},
+                  "tokens": [("VLB", b) for b in (0, 0, 1, 0, 1, 255, 127, 128)]})
+
+    def s(st):
+        rec = [0xFF, 0xFF, 0xFF, 0x7F, 0x80, 0x02]
+        for k, b in enumerate(rec):
+            st.ram[0x20000 + k] = b
+        st.x[11], st.x[12] = 0x20000, ops_word(0, 2)
+    example("vld_saturates", "n = 2", enc(7, 0),
+            "M = 2^31-1: -128*M saturates to -2^31, 2*M to 2^31-1.", s, edge=True,
+            want={"vr": {0: -(2 ** 31), 1: 2 ** 31 - 1}})
+
+    def s(st):
+        st.x[11], st.x[12] = 0x20002, ops_word(0, 4)
+    example("vld_trap_misaligned", "n = 4", enc(7, 0), "a = 0x20002 is not a multiple of 4: TRAP(4).",
+            s, edge=True, want={"trap": 4})
+
+    def s(st):
+        st.x[11], st.x[12] = 0x10FFFC, ops_word(0, 1)
+    example("vld_trap_out_of_ram", "n = 1", enc(7, 0),
+            "a + 4 + n = 0x110001 > RAM_END: TRAP(5).", s, edge=True, want={"trap": 5})
+
+    return {"spec": "machine-v1", "trace_version": "trace-v1", "class": "vector",
+            "generator": "docs/spec/vectors/gen_vector.py", "examples": EXAMPLES}
+
+
+def main():
+    got = {n: sha_of(v) for n, v in table_lists().items()}
+    if got != TABLE_SHA:
+        sys.exit("gen_vector.py: table SHA-256 differ from vector.md §3: %r" % got)
+    if "--tables" in sys.argv:
+        for n, v in table_lists().items():
+            print(n, len(v), sha_of(v))
+            print(" ", v)
+        return
+    doc = build()
+    text = json.dumps(doc, indent=1) + "\n"
+    if "--check" in sys.argv:
+        with open(OUT) as f:
+            if f.read() != text:
+                sys.exit("gen_vector.py: vector_ops.json is out of date")
+        print("vector_ops.json up to date (%d examples)" % len(doc["examples"]))
+        return
+    with open(OUT, "w") as f:
+        f.write(text)
+    print("wrote %s (%d examples)" % (OUT, len(doc["examples"])))
+
+
+if __name__ == "__main__":
+    main()
