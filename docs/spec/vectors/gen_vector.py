@@ -521,6 +521,10 @@ def example(name, op_note, word, desc, setup, edge=False, want=None):
     """setup(st) fills the state; want: dict of hand-worked checks (see check())."""
     st = State()
     setup(st)
+    assert all(-(2 ** 31) <= v < 2 ** 31 for v in st.vr.values()), name
+    assert all(-128 <= v < 128 for v in list(st.act.values()) + list(st.kc.values()) + list(st.vc.values())), name
+    assert all(-8 <= v < 8 for v in st.w.values()) and all(0 <= v < 65536 for v in st.ws.values()), name
+    assert all(0 <= v <= 25 for v in list(st.ash.values()) + list(st.ksh.values()) + list(st.vsh.values())), name
     init = copy.deepcopy(st)
     toks, trap = execute(st, word)
     if want:
@@ -731,10 +735,10 @@ def build():
                      "tokens": [("VXM", 0), ("VXS", 155181 % 256)]})
 
     def s(st):
-        st.vr.update({100: -1000, 101: -1000 - 2 ** 31, 164: 2 ** 31 - 1, 165: -(2 ** 31), 166: 511})
+        st.vr.update({100: -1000, 101: -(2 ** 31), 164: 2 ** 31 - 1, 165: -(2 ** 31), 166: 511})
         st.x[11], st.x[12] = ops_word(300, 100), ops_word(8, 3)
     example("vexp_two_groups_extremes", "G=2", enc(3, 1),
-            "Group 0 (T = 3: -1000, -1000-2^31, 0): m = 0, p = EXP[rnd(1000,10) = 1] = 64520, EXP[1023] = 0, 65536. "
+            "Group 0 (T = 3: -1000, -2^31, 0): m = 0, p = EXP[rnd(1000,10) = 1] = 64520, EXP[min(1023, 2^21)] = 0, 65536. "
             "Group 1: m = 2^31-1; m - s = 2^32-1 -> index 1023; s = 511: index rnd(2^31 - 512, 10) -> 1023.",
             s, edge=True,
             want={"vr": {300: 64520, 301: 0, 302: 65536, 364: 65536, 365: 0, 366: 0, 8: 130056, 9: 65536}})
