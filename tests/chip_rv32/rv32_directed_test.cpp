@@ -76,6 +76,21 @@ TEST(Rv32Directed, LogicAndCompare) {
   run(i_type(0, 10, 2, 12, 0x13), {{10, 0x00000100}}, W(0), "slti 256 < 0 is false");
 }
 
+TEST(Rv32Directed, Shifts) {
+  // slli a0, a1, 13: 0x81234567 << 13 = 0x468ACE000 mod 2^32 = 0x68ace000
+  run(i_type(13, 11, 1, 10, 0x13), {{11, 0x81234567}}, W(0x68ACE000u), "slli 13");
+  // srli a0, a1, 7: 0x81234567 >> 7 = 0x0102468a
+  run(i_type(7, 11, 5, 10, 0x13), {{11, 0x81234567}}, W(0x0102468Au), "srli 7");
+  // srai a0, a1, 7 (imm = 0x400 | 7): sign bits shifted in -> 0xff02468a
+  run(i_type(0x407, 11, 5, 10, 0x13), {{11, 0x81234567}}, W(0xFF02468Au), "srai 7");
+  // sra a0, a1, a2 with a2 = 0xffffffe1: amount 1 -> 0xc091a2b3
+  run(r_type(0x20, 12, 11, 5, 10, 0x33), {{11, 0x81234567}, {12, 0xFFFFFFE1}}, W(0xC091A2B3u), "sra by 33 & 31");
+  // sll by 31 and srl by 31
+  run(r_type(0, 12, 11, 1, 10, 0x33), {{11, 3}, {12, 31}}, W(0x80000000u), "sll 31");
+  run(r_type(0, 12, 11, 5, 10, 0x33), {{11, 0x80000000}, {12, 31}}, W(1), "srl 31");
+  run(r_type(0, 12, 11, 5, 0, 0x33), {{11, 0x80000000}, {12, 31}}, {T(NOP, 0)}, "srl x0");
+}
+
 TEST(Rv32Directed, Branches) {
   run(b_type(8, 11, 10, 4), {{10, 0xFFFFFFFF}, {11, 0}}, {T(BR, 1)}, "blt -1 < 0 taken");
   run(b_type(8, 11, 10, 6), {{10, 0xFFFFFFFF}, {11, 0}}, {T(BR, 0)}, "bltu 0xffffffff < 0 not taken");

@@ -26,7 +26,6 @@ constexpr const char* kNoPcAdvance =
     "(docs/chip-design.md section 2); the first instruction's tokens are compared";
 constexpr const char* kNoM = "M extension (MUL*, DIV/REM with DQ steps) not compiled yet";
 constexpr const char* kNoZba = "Zba (SH1ADD/SH2ADD/SH3ADD) not compiled yet";
-constexpr const char* kNoShift = "shifts (SLL/SRL/SRA and immediates) not compiled yet";
 constexpr const char* kNoBignum = "bignum unit (c, acc) not compiled yet";
 constexpr const char* kNoWriteBytes =
     "ECALL write with len > 0 (OUT/ERR bytes, buffer range check) not compiled yet";
@@ -155,22 +154,6 @@ const std::vector<NotYet> kNotYetSupported = {
     {"mulhu_basic", kNoM, false},
     {"mulhu_no_high", kNoM, false},
     {"mulh_mul_pair", kNoM, false},
-    {"slli_basic", kNoShift, false},
-    {"slli_31", kNoShift, false},
-    {"slli_0", kNoShift, false},
-    {"srli_31", kNoShift, false},
-    {"srli_basic", kNoShift, false},
-    {"srai_31", kNoShift, false},
-    {"srai_positive", kNoShift, false},
-    {"srai_negative", kNoShift, false},
-    {"sll_basic", kNoShift, false},
-    {"sll_by_33", kNoShift, false},
-    {"sll_by_32", kNoShift, false},
-    {"srl_by_minus_one", kNoShift, false},
-    {"srl_basic", kNoShift, false},
-    {"sra_by_36", kNoShift, false},
-    {"sra_basic", kNoShift, false},
-    {"sra_rd_x0", kNoShift, false},
     {"sw_then_lw", kNoPcAdvance, true},
     {"sw_modifies_code", kNoPcAdvance, true},
     {"ebreak_after_addi", kNoPcAdvance, true},

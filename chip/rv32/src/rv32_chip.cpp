@@ -207,9 +207,13 @@ class Compiler {
     layer3();
     layer4();
     layer5();
+    shift_amount();
     layer6();
+    shift_cases();
     layer7();
+    shift_windows();
     layer8();
+    shift_tables();
     layer9_10();
     emission();
     declare();
@@ -231,7 +235,9 @@ class Compiler {
   // L4
   FieldRef R1, R2, RA1, RA2, CLS, ILL;
   // L5
-  FieldRef MISJ, EQ93, EQ64, FDOK, LEN0, BF;
+  FieldRef MISJ, EQ93, EQ64, FDOK, LEN0, BF, SQ, SR;
+  // shifts
+  FieldRef SHG, SHW;
   // L6
   FieldRef NK, NPL, NPH, GA, GB, OPF, CIN, CSLT, CB, LG, SG, GEXIT, LTN, EQN;
   // L7
@@ -548,8 +554,8 @@ class Compiler {
     for (std::uint32_t n = 0; n < 8; ++n) {
       const OH r2 = nib(R2, n), im = imm_i(n);
       for (std::uint32_t v = 0; v < 16; ++v) {
-        gated_product(l5, Lin::constant(1), r2[v] + cmp_reg() - 1.0, BF.dim(16 * n + v));
-        if (!is_zero(im[v])) gated_product(l5, Lin::constant(1), im[v] + cmp_imm() - 1.0, BF.dim(16 * n + v));
+        when(l5, {r2[v], cmp_reg()}, {{BF.dim(16 * n + v), 1.0}});
+        if (!is_zero(im[v])) when(l5, {im[v], cmp_imm()}, {{BF.dim(16 * n + v), 1.0}});
       }
     }
   }
@@ -558,6 +564,89 @@ class Compiler {
   std::uint32_t gb(BSrc s, std::uint32_t i) const { return GB.dim(4 * s + i); }
   SparseVec token_out(std::uint32_t kind, std::uint32_t payload) const {
     return {{NK.dim(kind), 1.0}, {NPL.dim(payload & 15), 1.0}, {NPH.dim(payload >> 4), 1.0}};
+  }
+
+  // Shifts: amount one-hots SQ (shamt >> 2) and SR (shamt & 3), gated by the shift classes.
+  void shift_amount() {
+    LayerBuilder& l5 = L(5);
+    SQ = B.field("shift_q", 8);
+    SR = B.field("shift_r", 4);
+    const Lin imm = sum_cls({SLLI, SRLI, SRAI}), reg = sum_cls({SLL, SRL, SRA});
+    for (std::uint32_t q = 0; q < 8; ++q) {
+      Lin p;
+      for (std::uint32_t x = 0; x < 32; ++x)
+        if ((x >> 2) == q) p += RS2[x];
+      when(l5, {p, imm}, {{SQ.dim(q), 1.0}});
+    }
+    for (std::uint32_t r = 0; r < 4; ++r) {
+      Lin p;
+      for (std::uint32_t x = 0; x < 32; ++x)
+        if ((x & 3) == r) p += RS2[x];
+      when(l5, {p, imm}, {{SR.dim(r), 1.0}});
+      when(l5, {any_of(nib(R2, 0), [r](unsigned j) { return (j & 3) == r; }), reg}, {{SR.dim(r), 1.0}});
+    }
+    table(l5, {masked(nib(R2, 0), 0xC), masked(nib(R2, 1), 1)}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{SQ.dim((v[0] >> 2) | (v[1] << 2)), 1.0}};
+    }, {reg});
+  }
+  // Shift step gates G[dir][i][q] (dir 0: left, 1: right logical, 2: right arithmetic).
+  Lin shift_dir(std::uint32_t dir) const {
+    return dir == 0 ? sum_cls({SLLI, SLL}) : dir == 1 ? sum_cls({SRLI, SRL}) : sum_cls({SRAI, SRA});
+  }
+  std::uint32_t sg(std::uint32_t dir, std::uint32_t i, std::uint32_t q) const { return SHG.dim(32 * dir + 8 * i + q); }
+  void shift_cases() {
+    LayerBuilder& l6 = L(6);
+    SHG = B.field("shift_gate", 96);
+    for (std::uint32_t dir = 0; dir < 3; ++dir) {
+      when(l6, {shift_dir(dir), k(kCtrl), RD[0]}, token_out(kNop, 0));
+      for (std::uint32_t i = 0; i < 4; ++i)
+        for (std::uint32_t q = 0; q < 8; ++q) {
+          std::vector<Lin> conds = {shift_dir(dir), SQ[q]};
+          if (i == 0) {
+            conds.push_back(k(kCtrl));
+            conds.push_back(Lin::constant(1) - RD[0]);
+          } else {
+            conds.push_back(k(kW0 + i - 1));
+          }
+          when(l6, conds, {{sg(dir, i, q), 1.0}, {NK.dim(kW0 + i), 1.0}});
+        }
+    }
+  }
+  // Windows of three consecutive rs1 nibbles around result byte i (fill outside the word).
+  void shift_windows() {
+    LayerBuilder& l7 = L(7);
+    SHW = B.field("shift_window", 2 * 3 * 16);  // [left/right][d][v]
+    for (std::uint32_t dir = 0; dir < 3; ++dir)
+      for (std::uint32_t i = 0; i < 4; ++i)
+        for (std::uint32_t q = 0; q < 8; ++q)
+          for (std::uint32_t d = 0; d < 3; ++d) {
+            const int j = dir == 0 ? static_cast<int>(2 * i) - static_cast<int>(q) - 1 + static_cast<int>(d)
+                                   : static_cast<int>(2 * i + q + d);
+            OH src;
+            if (j >= 0 && j <= 7) src = nib(R1, static_cast<std::uint32_t>(j));
+            else if (dir == 2) src = sign_of(R1);
+            else src = const_oh(16, 0);
+            const std::uint32_t side = dir == 0 ? 0 : 1;
+            for (std::uint32_t v = 0; v < 16; ++v)
+              if (!is_zero(src[v])) when(l7, {src[v], Lin::dim(sg(dir, i, q))}, {{SHW.dim(48 * side + 16 * d + v), 1.0}});
+          }
+  }
+  OH sign_of(const FieldRef& f) const {
+    OH s(16);
+    s[15] = any_of(nib(f, 7), [](unsigned j) { return j >= 8; });
+    s[0] = any_of(nib(f, 7), [](unsigned j) { return j < 8; });
+    return s;
+  }
+  void shift_tables() {
+    LayerBuilder& l8 = L(8);
+    auto win = [&](std::uint32_t side, std::uint32_t d) { return field_oh(SHW, 48 * side + 16 * d, 16); };
+    const OH r = field_oh(SR, 0, 4);
+    auto left = [](unsigned hi, unsigned lo, unsigned sh) { return ((hi << sh) | (lo >> (4 - sh))) & 15; };
+    auto right = [](unsigned lo, unsigned hi, unsigned sh) { return ((lo >> sh) | (hi << (4 - sh))) & 15; };
+    table(l8, {win(0, 1), win(0, 0), r}, [&](const std::vector<unsigned>& v) { return SparseVec{{NPL.dim(left(v[0], v[1], v[2])), 1.0}}; });
+    table(l8, {win(0, 2), win(0, 1), r}, [&](const std::vector<unsigned>& v) { return SparseVec{{NPH.dim(left(v[0], v[1], v[2])), 1.0}}; });
+    table(l8, {win(1, 0), win(1, 1), r}, [&](const std::vector<unsigned>& v) { return SparseVec{{NPL.dim(right(v[0], v[1], v[2])), 1.0}}; });
+    table(l8, {win(1, 1), win(1, 2), r}, [&](const std::vector<unsigned>& v) { return SparseVec{{NPH.dim(right(v[0], v[1], v[2])), 1.0}}; });
   }
 
   void layer6() {
@@ -711,11 +800,11 @@ class Compiler {
     for (std::uint32_t h = 0; h < 2; ++h) {
       const OH o = src(2 * i + h);
       for (std::uint32_t v = 0; v < 16; ++v)
-        if (!is_zero(o[v])) gated_product(l, Lin::constant(1), o[v] + g - 1.0, cur.dim(16 * h + v));
+        if (!is_zero(o[v])) when(l, {o[v], g}, {{cur.dim(16 * h + v), 1.0}});
     }
-    if (i > 0) {
+    if (i > 0) {  // value * g for value in [0, 255], g in {0, 1}: ReLU(value - 255 (1 - g))
       const Lin value = byte_value(src(2 * (i - 1)), src(2 * (i - 1) + 1));
-      if (!value.terms.empty() || value.c != 0) gated_product(l, value, g, prev.dim());
+      if (!value.terms.empty() || value.c != 0) pass(l, value + g * 255.0 - 255.0, prev.dim());
     }
   }
 
@@ -878,6 +967,7 @@ std::vector<std::string> rv32_coverage() {
       "single-pc: executes the instruction at the entry pc (the pc never advances; docs/chip-design.md)",
       "LUI AUIPC ADDI XORI ORI ANDI ADD SUB XOR OR AND: W0..W3 or NOP",
       "SLT SLTU SLTI SLTIU: W0..W3 or NOP",
+      "SLLI SRLI SRAI SLL SRL SRA: W0..W3 or NOP",
       "BEQ BNE BLT BGE BLTU BGEU: BR(taken) or TRAP(2)",
       "JAL JALR: W(pc+4) or NOP, TRAP(2)",
       "LB LH LW LBU LHU: A0..A3, TRAP(4)/TRAP(5), W0..W3 or NOP",
