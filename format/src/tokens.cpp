@@ -83,7 +83,16 @@ std::string token_name(std::uint32_t id) {
     case Kind::TRAP:
     case Kind::CTRL:
     case Kind::DQ:
+    case Kind::VMC:
+    case Kind::VMK:
+    case Kind::VMV:
     case Kind::VQE:
+    case Kind::VQB:
+    case Kind::VEW:
+    case Kind::VFN:
+    case Kind::VRD:
+    case Kind::VXM:
+    case Kind::VXS:
       std::snprintf(buf, sizeof buf, "%s(%u)", name.c_str(), p);
       break;
     default:

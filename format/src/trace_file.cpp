@@ -28,7 +28,7 @@ std::vector<std::uint8_t> encode_trace_file(nlohmann::json header,
   out.insert(out.end(), text.begin(), text.end());
   const std::size_t at = out.size();
   out.resize(at + 4 * tokens.size());
-  std::memcpy(out.data() + at, tokens.data(), 4 * tokens.size());  // little-endian host
+  if (!tokens.empty()) std::memcpy(out.data() + at, tokens.data(), 4 * tokens.size());  // little-endian host
   return out;
 }
 
@@ -61,7 +61,7 @@ TraceFile decode_trace_file(std::span<const std::uint8_t> bytes) {
   }
   if (body != 4 * n) fail(std::to_string(body - 4 * n) + " bytes after the last token");
   tf.tokens.resize(n);
-  std::memcpy(tf.tokens.data(), bytes.data() + 12 + h, 4 * n);
+  if (n > 0) std::memcpy(tf.tokens.data(), bytes.data() + 12 + h, 4 * n);
   return tf;
 }
 

@@ -66,7 +66,7 @@ void Machine::load(const format::GuestImage& image) {
     if (s.bytes.size() > s.memsz) {
       throw LoadError("ELF: segment " + std::to_string(i) + " has more file bytes than p_memsz");
     }
-    std::memcpy(ram_.data() + (s.vaddr - kRamBase), s.bytes.data(), s.bytes.size());
+    if (!s.bytes.empty()) std::memcpy(ram_.data() + (s.vaddr - kRamBase), s.bytes.data(), s.bytes.size());
   }
   if (image.entry % 4 != 0) throw LoadError("ELF: entry point " + hex(image.entry) + " is not a multiple of 4");
   bool entry_in_x = false;

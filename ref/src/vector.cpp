@@ -186,30 +186,34 @@ u32 vq(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>& t
   }
   if (t.code) return t.code;
 
+  // Each group k of up to 64 sources is quantised with its own shift e_k;
+  // tokens VQE(e_k), VQB(lo8(sum of the values the group writes)) per group.
   const std::int32_t* x = &s.vr[static_cast<std::size_t>(src)];
-  // Pass 1: the exponent of the running maximum magnitude, one token per source group.
-  i64 amax = 0;
+  const i64 width = target == 0 ? 64 : 32;  // ACT: whole blocks with zero padding; K/V: one row
+  std::vector<std::int8_t> q(static_cast<std::size_t>(width * ceil64(n)), 0);
+  std::vector<std::uint8_t> shifts(static_cast<std::size_t>(ceil64(n)));
   for (i64 k = 0; k < ceil64(n); ++k) {
-    for (i64 i = 64 * k; i < std::min(n, 64 * k + 64); ++i) amax = std::max<i64>(amax, x[i] < 0 ? -i64{x[i]} : x[i]);
-    put(tokens, Kind::VQE, exponent_for(amax));
-  }
-  const unsigned e = exponent_for(amax);
-  // Pass 2: q_i = rnd(x_i, e), written with zero padding to whole groups.
-  const i64 written = target == 0 ? 64 * ceil64(n) : 32;
-  std::vector<std::int8_t> q(static_cast<std::size_t>(written), 0);
-  for (i64 i = 0; i < n; ++i) q[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(rnd(x[i], e));
-  for (i64 k = 0; k < written; k += 64) {
+    const i64 end = std::min(n, 64 * k + 64);
+    i64 amax = 0;
+    for (i64 i = 64 * k; i < end; ++i) amax = std::max<i64>(amax, x[i] < 0 ? -i64{x[i]} : x[i]);
+    const unsigned e = exponent_for(amax);
+    shifts[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(e);
     i64 sum = 0;
-    for (i64 i = k; i < std::min(written, k + 64); ++i) sum += q[static_cast<std::size_t>(i)];
+    for (i64 i = 64 * k; i < end; ++i) {
+      const i64 qi = rnd(x[i], e);
+      q[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(qi);
+      sum += qi;
+    }
+    put(tokens, Kind::VQE, e);
     put(tokens, Kind::VQB, lo8(sum));
   }
   if (target == 0) {
     std::copy(q.begin(), q.end(), s.act.begin() + 64 * dest);
-    for (i64 b = dest; b < dest + ceil64(n); ++b) s.ash[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(e);
+    for (i64 k = 0; k < ceil64(n); ++k) s.ash[static_cast<std::size_t>(dest + k)] = shifts[static_cast<std::size_t>(k)];
   } else {
     auto& cache = target == 1 ? s.kc : s.vc;
     std::copy(q.begin(), q.end(), cache.begin() + kCacheRowLen * dest);
-    (target == 1 ? s.ksh : s.vsh)[static_cast<std::size_t>(dest)] = static_cast<std::uint8_t>(e);
+    (target == 1 ? s.ksh : s.vsh)[static_cast<std::size_t>(dest)] = shifts[0];
   }
   return 0;
 }
@@ -470,15 +474,15 @@ void load_vector_sections(const format::GuestImage& image, VectorState& s) {
       for (std::size_t c = 0; 2 * c + 1 < bytes.size(); ++c) s.wscale[c] = static_cast<std::uint16_t>(bytes[2 * c] | bytes[2 * c + 1] << 8);
       if (bytes.size() % 2) s.wscale[bytes.size() / 2] = bytes.back();
     } else if (name == ".lockstep.vreg") {
-      std::memcpy(s.vr.data(), bytes.data(), bytes.size());
+      if (!bytes.empty()) std::memcpy(s.vr.data(), bytes.data(), bytes.size());
     } else if (name == ".lockstep.act") {
-      std::memcpy(s.act.data(), bytes.data(), bytes.size());
+      if (!bytes.empty()) std::memcpy(s.act.data(), bytes.data(), bytes.size());
     } else if (name == ".lockstep.ash") {
       shifts(s.ash.data());
     } else if (name == ".lockstep.kcache") {
-      std::memcpy(s.kc.data(), bytes.data(), bytes.size());
+      if (!bytes.empty()) std::memcpy(s.kc.data(), bytes.data(), bytes.size());
     } else if (name == ".lockstep.vcache") {
-      std::memcpy(s.vc.data(), bytes.data(), bytes.size());
+      if (!bytes.empty()) std::memcpy(s.vc.data(), bytes.data(), bytes.size());
     } else if (name == ".lockstep.ksh") {
       shifts(s.ksh.data());
     } else if (name == ".lockstep.vsh") {

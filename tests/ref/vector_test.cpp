@@ -294,7 +294,7 @@ TEST(Vq, ActTargetExponentRoundingPadding) {
     s.vr[103] = 0;
     std::fill(s.act.begin() + 128, s.act.begin() + 192, std::int8_t{9});  // block 2: padding must clear it
   });
-  // amax 300: rnd(300,1) = 150 > 127, rnd(300,2) = 75 -> e = 2.
+  // One group, amax 300: rnd(300,1) = 150 > 127, rnd(300,2) = 75 -> e = 2.
   // q = rnd(100,2) = 25, rnd(-300,2) = floor(-74.5) = -75, rnd(254,2) = 64, 0.  Sum 14.
   EXPECT_EQ(t, cat({toks(Kind::VQE, {2}), toks(Kind::VQB, {14})}));
   EXPECT_EQ(v.m.vector().act[128], 25);
@@ -305,16 +305,20 @@ TEST(Vq, ActTargetExponentRoundingPadding) {
   EXPECT_EQ(v.m.vector().ash[2], 2);
 }
 
-TEST(Vq, RunningExponentPerGroupAndTwoBlocks) {
+TEST(Vq, EachGroupHasItsOwnShift) {
   V v;
   auto t = v.run(vword(2, 0), ab(0, 0), ab(0, 70), [](VectorState& s) {
     s.vr[0] = 1;
-    s.vr[64] = 1000;  // E(1000) = 3 (rnd(1000,3) = 125)
+    s.vr[64] = 1000;  // E(1000) = 3 (rnd(1000, 3) = 125)
+    s.vr[65] = -13;   // rnd(-13, 3) = floor(-9/8) = -2
   });
-  // VQE: group 0 E(1) = 0, groups 0..1 E(1000) = 3; VQB: rnd(1,3) = 0, rnd(1000,3) = 125.
-  EXPECT_EQ(t, cat({toks(Kind::VQE, {0, 3}), toks(Kind::VQB, {0, 125})}));
+  // Group 0: e_0 = E(1) = 0, q = 1; group 1: e_1 = 3, q = 125, -2 (sum 123), then padding.
+  EXPECT_EQ(t, Tokens({token_id(Kind::VQE, 0), token_id(Kind::VQB, 1), token_id(Kind::VQE, 3), token_id(Kind::VQB, 123)}));
+  EXPECT_EQ(v.m.vector().act[0], 1);
   EXPECT_EQ(v.m.vector().act[64], 125);
-  EXPECT_EQ(v.m.vector().ash[0], 3);
+  EXPECT_EQ(v.m.vector().act[65], -2);
+  EXPECT_EQ(v.m.vector().act[66], 0);
+  EXPECT_EQ(v.m.vector().ash[0], 0);
   EXPECT_EQ(v.m.vector().ash[1], 3);
 }
 

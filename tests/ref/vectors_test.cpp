@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -59,6 +60,62 @@ unsigned reg_index(const std::string& name) {
 
 class SpecVectors : public ::testing::TestWithParam<std::string> {};
 
+// vector.md §8: "complete nonzero contents" of the vector memories as runs.
+VectorState vector_state(const json& v) {
+  VectorState s;
+  auto runs = [&](const char* key, auto& arr, long lo, long hi) {
+    if (!v.contains(key)) return;
+    for (const auto& run : v.at(key)) {
+      const long first = run.at("first").get<long>();
+      const auto& values = run.at("values");
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        const long x = values[i].get<long>();
+        if (first + static_cast<long>(i) >= static_cast<long>(arr.size()) || x < lo || x > hi) {
+          throw std::runtime_error(std::string("vector.") + key + ": value or index out of range");
+        }
+        arr[static_cast<std::size_t>(first) + i] = static_cast<std::remove_reference_t<decltype(arr[0])>>(x);
+      }
+    }
+  };
+  runs("vreg", s.vr, INT32_MIN, INT32_MAX);
+  runs("act", s.act, -128, 127);
+  runs("ash", s.ash, 0, 25);
+  runs("wscale", s.wscale, 0, 65535);
+  runs("ksh", s.ksh, 0, 25);
+  runs("vsh", s.vsh, 0, 25);
+  auto rows = [&](const char* key, const char* index, auto& arr, std::size_t width, long lo, long hi) {
+    if (!v.contains(key)) return;
+    for (const auto& row : v.at(key)) {
+      const std::size_t r = row.at(index).get<std::size_t>();
+      const auto& values = row.at("values");
+      if (values.size() != width || (r + 1) * width > arr.size()) throw std::runtime_error(std::string("vector.") + key + ": bad row");
+      for (std::size_t i = 0; i < width; ++i) {
+        const long x = values[i].get<long>();
+        if (x < lo || x > hi) throw std::runtime_error(std::string("vector.") + key + ": value out of range");
+        arr[r * width + i] = static_cast<std::int8_t>(x);
+      }
+    }
+  };
+  rows("wmem", "chunk", s.wmem, kChunkLen, -8, 7);
+  rows("kcache", "row", s.kc, kCacheRowLen, -128, 127);
+  rows("vcache", "row", s.vc, kCacheRowLen, -128, 127);
+  for (const auto& [key, value] : v.items()) {
+    static const std::set<std::string> known = {"vreg", "act", "ash", "wscale", "ksh", "vsh", "wmem", "kcache", "vcache"};
+    if (!known.count(key)) throw std::runtime_error("unknown vector memory '" + key + "'");
+  }
+  return s;
+}
+
+template <class A>
+void expect_same(const A& got, const A& want, const char* what) {
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (got[i] != want[i]) {
+      ADD_FAILURE() << what << "[" << i << "]: expected " << static_cast<long>(want[i]) << ", got " << static_cast<long>(got[i]);
+      return;
+    }
+  }
+}
+
 void run_example(const json& ex) {
   const std::string name = ex.at("name").get<std::string>();
   SCOPED_TRACE("example " + name);
@@ -79,6 +136,7 @@ void run_example(const json& ex) {
   }
   m.set_carry(in.at("c").get<u32>());
   m.set_acc(hex96(in.at("acc")));
+  if (in.contains("vector")) m.vector() = vector_state(in.at("vector"));
 
   const auto& steps = ex.at("steps");
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -116,6 +174,19 @@ void run_example(const json& ex) {
   EXPECT_EQ(m.carry(), fin.at("c").get<u32>());
   EXPECT_EQ(m.acc(), hex96(fin.at("acc")));
   EXPECT_EQ(m.instructions_retired(), fin.at("retired").get<std::uint64_t>());
+  if (fin.contains("vector") || in.contains("vector")) {
+    const VectorState want = vector_state(fin.contains("vector") ? fin.at("vector") : json::object());
+    const VectorState& got = m.vector();
+    expect_same(got.vr, want.vr, "VR");
+    expect_same(got.act, want.act, "ACT");
+    expect_same(got.ash, want.ash, "ASH");
+    expect_same(got.wmem, want.wmem, "WMEM");
+    expect_same(got.wscale, want.wscale, "WSCALE");
+    expect_same(got.kc, want.kc, "KC");
+    expect_same(got.vc, want.vc, "VC");
+    expect_same(got.ksh, want.ksh, "KSH");
+    expect_same(got.vsh, want.vsh, "VSH");
+  }
   const auto console = [](const std::string& s) { return std::vector<std::uint8_t>(s.begin(), s.end()); };
   EXPECT_EQ(console(m.console_out()), fin.contains("stdout") ? hex_bytes(fin.at("stdout").get<std::string>()) : std::vector<std::uint8_t>{});
   EXPECT_EQ(console(m.console_err()), fin.contains("stderr") ? hex_bytes(fin.at("stderr").get<std::string>()) : std::vector<std::uint8_t>{});

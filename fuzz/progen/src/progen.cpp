@@ -44,7 +44,7 @@ format::GuestImage image_from_code(const std::vector<u32>& code, u32 code_base, 
   text.vaddr = code_base;
   text.flags = format::kPfR | format::kPfX;
   text.bytes.resize(code.size() * 4);
-  std::memcpy(text.bytes.data(), code.data(), text.bytes.size());
+  if (!code.empty()) std::memcpy(text.bytes.data(), code.data(), text.bytes.size());
   text.memsz = static_cast<u32>(text.bytes.size());
   img.segments.push_back(std::move(text));
   for (auto& s : data) {

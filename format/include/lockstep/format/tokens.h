@@ -84,10 +84,11 @@ bool is_valid_token(std::uint32_t id);
 /// Vocabulary size V = 256 * (highest kind number + 1) (trace.md §2).
 std::uint32_t vocab_size();
 
-/// Human-readable token, spelled as docs/spec/vectors/README.md does:
-/// data-byte kinds in hex ("W0(0xff)", "OUT(0x41)"), the others in decimal
-/// ("BR(1)", "DQ(63)", "NOP(0)", "TRAP(3)"); "START" for id 0; ids outside
-/// the vocabulary print as "?(12345)".
+/// Human-readable token, spelled as docs/spec/vectors/README.md and
+/// vector.md §8 do: data-byte kinds in hex ("W0(0xff)", "OUT(0x41)",
+/// "VLB(0x7f)"), the others in decimal ("BR(1)", "DQ(63)", "NOP(0)",
+/// "TRAP(3)", "VMC(250)"); "START" for id 0; ids outside the vocabulary
+/// print as "?(12345)".
 std::string token_name(std::uint32_t id);
 
 /// Name of a trap code (isa.md §6, vector.md §6), e.g. "FETCH_FAULT";
