@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "image_c.h"
 #include "model.h"
 
 void stories_emit(const char *bytes, int n) { fwrite(bytes, 1, (size_t)n, stdout); }
@@ -32,6 +33,12 @@ int main(int argc, char **argv) {
     return 3;
   }
   fclose(f);
+  /* model.c trusts total_size for its bounds checks: it must not exceed the file. */
+  if ((size_t)size < sizeof(imgc_header) || ((const imgc_header *)(const void *)buf)->total_size > (uint32_t)size) {
+    printf("error: bad stories_c image (truncated)\n");
+    free(buf);
+    return 2;
+  }
   int status = stories_run(buf);
   fflush(stdout);
   free(buf);

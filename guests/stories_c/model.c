@@ -272,6 +272,16 @@ static void emit_piece(int prev, int token) {
   stories_emit(p, n);
 }
 
+/* Whether [off, off + bytes) lies inside the image and off is 4-byte aligned. */
+static int in_image(uint32_t off, uint32_t bytes) {
+  return off % 4 == 0 && off <= hd->total_size && bytes <= hd->total_size - off;
+}
+
+static int check_mat(const imgc_mat *m, int rows, int cols, int interleave) {
+  return m->rows == rows && m->cols == cols && m->interleave == interleave && m->exp >= 24 &&
+         m->exp <= 46 && in_image(m->q_off, (uint32_t)(rows * cols)) && in_image(m->s_off, 4u * (uint32_t)rows);
+}
+
 static int check_image(void) {
   if (hd->magic != IMGC_MAGIC || hd->version != IMGC_VERSION) return 0;
   if (hd->dim <= 0 || hd->dim > IMGC_MAX_DIM || hd->hidden_dim <= 0 || hd->hidden_dim > IMGC_MAX_HIDDEN)
@@ -282,11 +292,25 @@ static int check_image(void) {
   if (hd->vocab_size <= 0 || hd->vocab_size > IMGC_MAX_VOCAB || hd->kv_len <= 0 ||
       hd->kv_len > IMGC_MAX_KV || hd->n_steps < 0 || hd->n_steps >= hd->kv_len)
     return 0;
-  if (hd->dim % 4 != 0 || hd->hidden_dim % 4 != 0 || hd->vocab_size % 4 != 0) return 0;
-  if (hd->emb.interleave != 1 || hd->cls.interleave != 4) return 0;
+  if (hd->dim % 4 != 0 || hd->hidden_dim % 4 != 0 || hd->vocab_size % 4 != 0 || hd->dim % hd->n_heads != 0)
+    return 0;
+  const int dim = hd->dim, hidden = hd->hidden_dim, hs = dim / hd->n_heads;
+  const int kv_dim = hs * hd->n_kv_heads, vocab = hd->vocab_size;
+  if (hs % 2 != 0) return 0;
+  if (!check_mat(&hd->emb, vocab, dim, 1) || !check_mat(&hd->cls, vocab, dim, 4)) return 0;
+  const int rows[IMGC_NMATS] = {dim, kv_dim, kv_dim, dim, hidden, dim, hidden};
+  const int cols[IMGC_NMATS] = {dim, dim, dim, dim, dim, hidden, dim};
   for (int l = 0; l < hd->n_layers; l++)
     for (int i = 0; i < IMGC_NMATS; i++)
-      if (hd->layer[l][i].interleave != 4) return 0;
+      if (!check_mat(&hd->layer[l][i], rows[i], cols[i], 4)) return 0;
+  if (!in_image(hd->rope_off, 4u * (uint32_t)(hd->kv_len * hs)) || !in_image(hd->exp0_off, 4u * IMGC_EXP0_N) ||
+      !in_image(hd->exp1_off, 4u * IMGC_EXP1_N) || !in_image(hd->sigmoid_off, 4u * IMGC_SIGMOID_N) ||
+      !in_image(hd->tok_off, 4u * (uint32_t)(vocab + 1)))
+    return 0;
+  const uint32_t *off = AT(uint32_t, hd->tok_off);
+  for (int i = 0; i < vocab; i++)
+    if (off[i] > off[i + 1]) return 0;
+  if (hd->tok_bytes_off > hd->total_size || off[vocab] > hd->total_size - hd->tok_bytes_off) return 0;
   return 1;
 }
 

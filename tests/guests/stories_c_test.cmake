@@ -14,3 +14,10 @@ if(TARGET stories_c_host AND TARGET guest_stories_c_synthetic AND TARGET lockste
                 LOCKSTEP_STORIES_REAL=${real_flag})
   add_dependencies(guests_stories_c_test guests stories_c_host)
 endif()
+
+if(TARGET lockstep_image_c AND TARGET lockstep_story)
+  lockstep_add_gtest(NAME guests_image_c_test
+    SOURCES image_c_test.cpp
+    LIBS lockstep_image_c lockstep_story
+    LABELS unit)
+endif()

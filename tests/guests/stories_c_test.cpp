@@ -5,6 +5,7 @@
 // float32 reference (lockstep_story).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -108,6 +109,28 @@ TEST(StoriesCReal, AgreesWithFloat32GreedyDecoding) {
   RecordProperty("common_prefix", std::to_string(common));
   // The sentence the models README quotes is 48 tokens long; it must survive quantization.
   EXPECT_GE(common, 48u);
+}
+
+TEST(StoriesCHost, RejectsCorruptAndTruncatedImages) {
+  std::string image = read_file(std::string(LOCKSTEP_GUEST_DIR) + "/stories_c_synthetic.bin");
+  auto write = [](const std::string& path, const std::string& bytes) {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  };
+  std::string bad_magic = image;
+  bad_magic[0] ^= 0x01;
+  std::string path = ::testing::TempDir() + "/stories_c_bad_magic.bin";
+  write(path, bad_magic);
+  ProcessResult r = run_process({LOCKSTEP_STORIES_HOST, path});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "error: bad stories_c image (magic, version or shapes)\n");
+  path = ::testing::TempDir() + "/stories_c_truncated.bin";
+  write(path, image.substr(0, image.size() / 2));
+  r = run_process({LOCKSTEP_STORIES_HOST, path});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "error: bad stories_c image (truncated)\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, StoriesC,
