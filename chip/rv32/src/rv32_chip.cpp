@@ -192,7 +192,7 @@ const std::vector<AluUse>& alu_uses() {
 }
 
 constexpr std::uint32_t kWords = kRamSize / 4;  // 2^18 RAM words
-constexpr std::uint32_t kNumLayers = 11;
+constexpr std::uint32_t kNumLayers = 12;
 
 class Compiler {
  public:
@@ -229,7 +229,7 @@ class Compiler {
   // L0
   FieldRef PCN, ADDR, VALID, INR, WL, WH, DWL, DWH;
   // L1/L2
-  FieldRef IWB, DWB, IHI, ILOS, DHI, DLOS, IN, DN;
+  FieldRef IWB, DWB, LW_, IHI, ILOS, DHI, DLOS, IN, DN;
   // L3
   FieldRef RD, RS1, RS2, PRE, F7, WECALL, WEBREAK, IMS01;
   // L4
@@ -274,15 +274,16 @@ class Compiler {
   // Word-index key pieces of an address held as nibble one-hots (field f: 8 nibbles):
   // w = (a - RAM_BASE) >> 2; wl = w & 511 = a[10:2]; wh = w >> 9 = a[19:11] - 0x20.
   // Bits 16..19 of a - RAM_BASE are (a[19:16] - 1) & 15 whenever the address is in RAM.
-  void key_pieces(LayerBuilder& l, const FieldRef& f, const FieldRef& wl, const FieldRef& wh) {
+  // Only when `gate` is 1 (the RAM ports read once per access; the latch keeps the word).
+  void key_pieces(LayerBuilder& l, const FieldRef& f, const FieldRef& wl, const FieldRef& wh, const Lin& gate) {
     table(l, {masked(nib(f, 0), 0xC), nib(f, 1), masked(nib(f, 2), 0x7)}, [&](const std::vector<unsigned>& v) {
       const unsigned w = (v[0] >> 2) | (v[1] << 2) | (v[2] << 6);
       return SparseVec{{wl.dim(w), 1.0}};
-    });
+    }, {gate});
     table(l, {masked(nib(f, 2), 0x8), nib(f, 3), nib(f, 4)}, [&](const std::vector<unsigned>& v) {
       const unsigned w = (v[0] >> 3) | (v[1] << 1) | (((v[2] + 15) & 15) << 5);
       return SparseVec{{wh.dim(w), 1.0}};
-    });
+    }, {gate});
   }
   // [a in RAM] for the word containing a (bytes 2, 3 of a): a[31:24] = 0 and a[23:16] in 1..16.
   void in_ram(LayerBuilder& l, const FieldRef& f, std::uint32_t out) {
@@ -332,8 +333,8 @@ class Compiler {
     DWH = B.field("data_wh", 512);
     in_ram(l0, PCN, VALID.dim());
     in_ram(l0, ADDR, INR.dim());
-    key_pieces(l0, PCN, WL, WH);
-    key_pieces(l0, ADDR, DWL, DWH);
+    key_pieces(l0, PCN, WL, WH, k(kCtrl));     // fetch: the step that consumes START
+    key_pieces(l0, ADDR, DWL, DWH, k(kA0 + 3));  // load data: the step that consumes A3
   }
 
   // A RAM port: 2^18 word columns x 4 byte scalars, initialised from the image's RAM range.
@@ -358,11 +359,11 @@ class Compiler {
 
   // Byte scalars -> nibble one-hots in two stages (thresholds for the high nibble, then a
   // one-hot decode of the low nibble).
-  void byte_decode(const FieldRef& bytes, const FieldRef& hi, const FieldRef& los, const FieldRef& out) {
-    LayerBuilder& s1 = L(1);
-    LayerBuilder& s2 = L(2);
+  void byte_decode(const FieldRef& bytes, std::uint32_t first, const FieldRef& hi, const FieldRef& los, const FieldRef& out) {
+    LayerBuilder& s1 = L(2);
+    LayerBuilder& s2 = L(3);
     for (std::uint32_t b = 0; b < 4; ++b) {
-      const Lin x = bytes[b];
+      const Lin x = bytes[first + b];
       // T_j = [x >= 16 j] = ReLU(x - 16 j + 1) - ReLU(x - 16 j), j = 1..15; hi one-hot: T_j - T_{j+1}.
       s1.unit_out(s1.relu_unit(x), los.dim(b), 1);
       s1.mlp_bias(hi.dim(16 * b + 0), 1);
@@ -386,14 +387,31 @@ class Compiler {
     DWB = B.field("data_bytes", 4);
     ram_port(1, "ram_code", WL, WH, IWB);
     ram_port(1, "ram_data", DWL, DWH, DWB);
+    {  // LATCH (layer 2): slot 0 = instruction word (written at the fetch), slot 1 = data word
+       // (written when A3 is consumed); both read every step.
+      LW_ = B.field("latched_words", 8);
+      LayerBuilder& l2 = L(2);
+      const std::uint32_t h = l2.add_head(2, 8);
+      HeadBuilder& H = l2.head(h);
+      H.k[0] = k(kCtrl);
+      H.k[1] = k(kA0 + 3);
+      H.beta = k(kCtrl) + k(kA0 + 3);
+      for (std::uint32_t b = 0; b < 4; ++b) {
+        H.v[b] = IWB[b];
+        H.v[4 + b] = DWB[b];
+      }
+      H.q[0] = Lin::constant(1);
+      H.q[1] = Lin::constant(1);
+      for (std::uint32_t r = 0; r < 8; ++r) H.out.emplace_back(r, LW_.dim(r), 1.0);
+    }
     IHI = B.field("inst_hi", 64);
     ILOS = B.field("inst_lo_scalar", 4);
     DHI = B.field("data_hi", 64);
     DLOS = B.field("data_lo_scalar", 4);
     IN = B.field("inst_nibbles", 128);
     DN = B.field("data_nibbles", 128);
-    byte_decode(IWB, IHI, ILOS, IN);
-    byte_decode(DWB, DHI, DLOS, DN);
+    byte_decode(LW_, 0, IHI, ILOS, IN);
+    byte_decode(LW_, 4, DHI, DLOS, DN);
   }
 
   // ---- decode ----
@@ -415,7 +433,7 @@ class Compiler {
   OH imm_u(std::uint32_t n) const { return n < 3 ? const_oh(16, 0) : nib(IN, n); }
 
   void layer3() {
-    LayerBuilder& l3 = L(3);
+    LayerBuilder& l3 = L(4);
     RD = B.field("rd", 32);
     RS1 = B.field("rs1", 32);
     RS2 = B.field("rs2", 32);
@@ -458,14 +476,14 @@ class Compiler {
   }
 
   void reg_port(const std::string& name, const std::function<Lin(std::uint32_t)>& q, const FieldRef& out) {
-    LayerBuilder& l4 = L(4);
+    LayerBuilder& l4 = L(5);
     const std::uint32_t h = l4.add_head(32, 128);
     HeadBuilder& H = l4.head(h);
     for (std::uint32_t r = 0; r < 32; ++r) H.q[r] = q(r);
     for (std::uint32_t i = 0; i < 128; ++i) H.out.emplace_back(i, out.dim(i), 1.0);
     Initialiser in;
     in.name = name;
-    in.layer = 4;
+    in.layer = 5;
     in.head = h;
     in.column = 1;
     in.source = ByteSourceKind::Image;
@@ -476,7 +494,7 @@ class Compiler {
     B.initialiser(in);
     Initialiser z;  // x0 = 0 as nibble one-hots
     z.name = name + "_x0";
-    z.layer = 4;
+    z.layer = 5;
     z.head = h;
     z.column = 0;
     z.is_const = true;
@@ -498,7 +516,7 @@ class Compiler {
     reg_port("reg_port2", [&](std::uint32_t r) { return RS2[r] + ec * ((r == 10 ? 1.0 : 0.0) - (r == 0 ? 1.0 : 0.0)); }, R2);
     reg_port("reg_port3", [&](std::uint32_t r) { return r == 11 ? ec : Lin(); }, RA1);
     reg_port("reg_port4", [&](std::uint32_t r) { return r == 12 ? ec : Lin(); }, RA2);
-    LayerBuilder& l4 = L(4);
+    LayerBuilder& l4 = L(5);
     CLS = B.field("class", kNumCls);
     ILL = B.field("illegal", 1);
     pass(l4, VALID[0], ILL.dim());
@@ -528,7 +546,7 @@ class Compiler {
   Lin cmp_signed() const { return sum_cls({SLT, SLTI, BLT, BGE}); }
 
   void layer5() {
-    LayerBuilder& l5 = L(5);
+    LayerBuilder& l5 = L(6);
     MISJ = B.field("jump_misaligned", 1);
     // JAL: imm_j[1] = inst[21]; JALR: bit 1 of (rs1 + imm_i) (bit 0 is cleared, bit 1 decides).
     when(l5, {cls(JAL), any_of(nib(IN, 5), [](unsigned j) { return (j & 2) != 0; })}, {{MISJ.dim(), 1.0}});
@@ -568,7 +586,7 @@ class Compiler {
 
   // Shifts: amount one-hots SQ (shamt >> 2) and SR (shamt & 3), gated by the shift classes.
   void shift_amount() {
-    LayerBuilder& l5 = L(5);
+    LayerBuilder& l5 = L(6);
     SQ = B.field("shift_q", 8);
     SR = B.field("shift_r", 4);
     const Lin imm = sum_cls({SLLI, SRLI, SRAI}), reg = sum_cls({SLL, SRL, SRA});
@@ -595,7 +613,7 @@ class Compiler {
   }
   std::uint32_t sg(std::uint32_t dir, std::uint32_t i, std::uint32_t q) const { return SHG.dim(32 * dir + 8 * i + q); }
   void shift_cases() {
-    LayerBuilder& l6 = L(6);
+    LayerBuilder& l6 = L(7);
     SHG = B.field("shift_gate", 96);
     for (std::uint32_t dir = 0; dir < 3; ++dir) {
       when(l6, {shift_dir(dir), k(kCtrl), RD[0]}, token_out(kNop, 0));
@@ -614,7 +632,7 @@ class Compiler {
   }
   // Windows of three consecutive rs1 nibbles around result byte i (fill outside the word).
   void shift_windows() {
-    LayerBuilder& l7 = L(7);
+    LayerBuilder& l7 = L(8);
     SHW = B.field("shift_window", 2 * 3 * 16);  // [left/right][d][v]
     for (std::uint32_t dir = 0; dir < 3; ++dir)
       for (std::uint32_t i = 0; i < 4; ++i)
@@ -638,7 +656,7 @@ class Compiler {
     return s;
   }
   void shift_tables() {
-    LayerBuilder& l8 = L(8);
+    LayerBuilder& l8 = L(9);
     auto win = [&](std::uint32_t side, std::uint32_t d) { return field_oh(SHW, 48 * side + 16 * d, 16); };
     const OH r = field_oh(SR, 0, 4);
     auto left = [](unsigned hi, unsigned lo, unsigned sh) { return ((hi << sh) | (lo >> (4 - sh))) & 15; };
@@ -650,7 +668,7 @@ class Compiler {
   }
 
   void layer6() {
-    LayerBuilder& l6 = L(6);
+    LayerBuilder& l6 = L(7);
     NK = B.field("next_kind", kNumKinds);
     NPL = B.field("next_payload_lo", 16);
     NPH = B.field("next_payload_hi", 16);
@@ -809,7 +827,7 @@ class Compiler {
   }
 
   void layer7() {
-    LayerBuilder& l7 = L(7);
+    LayerBuilder& l7 = L(8);
     ACUR = B.field("alu_a", 32);
     BCUR = B.field("alu_b", 32);
     APREV = B.field("alu_a_prev", 1);
@@ -864,7 +882,7 @@ class Compiler {
   }
 
   void layer8() {
-    LayerBuilder& l8 = L(8);
+    LayerBuilder& l8 = L(9);
     // Carry into byte i (i >= 1): the consumed token is byte i-1 of the result, r = (a + b + c) mod 256,
     // so carry out = [a + b - r >= 1]. Byte 0: the SUB carry-in.
     C1 = B.field("alu_carry", 1);
@@ -903,8 +921,8 @@ class Compiler {
   }
 
   void layer9_10() {
-    LayerBuilder& l9 = L(9);
-    LayerBuilder& l10 = L(10);
+    LayerBuilder& l9 = L(10);
+    LayerBuilder& l10 = L(11);
     CM = B.field("alu_carry_mid", 2);
     const OH c = {Lin::constant(1) - C1[0], C1[0]};
     table(l9, {field_oh(ACUR, 0, 16), field_oh(BCUR, 0, 16), c}, [&](const std::vector<unsigned>& v) {
@@ -939,13 +957,14 @@ class Compiler {
     B.probe(0, Sublayer::Memory, {"pc_nibbles", "addr_nibbles"});
     B.probe(0, Sublayer::Mlp, {"pc_valid", "addr_in_ram"});
     B.probe(1, Sublayer::Memory, {"inst_bytes", "data_bytes"});
-    B.probe(2, Sublayer::Mlp, {"inst_nibbles", "data_nibbles"});
-    B.probe(3, Sublayer::Mlp, {"rd", "rs1", "rs2", "class_candidate", "f7_class"});
-    B.probe(4, Sublayer::Memory, {"rs1_value", "rs2_value"});
-    B.probe(4, Sublayer::Mlp, {"class", "illegal"});
-    B.probe(6, Sublayer::Mlp, {"gate_a", "gate_b", "alu_op", "cmp_lt_nibble", "cmp_eq_nibble"});
-    B.probe(7, Sublayer::Mlp, {"alu_a", "alu_b", "alu_a_prev", "alu_b_prev", "cmp_lt", "cmp_eq"});
-    B.probe(10, Sublayer::Mlp, {"next_kind", "next_payload_lo", "next_payload_hi"});
+    B.probe(2, Sublayer::Memory, {"latched_words"});
+    B.probe(3, Sublayer::Mlp, {"inst_nibbles", "data_nibbles"});
+    B.probe(4, Sublayer::Mlp, {"rd", "rs1", "rs2", "class_candidate", "f7_class"});
+    B.probe(5, Sublayer::Memory, {"rs1_value", "rs2_value"});
+    B.probe(5, Sublayer::Mlp, {"class", "illegal"});
+    B.probe(7, Sublayer::Mlp, {"gate_a", "gate_b", "alu_op", "cmp_lt_nibble", "cmp_eq_nibble"});
+    B.probe(8, Sublayer::Mlp, {"alu_a", "alu_b", "alu_a_prev", "alu_b_prev", "cmp_lt", "cmp_eq"});
+    B.probe(11, Sublayer::Mlp, {"next_kind", "next_payload_lo", "next_payload_hi"});
     B.bound("embed", -1, 255);
     B.bound("logits", -1, 4);
     for (int l = 0; l < static_cast<int>(kNumLayers); ++l) {
