@@ -271,8 +271,8 @@ std::vector<double> spd_inverse(const std::vector<double>& a, int n) {
 // its first column is reached, and each column's rounding error is spread over the columns
 // not yet quantised through the upper Cholesky factor of H^-1.  Writes q (rows x n) and
 // scales (rows x ceil(n/64)).
-void gptq(std::vector<double> w, std::vector<double> h, int rows, int n, std::vector<std::int8_t>& q,
-          std::vector<std::uint16_t>& scales) {
+void gptq_in_order(std::vector<double> w, std::vector<double> h, int rows, int n,
+                   std::vector<std::int8_t>& q, std::vector<std::uint16_t>& scales) {
   const int groups = (n + 63) / 64;
   q.assign(static_cast<std::size_t>(rows * n), 0);
   scales.assign(static_cast<std::size_t>(rows * groups), 1);
@@ -306,6 +306,30 @@ void gptq(std::vector<double> w, std::vector<double> h, int rows, int n, std::ve
       for (int k = j + 1; k < n; ++k) w[static_cast<std::size_t>(r * n + k)] -= err * u(j, k);
     }
   }
+}
+
+// GPTQ with "act-order" inside each chunk: the columns of every 64-column group are
+// processed by decreasing H diagonal (the most active inputs first), so later, less important
+// columns absorb the rounding error.  Groups stay the chunks of vector.md §7.1.
+void gptq(const std::vector<double>& w, const std::vector<double>& h, int rows, int n,
+          std::vector<std::int8_t>& q, std::vector<std::uint16_t>& scales) {
+  std::vector<int> perm(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) perm[static_cast<std::size_t>(i)] = i;
+  for (int g = 0; g < n; g += 64)
+    std::stable_sort(perm.begin() + g, perm.begin() + std::min(n, g + 64), [&](int a, int b) {
+      return h[static_cast<std::size_t>(a * n + a)] > h[static_cast<std::size_t>(b * n + b)];
+    });
+  auto P = [&](int i) { return perm[static_cast<std::size_t>(i)]; };
+  std::vector<double> wp(w.size()), hp(h.size());
+  for (int r = 0; r < rows; ++r)
+    for (int i = 0; i < n; ++i) wp[static_cast<std::size_t>(r * n + i)] = w[static_cast<std::size_t>(r * n + P(i))];
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) hp[static_cast<std::size_t>(i * n + j)] = h[static_cast<std::size_t>(P(i) * n + P(j))];
+  std::vector<std::int8_t> qp;
+  gptq_in_order(std::move(wp), std::move(hp), rows, n, qp, scales);
+  q.assign(qp.size(), 0);
+  for (int r = 0; r < rows; ++r)
+    for (int i = 0; i < n; ++i) q[static_cast<std::size_t>(r * n + P(i))] = qp[static_cast<std::size_t>(r * n + i)];
 }
 
 }  // namespace
