@@ -25,7 +25,6 @@ constexpr const char* kNoPcAdvance =
     "needs the pc to advance past the first instruction: impossible on the current substrate "
     "(docs/chip-design.md section 2); the first instruction's tokens are compared";
 constexpr const char* kNoM = "M extension (MUL*, DIV/REM with DQ steps) not compiled yet";
-constexpr const char* kNoZba = "Zba (SH1ADD/SH2ADD/SH3ADD) not compiled yet";
 constexpr const char* kNoBignum = "bignum unit (c, acc) not compiled yet";
 constexpr const char* kNoWriteBytes =
     "ECALL write with len > 0 (OUT/ERR bytes, buffer range check) not compiled yet";
@@ -159,15 +158,6 @@ const std::vector<NotYet> kNotYetSupported = {
     {"ebreak_after_addi", kNoPcAdvance, true},
     {"fetch_past_ram_end", kNoPcAdvance, true},
     {"illegal_after_store", kNoPcAdvance, true},
-    {"sh1add_basic", kNoZba, false},
-    {"sh1add_overflow", kNoZba, false},
-    {"sh1add_operand_order", kNoZba, false},
-    {"sh2add_index", kNoZba, false},
-    {"sh2add_rd_x0", kNoZba, false},
-    {"sh2add_aliased", kNoZba, false},
-    {"sh3add_index", kNoZba, false},
-    {"sh3add_wrap", kNoZba, false},
-    {"sh3add_negative_index", kNoZba, false},
 };
 
 struct Example {

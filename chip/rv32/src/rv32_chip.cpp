@@ -162,7 +162,7 @@ int f7_index(int f7) {
 }
 
 // Operand sources of the byte-serial adder / logic unit.
-enum ASrc : std::uint32_t { A_RS1, A_PC, A_ZERO, kNumASrc };
+enum ASrc : std::uint32_t { A_RS1, A_PC, A_ZERO, A_SHL, kNumASrc };
 enum BSrc : std::uint32_t { B_RS2, B_RS2INV, B_IMMI, B_IMMS, B_IMMU, B_FOUR, kNumBSrc };
 enum Op : std::uint32_t { OP_ADD, OP_XOR, OP_OR, OP_AND, kNumOp };
 
@@ -186,7 +186,8 @@ const std::vector<AluUse>& alu_uses() {
       {LH, A_RS1, B_IMMI, OP_ADD, true},    {LW, A_RS1, B_IMMI, OP_ADD, true},
       {LBU, A_RS1, B_IMMI, OP_ADD, true},   {LHU, A_RS1, B_IMMI, OP_ADD, true},
       {SB, A_RS1, B_IMMS, OP_ADD, true},    {SH, A_RS1, B_IMMS, OP_ADD, true},
-      {SW, A_RS1, B_IMMS, OP_ADD, true},
+      {SW, A_RS1, B_IMMS, OP_ADD, true},    {SH1ADD, A_SHL, B_RS2, OP_ADD, false},
+      {SH2ADD, A_SHL, B_RS2, OP_ADD, false}, {SH3ADD, A_SHL, B_RS2, OP_ADD, false},
   };
   return u;
 }
@@ -209,6 +210,7 @@ class Compiler {
     layer5();
     shift_amount();
     layer6();
+    zba_shift();
     shift_cases();
     layer7();
     shift_windows();
@@ -237,7 +239,7 @@ class Compiler {
   // L5
   FieldRef MISJ, EQ93, EQ64, FDOK, LEN0, BF, SQ, SR;
   // shifts
-  FieldRef SHG, SHW;
+  FieldRef SHG, SHW, R1Z, SHL;
   // L6
   FieldRef NK, NPL, NPH, GA, GB, OPF, CIN, CSLT, CB, LG, SG, GEXIT, LTN, EQN;
   // L7
@@ -667,6 +669,24 @@ class Compiler {
     table(l8, {win(1, 1), win(1, 2), r}, [&](const std::vector<unsigned>& v) { return SparseVec{{NPH.dim(right(v[0], v[1], v[2])), 1.0}}; });
   }
 
+  // Zba: rs1 << k (k = 1, 2, 3) as 8 nibble one-hots, from a copy of rs1 gated by the Zba classes
+  // (so the tables cost nothing on other steps).
+  void zba_shift() {
+    R1Z = B.field("rs1_for_zba", 128);
+    SHL = B.field("rs1_shifted", 128);
+    const Lin zba = sum_cls({SH1ADD, SH2ADD, SH3ADD});
+    for (std::uint32_t j = 0; j < 128; ++j) when(L(6), {R1[j], zba}, {{R1Z.dim(j), 1.0}});
+    const std::array<Cls, 3> cs = {SH1ADD, SH2ADD, SH3ADD};
+    for (unsigned kk = 1; kk <= 3; ++kk)
+      for (std::uint32_t n = 0; n < 8; ++n) {
+        const OH cur = field_oh(R1Z, 16 * n, 16);
+        const OH prev = n == 0 ? const_oh(16, 0) : field_oh(R1Z, 16 * (n - 1), 16);
+        table(L(7), {cur, prev}, [&, kk, n](const std::vector<unsigned>& v) {
+          return SparseVec{{SHL.dim(16 * n + (((v[0] << kk) | (v[1] >> (4 - kk))) & 15)), 1.0}};
+        }, {cls(cs[kk - 1])});
+      }
+  }
+
   void layer6() {
     LayerBuilder& l6 = L(7);
     NK = B.field("next_kind", kNumKinds);
@@ -793,6 +813,7 @@ class Compiler {
     switch (s) {
       case A_RS1: return nib(R1, n);
       case A_PC: return nib(PCN, n);
+      case A_SHL: return nib(SHL, n);
       default: return const_oh(16, 0);
     }
   }
@@ -987,6 +1008,7 @@ std::vector<std::string> rv32_coverage() {
       "LUI AUIPC ADDI XORI ORI ANDI ADD SUB XOR OR AND: W0..W3 or NOP",
       "SLT SLTU SLTI SLTIU: W0..W3 or NOP",
       "SLLI SRLI SRAI SLL SRL SRA: W0..W3 or NOP",
+      "SH1ADD SH2ADD SH3ADD (Zba): W0..W3 or NOP",
       "BEQ BNE BLT BGE BLTU BGEU: BR(taken) or TRAP(2)",
       "JAL JALR: W(pc+4) or NOP, TRAP(2)",
       "LB LH LW LBU LHU: A0..A3, TRAP(4)/TRAP(5), W0..W3 or NOP",
