@@ -25,6 +25,14 @@ namespace lockstep::cli {
 /// `lockstep models`: which model directory (or the synthetic model) a run
 /// would use, with the file sizes.
 void add_models_command(CLI::App& app, Context& ctx);
+/// `lockstep run PROGRAM.elf`: reference and chip in lock-step (docs/engine.md).
+void add_run_command(CLI::App& app, Context& ctx);
+/// `lockstep story`: the story guest teacher-forced, then free-running (docs/engine.md).
+void add_story_command(CLI::App& app, Context& ctx);
+/// `lockstep replay CASE`: re-runs a saved case (docs/engine.md, "Cases").
+void add_replay_command(CLI::App& app, Context& ctx);
+/// `lockstep report DIR`: renders the HTML/JUnit report again from DIR/summary.json.
+void add_report_command(CLI::App& app, Context& ctx);
 
 /// `lockstep ref PROGRAM.elf`: runs a guest on the reference model.
 void add_ref_command(CLI::App& app, Context& ctx);

@@ -6,6 +6,10 @@ int main(int argc, char** argv) {
   using namespace lockstep::cli;
   return run_main(argc, argv, {
                                   add_models_command,
+                                  add_run_command,
+                                  add_story_command,
+                                  add_replay_command,
+                                  add_report_command,
                                   add_ref_command,
                                   // one line per subcommand; see commands.h
                               });

@@ -65,8 +65,8 @@ std::string_view instruction_class(std::uint32_t word) {
     case ref::InsnClass::kFence: return "fence";
     case ref::InsnClass::kSystem: return "system";
     case ref::InsnClass::kBignum: return "bignum";
+    default: return "other";  // classes added later (e.g. the vector unit)
   }
-  return "other";
 }
 
 // ------------------------------------------------------------------ JSON of results
@@ -485,19 +485,20 @@ struct FieldMeaning {
   bool next = false;      // next token (else: the input token)
   bool kind = false;      // kind number (else: payload)
   std::string encoding;   // "scalar" | "onehot" | "bits" | "nibbles"
+  int nibble = -1;        // 0: low nibble only, 1: high nibble only, -1: whole value
 };
 
-// The engine's probe-field convention (docs/engine.md, "Layer attribution").
+// The engine's probe-field convention (docs/engine.md, "Layer attribution"):
+// [in_|next_](kind|payload)[_oh|_bits|_nibbles|_lo|_hi]; without a prefix the
+// field describes the input token.
 std::optional<FieldMeaning> field_meaning(const std::string& name, std::uint32_t width) {
   FieldMeaning m;
-  std::string rest;
+  std::string rest = name;
   if (name.rfind("next_", 0) == 0) {
     m.next = true;
     rest = name.substr(5);
   } else if (name.rfind("in_", 0) == 0) {
     rest = name.substr(3);
-  } else {
-    return std::nullopt;
   }
   std::string suffix;
   if (rest.rfind("kind", 0) == 0) {
@@ -510,8 +511,12 @@ std::optional<FieldMeaning> field_meaning(const std::string& name, std::uint32_t
   }
   if (suffix == "_oh") m.encoding = "onehot";
   else if (suffix == "_bits") m.encoding = "bits";
-  else if (suffix == "_nib") m.encoding = "nibbles";
-  else if (suffix.empty()) {
+  else if (suffix == "_nib" || suffix == "_nibbles") m.encoding = "nibbles";
+  else if (suffix == "_lo" || suffix == "_hi") {
+    if (m.kind) return std::nullopt;
+    m.nibble = suffix == "_lo" ? 0 : 1;
+    m.encoding = width == 1 ? "scalar" : width == 4 ? "bits" : "onehot";
+  } else if (suffix.empty()) {
     if (width == 1) m.encoding = "scalar";
     else if (m.kind) m.encoding = "onehot";
     else if (width == 8 || width == 16) m.encoding = "bits";
@@ -523,9 +528,16 @@ std::optional<FieldMeaning> field_meaning(const std::string& name, std::uint32_t
   return m;
 }
 
+std::string describe(const FieldMeaning& m) {
+  std::string what = m.kind ? "kind" : m.nibble == 0 ? "payload's low nibble"
+                                     : m.nibble == 1 ? "payload's high nibble" : "payload";
+  return m.encoding + " of the " + (m.next ? "next" : "input") + " token's " + what;
+}
+
 std::vector<float> expected_values(const FieldMeaning& m, std::uint32_t token, std::uint32_t width) {
   std::uint32_t value = 0;
   if (const auto k = format::kind_of(token)) value = m.kind ? k->kind : format::payload_of(token);
+  if (m.nibble >= 0) value = value >> (4 * m.nibble) & 15;
   std::vector<float> v(width, 0.0f);
   if (m.encoding == "scalar") {
     v[0] = static_cast<float>(value);
@@ -568,8 +580,7 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
       c.layer = p->after == chip::Sublayer::Embed ? -1 : p->layer;
       c.after = chip::to_string(p->after);
       c.field = name;
-      c.meaning = std::string(m->encoding) + " of the " + (m->next ? "next" : "input") + " token's " +
-                  (m->kind ? "kind" : "payload");
+      c.meaning = describe(*m);
       c.expected = expected_values(*m, m->next ? expected_next : input, f->width);
       try {
         c.actual = be.probe(sid, p->layer, p->after, name);
@@ -613,7 +624,7 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
   }
   if (a.checks.empty()) {
     a.text = "no attribution: the probe map has no field of the engine's convention "
-             "(in_kind, in_payload, next_kind, next_payload; docs/engine.md)";
+             "([in_|next_](kind|payload)[_oh|_bits|_nibbles|_lo|_hi]; docs/engine.md)";
     return a;
   }
   if (!any_next) {
@@ -1220,6 +1231,7 @@ StreamResult run_reference(const Guest& guest, std::uint64_t max_steps,
     if (max_steps && steps + toks.size() > max_steps) toks = toks.first(max_steps - steps);
     digest.update(toks);
     counts[c] += toks.size();
+    for (std::uint32_t t : toks) r.max_token = std::max(r.max_token, t);
     steps += toks.size();
     if (on_output) {
       for (std::uint32_t t : toks)

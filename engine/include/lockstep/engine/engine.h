@@ -160,6 +160,7 @@ struct StreamResult {
   std::string digest;       ///< TraceDigest hex of the reference's tokens
   std::string chip_digest;  ///< TraceDigest hex of the chip's tokens
   std::string console;      ///< what the reference wrote to fd 1
+  std::uint32_t max_token = 0;  ///< largest reference token id (run_reference only)
   std::map<std::string, std::uint64_t> class_steps;  ///< steps per instruction class
   std::vector<HashRecord> hashes;
   std::optional<Divergence> divergence;

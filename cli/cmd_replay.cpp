@@ -1,0 +1,60 @@
+// `lockstep replay CASE`: runs a saved case again (docs/engine.md, "Cases").
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "lockstep/engine/check.h"
+
+namespace lockstep::cli {
+
+void add_replay_command(CLI::App& app, Context& ctx) {
+  struct Args {
+    std::string path, report, backend;
+  };
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("replay", "Run a saved case (case.json, or a run folder holding one) again");
+  cmd->add_option("case", args->path, "Case file or folder")->required();
+  cmd->add_option("--report", args->report, "Write a report of the replay into DIR");
+  cmd->add_option("--backend", args->backend, "Override the case's backend: cpu | cuda");
+  cmd->callback([&ctx, args] {
+    engine::CheckRequest req;
+    req.command = "replay";
+    engine::CheckOutcome out;
+    try {
+      req.the_case = engine::Case::read(args->path);
+      if (!args->backend.empty()) req.the_case.backend = args->backend;
+      req.the_case.checkpoint_every = 0;
+      req.report_dir = args->report;
+      req.options.stop = engine::install_stop_handlers();
+      out = engine::run_check(req, std::cerr);
+    } catch (const engine::CheckError& e) {
+      throw InputError(e.what());
+    }
+    const engine::RunResult& r = out.result;
+    ctx.summary.add_steps(r.steps);
+    ctx.summary.add_mismatches(r.mismatches);
+    ctx.summary.set("digest", r.digest);
+    ctx.summary.set("chip", out.chip_source);
+    for (const engine::StreamResult& s : r.streams)
+      if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
+    ctx.out() << engine::result_text(r);
+    const nlohmann::json& expect = req.the_case.expect;
+    if (expect.is_object()) {
+      std::uint64_t first = 0;
+      for (const engine::StreamResult& s : r.streams)
+        if (s.divergence) first = s.divergence->step;
+      const std::uint64_t want = expect.value("first_divergence", std::uint64_t{0});
+      const bool same = first == want && (want != 0 || expect.value("digest", r.digest) == r.digest);
+      ctx.summary.set("reproduced", same);
+      ctx.out() << (same ? "the case reproduces" : "the case does NOT reproduce") << ": recorded "
+                << (want ? "first divergence at step " + std::to_string(want)
+                         : "no divergence, digest " + expect.value("digest", std::string("?")))
+                << "\n";
+    }
+    ctx.out() << std::flush;
+    if (r.interrupted) throw InputError("interrupted after " + std::to_string(r.steps) + " steps");
+  });
+}
+
+}  // namespace lockstep::cli

@@ -1,0 +1,28 @@
+// `lockstep report DIR`: renders junit.xml and report.html again from DIR/summary.json.
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "lockstep/reports/report.h"
+
+namespace lockstep::cli {
+
+void add_report_command(CLI::App& app, Context& ctx) {
+  auto dir = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("report", "Render the HTML and JUnit reports again from DIR/summary.json");
+  cmd->add_option("dir", *dir, "Report folder written by run --report, story --report or replay --report")
+      ->required();
+  cmd->callback([&ctx, dir] {
+    reports::ReportFiles f;
+    try {
+      f = reports::render_report(*dir);
+    } catch (const std::runtime_error& e) {
+      throw InputError(e.what());
+    }
+    ctx.summary.set("report", {{"html", f.html.string()}, {"junit", f.junit.string()},
+                               {"plots", f.plot_note.empty()}, {"plot_note", f.plot_note}});
+    ctx.out() << "wrote " << f.html.string() << " and " << f.junit.string() << "\n";
+    if (!f.plot_note.empty()) ctx.out() << f.plot_note << "\n";
+  });
+}
+
+}  // namespace lockstep::cli

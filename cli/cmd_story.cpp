@@ -1,0 +1,209 @@
+// `lockstep story`: the story guest (stories260K) on the reference and a chip:
+// teacher-forced for the first steps, then free-running to the end of the
+// story with every step compared (docs/engine.md, "The story check").
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "lockstep/engine/check.h"
+#include "lockstep/engine/guest.h"
+#include "lockstep/format/elf.h"
+
+namespace lockstep::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct StoryArgs {
+  std::string chip, build = "vx", guest, backend = "cpu", report;
+  std::uint64_t tokens = 0, teacher_forced = 30000, steps = 0;
+  bool reference_only = false;
+};
+
+// Folders searched for the story guests, in order.
+std::vector<fs::path> guest_dirs(const Context& ctx) {
+  std::vector<fs::path> dirs;
+  if (const char* e = std::getenv("LOCKSTEP_GUEST_DIR")) dirs.emplace_back(e);
+  if (!ctx.executable().empty()) dirs.push_back(ctx.executable().parent_path().parent_path() / "guests");
+  dirs.push_back(ctx.source_root() / "build" / "guests");
+  return dirs;
+}
+
+fs::path find_story_guest(const Context& ctx, const std::string& build) {
+  std::vector<std::string> names;
+  if (build == "vx") names = {"stories_vx.elf", "stories_vx_synthetic.elf"};
+  else names = {"stories_c.elf", "stories_c_synthetic.elf"};
+  std::string searched;
+  for (const std::string& n : names) {
+    for (const fs::path& d : guest_dirs(ctx)) {
+      std::error_code ec;
+      if (fs::is_regular_file(d / n, ec)) return d / n;
+      searched += (searched.empty() ? "" : ", ") + (d / n).string();
+    }
+  }
+  throw InputError("story guest for --build " + build + " not found (searched " + searched +
+                   "; build the guests, set LOCKSTEP_GUEST_DIR, or pass --guest FILE)");
+}
+
+// --tokens N: rewrites n_steps (offset 40) of the stories_c image header the
+// guest links at symbol `stories_image` (guests/stories_c/image_c.h).
+void set_story_tokens(format::GuestImage& image, std::uint64_t tokens) {
+  const auto sym = image.symbols.find("stories_image");
+  if (sym == image.symbols.end()) {
+    throw InputError("--tokens: this guest has no stories_image symbol (only stories_c images can be resized)");
+  }
+  for (format::Segment& s : image.segments) {
+    if (sym->second < s.vaddr || sym->second + 44 > s.vaddr + s.bytes.size()) continue;
+    std::uint8_t* h = s.bytes.data() + (sym->second - s.vaddr);
+    auto rd = [&](int off) {
+      std::int32_t v;
+      std::memcpy(&v, h + off, 4);
+      return v;
+    };
+    const std::int32_t kv_len = rd(36);
+    if (kv_len <= 1 || kv_len > 4096 || rd(40) < 0 || rd(40) >= kv_len) {
+      throw InputError("--tokens: the stories_image header does not look like a stories_c image");
+    }
+    if (tokens < 1 || tokens >= static_cast<std::uint64_t>(kv_len)) {
+      throw UsageError("--tokens must be 1.." + std::to_string(kv_len - 1) + " for this guest");
+    }
+    const std::int32_t n = static_cast<std::int32_t>(tokens);
+    std::memcpy(h + 40, &n, 4);
+    return;
+  }
+  throw InputError("--tokens: stories_image is not inside a loaded segment");
+}
+
+}  // namespace
+
+void add_story_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<StoryArgs>();
+  auto* cmd = app.add_subcommand(
+      "story", "The story check: stories260K teacher-forced, then free-running to the end, every step compared");
+  cmd->add_option("--chip", args->chip, "Compiled chip file (default: the built chip)");
+  cmd->add_option("--build", args->build, "Story guest: vx (vector unit) | c (plain C int8)")
+      ->capture_default_str();
+  cmd->add_option("--guest", args->guest, "Story guest ELF (default: found by --build)");
+  cmd->add_option("--backend", args->backend, "Executor: cpu | cuda")->capture_default_str();
+  cmd->add_option("--tokens", args->tokens, "Story tokens to generate (stories_c images only)");
+  cmd->add_option("--teacher-forced-steps", args->teacher_forced, "Teacher-forced steps before free running")
+      ->capture_default_str();
+  cmd->add_option("--steps", args->steps, "Stop after N steps (default: the whole story)");
+  cmd->add_option("--report", args->report, "Write a report (and case.json) into DIR");
+  cmd->add_flag("--reference-only", args->reference_only,
+                "Run the reference alone: print the story, its steps and digest");
+  cmd->callback([&ctx, args] {
+    if (args->build != "vx" && args->build != "c") {
+      throw UsageError("--build must be vx or c (got '" + args->build + "')");
+    }
+    if (args->backend != "cpu" && args->backend != "cuda") {
+      throw UsageError("--backend must be cpu or cuda (got '" + args->backend + "')");
+    }
+    const fs::path path = args->guest.empty() ? find_story_guest(ctx, args->build) : fs::path(args->guest);
+    engine::Guest guest;
+    try {
+      guest = engine::read_guest(path);
+    } catch (const engine::CheckError& e) {
+      throw InputError(e.what());
+    }
+    if (args->tokens) set_story_tokens(guest.image, args->tokens);
+    ctx.summary.set("guest", path.string());
+    const std::atomic<bool>* stop = engine::install_stop_handlers();
+    const bool live = !(isatty(1) && engine::stderr_is_terminal()) || args->reference_only;
+    std::ostream& out = ctx.out();
+
+    // The reference alone first: the story, its length (for the ETA) and digest.
+    const auto t0 = std::chrono::steady_clock::now();
+    const engine::StreamResult ref = engine::run_reference(
+        guest, args->steps,
+        args->reference_only ? std::function<void(char)>([&out](char c) { out << c << std::flush; })
+                             : std::function<void(char)>(),
+        stop);
+    const double ref_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ctx.summary.set("reference_steps", ref.steps);
+    ctx.summary.set("reference_digest", ref.digest);
+    ctx.summary.set("reference_end", ref.end);
+    if (ref.end == "interrupted") throw InputError("interrupted after " + std::to_string(ref.steps) + " reference steps");
+    if (args->reference_only) {
+      char line[200];
+      std::snprintf(line, sizeof line, "\nreference: %llu steps, end %s, digest %s (%.2f s, %.0f steps/s)\n",
+                    static_cast<unsigned long long>(ref.steps), ref.end.c_str(), ref.digest.c_str(), ref_seconds,
+                    ref_seconds > 0 ? static_cast<double>(ref.steps) / ref_seconds : 0.0);
+      out << line << std::flush;
+      ctx.summary.set("digest", ref.digest);
+      ctx.summary.set("reference_only", true);
+      return;
+    }
+
+    engine::CheckRequest req;
+    req.command = "story";
+    engine::Case& c = req.the_case;
+    c.guest_name = guest.name;
+    c.guest_path = path;
+    c.chip_path = args->chip;
+    c.backend = args->backend;
+    c.mode = engine::Mode::kFree;
+    c.teacher_forced_steps = args->teacher_forced;
+    c.steps = args->steps;
+    req.report_dir = args->report;
+    // The chip must exist and be able to express every token the story uses.
+    try {
+      const engine::LoadedChip chip = engine::load_chip_or_built(args->chip);
+      if (chip.chip->config.vocab_size <= ref.max_token) {
+        throw InputError("the chip (" + chip.source + ") cannot run the story: its vocabulary has " +
+                         std::to_string(chip.chip->config.vocab_size) + " token ids, the story uses id " +
+                         std::to_string(ref.max_token));
+      }
+      engine::make_backend(args->backend, chip.chip);
+    } catch (const engine::CheckError& e) {
+      throw InputError(e.what());
+    }
+    if (args->tokens) {
+      // The case must carry the resized image: embed it.
+      c.guest_elf = format::write_elf(guest.image);
+    }
+    engine::ProgressLine progress(std::cerr, engine::stderr_is_terminal());
+    req.options.stop = stop;
+    req.options.progress_interval = progress.interval();
+    req.options.expected_rounds = ref.steps;
+    req.options.on_progress = [&progress](const engine::Progress& p) { progress.update(p); };
+    std::string story;
+    req.on_output = [&](std::size_t, char ch) {
+      story += ch;
+      progress.output(ch);
+      if (live) out << ch << std::flush;
+    };
+    engine::CheckOutcome res;
+    try {
+      res = engine::run_check(req, std::cerr);
+    } catch (const engine::CheckError& e) {
+      progress.clear();
+      throw InputError(e.what());
+    }
+    progress.clear();
+    if (!live) out << story;
+    const engine::RunResult& r = res.result;
+    ctx.summary.add_steps(r.steps);
+    ctx.summary.add_mismatches(r.mismatches);
+    ctx.summary.set("digest", r.digest);
+    ctx.summary.set("chip", res.chip_source);
+    ctx.summary.set("tokens_per_second", r.steps_per_second);
+    for (const engine::StreamResult& s : r.streams)
+      if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
+    out << "\n" << engine::result_text(r);
+    char line[160];
+    std::snprintf(line, sizeof line, "story: %llu steps compared, %llu mismatches, %.0f tokens/s\n",
+                  static_cast<unsigned long long>(r.steps), static_cast<unsigned long long>(r.mismatches),
+                  r.steps_per_second);
+    out << line << std::flush;
+    if (r.interrupted) throw InputError("interrupted after " + std::to_string(r.steps) + " steps");
+  });
+}
+
+}  // namespace lockstep::cli

@@ -1,0 +1,143 @@
+// A whole check as the `lockstep run`, `story` and `replay` commands run it:
+// choosing the chip and backend, the replay case file, signal handling, the
+// live progress line, and the report written at the end (also when the run
+// is interrupted or fails).  docs/engine.md describes the case format.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lockstep/chip/backend.hpp"
+#include "lockstep/engine/engine.h"
+
+namespace lockstep::engine {
+
+/// Bad input to a check (missing file, unknown backend, no chip...): the CLI
+/// prints what() as its one error line and exits with status 2.
+class CheckError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Whether this build contains the compiled scalar chip (lockstep_chip_rv32).
+bool have_built_chip();
+
+/// A chip ready to run, and where it came from.
+struct LoadedChip {
+  std::shared_ptr<const chip::Chip> chip;
+  std::string source;  ///< the chip file's path, or "built"
+  std::string hash;    ///< XXH3-64 (hex) of the serialised chip
+};
+
+/// Loads `path` (a chip file), or, when path is empty, the built chip.
+/// Throws CheckError "no built chip yet: pass --chip FILE" when there is none.
+LoadedChip load_chip_or_built(const std::string& path);
+
+/// A backend over `chip`: "cpu", or "cuda" (throws CheckError with one line
+/// when this build has no CUDA executor).  Throws CheckError for other names.
+std::unique_ptr<chip::ChipBackend> make_backend(const std::string& name,
+                                                std::shared_ptr<const chip::Chip> chip);
+
+/// Reads a guest ELF file.  Throws CheckError naming the file on any problem.
+Guest read_guest(const std::filesystem::path& path);
+
+/// A replayable case (docs/engine.md, "Cases"): everything needed to run a
+/// check again.
+struct Case {
+  std::string guest_name;
+  std::filesystem::path guest_path;    ///< may be empty when bytes are embedded
+  std::vector<std::uint8_t> guest_elf; ///< the ELF file's bytes (embedded), may be empty
+  std::string guest_digest;            ///< image_digest of the guest
+  std::string chip_path;               ///< empty: the built chip
+  std::string chip_hash;               ///< LoadedChip::hash (checked on replay when set)
+  std::string backend = "cpu";
+  Mode mode = Mode::kForced;
+  std::uint64_t teacher_forced_steps = 0;
+  Compare compare = Compare::kEveryStep;
+  std::uint64_t steps = 0;             ///< max steps (0: to the end)
+  std::uint64_t checkpoint_every = 0;
+  nlohmann::json expect;               ///< informational: what the run found
+
+  nlohmann::json to_json() const;
+  /// Throws CheckError (one line) on a malformed case.
+  static Case from_json(const nlohmann::json& j);
+  /// Reads a case: a JSON file, or a directory holding case.json.
+  static Case read(const std::filesystem::path& path);
+  /// The guest: the embedded bytes when present, else the file at guest_path.
+  Guest guest() const;
+};
+
+/// Installs SIGINT/SIGTERM handlers that set the returned flag (first signal),
+/// restoring the default action so that a second signal ends the process.
+const std::atomic<bool>* install_stop_handlers();
+
+/// The live progress line on stderr: on a terminal one line rewritten in
+/// place (steps, steps/s, ETA, the tail of the story so far); otherwise a
+/// plain line every `plain_interval` seconds.
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::ostream& err, bool terminal, double plain_interval = 10.0);
+  /// Options::on_progress target.
+  void update(const Progress& p);
+  /// Appends an output byte to the story tail.
+  void output(char c);
+  /// Clears the live line (terminal) before other output.
+  void clear();
+  /// Seconds between engine progress callbacks this line wants.
+  double interval() const { return terminal_ ? 0.5 : plain_interval_; }
+  bool terminal() const { return terminal_; }
+
+ private:
+  std::ostream& err_;
+  bool terminal_;
+  double plain_interval_;
+  std::string tail_;
+  bool shown_ = false;
+};
+
+/// True when stderr is a terminal (and TERM is not "dumb").
+bool stderr_is_terminal();
+
+/// Everything a command needs to run one check.
+struct CheckRequest {
+  std::string command = "run";
+  Case the_case;
+  Options options;                        ///< mode etc. are filled from the_case
+  std::filesystem::path report_dir;       ///< empty: no report
+  bool resume = false;                    ///< continue from report_dir/checkpoints
+  std::function<void(std::size_t, char)> on_output;  ///< chip stream's OUT bytes
+};
+
+/// What a check produced.
+struct CheckOutcome {
+  RunResult result;
+  nlohmann::json summary;  ///< the report's summary.json
+  std::string chip_source, chip_hash;
+};
+
+/// Runs a check: loads the chip and guest of the case, runs (or resumes) the
+/// engine with checkpoints in report_dir/checkpoints when asked, and writes
+/// the report (summary.json, junit.xml, report.html, case.json) to
+/// report_dir -- also when the run is interrupted or throws (then with status
+/// "interrupted" / "error" and the steps done so far, and the exception is
+/// rethrown).
+CheckOutcome run_check(const CheckRequest& request, std::ostream& err);
+
+/// The closing text of a check: each divergence's report, then one line
+/// "steps compared N, mismatches M, digest D (T s, R steps/s)".
+std::string result_text(const RunResult& result);
+
+/// The summary JSON of a result (status, steps, mismatches, digest, run...).
+nlohmann::json summary_json(const std::string& command, const RunResult& result,
+                            const std::string& chip_source, const std::string& chip_hash);
+
+}  // namespace lockstep::engine

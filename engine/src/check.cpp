@@ -1,0 +1,402 @@
+#include "lockstep/engine/check.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <ostream>
+#include <sstream>
+
+#include "lockstep/chip/cpu_executor.hpp"
+#include "lockstep/engine/digest.h"
+#include "lockstep/engine/guest.h"
+#include "lockstep/format/error.h"
+#include "lockstep/reports/report.h"
+#include "serial.h"
+
+#if defined(LOCKSTEP_HAVE_CHIP_RV32) && __has_include("lockstep/chip/rv32/rv32_chip.hpp")
+#include "lockstep/chip/rv32/rv32_chip.hpp"
+#define LOCKSTEP_BUILT_CHIP 1
+#endif
+
+namespace lockstep::engine {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// ------------------------------------------------------------------ chips
+
+bool have_built_chip() {
+#ifdef LOCKSTEP_BUILT_CHIP
+  return true;
+#else
+  return false;
+#endif
+}
+
+LoadedChip load_chip_or_built(const std::string& path) {
+  LoadedChip out;
+  chip::Chip c;
+  if (!path.empty()) {
+    try {
+      c = chip::load_chip(path);
+    } catch (const std::exception& e) {
+      throw CheckError(std::string("--chip: ") + e.what());
+    }
+    out.source = path;
+  } else {
+#ifdef LOCKSTEP_BUILT_CHIP
+    c = chip::rv32::compile_rv32_chip();
+    out.source = "built";
+#else
+    throw CheckError("no built chip yet: pass --chip FILE");
+#endif
+  }
+  const auto bytes = chip::serialize_chip(c);
+  out.hash = hex64(xxh3(bytes));
+  out.chip = std::make_shared<const chip::Chip>(std::move(c));
+  return out;
+}
+
+std::unique_ptr<chip::ChipBackend> make_backend(const std::string& name,
+                                                std::shared_ptr<const chip::Chip> c) {
+  if (name == "cpu") return std::make_unique<chip::CpuExecutor>(std::move(c), 1);
+  if (name == "cuda") {
+#ifdef LOCKSTEP_HAVE_CUDA
+    throw CheckError("--backend cuda: this build has CUDA but no CUDA executor yet (use --backend cpu)");
+#else
+    throw CheckError("--backend cuda: this build has no CUDA support (configure where nvcc works, or use --backend cpu)");
+#endif
+  }
+  throw CheckError("--backend must be cpu or cuda (got '" + name + "')");
+}
+
+Guest read_guest(const fs::path& path) {
+  Guest g;
+  g.name = path.stem().string();
+  g.path = path;
+  try {
+    g.image = format::read_elf_file(path);
+  } catch (const std::exception& e) {
+    throw CheckError(path.string() + ": " + e.what());
+  }
+  return g;
+}
+
+// ------------------------------------------------------------------ cases
+
+namespace {
+
+constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string base64(const std::vector<std::uint8_t>& in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const std::uint32_t v = in[i] << 16 | in[i + 1] << 8 | in[i + 2];
+    for (int s = 18; s >= 0; s -= 6) out += kB64[v >> s & 63];
+  }
+  if (i + 1 == in.size()) {
+    const std::uint32_t v = in[i] << 16;
+    out += kB64[v >> 18 & 63];
+    out += kB64[v >> 12 & 63];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    const std::uint32_t v = in[i] << 16 | in[i + 1] << 8;
+    out += kB64[v >> 18 & 63];
+    out += kB64[v >> 12 & 63];
+    out += kB64[v >> 6 & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::vector<std::uint8_t> unbase64(const std::string& in) {
+  std::vector<std::uint8_t> out;
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=') break;
+    const char* p = std::strchr(kB64, c);
+    if (!p || c == 0) throw CheckError("case: guest.elf_base64 is not base64");
+    acc = acc << 6 | static_cast<std::uint32_t>(p - kB64);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<std::uint8_t>(acc >> bits & 0xff));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+json Case::to_json() const {
+  json g = {{"name", guest_name}, {"path", guest_path.string()}, {"digest", guest_digest}};
+  if (!guest_elf.empty()) g["elf_base64"] = base64(guest_elf);
+  return {{"lockstep_case", 1},
+          {"guest", g},
+          {"chip", {{"path", chip_path.empty() ? json() : json(chip_path)}, {"hash", chip_hash}}},
+          {"backend", backend},
+          {"mode", std::string(to_string(mode))},
+          {"teacher_forced_steps", teacher_forced_steps},
+          {"compare", std::string(to_string(compare))},
+          {"steps", steps},
+          {"checkpoint_every", checkpoint_every},
+          {"expect", expect}};
+}
+
+Case Case::from_json(const json& j) {
+  try {
+    if (!j.is_object() || j.value("lockstep_case", 0) != 1) {
+      throw CheckError("case: not a lockstep case (\"lockstep_case\": 1 missing)");
+    }
+    Case c;
+    const json& g = j.at("guest");
+    c.guest_name = g.value("name", "");
+    c.guest_path = g.value("path", "");
+    c.guest_digest = g.value("digest", "");
+    if (g.contains("elf_base64")) c.guest_elf = unbase64(g.at("elf_base64").get<std::string>());
+    if (c.guest_path.empty() && c.guest_elf.empty()) throw CheckError("case: guest has neither path nor elf_base64");
+    const json ch = j.value("chip", json::object());
+    if (ch.contains("path") && ch["path"].is_string()) c.chip_path = ch["path"].get<std::string>();
+    c.chip_hash = ch.value("hash", "");
+    c.backend = j.value("backend", "cpu");
+    const auto m = parse_mode(j.value("mode", "forced"));
+    if (!m) throw CheckError("case: mode must be forced or free");
+    c.mode = *m;
+    c.teacher_forced_steps = j.value("teacher_forced_steps", std::uint64_t{0});
+    const auto cmp = parse_compare(j.value("compare", "step"));
+    if (!cmp) throw CheckError("case: compare must be step or end");
+    c.compare = *cmp;
+    c.steps = j.value("steps", std::uint64_t{0});
+    c.checkpoint_every = j.value("checkpoint_every", std::uint64_t{0});
+    c.expect = j.value("expect", json());
+    return c;
+  } catch (const json::exception& e) {
+    throw CheckError(std::string("case: ") + e.what());
+  }
+}
+
+Case Case::read(const fs::path& path) {
+  fs::path file = path;
+  if (fs::is_directory(path)) file = path / "case.json";
+  std::ifstream in(file);
+  if (!in) throw CheckError("case: cannot read " + file.string());
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw CheckError("case: " + file.string() + " is not JSON: " + e.what());
+  }
+  Case c = from_json(j);
+  // A relative guest path is relative to the case file's folder.
+  if (!c.guest_path.empty() && c.guest_path.is_relative() && c.guest_elf.empty()) {
+    c.guest_path = file.parent_path() / c.guest_path;
+  }
+  return c;
+}
+
+Guest Case::guest() const {
+  Guest g;
+  if (!guest_elf.empty()) {
+    g.name = guest_name.empty() ? "guest" : guest_name;
+    g.path = guest_path;
+    try {
+      g.image = format::parse_elf(guest_elf);
+    } catch (const std::exception& e) {
+      throw CheckError(std::string("case: embedded guest: ") + e.what());
+    }
+  } else {
+    g = read_guest(guest_path);
+    if (!guest_name.empty()) g.name = guest_name;
+  }
+  if (!guest_digest.empty() && image_digest(g.image) != guest_digest) {
+    throw CheckError("case: guest " + g.name + " has digest " + image_digest(g.image) + ", the case expects " +
+                     guest_digest);
+  }
+  return g;
+}
+
+// ------------------------------------------------------------------ signals, progress
+
+namespace {
+std::atomic<bool> g_stop{false};
+extern "C" void on_stop_signal(int sig) {
+  g_stop.store(true);
+  std::signal(sig, SIG_DFL);  // a second signal ends the process
+}
+std::string human_count(double v) {
+  char b[32];
+  if (v >= 1e9) std::snprintf(b, sizeof b, "%.2fG", v / 1e9);
+  else if (v >= 1e6) std::snprintf(b, sizeof b, "%.2fM", v / 1e6);
+  else if (v >= 1e4) std::snprintf(b, sizeof b, "%.1fk", v / 1e3);
+  else std::snprintf(b, sizeof b, "%.0f", v);
+  return b;
+}
+std::string human_time(double s) {
+  char b[32];
+  if (s < 0 || s > 1e8) return "?";
+  const long t = static_cast<long>(s + 0.5);
+  if (t >= 3600) std::snprintf(b, sizeof b, "%ldh%02ldm", t / 3600, t / 60 % 60);
+  else if (t >= 60) std::snprintf(b, sizeof b, "%ldm%02lds", t / 60, t % 60);
+  else std::snprintf(b, sizeof b, "%lds", t);
+  return b;
+}
+}  // namespace
+
+const std::atomic<bool>* install_stop_handlers() {
+  g_stop.store(false);
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  return &g_stop;
+}
+
+bool stderr_is_terminal() {
+  const char* term = std::getenv("TERM");
+  return isatty(2) == 1 && !(term && std::string(term) == "dumb");
+}
+
+ProgressLine::ProgressLine(std::ostream& err, bool terminal, double plain_interval)
+    : err_(err), terminal_(terminal), plain_interval_(plain_interval) {}
+
+void ProgressLine::output(char c) {
+  tail_ += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+  if (tail_.size() > 48) tail_.erase(0, tail_.size() - 48);
+}
+
+void ProgressLine::update(const Progress& p) {
+  std::ostringstream os;
+  os << "step " << human_count(static_cast<double>(p.round));
+  if (p.expected_round) os << "/" << human_count(static_cast<double>(p.expected_round));
+  os << "  " << human_count(p.steps_per_second) << " steps/s";
+  if (p.expected_round > p.round && p.steps_per_second > 0) {
+    os << "  ETA " << human_time(static_cast<double>(p.expected_round - p.round) * static_cast<double>(p.active) /
+                                 p.steps_per_second);
+  }
+  os << "  elapsed " << human_time(p.seconds);
+  if (p.active > 1) os << "  streams " << p.active;
+  if (!tail_.empty()) os << "  | " << tail_;
+  if (terminal_) {
+    err_ << "\r\033[K" << os.str() << std::flush;
+    shown_ = true;
+  } else {
+    err_ << "lockstep: progress: " << os.str() << "\n" << std::flush;
+  }
+}
+
+void ProgressLine::clear() {
+  if (terminal_ && shown_) {
+    err_ << "\r\033[K" << std::flush;
+    shown_ = false;
+  }
+}
+
+// ------------------------------------------------------------------ checks
+
+json summary_json(const std::string& command, const RunResult& r, const std::string& chip_source,
+                  const std::string& chip_hash) {
+  std::string status = r.mismatches > 0 ? "mismatch" : "exact";
+  if (r.interrupted && r.mismatches == 0) status = "interrupted";
+  return {{"status", status},
+          {"command", command},
+          {"steps", r.steps},
+          {"mismatches", r.mismatches},
+          {"digest", r.digest},
+          {"chip", chip_source},
+          {"chip_hash", chip_hash},
+          {"run", r.to_json()}};
+}
+
+std::string result_text(const RunResult& r) {
+  std::ostringstream os;
+  for (const StreamResult& s : r.streams)
+    if (s.divergence) os << s.divergence->to_text();
+  char line[256];
+  std::snprintf(line, sizeof line, "steps compared %llu, mismatches %llu, digest %s (%.2f s, %.0f steps/s)%s\n",
+                static_cast<unsigned long long>(r.steps), static_cast<unsigned long long>(r.mismatches),
+                r.digest.c_str(), r.seconds, r.steps_per_second, r.interrupted ? ", interrupted" : "");
+  os << line;
+  return os.str();
+}
+
+CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
+  const Case& c = req.the_case;
+  CheckOutcome out;
+  const LoadedChip chip = load_chip_or_built(c.chip_path);
+  if (!c.chip_hash.empty() && c.chip_hash != chip.hash) {
+    throw CheckError("chip " + chip.source + " has hash " + chip.hash + ", the case expects " + c.chip_hash);
+  }
+  out.chip_source = chip.source;
+  out.chip_hash = chip.hash;
+  Guest guest = c.guest();
+  auto backend = make_backend(c.backend, chip.chip);
+
+  Options opt = req.options;
+  opt.mode = c.mode;
+  opt.teacher_forced_steps = c.teacher_forced_steps;
+  opt.compare = c.compare;
+  opt.max_steps = c.steps;
+  opt.checkpoint_every = c.checkpoint_every;
+  if (!req.report_dir.empty()) {
+    opt.checkpoint_dir = req.report_dir / "checkpoints";
+    if (opt.compare == Compare::kEveryStep && opt.keep_checkpoints == 0) opt.keep_checkpoints = 3;
+  } else if (opt.checkpoint_every > 0 || req.resume) {
+    throw CheckError("--checkpoint-every and --resume need a run folder (--report DIR)");
+  }
+  if (req.on_output) opt.on_output = req.on_output;
+
+  Case saved = c;
+  saved.chip_hash = chip.hash;
+  saved.guest_digest = image_digest(guest.image);
+  if (saved.guest_elf.empty() && !guest.path.empty()) {
+    std::error_code ec;
+    if (fs::file_size(guest.path, ec) <= (8u << 20) && !ec) saved.guest_elf = detail::read_file(guest.path);
+    saved.guest_path = fs::absolute(guest.path);
+  }
+  if (!saved.chip_path.empty()) saved.chip_path = fs::absolute(saved.chip_path).string();
+  auto write_case = [&](const json& expect) {
+    if (req.report_dir.empty()) return;
+    fs::create_directories(req.report_dir);
+    saved.expect = expect;
+    const std::string text = saved.to_json().dump(2) + "\n";
+    detail::write_file_atomic(req.report_dir / "case.json",
+                              std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+  };
+  if (!req.resume) write_case(json());
+
+  Engine engine(*backend, {guest}, opt);
+  try {
+    out.result = req.resume ? engine.resume() : engine.run();
+  } catch (const std::exception& e) {
+    if (!req.report_dir.empty()) {
+      try {
+        json s = summary_json(req.command, engine.partial_result(), chip.source, chip.hash);
+        s["status"] = "error";
+        s["error"] = e.what();
+        reports::write_report(req.report_dir, s);
+      } catch (const std::exception& e2) {
+        err << "lockstep: warn: could not write the report: " << e2.what() << "\n";
+      }
+    }
+    throw;
+  }
+  out.summary = summary_json(req.command, out.result, chip.source, chip.hash);
+  if (!req.report_dir.empty()) {
+    json expect = {{"digest", out.result.digest}, {"steps", out.result.steps}};
+    for (const StreamResult& s : out.result.streams) {
+      if (s.divergence) expect["first_divergence"] = s.divergence->step;
+    }
+    write_case(expect);
+    const auto files = reports::write_report(req.report_dir, out.summary);
+    if (!files.plot_note.empty()) err << "lockstep: " << files.plot_note << "\n";
+  }
+  return out;
+}
+
+}  // namespace lockstep::engine
