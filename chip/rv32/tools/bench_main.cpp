@@ -56,16 +56,26 @@ int main(int argc, char** argv) {
   std::size_t done = 0;
   double secs = 0;
   std::vector<Token> out;
+  std::vector<double> case_secs(cases.size(), 0);
+  std::vector<std::size_t> case_steps(cases.size(), 0);
   while (done < steps) {
-    for (Case& c : cases) {
+    for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+      Case& c = cases[ci];
       ex.reset(0, c.img);
       auto a = std::chrono::steady_clock::now();
       for (int rep = 0; rep < 50; ++rep) out = ex.teacher_forced(0, c.in);
       auto b = std::chrono::steady_clock::now();
-      secs += std::chrono::duration<double>(b - a).count();
+      const double dt = std::chrono::duration<double>(b - a).count();
+      secs += dt;
+      case_secs[ci] += dt;
+      case_steps[ci] += 50 * c.in.size();
       done += 50 * c.in.size();
     }
   }
+  const char* names[] = {"add (START, W0, W1, W2)", "lw (START, A0..A3, W0..W2)", "sw (START, A0..A3, S0..S2)",
+                         "bltu (START)"};
+  for (std::size_t ci = 0; ci < cases.size(); ++ci)
+    std::printf("  %-28s %8.0f tokens/s\n", names[ci], case_steps[ci] / case_secs[ci]);
   std::printf("compile %.2f s; %zu steps in %.3f s: %.0f tokens/s single stream (CPU executor, audit off)\n",
               std::chrono::duration<double>(t1 - t0).count(), done, secs, done / secs);
   return 0;
