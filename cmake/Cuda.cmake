@@ -11,7 +11,12 @@
 # check_language() skips its test when CMAKE_CUDA_COMPILER is already defined and
 # enable_language() failures are fatal.
 set(LOCKSTEP_HAVE_CUDA OFF)
-if(LOCKSTEP_CUDA)
+if(LOCKSTEP_CUDA AND DEFINED CMAKE_CUDA_COMPILER AND CMAKE_CUDA_COMPILER
+   AND NOT EXISTS "${CMAKE_CUDA_COMPILER}")
+  # check_language() trusts a preset compiler and enable_language() would then
+  # fail the whole configure: fall back instead.
+  message(STATUS "CUDA disabled: CMAKE_CUDA_COMPILER=${CMAKE_CUDA_COMPILER} does not exist")
+elseif(LOCKSTEP_CUDA)
   if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
     find_program(LOCKSTEP_NVCC nvcc HINTS /usr/local/cuda/bin NO_CACHE)
     if(LOCKSTEP_NVCC)
@@ -26,8 +31,11 @@ if(LOCKSTEP_CUDA)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
-    set(CMAKE_CUDA_STANDARD 20)
+    # C++17 for device code: CMake 3.25 does not know nvcc 13's C++20 flags
+    # (CUDA_STANDARD 20 fails at generate time).
+    set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    set(CMAKE_CUDA_EXTENSIONS OFF)
     set(LOCKSTEP_HAVE_CUDA ON)
     message(STATUS "CUDA enabled: ${CMAKE_CUDA_COMPILER} (${CMAKE_CUDA_COMPILER_VERSION}), "
                    "architectures ${CMAKE_CUDA_ARCHITECTURES}")
@@ -35,7 +43,7 @@ if(LOCKSTEP_CUDA)
     message(STATUS "CUDA disabled: no working nvcc found (set CUDACXX or "
                    "CMAKE_CUDA_COMPILER, or -DLOCKSTEP_CUDA=OFF to skip the check)")
   endif()
-else()
+elseif(NOT LOCKSTEP_CUDA)
   message(STATUS "CUDA disabled: LOCKSTEP_CUDA=OFF")
 endif()
 set(LOCKSTEP_HAVE_CUDA ${LOCKSTEP_HAVE_CUDA} CACHE INTERNAL "Whether the CUDA language is enabled")
