@@ -128,6 +128,24 @@ TEST(Rv32Directed, LoadsAndStores) {
   run(s_type(0, 12, 11, 0), {{11, 0x10FFFF}, {12, 0x155}}, cat(A(0x10FFFF), {T(S0, 0x55)}), "sb last byte");
 }
 
+// bignum.md section 4 worked examples (tokens: trace.md section 4.6).
+TEST(Rv32Directed, BignumWorkedExamples) {
+  enum : std::uint32_t { CF = 15 };
+  auto bn = [](std::uint32_t f3, std::uint32_t rd, std::uint32_t rs1, std::uint32_t rs2) { return r_type(0, rs2, rs1, f3, rd, 0x0B); };
+  auto img = [](std::uint32_t word, std::map<int, std::uint32_t> regs, std::uint8_t c, std::vector<std::uint8_t> acc) {
+    acc.resize(12, 0);
+    return test::make_image(0x10000, {word}, regs, {}, c, acc);
+  };
+  test::expect_trace(img(bn(0, 10, 11, 12), {{11, 0xFFFFFFFF}, {12, 1}}, 0, {}), cat(W(0), {T(CF, 1)}), "addc c=0 max+1");
+  test::expect_trace(img(bn(0, 10, 11, 12), {{11, 0xFFFFFFFF}, {12, 0xFFFFFFFF}}, 1, {}), cat(W(0xFFFFFFFF), {T(CF, 1)}), "addc c=1 max+max");
+  test::expect_trace(img(bn(1, 10, 11, 12), {{11, 0}, {12, 1}}, 0, {}), cat(W(0xFFFFFFFF), {T(CF, 1)}), "subb 0-1");
+  test::expect_trace(img(bn(1, 10, 11, 12), {{11, 5}, {12, 4}}, 1, {}), cat(W(0), {T(CF, 0)}), "subb c=1 5-4");
+  test::expect_trace(img(bn(1, 0, 11, 12), {{11, 5}, {12, 5}}, 1, {}), {T(NOP, 0), T(CF, 1)}, "subb x0 c=1 5-5 borrows");
+  test::expect_trace(img(bn(2, 10, 11, 0), {{11, 2}}, 1, {}), cat(W(1), {T(CF, 0)}), "xchgc c=1 a=2");
+  test::expect_trace(img(bn(4, 10, 0, 0), {}, 0, {3, 0, 0, 0, 2, 0, 0, 0, 1}), W(3), "accrd");
+  test::expect_trace(img(bn(5, 0, 0, 0), {}, 1, {5}), {T(NOP, 0)}, "accclr");
+}
+
 TEST(Rv32Directed, SystemAndIllegal) {
   run(0x00000073u, {{17, 93}, {10, 0x1234}}, {T(EXIT, 0x34)}, "ecall exit");
   run(0x00000073u, {{17, 64}, {10, 3}}, {T(TRAP, 8)}, "ecall write fd 3");

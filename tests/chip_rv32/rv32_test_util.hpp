@@ -25,9 +25,11 @@ inline void put32(std::vector<std::uint8_t>& b, std::uint32_t v) {
 }
 
 /// Image: code words at pc (entry = pc), data spans, initial registers at kRegImageAddress + 4 r.
+/// Bignum state (chip-design.md): c at kRegImageAddress + 128, acc (12 bytes, LSB first) after it.
 inline GuestImage make_image(std::uint32_t pc, const std::vector<std::uint32_t>& code,
                              const std::map<int, std::uint32_t>& regs,
-                             const std::vector<std::pair<std::uint32_t, std::vector<std::uint8_t>>>& mem) {
+                             const std::vector<std::pair<std::uint32_t, std::vector<std::uint8_t>>>& mem,
+                             std::uint8_t carry = 0, const std::vector<std::uint8_t>& acc = std::vector<std::uint8_t>(12, 0)) {
   GuestImage img;
   img.entry = pc;
   for (const auto& [a, bytes] : mem) img.segments.push_back({a, bytes});
@@ -36,6 +38,8 @@ inline GuestImage make_image(std::uint32_t pc, const std::vector<std::uint32_t>&
   img.segments.push_back({pc, c});
   std::vector<std::uint8_t> r;
   for (int i = 0; i < 32; ++i) put32(r, regs.count(i) ? regs.at(i) : 0u);
+  r.push_back(carry);
+  r.insert(r.end(), acc.begin(), acc.end());
   img.segments.push_back({kRegImageAddress, r});
   return img;
 }

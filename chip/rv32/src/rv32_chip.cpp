@@ -188,6 +188,7 @@ const std::vector<AluUse>& alu_uses() {
       {SB, A_RS1, B_IMMS, OP_ADD, true},    {SH, A_RS1, B_IMMS, OP_ADD, true},
       {SW, A_RS1, B_IMMS, OP_ADD, true},    {SH1ADD, A_SHL, B_RS2, OP_ADD, false},
       {SH2ADD, A_SHL, B_RS2, OP_ADD, false}, {SH3ADD, A_SHL, B_RS2, OP_ADD, false},
+      {BN_ADDC, A_RS1, B_RS2, OP_ADD, false}, {BN_SUBB, A_RS1, B_RS2INV, OP_ADD, false},
   };
   return u;
 }
@@ -240,6 +241,8 @@ class Compiler {
   FieldRef MISJ, EQ93, EQ64, FDOK, LEN0, BF, SQ, SR;
   // shifts
   FieldRef SHG, SHW, R1Z, SHL;
+  // bignum
+  FieldRef CN, ACN, BNC0, BNS0, CFG, XW0, AR;
   // L6
   FieldRef NK, NPL, NPH, GA, GB, OPF, CIN, CSLT, CB, LG, SG, GEXIT, LTN, EQN;
   // L7
@@ -518,6 +521,27 @@ class Compiler {
     reg_port("reg_port2", [&](std::uint32_t r) { return RS2[r] + ec * ((r == 10 ? 1.0 : 0.0) - (r == 0 ? 1.0 : 0.0)); }, R2);
     reg_port("reg_port3", [&](std::uint32_t r) { return r == 11 ? ec : Lin(); }, RA1);
     reg_port("reg_port4", [&](std::uint32_t r) { return r == 12 ? ec : Lin(); }, RA2);
+    {  // BNSTATE: bignum c (1 byte) and acc (12 bytes), nibble one-hots, from image bytes at
+       // kRegImageAddress + 128 (absent: 0, the reset values of bignum.md).
+      CN = B.field("bn_c", 32);
+      ACN = B.field("bn_acc", 384);
+      LayerBuilder& l = L(5);
+      const std::uint32_t h = l.add_head(1, 416);
+      HeadBuilder& H = l.head(h);
+      H.q[0] = Lin::constant(1);
+      for (std::uint32_t r = 0; r < 32; ++r) H.out.emplace_back(r, CN.dim(r), 1.0);
+      for (std::uint32_t r = 0; r < 384; ++r) H.out.emplace_back(32 + r, ACN.dim(r), 1.0);
+      Initialiser in;
+      in.name = "bn_state";
+      in.layer = 5;
+      in.head = h;
+      in.source = ByteSourceKind::Image;
+      in.address = kRegImageAddress + 128;
+      in.length = 13;
+      in.encoding = ByteEncoding::Nibbles;
+      in.bytes_per_column = 13;
+      B.initialiser(in);
+    }
     LayerBuilder& l4 = L(5);
     CLS = B.field("class", kNumCls);
     ILL = B.field("illegal", 1);
@@ -543,7 +567,7 @@ class Compiler {
     for (Cls c : cs) l += cls(c);
     return l;
   }
-  Lin cmp_reg() const { return sum_cls({SLT, SLTU, BEQ, BNE, BLT, BGE, BLTU, BGEU}); }
+  Lin cmp_reg() const { return sum_cls({SLT, SLTU, BEQ, BNE, BLT, BGE, BLTU, BGEU, BN_SUBB}); }
   Lin cmp_imm() const { return sum_cls({SLTI, SLTIU}); }
   Lin cmp_signed() const { return sum_cls({SLT, SLTI, BLT, BGE}); }
 
@@ -575,6 +599,7 @@ class Compiler {
       const OH r2 = nib(R2, n), im = imm_i(n);
       for (std::uint32_t v = 0; v < 16; ++v) {
         when(l5, {r2[v], cmp_reg()}, {{BF.dim(16 * n + v), 1.0}});
+        when(l5, {r2[15 - v], cls(BN_ADDC)}, {{BF.dim(16 * n + v), 1.0}});  // ~rs2: carry = a > ~b (or = with c)
         if (!is_zero(im[v])) when(l5, {im[v], cmp_imm()}, {{BF.dim(16 * n + v), 1.0}});
       }
     }
@@ -701,6 +726,11 @@ class Compiler {
     LG = B.field("load_gate", 5 * 4);
     SG = B.field("store_gate", 4);
     GEXIT = B.field("exit_gate", 1);
+    BNC0 = B.field("bn_addc_byte0", 1);
+    BNS0 = B.field("bn_subb_byte0", 1);
+    CFG = B.field("bn_cf_gate", 3);
+    XW0 = B.field("bn_xchgc_w0", 1);
+    AR = B.field("bn_accrd_gate", 4);
     const Lin start = k(kCtrl);
     const Lin rd0 = RD[0];
     const Lin rdnz = Lin::constant(1) - RD[0];
@@ -723,6 +753,8 @@ class Compiler {
         SparseVec outs = {{NK.dim((u.addr ? kA0 : kW0) + i), 1.0}, {ga(u.a, i), 1.0}, {gb(u.b, i), 1.0},
                           {OPF.dim(u.op), 1.0}};
         if (u.cls == SUB && i == 0) outs.push_back({CIN.dim(), 1.0});
+        if (u.cls == BN_ADDC && i == 0) outs.push_back({BNC0.dim(), 1.0});
+        if (u.cls == BN_SUBB && i == 0) outs.push_back({BNS0.dim(), 1.0});
         when(l6, conds, outs);
       }
       if (!u.addr) {
@@ -731,6 +763,18 @@ class Compiler {
         when(l6, conds, token_out(kNop, 0));
       }
       if (jump) when(l6, {cls(u.cls), start, MISJ[0]}, token_out(kTrap, 2));
+    }
+    // Bignum: CF after W3 (or after NOP when rd = 0); xchgc W(old c); accrd W(acc); accclr NOP.
+    {
+      const Lin done = k(kW0 + 3) + k(kNop);
+      const std::array<Cls, 3> cf = {BN_ADDC, BN_SUBB, BN_XCHGC};
+      for (std::uint32_t c = 0; c < 3; ++c) when(l6, {cls(cf[c]), done}, {{NK.dim(kCf), 1.0}, {CFG.dim(c), 1.0}});
+      when(l6, {cls(BN_XCHGC), start, rdnz}, {{NK.dim(kW0), 1.0}, {XW0.dim(), 1.0}});
+      for (Cls c : {BN_XCHGC, BN_ACCRD}) when(l6, {cls(c), start, rd0}, token_out(kNop, 0));
+      for (std::uint32_t i = 1; i < 4; ++i) when(l6, {cls(BN_XCHGC), k(kW0 + i - 1)}, token_out(kW0 + i, 0));
+      when(l6, {cls(BN_ACCRD), start, rdnz}, {{NK.dim(kW0), 1.0}, {AR.dim(0), 1.0}});
+      for (std::uint32_t i = 1; i < 4; ++i) when(l6, {cls(BN_ACCRD), k(kW0 + i - 1)}, {{NK.dim(kW0 + i), 1.0}, {AR.dim(i), 1.0}});
+      when(l6, {cls(BN_ACCCLR), start}, token_out(kNop, 0));
     }
     // SLT family: W0 = [a < b], W1..W3 = 0.
     for (Cls c : {SLT, SLTU, SLTI, SLTIU}) {
@@ -788,7 +832,7 @@ class Compiler {
     LTN = B.field("cmp_lt_nibble", 8);
     EQN = B.field("cmp_eq_nibble", 8);
     const Lin sgn = cmp_signed();
-    const Lin uns = cmp_reg() + cmp_imm() - cmp_signed();
+    const Lin uns = cmp_reg() + cmp_imm() + cls(BN_ADDC) - cmp_signed();
     for (std::uint32_t n = 0; n < 8; ++n) {
       auto f = [&, n](unsigned flip) {
         return [&, n, flip](const std::vector<unsigned>& v) {
@@ -900,6 +944,14 @@ class Compiler {
       const OH o = nib(R2, h);
       for (std::uint32_t v = 0; v < 16; ++v) when(l7, {o[v], GEXIT[0]}, {{(h ? NPH : NPL).dim(v), 1.0}});
     }
+    const Lin cbit = CN[1];
+    when(l7, {XW0[0], cbit}, {{NPL.dim(1), 1.0}, {NPH.dim(0), 1.0}});
+    when(l7, {XW0[0], Lin::constant(1) - cbit}, {{NPL.dim(0), 1.0}, {NPH.dim(0), 1.0}});
+    for (std::uint32_t i = 0; i < 4; ++i)
+      for (std::uint32_t h = 0; h < 2; ++h) {
+        const OH o = field_oh(ACN, 32 * i + 16 * h, 16);
+        for (std::uint32_t v = 0; v < 16; ++v) when(l7, {o[v], AR[i]}, {{(h ? NPH : NPL).dim(v), 1.0}});
+      }
   }
 
   void layer8() {
@@ -909,6 +961,20 @@ class Compiler {
     C1 = B.field("alu_carry", 1);
     threshold(l8, APREV[0] + BPREV[0] - PS[0], 1, C1.dim());
     pass(l8, CIN[0], C1.dim());
+    when(l8, {BNC0[0], CN[1]}, {{C1.dim(), 1.0}});                          // addc: carry-in c
+    when(l8, {BNS0[0], Lin::constant(1) - CN[1]}, {{C1.dim(), 1.0}});       // subb: a + ~b + (1 - c)
+    // CF: addc carry = [a > ~b] + c [a = ~b]; subb borrow = [a < b] + c [a = b]; xchgc: a & 1.
+    auto cf_bit = [&](std::uint32_t g, const std::vector<std::vector<Lin>>& ones) {
+      pass(l8, CFG[g], NPL.dim(0));
+      pass(l8, CFG[g], NPH.dim(0));
+      for (std::vector<Lin> conds : ones) {
+        conds.insert(conds.begin(), CFG[g]);
+        when(l8, conds, {{NPL.dim(1), 1.0}, {NPL.dim(0), -1.0}});
+      }
+    };
+    cf_bit(0, {{Lin::constant(1) - LT[0] - EQ[0]}, {EQ[0], CN[1]}});
+    cf_bit(1, {{LT[0]}, {EQ[0], CN[1]}});
+    cf_bit(2, {{any_of(nib(R1, 0), [](unsigned j) { return (j & 1) != 0; })}});
     // Logic ops, one nibble at a time.
     for (std::uint32_t h = 0; h < 2; ++h) {
       const std::vector<OH> parts = {field_oh(ACUR, 16 * h, 16), field_oh(BCUR, 16 * h, 16)};
@@ -1015,6 +1081,7 @@ std::vector<std::string> rv32_coverage() {
       "SB SH SW: A0..A3, TRAP(6)/TRAP(7), S0..S(n-1)",
       "FENCE: NOP; EBREAK: TRAP(9); illegal words: TRAP(1); fetch outside RAM: TRAP(3)",
       "ECALL: exit -> EXIT(a0 & 0xFF); write with len = 0 -> W(0); bad fd / unknown number -> TRAP(8)",
+      "bignum: bn.addc, bn.subb (W, CF), bn.xchgc, bn.accrd, bn.accclr; illegal custom-0 words (not bn.mac)",
   };
 }
 
