@@ -168,6 +168,7 @@ struct CpuExecutor::Impl {
   std::vector<PreparedLayer> layers;
   PreparedMap embed, unembed;
   std::vector<Token> bias_order;  // tokens by (unembed bias desc, id asc)
+  std::vector<Token> bad_bias_tokens;  // tokens whose bias alone fails the "logits" bound
   std::vector<Stream> streams;
   std::uint64_t fingerprint = 0;
   std::vector<std::vector<BoundInfo>> bounds;  // [layer + 1][act]; row 0 = global (embed, logits)
@@ -250,6 +251,14 @@ struct CpuExecutor::Impl {
       BoundInfo& bi = bounds[static_cast<std::size_t>(b.layer + 1)][a];
       bi.bound = b.bound;
       bi.scale = std::ldexp(1.0, b.frac_bits);
+    }
+    bad_bias_tokens.clear();
+    {
+      const BoundInfo& b = bounds[0][kLogits];
+      for (Token t = 0; t < ch.config.vocab_size; ++t) {
+        const double v = ch.unembed.bias[t], scaled = v * b.scale;
+        if (scaled != std::floor(scaled) || std::fabs(v) > b.bound || std::fabs(scaled) >= b.limit) bad_bias_tokens.push_back(t);
+      }
     }
     probes_after_embed.clear();
     for (std::size_t i = 0; i < ch.config.probes.size(); ++i) {
@@ -524,8 +533,9 @@ struct CpuExecutor::Impl {
   Token unembed_argmax(Stream& s) {
     eval(a0, unembed, s.x.data(), s.xnz.data(), s.xnz.size());
     if (audit) {
-      audit_map(s, a0, unembed, -1, kLogits, -1, false);
-      for (Token t = 0; t < chip->config.vocab_size; ++t) check(s, a0.value(t), -1, kLogits, -1, t, false);
+      audit_map(s, a0, unembed, -1, kLogits, -1, false);  // every touched logit
+      for (Token t : bad_bias_tokens)                      // untouched logits are their biases
+        if (!a0.touched(t)) check(s, a0.value(t), -1, kLogits, -1, t, false);
     }
     bool have = false;
     float best = 0.0f;

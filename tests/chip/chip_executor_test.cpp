@@ -284,6 +284,23 @@ TEST(CpuExecutor, AuditReportsFirstViolationWithLayerAndField) {
   EXPECT_NE(v->reason.find("2^8"), std::string::npos) << v->to_string();
 }
 
+TEST(CpuExecutor, AuditChecksUntouchedLogitsThroughTheirBias) {
+  ChipBuilder B("bias audit", 3);
+  const auto f = B.field("f", 1);
+  B.embed(1, f.dim(), 1);
+  B.unembed(1, f.dim(), 1);
+  B.unembed_bias(2, 0.5);  // never touched by any input: its logit is 0.5, not an integer
+  auto chip = std::make_shared<const Chip>(B.build());
+  CpuExecutor ex(chip, 1);
+  ex.set_audit(true);
+  EXPECT_EQ(ex.step(0, 1), 1u);
+  const auto v = ex.audit_violation(0);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->activation, "logits");
+  EXPECT_EQ(v->index, 2u);
+  EXPECT_EQ(v->reason, "not an integer");
+}
+
 TEST(CpuExecutor, UsageErrors) {
   ChipBuilder B("u", 2);
   B.field("f", 1);

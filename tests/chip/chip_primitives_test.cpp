@@ -151,30 +151,32 @@ TEST(Primitives, AddWithCarryAllBytePairs) {
   expect_clean_audit(rig);
 }
 
-TEST(Primitives, AddWithCarryIfAllInputs) {
+class AddWithCarryIf : public ::testing::TestWithParam<int> {};
+
+TEST_P(AddWithCarryIf, AllInputsForEnable) {
+  const int e = GetParam();
   Rig rig({{0, 255}, {0, 255}, {0, 1}, {0, 1}}, [&](ChipBuilder& B, const std::vector<Lin>& in) {
     B.add_layer();
     const FieldRef sum = B.field("sum", 1), carry = B.field("carry", 1);
     add_with_carry_if(B.layer(1), in[0], in[1], in[2], in[3], sum.dim(), carry.dim());
     return ProbeSpec{1, Sublayer::Mlp, {"sum", "carry"}};
   });
-  for (int e = 0; e <= 1; ++e) {
-    rig.set(3, e);
-    for (int a = 0; a < 256; ++a) {
-      rig.set(0, a);
-      for (int b = 0; b < 256; ++b) {
-        rig.set(1, b);
-        for (int c = 0; c <= 1; ++c) {
-          rig.set(2, c);
-          const int s = a + b + c;
-          ASSERT_EQ(rig.out1("sum"), static_cast<float>(e * (s % 256))) << "a=" << a << " b=" << b << " cin=" << c << " e=" << e;
-          ASSERT_EQ(rig.out1("carry"), static_cast<float>(e * (s / 256))) << "a=" << a << " b=" << b << " cin=" << c << " e=" << e;
-        }
+  rig.set(3, e);
+  for (int a = 0; a < 256; ++a) {
+    rig.set(0, a);
+    for (int b = 0; b < 256; ++b) {
+      rig.set(1, b);
+      for (int c = 0; c <= 1; ++c) {
+        rig.set(2, c);
+        const int s = a + b + c;
+        ASSERT_EQ(rig.out1("sum"), static_cast<float>(e * (s % 256))) << "a=" << a << " b=" << b << " cin=" << c << " e=" << e;
+        ASSERT_EQ(rig.out1("carry"), static_cast<float>(e * (s / 256))) << "a=" << a << " b=" << b << " cin=" << c << " e=" << e;
       }
     }
   }
   expect_clean_audit(rig);
 }
+INSTANTIATE_TEST_SUITE_P(Primitives, AddWithCarryIf, ::testing::Values(0, 1));
 
 TEST(Primitives, GatedProductAndSelect) {
   Rig rig({{-300, 300}, {-3, 3}}, [&](ChipBuilder& B, const std::vector<Lin>& in) {

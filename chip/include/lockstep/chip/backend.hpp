@@ -22,7 +22,8 @@ struct AuditViolation {
   int layer = -1;              ///< -1 for "embed" / "logits"
   std::string activation;      ///< e.g. "mem.k", "mlp.hidden", "logits" (chip-format.md)
   int head = -1;               ///< for "mem.*" activations
-  std::uint32_t index = 0;     ///< element index within the activation vector
+  std::uint32_t index = 0;     ///< element index within the activation vector (for
+                               ///< "mem.state": column * value_dim + row; residual: dimension)
   std::string field;           ///< residual field holding index (residual activations), else ""
   double value = 0;
   std::string reason;          ///< "not an integer", "exceeds declared bound 255", ...

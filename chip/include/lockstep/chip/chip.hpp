@@ -108,8 +108,8 @@ std::uint32_t encoding_rows(ByteEncoding e);
 enum class ByteSourceKind : std::uint8_t { Image, Section, Entry };
 
 /// A named state initialiser applied (in file order) after a reset zeroes the state.
-/// kind "bytes": source bytes i = 0..length-1 go to column column + i / bytes_per_column,
-///   rows row + (i % bytes_per_column) * encoding_rows(encoding) ... (+ encoding rows).
+/// kind "bytes": source byte i (i = 0..length-1) is encoded (ByteEncoding) into column
+///   column + i / bytes_per_column, rows starting at row + (i % bytes_per_column) * encoding_rows.
 /// kind "const": rows [row, row + values.size()) of each column in [column, column + columns)
 ///   are set to `values`.
 struct Initialiser {
