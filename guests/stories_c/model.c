@@ -179,6 +179,50 @@ static void embed(int token) {
   for (int i = 0; i < m->cols; i++) x[i] = (int32_t)((w[i] * s + ((int64_t)1 << (k - 1))) >> k);
 }
 
+/* One attention head: scores of q (scaled by 2^9) against the K cache rows
+ * 0..pos, softmax, and the probability-weighted sum of the V cache rows into
+ * out (Q16).  kvo is the head's first lane in the cache rows. */
+static void attend(int l, int pos, const int32_t *qh, int kvo, int hs, int32_t *out) {
+  for (int t = 0; t <= pos; t++) {
+    const int32_t *kt = kcache[l][t] + kvo;
+    int32_t dot = 0;
+    for (int i = 0; i < hs; i++) dot += mulh32(qh[i], kt[i]);
+    att[t] = dot; /* Q16; 1/sqrt(hs) is folded into wq */
+  }
+  softmax(att, pos + 1);
+  for (int t = 0; t <= pos; t++) att[t] = shl(att[t], 14);
+  for (int i = 0; i < hs; i++) {
+    int32_t acc = 0;
+    for (int t = 0; t <= pos; t++) acc += mulh32(att[t], vcache[l][t][kvo + i]);
+    out[i] = acc;
+  }
+}
+
+/* attend() for head size 8 (stories260K), the same sums in the same order per
+ * output, with the query and the eight outputs held in registers. */
+static void attend8(int l, int pos, const int32_t *qh, int kvo, int32_t *out) {
+  const int32_t q0 = qh[0], q1 = qh[1], q2 = qh[2], q3 = qh[3], q4 = qh[4], q5 = qh[5], q6 = qh[6], q7 = qh[7];
+  for (int t = 0; t <= pos; t++) {
+    const int32_t *k = kcache[l][t] + kvo;
+    att[t] = mulh32(q0, k[0]) + mulh32(q1, k[1]) + mulh32(q2, k[2]) + mulh32(q3, k[3]) + mulh32(q4, k[4]) +
+             mulh32(q5, k[5]) + mulh32(q6, k[6]) + mulh32(q7, k[7]);
+  }
+  softmax(att, pos + 1);
+  int32_t o0 = 0, o1 = 0, o2 = 0, o3 = 0, o4 = 0, o5 = 0, o6 = 0, o7 = 0;
+  for (int t = 0; t <= pos; t++) {
+    const int32_t p = shl(att[t], 14), *v = vcache[l][t] + kvo;
+    o0 += mulh32(p, v[0]);
+    o1 += mulh32(p, v[1]);
+    o2 += mulh32(p, v[2]);
+    o3 += mulh32(p, v[3]);
+    o4 += mulh32(p, v[4]);
+    o5 += mulh32(p, v[5]);
+    o6 += mulh32(p, v[6]);
+    o7 += mulh32(p, v[7]);
+  }
+  out[0] = o0, out[1] = o1, out[2] = o2, out[3] = o3, out[4] = o4, out[5] = o5, out[6] = o6, out[7] = o7;
+}
+
 static void forward(int token, int pos) {
   const int dim = hd->dim, hs = dim / hd->n_heads, kv_dim = hs * hd->n_kv_heads;
   const int group = hd->n_heads / hd->n_kv_heads;
@@ -197,21 +241,10 @@ static void forward(int token, int pos) {
     for (int i = 0; i < kv_dim; i++) kcache[l][pos][i] = shl(kv[i], 7);
     for (int i = 0; i < dim; i++) q[i] = shl(q[i], 9);
     for (int h = 0; h < hd->n_heads; h++) {
-      const int32_t *qh = q + h * hs;
-      const int kvo = (h / group) * hs;
-      for (int t = 0; t <= pos; t++) {
-        const int32_t *kt = kcache[l][t] + kvo;
-        int32_t dot = 0;
-        for (int i = 0; i < hs; i++) dot += mulh32(qh[i], kt[i]);
-        att[t] = dot; /* Q16; 1/sqrt(hs) is folded into wq */
-      }
-      softmax(att, pos + 1);
-      for (int t = 0; t <= pos; t++) att[t] = shl(att[t], 14);
-      for (int i = 0; i < hs; i++) {
-        int32_t acc = 0;
-        for (int t = 0; t <= pos; t++) acc += mulh32(att[t], vcache[l][t][kvo + i]);
-        xb[h * hs + i] = acc;
-      }
+      if (hs == 8)
+        attend8(l, pos, q + 8 * h, (h / group) * 8, xb + 8 * h);
+      else
+        attend(l, pos, q + h * hs, (h / group) * hs, hs, xb + h * hs);
     }
     matmul(tmp, xb, &m[IMGC_WO]);
     for (int i = 0; i < dim; i++) x[i] += tmp[i];
