@@ -128,6 +128,19 @@ TEST(Rv32Directed, LoadsAndStores) {
   run(s_type(0, 12, 11, 0), {{11, 0x10FFFF}, {12, 0x155}}, cat(A(0x10FFFF), {T(S0, 0x55)}), "sb last byte");
 }
 
+TEST(Rv32Directed, Multiply) {
+  // 0x12345678 * 0x9abcdef0 = 0x0b00ea4e_242d2080 (worked with 64-bit integer arithmetic by hand)
+  run(r_type(1, 12, 11, 0, 10, 0x33), {{11, 0x12345678}, {12, 0x9ABCDEF0}}, W(0x242D2080u), "mul low");
+  run(r_type(1, 12, 11, 3, 10, 0x33), {{11, 0x12345678}, {12, 0x9ABCDEF0}}, W(0x0B00EA4Eu), "mulhu");
+  run(r_type(1, 12, 11, 3, 10, 0x33), {{11, 0xFFFFFFFF}, {12, 0xFFFFFFFF}}, W(0xFFFFFFFEu), "mulhu max*max");
+  // mulh: (-1) * (-1) = 1 -> high 0; INT_MIN * INT_MAX = -2^62 + 2^31 -> high 0xc0000000
+  run(r_type(1, 12, 11, 1, 10, 0x33), {{11, 0xFFFFFFFF}, {12, 0xFFFFFFFF}}, W(0), "mulh -1*-1");
+  run(r_type(1, 12, 11, 1, 10, 0x33), {{11, 0x80000000}, {12, 0x7FFFFFFF}}, W(0xC0000000u), "mulh INT_MIN*INT_MAX");
+  // mulhsu: (-2) * 0xfffffffd = -2^33 + 6 -> high 0xfffffffe
+  run(r_type(1, 12, 11, 2, 10, 0x33), {{11, 0xFFFFFFFE}, {12, 0xFFFFFFFD}}, W(0xFFFFFFFEu), "mulhsu -2*0xfffffffd");
+  run(r_type(1, 12, 11, 0, 0, 0x33), {{11, 3}, {12, 5}}, {T(NOP, 0)}, "mul x0");
+}
+
 // bignum.md section 4 worked examples (tokens: trace.md section 4.6).
 TEST(Rv32Directed, BignumWorkedExamples) {
   enum : std::uint32_t { CF = 15 };

@@ -194,7 +194,7 @@ const std::vector<AluUse>& alu_uses() {
 }
 
 constexpr std::uint32_t kWords = kRamSize / 4;  // 2^18 RAM words
-constexpr std::uint32_t kNumLayers = 12;
+constexpr std::uint32_t kNumLayers = 14;
 
 class Compiler {
  public:
@@ -218,6 +218,7 @@ class Compiler {
     layer8();
     shift_tables();
     layer9_10();
+    multiply();
     emission();
     declare();
     return B.build();
@@ -243,6 +244,8 @@ class Compiler {
   FieldRef SHG, SHW, R1Z, SHL;
   // bignum
   FieldRef CN, ACN, BNC0, BNS0, CFG, XW0, AR;
+  // multiply
+  FieldRef R1M, R2M, MULW, NC, C1N, DN1, C2N, EN, GN, PPN, CIN_, WRN, SELN, MACT;
   // L6
   FieldRef NK, NPL, NPH, GA, GB, OPF, CIN, CSLT, CB, LG, SG, GEXIT, LTN, EQN;
   // L7
@@ -712,6 +715,99 @@ class Compiler {
       }
   }
 
+  // MUL, MULH, MULHSU, MULHU: the 64-bit product as 16 nibble columns (nibble-product tables),
+  // two carry-save splits, a carry-lookahead, then the nibbles of the byte W_i shows.
+  Lin mul_cls() const { return sum_cls({MUL, MULH, MULHSU, MULHU}); }
+  void split16(LayerBuilder& l, const Lin& x, std::uint32_t max_carry, std::uint32_t carry, std::uint32_t digit) {
+    pass(l, x, digit);
+    for (std::uint32_t j = 1; j <= max_carry; ++j) {
+      const std::uint32_t u1 = l.relu_unit(x - (16.0 * j - 1));
+      const std::uint32_t u2 = l.relu_unit(x - 16.0 * j);
+      l.unit_out(u1, carry, 1);
+      l.unit_out(u2, carry, -1);
+      l.unit_out(u1, digit, -16);
+      l.unit_out(u2, digit, 16);
+    }
+  }
+  Lin nib_value(const OH& o, bool inverted) const {
+    Lin l;
+    for (unsigned v = 0; v < 16; ++v) l += o[v] * static_cast<double>(inverted ? 15 - v : v);
+    return l;
+  }
+  void multiply() {
+    R1M = B.field("rs1_for_mul", 128);
+    R2M = B.field("rs2_for_mul", 128);
+    for (std::uint32_t j = 0; j < 128; ++j) {
+      when(L(6), {R1[j], mul_cls()}, {{R1M.dim(j), 1.0}});
+      when(L(6), {R2[j], mul_cls()}, {{R2M.dim(j), 1.0}});
+    }
+    // L7: nibble columns NC_p (p = 0..15) of the unsigned product, plus the signed corrections
+    // -2^32 (a31 b) and -2^32 (b31 a) as + 2^32 (~x + 1) (mod 2^64) for MULH / MULHSU.
+    NC = B.field("mul_col", 16);
+    for (std::uint32_t n = 0; n < 8; ++n)
+      for (std::uint32_t m = 0; m < 8; ++m)
+        table(L(7), {field_oh(R1M, 16 * n, 16), field_oh(R2M, 16 * m, 16)}, [&, n, m](const std::vector<unsigned>& v) {
+          const unsigned prod = v[0] * v[1];
+          SparseVec out;
+          if (prod & 15) out.push_back({NC.dim(n + m), static_cast<double>(prod & 15)});
+          if ((prod >> 4) && n + m + 1 < 16) out.push_back({NC.dim(n + m + 1), static_cast<double>(prod >> 4)});
+          return out;
+        });
+    const Lin a31 = any_of(field_oh(R1M, 112, 16), [](unsigned j) { return j >= 8; });
+    const Lin b31 = any_of(field_oh(R2M, 112, 16), [](unsigned j) { return j >= 8; });
+    const Lin a_signed = sum_cls({MULH, MULHSU}), b_signed = cls(MULH);
+    for (std::uint32_t m = 0; m < 8; ++m) {
+      pass(L(7), nib_value(field_oh(R2M, 16 * m, 16), true) + (a31 + a_signed - 1.0) * 15.0 - 15.0, NC.dim(8 + m));
+      pass(L(7), nib_value(field_oh(R1M, 16 * m, 16), true) + (b31 + b_signed - 1.0) * 15.0 - 15.0, NC.dim(8 + m));
+    }
+    when(L(7), {a31, a_signed}, {{NC.dim(8), 1.0}});
+    when(L(7), {b31, b_signed}, {{NC.dim(8), 1.0}});
+    // L8, L9: NC_p = D_p + 16 C1_p; NT_p = D_p + C1_{p-1} = E_p + 16 C2_p; NU_p = E_p + C2_{p-1} <= 17.
+    C1N = B.field("mul_carry1", 16);
+    DN1 = B.field("mul_digit1", 16);
+    C2N = B.field("mul_carry2", 16);
+    EN = B.field("mul_digit2", 16);
+    for (std::uint32_t p = 0; p < 16; ++p) split16(L(8), NC[p], 17, C1N.dim(p), DN1.dim(p));
+    for (std::uint32_t p = 0; p < 16; ++p) split16(L(9), DN1[p] + (p ? C1N[p - 1] : Lin()), 2, C2N.dim(p), EN.dim(p));
+    auto nu = [&](std::uint32_t p) { return EN[p] + (p ? C2N[p - 1] : Lin()); };
+    // L10: generate / propagate; L11: carries in and wraps (lookahead).
+    GN = B.field("mul_generate", 16);
+    PPN = B.field("mul_propagate", 16);
+    for (std::uint32_t p = 0; p < 16; ++p) {
+      threshold(L(10), nu(p), 16, GN.dim(p));
+      threshold(L(10), nu(p), 15, PPN.dim(p));
+      threshold(L(10), nu(p), 16, PPN.dim(p), -1);
+    }
+    CIN_ = B.field("mul_carry_in", 16);
+    WRN = B.field("mul_wrap", 16);
+    for (std::uint32_t p = 0; p < 16; ++p)
+      for (std::uint32_t q = 0; q < p; ++q) {
+        std::vector<Lin> conds = {GN[q]};
+        for (std::uint32_t r = q + 1; r < p; ++r) conds.push_back(PPN[r]);
+        when(L(11), conds, {{CIN_.dim(p), 1.0}});
+        conds.push_back(PPN[p]);
+        when(L(11), conds, {{WRN.dim(p), 1.0}});
+      }
+    // L12: the two nibbles W_i shows (+1 offset so that "no multiply" decodes to nothing); L13: one-hots.
+    SELN = B.field("mul_nibbles", 2);
+    MACT = B.field("mul_active", 1);
+    for (std::uint32_t mode = 0; mode < 2; ++mode)
+      for (std::uint32_t i = 0; i < 4; ++i) {
+        const Lin g = MULW[4 * mode + i];
+        pass(L(12), g, MACT.dim());
+        for (std::uint32_t h = 0; h < 2; ++h) {
+          const std::uint32_t p = 8 * mode + 2 * i + h;
+          const Lin f = nu(p) + CIN_[p] - GN[p] * 16.0 - WRN[p] * 16.0;
+          pass(L(12), f + g * 15.0 - 15.0, SELN.dim(h));
+        }
+      }
+    for (std::uint32_t h = 0; h < 2; ++h) {
+      std::vector<SparseVec> tab(17);
+      for (std::uint32_t v = 1; v <= 16; ++v) tab[v] = {{(h ? NPH : NPL).dim(v - 1), 1.0}};
+      decode_lookup(L(13), SELN[h] + MACT[0], tab);
+    }
+  }
+
   void layer6() {
     LayerBuilder& l6 = L(7);
     NK = B.field("next_kind", kNumKinds);
@@ -763,6 +859,18 @@ class Compiler {
         when(l6, conds, token_out(kNop, 0));
       }
       if (jump) when(l6, {cls(u.cls), start, MISJ[0]}, token_out(kTrap, 2));
+    }
+    // Multiply: W_i shows byte i (MUL) or byte 4 + i (MULH*) of the product.
+    MULW = B.field("mul_gate", 8);
+    {
+      const std::array<Cls, 4> mc = {MUL, MULH, MULHSU, MULHU};
+      for (Cls c : mc) {
+        const std::uint32_t mode = c == MUL ? 0 : 1;
+        when(l6, {cls(c), start, rd0}, token_out(kNop, 0));
+        when(l6, {cls(c), start, rdnz}, {{NK.dim(kW0), 1.0}, {MULW.dim(4 * mode), 1.0}});
+        for (std::uint32_t i = 1; i < 4; ++i)
+          when(l6, {cls(c), k(kW0 + i - 1)}, {{NK.dim(kW0 + i), 1.0}, {MULW.dim(4 * mode + i), 1.0}});
+      }
     }
     // Bignum: CF after W3 (or after NOP when rd = 0); xchgc W(old c); accrd W(acc); accclr NOP.
     {
@@ -1081,6 +1189,7 @@ std::vector<std::string> rv32_coverage() {
       "SB SH SW: A0..A3, TRAP(6)/TRAP(7), S0..S(n-1)",
       "FENCE: NOP; EBREAK: TRAP(9); illegal words: TRAP(1); fetch outside RAM: TRAP(3)",
       "ECALL: exit -> EXIT(a0 & 0xFF); write with len = 0 -> W(0); bad fd / unknown number -> TRAP(8)",
+      "MUL MULH MULHSU MULHU: W0..W3 or NOP",
       "bignum: bn.addc, bn.subb (W, CF), bn.xchgc, bn.accrd, bn.accclr; illegal custom-0 words (not bn.mac)",
   };
 }
