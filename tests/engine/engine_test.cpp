@@ -1,0 +1,486 @@
+// Engine mechanics with the TEST-ONLY ScriptedBackend (not a chip): the
+// reference trace with planted faults.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <xxhash.h>
+
+#include "lockstep/engine/digest.h"
+#include "lockstep/engine/engine.h"
+#include "lockstep/engine/guest.h"
+#include "lockstep/format/tokens.h"
+#include "lockstep/ref/machine.h"
+#include "scripted_backend.h"
+#include "test_guest.h"
+
+namespace lockstep::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Fault;
+using testing::ScriptedBackend;
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d = fs::path(LOCKSTEP_BINARY_DIR) / "test-tmp" / "engine" / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string xxh3_of(const std::vector<std::uint32_t>& t) {
+  return hex64(XXH3_64bits(t.data(), t.size() * 4));
+}
+
+// The first step >= from whose reference token has kind W0.
+std::uint64_t first_w0_at_or_after(const std::vector<std::uint32_t>& trace, std::uint64_t from) {
+  for (std::uint64_t n = from; n <= trace.size(); ++n)
+    if (trace[n - 1] >> 8 == 1) return n;
+  return 0;
+}
+
+TEST(GuestImage, ConvertsSegmentsBssSectionsAndEntry) {
+  const Guest g = testing::make_loop_guest(3);
+  const chip::GuestImage c = to_chip_image(g.image);
+  EXPECT_EQ(c.entry, 0x10000u);
+  ASSERT_EQ(c.segments.size(), 2u);
+  EXPECT_EQ(c.segments[0].address, 0x10000u);
+  EXPECT_EQ(c.segments[0].bytes, g.image.segments[0].bytes);
+  EXPECT_EQ(c.segments[1].address, 0x20000u);
+  ASSERT_EQ(c.segments[1].bytes.size(), 64u);  // memsz: .bss is explicit
+  EXPECT_EQ(c.segments[1].bytes[0], 'h');
+  EXPECT_EQ(c.segments[1].bytes[63], 0);
+  EXPECT_EQ(c.sections.at(".extra"), (std::vector<std::uint8_t>{1, 2, 3}));
+  EXPECT_EQ(c.read(0x20001, 2), (std::vector<std::uint8_t>{'i', '\n'}));
+}
+
+TEST(Digest, MatchesOneShotXxh3AndSurvivesSaveRestore) {
+  const std::vector<std::uint32_t> t = {0, 511, 767, 8191, 12345};
+  TraceDigest d;
+  d.update(std::span<const std::uint32_t>(t.data(), 2));
+  TraceDigest e;
+  e.restore(d.save());
+  e.update(std::span<const std::uint32_t>(t.data() + 2, 3));
+  EXPECT_EQ(e.hex(), xxh3_of(t));
+  EXPECT_EQ(hex64(0x1234), "0000000000001234");
+}
+
+class EngineTest : public ::testing::TestWithParam<Mode> {};
+
+TEST_P(EngineTest, ExactRunComparesEveryStepAndDigestsTheTrace) {
+  const Guest g = testing::make_loop_guest(40);
+  const auto trace = testing::reference_trace(g);
+  ScriptedBackend be({trace});
+  Options o;
+  o.mode = GetParam();
+  Engine e(be, {g}, o);
+  const RunResult r = e.run();
+  ASSERT_EQ(r.streams.size(), 1u);
+  EXPECT_EQ(r.mismatches, 0u);
+  EXPECT_EQ(r.steps, trace.size());
+  EXPECT_EQ(r.streams[0].end, "exit");
+  EXPECT_EQ(r.streams[0].exit_status, 0u);
+  EXPECT_EQ(r.digest, xxh3_of(trace));
+  EXPECT_EQ(r.streams[0].chip_digest, xxh3_of(trace));
+  EXPECT_EQ(r.streams[0].console, "hi\n");
+  EXPECT_FALSE(r.streams[0].divergence.has_value());
+  // Steps per class: 40 loop iterations of add/sw/lw/addi/bne.
+  EXPECT_EQ(r.streams[0].class_steps.at("store"), 40u * 8);  // A0..A3 S0..S3
+  EXPECT_EQ(r.streams[0].class_steps.at("branch"), 40u);
+  EXPECT_EQ(r.streams[0].class_steps.at("div"), 36u);      // 32 DQ + W
+  // The reference alone gives the same digest.
+  const StreamResult ref = run_reference(g, 0);
+  EXPECT_EQ(ref.digest, r.digest);
+  EXPECT_EQ(ref.steps, trace.size());
+  EXPECT_EQ(ref.class_steps, r.streams[0].class_steps);
+}
+
+TEST_P(EngineTest, SingleStepFaultIsReportedWithItsFieldsAndClassified) {
+  const Guest g = testing::make_loop_guest(40);
+  const auto trace = testing::reference_trace(g);
+  const auto pcs = testing::reference_pcs(g);
+  // A W1 token (byte 1 of a written value) inside the loop.
+  std::uint64_t n = 0;
+  for (std::uint64_t s = 300; s <= trace.size(); ++s)
+    if (trace[s - 1] >> 8 == 2) {
+      n = s;
+      break;
+    }
+  ASSERT_GT(n, 0u);
+  ScriptedBackend be({trace}, {{Fault::Kind::kFlip, n, 0x10, 1}});
+  Options o;
+  o.mode = GetParam();
+  o.snapshot_every = 128;
+  o.classify_window = 200;
+  Engine e(be, {g}, o);
+  const RunResult r = e.run();
+  EXPECT_EQ(r.mismatches, 1u);
+  EXPECT_EQ(r.steps, n);
+  ASSERT_TRUE(r.streams[0].divergence);
+  const Divergence& d = *r.streams[0].divergence;
+  EXPECT_EQ(r.streams[0].end, "diverged");
+  EXPECT_EQ(d.step, n);
+  EXPECT_EQ(d.mode, GetParam());
+  EXPECT_EQ(d.pc, pcs[n - 1]);
+  ref::Machine m;
+  m.load(g.image);
+  EXPECT_EQ(d.word, m.read_word(d.pc));
+  EXPECT_EQ(d.disassembly, ref::disassemble(d.word, d.pc));
+  EXPECT_EQ(d.field, "W1");
+  EXPECT_EQ(d.byte_index, 1);
+  EXPECT_EQ(d.token_in_instruction, 1u);
+  EXPECT_EQ(d.expected, trace[n - 1]);
+  EXPECT_EQ(d.actual, trace[n - 1] ^ 0x10);
+  EXPECT_EQ(d.differing_bits, 0x10u);
+  EXPECT_EQ(d.bits_text, "payload bits 0x10 (bit 4)");
+  EXPECT_EQ(d.expected_text, format::token_name(trace[n - 1]));
+  EXPECT_EQ(d.actual_text, format::token_name(trace[n - 1] ^ 0x10));
+  // The last instructions end with the divergent one.
+  ASSERT_GE(d.recent.size(), 2u);
+  ASSERT_LE(d.recent.size(), 8u);
+  EXPECT_EQ(d.recent.back().pc, d.pc);
+  EXPECT_EQ(d.recent.back().tokens.at(1), trace[n - 1]);
+  EXPECT_EQ(d.recent.back().first_step, n - 1);
+  // Replay from the last snapshot (every 128 steps) classifies it.
+  EXPECT_EQ(d.replay_from, (n - 1) / 128 * 128);
+  EXPECT_EQ(d.fault, FaultClass::kSingleStep) << d.fault_text;
+  EXPECT_EQ(d.replay_window, 200u);
+  EXPECT_EQ(d.replay_mismatches, 0u);
+  // Payload bit 4 is in the high nibble: layer 1's next_payload_hi disagrees,
+  // after next_kind (layer 0) and the embedding agreed.
+  EXPECT_EQ(d.attribution.status, "layer") << d.attribution.text;
+  EXPECT_EQ(d.attribution.layer, 1);
+  EXPECT_EQ(d.attribution.sublayer, "mlp");
+  EXPECT_EQ(d.attribution.field, "next_payload_hi");
+  ASSERT_EQ(d.attribution.checks.size(), 5u);
+  EXPECT_EQ(d.attribution.checks[0].field, "kind");
+  EXPECT_EQ(d.attribution.checks[2].field, "next_kind");
+  EXPECT_TRUE(d.attribution.checks[3].agrees);  // next_payload_lo: 0x10 leaves the low nibble
+  EXPECT_FALSE(d.attribution.checks[4].agrees);
+  const std::string text = d.to_text();
+  EXPECT_NE(text.find("step " + std::to_string(n)), std::string::npos);
+  EXPECT_NE(text.find(d.disassembly), std::string::npos);
+  // JSON round trip of the report fields.
+  const auto j = d.to_json();
+  EXPECT_EQ(j["step"], n);
+  EXPECT_EQ(j["field"], "W1");
+  EXPECT_EQ(j["fault"], "single-step");
+  EXPECT_EQ(j["attribution"]["field"], "next_payload_hi");
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, EngineTest, ::testing::Values(Mode::kForced, Mode::kFree),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
+TEST(Engine, CorruptedStateIsToldFromASingleStepFault) {
+  const Guest g = testing::make_loop_guest(40);
+  const auto trace = testing::reference_trace(g);
+  const std::uint64_t m = 500;
+  ScriptedBackend be({trace}, {{Fault::Kind::kCorruptFrom, m, 0, 1}});
+  Options o;
+  o.mode = Mode::kFree;
+  o.snapshot_every = 64;
+  Engine e(be, {g}, o);
+  const RunResult r = e.run();
+  ASSERT_TRUE(r.streams[0].divergence);
+  const Divergence& d = *r.streams[0].divergence;
+  EXPECT_EQ(d.step, first_w0_at_or_after(trace, m));
+  EXPECT_EQ(d.mode, Mode::kFree);
+  EXPECT_EQ(d.field, "W0");
+  EXPECT_EQ(d.byte_index, 0);
+  EXPECT_EQ(d.fault, FaultClass::kCorruptedState) << d.fault_text;
+  EXPECT_GT(d.replay_mismatches, 0u);
+  ASSERT_FALSE(d.replay_mismatch_steps.empty());
+  EXPECT_EQ(d.replay_mismatch_steps[0], first_w0_at_or_after(trace, d.step + 1));
+  EXPECT_EQ(d.attribution.field, "next_payload_lo");
+}
+
+TEST(Engine, NondeterministicFaultIsNotReproduced) {
+  const Guest g = testing::make_loop_guest(20);
+  const auto trace = testing::reference_trace(g);
+  ScriptedBackend be({trace}, {{Fault::Kind::kFlaky, 100, 1, 1}});
+  Engine e(be, {g}, Options{});
+  const RunResult r = e.run();
+  ASSERT_TRUE(r.streams[0].divergence);
+  EXPECT_EQ(r.streams[0].divergence->step, 100u);
+  EXPECT_EQ(r.streams[0].divergence->fault, FaultClass::kNotReproduced);
+}
+
+TEST(Engine, AttributionBlamesTheKindLayerOrTheUnembedding) {
+  const Guest g = testing::make_loop_guest(20);
+  const auto trace = testing::reference_trace(g);
+  {
+    // 0x300 changes the kind: next_kind (layer 0) is the first to disagree.
+    ScriptedBackend be({trace}, {{Fault::Kind::kFlip, 77, 0x300, 0}});
+    const RunResult r = Engine(be, {g}, Options{}).run();
+    ASSERT_TRUE(r.streams[0].divergence);
+    const Divergence& d = *r.streams[0].divergence;
+    EXPECT_EQ(d.attribution.status, "layer");
+    EXPECT_EQ(d.attribution.layer, 0);
+    EXPECT_EQ(d.attribution.field, "next_kind");
+    EXPECT_NE(d.bits_text.find("kind differs"), std::string::npos);
+  }
+  {
+    // Every probe sees the right token: the unembedding is blamed.
+    ScriptedBackend be({trace}, {{Fault::Kind::kFlip, 77, 1, 2}});
+    const RunResult r = Engine(be, {g}, Options{}).run();
+    ASSERT_TRUE(r.streams[0].divergence);
+    EXPECT_EQ(r.streams[0].divergence->attribution.status, "unembedding");
+    EXPECT_EQ(r.streams[0].divergence->attribution.layer, 1);
+  }
+}
+
+TEST(Engine, TeacherForcedPrefixOfAFreeRun) {
+  const Guest g = testing::make_loop_guest(20);
+  const auto trace = testing::reference_trace(g);
+  ScriptedBackend be({trace}, {{Fault::Kind::kFlip, 90, 1, 1}});
+  Options o;
+  o.mode = Mode::kFree;
+  o.teacher_forced_steps = 100;
+  const RunResult r = Engine(be, {g}, o).run();
+  ASSERT_TRUE(r.streams[0].divergence);
+  EXPECT_EQ(r.streams[0].divergence->mode, Mode::kForced);  // step 90 <= 100
+}
+
+TEST(Engine, BatchOfStreamsIsSteppedTogetherAndJudgedSeparately) {
+  std::vector<Guest> gs = {testing::make_loop_guest(10, "a"), testing::make_loop_guest(30, "b"),
+                           testing::make_loop_guest(20, "c")};
+  std::vector<std::vector<std::uint32_t>> traces;
+  for (const Guest& g : gs) traces.push_back(testing::reference_trace(g));
+  // Only stream 1 (b) has a fault.  Faults apply to every stream, so plant it
+  // beyond the other streams' ends.
+  const std::uint64_t n = traces[1].size() - 20;
+  ASSERT_GT(n, traces[0].size());
+  ASSERT_GT(n, traces[2].size());
+  ScriptedBackend be(traces, {{Fault::Kind::kFlip, n, 1, 1}});
+  Options o;
+  o.mode = Mode::kFree;
+  const RunResult r = Engine(be, gs, o).run();
+  ASSERT_EQ(r.streams.size(), 3u);
+  EXPECT_EQ(r.streams[0].mismatches, 0u);
+  EXPECT_EQ(r.streams[0].steps, traces[0].size());
+  EXPECT_EQ(r.streams[0].digest, xxh3_of(traces[0]));
+  EXPECT_EQ(r.streams[2].mismatches, 0u);
+  EXPECT_EQ(r.streams[2].digest, xxh3_of(traces[2]));
+  EXPECT_EQ(r.streams[1].mismatches, 1u);
+  ASSERT_TRUE(r.streams[1].divergence);
+  EXPECT_EQ(r.streams[1].divergence->step, n);
+  EXPECT_EQ(r.streams[1].divergence->guest, "b");
+  EXPECT_EQ(r.mismatches, 1u);
+  EXPECT_EQ(r.steps, traces[0].size() + n + traces[2].size());
+  EXPECT_GT(be.multi_stream_batches, traces[0].size() - 1);  // a, b and c shared step_batch calls
+}
+
+TEST(Engine, HashRecordsEveryNSteps) {
+  const Guest g = testing::make_loop_guest(10);
+  const auto trace = testing::reference_trace(g);
+  ScriptedBackend be({trace});
+  Options o;
+  o.hash_every = 50;
+  const RunResult r = Engine(be, {g}, o).run();
+  ASSERT_EQ(r.streams[0].hashes.size(), trace.size() / 50);
+  EXPECT_EQ(r.streams[0].hashes[0].step, 50u);
+  EXPECT_EQ(r.streams[0].hashes[1].chip, 100u * 0x9E3779B97F4A7C15ull);
+  EXPECT_NE(r.streams[0].hashes[0].ref, r.streams[0].hashes[1].ref);
+}
+
+RunResult uninterrupted(const Guest& g, const std::vector<std::uint32_t>& trace, Mode mode,
+                        std::vector<Fault> faults = {}) {
+  ScriptedBackend be({trace}, std::move(faults));
+  Options o;
+  o.mode = mode;
+  return Engine(be, {g}, o).run();
+}
+
+TEST(Checkpoints, InterruptedRunResumesToTheSameResult) {
+  const Guest g = testing::make_loop_guest(200);
+  const auto trace = testing::reference_trace(g);
+  const RunResult full = uninterrupted(g, trace, Mode::kFree);
+  const fs::path dir = temp_dir("resume");
+  std::atomic<bool> stop{false};
+  {
+    ScriptedBackend be({trace});
+    be.stop_flag = &stop;
+    be.stop_at = 2345;
+    Options o;
+    o.mode = Mode::kFree;
+    o.checkpoint_every = 1000;
+    o.checkpoint_dir = dir;
+    o.stop = &stop;
+    const RunResult part = Engine(be, {g}, o).run();
+    EXPECT_TRUE(part.interrupted);
+    EXPECT_EQ(part.steps, 2345u);
+    EXPECT_EQ(part.streams[0].end, "interrupted");
+    EXPECT_EQ(list_checkpoints(dir), (std::vector<std::uint64_t>{1000, 2000, 2345}));
+  }
+  ScriptedBackend be({trace});
+  Options o;
+  o.mode = Mode::kFree;
+  o.checkpoint_every = 1000;
+  o.checkpoint_dir = dir;
+  const RunResult rest = Engine(be, {g}, o).resume();
+  EXPECT_EQ(rest.resumed_from, 2345u);
+  EXPECT_FALSE(rest.interrupted);
+  EXPECT_EQ(rest.steps, full.steps);
+  EXPECT_EQ(rest.digest, full.digest);
+  EXPECT_EQ(rest.streams[0].chip_digest, full.streams[0].chip_digest);
+  EXPECT_EQ(rest.streams[0].class_steps, full.streams[0].class_steps);
+  EXPECT_EQ(rest.streams[0].console, "hi\n");
+  EXPECT_EQ(rest.streams[0].end, "exit");
+}
+
+TEST(Checkpoints, DamagedNewestCheckpointFallsBackToAnOlderOne) {
+  const Guest g = testing::make_loop_guest(100);
+  const auto trace = testing::reference_trace(g);
+  const RunResult full = uninterrupted(g, trace, Mode::kForced);
+  const fs::path dir = temp_dir("damaged");
+  std::atomic<bool> stop{false};
+  {
+    ScriptedBackend be({trace});
+    be.stop_flag = &stop;
+    be.stop_at = 1500;
+    Options o;
+    o.checkpoint_every = 500;
+    o.checkpoint_dir = dir;
+    o.stop = &stop;
+    Engine(be, {g}, o).run();
+  }
+  // Truncate the newest file (as a crash in the middle of a copy would) and
+  // leave a stray temporary file.
+  const auto cps = list_checkpoints(dir);
+  ASSERT_EQ(cps.back(), 1500u);
+  char name[40];
+  std::snprintf(name, sizeof name, "ckpt-%012llu.lsck", 1500ull);
+  fs::resize_file(dir / name, fs::file_size(dir / name) / 2);
+  std::ofstream(dir / "ckpt-000000002000.lsck.tmp") << "partial";
+  ScriptedBackend be({trace});
+  Options o;
+  o.checkpoint_every = 500;
+  o.checkpoint_dir = dir;
+  const RunResult rest = Engine(be, {g}, o).resume();
+  EXPECT_EQ(rest.resumed_from, 1000u);
+  EXPECT_EQ(rest.digest, full.digest);
+  EXPECT_EQ(rest.steps, full.steps);
+}
+
+TEST(Checkpoints, ResumeRefusesOtherOptions) {
+  const Guest g = testing::make_loop_guest(50);
+  const auto trace = testing::reference_trace(g);
+  const fs::path dir = temp_dir("refuse");
+  {
+    ScriptedBackend be({trace});
+    Options o;
+    o.checkpoint_every = 300;
+    o.checkpoint_dir = dir;
+    Engine(be, {g}, o).run();
+  }
+  ScriptedBackend be({trace});
+  Options o;
+  o.mode = Mode::kFree;  // the checkpoints are of a forced run
+  o.checkpoint_dir = dir;
+  EXPECT_THROW(Engine(be, {g}, o).resume(), std::runtime_error);
+  Options empty;
+  empty.checkpoint_dir = temp_dir("refuse-empty");
+  EXPECT_THROW(Engine(be, {g}, empty).resume(), std::runtime_error);
+}
+
+// kill -9 at the engine API level: a child process runs with checkpoints and
+// is killed with SIGKILL; the parent resumes to the uninterrupted result.
+TEST(Checkpoints, SurvivesSigkill) {
+  const Guest g = testing::make_loop_guest(600);
+  const auto trace = testing::reference_trace(g);
+  const RunResult full = uninterrupted(g, trace, Mode::kFree);
+  const fs::path dir = temp_dir("sigkill");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ScriptedBackend be({trace});
+    be.delay = std::chrono::microseconds(100);
+    Options o;
+    o.mode = Mode::kFree;
+    o.checkpoint_every = 400;
+    o.checkpoint_dir = dir;
+    Engine(be, {g}, o).run();
+    _exit(0);
+  }
+  // Wait for a few checkpoints, then kill.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (list_checkpoints(dir).size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the child finished before it was killed";
+  const auto cps = list_checkpoints(dir);
+  ASSERT_GE(cps.size(), 3u);
+  ASSERT_LT(cps.back(), trace.size());
+  ScriptedBackend be({trace});
+  Options o;
+  o.mode = Mode::kFree;
+  o.checkpoint_every = 400;
+  o.checkpoint_dir = dir;
+  const RunResult rest = Engine(be, {g}, o).resume();
+  EXPECT_GE(rest.resumed_from, cps.back());
+  EXPECT_EQ(rest.steps, full.steps);
+  EXPECT_EQ(rest.digest, full.digest);
+  EXPECT_EQ(rest.streams[0].chip_digest, full.streams[0].chip_digest);
+}
+
+TEST(Bisection, FindsTheFirstDivergentStepOfARunComparedAtTheEnd) {
+  const Guest g = testing::make_loop_guest(200);
+  const auto trace = testing::reference_trace(g);
+  const std::uint64_t m = 3777;
+  const fs::path dir = temp_dir("bisect");
+  ScriptedBackend be({trace}, {{Fault::Kind::kCorruptFrom, m, 0, 1}});
+  Options o;
+  o.mode = Mode::kFree;
+  o.compare = Compare::kEnd;
+  o.checkpoint_every = 100;
+  o.checkpoint_dir = dir;
+  const RunResult r = Engine(be, {g}, o).run();
+  const std::uint64_t expected = first_w0_at_or_after(trace, m);
+  EXPECT_EQ(r.mismatches, 1u);
+  ASSERT_TRUE(r.streams[0].divergence);
+  const Divergence& d = *r.streams[0].divergence;
+  EXPECT_EQ(d.step, expected);
+  EXPECT_EQ(d.expected, trace[expected - 1]);
+  EXPECT_EQ(d.actual, trace[expected - 1] ^ 1);
+  ASSERT_TRUE(d.bisection.is_object());
+  const std::uint64_t cps = d.bisection["checkpoints"];
+  EXPECT_EQ(cps, trace.size() / 100);
+  EXPECT_LE(d.bisection["examined"].get<std::uint64_t>(), 14u);  // ~log2(checkpoints) + 1
+  EXPECT_EQ(d.bisection["good_step"].get<std::uint64_t>(), (expected - 1) / 100 * 100);
+  EXPECT_EQ(d.bisection["bad_step"].get<std::uint64_t>(), (expected - 1) / 100 * 100 + 100);
+  // The whole run's digests stay those of the full streams.
+  EXPECT_EQ(r.streams[0].digest, xxh3_of(trace));
+  EXPECT_NE(r.streams[0].chip_digest, r.streams[0].digest);
+}
+
+TEST(Bisection, ExactRunComparedAtTheEndHasNoDivergence) {
+  const Guest g = testing::make_loop_guest(50);
+  const auto trace = testing::reference_trace(g);
+  ScriptedBackend be({trace});
+  Options o;
+  o.mode = Mode::kFree;
+  o.compare = Compare::kEnd;
+  const RunResult r = Engine(be, {g}, o).run();
+  EXPECT_EQ(r.mismatches, 0u);
+  EXPECT_EQ(r.digest, xxh3_of(trace));
+}
+
+TEST(InstructionClass, NamesClassesFromTheEncodingTable) {
+  EXPECT_EQ(instruction_class(0x00000013u), "alu-imm");  // addi x0, x0, 0
+  EXPECT_EQ(instruction_class(0x00000073u), "system");   // ecall
+  EXPECT_EQ(instruction_class(0xffffffffu), "other");
+}
+
+}  // namespace
+}  // namespace lockstep::engine

@@ -1,0 +1,85 @@
+// A small guest built in memory for the engine tests: a loop that adds,
+// stores and loads (W, A, S and BR tokens), a division (DQ tokens), a write
+// of "hi\n" (OUT tokens) and an exit.  `iterations` sets its length
+// (about 30 steps per iteration).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lockstep/engine/engine.h"
+#include "lockstep/format/elf.h"
+#include "lockstep/ref/encoding.h"
+#include "lockstep/ref/machine.h"
+
+namespace lockstep::engine::testing {
+
+inline Guest make_loop_guest(std::uint32_t iterations, const char* name = "loop") {
+  using ref::Op;
+  namespace enc = ref::encode;
+  enum : unsigned { zero = 0, sp = 2, t0 = 5, t1 = 6, a0 = 10, a1 = 11, a2 = 12, a7 = 17 };
+  std::vector<std::uint32_t> w;
+  w.push_back(enc::u(Op::kLui, sp, 0x00110000u));           // sp = 0x110000
+  w.push_back(enc::i(Op::kAddi, sp, sp, static_cast<std::uint32_t>(-16)));
+  w.push_back(enc::i(Op::kAddi, a0, zero, 0));               // a0 = 0
+  w.push_back(enc::u(Op::kLui, t0, (iterations >> 12) << 12));
+  w.push_back(enc::i(Op::kAddi, t0, t0, iterations & 0xfff));
+  w.push_back(enc::i(Op::kAddi, t1, zero, 7));               // t1 = 7
+  const std::size_t loop = w.size();
+  w.push_back(enc::r(Op::kAdd, a0, a0, t0));                 // loop: a0 += t0
+  w.push_back(enc::s(Op::kSw, sp, a0, 0));                   //   sw a0, 0(sp)
+  w.push_back(enc::i(Op::kLw, a1, sp, 0));                   //   lw a1, 0(sp)
+  w.push_back(enc::i(Op::kAddi, t0, t0, static_cast<std::uint32_t>(-1)));
+  const std::size_t br = w.size();
+  w.push_back(enc::b(Op::kBne, t0, zero, static_cast<std::uint32_t>(4 * (static_cast<int>(loop) - static_cast<int>(br)))));
+  w.push_back(enc::r(Op::kDivu, a2, a1, t1));                // a2 = a1 / 7 (DQ tokens)
+  w.push_back(enc::u(Op::kLui, a1, 0x00020000u));            // a1 = 0x20000 ("hi\n")
+  w.push_back(enc::i(Op::kAddi, a2, zero, 3));
+  w.push_back(enc::i(Op::kAddi, a0, zero, 1));
+  w.push_back(enc::i(Op::kAddi, a7, zero, 64));
+  w.push_back(0x00000073u);                                  // ecall write(1, "hi\n", 3)
+  w.push_back(enc::i(Op::kAddi, a0, zero, 0));
+  w.push_back(enc::i(Op::kAddi, a7, zero, 93));
+  w.push_back(0x00000073u);                                  // ecall exit(0)
+  Guest g;
+  g.name = name;
+  g.image.entry = 0x10000;
+  format::Segment text;
+  text.vaddr = 0x10000;
+  text.flags = format::kPfR | format::kPfX;
+  for (std::uint32_t x : w)
+    for (int b = 0; b < 4; ++b) text.bytes.push_back(static_cast<std::uint8_t>(x >> (8 * b)));
+  text.memsz = static_cast<std::uint32_t>(text.bytes.size());
+  format::Segment data;
+  data.vaddr = 0x20000;
+  data.flags = format::kPfR | format::kPfW;
+  data.bytes = {'h', 'i', '\n'};
+  data.memsz = 64;  // 61 bytes of .bss
+  g.image.segments = {text, data};
+  g.image.sections[".extra"] = {1, 2, 3};
+  return g;
+}
+
+/// The reference trace t_1..t_N of a guest.
+inline std::vector<std::uint32_t> reference_trace(const Guest& g) {
+  ref::Machine m;
+  m.load(g.image);
+  std::vector<std::uint32_t> out;
+  m.run(~0ull, [&](std::span<const std::uint32_t> t) { out.insert(out.end(), t.begin(), t.end()); });
+  return out;
+}
+
+/// pc of the instruction that emits each token (index = step - 1).
+inline std::vector<std::uint32_t> reference_pcs(const Guest& g) {
+  ref::Machine m;
+  m.load(g.image);
+  std::vector<std::uint32_t> pcs;
+  while (m.active()) {
+    const std::uint32_t pc = m.pc();
+    const auto t = m.step();
+    pcs.insert(pcs.end(), t.size(), pc);
+  }
+  return pcs;
+}
+
+}  // namespace lockstep::engine::testing
