@@ -45,8 +45,13 @@ void TraceDigest::restore(std::span<const std::uint8_t> bytes) {
     throw std::runtime_error("checkpoint: digest state has " + std::to_string(bytes.size()) +
                              " bytes, this build needs " + std::to_string(sizeof(XXH3_state_t)));
   }
+  // extSecret points at xxHash's built-in secret in this process (a saved
+  // pointer is meaningless in another one): take it from a fresh state.
+  XXH3_state_t fresh;
+  XXH3_INITSTATE(&fresh);
+  XXH3_64bits_reset(&fresh);
   std::memcpy(&state_->xxh, bytes.data(), bytes.size());
-  state_->xxh.extSecret = nullptr;  // the default secret (reset() never sets one)
+  state_->xxh.extSecret = fresh.extSecret;
 }
 
 std::string hex64(std::uint64_t v) {
