@@ -157,6 +157,11 @@ TEST(Tokens, NamesAndValidity) {
   EXPECT_EQ(lf::kind_named("AC11")->kind, 27u);
   EXPECT_EQ(lf::payload_of(1532), 0xfcu);
   EXPECT_EQ(lf::trap_name(7), "STORE_FAULT");
+  EXPECT_EQ(lf::trap_name(20), "VEC_OVERLAP");
+  EXPECT_EQ(lf::vocab_size(), 11264u) << "trace.md §2: V = 256 * 44";
+  EXPECT_EQ(lf::token_name(256 * 33 + 250), "VMC(250)");
+  EXPECT_EQ(lf::token_name(256 * 43 + 0x7f), "VLB(0x7f)");
+  EXPECT_FALSE(lf::is_valid_token(256 * 44)) << "kinds 44..63 reserved";
 }
 
 TEST(TraceFile, RoundTrip) {

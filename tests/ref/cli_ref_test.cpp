@@ -1,0 +1,143 @@
+// `lockstep ref` end to end (label: integration): console pass-through,
+// --json summary, --trace file, --signature, --max-steps, bad input.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "lockstep/format/trace_file.h"
+#include "ref_test_util.h"
+
+namespace lockstep::ref::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class LockstepRef : public ::testing::Test {
+ protected:
+  fs::path dir = fs::path(::testing::TempDir()) / "lockstep-cli-ref";
+  void SetUp() override { fs::create_directories(dir); }
+  Result run(const std::string& args) {
+    const std::string cmd = std::string(LOCKSTEP_EXE) + " " + args + " >" + (dir / "out").string() + " 2>" +
+                            (dir / "err").string();
+    const int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
+  }
+  std::string elf(const std::string& name, const format::GuestImage& img) {
+    const auto p = dir / name;
+    format::write_elf_file(p, img);
+    return p.string();
+  }
+};
+
+// trace.md §5 after setting sp and a7 (li sp, 0x0010fffc; li a7, 93).
+format::GuestImage spec_example() {
+  std::vector<u32> code;
+  progen::emit_li(code, 2, 0x0010fffc);
+  progen::emit_li(code, 17, 93);
+  code.insert(code.end(), {0xfff00513u, 0x00a12023u, kEcall});
+  return progen::image_from_code(code);
+}
+
+TEST_F(LockstepRef, JsonSummaryAndTraceFile) {
+  const auto path = elf("spec.elf", spec_example());
+  const auto r = run("ref " + path + " --json --trace " + (dir / "spec.trace").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);  // exactly one JSON object on stdout
+  EXPECT_EQ(j["status"], "exact");
+  EXPECT_EQ(j["end"], "exit");
+  EXPECT_EQ(j["exit_status"], 255);
+  EXPECT_EQ(j["instructions_retired"], 7);
+  EXPECT_EQ(j["steps"], 16 + 13);
+  const auto tf = format::read_trace_file(dir / "spec.trace");
+  EXPECT_EQ(tf.header["trace_version"], "trace-v1");
+  EXPECT_EQ(tf.header["vocab_size"], 11264);
+  EXPECT_EQ(tf.header["end"], "exit");
+  EXPECT_EQ(tf.header["exit_status"], 255);
+  EXPECT_EQ(tf.header["program"], "spec.elf");
+  ASSERT_EQ(tf.tokens.size(), 29u);
+  const Tokens tail(tf.tokens.end() - 13, tf.tokens.end());
+  EXPECT_EQ(tail, (Tokens{511, 767, 1023, 1279, 1532, 1791, 1808, 2048, 2559, 2815, 3071, 3327, 8191}));
+}
+
+TEST_F(LockstepRef, ConsolePassesThroughAndSignature) {
+  std::vector<u32> code;
+  progen::emit_li(code, 17, 64);
+  progen::emit_li(code, 10, 1);
+  progen::emit_li(code, 11, kData);
+  progen::emit_li(code, 12, 3);
+  code.push_back(kEcall);
+  progen::emit_li(code, 17, 93);
+  progen::emit_li(code, 10, 3);
+  code.push_back(kEcall);
+  auto img = progen::image_from_code(code, kCode, {format::Segment{kData, 16, 6, {'h', 'i', '\n', 0, 0xef, 0xbe, 0xad, 0xde}}});
+  img.symbols["begin_signature"] = kData;
+  img.symbols["end_signature"] = kData + 12;
+  const auto path = elf("hello.elf", img);
+  auto r = run("ref " + path + " --signature " + (dir / "sig").string());
+  EXPECT_EQ(r.code, 0) << "the guest's own exit status is reported, not returned";
+  EXPECT_EQ(r.out, "hi\n");
+  EXPECT_NE(r.err.find("exit 3"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(dir / "sig"), "000a6968\ndeadbeef\n00000000\n");
+  r = run("ref " + path + " --json");
+  EXPECT_EQ(nlohmann::json::parse(r.out)["stdout"], "hi\n");
+}
+
+TEST_F(LockstepRef, TrapAndStepLimit) {
+  const auto path = elf("trap.elf", progen::image_from_code({0x00000013u, kEbreak}));
+  auto r = run("ref " + path + " --json");
+  ASSERT_EQ(r.code, 0);
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "exact");
+  EXPECT_EQ(j["end"], "trap");
+  EXPECT_EQ(j["trap_code"], 9);
+  EXPECT_EQ(j["trap_name"], "EBREAK");
+  EXPECT_EQ(j["instructions_retired"], 1);
+  EXPECT_EQ(j["steps"], 2);
+  r = run("ref " + path + " --json --max-steps 1");
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["end"], "step_limit");
+  EXPECT_EQ(j["steps"], 1);
+}
+
+TEST_F(LockstepRef, BadInputIsOneLineAndExitCode2) {
+  std::ofstream(dir / "junk.elf") << "not an elf";
+  auto r = run("ref " + (dir / "junk.elf").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("lockstep: error: ELF: not an ELF file (bad magic)", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  r = run("ref " + (dir / "junk.elf").string() + " --json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["status"], "error");
+  // Outside RAM: ref's loader.
+  const auto low = elf("low.elf", progen::image_from_code({kEbreak}, 0x8000));
+  r = run("ref " + low);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("not inside RAM"), std::string::npos) << r.err;
+  // No signature symbols.
+  const auto plain = elf("plain.elf", progen::image_from_code({kEbreak}));
+  r = run("ref " + plain + " --signature " + (dir / "sig2").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("begin_signature"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace lockstep::ref::test
