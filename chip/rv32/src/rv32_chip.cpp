@@ -194,7 +194,7 @@ const std::vector<AluUse>& alu_uses() {
 }
 
 constexpr std::uint32_t kWords = kRamSize / 4;  // 2^18 RAM words
-constexpr std::uint32_t kNumLayers = 14;
+constexpr std::uint32_t kNumLayers = 17;
 
 class Compiler {
  public:
@@ -218,6 +218,7 @@ class Compiler {
     layer8();
     shift_tables();
     layer9_10();
+    divide();
     multiply();
     emission();
     declare();
@@ -246,6 +247,8 @@ class Compiler {
   FieldRef CN, ACN, BNC0, BNS0, CFG, XW0, AR;
   // multiply
   FieldRef R1M, R2M, MULW, NC, C1N, DN1, C2N, EN, GN, PPN, CIN_, WRN, SELN, MACT;
+  // divide
+  FieldRef DQI, DQBP, NEXTI, ALLQ, QB, TB, TN, UA, UB, ZA, ZB, QZ, QN, DQG, DQACT, DQW, DGT, DEQ, DHZ, QBIT;
   // L6
   FieldRef NK, NPL, NPH, GA, GB, OPF, CIN, CSLT, CB, LG, SG, GEXIT, LTN, EQN;
   // L7
@@ -264,6 +267,21 @@ class Compiler {
     PN = B.field("payload_nibbles", 32);
     PS = B.field("payload", 1);
     APN = B.field("a_byte_nibbles", 128);
+    DQI = B.field("dq_index", 32);          // DQ(2 i + q): one-hot of i
+    DQBP = B.field("dq_bit_at_index", 32);  // DQ(2 i + q): q at row i
+    NEXTI = B.field("div_next_index", 32);  // the quotient bit the next DQ shows (START: 31, DQ i: i - 1)
+    ALLQ = B.field("div_all_bits", 1);      // DQ(q_0), W0..W2: the whole quotient is known
+    for (std::uint32_t p = 0; p < 64; ++p) {
+      const Token t = 256 * kDq + p;
+      const std::uint32_t i = p >> 1;
+      B.embed(t, DQI.dim(i), 1);
+      if (p & 1) B.embed(t, DQBP.dim(i), 1);
+      if (i >= 1) B.embed(t, NEXTI.dim(i - 1), 1);
+      else B.embed(t, ALLQ.dim(), 1);
+    }
+    B.embed(256 * kCtrl, NEXTI.dim(31), 1);
+    for (std::uint32_t kd = kW0; kd < kW0 + 3; ++kd)
+      for (std::uint32_t p = 0; p < 256; ++p) B.embed(256 * kd + p, ALLQ.dim(), 1);
     for (std::uint32_t kd = 0; kd < kNumKinds; ++kd)
       for (std::uint32_t p = 0; p < 256; ++p) {
         const Token t = 256 * kd + p;
@@ -333,6 +351,35 @@ class Compiler {
         H.out.emplace_back(r, ADDR.dim(r), 1.0);
       }
     }
+    {  // QSLOT: quotient bits as consumed (DQ tokens), bit i at row i of slot i; read all.
+      QB = B.field("div_bits", 32);
+      const std::uint32_t h = l0.add_head(32, 32);
+      HeadBuilder& H = l0.head(h);
+      for (std::uint32_t i = 0; i < 32; ++i) {
+        H.k[i] = DQI[i];
+        H.q[i] = Lin::constant(1);
+        H.v[i] = DQBP[i];
+        H.out.emplace_back(i, QB.dim(i), 1.0);
+      }
+      H.beta = k(kDq);
+    }
+    // Trial quotient T: known bits above the next index, 1 at the next index (or all bits on W steps).
+    TB = B.field("div_trial_bits", 32);
+    for (std::uint32_t j = 0; j < 32; ++j) {
+      Lin above;
+      for (std::uint32_t n = 0; n < j; ++n) above += NEXTI[n];
+      when(l0, {QB[j], above + ALLQ[0]}, {{TB.dim(j), 1.0}});
+    }
+    TN = B.field("div_trial_nibbles", 128);
+    for (std::uint32_t nb = 0; nb < 8; ++nb)
+      for (unsigned v = 0; v < 16; ++v) {
+        std::vector<Lin> conds;
+        for (unsigned b = 0; b < 4; ++b) {
+          const Lin t = TB[4 * nb + b] + NEXTI[4 * nb + b];
+          conds.push_back((v >> b) & 1 ? t : Lin::constant(1) - t);
+        }
+        when(L(1), conds, {{TN.dim(16 * nb + v), 1.0}});
+      }
     VALID = B.field("pc_valid", 1);
     INR = B.field("addr_in_ram", 1);
     WL = B.field("code_wl", 512);
@@ -734,19 +781,80 @@ class Compiler {
     for (unsigned v = 0; v < 16; ++v) l += o[v] * static_cast<double>(inverted ? 15 - v : v);
     return l;
   }
+  Lin div_cls() const { return sum_cls({DIV, DIVU, REM, REMU}); }
+  // out = enable ? (neg ? -x : x) : 0 as nibble one-hots; x given by 8 nibble one-hots.
+  // -x = ~x + 1: nibble k is (15 - x_k + z_k) mod 16 with z_k = [x_0..x_{k-1} all 0].
+  void negate(const std::function<OH(std::uint32_t)>& src, const Lin& neg, const Lin& enable, const FieldRef& z,
+              const FieldRef& out, std::uint32_t la, std::uint32_t lb) {
+    for (std::uint32_t kk = 1; kk < 8; ++kk) {
+      std::vector<Lin> conds;
+      for (std::uint32_t j = 0; j < kk; ++j) conds.push_back(src(j)[0]);
+      when(L(la), conds, {{z.dim(kk), 1.0}});
+    }
+    for (std::uint32_t kk = 0; kk < 8; ++kk) {
+      const OH x = src(kk);
+      for (unsigned v = 0; v < 16; ++v)
+        if (!is_zero(x[v])) when(L(lb), {x[v], enable, Lin::constant(1) - neg}, {{out.dim(16 * kk + v), 1.0}});
+      const OH zz = kk == 0 ? OH{Lin(), Lin::constant(1)} : OH{Lin::constant(1) - z[kk], z[kk]};
+      table(L(lb), {x, zz}, [&, kk](const std::vector<unsigned>& v) {
+        return SparseVec{{out.dim(16 * kk + ((15 - v[0] + v[1]) & 15)), 1.0}};
+      }, {enable, neg});
+    }
+  }
+  FieldRef NEGA, NEGB, NEGQ, BZ;
+  void divide() {
+    LayerBuilder& l6 = L(6);
+    NEGA = B.field("div_neg_a", 1);
+    NEGB = B.field("div_neg_b", 1);
+    NEGQ = B.field("div_neg_q", 1);
+    BZ = B.field("div_b_zero", 1);
+    const Lin a31 = any_of(nib(R1, 7), [](unsigned j) { return j >= 8; });
+    const Lin b31 = any_of(nib(R2, 7), [](unsigned j) { return j >= 8; });
+    const Lin sdiv = sum_cls({DIV, REM});
+    when(l6, {a31, sdiv}, {{NEGA.dim(), 1.0}});
+    when(l6, {b31, sdiv}, {{NEGB.dim(), 1.0}});
+    {
+      std::vector<Lin> conds;
+      for (std::uint32_t n = 0; n < 8; ++n) conds.push_back(nib(R2, n)[0]);
+      when(l6, conds, {{BZ.dim(), 1.0}});
+    }
+    ZA = B.field("div_zero_prefix_a", 8);
+    ZB = B.field("div_zero_prefix_b", 8);
+    UA = B.field("div_ua", 128);
+    UB = B.field("div_ub", 128);
+    negate([&](std::uint32_t n) { return nib(R1, n); }, NEGA[0], div_cls(), ZA, UA, 6, 7);
+    negate([&](std::uint32_t n) { return nib(R2, n); }, NEGB[0], div_cls(), ZB, UB, 6, 7);
+    // DIV quotient sign: negative when the signs differ and b != 0 (b = 0 gives -1 = all ones).
+    when(L(7), {a31, Lin::constant(1) - b31, Lin::constant(1) - BZ[0], cls(DIV)}, {{NEGQ.dim(), 1.0}});
+    when(L(7), {Lin::constant(1) - a31, b31, Lin::constant(1) - BZ[0], cls(DIV)}, {{NEGQ.dim(), 1.0}});
+    QZ = B.field("div_zero_prefix_q", 8);
+    QN = B.field("div_quotient", 128);
+    negate([&](std::uint32_t n) { return field_oh(TN, 16 * n, 16); }, NEGQ[0], sum_cls({DIV, DIVU}), QZ, QN, 7, 8);
+    // W bytes of DIV / DIVU: the (signed) quotient.
+    for (std::uint32_t i = 0; i < 4; ++i)
+      for (std::uint32_t h = 0; h < 2; ++h) {
+        const OH o = field_oh(QN, 32 * i + 16 * h, 16);
+        for (std::uint32_t v = 0; v < 16; ++v) when(L(9), {o[v], DQW[i]}, {{(h ? NPH : NPL).dim(v), 1.0}});
+      }
+  }
+
+  static constexpr std::uint32_t M0 = 8;  // first layer of the multiplier
   void multiply() {
     R1M = B.field("rs1_for_mul", 128);
     R2M = B.field("rs2_for_mul", 128);
     for (std::uint32_t j = 0; j < 128; ++j) {
-      when(L(6), {R1[j], mul_cls()}, {{R1M.dim(j), 1.0}});
-      when(L(6), {R2[j], mul_cls()}, {{R2M.dim(j), 1.0}});
+      when(L(M0 + 0), {R1[j], mul_cls()}, {{R1M.dim(j), 1.0}});
+      when(L(M0 + 0), {R2[j], mul_cls()}, {{R2M.dim(j), 1.0}});
+      // division: ub x T (trial quotient), or ub x Q on the W steps
+      pass(L(M0 + 0), UB[j], R1M.dim(j));
+      when(L(M0 + 0), {TN[j], div_cls()}, {{R2M.dim(j), 1.0}});
     }
     // L7: nibble columns NC_p (p = 0..15) of the unsigned product, plus the signed corrections
     // -2^32 (a31 b) and -2^32 (b31 a) as + 2^32 (~x + 1) (mod 2^64) for MULH / MULHSU.
     NC = B.field("mul_col", 16);
     for (std::uint32_t n = 0; n < 8; ++n)
       for (std::uint32_t m = 0; m < 8; ++m)
-        table(L(7), {field_oh(R1M, 16 * n, 16), field_oh(R2M, 16 * m, 16)}, [&, n, m](const std::vector<unsigned>& v) {
+        table(L(M0 + 1), {field_oh(R1M, 16 * n, 16), field_oh(R2M, 16 * m, 16)}, [&, n, m](const std::vector<unsigned>& v) {
           const unsigned prod = v[0] * v[1];
           SparseVec out;
           if (prod & 15) out.push_back({NC.dim(n + m), static_cast<double>(prod & 15)});
@@ -757,26 +865,26 @@ class Compiler {
     const Lin b31 = any_of(field_oh(R2M, 112, 16), [](unsigned j) { return j >= 8; });
     const Lin a_signed = sum_cls({MULH, MULHSU}), b_signed = cls(MULH);
     for (std::uint32_t m = 0; m < 8; ++m) {
-      pass(L(7), nib_value(field_oh(R2M, 16 * m, 16), true) + (a31 + a_signed - 1.0) * 15.0 - 15.0, NC.dim(8 + m));
-      pass(L(7), nib_value(field_oh(R1M, 16 * m, 16), true) + (b31 + b_signed - 1.0) * 15.0 - 15.0, NC.dim(8 + m));
+      pass(L(M0 + 1), nib_value(field_oh(R2M, 16 * m, 16), true) + (a31 + a_signed - 1.0) * 15.0 - 15.0, NC.dim(8 + m));
+      pass(L(M0 + 1), nib_value(field_oh(R1M, 16 * m, 16), true) + (b31 + b_signed - 1.0) * 15.0 - 15.0, NC.dim(8 + m));
     }
-    when(L(7), {a31, a_signed}, {{NC.dim(8), 1.0}});
-    when(L(7), {b31, b_signed}, {{NC.dim(8), 1.0}});
+    when(L(M0 + 1), {a31, a_signed}, {{NC.dim(8), 1.0}});
+    when(L(M0 + 1), {b31, b_signed}, {{NC.dim(8), 1.0}});
     // L8, L9: NC_p = D_p + 16 C1_p; NT_p = D_p + C1_{p-1} = E_p + 16 C2_p; NU_p = E_p + C2_{p-1} <= 17.
     C1N = B.field("mul_carry1", 16);
     DN1 = B.field("mul_digit1", 16);
     C2N = B.field("mul_carry2", 16);
     EN = B.field("mul_digit2", 16);
-    for (std::uint32_t p = 0; p < 16; ++p) split16(L(8), NC[p], 17, C1N.dim(p), DN1.dim(p));
-    for (std::uint32_t p = 0; p < 16; ++p) split16(L(9), DN1[p] + (p ? C1N[p - 1] : Lin()), 2, C2N.dim(p), EN.dim(p));
+    for (std::uint32_t p = 0; p < 16; ++p) split16(L(M0 + 2), NC[p], 17, C1N.dim(p), DN1.dim(p));
+    for (std::uint32_t p = 0; p < 16; ++p) split16(L(M0 + 3), DN1[p] + (p ? C1N[p - 1] : Lin()), 2, C2N.dim(p), EN.dim(p));
     auto nu = [&](std::uint32_t p) { return EN[p] + (p ? C2N[p - 1] : Lin()); };
     // L10: generate / propagate; L11: carries in and wraps (lookahead).
     GN = B.field("mul_generate", 16);
     PPN = B.field("mul_propagate", 16);
     for (std::uint32_t p = 0; p < 16; ++p) {
-      threshold(L(10), nu(p), 16, GN.dim(p));
-      threshold(L(10), nu(p), 15, PPN.dim(p));
-      threshold(L(10), nu(p), 16, PPN.dim(p), -1);
+      threshold(L(M0 + 4), nu(p), 16, GN.dim(p));
+      threshold(L(M0 + 4), nu(p), 15, PPN.dim(p));
+      threshold(L(M0 + 4), nu(p), 16, PPN.dim(p), -1);
     }
     CIN_ = B.field("mul_carry_in", 16);
     WRN = B.field("mul_wrap", 16);
@@ -784,27 +892,64 @@ class Compiler {
       for (std::uint32_t q = 0; q < p; ++q) {
         std::vector<Lin> conds = {GN[q]};
         for (std::uint32_t r = q + 1; r < p; ++r) conds.push_back(PPN[r]);
-        when(L(11), conds, {{CIN_.dim(p), 1.0}});
+        when(L(M0 + 5), conds, {{CIN_.dim(p), 1.0}});
         conds.push_back(PPN[p]);
-        when(L(11), conds, {{WRN.dim(p), 1.0}});
+        when(L(M0 + 5), conds, {{WRN.dim(p), 1.0}});
       }
+    // Division: q = [ua >= ub x T]: the product's high word is 0 and its low word <= ua.
+    {
+      LayerBuilder& c1 = L(M0 + 6);
+      LayerBuilder& c2 = L(M0 + 7);
+      LayerBuilder& c3 = L(M0 + 8);
+      DGT = B.field("div_gt", 8);
+      DEQ = B.field("div_eq", 8);
+      DHZ = B.field("div_high_zero", 1);
+      QBIT = B.field("div_qbit", 1);
+      auto f = [&](std::uint32_t p) { return nu(p) + CIN_[p] - GN[p] * 16.0 - WRN[p] * 16.0; };
+      const Lin act = Lin::dim(DQACT.dim());
+      for (std::uint32_t p = 0; p < 8; ++p) {
+        const Lin d = nib_value(field_oh(UA, 16 * p, 16), false) - f(p);
+        threshold_if(c1, d, 1, 15, act, DGT.dim(p));        // ua_p - f_p >= 1
+        threshold_if(c1, d, 0, 15, act, DEQ.dim(p));        // ua_p - f_p >= 0 ...
+        threshold_if(c1, d, 1, 15, act, DEQ.dim(p), -1);    // ... and not >= 1
+      }
+      Lin high;
+      for (std::uint32_t p = 8; p < 16; ++p) high += f(p);
+      pass(c1, act, DHZ.dim());
+      threshold(c1, high, 1, DHZ.dim(), -1);
+      {
+        std::vector<Lin> conds = {DHZ[0]};
+        for (std::uint32_t p = 0; p < 8; ++p) conds.push_back(DEQ[p]);
+        when(c2, conds, {{QBIT.dim(), 1.0}});
+      }
+      for (std::uint32_t p = 0; p < 8; ++p) {
+        std::vector<Lin> conds = {DHZ[0], DGT[p]};
+        for (std::uint32_t m = p + 1; m < 8; ++m) conds.push_back(DEQ[m]);
+        when(c2, conds, {{QBIT.dim(), 1.0}});
+      }
+      // DQ(2 n + q) for the next bit index n
+      for (std::uint32_t n = 0; n < 32; ++n) {
+        when(c3, {DQG[n], QBIT[0]}, {{NPL.dim((2 * n + 1) & 15), 1.0}, {NPH.dim((2 * n + 1) >> 4), 1.0}});
+        when(c3, {DQG[n], Lin::constant(1) - QBIT[0]}, {{NPL.dim((2 * n) & 15), 1.0}, {NPH.dim((2 * n) >> 4), 1.0}});
+      }
+    }
     // L12: the two nibbles W_i shows (+1 offset so that "no multiply" decodes to nothing); L13: one-hots.
     SELN = B.field("mul_nibbles", 2);
     MACT = B.field("mul_active", 1);
     for (std::uint32_t mode = 0; mode < 2; ++mode)
       for (std::uint32_t i = 0; i < 4; ++i) {
         const Lin g = MULW[4 * mode + i];
-        pass(L(12), g, MACT.dim());
+        pass(L(M0 + 6), g, MACT.dim());
         for (std::uint32_t h = 0; h < 2; ++h) {
           const std::uint32_t p = 8 * mode + 2 * i + h;
           const Lin f = nu(p) + CIN_[p] - GN[p] * 16.0 - WRN[p] * 16.0;
-          pass(L(12), f + g * 15.0 - 15.0, SELN.dim(h));
+          pass(L(M0 + 6), f + g * 15.0 - 15.0, SELN.dim(h));
         }
       }
     for (std::uint32_t h = 0; h < 2; ++h) {
       std::vector<SparseVec> tab(17);
       for (std::uint32_t v = 1; v <= 16; ++v) tab[v] = {{(h ? NPH : NPL).dim(v - 1), 1.0}};
-      decode_lookup(L(13), SELN[h] + MACT[0], tab);
+      decode_lookup(L(M0 + 7), SELN[h] + MACT[0], tab);
     }
   }
 
@@ -872,6 +1017,16 @@ class Compiler {
           when(l6, {cls(c), k(kW0 + i - 1)}, {{NK.dim(kW0 + i), 1.0}, {MULW.dim(4 * mode + i), 1.0}});
       }
     }
+    // Division: 32 DQ steps (bit index n = the next one), then W (DIV/DIVU: the quotient).
+    DQG = B.field("div_dq_gate", 32);
+    DQACT = B.field("div_active", 1);
+    DQW = B.field("div_w_gate", 4);
+    for (std::uint32_t n = 0; n < 32; ++n)
+      when(l6, {div_cls(), NEXTI[n]}, {{NK.dim(kDq), 1.0}, {DQG.dim(n), 1.0}, {DQACT.dim(), 1.0}});
+    when(l6, {div_cls(), k(kDq), DQI[0], rdnz}, {{NK.dim(kW0), 1.0}, {DQW.dim(0), 1.0}});
+    when(l6, {div_cls(), k(kDq), DQI[0], rd0}, token_out(kNop, 0));
+    for (std::uint32_t i = 1; i < 4; ++i)
+      when(l6, {div_cls(), k(kW0 + i - 1)}, {{NK.dim(kW0 + i), 1.0}, {DQW.dim(i), 1.0}});
     // Bignum: CF after W3 (or after NOP when rd = 0); xchgc W(old c); accrd W(acc); accclr NOP.
     {
       const Lin done = k(kW0 + 3) + k(kNop);
@@ -1190,6 +1345,7 @@ std::vector<std::string> rv32_coverage() {
       "FENCE: NOP; EBREAK: TRAP(9); illegal words: TRAP(1); fetch outside RAM: TRAP(3)",
       "ECALL: exit -> EXIT(a0 & 0xFF); write with len = 0 -> W(0); bad fd / unknown number -> TRAP(8)",
       "MUL MULH MULHSU MULHU: W0..W3 or NOP",
+      "DIV DIVU REM REMU: the 32 DQ tokens; W of DIV/DIVU (not yet the REM/REMU remainder)",
       "bignum: bn.addc, bn.subb (W, CF), bn.xchgc, bn.accrd, bn.accclr; illegal custom-0 words (not bn.mac)",
   };
 }
