@@ -328,14 +328,22 @@ std::string result_text(const RunResult& r) {
 CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   const Case& c = req.the_case;
   CheckOutcome out;
-  const LoadedChip chip = load_chip_or_built(c.chip_path);
-  if (!c.chip_hash.empty() && c.chip_hash != chip.hash) {
-    throw CheckError("chip " + chip.source + " has hash " + chip.hash + ", the case expects " + c.chip_hash);
+  LoadedChip chip;
+  std::unique_ptr<chip::ChipBackend> owned;
+  chip::ChipBackend* backend = req.backend;
+  if (backend) {
+    chip.source = "backend " + backend->name();
+  } else {
+    chip = load_chip_or_built(c.chip_path);
+    if (!c.chip_hash.empty() && c.chip_hash != chip.hash) {
+      throw CheckError("chip " + chip.source + " has hash " + chip.hash + ", the case expects " + c.chip_hash);
+    }
+    owned = make_backend(c.backend, chip.chip);
+    backend = owned.get();
   }
   out.chip_source = chip.source;
   out.chip_hash = chip.hash;
   Guest guest = c.guest();
-  auto backend = make_backend(c.backend, chip.chip);
 
   Options opt = req.options;
   opt.mode = c.mode;

@@ -115,6 +115,8 @@ struct CheckRequest {
   std::filesystem::path report_dir;       ///< empty: no report
   bool resume = false;                    ///< continue from report_dir/checkpoints
   std::function<void(std::size_t, char)> on_output;  ///< chip stream's OUT bytes
+  /// When set, used instead of loading the case's chip and backend (tests).
+  chip::ChipBackend* backend = nullptr;
 };
 
 /// What a check produced.

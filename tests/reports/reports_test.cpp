@@ -1,0 +1,234 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "lockstep/engine/check.h"
+#include "lockstep/format/elf.h"
+#include "lockstep/reports/report.h"
+#include "scripted_backend.h"
+#include "test_guest.h"
+
+namespace lockstep::reports {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d = fs::path(LOCKSTEP_BINARY_DIR) / "test-tmp" / "reports" / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+std::size_t count(const std::string& s, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = s.find(needle); at != std::string::npos; at = s.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// A summary with two streams, one of which diverged.
+json sample_summary() {
+  json div = {{"step", 1234},
+              {"disassembly", "addi a0, a0, 1"},
+              {"pc_hex", "0x10010"},
+              {"word", "0x00150513"},
+              {"field", "W1"},
+              {"byte_index", 1},
+              {"expected_text", "W1(0x12)"},
+              {"actual_text", "W1(0x13)"},
+              {"expected", 530},
+              {"actual", 531},
+              {"bits_text", "payload bits 0x1 (bit 0)"},
+              {"mode", "free"},
+              {"fault", "single-step"},
+              {"fault_text", "replay <agrees>"},
+              {"attribution", {{"text", "layer 3 (mlp): field next_payload_lo"}}},
+              {"recent", json::array({{{"first_step", 1233}, {"pc_hex", "0x10010"}, {"disassembly", "addi a0, a0, 1"},
+                                       {"token_text", {"W0(0x01)", "W1(0x12)"}}}})}};
+  json run = {{"mode", "free"},
+              {"backend", "cpu"},
+              {"seconds", 2.5},
+              {"steps_per_second", 1000.0},
+              {"throughput", json::array({{0.5, 400}, {1.0, 900}, {2.5, 2500}})},
+              {"streams", json::array({{{"guest", "ok&good"}, {"steps", 1266}, {"end", "exit"}, {"mismatches", 0},
+                                        {"digest", "00000000000000aa"}, {"class_steps", {{"alu", 1000}, {"load", 266}}},
+                                        {"console", "hello <world>\n"}},
+                                       {{"guest", "bad"}, {"steps", 1234}, {"end", "diverged"}, {"mismatches", 1},
+                                        {"digest", "00000000000000bb"}, {"class_steps", {{"alu", 1234}}},
+                                        {"divergence", div}}})}};
+  return {{"status", "mismatch"}, {"command", "run"}, {"steps", 2500}, {"mismatches", 1},
+          {"digest", "0123456789abcdef"}, {"chip", "built"}, {"run", run}};
+}
+
+TEST(JUnit, OneCasePerStreamAndAFailureForTheDivergence) {
+  const std::string x = junit_xml(sample_summary());
+  EXPECT_NE(x.find("<testsuite name=\"lockstep run\" tests=\"2\" failures=\"1\" errors=\"0\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<testcase classname=\"lockstep.run\" name=\"ok&amp;good\""), std::string::npos);
+  EXPECT_NE(x.find("<failure message=\"first divergence at step 1234: addi a0, a0, 1, W1 expected W1(0x12), got W1(0x13)\""),
+            std::string::npos)
+      << x;
+  EXPECT_NE(x.find("replay &lt;agrees&gt;"), std::string::npos);
+  EXPECT_NE(x.find("<property name=\"digest\" value=\"0123456789abcdef\"/>"), std::string::npos);
+  EXPECT_EQ(count(x, "<testcase "), 2u);
+}
+
+TEST(JUnit, ErrorAndInterruptedRuns) {
+  json s = {{"status", "error"}, {"command", "story"}, {"steps", 7}, {"mismatches", 0}, {"error", "boom <1>"}};
+  std::string x = junit_xml(s);
+  EXPECT_NE(x.find("errors=\"1\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<error message=\"boom &lt;1&gt;\""), std::string::npos) << x;
+  s = {{"status", "interrupted"}, {"command", "run"}, {"steps", 70}, {"mismatches", 0},
+       {"run", {{"interrupted", true}, {"streams", json::array({{{"guest", "g"}, {"steps", 70}, {"end", "interrupted"}}})}}}};
+  x = junit_xml(s);
+  EXPECT_NE(x.find("<error message=\"interrupted after 70 steps\""), std::string::npos) << x;
+}
+
+TEST(Html, RendersWithPlotsFromGnuplot) {
+  const fs::path dir = temp_dir("with-gnuplot");
+  unsetenv("LOCKSTEP_GNUPLOT");
+  const ReportFiles f = write_report(dir, sample_summary());
+  if (!f.plot_note.empty() && f.plot_note.find("not found") != std::string::npos) {
+    GTEST_SKIP() << "gnuplot is not installed here: " << f.plot_note;
+  }
+  EXPECT_EQ(f.plot_note, "");
+  ASSERT_EQ(f.plots.size(), 3u);
+  for (const Plot& p : f.plots) EXPECT_NE(p.svg.find("<svg"), std::string::npos) << p.name;
+  const std::string html = slurp(dir / kHtmlFile);
+  EXPECT_EQ(count(html, "<svg"), 3u);
+  EXPECT_NE(html.find("Divergence: bad, step 1234"), std::string::npos);
+  EXPECT_NE(html.find("payload bits 0x1 (bit 0)"), std::string::npos);
+  EXPECT_NE(html.find("layer 3 (mlp): field next_payload_lo"), std::string::npos);
+  EXPECT_NE(html.find("hello &lt;world&gt;"), std::string::npos);
+  EXPECT_EQ(json::parse(slurp(dir / kSummaryFile)), sample_summary());
+  // Throughput data: steps/s between samples.
+  EXPECT_EQ(slurp(dir / "plots" / "throughput.dat"), "0.5 800 400\n1 1000 900\n2.5 1066.67 2500\n");
+  EXPECT_EQ(slurp(dir / "plots" / "classes.dat"), "\"alu\" 2234\n\"load\" 266\n");
+}
+
+TEST(Html, RendersWithoutGnuplotAndSaysSo) {
+  const fs::path dir = temp_dir("without-gnuplot");
+  setenv("LOCKSTEP_GNUPLOT", "none", 1);
+  const ReportFiles f = write_report(dir, sample_summary());
+  unsetenv("LOCKSTEP_GNUPLOT");
+  EXPECT_NE(f.plot_note.find("plots not rendered: gnuplot was not found"), std::string::npos);
+  const std::string html = slurp(dir / kHtmlFile);
+  EXPECT_NE(html.find("plots not rendered"), std::string::npos);
+  EXPECT_EQ(count(html, "<svg"), 0u);
+  EXPECT_NE(html.find("Divergence: bad, step 1234"), std::string::npos);
+}
+
+TEST(Render, AgainFromTheSavedSummary) {
+  const fs::path dir = temp_dir("render");
+  setenv("LOCKSTEP_GNUPLOT", "none", 1);
+  write_report(dir, sample_summary());
+  fs::remove(dir / kHtmlFile);
+  fs::remove(dir / kJUnitFile);
+  const ReportFiles f = render_report(dir);
+  unsetenv("LOCKSTEP_GNUPLOT");
+  EXPECT_TRUE(fs::exists(f.html));
+  EXPECT_EQ(slurp(f.junit), junit_xml(sample_summary()));
+  EXPECT_THROW(render_report(temp_dir("render-empty")), std::runtime_error);
+  std::ofstream(temp_dir("render-bad") / kSummaryFile) << "{not json";
+  EXPECT_THROW(render_report(fs::path(LOCKSTEP_BINARY_DIR) / "test-tmp" / "reports" / "render-bad"),
+               std::runtime_error);
+}
+
+// A check that is interrupted (SIGINT/SIGTERM set the stop flag) or throws
+// still leaves a report saying how far it got.
+class Throwing final : public chip::ChipBackend {
+ public:
+  explicit Throwing(engine::testing::ScriptedBackend& inner, std::uint64_t at) : inner_(inner), at_(at) {}
+  std::string name() const override { return "throwing"; }
+  void load(std::shared_ptr<const chip::Chip> c) override { inner_.load(c); }
+  const chip::Chip& chip() const override { return inner_.chip(); }
+  void set_num_streams(std::size_t n) override { inner_.set_num_streams(n); }
+  std::size_t num_streams() const override { return inner_.num_streams(); }
+  void reset(chip::StreamId s, const chip::GuestImage& g) override { inner_.reset(s, g); }
+  void step_batch(std::span<const chip::StreamId> s, std::span<const chip::Token> in, std::span<chip::Token> out) override {
+    if (inner_.steps(s[0]) + 1 == at_) throw std::runtime_error("executor failed at step " + std::to_string(at_));
+    inner_.step_batch(s, in, out);
+  }
+  std::uint64_t hash(chip::StreamId s) const override { return inner_.hash(s); }
+  std::vector<std::uint8_t> save(chip::StreamId s) const override { return inner_.save(s); }
+  void restore(chip::StreamId s, const std::vector<std::uint8_t>& b) override { inner_.restore(s, b); }
+  std::uint64_t steps(chip::StreamId s) const override { return inner_.steps(s); }
+  void set_probe_recording(bool on) override { inner_.set_probe_recording(on); }
+  std::vector<float> probe(chip::StreamId s, int l, chip::Sublayer a, const std::string& f) const override {
+    return inner_.probe(s, l, a, f);
+  }
+  void set_audit(bool on) override { inner_.set_audit(on); }
+  std::optional<chip::AuditViolation> audit_violation(chip::StreamId s) const override { return inner_.audit_violation(s); }
+
+ private:
+  engine::testing::ScriptedBackend& inner_;
+  std::uint64_t at_;
+};
+
+engine::CheckRequest request_for(const fs::path& elf, const fs::path& dir) {
+  engine::CheckRequest req;
+  req.the_case.guest_path = elf;
+  req.the_case.guest_name = "loop";
+  req.the_case.mode = engine::Mode::kFree;
+  req.the_case.checkpoint_every = 100;
+  req.report_dir = dir;
+  return req;
+}
+
+TEST(CheckReports, InterruptedRunLeavesAReportOfHowFarItGot) {
+  setenv("LOCKSTEP_GNUPLOT", "none", 1);
+  const fs::path dir = temp_dir("interrupted");
+  const auto guest = engine::testing::make_loop_guest(50);
+  format::write_elf_file(dir.parent_path() / "loop50.elf", guest.image);
+  engine::testing::ScriptedBackend be({engine::testing::reference_trace(guest)});
+  std::atomic<bool> stop{false};
+  be.stop_flag = &stop;
+  be.stop_at = 321;
+  engine::CheckRequest req = request_for(dir.parent_path() / "loop50.elf", dir);
+  req.backend = &be;
+  req.options.stop = &stop;
+  std::ostringstream err;
+  const engine::CheckOutcome out = engine::run_check(req, err);
+  unsetenv("LOCKSTEP_GNUPLOT");
+  EXPECT_TRUE(out.result.interrupted);
+  const json s = json::parse(slurp(dir / kSummaryFile));
+  EXPECT_EQ(s["status"], "interrupted");
+  EXPECT_EQ(s["steps"], 321);
+  EXPECT_EQ(s["run"]["streams"][0]["end"], "interrupted");
+  EXPECT_NE(slurp(dir / kJUnitFile).find("interrupted after 321 steps"), std::string::npos);
+  EXPECT_NE(slurp(dir / kHtmlFile).find("stopped after 321 steps"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir / "case.json"));
+  EXPECT_EQ(engine::list_checkpoints(dir / "checkpoints").back(), 321u);
+}
+
+TEST(CheckReports, FailingRunLeavesAnErrorReportAndRethrows) {
+  setenv("LOCKSTEP_GNUPLOT", "none", 1);
+  const fs::path dir = temp_dir("error");
+  const auto guest = engine::testing::make_loop_guest(50);
+  format::write_elf_file(dir.parent_path() / "loop50e.elf", guest.image);
+  engine::testing::ScriptedBackend inner({engine::testing::reference_trace(guest)});
+  Throwing be(inner, 200);
+  engine::CheckRequest req = request_for(dir.parent_path() / "loop50e.elf", dir);
+  req.backend = &be;
+  std::ostringstream err;
+  EXPECT_THROW(engine::run_check(req, err), std::runtime_error);
+  unsetenv("LOCKSTEP_GNUPLOT");
+  const json s = json::parse(slurp(dir / kSummaryFile));
+  EXPECT_EQ(s["status"], "error");
+  EXPECT_EQ(s["error"], "executor failed at step 200");
+  EXPECT_EQ(s["steps"], 199);
+  EXPECT_NE(slurp(dir / kJUnitFile).find("<error message=\"executor failed at step 200\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockstep::reports
