@@ -25,11 +25,13 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "lockstep/format/elf.h"
 #include "lockstep/ref/machine.h"
 #include "quality.h"
 #include "vx.h"
@@ -114,11 +116,20 @@ struct RefRun {
   double seconds;
 };
 
-RefRun run_ref(const std::string& name) {
+// Runs the guest; `tokens`, when given, replaces the image's story token count
+// (`stories_vx_tokens`, a word in read-only RAM data) after loading.
+RefRun run_ref(const std::string& name, std::optional<std::uint32_t> tokens = std::nullopt) {
   RefRun r;
   r.machine = std::make_unique<ref::Machine>();  // large (RAM, vector unit): not on the stack
   ref::Machine& m = *r.machine;
-  m.load_elf_file(image_dir(name) + ".elf");
+  const format::GuestImage image = format::read_elf_file(image_dir(name) + ".elf");
+  m.load(image);
+  if (tokens) {
+    const std::uint32_t addr = image.symbols.at("stories_vx_tokens");
+    const std::uint8_t le[4] = {static_cast<std::uint8_t>(*tokens), static_cast<std::uint8_t>(*tokens >> 8),
+                                static_cast<std::uint8_t>(*tokens >> 16), static_cast<std::uint8_t>(*tokens >> 24)};
+    m.write_memory(addr, le);
+  }
   std::uint64_t index = 0;
   std::uint32_t prev_kind = 0;
   const auto t0 = std::chrono::steady_clock::now();
@@ -147,6 +158,15 @@ RefRun run_ref(const std::string& name) {
   r.out = m.console_out();
   r.err = m.console_err();
   return r;
+}
+
+// The guest's whole expected output for story tokens `tokens` (llama2.c decoding).
+std::string expected_output(const host::Tokenizer& tok, const std::vector<int>& tokens) {
+  std::vector<int> with_bos{kBos};
+  with_bos.insert(with_bos.end(), tokens.begin(), tokens.end());
+  std::string out = tok.decode_all(with_bos) + "\ntokens:";
+  for (int t : tokens) out += " " + std::to_string(t);
+  return out + "\n";
 }
 
 void check_story(const std::string& name, bool real) {
@@ -189,9 +209,7 @@ void check_story(const std::string& name, bool real) {
   std::vector<int> with_bos{kBos};
   with_bos.insert(with_bos.end(), g.tokens.begin(), g.tokens.end());
   const std::string text = lm.tok.decode_all(with_bos);
-  std::string expected = text + "\ntokens:";
-  for (int t : g.tokens) expected += " " + std::to_string(t);
-  expected += "\n";
+  const std::string expected = expected_output(lm.tok, g.tokens);
   if (real) {
     EXPECT_EQ(text.rfind("Once upon a time, there was a little girl named Lily", 0), 0u) << text;
   }
@@ -255,6 +273,50 @@ TEST(StoriesVxOnRef, RealModelMatchesHostGolden) {
     GTEST_SKIP() << "stories260K.bin/tok512.bin not found in " << LOCKSTEP_STORIES_MODELS_DIR
                  << " at configure time: stories_vx.elf was built over the synthetic model";
   check_story("stories_vx", true);
+}
+
+TEST(StoriesVxImage, SectionsAndDataAreTheConvertersFiles) {
+  for (const std::string name : {"stories_vx_synthetic", "stories_vx"}) {
+    const format::GuestImage image = format::read_elf_file(image_dir(name) + ".elf");
+    EXPECT_EQ(image.sections.at(".lockstep.wmem"), read_bytes(image_dir(name) + "/wmem.bin")) << name;
+    EXPECT_EQ(image.sections.at(".lockstep.wscale"), read_bytes(image_dir(name) + "/wscale.bin")) << name;
+    int vector_sections = 0;  // only WMEM and WSCALE are initialised (vector.md §2.1)
+    for (const auto& [section, bytes] : image.sections) vector_sections += section.rfind(".lockstep.", 0) == 0;
+    EXPECT_EQ(vector_sections, 2) << name;
+    auto ram = std::make_unique<ref::Machine>();
+    ram->load(image);
+    const std::uint32_t emb = image.symbols.at("stories_vx_emb"), pieces = image.symbols.at("stories_vx_pieces");
+    EXPECT_EQ(emb % 4, 0u) << name << ": VLD records must be 4-byte aligned";
+    EXPECT_EQ(pieces % 4, 0u) << name;
+    EXPECT_EQ(ram->read_memory(emb, 512 * host::kEmbRecord), read_bytes(image_dir(name) + "/emb.bin")) << name;
+    const auto pb = read_bytes(image_dir(name) + "/pieces.bin");
+    EXPECT_EQ(ram->read_memory(pieces, static_cast<std::uint32_t>(pb.size())), pb) << name;
+    EXPECT_EQ(ram->read_word(image.symbols.at("stories_vx_tokens")), static_cast<std::uint32_t>(kStoryTokens)) << name;
+  }
+}
+
+TEST(StoriesVxOnRef, TokenCountFromTheImage) {
+  // The same ELF with its count word set to 5: the first 5 golden tokens, then exit 0.
+  const VxImage img = read_image("stories_vx_synthetic");
+  const Golden g = run_golden(img, 5);
+  std::ostringstream log;
+  const host::LoadedModel lm = host::load_model(LOCKSTEP_STORIES_MODELS_DIR, true, log);
+  RefRun r = run_ref("stories_vx_synthetic", 5);
+  ASSERT_EQ(r.status, ref::Status::kExited) << "trap " << r.trap_code;
+  EXPECT_EQ(r.exit_status, 0u);
+  EXPECT_EQ(r.out, expected_output(lm.tok, g.tokens));
+  EXPECT_EQ(r.vtok.size(), 5u);
+}
+
+TEST(StoriesVxOnRef, TokenCountOutOfRangeExits2) {
+  for (std::uint32_t n : {0u, 65u}) {
+    RefRun r = run_ref("stories_vx_synthetic", n);
+    ASSERT_EQ(r.status, ref::Status::kExited) << "trap " << r.trap_code;
+    EXPECT_EQ(r.exit_status, 2u);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "stories_vx: story token count out of range (1..64): " + std::to_string(n) + "\n");
+    EXPECT_TRUE(r.vtok.empty());
+  }
 }
 
 }  // namespace
