@@ -78,12 +78,26 @@ GuestImage parse_elf(std::span<const std::uint8_t> file) {
     fail("section name table index " + std::to_string(eh.e_shstrndx) + " out of range");
   }
   // Every section's data must be inside the file, too (checked before libelf sees it).
-  for (unsigned i = 0; i < eh.e_shnum; ++i) {
+  const auto section_header = [&](unsigned i) {
     Elf32_Shdr sh;
     std::memcpy(&sh, file.data() + eh.e_shoff + std::uint64_t{i} * sizeof sh, sizeof sh);
+    return sh;
+  };
+  // The section's name when the name table is readable (for messages only).
+  const auto section_label = [&](unsigned i, const Elf32_Shdr& sh) {
+    std::string label = "section " + std::to_string(i);
+    if (eh.e_shstrndx == SHN_UNDEF || eh.e_shstrndx >= eh.e_shnum) return label;
+    const Elf32_Shdr names = section_header(eh.e_shstrndx);
+    if (!inside(names.sh_offset, names.sh_size, size) || sh.sh_name >= names.sh_size) return label;
+    const char* p = reinterpret_cast<const char*>(file.data()) + names.sh_offset + sh.sh_name;
+    const std::size_t n = strnlen(p, names.sh_size - sh.sh_name);
+    return n > 0 && n < names.sh_size - sh.sh_name ? label + " (" + std::string(p, n) + ")" : label;
+  };
+  for (unsigned i = 0; i < eh.e_shnum; ++i) {
+    const Elf32_Shdr sh = section_header(i);
     if (sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL && !inside(sh.sh_offset, sh.sh_size, size)) {
-      fail("section " + std::to_string(i) + " data outside the file (offset " + hex(sh.sh_offset) +
-           ", size " + hex(sh.sh_size) + ", file size " + std::to_string(size) + ")");
+      fail(section_label(i, sh) + " data outside the file (offset " + hex(sh.sh_offset) + ", size " +
+           hex(sh.sh_size) + ", file size " + std::to_string(size) + ")");
     }
   }
 

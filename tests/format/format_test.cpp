@@ -122,6 +122,15 @@ TEST(Elf, RejectsNoLoadSegment) {
       },
       "no PT_LOAD segment");
 }
+TEST(Elf, RejectsSectionDataOutsideFileNamingTheSection) {
+  expect_rejected(
+      [](auto& b) {
+        // Section 3 is .vec_weights (sections: null, .text, .data, .vec_weights, ...).
+        auto* sh = reinterpret_cast<Elf32_Shdr*>(b.data() + ehdr(b)->e_shoff + 3 * sizeof(Elf32_Shdr));
+        sh->sh_size = 0x100000;
+      },
+      "section 3 (.vec_weights) data outside the file");
+}
 TEST(Elf, ReadFileNamesMissingPath) {
   try {
     lf::read_elf_file("/nonexistent/x.elf");

@@ -199,6 +199,9 @@ class Machine {
   // Token buffer: [head_, tail_) are produced but undelivered (pending).
   std::vector<std::uint32_t> buf_;
   std::size_t head_ = 0, tail_ = 0;
+  /// Write position in buf_ while an instruction executes; re-derived from
+  /// buf_ at every entry point (run, step, next_token), so copies of a
+  /// Machine never use another machine's buffer.
   std::uint32_t* tok_ = nullptr;
 };
 
