@@ -141,6 +141,25 @@ TEST(Rv32Directed, Multiply) {
   run(r_type(1, 12, 11, 0, 0, 0x33), {{11, 3}, {12, 5}}, {T(NOP, 0)}, "mul x0");
 }
 
+// trace.md section 4.4: 32 DQ tokens (quotient bits of |a| / |b|, restoring division), then W.
+std::vector<Token> dq(std::uint32_t q) {
+  std::vector<Token> t;
+  for (int i = 31; i >= 0; --i) t.push_back(T(14, 2 * static_cast<std::uint32_t>(i) + ((q >> i) & 1)));
+  return t;
+}
+TEST(Rv32Directed, Divide) {
+  run(r_type(1, 12, 11, 5, 10, 0x33), {{11, 100}, {12, 7}}, cat(dq(14), W(14)), "divu 100 / 7");
+  run(r_type(1, 12, 11, 7, 10, 0x33), {{11, 100}, {12, 7}}, cat(dq(14), W(2)), "remu 100 % 7");
+  // rem -7 % 2: |a| / |b| = 7 / 2 -> q = 3; remainder -1 (sign of the dividend)
+  run(r_type(1, 12, 11, 6, 10, 0x33), {{11, 0xFFFFFFF9}, {12, 2}}, cat(dq(3), W(0xFFFFFFFF)), "rem -7 % 2");
+  // div 7 / -2 = -3
+  run(r_type(1, 12, 11, 4, 10, 0x33), {{11, 7}, {12, 0xFFFFFFFE}}, cat(dq(3), W(0xFFFFFFFD)), "div 7 / -2");
+  // divu by zero: every bit 1, W(2^32 - 1); rem by zero: a
+  run(r_type(1, 12, 11, 5, 10, 0x33), {{11, 5}}, cat(dq(0xFFFFFFFF), W(0xFFFFFFFF)), "divu by 0");
+  run(r_type(1, 12, 11, 6, 10, 0x33), {{11, 0x80000005}}, cat(dq(0xFFFFFFFF), W(0x80000005)), "rem by 0");
+  run(r_type(1, 12, 11, 6, 0, 0x33), {{11, 9}, {12, 4}}, cat(dq(2), {T(NOP, 0)}), "rem x0");
+}
+
 // bignum.md section 4 worked examples (tokens: trace.md section 4.6).
 TEST(Rv32Directed, BignumWorkedExamples) {
   enum : std::uint32_t { CF = 15 };

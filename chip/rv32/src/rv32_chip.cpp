@@ -194,7 +194,7 @@ const std::vector<AluUse>& alu_uses() {
 }
 
 constexpr std::uint32_t kWords = kRamSize / 4;  // 2^18 RAM words
-constexpr std::uint32_t kNumLayers = 17;
+constexpr std::uint32_t kNumLayers = 19;
 
 class Compiler {
  public:
@@ -801,7 +801,7 @@ class Compiler {
       }, {enable, neg});
     }
   }
-  FieldRef NEGA, NEGB, NEGQ, BZ;
+  FieldRef NEGA, NEGB, NEGQ, BZ, RW, RG, RP, RBI, RWR, RZ, RSEL, RACT;
   void divide() {
     LayerBuilder& l6 = L(6);
     NEGA = B.field("div_neg_a", 1);
@@ -933,6 +933,63 @@ class Compiler {
         when(c3, {DQG[n], Lin::constant(1) - QBIT[0]}, {{NPL.dim((2 * n) & 15), 1.0}, {NPH.dim((2 * n) >> 4), 1.0}});
       }
     }
+    // REM/REMU: r = ua - ub x Q (the multiplier's low word on the W steps), borrow lookahead,
+    // negated for REM with a negative dividend; then the two nibbles of byte i.
+    {
+      LayerBuilder& r1 = L(M0 + 6);
+      LayerBuilder& r2 = L(M0 + 7);
+      LayerBuilder& r3 = L(M0 + 8);
+      LayerBuilder& r4 = L(M0 + 9);
+      LayerBuilder& r5 = L(M0 + 10);
+      auto f = [&](std::uint32_t p) { return nu(p) + CIN_[p] - GN[p] * 16.0 - WRN[p] * 16.0; };
+      Lin ract;
+      for (std::uint32_t i = 0; i < 4; ++i) ract += RW[i];
+      RG = B.field("rem_borrow_gen", 8);
+      RP = B.field("rem_borrow_prop", 8);
+      auto d = [&](std::uint32_t p) { return nib_value(field_oh(UA, 16 * p, 16), false) - f(p); };
+      for (std::uint32_t p = 0; p < 8; ++p) {
+        threshold_if(r1, Lin() - d(p), 1, 15, ract, RG.dim(p));      // d <= -1
+        threshold_if(r1, d(p), 0, 15, ract, RP.dim(p));               // d == 0
+        threshold_if(r1, d(p), 1, 15, ract, RP.dim(p), -1);
+      }
+      RBI = B.field("rem_borrow_in", 8);
+      RWR = B.field("rem_wrap", 8);
+      for (std::uint32_t p = 0; p < 8; ++p)
+        for (std::uint32_t q = 0; q < p; ++q) {
+          std::vector<Lin> conds = {RG[q]};
+          for (std::uint32_t m = q + 1; m < p; ++m) conds.push_back(RP[m]);
+          when(r2, conds, {{RBI.dim(p), 1.0}});
+          conds.push_back(RP[p]);
+          when(r2, conds, {{RWR.dim(p), 1.0}});
+        }
+      // r_p = d_p - b_p + 16 (g_p + wrap_p), in [0, 15]
+      auto rn = [&](std::uint32_t p) { return d(p) - RBI[p] + (RG[p] + RWR[p]) * 16.0; };
+      // z_k = [r_0 .. r_{k-1} all 0] (k = 0..8), active only with ract
+      RZ = B.field("rem_zero_prefix", 9);
+      for (std::uint32_t kk = 0; kk <= 8; ++kk) {
+        Lin sum;
+        for (std::uint32_t j = 0; j < kk; ++j) sum += rn(j);
+        pass(r3, ract, RZ.dim(kk));
+        if (kk > 0) threshold_if(r3, sum, 1, 120, ract, RZ.dim(kk), -1);  // |r_j| <= 15 even when idle
+      }
+      RSEL = B.field("rem_nibbles", 2);
+      RACT = B.field("rem_active", 1);
+      const Lin nega = NEGA[0];
+      for (std::uint32_t i = 0; i < 4; ++i) {
+        pass(r4, RW[i], RACT.dim());
+        for (std::uint32_t h = 0; h < 2; ++h) {
+          const std::uint32_t p = 2 * i + h;
+          const Lin neg = Lin::constant(15) - rn(p) + RZ[p] - RZ[p + 1] * 16.0;  // nibble p of -r
+          pass(r4, neg + (RW[i] + nega - 2.0) * 32.0, RSEL.dim(h));   // idle: neg <= 30 < 32
+          pass(r4, rn(p) + (RW[i] - nega - 1.0) * 32.0, RSEL.dim(h));
+        }
+      }
+      for (std::uint32_t h = 0; h < 2; ++h) {
+        std::vector<SparseVec> tab(17);
+        for (std::uint32_t v = 1; v <= 16; ++v) tab[v] = {{(h ? NPH : NPL).dim(v - 1), 1.0}};
+        decode_lookup(r5, RSEL[h] + RACT[0], tab);
+      }
+    }
     // L12: the two nibbles W_i shows (+1 offset so that "no multiply" decodes to nothing); L13: one-hots.
     SELN = B.field("mul_nibbles", 2);
     MACT = B.field("mul_active", 1);
@@ -1023,10 +1080,15 @@ class Compiler {
     DQW = B.field("div_w_gate", 4);
     for (std::uint32_t n = 0; n < 32; ++n)
       when(l6, {div_cls(), NEXTI[n]}, {{NK.dim(kDq), 1.0}, {DQG.dim(n), 1.0}, {DQACT.dim(), 1.0}});
-    when(l6, {div_cls(), k(kDq), DQI[0], rdnz}, {{NK.dim(kW0), 1.0}, {DQW.dim(0), 1.0}});
+    RW = B.field("rem_w_gate", 4);
+    const Lin quo = sum_cls({DIV, DIVU}), rem = sum_cls({REM, REMU});
+    when(l6, {quo, k(kDq), DQI[0], rdnz}, {{NK.dim(kW0), 1.0}, {DQW.dim(0), 1.0}});
+    when(l6, {rem, k(kDq), DQI[0], rdnz}, {{NK.dim(kW0), 1.0}, {RW.dim(0), 1.0}});
     when(l6, {div_cls(), k(kDq), DQI[0], rd0}, token_out(kNop, 0));
-    for (std::uint32_t i = 1; i < 4; ++i)
-      when(l6, {div_cls(), k(kW0 + i - 1)}, {{NK.dim(kW0 + i), 1.0}, {DQW.dim(i), 1.0}});
+    for (std::uint32_t i = 1; i < 4; ++i) {
+      when(l6, {quo, k(kW0 + i - 1)}, {{NK.dim(kW0 + i), 1.0}, {DQW.dim(i), 1.0}});
+      when(l6, {rem, k(kW0 + i - 1)}, {{NK.dim(kW0 + i), 1.0}, {RW.dim(i), 1.0}});
+    }
     // Bignum: CF after W3 (or after NOP when rd = 0); xchgc W(old c); accrd W(acc); accclr NOP.
     {
       const Lin done = k(kW0 + 3) + k(kNop);
@@ -1345,7 +1407,7 @@ std::vector<std::string> rv32_coverage() {
       "FENCE: NOP; EBREAK: TRAP(9); illegal words: TRAP(1); fetch outside RAM: TRAP(3)",
       "ECALL: exit -> EXIT(a0 & 0xFF); write with len = 0 -> W(0); bad fd / unknown number -> TRAP(8)",
       "MUL MULH MULHSU MULHU: W0..W3 or NOP",
-      "DIV DIVU REM REMU: the 32 DQ tokens; W of DIV/DIVU (not yet the REM/REMU remainder)",
+      "DIV DIVU REM REMU: the 32 DQ tokens, then W (quotient / remainder with the spec's special cases)",
       "bignum: bn.addc, bn.subb (W, CF), bn.xchgc, bn.accrd, bn.accclr; illegal custom-0 words (not bn.mac)",
   };
 }
