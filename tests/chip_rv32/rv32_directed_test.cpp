@@ -175,6 +175,15 @@ TEST(Rv32Directed, BignumWorkedExamples) {
   test::expect_trace(img(bn(1, 0, 11, 12), {{11, 5}, {12, 5}}, 1, {}), {T(NOP, 0), T(CF, 1)}, "subb x0 c=1 5-5 borrows");
   test::expect_trace(img(bn(2, 10, 11, 0), {{11, 2}}, 1, {}), cat(W(1), {T(CF, 0)}), "xchgc c=1 a=2");
   test::expect_trace(img(bn(4, 10, 0, 0), {}, 0, {3, 0, 0, 0, 2, 0, 0, 0, 1}), W(3), "accrd");
+  auto ac = [](std::vector<std::uint8_t> bytes) {
+    std::vector<Token> t;
+    for (std::uint32_t i = 0; i < 12; ++i) t.push_back(T(16 + i, bytes[i]));
+    return t;
+  };
+  test::expect_trace(img(bn(3, 0, 11, 12), {{11, 0xFFFFFFFF}, {12, 0xFFFFFFFF}}, 0, {}),
+                     ac({0x01, 0, 0, 0, 0xFE, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0}), "mac max*max");
+  test::expect_trace(img(bn(3, 0, 11, 12), {{11, 1}, {12, 1}}, 0, std::vector<std::uint8_t>(12, 0xFF)),
+                     ac(std::vector<std::uint8_t>(12, 0)), "mac wraps 2^96");
   test::expect_trace(img(bn(5, 0, 0, 0), {}, 1, {5}), {T(NOP, 0)}, "accclr");
 }
 

@@ -764,7 +764,7 @@ class Compiler {
 
   // MUL, MULH, MULHSU, MULHU: the 64-bit product as 16 nibble columns (nibble-product tables),
   // two carry-save splits, a carry-lookahead, then the nibbles of the byte W_i shows.
-  Lin mul_cls() const { return sum_cls({MUL, MULH, MULHSU, MULHU}); }
+  Lin mul_cls() const { return sum_cls({MUL, MULH, MULHSU, MULHU, BN_MAC}); }
   void split16(LayerBuilder& l, const Lin& x, std::uint32_t max_carry, std::uint32_t carry, std::uint32_t digit) {
     pass(l, x, digit);
     for (std::uint32_t j = 1; j <= max_carry; ++j) {
@@ -801,7 +801,7 @@ class Compiler {
       }, {enable, neg});
     }
   }
-  FieldRef NEGA, NEGB, NEGQ, BZ, RW, RG, RP, RBI, RWR, RZ, RSEL, RACT;
+  FieldRef NEGA, NEGB, NEGQ, BZ, RW, RG, RP, RBI, RWR, RZ, RSEL, RACT, MACG, MSUM, MPREV, MC, MLO, MACT2;
   void divide() {
     LayerBuilder& l6 = L(6);
     NEGA = B.field("div_neg_a", 1);
@@ -990,6 +990,47 @@ class Compiler {
         decode_lookup(r5, RSEL[h] + RACT[0], tab);
       }
     }
+    // bn.mac: AC_i = byte i of acc + a x b (mod 2^96); carry into byte i from the consumed AC_{i-1}.
+    {
+      LayerBuilder& m1 = L(M0 + 6);
+      LayerBuilder& m2 = L(M0 + 7);
+      LayerBuilder& m3 = L(M0 + 8);
+      LayerBuilder& m4 = L(M0 + 9);
+      auto f = [&](std::uint32_t p) { return nu(p) + CIN_[p] - GN[p] * 16.0 - WRN[p] * 16.0; };
+      auto byte_sum = [&](std::uint32_t i) {  // acc_i + P_i (P_i = 0 for i >= 8)
+        Lin v = byte_value(field_oh(ACN, 32 * i, 16), field_oh(ACN, 32 * i + 16, 16));
+        if (i < 8) v += f(2 * i) + f(2 * i + 1) * 16.0;
+        return v;
+      };
+      MSUM = B.field("mac_sum", 1);
+      MPREV = B.field("mac_prev", 1);
+      MACT2 = B.field("mac_active", 1);
+      for (std::uint32_t i = 0; i < 12; ++i) {
+        pass(m1, byte_sum(i) + MACG[i] * 510.0 - 510.0, MSUM.dim());
+        if (i > 0) pass(m1, byte_sum(i - 1) + MACG[i] * 510.0 - 510.0, MPREV.dim());
+        pass(m1, MACG[i], MACT2.dim());
+      }
+      MC = B.field("mac_carry", 1);
+      threshold(m2, MPREV[0] - PS[0], 1, MC.dim());
+      // y = sum + carry in [0, 511]: high nibble one-hot of y mod 256, low nibble (+1) scalar
+      MLO = B.field("mac_lo", 1);
+      const Lin y = MSUM[0] + MC[0];
+      pass(m3, MACT2[0], NPH.dim(0));
+      pass(m3, y, MLO.dim());
+      pass(m3, MACT2[0], MLO.dim());
+      for (std::uint32_t j = 1; j < 32; ++j) {
+        const std::uint32_t u1 = m3.relu_unit(y - (16.0 * j - 1));
+        const std::uint32_t u2 = m3.relu_unit(y - 16.0 * j);
+        for (auto [u, sgn] : {std::pair{u1, 1.0}, std::pair{u2, -1.0}}) {
+          m3.unit_out(u, NPH.dim(j % 16), sgn);
+          m3.unit_out(u, NPH.dim((j - 1) % 16), -sgn);
+          m3.unit_out(u, MLO.dim(), -16 * sgn);
+        }
+      }
+      std::vector<SparseVec> tab(17);
+      for (std::uint32_t v = 1; v <= 16; ++v) tab[v] = {{NPL.dim(v - 1), 1.0}};
+      decode_lookup(m4, MLO[0], tab);
+    }
     // L12: the two nibbles W_i shows (+1 offset so that "no multiply" decodes to nothing); L13: one-hots.
     SELN = B.field("mul_nibbles", 2);
     MACT = B.field("mul_active", 1);
@@ -1074,6 +1115,10 @@ class Compiler {
           when(l6, {cls(c), k(kW0 + i - 1)}, {{NK.dim(kW0 + i), 1.0}, {MULW.dim(4 * mode + i), 1.0}});
       }
     }
+    MACG = B.field("mac_gate", 12);
+    when(l6, {cls(BN_MAC), start}, {{NK.dim(kAc0), 1.0}, {MACG.dim(0), 1.0}});
+    for (std::uint32_t i = 1; i < 12; ++i)
+      when(l6, {cls(BN_MAC), k(kAc0 + i - 1)}, {{NK.dim(kAc0 + i), 1.0}, {MACG.dim(i), 1.0}});
     // Division: 32 DQ steps (bit index n = the next one), then W (DIV/DIVU: the quotient).
     DQG = B.field("div_dq_gate", 32);
     DQACT = B.field("div_active", 1);
@@ -1408,7 +1453,7 @@ std::vector<std::string> rv32_coverage() {
       "ECALL: exit -> EXIT(a0 & 0xFF); write with len = 0 -> W(0); bad fd / unknown number -> TRAP(8)",
       "MUL MULH MULHSU MULHU: W0..W3 or NOP",
       "DIV DIVU REM REMU: the 32 DQ tokens, then W (quotient / remainder with the spec's special cases)",
-      "bignum: bn.addc, bn.subb (W, CF), bn.xchgc, bn.accrd, bn.accclr; illegal custom-0 words (not bn.mac)",
+      "bignum: bn.addc, bn.subb (W, CF), bn.xchgc, bn.mac (AC0..AC11), bn.accrd, bn.accclr; illegal custom-0 words",
   };
 }
 
