@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include "bignum_expected.h"
@@ -59,6 +60,9 @@ struct BignumCase {
   const char* guest;
   std::string (*expected)();
 };
+
+/// Test names carry the guest name, not the struct's bytes (ctest names must be stable).
+void PrintTo(const BignumCase& c, std::ostream* os) { *os << c.guest; }
 
 class BignumOnRef : public ::testing::TestWithParam<BignumCase> {};
 

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <sstream>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct StoriesCase {
   const char* name;  ///< guest / image name
   bool real;
 };
+
+/// Test names carry the guest name, not the struct's bytes (ctest names must be stable).
+void PrintTo(const StoriesCase& c, std::ostream* os) { *os << c.name; }
 
 class StoriesC : public ::testing::TestWithParam<StoriesCase> {
  protected:
