@@ -218,6 +218,8 @@ class Compiler {
     layer8();
     shift_tables();
     layer9_10();
+    write_buffer_check();
+    when(L(9), {cls(ECALL), k(kCtrl), EQ64[0], FDOK[0], Lin::constant(1) - LEN0[0], WBAD[0]}, token_out(kTrap, 5));
     divide();
     multiply();
     emission();
@@ -781,6 +783,30 @@ class Compiler {
     for (unsigned v = 0; v < 16; ++v) l += o[v] * static_cast<double>(inverted ? 15 - v : v);
     return l;
   }
+  // ECALL write buffer check (isa.md section 5): [a1, a1 + len) inside RAM, as a 33-bit sum of
+  // 16-bit halves (every value < 2^18).
+  void write_buffer_check() {
+    auto half = [&](const FieldRef& f, std::uint32_t b) {
+      return byte_value(nib(f, 2 * b), nib(f, 2 * b + 1)) + byte_value(nib(f, 2 * b + 2), nib(f, 2 * b + 3)) * 256.0;
+    };
+    const Lin alo = half(RA1, 0), ahi = half(RA1, 1), llo = half(RA2, 0), lhi = half(RA2, 1);
+    WK = B.field("wbuf_carry", 1);
+    threshold(L(6), alo + llo, 65536, WK.dim());
+    WSH = B.field("wbuf_checks", 4);  // [s_hi <= 16], [s_hi >= 17], [s_hi >= 18], [s_lo' >= 1]
+    const Lin shi = ahi + lhi + WK[0];
+    pass(L(7), cls(ECALL), WSH.dim(0));
+    threshold(L(7), shi, 17, WSH.dim(0), -1);
+    threshold(L(7), shi, 17, WSH.dim(1));
+    threshold(L(7), shi, 18, WSH.dim(2));
+    threshold(L(7), alo + llo - WK[0] * 65536.0, 1, WSH.dim(3));
+    WOK = B.field("wbuf_ok", 1);
+    WBAD = B.field("wbuf_bad", 1);
+    // ok = a1 >= 0x10000 and (s_hi <= 16 or (s_hi == 17 and s_lo' == 0))
+    threshold(L(7), ahi, 1, WOK.dim());  // a1 >= 0x10000
+    when(L(8), {WOK[0], WSH[0]}, {{WBAD.dim(), -1.0}});
+    when(L(8), {WOK[0], WSH[1] - WSH[2], Lin::constant(1) - WSH[3]}, {{WBAD.dim(), -1.0}});
+    pass(L(8), cls(ECALL), WBAD.dim());
+  }
   Lin div_cls() const { return sum_cls({DIV, DIVU, REM, REMU}); }
   // out = enable ? (neg ? -x : x) : 0 as nibble one-hots; x given by 8 nibble one-hots.
   // -x = ~x + 1: nibble k is (15 - x_k + z_k) mod 16 with z_k = [x_0..x_{k-1} all 0].
@@ -801,6 +827,7 @@ class Compiler {
       }, {enable, neg});
     }
   }
+  FieldRef WK, WSH, WOK, WBAD;
   FieldRef NEGA, NEGB, NEGQ, BZ, RW, RG, RP, RBI, RWR, RZ, RSEL, RACT, MACG, MSUM, MPREV, MC, MLO, MACT2;
   void divide() {
     LayerBuilder& l6 = L(6);
@@ -1428,7 +1455,9 @@ class Compiler {
       for (const char* a : {"mem.k", "mem.q", "mem.beta"}) B.bound(a, l, 1);
       for (const char* a : {"mem.v", "mem.state", "mem.o"}) B.bound(a, l, 255);
       B.bound("mem.resid", l, 255);
-      for (const char* a : {"mlp.pre", "mlp.u", "mlp.hidden"}) B.bound(a, l, 1024);
+      // layers 6-7 hold the ECALL buffer check's 16-bit half sums (< 2^18)
+      const double pre = (l == 6 || l == 7) ? 262144 : 1024;
+      for (const char* a : {"mlp.pre", "mlp.u", "mlp.hidden"}) B.bound(a, l, pre);
       B.bound("mlp.resid", l, 1024);
     }
   }
@@ -1450,7 +1479,7 @@ std::vector<std::string> rv32_coverage() {
       "LB LH LW LBU LHU: A0..A3, TRAP(4)/TRAP(5), W0..W3 or NOP",
       "SB SH SW: A0..A3, TRAP(6)/TRAP(7), S0..S(n-1)",
       "FENCE: NOP; EBREAK: TRAP(9); illegal words: TRAP(1); fetch outside RAM: TRAP(3)",
-      "ECALL: exit -> EXIT(a0 & 0xFF); write with len = 0 -> W(0); bad fd / unknown number -> TRAP(8)",
+      "ECALL: exit -> EXIT(a0 & 0xFF); write with len = 0 -> W(0); bad fd / unknown number -> TRAP(8); bad buffer -> TRAP(5)",
       "MUL MULH MULHSU MULHU: W0..W3 or NOP",
       "DIV DIVU REM REMU: the 32 DQ tokens, then W (quotient / remainder with the spec's special cases)",
       "bignum: bn.addc, bn.subb (W, CF), bn.xchgc, bn.mac (AC0..AC11), bn.accrd, bn.accclr; illegal custom-0 words",
