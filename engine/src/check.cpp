@@ -351,6 +351,9 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   opt.compare = c.compare;
   opt.max_steps = c.steps;
   opt.checkpoint_every = c.checkpoint_every;
+  // The replay after a divergence starts from the last snapshot: keep them at
+  // least as often as the checkpoints.
+  if (opt.checkpoint_every > 0 && opt.checkpoint_every < opt.snapshot_every) opt.snapshot_every = opt.checkpoint_every;
   if (!req.report_dir.empty()) {
     opt.checkpoint_dir = req.report_dir / "checkpoints";
     if (opt.compare == Compare::kEveryStep && opt.keep_checkpoints == 0) opt.keep_checkpoints = 3;

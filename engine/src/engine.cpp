@@ -331,6 +331,7 @@ struct Lane {
   TraceDigest ref_digest, chip_digest;
   std::uint64_t mismatches = 0;
   std::map<std::string, std::uint64_t> class_steps;
+  std::uint64_t* class_counter = nullptr;  // &class_steps[current_class], set lazily
   std::vector<HashRecord> hashes;
   std::optional<Divergence> divergence;
   std::vector<std::uint8_t> snapshot;  // serialised lane at snapshot_step
@@ -361,6 +362,7 @@ std::optional<std::uint32_t> next_ref(Lane& L, std::size_t history) {
     L.current.word = word;
     L.current.tokens.assign(toks.begin(), toks.end());
     L.current_class = std::string(instruction_class(word));
+    L.class_counter = nullptr;
     L.queue.assign(toks.begin(), toks.end());
     L.qpos = 0;
   }
@@ -442,6 +444,7 @@ void restore_lane(Lane& L, chip::ChipBackend& be, std::span<const std::uint8_t> 
   L.chip_digest.restore(r.blob());
   L.mismatches = r.u64();
   L.class_steps = json::parse(r.str()).get<std::map<std::string, std::uint64_t>>();
+  L.class_counter = nullptr;
   L.hashes.clear();
   const std::uint64_t nhash = r.u64();
   if (nhash > (1ull << 32)) throw std::runtime_error("checkpoint: bad hash log");
@@ -825,7 +828,8 @@ struct Engine::Impl {
         ++L.steps;
         L.ref_digest.update(e);
         L.chip_digest.update(a);
-        ++L.class_steps[L.current_class];
+        if (!L.class_counter) L.class_counter = &L.class_steps[L.current_class];
+        ++*L.class_counter;
         if (compare == Compare::kEveryStep && e != a) {
           diverge(L, in[i], e, a);
           continue;
@@ -1023,6 +1027,7 @@ struct Engine::Impl {
       R.ref_digest = TraceDigest();
       R.chip_digest = TraceDigest();
       R.class_steps.clear();
+      R.class_counter = nullptr;
       R.hashes.clear();
       R.mismatches = 0;
       R.divergence.reset();
