@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -97,12 +98,17 @@ void run_ref(const RefOptions& opt, Context& ctx) {
     throw InputError(std::string(e.what()) + " (" + std::filesystem::path(opt.program).filename().string() + ")");
   }
 
-  std::vector<std::uint32_t> tokens;
+  std::unique_ptr<format::TraceFileWriter> trace;
   ref::RunResult r;
-  if (opt.trace.empty()) {
-    r = m.run(opt.max_steps);
-  } else {
-    r = m.run(opt.max_steps, [&](std::span<const std::uint32_t> t) { tokens.insert(tokens.end(), t.begin(), t.end()); });
+  try {
+    if (opt.trace.empty()) {
+      r = m.run(opt.max_steps);
+    } else {
+      trace = std::make_unique<format::TraceFileWriter>(opt.trace);  // streamed: constant memory
+      r = m.run(opt.max_steps, [&](std::span<const std::uint32_t> t) { trace->append(t); });
+    }
+  } catch (const format::FormatError& e) {
+    throw InputError(e.what());
   }
   const char* end = r.stop == ref::Stop::kExit ? "exit" : r.stop == ref::Stop::kTrap ? "trap" : "step_limit";
 
@@ -126,7 +132,7 @@ void run_ref(const RefOptions& opt, Context& ctx) {
     if (r.stop == ref::Stop::kExit) header["exit_status"] = m.exit_status();
     if (r.stop == ref::Stop::kTrap) header["trap_code"] = m.trap_code();
     try {
-      format::write_trace_file(opt.trace, header, tokens);
+      trace->finish(header);
     } catch (const format::FormatError& e) {
       throw InputError(e.what());
     }

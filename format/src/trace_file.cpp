@@ -73,6 +73,31 @@ void write_trace_file(const std::filesystem::path& path, nlohmann::json header,
   if (!out) fail("cannot write " + path.string());
 }
 
+TraceFileWriter::TraceFileWriter(const std::filesystem::path& path, std::uint32_t header_reserve)
+    : path_(path), out_(path, std::ios::binary | std::ios::trunc), reserve_(header_reserve) {
+  std::vector<std::uint8_t> head(kTraceMagic, kTraceMagic + 8);
+  put_u32(head, reserve_);
+  head.resize(12 + reserve_, ' ');
+  out_.write(reinterpret_cast<const char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  if (!out_) fail("cannot write " + path.string());
+}
+
+void TraceFileWriter::append(std::span<const std::uint32_t> tokens) {
+  out_.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(4 * tokens.size()));
+  if (!out_) fail("cannot write " + path_.string());
+  steps_ += tokens.size();
+}
+
+void TraceFileWriter::finish(nlohmann::json header) {
+  header["steps"] = steps_;
+  const std::string text = header.dump();
+  if (text.size() > reserve_) fail("header of " + std::to_string(text.size()) + " bytes exceeds the reserved " + std::to_string(reserve_));
+  out_.seekp(12);
+  out_.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out_.close();
+  if (!out_) fail("cannot write " + path_.string());
+}
+
 TraceFile read_trace_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open " + path.string());

@@ -188,6 +188,22 @@ TEST(TraceFile, RoundTrip) {
   EXPECT_EQ(bytes.size(), 12u + hl + 4 * toks.size());
 }
 
+TEST(TraceFile, StreamingWriterMatchesTheFormat) {
+  const auto path = std::filesystem::path(::testing::TempDir()) / "lockstep_stream.trace";
+  {
+    lf::TraceFileWriter w(path, 256);
+    const std::vector<std::uint32_t> a = {511, 767}, b = {1023};
+    w.append(a);
+    w.append(b);
+    w.finish({{"trace_version", "trace-v1"}, {"end", "step_limit"}});
+  }
+  const auto tf = lf::read_trace_file(path);
+  EXPECT_EQ(tf.tokens, (std::vector<std::uint32_t>{511, 767, 1023}));
+  EXPECT_EQ(tf.header["steps"], 3);
+  EXPECT_EQ(tf.header["end"], "step_limit");
+  std::filesystem::remove(path);
+}
+
 TEST(TraceFile, Errors) {
   const std::vector<std::uint32_t> toks = {511, 767};
   const auto good = lf::encode_trace_file({{"trace_version", "trace-v1"}}, toks);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <span>
 #include <vector>
 
@@ -41,5 +42,28 @@ void write_trace_file(const std::filesystem::path& path, nlohmann::json header,
 
 /// Reads and decodes `path`.  Throws FormatError (also when unreadable).
 TraceFile read_trace_file(const std::filesystem::path& path);
+
+/// Streams a trace file of any length with constant memory: tokens are
+/// appended as they come; finish() writes the header into space reserved
+/// after the length prefix (padded with spaces, which JSON allows).
+class TraceFileWriter {
+ public:
+  /// Creates `path` and reserves `header_reserve` bytes for the header.
+  /// Throws FormatError when the file cannot be created.
+  explicit TraceFileWriter(const std::filesystem::path& path, std::uint32_t header_reserve = 4096);
+  /// Appends token ids t_k (little-endian u32).  Throws FormatError on a write error.
+  void append(std::span<const std::uint32_t> tokens);
+  /// Number of tokens appended so far.
+  std::uint64_t steps() const { return steps_; }
+  /// Sets header["steps"] = steps(), writes the header and closes the file.
+  /// Throws FormatError when the header does not fit the reserve or on a write error.
+  void finish(nlohmann::json header);
+
+ private:
+  std::filesystem::path path_;
+  std::ofstream out_;
+  std::uint32_t reserve_;
+  std::uint64_t steps_ = 0;
+};
 
 }  // namespace lockstep::format
