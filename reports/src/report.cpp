@@ -220,7 +220,7 @@ std::vector<Plot> render_plots(const json& summary, const fs::path& work_dir, st
   const json& run = run_of(summary);
   const json streams = streams_of(summary);
   std::ostringstream script;
-  script << "set terminal svg size 720,360 dynamic enhanced font 'sans,11' background rgb 'white'\n"
+  script << "set terminal svg size 720,360 dynamic noenhanced font 'sans,11' background rgb 'white'\n"
          << "set grid\nset key top left\n";
   // 1. throughput: steps/s between samples.
   {
