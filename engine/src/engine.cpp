@@ -947,8 +947,14 @@ struct Engine::Impl {
     ++T.steps;
     reproduced = replay_actual == d.actual;
     T.last_ref = *e;
-    // The window after the divergent step, fed the reference's tokens.
-    while (d.replay_window < opt.classify_window) {
+    // The window after the divergent step, fed the reference's tokens (as
+    // long as the chip's vocabulary can express them).
+    std::uint32_t vocab = ~0u;
+    try {
+      vocab = be.chip().config.vocab_size;
+    } catch (const std::exception&) {
+    }
+    while (d.replay_window < opt.classify_window && T.last_ref < vocab) {
       const auto e2 = next_ref(T, 1);
       if (!e2) break;
       ++T.ref_steps;
