@@ -214,7 +214,6 @@ Chip ChipBuilder::build() const {
       Head hd;
       hd.key_dim = hb.key_dim;
       hd.value_dim = hb.value_dim;
-      hd.write_layer = hb.write_layer < 0 ? static_cast<int>(l) : hb.write_layer;
       hd.k = map_of_rows(hb.k, D, hb.act_k, L.format, hn + " k");
       hd.q = map_of_rows(hb.q, D, hb.act_q, L.format, hn + " q");
       hd.v = map_of_rows(hb.v, D, Activation::Identity, L.format, hn + " v");

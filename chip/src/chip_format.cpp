@@ -247,17 +247,13 @@ json config_to_json(const Chip& chip) {
   j["vocab_size"] = c.vocab_size;
   j["number_format"] = to_string(c.number_format);
   json layers = json::array();
-  for (std::size_t l = 0; l < chip.layers.size(); ++l) {
-    const Layer& L = chip.layers[l];
+  for (const Layer& L : chip.layers) {
     json jl;
     jl["format"] = to_string(L.format);
     json heads = json::array();
     for (const Head& h : L.heads)
-    {
       heads.push_back({{"key_dim", h.key_dim}, {"value_dim", h.value_dim}, {"act_k", act_name(h.k.act)},
-                       {"act_q", act_name(h.q.act)}, {"act_beta", act_name(h.beta.act)},
-                       {"write_layer", h.write_layer < 0 ? static_cast<long long>(l) : h.write_layer}});
-    }
+                       {"act_q", act_name(h.q.act)}, {"act_beta", act_name(h.beta.act)}});
     jl["heads"] = heads;
     jl["mlp"] = {{"kind", kind_name(L.mlp.kind)}, {"hidden", L.mlp.hidden}};
     layers.push_back(jl);
@@ -332,7 +328,6 @@ void config_from_json(const json& j, Chip& chip) {
       hd.k.act = parse_act(heads[h], "act_k", hc);
       hd.q.act = parse_act(heads[h], "act_q", hc);
       hd.beta.act = parse_act(heads[h], "act_beta", hc);
-      hd.write_layer = heads[h].contains("write_layer") ? get_int(heads[h], "write_layer", hc) : static_cast<int>(l);
       L.heads.push_back(std::move(hd));
     }
     const json& m = need(jl, "mlp", lc);
@@ -473,9 +468,6 @@ void Chip::validate() const {
       check_map(hd.o, n + ".o", D, hd.value_dim, L.format);
       if (hd.v.act != Activation::Identity || hd.o.act != Activation::Identity)
         fail(n + ": v and o maps must be identity");
-      if (hd.write_layer >= 0 && (static_cast<std::size_t>(hd.write_layer) < l || static_cast<std::size_t>(hd.write_layer) >= layers.size()))
-        fail(n + ": write_layer " + std::to_string(hd.write_layer) + " must lie in [" + std::to_string(l) + ", " +
-             std::to_string(layers.size()) + ")");
     }
     const Mlp& m = L.mlp;
     const std::string n = mlp_name(l);

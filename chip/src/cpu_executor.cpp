@@ -116,13 +116,10 @@ struct PreparedHead {
   PreparedMap k, q, v, beta, o;
   std::size_t state_offset = 0;
   std::uint32_t key_dim = 0, value_dim = 0;
-  int owner = 0, write_layer = 0;  // layer that reads (owns) the head; layer that updates it
-  int index = 0;                   // head index within the owner layer
 };
 
 struct PreparedLayer {
   std::vector<PreparedHead> heads;
-  std::vector<std::pair<std::size_t, std::size_t>> late_writes;  // (owner layer, head) updated here
   PreparedMap w1, wu, wg, w2;
   MlpKind kind = MlpKind::None;
   double limit = 0;
@@ -215,9 +212,6 @@ struct CpuExecutor::Impl {
         ph.state_offset = off;
         ph.key_dim = h.key_dim;
         ph.value_dim = h.value_dim;
-        ph.owner = static_cast<int>(l);
-        ph.write_layer = h.write_layer < 0 ? static_cast<int>(l) : h.write_layer;
-        ph.index = static_cast<int>(P.heads.size());
         off += static_cast<std::size_t>(h.key_dim) * h.value_dim;
         vsum += h.value_dim;
         max_rows = std::max<std::size_t>({max_rows, h.key_dim, h.value_dim});
@@ -232,11 +226,6 @@ struct CpuExecutor::Impl {
       if (L.mlp.kind != MlpKind::None) P.w2.prepare(L.mlp.w2);
       max_rows = std::max<std::size_t>(max_rows, L.mlp.hidden);
     }
-    for (std::size_t l = 0; l < layers.size(); ++l)
-      for (std::size_t h = 0; h < layers[l].heads.size(); ++h) {
-        const int w = layers[l].heads[h].write_layer;
-        if (w != static_cast<int>(l)) layers[static_cast<std::size_t>(w)].late_writes.emplace_back(l, h);
-      }
     for (Accum* a : {&a0, &a1, &a2, &a3, &aabs}) a->ensure(max_rows);
     tmp.assign(max_rows, 0.0f);
     tmp_abs.assign(max_rows, 0.0f);
@@ -401,63 +390,10 @@ struct CpuExecutor::Impl {
     if (record_probes) record(s, probes_after_embed);
   }
 
-  // S <- S + beta (v - S k) k^T for one head, with k, v, beta from the residual x of layer l.
-  void update(Stream& s, PreparedHead& H, int l) {
-    const float* x = s.x.data();
-    const std::uint32_t* nz = s.xnz.data();
-    const std::size_t n_nz = s.xnz.size();
-    const int hi = H.index;
-    float* S = s.state.data() + H.state_offset;  // column c: S[c * value_dim .. +value_dim)
-    const std::uint32_t V = H.value_dim;
-    // k = act(W_k x + b_k)
-    eval(a0, H.k, x, nz, n_nz);
-    if (audit) audit_map(s, a0, H.k, l, kMemK, hi, false);
-    knz.clear();
-    for (std::uint32_t r : a0.rows) {
-      const float kv = act(H.k.m->act, a0.vals[r]);
-      if (kv != 0.0f) knz.emplace_back(r, kv);
-    }
-    // beta = act(w_beta . x + b_beta)
-    eval(a1, H.beta, x, nz, n_nz);
-    if (audit) audit_map(s, a1, H.beta, l, kMemBeta, hi, false);
-    const float beta = act(H.beta.m->act, a1.value(0));
-    const bool write = beta != 0.0f && !knz.empty();
-    if (write || audit) {
-      // v = W_v x + b_v
-      eval(a2, H.v, x, nz, n_nz);
-      if (audit) audit_map(s, a2, H.v, l, kMemV, hi, false);
-    }
-    if (!write) return;
-    // u = beta (v - S k); S[:, j] += u k_j for every non-zero k_j
-    float* Sk = tmp.data();
-    std::fill(Sk, Sk + V, 0.0f);
-    for (const auto& [j, kj] : knz) {
-      const float* col = S + static_cast<std::size_t>(j) * V;
-      for (std::uint32_t i = 0; i < V; ++i) Sk[i] += col[i] * kj;
-    }
-    if (audit) {
-      std::fill(tmp_abs.begin(), tmp_abs.begin() + V, 0.0f);
-      for (const auto& [j, kj] : knz) {
-        const float* col = S + static_cast<std::size_t>(j) * V;
-        for (std::uint32_t i = 0; i < V; ++i) tmp_abs[i] += std::fabs(col[i] * kj);
-      }
-      for (std::uint32_t i = 0; i < V; ++i) check_abs(s, tmp_abs[i], l, kMemState, hi, i, false);
-    }
-    for (std::uint32_t i = 0; i < V; ++i) Sk[i] = beta * (a2.value(i) - Sk[i]);
-    for (const auto& [j, kj] : knz) {
-      float* col = S + static_cast<std::size_t>(j) * V;
-      for (std::uint32_t i = 0; i < V; ++i) col[i] += Sk[i] * kj;
-      if (audit)
-        for (std::uint32_t i = 0; i < V; ++i) check(s, col[i], l, kMemState, hi, j * V + i, false);
-    }
-  }
-
   // x += sum_h W_o,h o_h, with S_h <- S_h + beta (v - S_h k) k^T ; o_h = S_h q, per head.
-  // Late-write heads owned by this layer only read here; heads owned by earlier layers whose
-  // write_layer is this layer are updated here (from this block's input x).
   void memory_block(Stream& s, int l) {
     PreparedLayer& P = layers[static_cast<std::size_t>(l)];
-    for (const auto& [ol, oh] : P.late_writes) update(s, layers[ol].heads[oh], l);
+    if (P.heads.empty()) return;
     const float* x = s.x.data();
     const std::uint32_t* nz = s.xnz.data();
     const std::size_t n_nz = s.xnz.size();
@@ -465,9 +401,50 @@ struct CpuExecutor::Impl {
     for (std::size_t h = 0; h < P.heads.size(); ++h) {
       PreparedHead& H = P.heads[h];
       const int hi = static_cast<int>(h);
-      const float* S = s.state.data() + H.state_offset;
+      float* S = s.state.data() + H.state_offset;  // column c: S[c * value_dim .. +value_dim)
       const std::uint32_t V = H.value_dim;
-      if (H.write_layer == l) update(s, H, l);
+      // k = act(W_k x + b_k)
+      eval(a0, H.k, x, nz, n_nz);
+      if (audit) audit_map(s, a0, H.k, l, kMemK, hi, false);
+      knz.clear();
+      for (std::uint32_t r : a0.rows) {
+        const float kv = act(H.k.m->act, a0.vals[r]);
+        if (kv != 0.0f) knz.emplace_back(r, kv);
+      }
+      // beta = act(w_beta . x + b_beta)
+      eval(a1, H.beta, x, nz, n_nz);
+      if (audit) audit_map(s, a1, H.beta, l, kMemBeta, hi, false);
+      const float beta = act(H.beta.m->act, a1.value(0));
+      const bool write = beta != 0.0f && !knz.empty();
+      if (write || audit) {
+        // v = W_v x + b_v
+        eval(a2, H.v, x, nz, n_nz);
+        if (audit) audit_map(s, a2, H.v, l, kMemV, hi, false);
+      }
+      if (write) {
+        // u = beta (v - S k); S[:, j] += u k_j for every non-zero k_j
+        float* Sk = tmp.data();
+        std::fill(Sk, Sk + V, 0.0f);
+        for (const auto& [j, kj] : knz) {
+          const float* col = S + static_cast<std::size_t>(j) * V;
+          for (std::uint32_t i = 0; i < V; ++i) Sk[i] += col[i] * kj;
+        }
+        if (audit) {
+          std::fill(tmp_abs.begin(), tmp_abs.begin() + V, 0.0f);
+          for (const auto& [j, kj] : knz) {
+            const float* col = S + static_cast<std::size_t>(j) * V;
+            for (std::uint32_t i = 0; i < V; ++i) tmp_abs[i] += std::fabs(col[i] * kj);
+          }
+          for (std::uint32_t i = 0; i < V; ++i) check_abs(s, tmp_abs[i], l, kMemState, hi, i, false);
+        }
+        for (std::uint32_t i = 0; i < V; ++i) Sk[i] = beta * (a2.value(i) - Sk[i]);
+        for (const auto& [j, kj] : knz) {
+          float* col = S + static_cast<std::size_t>(j) * V;
+          for (std::uint32_t i = 0; i < V; ++i) col[i] += Sk[i] * kj;
+          if (audit)
+            for (std::uint32_t i = 0; i < V; ++i) check(s, col[i], l, kMemState, hi, j * V + i, false);
+        }
+      }
       // q = act(W_q x + b_q); o = S q
       eval(a0, H.q, x, nz, n_nz);
       if (audit) audit_map(s, a0, H.q, l, kMemQ, hi, false);

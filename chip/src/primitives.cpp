@@ -111,7 +111,7 @@ void pass(LayerBuilder& L, const Lin& v, std::uint32_t out, double coef) { L.uni
 // ---- memory ----
 
 Memory add_memory(ChipBuilder& B, std::uint32_t layer, const std::string& name, std::uint32_t slots,
-                  std::uint32_t width, std::uint32_t max_key_dim, int write_layer) {
+                  std::uint32_t width, std::uint32_t max_key_dim) {
   if (slots == 0 || width == 0 || max_key_dim == 0) throw std::logic_error("add_memory: empty memory '" + name + "'");
   Memory m;
   m.name = name;
@@ -120,10 +120,7 @@ Memory add_memory(ChipBuilder& B, std::uint32_t layer, const std::string& name, 
   m.width = width;
   m.key_dim = std::min(slots, max_key_dim);
   LayerBuilder& L = B.layer(layer);
-  for (std::uint32_t s = 0; s < slots; s += m.key_dim) {
-    m.heads.push_back(L.add_head(m.key_dim, width));
-    L.head(m.heads.back()).write_layer = write_layer;
-  }
+  for (std::uint32_t s = 0; s < slots; s += m.key_dim) m.heads.push_back(L.add_head(m.key_dim, width));
   return m;
 }
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <random>
 
-#include "lockstep/chip/compiler/primitives.hpp"
+#include "lockstep/chip/compiler/builder.hpp"
 #include "lockstep/chip/cpu_executor.hpp"
 #include "test_util.hpp"
 
@@ -51,27 +51,18 @@ struct DenseChip {
     for (std::size_t l = 0; l < c.layers.size(); ++l) {
       const Layer& L = c.layers[l];
       std::vector<double> dx(D, 0.0);
-      // S <- S + beta (v - S k) k^T, with k, v, beta from this layer's input x
-      auto update = [&](const Head& hd, std::vector<double>& s) {
+      for (std::size_t h = 0; h < L.heads.size(); ++h) {
+        const Head& hd = L.heads[h];
         const std::uint32_t K = hd.key_dim, V = hd.value_dim;
-        const auto k = Dense(hd.k)(x), v = Dense(hd.v)(x);
+        auto& s = S[l][h];
+        const auto k = Dense(hd.k)(x), q = Dense(hd.q)(x), v = Dense(hd.v)(x);
         const double beta = Dense(hd.beta)(x)[0];
+        // S <- S + beta (v - S k) k^T
         std::vector<double> sk(V, 0.0);
         for (std::uint32_t i = 0; i < V; ++i)
           for (std::uint32_t j = 0; j < K; ++j) sk[i] += s[j * V + i] * k[j];
         for (std::uint32_t i = 0; i < V; ++i)
           for (std::uint32_t j = 0; j < K; ++j) s[j * V + i] += beta * (v[i] - sk[i]) * k[j];
-      };
-      // late writes into heads of earlier layers
-      for (std::size_t ol = 0; ol < l; ++ol)
-        for (std::size_t h = 0; h < c.layers[ol].heads.size(); ++h)
-          if (c.layers[ol].heads[h].write_layer == static_cast<int>(l)) update(c.layers[ol].heads[h], S[ol][h]);
-      for (std::size_t h = 0; h < L.heads.size(); ++h) {
-        const Head& hd = L.heads[h];
-        const std::uint32_t K = hd.key_dim, V = hd.value_dim;
-        auto& s = S[l][h];
-        if (hd.write_layer == static_cast<int>(l)) update(hd, s);
-        const auto q = Dense(hd.q)(x);
         // o = S q ; dx += W_o o
         std::vector<double> o(V, 0.0);
         for (std::uint32_t i = 0; i < V; ++i)
@@ -124,7 +115,6 @@ Chip random_chip(std::mt19937_64& rng) {
       auto acts = [&] { return rng() % 2 ? Activation::Relu : Activation::Identity; };
       const std::uint32_t K = static_cast<std::uint32_t>(pick(1, 5)), V = static_cast<std::uint32_t>(pick(1, 4));
       auto& H = L.head(L.add_head(K, V, acts(), acts(), acts()));
-      if (rng() % 2) H.write_layer = pick(l, layers - 1);  // sometimes a late-write head
       for (auto& r : H.k) r = sparse_lin(D, 0.2);
       for (auto& r : H.q) r = sparse_lin(D, 0.2);
       for (auto& r : H.v) r = sparse_lin(D, 0.3);
@@ -245,31 +235,6 @@ TEST(CpuExecutor, DeltaRuleOneHotWriteReplacesOneColumnAndBetaZeroKeeps) {
   ex.step(0, 4);  // beta 0: no change
   S = ex.state(0);
   EXPECT_EQ(std::vector<float>(S.begin(), S.end()), (std::vector<float>{10, 20, 0, 0, 12, 24, 0, 0}));
-}
-
-// A register read at layer 0, incremented by layer 0's MLP and written back at layer 1: a
-// late-write head counts steps (impossible with update-then-read in one layer).
-TEST(CpuExecutor, LateWriteHeadCountsSteps) {
-  ChipBuilder B("counter", 1);
-  const auto c = B.field("c", 1), n = B.field("n", 1);
-  B.add_layer();
-  B.add_layer();
-  const auto reg = compiler::add_memory(B, 0, "C", 1, 1, 64, /*write_layer=*/1);
-  compiler::memory_write_slot(B, reg, 0, {n[0]}, Lin::constant(1));
-  compiler::memory_read_slot(B, reg, 0, c);
-  compiler::pass(B.layer(0), c[0] + 1.0, n.dim());
-  B.probe(0, Sublayer::Memory, {"c"});
-  auto chip = std::make_shared<const Chip>(parse_chip(serialize_chip(B.build())));
-  EXPECT_EQ(chip->layers[0].heads[0].write_layer, 1);
-  CpuExecutor ex(chip, 1);
-  ex.set_probe_recording(true);
-  ex.set_audit(true);
-  for (int i = 0; i < 100; ++i) {
-    ex.step(0, 0);
-    ASSERT_EQ(ex.probe(0, 0, Sublayer::Memory, "c"), std::vector<float>{static_cast<float>(i)}) << "step " << i;
-  }
-  EXPECT_EQ(ex.state(0)[0], 100.0f);
-  EXPECT_FALSE(ex.audit_violation(0).has_value());
 }
 
 TEST(CpuExecutor, AuditReportsFirstViolationWithLayerAndField) {

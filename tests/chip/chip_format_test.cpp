@@ -176,8 +176,6 @@ TEST(ChipFormat, NamesEachProblem) {
   expect_format_error(with_config(c, [](std::string& j) { replace_once(j, "\"act_k\":\"identity\"", "\"act_k\":\"tanh\""); }),
                       "\"act_k\" must be");
   expect_format_error(with_config(c, [](std::string& j) { replace_once(j, "\"length\":2", "\"length\":3"); }), "exceed key_dim");
-  expect_format_error(with_config(c, [](std::string& j) { replace_once(j, "\"write_layer\":1", "\"write_layer\":0"); }),
-                      "write_layer 0 must lie in [1, 3)");
   expect_format_error(with_config(c, [](std::string& j) { replace_once(j, "\"name\":\"p_oh\"", "\"name\":\"p\""); }), "declared twice");
   {
     SafeTensors st = parse_safetensors(serialize_chip(c));

@@ -47,16 +47,10 @@ struct LinearMap {
 ///   k = act_k(W_k x + b_k)      (key_dim)        q = act_q(W_q x + b_q)   (key_dim)
 ///   v = W_v x + b_v             (value_dim)      beta = act_beta(w_beta . x + b_beta) (scalar)
 ///   S <- S + beta (v - S k) k^T ; o = S q ; x += W_o o      (W_o: d_model x value_dim)
-/// Late-write heads: a head owned by layer r reads (q, o, W_o) at layer r; its update (k, v, beta)
-/// is computed from the input of layer write_layer >= r's memory block and applied there. With
-/// write_layer == r (the default) it is the plain update-then-read head above. A head read at
-/// layer r and written at a later layer w lets a register depend on its own old value: the
-/// next step's read at layer r sees the write made at layer w.
 struct Head {
   std::uint32_t key_dim = 0;
   std::uint32_t value_dim = 0;
   LinearMap k, q, v, beta, o;
-  int write_layer = -1;  ///< absolute layer index of the update; -1 = the owning layer
 };
 
 /// Plain: x += W2 ReLU(W1 x + b1) + b2.  Gated: x += W2 (u (.) ReLU(g)) + b2, u = Wu x + bu,

@@ -60,9 +60,6 @@ struct HeadBuilder {
   std::vector<Lin> k, q, v;  // (key_dim), (key_dim), (value_dim)
   Lin beta;
   std::vector<std::tuple<std::uint32_t, std::uint32_t, double>> out;  // (value row, residual dim, coef)
-  /// Layer whose memory-block input k, v, beta are computed from and where the update happens
-  /// (>= the owning layer); -1 = the owning layer (update, then read, in one layer).
-  int write_layer = -1;
 };
 
 /// One layer under construction.

@@ -71,12 +71,9 @@ struct Memory {
   std::vector<std::uint32_t> heads;  ///< head indices in the layer
 };
 
-/// Allocates the heads of a memory read in layer `layer`. With write_layer > layer (a late-write
-/// memory) memory_write's address, value and enable are taken from the input of layer
-/// write_layer's memory block, and the next step's read sees the write: a register can then
-/// be read, changed by the layers in between, and written back within one step.
+/// Allocates the heads of a memory in layer `layer`.
 Memory add_memory(ChipBuilder& B, std::uint32_t layer, const std::string& name, std::uint32_t slots,
-                  std::uint32_t width, std::uint32_t max_key_dim = 64, int write_layer = -1);
+                  std::uint32_t width, std::uint32_t max_key_dim = 64);
 
 /// Write: when enable = 1 and addr_onehot has a 1 at slot s, slot s := value (width forms); when
 /// enable = 0 or no address bit is set, nothing changes. Per head: k = the head's slice of the
