@@ -12,6 +12,7 @@
 
 #include <xxhash.h>
 
+#include "lockstep/engine/check.h"
 #include "lockstep/engine/digest.h"
 #include "lockstep/engine/engine.h"
 #include "lockstep/engine/guest.h"
@@ -480,6 +481,54 @@ TEST(InstructionClass, NamesClassesFromTheEncodingTable) {
   EXPECT_EQ(instruction_class(0x00000013u), "alu-imm");  // addi x0, x0, 0
   EXPECT_EQ(instruction_class(0x00000073u), "system");   // ecall
   EXPECT_EQ(instruction_class(0xffffffffu), "other");
+}
+
+}  // namespace
+}  // namespace lockstep::engine
+
+namespace lockstep::engine {
+namespace {
+
+TEST(Cases, RoundTripWithTheEmbeddedGuest) {
+  const Guest g = testing::make_loop_guest(7);
+  Case c;
+  c.guest_name = "loop7";
+  c.guest_path = "loop7.elf";
+  c.guest_elf = format::write_elf(g.image);
+  c.guest_digest = image_digest(g.image);
+  c.chip_hash = "0123456789abcdef";
+  c.mode = Mode::kFree;
+  c.teacher_forced_steps = 30;
+  c.compare = Compare::kEnd;
+  c.steps = 1000;
+  c.expect = {{"first_divergence", 17}};
+  const nlohmann::json j = c.to_json();
+  EXPECT_EQ(j["lockstep_case"], 1);
+  EXPECT_TRUE(j["chip"]["path"].is_null());
+  const fs::path dir = temp_dir("case");
+  std::ofstream(dir / "case.json") << j.dump(2);
+  const Case d = Case::read(dir);
+  EXPECT_EQ(d.guest_elf, c.guest_elf);
+  EXPECT_EQ(d.mode, Mode::kFree);
+  EXPECT_EQ(d.teacher_forced_steps, 30u);
+  EXPECT_EQ(d.compare, Compare::kEnd);
+  EXPECT_EQ(d.steps, 1000u);
+  EXPECT_EQ(d.chip_path, "");
+  EXPECT_EQ(d.expect["first_divergence"], 17);
+  const Guest back = d.guest();
+  EXPECT_EQ(image_digest(back.image), image_digest(g.image));
+  EXPECT_EQ(back.name, "loop7");
+  // A wrong digest, a bad mode and a missing guest are refused with one line.
+  nlohmann::json bad = j;
+  bad["guest"]["digest"] = "ffffffffffffffff";
+  EXPECT_THROW(Case::from_json(bad).guest(), CheckError);
+  bad = j;
+  bad["mode"] = "sideways";
+  EXPECT_THROW(Case::from_json(bad), CheckError);
+  bad = j;
+  bad["guest"] = nlohmann::json::object();
+  EXPECT_THROW(Case::from_json(bad), CheckError);
+  EXPECT_THROW(Case::from_json(nlohmann::json::array()), CheckError);
 }
 
 }  // namespace
