@@ -1,0 +1,206 @@
+// fuzz_make_corpus OUT_DIR: writes the seed corpora of fuzz/corpus/ (committed; rerun after a
+// format change:  build/bin/fuzz_make_corpus fuzz/corpus).  Deterministic: fixed programs,
+// the accumulator chip of chip/machines, tiny llama2.c checkpoints and tokenizers, and
+// instruction inputs from a fixed seed; plus truncated and corrupted variants of each.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lockstep/chip/chip.hpp"
+#include "lockstep/chip/machines/accumulator.hpp"
+#include "lockstep/format/elf.h"
+#include "llama2c.h"
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<std::uint8_t>;
+
+namespace {
+
+fs::path g_out;
+
+void put(const std::string& rel, const Bytes& b) {
+  const fs::path p = g_out / rel;
+  fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+  if (!out) {
+    std::fprintf(stderr, "fuzz_make_corpus: cannot write %s\n", p.string().c_str());
+    std::exit(1);
+  }
+  std::printf("%7zu %s\n", b.size(), rel.c_str());
+}
+
+void put32(Bytes& b, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) b.push_back(std::uint8_t(v >> (8 * i)));
+}
+void putf(Bytes& b, float f) {
+  std::uint32_t v;
+  std::memcpy(&v, &f, 4);
+  put32(b, v);
+}
+
+Bytes truncated(Bytes b, std::size_t n) {
+  b.resize(std::min(n, b.size()));
+  return b;
+}
+Bytes flipped(Bytes b, std::size_t at, std::uint8_t x) {
+  if (at < b.size()) b[at] ^= x;
+  return b;
+}
+
+// RV32 encodings (isa.md §4), written out so the seeds do not depend on ref/.
+constexpr std::uint32_t addi(unsigned rd, unsigned rs1, std::int32_t imm) {
+  return (std::uint32_t(imm) << 20) | (rs1 << 15) | (rd << 7) | 0x13;
+}
+constexpr std::uint32_t kEcall = 0x00000073;
+constexpr std::uint32_t kA0 = 10, kA7 = 17;
+
+lockstep::format::GuestImage program(const std::vector<std::uint32_t>& code, std::uint32_t extra_mem = 0) {
+  lockstep::format::GuestImage img;
+  img.entry = 0x10000;
+  lockstep::format::Segment text;
+  text.vaddr = 0x10000;
+  text.flags = lockstep::format::kPfR | lockstep::format::kPfX;
+  for (std::uint32_t w : code) put32(text.bytes, w);
+  text.memsz = std::uint32_t(text.bytes.size());
+  img.segments.push_back(text);
+  if (extra_mem) {
+    lockstep::format::Segment data;
+    data.vaddr = 0x20000;
+    data.flags = lockstep::format::kPfR | lockstep::format::kPfW;
+    data.bytes = {1, 2, 3, 4, 5, 6, 7, 8};
+    data.memsz = extra_mem;
+    img.segments.push_back(data);
+  }
+  img.symbols["_start"] = 0x10000;
+  return img;
+}
+
+void elf_seeds() {
+  using lockstep::format::write_elf;
+  // exit(7)
+  const Bytes exit7 = write_elf(program({addi(kA0, 0, 7), addi(kA7, 0, 93), kEcall}));
+  put("elf/exit7.elf", exit7);
+  // a counting loop (addi a0, a0, 1; blt a0, a1 -> back), then exit
+  const std::uint32_t blt_back = 0xFEB54EE3;  // blt a0, a1, -4
+  put("elf/loop.elf", write_elf(program({addi(11, 0, 100), addi(kA0, kA0, 1), blt_back,
+                                         addi(kA7, 0, 93), kEcall}, 0x100)));
+  // store/load on a data segment with .bss tail, then an illegal word (TRAP 1)
+  const std::uint32_t lui_a1 = 0x000205B7;   // lui a1, 0x20
+  const std::uint32_t sw = 0x00A5A223;       // sw a0, 4(a1)
+  const std::uint32_t lw = 0x0045A603;       // lw a2, 4(a1)
+  put("elf/data_trap.elf", write_elf(program({lui_a1, addi(kA0, 0, -1), sw, lw, 0xFFFFFFFF}, 0x1000)));
+  // a non-alloc section and an empty vector-unit section
+  auto img = program({addi(kA7, 0, 93), kEcall});
+  img.sections[".comment"] = {'f', 'u', 'z', 'z', 0};
+  img.sections[".lockstep.vreg"] = Bytes(16, 0);
+  put("elf/sections.elf", write_elf(img));
+  // corrupt variants of exit7
+  put("elf/trunc_header.elf", truncated(exit7, 40));
+  put("elf/trunc_phdr.elf", truncated(exit7, 60));
+  put("elf/bad_machine.elf", flipped(exit7, 18, 0x01));
+  put("elf/bad_class.elf", flipped(exit7, 4, 0x03));
+  Bytes entry = exit7;  // e_entry outside RAM
+  entry[24 + 3] = 0x80;
+  put("elf/entry_outside.elf", entry);
+}
+
+void chip_seeds() {
+  const auto acc = lockstep::chip::machines::compile_accumulator(1);
+  const Bytes chip = lockstep::chip::serialize_chip(acc.chip);
+  put("chip/accumulator1.chip", chip);
+  put("chip/trunc_header.chip", truncated(chip, 6));
+  put("chip/trunc_data.chip", truncated(chip, chip.size() - 7));
+  // The safetensors header length is the first 8 bytes; flip a byte inside the JSON and one
+  // inside the data.
+  std::uint64_t hlen = 0;
+  for (int i = 0; i < 8; ++i) hlen |= std::uint64_t(chip[i]) << (8 * i);
+  put("chip/json_flip.chip", flipped(chip, 8 + std::size_t(hlen / 2), 0x20));
+  put("chip/data_flip.chip", flipped(chip, chip.size() - 3, 0x40));
+  put("chip/empty.chip", Bytes{});
+}
+
+lockstep::host::Checkpoint tiny_checkpoint(bool shared) {
+  lockstep::host::Checkpoint ck;
+  auto& c = ck.config;
+  c.dim = 2, c.hidden_dim = 3, c.n_layers = 1, c.n_heads = 1, c.n_kv_heads = 1, c.vocab_size = 4,
+  c.seq_len = 2, c.shared_classifier = shared;
+  auto fill = [](std::vector<float>& v, std::size_t n, float base) {
+    v.resize(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = base + 0.125f * float(i);
+  };
+  const std::size_t D = 2, H = 3, V = 4;
+  auto& w = ck.w;
+  fill(w.token_embedding, V * D, -1), fill(w.rms_att, D, 1), fill(w.wq, D * D, 0.5f);
+  fill(w.wk, D * D, 0.25f), fill(w.wv, D * D, -0.5f), fill(w.wo, D * D, 2), fill(w.rms_ffn, D, 1);
+  fill(w.w1, H * D, 0.1f), fill(w.w2, D * H, -0.1f), fill(w.w3, H * D, 0.3f), fill(w.rms_final, D, 1);
+  if (shared) w.wcls = w.token_embedding;
+  else fill(w.wcls, V * D, 3);
+  return ck;
+}
+
+Bytes with_prefix(std::uint8_t first, const Bytes& b) {
+  Bytes out{first};
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+void model_seeds() {
+  // First byte (fuzz_model_converter): even = checkpoint, odd = tokenizer with 1 + (b >> 1) pieces.
+  const Bytes shared = lockstep::host::serialize_checkpoint(tiny_checkpoint(true));
+  const Bytes separate = lockstep::host::serialize_checkpoint(tiny_checkpoint(false));
+  put("model/ckpt_shared.bin", with_prefix(0, shared));
+  put("model/ckpt_separate_cls.bin", with_prefix(0, separate));
+  put("model/ckpt_header_only.bin", with_prefix(0, truncated(shared, 28)));
+  put("model/ckpt_short_header.bin", with_prefix(0, truncated(shared, 20)));
+  put("model/ckpt_wrong_size.bin", with_prefix(0, truncated(shared, shared.size() - 4)));
+  Bytes nan = shared;  // a non-finite weight
+  nan[28 + 3] = 0x7f, nan[28 + 2] = 0xc0;
+  put("model/ckpt_nan.bin", with_prefix(0, nan));
+  Bytes big = truncated(shared, 28);  // header claiming 65536 x 65536 layers
+  for (int i = 0; i < 3; ++i) big[4 * i + 0] = 0, big[4 * i + 1] = 0, big[4 * i + 2] = 1, big[4 * i + 3] = 0;
+  put("model/ckpt_huge_header.bin", with_prefix(0, big));
+  // tokenizer: max_token_length, then per piece: float score, int32 length, bytes
+  Bytes tok;
+  put32(tok, 6);
+  const char* pieces[] = {"<unk>", "<s>", " a", "<0x0A>"};
+  for (int i = 0; i < 4; ++i) {
+    putf(tok, -float(i));
+    put32(tok, std::uint32_t(std::strlen(pieces[i])));
+    tok.insert(tok.end(), pieces[i], pieces[i] + std::strlen(pieces[i]));
+  }
+  put("model/tok4.bin", with_prefix(std::uint8_t((4 - 1) << 1 | 1), tok));
+  put("model/tok4_truncated.bin", with_prefix(std::uint8_t((4 - 1) << 1 | 1), truncated(tok, tok.size() - 2)));
+  put("model/tok4_trailing.bin", with_prefix(std::uint8_t((3 - 1) << 1 | 1), tok));
+}
+
+void insn_seeds() {
+  // fuzz_lockstep_insn reads its input through FuzzedDataProvider; any bytes are a program.
+  std::mt19937_64 rng(20261129);
+  for (int i = 0; i < 6; ++i) {
+    Bytes b(std::size_t(64) << (i % 4));
+    for (auto& x : b) x = std::uint8_t(rng());
+    put("insn/random" + std::to_string(i) + ".bin", b);
+  }
+  put("insn/one_word.bin", Bytes{0x13, 0, 0, 0, 0x01});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: fuzz_make_corpus OUT_DIR (e.g. fuzz/corpus)\n");
+    return 2;
+  }
+  g_out = argv[1];
+  elf_seeds();
+  chip_seeds();
+  model_seeds();
+  insn_seeds();
+  return 0;
+}
