@@ -38,15 +38,18 @@ endfunction()
 #                    [LABELS <label>...]         default: unit
 #                    [TIMEOUT <seconds>]         default: by first label (see above)
 #                    [DEFINITIONS <def>...]      compile definitions (NAME=value)
-#                    [WORKING_DIRECTORY <dir>])  default: the build directory
+#                    [WORKING_DIRECTORY <dir>]   default: the build directory
+#                    [WHOLE])                    one ctest test for the whole binary
 #
 # Builds executable <name> with the project warnings/sanitizers and registers
 # every TEST/TEST_P in it with ctest through gtest_discover_tests(DISCOVERY_MODE
-# PRE_TEST), as "<name>.<Suite>.<Test>", carrying LABELS and TIMEOUT.
+# PRE_TEST), as "<name>.<Suite>.<Test>", carrying LABELS and TIMEOUT. With
+# WHOLE, the binary is one ctest test named <name> instead: for suites whose
+# tests share an expensive per-process fixture (e.g. compiling a chip).
 # Also defines LOCKSTEP_SOURCE_DIR and LOCKSTEP_BINARY_DIR (quoted strings) for
 # tests that need data from the tree.
 function(lockstep_add_gtest)
-  cmake_parse_arguments(PARSE_ARGV 0 ARG "" "NAME;TIMEOUT;WORKING_DIRECTORY"
+  cmake_parse_arguments(PARSE_ARGV 0 ARG "WHOLE" "NAME;TIMEOUT;WORKING_DIRECTORY"
                         "SOURCES;LIBS;LABELS;DEFINITIONS")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "lockstep_add_gtest: unexpected arguments: ${ARG_UNPARSED_ARGUMENTS}")
@@ -74,6 +77,12 @@ function(lockstep_add_gtest)
     LOCKSTEP_BINARY_DIR="${CMAKE_BINARY_DIR}"
     ${ARG_DEFINITIONS})
   set_target_properties(${ARG_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${LOCKSTEP_TEST_BIN_DIR})
+
+  if(ARG_WHOLE)
+    add_test(NAME ${ARG_NAME} COMMAND ${ARG_NAME} WORKING_DIRECTORY ${ARG_WORKING_DIRECTORY})
+    set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+    return()
+  endif()
 
   # gtest_discover_tests flattens list-valued properties; escape the separators.
   string(REPLACE ";" "\\;" labels_escaped "${ARG_LABELS}")
