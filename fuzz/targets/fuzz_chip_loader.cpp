@@ -1,12 +1,14 @@
 // fuzz_chip_loader: bytes -> chip::parse_chip (safetensors + JSON configuration + validate);
 // when the chip parses, a fresh CpuExecutor with one stream is reset from an empty guest image
-// and stepped a few times from START (token 0), audit on.  Expected rejections:
+// (or, when that lacks a section the initialisers need, one with those sections zero-filled) and
+// stepped a few times from START (token 0), audit on.  Expected rejections:
 // chip::FormatError (parse), chip::ImageError (reset: the image lacks a required section),
 // chip::UsageError (a token outside the vocabulary).  Anything else is a finding.
 //
 // Harness caps (not findings): the format allows a small file to declare a large state
 // (key_dim x value_dim up to 2^28 floats per head, initialiser lengths up to 2^32 bytes), so
 // chips whose execution would allocate more than ~64 MiB are parsed but not executed.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -32,7 +34,8 @@ bool small_enough(const lockstep::chip::Chip& c) {
       if (h.key_dim > kMaxDim || h.value_dim > kMaxDim) return false;
   }
   for (const auto& in : c.config.initialisers)
-    if (in.length > kMaxInitBytes || in.values.size() > kMaxInitBytes || in.columns > kMaxDim)
+    if (in.length > kMaxInitBytes || in.offset > kMaxInitBytes || in.values.size() > kMaxInitBytes ||
+        in.columns > kMaxDim)
       return false;
   return true;
 }
@@ -50,7 +53,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   CpuExecutor ex(chip, 1);
   ex.set_audit(true);
   try {
-    ex.reset(0, GuestImage{});
+    try {
+      ex.reset(0, GuestImage{});
+    } catch (const ImageError&) {
+      // The chip's initialisers name sections: reset from an image that has them (zeros).
+      GuestImage image;
+      for (const auto& in : chip->config.initialisers)
+        if (!in.is_const && in.source == ByteSourceKind::Section)
+          image.sections[in.section].resize(std::max<std::size_t>(image.sections[in.section].size(),
+                                                                  in.offset + in.length));
+      ex.reset(0, image);
+    }
     ex.free_running(0, 0, kMaxSteps);
     (void)ex.hash(0);
     // A checkpoint of the stream restores into a fresh stream with the same hash.
