@@ -393,7 +393,10 @@ struct CpuExecutor::Impl {
   // x += sum_h W_o,h o_h, with S_h <- S_h + beta (v - S_h k) k^T ; o_h = S_h q, per head.
   void memory_block(Stream& s, int l) {
     PreparedLayer& P = layers[static_cast<std::size_t>(l)];
-    if (P.heads.empty()) return;
+    if (P.heads.empty()) {  // the block adds nothing; its probe point still sees the residual
+      if (record_probes) record(s, P.probes_after_mem);
+      return;
+    }
     const float* x = s.x.data();
     const std::uint32_t* nz = s.xnz.data();
     const std::size_t n_nz = s.xnz.size();
@@ -491,7 +494,10 @@ struct CpuExecutor::Impl {
   // Plain: x += W2 ReLU(W1 x + b1) + b2.  Gated: x += W2 (u (.) ReLU(g)) + b2.
   void mlp(Stream& s, int l) {
     PreparedLayer& P = layers[static_cast<std::size_t>(l)];
-    if (P.kind == MlpKind::None) return;
+    if (P.kind == MlpKind::None) {  // no MLP; its probe point still sees the residual
+      if (record_probes) record(s, P.probes_after_mlp);
+      return;
+    }
     const float* x = s.x.data();
     const std::uint32_t* nz = s.xnz.data();
     const std::size_t n_nz = s.xnz.size();

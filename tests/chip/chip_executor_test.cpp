@@ -209,6 +209,24 @@ TEST(CpuExecutor, PositiveBiasUnitsFireWithoutInput) {
   EXPECT_EQ(ex.probe(0, 0, Sublayer::Mlp, "g"), std::vector<float>{105.0f});
 }
 
+// A probe after a memory block with no heads (and after a layer with no MLP) reads the residual
+// as it stands there; it used to index an empty record and crash.
+TEST(CpuExecutor, ProbesAfterEmptySublayersSeeTheResidual) {
+  ChipBuilder B("empty sublayers", 3);
+  const auto f = B.field("f", 1);
+  B.add_layer();  // layer 0: no heads, no MLP
+  B.embed(1, f.dim(), 7);
+  B.unembed(2, f.dim(), 1);
+  B.probe(0, Sublayer::Memory, {"f"});
+  B.probe(0, Sublayer::Mlp, {"f"});
+  auto chip = std::make_shared<const Chip>(B.build());
+  CpuExecutor ex(chip, 1);
+  ex.set_probe_recording(true);
+  EXPECT_EQ(ex.step(0, 1), 2u);
+  EXPECT_EQ(ex.probe(0, 0, Sublayer::Memory, "f"), std::vector<float>{7.0f});
+  EXPECT_EQ(ex.probe(0, 0, Sublayer::Mlp, "f"), std::vector<float>{7.0f});
+}
+
 TEST(CpuExecutor, DeltaRuleOneHotWriteReplacesOneColumnAndBetaZeroKeeps) {
   // tokens 0..3 write value 10+t into column t (beta 1); token 4 writes nothing (beta 0)
   ChipBuilder B("delta", 5);
