@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
       std::vector<int> with_bos{1};
       with_bos.insert(with_bos.end(), gold.begin(), gold.end());
       j["golden_vx_text"] = m.tok.decode_all(with_bos);
-      std::ofstream(d / "manifest.json") << j.dump(2) << "\n";
+      // The golden text may hold bytes that are not UTF-8 (byte-fallback tokens): replace them.
+      std::ofstream(d / "manifest.json") << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       std::cout << "wrote " << d.string() << "/{wmem,wscale,emb,pieces}.bin and manifest.json\n";
     } else if (*golden) {
       std::vector<int> toks;
@@ -98,7 +99,8 @@ int main(int argc, char** argv) {
       QualityReport q = measure_quality(m.ck, m.tok, window);
       q.model = m.description;
       std::cout << format_quality(q);
-      if (!json_out.empty()) std::ofstream(json_out) << quality_json(q).dump(2) << "\n";
+      if (!json_out.empty())
+        std::ofstream(json_out) << quality_json(q).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else if (*check) {
       const auto res = check_genuine(m);
       std::cout << res.second << "\n";
