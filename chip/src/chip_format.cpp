@@ -209,8 +209,11 @@ void check_map(const LinearMap& m, const std::string& name, std::uint32_t rows, 
   if (w.col_ptr[cols] != w.values.size())
     fail("map '" + name + "' col_ptr[cols] = " + std::to_string(w.col_ptr[cols]) + " but nnz = " +
          std::to_string(w.values.size()));
-  for (std::uint32_t j = 0; j < cols; ++j) {
+  // Check the whole column structure before reading any entry through it: col_ptr must not
+  // decrease, and then (with col_ptr[cols] = nnz) every column range lies inside the arrays.
+  for (std::uint32_t j = 0; j < cols; ++j)
     if (w.col_ptr[j + 1] < w.col_ptr[j]) fail("map '" + name + "' col_ptr decreases at column " + std::to_string(j));
+  for (std::uint32_t j = 0; j < cols; ++j) {
     for (std::uint32_t p = w.col_ptr[j]; p < w.col_ptr[j + 1]; ++p) {
       if (w.row_idx[p] >= rows)
         fail("map '" + name + "' row index " + std::to_string(w.row_idx[p]) + " out of range (rows " +

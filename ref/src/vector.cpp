@@ -455,7 +455,11 @@ void load_vector_sections(const format::GuestImage& image, VectorState& s) {
     if (h.type != SHT_PROGBITS) fail(h.name, "is not SHT_PROGBITS");
     if (h.size > kMax.at(h.name)) fail(h.name, std::to_string(h.size) + " bytes, more than its maximum " + std::to_string(kMax.at(h.name)));
   }
-  for (const auto& [name, bytes] : image.sections) {
+  for (const auto& section : image.sections) {
+    // Plain references, not structured bindings: the lambda below captures them (clang < 16
+    // cannot capture a structured binding).
+    const std::string& name = section.first;
+    const auto& bytes = section.second;
     if (!ours(name)) continue;
     if (!kMax.count(name)) fail(name, "unknown vector-unit section (vector.md §2.6)");
     if (bytes.size() > kMax.at(name)) fail(name, std::to_string(bytes.size()) + " bytes, more than its maximum " + std::to_string(kMax.at(name)));
