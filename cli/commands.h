@@ -36,5 +36,7 @@ void add_report_command(CLI::App& app, Context& ctx);
 
 /// `lockstep ref PROGRAM.elf`: runs a guest on the reference model.
 void add_ref_command(CLI::App& app, Context& ctx);
+/// `lockstep compile [--out FILE]`: compiles the scalar chip and writes its chip file.
+void add_compile_command(CLI::App& app, Context& ctx);
 
 }  // namespace lockstep::cli

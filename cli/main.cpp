@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
                                   add_replay_command,
                                   add_report_command,
                                   add_ref_command,
+                                  add_compile_command,
                                   // one line per subcommand; see commands.h
                               });
 }

@@ -175,3 +175,31 @@ TEST(LockstepCommand, ModelsHumanOutput) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("models: synthetic", 0), 0u) << r.out;
 }
+
+TEST(LockstepCommand, CompileWritesALoadableChipFile) {
+  const fs::path dir = fs::temp_directory_path() / ("lockstep-compile-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path file = dir / "rv32.chip";
+  const auto r = run({"--json", "compile", "--out", file.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("status"), "exact");
+  EXPECT_EQ(j.at("chip").at("file"), file.string());
+  EXPECT_EQ(j.at("chip").at("vocab_size"), 11264);  // trace.md §2: V = 256 * 44
+  ASSERT_TRUE(fs::exists(file));
+  EXPECT_EQ(j.at("chip").at("bytes").get<std::uintmax_t>(), fs::file_size(file));
+  // The header is safetensors: an 8-byte little-endian length, then a JSON object.
+  std::ifstream in(file, std::ios::binary);
+  unsigned char len[8] = {};
+  in.read(reinterpret_cast<char*>(len), 8);
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = n << 8 | len[i];
+  ASSERT_GT(n, 2u);
+  ASSERT_LT(n, fs::file_size(file));
+  EXPECT_EQ(in.get(), '{');
+  fs::remove_all(dir);
+
+  const auto bad = run({"compile", "--out", "/nonexistent-dir/x.chip"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
+}

@@ -1,0 +1,44 @@
+// `lockstep compile [--out FILE]`: compiles the scalar chip (chip/rv32) and writes its chip file
+// (docs/spec/chip-format.md). The weights are computed from docs/spec alone; see
+// docs/chip-design.md for what the chip executes so far.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "lockstep/chip/chip.hpp"
+#include "lockstep/chip/rv32/rv32_chip.hpp"
+
+namespace lockstep::cli {
+
+void add_compile_command(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand("compile", "Compile the scalar chip and write its chip file");
+  auto out_path = std::make_shared<std::string>("lockstep.chip");
+  cmd->add_option("--out", *out_path, "Chip file to write (safetensors, docs/spec/chip-format.md)");
+  cmd->callback([&ctx, out_path] {
+    const std::string& out = *out_path;
+    const auto t0 = std::chrono::steady_clock::now();
+    const chip::Chip c = chip::rv32::compile_rv32_chip();
+    try {
+      chip::save_chip(c, out);
+    } catch (const std::exception& e) {
+      throw InputError("cannot write chip file '" + out + "': " + e.what());
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto bytes = std::filesystem::file_size(out);
+    ctx.summary.set("chip", {{"file", out},
+                             {"bytes", bytes},
+                             {"d_model", c.config.d_model},
+                             {"layers", c.layers.size()},
+                             {"vocab_size", c.config.vocab_size},
+                             {"seconds", secs}});
+    ctx.out() << "wrote " << out << ": " << bytes << " bytes, d_model " << c.config.d_model << ", "
+              << c.layers.size() << " layers, vocabulary " << c.config.vocab_size << " (" << secs
+              << " s)\n";
+  });
+}
+
+}  // namespace lockstep::cli
