@@ -20,6 +20,7 @@
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/digest.h"
 #include "lockstep/format/elf.h"
+#include "test_files.h"
 #include "test_guest.h"
 
 namespace lockstep::engine {
@@ -28,19 +29,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path d = fs::path(LOCKSTEP_BINARY_DIR) / "test-tmp" / "engine-cli" / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return testing::fresh_temp_dir("engine-cli", name); }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
+using testing::slurp;
 
 struct Proc {
   int rc = -1;

@@ -19,6 +19,7 @@
 #include "lockstep/format/tokens.h"
 #include "lockstep/ref/machine.h"
 #include "scripted_backend.h"
+#include "test_files.h"
 #include "test_guest.h"
 
 namespace lockstep::engine {
@@ -28,12 +29,7 @@ namespace fs = std::filesystem;
 using testing::Fault;
 using testing::ScriptedBackend;
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path d = fs::path(LOCKSTEP_BINARY_DIR) / "test-tmp" / "engine" / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return testing::fresh_temp_dir("engine", name); }
 
 std::string xxh3_of(const std::vector<std::uint32_t>& t) {
   return hex64(XXH3_64bits(t.data(), t.size() * 4));

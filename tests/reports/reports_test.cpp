@@ -9,6 +9,7 @@
 #include "lockstep/format/elf.h"
 #include "lockstep/reports/report.h"
 #include "scripted_backend.h"
+#include "test_files.h"
 #include "test_guest.h"
 
 namespace lockstep::reports {
@@ -17,19 +18,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path d = fs::path(LOCKSTEP_BINARY_DIR) / "test-tmp" / "reports" / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return engine::testing::fresh_temp_dir("reports", name); }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
+using engine::testing::slurp;
 
 std::size_t count(const std::string& s, const std::string& needle) {
   std::size_t n = 0;
