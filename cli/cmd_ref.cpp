@@ -122,10 +122,10 @@ void run_ref(const RefOptions& opt, Context& ctx) {
     ctx.summary.set("pc", m.pc());
   }
   ctx.summary.set("instructions_retired", m.instructions_retired());
-  ctx.summary.set("trace_version", "trace-v1");
+  ctx.summary.set("trace_version", trace_spec_version());
 
   if (!opt.trace.empty()) {
-    nlohmann::json header = {{"trace_version", "trace-v1"},
+    nlohmann::json header = {{"trace_version", trace_spec_version()},
                              {"vocab_size", format::vocab_size()},
                              {"program", std::filesystem::path(opt.program).filename().string()},
                              {"end", end}};

@@ -167,15 +167,20 @@ TEST(Tokens, NamesAndValidity) {
   EXPECT_EQ(lf::payload_of(1532), 0xfcu);
   EXPECT_EQ(lf::trap_name(7), "STORE_FAULT");
   EXPECT_EQ(lf::trap_name(20), "VEC_OVERLAP");
-  EXPECT_EQ(lf::vocab_size(), 11264u) << "trace.md §2: V = 256 * 44";
+  EXPECT_EQ(lf::vocab_size(), 13056u) << "trace.md §2: V = 256 * 51";
   EXPECT_EQ(lf::token_name(256 * 33 + 250), "VMC(250)");
   EXPECT_EQ(lf::token_name(256 * 43 + 0x7f), "VLB(0x7f)");
-  EXPECT_FALSE(lf::is_valid_token(256 * 44)) << "kinds 44..63 reserved";
+  EXPECT_EQ(lf::token_name(11520), "PCH0(0x00)") << "trace.md §5";
+  EXPECT_EQ(lf::token_name(11777), "PCH1(0x01)") << "trace.md §5";
+  EXPECT_EQ(lf::token_name(11266), "PCL(0x02)") << "trace.md §5";
+  EXPECT_EQ(lf::token_name(256 * 50 + 1), "OIH(1)");
+  EXPECT_EQ(lf::kind_named("OI")->kind, 49u);
+  EXPECT_FALSE(lf::is_valid_token(256 * 51)) << "kinds 51..63 reserved";
 }
 
 TEST(TraceFile, RoundTrip) {
   const std::vector<std::uint32_t> toks = {511, 767, 1023, 1279, 8191};
-  nlohmann::json h = {{"trace_version", "trace-v1"}, {"vocab_size", lf::vocab_size()},
+  nlohmann::json h = {{"trace_version", "trace-v2"}, {"vocab_size", lf::vocab_size()},
                       {"program", "x.elf"}, {"end", "exit"}, {"exit_status", 255}};
   const auto bytes = lf::encode_trace_file(h, toks);
   ASSERT_EQ(std::memcmp(bytes.data(), "LSTRACE1", 8), 0);
@@ -195,7 +200,7 @@ TEST(TraceFile, StreamingWriterMatchesTheFormat) {
     const std::vector<std::uint32_t> a = {511, 767}, b = {1023};
     w.append(a);
     w.append(b);
-    w.finish({{"trace_version", "trace-v1"}, {"end", "step_limit"}});
+    w.finish({{"trace_version", "trace-v2"}, {"end", "step_limit"}});
   }
   const auto tf = lf::read_trace_file(path);
   EXPECT_EQ(tf.tokens, (std::vector<std::uint32_t>{511, 767, 1023}));
@@ -206,7 +211,7 @@ TEST(TraceFile, StreamingWriterMatchesTheFormat) {
 
 TEST(TraceFile, Errors) {
   const std::vector<std::uint32_t> toks = {511, 767};
-  const auto good = lf::encode_trace_file({{"trace_version", "trace-v1"}}, toks);
+  const auto good = lf::encode_trace_file({{"trace_version", "trace-v2"}}, toks);
   auto expect_error = [](std::vector<std::uint8_t> b, const std::string& needle) {
     try {
       lf::decode_trace_file(b);

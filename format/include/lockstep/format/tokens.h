@@ -43,6 +43,11 @@ enum class Kind : std::uint32_t {
   VXM = 41,  ///< VEXP, one per group: lo8(max)
   VXS = 42,  ///< VEXP, one per group: lo8(sum)
   VLB = 43,  ///< VLD, one per record byte
+  // trace.md §2, §4.0, §4.5 (trace-v2)
+  PCL = 44,                                   ///< w & 0xFF of the instruction's word index
+  PCH0 = 45, PCH1 = 46, PCH2 = 47, PCH3 = 48,  ///< PCH_k: (w >> 8) & 0xFF, k = w >> 16
+  OI = 49,                                    ///< i & 0xFF of the ECALL write byte that follows
+  OIH = 50,                                   ///< i >> 8 when i > 0 and i & 0xFF = 0
 };
 
 /// The START token (id 0): input of step 1, never produced.
