@@ -21,6 +21,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/app.h"
 #include "cli/commands.h"
 #include "lockstep/format/elf.h"
 #include "lockstep/format/tokens.h"
