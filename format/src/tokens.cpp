@@ -11,7 +11,7 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace {
 
-constexpr std::array<KindInfo, 51> kKinds{{
+constexpr std::array<KindInfo, 61> kKinds{{
     {0, "CTRL", false, 1},  {1, "W0", false, 256},  {2, "W1", false, 256},
     {3, "W2", false, 256},  {4, "W3", false, 256},  {5, "A0", false, 256},
     {6, "A1", false, 256},  {7, "A2", false, 256},  {8, "A3", false, 256},
@@ -23,15 +23,20 @@ constexpr std::array<KindInfo, 51> kKinds{{
     {24, "AC8", false, 256}, {25, "AC9", false, 256}, {26, "AC10", false, 256},
     {27, "AC11", false, 256}, {28, "OUT", false, 256}, {29, "ERR", false, 256},
     {30, "NOP", false, 1},  {31, "EXIT", false, 256}, {32, "TRAP", false, 256},
-    // vector.md §5 (8-bit payloads; no wide kinds in trace-v2)
-    {33, "VMC", false, 256}, {34, "VMK", false, 256}, {35, "VMV", false, 256},
-    {36, "VQE", false, 26},  {37, "VQB", false, 256}, {38, "VEW", false, 256},
-    {39, "VFN", false, 256}, {40, "VRD", false, 256}, {41, "VXM", false, 256},
-    {42, "VXS", false, 256}, {43, "VLB", false, 256},
+    // vector.md §5 (trace-v2; 8-bit payloads, no wide kinds)
+    {33, "VMC0", false, 256}, {34, "VMC1", false, 256}, {35, "VMC2", false, 256},
+    {36, "VMC3", false, 256}, {37, "VMC4", false, 256}, {38, "VMC5", false, 256},
+    {39, "VMH", false, 17},   {40, "VMK", false, 256},  {41, "VMV", false, 256},
+    {42, "VQE", false, 186},  {43, "VQB", false, 192},
     // trace.md §2 (trace-v2): pc tokens and ECALL write byte indices
     {44, "PCL", false, 256}, {45, "PCH0", false, 256}, {46, "PCH1", false, 256},
     {47, "PCH2", false, 256}, {48, "PCH3", false, 256}, {49, "OI", false, 256},
     {50, "OIH", false, 256},
+    // vector.md §5 (continued)
+    {51, "VEW", false, 256},  {52, "VFN", false, 256},  {53, "VRD", false, 256},
+    {54, "VXM", false, 256},  {55, "VXS", false, 256},  {56, "VLG", false, 256},
+    {57, "VLB0", false, 256}, {58, "VLB1", false, 256}, {59, "VLB2", false, 256},
+    {60, "VLB3", false, 256},
 }};
 
 std::optional<KindInfo> find_kind(std::uint32_t kind_number) {
@@ -88,7 +93,13 @@ std::string token_name(std::uint32_t id) {
     case Kind::CTRL:
     case Kind::DQ:
     case Kind::OIH:
-    case Kind::VMC:
+    case Kind::VMC0:
+    case Kind::VMC1:
+    case Kind::VMC2:
+    case Kind::VMC3:
+    case Kind::VMC4:
+    case Kind::VMC5:
+    case Kind::VMH:
     case Kind::VMK:
     case Kind::VMV:
     case Kind::VQE:
@@ -98,6 +109,7 @@ std::string token_name(std::uint32_t id) {
     case Kind::VRD:
     case Kind::VXM:
     case Kind::VXS:
+    case Kind::VLG:
       std::snprintf(buf, sizeof buf, "%s(%u)", name.c_str(), p);
       break;
     default:

@@ -167,15 +167,23 @@ TEST(Tokens, NamesAndValidity) {
   EXPECT_EQ(lf::payload_of(1532), 0xfcu);
   EXPECT_EQ(lf::trap_name(7), "STORE_FAULT");
   EXPECT_EQ(lf::trap_name(20), "VEC_OVERLAP");
-  EXPECT_EQ(lf::vocab_size(), 13056u) << "trace.md §2: V = 256 * 51";
-  EXPECT_EQ(lf::token_name(256 * 33 + 250), "VMC(250)");
-  EXPECT_EQ(lf::token_name(256 * 43 + 0x7f), "VLB(0x7f)");
+  EXPECT_EQ(lf::vocab_size(), 15616u) << "trace.md §2, vector.md §5: V = 256 * 61";
+  EXPECT_EQ(lf::token_name(256 * 33 + 250), "VMC0(250)");
+  EXPECT_EQ(lf::token_name(256 * 38 + 7), "VMC5(7)");
+  EXPECT_EQ(lf::token_name(256 * 39 + 1), "VMH(1)");
+  EXPECT_EQ(lf::token_name(256 * 56 + 3), "VLG(3)");
+  EXPECT_EQ(lf::token_name(256 * 57 + 0x7f), "VLB0(0x7f)");
+  EXPECT_EQ(lf::token_name(256 * 60 + 0x80), "VLB3(0x80)");
+  EXPECT_FALSE(lf::is_valid_token(256 * 39 + 17)) << "VMH: r >> 8 <= 16";
+  EXPECT_FALSE(lf::is_valid_token(256 * 42 + 186)) << "VQE: (k << 5) | e_k, k <= 5, e_k <= 25";
+  EXPECT_FALSE(lf::is_valid_token(256 * 43 + 192)) << "VQB: (k << 5) | digest, k <= 5";
   EXPECT_EQ(lf::token_name(11520), "PCH0(0x00)") << "trace.md §5";
   EXPECT_EQ(lf::token_name(11777), "PCH1(0x01)") << "trace.md §5";
   EXPECT_EQ(lf::token_name(11266), "PCL(0x02)") << "trace.md §5";
   EXPECT_EQ(lf::token_name(256 * 50 + 1), "OIH(1)");
   EXPECT_EQ(lf::kind_named("OI")->kind, 49u);
-  EXPECT_FALSE(lf::is_valid_token(256 * 51)) << "kinds 51..63 reserved";
+  EXPECT_EQ(lf::kind_named("VEW")->kind, 51u);
+  EXPECT_FALSE(lf::is_valid_token(256 * 61)) << "kinds 61..63 reserved";
 }
 
 TEST(TraceFile, RoundTrip) {

@@ -31,23 +31,26 @@ enum class Kind : std::uint32_t {
   NOP = 30,   ///< payload 0
   EXIT = 31,  ///< exit status
   TRAP = 32,  ///< trap code (isa.md §6)
-  // vector.md §5
-  VMC = 33,  ///< VMAT, one per chunk: lo8(acc)
-  VMK = 34,  ///< VMATR K mode, one per position
-  VMV = 35,  ///< VMATR V mode, one per position
-  VQE = 36,  ///< VQ pass 1, one per source group: running exponent (0..25)
-  VQB = 37,  ///< VQ pass 2, one per written group
-  VEW = 38,  ///< VEW, one per group
-  VFN = 39,  ///< VFN, one per group
-  VRD = 40,  ///< VRED, one per source group
-  VXM = 41,  ///< VEXP, one per group: lo8(max)
-  VXS = 42,  ///< VEXP, one per group: lo8(sum)
-  VLB = 43,  ///< VLD, one per record byte
+  // vector.md §5 (trace-v2): every vector token carries its micro-step position
+  VMC0 = 33, VMC1 = 34, VMC2 = 35, VMC3 = 36, VMC4 = 37, VMC5 = 38,  ///< VMAT chunk j of row r: r & 0xFF
+  VMH = 39,  ///< VMAT: r >> 8, before row r when r > 0 and r & 0xFF = 0
+  VMK = 40,  ///< VMATR K mode, one per position t: (t << 2) | 2-bit digest
+  VMV = 41,  ///< VMATR V mode, one per position t: (t << 2) | 2-bit digest
+  VQE = 42,  ///< VQ, one per group k: (k << 5) | e_k
+  VQB = 43,  ///< VQ, one per group k: (k << 5) | 5-bit digest
   // trace.md §2, §4.0, §4.5 (trace-v2)
   PCL = 44,                                   ///< w & 0xFF of the instruction's word index
   PCH0 = 45, PCH1 = 46, PCH2 = 47, PCH3 = 48,  ///< PCH_k: (w >> 8) & 0xFF, k = w >> 16
   OI = 49,                                    ///< i & 0xFF of the ECALL write byte that follows
   OIH = 50,                                   ///< i >> 8 when i > 0 and i & 0xFF = 0
+  // vector.md §5 (continued)
+  VEW = 51,  ///< VEW, one per group k: (k << 4) | 4-bit digest
+  VFN = 52,  ///< VFN, one per group k: (k << 4) | 4-bit digest
+  VRD = 53,  ///< VRED, one per source group k: (k << 4) | 4-bit digest
+  VXM = 54,  ///< VEXP, one per group g: (g << 5) | lo5(max)
+  VXS = 55,  ///< VEXP, one per group g: (g << 5) | lo5(sum)
+  VLG = 56,  ///< VLD, element group g (elements 4g..4g+3): g
+  VLB0 = 57, VLB1 = 58, VLB2 = 59, VLB3 = 60,  ///< VLD record byte at an address = 0..3 mod 4
 };
 
 /// The START token (id 0): input of step 1, never produced.
@@ -91,8 +94,8 @@ std::uint32_t vocab_size();
 
 /// Human-readable token, spelled as docs/spec/vectors/README.md and
 /// vector.md §8 do: data-byte kinds in hex ("W0(0xff)", "OUT(0x41)",
-/// "VLB(0x7f)"), the others in decimal ("BR(1)", "DQ(63)", "NOP(0)",
-/// "TRAP(3)", "VMC(250)"); "START" for id 0; ids outside the vocabulary
+/// "VLB0(0x7f)"), the others in decimal ("BR(1)", "DQ(63)", "NOP(0)",
+/// "TRAP(3)", "VMC0(250)"); "START" for id 0; ids outside the vocabulary
 /// print as "?(12345)".
 std::string token_name(std::uint32_t id);
 
