@@ -19,8 +19,11 @@ using u64 = std::uint64_t;
 
 constexpr u32 kind(Kind k) { return static_cast<u32>(k); }
 
-// Most tokens any instruction other than ECALL write produces (DIV: 32 DQ + 4 W).
-constexpr std::size_t kMaxFixedTokens = 36;
+// Most tokens any instruction other than ECALL write and the vector
+// instructions produces (DIV: PCH, PCL, 32 DQ, 4 W).
+constexpr std::size_t kMaxFixedTokens = 38;
+// Largest ECALL write len (isa.md §5, trace.md §4.5).
+constexpr u32 kMaxWriteLen = 65535;
 // Tokens materialised per chunk handed to a TokenSink.
 constexpr std::size_t kChunk = 1 << 16;
 
@@ -47,6 +50,7 @@ void Machine::reset() {
   status_ = Status::kRunning;
   exit_status_ = trap_code_ = 0;
   retired_ = produced_ = delivered_ = 0;
+  pc_page_ = kNoPcPage;
   console_out_.clear();
   console_err_.clear();
   vec_ = VectorState{};
@@ -123,6 +127,7 @@ MachineState Machine::save() const {
   s.trap_code = trap_code_;
   s.retired = retired_;
   s.steps = delivered_;
+  s.pc_page = pc_page_;
   s.pending.assign(buf_.begin() + static_cast<std::ptrdiff_t>(head_), buf_.begin() + static_cast<std::ptrdiff_t>(tail_));
   s.console_out = console_out_;
   s.console_err = console_err_;
@@ -144,6 +149,7 @@ void Machine::restore(const MachineState& s) {
   trap_code_ = s.trap_code;
   retired_ = s.retired;
   delivered_ = s.steps;
+  pc_page_ = s.pc_page;
   produced_ = s.steps + s.pending.size();
   if (buf_.size() < s.pending.size()) buf_.resize(s.pending.size() + kMaxFixedTokens);
   std::copy(s.pending.begin(), s.pending.end(), buf_.begin());
@@ -195,6 +201,18 @@ inline void Machine::trap(Trap t) {
   put<kTrace>(token_id(Kind::TRAP, trap_code_));
 }
 
+// trace.md §4.0: PCH_k((w >> 8) & 0xFF), k = w >> 16, for the run's first
+// instruction and whenever w >> 8 changes; then PCL(w & 0xFF).
+template <bool kTrace>
+inline void Machine::put_pc(u32 w) {
+  const u32 page = w >> 8;
+  if (page != pc_page_) {
+    pc_page_ = page;
+    put<kTrace>(token_id(kind(Kind::PCH0) + (page >> 8), page & 0xff));
+  }
+  put<kTrace>(token_id(Kind::PCL, w & 0xff));
+}
+
 // ------------------------------------------------------------ ECALL (isa.md §5)
 
 template <bool kTrace>
@@ -211,22 +229,32 @@ void Machine::ecall() {
   // write(fd = a0, buf = a1, len = a2)
   const u32 fd = a0, buf = x_[11], len = x_[12];
   if (fd != 1 && fd != 2) return trap<kTrace>(Trap::kBadEcall);
+  if (len > kMaxWriteLen) return trap<kTrace>(Trap::kBadEcall);
   if (len > 0 && !in_ram(buf, len)) return trap<kTrace>(Trap::kLoadFault);
   const char* bytes = reinterpret_cast<const char*>(ram_.data()) + (buf - kRamBase);
   (fd == 1 ? console_out_ : console_err_).append(bytes, len);
-  // Tokens: one OUT/ERR per byte, then W(len) into a0.  An untraced run
-  // materialises them when they cross its step limit (they may stay pending).
-  const bool materialise = kTrace || produced_ + len + 4 > limit_;
+  // Tokens (trace.md §4.5): per byte i, OIH(i >> 8) when i > 0 and
+  // i & 0xFF = 0, OI(i & 0xFF), OUT/ERR(byte); then W(len) into a0.  An
+  // untraced run materialises them when they cross its step limit (they may
+  // stay pending).
+  const u32 n_byte_tokens = 2 * len + (len > 0 ? (len - 1) / 256 : 0);
+  const bool materialise = kTrace || produced_ + n_byte_tokens + 4 > limit_;
   if (materialise) {
-    ensure_token_room(std::size_t{len} + 4);
+    ensure_token_room(std::size_t{n_byte_tokens} + 4);
     const u32 base = 256 * kind(fd == 1 ? Kind::OUT : Kind::ERR);
-    for (u32 i = 0; i < len; ++i) tok_[i] = base + static_cast<std::uint8_t>(bytes[i]);
-    tok_ += len;
-    produced_ += len;
+    const u32 oi = 256 * kind(Kind::OI), oih = 256 * kind(Kind::OIH);
+    u32* t = tok_;
+    for (u32 i = 0; i < len; ++i) {
+      if ((i & 0xff) == 0 && i > 0) *t++ = oih + (i >> 8);
+      *t++ = oi + (i & 0xff);
+      *t++ = base + static_cast<std::uint8_t>(bytes[i]);
+    }
+    tok_ = t;
+    produced_ += n_byte_tokens;
     x_[10] = len;
     put_word<true>(kind(Kind::W0), len);
   } else {
-    produced_ += len;
+    produced_ += n_byte_tokens;
     write_rd<false>(10, len);
   }
   ++retired_;
@@ -235,7 +263,8 @@ void Machine::ecall() {
 
 // ------------------------------------------------------------ vector unit
 
-// vector.md §5/§6: a trapping vector instruction emits only TRAP(code); else
+// vector.md §5/§6 (after the pc tokens execute() emitted): a trapping vector
+// instruction emits only TRAP(code); else
 // its vector tokens, then W(r*) for VMAT argmax.  Like ECALL write, an
 // untraced run materialises the tokens when they cross its step limit.
 template <bool kTrace>
@@ -268,6 +297,9 @@ void Machine::execute() {
   // RAM iff its first byte is.
   const u32 off = pc_ - kRamBase;
   if (off >= kRamSize) return trap<kTrace>(Trap::kFetchFault);
+  // trace.md §4.0: every fetched instruction (vector ones included, and
+  // illegal or trapping ones) begins with its pc tokens.
+  put_pc<kTrace>(off >> 2);
   Decoded& slot = icache_[off >> 2];
   if (slot.op == Op::kUndecoded) {
     u32 word;

@@ -31,6 +31,10 @@ inline constexpr std::uint32_t kRamBase = 0x00010000u;
 inline constexpr std::uint32_t kRamEnd = 0x00110000u;
 inline constexpr std::uint32_t kRamSize = kRamEnd - kRamBase;  // 1 MiB
 
+/// MachineState::pc_page before the run's first instruction (no `w >> 8`
+/// is this large: w < 2^18).
+inline constexpr std::uint32_t kNoPcPage = 0xffffffffu;
+
 /// Trap codes (isa.md §6).
 enum class Trap : std::uint32_t {
   kIllegalInstruction = 1,
@@ -79,6 +83,9 @@ struct MachineState {
   std::uint32_t trap_code = 0;
   std::uint64_t retired = 0;
   std::uint64_t steps = 0;
+  /// `w >> 8` of the last executed instruction (trace.md §4.0: decides
+  /// whether the next one emits PCH); kNoPcPage before the first.
+  std::uint32_t pc_page = kNoPcPage;
   std::vector<std::uint32_t> pending;  ///< produced, not yet delivered tokens
   std::string console_out, console_err;
   VectorState vector;
@@ -180,6 +187,7 @@ class Machine {
   template <bool kTrace> void put_word(std::uint32_t kind0, std::uint32_t v);
   template <bool kTrace> void write_rd(unsigned rd, std::uint32_t v);
   template <bool kTrace> void trap(Trap t);
+  template <bool kTrace> void put_pc(std::uint32_t w);
 
   std::array<std::uint32_t, 32> x_{};
   std::uint32_t pc_ = 0;
@@ -193,6 +201,9 @@ class Machine {
   std::uint64_t produced_ = 0;   ///< tokens of executed instructions
   std::uint64_t delivered_ = 0;  ///< tokens handed out (steps)
   std::uint64_t limit_ = 0;      ///< produced_ limit of the current untraced run
+  /// `w >> 8` of the last instruction whose fetch succeeded (trace.md §4.0);
+  /// kNoPcPage until the run's first instruction.
+  std::uint32_t pc_page_ = kNoPcPage;
   std::string console_out_, console_err_;
   VectorState vec_;
   std::vector<std::uint32_t> vtok_;  ///< scratch: tokens of one vector instruction
