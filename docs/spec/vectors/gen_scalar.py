@@ -4,7 +4,7 @@
 Writes docs/spec/vectors/scalar_*.json (conventions: README.md).
 
 This is an INDEPENDENT calculation written from docs/spec/isa.md,
-bignum.md and trace.md (machine-v1, trace-v1). It uses nothing from ref/
+bignum.md and trace.md (machine-v1, trace-v2). It uses nothing from ref/
 or chip/ and nothing outside the Python standard library. Everything is
 unsigned 32-bit arithmetic with explicit masks; signed readings are
 spelled out with `signed()`.
@@ -56,10 +56,14 @@ KINDS = {"CTRL": 0, "W0": 1, "W1": 2, "W2": 3, "W3": 4,
 for _n in range(12):
     KINDS["AC%d" % _n] = 16 + _n
 KINDS.update({"OUT": 28, "ERR": 29, "NOP": 30, "EXIT": 31, "TRAP": 32})
+# trace-v2: the pc tokens (§4.0) and the ECALL write byte indices (§4.5)
+KINDS.update({"PCL": 44, "PCH0": 45, "PCH1": 46, "PCH2": 47, "PCH3": 48,
+              "OI": 49, "OIH": 50})
+PC_KINDS = {"PCL", "PCH0", "PCH1", "PCH2", "PCH3"}
 
 # kinds whose payload is a data byte are written 0x%02x; the others decimal
 HEX_KINDS = {k for k in KINDS if k[0] in "WAS" or k.startswith("AC")} | {
-    "OUT", "ERR", "EXIT"}
+    "OUT", "ERR", "EXIT", "OI"} | PC_KINDS
 
 TRAP_ILLEGAL, TRAP_FETCH_MISALIGNED, TRAP_FETCH_FAULT = 1, 2, 3
 TRAP_LOAD_MISALIGNED, TRAP_LOAD_FAULT = 4, 5
@@ -281,6 +285,18 @@ class Machine:
         self.retired = 0
         self.stdout = bytearray()
         self.stderr = bytearray()
+        self.page = None           # w >> 8 of the instruction executed last
+
+    def pc_tokens(self, pc):
+        """trace.md §4.0: w = (pc - RAM_BASE) / 4; PCH_k((w >> 8) & 0xFF),
+        k = w >> 16, for the run's first instruction and whenever w >> 8
+        differs from the previous instruction's; then PCL(w & 0xFF)."""
+        w = (pc - RAM_BASE) // 4
+        out = []
+        if w >> 8 != self.page:
+            out.append(tok("PCH%d" % (w >> 16), (w >> 8) & 0xFF))
+        self.page = w >> 8
+        return out + [tok("PCL", w & 0xFF)]
 
     def load(self, addr, n):
         assert in_ram(addr, n)
@@ -306,12 +322,17 @@ class Machine:
         self.retired += 1
         return toks
 
-    # One instruction: returns its tokens (trace.md §4).
+    # One instruction: returns its tokens (trace.md §4): a fetch outside RAM
+    # emits TRAP(3) alone; any other instruction its pc tokens (§4.0), then
+    # the tokens of §4.1-4.6.
     def step(self):
         assert self.end is None
         pc = self.pc
         if not in_ram(pc, 4):
             return self.trap([], TRAP_FETCH_FAULT)
+        return self.pc_tokens(pc) + self.execute(pc)
+
+    def execute(self, pc):
         w = self.load(pc, 4)
         op, rd, f3 = w & 0x7F, (w >> 7) & 31, (w >> 12) & 7
         rs1, rs2, f7 = (w >> 15) & 31, (w >> 20) & 31, w >> 25
@@ -450,11 +471,18 @@ class Machine:
             fd, buf, n = a0, a1, a2
             if fd not in (1, 2):
                 return self.trap([], TRAP_BAD_ECALL)
+            if n > 65535:                     # isa.md §5: after the fd check
+                return self.trap([], TRAP_BAD_ECALL)
             if n > 0 and not in_ram(buf, n):
                 return self.trap([], TRAP_LOAD_FAULT)
             data = bytes(self.ram[buf - RAM_BASE:buf - RAM_BASE + n]) if n else b""
             (self.stdout if fd == 1 else self.stderr).extend(data)
-            toks = [tok("OUT" if fd == 1 else "ERR", byte) for byte in data]
+            toks = []
+            for i, byte in enumerate(data):   # trace.md §4.5
+                if i > 0 and i & 0xFF == 0:
+                    toks.append(tok("OIH", i >> 8))
+                toks.append(tok("OI", i & 0xFF))
+                toks.append(tok("OUT" if fd == 1 else "ERR", byte))
             self.set_rd(10, n)
             return self.retire(toks + W(n, 10), pc + 4)
         if a7 == 93:
@@ -575,10 +603,28 @@ class Example:
         got_end = "running" if m.end is None else "%s %d" % m.end
         if end != got_end:
             fail.append("end: want %s got %s" % (end, got_end))
+        # "tokens": the tokens of trace.md §4.1-4.6 by hand, without the pc
+        # tokens (§4.0); "all_tokens" / "ids": every token, pc tokens included;
+        # "tokens_at": {step index (0-based): text} for long runs.
         if "tokens" in want:
             texts = want.pop("tokens")
+            got = [s["tok"] for s in steps if s["tok"].split("(")[0] not in PC_KINDS]
+            if texts != got:
+                fail.append("tokens: want %s got %s" % (texts, got))
+        if "all_tokens" in want:
+            texts = want.pop("all_tokens")
             if texts != [s["tok"] for s in steps]:
-                fail.append("tokens: want %s got %s" % (texts, [s["tok"] for s in steps]))
+                fail.append("all_tokens: want %s got %s" % (texts, [s["tok"] for s in steps]))
+        if "tokens_at" in want:
+            for k, text in want.pop("tokens_at").items():
+                got = steps[k]["tok"] if k < len(steps) else None
+                if got != text:
+                    fail.append("token %d: want %s got %s" % (k, text, got))
+        if "pc_tokens" in want:
+            texts = want.pop("pc_tokens")
+            got = [s["tok"] for s in steps if s["tok"].split("(")[0] in PC_KINDS]
+            if texts != got:
+                fail.append("pc_tokens: want %s got %s" % (texts, got))
         if "ids" in want:
             ids = want.pop("ids")
             if ids != [s["id"] for s in steps]:
@@ -670,7 +716,7 @@ ALU = [
     one("addi_min_imm", "ADDI with the most negative immediate -2048.",
         "addi a0, a1, -2048", {"a1": 0x1000}, "a0", 0x00000800, edge=True),
     one("addi_canonical_nop", "addi x0, x0, 0 (the canonical NOP) emits NOP(0), id 7680.",
-        "addi x0, x0, 0", {}, "x0", 0, edge=True, want={"ids": [7680]}),
+        "addi x0, x0, 0", {}, "x0", 0, edge=True, want={"ids": [11520, 11264, 7680]}),
     one("addi_rd_x0", "ADDI to x0 with a nonzero result still emits only NOP(0).",
         "addi x0, a1, 5", {"a1": 7}, "x0", 0, edge=True, want={"tokens": ["NOP(0)"]}),
     one("slti_negative", "SLTI is signed: -1 < 0.", "slti a0, a1, 0",
@@ -1206,8 +1252,8 @@ ECALL = [
             ["addi a0, x0, -1", "sw a0, 0(sp)", "ecall"],
             regs={"sp": 0x0010FFFC, "a7": 93}, check_mem=[(0x10FFFC, 4)],
             want={"a0": 0xFFFFFFFF, "end": "exit 255", "mem": {0x10FFFC: [0xFF] * 4},
-                  "ids": [511, 767, 1023, 1279, 1532, 1791, 1808, 2048,
-                          2559, 2815, 3071, 3327, 8191]}),
+                  "ids": [11520, 11264, 511, 767, 1023, 1279, 11265, 1532, 1791, 1808, 2048,
+                          2559, 2815, 3071, 3327, 11266, 8191]}),
     Example("exit_zero", "exit(0).", ["ecall"], regs={"a7": 93}, edge=False,
             want={"end": "exit 0", "tokens": ["EXIT(0x00)"]}),
     Example("exit_masks_status", "exit status is a0 & 0xff: 0x12345678 -> 0x78.",
@@ -1221,12 +1267,15 @@ ECALL = [
             ["ecall", "addi a7, x0, 93", "ecall"],
             regs={"a7": 64, "a0": 1, "a1": DATA, "a2": 3}, mem=[(DATA, HI)],
             want={"a0": 3, "a7": 93, "end": "exit 3", "stdout": HI,
-                  "tokens": ["OUT(0x48)", "OUT(0x69)", "OUT(0x0a)"]
-                  + toks("W(0x00000003)", "W(0x0000005d)") + ["EXIT(0x03)"]}),
+                  "tokens": ["OI(0x00)", "OUT(0x48)", "OI(0x01)", "OUT(0x69)",
+                             "OI(0x02)", "OUT(0x0a)"]
+                  + toks("W(0x00000003)", "W(0x0000005d)") + ["EXIT(0x03)"],
+                  "pc_tokens": ["PCH0(0x00)", "PCL(0x00)", "PCL(0x01)", "PCL(0x02)"]}),
     Example("write_stderr", "write(2, buf, 2): ERR tokens, then W(2).", ["ecall"],
             regs={"a7": 64, "a0": 2, "a1": DATA + 1, "a2": 2}, mem=[(DATA, HI)],
             want={"a0": 2, "stderr": b"i\n",
-                  "tokens": ["ERR(0x69)", "ERR(0x0a)"] + toks("W(0x00000002)")}),
+                  "tokens": ["OI(0x00)", "ERR(0x69)", "OI(0x01)", "ERR(0x0a)"]
+                  + toks("W(0x00000002)")}),
     Example("write_len_zero", "write with len = 0 writes nothing and does not check the "
             "buffer (here 0, outside RAM): W(0).", ["ecall"],
             regs={"a7": 64, "a0": 1, "a1": 0, "a2": 0}, edge=True,
@@ -1246,11 +1295,43 @@ ECALL = [
             regs={"a7": 64, "a0": 1, "a1": 0x10FFFD, "a2": 3},
             mem=[(0x10FFFC, b"xabc")], edge=True,
             want={"a0": 3, "stdout": b"abc",
-                  "tokens": ["OUT(0x61)", "OUT(0x62)", "OUT(0x63)"] + toks("W(0x00000003)")}),
-    Example("write_huge_len", "write(1, 0x20000, 0xffffffff): the buffer runs past "
-            "RAM_END, TRAP(5).", ["ecall"],
+                  "tokens": ["OI(0x00)", "OUT(0x61)", "OI(0x01)", "OUT(0x62)",
+                             "OI(0x02)", "OUT(0x63)"] + toks("W(0x00000003)")}),
+    Example("write_huge_len", "write(1, 0x20000, 0xffffffff): len > 65,535 traps "
+            "BAD_ECALL, checked before the buffer (isa.md §5): TRAP(8).", ["ecall"],
             regs={"a7": 64, "a0": 1, "a1": DATA, "a2": 0xFFFFFFFF}, edge=True,
-            want={"end": "trap 5", "pc": 0x10000, "tokens": ["TRAP(5)"]}),
+            want={"end": "trap 8", "pc": 0x10000, "tokens": ["TRAP(8)"]}),
+    Example("write_len_65536", "write(1, 0x20000, 65536): the buffer [0x20000, 0x30000) "
+            "is inside RAM but len > 65,535: TRAP(8) after the pc tokens, nothing written.",
+            ["ecall"], regs={"a7": 64, "a0": 1, "a1": DATA, "a2": 65536}, edge=True,
+            want={"end": "trap 8", "pc": 0x10000,
+                  "all_tokens": ["PCH0(0x00)", "PCL(0x00)", "TRAP(8)"]}),
+    Example("write_len_65535_bad_buffer", "write(1, 0x100002, 65535): len passes the "
+            "len check (<= 65,535) but the buffer ends at 0x110001, past RAM_END: TRAP(5).",
+            ["ecall"], regs={"a7": 64, "a0": 1, "a1": 0x100002, "a2": 65535}, edge=True,
+            want={"end": "trap 5", "pc": 0x10000,
+                  "all_tokens": ["PCH0(0x00)", "PCL(0x00)", "TRAP(5)"]}),
+    # 600 bytes 'A'..'Z' repeating (byte i = 0x41 + i % 26).  By hand (trace.md
+    # §4.5): steps 0-1 PCH0(0x00) PCL(0x00); byte i < 256 has OI at 2 + 2i and
+    # its OUT at 3 + 2i (byte 255 = 'V': 512, 513); OIH(1) at 514, then byte 256
+    # ('W', 256 % 26 = 22) OI(0x00) 515, OUT 516; byte i in [256, 512) has OI
+    # at 515 + 2(i - 256) (byte 511 = 'R': 1025, 1026); OIH(2) at 1027; byte
+    # 512 ('S') at 1028, 1029; byte 599 ('B') OI(0x57) at 1202, OUT 1203;
+    # W(600 = 0x258) at 1204..1207: 2 + 2 + 600 * 2 + 4 = 1208 tokens.
+    Example("write_600_bytes_oih", "write(1, 0x20000, 600): every byte is preceded by "
+            "OI(i & 0xff), and bytes 256 and 512 also by OIH(1), OIH(2) (trace.md §4.5).",
+            ["ecall"], regs={"a7": 64, "a0": 1, "a1": DATA, "a2": 600},
+            mem=[(DATA, bytes(0x41 + i % 26 for i in range(600)))], edge=True,
+            want={"a0": 600, "stdout": bytes(0x41 + i % 26 for i in range(600)),
+                  "ntokens": 1208,
+                  "tokens_at": {0: "PCH0(0x00)", 1: "PCL(0x00)", 2: "OI(0x00)",
+                                3: "OUT(0x41)", 4: "OI(0x01)", 5: "OUT(0x42)",
+                                512: "OI(0xff)", 513: "OUT(0x56)", 514: "OIH(1)",
+                                515: "OI(0x00)", 516: "OUT(0x57)", 517: "OI(0x01)",
+                                1025: "OI(0xff)", 1026: "OUT(0x52)", 1027: "OIH(2)",
+                                1028: "OI(0x00)", 1029: "OUT(0x53)", 1202: "OI(0x57)",
+                                1203: "OUT(0x42)", 1204: "W0(0x58)", 1205: "W1(0x02)",
+                                1206: "W2(0x00)", 1207: "W3(0x00)"}}),
     Example("write_buffer_below_ram", "write(2, 0xfffe, 4): starts below RAM, TRAP(5).",
             ["ecall"], regs={"a7": 64, "a0": 2, "a1": 0xFFFE, "a2": 4}, edge=True,
             want={"end": "trap 5", "pc": 0x10000, "tokens": ["TRAP(5)"]}),
@@ -1499,6 +1580,52 @@ BN = [
 
 
 
+# trace.md §4.0: the pc tokens where w >> 8 changes (w = (pc - 0x10000) / 4).
+ALU += [
+    Example("pc_page_change", "Four ADDI at 0x103f8 (w = 254, 255, 256, 257): PCH0(0x00) "
+            "for the first instruction, PCL only for w = 255, PCH0(0x01) again where "
+            "w >> 8 becomes 1 (w = 256 at 0x10400), then PCL only.",
+            ["addi a0, x0, 1", "addi a0, a0, 1", "addi a0, a0, 1", "addi a0, a0, 1"],
+            pc=0x103F8, edge=True,
+            want={"a0": 4, "pc": 0x10408,
+                  "all_tokens": ["PCH0(0x00)", "PCL(0xfe)"] + toks("W(0x00000001)")
+                  + ["PCL(0xff)"] + toks("W(0x00000002)")
+                  + ["PCH0(0x01)", "PCL(0x00)"] + toks("W(0x00000003)")
+                  + ["PCL(0x01)"] + toks("W(0x00000004)")}),
+    Example("pc_page_trace_md", "trace.md §5: the instruction at 0x50400 (w = 0x10100) "
+            "after the one at 0x503fc (w = 0x100ff) begins with PCH1(0x01), PCL(0x00); "
+            "the first begins with PCH1(0x00), PCL(0xff).",
+            ["addi a0, x0, 5", "addi a1, a0, 1"], pc=0x503FC, edge=True,
+            want={"a0": 5, "a1": 6, "pc": 0x50404,
+                  "ids": [11776, 11519, 261, 512, 768, 1024, 11777, 11264,
+                          262, 512, 768, 1024]}),
+    Example("pc_page_k_change", "At 0x8fffc (w = 0x1ffff) then 0x90000 (w = 0x20000): "
+            "PCH1(0xff), PCL(0xff), then the kind changes to PCH2(0x00), PCL(0x00).",
+            ["addi a0, x0, -1", "addi a0, a0, 2"], pc=0x8FFFC, edge=True,
+            want={"a0": 1, "pc": 0x90004,
+                  "all_tokens": ["PCH1(0xff)", "PCL(0xff)"] + toks("W(0xffffffff)")
+                  + ["PCH2(0x00)", "PCL(0x00)"] + toks("W(0x00000001)")}),
+    Example("pc_last_word_of_ram", "ADDI at 0x10fffc, the last word of RAM (w = 0x3ffff): "
+            "PCH3(0xff), PCL(0xff).", ["addi a0, x0, 9"], pc=0x10FFFC, edge=True,
+            want={"a0": 9, "pc": 0x110000,
+                  "all_tokens": ["PCH3(0xff)", "PCL(0xff)"] + toks("W(0x00000009)")}),
+]
+
+BRANCH += [
+    Example("bne_back_across_page", "A loop across the 256-word boundary: addi at 0x103fc "
+            "(w = 255), bne at 0x10400 (w = 256) taken back once, then not taken, then "
+            "addi at 0x10404. Every crossing of w >> 8 emits PCH again.",
+            ["addi a0, a0, 1", "bne a0, a1, .-4", "addi a2, x0, 7"],
+            regs={"a1": 2}, pc=0x103FC, insns=5, edge=True,
+            want={"a0": 2, "a2": 7, "pc": 0x10408,
+                  "all_tokens": ["PCH0(0x00)", "PCL(0xff)"] + toks("W(0x00000001)")
+                  + ["PCH0(0x01)", "PCL(0x00)", "BR(1)"]
+                  + ["PCH0(0x00)", "PCL(0xff)"] + toks("W(0x00000002)")
+                  + ["PCH0(0x01)", "PCL(0x00)", "BR(0)"]
+                  + ["PCL(0x01)"] + toks("W(0x00000007)")}),
+]
+
+
 def ac_hand(acc):
     """AC0..AC11 texts of a hand-computed accumulator value."""
     return ["AC%d(0x%02x)" % (i, (acc >> (8 * i)) & 0xFF) for i in range(12)]
@@ -1540,7 +1667,7 @@ FILES = [("alu", ALU), ("shift", SHIFT), ("mul", MUL), ("div", DIV),
 
 
 def render(cls, examples):
-    doc = {"spec": "machine-v1", "trace_version": "trace-v1", "class": cls,
+    doc = {"spec": "machine-v1", "trace_version": "trace-v2", "class": cls,
            "generator": "docs/spec/vectors/gen_scalar.py",
            "examples": [e.to_json() for e in examples]}
     return compact(json.dumps(doc, indent=1, ensure_ascii=False)) + "\n"
@@ -1560,8 +1687,9 @@ def main():
     names = [e.name for _, es in FILES for e in es]
     assert len(names) == len(set(names)), "duplicate example names"
     n_all = sum(len(e) for _, e in FILES)
-    n_tok = sum(1 for _, es in FILES for e in es if "tokens" in e.want or "ids" in e.want)
-    print("%d examples, %d with the whole token list written by hand" % (n_all, n_tok))
+    n_tok = sum(1 for _, es in FILES for e in es if "tokens" in e.want or "ids" in e.want
+                or "all_tokens" in e.want)
+    print("%d examples, %d with the token list written by hand" % (n_all, n_tok))
     stale = []
     for cls, examples in FILES:
         path = os.path.join(HERE, "scalar_%s.json" % cls)

@@ -5,8 +5,15 @@ Checks, for every file and example:
   * the schema of README.md (keys, types, hex spellings, no unknown keys);
   * every token: id = 256*kind + payload, the text "KIND(payload)" spelled
     as README.md says, the payload allowed for its kind (trace.md §2);
-  * the tokens of each instruction (consecutive steps with one `pc`) have
-    the shape trace.md §4 gives for the instruction's mnemonic;
+  * every instruction whose fetch succeeds begins with its pc tokens
+    (trace.md §4.0): PCH_k((w >> 8) & 0xFF), k = w >> 16, exactly when it is
+    the run's first instruction or w >> 8 differs from the previous
+    instruction's, then PCL(w & 0xFF), w = (pc - 0x10000) / 4 from the step's
+    `pc`; a fetch outside RAM emits TRAP(3) alone;
+  * the other tokens of each instruction have the shape trace.md §4 gives
+    for the instruction's mnemonic; an ECALL write's bytes carry their index
+    (OIH(i >> 8) when i > 0 and i & 0xFF = 0, then OI(i & 0xFF), §4.5) and
+    W(len) counts them;
   * the end of the run agrees with the last token, and stdout/stderr with
     the OUT/ERR tokens;
   * the initial state is valid under the memory map (isa.md §2);
@@ -33,10 +40,15 @@ KIND_NAMES = ["CTRL", "W0", "W1", "W2", "W3", "A0", "A1", "A2", "A3",
               "S0", "S1", "S2", "S3", "BR", "DQ", "CF"] + \
              ["AC%d" % i for i in range(12)] + ["OUT", "ERR", "NOP", "EXIT", "TRAP"]
 KIND = {name: k for k, name in enumerate(KIND_NAMES)}
+# trace-v2 (trace.md §2): pc tokens (§4.0) and ECALL write byte indices (§4.5)
+PC_KINDS = ["PCL", "PCH0", "PCH1", "PCH2", "PCH3"]
+KIND.update({"PCL": 44, "PCH0": 45, "PCH1": 46, "PCH2": 47, "PCH3": 48, "OI": 49, "OIH": 50})
 assert KIND["TRAP"] == 32 and KIND["AC11"] == 27 and KIND["OUT"] == 28
-BYTE_KINDS = {n for n in KIND_NAMES if re.fullmatch(r"[WAS]\d|AC\d+", n)} | {"OUT", "ERR", "EXIT"}
+BYTE_KINDS = {n for n in KIND_NAMES if re.fullmatch(r"[WAS]\d|AC\d+", n)} | {
+    "OUT", "ERR", "EXIT", "OI"} | set(PC_KINDS)
 SMALL = {"BR": range(2), "CF": range(2), "NOP": range(1), "DQ": range(64),
-         "TRAP": range(1, 10)}           # scalar trap codes, isa.md §6
+         "TRAP": range(1, 10),           # scalar trap codes, isa.md §6
+         "OIH": range(1, 256)}
 
 # isa.md §4.1 rows and the bignum ops: the instruction classes
 CLASSES = [["lui"], ["auipc"], ["jal"], ["jalr"], ["beq", "bne"], ["blt", "bge"],
@@ -68,7 +80,7 @@ for m in ["div", "divu", "rem", "remu"]:
     SHAPES[m] = "(DQ ){32}" + W
 SHAPES.update({
     "fence": "NOP", "fence.tso": "NOP",
-    "ecall": "(OUT )*W0 W1 W2 W3|(ERR )*W0 W1 W2 W3|EXIT|TRAP:8|TRAP:5",
+    "ecall": "((OIH )?OI OUT )*W0 W1 W2 W3|((OIH )?OI ERR )*W0 W1 W2 W3|EXIT|TRAP:8|TRAP:5",
     "ebreak": "TRAP:9",
     "bn.addc": W + " CF", "bn.subb": W + " CF", "bn.xchgc": W + " CF",
     "bn.mac": " ".join("AC%d" % i for i in range(12)),
@@ -206,23 +218,42 @@ def check_example(L, path, ex, seen):
         L.check(fin.get(key, "") == data, where, "%s must equal the %s payloads" % (key, kind))
         L.check(fin.get(key) != "", where, "%s present but empty" % key)
 
-    # each instruction's tokens have the shape of trace.md §4
+    # Instructions: a new one starts where the step `pc` changes, at a PCH,
+    # and at a PCL not right after a PCH (trace.md §4.0).
     groups = []
+    prev_kind = None
     for kind, payload, pc in parsed:
-        if groups and groups[-1][0] == pc:
-            groups[-1][1].append((kind, payload))
-        else:
+        starts = (not groups or groups[-1][0] != pc or kind in PC_KINDS[1:]
+                  or (kind == "PCL" and prev_kind not in PC_KINDS[1:]))
+        if starts:
             groups.append((pc, [(kind, payload)]))
+        else:
+            groups[-1][1].append((kind, payload))
+        prev_kind = kind
     used = []
+    page = None                        # w >> 8 of the previous instruction
     for pc, toks in groups:
         w = "%s at pc 0x%08x" % (where, pc)
+        if not (RAM_BASE <= pc and pc + 4 <= RAM_END):
+            shape = " ".join(k if k != "TRAP" else "TRAP:%d" % p for k, p in toks)
+            L.check(shape == "TRAP:3", w, "a fetch outside RAM emits TRAP(3) only")
+            continue
+        # trace.md §4.0: the pc tokens
+        wi = (pc - RAM_BASE) // 4
+        want_pc = []
+        if page is None or wi >> 8 != page:
+            want_pc.append(("PCH%d" % (wi >> 16), (wi >> 8) & 0xFF))
+        want_pc.append(("PCL", wi & 0xFF))
+        got_pc = list(toks[:len(want_pc)])
+        L.check(got_pc == want_pc, w, "pc tokens %s, want %s (w = 0x%x, previous w >> 8 = %s)"
+                % (got_pc, want_pc, wi, "none" if page is None else hex(page)))
+        page = wi >> 8
+        toks = toks[len(want_pc):]
+        L.check(all(k not in PC_KINDS for k, _ in toks), w, "pc tokens after the first token")
         shape = " ".join(k if k != "TRAP" else "TRAP:%d" % p for k, p in toks)
         idx = (pc - pc0) // 4
         if not (pc0 <= pc < pc0 + 4 * len(code)):
-            if RAM_BASE <= pc and pc + 4 <= RAM_END:
-                L.err(w, "executes outside the example's code")
-            else:
-                L.check(shape == "TRAP:3", w, "a fetch outside RAM emits TRAP(3) only")
+            L.err(w, "executes outside the example's code")
             continue
         mn = asm[idx].split("#")[0].split()[0]
         L.check(mn in SHAPES, w, "unknown mnemonic %r" % mn)
@@ -231,6 +262,19 @@ def check_example(L, path, ex, seen):
         used.append(mn)
         L.check(re.fullmatch(SHAPES[mn], shape), w, "tokens %s do not have the shape of %s"
                 % (shape, mn))
+        if mn == "ecall" and toks and toks[-1][0] == "W3":
+            # trace.md §4.5: byte i is OIH(i >> 8) when i > 0 and i & 0xFF = 0,
+            # OI(i & 0xFF), OUT/ERR; then W(len)
+            n = sum(1 for k, _ in toks if k in ("OUT", "ERR"))
+            want_idx = []
+            for i in range(n):
+                if i > 0 and i & 0xFF == 0:
+                    want_idx.append(("OIH", i >> 8))
+                want_idx.append(("OI", i & 0xFF))
+            L.check([t for t in toks if t[0] in ("OI", "OIH")] == want_idx, w,
+                    "OI/OIH byte indices do not run 0..len-1")
+            wv = sum(p << (8 * int(k[1])) for k, p in toks if k in ("W0", "W1", "W2", "W3"))
+            L.check(wv == n, w, "W(len) = %d but %d bytes were written" % (wv, n))
         dq = [p for k, p in toks if k == "DQ"]
         if dq:
             L.check([p >> 1 for p in dq] == list(range(31, -1, -1)), w,
@@ -250,7 +294,7 @@ def main():
             doc = json.load(f)
         where = os.path.basename(path)
         L.check(set(doc) == TOP_KEYS, where, "top-level keys must be %s" % sorted(TOP_KEYS))
-        L.check(doc.get("spec") == "machine-v1" and doc.get("trace_version") == "trace-v1",
+        L.check(doc.get("spec") == "machine-v1" and doc.get("trace_version") == "trace-v2",
                 where, "spec/trace_version")
         exs = doc.get("examples", [])
         L.check(len(exs) >= 3, where, "at least three examples per file")
