@@ -287,6 +287,7 @@ json config_to_json(const Chip& chip) {
       else if (in.source == ByteSourceKind::Section)
         src = {{"kind", "section"}, {"name", in.section}, {"offset", in.offset}, {"length", in.length}};
       else src = {{"kind", "entry"}, {"length", in.length}};
+      if (in.stride != 1) src["stride"] = in.stride;
       ji["source"] = src;
       ji["encoding"] = encoding_name(in.encoding);
       ji["bytes_per_column"] = in.bytes_per_column;
@@ -402,6 +403,10 @@ void config_from_json(const json& j, Chip& chip) {
         fail(ic + ": unknown source kind \"" + sk + "\"");
       }
       in.length = get_uint(src, "length", ic + " source");
+      if (src.contains("stride")) {
+        if (in.source == ByteSourceKind::Entry) fail(ic + ": an entry source has no stride");
+        in.stride = get_u32(src, "stride", ic + " source");
+      }
       const std::string enc = get_str(ji, "encoding", ic);
       if (enc == "scalar") in.encoding = ByteEncoding::Scalar;
       else if (enc == "bits") in.encoding = ByteEncoding::Bits;
@@ -523,6 +528,7 @@ void Chip::validate() const {
       rows = in.values.size();
     } else {
       if (in.bytes_per_column == 0) fail(ic + ": bytes_per_column is 0");
+      if (in.stride == 0) fail(ic + ": stride is 0");
       if (in.source == ByteSourceKind::Entry && (in.length == 0 || in.length > 8))
         fail(ic + ": entry source length must be 1..8");
       if (in.length > (1ull << 32)) fail(ic + ": length too large");

@@ -719,15 +719,22 @@ void apply_initialisers(const Chip& chip, const GuestImage& image, std::span<flo
       continue;
     }
     std::vector<std::uint8_t> bytes;
+    const std::uint64_t stride = in.stride;
     if (in.source == ByteSourceKind::Image) {
-      bytes = image.read(in.address, in.length);
+      if (stride == 1) {
+        bytes = image.read(in.address, in.length);
+      } else {
+        const std::vector<std::uint8_t> span = image.read(in.address, in.length == 0 ? 0 : (in.length - 1) * stride + 1);
+        bytes.resize(in.length);
+        for (std::uint64_t i = 0; i < in.length; ++i) bytes[i] = span[i * stride];
+      }
     } else if (in.source == ByteSourceKind::Section) {
       auto it = image.sections.find(in.section);
       if (it == image.sections.end())
         throw ImageError("initialiser '" + in.name + "': guest image has no section '" + in.section + "'");
       bytes.assign(in.length, 0);
       for (std::uint64_t i = 0; i < in.length; ++i)
-        if (in.offset + i < it->second.size()) bytes[i] = it->second[in.offset + i];
+        if (in.offset + i * stride < it->second.size()) bytes[i] = it->second[in.offset + i * stride];
     } else {
       bytes.resize(in.length);
       for (std::uint64_t i = 0; i < in.length; ++i) bytes[i] = static_cast<std::uint8_t>(image.entry >> (8 * i));

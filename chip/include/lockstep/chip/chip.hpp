@@ -125,6 +125,7 @@ struct Initialiser {
   std::string section;         ///< Section: name
   std::uint64_t offset = 0;    ///< Section: first byte within the section
   std::uint64_t length = 0;    ///< number of bytes (Entry: 1..8, little-endian bytes of entry)
+  std::uint32_t stride = 1;    ///< Image/Section: byte i is at address (offset) + i * stride; >= 1
   ByteEncoding encoding = ByteEncoding::Scalar;
   std::uint32_t bytes_per_column = 1;
   // const
