@@ -29,8 +29,9 @@ constexpr i128 rnd128(i128 x, unsigned s) { return s == 0 ? x : (x + (i128{1} <<
 constexpr std::int32_t sat32(i128 x) {
   return static_cast<std::int32_t>(std::clamp<i128>(x, -(i128{1} << 31), (i128{1} << 31) - 1));
 }
-// §1.1: lo8(x) = x mod 256 (mathematical modulus): the low byte in two's complement.
-constexpr u32 lo8(i128 x) { return static_cast<u32>(static_cast<u64>(x) & 0xff); }
+// §1.1: lo_b(x) = x mod 2^b (mathematical modulus): the low b bits in two's complement
+// (§5's digests: lo2, lo4, lo5).
+constexpr u32 lo(i128 x, unsigned bits) { return static_cast<u32>(static_cast<u64>(x) & ((u64{1} << bits) - 1)); }
 constexpr i64 pow2(unsigned k) { return i64{1} << k; }
 constexpr i64 ceil64(i64 n) { return (n + 63) / 64; }
 
@@ -88,6 +89,7 @@ u32 vmat(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>&
   const auto& tab = s;
   std::vector<std::int32_t> y(static_cast<std::size_t>(R));
   for (i64 r = 0; r < R; ++r) {
+    if (r > 0 && (r & 0xff) == 0) put(tokens, Kind::VMH, static_cast<u32>(r >> 8));  // §5: high part of r
     i64 sum = 0;
     for (i64 j = 0; j < K; ++j) {
       const i64 c = c0 + r * K + j;  // rowc(r, j)
@@ -95,7 +97,7 @@ u32 vmat(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>&
       const std::int8_t* w = &tab.wmem[static_cast<std::size_t>(64 * c)];
       i64 acc = 0;  // |acc| <= 2^16
       for (int i = 0; i < 64; ++i) acc += i64{act[i]} * w[i];
-      put(tokens, Kind::VMC, lo8(acc));
+      put(tokens, static_cast<Kind>(static_cast<u32>(Kind::VMC0) + j), static_cast<u32>(r & 0xff));
       sum += acc * tab.wscale[static_cast<std::size_t>(c)] * pow2(tab.ash[static_cast<std::size_t>(b0 + j)]);
     }
     y[static_cast<std::size_t>(r)] = sat32(rnd(sum, 16));
@@ -144,7 +146,7 @@ u32 vmatr(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>
         const i64 v = e >= 16 ? sc * pow2(e - 16) : rnd(sc, 16 - e);
         s.vr[static_cast<std::size_t>(dst + 64 * h + tt)] = sat32(v);
       }
-      put(tokens, Kind::VMK, lo8(digest));
+      put(tokens, Kind::VMK, static_cast<u32>(tt << 2) | lo(digest, 2));
     }
     return 0;
   }
@@ -162,7 +164,7 @@ u32 vmatr(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>
         o[h][d] += pv * scale;  // |term| <= 2^48
       }
     }
-    put(tokens, Kind::VMV, lo8(digest));
+    put(tokens, Kind::VMV, static_cast<u32>(tt << 2) | lo(digest, 2));
   }
   for (i64 h = 0; h < 8; ++h) {
     for (i64 d = 0; d < 8; ++d) s.vr[static_cast<std::size_t>(dst + 8 * h + d)] = sat32(rnd(o[h][d], 16));
@@ -187,7 +189,7 @@ u32 vq(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>& t
   if (t.code) return t.code;
 
   // Each group k of up to 64 sources is quantised with its own shift e_k;
-  // tokens VQE(e_k), VQB(lo8(sum of the values the group writes)) per group.
+  // tokens VQE((k << 5) | e_k), VQB((k << 5) | lo5(sum of the values the group writes)) per group.
   const std::int32_t* x = &s.vr[static_cast<std::size_t>(src)];
   const i64 width = target == 0 ? 64 : 32;  // ACT: whole blocks with zero padding; K/V: one row
   std::vector<std::int8_t> q(static_cast<std::size_t>(width * ceil64(n)), 0);
@@ -204,8 +206,8 @@ u32 vq(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>& t
       q[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(qi);
       sum += qi;
     }
-    put(tokens, Kind::VQE, e);
-    put(tokens, Kind::VQB, lo8(sum));
+    put(tokens, Kind::VQE, static_cast<u32>(k << 5) | e);
+    put(tokens, Kind::VQB, static_cast<u32>(k << 5) | lo(sum, 5));
   }
   if (target == 0) {
     std::copy(q.begin(), q.end(), s.act.begin() + 64 * dest);
@@ -247,8 +249,8 @@ u32 vexp(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>&
       p[static_cast<std::size_t>(64 * g + tt)] = EXP[static_cast<std::size_t>(i)];
       S[static_cast<std::size_t>(g)] += EXP[static_cast<std::size_t>(i)];
     }
-    put(tokens, Kind::VXM, lo8(m));
-    put(tokens, Kind::VXS, lo8(S[static_cast<std::size_t>(g)]));
+    put(tokens, Kind::VXM, static_cast<u32>(g << 5) | lo(m, 5));
+    put(tokens, Kind::VXS, static_cast<u32>(g << 5) | lo(S[static_cast<std::size_t>(g)], 5));
   }
   for (i64 g = 0; g < G; ++g) {
     for (i64 tt = 0; tt < T; ++tt) s.vr[static_cast<std::size_t>(dst + 64 * g + tt)] = p[static_cast<std::size_t>(64 * g + tt)];
@@ -257,12 +259,12 @@ u32 vexp(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>&
   return 0;
 }
 
-// One token per group of 64 destination values: lo8 of their sum (VEW, VFN).
+// One token per group k of 64 destination values: (k << 4) | lo4 of their sum (VEW, VFN).
 void group_digests(const std::vector<std::int32_t>& z, Kind kind, std::vector<u32>& tokens) {
   for (std::size_t k = 0; k < z.size(); k += 64) {
     i64 sum = 0;
     for (std::size_t i = k; i < std::min(z.size(), k + 64); ++i) sum += z[i];
-    put(tokens, kind, lo8(sum));
+    put(tokens, kind, static_cast<u32>((k / 64) << 4) | lo(sum, 4));
   }
 }
 
@@ -357,16 +359,20 @@ u32 vred(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>&
   t.check(n < 1 || n > 1024, VecTrap::kLen);
   if (t.code) return t.code;
   const std::int32_t* x = &s.vr[static_cast<std::size_t>(src)];
+  // One slot per source group k (its contribution: the group's sum of squares, sum or maximum),
+  // token VRD((k << 4) | lo4(contribution)); the result combines the slots.
   i128 acc = mode == kMax ? i128{x[0]} : 0;
   for (i64 k = 0; k < ceil64(n); ++k) {
+    i128 part = mode == kMax ? i128{x[64 * k]} : 0;
     for (i64 i = 64 * k; i < std::min(n, 64 * k + 64); ++i) {
       switch (mode) {
-        case kSumsq: acc += i128{i64{x[i]} * x[i]}; break;
-        case kSum: acc += x[i]; break;
-        default: acc = std::max<i128>(acc, x[i]); break;
+        case kSumsq: part += i128{i64{x[i]} * x[i]}; break;
+        case kSum: part += x[i]; break;
+        default: part = std::max<i128>(part, x[i]); break;
       }
     }
-    put(tokens, Kind::VRD, lo8(acc));
+    acc = mode == kMax ? std::max(acc, part) : acc + part;
+    put(tokens, Kind::VRD, static_cast<u32>(k << 4) | lo(part, 4));
   }
   s.vr[static_cast<std::size_t>(dst)] = mode == kSumsq ? sat32(rnd128(acc, 16 + SH))
                                         : mode == kSum  ? sat32(rnd128(acc, SH))
@@ -389,7 +395,13 @@ u32 vld(VectorState& s, u32 f7, unsigned rd, u32 x1, u32 x2, std::span<const std
   const std::uint8_t* rec = ram.data() + (a - kRamBase);
   std::int32_t M;
   std::memcpy(&M, rec, 4);
-  for (i64 i = 0; i < 4 + n; ++i) put(tokens, Kind::VLB, rec[i]);
+  // §5: the multiplier's bytes, then per element group g (elements 4g .. 4g+3) VLG(g) and its
+  // bytes; VLB_m carries the byte at an address = m (mod 4) (a is a multiple of 4).
+  for (i64 i = 0; i < 4; ++i) put(tokens, static_cast<Kind>(static_cast<u32>(Kind::VLB0) + i), rec[i]);
+  for (i64 i = 0; i < n; ++i) {
+    if (i % 4 == 0) put(tokens, Kind::VLG, static_cast<u32>(i / 4));
+    put(tokens, static_cast<Kind>(static_cast<u32>(Kind::VLB0) + i % 4), rec[4 + i]);
+  }
   for (i64 i = 0; i < n; ++i) {
     s.vr[static_cast<std::size_t>(dst + i)] = sat32(i64{static_cast<std::int8_t>(rec[4 + i])} * M);
   }

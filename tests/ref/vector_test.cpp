@@ -1,9 +1,11 @@
 // The vector unit (vector.md): tables (§3, SHA-256 of the spec), each op
 // with hand-computed values (rounding half up, saturation, argmax ties),
-// traps (§6, lowest code wins), tokens (§5) and section loading (§2.6).
+// traps (§6, lowest code wins), tokens (§5, trace-v2: each carries its micro-step position, after
+// the instruction's pc tokens, trace.md §4.0) and section loading (§2.6).
 #include <elf.h>
 
 #include <cstring>
+#include <span>
 
 #include <gtest/gtest.h>
 
@@ -101,6 +103,16 @@ u32 vword(u32 f3, u32 f7, u32 rd = 0, u32 rs1 = 11, u32 rs2 = 12) {
 }
 u32 ab(u32 lo, u32 hi) { return hi << 16 | lo; }  // (B << 16) | A, (N << 16) | C
 
+// trace.md §4.0: the first instruction of a run, at kCode (word index 0), begins with
+// PCH0(0x00), PCL(0x00).  Checks them and returns the instruction's other tokens.
+Tokens after_pc(std::span<const u32> s) {
+  const Tokens pc = {token_id(Kind::PCH0, 0), token_id(Kind::PCL, 0)};
+  EXPECT_GE(s.size(), 2u);
+  if (s.size() < 2) return {s.begin(), s.end()};
+  EXPECT_EQ(Tokens(s.begin(), s.begin() + 2), pc) << "pc tokens of the instruction at kCode";
+  return {s.begin() + 2, s.end()};
+}
+
 struct V {
   Machine m;
   // Executes one vector word with X(rs1) = x1, X(rs2) = x2 and the vector
@@ -111,8 +123,7 @@ struct V {
     setup(m.vector());
     m.set_reg(11, x1);
     m.set_reg(12, x2);
-    auto s = m.step();
-    return {s.begin(), s.end()};
+    return after_pc(m.step());
   }
   Tokens run(u32 word, u32 x1, u32 x2) {
     return run(word, x1, x2, [](VectorState&) {});
@@ -139,7 +150,7 @@ TEST(Vmat, DotProductScaleAndRoundHalfUp) {
     s.wscale[0] = 32768;
     s.ash[0] = 1;
   });
-  EXPECT_EQ(t, toks(Kind::VMC, {0xfb}));
+  EXPECT_EQ(t, toks(Kind::VMC0, {0})) << "one chunk (r, j) = (0, 0)";
   EXPECT_EQ(v.vr(100), -5);
   EXPECT_EQ(v.vr(101), 0) << "only R words written";
   // Ties round up: acc = 3 -> 1.5 -> 2; acc = -3 -> -1.5 -> -1.
@@ -163,8 +174,8 @@ TEST(Vmat, SaturatesAndUsesKChunksPerRow) {
     s.wscale.fill(65535);
     s.ash.fill(25);
   });
-  // acc = 64*127*7 = 56896 = 0xde40 per chunk of row 0; -65024 = ...0x0200 for row 1.
-  EXPECT_EQ(t, toks(Kind::VMC, {0x40, 0x40, 0x00, 0x00}));
+  // acc = 64*127*7 = 56896 per chunk of row 0, -65024 for row 1; tokens VMC_j(r).
+  EXPECT_EQ(t, cat({toks(Kind::VMC0, {0}), toks(Kind::VMC1, {0}), toks(Kind::VMC0, {1}), toks(Kind::VMC1, {1})}));
   EXPECT_EQ(v.vr(0), 2147483647);
   EXPECT_EQ(v.vr(1), -2147483647 - 1);
 }
@@ -180,12 +191,12 @@ TEST(Vmat, ArgmaxTiesLowestIndexWins) {
     s.wmem[128] = 7;
     s.wscale[0] = s.wscale[1] = s.wscale[2] = 32768;
   });
-  EXPECT_EQ(t, cat({toks(Kind::VMC, {5, 7, 7}), W(1)}));
+  EXPECT_EQ(t, cat({toks(Kind::VMC0, {0, 1, 2}), W(1)}));
   EXPECT_EQ(v.m.reg(10), 1u);
   EXPECT_EQ(v.vr(0), 0) << "argmax mode writes no register word";
   // rd = x0 in argmax mode: VMC tokens then NOP.
   t = v.run(vword(0, 8 | 1, 0), 0, ab(0, 1));
-  EXPECT_EQ(t, cat({toks(Kind::VMC, {0}), NOP()}));
+  EXPECT_EQ(t, cat({toks(Kind::VMC0, {0}), NOP()}));
   // All negative: max is the least negative.
   v.run(vword(0, 8 | 1, 10), 0, ab(0, 3), [](VectorState& s) {
     s.act[0] = 1;
@@ -196,6 +207,22 @@ TEST(Vmat, ArgmaxTiesLowestIndexWins) {
     s.wscale[0] = s.wscale[1] = s.wscale[2] = 32768;
   });
   EXPECT_EQ(v.m.reg(10), 1u);
+}
+
+TEST(Vmat, RowHighPartBeforeRows256And512) {
+  V v;
+  // R = 513, K = 1: VMC0(r & 0xFF) per row, VMH(r >> 8) before rows 256 and 512 (vector.md §5).
+  const auto t = v.run(vword(0, 1), ab(0, 0), ab(0, 513));
+  Tokens want;
+  for (u32 r = 0; r < 513; ++r) {
+    if (r > 0 && r % 256 == 0) want.push_back(token_id(Kind::VMH, r / 256));
+    want.push_back(token_id(Kind::VMC0, r % 256));
+  }
+  ASSERT_EQ(t.size(), 515u);
+  EXPECT_EQ(t, want);
+  EXPECT_EQ(t[256], token_id(Kind::VMH, 1));
+  EXPECT_EQ(t[257], token_id(Kind::VMC0, 0));
+  EXPECT_EQ(t[513], token_id(Kind::VMH, 2));
 }
 
 TEST(Vmat, Traps) {
@@ -232,9 +259,10 @@ TEST(Vmatr, KModeScoresHeadMajor) {
       s.vr[512 + 2] = 77;   // t >= T: untouched
     };
   };
-  // e = 10 + 6 = 16: scores 10, 20, -5 exactly.
+  // e = 10 + 6 = 16: scores 10, 20, -5 exactly.  Tokens (t << 2) | lo2(sum of s):
+  // t = 0: 10 + 20 - 5 = 25 -> 1; t = 1 (row 1 is zero): 4.
   auto t = v.run(vword(1, 0), ab(512, 1), ab(0, 2), setup(10));
-  EXPECT_EQ(t, toks(Kind::VMK, {25, 0}));
+  EXPECT_EQ(t, toks(Kind::VMK, {1, 4}));
   EXPECT_EQ(v.vr(512), 10);
   EXPECT_EQ(v.vr(512 + 64), 20);
   EXPECT_EQ(v.vr(512 + 128), -5);
@@ -260,8 +288,8 @@ TEST(Vmatr, VModeClampsProbabilities) {
     s.vc[8] = 5;
     s.vsh[0] = 1;
   });
-  // digest (no VSH): 65536*36 + 65536*36 + 0 + 3*5 = 15 (mod 256)
-  EXPECT_EQ(t, toks(Kind::VMV, {15}));
+  // digest (no VSH): 65536*36 + 65536*36 + 0 + 3*5 = 3 (mod 4); t = 0: VMV(0 << 2 | 3)
+  EXPECT_EQ(t, toks(Kind::VMV, {3}));
   for (int d = 0; d < 8; ++d) {
     EXPECT_EQ(v.vr(64 + d), 2 * (d + 1)) << "head 0: 65536*(d+1)*2 / 2^16";
     EXPECT_EQ(v.vr(64 + 8 + d), 2 * (d + 1)) << "head 1 (clamped)";
@@ -296,6 +324,7 @@ TEST(Vq, ActTargetExponentRoundingPadding) {
   });
   // One group, amax 300: rnd(300,1) = 150 > 127, rnd(300,2) = 75 -> e = 2.
   // q = rnd(100,2) = 25, rnd(-300,2) = floor(-74.5) = -75, rnd(254,2) = 64, 0.  Sum 14.
+  // Group 0: VQE(0 << 5 | 2), VQB(0 << 5 | lo5(14)).
   EXPECT_EQ(t, cat({toks(Kind::VQE, {2}), toks(Kind::VQB, {14})}));
   EXPECT_EQ(v.m.vector().act[128], 25);
   EXPECT_EQ(v.m.vector().act[129], -75);
@@ -313,7 +342,8 @@ TEST(Vq, EachGroupHasItsOwnShift) {
     s.vr[65] = -13;   // rnd(-13, 3) = floor(-9/8) = -2
   });
   // Group 0: e_0 = E(1) = 0, q = 1; group 1: e_1 = 3, q = 125, -2 (sum 123), then padding.
-  EXPECT_EQ(t, Tokens({token_id(Kind::VQE, 0), token_id(Kind::VQB, 1), token_id(Kind::VQE, 3), token_id(Kind::VQB, 123)}));
+  // Tokens (k << 5) | e_k and (k << 5) | lo5(sum): 0, 1, 32 + 3, 32 + 27.
+  EXPECT_EQ(t, Tokens({token_id(Kind::VQE, 0), token_id(Kind::VQB, 1), token_id(Kind::VQE, 35), token_id(Kind::VQB, 59)}));
   EXPECT_EQ(v.m.vector().act[0], 1);
   EXPECT_EQ(v.m.vector().act[64], 125);
   EXPECT_EQ(v.m.vector().act[65], -2);
@@ -326,7 +356,7 @@ TEST(Vq, MostNegativeValueAndCacheRows) {
   V v;
   // x = -2^31: E(2^31) = 25 (rnd(2^31, 24) = 128.5 -> 128 > 127; rnd(2^31, 25) = 64); q = rnd(-2^31, 25) = floor(-63.5) = -64.
   auto t = v.run(vword(2, 1), ab(5, 0), ab(0, 32), [](VectorState& s) { s.vr[0] = INT32_MIN; });
-  EXPECT_EQ(t, cat({toks(Kind::VQE, {25}), toks(Kind::VQB, {0xc0})}));
+  EXPECT_EQ(t, cat({toks(Kind::VQE, {25}), toks(Kind::VQB, {0})})) << "lo5(-64) = 0";
   EXPECT_EQ(v.m.vector().kc[32 * 5], -64);
   EXPECT_EQ(v.m.vector().ksh[5], 25);
   v.run(vword(2, 2), ab(319, 0), ab(0, 32), [](VectorState& s) { s.vr[31] = -7; });
@@ -355,8 +385,8 @@ TEST(Vexp, SoftmaxNumeratorsAndSums) {
     s.vr[514] = 65536;
   });
   // m = 65536; m - s = 65536, 66176, 0 -> i = 64, 65 (66688/1024 = 65.1), 0.
-  // EXP[64] = 24109, EXP[65] = 23736, EXP[0] = 65536; S = 113381 (lo8 229).
-  EXPECT_EQ(t, cat({toks(Kind::VXM, {0}), toks(Kind::VXS, {229})}));
+  // EXP[64] = 24109, EXP[65] = 23736, EXP[0] = 65536; S = 113381 (lo5 5); lo5(m) = 0.
+  EXPECT_EQ(t, cat({toks(Kind::VXM, {0}), toks(Kind::VXS, {5})}));
   EXPECT_EQ(v.vr(600), 24109);
   EXPECT_EQ(v.vr(601), 23736);
   EXPECT_EQ(v.vr(602), 65536);
@@ -372,7 +402,8 @@ TEST(Vexp, FarScoresAndGroupsInPlace) {
     s.vr[576] = 5;
     s.vr[577] = 5;
   });
-  EXPECT_EQ(t, cat({toks(Kind::VXM, {0xff}), toks(Kind::VXS, {0}), toks(Kind::VXM, {5}), toks(Kind::VXS, {0})}));
+  // (g << 5) | lo5: m_0 = 2^31-1 -> 31, S_0 = 65536 -> 0; m_1 = 5 -> 32 + 5, S_1 = 131072 -> 32.
+  EXPECT_EQ(t, cat({toks(Kind::VXM, {31}), toks(Kind::VXS, {0}), toks(Kind::VXM, {37}), toks(Kind::VXS, {32})}));
   EXPECT_EQ(v.vr(512), 65536);
   EXPECT_EQ(v.vr(513), 0);
   EXPECT_EQ(v.vr(576), 65536);
@@ -400,8 +431,8 @@ TEST(Vew, AddMulMulsSaturateAndRound) {
     s.vr[2] = 7;
     s.vr[6] = -9;
   });
-  // z = 2^31-1, -2^31, -2: sum = -3 -> lo8 0xfd
-  EXPECT_EQ(t, toks(Kind::VEW, {0xfd}));
+  // z = 2^31-1, -2^31, -2: sum = -3 -> group 0: VEW(0 << 4 | lo4(-3) = 13)
+  EXPECT_EQ(t, toks(Kind::VEW, {13}));
   EXPECT_EQ(v.vr(10), INT32_MAX);
   EXPECT_EQ(v.vr(11), INT32_MIN);
   EXPECT_EQ(v.vr(12), -2);
@@ -426,7 +457,7 @@ TEST(Vew, AddMulMulsSaturateAndRound) {
   EXPECT_EQ(v.vr(11), 4);
   EXPECT_EQ(v.vr(12), 9);
   EXPECT_EQ(v.vr(13), 12);
-  EXPECT_EQ(t, toks(Kind::VEW, {27}));
+  EXPECT_EQ(t, toks(Kind::VEW, {11})) << "sum 27, lo4 = 11";
 }
 
 TEST(Vew, RotAndInPlace) {
@@ -477,7 +508,7 @@ TEST(Vfn, RsqrtRecipSilu) {
   EXPECT_EQ(v.vr(10), 65281) << "vector.md §4.6: u = 65536 gives 65,281";
   EXPECT_EQ(v.vr(11), 16712062);
   EXPECT_EQ(v.vr(12), 16712062);
-  EXPECT_EQ(t, toks(Kind::VFN, {(65281u + 2u * 16712062u) & 0xff}));
+  EXPECT_EQ(t, toks(Kind::VFN, {(65281u + 2u * 16712062u) & 0xf})) << "group 0: lo4 of the sum";
   v.run(vword(5, 1), ab(10, 0), ab(0, 2), [](VectorState& s) {
     s.vr[0] = 65536;
     s.vr[1] = 0;  // k = 0: RCP[128] * 4 saturates
@@ -512,27 +543,27 @@ TEST(Vred, SumsqSumMax) {
     s.vr[0] = 3;
     s.vr[1] = 4;
   });
-  EXPECT_EQ(t, toks(Kind::VRD, {25}));
+  EXPECT_EQ(t, toks(Kind::VRD, {9})) << "lo4(25)";
   EXPECT_EQ(v.vr(900), 0);
   t = v.run(vword(6, 1 | 1 << 2), ab(900, 0), ab(0, 2), [](VectorState& s) {
     s.vr[0] = 5;
     s.vr[1] = -7;
   });
-  EXPECT_EQ(t, toks(Kind::VRD, {0xfe}));
+  EXPECT_EQ(t, toks(Kind::VRD, {14})) << "lo4(-2)";
   EXPECT_EQ(v.vr(900), -1) << "rnd(-2, 1) = floor(-1/2) = -1";
   t = v.run(vword(6, 2), ab(900, 0), ab(0, 3), [](VectorState& s) {
     s.vr[0] = -5;
     s.vr[1] = -3;
     s.vr[2] = -9;
   });
-  EXPECT_EQ(t, toks(Kind::VRD, {0xfd}));
+  EXPECT_EQ(t, toks(Kind::VRD, {13})) << "group maximum -3, lo4 = 13";
   EXPECT_EQ(v.vr(900), -3);
-  // Saturation (64 * 2^62 = 2^68) and one token per source group with the running sum.
+  // Saturation (64 * 2^62 = 2^68) and one token per source group k: (k << 4) | lo4(its contribution).
   t = v.run(vword(6, 0), ab(900, 0), ab(0, 65), [](VectorState& s) { std::fill(s.vr.begin(), s.vr.begin() + 65, INT32_MIN); });
   EXPECT_EQ(v.vr(900), INT32_MAX);
-  EXPECT_EQ(t, toks(Kind::VRD, {0, 0}));
+  EXPECT_EQ(t, toks(Kind::VRD, {0, 16}));
   t = v.run(vword(6, 1), ab(900, 0), ab(0, 65), [](VectorState& s) { std::fill(s.vr.begin(), s.vr.begin() + 65, 1); });
-  EXPECT_EQ(t, toks(Kind::VRD, {64, 65}));
+  EXPECT_EQ(t, toks(Kind::VRD, {0, 17})) << "group sums 64 (lo4 0) and 1";
   EXPECT_EQ(v.vr(900), 65);
 }
 
@@ -551,8 +582,10 @@ TEST(Vld, ScaledBytesAndTokens) {
   m = machine_with({vword(7, 0), kEbreak}, {3, 0, 0, 0, 0x80, 0x7f, 0x01, 0, 0xff, 0xff, 0xff, 0x7f, 0x80});
   m.set_reg(11, kData);
   m.set_reg(12, ab(20, 3));
-  auto s = m.step();
-  EXPECT_EQ(Tokens(s.begin(), s.end()), toks(Kind::VLB, {3, 0, 0, 0, 0x80, 0x7f, 0x01}));
+  // M's bytes on lanes VLB0..VLB3, then element group 0: VLG(0), b_0..b_2 on lanes 0..2.
+  EXPECT_EQ(after_pc(m.step()), cat({toks(Kind::VLB0, {3}), toks(Kind::VLB1, {0}), toks(Kind::VLB2, {0}),
+                                     toks(Kind::VLB3, {0}), toks(Kind::VLG, {0}), toks(Kind::VLB0, {0x80}),
+                                     toks(Kind::VLB1, {0x7f}), toks(Kind::VLB2, {0x01})}));
   EXPECT_EQ(v.vr(20), -384);
   EXPECT_EQ(v.vr(21), 381);
   EXPECT_EQ(v.vr(22), 3);
@@ -569,7 +602,7 @@ TEST(Vld, Traps) {
   EXPECT_EQ(v.run(vword(7, 1), kData + 2, ab(0, 1)), TRAP(4)) << "misaligned wins over a bad f7";
   EXPECT_EQ(v.run(vword(7, 0), 0x10fffc, ab(0, 1)), TRAP(5)) << "a + 4 + n > RAM_END";
   EXPECT_EQ(v.run(vword(7, 0), 0xfffc, ab(0, 1)), TRAP(5));
-  EXPECT_EQ(v.run(vword(7, 0), 0x10fff8, ab(0, 4)).size(), 8u) << "exactly up to RAM_END";
+  EXPECT_EQ(v.run(vword(7, 0), 0x10fff8, ab(0, 4)).size(), 9u) << "exactly up to RAM_END: 4 + VLG + 4";
   EXPECT_EQ(v.run(vword(7, 0, 1), kData, ab(0, 1)), TRAP(16));
   EXPECT_EQ(v.run(vword(7, 0), kData, ab(1020, 5)), TRAP(17));
   EXPECT_EQ(v.run(vword(7, 0), kData, ab(0, 0)), TRAP(18));

@@ -2,8 +2,9 @@
 """Worked examples of the vector unit (docs/spec/vector.md), written from the spec alone.
 
 A small, independent calculation (Python standard library, exact integers): every op of
-vector.md §4 with the trap checks of §6 and the tokens of §5.  Each example runs ONE vector
-instruction from a given state.  Many examples also carry values worked out by hand
+vector.md §4 with the trap checks of §6 and the tokens of §5 (trace-v2: every token carries its
+micro-step position).  Each example runs ONE vector instruction from a given state, as the first
+instruction of the run: its steps begin with the pc tokens of trace.md §4.0 (PCH_k, PCL).  Many examples also carry values worked out by hand
 (`want=`); the generator refuses to write the file when the calculation disagrees.
 
     python3 docs/spec/vectors/gen_vector.py            # rewrite vector_ops.json
@@ -38,8 +39,9 @@ def sat32(x):
     return max(-(1 << 31), min((1 << 31) - 1, x))
 
 
-def lo8(x):
-    return x % 256
+def lo(x, b):
+    """lo_b(x) = x mod 2^b (§5; the mathematical modulus, also for negative x)."""
+    return x % (1 << b)
 
 
 def s32(u):
@@ -142,9 +144,20 @@ def share(a0, an, b0, bn):
 
 # ---- §4 the eight ops: returns the token list, changes `st` ----------------------------------
 
-KIND = {"VMC": 33, "VMK": 34, "VMV": 35, "VQE": 36, "VQB": 37, "VEW": 38, "VFN": 39,
-        "VRD": 40, "VXM": 41, "VXS": 42, "VLB": 43, "W0": 1, "W1": 2, "W2": 3, "W3": 4,
-        "NOP": 30, "TRAP": 32}
+# vector.md §5 (trace-v2) and the trace.md §2 kinds the examples use
+KIND = {"VMC0": 33, "VMC1": 34, "VMC2": 35, "VMC3": 36, "VMC4": 37, "VMC5": 38, "VMH": 39,
+        "VMK": 40, "VMV": 41, "VQE": 42, "VQB": 43, "VEW": 51, "VFN": 52, "VRD": 53,
+        "VXM": 54, "VXS": 55, "VLG": 56, "VLB0": 57, "VLB1": 58, "VLB2": 59, "VLB3": 60,
+        "W0": 1, "W1": 2, "W2": 3, "W3": 4, "NOP": 30, "TRAP": 32,
+        "PCL": 44, "PCH0": 45, "PCH1": 46, "PCH2": 47, "PCH3": 48}
+HEX_KINDS = {"VLB0", "VLB1", "VLB2", "VLB3", "W0", "W1", "W2", "W3", "PCL", "PCH0", "PCH1", "PCH2", "PCH3"}
+
+
+def pc_tokens(pc):
+    """trace.md §4.0 for the first instruction of a run: PCH_k((w >> 8) & 0xFF), k = w >> 16,
+    then PCL(w & 0xFF), with w = (pc - RAM_BASE) / 4."""
+    w = (pc - RAM_BASE) // 4
+    return [("PCH%d" % (w >> 16), (w >> 8) & 0xFF), ("PCL", w & 0xFF)]
 
 
 def W(rd, v):
@@ -196,11 +209,13 @@ def vmat(st, rd, f7, A, B, C, N, X1, X2, codes):
         toks, ys = [], []
         for r in range(R):
             total = 0
+            if r > 0 and r % 256 == 0:
+                toks.append(("VMH", r // 256))
             for j in range(K):
                 c, b = c0 + r * K + j, b0 + j
                 acc = sum(st.act.get(64 * b + i, 0) * st.w.get((c, i), 0) for i in range(64))
                 assert abs(acc) <= 1 << 16
-                toks.append(("VMC", lo8(acc)))
+                toks.append(("VMC%d" % j, r % 256))
                 total += acc * st.ws.get(c, 0) * (1 << st.ash.get(b, 0))
             ys.append(sat32(rnd(total, 16)))
         if argmax:
@@ -246,7 +261,7 @@ def vmatr(st, rd, f7, A, B, C, N, X1, X2, codes):
                     tot += s
                     e = st.ash.get(src, 0) + st.ksh.get(row, 0)
                     writes[dst + 64 * h + t] = sat32(s << (e - 16)) if e >= 16 else sat32(rnd(s, 16 - e))
-                toks.append(("VMK", lo8(tot)))
+                toks.append(("VMK", 4 * t + lo(tot, 2)))
             st.vr.update(writes)
         else:
             o = [0] * 64
@@ -258,7 +273,7 @@ def vmatr(st, rd, f7, A, B, C, N, X1, X2, codes):
                         pv = p * st.vc.get((row, 8 * (h // 2) + d), 0)
                         tot += pv
                         o[8 * h + d] += pv << st.vsh.get(row, 0)
-                toks.append(("VMV", lo8(tot)))
+                toks.append(("VMV", 4 * t + lo(tot, 2)))
             for i in range(64):
                 st.vr[dst + i] = sat32(rnd(o[i], 16))
         return toks
@@ -287,7 +302,7 @@ def vq(st, rd, f7, A, B, C, N, X1, X2, codes):
         for k in range((n + 63) // 64):
             idx = range(64 * k, min(n, 64 * k + 64))
             e = E(max(abs(st.VR(src + i)) for i in idx))
-            toks.append(("VQE", e))
+            toks.append(("VQE", 32 * k + e))
             if target == 0:
                 vals = [rnd(st.VR(src + i), e) if i < n else 0 for i in range(64 * k, 64 * k + 64)]
                 for j, v in enumerate(vals):
@@ -300,7 +315,7 @@ def vq(st, rd, f7, A, B, C, N, X1, X2, codes):
                     mem[(A, j)] = v
                 sh[A] = e
             assert all(-127 <= v <= 127 for v in vals)
-            toks.append(("VQB", lo8(sum(vals))))
+            toks.append(("VQB", 32 * k + lo(sum(vals), 5)))
         return toks
     return run
 
@@ -325,18 +340,18 @@ def vexp(st, rd, f7, A, B, C, N, X1, X2, codes):
         for g in range(G):
             s = [st.VR(src + 64 * g + t) for t in range(T)]
             m = max(s)
-            toks.append(("VXM", lo8(m)))
+            toks.append(("VXM", 32 * g + lo(m, 5)))
             p = [EXP[min(1023, rnd(m - v, 10))] for v in s]
             for t in range(T):
                 st.vr[dst + 64 * g + t] = p[t]
             st.vr[sums + g] = sum(p)
-            toks.append(("VXS", lo8(sum(p))))
+            toks.append(("VXS", 32 * g + lo(sum(p), 5)))
         return toks
     return run
 
 
 def groups_tokens(kind, z):
-    return [(kind, lo8(sum(z[64 * k:64 * k + 64]))) for k in range((len(z) + 63) // 64)]
+    return [(kind, 16 * k + lo(sum(z[64 * k:64 * k + 64]), 4)) for k in range((len(z) + 63) // 64)]
 
 
 def vew(st, rd, f7, A, B, C, N, X1, X2, codes):
@@ -426,17 +441,13 @@ def vred(st, rd, f7, A, B, C, N, X1, X2, codes):
     need_vr(codes, dst, 1)
 
     def run():
-        toks, acc = [], None
+        toks, parts = [], []
         for k in range((n + 63) // 64):
-            for i in range(64 * k, min(n, 64 * k + 64)):
-                v = st.VR(src + i)
-                if mode == 0:
-                    acc = (acc or 0) + v * v
-                elif mode == 1:
-                    acc = (acc or 0) + v
-                else:
-                    acc = v if acc is None else max(acc, v)
-            toks.append(("VRD", lo8(acc)))
+            x = [st.VR(src + i) for i in range(64 * k, min(n, 64 * k + 64))]
+            c = sum(v * v for v in x) if mode == 0 else sum(x) if mode == 1 else max(x)
+            parts.append(c)  # the group's contribution c_k
+            toks.append(("VRD", 16 * k + lo(c, 4)))
+        acc = max(parts) if mode == 2 else sum(parts)
         z = sat32(rnd(acc, 16 + sh)) if mode == 0 else sat32(rnd(acc, sh)) if mode == 1 else acc
         st.vr[dst] = z
         return toks
@@ -461,7 +472,12 @@ def vld(st, rd, f7, A, B, C, N, X1, X2, codes):
         for i in range(n):
             b = rec[4 + i] - 256 if rec[4 + i] > 127 else rec[4 + i]
             st.vr[dst + i] = sat32(b * M)
-        return [("VLB", b) for b in rec]
+        toks = [("VLB%d" % m, rec[m]) for m in range(4)]  # M at a (a multiple of 4)
+        for i in range(n):
+            if i % 4 == 0:
+                toks.append(("VLG", i // 4))
+            toks.append(("VLB%d" % ((a + 4 + i) % 4), rec[4 + i]))
+        return toks
     return run
 
 
@@ -485,7 +501,7 @@ def asm_of(word, note):
 
 
 def tok_text(kind, p):
-    return "%s(0x%02x)" % (kind, p) if kind in ("VLB", "W0", "W1", "W2", "W3") else "%s(%d)" % (kind, p)
+    return "%s(0x%02x)" % (kind, p) if kind in HEX_KINDS else "%s(%d)" % (kind, p)
 
 
 def spans(d, width=None):
@@ -517,8 +533,9 @@ def regs_json(x):
 EXAMPLES = []
 
 
-def example(name, op_note, word, desc, setup, edge=False, want=None):
-    """setup(st) fills the state; want: dict of hand-worked checks (see check())."""
+def example(name, op_note, word, desc, setup, edge=False, want=None, pc=0x10000):
+    """setup(st) fills the state; want: dict of hand-worked checks (see check()).  The
+    instruction sits at `pc` and is the run's first: its steps begin with PCH_k, PCL."""
     st = State()
     setup(st)
     assert all(-(2 ** 31) <= v < 2 ** 31 for v in st.vr.values()), name
@@ -527,10 +544,11 @@ def example(name, op_note, word, desc, setup, edge=False, want=None):
     assert all(0 <= v <= 25 for v in list(st.ash.values()) + list(st.ksh.values()) + list(st.vsh.values())), name
     init = copy.deepcopy(st)
     toks, trap = execute(st, word)
+    assert pc % 4 == 0 and RAM_BASE <= pc and pc + 4 <= RAM_END and pc not in init.ram, name
     if want:
-        check(name, st, toks, trap, want)
-    pc = 0x10000
-    steps = [{"id": 256 * KIND[k] + p, "tok": tok_text(k, p), "pc": "0x%08x" % pc} for k, p in toks]
+        check(name, st, toks, trap, want, pc)
+    steps = [{"id": 256 * KIND[k] + p, "tok": tok_text(k, p), "pc": "0x%08x" % pc}
+             for k, p in pc_tokens(pc) + toks]
     changed = {"x%d" % i: "0x%08x" % (st.x[i] & 0xFFFFFFFF) for i in range(1, 32) if st.x[i] != init.x[i]}
     final = {"end": "trap" if trap else "running", "pc": "0x%08x" % (pc if trap else pc + 4),
              "regs": changed, "mem": [], "c": 0, "acc": "0x" + "0" * 24,
@@ -551,11 +569,13 @@ def example(name, op_note, word, desc, setup, edge=False, want=None):
         "steps": steps, "final": final})
 
 
-def check(name, st, toks, trap, want):
-    got = {"tokens": toks, "trap": trap}
+def check(name, st, toks, trap, want, pc):
+    got = {"tokens": toks, "trap": trap, "steps": pc_tokens(pc) + toks}
     for k, v in want.items():
-        if k == "tokens":
+        if k == "tokens":  # the tokens after the pc tokens
             ok = toks == v
+        elif k == "steps":  # every token, pc tokens included
+            ok = pc_tokens(pc) + toks == v
         elif k == "trap":
             ok = trap == v
         elif k == "vr":
@@ -574,7 +594,7 @@ def check(name, st, toks, trap, want):
             raise KeyError(k)
         if not ok:
             sys.exit("gen_vector.py: %s: hand-worked %s %r disagrees with the calculation %r" %
-                     (name, k, v, got if k in ("tokens", "trap") else st.__dict__.get(k)))
+                     (name, k, v, got[k] if k in got else st.__dict__.get(k)))
 
 
 def ops_word(A, B):
@@ -594,8 +614,9 @@ def build():
         st.ash[0] = 4
         st.x[11], st.x[12] = ops_word(100, 0), ops_word(7, 1)
     example("vmat_one_chunk", "K=1 write", enc(0, 1),
-            "acc = 1*7 + 2*(-8) + 3*1 = -6; y = rnd(-6 * 32768 * 2^4, 16) = -48 -> word 100; VMC(lo8(-6) = 250).",
-            s, want={"vr": {100: -48}, "tokens": [("VMC", 250)]})
+            "acc = 1*7 + 2*(-8) + 3*1 = -6; y = rnd(-6 * 32768 * 2^4, 16) = -48 -> word 100; "
+            "one chunk (r, j) = (0, 0): VMC0(0).",
+            s, want={"vr": {100: -48}, "tokens": [("VMC0", 0)]})
 
     def s(st):  # two rows of K = 3 chunks over blocks 1, 2, 3 with shifts 0, 1, 2
         for b, e in ((1, 0), (2, 1), (3, 2)):
@@ -610,10 +631,11 @@ def build():
     example("vmat_three_chunks_per_row", "K=3 write", enc(0, 3),
             "Rows 0, 1 = chunks 20..22, 23..25 against ACT blocks 1..3 (ASH 0, 1, 2): "
             "acc = 1316 (even chunk) or -589 (odd); y_0 = rnd(1316*1020 - 589*1021*2 + 1316*1022*4 = 5519390, 16) = 84, "
-            "y_1 = rnd(-589*1023 + 1316*1024*2 - 589*1025*4 = -322279, 16) = -5.",
+            "y_1 = rnd(-589*1023 + 1316*1024*2 - 589*1025*4 = -322279, 16) = -5. Tokens VMC_j(r): "
+            "VMC0(0) VMC1(0) VMC2(0) VMC0(1) VMC1(1) VMC2(1).",
             s, want={"vr": {200: 84, 201: -5},
-                     "tokens": [("VMC", 1316 % 256), ("VMC", -589 % 256), ("VMC", 1316 % 256),
-                                ("VMC", -589 % 256), ("VMC", 1316 % 256), ("VMC", -589 % 256)]})
+                     "tokens": [("VMC0", 0), ("VMC1", 0), ("VMC2", 0),
+                                ("VMC0", 1), ("VMC1", 1), ("VMC2", 1)]})
 
     def s(st):  # argmax with a tie between rows 1 and 2: the lowest index wins
         st.act[0] = 10
@@ -623,9 +645,11 @@ def build():
         st.x[11], st.x[12] = ops_word(0, 0), ops_word(3640, 4)
     example("vmat_argmax_tie", "K=1 ARGMAX rd=a0", enc(0, 9, rd=10),
             "Classifier rows 0..3 give y = 10, 50, 50, -80 (x 65535/65536, rounded): rows 1 and 2 tie; "
-            "the lowest index wins: a0 = 1, W(1).", s, edge=True,
-            want={"x": {10: 1}, "tokens": [("VMC", 10), ("VMC", 50), ("VMC", 50), ("VMC", 176),
-                                            ("W0", 1), ("W1", 0), ("W2", 0), ("W3", 0)]})
+            "the lowest index wins: a0 = 1, W(1). At pc 0x103fc (word index 0xff): PCH0(0x00), PCL(0xff).",
+            s, edge=True, pc=0x103FC,
+            want={"x": {10: 1},
+                  "steps": [("PCH0", 0), ("PCL", 0xFF), ("VMC0", 0), ("VMC0", 1), ("VMC0", 2), ("VMC0", 3),
+                            ("W0", 1), ("W1", 0), ("W2", 0), ("W3", 0)]})
 
     def s(st):  # saturation: acc 2^16 * 65535 * 2^25 / 2^16 overflows int32
         for i in range(64):
@@ -637,7 +661,19 @@ def build():
     example("vmat_saturates", "K=1 write", enc(0, 1),
             "ACT = -128 (loadable from .lockstep.act), W = -8, S = 65535, ASH = 25: acc = 65536 = 2^16 (the bound); "
             "y = sat32(65535 * 2^25) = 2^31 - 1.", s, edge=True,
-            want={"vr": {5: 2 ** 31 - 1}, "tokens": [("VMC", 0)]})
+            want={"vr": {5: 2 ** 31 - 1}, "tokens": [("VMC0", 0)]})
+
+    def s(st):  # 257 rows: row 256 is the first whose index needs the high part r >> 8
+        st.act[0] = 2
+        st.w[(356, 0)] = 3
+        st.ws[356] = 32768
+        st.x[11], st.x[12] = ops_word(0, 0), ops_word(100, 257)
+    example("vmat_row_high_part", "K=1 write, R = 257", enc(0, 1),
+            "Rows 0..255 emit VMC0(r & 0xFF); row 256 is preceded by VMH(256 >> 8 = 1) and emits VMC0(0). "
+            "Only chunk 356 (row 256) is nonzero: acc = 2*3 = 6, y = rnd(6 * 32768, 16) = 3 -> word 256.",
+            s, edge=True,
+            want={"vr": {255: 0, 256: 3},
+                  "tokens": [("VMC0", r) for r in range(256)] + [("VMH", 1), ("VMC0", 0)]})
 
     def s(st):
         st.x[11], st.x[12] = ops_word(0, 0), ops_word(4150, 2)
@@ -666,7 +702,9 @@ def build():
             "score = rnd(s, 3): head 0 s = 2 -> 0, head 1 s = 4 -> 1, head 2 s = -3 -> 0, head 7 s = -15 -> -2; "
             "row 65 (KSH 8): e = 18, score = s * 4 (head 0: 400, head 6: -2800). Head h reads KV head h//2.",
             s, want={"vr": {512: 0, 576: 1, 640: 0, 704: 0, 768: 0, 832: 0, 896: 0, 960: -2,
-                            513: 400, 577: 800, 641: 0, 705: 0, 769: 0, 833: 0, 897: -2800, 961: -3200}})
+                            513: 400, 577: 800, 641: 0, 705: 0, 769: 0, 833: 0, 897: -2800, 961: -3200},
+                     # t = 0: sum of s = 2 + 4 - 3 - 4 - 15 = -16, lo2 = 0; t = 1: 100 + 200 - 700 - 800 = -1200
+                     "tokens": [("VMK", 0 << 2 | 0), ("VMK", 1 << 2 | 0)]})
 
     def s(st):
         for h in range(8):
@@ -698,18 +736,20 @@ def build():
         st.vr.update({0: 100, 1: -127, 2: 3})
         st.x[11], st.x[12] = ops_word(5, 0), ops_word(0, 3)
     example("vq_act_small", "ACT", enc(2, 0),
-            "amax = 127 -> e = 0; block 5 = 100, -127, 3, then 61 zeros; ASH[5] = 0; VQE(0), VQB(lo8(-24) = 232).",
+            "amax = 127 -> e = 0; block 5 = 100, -127, 3, then 61 zeros; ASH[5] = 0; group 0: "
+            "VQE(0 << 5 | 0 = 0), VQB(0 << 5 | lo5(-24) = 8).",
             s, want={"act": {320: 100, 321: -127, 322: 3, 323: 0}, "ash": {5: 0},
-                     "tokens": [("VQE", 0), ("VQB", 232)]})
+                     "tokens": [("VQE", 0), ("VQB", 8)]})
 
     def s(st):
         st.vr.update({10: 300, 11: -301, 74: 5})
         st.x[11], st.x[12] = ops_word(2, 10), ops_word(0, 65)
     example("vq_act_two_groups", "ACT n = 65", enc(2, 0),
             "Group 0 amax 301 -> e = 2 (rnd(301,1) = 151 > 127): 75, -75; group 1 (one value 5) -> e = 0; "
-            "block 3 = 5 then 63 zeros of padding.", s, edge=True,
+            "block 3 = 5 then 63 zeros of padding. Tokens (k << 5 | ...): VQE(2), VQB(0), VQE(32), VQB(37).",
+            s, edge=True,
             want={"act": {128: 75, 129: -75, 192: 5, 193: 0}, "ash": {2: 2, 3: 0},
-                  "tokens": [("VQE", 2), ("VQB", 0), ("VQE", 0), ("VQB", 5)]})
+                  "tokens": [("VQE", 2), ("VQB", 0), ("VQE", 32 + 0), ("VQB", 32 + 5)]})
 
     def s(st):
         st.vr.update({40: -(2 ** 31), 41: 2 ** 31 - 1, 42: 2 ** 24, 43: -(2 ** 24) - 1})
@@ -730,9 +770,10 @@ def build():
         st.vr.update({512: 0, 513: -65536, 514: 0})
         st.x[11], st.x[12] = ops_word(512, 512), ops_word(500, 3)
     example("vexp_one_group", "G=1 in place", enc(3, 0),
-            "m = 0; indices 0, 1024>>... rnd(65536, 10) = 64, 0; p = 65536, EXP[64] = 24109, 65536; sum 155181.",
+            "m = 0; indices 0, rnd(65536, 10) = 64, 0; p = 65536, EXP[64] = 24109, 65536; sum 155181; "
+            "VXM(0 << 5 | lo5(0) = 0), VXS(lo5(155181) = 13).",
             s, want={"vr": {512: 65536, 513: 24109, 514: 65536, 500: 155181},
-                     "tokens": [("VXM", 0), ("VXS", 155181 % 256)]})
+                     "tokens": [("VXM", 0), ("VXS", 13)]})
 
     def s(st):
         st.vr.update({100: -1000, 101: -(2 ** 31), 164: 2 ** 31 - 1, 165: -(2 ** 31), 166: 511})
@@ -753,8 +794,8 @@ def build():
         st.vr.update({0: 2 ** 31 - 1, 1: -5, 64: 1, 65: 7})
         st.x[11], st.x[12] = ops_word(0, 0), ops_word(64, 2)
     example("vew_add_saturates", "ADD in place", enc(4, 0),
-            "2^31-1 + 1 saturates to 2^31-1; -5 + 7 = 2.", s, edge=True,
-            want={"vr": {0: 2 ** 31 - 1, 1: 2}, "tokens": [("VEW", (2 ** 31 - 1 + 2) % 256)]})
+            "2^31-1 + 1 saturates to 2^31-1; -5 + 7 = 2; VEW(0 << 4 | lo4(2^31 + 1) = 1).", s, edge=True,
+            want={"vr": {0: 2 ** 31 - 1, 1: 2}, "tokens": [("VEW", 1)]})
 
     def s(st):
         st.vr.update({10: -3, 11: 65536 * 3, 12: -32768, 20: 32768, 21: -65536, 22: 1})
@@ -778,6 +819,15 @@ def build():
     example("vew_rot_position_1", "ROT p = 1 in place", enc(4, 3),
             "Pairs (1, 1) rotated by 1, 0.1, 0.01, 0.001 rad: z = c - s, s + c with COS/SIN[1][j].", s,
             want={"vr": {0: COS[1][0] - SIN[1][0], 1: SIN[1][0] + COS[1][0], 6: COS[1][3] - SIN[1][3]}})
+
+    def s(st):
+        st.vr.update({5: 7, 70: -2, 129: 100, 400: 1})
+        st.x[11], st.x[12] = ops_word(200, 0), ops_word(400, 130)
+    example("vew_add_three_groups", "ADD n = 130", enc(4, 0),
+            "Three groups (64, 64, 2 elements): sums 7 + 1 = 8, -2, 100; VEW(0 << 4 | 8 = 8), "
+            "VEW(1 << 4 | lo4(-2) = 30), VEW(2 << 4 | lo4(100) = 36).", s, edge=True,
+            want={"vr": {200: 1, 205: 7, 270: -2, 328: 0, 329: 100},
+                  "tokens": [("VEW", 8), ("VEW", 30), ("VEW", 36)]})
 
     def s(st):
         st.x[11], st.x[12] = ops_word(0, 0), ops_word(64, 8)
@@ -825,7 +875,7 @@ def build():
         st.vr.update({i: 65536 if i % 2 else -2 * 65536 for i in range(64)})
         st.x[11], st.x[12] = ops_word(480, 0), ops_word(0, 64)
     example("vred_sumsq_mean", "SUMSQ SH=6", enc(6, 0 | (6 << 2)),
-            "32 values of -2.0 and 32 of 1.0: mean square 2.5 -> 163840.", s,
+            "32 values of -2.0 and 32 of 1.0: mean square 2.5 -> 163840; VRD(lo4(160 * 2^32) = 0).", s,
             want={"vr": {480: 163840}, "tokens": [("VRD", 0)]})
 
     def s(st):
@@ -840,15 +890,15 @@ def build():
         st.vr[64] = 3
         st.x[11], st.x[12] = ops_word(1000, 0), ops_word(0, 65)
     example("vred_max_two_groups", "MAX", enc(6, 2),
-            "max over 0, -1, ..., -63, then 3: running max 0 after group 0, 3 after group 1.", s,
-            want={"vr": {1000: 3}, "tokens": [("VRD", 0), ("VRD", 3)]})
+            "max over 0, -1, ..., -63, then 3: group maxima c_0 = 0, c_1 = 3; VRD(0), VRD(1 << 4 | 3 = 19).", s,
+            want={"vr": {1000: 3}, "tokens": [("VRD", 0), ("VRD", 19)]})
 
     def s(st):
         st.vr.update({0: -5, 1: 2, 2: 0})
         st.x[11], st.x[12] = ops_word(7, 0), ops_word(0, 3)
     example("vred_sum_rounds", "SUM SH=1", enc(6, 1 | (1 << 2)),
-            "sum -3; rnd(-3, 1) = -1 (half up); running sum token lo8(-3) = 253.", s,
-            want={"vr": {7: -1}, "tokens": [("VRD", 253)]})
+            "sum -3; rnd(-3, 1) = -1 (half up); VRD(lo4(-3) = 13).", s,
+            want={"vr": {7: -1}, "tokens": [("VRD", 13)]})
 
     def s(st):
         st.x[11], st.x[12] = ops_word(0, 0), ops_word(0, 4)
@@ -862,9 +912,13 @@ def build():
             st.ram[0x20000 + k] = b
         st.x[11], st.x[12] = 0x20000, ops_word(64, 4)
     example("vld_record", "n = 4", enc(7, 0),
-            "M = 65536; bytes 1, -1, 127, -128 -> 1.0, -1.0, 127.0, -128.0 in Q16.16.", s,
+            "M = 65536; bytes 1, -1, 127, -128 -> 1.0, -1.0, 127.0, -128.0 in Q16.16. Tokens: M's bytes "
+            "VLB0..VLB3, then VLG(0) and b_0..b_3. At pc 0x50400 (word index 0x10100): PCH1(0x01), PCL(0x00).",
+            s, pc=0x50400,
             want={"vr": {64: 65536, 65: -65536, 66: 127 * 65536, 67: -128 * 65536},
-                  "tokens": [("VLB", b) for b in (0, 0, 1, 0, 1, 255, 127, 128)]})
+                  "steps": [("PCH1", 1), ("PCL", 0),
+                            ("VLB0", 0), ("VLB1", 0), ("VLB2", 1), ("VLB3", 0), ("VLG", 0),
+                            ("VLB0", 1), ("VLB1", 255), ("VLB2", 127), ("VLB3", 128)]})
 
     def s(st):
         rec = [0xFF, 0xFF, 0xFF, 0x7F, 0x80, 0x02]
@@ -876,6 +930,18 @@ def build():
             want={"vr": {0: -(2 ** 31), 1: 2 ** 31 - 1}})
 
     def s(st):
+        rec = [0x02, 0x00, 0x00, 0x00, 0x01, 0x02, 0x03, 0xFD, 0x80]
+        for k, b in enumerate(rec):
+            st.ram[0x20010 + k] = b
+        st.x[11], st.x[12] = 0x20010, ops_word(900, 5)
+    example("vld_partial_group", "n = 5", enc(7, 0),
+            "M = 2: 1, 2, 3, -3, -128 -> 2, 4, 6, -6, -256. Element groups 0 (b_0..b_3) and 1 (b_4 only, "
+            "at an address = 0 mod 4): VLB0..VLB3 of M, VLG(0), VLB0..VLB3, VLG(1), VLB0.", s, edge=True,
+            want={"vr": {900: 2, 901: 4, 902: 6, 903: -6, 904: -256},
+                  "tokens": [("VLB0", 2), ("VLB1", 0), ("VLB2", 0), ("VLB3", 0), ("VLG", 0),
+                             ("VLB0", 1), ("VLB1", 2), ("VLB2", 3), ("VLB3", 0xFD), ("VLG", 1), ("VLB0", 0x80)]})
+
+    def s(st):
         st.x[11], st.x[12] = 0x20002, ops_word(0, 4)
     example("vld_trap_misaligned", "n = 4", enc(7, 0), "a = 0x20002 is not a multiple of 4: TRAP(4).",
             s, edge=True, want={"trap": 4})
@@ -885,7 +951,7 @@ def build():
     example("vld_trap_out_of_ram", "n = 1", enc(7, 0),
             "a + 4 + n = 0x110001 > RAM_END: TRAP(5).", s, edge=True, want={"trap": 5})
 
-    return {"spec": "machine-v1", "trace_version": "trace-v1", "class": "vector",
+    return {"spec": "machine-v1", "trace_version": "trace-v2", "class": "vector",
             "generator": "docs/spec/vectors/gen_vector.py", "examples": EXAMPLES}
 
 

@@ -21,6 +21,11 @@ Checks, for every file and example:
     instruction class (a row of isa.md §4.1, or one bignum op) has at least
     three examples and at least one edge case; every file has at least three.
 
+Vector files (vector_*.json, vector.md §8; pass them as arguments): the
+kinds of vector.md §5 (trace-v2), the pc tokens as above, every vector
+instruction's tokens carry the positions §5 gives for its operands (or are
+TRAP(code) alone), at least three examples and one edge case per op.
+
 Standard library only. Usage:
     python3 docs/spec/vectors/lint.py [FILE.json ...]   (default scalar_*.json)
 Exit status 0 when everything passes.
@@ -49,6 +54,16 @@ BYTE_KINDS = {n for n in KIND_NAMES if re.fullmatch(r"[WAS]\d|AC\d+", n)} | {
 SMALL = {"BR": range(2), "CF": range(2), "NOP": range(1), "DQ": range(64),
          "TRAP": range(1, 10),           # scalar trap codes, isa.md §6
          "OIH": range(1, 256)}
+
+# vector.md §5 (trace-v2): the vector unit's kinds, for vector_*.json
+V_KINDS = {"VMC%d" % j: 33 + j for j in range(6)}
+V_KINDS.update({"VMH": 39, "VMK": 40, "VMV": 41, "VQE": 42, "VQB": 43, "VEW": 51, "VFN": 52,
+                "VRD": 53, "VXM": 54, "VXS": 55, "VLG": 56})
+V_KINDS.update({"VLB%d" % m: 57 + m for m in range(4)})
+KIND.update(V_KINDS)
+BYTE_KINDS |= {"VLB0", "VLB1", "VLB2", "VLB3"}
+SMALL.update({"VMH": range(1, 17), "VQE": range(186), "VQB": range(192)})
+V_OPS = ["VMAT", "VMATR", "VQ", "VEXP", "VEW", "VFN", "VRED", "VLD"]   # by f3
 
 # isa.md §4.1 rows and the bignum ops: the instruction classes
 CLASSES = [["lui"], ["auipc"], ["jal"], ["jalr"], ["beq", "bne"], ["blt", "bge"],
@@ -122,7 +137,7 @@ def parse_tok(text):
 
 
 def check_state(L, where, st, final):
-    keys = FINAL_KEYS if final else INIT_KEYS
+    keys = (FINAL_KEYS if final else INIT_KEYS) | {"vector"}   # vector.md §8
     L.check(set(st) <= keys, where, "unknown keys %s" % sorted(set(st) - keys))
     need = {"end", "regs", "mem", "c", "acc", "retired"} if final else INIT_KEYS
     if not L.check(need <= set(st), where, "missing keys %s" % sorted(need - set(st))):
@@ -145,7 +160,43 @@ def check_state(L, where, st, final):
     return True
 
 
+def vector_positions(word, x, toks):
+    """vector.md §5: the (kind, position) sequence a non-trapping vector instruction must emit,
+    from its word and registers x; each entry is (kind, position, shift): payload >> shift
+    must equal position (shift None: any payload, e.g. a data byte)."""
+    f3, rd, f7 = (word >> 12) & 7, (word >> 7) & 31, word >> 25
+    x1, x2 = x[(word >> 15) & 31], x[(word >> 20) & 31]
+    N = x2 >> 16
+    want = []
+    if f3 == 0:                                    # VMAT: VMH(r >> 8), VMC_j(r & 0xFF)
+        for r in range(N):
+            if r > 0 and r % 256 == 0:
+                want.append(("VMH", r >> 8, 0))
+            want += [("VMC%d" % j, r & 0xFF, 0) for j in range(f7 & 7)]
+        if f7 & 8:
+            want += [("W%d" % k, None, None) for k in range(4)] if rd else [("NOP", 0, 0)]
+    elif f3 == 1:                                  # VMATR: (t << 2) | digest
+        want = [("VMV" if f7 & 1 else "VMK", t, 2) for t in range(N)]
+    elif f3 == 2:                                  # VQ: (k << 5) | e_k or digest
+        for k in range((N + 63) // 64):
+            want += [("VQE", k, 5), ("VQB", k, 5)]
+    elif f3 == 3:                                  # VEXP: (g << 5) | digest
+        for g in range((f7 & 7) + 1):
+            want += [("VXM", g, 5), ("VXS", g, 5)]
+    elif f3 in (4, 5, 6):                          # VEW, VFN, VRED: (k << 4) | digest
+        want = [(["VEW", "VFN", "VRD"][f3 - 4], k, 4) for k in range((N + 63) // 64)]
+    else:                                          # VLD: M's bytes, then VLG(g) and lanes
+        want = [("VLB%d" % m, None, None) for m in range(4)]
+        for i in range(N):
+            if i % 4 == 0:
+                want.append(("VLG", i // 4, 0))
+            want.append(("VLB%d" % ((x1 + 4 + i) % 4), None, None))
+    got = [(k, None if sh is None else p >> sh) for (k, p), (_, _, sh) in zip(toks, want)]
+    return len(toks) == len(want) and got == [(k, pos) for k, pos, _ in want]
+
+
 def check_example(L, path, ex, seen):
+    is_vec = os.path.basename(path).startswith("vector_")
     name = ex.get("name", "?")
     where = "%s:%s" % (os.path.basename(path), name)
     if not L.check(set(ex) == EX_KEYS, where, "keys must be %s, got %s"
@@ -190,7 +241,10 @@ def check_example(L, path, ex, seen):
         L.check(s["id"] == 256 * KIND[kind] + payload, w, "id %r != 256*%d + %d for %s"
                 % (s["id"], KIND[kind], payload, s["tok"]))
         L.check(kind != "CTRL", w, "START/CTRL is never a step")
-        L.check(payload in SMALL.get(kind, range(256)), w, "payload not allowed for %s" % kind)
+        L.check(payload in SMALL.get(kind, range(256))
+                or (kind == "TRAP" and payload in range(16, 24) and is_vec), w,
+                "payload not allowed for %s" % kind)
+        L.check(kind not in V_KINDS or is_vec, w, "vector kind outside vector_*.json")
         L.check(HEX32.fullmatch(s["pc"]), w, "bad pc")
         parsed.append((kind, payload, int(s["pc"], 16)))
 
@@ -256,6 +310,19 @@ def check_example(L, path, ex, seen):
             L.err(w, "executes outside the example's code")
             continue
         mn = asm[idx].split("#")[0].split()[0]
+        word = int(code[idx], 16)
+        if is_vec and mn == ".insn" and word & 0x7F == 0x2B:   # vector.md §4.0, §5
+            op = V_OPS[(word >> 12) & 7]
+            used.append(op)
+            L.check(asm[idx].split("#")[1].split()[0] == op, w, "asm comment must name %s" % op)
+            regs = [0] + [int(ini["regs"].get("x%d" % r, "0x0"), 16) for r in range(1, 32)]
+            trap_ok = {4, 5, 16, 17, 18, 19, 20, 21, 22, 23} if op == "VLD" else set(range(16, 24))
+            if toks and toks[-1][0] == "TRAP":
+                L.check(len(toks) == 1 and toks[0][1] in trap_ok, w, "a vector trap is TRAP(code) alone")
+            else:
+                L.check(vector_positions(word, regs, toks), w, "tokens %s do not carry the positions "
+                        "vector.md §5 gives for %s" % (shape, op))
+            continue
         L.check(mn in SHAPES, w, "unknown mnemonic %r" % mn)
         if mn not in SHAPES:
             continue
@@ -309,6 +376,20 @@ def main():
                 if used & set(row):
                     per_class[tuple(row)][0] += 1
                     per_class[tuple(row)][1] += bool(ex.get("edge"))
+    vec_files = [p for p in files if os.path.basename(p).startswith("vector_")]
+    if vec_files:                       # vector.md §8: >= 3 examples per op, >= 1 edge case
+        counts = {op: [0, 0] for op in V_OPS}
+        for path in vec_files:
+            with open(path) as f:
+                for ex in json.load(f).get("examples", []):
+                    for a in ex.get("asm", []):
+                        op = a.split("#")[1].split()[0] if "#" in a else None
+                        if op in counts:
+                            counts[op][0] += 1
+                            counts[op][1] += bool(ex.get("edge"))
+        for op, (n, e) in counts.items():
+            L.check(n >= 3 and e >= 1, "coverage", "vector op %s: %d examples, %d edge (need 3, 1)"
+                    % (op, n, e))
     if not sys.argv[1:]:
         for m in sorted(MNEMONICS - mnemonics_seen):
             L.err("coverage", "mnemonic %s appears in no example" % m)
