@@ -469,18 +469,24 @@ void VxUnit::emit(int kind, i64 payload) {
   if (record) trace.push_back({kind, static_cast<int>(payload & 0xFF)});
 }
 
+namespace {
+// vector.md §5 (trace-v2): lo_b(x) = x mod 2^b, the digest bits beside a token's position.
+i64 lo_bits(i128 x, int b) { return static_cast<i64>(x & ((i128{1} << b) - 1)); }
+}  // namespace
+
 // §4.1 VMAT
 int VxUnit::vmat(int dst, int b0, int c0, int rows, int k, bool argmax_mode) {
   int best = 0;
   std::int32_t best_val = 0;
   for (int r = 0; r < rows; ++r) {
     i64 total = 0;
+    if (r > 0 && r % 256 == 0) emit(39, r / 256);  // VMH(r >> 8)
     for (int j = 0; j < k; ++j) {
       const int c = c0 + r * k + j, b = b0 + j;
       i64 acc = 0;
       for (int i = 0; i < 64; ++i)
         acc += i64{act[static_cast<std::size_t>(64 * b + i)]} * img_.wmem[static_cast<std::size_t>(64 * c + i)];
-      emit(33, acc);
+      emit(33 + j, r % 256);  // VMC_j(r & 0xFF)
       total += (acc * img_.wscale[static_cast<std::size_t>(c)]) * (i64{1} << aexp[static_cast<std::size_t>(b)]);
     }
     const std::int32_t y = sat32(rnd(total, 16));
@@ -511,7 +517,7 @@ void VxUnit::vmatr(bool v_mode, int dst, int src, int r0, int t_count) {
         const i64 val = sh >= 16 ? raw * (i64{1} << (sh - 16)) : rnd(raw, 16 - sh);
         vreg[static_cast<std::size_t>(dst + hstride * h + t)] = sat32(val);
       }
-      emit(34, dig);
+      emit(40, 4 * t + lo_bits(dig, 2));  // VMK((t << 2) | lo2)
     }
     return;
   }
@@ -527,21 +533,22 @@ void VxUnit::vmatr(bool v_mode, int dst, int src, int r0, int t_count) {
         acc[8 * h + d] += prod * (i64{1} << ve[row]);
       }
     }
-    emit(35, dig);
+    emit(41, 4 * t + lo_bits(dig, 2));  // VMV((t << 2) | lo2)
   }
   for (int i = 0; i < 64; ++i) vreg[static_cast<std::size_t>(dst + i)] = sat32(rnd(acc[i], 16));
 }
 
 // §4.3 VQ
 void VxUnit::vq(int mode, int dst, int src, int n) {
-  // Each group (ACT block, or the one K/V row) has its own exponent; tokens VQE(k), VQB(k).
+  // Each group (ACT block, or the one K/V row) has its own exponent; tokens VQE((k << 5) | e_k),
+  // VQB((k << 5) | lo5(sum of the written values)).
   const int groups = (n + 63) / 64;
   for (int g = 0; g < groups; ++g) {
     i64 amax = 0;
     for (int i = 64 * g; i < std::min(n, 64 * g + 64); ++i)
       amax = std::max(amax, std::abs(i64{vreg[static_cast<std::size_t>(src + i)]}));
     const int e = vq_exponent(amax);
-    emit(36, e);
+    emit(42, 32 * g + e);
     const int width = mode == 0 ? 64 : 32;
     i64 dig = 0;
     for (int i = 64 * g; i < 64 * g + width; ++i) {
@@ -552,7 +559,7 @@ void VxUnit::vq(int mode, int dst, int src, int n) {
     }
     if (mode == 0) aexp[static_cast<std::size_t>(dst + g)] = static_cast<std::uint8_t>(e);
     else (mode == 1 ? ke : ve)[static_cast<std::size_t>(dst)] = static_cast<std::uint8_t>(e);
-    emit(37, dig);
+    emit(43, 32 * g + lo_bits(dig, 5));
   }
 }
 
@@ -562,7 +569,7 @@ void VxUnit::vexp(int groups, int dst, int src, int sums, int t_count) {
     const std::size_t s0 = static_cast<std::size_t>(src + hstride * g), d0 = static_cast<std::size_t>(dst + hstride * g);
     i64 m = vreg[s0];
     for (int t = 1; t < t_count; ++t) m = std::max<i64>(m, vreg[s0 + static_cast<std::size_t>(t)]);
-    emit(41, m);
+    emit(54, 32 * g + lo_bits(m, 5));  // VXM
     i64 sum = 0;
     for (int t = 0; t < t_count; ++t) {
       const i64 d = m - vreg[s0 + static_cast<std::size_t>(t)];
@@ -572,7 +579,7 @@ void VxUnit::vexp(int groups, int dst, int src, int sums, int t_count) {
       sum += p;
     }
     vreg[static_cast<std::size_t>(sums + g)] = static_cast<std::int32_t>(sum);
-    emit(42, sum);
+    emit(55, 32 * g + lo_bits(sum, 5));  // VXS
   }
 }
 
@@ -604,7 +611,7 @@ void VxUnit::vew(int mode, int gs, int dst, int a, int b, int n) {
       vreg[static_cast<std::size_t>(dst + i)] = z[static_cast<std::size_t>(i)];
       dig += z[static_cast<std::size_t>(i)];
     }
-    emit(38, dig);
+    emit(51, 16 * g + lo_bits(dig, 4));  // VEW
   }
 }
 
@@ -637,21 +644,24 @@ void VxUnit::vfn(int mode, int dst, int src, int n) {
       vreg[static_cast<std::size_t>(dst + i)] = z[static_cast<std::size_t>(i)];
       dig += z[static_cast<std::size_t>(i)];
     }
-    emit(39, dig);
+    emit(52, 16 * g + lo_bits(dig, 4));  // VFN
   }
 }
 
 // §4.7 VRED
 void VxUnit::vred(int mode, int sh, int dst, int src, int n) {
+  // One contribution c_g per source group (sum of squares, sum, maximum); VRD((g << 4) | lo4(c_g)).
   i128 acc = mode == 2 ? i128{vreg[static_cast<std::size_t>(src)]} : 0;
   for (int g = 0; g < (n + 63) / 64; ++g) {
+    i128 part = mode == 2 ? i128{vreg[static_cast<std::size_t>(src + 64 * g)]} : 0;
     for (int i = 64 * g; i < std::min(n, 64 * g + 64); ++i) {
       const i128 x = vreg[static_cast<std::size_t>(src + i)];
-      if (mode == 0) acc += x * x;
-      else if (mode == 1) acc += x;
-      else acc = std::max(acc, x);
+      if (mode == 0) part += x * x;
+      else if (mode == 1) part += x;
+      else part = std::max(part, x);
     }
-    emit(40, static_cast<i64>(acc & 0xFF));
+    acc = mode == 2 ? std::max(acc, part) : acc + part;
+    emit(53, 16 * g + lo_bits(part, 4));
   }
   std::int32_t r;
   if (mode == 0) r = sat32(rnd128(acc, 16 + sh));
@@ -665,11 +675,12 @@ void VxUnit::vld(const std::uint8_t* rec, int dst, int n) {
   std::uint32_t mu = 0;
   for (int k = 0; k < 4; ++k) {
     mu |= std::uint32_t{rec[k]} << (8 * k);
-    emit(43, rec[k]);
+    emit(57 + k, rec[k]);  // VLB_k: the record is 4-byte aligned, byte k is on lane k
   }
   const i64 m = static_cast<std::int32_t>(mu);
   for (int i = 0; i < n; ++i) {
-    emit(43, rec[4 + i]);
+    if (i % 4 == 0) emit(56, i / 4);  // VLG(g), elements 4g .. 4g+3
+    emit(57 + i % 4, rec[4 + i]);
     vreg[static_cast<std::size_t>(dst + i)] = sat32(i64{static_cast<std::int8_t>(rec[4 + i])} * m);
   }
 }

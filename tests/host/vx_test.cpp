@@ -55,8 +55,8 @@ TEST_F(VxOps, VmatOneChunk) {
   // acc = 7 - 16 + 3 = -6; y = rnd(-6 * 32768 * 16, 16) = -48
   EXPECT_EQ(u.vreg[100], -48);
   ASSERT_EQ(u.trace.size(), 1u);
-  EXPECT_EQ(u.trace[0].kind, 33);
-  EXPECT_EQ(u.trace[0].payload, 250);  // lo8(-6)
+  EXPECT_EQ(u.trace[0].kind, 33);     // vector.md §5: VMC0, chunk j = 0
+  EXPECT_EQ(u.trace[0].payload, 0);   // of row r = 0
 }
 
 TEST_F(VxOps, VqPerGroupShiftsAndPadding) {
@@ -71,10 +71,11 @@ TEST_F(VxOps, VqPerGroupShiftsAndPadding) {
   EXPECT_EQ(u.aexp[2], 2);
   EXPECT_EQ(u.aexp[3], 0);
   ASSERT_EQ(u.trace.size(), 4u);
-  EXPECT_EQ(u.trace[0].kind, 36); EXPECT_EQ(u.trace[0].payload, 2);
-  EXPECT_EQ(u.trace[1].kind, 37); EXPECT_EQ(u.trace[1].payload, 0);  // 75 - 75
-  EXPECT_EQ(u.trace[2].kind, 36); EXPECT_EQ(u.trace[2].payload, 0);
-  EXPECT_EQ(u.trace[3].kind, 37); EXPECT_EQ(u.trace[3].payload, 5);
+  // vector.md §5: VQE (42) = (k << 5) | e_k, VQB (43) = (k << 5) | lo5(sum)
+  EXPECT_EQ(u.trace[0].kind, 42); EXPECT_EQ(u.trace[0].payload, 2);
+  EXPECT_EQ(u.trace[1].kind, 43); EXPECT_EQ(u.trace[1].payload, 0);  // 75 - 75
+  EXPECT_EQ(u.trace[2].kind, 42); EXPECT_EQ(u.trace[2].payload, 32 + 0);
+  EXPECT_EQ(u.trace[3].kind, 43); EXPECT_EQ(u.trace[3].payload, 32 + 5);
 }
 
 TEST_F(VxOps, TableFunctionsAtOne) {
@@ -100,8 +101,9 @@ TEST_F(VxOps, VexpMaxSumAndTokens) {
   EXPECT_EQ(u.vreg[514], 65536);
   EXPECT_EQ(u.vreg[500], 65536 * 2 + 24109);
   ASSERT_EQ(u.trace.size(), 2u);
-  EXPECT_EQ(u.trace[0].kind, 41); EXPECT_EQ(u.trace[0].payload, 0);
-  EXPECT_EQ(u.trace[1].kind, 42); EXPECT_EQ(u.trace[1].payload, (65536 * 2 + 24109) & 0xFF);
+  // vector.md §5: VXM (54) = (g << 5) | lo5(m), VXS (55) = (g << 5) | lo5(S); S = 155181
+  EXPECT_EQ(u.trace[0].kind, 54); EXPECT_EQ(u.trace[0].payload, 0);
+  EXPECT_EQ(u.trace[1].kind, 55); EXPECT_EQ(u.trace[1].payload, 13);
 }
 
 TEST(VxModelTest, TokensPerStoryToken) {
@@ -110,7 +112,8 @@ TEST(VxModelTest, TokensPerStoryToken) {
   for (int pos = 0; pos < 4; ++pos) {
     const auto before = m.unit.tokens;
     m.forward(pos == 0 ? 1 : 7, pos);
-    EXPECT_EQ(m.unit.tokens - before, 4486u + 10u * static_cast<unsigned>(pos + 1)) << "pos " << pos;
+    // vector.md §7.3 (trace-v2): 4,508 + 10T tokens (the argmax's 4 W included), T = pos + 1
+    EXPECT_EQ(m.unit.tokens - before, 4508u + 10u * static_cast<unsigned>(pos + 1)) << "pos " << pos;
   }
 }
 
