@@ -2,6 +2,8 @@
 // worked by hand from docs/spec/isa.md and trace.md (never from the chip).
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "rv32_test_util.hpp"
 
 namespace lockstep::chip::rv32 {
@@ -38,10 +40,30 @@ std::vector<Token> cat(std::vector<Token> a, const std::vector<Token>& b) {
   return a;
 }
 
+// trace.md section 4.0: the pc tokens of the instruction at `pc`, given the pc of the instruction
+// executed before it (none: the first of the run, which always shows PCH).
+enum : std::uint32_t { PCL = 44, PCH0 = 45 };
+std::vector<Token> pc_tokens(std::uint32_t pc, std::optional<std::uint32_t> prev) {
+  if (pc < 0x10000 || pc > 0x10FFFC) return {T(TRAP, 3)};  // fetch outside RAM: TRAP(3) alone
+  const std::uint32_t w = (pc - 0x10000) / 4;
+  std::vector<Token> t;
+  if (!prev || ((*prev - 0x10000) / 4) >> 8 != w >> 8) t.push_back(T(PCH0 + (w >> 16), (w >> 8) & 0xFF));
+  t.push_back(T(PCL, w & 0xFF));
+  return t;
+}
+// One instruction at `pc` with the run's first pc tokens in front and, unless it ends the run
+// (EXIT, TRAP), the next instruction's pc tokens behind (`next`, default pc + 4).
+std::vector<Token> one(std::uint32_t pc, const std::vector<Token>& tokens, std::optional<std::uint32_t> next = {}) {
+  std::vector<Token> t = cat(pc_tokens(pc, {}), tokens);
+  const std::uint32_t last = tokens.back() / 256;
+  if (last != EXIT && last != TRAP) t = cat(t, pc_tokens(next.value_or(pc + 4), pc));
+  return t;
+}
+
 void run(std::uint32_t word, const std::map<int, std::uint32_t>& regs, const std::vector<Token>& want,
          const std::string& what, const std::vector<std::pair<std::uint32_t, std::vector<std::uint8_t>>>& mem = {},
-         std::uint32_t pc = 0x10000) {
-  test::expect_trace(test::make_image(pc, {word}, regs, mem), want, what);
+         std::uint32_t pc = 0x10000, std::optional<std::uint32_t> next = {}) {
+  test::expect_trace(test::make_image(pc, {word}, regs, mem), one(pc, want, next), what);
 }
 
 TEST(Rv32Directed, TraceMdExampleFirstInstruction) {
@@ -92,24 +114,27 @@ TEST(Rv32Directed, Shifts) {
 }
 
 TEST(Rv32Directed, Branches) {
-  run(b_type(8, 11, 10, 4), {{10, 0xFFFFFFFF}, {11, 0}}, {T(BR, 1)}, "blt -1 < 0 taken");
+  run(b_type(8, 11, 10, 4), {{10, 0xFFFFFFFF}, {11, 0}}, {T(BR, 1)}, "blt -1 < 0 taken", {}, 0x10000, 0x10008);
   run(b_type(8, 11, 10, 6), {{10, 0xFFFFFFFF}, {11, 0}}, {T(BR, 0)}, "bltu 0xffffffff < 0 not taken");
-  run(b_type(8, 11, 10, 1), {{10, 0x00010000}, {11, 0x00000000}}, {T(BR, 1)}, "bne differs in byte 2");
+  run(b_type(8, 11, 10, 1), {{10, 0x00010000}, {11, 0x00000000}}, {T(BR, 1)}, "bne differs in byte 2", {}, 0x10000, 0x10008);
   run(b_type(6, 0, 0, 0), {}, {T(TRAP, 2)}, "beq x0, x0 to pc + 6: misaligned");
   run(b_type(6, 0, 0, 1), {}, {T(BR, 0)}, "bne x0, x0 to pc + 6: not taken, no trap");
-  run(b_type(-4, 11, 10, 7), {{10, 5}, {11, 5}}, {T(BR, 1)}, "bgeu equal taken backwards");
+  run(b_type(-4, 11, 10, 7), {{10, 5}, {11, 5}}, {T(BR, 1)}, "bgeu equal taken backwards", {}, 0x10400, 0x103FC);
+  run(b_type(-4096, 0, 0, 0), {}, {T(BR, 1)}, "beq x0, x0, -4096 across 16 pages", {}, 0x10800, 0xF800);
+  run(b_type(4092, 0, 0, 0), {}, {T(BR, 1)}, "beq x0, x0, +4092: next page (PCH)", {}, 0x10000, 0x10FFC);
 }
 
 TEST(Rv32Directed, JumpsLinkAndMisalignment) {
   // jal ra, +8 at 0x10000 -> W(0x10004); jal ra, +2 -> TRAP(2)
-  run(0x008000EFu, {}, W(0x10004), "jal ra, .+8", {}, 0x10000);
+  run(0x008000EFu, {}, W(0x10004), "jal ra, .+8", {}, 0x10000, 0x10008);
   run(0x002000EFu, {}, {T(TRAP, 2)}, "jal ra, .+2");
   // jalr ra, 0(a0) with a0 = 0x10103 -> target 0x10102 (bit 0 cleared), bit 1 set: TRAP(2)
   run(i_type(0, 10, 0, 1, 0x67), {{10, 0x10103}}, {T(TRAP, 2)}, "jalr misaligned after clearing bit 0");
   // jalr x0, 1(a0) with a0 = 0x10007 -> 0x10008: aligned, rd = 0 -> NOP
-  run(i_type(1, 10, 0, 0, 0x67), {{10, 0x10007}}, {T(NOP, 0)}, "jalr x0 aligned after add");
+  run(i_type(1, 10, 0, 0, 0x67), {{10, 0x10007}}, {T(NOP, 0)}, "jalr x0 aligned after add", {}, 0x10000, 0x10008);
   // link value at the top of RAM: pc 0x10fffc, pc + 4 = 0x110000
-  run(i_type(0, 10, 0, 5, 0x67), {{10, 0x10000}}, W(0x00110000u), "jalr link at RAM end", {}, 0x10FFFC);
+  run(i_type(0, 10, 0, 5, 0x67), {{10, 0x10000}}, W(0x00110000u), "jalr link at RAM end", {}, 0x10FFFC, 0x10000);
+  run(i_type(0, 0, 0, 0, 0x67), {}, {T(NOP, 0)}, "jalr x0, 0(x0): fetch outside RAM next", {}, 0x10000, 0);
 }
 
 TEST(Rv32Directed, LoadsAndStores) {
@@ -168,23 +193,26 @@ TEST(Rv32Directed, BignumWorkedExamples) {
     acc.resize(12, 0);
     return test::make_image(0x10000, {word}, regs, {}, c, acc);
   };
-  test::expect_trace(img(bn(0, 10, 11, 12), {{11, 0xFFFFFFFF}, {12, 1}}, 0, {}), cat(W(0), {T(CF, 1)}), "addc c=0 max+1");
-  test::expect_trace(img(bn(0, 10, 11, 12), {{11, 0xFFFFFFFF}, {12, 0xFFFFFFFF}}, 1, {}), cat(W(0xFFFFFFFF), {T(CF, 1)}), "addc c=1 max+max");
-  test::expect_trace(img(bn(1, 10, 11, 12), {{11, 0}, {12, 1}}, 0, {}), cat(W(0xFFFFFFFF), {T(CF, 1)}), "subb 0-1");
-  test::expect_trace(img(bn(1, 10, 11, 12), {{11, 5}, {12, 4}}, 1, {}), cat(W(0), {T(CF, 0)}), "subb c=1 5-4");
-  test::expect_trace(img(bn(1, 0, 11, 12), {{11, 5}, {12, 5}}, 1, {}), {T(NOP, 0), T(CF, 1)}, "subb x0 c=1 5-5 borrows");
-  test::expect_trace(img(bn(2, 10, 11, 0), {{11, 2}}, 1, {}), cat(W(1), {T(CF, 0)}), "xchgc c=1 a=2");
-  test::expect_trace(img(bn(4, 10, 0, 0), {}, 0, {3, 0, 0, 0, 2, 0, 0, 0, 1}), W(3), "accrd");
+  auto bn_expect = [](const GuestImage& image, const std::vector<Token>& want, const std::string& what) {
+    test::expect_trace(image, one(0x10000, want), what);
+  };
+  bn_expect(img(bn(0, 10, 11, 12), {{11, 0xFFFFFFFF}, {12, 1}}, 0, {}), cat(W(0), {T(CF, 1)}), "addc c=0 max+1");
+  bn_expect(img(bn(0, 10, 11, 12), {{11, 0xFFFFFFFF}, {12, 0xFFFFFFFF}}, 1, {}), cat(W(0xFFFFFFFF), {T(CF, 1)}), "addc c=1 max+max");
+  bn_expect(img(bn(1, 10, 11, 12), {{11, 0}, {12, 1}}, 0, {}), cat(W(0xFFFFFFFF), {T(CF, 1)}), "subb 0-1");
+  bn_expect(img(bn(1, 10, 11, 12), {{11, 5}, {12, 4}}, 1, {}), cat(W(0), {T(CF, 0)}), "subb c=1 5-4");
+  bn_expect(img(bn(1, 0, 11, 12), {{11, 5}, {12, 5}}, 1, {}), {T(NOP, 0), T(CF, 1)}, "subb x0 c=1 5-5 borrows");
+  bn_expect(img(bn(2, 10, 11, 0), {{11, 2}}, 1, {}), cat(W(1), {T(CF, 0)}), "xchgc c=1 a=2");
+  bn_expect(img(bn(4, 10, 0, 0), {}, 0, {3, 0, 0, 0, 2, 0, 0, 0, 1}), W(3), "accrd");
   auto ac = [](std::vector<std::uint8_t> bytes) {
     std::vector<Token> t;
     for (std::uint32_t i = 0; i < 12; ++i) t.push_back(T(16 + i, bytes[i]));
     return t;
   };
-  test::expect_trace(img(bn(3, 0, 11, 12), {{11, 0xFFFFFFFF}, {12, 0xFFFFFFFF}}, 0, {}),
+  bn_expect(img(bn(3, 0, 11, 12), {{11, 0xFFFFFFFF}, {12, 0xFFFFFFFF}}, 0, {}),
                      ac({0x01, 0, 0, 0, 0xFE, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0}), "mac max*max");
-  test::expect_trace(img(bn(3, 0, 11, 12), {{11, 1}, {12, 1}}, 0, std::vector<std::uint8_t>(12, 0xFF)),
+  bn_expect(img(bn(3, 0, 11, 12), {{11, 1}, {12, 1}}, 0, std::vector<std::uint8_t>(12, 0xFF)),
                      ac(std::vector<std::uint8_t>(12, 0)), "mac wraps 2^96");
-  test::expect_trace(img(bn(5, 0, 0, 0), {}, 1, {5}), {T(NOP, 0)}, "accclr");
+  bn_expect(img(bn(5, 0, 0, 0), {}, 1, {5}), {T(NOP, 0)}, "accclr");
 }
 
 TEST(Rv32Directed, SystemAndIllegal) {

@@ -48,8 +48,10 @@ inline std::string tok(Token t) {
   static const char* names[] = {"CTRL", "W0", "W1", "W2", "W3", "A0", "A1", "A2", "A3", "S0", "S1", "S2",
                                 "S3", "BR", "DQ", "CF", "AC0", "AC1", "AC2", "AC3", "AC4", "AC5", "AC6",
                                 "AC7", "AC8", "AC9", "AC10", "AC11", "OUT", "ERR", "NOP", "EXIT", "TRAP"};
+  static const char* v2[] = {"PCL", "PCH0", "PCH1", "PCH2", "PCH3", "OI", "OIH"};
   const std::uint32_t k = t / 256, p = t % 256;
-  return (k < 33 ? std::string(names[k]) : "K" + std::to_string(k)) + "(" + std::to_string(p) + ")";
+  const std::string name = k < 33 ? std::string(names[k]) : (k >= 44 && k <= 50) ? std::string(v2[k - 44]) : "K" + std::to_string(k);
+  return name + "(" + std::to_string(p) + ")";
 }
 
 /// Runs the chip from START teacher-forced on `want` and free-running, audit on; every token must

@@ -117,7 +117,7 @@ void when(LayerBuilder& L, const std::vector<Lin>& conds, const SparseVec& outs)
 // Token kinds (trace.md section 2).
 enum Kind : std::uint32_t {
   kCtrl = 0, kW0 = 1, kA0 = 5, kS0 = 9, kBr = 13, kDq = 14, kCf = 15, kAc0 = 16, kOut = 28, kErr = 29,
-  kNop = 30, kExit = 31, kTrap = 32
+  kNop = 30, kExit = 31, kTrap = 32, kPcl = 44, kPch0 = 45, kOi = 49, kOih = 50
 };
 
 enum Cls : std::uint32_t {
@@ -198,8 +198,8 @@ constexpr std::uint32_t kNumLayers = 19;
 
 class Compiler {
  public:
-  Compiler() : B("rv32: RV32I scalar machine, single-pc subset (docs/chip-design.md)", kVocab,
-                 "lockstep-chip-rv32 0.1") {}
+  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine, trace-v2 (docs/chip-design.md)", kVocab,
+                 "lockstep-chip-rv32 0.2") {}
 
   Chip run() {
     for (std::uint32_t l = 0; l < kNumLayers; ++l) B.add_layer();
@@ -219,9 +219,14 @@ class Compiler {
     shift_tables();
     layer9_10();
     write_buffer_check();
-    when(L(9), {cls(ECALL), k(kCtrl), EQ64[0], FDOK[0], Lin::constant(1) - LEN0[0], WBAD[0]}, token_out(kTrap, 5));
+    when(L(9), {cls(ECALL), k(kPcl), EQ64[0], FDOK[0], Lin::constant(1) - LEN0[0], Lin::constant(1) - LENBIG[0], WBAD[0]},
+         token_out(kTrap, 5));
     divide();
     multiply();
+    commits();
+    next_pc();
+    pc_tokens();
+    write_bytes();
     emission();
     declare();
     return B.build();
@@ -234,9 +239,14 @@ class Compiler {
   // embedding fields
   FieldRef K, PN, PS, APN;
   // L0
-  FieldRef PCN, ADDR, VALID, INR, WL, WH, DWL, DWH;
+  FieldRef PCN, ADDR, INR, WL, WH, DWL, DWH;
+  // trace-v2: slots of consumed tokens (layer 0), commits, next pc, pc tokens, write bytes
+  FieldRef WPN, ACPN, OIHN, PCHS, PCLS, WSR, ACR, OIS, OIHS, LANE, IZ, INC;
+  FieldRef LENBIG, FD2, BNV, ACCLR, EQL, LAST, ENDI, CFF, CFV, CFR;
+  FieldRef ADA, ADB, ADS, ADG, ADP, ADC, ADN, NPCR, WNX, NV, EQH, GPCH, GPCL, XWL, XWH, LANEX, OB, OBLO, OBACT;
+  FieldRef OUTG, WEG;
   // L1/L2
-  FieldRef IWB, DWB, LW_, IHI, ILOS, DHI, DLOS, IN, DN;
+  FieldRef IWB, LW_, IHI, ILOS, DHI, DLOS, IN, DN;
   // L3
   FieldRef RD, RS1, RS2, PRE, F7, WECALL, WEBREAK, IMS01;
   // L4
@@ -261,6 +271,8 @@ class Compiler {
   FieldRef CM;
 
   Lin k(std::uint32_t kind) const { return K[kind]; }
+  Lin fetch() const { return K[kPcl]; }  // the step that consumes PCL: the instruction's first step
+  Lin any_pch() const { return K[kPch0] + K[kPch0 + 1] + K[kPch0 + 2] + K[kPch0 + 3]; }
   Lin cls(Cls c) const { return CLS[c]; }
 
   // ---- embedding: kind one-hot, payload nibble one-hots, payload scalar, A-byte slots ----
@@ -281,7 +293,27 @@ class Compiler {
       if (i >= 1) B.embed(t, NEXTI.dim(i - 1), 1);
       else B.embed(t, ALLQ.dim(), 1);
     }
-    B.embed(256 * kCtrl, NEXTI.dim(31), 1);
+    for (std::uint32_t p = 0; p < 256; ++p) B.embed(256 * kPcl + p, NEXTI.dim(31), 1);  // first DQ: bit 31
+    // Payload nibbles placed at the block of their position, for the slots of layer 0:
+    // W0..W3 (block 32 i), AC0..AC11 (block 32 i); OIH payloads, and the value 0 on PCL
+    // (every instruction starts with OIH = 0: the high byte of an ECALL write index).
+    WPN = B.field("w_byte_nibbles", 128);
+    ACPN = B.field("ac_byte_nibbles", 384);
+    OIHN = B.field("oih_nibbles", 32);
+    for (std::uint32_t p = 0; p < 256; ++p) {
+      for (std::uint32_t i = 0; i < 4; ++i) {
+        B.embed(256 * (kW0 + i) + p, WPN.dim(32 * i + (p & 15)), 1);
+        B.embed(256 * (kW0 + i) + p, WPN.dim(32 * i + 16 + (p >> 4)), 1);
+      }
+      for (std::uint32_t i = 0; i < 12; ++i) {
+        B.embed(256 * (kAc0 + i) + p, ACPN.dim(32 * i + (p & 15)), 1);
+        B.embed(256 * (kAc0 + i) + p, ACPN.dim(32 * i + 16 + (p >> 4)), 1);
+      }
+      B.embed(256 * kOih + p, OIHN.dim(p & 15), 1);
+      B.embed(256 * kOih + p, OIHN.dim(16 + (p >> 4)), 1);
+      B.embed(256 * kPcl + p, OIHN.dim(0), 1);
+      B.embed(256 * kPcl + p, OIHN.dim(16), 1);
+    }
     for (std::uint32_t kd = kW0; kd < kW0 + 3; ++kd)
       for (std::uint32_t p = 0; p < 256; ++p) B.embed(256 * kd + p, ALLQ.dim(), 1);
     for (std::uint32_t kd = 0; kd < kNumKinds; ++kd)
@@ -321,25 +353,65 @@ class Compiler {
     when(l, {b3zero - 1.0, b2hi[1], b2lo[0]}, {{out, 1.0}});
   }
 
+  // A slot head of layer 0: `rows` slots, row i written with v when krow(i) is 1 (beta = the sum
+  // of krow), every row read each step (q = 1) into `out` (rows are expected to use disjoint value
+  // blocks, so the read is their concatenation).
+  void slot_head(LayerBuilder& l, std::uint32_t rows, const std::function<Lin(std::uint32_t)>& krow,
+                 const std::function<Lin(std::uint32_t)>& v, const FieldRef& out) {
+    const std::uint32_t h = l.add_head(rows, out.width);
+    HeadBuilder& H = l.head(h);
+    for (std::uint32_t i = 0; i < rows; ++i) {
+      H.k[i] = krow(i);
+      H.beta += krow(i);
+      H.q[i] = Lin::constant(1);
+    }
+    for (std::uint32_t r = 0; r < out.width; ++r) {
+      H.v[r] = v(r);
+      H.out.emplace_back(r, out.dim(r), 1.0);
+    }
+  }
+
+  // Nibble one-hots of the current instruction's word index w (trace.md section 4.0), from the slots.
+  OH wnib(std::uint32_t n) const {
+    switch (n) {
+      case 0: return field_oh(PCLS, 0, 16);
+      case 1: return field_oh(PCLS, 16, 16);
+      case 2: return field_oh(PCHS, 4, 16);
+      case 3: return field_oh(PCHS, 20, 16);
+      default: return field_oh(PCHS, 0, 4);
+    }
+  }
+
   void layer0() {
     LayerBuilder& l0 = L(0);
     PCN = B.field("pc_nibbles", 128);
     ADDR = B.field("addr_nibbles", 128);
-    {  // PC: one slot holding the entry address (4 bytes as nibble one-hots)
-      const std::uint32_t h = l0.add_head(1, 128);
-      HeadBuilder& H = l0.head(h);
-      H.q[0] = Lin::constant(1);
-      for (std::uint32_t i = 0; i < 128; ++i) H.out.emplace_back(i, PCN.dim(i), 1.0);
-      Initialiser in;
-      in.name = "pc";
-      in.layer = 0;
-      in.head = h;
-      in.source = ByteSourceKind::Entry;
-      in.length = 4;
-      in.encoding = ByteEncoding::Nibbles;
-      in.bytes_per_column = 4;
-      B.initialiser(in);
-    }
+    // Slots of consumed tokens (trace-v2: every position is on the bus).
+    PCHS = B.field("pch_slot", 36);  // k one-hot (4), payload nibbles (32) of the last PCH_k
+    PCLS = B.field("pcl_slot", 32);
+    WSR = B.field("w_slot", 128);
+    ACR = B.field("ac_slot", 384);
+    OIS = B.field("oi_slot", 32);
+    OIHS = B.field("oih_slot", 32);
+    slot_head(l0, 1, [&](std::uint32_t) { return any_pch(); },
+              [&](std::uint32_t r) { return r < 4 ? k(kPch0 + r) : PN[r - 4]; }, PCHS);
+    slot_head(l0, 1, [&](std::uint32_t) { return k(kPcl); }, [&](std::uint32_t r) { return PN[r]; }, PCLS);
+    slot_head(l0, 4, [&](std::uint32_t i) { return k(kW0 + i); }, [&](std::uint32_t r) { return WPN[r]; }, WSR);
+    slot_head(l0, 12, [&](std::uint32_t i) { return k(kAc0 + i); }, [&](std::uint32_t r) { return ACPN[r]; }, ACR);
+    slot_head(l0, 1, [&](std::uint32_t) { return k(kOi); }, [&](std::uint32_t r) { return PN[r]; }, OIS);
+    slot_head(l0, 1, [&](std::uint32_t) { return k(kOih) + k(kPcl); }, [&](std::uint32_t r) { return OIHN[r]; }, OIHS);
+    // pc = RAM_BASE + 4 w as nibble one-hots: nibble n (n < 4) = w[4n+1 : 4n-2]; with
+    // x = w[17:14]: nibble 4 = (x + 1) & 15, nibble 5 = [x = 15], nibbles 6, 7 = 0.
+    table(l0, {masked(wnib(0), 3)}, [&](const std::vector<unsigned>& v) { return SparseVec{{PCN.dim((v[0] & 3) << 2), 1.0}}; });
+    for (std::uint32_t n = 1; n < 4; ++n)
+      table(l0, {masked(wnib(n - 1), 0xC), masked(wnib(n), 3)}, [&, n](const std::vector<unsigned>& v) {
+        return SparseVec{{PCN.dim(16 * n + ((v[0] >> 2) | ((v[1] & 3) << 2))), 1.0}};
+      });
+    table(l0, {masked(wnib(3), 0xC), wnib(4)}, [&](const std::vector<unsigned>& v) {
+      const unsigned x = (v[0] >> 2) | (v[1] << 2);
+      return SparseVec{{PCN.dim(64 + ((x + 1) & 15)), 1.0}, {PCN.dim(80 + (x == 15 ? 1 : 0)), 1.0},
+                       {PCN.dim(96), 1.0}, {PCN.dim(112), 1.0}};
+    });
     {  // ASLOT: A0..A3 bytes as consumed; slot i holds byte i at rows 32 i.
       const std::uint32_t h = l0.add_head(4, 128);
       HeadBuilder& H = l0.head(h);
@@ -382,36 +454,77 @@ class Compiler {
         }
         when(L(1), conds, {{TN.dim(16 * nb + v), 1.0}});
       }
-    VALID = B.field("pc_valid", 1);
     INR = B.field("addr_in_ram", 1);
     WL = B.field("code_wl", 512);
     WH = B.field("code_wh", 512);
     DWL = B.field("data_wl", 512);
     DWH = B.field("data_wh", 512);
-    in_ram(l0, PCN, VALID.dim());
     in_ram(l0, ADDR, INR.dim());
-    key_pieces(l0, PCN, WL, WH, k(kCtrl));     // fetch: the step that consumes START
-    key_pieces(l0, ADDR, DWL, DWH, k(kA0 + 3));  // load data: the step that consumes A3
+    // fetch (the step that consumes PCL): wl = w & 511, wh = w >> 9, straight from the w nibbles
+    table(l0, {wnib(0), wnib(1), masked(wnib(2), 1)}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{WL.dim(v[0] | (v[1] << 4) | (v[2] << 8)), 1.0}};
+    }, {fetch()});
+    table(l0, {masked(wnib(2), 0xE), wnib(3), wnib(4)}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{WH.dim((v[0] >> 1) | (v[1] << 3) | (v[2] << 7)), 1.0}};
+    }, {fetch()});
+    // data word: the load (A3 consumed) and every store byte (S_i consumed) address it
+    Lin stores;
+    for (std::uint32_t i = 0; i < 4; ++i) stores += k(kS0 + i);
+    key_pieces(l0, ADDR, DWL, DWH, k(kA0 + 3) + stores);
+    // byte lane of the store byte S_i: (addr + i) & 3
+    LANE = B.field("store_lane", 4);
+    for (unsigned m = 0; m < 4; ++m)
+      for (std::uint32_t i = 0; i < 4; ++i)
+        when(l0, {any_of(nib(ADDR, 0), [m](unsigned j) { return (j & 3) == m; }), k(kS0 + i)}, {{LANE.dim((m + i) & 3), 1.0}});
+    // ECALL write: i + 1 for the byte index i of the slots (OI: nibbles 0, 1; OIH: nibbles 2, 3).
+    IZ = B.field("oi_low_all_ones", 4);  // IZ_n = [nibbles 0 .. n-1 of i are all 15]
+    INC = B.field("oi_next_index", 64);  // nibble one-hots of i + 1 (on OUT / ERR steps)
+    auto inib = [&](std::uint32_t n) { return n < 2 ? field_oh(OIS, 16 * n, 16) : field_oh(OIHS, 16 * (n - 2), 16); };
+    const Lin outc = k(kOut) + k(kErr);
+    for (std::uint32_t n = 1; n < 4; ++n) {
+      std::vector<Lin> conds = {outc};
+      for (std::uint32_t j = 0; j < n; ++j) conds.push_back(inib(j)[15]);
+      when(l0, conds, {{IZ.dim(n), 1.0}});
+    }
+    for (std::uint32_t n = 0; n < 4; ++n) {
+      const OH carry = n == 0 ? OH{Lin(), Lin::constant(1)} : OH{Lin::constant(1) - IZ[n], IZ[n]};
+      table(L(1), {inib(n), carry}, [&, n](const std::vector<unsigned>& v) {
+        return SparseVec{{INC.dim(16 * n + ((v[0] + v[1]) & 15)), 1.0}};
+      }, {outc});
+    }
   }
 
-  // A RAM port: 2^18 word columns x 4 byte scalars, initialised from the image's RAM range.
-  void ram_port(std::uint32_t layer, const std::string& name, const FieldRef& wl, const FieldRef& wh,
+  // A RAM port: four heads, one per byte lane, each 2^18 word columns x 1 byte scalar, initialised
+  // from the image's RAM range (lane b: bytes RAM_BASE + 4 w + b). Read with the word key q(w)
+  // (ReLU of key pieces); every store byte (S_i consumed) is committed to lane (addr + i) & 3 of
+  // the data word, so a store is visible to every later read of any port.
+  void ram_port(std::uint32_t layer, const std::string& name, const std::function<Lin(std::uint32_t)>& q,
                 const FieldRef& out) {
     LayerBuilder& l = L(layer);
-    const std::uint32_t h = l.add_head(kWords, 4, Activation::Identity, Activation::Relu);
-    HeadBuilder& H = l.head(h);
-    for (std::uint32_t w = 0; w < kWords; ++w) H.q[w] = wl[w & 511] + wh[w >> 9] - 1.0;
-    for (std::uint32_t i = 0; i < 4; ++i) H.out.emplace_back(i, out.dim(i), 1.0);
-    Initialiser in;
-    in.name = name;
-    in.layer = layer;
-    in.head = h;
-    in.source = ByteSourceKind::Image;
-    in.address = kRamBase;
-    in.length = kRamSize;
-    in.encoding = ByteEncoding::Scalar;
-    in.bytes_per_column = 4;
-    B.initialiser(in);
+    Lin stores;
+    for (std::uint32_t i = 0; i < 4; ++i) stores += k(kS0 + i);
+    for (std::uint32_t b = 0; b < 4; ++b) {
+      const std::uint32_t h = l.add_head(kWords, 1, Activation::Relu, Activation::Relu);
+      HeadBuilder& H = l.head(h);
+      for (std::uint32_t w = 0; w < kWords; ++w) {
+        H.q[w] = q(w);
+        H.k[w] = DWL[w & 511] + DWH[w >> 9] + LANE[b] - 2.0;
+      }
+      H.v[0] = PS[0];
+      H.beta = stores;
+      H.out.emplace_back(0, out.dim(b), 1.0);
+      Initialiser in;
+      in.name = name + "_lane" + std::to_string(b);
+      in.layer = layer;
+      in.head = h;
+      in.source = ByteSourceKind::Image;
+      in.address = kRamBase + b;
+      in.length = kWords;
+      in.stride = 4;
+      in.encoding = ByteEncoding::Scalar;
+      in.bytes_per_column = 1;
+      B.initialiser(in);
+    }
   }
 
   // Byte scalars -> nibble one-hots in two stages (thresholds for the high nibble, then a
@@ -440,26 +553,22 @@ class Compiler {
   }
 
   void layer1_2() {
-    IWB = B.field("inst_bytes", 4);
-    DWB = B.field("data_bytes", 4);
-    ram_port(1, "ram_code", WL, WH, IWB);
-    ram_port(1, "ram_data", DWL, DWH, DWB);
-    {  // LATCH (layer 2): slot 0 = instruction word (written at the fetch), slot 1 = data word
-       // (written when A3 is consumed); both read every step.
-      LW_ = B.field("latched_words", 8);
-      LayerBuilder& l2 = L(2);
-      const std::uint32_t h = l2.add_head(2, 8);
-      HeadBuilder& H = l2.head(h);
-      H.k[0] = k(kCtrl);
-      H.k[1] = k(kA0 + 3);
-      H.beta = k(kCtrl) + k(kA0 + 3);
+    IWB = B.field("ram_bytes", 4);  // the word read this step: the instruction (fetch) or the load data (A3)
+    ram_port(1, "ram", [&](std::uint32_t w) { return WL[w & 511] + WH[w >> 9] + DWL[w & 511] + DWH[w >> 9] - 1.0; }, IWB);
+    // LATCH (layer 2): the instruction word (written at the fetch) and the data word (written when
+    // A3 is consumed), read every step.
+    LW_ = B.field("latched_words", 8);
+    for (std::uint32_t s = 0; s < 2; ++s) {
+      const Lin when_ = s == 0 ? fetch() : k(kA0 + 3);
+      const std::uint32_t h = L(2).add_head(1, 4);
+      HeadBuilder& H = L(2).head(h);
+      H.k[0] = Lin::constant(1);
+      H.beta = when_;
+      H.q[0] = Lin::constant(1);
       for (std::uint32_t b = 0; b < 4; ++b) {
         H.v[b] = IWB[b];
-        H.v[4 + b] = DWB[b];
+        H.out.emplace_back(b, LW_.dim(4 * s + b), 1.0);
       }
-      H.q[0] = Lin::constant(1);
-      H.q[1] = Lin::constant(1);
-      for (std::uint32_t r = 0; r < 8; ++r) H.out.emplace_back(r, LW_.dim(r), 1.0);
     }
     IHI = B.field("inst_hi", 64);
     ILOS = B.field("inst_lo_scalar", 4);
@@ -538,6 +647,13 @@ class Compiler {
     HeadBuilder& H = l4.head(h);
     for (std::uint32_t r = 0; r < 32; ++r) H.q[r] = q(r);
     for (std::uint32_t i = 0; i < 128; ++i) H.out.emplace_back(i, out.dim(i), 1.0);
+    // Write-back: when W3 is consumed, rd (a0 for ECALL) <- W0..W3 as consumed (W slot), before
+    // this step's reads; W1..W3 were computed from the old sources. x0 is never written (no W
+    // token has rd = x0).
+    const Lin ec = WECALL[0];
+    for (std::uint32_t r = 0; r < 32; ++r) H.k[r] = RD[r] + ec * ((r == 10 ? 1.0 : 0.0) - (r == 0 ? 1.0 : 0.0));
+    for (std::uint32_t i = 0; i < 128; ++i) H.v[i] = WSR[i];
+    H.beta = k(kW0 + 3);
     Initialiser in;
     in.name = name;
     in.layer = 5;
@@ -573,33 +689,14 @@ class Compiler {
     reg_port("reg_port2", [&](std::uint32_t r) { return RS2[r] + ec * ((r == 10 ? 1.0 : 0.0) - (r == 0 ? 1.0 : 0.0)); }, R2);
     reg_port("reg_port3", [&](std::uint32_t r) { return r == 11 ? ec : Lin(); }, RA1);
     reg_port("reg_port4", [&](std::uint32_t r) { return r == 12 ? ec : Lin(); }, RA2);
-    {  // BNSTATE: bignum c (1 byte) and acc (12 bytes), nibble one-hots, from image bytes at
-       // kRegImageAddress + 128 (absent: 0, the reset values of bignum.md).
-      CN = B.field("bn_c", 32);
-      ACN = B.field("bn_acc", 384);
-      LayerBuilder& l = L(5);
-      const std::uint32_t h = l.add_head(1, 416);
-      HeadBuilder& H = l.head(h);
-      H.q[0] = Lin::constant(1);
-      for (std::uint32_t r = 0; r < 32; ++r) H.out.emplace_back(r, CN.dim(r), 1.0);
-      for (std::uint32_t r = 0; r < 384; ++r) H.out.emplace_back(32 + r, ACN.dim(r), 1.0);
-      Initialiser in;
-      in.name = "bn_state";
-      in.layer = 5;
-      in.head = h;
-      in.source = ByteSourceKind::Image;
-      in.address = kRegImageAddress + 128;
-      in.length = 13;
-      in.encoding = ByteEncoding::Nibbles;
-      in.bytes_per_column = 13;
-      B.initialiser(in);
-    }
+    CN = B.field("bn_c", 32);      // bignum c and acc: read from the BNSTATE head of layer 7 (commits())
+    ACN = B.field("bn_acc", 384);
     LayerBuilder& l4 = L(5);
     CLS = B.field("class", kNumCls);
     ILL = B.field("illegal", 1);
-    pass(l4, VALID[0], ILL.dim());
+    l4.mlp_bias(ILL.dim(), 1);
     for (const ClsSpec& s : cls_specs()) {
-      std::vector<Lin> conds = {PRE[s.cls], VALID[0]};
+      std::vector<Lin> conds = {PRE[s.cls]};
       if (s.f7 >= 0) conds.push_back(F7[static_cast<std::uint32_t>(f7_index(s.f7))]);
       switch (s.cls) {  // bignum.md section 1: fields that must be zero
         case BN_XCHGC: conds.push_back(RS2[0]); break;
@@ -610,8 +707,8 @@ class Compiler {
       }
       when(l4, conds, {{CLS.dim(s.cls), 1.0}, {ILL.dim(), -1.0}});
     }
-    when(l4, {WECALL[0], VALID[0]}, {{CLS.dim(ECALL), 1.0}, {ILL.dim(), -1.0}});
-    when(l4, {WEBREAK[0], VALID[0]}, {{CLS.dim(EBREAK), 1.0}, {ILL.dim(), -1.0}});
+    when(l4, {WECALL[0]}, {{CLS.dim(ECALL), 1.0}, {ILL.dim(), -1.0}});
+    when(l4, {WEBREAK[0]}, {{CLS.dim(EBREAK), 1.0}, {ILL.dim(), -1.0}});
   }
 
   Lin sum_cls(std::initializer_list<Cls> cs) const {
@@ -619,6 +716,7 @@ class Compiler {
     for (Cls c : cs) l += cls(c);
     return l;
   }
+  static constexpr std::array<Cls, 3> cf_cls = {BN_ADDC, BN_SUBB, BN_XCHGC};
   Lin cmp_reg() const { return sum_cls({SLT, SLTU, BEQ, BNE, BLT, BGE, BLTU, BGEU, BN_SUBB}); }
   Lin cmp_imm() const { return sum_cls({SLTI, SLTIU}); }
   Lin cmp_signed() const { return sum_cls({SLT, SLTI, BLT, BGE}); }
@@ -645,6 +743,11 @@ class Compiler {
     equals(R2, 1, FDOK.dim());
     equals(R2, 2, FDOK.dim());
     equals(RA2, 0, LEN0.dim());
+    FD2 = B.field("fd_is_2", 1);
+    equals(R2, 2, FD2.dim());
+    LENBIG = B.field("len_too_big", 1);  // ECALL and a2 > 65,535 (trace.md section 4.5)
+    pass(l5, WECALL[0], LENBIG.dim());
+    when(l5, {nib(RA2, 4)[0], nib(RA2, 5)[0], nib(RA2, 6)[0], nib(RA2, 7)[0]}, {{LENBIG.dim(), -1.0}});
     // compare operand: rs2 (SLT, SLTU, branches) or imm_i (SLTI, SLTIU), all 8 nibbles
     BF = B.field("cmp_operand", 128);
     for (std::uint32_t n = 0; n < 8; ++n) {
@@ -695,12 +798,12 @@ class Compiler {
     LayerBuilder& l6 = L(7);
     SHG = B.field("shift_gate", 96);
     for (std::uint32_t dir = 0; dir < 3; ++dir) {
-      when(l6, {shift_dir(dir), k(kCtrl), RD[0]}, token_out(kNop, 0));
+      when(l6, {shift_dir(dir), fetch(), RD[0]}, token_out(kNop, 0));
       for (std::uint32_t i = 0; i < 4; ++i)
         for (std::uint32_t q = 0; q < 8; ++q) {
           std::vector<Lin> conds = {shift_dir(dir), SQ[q]};
           if (i == 0) {
-            conds.push_back(k(kCtrl));
+            conds.push_back(fetch());
             conds.push_back(Lin::constant(1) - RD[0]);
           } else {
             conds.push_back(k(kW0 + i - 1));
@@ -1092,12 +1195,13 @@ class Compiler {
     LG = B.field("load_gate", 5 * 4);
     SG = B.field("store_gate", 4);
     GEXIT = B.field("exit_gate", 1);
+    WEG = B.field("write_len_gate", 4);  // ECALL write: W_i shows byte i of len (a2)
     BNC0 = B.field("bn_addc_byte0", 1);
     BNS0 = B.field("bn_subb_byte0", 1);
     CFG = B.field("bn_cf_gate", 3);
     XW0 = B.field("bn_xchgc_w0", 1);
     AR = B.field("bn_accrd_gate", 4);
-    const Lin start = k(kCtrl);
+    const Lin start = fetch();
     const Lin rd0 = RD[0];
     const Lin rdnz = Lin::constant(1) - RD[0];
     const Lin nomis = Lin::constant(1) - MISJ[0];
@@ -1164,8 +1268,7 @@ class Compiler {
     // Bignum: CF after W3 (or after NOP when rd = 0); xchgc W(old c); accrd W(acc); accclr NOP.
     {
       const Lin done = k(kW0 + 3) + k(kNop);
-      const std::array<Cls, 3> cf = {BN_ADDC, BN_SUBB, BN_XCHGC};
-      for (std::uint32_t c = 0; c < 3; ++c) when(l6, {cls(cf[c]), done}, {{NK.dim(kCf), 1.0}, {CFG.dim(c), 1.0}});
+      for (std::uint32_t c = 0; c < 3; ++c) when(l6, {cls(cf_cls[c]), done}, {{NK.dim(kCf), 1.0}, {CFG.dim(c), 1.0}});
       when(l6, {cls(BN_XCHGC), start, rdnz}, {{NK.dim(kW0), 1.0}, {XW0.dim(), 1.0}});
       for (Cls c : {BN_XCHGC, BN_ACCRD}) when(l6, {cls(c), start, rd0}, token_out(kNop, 0));
       for (std::uint32_t i = 1; i < 4; ++i) when(l6, {cls(BN_XCHGC), k(kW0 + i - 1)}, token_out(kW0 + i, 0));
@@ -1215,14 +1318,31 @@ class Compiler {
     when(l6, {cls(FENCE), start}, token_out(kNop, 0));
     when(l6, {cls(EBREAK), start}, token_out(kTrap, 9));
     when(l6, {ILL[0], start}, token_out(kTrap, 1));
-    when(l6, {start, Lin::constant(1) - VALID[0]}, token_out(kTrap, 3));
-    // ECALL: exit; write with len = 0; bad numbers and fds.
+    // ECALL: exit; write (isa.md section 5: fd, then len <= 65,535, then the buffer; trace.md
+    // section 4.5); bad numbers and fds. W(len) after the bytes: see write_bytes().
     const Lin ec = cls(ECALL);
     when(l6, {ec, start, EQ93[0]}, {{NK.dim(kExit), 1.0}, {GEXIT.dim(), 1.0}});
-    when(l6, {ec, start, EQ64[0], FDOK[0], LEN0[0]}, token_out(kW0, 0));
+    when(l6, {ec, start, EQ64[0], FDOK[0], Lin::constant(1) - LENBIG[0], LEN0[0]}, {{NK.dim(kW0), 1.0}, {WEG.dim(0), 1.0}});
+    when(l6, {ec, start, EQ64[0], FDOK[0], LENBIG[0]}, token_out(kTrap, 8));
     when(l6, {ec, start, EQ64[0], Lin::constant(1) - FDOK[0]}, token_out(kTrap, 8));
     when(l6, {ec, start, Lin::constant(1) - EQ93[0] - EQ64[0]}, token_out(kTrap, 8));
-    for (std::uint32_t i = 1; i < 4; ++i) when(l6, {ec, k(kW0 + i - 1)}, token_out(kW0 + i, 0));
+    for (std::uint32_t i = 1; i < 4; ++i) when(l6, {ec, k(kW0 + i - 1)}, {{NK.dim(kW0 + i), 1.0}, {WEG.dim(i), 1.0}});
+    // The consumed token ends its instruction: the next token is the next instruction's pc
+    // token (or TRAP(3)); see pc_tokens().
+    ENDI = B.field("instruction_end", 1);
+    {
+      const Lin cfcls = sum_cls({BN_ADDC, BN_SUBB, BN_XCHGC});
+      const std::uint32_t u = l6.relu_unit(k(kW0 + 3) + k(kNop) - cfcls);
+      l6.unit_out(u, ENDI.dim(), 1.0);
+      pass(l6, k(kBr) + k(kCf) + k(kAc0 + 11), ENDI.dim());
+      when(l6, {cls(SB), k(kS0)}, {{ENDI.dim(), 1.0}});
+      when(l6, {cls(SH), k(kS0 + 1)}, {{ENDI.dim(), 1.0}});
+      when(l6, {cls(SW), k(kS0 + 3)}, {{ENDI.dim(), 1.0}});
+    }
+    // CF of bn.addc / bn.subb / bn.xchgc is computed on the fetch step (the operands may be
+    // overwritten by the write-back on W3) and kept in a slot; see layer8() and commits().
+    CFF = B.field("bn_cf_fetch_gate", 3);
+    for (std::uint32_t c = 0; c < 3; ++c) when(l6, {cls(cf_cls[c]), start}, {{CFF.dim(c), 1.0}});
 
     // Nibble compares of rs1 with the compare operand: LT_n = [a_n < b_n], EQ_n = [a_n = b_n];
     // the top nibble compares with bit 3 flipped for signed compares.
@@ -1361,12 +1481,11 @@ class Compiler {
     when(l8, {BNC0[0], CN[1]}, {{C1.dim(), 1.0}});                          // addc: carry-in c
     when(l8, {BNS0[0], Lin::constant(1) - CN[1]}, {{C1.dim(), 1.0}});       // subb: a + ~b + (1 - c)
     // CF: addc carry = [a > ~b] + c [a = ~b]; subb borrow = [a < b] + c [a = b]; xchgc: a & 1.
+    CFV = B.field("bn_cf_value", 1);
     auto cf_bit = [&](std::uint32_t g, const std::vector<std::vector<Lin>>& ones) {
-      pass(l8, CFG[g], NPL.dim(0));
-      pass(l8, CFG[g], NPH.dim(0));
       for (std::vector<Lin> conds : ones) {
-        conds.insert(conds.begin(), CFG[g]);
-        when(l8, conds, {{NPL.dim(1), 1.0}, {NPL.dim(0), -1.0}});
+        conds.insert(conds.begin(), CFF[g]);
+        when(l8, conds, {{CFV.dim(), 1.0}});
       }
     };
     cf_bit(0, {{Lin::constant(1) - LT[0] - EQ[0]}, {EQ[0], CN[1]}});
@@ -1426,6 +1545,302 @@ class Compiler {
     when(l9, {brc - TK[0]}, token_out(kBr, 0));
   }
 
+  // ---- trace-v2: commits, next pc, pc tokens, ECALL write bytes --------------------------------
+
+  // State commits from consumed tokens (docs/chip-design.md section 3.2): the bignum c (on CF),
+  // acc (on AC11; zero on bn.accclr's NOP), and the CF bit computed on the fetch step.
+  void commits() {
+    // BNSTATE (layer 7): column 0 = c (rows 0..31), column 1 = acc (rows 32..415), nibble one-hots,
+    // both read every step (disjoint rows: the read is their concatenation).
+    BNV = B.field("bn_commit_value", 416);
+    ACCLR = B.field("bn_accclr_commit", 1);
+    LayerBuilder& lv = L(6);
+    for (std::uint32_t j = 0; j < 32; ++j) when(lv, {PN[j], k(kCf)}, {{BNV.dim(j), 1.0}});
+    for (std::uint32_t j = 0; j < 384; ++j) when(lv, {ACR[j], k(kAc0 + 11)}, {{BNV.dim(32 + j), 1.0}});
+    {
+      SparseVec zero = {{ACCLR.dim(), 1.0}};
+      for (std::uint32_t i = 0; i < 12; ++i) {
+        zero.push_back({BNV.dim(32 + 32 * i), 1.0});
+        zero.push_back({BNV.dim(32 + 32 * i + 16), 1.0});
+      }
+      when(lv, {cls(BN_ACCCLR), k(kNop)}, zero);
+    }
+    {
+      LayerBuilder& l = L(7);
+      const std::uint32_t h = l.add_head(2, 416);
+      HeadBuilder& H = l.head(h);
+      H.k[0] = k(kCf);
+      H.k[1] = k(kAc0 + 11) + ACCLR[0];
+      H.beta = k(kCf) + k(kAc0 + 11) + ACCLR[0];
+      H.q[0] = Lin::constant(1);
+      H.q[1] = Lin::constant(1);
+      for (std::uint32_t r = 0; r < 416; ++r) H.v[r] = BNV[r];
+      for (std::uint32_t r = 0; r < 32; ++r) H.out.emplace_back(r, CN.dim(r), 1.0);
+      for (std::uint32_t r = 0; r < 384; ++r) H.out.emplace_back(32 + r, ACN.dim(r), 1.0);
+      Initialiser c;  // bignum.md reset values unless the image has bytes at kRegImageAddress + 128..140
+      c.name = "bn_c";
+      c.layer = 7;
+      c.head = h;
+      c.column = 0;
+      c.source = ByteSourceKind::Image;
+      c.address = kRegImageAddress + 128;
+      c.length = 1;
+      c.encoding = ByteEncoding::Nibbles;
+      c.bytes_per_column = 1;
+      B.initialiser(c);
+      Initialiser a = c;
+      a.name = "bn_acc";
+      a.column = 1;
+      a.row = 32;
+      a.address = kRegImageAddress + 129;
+      a.length = 12;
+      a.bytes_per_column = 12;
+      B.initialiser(a);
+    }
+    {  // CF slot (layer 10): the bit computed on the fetch step, read on the CF step
+      CFR = B.field("bn_cf_slot", 1);
+      LayerBuilder& l = L(10);
+      const std::uint32_t h = l.add_head(1, 1);
+      HeadBuilder& H = l.head(h);
+      H.k[0] = Lin::constant(1);
+      H.q[0] = Lin::constant(1);
+      H.beta = fetch();
+      H.v[0] = CFV[0];
+      H.out.emplace_back(0, CFR.dim(), 1.0);
+      const Lin g = CFG[0] + CFG[1] + CFG[2];
+      pass(l, g, NPH.dim(0));
+      when(l, {g, CFR[0]}, {{NPL.dim(1), 1.0}});
+      when(l, {g, Lin::constant(1) - CFR[0]}, {{NPL.dim(0), 1.0}});
+    }
+  }
+
+  // The next pc, computed on the fetch step by one 32-bit carry-lookahead adder over nibbles
+  // (layers 10..13): pc + 4, pc + imm_b (branch taken), pc + imm_j (JAL), (rs1 + imm_i) & ~1
+  // (JALR); on the steps that consume OI(i) the same adder computes a1 + i (the ECALL write
+  // byte's address). The next pc is kept in the NPC head (layer 14; initially the entry).
+  void adder_operands() {
+    LayerBuilder& l = L(10);
+    ADA = B.field("add_a", 128);
+    ADB = B.field("add_b", 128);
+    const Lin jalr = cls(JALR), jal = cls(JAL), f = fetch(), oi = k(kOi);
+    auto put = [&](const FieldRef& out, std::uint32_t n, const OH& src, const std::vector<Lin>& gates) {
+      for (unsigned v = 0; v < 16; ++v) {
+        if (is_zero(src[v])) continue;
+        std::vector<Lin> conds = gates;
+        conds.push_back(src[v]);
+        when(l, conds, {{out.dim(16 * n + v), 1.0}});
+      }
+    };
+    auto inib = [&](std::uint32_t n) { return n < 2 ? field_oh(OIS, 16 * n, 16) : field_oh(OIHS, 16 * (n - 2), 16); };
+    for (std::uint32_t n = 0; n < 8; ++n) {
+      put(ADA, n, nib(PCN, n), {f, Lin::constant(1) - jalr});
+      put(ADA, n, nib(R1, n), {f, jalr});
+      put(ADA, n, nib(RA1, n), {oi});
+      put(ADB, n, imm_i(n), {f, jalr});
+      when(l, {f, Lin::constant(1) - jal - jalr - TK[0]}, {{ADB.dim(16 * n + (n == 0 ? 4 : 0)), 1.0}});
+      if (n < 4) put(ADB, n, inib(n), {oi});
+      else pass(l, oi, ADB.dim(16 * n));
+    }
+    // imm_j: nibble 0 = inst[23:21] << 1, 1 = inst[27:24], 2 = inst[20] : inst[30:28],
+    // 3 = inst[15:12], 4 = inst[19:16], 5..7 = sign (RISC-V Unpriv. section 2.3).
+    table(l, {masked(nib(IN, 5), 0xE)}, [&](const std::vector<unsigned>& v) { return SparseVec{{ADB.dim(v[0]), 1.0}}; },
+          {f, jal});
+    put(ADB, 1, nib(IN, 6), {f, jal});
+    table(l, {masked(nib(IN, 7), 7), masked(nib(IN, 5), 1)}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{ADB.dim(32 + (v[0] | (v[1] << 3))), 1.0}};
+    }, {f, jal});
+    put(ADB, 3, nib(IN, 3), {f, jal});
+    put(ADB, 4, nib(IN, 4), {f, jal});
+    for (std::uint32_t n = 5; n < 8; ++n) put(ADB, n, sign_oh(), {f, jal});
+    // imm_b: nibble 0 = inst[10:8] << 1, 1 = inst[27:25] : inst[11], 2 = inst[7] : inst[30:28],
+    // 3..7 = sign.
+    table(l, {masked(nib(IN, 2), 7)}, [&](const std::vector<unsigned>& v) { return SparseVec{{ADB.dim((v[0] & 7) << 1), 1.0}}; },
+          {f, TK[0]});
+    table(l, {masked(nib(IN, 2), 8), masked(nib(IN, 6), 0xE)}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{ADB.dim(16 + ((v[0] >> 3) | v[1])), 1.0}};
+    }, {f, TK[0]});
+    table(l, {masked(nib(IN, 7), 7), masked(nib(IN, 1), 8)}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{ADB.dim(32 + (v[0] | v[1])), 1.0}};
+    }, {f, TK[0]});
+    for (std::uint32_t n = 3; n < 8; ++n) put(ADB, n, sign_oh(), {f, TK[0]});
+  }
+  void next_pc() {
+    adder_operands();
+    ADS = B.field("add_digit", 128);
+    ADG = B.field("add_generate", 8);
+    ADP = B.field("add_propagate", 8);
+    for (std::uint32_t n = 0; n < 8; ++n)
+      table(L(11), {field_oh(ADA, 16 * n, 16), field_oh(ADB, 16 * n, 16)}, [&, n](const std::vector<unsigned>& v) {
+        const unsigned sum = v[0] + v[1];
+        SparseVec out = {{ADS.dim(16 * n + (sum & 15)), 1.0}};
+        if (sum >= 16) out.push_back({ADG.dim(n), 1.0});
+        if (sum == 15) out.push_back({ADP.dim(n), 1.0});
+        return out;
+      });
+    ADC = B.field("add_carry", 8);
+    for (std::uint32_t n = 1; n < 8; ++n)
+      for (std::uint32_t j = 0; j < n; ++j) {
+        std::vector<Lin> conds = {ADG[j]};
+        for (std::uint32_t m = j + 1; m < n; ++m) conds.push_back(ADP[m]);
+        when(L(12), conds, {{ADC.dim(n), 1.0}});
+      }
+    ADN = B.field("add_result", 128);
+    table(L(13), {field_oh(ADS, 0, 16), OH{Lin::constant(1) - cls(JALR), cls(JALR)}}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{ADN.dim(v[1] ? (v[0] & 0xE) : v[0]), 1.0}};
+    });
+    for (std::uint32_t n = 1; n < 8; ++n)
+      table(L(13), {field_oh(ADS, 16 * n, 16), OH{Lin::constant(1) - ADC[n], ADC[n]}}, [&, n](const std::vector<unsigned>& v) {
+        return SparseVec{{ADN.dim(16 * n + ((v[0] + v[1]) & 15)), 1.0}};
+      });
+    // NPC (layer 14): written on the fetch step, read every step; initially the entry.
+    NPCR = B.field("next_pc", 128);
+    LayerBuilder& l = L(14);
+    const std::uint32_t h = l.add_head(1, 128);
+    HeadBuilder& H = l.head(h);
+    H.k[0] = Lin::constant(1);
+    H.q[0] = Lin::constant(1);
+    H.beta = fetch();
+    for (std::uint32_t r = 0; r < 128; ++r) {
+      H.v[r] = ADN[r];
+      H.out.emplace_back(r, NPCR.dim(r), 1.0);
+    }
+    Initialiser in;
+    in.name = "next_pc";
+    in.layer = 14;
+    in.head = h;
+    in.source = ByteSourceKind::Entry;
+    in.length = 4;
+    in.encoding = ByteEncoding::Nibbles;
+    in.bytes_per_column = 4;
+    B.initialiser(in);
+  }
+
+  // The pc tokens (trace.md section 4.0) of the next instruction, or TRAP(3) when its fetch is
+  // outside RAM: after START, after the last token of an instruction (ENDI), and PCL after PCH.
+  void pc_tokens() {
+    const OH p0 = nib(NPCR, 0), p1 = nib(NPCR, 1), p2 = nib(NPCR, 2), p3 = nib(NPCR, 3), p4 = nib(NPCR, 4);
+    LayerBuilder& l14 = L(14);
+    NV = B.field("next_pc_in_ram", 1);
+    in_ram(l14, NPCR, NV.dim());
+    // w nibbles of the next pc: w = (pc - RAM_BASE) >> 2; u4 = (pc[19:16] - 1) & 15.
+    WNX = B.field("next_w", 68);
+    auto pair = [&](std::uint32_t n, const OH& lo, const OH& hi) {
+      table(l14, {masked(lo, 0xC), masked(hi, 3)}, [&, n](const std::vector<unsigned>& v) {
+        return SparseVec{{WNX.dim(16 * n + ((v[0] >> 2) | ((v[1] & 3) << 2))), 1.0}};
+      });
+    };
+    pair(0, p0, p1);
+    pair(1, p1, p2);
+    pair(2, p2, p3);
+    table(l14, {masked(p3, 0xC), p4}, [&](const std::vector<unsigned>& v) {
+      const unsigned u4 = (v[1] + 15) & 15;
+      return SparseVec{{WNX.dim(48 + ((v[0] >> 2) | ((u4 & 3) << 2))), 1.0}, {WNX.dim(64 + (u4 >> 2)), 1.0}};
+    });
+    auto wn = [&](std::uint32_t n) { return field_oh(WNX, 16 * n, n == 4 ? 4 : 16); };
+    // Is w >> 8 the same as the current instruction's (the PCH slot)?
+    EQH = B.field("next_w_high_same", 1);
+    for (std::uint32_t n = 2; n < 5; ++n) {
+      const OH cur = wnib(n), nxt = wn(n);
+      for (unsigned v = 0; v < nxt.size(); ++v) when(L(15), {cur[v], nxt[v]}, {{EQH.dim(), 1.0}});
+    }
+    GPCH = B.field("emit_pch", 1);
+    GPCL = B.field("emit_pcl", 1);
+    LayerBuilder& l16 = L(16);
+    const Lin emit = ENDI[0] + k(kCtrl);
+    const std::uint32_t same = l16.relu_unit(ENDI[0] + NV[0] + EQH[0] - 4.0);
+    l16.unit_out(same, GPCL.dim(), 1.0);
+    l16.unit_out(same, GPCH.dim(), -1.0);
+    const std::uint32_t valid = l16.relu_unit(emit + NV[0] - 1.0);
+    l16.unit_out(valid, GPCH.dim(), 1.0);
+    when(l16, {emit, Lin::constant(1) - NV[0]}, token_out(kTrap, 3));
+    LayerBuilder& l17 = L(17);
+    for (std::uint32_t kk = 0; kk < 4; ++kk) when(l17, {GPCH[0], wn(4)[kk]}, {{NK.dim(kPch0 + kk), 1.0}});
+    for (unsigned v = 0; v < 16; ++v) {
+      when(l17, {GPCH[0], wn(2)[v]}, {{NPL.dim(v), 1.0}});
+      when(l17, {GPCH[0], wn(3)[v]}, {{NPH.dim(v), 1.0}});
+    }
+    const Lin pcl = GPCL[0] + any_pch();
+    pass(l17, pcl, NK.dim(kPcl));
+    for (unsigned v = 0; v < 16; ++v) {
+      when(l17, {pcl, wn(0)[v]}, {{NPL.dim(v), 1.0}});
+      when(l17, {pcl, wn(1)[v]}, {{NPH.dim(v), 1.0}});
+    }
+  }
+
+  // ECALL write (trace.md section 4.5): per byte i, [OIH(i >> 8)] OI(i & 0xFF) OUT/ERR(byte);
+  // then W(len). i is on the bus (OI/OIH slots); the byte is read from a second RAM port
+  // (layer 15) at a1 + i, computed by the next-pc adder on the OI step.
+  void write_bytes() {
+    const Lin outc = k(kOut) + k(kErr);
+    // last byte: i + 1 = len (len <= 65,535: nibbles 4..7 of a2 are 0)
+    EQL = B.field("oi_next_eq_len", 1);
+    for (std::uint32_t n = 0; n < 4; ++n)
+      for (unsigned v = 0; v < 16; ++v) when(L(6), {INC[16 * n + v], nib(RA2, n)[v]}, {{EQL.dim(), 1.0}});
+    LAST = B.field("oi_last", 1);
+    threshold(L(7), EQL[0], 4, LAST.dim());
+    OUTG = B.field("oi_gate", 2);  // next: OIH(i + 1 >> 8), OI(i + 1 & 0xFF)
+    LayerBuilder& l8 = L(8);
+    const std::uint32_t ul = l8.relu_unit(outc + LAST[0] - 1.0);
+    for (auto [d, c] : SparseVec{{WEG.dim(0), 1.0}, {NK.dim(kW0), 1.0}, {OUTG.dim(1), -1.0}, {NK.dim(kOi), -1.0}})
+      l8.unit_out(ul, d, c);
+    const std::uint32_t uw = l8.relu_unit(outc - LAST[0] + INC[0] + INC[16] - 2.0);
+    for (auto [d, c] : SparseVec{{OUTG.dim(0), 1.0}, {NK.dim(kOih), 1.0}, {OUTG.dim(1), -1.0}, {NK.dim(kOi), -1.0}})
+      l8.unit_out(uw, d, c);
+    const std::uint32_t uo = l8.relu_unit(outc);
+    l8.unit_out(uo, OUTG.dim(1), 1.0);
+    l8.unit_out(uo, NK.dim(kOi), 1.0);
+    LayerBuilder& l9 = L(9);
+    for (unsigned v = 0; v < 16; ++v) {
+      when(l9, {OUTG[0], INC[32 + v]}, {{NPL.dim(v), 1.0}});
+      when(l9, {OUTG[0], INC[48 + v]}, {{NPH.dim(v), 1.0}});
+      when(l9, {OUTG[1], INC[v]}, {{NPL.dim(v), 1.0}});
+      when(l9, {OUTG[1], INC[16 + v]}, {{NPH.dim(v), 1.0}});
+      for (std::uint32_t i = 0; i < 4; ++i) {
+        when(l9, {WEG[i], nib(RA2, 2 * i)[v]}, {{NPL.dim(v), 1.0}});
+        when(l9, {WEG[i], nib(RA2, 2 * i + 1)[v]}, {{NPH.dim(v), 1.0}});
+      }
+    }
+    // the first byte, after the fetch of a write with len > 0 and a good buffer; OI(0) after OIH
+    when(l9, {cls(ECALL), fetch(), EQ64[0], FDOK[0], Lin::constant(1) - LEN0[0], Lin::constant(1) - LENBIG[0],
+              Lin::constant(1) - WBAD[0]}, token_out(kOi, 0));
+    pass(l9, k(kOih), NK.dim(kOi));
+    pass(l9, k(kOih), NPL.dim(0));
+    pass(l9, k(kOih), NPH.dim(0));
+    // the byte: OUT (fd 1) or ERR (fd 2), read at a1 + i
+    when(l9, {k(kOi), Lin::constant(1) - FD2[0]}, {{NK.dim(kOut), 1.0}});
+    when(l9, {k(kOi), FD2[0]}, {{NK.dim(kErr), 1.0}});
+    XWL = B.field("out_wl", 512);
+    XWH = B.field("out_wh", 512);
+    key_pieces(L(14), ADN, XWL, XWH, k(kOi));
+    LANEX = B.field("out_lane", 4);
+    for (unsigned b = 0; b < 4; ++b)
+      when(L(14), {any_of(nib(ADN, 0), [b](unsigned j) { return (j & 3) == b; }), k(kOi)}, {{LANEX.dim(b), 1.0}});
+    const FieldRef OBB = B.field("out_word", 4);
+    ram_port(15, "ram_out", [&](std::uint32_t w) { return XWL[w & 511] + XWH[w >> 9] - 1.0; }, OBB);
+    OB = B.field("out_byte", 1);
+    for (std::uint32_t b = 0; b < 4; ++b) pass(L(15), OBB[b] + LANEX[b] * 255.0 - 255.0, OB.dim());
+    // byte -> NPH one-hot (thresholds) and NPL (one-hot of the low nibble, offset by 1 so that
+    // no byte decodes to nothing)
+    OBLO = B.field("out_byte_lo", 1);
+    LayerBuilder& m3 = L(16);
+    const Lin y = OB[0];
+    pass(m3, k(kOi), NPH.dim(0));
+    pass(m3, y, OBLO.dim());
+    pass(m3, k(kOi), OBLO.dim());
+    for (std::uint32_t j = 1; j < 16; ++j) {
+      const std::uint32_t u1 = m3.relu_unit(y - (16.0 * j - 1));
+      const std::uint32_t u2 = m3.relu_unit(y - 16.0 * j);
+      for (auto [u, sgn] : {std::pair{u1, 1.0}, std::pair{u2, -1.0}}) {
+        m3.unit_out(u, NPH.dim(j), sgn);
+        m3.unit_out(u, NPH.dim(j - 1), -sgn);
+        m3.unit_out(u, OBLO.dim(), -16 * sgn);
+      }
+    }
+    std::vector<SparseVec> tab(17);
+    for (std::uint32_t v = 1; v <= 16; ++v) tab[v] = {{NPL.dim(v - 1), 1.0}};
+    decode_lookup(L(17), OBLO[0], tab);
+  }
+
   void emission() {
     for (std::uint32_t kd = 0; kd < kNumKinds; ++kd)
       for (std::uint32_t p = 0; p < 256; ++p) {
@@ -1438,9 +1853,9 @@ class Compiler {
 
   void declare() {
     B.probe(-1, Sublayer::Embed, {"kind", "payload_nibbles", "payload"});
-    B.probe(0, Sublayer::Memory, {"pc_nibbles", "addr_nibbles"});
-    B.probe(0, Sublayer::Mlp, {"pc_valid", "addr_in_ram"});
-    B.probe(1, Sublayer::Memory, {"inst_bytes", "data_bytes"});
+    B.probe(0, Sublayer::Memory, {"pch_slot", "pcl_slot", "addr_nibbles", "w_slot"});
+    B.probe(0, Sublayer::Mlp, {"pc_nibbles", "addr_in_ram", "store_lane"});
+    B.probe(1, Sublayer::Memory, {"ram_bytes"});
     B.probe(2, Sublayer::Memory, {"latched_words"});
     B.probe(3, Sublayer::Mlp, {"inst_nibbles", "data_nibbles"});
     B.probe(4, Sublayer::Mlp, {"rd", "rs1", "rs2", "class_candidate", "f7_class"});
@@ -1448,13 +1863,16 @@ class Compiler {
     B.probe(5, Sublayer::Mlp, {"class", "illegal"});
     B.probe(7, Sublayer::Mlp, {"gate_a", "gate_b", "alu_op", "cmp_lt_nibble", "cmp_eq_nibble"});
     B.probe(8, Sublayer::Mlp, {"alu_a", "alu_b", "alu_a_prev", "alu_b_prev", "cmp_lt", "cmp_eq"});
-    B.probe(11, Sublayer::Mlp, {"next_kind", "next_payload_lo", "next_payload_hi"});
+    B.probe(7, Sublayer::Memory, {"bn_c", "bn_acc"});
+    B.probe(13, Sublayer::Mlp, {"add_a", "add_b", "add_result"});
+    B.probe(14, Sublayer::Memory, {"next_pc"});
+    B.probe(17, Sublayer::Mlp, {"next_kind", "next_payload_lo", "next_payload_hi"});
     B.bound("embed", -1, 255);
     B.bound("logits", -1, 4);
     for (int l = 0; l < static_cast<int>(kNumLayers); ++l) {
       for (const char* a : {"mem.k", "mem.q", "mem.beta"}) B.bound(a, l, 1);
       for (const char* a : {"mem.v", "mem.state", "mem.o"}) B.bound(a, l, 255);
-      B.bound("mem.resid", l, 255);
+      B.bound("mem.resid", l, l == 0 ? 255 : 1024);  // deeper residuals hold byte sums (<= 511)
       // layers 6-7 hold the ECALL buffer check's 16-bit half sums (< 2^18)
       const double pre = (l == 6 || l == 7) ? 262144 : 1024;
       for (const char* a : {"mlp.pre", "mlp.u", "mlp.hidden"}) B.bound(a, l, pre);
