@@ -143,10 +143,10 @@ TEST(X0, WritesAreDiscardedAndShowNop) {
   Machine m;
   auto t = exec1(m, encode::i(enc::kAddi, 0, 0, 5));
   EXPECT_EQ(m.reg(0), 0u);
-  EXPECT_EQ(t, NOP());
+  EXPECT_EQ(t, cat({PC0(), NOP()}));
   EXPECT_EQ(m.instructions_retired(), 1u);
   t = exec1(m, encode::r(enc::kDiv, 0, 11, 12), {{11, 7}, {12, 2}});
-  ASSERT_EQ(t.size(), 33u) << "32 DQ then NOP";
+  ASSERT_EQ(t.size(), 35u) << "PCH, PCL, 32 DQ then NOP";
   EXPECT_EQ(t.back(), NOP()[0]);
   EXPECT_EQ(m.reg(0), 0u);
   m.set_reg(0, 5);
@@ -168,60 +168,60 @@ class Memory : public ::testing::Test {
 };
 
 TEST_F(Memory, LoadsExtend) {
-  EXPECT_EQ(run(encode::i(enc::kLb, 10, 11, 0), kData), cat({A(kData), W(0xffffff80u)}));
-  EXPECT_EQ(run(encode::i(enc::kLbu, 10, 11, 0), kData), cat({A(kData), W(0x80u)}));
-  EXPECT_EQ(run(encode::i(enc::kLh, 10, 11, 2), kData), cat({A(kData + 2), W(0xffff8000u)}));
-  EXPECT_EQ(run(encode::i(enc::kLhu, 10, 11, 2), kData), cat({A(kData + 2), W(0x8000u)}));
-  EXPECT_EQ(run(encode::i(enc::kLh, 10, 11, 0), kData), cat({A(kData), W(0xffffff80u)}));
-  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 4), kData), cat({A(kData + 4), W(0x78563412u)}));
-  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 0xffc), kData + 8), cat({A(kData + 4), W(0x78563412u)})) << "imm -4";
-  EXPECT_EQ(run(encode::i(enc::kLw, 0, 11, 0), kData), cat({A(kData), NOP()}));
+  EXPECT_EQ(run(encode::i(enc::kLb, 10, 11, 0), kData), cat({PC0(), A(kData), W(0xffffff80u)}));
+  EXPECT_EQ(run(encode::i(enc::kLbu, 10, 11, 0), kData), cat({PC0(), A(kData), W(0x80u)}));
+  EXPECT_EQ(run(encode::i(enc::kLh, 10, 11, 2), kData), cat({PC0(), A(kData + 2), W(0xffff8000u)}));
+  EXPECT_EQ(run(encode::i(enc::kLhu, 10, 11, 2), kData), cat({PC0(), A(kData + 2), W(0x8000u)}));
+  EXPECT_EQ(run(encode::i(enc::kLh, 10, 11, 0), kData), cat({PC0(), A(kData), W(0xffffff80u)}));
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 4), kData), cat({PC0(), A(kData + 4), W(0x78563412u)}));
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 0xffc), kData + 8), cat({PC0(), A(kData + 4), W(0x78563412u)})) << "imm -4";
+  EXPECT_EQ(run(encode::i(enc::kLw, 0, 11, 0), kData), cat({PC0(), A(kData), NOP()}));
 }
 
 TEST_F(Memory, MisalignedLoadTrapsAfterAddress) {
-  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 2), kData), cat({A(kData + 2), TRAP(4)}));
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 2), kData), cat({PC0(), A(kData + 2), TRAP(4)}));
   EXPECT_EQ(m.status(), Status::kTrapped);
   EXPECT_EQ(m.trap_code(), 4u);
   EXPECT_EQ(m.reg(10), 0xdeadbeefu) << "trapping instruction changes no register";
   EXPECT_EQ(m.pc(), kCode) << "pc stays on the trapping instruction";
   EXPECT_EQ(m.instructions_retired(), 0u);
-  EXPECT_EQ(run(encode::i(enc::kLh, 10, 11, 1), kData), cat({A(kData + 1), TRAP(4)}));
-  EXPECT_EQ(run(encode::i(enc::kLhu, 10, 11, 3), kData), cat({A(kData + 3), TRAP(4)}));
+  EXPECT_EQ(run(encode::i(enc::kLh, 10, 11, 1), kData), cat({PC0(), A(kData + 1), TRAP(4)}));
+  EXPECT_EQ(run(encode::i(enc::kLhu, 10, 11, 3), kData), cat({PC0(), A(kData + 3), TRAP(4)}));
   // Misalignment is checked before range.
-  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 1), 0), cat({A(1), TRAP(4)}));
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 1), 0), cat({PC0(), A(1), TRAP(4)}));
 }
 
 TEST_F(Memory, OutOfRangeLoadFaults) {
-  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 0), 0), cat({A(0), TRAP(5)}));
-  EXPECT_EQ(run(encode::i(enc::kLb, 10, 11, 0), 0xffff), cat({A(0xffff), TRAP(5)}));
-  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 0), 0x110000), cat({A(0x110000), TRAP(5)}));
-  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 0), 0xfffffffcu), cat({A(0xfffffffcu), TRAP(5)})) << "no wrap-around";
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 0), 0), cat({PC0(), A(0), TRAP(5)}));
+  EXPECT_EQ(run(encode::i(enc::kLb, 10, 11, 0), 0xffff), cat({PC0(), A(0xffff), TRAP(5)}));
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 0), 0x110000), cat({PC0(), A(0x110000), TRAP(5)}));
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 0), 0xfffffffcu), cat({PC0(), A(0xfffffffcu), TRAP(5)})) << "no wrap-around";
   EXPECT_EQ(m.reg(10), 0xdeadbeefu);
   // The last word and byte of RAM are in range.
-  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 0), 0x10fffc), cat({A(0x10fffc), W(0)}));
-  EXPECT_EQ(run(encode::i(enc::kLbu, 10, 11, 0), 0x10ffff), cat({A(0x10ffff), W(0)}));
-  EXPECT_EQ(run(encode::i(enc::kLbu, 10, 11, 0), 0x10000), cat({A(0x10000), W(0x03)})) << "low byte of lbu's own word";
+  EXPECT_EQ(run(encode::i(enc::kLw, 10, 11, 0), 0x10fffc), cat({PC0(), A(0x10fffc), W(0)}));
+  EXPECT_EQ(run(encode::i(enc::kLbu, 10, 11, 0), 0x10ffff), cat({PC0(), A(0x10ffff), W(0)}));
+  EXPECT_EQ(run(encode::i(enc::kLbu, 10, 11, 0), 0x10000), cat({PC0(), A(0x10000), W(0x03)})) << "low byte of lbu's own word";
 }
 
 TEST_F(Memory, Stores) {
   auto t = run(encode::s(enc::kSw, 11, 12, 8), kData, 0xa1b2c3d4u);
-  EXPECT_EQ(t, cat({A(kData + 8), tok(Kind::S0, 0xd4), tok(Kind::S1, 0xc3), tok(Kind::S2, 0xb2), tok(Kind::S3, 0xa1)}));
+  EXPECT_EQ(t, cat({PC0(), A(kData + 8), tok(Kind::S0, 0xd4), tok(Kind::S1, 0xc3), tok(Kind::S2, 0xb2), tok(Kind::S3, 0xa1)}));
   EXPECT_EQ(m.read_word(kData + 8), 0xa1b2c3d4u);
   t = run(encode::s(enc::kSh, 11, 12, 2), kData, 0xa1b2c3d4u);
-  EXPECT_EQ(t, cat({A(kData + 2), tok(Kind::S0, 0xd4), tok(Kind::S1, 0xc3)}));
+  EXPECT_EQ(t, cat({PC0(), A(kData + 2), tok(Kind::S0, 0xd4), tok(Kind::S1, 0xc3)}));
   EXPECT_EQ(m.read_word(kData), 0xc3d4ff80u);
   t = run(encode::s(enc::kSb, 11, 12, 1), kData, 0xa1b2c3d4u);
-  EXPECT_EQ(t, cat({A(kData + 1), tok(Kind::S0, 0xd4)}));
+  EXPECT_EQ(t, cat({PC0(), A(kData + 1), tok(Kind::S0, 0xd4)}));
   EXPECT_EQ(m.read_word(kData), 0x8000d480u);
 }
 
 TEST_F(Memory, StoreTrapsLeaveMemoryUnchanged) {
-  EXPECT_EQ(run(encode::s(enc::kSw, 11, 12, 2), kData, 1), cat({A(kData + 2), TRAP(6)}));
+  EXPECT_EQ(run(encode::s(enc::kSw, 11, 12, 2), kData, 1), cat({PC0(), A(kData + 2), TRAP(6)}));
   EXPECT_EQ(m.read_word(kData), 0x8000ff80u);
   EXPECT_EQ(m.read_word(kData + 4), 0x78563412u);
-  EXPECT_EQ(run(encode::s(enc::kSh, 11, 12, 1), kData, 1), cat({A(kData + 1), TRAP(6)}));
-  EXPECT_EQ(run(encode::s(enc::kSb, 11, 12, 0), 0x110000, 1), cat({A(0x110000), TRAP(7)}));
-  EXPECT_EQ(run(encode::s(enc::kSw, 11, 12, 0), 0xfffc, 1), cat({A(0xfffc), TRAP(7)}));
+  EXPECT_EQ(run(encode::s(enc::kSh, 11, 12, 1), kData, 1), cat({PC0(), A(kData + 1), TRAP(6)}));
+  EXPECT_EQ(run(encode::s(enc::kSb, 11, 12, 0), 0x110000, 1), cat({PC0(), A(0x110000), TRAP(7)}));
+  EXPECT_EQ(run(encode::s(enc::kSw, 11, 12, 0), 0xfffc, 1), cat({PC0(), A(0xfffc), TRAP(7)}));
   EXPECT_EQ(m.trap_code(), 7u);
 }
 
@@ -251,14 +251,14 @@ TEST(SelfModifyingCode, StoreIntoCodeIsSeenByTheNextFetch) {
 TEST(Jumps, JalAndJalr) {
   Machine m;
   auto t = exec1(m, encode::j(enc::kJal, 1, 0x100));
-  EXPECT_EQ(t, W(kCode + 4));
+  EXPECT_EQ(t, cat({PC0(), W(kCode + 4)}));
   EXPECT_EQ(m.pc(), kCode + 0x100);
   EXPECT_EQ(m.reg(1), kCode + 4);
   // jalr x1, 0(x1): reads x1 before writing it.
   t = exec1(m, encode::i(enc::kJalr, 1, 1, 0), {{1, 0x10100}});
   EXPECT_EQ(m.pc(), 0x10100u);
   EXPECT_EQ(m.reg(1), kCode + 4);
-  EXPECT_EQ(t, W(kCode + 4));
+  EXPECT_EQ(t, cat({PC0(), W(kCode + 4)}));
   // bit 0 of the target is cleared
   exec1(m, encode::i(enc::kJalr, 5, 6, 1), {{6, 0x10100}});
   EXPECT_EQ(m.pc(), 0x10100u);
@@ -267,26 +267,26 @@ TEST(Jumps, JalAndJalr) {
   EXPECT_EQ(m.pc(), 0x10100u) << "imm -1";
   // rd = x0: NOP token
   t = exec1(m, encode::j(enc::kJal, 0, 8));
-  EXPECT_EQ(t, NOP());
+  EXPECT_EQ(t, cat({PC0(), NOP()}));
 }
 
 TEST(Jumps, MisalignedTargetRaisesFetchMisalignedOnTheJump) {
   Machine m;
   auto t = exec1(m, encode::j(enc::kJal, 1, 2));
-  EXPECT_EQ(t, TRAP(2));
+  EXPECT_EQ(t, cat({PC0(), TRAP(2)}));
   EXPECT_EQ(m.reg(1), 0u) << "writes no register";
   EXPECT_EQ(m.pc(), kCode);
   t = exec1(m, encode::i(enc::kJalr, 1, 6, 2), {{6, 0x10100}});
-  EXPECT_EQ(t, TRAP(2));
+  EXPECT_EQ(t, cat({PC0(), TRAP(2)}));
   EXPECT_EQ(m.reg(1), 0u);
   t = exec1(m, encode::i(enc::kJalr, 6, 6, 0), {{6, 0x10103}});
-  EXPECT_EQ(t, TRAP(2)) << "0x10103 & ~1 = 0x10102";
+  EXPECT_EQ(t, cat({PC0(), TRAP(2)})) << "0x10103 & ~1 = 0x10102";
   EXPECT_EQ(m.reg(6), 0x10103u);
   // Taken branch to a misaligned target traps; not taken does not.
   t = exec1(m, encode::b(enc::kBeq, 0, 0, 6));
-  EXPECT_EQ(t, TRAP(2));
+  EXPECT_EQ(t, cat({PC0(), TRAP(2)}));
   t = exec1(m, encode::b(enc::kBne, 0, 0, 6));
-  EXPECT_EQ(t, tok(Kind::BR, 0));
+  EXPECT_EQ(t, cat({PC0(), tok(Kind::BR, 0)}));
   EXPECT_EQ(m.pc(), kCode + 4);
 }
 
@@ -294,19 +294,22 @@ TEST(Jumps, TargetOutsideRamFaultsOnTheNextFetch) {
   Machine m = machine_with({encode::i(enc::kJalr, 1, 6, 0), kEbreak});
   m.set_reg(6, 0x110000);
   auto t = m.step();
-  EXPECT_EQ(Tokens(t.begin(), t.end()), W(kCode + 4));
+  EXPECT_EQ(Tokens(t.begin(), t.end()), cat({PC0(), W(kCode + 4)}));
   EXPECT_EQ(m.pc(), 0x110000u);
   t = m.step();
-  EXPECT_EQ(Tokens(t.begin(), t.end()), TRAP(3));
+  EXPECT_EQ(Tokens(t.begin(), t.end()), TRAP(3)) << "a failed fetch emits no pc tokens";
   EXPECT_EQ(m.trap_code(), 3u);
   EXPECT_EQ(m.instructions_retired(), 1u);
   // falling off the end of RAM
   m = machine_with({kEbreak});
   m.set_pc(0x10fffc);
   t = m.step();
-  EXPECT_EQ(Tokens(t.begin(), t.end()), cat({TRAP(1)})) << "zero word is illegal";
+  // w = (0x10fffc - 0x10000) / 4 = 0x3ffff: PCH3(0xff), PCL(0xff).
+  EXPECT_EQ(Tokens(t.begin(), t.end()), cat({tok(Kind::PCH3, 0xff), tok(Kind::PCL, 0xff), TRAP(1)}))
+      << "zero word is illegal";
   m = machine_with({encode::j(enc::kJal, 0, static_cast<u32>(-4))});
   t = m.step();
+  EXPECT_EQ(Tokens(t.begin(), t.end()), cat({PC0(), NOP()}));
   EXPECT_EQ(m.pc(), 0xfffcu);
   t = m.step();
   EXPECT_EQ(Tokens(t.begin(), t.end()), TRAP(3));
@@ -327,19 +330,19 @@ TEST(Branches, AllSixConditions) {
   for (const auto& c : cases) {
     Machine m;
     auto t = exec1(m, encode::b(c.op, 11, 12, 0xfffffff0u), {{11, c.a}, {12, c.b}});
-    EXPECT_EQ(t, tok(Kind::BR, c.taken ? 1 : 0)) << encoding_of(c.op).mnemonic << " " << c.a << " " << c.b;
+    EXPECT_EQ(t, cat({PC0(), tok(Kind::BR, c.taken ? 1 : 0)})) << encoding_of(c.op).mnemonic << " " << c.a << " " << c.b;
     EXPECT_EQ(m.pc(), c.taken ? kCode - 16 : kCode + 4);
   }
 }
 
 TEST(System, FenceEbreakIllegal) {
   Machine m;
-  EXPECT_EQ(exec1(m, 0x0ff0000fu), NOP());
+  EXPECT_EQ(exec1(m, 0x0ff0000fu), cat({PC0(), NOP()}));
   EXPECT_EQ(m.pc(), kCode + 4);
-  EXPECT_EQ(exec1(m, kEbreak), TRAP(9));
+  EXPECT_EQ(exec1(m, kEbreak), cat({PC0(), TRAP(9)}));
   EXPECT_EQ(m.instructions_retired(), 0u);
   for (u32 w : {0x00000000u, 0xffffffffu, 0x0000100fu, 0x40001013u, 0x0000700bu}) {
-    EXPECT_EQ(exec1(m, w), TRAP(1)) << std::hex << w;
+    EXPECT_EQ(exec1(m, w), cat({PC0(), TRAP(1)})) << std::hex << w << ": pc tokens, then TRAP(1)";
     EXPECT_EQ(m.trap_code(), 1u);
     EXPECT_EQ(m.pc(), kCode);
   }
@@ -371,13 +374,23 @@ TEST(Ecall, WriteExitAndBadCalls) {
   EXPECT_EQ(m.status(), Status::kExited);
   EXPECT_EQ(m.exit_status(), 0xffu);
   EXPECT_EQ(m.instructions_retired(), code.size());
-  // Tokens of the first ecall: after 8 li instructions (4 W tokens each).
-  Tokens first(all.begin() + 32, all.begin() + 32 + 7);
-  EXPECT_EQ(first, cat({tok(Kind::OUT, 'h'), tok(Kind::OUT, 'i'), tok(Kind::OUT, '\n'), W(3)}));
-  Tokens second(all.begin() + 32 + 7 + 24, all.begin() + 32 + 7 + 24 + 5);
-  EXPECT_EQ(second, cat({tok(Kind::ERR, '!'), W(1)}));
-  EXPECT_EQ(all.back(), tok(Kind::EXIT, 0xff)[0]);
+  // Every li is lui + addi: 8 instructions, then the first ecall (word 8),
+  // 6 more, the second ecall (word 15), 4 more, exit (word 20).  Each
+  // instruction starts with PCL (PCH0(0x00) only before the first, all words
+  // are below 256): 2 + 4 tokens for word 0, 1 + 4 for the other li words.
+  ASSERT_EQ(code.size(), 21u);
+  ASSERT_EQ(code[8], kEcall);
+  ASSERT_EQ(code[15], kEcall);
+  const std::size_t first_at = 6 + 7 * 5;  // tokens of words 0..7
+  Tokens first(all.begin() + first_at, all.begin() + first_at + 11);
+  EXPECT_EQ(first, cat({PC(8, false), tok(Kind::OI, 0), tok(Kind::OUT, 'h'), tok(Kind::OI, 1),
+                        tok(Kind::OUT, 'i'), tok(Kind::OI, 2), tok(Kind::OUT, '\n'), W(3)}));
+  const std::size_t second_at = first_at + 11 + 6 * 5;
+  Tokens second(all.begin() + second_at, all.begin() + second_at + 7);
+  EXPECT_EQ(second, cat({PC(15, false), tok(Kind::OI, 0), tok(Kind::ERR, '!'), W(1)}));
+  EXPECT_EQ(Tokens(all.end() - 2, all.end()), cat({PC(20, false), tok(Kind::EXIT, 0xff)}));
   EXPECT_EQ(m.steps(), all.size());
+  EXPECT_EQ(all.size(), second_at + 7 + 4 * 5 + 2);
 }
 
 TEST(Ecall, BadFdBadBufferUnknownNumber) {
@@ -390,20 +403,32 @@ TEST(Ecall, BadFdBadBufferUnknownNumber) {
     auto s = m.step();
     return std::make_pair(Tokens(s.begin(), s.end()), m);
   };
-  EXPECT_EQ(run(64, 3, kData, 1).first, TRAP(8));
-  EXPECT_EQ(run(64, 0, kData, 1).first, TRAP(8));
-  EXPECT_EQ(run(64, 1, 0xfff0, 0x20).first, TRAP(5)) << "buffer starts below RAM";
-  EXPECT_EQ(run(64, 1, 0x10fff0, 0x11).first, TRAP(5)) << "buffer ends past RAM";
-  Tokens last16(16, token_id(Kind::OUT, 0));  // the last 16 bytes of RAM are zero
-  EXPECT_EQ(run(64, 1, 0x10fff0, 0x10).first, cat({last16, W(0x10)}));
+  EXPECT_EQ(run(64, 3, kData, 1).first, cat({PC0(), TRAP(8)}));
+  EXPECT_EQ(run(64, 0, kData, 1).first, cat({PC0(), TRAP(8)}));
+  EXPECT_EQ(run(64, 1, 0xfff0, 0x20).first, cat({PC0(), TRAP(5)})) << "buffer starts below RAM";
+  EXPECT_EQ(run(64, 1, 0x10fff0, 0x11).first, cat({PC0(), TRAP(5)})) << "buffer ends past RAM";
+  // the last 16 bytes of RAM are zero
+  EXPECT_EQ(run(64, 1, 0x10fff0, 0x10).first,
+            cat({PC0(), WRITE(Kind::OUT, std::vector<std::uint8_t>(16, 0)), W(0x10)}));
   auto [t, m] = run(64, 1, 0, 0);
-  EXPECT_EQ(t, W(0)) << "len 0: buffer not checked";
+  EXPECT_EQ(t, cat({PC0(), W(0)})) << "len 0: buffer not checked";
   EXPECT_EQ(m.reg(10), 0u);
-  EXPECT_EQ(run(65, 1, kData, 1).first, TRAP(8));
-  EXPECT_EQ(run(0, 1, kData, 1).first, TRAP(8));
+  EXPECT_EQ(run(65, 1, kData, 1).first, cat({PC0(), TRAP(8)}));
+  EXPECT_EQ(run(0, 1, kData, 1).first, cat({PC0(), TRAP(8)}));
+  // isa.md §5: len > 65,535 traps BAD_ECALL, after the fd check and before
+  // the buffer check.
   auto [t2, m2] = run(64, 2, kData, 0xffffffffu);
-  EXPECT_EQ(t2, TRAP(5));
+  EXPECT_EQ(t2, cat({PC0(), TRAP(8)})) << "len checked before the buffer";
   EXPECT_EQ(m2.reg(10), 2u) << "trap changes no register";
+  EXPECT_EQ(run(64, 1, kData, 65536).first, cat({PC0(), TRAP(8)})) << "buffer in RAM, len 65,536";
+  EXPECT_EQ(run(64, 3, 0, 65536).first, cat({PC0(), TRAP(8)})) << "bad fd";
+  EXPECT_EQ(run(64, 1, 0x100002, 65535).first, cat({PC0(), TRAP(5)})) << "len 65,535 passes, buffer ends past RAM";
+  auto [t3, m3] = run(64, 1, 0x100000, 65535);
+  ASSERT_EQ(t3.size(), 2 + 2 * 65535 + 255 + 4u) << "OIH(1..255), OI and OUT per byte";
+  EXPECT_EQ(Tokens(t3.begin() + 2 + 2 * 256, t3.begin() + 2 + 2 * 256 + 3),
+            cat({tok(Kind::OIH, 1), tok(Kind::OI, 0), tok(Kind::OUT, 0)}));
+  EXPECT_EQ(Tokens(t3.end() - 6, t3.end()), cat({tok(Kind::OI, 0xfe), tok(Kind::OUT, 0), W(65535)})) << "last byte i = 65534";
+  EXPECT_EQ(m3.reg(10), 65535u);
 }
 
 TEST(Bignum, WorkedExamplesOfBignumMd4) {
@@ -424,7 +449,7 @@ TEST(Bignum, WorkedExamplesOfBignumMd4) {
     m.set_reg(11, c.a);
     m.set_reg(12, c.b);
     auto s = m.step();
-    EXPECT_EQ(Tokens(s.begin(), s.end()), cat({W(c.rd), tok(Kind::CF, c.c_after)}));
+    EXPECT_EQ(Tokens(s.begin(), s.end()), cat({PC0(), W(c.rd), tok(Kind::CF, c.c_after)}));
     EXPECT_EQ(m.reg(10), c.rd);
     EXPECT_EQ(m.carry(), c.c_after);
   }
@@ -433,20 +458,20 @@ TEST(Bignum, WorkedExamplesOfBignumMd4) {
   m.set_carry(1);
   m.set_reg(11, 2);
   auto s = m.step();
-  EXPECT_EQ(Tokens(s.begin(), s.end()), cat({W(1), tok(Kind::CF, 0)}));
+  EXPECT_EQ(Tokens(s.begin(), s.end()), cat({PC0(), W(1), tok(Kind::CF, 0)}));
   EXPECT_EQ(m.carry(), 0u);
   // bn.xchgc x0, x0 clears the carry: NOP, CF(0)
   m = machine_with({encode::r(enc::kBnXchgc, 0, 0, 0)});
   m.set_carry(1);
   s = m.step();
-  EXPECT_EQ(Tokens(s.begin(), s.end()), cat({NOP(), tok(Kind::CF, 0)}));
+  EXPECT_EQ(Tokens(s.begin(), s.end()), cat({PC0(), NOP(), tok(Kind::CF, 0)}));
   EXPECT_EQ(m.carry(), 0u);
   // bn.addc with rd = x0 still updates c
   m = machine_with({encode::r(enc::kBnAddc, 0, 11, 12)});
   m.set_reg(11, 0xffffffffu);
   m.set_reg(12, 1);
   s = m.step();
-  EXPECT_EQ(Tokens(s.begin(), s.end()), cat({NOP(), tok(Kind::CF, 1)}));
+  EXPECT_EQ(Tokens(s.begin(), s.end()), cat({PC0(), NOP(), tok(Kind::CF, 1)}));
   EXPECT_EQ(m.carry(), 1u);
 }
 
@@ -458,7 +483,7 @@ TEST(Bignum, AccumulatorExamples) {
   auto s = m.step();
   EXPECT_EQ(m.acc(), (sem::Acc96{{0x00000001u, 0xfffffffeu, 0}}));
   EXPECT_EQ(Tokens(s.begin(), s.end()),
-            (Tokens{token_id(Kind::AC0, 0x01), token_id(17, 0), token_id(18, 0), token_id(19, 0),
+            (Tokens{11520, 11264, token_id(Kind::AC0, 0x01), token_id(17, 0), token_id(18, 0), token_id(19, 0),
                     token_id(20, 0xfe), token_id(21, 0xff), token_id(22, 0xff), token_id(23, 0xff),
                     token_id(24, 0), token_id(25, 0), token_id(26, 0), token_id(27, 0)}));
   // acc = 2^96-1, a=b=1 -> 0 (wraps)
@@ -468,7 +493,7 @@ TEST(Bignum, AccumulatorExamples) {
   m.set_reg(12, 1);
   s = m.step();
   EXPECT_EQ(m.acc(), (sem::Acc96{{0, 0, 0}}));
-  EXPECT_EQ(s.size(), 12u);
+  EXPECT_EQ(s.size(), 14u) << "PCH, PCL, AC0..AC11";
   // carry across limbs: acc = 0x0_ffffffff_ffffffff + 1
   m = machine_with({encode::r(enc::kBnMac, 0, 11, 12)});
   m.set_acc({{0xffffffffu, 0xffffffffu, 0x7}});
@@ -480,10 +505,10 @@ TEST(Bignum, AccumulatorExamples) {
   m = machine_with({encode::r(enc::kBnAccrd, 10, 0, 0), encode::r(enc::kBnAccclr, 0, 0, 0)});
   m.set_acc({{3, 2, 1}});
   s = m.step();
-  EXPECT_EQ(Tokens(s.begin(), s.end()), W(3));
+  EXPECT_EQ(Tokens(s.begin(), s.end()), cat({PC0(), W(3)}));
   EXPECT_EQ(m.acc(), (sem::Acc96{{2, 1, 0}}));
   s = m.step();
-  EXPECT_EQ(Tokens(s.begin(), s.end()), NOP());
+  EXPECT_EQ(Tokens(s.begin(), s.end()), cat({PC(1, false), NOP()}));
   EXPECT_EQ(m.acc(), (sem::Acc96{{0, 0, 0}}));
 }
 

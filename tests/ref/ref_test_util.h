@@ -57,5 +57,27 @@ inline Tokens A(u32 v) { return bytes4(Kind::A0, v); }
 inline Tokens tok(Kind k, u32 p) { return {token_id(k, p)}; }
 inline Tokens NOP() { return tok(Kind::NOP, 0); }
 inline Tokens TRAP(u32 code) { return tok(Kind::TRAP, code); }
+// trace.md §4.0: the pc tokens of the instruction at word index w =
+// (pc - 0x10000) / 4: PCH_k((w >> 8) & 0xFF), k = w >> 16, when `with_pch`
+// (the run's first instruction, or w >> 8 changed), then PCL(w & 0xFF).
+inline Tokens PC(u32 w, bool with_pch) {
+  Tokens t;
+  if (with_pch) t.push_back(token_id(static_cast<u32>(Kind::PCH0) + (w >> 16), (w >> 8) & 0xff));
+  t.push_back(token_id(Kind::PCL, w & 0xff));
+  return t;
+}
+/// The pc tokens of a run's first instruction at kCode (w = 0): PCH0(0x00), PCL(0x00).
+inline Tokens PC0() { return PC(0, true); }
+// trace.md §4.5: the tokens of `bytes` written to fd 1 (OUT) or fd 2 (ERR):
+// per byte i, OIH(i >> 8) when i > 0 and i & 0xFF = 0, OI(i & 0xFF), the byte.
+inline Tokens WRITE(Kind out, const std::vector<std::uint8_t>& bytes) {
+  Tokens t;
+  for (u32 i = 0; i < bytes.size(); ++i) {
+    if (i > 0 && (i & 0xff) == 0) t.push_back(token_id(Kind::OIH, i >> 8));
+    t.push_back(token_id(Kind::OI, i & 0xff));
+    t.push_back(token_id(out, bytes[i]));
+  }
+  return t;
+}
 
 }  // namespace lockstep::ref::test
