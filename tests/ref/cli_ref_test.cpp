@@ -65,16 +65,20 @@ TEST_F(LockstepRef, JsonSummaryAndTraceFile) {
   EXPECT_EQ(j["end"], "exit");
   EXPECT_EQ(j["exit_status"], 255);
   EXPECT_EQ(j["instructions_retired"], 7);
-  EXPECT_EQ(j["steps"], 16 + 13);
+  // Two li of two words each: word 0 PCH0, PCL, W; words 1..3 PCL, W (21
+  // tokens); then trace.md §5's three instructions at words 4..6 (16 tokens).
+  EXPECT_EQ(j["steps"], 21 + 16);
   const auto tf = format::read_trace_file(dir / "spec.trace");
-  EXPECT_EQ(tf.header["trace_version"], "trace-v1");
-  EXPECT_EQ(tf.header["vocab_size"], 11264);
+  EXPECT_EQ(tf.header["trace_version"], "trace-v2");
+  EXPECT_EQ(tf.header["vocab_size"], 15616) << "trace.md §2: V = 256 * 61";
   EXPECT_EQ(tf.header["end"], "exit");
   EXPECT_EQ(tf.header["exit_status"], 255);
   EXPECT_EQ(tf.header["program"], "spec.elf");
-  ASSERT_EQ(tf.tokens.size(), 29u);
-  const Tokens tail(tf.tokens.end() - 13, tf.tokens.end());
-  EXPECT_EQ(tail, (Tokens{511, 767, 1023, 1279, 1532, 1791, 1808, 2048, 2559, 2815, 3071, 3327, 8191}));
+  ASSERT_EQ(tf.tokens.size(), 37u);
+  EXPECT_EQ(Tokens(tf.tokens.begin(), tf.tokens.begin() + 2), (Tokens{11520, 11264}));
+  const Tokens tail(tf.tokens.end() - 16, tf.tokens.end());
+  EXPECT_EQ(tail, (Tokens{11268, 511, 767, 1023, 1279, 11269, 1532, 1791, 1808, 2048, 2559, 2815, 3071, 3327,
+                          11270, 8191}));
 }
 
 TEST_F(LockstepRef, ConsolePassesThroughAndSignature) {
@@ -110,7 +114,7 @@ TEST_F(LockstepRef, TrapAndStepLimit) {
   EXPECT_EQ(j["trap_code"], 9);
   EXPECT_EQ(j["trap_name"], "EBREAK");
   EXPECT_EQ(j["instructions_retired"], 1);
-  EXPECT_EQ(j["steps"], 2);
+  EXPECT_EQ(j["steps"], 5) << "PCH0, PCL, NOP; PCL, TRAP(9)";
   r = run("ref " + path + " --json --max-steps 1");
   j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["end"], "step_limit");
