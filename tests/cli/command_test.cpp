@@ -84,7 +84,7 @@ TEST(LockstepCommand, HelpListsSubcommands) {
 TEST(LockstepCommand, VersionNamesProjectAndTraceSpec) {
   const auto r = run({"--version"});
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out, "lockstep 0.1.0 (trace spec trace-v1)\n");
+  EXPECT_EQ(r.out, "lockstep 0.1.0 (trace spec trace-v2)\n");
 }
 
 TEST(LockstepCommand, UnknownFlagIsOneLineUsageError) {
@@ -185,7 +185,7 @@ TEST(LockstepCommand, CompileWritesALoadableChipFile) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("status"), "exact");
   EXPECT_EQ(j.at("chip").at("file"), file.string());
-  EXPECT_EQ(j.at("chip").at("vocab_size"), 11264);  // trace.md §2: V = 256 * 44
+  EXPECT_EQ(j.at("chip").at("vocab_size"), 15616);  // trace.md §2: V = 256 * 61
   ASSERT_TRUE(fs::exists(file));
   EXPECT_EQ(j.at("chip").at("bytes").get<std::uintmax_t>(), fs::file_size(file));
   // The header is safetensors: an 8-byte little-endian length, then a JSON object.
