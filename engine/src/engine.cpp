@@ -276,7 +276,8 @@ json RunResult::to_json() const {
 
 namespace {
 
-constexpr char kCheckpointMagic[8] = {'L', 'S', 'E', 'N', 'G', 'C', 'K', '1'};
+// LSENGCK2: trace-v2 (the reference state carries the last pc page, trace.md §4.0).
+constexpr char kCheckpointMagic[8] = {'L', 'S', 'E', 'N', 'G', 'C', 'K', '2'};
 
 int byte_index_of(std::uint32_t kind) {
   using format::Kind;

@@ -22,6 +22,7 @@ void write_machine_state(Writer& w, const ref::MachineState& s) {
   w.u32(s.trap_code);
   w.u64(s.retired);
   w.u64(s.steps);
+  w.u32(s.pc_page);
   w.u64(s.pending.size());
   for (std::uint32_t t : s.pending) w.u32(t);
   w.str(s.console_out);
@@ -43,6 +44,10 @@ ref::MachineState read_machine_state(Reader& r) {
   s.trap_code = r.u32();
   s.retired = r.u64();
   s.steps = r.u64();
+  s.pc_page = r.u32();
+  if (s.pc_page != ref::kNoPcPage && s.pc_page >= (ref::kRamSize / 4) >> 8) {
+    throw std::runtime_error("checkpoint: bad reference pc page");
+  }
   const std::uint64_t n = r.u64();
   if (n > (1u << 20)) throw std::runtime_error("checkpoint: bad pending token count");
   s.pending.resize(n);

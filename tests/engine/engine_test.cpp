@@ -87,10 +87,12 @@ TEST_P(EngineTest, ExactRunComparesEveryStepAndDigestsTheTrace) {
   EXPECT_EQ(r.streams[0].chip_digest, xxh3_of(trace));
   EXPECT_EQ(r.streams[0].console, "hi\n");
   EXPECT_FALSE(r.streams[0].divergence.has_value());
-  // Steps per class: 40 loop iterations of add/sw/lw/addi/bne.
-  EXPECT_EQ(r.streams[0].class_steps.at("store"), 40u * 8);  // A0..A3 S0..S3
-  EXPECT_EQ(r.streams[0].class_steps.at("branch"), 40u);
-  EXPECT_EQ(r.streams[0].class_steps.at("div"), 36u);      // 32 DQ + W
+  // Steps per class: 40 loop iterations of add/sw/lw/addi/bne; every
+  // instruction starts with PCL (the guest's words are all below 256, so PCH
+  // only before the first one, an lui: trace.md §4.0).
+  EXPECT_EQ(r.streams[0].class_steps.at("store"), 40u * 9);  // PCL A0..A3 S0..S3
+  EXPECT_EQ(r.streams[0].class_steps.at("branch"), 40u * 2);  // PCL BR
+  EXPECT_EQ(r.streams[0].class_steps.at("div"), 37u);       // PCL, 32 DQ, W
   // The reference alone gives the same digest.
   const StreamResult ref = run_reference(g, 0);
   EXPECT_EQ(ref.digest, r.digest);
@@ -131,7 +133,7 @@ TEST_P(EngineTest, SingleStepFaultIsReportedWithItsFieldsAndClassified) {
   EXPECT_EQ(d.disassembly, ref::disassemble(d.word, d.pc));
   EXPECT_EQ(d.field, "W1");
   EXPECT_EQ(d.byte_index, 1);
-  EXPECT_EQ(d.token_in_instruction, 1u);
+  EXPECT_EQ(d.token_in_instruction, 2u) << "PCL, W0, W1 of an add or addi";
   EXPECT_EQ(d.expected, trace[n - 1]);
   EXPECT_EQ(d.actual, trace[n - 1] ^ 0x10);
   EXPECT_EQ(d.differing_bits, 0x10u);
@@ -142,8 +144,8 @@ TEST_P(EngineTest, SingleStepFaultIsReportedWithItsFieldsAndClassified) {
   ASSERT_GE(d.recent.size(), 2u);
   ASSERT_LE(d.recent.size(), 8u);
   EXPECT_EQ(d.recent.back().pc, d.pc);
-  EXPECT_EQ(d.recent.back().tokens.at(1), trace[n - 1]);
-  EXPECT_EQ(d.recent.back().first_step, n - 1);
+  EXPECT_EQ(d.recent.back().tokens.at(2), trace[n - 1]);
+  EXPECT_EQ(d.recent.back().first_step, n - 2);
   // Replay from the last snapshot (every 128 steps) classifies it.
   EXPECT_EQ(d.replay_from, (n - 1) / 128 * 128);
   EXPECT_EQ(d.fault, FaultClass::kSingleStep) << d.fault_text;

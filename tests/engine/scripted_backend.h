@@ -38,15 +38,18 @@ struct Fault {
 
 class ScriptedBackend final : public chip::ChipBackend {
  public:
+  /// Token kinds 0..60 (trace.md §2, trace-v2).
+  static constexpr std::uint32_t kKinds = 61;
+
   /// scripts[s] is the reference trace t_1..t_N stream s predicts.
   explicit ScriptedBackend(std::vector<std::vector<chip::Token>> scripts, std::vector<Fault> faults = {})
       : scripts_(std::move(scripts)), faults_(std::move(faults)) {
     chip_ = std::make_shared<chip::Chip>();
     auto& c = chip_->config;
-    c.vocab_size = 256 * 33;
+    c.vocab_size = 256 * kKinds;  // trace.md §2: V = 256 * 61, every trace-v2 kind
     std::uint32_t off = 0;
     for (auto [name, w] : std::vector<std::pair<std::string, std::uint32_t>>{
-             {"kind", 33}, {"payload", 1}, {"next_kind", 33}, {"next_payload_lo", 16}, {"next_payload_hi", 16}}) {
+             {"kind", kKinds}, {"payload", 1}, {"next_kind", kKinds}, {"next_payload_lo", 16}, {"next_payload_hi", 16}}) {
       c.fields.push_back({name, off, w});
       off += w;
     }
@@ -108,8 +111,8 @@ class ScriptedBackend final : public chip::ChipBackend {
                                                            : st.last_correct;
     const std::uint32_t kind = tok >> 8, payload = tok & 255;
     if (field == "kind" || field == "next_kind") {
-      std::vector<float> v(33, 0.0f);
-      if (kind < 33) v[kind] = 1;
+      std::vector<float> v(kKinds, 0.0f);
+      if (kind < kKinds) v[kind] = 1;
       return v;
     }
     if (field == "payload") return {static_cast<float>(payload)};
