@@ -7,7 +7,9 @@
 // an API, so no lock-step comparison with the chip is made here (fuzz/README.md).  Instead the
 // reference model is checked against itself: the image survives write_elf -> parse_elf, and a
 // traced run (tokens delivered in chunks), a step-wise run (step()) and an untraced run
-// (fast path) of the same program agree on steps, tokens, status and final state.
+// (fast path) of the same program agree on steps, tokens, status and final state, and
+// every instruction begins with the pc tokens of trace.md §4.0 (a fetch outside RAM emits
+// TRAP(3) alone).
 // Any disagreement, crash, sanitizer report or exception is a finding.
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "lockstep/format/elf.h"
+#include "lockstep/format/tokens.h"
 #include "lockstep/ref/encoding.h"
 #include "lockstep/ref/machine.h"
 
@@ -119,13 +122,30 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (rf.stop != rt.stop || rf.steps != rt.steps || rf.instructions != rt.instructions) finding();
   same_state(traced, fast);
 
-  // Step-wise run: the same tokens in the same order.
+  // Step-wise run: the same tokens in the same order, each instruction's starting with
+  // PCH_k((w >> 8) & 0xFF), k = w >> 16, when w >> 8 differs from the previous
+  // instruction's (or it is the first), then PCL(w & 0xFF), w = (pc - 0x10000) / 4.
   ref::Machine stepped;
   fresh(stepped, img, p);
   std::size_t at = 0;
+  std::uint32_t page = ~0u;
+  using format::Kind;
+  using format::token_id;
   while (at < tokens.size()) {
+    const std::uint32_t pc = stepped.pc();
     const std::span<const std::uint32_t> t = stepped.step();
     if (t.empty()) finding();
+    if (pc >= ref::kRamBase && pc < ref::kRamEnd) {
+      const std::uint32_t w = (pc - ref::kRamBase) / 4;
+      std::size_t k = 0;
+      if (w >> 8 != page && t[k++] != token_id(static_cast<std::uint32_t>(Kind::PCH0) + (w >> 16), (w >> 8) & 0xff)) {
+        finding();
+      }
+      if (k >= t.size() || t[k] != token_id(Kind::PCL, w & 0xff)) finding();
+      page = w >> 8;
+    } else if (t.size() != 1 || t[0] != token_id(Kind::TRAP, 3)) {
+      finding();
+    }
     for (std::uint32_t id : t) {
       if (at >= tokens.size()) break;  // the cap fell inside this instruction's tokens
       if (id != tokens[at++]) finding();
