@@ -181,6 +181,14 @@ inline void Machine::put_word(u32 kind0, u32 v) {
   produced_ += 4;
 }
 
+// trace.md §4.6: AC0..AC11, the bytes of the 96-bit acc, least significant first.
+template <bool kTrace>
+inline void Machine::put_acc() {
+  put_word<kTrace>(kind(Kind::AC0), acc_.limb[0]);
+  put_word<kTrace>(kind(Kind::AC0) + 4, acc_.limb[1]);
+  put_word<kTrace>(kind(Kind::AC0) + 8, acc_.limb[2]);
+}
+
 // trace.md §3: W(v) is W0..W3 when rd != 0 and NOP(0) when rd = 0; the
 // write to x0 is discarded (isa.md §1).
 template <bool kTrace>
@@ -437,19 +445,15 @@ void Machine::execute() {
       put<kTrace>(token_id(Kind::CF, carry_));
       break;
     }
-    case Op::kBnMac: {  // acc <- (acc + a*b) mod 2^96; AC0..AC11 of the new acc
+    case Op::kBnMac:  // acc <- (acc + a*b) mod 2^96; AC0..AC11 of the new acc
       acc_ = sem::multiply_accumulate(acc_, a, b);
-      if constexpr (kTrace) {
-        for (u32 i = 0; i < 12; ++i) tok_[i] = token_id(kind(Kind::AC0) + i, (acc_.limb[i / 4] >> (8 * (i % 4))) & 0xff);
-        tok_ += 12;
-      }
-      produced_ += 12;
+      put_acc<kTrace>();
       break;
-    }
-    case Op::kBnAccrd: {  // rd <- acc mod 2^32; acc <- acc >> 32
+    case Op::kBnAccrd: {  // rd <- acc mod 2^32; acc <- acc >> 32; W, then AC0..AC11 of the new acc
       const u32 low = acc_.limb[0];
       acc_ = sem::accumulator_shift(acc_);
       write_rd<kTrace>(d.rd, low);
+      put_acc<kTrace>();
       break;
     }
     case Op::kBnAccclr: acc_ = {}; put<kTrace>(token_id(Kind::NOP, 0)); break;

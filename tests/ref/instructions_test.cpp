@@ -505,7 +505,10 @@ TEST(Bignum, AccumulatorExamples) {
   m = machine_with({encode::r(enc::kBnAccrd, 10, 0, 0), encode::r(enc::kBnAccclr, 0, 0, 0)});
   m.set_acc({{3, 2, 1}});
   s = m.step();
-  EXPECT_EQ(Tokens(s.begin(), s.end()), cat({PC0(), W(3)}));
+  // trace.md §4.6: W(acc mod 2^32), then AC0..AC11 of the new acc (2, 0, 0, 0, 1, 0, ...)
+  Tokens shifted;
+  for (std::uint32_t i = 0; i < 12; ++i) shifted.push_back(token_id(16 + i, i == 0 ? 2 : i == 4 ? 1 : 0));
+  EXPECT_EQ(Tokens(s.begin(), s.end()), cat({PC0(), W(3), shifted}));
   EXPECT_EQ(m.acc(), (sem::Acc96{{2, 1, 0}}));
   s = m.step();
   EXPECT_EQ(Tokens(s.begin(), s.end()), cat({PC(1, false), NOP()}));

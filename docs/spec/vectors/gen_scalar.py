@@ -517,7 +517,7 @@ class Machine:
         elif f3 == 4:                                 # bn.accrd
             self.set_rd(rd, acc & MASK32)
             self.acc = acc >> 32
-            toks = W(acc & MASK32, rd)
+            toks = W(acc & MASK32, rd) + AC(self.acc)
         else:                                         # bn.accclr
             self.acc = 0
             toks = [tok("NOP", 0)]
@@ -670,6 +670,11 @@ def toks(*texts):
         else:
             out.append(t)
     return out
+
+
+def ac_hand(acc):
+    """AC0..AC11 texts of a hand-computed accumulator value."""
+    return ["AC%d(0x%02x)" % (i, (acc >> (8 * i)) & 0xFF) for i in range(12)]
 
 
 def dq_hand(quotient_bits):
@@ -1536,14 +1541,15 @@ BN = [
     Example("accrd_basic", "bignum.md §4 row 8: acc = 0x00000001_00000002_00000003: "
             "rd = 3, acc >>= 32.", ["bn.accrd a0"], acc=0x00000001_00000002_00000003,
             want={"a0": 3, "acc": 0x00000000_00000001_00000002,
-                  "tokens": toks("W(0x00000003)")}),
+                  "tokens": toks("W(0x00000003)") + ac_hand(0x00000000_00000001_00000002)}),
     Example("accrd_logical_shift", "acc = 2^96 - 1: rd = 0xffffffff, acc = "
             "0x00000000_ffffffff_ffffffff (logical shift).", ["bn.accrd a0"],
             acc=MASK96, edge=True,
             want={"a0": 0xFFFFFFFF, "acc": 0x00000000_FFFFFFFF_FFFFFFFF}),
     Example("accrd_rd_x0", "bn.accrd x0 emits NOP(0) and still shifts acc.",
             ["bn.accrd x0"], acc=0x00000001_00000002_00000003, edge=True,
-            want={"acc": 0x00000000_00000001_00000002, "tokens": ["NOP(0)"]}),
+            want={"acc": 0x00000000_00000001_00000002,
+                  "tokens": ["NOP(0)"] + ac_hand(0x00000000_00000001_00000002)}),
     Example("accrd_three_times", "Three bn.accrd read out all 96 bits; acc ends 0.",
             ["bn.accrd a0", "bn.accrd a1", "bn.accrd a2"],
             acc=0xCCCCCCCC_BBBBBBBB_AAAAAAAA,
@@ -1553,7 +1559,7 @@ BN = [
             acc=MASK96, edge=True, want={"acc": 0, "tokens": ["NOP(0)"]}),
     Example("accclr_then_accrd", "bn.accclr then bn.accrd reads 0.",
             ["bn.accclr", "bn.accrd a0"], regs={"a0": 0x55}, acc=0x1234,
-            want={"a0": 0, "acc": 0, "tokens": ["NOP(0)"] + toks("W(0x00000000)")}),
+            want={"a0": 0, "acc": 0, "tokens": ["NOP(0)"] + toks("W(0x00000000)") + ac_hand(0)}),
     Example("accclr_keeps_c", "bn.accclr does not touch c.", ["bn.accclr"], c=1,
             acc=5, want={"acc": 0, "c": 1, "tokens": ["NOP(0)"]}),
     # a whole product, bignum.md §3: (2^64 - 1)^2 = 0xffffffff_fffffffe_00000000_00000001
@@ -1626,11 +1632,6 @@ BRANCH += [
 ]
 
 
-def ac_hand(acc):
-    """AC0..AC11 texts of a hand-computed accumulator value."""
-    return ["AC%d(0x%02x)" % (i, (acc >> (8 * i)) & 0xFF) for i in range(12)]
-
-
 # Whole token lists, by hand, for the examples above that give only values.
 HAND_TOKENS = {
     "auipc_zero_and_wrap": toks("W(0x00010000)", "W(0x0000f004)"),
@@ -1645,13 +1646,15 @@ HAND_TOKENS = {
     "subb_basic": toks("W(0x00000007)") + ["CF(0)"],
     "xchgc_read_and_clear": toks("W(0x00000001)") + ["CF(0)"],
     "mac_carry_into_high_word": ac_hand(0xFFFFFFFE_00000001) + ac_hand(0x1_FFFFFFFC_00000002),
-    "accrd_logical_shift": toks("W(0xffffffff)"),
-    "accrd_three_times": toks("W(0xaaaaaaaa)", "W(0xbbbbbbbb)", "W(0xcccccccc)"),
+    "accrd_logical_shift": toks("W(0xffffffff)") + ac_hand(0x00000000_FFFFFFFF_FFFFFFFF),
+    "accrd_three_times": toks("W(0xaaaaaaaa)") + ac_hand(0xCCCCCCCC_BBBBBBBB) + toks("W(0xbbbbbbbb)")
+    + ac_hand(0xCCCCCCCC) + toks("W(0xcccccccc)") + ac_hand(0),
     # acc after each step: 0, 0xfffffffe_00000001, 0xfffffffe, 0xfffffffe_ffffffff,
     # 0x1_fffffffd_00000000, 0x1_fffffffd, 0xffffffff_fffffffe, 0xffffffff, 0
     "schoolbook_2x2": ["NOP(0)"] + ac_hand(0xFFFFFFFE_00000001) + toks("W(0x00000001)")
-    + ac_hand(0xFFFFFFFE_FFFFFFFF) + ac_hand(0x1_FFFFFFFD_00000000) + toks("W(0x00000000)")
-    + ac_hand(0xFFFFFFFF_FFFFFFFE) + toks("W(0xfffffffe)", "W(0xffffffff)"),
+    + ac_hand(0xFFFFFFFE) + ac_hand(0xFFFFFFFE_FFFFFFFF) + ac_hand(0x1_FFFFFFFD_00000000)
+    + toks("W(0x00000000)") + ac_hand(0x1_FFFFFFFD) + ac_hand(0xFFFFFFFF_FFFFFFFE)
+    + toks("W(0xfffffffe)") + ac_hand(0xFFFFFFFF) + toks("W(0xffffffff)") + ac_hand(0),
 }
 for _examples in (ALU, MUL, JUMP, LOAD, STORE, BN):
     for _e in _examples:

@@ -185,6 +185,7 @@ class Machine {
     ++produced_;
   }
   template <bool kTrace> void put_word(std::uint32_t kind0, std::uint32_t v);
+  template <bool kTrace> void put_acc();  ///< AC0..AC11 of acc (trace.md §4.6)
   template <bool kTrace> void write_rd(unsigned rd, std::uint32_t v);
   template <bool kTrace> void trap(Trap t);
   template <bool kTrace> void put_pc(std::uint32_t w);
