@@ -202,7 +202,11 @@ TEST(Rv32Directed, BignumWorkedExamples) {
   bn_expect(img(bn(1, 10, 11, 12), {{11, 5}, {12, 4}}, 1, {}), cat(W(0), {T(CF, 0)}), "subb c=1 5-4");
   bn_expect(img(bn(1, 0, 11, 12), {{11, 5}, {12, 5}}, 1, {}), {T(NOP, 0), T(CF, 1)}, "subb x0 c=1 5-5 borrows");
   bn_expect(img(bn(2, 10, 11, 0), {{11, 2}}, 1, {}), cat(W(1), {T(CF, 0)}), "xchgc c=1 a=2");
-  bn_expect(img(bn(4, 10, 0, 0), {}, 0, {3, 0, 0, 0, 2, 0, 0, 0, 1}), W(3), "accrd");
+  // accrd: W(acc mod 2^32), then AC0..AC11 of acc >> 32 = 0x00000001_00000002
+  bn_expect(img(bn(4, 10, 0, 0), {}, 0, {3, 0, 0, 0, 2, 0, 0, 0, 1}),
+            cat(W(3), {T(16, 2), T(17, 0), T(18, 0), T(19, 0), T(20, 1), T(21, 0), T(22, 0), T(23, 0), T(24, 0),
+                       T(25, 0), T(26, 0), T(27, 0)}),
+            "accrd");
   auto ac = [](std::vector<std::uint8_t> bytes) {
     std::vector<Token> t;
     for (std::uint32_t i = 0; i < 12; ++i) t.push_back(T(16 + i, bytes[i]));

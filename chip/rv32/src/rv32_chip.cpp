@@ -256,7 +256,7 @@ class Compiler {
   // shifts
   FieldRef SHG, SHW, R1Z, SHL;
   // bignum
-  FieldRef CN, ACN, BNC0, BNS0, CFG, XW0, AR;
+  FieldRef CN, ACN, BNC0, BNS0, CFG, XW0, AR, ARS;
   // multiply
   FieldRef R1M, R2M, MULW, NC, C1N, DN1, C2N, EN, GN, PPN, CIN_, WRN, SELN, MACT;
   // divide
@@ -889,8 +889,8 @@ class Compiler {
   // ECALL write buffer check (isa.md section 5): [a1, a1 + len) inside RAM, as a 33-bit sum of
   // 16-bit halves (every value < 2^18).
   void write_buffer_check() {
-    auto half = [&](const FieldRef& f, std::uint32_t b) {
-      return byte_value(nib(f, 2 * b), nib(f, 2 * b + 1)) + byte_value(nib(f, 2 * b + 2), nib(f, 2 * b + 3)) * 256.0;
+    auto half = [&](const FieldRef& f, std::uint32_t h) {  // 16-bit half h: bytes 2h, 2h + 1
+      return byte_value(nib(f, 4 * h), nib(f, 4 * h + 1)) + byte_value(nib(f, 4 * h + 2), nib(f, 4 * h + 3)) * 256.0;
     };
     const Lin alo = half(RA1, 0), ahi = half(RA1, 1), llo = half(RA2, 0), lhi = half(RA2, 1);
     WK = B.field("wbuf_carry", 1);
@@ -1201,6 +1201,7 @@ class Compiler {
     CFG = B.field("bn_cf_gate", 3);
     XW0 = B.field("bn_xchgc_w0", 1);
     AR = B.field("bn_accrd_gate", 4);
+    ARS = B.field("bn_accrd_shift_gate", 12);
     const Lin start = fetch();
     const Lin rd0 = RD[0];
     const Lin rdnz = Lin::constant(1) - RD[0];
@@ -1275,6 +1276,10 @@ class Compiler {
       when(l6, {cls(BN_ACCRD), start, rdnz}, {{NK.dim(kW0), 1.0}, {AR.dim(0), 1.0}});
       for (std::uint32_t i = 1; i < 4; ++i) when(l6, {cls(BN_ACCRD), k(kW0 + i - 1)}, {{NK.dim(kW0 + i), 1.0}, {AR.dim(i), 1.0}});
       when(l6, {cls(BN_ACCCLR), start}, token_out(kNop, 0));
+      // bn.accrd: after W (or NOP), AC0..AC11 of acc >> 32 (trace.md section 4.6)
+      when(l6, {cls(BN_ACCRD), k(kW0 + 3) + k(kNop)}, {{NK.dim(kAc0), 1.0}, {ARS.dim(0), 1.0}});
+      for (std::uint32_t i = 1; i < 12; ++i)
+        when(l6, {cls(BN_ACCRD), k(kAc0 + i - 1)}, {{NK.dim(kAc0 + i), 1.0}, {ARS.dim(i), 1.0}});
     }
     // SLT family: W0 = [a < b], W1..W3 = 0.
     for (Cls c : {SLT, SLTU, SLTI, SLTIU}) {
@@ -1331,7 +1336,7 @@ class Compiler {
     // token (or TRAP(3)); see pc_tokens().
     ENDI = B.field("instruction_end", 1);
     {
-      const Lin cfcls = sum_cls({BN_ADDC, BN_SUBB, BN_XCHGC});
+      const Lin cfcls = sum_cls({BN_ADDC, BN_SUBB, BN_XCHGC, BN_ACCRD});  // CF / AC0..AC11 follow
       const std::uint32_t u = l6.relu_unit(k(kW0 + 3) + k(kNop) - cfcls);
       l6.unit_out(u, ENDI.dim(), 1.0);
       pass(l6, k(kBr) + k(kCf) + k(kAc0 + 11), ENDI.dim());
@@ -1468,6 +1473,15 @@ class Compiler {
       for (std::uint32_t h = 0; h < 2; ++h) {
         const OH o = field_oh(ACN, 32 * i + 16 * h, 16);
         for (std::uint32_t v = 0; v < 16; ++v) when(l7, {o[v], AR[i]}, {{(h ? NPH : NPL).dim(v), 1.0}});
+      }
+    for (std::uint32_t i = 0; i < 12; ++i)
+      for (std::uint32_t h = 0; h < 2; ++h) {
+        if (i + 4 >= 12) {
+          pass(l7, ARS[i], (h ? NPH : NPL).dim(0));
+          continue;
+        }
+        const OH o = field_oh(ACN, 32 * (i + 4) + 16 * h, 16);
+        for (std::uint32_t v = 0; v < 16; ++v) when(l7, {o[v], ARS[i]}, {{(h ? NPH : NPL).dim(v), 1.0}});
       }
   }
 
