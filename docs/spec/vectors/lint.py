@@ -99,7 +99,8 @@ SHAPES.update({
     "ebreak": "TRAP:9",
     "bn.addc": W + " CF", "bn.subb": W + " CF", "bn.xchgc": W + " CF",
     "bn.mac": " ".join("AC%d" % i for i in range(12)),
-    "bn.accrd": W, "bn.accclr": "NOP",
+    "bn.accrd": W + " " + " ".join("AC%d" % i for i in range(12)),   # then the new acc
+    "bn.accclr": "NOP",
     ".word": "TRAP:1|NOP",       # raw words: illegal ones, or a FENCE with odd fields
 })
 
