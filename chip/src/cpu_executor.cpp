@@ -27,9 +27,13 @@ inline float act(Activation a, float v) { return a == Activation::Relu ? (v > 0.
 struct PreparedMap {
   const LinearMap* m = nullptr;
   std::vector<std::uint32_t> seeds;  // rows that can be non-zero with zero input (after act)
+  std::vector<std::uint32_t> cols;   // input dimensions with at least one weight
   void prepare(const LinearMap& map) {
     m = &map;
     seeds.clear();
+    cols.clear();
+    for (std::uint32_t j = 0; j + 1 < map.w.col_ptr.size(); ++j)
+      if (map.w.col_ptr[j + 1] > map.w.col_ptr[j]) cols.push_back(j);
     for (std::uint32_t r = 0; r < map.bias.size(); ++r) {
       const float b = map.bias[r];
       if (map.act == Activation::Relu ? b > 0.0f : b != 0.0f) seeds.push_back(r);
@@ -70,7 +74,10 @@ struct Accum {
   bool touched(std::uint32_t r) const { return stamp[r] == cur; }
 };
 
-// y = W x + b (before activation) for sparse x given by (x dense, nz candidate list).
+// y = W x + b (before activation) for sparse x given by (x dense, nz candidate list). Walks
+// whichever list is shorter, the candidates or the map's own input dimensions: x is dense and
+// zero outside the candidates, so both visit the same non-zero terms (in another order; every
+// partial sum is exact, chip-format.md section 1.3, so the result is the same).
 void eval(Accum& a, const PreparedMap& pm, const float* x, const std::uint32_t* nz, std::size_t n_nz) {
   const LinearMap& m = *pm.m;
   a.begin(m);
@@ -78,8 +85,11 @@ void eval(Accum& a, const PreparedMap& pm, const float* x, const std::uint32_t* 
   const std::uint32_t* cp = m.w.col_ptr.data();
   const std::uint32_t* ri = m.w.row_idx.data();
   const float* wv = m.w.values.data();
-  for (std::size_t i = 0; i < n_nz; ++i) {
-    const std::uint32_t j = nz[i];
+  const bool by_cols = pm.cols.size() < n_nz;
+  const std::uint32_t* js = by_cols ? pm.cols.data() : nz;
+  const std::size_t n = by_cols ? pm.cols.size() : n_nz;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t j = js[i];
     const float xj = x[j];
     if (xj == 0.0f) continue;
     for (std::uint32_t p = cp[j]; p < cp[j + 1]; ++p) {
@@ -406,18 +416,21 @@ struct CpuExecutor::Impl {
       const int hi = static_cast<int>(h);
       float* S = s.state.data() + H.state_offset;  // column c: S[c * value_dim .. +value_dim)
       const std::uint32_t V = H.value_dim;
-      // k = act(W_k x + b_k)
-      eval(a0, H.k, x, nz, n_nz);
-      if (audit) audit_map(s, a0, H.k, l, kMemK, hi, false);
-      knz.clear();
-      for (std::uint32_t r : a0.rows) {
-        const float kv = act(H.k.m->act, a0.vals[r]);
-        if (kv != 0.0f) knz.emplace_back(r, kv);
-      }
-      // beta = act(w_beta . x + b_beta)
+      // beta = act(w_beta . x + b_beta); with beta = 0 the update is the identity, so k and v
+      // are only evaluated when beta != 0 (or the audit wants them)
       eval(a1, H.beta, x, nz, n_nz);
       if (audit) audit_map(s, a1, H.beta, l, kMemBeta, hi, false);
       const float beta = act(H.beta.m->act, a1.value(0));
+      // k = act(W_k x + b_k)
+      knz.clear();
+      if (beta != 0.0f || audit) {
+        eval(a0, H.k, x, nz, n_nz);
+        if (audit) audit_map(s, a0, H.k, l, kMemK, hi, false);
+        for (std::uint32_t r : a0.rows) {
+          const float kv = act(H.k.m->act, a0.vals[r]);
+          if (kv != 0.0f) knz.emplace_back(r, kv);
+        }
+      }
       const bool write = beta != 0.0f && !knz.empty();
       if (write || audit) {
         // v = W_v x + b_v

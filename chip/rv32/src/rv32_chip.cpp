@@ -241,6 +241,7 @@ class Compiler {
   // L0
   FieldRef PCN, ADDR, INR, WL, WH, DWL, DWH;
   // trace-v2: slots of consumed tokens (layer 0), commits, next pc, pc tokens, write bytes
+  FieldRef PCLN, PCHF, ADDRK, DATAQ, R1S;
   FieldRef WPN, ACPN, OIHN, PCHS, PCLS, WSR, ACR, OIS, OIHS, LANE, IZ, INC;
   FieldRef LENBIG, FD2, BNV, ACCLR, EQL, LAST, ENDI, CFF, CFV, CFR;
   FieldRef ADA, ADB, ADS, ADG, ADP, ADC, ADN, NPCR, WNX, NV, EQH, GPCH, GPCL, XWL, XWH, LANEX, OB, OBLO, OBACT;
@@ -300,7 +301,10 @@ class Compiler {
     WPN = B.field("w_byte_nibbles", 128);
     ACPN = B.field("ac_byte_nibbles", 384);
     OIHN = B.field("oih_nibbles", 32);
+    PCLN = B.field("pcl_nibbles", 32);  // the PCL payload, only on PCL tokens (the fetch keys)
     for (std::uint32_t p = 0; p < 256; ++p) {
+      B.embed(256 * kPcl + p, PCLN.dim(p & 15), 1);
+      B.embed(256 * kPcl + p, PCLN.dim(16 + (p >> 4)), 1);
       for (std::uint32_t i = 0; i < 4; ++i) {
         B.embed(256 * (kW0 + i) + p, WPN.dim(32 * i + (p & 15)), 1);
         B.embed(256 * (kW0 + i) + p, WPN.dim(32 * i + 16 + (p >> 4)), 1);
@@ -396,6 +400,20 @@ class Compiler {
     slot_head(l0, 1, [&](std::uint32_t) { return any_pch(); },
               [&](std::uint32_t r) { return r < 4 ? k(kPch0 + r) : PN[r - 4]; }, PCHS);
     slot_head(l0, 1, [&](std::uint32_t) { return k(kPcl); }, [&](std::uint32_t r) { return PN[r]; }, PCLS);
+    // the same PCH slot, read only on the fetch step (so that the fetch key tables below are idle,
+    // untouched, on every other step)
+    PCHF = B.field("pch_slot_fetch", 36);
+    {
+      const std::uint32_t h = l0.add_head(1, 36);
+      HeadBuilder& H = l0.head(h);
+      H.k[0] = Lin::constant(1);
+      H.beta = any_pch();
+      H.q[0] = fetch();
+      for (std::uint32_t r = 0; r < 36; ++r) {
+        H.v[r] = r < 4 ? k(kPch0 + r) : PN[r - 4];
+        H.out.emplace_back(r, PCHF.dim(r), 1.0);
+      }
+    }
     slot_head(l0, 4, [&](std::uint32_t i) { return k(kW0 + i); }, [&](std::uint32_t r) { return WPN[r]; }, WSR);
     slot_head(l0, 12, [&](std::uint32_t i) { return k(kAc0 + i); }, [&](std::uint32_t r) { return ACPN[r]; }, ACR);
     slot_head(l0, 1, [&](std::uint32_t) { return k(kOi); }, [&](std::uint32_t r) { return PN[r]; }, OIS);
@@ -412,17 +430,23 @@ class Compiler {
       return SparseVec{{PCN.dim(64 + ((x + 1) & 15)), 1.0}, {PCN.dim(80 + (x == 15 ? 1 : 0)), 1.0},
                        {PCN.dim(96), 1.0}, {PCN.dim(112), 1.0}};
     });
-    {  // ASLOT: A0..A3 bytes as consumed; slot i holds byte i at rows 32 i.
+    // ASLOT: A0..A3 bytes as consumed; slot i holds byte i at rows 32 i. Two copies: ADDR read
+    // every step, ADDRK read only where the data word is keyed (A3 and S steps), so that the key
+    // tables are idle on every other step.
+    ADDRK = B.field("addr_nibbles_keyed", 128);
+    Lin stores;
+    for (std::uint32_t i = 0; i < 4; ++i) stores += k(kS0 + i);
+    for (const FieldRef* out : {&ADDR, &ADDRK}) {
       const std::uint32_t h = l0.add_head(4, 128);
       HeadBuilder& H = l0.head(h);
       for (std::uint32_t i = 0; i < 4; ++i) {
         H.k[i] = k(kA0 + i);
         H.beta += k(kA0 + i);
-        H.q[i] = Lin::constant(1);
+        H.q[i] = out == &ADDR ? Lin::constant(1) : k(kA0 + 3) + stores;
       }
       for (std::uint32_t r = 0; r < 128; ++r) {
         H.v[r] = APN[r];
-        H.out.emplace_back(r, ADDR.dim(r), 1.0);
+        H.out.emplace_back(r, out->dim(r), 1.0);
       }
     }
     {  // QSLOT: quotient bits as consumed (DQ tokens), bit i at row i of slot i; read all.
@@ -437,23 +461,8 @@ class Compiler {
       }
       H.beta = k(kDq);
     }
-    // Trial quotient T: known bits above the next index, 1 at the next index (or all bits on W steps).
     TB = B.field("div_trial_bits", 32);
-    for (std::uint32_t j = 0; j < 32; ++j) {
-      Lin above;
-      for (std::uint32_t n = 0; n < j; ++n) above += NEXTI[n];
-      when(l0, {QB[j], above + ALLQ[0]}, {{TB.dim(j), 1.0}});
-    }
     TN = B.field("div_trial_nibbles", 128);
-    for (std::uint32_t nb = 0; nb < 8; ++nb)
-      for (unsigned v = 0; v < 16; ++v) {
-        std::vector<Lin> conds;
-        for (unsigned b = 0; b < 4; ++b) {
-          const Lin t = TB[4 * nb + b] + NEXTI[4 * nb + b];
-          conds.push_back((v >> b) & 1 ? t : Lin::constant(1) - t);
-        }
-        when(L(1), conds, {{TN.dim(16 * nb + v), 1.0}});
-      }
     INR = B.field("addr_in_ram", 1);
     WL = B.field("code_wl", 512);
     WH = B.field("code_wh", 512);
@@ -461,21 +470,21 @@ class Compiler {
     DWH = B.field("data_wh", 512);
     in_ram(l0, ADDR, INR.dim());
     // fetch (the step that consumes PCL): wl = w & 511, wh = w >> 9, straight from the w nibbles
-    table(l0, {wnib(0), wnib(1), masked(wnib(2), 1)}, [&](const std::vector<unsigned>& v) {
+    const OH f0 = field_oh(PCLN, 0, 16), f1 = field_oh(PCLN, 16, 16), f2 = field_oh(PCHF, 4, 16),
+             f3 = field_oh(PCHF, 20, 16), f4 = field_oh(PCHF, 0, 4);
+    table(l0, {f0, f1, masked(f2, 1)}, [&](const std::vector<unsigned>& v) {
       return SparseVec{{WL.dim(v[0] | (v[1] << 4) | (v[2] << 8)), 1.0}};
-    }, {fetch()});
-    table(l0, {masked(wnib(2), 0xE), wnib(3), wnib(4)}, [&](const std::vector<unsigned>& v) {
+    });
+    table(l0, {masked(f2, 0xE), f3, f4}, [&](const std::vector<unsigned>& v) {
       return SparseVec{{WH.dim((v[0] >> 1) | (v[1] << 3) | (v[2] << 7)), 1.0}};
-    }, {fetch()});
+    });
     // data word: the load (A3 consumed) and every store byte (S_i consumed) address it
-    Lin stores;
-    for (std::uint32_t i = 0; i < 4; ++i) stores += k(kS0 + i);
-    key_pieces(l0, ADDR, DWL, DWH, k(kA0 + 3) + stores);
+    key_pieces(l0, ADDRK, DWL, DWH, Lin::constant(1));
     // byte lane of the store byte S_i: (addr + i) & 3
     LANE = B.field("store_lane", 4);
     for (unsigned m = 0; m < 4; ++m)
       for (std::uint32_t i = 0; i < 4; ++i)
-        when(l0, {any_of(nib(ADDR, 0), [m](unsigned j) { return (j & 3) == m; }), k(kS0 + i)}, {{LANE.dim((m + i) & 3), 1.0}});
+        when(l0, {any_of(nib(ADDRK, 0), [m](unsigned j) { return (j & 3) == m; }), k(kS0 + i)}, {{LANE.dim((m + i) & 3), 1.0}});
     // ECALL write: i + 1 for the byte index i of the slots (OI: nibbles 0, 1; OIH: nibbles 2, 3).
     IZ = B.field("oi_low_all_ones", 4);  // IZ_n = [nibbles 0 .. n-1 of i are all 15]
     INC = B.field("oi_next_index", 64);  // nibble one-hots of i + 1 (on OUT / ERR steps)
@@ -564,7 +573,8 @@ class Compiler {
       HeadBuilder& H = L(2).head(h);
       H.k[0] = Lin::constant(1);
       H.beta = when_;
-      H.q[0] = Lin::constant(1);
+      // the data word is only needed on the steps that show a loaded value (A3, W0..W2 consumed)
+      H.q[0] = s == 0 ? Lin::constant(1) : k(kA0 + 3) + k(kW0) + k(kW0 + 1) + k(kW0 + 2);
       for (std::uint32_t b = 0; b < 4; ++b) {
         H.v[b] = IWB[b];
         H.out.emplace_back(b, LW_.dim(4 * s + b), 1.0);
@@ -815,6 +825,10 @@ class Compiler {
   // Windows of three consecutive rs1 nibbles around result byte i (fill outside the word).
   void shift_windows() {
     LayerBuilder& l7 = L(8);
+    // rs1 copied for the shift classes only (layer 6), so the windows are idle on other steps
+    R1S = B.field("rs1_for_shift", 128);
+    const Lin shifts = shift_dir(0) + shift_dir(1) + shift_dir(2);
+    for (std::uint32_t j = 0; j < 128; ++j) when(L(6), {R1[j], shifts}, {{R1S.dim(j), 1.0}});
     SHW = B.field("shift_window", 2 * 3 * 16);  // [left/right][d][v]
     for (std::uint32_t dir = 0; dir < 3; ++dir)
       for (std::uint32_t i = 0; i < 4; ++i)
@@ -823,8 +837,8 @@ class Compiler {
             const int j = dir == 0 ? static_cast<int>(2 * i) - static_cast<int>(q) - 1 + static_cast<int>(d)
                                    : static_cast<int>(2 * i + q + d);
             OH src;
-            if (j >= 0 && j <= 7) src = nib(R1, static_cast<std::uint32_t>(j));
-            else if (dir == 2) src = sign_of(R1);
+            if (j >= 0 && j <= 7) src = nib(R1S, static_cast<std::uint32_t>(j));
+            else if (dir == 2) src = sign_of(R1S);
             else src = const_oh(16, 0);
             const std::uint32_t side = dir == 0 ? 0 : 1;
             for (std::uint32_t v = 0; v < 16; ++v)
@@ -911,6 +925,24 @@ class Compiler {
     pass(L(8), cls(ECALL), WBAD.dim());
   }
   Lin div_cls() const { return sum_cls({DIV, DIVU, REM, REMU}); }
+  // Trial quotient T (layers 6, 7, only for the division classes): the bits already consumed
+  // above the next index, 1 at the next index (or all bits on the W steps).
+  void trial_quotient() {
+    for (std::uint32_t j = 0; j < 32; ++j) {
+      Lin above;
+      for (std::uint32_t n = 0; n < j; ++n) above += NEXTI[n];
+      when(L(6), {QB[j], above + ALLQ[0], div_cls()}, {{TB.dim(j), 1.0}});
+    }
+    for (std::uint32_t nb = 0; nb < 8; ++nb)
+      for (unsigned v = 0; v < 16; ++v) {
+        std::vector<Lin> conds = {div_cls()};
+        for (unsigned b = 0; b < 4; ++b) {
+          const Lin t = TB[4 * nb + b] + NEXTI[4 * nb + b];
+          conds.push_back((v >> b) & 1 ? t : Lin::constant(1) - t);
+        }
+        when(L(7), conds, {{TN.dim(16 * nb + v), 1.0}});
+      }
+  }
   // out = enable ? (neg ? -x : x) : 0 as nibble one-hots; x given by 8 nibble one-hots.
   // -x = ~x + 1: nibble k is (15 - x_k + z_k) mod 16 with z_k = [x_0..x_{k-1} all 0].
   void negate(const std::function<OH(std::uint32_t)>& src, const Lin& neg, const Lin& enable, const FieldRef& z,
@@ -959,12 +991,13 @@ class Compiler {
     when(L(7), {Lin::constant(1) - a31, b31, Lin::constant(1) - BZ[0], cls(DIV)}, {{NEGQ.dim(), 1.0}});
     QZ = B.field("div_zero_prefix_q", 8);
     QN = B.field("div_quotient", 128);
-    negate([&](std::uint32_t n) { return field_oh(TN, 16 * n, 16); }, NEGQ[0], sum_cls({DIV, DIVU}), QZ, QN, 7, 8);
+    trial_quotient();
+    negate([&](std::uint32_t n) { return field_oh(TN, 16 * n, 16); }, NEGQ[0], sum_cls({DIV, DIVU}), QZ, QN, 8, 9);
     // W bytes of DIV / DIVU: the (signed) quotient.
     for (std::uint32_t i = 0; i < 4; ++i)
       for (std::uint32_t h = 0; h < 2; ++h) {
         const OH o = field_oh(QN, 32 * i + 16 * h, 16);
-        for (std::uint32_t v = 0; v < 16; ++v) when(L(9), {o[v], DQW[i]}, {{(h ? NPH : NPL).dim(v), 1.0}});
+        for (std::uint32_t v = 0; v < 16; ++v) when(L(10), {o[v], DQW[i]}, {{(h ? NPH : NPL).dim(v), 1.0}});
       }
   }
 
