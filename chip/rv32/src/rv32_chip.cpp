@@ -1,26 +1,25 @@
 // The RV32 chip compiler (docs/chip-design.md). Every weight is computed here from
-// docs/spec/isa.md and trace.md; the executor only runs generic layer math.
+// docs/spec/isa.md, bignum.md and trace.md (trace-v2); the executor only runs generic layer math.
 //
-// Vocabulary: kinds 0..32, id = 256 kind + payload (trace.md section 2).
-// Output: logit(k, p) = 2 NK[k] + NPL[p & 15] + NPH[p >> 4]: the intended token scores 4,
-// every other token at most 3.
+// Vocabulary: kinds 0..60, id = 256 kind + payload (trace.md section 2; the vector kinds are
+// never produced). Output: logit(k, p) = 2 NK[k] + 2 NP[p]: the intended token scores 4, every
+// other token at most 2.
 //
-// Layer plan (stage = one memory block then one MLP):
-//   L0  mem: PC (entry bytes, nibble one-hots), ASLOT (A0..A3 bytes as consumed)
-//       mlp: pc validity, code word-index key pieces; data address validity and key pieces
-//   L1  mem: CODE (instruction port), DATA (load port): RAM words, 4 byte scalars per column
-//       mlp: byte -> high-nibble one-hot + low-nibble scalar
-//   L2  mlp: low-nibble one-hot           (IN: instruction nibbles, DN: data-word nibbles)
-//   L3  mlp: decode: rd/rs1/rs2 one-hots, (opcode,f3) candidates, f7 class, S-immediate nibbles
-//   L4  mem: REG1..REG4 (register file read ports; ECALL reads a7, a0, a1, a2)
-//       mlp: instruction class one-hot, ILLEGAL
-//   L5  mlp: JAL/JALR target misalignment, ECALL predicates, compare operand select
-//   L6  mlp: step cases (class x consumed kind): next kind, operand gates; nibble compares
-//   L7  mlp: operand bytes for the adder/logic unit; lexicographic compare; load byte select;
-//            store and EXIT payloads
-//   L8  mlp: carry into the current byte; logic ops; SLT payload; branch decision; load payload
-//   L9  mlp: adder low nibble; branch token
-//   L10 mlp: adder high nibble
+// Layer plan (stage = one memory block then one MLP; docs/chip-design.md section 3):
+//   L0  mem: slots of consumed tokens (PCH, PCL, A, W, AC, OI, OIH, DQ bits)
+//       mlp: current pc, fetch key (PCL step), data key and store lane (A3, S steps), i + 1
+//   L1  mem: RAM (4 byte-lane heads: fetch, load, store commits)
+//   L2  mem: latches (instruction word, data word); L2, L3 mlp: bytes -> nibble one-hots
+//   L4  mlp: decode
+//   L5  mem: register file (4 read ports; write-back when W3 is consumed); mlp: class
+//   L6  mlp: ECALL checks, compare operand, shift amount, divider signs, commit values
+//   L7  mem: bignum c and acc (commits on CF, AC11, bn.accclr); mlp: step cases, end of instruction
+//   L8..L9  mlp: operands, compares, loads, stores, carries, branch decision, CF bit
+//   L10 mem: CF slot; L10..L13 mlp: byte adder, next-pc / write-address adder (lookahead)
+//   L14 mem: next pc; mlp: its w nibbles, in-RAM check, write-byte key
+//   L15 mem: RAM copy for ECALL write bytes; L15..L17 mlp: pc tokens, write bytes
+//   L8..L18 mlp: multiplier, divider compare, remainder, bn.mac (only active on their classes)
+//   L19 mlp: payload one-hot for the output
 #include "lockstep/chip/rv32/rv32_chip.hpp"
 
 #include <array>
@@ -194,7 +193,7 @@ const std::vector<AluUse>& alu_uses() {
 }
 
 constexpr std::uint32_t kWords = kRamSize / 4;  // 2^18 RAM words
-constexpr std::uint32_t kNumLayers = 19;
+constexpr std::uint32_t kNumLayers = 20;
 
 class Compiler {
  public:
@@ -510,17 +509,15 @@ class Compiler {
   void ram_port(std::uint32_t layer, const std::string& name, const std::function<Lin(std::uint32_t)>& q,
                 const FieldRef& out) {
     LayerBuilder& l = L(layer);
-    Lin stores;
-    for (std::uint32_t i = 0; i < 4; ++i) stores += k(kS0 + i);
     for (std::uint32_t b = 0; b < 4; ++b) {
       const std::uint32_t h = l.add_head(kWords, 1, Activation::Relu, Activation::Relu);
       HeadBuilder& H = l.head(h);
       for (std::uint32_t w = 0; w < kWords; ++w) {
         H.q[w] = q(w);
-        H.k[w] = DWL[w & 511] + DWH[w >> 9] + LANE[b] - 2.0;
+        H.k[w] = DWL[w & 511] + DWH[w >> 9] - 1.0;  // the data word (loads read it, stores write it)
       }
       H.v[0] = PS[0];
-      H.beta = stores;
+      H.beta = LANE[b];  // 1 only for the lane of the store byte consumed now
       H.out.emplace_back(0, out.dim(b), 1.0);
       Initialiser in;
       in.name = name + "_lane" + std::to_string(b);
@@ -1888,13 +1885,18 @@ class Compiler {
     decode_lookup(L(17), OBLO[0], tab);
   }
 
+  // Output (layer 19): the payload's two nibble one-hots become one payload one-hot NP, then
+  // logit(k, p) = 2 NK[k] + 2 NP[p]: the intended token scores 4, every other token at most 2.
+  // (A payload one-hot touches 61 logits, a nibble one-hot 976: the last layer pays for itself.)
   void emission() {
+    const FieldRef NP = B.field("next_payload", 256);
+    table(L(kNumLayers - 1), {field_oh(NPL, 0, 16), field_oh(NPH, 0, 16)},
+          [&](const std::vector<unsigned>& v) { return SparseVec{{NP.dim(v[0] | (v[1] << 4)), 1.0}}; });
     for (std::uint32_t kd = 0; kd < kNumKinds; ++kd)
       for (std::uint32_t p = 0; p < 256; ++p) {
         const Token t = 256 * kd + p;
         B.unembed(t, NK.dim(kd), 2);
-        B.unembed(t, NPL.dim(p & 15), 1);
-        B.unembed(t, NPH.dim(p >> 4), 1);
+        B.unembed(t, NP.dim(p), 2);
       }
   }
 
@@ -1914,6 +1916,7 @@ class Compiler {
     B.probe(13, Sublayer::Mlp, {"add_a", "add_b", "add_result"});
     B.probe(14, Sublayer::Memory, {"next_pc"});
     B.probe(17, Sublayer::Mlp, {"next_kind", "next_payload_lo", "next_payload_hi"});
+    B.probe(19, Sublayer::Mlp, {"next_kind", "next_payload"});
     B.bound("embed", -1, 255);
     B.bound("logits", -1, 4);
     for (int l = 0; l < static_cast<int>(kNumLayers); ++l) {
