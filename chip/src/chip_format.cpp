@@ -140,6 +140,19 @@ const std::set<std::string>& layer_activations() {
 
 // ---- linear maps <-> tensors ----
 
+// Metadata key of the map aliases (section 3.2): a JSON object {alias map name: stored map name}.
+constexpr const char* kAliasKey = "lockstep.map_aliases";
+
+// Writes map `name`, or, when a map with the same shape and the same weights and biases was
+// written before, records `name` as an alias of it (a chip may repeat a map many times, e.g. the
+// key of a memory spread over several heads).
+struct MapWriter {
+  SafeTensors& st;
+  std::vector<std::pair<std::string, const LinearMap*>> written;
+  json aliases = json::object();
+  void put(const std::string& name, const LinearMap& m);
+};
+
 void put_map(SafeTensors& st, const std::string& name, const LinearMap& m) {
   const auto& w = m.w;
   st.tensors[name + ".col_ptr"] = Tensor::from_u32(w.col_ptr, {w.col_ptr.size()});
@@ -156,6 +169,17 @@ void put_map(SafeTensors& st, const std::string& name, const LinearMap& m) {
   st.tensors[name + ".bias_values"] = Tensor::from_f32(bv, {bv.size()});
 }
 
+void MapWriter::put(const std::string& name, const LinearMap& m) {
+  for (const auto& [first, p] : written)
+    if (p->w.rows == m.w.rows && p->w.cols == m.w.cols && p->w.col_ptr == m.w.col_ptr && p->w.row_idx == m.w.row_idx &&
+        p->w.values == m.w.values && p->bias == m.bias) {
+      aliases[name] = first;
+      return;
+    }
+  put_map(st, name, m);
+  if (m.w.values.size() >= 4096) written.emplace_back(name, &m);  // only large maps are worth comparing
+}
+
 const Tensor& take(const SafeTensors& st, const std::string& name, DType dt, std::set<std::string>& used) {
   auto it = st.tensors.find(name);
   if (it == st.tensors.end()) fail("missing tensor '" + name + "'");
@@ -167,8 +191,14 @@ const Tensor& take(const SafeTensors& st, const std::string& name, DType dt, std
   return it->second;
 }
 
-LinearMap get_map(const SafeTensors& st, const std::string& name, std::uint32_t rows, std::uint32_t cols,
-                  Activation act, std::set<std::string>& used) {
+LinearMap get_map(const SafeTensors& st, const std::string& name_in, std::uint32_t rows, std::uint32_t cols,
+                  Activation act, std::set<std::string>& used, const json& aliases) {
+  std::string name = name_in;
+  if (auto it = aliases.find(name_in); it != aliases.end()) {
+    if (!it->is_string()) fail("map alias '" + name_in + "' is not a string");
+    name = it->get<std::string>();
+    if (aliases.contains(name)) fail("map alias '" + name_in + "' names another alias '" + name + "'");
+  }
   LinearMap m;
   m.act = act;
   m.w.rows = rows;
@@ -552,6 +582,8 @@ std::vector<std::uint8_t> serialize_chip(const Chip& chip) {
   chip.validate();
   SafeTensors st;
   st.metadata[kMetadataKey] = config_json(chip);
+  MapWriter mw{st, {}};
+  auto put_map = [&](SafeTensors&, const std::string& name, const LinearMap& m) { mw.put(name, m); };
   put_map(st, "embed", chip.embed);
   put_map(st, "unembed", chip.unembed);
   for (std::size_t l = 0; l < chip.layers.size(); ++l) {
@@ -573,11 +605,21 @@ std::vector<std::uint8_t> serialize_chip(const Chip& chip) {
     }
     if (L.mlp.kind != MlpKind::None) put_map(st, n + ".w2", L.mlp.w2);
   }
+  if (!mw.aliases.empty()) st.metadata[kAliasKey] = mw.aliases.dump();
   return serialize_safetensors(st);
 }
 
 Chip parse_chip(const std::vector<std::uint8_t>& bytes) {
   const SafeTensors st = parse_safetensors(bytes);
+  json aliases = json::object();
+  if (auto a = st.metadata.find(kAliasKey); a != st.metadata.end()) {
+    try {
+      aliases = json::parse(a->second);
+    } catch (const json::exception& e) {
+      fail(std::string("map aliases JSON: ") + e.what());
+    }
+    if (!aliases.is_object()) fail("map aliases JSON is not an object");
+  }
   auto meta = st.metadata.find(kMetadataKey);
   if (meta == st.metadata.end()) fail(std::string("metadata lacks \"") + kMetadataKey + "\" (not a chip file)");
   Chip chip;
@@ -588,27 +630,27 @@ Chip parse_chip(const std::vector<std::uint8_t>& bytes) {
   }
   const std::uint32_t D = chip.config.d_model, V = chip.config.vocab_size;
   std::set<std::string> used;
-  chip.embed = get_map(st, "embed", D, V, Activation::Identity, used);
-  chip.unembed = get_map(st, "unembed", V, D, Activation::Identity, used);
+  chip.embed = get_map(st, "embed", D, V, Activation::Identity, used, aliases);
+  chip.unembed = get_map(st, "unembed", V, D, Activation::Identity, used, aliases);
   for (std::size_t l = 0; l < chip.layers.size(); ++l) {
     Layer& L = chip.layers[l];
     for (std::size_t h = 0; h < L.heads.size(); ++h) {
       Head& hd = L.heads[h];
       const std::string n = head_name(l, h);
-      hd.k = get_map(st, n + ".k", hd.key_dim, D, hd.k.act, used);
-      hd.q = get_map(st, n + ".q", hd.key_dim, D, hd.q.act, used);
-      hd.v = get_map(st, n + ".v", hd.value_dim, D, Activation::Identity, used);
-      hd.beta = get_map(st, n + ".beta", 1, D, hd.beta.act, used);
-      hd.o = get_map(st, n + ".o", D, hd.value_dim, Activation::Identity, used);
+      hd.k = get_map(st, n + ".k", hd.key_dim, D, hd.k.act, used, aliases);
+      hd.q = get_map(st, n + ".q", hd.key_dim, D, hd.q.act, used, aliases);
+      hd.v = get_map(st, n + ".v", hd.value_dim, D, Activation::Identity, used, aliases);
+      hd.beta = get_map(st, n + ".beta", 1, D, hd.beta.act, used, aliases);
+      hd.o = get_map(st, n + ".o", D, hd.value_dim, Activation::Identity, used, aliases);
     }
     Mlp& m = L.mlp;
     const std::string n = mlp_name(l);
-    if (m.kind == MlpKind::Relu) m.w1 = get_map(st, n + ".w1", m.hidden, D, Activation::Relu, used);
+    if (m.kind == MlpKind::Relu) m.w1 = get_map(st, n + ".w1", m.hidden, D, Activation::Relu, used, aliases);
     if (m.kind == MlpKind::Gated) {
-      m.wu = get_map(st, n + ".wu", m.hidden, D, Activation::Identity, used);
-      m.wg = get_map(st, n + ".wg", m.hidden, D, Activation::Relu, used);
+      m.wu = get_map(st, n + ".wu", m.hidden, D, Activation::Identity, used, aliases);
+      m.wg = get_map(st, n + ".wg", m.hidden, D, Activation::Relu, used, aliases);
     }
-    if (m.kind != MlpKind::None) m.w2 = get_map(st, n + ".w2", D, m.hidden, Activation::Identity, used);
+    if (m.kind != MlpKind::None) m.w2 = get_map(st, n + ".w2", D, m.hidden, Activation::Identity, used, aliases);
   }
   for (const auto& [name, t] : st.tensors)
     if (!used.count(name)) fail("unknown tensor '" + name + "' (not named by the configuration)");

@@ -328,5 +328,42 @@ TEST(ChipFormat, InitialiserStride) {
   EXPECT_NE(error_of([&] { parse_chip(serialize_chip(bad)); }).find("stride is 0"), std::string::npos);
 }
 
+// Map aliases (chip-format.md section 3.2): equal large maps are stored once and named again;
+// the parsed chip has the same weights; an alias naming another alias is refused.
+TEST(ChipFormat, EqualMapsAreStoredOnce) {
+  ChipBuilder B("alias", 1);
+  const FieldRef f = B.field("f", 2);
+  B.add_layer();
+  for (int copy = 0; copy < 2; ++copy) {
+    const std::uint32_t h = B.layer(0).add_head(5000, 1, Activation::Relu, Activation::Relu);
+    HeadBuilder& H = B.layer(0).head(h);
+    for (std::uint32_t r = 0; r < 5000; ++r) {
+      H.k[r] = f[0] + f[1] * static_cast<double>(r % 7) - 1.0;
+      H.q[r] = H.k[r];
+    }
+  }
+  const Chip built = B.build();
+  const std::vector<std::uint8_t> bytes = serialize_chip(built);
+  const std::string text(bytes.begin(), bytes.end());
+  EXPECT_NE(text.find("lockstep.map_aliases"), std::string::npos);
+  // (the aliases JSON is a string inside the safetensors header: its quotes are escaped)
+  EXPECT_NE(text.find(R"(\"layers.0.heads.0.q\":\"layers.0.heads.0.k\")"), std::string::npos)
+      << "q equals k: stored once";
+  const Chip back = parse_chip(bytes);
+  for (int h = 0; h < 2; ++h) {
+    EXPECT_EQ(back.layers[0].heads[h].q.w.values, built.layers[0].heads[h].q.w.values);
+    EXPECT_EQ(back.layers[0].heads[h].q.w.row_idx, built.layers[0].heads[h].q.w.row_idx);
+    EXPECT_EQ(back.layers[0].heads[h].q.bias, built.layers[0].heads[h].q.bias);
+  }
+  // an alias of an alias: rewrite the metadata by hand
+  std::string bad = text;
+  const std::string from = R"(\"layers.0.heads.1.q\":\"layers.0.heads.0.k\")";
+  const std::size_t at = bad.find(from);
+  ASSERT_NE(at, std::string::npos);
+  bad.replace(at, from.size(), R"(\"layers.0.heads.1.q\":\"layers.0.heads.0.q\")");
+  const std::string msg = error_of([&] { parse_chip(std::vector<std::uint8_t>(bad.begin(), bad.end())); });
+  EXPECT_NE(msg.find("names another alias"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace lockstep::chip

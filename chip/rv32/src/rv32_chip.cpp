@@ -238,7 +238,7 @@ class Compiler {
   // embedding fields
   FieldRef K, PN, PS, APN;
   // L0
-  FieldRef PCN, ADDR, INR, WL, WH, DWL, DWH;
+  FieldRef PCN, ADDR, INR, WL, WH;
   // trace-v2: slots of consumed tokens (layer 0), commits, next pc, pc tokens, write bytes
   FieldRef PCLN, PCHF, ADDRK, DATAQ, R1S;
   FieldRef WPN, ACPN, OIHN, PCHS, PCLS, WSR, ACR, OIS, OIHS, LANE, IZ, INC;
@@ -463,10 +463,10 @@ class Compiler {
     TB = B.field("div_trial_bits", 32);
     TN = B.field("div_trial_nibbles", 128);
     INR = B.field("addr_in_ram", 1);
-    WL = B.field("code_wl", 512);
-    WH = B.field("code_wh", 512);
-    DWL = B.field("data_wl", 512);
-    DWH = B.field("data_wh", 512);
+    // One word key for the RAM, from the fetch (PCL step) or the data address (A3, S steps): the
+    // pieces wl = w & 511, wh = w >> 9 of the word index; the key of word w is wl + wh - 1 > 0.
+    WL = B.field("ram_wl", 512);
+    WH = B.field("ram_wh", 512);
     in_ram(l0, ADDR, INR.dim());
     // fetch (the step that consumes PCL): wl = w & 511, wh = w >> 9, straight from the w nibbles
     const OH f0 = field_oh(PCLN, 0, 16), f1 = field_oh(PCLN, 16, 16), f2 = field_oh(PCHF, 4, 16),
@@ -478,7 +478,7 @@ class Compiler {
       return SparseVec{{WH.dim((v[0] >> 1) | (v[1] << 3) | (v[2] << 7)), 1.0}};
     });
     // data word: the load (A3 consumed) and every store byte (S_i consumed) address it
-    key_pieces(l0, ADDRK, DWL, DWH, Lin::constant(1));
+    key_pieces(l0, ADDRK, WL, WH, Lin::constant(1));
     // byte lane of the store byte S_i: (addr + i) & 3
     LANE = B.field("store_lane", 4);
     for (unsigned m = 0; m < 4; ++m)
@@ -502,26 +502,25 @@ class Compiler {
     }
   }
 
-  // A RAM port: four heads, one per byte lane, each 2^18 word columns x 1 byte scalar, initialised
-  // from the image's RAM range (lane b: bytes RAM_BASE + 4 w + b). Read with the word key q(w)
-  // (ReLU of key pieces); every store byte (S_i consumed) is committed to lane (addr + i) & 3 of
-  // the data word, so a store is visible to every later read of any port.
-  void ram_port(std::uint32_t layer, const std::string& name, const std::function<Lin(std::uint32_t)>& q,
-                const FieldRef& out) {
-    LayerBuilder& l = L(layer);
+  // The RAM: four heads, one per byte lane, each 2^18 word columns x 1 byte scalar, initialised
+  // from the image's RAM range (lane b: bytes RAM_BASE + 4 w + b). Read with the word key (fetch,
+  // load, store); every store byte (S_i consumed) is committed to lane (addr + i) & 3 of the data
+  // word (beta = the lane one-hot), so a store is visible to every later read.
+  void ram(const FieldRef& out) {
+    LayerBuilder& l = L(1);
     for (std::uint32_t b = 0; b < 4; ++b) {
       const std::uint32_t h = l.add_head(kWords, 1, Activation::Relu, Activation::Relu);
       HeadBuilder& H = l.head(h);
       for (std::uint32_t w = 0; w < kWords; ++w) {
-        H.q[w] = q(w);
-        H.k[w] = DWL[w & 511] + DWH[w >> 9] - 1.0;  // the data word (loads read it, stores write it)
+        H.q[w] = WL[w & 511] + WH[w >> 9] - 1.0;
+        H.k[w] = H.q[w];
       }
       H.v[0] = PS[0];
-      H.beta = LANE[b];  // 1 only for the lane of the store byte consumed now
+      H.beta = LANE[b];
       H.out.emplace_back(0, out.dim(b), 1.0);
       Initialiser in;
-      in.name = name + "_lane" + std::to_string(b);
-      in.layer = layer;
+      in.name = "ram_lane" + std::to_string(b);
+      in.layer = 1;
       in.head = h;
       in.source = ByteSourceKind::Image;
       in.address = kRamBase + b;
@@ -560,7 +559,7 @@ class Compiler {
 
   void layer1_2() {
     IWB = B.field("ram_bytes", 4);  // the word read this step: the instruction (fetch) or the load data (A3)
-    ram_port(1, "ram", [&](std::uint32_t w) { return WL[w & 511] + WH[w >> 9] + DWL[w & 511] + DWH[w >> 9] - 1.0; }, IWB);
+    ram(IWB);
     // LATCH (layer 2): the instruction word (written at the fetch) and the data word (written when
     // A3 is consumed), read every step.
     LW_ = B.field("latched_words", 8);
@@ -1860,7 +1859,34 @@ class Compiler {
     for (unsigned b = 0; b < 4; ++b)
       when(L(14), {any_of(nib(ADN, 0), [b](unsigned j) { return (j & 3) == b; }), k(kOi)}, {{LANEX.dim(b), 1.0}});
     const FieldRef OBB = B.field("out_word", 4);
-    ram_port(15, "ram_out", [&](std::uint32_t w) { return XWL[w & 511] + XWH[w >> 9] - 1.0; }, OBB);
+    {  // RAM copy (layer 15): one head, 2^18 words x 4 byte scalars, read at a1 + i on the OI
+       // step; on every store byte it takes the whole word as layer 1 reads it after that byte's
+       // commit, so it always equals the RAM.
+      LayerBuilder& l = L(15);
+      const std::uint32_t h = l.add_head(kWords, 4, Activation::Relu, Activation::Relu);
+      HeadBuilder& H = l.head(h);
+      Lin stores;
+      for (std::uint32_t i = 0; i < 4; ++i) stores += k(kS0 + i);
+      for (std::uint32_t w = 0; w < kWords; ++w) {
+        H.q[w] = XWL[w & 511] + XWH[w >> 9] - 1.0;
+        H.k[w] = WL[w & 511] + WH[w >> 9] - 1.0;
+      }
+      for (std::uint32_t b = 0; b < 4; ++b) {
+        H.v[b] = IWB[b];
+        H.out.emplace_back(b, OBB.dim(b), 1.0);
+      }
+      H.beta = stores;
+      Initialiser in;
+      in.name = "ram_copy";
+      in.layer = 15;
+      in.head = h;
+      in.source = ByteSourceKind::Image;
+      in.address = kRamBase;
+      in.length = kRamSize;
+      in.encoding = ByteEncoding::Scalar;
+      in.bytes_per_column = 4;
+      B.initialiser(in);
+    }
     OB = B.field("out_byte", 1);
     for (std::uint32_t b = 0; b < 4; ++b) pass(L(15), OBB[b] + LANEX[b] * 255.0 - 255.0, OB.dim());
     // byte -> NPH one-hot (thresholds) and NPL (one-hot of the low nibble, offset by 1 so that
