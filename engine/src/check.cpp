@@ -50,7 +50,22 @@ LoadedChip load_chip_or_built(const std::string& path) {
     out.source = path;
   } else {
 #ifdef LOCKSTEP_BUILT_CHIP
+    // The build's chip file (chip/rv32/CMakeLists.txt); compiled here when it is missing (e.g. a
+    // binary moved away from its build tree). A file that exists but does not load is an error.
+    std::error_code ec;
+#ifdef LOCKSTEP_BUILT_CHIP_FILE
+    if (fs::exists(LOCKSTEP_BUILT_CHIP_FILE, ec)) {
+      try {
+        c = chip::load_chip(LOCKSTEP_BUILT_CHIP_FILE);
+      } catch (const std::exception& e) {
+        throw CheckError(std::string("the built chip file: ") + e.what() + " (rebuild, or pass --chip FILE)");
+      }
+    } else {
+      c = chip::rv32::compile_rv32_chip();
+    }
+#else
     c = chip::rv32::compile_rv32_chip();
+#endif
     out.source = "built";
 #else
     throw CheckError("no built chip yet: pass --chip FILE");
