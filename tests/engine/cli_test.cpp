@@ -193,13 +193,14 @@ TEST(RunCommand, SigkillThenResumeGivesTheSameDigest) {
   EXPECT_GT(rs["resumed_from"].get<std::uint64_t>(), 0u);
 }
 
-// Directed guests (built by guests/) through the built chip in both modes.
-// A guest belongs in kChipGuests once the chip supports every instruction it
-// executes (docs/chip-design.md, "Coverage"); each listed guest must then be
-// exact in both modes.  Guests not listed are run and reported, not judged.
+// Directed and bignum guests (built by guests/) through the built chip in both
+// modes, their first 20,000 steps: every one must be exact. The scalar chip has
+// no vector unit (issue 8), so the guests that use it (vector_ops, stories_vx)
+// are listed in kVectorGuests and not judged; the whole runs are in the `long`
+// label (BuiltChipLong).
 TEST(BuiltChip, DirectedGuestsInBothModes) {
   if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
-  static const std::vector<std::string> kChipGuests = {};  // none yet: the chip is single-pc
+  static const std::vector<std::string> kVectorGuests = {"vector_ops"};
   std::vector<fs::path> dirs;
   if (const char* e = std::getenv("LOCKSTEP_GUEST_DIR")) dirs.emplace_back(e);
   dirs.push_back(fs::path(LOCKSTEP_BINARY_DIR) / "guests");
@@ -215,7 +216,7 @@ TEST(BuiltChip, DirectedGuestsInBothModes) {
     if (entry.path().extension() != ".elf") continue;
     const std::string name = entry.path().stem().string();
     if (name.rfind("stories", 0) == 0) continue;
-    const bool listed = std::find(kChipGuests.begin(), kChipGuests.end(), name) != kChipGuests.end();
+    const bool listed = std::find(kVectorGuests.begin(), kVectorGuests.end(), name) == kVectorGuests.end();
     for (const char* mode : {"forced", "free"}) {
       const std::vector<std::string> args = {"run", entry.path().string(), "--mode", mode, "--steps", "20000",
                                              "--json", "--classify-window", "64"};
@@ -224,7 +225,7 @@ TEST(BuiltChip, DirectedGuestsInBothModes) {
       const json s = json::parse(p.out);
       std::cout << "[ guest    ] " << name << " " << mode << ": " << s["steps"] << " steps, "
                 << (p.rc == 0 ? std::string("exact") : "diverges at step " + s["divergence"]["step"].dump())
-                << (listed ? "" : " (not in kChipGuests: not judged)") << "\n";
+                << (listed ? "" : " (uses the vector unit: not judged)") << "\n";
       if (listed) {
         EXPECT_EQ(p.rc, 0) << cmdline(args) << "\n" << p.out;
       }

@@ -1963,7 +1963,8 @@ Chip compile_rv32_chip() { return Compiler().run(); }
 
 std::vector<std::string> rv32_coverage() {
   return {
-      "single-pc: executes the instruction at the entry pc (the pc never advances; docs/chip-design.md)",
+      "trace-v2: pc tokens (PCH/PCL) for every instruction, the next pc from a lookahead adder, TRAP(3) outside RAM",
+      "write-back of rd on W3; store bytes per lane on S_i; c on CF; acc on AC11 and bn.accclr",
       "LUI AUIPC ADDI XORI ORI ANDI ADD SUB XOR OR AND: W0..W3 or NOP",
       "SLT SLTU SLTI SLTIU: W0..W3 or NOP",
       "SLLI SRLI SRAI SLL SRL SRA: W0..W3 or NOP",
@@ -1973,7 +1974,7 @@ std::vector<std::string> rv32_coverage() {
       "LB LH LW LBU LHU: A0..A3, TRAP(4)/TRAP(5), W0..W3 or NOP",
       "SB SH SW: A0..A3, TRAP(6)/TRAP(7), S0..S(n-1)",
       "FENCE: NOP; EBREAK: TRAP(9); illegal words: TRAP(1); fetch outside RAM: TRAP(3)",
-      "ECALL: exit -> EXIT(a0 & 0xFF); write with len = 0 -> W(0); bad fd / unknown number -> TRAP(8); bad buffer -> TRAP(5)",
+      "ECALL: exit -> EXIT(a0 & 0xFF); write -> [OIH] OI OUT/ERR per byte, then W(len); bad fd, len > 65535, unknown number -> TRAP(8); bad buffer -> TRAP(5)",
       "MUL MULH MULHSU MULHU: W0..W3 or NOP",
       "DIV DIVU REM REMU: the 32 DQ tokens, then W (quotient / remainder with the spec's special cases)",
       "bignum: bn.addc, bn.subb (W, CF), bn.xchgc, bn.mac (AC0..AC11), bn.accrd, bn.accclr; illegal custom-0 words",
