@@ -2,10 +2,9 @@
 // instruction words -> a fresh ref::Machine loaded from an ELF image built with format's
 // writer (code at 0x10000), run with a step cap.
 //
-// Reference only.  The RV32 chip (chip/rv32) executes just the first instruction at the entry
-// pc (docs/chip-design.md, "single-pc"), and what it supports is prose (rv32_coverage()), not
-// an API, so no lock-step comparison with the chip is made here (fuzz/README.md).  Instead the
-// reference model is checked against itself: the image survives write_elf -> parse_elf, and a
+// Reference only (fuzz/README.md): the lock-step comparison with the RV32 chip runs in
+// tests/engine/chip_random_test.cpp and `lockstep fuzz`, where the chip is loaded once for many
+// programs. Here the reference model is checked against itself: the image survives write_elf -> parse_elf, and a
 // traced run (tokens delivered in chunks), a step-wise run (step()) and an untraced run
 // (fast path) of the same program agree on steps, tokens, status and final state, and
 // every instruction begins with the pc tokens of trace.md §4.0 (a fetch outside RAM emits
