@@ -38,5 +38,7 @@ void add_report_command(CLI::App& app, Context& ctx);
 void add_ref_command(CLI::App& app, Context& ctx);
 /// `lockstep compile [--out FILE]`: compiles the scalar chip and writes its chip file.
 void add_compile_command(CLI::App& app, Context& ctx);
+/// `lockstep bench [--quick]`: speed figures beside their anchors (docs/performance.md).
+void add_bench_command(CLI::App& app, Context& ctx);
 
 }  // namespace lockstep::cli

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
                                   add_report_command,
                                   add_ref_command,
                                   add_compile_command,
+                                  add_bench_command,
                                   // one line per subcommand; see commands.h
                               });
 }

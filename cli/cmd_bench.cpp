@@ -1,0 +1,533 @@
+// `lockstep bench`: Lockstep's speed figures measured in one run, each beside
+// what it is compared with (docs/performance.md):
+//
+//   - the reference model on a guest ELF, untraced (instructions/s) and traced
+//     (trace tokens/s), beside qemu-riscv32 running the same ELF in the same
+//     run (wall time of `qemu-riscv32 ELF`, process start included), as a ratio;
+//   - the chip file's size and load time;
+//   - the chip's CPU executor free-running the guest alone: one stream, and B
+//     streams of the same guest stepped together (total tokens/s), as a ratio
+//     to the single stream;
+//   - the CUDA executor (there is none yet: one line saying so);
+//   - trace tokens per story token of stories_c and stories_vx on the
+//     reference (when their real-model ELFs are built), and the wall time of
+//     the reference-only story check (`lockstep story --reference-only`).
+//
+// The anchors (the original chip, a public compiled-transformer VM) are
+// printed beside; they come from other machines, so only machine-independent
+// counts (tokens per story token, checkpoint size) are given as ratios to them.
+//
+// Exit status: 0 measured, 2 bad input (one line on stderr).
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "lockstep/chip/chip.hpp"
+#include "lockstep/chip/cpu_executor.hpp"
+#include "lockstep/chip/rv32/rv32_chip.hpp"
+#include "lockstep/engine/check.h"
+#include "lockstep/engine/guest.h"
+#include "lockstep/format/elf.h"
+#include "lockstep/ref/machine.h"
+
+namespace lockstep::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+// The anchors (issue 12): figures of other chips on other machines.
+constexpr double kOriginalTokensPerStoryToken = 53000;
+constexpr double kOriginalTokensPerSecondL4 = 3300;
+constexpr double kOriginalCheckpointBytes = 26.7e9;
+constexpr double kPublicVmTokensPerSecondCpu = 30000;
+
+struct BenchArgs {
+  bool quick = false;
+  std::string chip, guest;
+  std::uint64_t steps = 0;    // 0: 20,000 (--quick) or 100,000
+  std::uint64_t streams = 8;  // batched streams
+};
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Folders searched for guests, in order (as `lockstep story` searches them).
+std::vector<fs::path> guest_dirs(const Context& ctx) {
+  std::vector<fs::path> dirs;
+  if (const char* e = std::getenv("LOCKSTEP_GUEST_DIR")) dirs.emplace_back(e);
+  if (!ctx.executable().empty()) dirs.push_back(ctx.executable().parent_path().parent_path() / "guests");
+  dirs.push_back(ctx.source_root() / "build" / "guests");
+  return dirs;
+}
+
+// The first of `names` found in the guest folders; empty when none is.
+fs::path find_guest(const Context& ctx, const std::vector<std::string>& names, std::string* searched = nullptr) {
+  for (const std::string& n : names) {
+    for (const fs::path& d : guest_dirs(ctx)) {
+      std::error_code ec;
+      if (fs::is_regular_file(d / n, ec)) return d / n;
+      if (searched) *searched += (searched->empty() ? "" : ", ") + (d / n).string();
+    }
+  }
+  return {};
+}
+
+// Rewrites n_steps (offset 40) of the stories_c image header at symbol
+// `stories_image` (guests/stories_c/image_c.h), as `lockstep story --tokens`
+// does.  Returns false when the guest is not a resizable stories_c image.
+bool set_story_tokens(format::GuestImage& image, std::int32_t tokens) {
+  const auto sym = image.symbols.find("stories_image");
+  if (sym == image.symbols.end()) return false;
+  for (format::Segment& s : image.segments) {
+    if (sym->second < s.vaddr || sym->second + 44 > s.vaddr + s.bytes.size()) continue;
+    std::uint8_t* h = s.bytes.data() + (sym->second - s.vaddr);
+    std::int32_t kv_len;
+    std::memcpy(&kv_len, h + 36, 4);
+    if (kv_len <= 1 || tokens < 1 || tokens >= kv_len) return false;
+    std::memcpy(h + 40, &tokens, 4);
+    return true;
+  }
+  return false;
+}
+
+// Story tokens the guest reported: the ids after its final "tokens:".
+std::uint64_t story_tokens(const std::string& console) {
+  const auto at = console.rfind("tokens:");
+  if (at == std::string::npos) return 0;
+  std::istringstream in(console.substr(at + 7));
+  std::uint64_t n = 0;
+  long id;
+  while (in >> id) ++n;
+  return n;
+}
+
+// `name` on $PATH, or empty.
+fs::path on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (!path) return {};
+  std::stringstream ss(path);
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    if (dir.empty()) continue;
+    const fs::path p = fs::path(dir) / name;
+    if (::access(p.c_str(), X_OK) == 0) return p;
+  }
+  return {};
+}
+
+// Runs `exe arg` with stdio on /dev/null; returns its exit status (or -1).
+int run_quiet(const fs::path& exe, const fs::path& arg) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_RDWR);
+    if (null >= 0) {
+      ::dup2(null, 0);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+    }
+    ::execl(exe.c_str(), exe.c_str(), arg.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Calls `once` until `min_seconds` have passed (at least once, at most
+// `max_runs` times); returns {runs, seconds}.
+std::pair<std::uint64_t, double> repeat(double min_seconds, std::uint64_t max_runs,
+                                        const std::function<void()>& once) {
+  const auto t0 = Clock::now();
+  std::uint64_t runs = 0;
+  double s = 0;
+  do {
+    once();
+    ++runs;
+    s = seconds_since(t0);
+  } while (s < min_seconds && runs < max_runs);
+  return {runs, s};
+}
+
+std::string si(double v, const char* unit) {
+  char b[64];
+  if (v >= 1e9) std::snprintf(b, sizeof b, "%.2f G%s", v / 1e9, unit);
+  else if (v >= 1e6) std::snprintf(b, sizeof b, "%.2f M%s", v / 1e6, unit);
+  else if (v >= 1e4) std::snprintf(b, sizeof b, "%.1f k%s", v / 1e3, unit);
+  else std::snprintf(b, sizeof b, "%.1f %s", v, unit);
+  return b;
+}
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+// The human table: what | figure | beside it.
+struct Table {
+  std::vector<std::array<std::string, 3>> rows;
+  void add(std::string what, std::string figure, std::string beside = "") {
+    rows.push_back({std::move(what), std::move(figure), std::move(beside)});
+  }
+  void print(std::ostream& out) const {
+    std::size_t w0 = 4, w1 = 6;
+    for (const auto& r : rows) {
+      w0 = std::max(w0, r[0].size());
+      w1 = std::max(w1, r[1].size());
+    }
+    for (const auto& r : rows) {
+      std::string line = r[0] + std::string(w0 - r[0].size() + 2, ' ') + r[1];
+      if (!r[2].empty()) line += std::string(w1 - r[1].size() + 2, ' ') + r[2];
+      out << line << '\n';
+    }
+    out << std::flush;
+  }
+};
+
+void run_bench(const BenchArgs& args, Context& ctx) {
+  const std::uint64_t chip_steps = args.steps ? args.steps : (args.quick ? 20000 : 100000);
+  const double min_time = args.quick ? 0.3 : 1.0;
+  std::ostream& out = ctx.out();
+  Table table;
+  ordered_json j;
+
+  // ---------------------------------------------------------------- guest
+  fs::path guest_path = args.guest;
+  if (guest_path.empty()) {
+    std::string searched;
+    guest_path = find_guest(ctx, {"muldiv.elf", "crc32.elf"}, &searched);
+    if (guest_path.empty()) {
+      throw InputError("no directed guest found (searched " + searched +
+                       "; build the guests, set LOCKSTEP_GUEST_DIR, or pass --guest ELF)");
+    }
+  }
+  engine::Guest guest;
+  try {
+    guest = engine::read_guest(guest_path);
+  } catch (const engine::CheckError& e) {
+    throw InputError(e.what());
+  }
+  ref::Machine m;
+  try {
+    m.load(guest.image);
+  } catch (const std::exception& e) {
+    throw InputError(std::string("--guest: ") + e.what() + " (" + guest_path.string() + ")");
+  }
+  {
+    char when[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+    j["date"] = when;
+    j["quick"] = args.quick;
+    j["cpus"] = std::thread::hardware_concurrency();
+    double load[3] = {0, 0, 0};
+    if (::getloadavg(load, 3) >= 1) j["load_average"] = load[0];
+    out << "lockstep bench" << (args.quick ? " --quick" : "") << ": " << when << ", "
+        << std::thread::hardware_concurrency() << " CPUs, load average " << fmt("%.2f", load[0])
+        << " (figures are lower bounds when other work shares the machine)\n";
+  }
+  j["guest"] = guest_path.string();
+
+  // ------------------------------------------------------------ reference
+  m.run(~0ull);
+  const std::uint64_t insns = m.instructions_retired(), tokens = m.steps();
+  if (insns == 0 || tokens == 0) throw InputError("--guest: " + guest_path.string() + " retires no instruction");
+  const auto untraced = repeat(min_time, 1000000, [&] {
+    m.load(guest.image);
+    m.run(~0ull);
+  });
+  std::uint32_t digest = 0;
+  const auto traced = repeat(min_time, 1000000, [&] {
+    m.load(guest.image);
+    m.run(~0ull, [&](std::span<const std::uint32_t> t) {
+      for (std::uint32_t x : t) digest = digest * 31 + x;  // consume every token
+    });
+  });
+  const double ref_ips = static_cast<double>(insns * untraced.first) / untraced.second;
+  const double ref_run_s = untraced.second / static_cast<double>(untraced.first);
+  const double ref_tps = static_cast<double>(tokens * traced.first) / traced.second;
+  j["reference"] = {{"instructions", insns},
+                    {"trace_tokens", tokens},
+                    {"runs_untraced", untraced.first},
+                    {"instructions_per_second", ref_ips},
+                    {"seconds_per_run", ref_run_s},
+                    {"runs_traced", traced.first},
+                    {"trace_tokens_per_second", ref_tps},
+                    {"instructions_per_second_traced", static_cast<double>(insns * traced.first) / traced.second},
+                    {"token_digest", digest}};
+  const std::string gname = guest_path.filename().string();
+  table.add("guest", gname + ": " + std::to_string(insns) + " instructions, " + std::to_string(tokens) +
+                         " trace tokens");
+
+  // ----------------------------------------------------------------- qemu
+  const fs::path qemu = on_path("qemu-riscv32");
+  std::string qemu_beside = "qemu-riscv32 not found";
+  if (qemu.empty()) {
+    j["qemu"] = {{"found", false}, {"skipped", "qemu-riscv32 not found"}};
+  } else {
+    int rc = 0;
+    const auto q = repeat(min_time, args.quick ? 20 : 200, [&] { rc = std::max(rc, run_quiet(qemu, guest_path)); });
+    if (rc != 0) {
+      j["qemu"] = {{"found", true}, {"path", qemu.string()}, {"skipped", "qemu-riscv32 exited " + std::to_string(rc)}};
+      qemu_beside = "qemu-riscv32 exited " + std::to_string(rc);
+    } else {
+      const double q_run_s = q.second / static_cast<double>(q.first);
+      const double q_ips = static_cast<double>(insns) / q_run_s;
+      j["qemu"] = {{"found", true},
+                   {"path", qemu.string()},
+                   {"runs", q.first},
+                   {"seconds_per_run", q_run_s},
+                   {"instructions_per_second", q_ips},
+                   {"reference_over_qemu", ref_ips / q_ips}};
+      qemu_beside = "qemu-riscv32: " + si(q_ips, "instructions/s") + " (" + fmt("%.3f", q_run_s) +
+                    " s a run, process start included); reference/qemu " + fmt("%.2fx", ref_ips / q_ips);
+    }
+  }
+  table.add("reference, untraced", si(ref_ips, "instructions/s"), qemu_beside);
+  table.add("reference, traced", si(ref_tps, "trace tokens/s"),
+            "qemu-riscv32 emits no trace; untraced/traced " +
+                fmt("%.1fx", ref_ips / (static_cast<double>(insns * traced.first) / traced.second)) +
+                " in instructions/s");
+
+  // ------------------------------------------------------------ chip file
+  fs::path chip_path = args.chip;
+  if (chip_path.empty() && !ctx.executable().empty()) {
+    const fs::path built = ctx.executable().parent_path().parent_path() / "chips" / "rv32.chip";
+    std::error_code ec;
+    if (fs::is_regular_file(built, ec)) chip_path = built;
+  }
+  std::shared_ptr<const chip::Chip> chip;
+  ordered_json jc;
+  const auto c0 = Clock::now();
+  if (!chip_path.empty()) {
+    try {
+      chip = std::make_shared<const chip::Chip>(chip::load_chip(chip_path.string()));
+    } catch (const std::exception& e) {
+      throw InputError("--chip: " + std::string(e.what()));
+    }
+    const double load_s = seconds_since(c0);
+    const auto bytes = fs::file_size(chip_path);
+    jc["file"] = chip_path.string();
+    jc["file_bytes"] = bytes;
+    jc["load_seconds"] = load_s;
+    jc["original_checkpoint_over_file"] = kOriginalCheckpointBytes / static_cast<double>(bytes);
+    table.add("chip file", fmt("%.1f MB", bytes / 1e6) + ", loaded in " + fmt("%.3f s", load_s),
+              "original: 26.7 GB checkpoint (" + fmt("%.0fx", kOriginalCheckpointBytes / bytes) + " ours)");
+  } else {
+    chip = std::make_shared<const chip::Chip>(chip::rv32::compile_rv32_chip());
+    const double compile_s = seconds_since(c0);
+    jc["file"] = nullptr;
+    jc["compile_seconds"] = compile_s;
+    table.add("chip file", "none found (build rv32_chip_file or pass --chip); compiled in " + fmt("%.2f s", compile_s));
+  }
+  jc["layers"] = chip->layers.size();
+  jc["d_model"] = chip->config.d_model;
+  jc["vocab_size"] = chip->config.vocab_size;
+
+  // ---------------------------------------------------------- chip speed
+  const chip::GuestImage img = engine::to_chip_image(guest.image);
+  double single_tps = 0;
+  {
+    chip::CpuExecutor ex(chip, 1);
+    ex.reset(0, img);
+    const auto t0 = Clock::now();
+    const std::vector<chip::Token> toks = ex.free_running(0, 0, chip_steps);
+    const double s = seconds_since(t0);
+    single_tps = static_cast<double>(toks.size()) / s;
+    jc["single"] = {{"streams", 1}, {"steps", toks.size()}, {"seconds", s}, {"tokens_per_second", single_tps}};
+    table.add("chip, CPU executor, 1 stream", si(single_tps, "tokens/s") + " (" + std::to_string(toks.size()) +
+                                                  " steps free-running)",
+              "anchors (other machines, not ratios): original ~3,300 tokens/s on an L4; public "
+              "compiled-transformer VM ~30,000 on a CPU");
+  }
+  {
+    const std::size_t b = args.streams;
+    const std::uint64_t per = std::max<std::uint64_t>(chip_steps / b, 1);
+    chip::CpuExecutor ex(chip, b);
+    std::vector<chip::StreamId> ids(b);
+    for (std::size_t i = 0; i < b; ++i) {
+      ids[i] = static_cast<chip::StreamId>(i);
+      ex.reset(ids[i], img);
+    }
+    std::vector<chip::Token> in(b, 0), outt(b, 0);
+    const auto t0 = Clock::now();
+    for (std::uint64_t n = 0; n < per; ++n) {
+      ex.step_batch(ids, in, outt);
+      in.swap(outt);
+    }
+    const double s = seconds_since(t0);
+    const double tps = static_cast<double>(per * b) / s;
+    jc["batched"] = {{"streams", b},
+                     {"steps_per_stream", per},
+                     {"seconds", s},
+                     {"tokens_per_second", tps},
+                     {"over_single", tps / single_tps}};
+    table.add("chip, CPU executor, " + std::to_string(b) + " streams",
+              si(tps, "tokens/s") + " total (" + std::to_string(per) + " steps each)",
+              fmt("%.2fx", tps / single_tps) + " the single stream");
+  }
+  j["chip"] = jc;
+
+  // ----------------------------------------------------------------- CUDA
+  std::error_code ec;
+  const bool device = fs::exists("/dev/nvidiactl", ec) || fs::exists("/dev/nvidia0", ec);
+  const std::string cuda_line =
+      std::string("no CUDA executor (not written yet) / ") + (device ? "a device is present" : "no device");
+  j["cuda"] = {{"executor", false}, {"device", device}, {"skipped", cuda_line}};
+  table.add("chip, CUDA executor", "skipped", cuda_line + "; target >= 100,000 tokens/s on an H200");
+
+  // -------------------------------------------------------------- stories
+  ordered_json js;
+  auto skip_story = [&](const char* name, const std::string& why) {
+    js[name] = {{"skipped", why}};
+    table.add(std::string("trace tokens per story token, ") + name, "skipped", why);
+  };
+  auto story_guest = [&](const std::string& name, engine::Guest& g, std::string& why) {
+    const fs::path real = find_guest(ctx, {name + ".elf"});
+    if (real.empty()) {
+      const fs::path synth = find_guest(ctx, {name + "_synthetic.elf"});
+      why = synth.empty() ? name + ".elf not found (build the guests)"
+                          : "the model was absent when the guests were built (only " + synth.filename().string() +
+                                ")";
+      return false;
+    }
+    try {
+      g = engine::read_guest(real);
+    } catch (const engine::CheckError& e) {
+      why = e.what();
+      return false;
+    }
+    return true;
+  };
+  {  // stories_vx: the whole story on the reference = `lockstep story --reference-only`.
+    engine::Guest g;
+    std::string why;
+    if (story_guest("stories_vx", g, why)) {
+      const auto t0 = Clock::now();
+      const engine::StreamResult r = engine::run_reference(g, 0);
+      const double s = seconds_since(t0);
+      const std::uint64_t n = story_tokens(r.console);
+      if (r.end != "exit" || n == 0) {
+        skip_story("stories_vx", "the guest ended with '" + r.end + "' and no tokens: line");
+      } else {
+        const double per = static_cast<double>(r.steps) / n;
+        js["stories_vx"] = {{"guest", g.path.string()},
+                            {"steps", r.steps},
+                            {"story_tokens", n},
+                            {"trace_tokens_per_story_token", per},
+                            {"method", "whole story / story tokens (start-up and exit included)"},
+                            {"original_over_ours", kOriginalTokensPerStoryToken / per}};
+        j["story_check"] = {{"guest", g.path.string()},
+                            {"command", "lockstep story --reference-only"},
+                            {"steps", r.steps},
+                            {"wall_seconds", s},
+                            {"digest", r.digest}};
+        table.add("trace tokens per story token, stories_vx",
+                  fmt("%.0f", per) + " (" + std::to_string(r.steps) + " steps / " + std::to_string(n) + " tokens)",
+                  "original: 53,000 (" + fmt("%.1fx", kOriginalTokensPerStoryToken / per) + " ours)");
+        table.add("reference-only story check", fmt("%.3f s", s) + " wall (" + std::to_string(r.steps) + " steps)",
+                  "lockstep story --reference-only");
+      }
+    } else {
+      skip_story("stories_vx", why);
+      j["story_check"] = {{"skipped", why}};
+      table.add("reference-only story check", "skipped", why);
+    }
+  }
+  {  // stories_c: --quick: the marginal cost of story token 2 (two short runs); else the whole story.
+    engine::Guest g;
+    std::string why;
+    if (story_guest("stories_c", g, why)) {
+      auto run = [&](std::int32_t tokens, std::uint64_t& steps, std::uint64_t& n) {
+        engine::Guest sized = g;
+        if (tokens > 0 && !set_story_tokens(sized.image, tokens)) return false;
+        const engine::StreamResult r = engine::run_reference(sized, 0);
+        steps = r.steps;
+        n = story_tokens(r.console);
+        return r.end == "exit" && n > 0;
+      };
+      std::uint64_t s1 = 0, n1 = 0, s2 = 0, n2 = 0;
+      const auto t0 = Clock::now();
+      bool ok;
+      std::string method;
+      if (args.quick) {
+        ok = run(1, s1, n1) && run(2, s2, n2) && n2 > n1 && s2 > s1;
+        method = "marginal: (steps of a 2-token story - steps of a 1-token story) / 1";
+      } else {
+        ok = run(0, s2, n2);
+        method = "whole story / story tokens (start-up and exit included)";
+      }
+      const double s = seconds_since(t0);
+      if (!ok) {
+        skip_story("stories_c", "the guest did not end with a tokens: line (or is not resizable)");
+      } else {
+        const double per = args.quick ? static_cast<double>(s2 - s1) / static_cast<double>(n2 - n1)
+                                      : static_cast<double>(s2) / static_cast<double>(n2);
+        js["stories_c"] = {{"guest", g.path.string()},
+                           {"steps", s2},
+                           {"story_tokens", n2},
+                           {"trace_tokens_per_story_token", per},
+                           {"method", method},
+                           {"wall_seconds", s},
+                           {"original_over_ours", kOriginalTokensPerStoryToken / per}};
+        table.add("trace tokens per story token, stories_c",
+                  fmt("%.0f", per) + (args.quick ? " (story token 2 alone)" : " (whole story)"),
+                  "original: 53,000 (ours " + fmt("%.0fx", per / kOriginalTokensPerStoryToken) +
+                      " more: plain C, no vector unit)");
+      }
+    } else {
+      skip_story("stories_c", why);
+    }
+  }
+  j["stories"] = js;
+  j["anchors"] = {{"original_trace_tokens_per_story_token", kOriginalTokensPerStoryToken},
+                  {"original_tokens_per_second_l4", kOriginalTokensPerSecondL4},
+                  {"original_checkpoint_bytes", kOriginalCheckpointBytes},
+                  {"public_vm_tokens_per_second_cpu", kPublicVmTokensPerSecondCpu}};
+
+  table.print(out);
+  for (auto it = j.begin(); it != j.end(); ++it) ctx.summary.set(it.key(), it.value());
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<BenchArgs>();
+  auto* cmd = app.add_subcommand(
+      "bench", "Measure the reference (beside qemu-riscv32), the chip's CPU executor and the story guests in one run");
+  cmd->add_flag("--quick", args->quick, "Keep the whole run under about 20 s (shorter measurements)");
+  cmd->add_option("--chip", args->chip, "Chip file (default: the build's chips/rv32.chip)");
+  cmd->add_option("--guest", args->guest, "Guest ELF (default: the directed guest muldiv.elf, else crc32.elf)");
+  cmd->add_option("--steps", args->steps, "Chip steps to free-run (default: 20,000 with --quick, else 100,000)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--streams", args->streams, "Streams of the batched chip run")->capture_default_str();
+  cmd->callback([&ctx, args] {
+    if (args->streams == 0 || args->streams > 4096) throw UsageError("--streams must be 1..4096");
+    run_bench(*args, ctx);
+  });
+}
+
+}  // namespace lockstep::cli
