@@ -104,8 +104,10 @@ json InstructionRecord::to_json() const {
 }
 
 json ProbeCheck::to_json() const {
-  return {{"layer", layer}, {"after", after}, {"field", field}, {"meaning", meaning},
-          {"agrees", agrees}, {"expected", expected}, {"actual", actual}, {"differing", differing}};
+  json j = {{"layer", layer}, {"after", after}, {"field", field}, {"meaning", meaning},
+            {"agrees", agrees}, {"expected", expected}, {"actual", actual}, {"differing", differing}};
+  if (!skipped.empty()) j["skipped"] = skipped;
+  return j;
 }
 
 json Attribution::to_json() const {
@@ -189,6 +191,7 @@ Divergence divergence_from_json(const json& j) {
     p.expected = c.value("expected", std::vector<float>{});
     p.actual = c.value("actual", std::vector<float>{});
     p.differing = c.value("differing", std::vector<std::uint32_t>{});
+    p.skipped = c.value("skipped", "");
     d.attribution.checks.push_back(std::move(p));
   }
   const std::string f = j.value("fault", "not-reproduced");
@@ -555,6 +558,64 @@ std::vector<float> expected_values(const FieldMeaning& m, std::uint32_t token, s
   return v;
 }
 
+// Which residual dimensions each sublayer writes (memory: the heads' o maps
+// and biases; MLP: w2 and its bias), in execution order.  A convention field
+// is compared only where it has its meaning: a next-token field only at a
+// probe point after which no sublayer writes into it (its final value), an
+// input-token field only where no sublayer has written into it yet.
+struct Writers {
+  struct Sub {
+    std::pair<int, int> pos;  // (layer, 1 memory | 2 mlp)
+    std::vector<bool> dims;
+  };
+  std::vector<Sub> subs;
+
+  explicit Writers(const chip::Chip& chip) {
+    const std::uint32_t D = chip.config.d_model;
+    auto mark = [&](std::vector<bool>& d, const chip::LinearMap& m) {
+      for (std::uint32_t r : m.w.row_idx)
+        if (r < D) d[r] = true;
+      for (std::uint32_t r = 0; r < m.bias.size() && r < D; ++r)
+        if (m.bias[r] != 0.0f) d[r] = true;
+    };
+    for (int l = 0; l < static_cast<int>(chip.layers.size()); ++l) {
+      const chip::Layer& L = chip.layers[static_cast<std::size_t>(l)];
+      Sub mem{{l, 1}, std::vector<bool>(D, false)};
+      for (const chip::Head& h : L.heads) mark(mem.dims, h.o);
+      subs.push_back(std::move(mem));
+      Sub mlp{{l, 2}, std::vector<bool>(D, false)};
+      if (L.mlp.kind != chip::MlpKind::None) mark(mlp.dims, L.mlp.w2);
+      subs.push_back(std::move(mlp));
+    }
+  }
+  static bool touches(const Sub& s, const chip::Field& f) {
+    for (std::uint32_t d = f.offset; d < f.offset + f.width && d < s.dims.size(); ++d)
+      if (s.dims[d]) return true;
+    return false;
+  }
+  static std::string name(const Sub& s) {
+    return "layer " + std::to_string(s.pos.first) + (s.pos.second == 1 ? " (memory)" : " (mlp)");
+  }
+  /// The first sublayer after `pos` writing into f, or nullptr.
+  const Sub* after(std::pair<int, int> pos, const chip::Field& f) const {
+    for (const Sub& s : subs)
+      if (s.pos > pos && touches(s, f)) return &s;
+    return nullptr;
+  }
+  /// The first sublayer at or before `pos` writing into f, or nullptr.
+  const Sub* before(std::pair<int, int> pos, const chip::Field& f) const {
+    for (const Sub& s : subs)
+      if (s.pos <= pos && touches(s, f)) return &s;
+    return nullptr;
+  }
+  /// The last sublayer writing dimension d, or nullptr.
+  const Sub* last_writer(std::uint32_t d) const {
+    for (auto it = subs.rbegin(); it != subs.rend(); ++it)
+      if (d < it->dims.size() && it->dims[d]) return &*it;
+    return nullptr;
+  }
+};
+
 Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint32_t input,
                       std::uint32_t expected_next) {
   Attribution a;
@@ -572,6 +633,8 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
     return std::pair<int, int>(p->after == chip::Sublayer::Embed ? -1 : p->layer, sub);
   };
   std::stable_sort(points.begin(), points.end(), [&](auto* x, auto* y) { return key(x) < key(y); });
+  const Writers writers(*chip);
+  std::vector<bool> final_next(chip->config.d_model, false);  // dims shown by a compared next-token field
   bool any_next = false;
   int last_layer = -1;
   for (const chip::ProbePoint* p : points) {
@@ -585,6 +648,20 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
       c.after = chip::to_string(p->after);
       c.field = name;
       c.meaning = describe(*m);
+      const std::pair<int, int> at = key(p);
+      if (m->next) {
+        if (const Writers::Sub* w = writers.after(at, *f)) {
+          c.skipped = "not compared: not final here, " + Writers::name(*w) + " writes into it later";
+          a.checks.push_back(c);
+          continue;
+        }
+      } else if (at.first >= 0) {
+        if (const Writers::Sub* w = writers.before(at, *f)) {
+          c.skipped = "not compared: " + Writers::name(*w) + " writes into it before this point";
+          a.checks.push_back(c);
+          continue;
+        }
+      }
       c.expected = expected_values(*m, m->next ? expected_next : input, f->width);
       try {
         c.actual = be.probe(sid, p->layer, p->after, name);
@@ -605,6 +682,8 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
         c.actual.clear();
       }
       any_next = any_next || m->next;
+      if (m->next)
+        for (std::uint32_t d = f->offset; d < f->offset + f->width && d < final_next.size(); ++d) final_next[d] = true;
       last_layer = std::max(last_layer, c.layer);
       a.checks.push_back(c);
       if (!c.agrees) {
@@ -633,7 +712,27 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
   }
   if (!any_next) {
     a.status = "unavailable";
-    a.text = "no attribution: every input-token field agrees and the probe map has no next-token field";
+    a.text = "no attribution: every compared input-token field agrees and the probe map has no next-token "
+             "field that can be compared (none, or none in its final form)";
+    return a;
+  }
+  // Every compared field agrees.  The unembedding is to blame only if every
+  // dimension it reads is shown, final, by a compared next-token field;
+  // otherwise the wrong token may come from the last sublayer writing such a
+  // dimension (no probe point shows it) or the unembedding.
+  for (std::uint32_t d = 0; d < chip->unembed.w.cols && d < final_next.size(); ++d) {
+    if (final_next[d] || chip->unembed.w.col_ptr[d + 1] == chip->unembed.w.col_ptr[d]) continue;
+    const Writers::Sub* w = writers.last_writer(d);
+    if (!w) continue;  // never written: the embedding's value, the same every step
+    const chip::Field* f = chip->field_at(d);
+    a.status = "unprobed";
+    a.layer = w->pos.first;
+    a.sublayer = w->pos.second == 1 ? "memory" : "mlp";
+    a.field = f ? f->name : "";
+    a.text = "every compared field agrees, but the unembedding reads " +
+             (f ? "field " + f->name : "dimension " + std::to_string(d)) +
+             ", which no probe point shows in its final form (last written by " + Writers::name(*w) +
+             "): the wrong token comes from the sublayers writing it or the unembedding";
     return a;
   }
   a.status = "unembedding";

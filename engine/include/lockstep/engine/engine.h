@@ -83,6 +83,10 @@ struct ProbeCheck {
   bool agrees = true;
   std::vector<float> expected, actual;
   std::vector<std::uint32_t> differing;  ///< element indices that differ (first 16)
+  /// Non-empty: the field was not compared, and why (a next-token field that a
+  /// later sublayer still writes into, or an input-token field that an earlier
+  /// sublayer has written into: docs/engine.md §3).
+  std::string skipped;
   nlohmann::json to_json() const;
 };
 
@@ -91,8 +95,11 @@ struct ProbeCheck {
 struct Attribution {
   /// "layer": first disagreement at a layer's probe point; "embedding": at the
   /// embedding; "unembedding": every checked field agrees, so the wrong token
-  /// comes from the unembedding/argmax; "unavailable": the probe map has no
-  /// field of the convention (or probing failed: see text).
+  /// comes from the unembedding/argmax; "unprobed": every compared field
+  /// agrees but the unembedding reads a dimension no compared next-token field
+  /// shows in its final form (layer/sublayer/field name its last writer: the
+  /// culprit is a sublayer writing it, or the unembedding); "unavailable": the
+  /// probe map has no field of the convention (or probing failed: see text).
   std::string status = "unavailable";
   int layer = -1;
   std::string sublayer;  ///< "memory" | "mlp" | "embed" | ""
