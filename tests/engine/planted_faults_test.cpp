@@ -768,6 +768,15 @@ void check_fault(const Fault& f, const Guest& g, const Profile& p, std::shared_p
     if (good[i] != bad[i]) first = i;
   const Attribution& a = d.attribution;
   tally.statuses[a.status]++;
+  // The fields the engine compared are exactly the comparable ones (a skipped
+  // field says why), up to the one that disagreed.
+  for (const ProbeCheck& c : a.checks) {
+    bool comparable = false;
+    for (const ConventionPoint& cp : points)
+      if (cp.layer == (c.layer < 0 ? cp.layer : c.layer) && cp.pos == pos_of(c.layer, c.after == "embed" ? Sublayer::Embed : c.after == "memory" ? Sublayer::Memory : Sublayer::Mlp))
+        comparable = comparable || std::find(cp.fields.begin(), cp.fields.end(), c.field) != cp.fields.end();
+    EXPECT_EQ(c.skipped.empty(), comparable) << "layer " << c.layer << " " << c.after << " field " << c.field << ": " << c.skipped;
+  }
   Pos named{a.layer, a.sublayer == "memory" ? 1 : a.sublayer == "mlp" ? 2 : a.status == "embedding" ? 0 : 3};
   if (a.status == "embedding") named = {-1, 0};
   std::cout << "step " << d.step << " " << d.field << " " << d.expected_text << " -> " << d.actual_text << "; attribution "
@@ -790,14 +799,33 @@ void check_fault(const Fault& f, const Guest& g, const Profile& p, std::shared_p
   if (named == f.site || (a.status == "unembedding" && f.site.sub == 3)) ++tally.at_site;
 }
 
-void run_suite(const std::vector<std::string>& only, const std::vector<std::string>& guest_names) {
+// strip_final_probe: check a copy of the chip whose probe map lacks its last
+// point with next-token fields (as the RV32 chip's map did while layer 18/19
+// still wrote the payload after layer 17's probe): the engine must then skip
+// the fields that are not final where probed and say "unprobed" rather than
+// blame the unembedding.
+void run_suite(const std::vector<std::string>& only, const std::vector<std::string>& guest_names,
+               bool strip_final_probe = false) {
   const std::uint64_t sd = seed();
   SCOPED_TRACE("LOCKSTEP_FAULT_SEED=" + std::to_string(sd));
   std::cout << "[ seed     ] LOCKSTEP_FAULT_SEED=" << sd << "\n";
   ASSERT_TRUE(have_built_chip()) << "this build has no RV32 chip (chip/rv32)";
   const auto t0 = std::chrono::steady_clock::now();
   const LoadedChip loaded = load_chip_or_built("");
-  const auto original = std::const_pointer_cast<Chip>(loaded.chip);
+  auto original = std::const_pointer_cast<Chip>(loaded.chip);
+  if (strip_final_probe) {
+    original = std::make_shared<Chip>(*loaded.chip);
+    auto& probes = original->config.probes;
+    std::optional<std::size_t> last;
+    for (std::size_t i = 0; i < probes.size(); ++i)
+      for (const std::string& f : probes[i].fields)
+        if (f.rfind("next_", 0) == 0 && convention_field(f) &&
+            (!last || pos_of(probes[*last].layer, probes[*last].after) < pos_of(probes[i].layer, probes[i].after)))
+          last = i;
+    ASSERT_TRUE(last.has_value());
+    std::cout << "[ probes   ] without the probe point " << pos_of(probes[*last].layer, probes[*last].after).text() << "\n";
+    probes.erase(probes.begin() + static_cast<std::ptrdiff_t>(*last));
+  }
   const auto points = convention_points(*original);
   ASSERT_FALSE(points.empty()) << "the chip's probe map has no convention field";
   // Whether the compared next-token fields show every dimension the unembedding reads.
@@ -866,11 +894,13 @@ void run_suite(const std::vector<std::string>& only, const std::vector<std::stri
 
 #ifdef LOCKSTEP_PLANTED_FULL
 TEST(PlantedFaults, EveryKindOnHelloAndFd2) { run_suite({}, {"hello", "fd2"}); }
+TEST(PlantedFaults, EveryKindOnHelloWithoutTheFinalProbePoint) { run_suite({}, {"hello"}, true); }
 #else
 TEST(PlantedFaults, FastSubsetOnHello) {
   run_suite({"embed.flip_sign", "unembed.bias", "mlp.drop_unit", "head.beta_zero", "init.off_by_one_byte", "mlp.dead_unit"},
             {"hello"});
 }
+TEST(PlantedFaults, WithoutTheFinalProbePoint) { run_suite({"head.beta_zero", "unembed.flip_sign"}, {"hello"}, true); }
 #endif
 
 }  // namespace
