@@ -31,6 +31,8 @@ void add_run_command(CLI::App& app, Context& ctx);
 void add_story_command(CLI::App& app, Context& ctx);
 /// `lockstep replay CASE`: re-runs a saved case (docs/engine.md, "Cases").
 void add_replay_command(CLI::App& app, Context& ctx);
+/// `lockstep fuzz`: random programs in lock-step, coverage, shrunk failure cases (fuzz/README.md).
+void add_fuzz_command(CLI::App& app, Context& ctx);
 /// `lockstep report DIR`: renders the HTML/JUnit report again from DIR/summary.json.
 void add_report_command(CLI::App& app, Context& ctx);
 

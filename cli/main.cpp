@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
                                   add_run_command,
                                   add_story_command,
                                   add_replay_command,
+                                  add_fuzz_command,
                                   add_report_command,
                                   add_ref_command,
                                   add_compile_command,

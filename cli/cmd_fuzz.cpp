@@ -1,0 +1,443 @@
+// `lockstep fuzz`: reproducible random programs through the reference and a
+// chip in lock-step, coverage of what the reference executed, and every
+// mismatch shrunk and saved as a replayable case (fuzz/README.md).
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "lockstep/campaign/campaign.h"
+#include "lockstep/engine/check.h"
+#include "lockstep/format/elf.h"
+
+namespace lockstep::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct FuzzArgs {
+  std::string ops, chip, backend = "cpu", mode = "both", report, shard = "0/1", time;
+  std::uint64_t seed = 0, programs = 0, first = 0;
+  unsigned batch = 32, shrink_runs = 4000;
+  double shrink_seconds = 120;
+  bool no_shrink = false;
+  std::vector<std::string> merge;
+};
+
+double parse_duration(const std::string& text) {
+  if (text.empty()) return 0;
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw UsageError("--time must be a duration such as 90, 90s, 5m or 2h (got '" + text + "')");
+  }
+  const std::string unit = text.substr(used);
+  double scale = 1;
+  if (unit == "" || unit == "s") scale = 1;
+  else if (unit == "m") scale = 60;
+  else if (unit == "h") scale = 3600;
+  else throw UsageError("--time must be a duration such as 90, 90s, 5m or 2h (got '" + text + "')");
+  if (!(v > 0)) throw UsageError("--time must be positive (got '" + text + "')");
+  return v * scale;
+}
+
+std::pair<std::uint64_t, std::uint64_t> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  try {
+    if (slash != std::string::npos) {
+      std::size_t a = 0, b = 0;
+      const std::string is = text.substr(0, slash), ns = text.substr(slash + 1);
+      const std::uint64_t i = std::stoull(is, &a), n = std::stoull(ns, &b);
+      if (a == is.size() && b == ns.size() && n > 0 && i < n && is.find('-') == std::string::npos &&
+          ns.find('-') == std::string::npos)
+        return {i, n};
+    }
+  } catch (const std::exception&) {
+  }
+  throw UsageError("--shard must be I/N with 0 <= I < N (got '" + text + "')");
+}
+
+std::string hex(std::uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+void write_text(const fs::path& p, const std::string& s) {
+  std::ofstream out(p, std::ios::binary);
+  out << s;
+  if (!out) throw InputError("cannot write " + p.string());
+}
+
+// `lockstep fuzz --merge DIR...`: the shards' fuzz.json added up.
+void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std::string& report) {
+  json merged;
+  campaign::Coverage coverage;
+  json failures = json::array(), shards = json::array();
+  std::uint64_t programs = 0, steps = 0, mismatching = 0;
+  double lockstep_seconds = 0;
+  for (const std::string& d : dirs) {
+    const fs::path file = fs::is_directory(d) ? fs::path(d) / "fuzz.json" : fs::path(d);
+    std::ifstream in(file);
+    if (!in) throw InputError("--merge: cannot read " + file.string());
+    json j;
+    try {
+      j = json::parse(in);
+    } catch (const json::exception& e) {
+      throw InputError("--merge: " + file.string() + " is not JSON: " + e.what());
+    }
+    if (!j.contains("seed") || !j.contains("coverage")) throw InputError("--merge: " + file.string() + " is not a lockstep fuzz report");
+    if (merged.is_null()) {
+      merged = {{"seed", j["seed"]}, {"ops", j.value("ops", "")}, {"mode", j.value("mode", "")},
+                {"chip_hash", j.value("chip_hash", "")}};
+    } else {
+      for (const char* k : {"seed", "ops", "mode", "chip_hash"})
+        if (merged[k] != j.value(k, json())) {
+          throw InputError(std::string("--merge: ") + file.string() + " has another " + k + " (" + j.value(k, json()).dump() +
+                           ") than the first report (" + merged[k].dump() + "): not shards of one campaign");
+        }
+    }
+    programs += j.value("programs", std::uint64_t{0});
+    steps += j.value("steps", std::uint64_t{0});
+    mismatching += j.value("mismatching_runs", std::uint64_t{0});
+    lockstep_seconds += j.value("lockstep_seconds", 0.0);
+    for (const json& f : j.value("failures", json::array())) failures.push_back(f);
+    shards.push_back({{"report", file.string()}, {"shard", j.value("shard", json())}, {"programs", j.value("programs", 0)}});
+    coverage.merge(campaign::Coverage::from_json(j["coverage"]));
+  }
+  std::vector<const ref::Encoding*> ops;
+  try {
+    ops = campaign::select_ops(merged.value("ops", ""));
+  } catch (const campaign::OpsError& e) {
+    throw InputError(e.what());
+  }
+  std::ostream& out = ctx.out();
+  out << coverage.text(ops);
+  for (const json& f : failures)
+    out << "FAIL program " << f.value("index", 0) << " (" << f.value("mode", "") << "): lockstep replay "
+        << f.value("case", "") << "\n";
+  out << "merged " << dirs.size() << " reports: programs " << programs << ", steps compared " << steps
+      << ", mismatching runs " << mismatching << "; seed " << merged["seed"].dump() << "\n"
+      << std::flush;
+  merged["programs"] = programs;
+  merged["steps"] = steps;
+  merged["mismatching_runs"] = mismatching;
+  merged["lockstep_seconds"] = lockstep_seconds;
+  merged["failures"] = failures;
+  merged["shards"] = shards;
+  merged["coverage"] = coverage.to_json();
+  if (!report.empty()) {
+    fs::create_directories(report);
+    write_text(fs::path(report) / "fuzz.json", merged.dump(2) + "\n");
+  }
+  ctx.summary.add_steps(steps);
+  ctx.summary.add_mismatches(mismatching);
+  ctx.summary.set("seed", merged["seed"]);
+  ctx.summary.set("programs", programs);
+  ctx.summary.set("failures", failures);
+  ctx.summary.set("coverage", coverage.to_json());
+}
+
+struct Failure {
+  campaign::Program original;
+  engine::Mode mode;
+  engine::StreamResult result;
+};
+
+}  // namespace
+
+void add_fuzz_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<FuzzArgs>();
+  auto* cmd = app.add_subcommand(
+      "fuzz", "Random programs on the reference and a chip in lock-step; mismatches are shrunk and saved as cases");
+  cmd->add_option("--ops", args->ops,
+                  "Comma-separated mnemonics or classes to generate (e.g. add,sub,bn.addc or mul; default: every "
+                  "scalar op)");
+  auto* seed_opt = cmd->add_option("--seed", args->seed, "Campaign seed (default: a random one, printed)");
+  cmd->add_option("--programs", args->programs, "Programs of the whole campaign (indices FIRST..FIRST+N-1; default 100)");
+  cmd->add_option("--time", args->time, "Run for this long instead (90, 90s, 5m, 2h); with --programs, whichever ends first");
+  cmd->add_option("--first", args->first, "Index of the first program (repeat program K: --first K --programs 1)");
+  cmd->add_option("--chip", args->chip, "Compiled chip file (default: the built chip)");
+  cmd->add_option("--backend", args->backend, "Executor: cpu | cuda")->capture_default_str();
+  cmd->add_option("--shard", args->shard, "Run only programs k with k mod N == I")->capture_default_str();
+  cmd->add_option("--mode", args->mode, "forced | free | both")->capture_default_str();
+  cmd->add_option("--report", args->report,
+                  "Folder for fuzz.json, programs.tsv and one case folder per failure (default for failures: "
+                  "lockstep-fuzz-<seed>)");
+  cmd->add_option("--batch", args->batch, "Programs run together as streams of one engine run")->capture_default_str();
+  cmd->add_option("--shrink-runs", args->shrink_runs, "Most candidate runs while shrinking one failure")
+      ->capture_default_str();
+  cmd->add_option("--shrink-time", args->shrink_seconds, "Most seconds spent shrinking one failure")
+      ->capture_default_str();
+  cmd->add_flag("--no-shrink", args->no_shrink, "Save failing programs as generated");
+  cmd->add_option("--merge", args->merge,
+                  "Add up the fuzz.json of shard folders (counts, failures, coverage) instead of running");
+  cmd->callback([&ctx, args, seed_opt] {
+    if (!args->merge.empty()) {
+      merge_reports(ctx, args->merge, args->report);
+      return;
+    }
+    // ---------------------------------------------------------------- input
+    std::vector<engine::Mode> modes;
+    if (args->mode == "forced") modes = {engine::Mode::kForced};
+    else if (args->mode == "free") modes = {engine::Mode::kFree};
+    else if (args->mode == "both") modes = {engine::Mode::kForced, engine::Mode::kFree};
+    else throw UsageError("--mode must be forced, free or both (got '" + args->mode + "')");
+    if (args->backend != "cpu" && args->backend != "cuda")
+      throw UsageError("--backend must be cpu or cuda (got '" + args->backend + "')");
+    if (args->batch == 0) throw UsageError("--batch must be at least 1");
+    const auto [shard_i, shard_n] = parse_shard(args->shard);
+    const double time_limit = parse_duration(args->time);
+    std::uint64_t programs = args->programs;
+    if (programs == 0 && time_limit == 0) programs = 100;
+    std::vector<const ref::Encoding*> ops;
+    try {
+      ops = campaign::select_ops(args->ops);
+    } catch (const campaign::OpsError& e) {
+      throw UsageError(e.what());
+    }
+    std::uint64_t seed = args->seed;
+    if (seed_opt->count() == 0) {
+      std::random_device rd;
+      seed = (static_cast<std::uint64_t>(rd()) << 32 | rd()) & 0xffffffffffffull;
+    }
+    engine::LoadedChip chip;
+    try {
+      if (args->backend == "cuda") engine::make_backend("cuda", nullptr);
+      chip = engine::load_chip_or_built(args->chip);
+    } catch (const engine::CheckError& e) {
+      throw InputError(e.what());
+    }
+    const fs::path report = args->report.empty() ? fs::path("lockstep-fuzz-" + std::to_string(seed)) : fs::path(args->report);
+    const bool always_report = !args->report.empty();
+    std::ofstream tsv;
+    if (always_report) {
+      std::error_code ec;
+      fs::create_directories(report, ec);
+      if (ec) throw InputError("--report: cannot create " + report.string() + ": " + ec.message());
+      tsv.open(report / "programs.tsv");
+      tsv << "index\tseed\twords\tsteps\tforced\tfree\n";
+    }
+
+    std::ostream& out = ctx.out();
+    std::string op_names;
+    for (const ref::Encoding* e : ops) op_names += (op_names.empty() ? "" : ",") + std::string(e->mnemonic);
+    out << "lockstep fuzz: seed " << seed << " (repeat with --seed " << seed << "), shard " << shard_i << "/"
+        << shard_n << ", mode " << args->mode << ", chip " << chip.source << " (" << chip.hash << "), "
+        << ops.size() << " ops: " << op_names << "\n"
+        << std::flush;
+
+    // ---------------------------------------------------------------- run
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
+    const std::atomic<bool>* stop = engine::install_stop_handlers();
+    campaign::Coverage coverage;
+    std::uint64_t steps = 0, done = 0, next = args->first, failing_streams = 0;
+    double lockstep_seconds = 0, shrink_seconds = 0;
+    // The first index >= k in this shard.
+    auto in_shard = [&](std::uint64_t k) { return k + (shard_i + shard_n - k % shard_n) % shard_n; };
+    const std::uint64_t end = programs ? args->first + programs : UINT64_MAX;
+    json failures = json::array();
+    double last_progress = 0;
+    bool interrupted = false;
+    constexpr std::uint64_t kMaxSteps = 200000;
+
+    auto save_failure = [&](const Failure& f) {
+      const std::string mode_name(engine::to_string(f.mode));
+      const engine::Divergence& d = *f.result.divergence;
+      out << "FAIL program " << f.original.index << " (program seed " << f.original.seed << ", " << mode_name
+          << "): step " << d.step << ", pc " << hex(d.pc).substr(10) << " `" << d.disassembly << "`, field " << d.field
+          << ": expected " << d.expected_text << ", got " << d.actual_text << "\n"
+          << std::flush;
+      campaign::ShrinkResult sr;
+      sr.program = f.original;
+      sr.original_words = sr.shrunk_words = f.original.words();
+      if (!args->no_shrink) {
+        campaign::ShrinkOptions so;
+        so.max_runs = args->shrink_runs;
+        so.max_seconds = args->shrink_seconds;
+        sr = campaign::shrink(f.original, campaign::chip_oracle(chip.chip, args->backend, f.mode, 20000), so);
+        shrink_seconds += sr.seconds;
+      }
+      const fs::path dir = report / ("fail-" + std::to_string(f.original.index) + "-" + mode_name);
+      fs::create_directories(dir);
+      format::write_elf_file(dir / "program.elf", sr.program.image());
+      format::write_elf_file(dir / "original.elf", f.original.image());
+      write_text(dir / "program.S", sr.program.listing());
+      write_text(dir / "original.S", f.original.listing());
+      const json info = {{"seed", seed},
+                         {"program_index", f.original.index},
+                         {"program_seed", f.original.seed},
+                         {"ops", op_names},
+                         {"mode", mode_name},
+                         {"original_words", sr.original_words},
+                         {"shrunk_words", sr.shrunk_words},
+                         {"shrink_runs", sr.runs},
+                         {"shrink_seconds", sr.seconds},
+                         {"shrink_budget_exhausted", sr.budget_exhausted},
+                         {"original_divergence", d.to_json()},
+                         {"repeat", "lockstep fuzz --seed " + std::to_string(seed) + " --first " +
+                                        std::to_string(f.original.index) + " --programs 1 --mode " + mode_name +
+                                        (args->ops.empty() ? std::string() : " --ops " + args->ops)}};
+      write_text(dir / "fuzz.json", info.dump(2) + "\n");
+      // The case (case.json, summary.json, junit.xml, report.html) as `lockstep run --report` writes it.
+      engine::CheckRequest req;
+      req.command = "fuzz";
+      req.the_case.guest_name = sr.program.name;
+      req.the_case.guest_path = dir / "program.elf";
+      req.the_case.chip_path = args->chip;
+      req.the_case.backend = args->backend;
+      req.the_case.mode = f.mode;
+      req.report_dir = dir;
+      req.options.classify_window = 64;
+      engine::CheckOutcome co;
+      try {
+        co = engine::run_check(req, std::cerr);
+      } catch (const engine::CheckError& e) {
+        throw InputError(e.what());
+      }
+      std::uint64_t at = 0;
+      for (const auto& s : co.result.streams)
+        if (s.divergence) at = s.divergence->step;
+      out << "  shrunk " << sr.original_words << " -> " << sr.shrunk_words << " instruction words (" << sr.runs
+          << " candidate runs, " << static_cast<int>(sr.seconds * 10) / 10.0 << " s"
+          << (sr.budget_exhausted ? ", budget spent" : "") << "); the saved case "
+          << (at ? "diverges at step " + std::to_string(at) : std::string("does NOT diverge")) << "; lockstep replay "
+          << dir.string() << "\n"
+          << std::flush;
+      failures.push_back({{"index", f.original.index},
+                          {"program_seed", f.original.seed},
+                          {"mode", mode_name},
+                          {"case", dir.string()},
+                          {"step", d.step},
+                          {"original_words", sr.original_words},
+                          {"shrunk_words", sr.shrunk_words},
+                          {"case_diverges_at", at}});
+    };
+
+    while (next < end) {
+      if (stop->load()) {
+        interrupted = true;
+        break;
+      }
+      if (time_limit > 0 && elapsed() >= time_limit) break;
+      std::vector<campaign::Program> batch;
+      while (batch.size() < args->batch) {
+        const std::uint64_t k = in_shard(next);
+        if (k >= end || k < next) {  // k < next: wrapped around
+          next = end;
+          break;
+        }
+        batch.push_back(campaign::generate(campaign::program_seed(seed, k), k, ops));
+        next = k + 1;
+      }
+      if (batch.empty()) break;
+      std::vector<std::string> status(batch.size() * 2, "-");
+      std::vector<Failure> fails;
+      std::vector<std::uint64_t> prog_steps(batch.size(), 0);
+      for (const engine::Mode m : modes) {
+        const auto t1 = clock::now();
+        std::vector<engine::StreamResult> res;
+        try {
+          res = campaign::run_lockstep(chip.chip, args->backend, batch, m, kMaxSteps, args->batch, 64);
+        } catch (const engine::CheckError& e) {
+          throw InputError(e.what());
+        }
+        lockstep_seconds += std::chrono::duration<double>(clock::now() - t1).count();
+        for (std::size_t i = 0; i < res.size(); ++i) {
+          steps += res[i].steps;
+          prog_steps[i] = std::max(prog_steps[i], res[i].ref_steps);
+          if (res[i].end == "step_limit")
+            throw InputError("program " + std::to_string(batch[i].index) + " (seed " + std::to_string(seed) +
+                             ") did not end within " + std::to_string(kMaxSteps) + " steps: a generator bug");
+          const bool bad = res[i].mismatches > 0;
+          status[2 * i + (m == engine::Mode::kFree)] = bad ? "mismatch" : res[i].end;
+          if (bad) {
+            ++failing_streams;
+            fails.push_back({batch[i], m, res[i]});
+          }
+        }
+      }
+      for (const campaign::Program& p : batch) coverage.add(p, kMaxSteps);
+      done += batch.size();
+      if (tsv.is_open()) {
+        for (std::size_t i = 0; i < batch.size(); ++i)
+          tsv << batch[i].index << "\t" << batch[i].seed << "\t" << batch[i].words() << "\t" << prog_steps[i] << "\t"
+              << status[2 * i] << "\t" << status[2 * i + 1] << "\n";
+        tsv.flush();
+      }
+      for (const Failure& f : fails) save_failure(f);
+      if (elapsed() - last_progress >= 10) {
+        last_progress = elapsed();
+        std::cerr << "lockstep: progress: " << done << " programs, " << steps << " steps, " << failing_streams
+                  << " mismatching, " << static_cast<int>(elapsed()) << " s\n"
+                  << std::flush;
+      }
+    }
+
+    // ---------------------------------------------------------------- report
+    const double seconds = elapsed();
+    const double pps = lockstep_seconds > 0 ? static_cast<double>(done) / lockstep_seconds : 0;
+    const double sps = lockstep_seconds > 0 ? static_cast<double>(steps) / lockstep_seconds : 0;
+    out << coverage.text(ops);
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "programs %llu (indices %llu.. in shard %llu/%llu, mode %s), steps compared %llu, mismatching "
+                  "runs %llu; %.1f programs/s, %.0f steps/s in lock-step (%.1f s; %.1f s shrinking; %.1f s in all); "
+                  "seed %llu\n",
+                  static_cast<unsigned long long>(done), static_cast<unsigned long long>(args->first),
+                  static_cast<unsigned long long>(shard_i), static_cast<unsigned long long>(shard_n),
+                  args->mode.c_str(), static_cast<unsigned long long>(steps),
+                  static_cast<unsigned long long>(failing_streams), pps, sps, lockstep_seconds, shrink_seconds, seconds,
+                  static_cast<unsigned long long>(seed));
+    out << line << std::flush;
+    const json fuzz = {{"seed", seed},
+                       {"first", args->first},
+                       {"programs", done},
+                       {"next", next},
+                       {"shard", {shard_i, shard_n}},
+                       {"mode", args->mode},
+                       {"ops", op_names},
+                       {"chip", chip.source},
+                       {"chip_hash", chip.hash},
+                       {"backend", args->backend},
+                       {"steps", steps},
+                       {"mismatching_runs", failing_streams},
+                       {"failures", failures},
+                       {"seconds", seconds},
+                       {"lockstep_seconds", lockstep_seconds},
+                       {"programs_per_second", pps},
+                       {"steps_per_second", sps},
+                       {"program_seed", "campaign::program_seed(seed, index)"},
+                       {"interrupted", interrupted},
+                       {"coverage", coverage.to_json()}};
+    if (always_report || !failures.empty()) {
+      fs::create_directories(report);
+      write_text(report / "fuzz.json", fuzz.dump(2) + "\n");
+      out << "report: " << (report / "fuzz.json").string() << "\n" << std::flush;
+    }
+    ctx.summary.add_steps(steps);
+    ctx.summary.add_mismatches(failing_streams);
+    ctx.summary.set("seed", seed);
+    ctx.summary.set("programs", done);
+    ctx.summary.set("shard", json::array({shard_i, shard_n}));
+    ctx.summary.set("failures", failures);
+    ctx.summary.set("programs_per_second", pps);
+    ctx.summary.set("steps_per_second", sps);
+    ctx.summary.set("coverage", coverage.to_json());
+    if (always_report || !failures.empty()) ctx.summary.set("report", report.string());
+    if (interrupted) throw InputError("interrupted after " + std::to_string(done) + " programs (seed " + std::to_string(seed) + ")");
+  });
+}
+
+}  // namespace lockstep::cli

@@ -1,0 +1,170 @@
+// `lockstep fuzz`: reproducible random programs for lock-step runs of the
+// reference and a chip, coverage of what the reference executed, and
+// shrinking of a mismatching program (fuzz/README.md, "lockstep fuzz").
+//
+// A program is a list of items (one instruction word, an `li` pair, a branch
+// or jump whose target is another item, an auipc+jalr pair): targets are item
+// indices, so dropping items while shrinking keeps every offset consistent.
+// Every program: x1..x30 loaded with random edge values, x31 pointing at a
+// 256-byte scratch area of random bytes, a body of random instructions drawn
+// from a weighted mix over ref's encoding table (filtered by --ops) with
+// directed streams (a counted loop, bn.addc/bn.subb carry chains, store/load
+// patterns), then `li a7, 93; ecall` (exit).  Branches and jumps of the body
+// go forward only, the one backward branch of a loop counts a register down
+// from at most 6, so every program ends.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lockstep/chip/chip.hpp"
+#include "lockstep/engine/engine.h"
+#include "lockstep/format/elf.h"
+#include "lockstep/ref/encoding.h"
+
+namespace lockstep::campaign {
+
+/// Bad --ops list (unknown name, a vector or system op): what() is one line.
+class OpsError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// Class names accepted by --ops (engine::instruction_class's names).
+std::string_view class_name(ref::InsnClass cls);
+
+/// The rows selected by a comma-separated list of mnemonics ("add", "bn.addc")
+/// and class names ("alu", "alu-imm", "upper", "mul", "div", "zba", "load",
+/// "store", "branch", "jal", "jalr", "fence", "bignum"; a class name wins over
+/// the mnemonic of the same spelling, so "mul" is mul/mulh/mulhsu/mulhu).
+/// Empty or "all": every row but the vector unit and ecall/ebreak.  In table
+/// order, no duplicates.  Throws OpsError.
+std::vector<const ref::Encoding*> select_ops(const std::string& list);
+
+/// The seed of program `index` of a campaign with seed `run_seed`.
+std::uint64_t program_seed(std::uint64_t run_seed, std::uint64_t index);
+
+/// One item of a program.
+struct Item {
+  enum class Kind : std::uint8_t {
+    kWord,    ///< `word`, one instruction
+    kLi,      ///< li rd, value (lui + addi)
+    kBranch,  ///< branch or JAL (op, rd/rs1/rs2) to item `target`
+    kJalr,    ///< auipc rs1, 0; jalr rd, off(rs1) with off = target - auipc (+ value: bit 0)
+  };
+  Kind kind = Kind::kWord;
+  ref::Op op = ref::Op::kIllegal;
+  std::uint8_t rd = 0, rs1 = 0, rs2 = 0;
+  std::uint32_t word = 0;   ///< kWord
+  std::uint32_t value = 0;  ///< kLi: the value; kJalr: the low bit added to the offset
+  std::int64_t target = -1; ///< kBranch/kJalr: index of the target item
+  bool fixed = false;       ///< never dropped or changed by shrinking (scratch base, exit)
+  bool test = true;         ///< a generated test instruction (counted in coverage)
+  unsigned words() const { return kind == Kind::kLi || kind == Kind::kJalr ? 2u : 1u; }
+};
+
+inline constexpr std::uint32_t kCodeBase = 0x10000;
+inline constexpr std::uint32_t kScratchBase = 0x80000;
+inline constexpr std::uint32_t kScratchBytes = 256;
+
+/// A generated program.
+struct Program {
+  std::string name;          ///< "p<index>"
+  std::uint64_t index = 0, seed = 0;
+  std::vector<Item> items;
+  std::vector<std::uint8_t> scratch;  ///< kScratchBytes at kScratchBase
+
+  /// Code words (the size the reports give).
+  std::size_t words() const;
+  std::vector<std::uint32_t> code() const;
+  /// Per code word: whether it is a test instruction (coverage).
+  std::vector<bool> test_words() const;
+  format::GuestImage image() const;
+  engine::Guest guest() const;
+  /// "addr: word  disassembly" lines of the code.
+  std::string listing() const;
+  /// Removes items [first, last) that are not fixed; branch targets inside
+  /// the range move to the first item after it.
+  Program without(std::size_t first, std::size_t last) const;
+};
+
+/// Generates program `index` from `seed` over `ops` (select_ops; not empty).
+Program generate(std::uint64_t seed, std::uint64_t index, std::span<const ref::Encoding* const> ops);
+
+/// Operand value classes, in the order they are tested (the first that
+/// matches): 0, 1, -1, INT_MIN, INT_MAX, another power of two, other.
+inline constexpr int kValueClasses = 7;
+int value_class(std::uint32_t v);
+std::string_view value_class_name(int c);  ///< "zero", "one", "minus-one", "int-min", "int-max", "pow2", "other"
+
+/// Opcode x operand class counts of the test instructions the reference
+/// executed (rs1 and rs2 values read just before each instruction ran).
+struct Coverage {
+  struct Row {
+    std::uint64_t executed = 0;
+    std::array<std::uint64_t, kValueClasses> rs1{}, rs2{};
+    bool has_rs1 = false, has_rs2 = false;
+  };
+  std::map<std::string, Row> rows;  ///< by mnemonic
+  std::uint64_t programs = 0, instructions = 0;
+
+  /// Runs `p` on a fresh reference machine (at most max_steps tokens) and
+  /// counts its test instructions.
+  void add(const Program& p, std::uint64_t max_steps = 1'000'000);
+  void merge(const Coverage& other);
+  nlohmann::json to_json() const;
+  static Coverage from_json(const nlohmann::json& j);
+  /// The table; mnemonics of `ops` never executed are listed at the end.
+  std::string text(std::span<const ref::Encoding* const> ops) const;
+};
+
+/// Whether the reference runs the program to its exit within max_steps.
+bool reference_exits(const Program& p, std::uint64_t max_steps);
+
+/// Runs programs through `chip` (a fresh backend per batch of at most
+/// `batch` streams) in lock-step, one result per program.
+std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip::Chip>& chip,
+                                               const std::string& backend, const std::vector<Program>& programs,
+                                               engine::Mode mode, std::uint64_t max_steps, unsigned batch = 32,
+                                               std::uint64_t classify_window = 64);
+
+/// Shrinking (fuzz/README.md): drop chunks of items (halves, quarters, ...,
+/// single items) while the program still mismatches, then set li values to
+/// 0 or 1, zero the scratch area, and drop again, until nothing changes or
+/// the budget is spent.  A candidate counts as still mismatching only when
+/// the reference still runs it to its exit and the chip still diverges in
+/// `mode`.
+struct ShrinkOptions {
+  unsigned max_runs = 4000;           ///< candidate lock-step runs
+  double max_seconds = 120;
+  unsigned batch = 16;                ///< candidates run together (speculatively)
+  std::uint64_t max_steps = 20000;    ///< reference step cap for a candidate
+};
+struct ShrinkResult {
+  Program program;
+  std::size_t original_words = 0, shrunk_words = 0;
+  unsigned runs = 0;
+  double seconds = 0;
+  bool budget_exhausted = false;
+};
+/// `first_failing(cands)`: the index of the first candidate that still
+/// mismatches, or nullopt.
+using FirstFailing = std::function<std::optional<std::size_t>(const std::vector<Program>&)>;
+ShrinkResult shrink(const Program& failing, const FirstFailing& first_failing, const ShrinkOptions& options = {});
+
+/// The FirstFailing of a chip and mode (reference_exits + run_lockstep).
+FirstFailing chip_oracle(const std::shared_ptr<const chip::Chip>& chip, const std::string& backend, engine::Mode mode,
+                         std::uint64_t max_steps);
+
+}  // namespace lockstep::campaign

@@ -1,0 +1,760 @@
+#include "lockstep/campaign/campaign.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "lockstep/engine/check.h"
+#include "lockstep/progen/progen.h"
+#include "lockstep/ref/machine.h"
+
+namespace lockstep::campaign {
+
+using ref::Encoding;
+using ref::InsnClass;
+using ref::Op;
+using u32 = std::uint32_t;
+using nlohmann::json;
+
+// ------------------------------------------------------------------ ops
+
+std::string_view class_name(InsnClass cls) {
+  switch (cls) {
+    case InsnClass::kAlu: return "alu";
+    case InsnClass::kAluImm: return "alu-imm";
+    case InsnClass::kUpper: return "upper";
+    case InsnClass::kMul: return "mul";
+    case InsnClass::kDiv: return "div";
+    case InsnClass::kZba: return "zba";
+    case InsnClass::kLoad: return "load";
+    case InsnClass::kStore: return "store";
+    case InsnClass::kBranch: return "branch";
+    case InsnClass::kJal: return "jal";
+    case InsnClass::kJalr: return "jalr";
+    case InsnClass::kFence: return "fence";
+    case InsnClass::kSystem: return "system";
+    case InsnClass::kBignum: return "bignum";
+    case InsnClass::kVector: return "vector";
+  }
+  return "other";
+}
+
+namespace {
+
+bool fuzzable(const Encoding& e) { return e.cls != InsnClass::kSystem && e.cls != InsnClass::kVector; }
+
+std::string refusal(const Encoding& e) {
+  if (e.cls == InsnClass::kVector)
+    return "--ops: " + std::string(e.mnemonic) + " is a vector-unit op, which the chip does not compile (not fuzzed)";
+  return "--ops: " + std::string(e.mnemonic) + " is not fuzzed (every program ends with the exit ecall)";
+}
+
+}  // namespace
+
+std::vector<const Encoding*> select_ops(const std::string& list) {
+  std::set<const Encoding*> chosen;
+  std::string lowered;
+  for (char c : list) lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::vector<std::string> names;
+  std::stringstream ss(lowered);
+  for (std::string tok; std::getline(ss, tok, ',');) {
+    tok.erase(0, tok.find_first_not_of(" \t"));
+    tok.erase(tok.find_last_not_of(" \t") + 1);
+    if (!tok.empty()) names.push_back(tok);
+  }
+  if (names.empty() && !list.empty()) throw OpsError("--ops: empty list");
+  if (names.empty()) names.push_back("all");
+  for (const std::string& n : names) {
+    bool found = false;
+    if (n == "all" || n == "scalar") {
+      for (const Encoding& e : ref::encoding_table())
+        if (fuzzable(e)) chosen.insert(&e);
+      continue;
+    }
+    for (const Encoding& e : ref::encoding_table()) {
+      if (class_name(e.cls) == n) {
+        if (!fuzzable(e)) throw OpsError(refusal(e));
+        chosen.insert(&e);
+        found = true;
+      }
+    }
+    if (found) continue;
+    for (const Encoding& e : ref::encoding_table()) {
+      if (e.mnemonic == n) {
+        if (!fuzzable(e)) throw OpsError(refusal(e));
+        chosen.insert(&e);
+        found = true;
+      }
+    }
+    if (!found) {
+      throw OpsError("--ops: unknown op or class '" + n +
+                     "' (classes: alu, alu-imm, upper, mul, div, zba, load, store, branch, jal, jalr, fence, "
+                     "bignum; or a mnemonic such as add, sh2add, bn.addc)");
+    }
+  }
+  std::vector<const Encoding*> out;
+  for (const Encoding& e : ref::encoding_table())
+    if (chosen.count(&e)) out.push_back(&e);
+  return out;
+}
+
+std::uint64_t program_seed(std::uint64_t run_seed, std::uint64_t index) {
+  progen::Random r(run_seed ^ (index * 0xd1b54a32d192ed03ull));
+  r.next();
+  return r.next();
+}
+
+// ------------------------------------------------------------------ programs
+
+std::size_t Program::words() const {
+  std::size_t n = 0;
+  for (const Item& it : items) n += it.words();
+  return n;
+}
+
+std::vector<u32> Program::code() const {
+  std::vector<u32> addr(items.size() + 1, kCodeBase);
+  for (std::size_t i = 0; i < items.size(); ++i) addr[i + 1] = addr[i] + 4 * items[i].words();
+  auto target_addr = [&](const Item& it) {
+    const std::size_t t = static_cast<std::size_t>(std::clamp<std::int64_t>(it.target, 0, static_cast<std::int64_t>(items.size())));
+    return addr[t];
+  };
+  std::vector<u32> code;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const Item& it = items[i];
+    switch (it.kind) {
+      case Item::Kind::kWord: code.push_back(it.word); break;
+      case Item::Kind::kLi: progen::emit_li(code, it.rd, it.value); break;
+      case Item::Kind::kBranch: {
+        const u32 off = target_addr(it) - addr[i];
+        code.push_back(it.op == Op::kJal ? ref::encode::j(it.op, it.rd, off) : ref::encode::b(it.op, it.rs1, it.rs2, off));
+        break;
+      }
+      case Item::Kind::kJalr: {
+        const u32 off = target_addr(it) - addr[i];
+        code.push_back(ref::encode::u(Op::kAuipc, it.rs1, 0));
+        code.push_back(ref::encode::i(Op::kJalr, it.rd, it.rs1, off + (it.value & 1)));
+        break;
+      }
+    }
+  }
+  return code;
+}
+
+std::vector<bool> Program::test_words() const {
+  std::vector<bool> t;
+  for (const Item& it : items) {
+    if (it.kind == Item::Kind::kJalr) {
+      t.push_back(false);  // the auipc is set-up
+      t.push_back(it.test);
+    } else {
+      for (unsigned k = 0; k < it.words(); ++k) t.push_back(it.test && it.kind != Item::Kind::kLi);
+    }
+  }
+  return t;
+}
+
+format::GuestImage Program::image() const {
+  format::Segment data;
+  data.vaddr = kScratchBase;
+  data.bytes = scratch;
+  data.memsz = kScratchBytes;
+  data.flags = format::kPfR | format::kPfW;
+  return progen::image_from_code(code(), kCodeBase, {data});
+}
+
+engine::Guest Program::guest() const {
+  engine::Guest g;
+  g.name = name;
+  g.image = image();
+  return g;
+}
+
+std::string Program::listing() const {
+  const std::vector<u32> c = code();
+  std::string out;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    const u32 a = kCodeBase + 4 * static_cast<u32>(i);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%08x: %08x  %s\n", a, c[i], ref::disassemble(c[i], a).c_str());
+    out += buf;
+  }
+  return out;
+}
+
+Program Program::without(std::size_t first, std::size_t last) const {
+  Program p = *this;
+  last = std::min(last, items.size());
+  std::vector<std::int64_t> new_index(items.size() + 1);
+  std::vector<Item> kept;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    new_index[i] = static_cast<std::int64_t>(kept.size());
+    if (i >= first && i < last && !items[i].fixed) continue;
+    kept.push_back(items[i]);
+  }
+  new_index[items.size()] = static_cast<std::int64_t>(kept.size());
+  for (Item& it : kept) {
+    if (it.kind == Item::Kind::kBranch || it.kind == Item::Kind::kJalr) {
+      const std::size_t t = static_cast<std::size_t>(std::clamp<std::int64_t>(it.target, 0, static_cast<std::int64_t>(items.size())));
+      it.target = new_index[t];  // the first kept item at or after the old target
+    }
+  }
+  p.items = std::move(kept);
+  return p;
+}
+
+namespace {
+
+// Relative weight of a class in the mix (before the per-program focus).
+unsigned class_weight(InsnClass c) {
+  switch (c) {
+    case InsnClass::kAlu: return 8;
+    case InsnClass::kAluImm: return 6;
+    case InsnClass::kUpper: return 2;
+    case InsnClass::kMul: return 4;
+    case InsnClass::kDiv: return 4;
+    case InsnClass::kZba: return 2;
+    case InsnClass::kLoad: return 4;
+    case InsnClass::kStore: return 4;
+    case InsnClass::kBranch: return 4;
+    case InsnClass::kJal: return 2;
+    case InsnClass::kJalr: return 2;
+    case InsnClass::kFence: return 1;
+    case InsnClass::kBignum: return 4;
+    default: return 0;
+  }
+}
+
+bool is_control(const Encoding& e) {
+  return e.cls == InsnClass::kBranch || e.cls == InsnClass::kJal || e.cls == InsnClass::kJalr;
+}
+
+struct Generator {
+  progen::Random& rng;
+  std::span<const Encoding* const> ops;
+  std::vector<double> weights;  // per op
+  std::vector<Item> items;
+  std::vector<bool> landing;    // per item: a forward branch may target it
+
+  u32 reg_not(std::initializer_list<u32> avoid) {
+    u32 r;
+    do r = rng.below(32);
+    while (std::find(avoid.begin(), avoid.end(), r) != avoid.end());
+    return r;
+  }
+  const Encoding& pick(bool allow_control) {
+    double total = 0;
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (allow_control || !is_control(*ops[i])) total += weights[i];
+    double x = static_cast<double>(rng.next() >> 11) / 9007199254740992.0 * total;
+    const Encoding* last = nullptr;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (!allow_control && is_control(*ops[i])) continue;
+      last = ops[i];
+      if (x < weights[i]) return *ops[i];
+      x -= weights[i];
+    }
+    return *last;
+  }
+  bool has_non_control() const {
+    return std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return !is_control(*e); });
+  }
+  void add(Item it, bool land = true) {
+    items.push_back(it);
+    landing.push_back(land);
+  }
+  u32 imm12() {
+    static constexpr u32 kImm[] = {0, 1, 0xfff, 0x7ff, 0x800, 2, 0xffe, 31, 32};
+    return rng.chance(2) ? kImm[rng.below(sizeof kImm / sizeof kImm[0])] : rng.below(4096);
+  }
+  static u32 access_size(const Encoding& e) { return 1u << ((e.match >> 12) & 3); }
+
+  // One instruction of `row`; `avoid`: a register it must not write (besides x31).
+  void instruction(const Encoding& row, u32 avoid, bool land = true) {
+    Item it;
+    it.op = row.op;
+    auto dest = [&] { return reg_not({31, avoid}); };
+    switch (row.cls) {
+      case InsnClass::kAlu:
+      case InsnClass::kMul:
+      case InsnClass::kDiv:
+      case InsnClass::kZba:
+        it.word = ref::encode::r(row.op, dest(), rng.below(32), rng.below(32));
+        break;
+      case InsnClass::kBignum:
+        it.word = ref::encode::r(row.op, (row.operands & ref::kOpdRd) ? dest() : 0,
+                                 (row.operands & ref::kOpdRs1) ? rng.below(32) : 0,
+                                 (row.operands & ref::kOpdRs2) ? rng.below(32) : 0);
+        break;
+      case InsnClass::kAluImm:
+        it.word = ref::encode::i(row.op, dest(), rng.below(32), row.format == ref::Format::kIShift ? rng.below(32) : imm12());
+        break;
+      case InsnClass::kUpper:
+        it.word = ref::encode::u(row.op, dest(), rng.operand());
+        break;
+      case InsnClass::kLoad:
+      case InsnClass::kStore: {
+        const u32 size = access_size(row);
+        const u32 off = rng.below(kScratchBytes / size) * size;
+        it.word = row.cls == InsnClass::kLoad ? ref::encode::i(row.op, dest(), 31, off)
+                                              : ref::encode::s(row.op, 31, rng.below(32), off);
+        break;
+      }
+      case InsnClass::kFence:
+        it.word = row.match | rng.below(16) << 24 | rng.below(16) << 20;
+        break;
+      case InsnClass::kBranch:
+        it.kind = Item::Kind::kBranch;
+        it.rs1 = static_cast<std::uint8_t>(rng.below(32));
+        it.rs2 = static_cast<std::uint8_t>(rng.below(32));
+        break;
+      case InsnClass::kJal:
+        it.kind = Item::Kind::kBranch;
+        it.rd = static_cast<std::uint8_t>(dest());
+        break;
+      case InsnClass::kJalr:
+        it.kind = Item::Kind::kJalr;
+        it.rd = static_cast<std::uint8_t>(dest());
+        it.rs1 = static_cast<std::uint8_t>(reg_not({0, 31, avoid}));
+        it.value = rng.chance(2) ? 1u : 0u;
+        break;
+      default:
+        return;
+    }
+    add(it, land);
+  }
+
+  Item li(u32 rd, u32 value, bool test = false) {
+    Item it;
+    it.kind = Item::Kind::kLi;
+    it.op = Op::kLui;
+    it.rd = static_cast<std::uint8_t>(rd);
+    it.value = value;
+    it.test = test;
+    return it;
+  }
+  Item word(u32 w, bool test) {
+    Item it;
+    it.word = w;
+    it.op = ref::decode(w).op;
+    it.test = test;
+    return it;
+  }
+
+  // A counted loop: li c, N; L: up to 5 non-control instructions; addi c, c, -1; bne c, x0, L.
+  void loop_stream() {
+    const u32 c = 1 + rng.below(30);
+    add(li(c, 1 + rng.below(6)));
+    const std::size_t start = items.size();
+    const unsigned body = has_non_control() ? 1 + rng.below(5) : 0;
+    for (unsigned k = 0; k < body; ++k) instruction(pick(false), c, false);
+    add(word(ref::encode::i(Op::kAddi, c, c, 0xfff), false), false);
+    Item b;
+    b.kind = Item::Kind::kBranch;
+    b.op = Op::kBne;
+    b.rs1 = static_cast<std::uint8_t>(c);
+    b.rs2 = 0;
+    b.target = static_cast<std::int64_t>(start);
+    b.test = false;
+    add(b, false);
+    landing[start] = false;  // jumping past `li c` would count down from any value
+  }
+
+  // A carry chain: li a, edge; li b, edge; bn.addc/bn.subb rd, a, b; ... (carry propagates).
+  void carry_stream(const std::vector<const Encoding*>& rows) {
+    const unsigned n = 4 + rng.below(12);
+    auto edge = [&]() -> u32 {
+      switch (rng.below(6)) {
+        case 0: case 1: case 2: return 0xffffffffu;
+        case 3: return 0;
+        case 4: return 1;
+        default: return rng.operand();
+      }
+    };
+    for (unsigned k = 0; k < n; ++k) {
+      const u32 a = reg_not({0, 31}), b = reg_not({0, 31, a});
+      add(li(a, edge()));
+      add(li(b, edge()));
+      const Encoding& row = *rows[rng.below(static_cast<u32>(rows.size()))];
+      add(word(ref::encode::r(row.op, reg_not({31}), a, b), true));
+    }
+  }
+
+  // Stores and loads at the same (or overlapping) offsets of the scratch area.
+  void memory_stream(const std::vector<const Encoding*>& loads, const std::vector<const Encoding*>& stores) {
+    const unsigned n = 2 + rng.below(7);
+    for (unsigned k = 0; k < n; ++k) {
+      const u32 base = rng.below(kScratchBytes / 4) * 4;
+      if (!stores.empty()) {
+        const Encoding& s = *stores[rng.below(static_cast<u32>(stores.size()))];
+        const u32 size = access_size(s);
+        add(word(ref::encode::s(s.op, 31, rng.below(32), base + rng.below(4 / size) * size), true));
+      }
+      if (!loads.empty()) {
+        const Encoding& l = *loads[rng.below(static_cast<u32>(loads.size()))];
+        const u32 size = access_size(l);
+        add(word(ref::encode::i(l.op, reg_not({31}), 31, base + rng.below(4 / size) * size), true));
+      }
+    }
+  }
+};
+
+}  // namespace
+
+Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encoding* const> ops) {
+  if (ops.empty()) throw OpsError("--ops: no op selected");
+  progen::Random rng(seed);
+  Generator g{rng, ops, {}, {}, {}};
+  // Weighted mix: every class its weight (shared by its rows), one focus class x6.
+  std::map<InsnClass, unsigned> per_class;
+  for (const Encoding* e : ops) ++per_class[e->cls];
+  std::vector<InsnClass> classes;
+  for (const auto& [c, n] : per_class) classes.push_back(c);
+  const InsnClass focus = classes[rng.below(static_cast<u32>(classes.size()))];
+  for (const Encoding* e : ops) {
+    double w = std::max(1u, class_weight(e->cls)) / static_cast<double>(per_class[e->cls]);
+    if (e->cls == focus) w *= 6;
+    g.weights.push_back(w);
+  }
+  std::vector<const Encoding*> carry, loads, stores;
+  for (const Encoding* e : ops) {
+    if (e->op == Op::kBnAddc || e->op == Op::kBnSubb) carry.push_back(e);
+    if (e->cls == InsnClass::kLoad) loads.push_back(e);
+    if (e->cls == InsnClass::kStore) stores.push_back(e);
+  }
+
+  Program p;
+  p.index = index;
+  p.seed = seed;
+  p.name = "p" + std::to_string(index);
+  for (u32 i = 0; i < kScratchBytes; i += 4) {
+    const u32 v = rng.operand();
+    for (int b = 0; b < 4; ++b) p.scratch.push_back(static_cast<std::uint8_t>(v >> (8 * b)));
+  }
+  for (u32 r = 1; r <= 30; ++r) g.add(g.li(r, rng.operand()));
+  Item base = g.li(31, kScratchBase);
+  base.fixed = true;
+  g.add(base);
+  const std::size_t body_begin = g.items.size();
+  const unsigned length = 16 + rng.below(48);
+  while (g.items.size() - body_begin < length) {
+    if (rng.chance(8)) {
+      switch (rng.below(3)) {
+        case 0: g.loop_stream(); break;
+        case 1: if (!carry.empty()) g.carry_stream(carry); break;
+        default: if (!loads.empty() || !stores.empty()) g.memory_stream(loads, stores); break;
+      }
+      continue;
+    }
+    g.instruction(g.pick(true), 31);
+  }
+  const std::size_t end = g.items.size();
+  Item a7 = g.li(17, 93);
+  a7.fixed = true;
+  g.add(a7);
+  Item ecall = g.word(0x00000073u, false);
+  ecall.fixed = true;
+  g.add(ecall);
+  // Forward targets of the body's branches and jumps: a landing item after it (or the exit).
+  for (std::size_t i = body_begin; i < end; ++i) {
+    Item& it = g.items[i];
+    if ((it.kind != Item::Kind::kBranch && it.kind != Item::Kind::kJalr) || it.target >= 0) continue;
+    std::vector<std::size_t> t;
+    for (std::size_t k = i + 1; k <= end; ++k)
+      if (g.landing[k]) t.push_back(k);
+    it.target = static_cast<std::int64_t>(t[rng.below(static_cast<u32>(t.size()))]);
+  }
+  p.items = std::move(g.items);
+  return p;
+}
+
+// ------------------------------------------------------------------ coverage
+
+int value_class(u32 v) {
+  if (v == 0) return 0;
+  if (v == 1) return 1;
+  if (v == 0xffffffffu) return 2;
+  if (v == 0x80000000u) return 3;
+  if (v == 0x7fffffffu) return 4;
+  if ((v & (v - 1)) == 0) return 5;
+  return 6;
+}
+
+std::string_view value_class_name(int c) {
+  static constexpr std::string_view kNames[] = {"zero", "one", "minus-one", "int-min", "int-max", "pow2", "other"};
+  return c >= 0 && c < kValueClasses ? kNames[c] : "?";
+}
+
+void Coverage::add(const Program& p, std::uint64_t max_steps) {
+  ref::Machine m;
+  m.load(p.image());
+  const std::vector<bool> test = p.test_words();
+  ++programs;
+  while (m.status() == ref::Status::kRunning && m.steps() < max_steps) {
+    const u32 pc = m.pc();
+    const std::size_t slot = (pc - kCodeBase) / 4;
+    if (pc >= kCodeBase && pc % 4 == 0 && slot < test.size() && test[slot]) {
+      const u32 w = m.read_word(pc);
+      const ref::Decoded d = ref::decode(w);
+      if (d.op != Op::kIllegal && d.op != Op::kUndecoded) {
+        const Encoding& e = ref::encoding_of(d.op);
+        Row& r = rows[std::string(e.mnemonic)];
+        ++r.executed;
+        ++instructions;
+        if (e.operands & ref::kOpdRs1) {
+          r.has_rs1 = true;
+          ++r.rs1[value_class(m.reg(d.rs1))];
+        }
+        if (e.operands & ref::kOpdRs2) {
+          r.has_rs2 = true;
+          ++r.rs2[value_class(m.reg(d.rs2))];
+        }
+      }
+    }
+    if (m.step().empty()) break;
+  }
+}
+
+void Coverage::merge(const Coverage& o) {
+  programs += o.programs;
+  instructions += o.instructions;
+  for (const auto& [name, r] : o.rows) {
+    Row& mine = rows[name];
+    mine.executed += r.executed;
+    mine.has_rs1 = mine.has_rs1 || r.has_rs1;
+    mine.has_rs2 = mine.has_rs2 || r.has_rs2;
+    for (int c = 0; c < kValueClasses; ++c) {
+      mine.rs1[c] += r.rs1[c];
+      mine.rs2[c] += r.rs2[c];
+    }
+  }
+}
+
+json Coverage::to_json() const {
+  json classes = json::array();
+  for (int c = 0; c < kValueClasses; ++c) classes.push_back(std::string(value_class_name(c)));
+  json ops = json::object();
+  for (const auto& [name, r] : rows) {
+    json o = {{"executed", r.executed}};
+    if (r.has_rs1) o["rs1"] = r.rs1;
+    if (r.has_rs2) o["rs2"] = r.rs2;
+    ops[name] = o;
+  }
+  return {{"programs", programs}, {"instructions", instructions}, {"value_classes", classes}, {"ops", ops}};
+}
+
+Coverage Coverage::from_json(const json& j) {
+  Coverage c;
+  c.programs = j.value("programs", std::uint64_t{0});
+  c.instructions = j.value("instructions", std::uint64_t{0});
+  const json ops = j.value("ops", json::object());
+  for (const auto& [name, o] : ops.items()) {
+    Row r;
+    r.executed = o.value("executed", std::uint64_t{0});
+    if (o.contains("rs1")) {
+      r.has_rs1 = true;
+      r.rs1 = o["rs1"].get<std::array<std::uint64_t, kValueClasses>>();
+    }
+    if (o.contains("rs2")) {
+      r.has_rs2 = true;
+      r.rs2 = o["rs2"].get<std::array<std::uint64_t, kValueClasses>>();
+    }
+    c.rows[name] = r;
+  }
+  return c;
+}
+
+std::string Coverage::text(std::span<const Encoding* const> ops) const {
+  std::ostringstream os;
+  os << "coverage: " << instructions << " test instructions executed by the reference in " << programs
+     << " programs; rs1/rs2 values as zero/one/minus-one/int-min/int-max/pow2/other\n";
+  auto counts = [](const std::array<std::uint64_t, kValueClasses>& a) {
+    std::string s;
+    for (int c = 0; c < kValueClasses; ++c) s += (c ? "/" : "") + std::to_string(a[c]);
+    return s;
+  };
+  std::vector<std::string> missing;
+  for (const Encoding* e : ops) {
+    const auto it = rows.find(std::string(e->mnemonic));
+    if (it == rows.end() || it->second.executed == 0) {
+      missing.emplace_back(e->mnemonic);
+      continue;
+    }
+    const Row& r = it->second;
+    char head[64];
+    std::snprintf(head, sizeof head, "  %-9s %8llu", std::string(e->mnemonic).c_str(),
+                  static_cast<unsigned long long>(r.executed));
+    os << head;
+    if (r.has_rs1) os << "  rs1 " << counts(r.rs1);
+    if (r.has_rs2) os << "  rs2 " << counts(r.rs2);
+    os << "\n";
+  }
+  if (!missing.empty()) {
+    os << "  never executed:";
+    for (const std::string& m : missing) os << " " << m;
+    os << "\n";
+  }
+  return os.str();
+}
+
+// ------------------------------------------------------------------ running
+
+bool reference_exits(const Program& p, std::uint64_t max_steps) {
+  ref::Machine m;
+  try {
+    m.load(p.image());
+  } catch (const std::exception&) {
+    return false;
+  }
+  const ref::RunResult r = m.run(max_steps);
+  return r.stop == ref::Stop::kExit;
+}
+
+std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip::Chip>& chip, const std::string& backend,
+                                               const std::vector<Program>& programs, engine::Mode mode,
+                                               std::uint64_t max_steps, unsigned batch, std::uint64_t classify_window) {
+  std::vector<engine::StreamResult> out;
+  for (std::size_t first = 0; first < programs.size(); first += batch) {
+    std::vector<engine::Guest> guests;
+    for (std::size_t i = first; i < programs.size() && i < first + batch; ++i) guests.push_back(programs[i].guest());
+    auto be = engine::make_backend(backend, chip);
+    engine::Options opt;
+    opt.mode = mode;
+    opt.max_steps = max_steps;
+    opt.classify_window = classify_window;
+    engine::Engine e(*be, std::move(guests), opt);
+    engine::RunResult r = e.run();
+    for (engine::StreamResult& s : r.streams) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+FirstFailing chip_oracle(const std::shared_ptr<const chip::Chip>& chip, const std::string& backend, engine::Mode mode,
+                         std::uint64_t max_steps) {
+  return [chip, backend, mode, max_steps](const std::vector<Program>& cands) -> std::optional<std::size_t> {
+    std::vector<Program> runnable;
+    std::vector<std::size_t> where;
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      if (!reference_exits(cands[i], max_steps)) continue;
+      runnable.push_back(cands[i]);
+      where.push_back(i);
+    }
+    if (runnable.empty()) return std::nullopt;
+    const auto res = run_lockstep(chip, backend, runnable, mode, max_steps, 32, 0);
+    for (std::size_t k = 0; k < res.size(); ++k)
+      if (res[k].mismatches > 0) return where[k];
+    return std::nullopt;
+  };
+}
+
+// ------------------------------------------------------------------ shrinking
+
+ShrinkResult shrink(const Program& failing, const FirstFailing& first_failing, const ShrinkOptions& o) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  ShrinkResult res;
+  res.original_words = failing.words();
+  Program cur = failing;
+  auto spent = [&] {
+    const double s = std::chrono::duration<double>(clock::now() - t0).count();
+    if (res.runs >= o.max_runs || s >= o.max_seconds) {
+      res.budget_exhausted = true;
+      return true;
+    }
+    return false;
+  };
+  // Tries candidates made by `make(k)` for k = from, from+1, ... < n (nullopt: skip),
+  // in speculative batches; returns the first k whose candidate still mismatches.
+  auto first_of = [&](std::size_t from, std::size_t n,
+                      const std::function<std::optional<Program>(std::size_t)>& make) -> std::optional<std::pair<std::size_t, Program>> {
+    std::size_t k = from;
+    while (k < n && !spent()) {
+      std::vector<Program> cands;
+      std::vector<std::size_t> ks;
+      while (k < n && cands.size() < o.batch) {
+        if (auto c = make(k)) {
+          cands.push_back(std::move(*c));
+          ks.push_back(k);
+        }
+        ++k;
+      }
+      if (cands.empty()) break;
+      res.runs += static_cast<unsigned>(cands.size());
+      if (auto f = first_failing(cands)) return std::make_pair(ks[*f], std::move(cands[*f]));
+    }
+    return std::nullopt;
+  };
+  auto removable = [&](const Program& p) {
+    std::size_t n = 0;
+    for (const Item& it : p.items) n += !it.fixed;
+    return n;
+  };
+  auto drop_pass = [&]() {
+    bool changed = false;
+    for (std::size_t chunk = std::max<std::size_t>(1, removable(cur) / 2);; chunk = std::max<std::size_t>(1, chunk / 2)) {
+      std::size_t from = 0;
+      while (!spent()) {
+        const std::size_t n = (cur.items.size() + chunk - 1) / chunk;
+        const Program base = cur;
+        auto hit = first_of(from, n, [&](std::size_t k) -> std::optional<Program> {
+          const std::size_t a = k * chunk, b = std::min(base.items.size(), a + chunk);
+          bool any = false;
+          for (std::size_t i = a; i < b; ++i) any = any || !base.items[i].fixed;
+          if (!any) return std::nullopt;
+          return base.without(a, b);
+        });
+        if (!hit) break;
+        cur = std::move(hit->second);
+        from = hit->first;  // the chunk that now sits there
+        changed = true;
+      }
+      if (chunk == 1 || spent()) break;
+    }
+    return changed;
+  };
+  auto simplify_pass = [&]() {
+    bool changed = false;
+    for (const u32 v : {0u, 1u}) {
+      std::size_t from = 0;
+      while (!spent()) {
+        const Program base = cur;
+        auto hit = first_of(from, base.items.size(), [&](std::size_t k) -> std::optional<Program> {
+          const Item& it = base.items[k];
+          if (it.fixed || it.kind != Item::Kind::kLi || it.value == 0 || it.value == 1) return std::nullopt;
+          Program c = base;
+          c.items[k].value = v;
+          return c;
+        });
+        if (!hit) break;
+        cur = std::move(hit->second);
+        from = hit->first + 1;
+        changed = true;
+      }
+    }
+    if (!spent() && std::any_of(cur.scratch.begin(), cur.scratch.end(), [](std::uint8_t b) { return b != 0; })) {
+      Program c = cur;
+      std::fill(c.scratch.begin(), c.scratch.end(), 0);
+      ++res.runs;
+      if (first_failing({c})) {
+        cur = std::move(c);
+        changed = true;
+      }
+    }
+    return changed;
+  };
+  for (int round = 0; round < 4 && !spent(); ++round) {
+    const bool dropped = drop_pass();
+    const bool simplified = simplify_pass();
+    if (!dropped && !simplified) break;
+  }
+  res.program = std::move(cur);
+  res.shrunk_words = res.program.words();
+  res.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace lockstep::campaign

@@ -1,0 +1,218 @@
+// `lockstep fuzz` end to end (issue 11): a clean campaign on the built chip
+// exits 0 with coverage and seeds recorded; shards split a campaign exactly;
+// bad input exits 2 with one line; and a chip file corrupted on purpose (the
+// only fault injection used: one instruction class no longer decodes) makes
+// the campaign exit 1 with a shrunk case that `lockstep replay` reproduces.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "lockstep/chip/chip.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path scratch_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("lockstep-fuzz-test-" + std::to_string(::getpid())) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+Result run(const std::vector<std::string>& args, const fs::path& cwd = {}) {
+  const fs::path dir = scratch_dir("io");
+  const fs::path out = dir / "out", err = dir / "err";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (o < 0 || e < 0) ::_exit(127);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(127);
+    ::setenv("LOCKSTEP_GNUPLOT", "none", 1);
+    std::vector<char*> argv{const_cast<char*>(LOCKSTEP_EXE)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(LOCKSTEP_EXE, argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  Result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+// programs.tsv: index -> seed.
+std::map<std::uint64_t, std::string> seeds_of(const fs::path& tsv) {
+  std::map<std::uint64_t, std::string> m;
+  std::ifstream in(tsv);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::uint64_t index = 0;
+    std::string seed;
+    ls >> index >> seed;
+    m[index] = seed;
+  }
+  return m;
+}
+
+TEST(LockstepFuzz, CleanCampaignOnTheBuiltChip) {
+  const fs::path report = scratch_dir("clean");
+  const auto r = run({"fuzz", "--seed", "11", "--programs", "50", "--mode", "both", "--report", report.string()});
+  std::cout << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("seed 11"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("coverage: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  add "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("programs 50 "), std::string::npos) << r.out;
+  const json f = json::parse(slurp(report / "fuzz.json"));
+  EXPECT_EQ(f["seed"], 11);
+  EXPECT_EQ(f["programs"], 50);
+  EXPECT_EQ(f["mismatching_runs"], 0);
+  EXPECT_GT(f["coverage"]["instructions"].get<std::uint64_t>(), 1000u);
+  const auto seeds = seeds_of(report / "programs.tsv");
+  ASSERT_EQ(seeds.size(), 50u);
+  EXPECT_EQ(seeds.begin()->first, 0u);
+  EXPECT_EQ(seeds.rbegin()->first, 49u);
+  EXPECT_EQ(slurp(report / "programs.tsv").find("mismatch"), std::string::npos);
+}
+
+TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
+  const fs::path all = scratch_dir("all"), s0 = scratch_dir("s0"), s1 = scratch_dir("s1");
+  const std::vector<std::string> common = {"fuzz", "--seed", "5", "--programs", "7", "--mode", "forced",
+                                           "--ops", "alu,bignum"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = common;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  ASSERT_EQ(run(with({"--report", all.string()})).exit_code, 0);
+  ASSERT_EQ(run(with({"--report", s0.string(), "--shard", "0/2"})).exit_code, 0);
+  ASSERT_EQ(run(with({"--report", s1.string(), "--shard", "1/2"})).exit_code, 0);
+  const auto a = seeds_of(all / "programs.tsv"), x = seeds_of(s0 / "programs.tsv"), y = seeds_of(s1 / "programs.tsv");
+  EXPECT_EQ(x.size(), 4u);
+  EXPECT_EQ(y.size(), 3u);
+  for (const auto& [k, s] : x) EXPECT_EQ(k % 2, 0u);
+  for (const auto& [k, s] : y) EXPECT_EQ(k % 2, 1u);
+  std::map<std::uint64_t, std::string> merged = x;
+  merged.insert(y.begin(), y.end());
+  EXPECT_EQ(merged, a);
+  // --merge adds the shards up to the unsharded campaign's counts and coverage.
+  const fs::path m = scratch_dir("merged");
+  const auto r = run({"fuzz", "--merge", s0.string(), s1.string(), "--report", m.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("coverage: "), std::string::npos) << r.out;
+  const json jm = json::parse(slurp(m / "fuzz.json")), ja = json::parse(slurp(all / "fuzz.json"));
+  EXPECT_EQ(jm["programs"], 7);
+  EXPECT_EQ(jm["steps"], ja["steps"]);
+  EXPECT_EQ(jm["coverage"], ja["coverage"]);
+}
+
+TEST(LockstepFuzz, BadInputExitsTwoWithOneLine) {
+  for (const std::vector<std::string>& a : std::vector<std::vector<std::string>>{
+           {"fuzz", "--ops", "vmat"},
+           {"fuzz", "--ops", "nosuchop"},
+           {"fuzz", "--ops", "ecall"},
+           {"fuzz", "--shard", "2/2"},
+           {"fuzz", "--shard", "x"},
+           {"fuzz", "--mode", "sideways"},
+           {"fuzz", "--time", "soon"},
+           {"fuzz", "--backend", "tpu"},
+           {"fuzz", "--chip", "/nonexistent/chip.lsc", "--programs", "1"}}) {
+    const auto r = run(a);
+    EXPECT_EQ(r.exit_code, 2) << a[1] << " " << a[2] << ": " << r.out << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("lockstep: error: ", 0), 0u) << r.err;
+  }
+}
+
+// The built chip with one instruction class broken: every MLP weight that writes element
+// kBrokenClass of the `class` field (the decoded-instruction one-hot, chip/rv32's Cls order:
+// 40 = MULHU) is set to 0, so mulhu no longer decodes (the chip predicts an illegal-instruction
+// trap where the reference executes it).  Saved to a temporary chip file: the campaign sees
+// nothing but a chip file.
+constexpr std::uint32_t kBrokenClass = 40;
+
+fs::path corrupted_chip() {
+  lockstep::chip::Chip c = lockstep::chip::load_chip(LOCKSTEP_BUILT_CHIP);
+  const lockstep::chip::Field* f = c.find_field("class");
+  if (!f || f->width <= kBrokenClass) return {};
+  const std::uint32_t row = f->offset + kBrokenClass;
+  unsigned changed = 0;
+  for (auto& layer : c.layers) {
+    auto& w = layer.mlp.w2.w;
+    for (std::size_t i = 0; i < w.row_idx.size(); ++i)
+      if (w.row_idx[i] == row && w.values[i] != 0.0f) {
+        w.values[i] = 0.0f;
+        ++changed;
+      }
+  }
+  if (changed == 0) return {};
+  const fs::path p = scratch_dir("chip") / "broken-mulhu.chip";
+  lockstep::chip::save_chip(c, p.string());
+  return p;
+}
+
+TEST(LockstepFuzz, CorruptedChipGivesAShrunkReplayableCase) {
+  const fs::path chip = corrupted_chip();
+  ASSERT_FALSE(chip.empty()) << "no MLP weight writes class element " << kBrokenClass;
+  const fs::path report = scratch_dir("broken");
+  const auto r = run({"fuzz", "--seed", "3", "--programs", "3", "--mode", "forced", "--ops", "mul,alu,load,store",
+                      "--chip", chip.string(), "--report", report.string()});
+  std::cout << r.out;
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("FAIL program"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("coverage: "), std::string::npos) << r.out;
+  const json f = json::parse(slurp(report / "fuzz.json"));
+  ASSERT_FALSE(f["failures"].empty());
+  for (const json& fail : f["failures"]) {
+    const fs::path dir = fail["case"].get<std::string>();
+    ASSERT_TRUE(fs::exists(dir / "case.json")) << dir;
+    const json info = json::parse(slurp(dir / "fuzz.json"));
+    const auto original = info["original_words"].get<std::size_t>(), shrunk = info["shrunk_words"].get<std::size_t>();
+    std::cout << "[ shrink   ] program " << fail["index"] << ": " << original << " -> " << shrunk << " words\n"
+              << slurp(dir / "program.S");
+    EXPECT_LT(shrunk, original);
+    EXPECT_LE(shrunk, 12u) << "a mulhu, its exit and the scratch base should be about all that is left";
+    EXPECT_NE(slurp(dir / "program.S").find("mulhu"), std::string::npos);
+    EXPECT_GT(fail["case_diverges_at"].get<std::uint64_t>(), 0u);
+    const auto rep = run({"replay", dir.string()});
+    EXPECT_EQ(rep.exit_code, 1) << rep.out << rep.err;
+    EXPECT_NE(rep.out.find("the case reproduces"), std::string::npos) << rep.out;
+  }
+}
+
+}  // namespace
