@@ -28,12 +28,17 @@ struct PreparedMap {
   const LinearMap* m = nullptr;
   std::vector<std::uint32_t> seeds;  // rows that can be non-zero with zero input (after act)
   std::vector<std::uint32_t> cols;   // input dimensions with at least one weight
+  std::vector<std::uint64_t> colmask;  // bit j: column j has a weight
   void prepare(const LinearMap& map) {
     m = &map;
     seeds.clear();
     cols.clear();
+    colmask.assign((map.w.col_ptr.size() + 63) / 64, 0);
     for (std::uint32_t j = 0; j + 1 < map.w.col_ptr.size(); ++j)
-      if (map.w.col_ptr[j + 1] > map.w.col_ptr[j]) cols.push_back(j);
+      if (map.w.col_ptr[j + 1] > map.w.col_ptr[j]) {
+        cols.push_back(j);
+        colmask[j >> 6] |= std::uint64_t{1} << (j & 63);
+      }
     for (std::uint32_t r = 0; r < map.bias.size(); ++r) {
       const float b = map.bias[r];
       if (map.act == Activation::Relu ? b > 0.0f : b != 0.0f) seeds.push_back(r);
@@ -88,8 +93,10 @@ void eval(Accum& a, const PreparedMap& pm, const float* x, const std::uint32_t* 
   const bool by_cols = pm.cols.size() < n_nz;
   const std::uint32_t* js = by_cols ? pm.cols.data() : nz;
   const std::size_t n = by_cols ? pm.cols.size() : n_nz;
+  const std::uint64_t* mask = pm.colmask.data();
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t j = js[i];
+    if (!by_cols && !((mask[j >> 6] >> (j & 63)) & 1)) continue;  // no weight in column j
     const float xj = x[j];
     if (xj == 0.0f) continue;
     for (std::uint32_t p = cp[j]; p < cp[j + 1]; ++p) {

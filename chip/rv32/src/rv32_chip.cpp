@@ -944,7 +944,7 @@ class Compiler {
   void negate(const std::function<OH(std::uint32_t)>& src, const Lin& neg, const Lin& enable, const FieldRef& z,
               const FieldRef& out, std::uint32_t la, std::uint32_t lb) {
     for (std::uint32_t kk = 1; kk < 8; ++kk) {
-      std::vector<Lin> conds;
+      std::vector<Lin> conds = {enable};  // idle (untouched) unless enabled
       for (std::uint32_t j = 0; j < kk; ++j) conds.push_back(src(j)[0]);
       when(L(la), conds, {{z.dim(kk), 1.0}});
     }
@@ -1384,6 +1384,9 @@ class Compiler {
     EQN = B.field("cmp_eq_nibble", 8);
     const Lin sgn = cmp_signed();
     const Lin uns = cmp_reg() + cmp_imm() + cls(BN_ADDC) - cmp_signed();
+    // rs1 copied for the compare classes only (layer 6), so the tables are idle on other steps
+    const FieldRef R1C = B.field("rs1_for_compare", 128);
+    for (std::uint32_t j = 0; j < 128; ++j) when(L(6), {R1[j], sgn + uns}, {{R1C.dim(j), 1.0}});
     for (std::uint32_t n = 0; n < 8; ++n) {
       auto f = [&, n](unsigned flip) {
         return [&, n, flip](const std::vector<unsigned>& v) {
@@ -1394,7 +1397,7 @@ class Compiler {
           return out;
         };
       };
-      const std::vector<OH> parts = {nib(R1, n), field_oh(BF, 16 * n, 16)};
+      const std::vector<OH> parts = {nib(R1C, n), field_oh(BF, 16 * n, 16)};
       if (n < 7) {
         table(l6, parts, f(0));
       } else {
@@ -1569,16 +1572,30 @@ class Compiler {
   void layer9_10() {
     LayerBuilder& l9 = L(10);
     LayerBuilder& l10 = L(11);
-    CM = B.field("alu_carry_mid", 2);
-    const OH c = {Lin::constant(1) - C1[0], C1[0]};
-    table(l9, {field_oh(ACUR, 0, 16), field_oh(BCUR, 0, 16), c}, [&](const std::vector<unsigned>& v) {
-      const unsigned s = v[0] + v[1] + v[2];
-      return SparseVec{{NPL.dim(s & 15), 1.0}, {CM.dim(s >> 4), 1.0}};
-    }, {OPF[OP_ADD]});
-    const OH cm = {CM[0], CM[1]};
-    table(l10, {field_oh(ACUR, 16, 16), field_oh(BCUR, 16, 16), cm}, [&](const std::vector<unsigned>& v) {
-      return SparseVec{{NPH.dim((v[0] + v[1] + v[2]) & 15), 1.0}};
+    // Byte adder: nibble sums without carries (layer 10: every unit has only two one-hot parts, so
+    // a part's dimension reaches 16 units), then the carries (layers 11, 12, gated by the ADD op).
+    const FieldRef LS = B.field("alu_sum_lo", 16), HS = B.field("alu_sum_hi", 16);
+    const FieldRef LGP = B.field("alu_lo_gen_prop", 2);
+    CM = B.field("alu_carry_mid", 1);
+    table(l9, {field_oh(ACUR, 0, 16), field_oh(BCUR, 0, 16)}, [&](const std::vector<unsigned>& v) {
+      const unsigned sum = v[0] + v[1];
+      SparseVec out = {{LS.dim(sum & 15), 1.0}};
+      if (sum >= 16) out.push_back({LGP.dim(0), 1.0});
+      if (sum == 15) out.push_back({LGP.dim(1), 1.0});
+      return out;
     });
+    table(l9, {field_oh(ACUR, 16, 16), field_oh(BCUR, 16, 16)}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{HS.dim((v[0] + v[1]) & 15), 1.0}};
+    });
+    const OH c = {Lin::constant(1) - C1[0], C1[0]};
+    table(l10, {field_oh(LS, 0, 16), c}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{NPL.dim((v[0] + v[1]) & 15), 1.0}};
+    }, {OPF[OP_ADD]});
+    when(l10, {LGP[0], OPF[OP_ADD]}, {{CM.dim(), 1.0}});
+    when(l10, {LGP[1], C1[0], OPF[OP_ADD]}, {{CM.dim(), 1.0}});
+    table(L(12), {field_oh(HS, 0, 16), OH{Lin::constant(1) - CM[0], CM[0]}}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{NPH.dim((v[0] + v[1]) & 15), 1.0}};
+    }, {OPF[OP_ADD]});
     // Branch token: TRAP(2) when taken to a misaligned target (imm_b[1] = inst[8]), else BR(taken).
     Lin brc;
     for (std::uint32_t b = 0; b < 6; ++b) brc += CB[b];
