@@ -46,6 +46,7 @@
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/elf.h"
+#include "lockstep/format/tokens.h"
 #include "lockstep/ref/machine.h"
 
 namespace lockstep::cli {
@@ -173,9 +174,9 @@ std::pair<std::uint64_t, double> repeat(double min_seconds, std::uint64_t max_ru
 
 std::string si(double v, const char* unit) {
   char b[64];
-  if (v >= 1e9) std::snprintf(b, sizeof b, "%.2f G%s", v / 1e9, unit);
-  else if (v >= 1e6) std::snprintf(b, sizeof b, "%.2f M%s", v / 1e6, unit);
-  else if (v >= 1e4) std::snprintf(b, sizeof b, "%.1f k%s", v / 1e3, unit);
+  if (v >= 1e9) std::snprintf(b, sizeof b, "%.2f G %s", v / 1e9, unit);
+  else if (v >= 1e6) std::snprintf(b, sizeof b, "%.2f M %s", v / 1e6, unit);
+  else if (v >= 1e4) std::snprintf(b, sizeof b, "%.1f k %s", v / 1e3, unit);
   else std::snprintf(b, sizeof b, "%.1f %s", v, unit);
   return b;
 }
@@ -208,7 +209,7 @@ struct Table {
 };
 
 void run_bench(const BenchArgs& args, Context& ctx) {
-  const std::uint64_t chip_steps = args.steps ? args.steps : (args.quick ? 20000 : 100000);
+  const std::uint64_t chip_steps = args.steps ? args.steps : (args.quick ? 40000 : 200000);
   const double min_time = args.quick ? 0.3 : 1.0;
   std::ostream& out = ctx.out();
   Table table;
@@ -308,9 +309,8 @@ void run_bench(const BenchArgs& args, Context& ctx) {
   }
   table.add("reference, untraced", si(ref_ips, "instructions/s"), qemu_beside);
   table.add("reference, traced", si(ref_tps, "trace tokens/s"),
-            "qemu-riscv32 emits no trace; untraced/traced " +
-                fmt("%.1fx", ref_ips / (static_cast<double>(insns * traced.first) / traced.second)) +
-                " in instructions/s");
+            "(" + si(static_cast<double>(insns * traced.first) / traced.second, "instructions/s") +
+                " traced; qemu-riscv32 has no trace)");
 
   // ------------------------------------------------------------ chip file
   fs::path chip_path = args.chip;
@@ -349,17 +349,39 @@ void run_bench(const BenchArgs& args, Context& ctx) {
 
   // ---------------------------------------------------------- chip speed
   const chip::GuestImage img = engine::to_chip_image(guest.image);
+  // The reference's first tokens: the chip's free-running output is checked against them (a speed
+  // of wrong tokens would mean nothing), outside the timed loops.
+  std::vector<std::uint32_t> expect;
+  m.load(guest.image);
+  m.run(chip_steps, [&](std::span<const std::uint32_t> t) { expect.insert(expect.end(), t.begin(), t.end()); });
+  // Steps (1-based) where `got` first differs from the reference; 0 when it agrees throughout.
+  auto first_difference = [&](const std::vector<chip::Token>& got) -> std::uint64_t {
+    const std::size_t n = std::min(got.size(), expect.size());
+    for (std::size_t i = 0; i < n; ++i)
+      if (got[i] != expect[i]) return i + 1;
+    return 0;
+  };
+  auto agreement = [&](std::uint64_t diff) {
+    return diff ? "the chip's token differs from the reference's at step " + std::to_string(diff)
+                : std::string("every token equal to the reference's");
+  };
   double single_tps = 0;
   {
     chip::CpuExecutor ex(chip, 1);
     ex.reset(0, img);
     const auto t0 = Clock::now();
-    const std::vector<chip::Token> toks = ex.free_running(0, 0, chip_steps);
+    const std::vector<chip::Token> toks = ex.free_running(0, format::kStartToken, chip_steps);
     const double s = seconds_since(t0);
     single_tps = static_cast<double>(toks.size()) / s;
-    jc["single"] = {{"streams", 1}, {"steps", toks.size()}, {"seconds", s}, {"tokens_per_second", single_tps}};
+    const std::uint64_t diff = first_difference(toks);
+    jc["single"] = {{"streams", 1},
+                    {"steps", toks.size()},
+                    {"seconds", s},
+                    {"tokens_per_second", single_tps},
+                    {"agrees_with_reference", diff == 0},
+                    {"first_difference_step", diff}};
     table.add("chip, CPU executor, 1 stream", si(single_tps, "tokens/s") + " (" + std::to_string(toks.size()) +
-                                                  " steps free-running)",
+                                                  " steps free-running; " + agreement(diff) + ")",
               "anchors (other machines, not ratios): original ~3,300 tokens/s on an L4; public "
               "compiled-transformer VM ~30,000 on a CPU");
   }
@@ -372,10 +394,14 @@ void run_bench(const BenchArgs& args, Context& ctx) {
       ids[i] = static_cast<chip::StreamId>(i);
       ex.reset(ids[i], img);
     }
-    std::vector<chip::Token> in(b, 0), outt(b, 0);
+    std::vector<chip::Token> in(b, format::kStartToken), outt(b, 0);
+    std::uint64_t diff = 0;  // first step where some stream differs from the reference
     const auto t0 = Clock::now();
     for (std::uint64_t n = 0; n < per; ++n) {
       ex.step_batch(ids, in, outt);
+      if (diff == 0 && n < expect.size())
+        for (chip::Token t : outt)
+          if (t != expect[n]) diff = n + 1;
       in.swap(outt);
     }
     const double s = seconds_since(t0);
@@ -384,9 +410,12 @@ void run_bench(const BenchArgs& args, Context& ctx) {
                      {"steps_per_stream", per},
                      {"seconds", s},
                      {"tokens_per_second", tps},
-                     {"over_single", tps / single_tps}};
+                     {"over_single", tps / single_tps},
+                     {"agrees_with_reference", diff == 0},
+                     {"first_difference_step", diff}};
     table.add("chip, CPU executor, " + std::to_string(b) + " streams",
-              si(tps, "tokens/s") + " total (" + std::to_string(per) + " steps each)",
+              si(tps, "tokens/s") + " total (" + std::to_string(per) + " steps each; " +
+                  (diff ? agreement(diff) : std::string("every stream equal to the reference")) + ")",
               fmt("%.2fx", tps / single_tps) + " the single stream");
   }
   j["chip"] = jc;
@@ -521,10 +550,11 @@ void add_bench_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--quick", args->quick, "Keep the whole run under about 20 s (shorter measurements)");
   cmd->add_option("--chip", args->chip, "Chip file (default: the build's chips/rv32.chip)");
   cmd->add_option("--guest", args->guest, "Guest ELF (default: the directed guest muldiv.elf, else crc32.elf)");
-  cmd->add_option("--steps", args->steps, "Chip steps to free-run (default: 20,000 with --quick, else 100,000)")
-      ->check(CLI::PositiveNumber);
+  auto* steps = cmd->add_option("--steps", args->steps,
+                                "Chip steps to free-run (default: 40,000 with --quick, else 200,000)");
   cmd->add_option("--streams", args->streams, "Streams of the batched chip run")->capture_default_str();
-  cmd->callback([&ctx, args] {
+  cmd->callback([&ctx, args, steps] {
+    if (steps->count() && args->steps == 0) throw UsageError("--steps must be at least 1");
     if (args->streams == 0 || args->streams > 4096) throw UsageError("--streams must be 1..4096");
     run_bench(*args, ctx);
   });

@@ -1,0 +1,161 @@
+// `lockstep bench --quick --json`: the summary carries every figure with a
+// positive value (or a reason it was skipped).  Never asserts a speed.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Result run(const std::vector<std::string>& args) {
+  const fs::path dir = fs::temp_directory_path() / ("lockstep-bench-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path out = dir / "out", err = dir / "err";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (o < 0 || e < 0) ::_exit(127);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    std::vector<char*> argv{const_cast<char*>(LOCKSTEP_EXE)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(LOCKSTEP_EXE, argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  Result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  fs::remove_all(dir);
+  return r;
+}
+
+bool have_directed_guest() {
+  const fs::path g = fs::path(LOCKSTEP_BINARY_DIR) / "guests";
+  return fs::exists(g / "muldiv.elf") || fs::exists(g / "crc32.elf");
+}
+
+void expect_positive(const json& j, const std::string& path) {
+  const json* at = &j;
+  std::string walked;
+  std::stringstream ss(path);
+  std::string key;
+  while (std::getline(ss, key, '.')) {
+    walked += (walked.empty() ? "" : ".") + key;
+    ASSERT_TRUE(at->is_object() && at->contains(key)) << "missing " << walked << " in " << j.dump();
+    at = &(*at)[key];
+  }
+  ASSERT_TRUE(at->is_number()) << path << " = " << at->dump();
+  EXPECT_GT(at->get<double>(), 0.0) << path;
+}
+
+// A skipped figure says why in one non-empty string.
+void expect_skipped(const json& j, const std::string& what) {
+  ASSERT_TRUE(j.contains("skipped")) << what << ": " << j.dump();
+  ASSERT_TRUE(j["skipped"].is_string());
+  EXPECT_FALSE(j["skipped"].get<std::string>().empty()) << what;
+}
+
+}  // namespace
+
+TEST(LockstepBench, QuickJsonHasEveryFigure) {
+  if (!have_directed_guest()) GTEST_SKIP() << "no directed guest built in " << LOCKSTEP_BINARY_DIR << "/guests";
+  const Result r = run({"bench", "--quick", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "stdout must be one JSON object: " << r.out;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["status"], "exact");
+  EXPECT_EQ(j["command"], "bench");
+  EXPECT_EQ(j["quick"], true);
+  ASSERT_TRUE(j["guest"].is_string());
+
+  for (const char* f : {"reference.instructions", "reference.trace_tokens", "reference.instructions_per_second",
+                        "reference.trace_tokens_per_second", "chip.layers", "chip.d_model",
+                        "chip.single.steps", "chip.single.tokens_per_second", "chip.batched.streams",
+                        "chip.batched.tokens_per_second", "chip.batched.over_single",
+                        "anchors.original_trace_tokens_per_story_token", "anchors.original_tokens_per_second_l4",
+                        "anchors.original_checkpoint_bytes", "anchors.public_vm_tokens_per_second_cpu"}) {
+    expect_positive(j, f);
+  }
+  // Whether the chip's free-running tokens equal the reference's is reported (not judged here).
+  EXPECT_TRUE(j["chip"]["single"]["agrees_with_reference"].is_boolean()) << j["chip"].dump();
+  EXPECT_TRUE(j["chip"]["batched"]["agrees_with_reference"].is_boolean()) << j["chip"].dump();
+  // The build's chip file is there (rv32_chip_file): its size and load time.
+  if (fs::exists(fs::path(LOCKSTEP_BINARY_DIR) / "chips" / "rv32.chip")) {
+    expect_positive(j, "chip.file_bytes");
+    expect_positive(j, "chip.load_seconds");
+  } else {
+    expect_positive(j, "chip.compile_seconds");
+  }
+  // qemu-riscv32 beside the reference, or why not.
+  ASSERT_TRUE(j["qemu"].is_object());
+  if (j["qemu"].contains("reference_over_qemu")) {
+    expect_positive(j, "qemu.instructions_per_second");
+    expect_positive(j, "qemu.seconds_per_run");
+    expect_positive(j, "qemu.reference_over_qemu");
+  } else {
+    expect_skipped(j["qemu"], "qemu");
+  }
+  // No CUDA executor yet: one line saying so.
+  ASSERT_TRUE(j["cuda"].is_object());
+  expect_skipped(j["cuda"], "cuda");
+  // Story guests: figures, or why they were skipped.
+  for (const char* s : {"stories_c", "stories_vx"}) {
+    ASSERT_TRUE(j["stories"].contains(s)) << j.dump();
+    const json& st = j["stories"][s];
+    if (st.contains("skipped")) {
+      expect_skipped(st, s);
+    } else {
+      expect_positive(j, std::string("stories.") + s + ".steps");
+      expect_positive(j, std::string("stories.") + s + ".story_tokens");
+      expect_positive(j, std::string("stories.") + s + ".trace_tokens_per_story_token");
+    }
+  }
+  ASSERT_TRUE(j["story_check"].is_object());
+  if (!j["story_check"].contains("skipped")) {
+    expect_positive(j, "story_check.steps");
+    expect_positive(j, "story_check.wall_seconds");
+  }
+  // The human table went to stderr.
+  EXPECT_NE(r.err.find("reference, untraced"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
+}
+
+TEST(LockstepBench, BadInputIsOneLineExitTwo) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"bench", "--steps", "0"}, {"bench", "--streams", "0"},
+        {"bench", "--guest", "/nonexistent/guest.elf"}}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("lockstep: error: ", 0), 0u) << r.err;
+  }
+}
