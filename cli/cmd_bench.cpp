@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <time.h>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -72,6 +73,14 @@ struct BenchArgs {
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// CPU seconds this process has used: rates per CPU second stay meaningful when
+// other work shares the cores (the wall-clock rates are then lower bounds).
+double cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 // Folders searched for guests, in order (as `lockstep story` searches them).
@@ -158,9 +167,10 @@ int run_quiet(const fs::path& exe, const fs::path& arg) {
 }
 
 // Calls `once` until `min_seconds` have passed (at least once, at most
-// `max_runs` times); returns {runs, seconds}.
+// `max_runs` times); returns {runs, wall seconds}; `cpu` receives the CPU seconds.
 std::pair<std::uint64_t, double> repeat(double min_seconds, std::uint64_t max_runs,
-                                        const std::function<void()>& once) {
+                                        const std::function<void()>& once, double* cpu = nullptr) {
+  const double c0 = cpu_seconds();
   const auto t0 = Clock::now();
   std::uint64_t runs = 0;
   double s = 0;
@@ -169,6 +179,7 @@ std::pair<std::uint64_t, double> repeat(double min_seconds, std::uint64_t max_ru
     ++runs;
     s = seconds_since(t0);
   } while (s < min_seconds && runs < max_runs);
+  if (cpu) *cpu = cpu_seconds() - c0;
   return {runs, s};
 }
 
@@ -256,17 +267,18 @@ void run_bench(const BenchArgs& args, Context& ctx) {
   m.run(~0ull);
   const std::uint64_t insns = m.instructions_retired(), tokens = m.steps();
   if (insns == 0 || tokens == 0) throw InputError("--guest: " + guest_path.string() + " retires no instruction");
+  double untraced_cpu = 0, traced_cpu = 0;
   const auto untraced = repeat(min_time, 1000000, [&] {
     m.load(guest.image);
     m.run(~0ull);
-  });
+  }, &untraced_cpu);
   std::uint32_t digest = 0;
   const auto traced = repeat(min_time, 1000000, [&] {
     m.load(guest.image);
     m.run(~0ull, [&](std::span<const std::uint32_t> t) {
       for (std::uint32_t x : t) digest = digest * 31 + x;  // consume every token
     });
-  });
+  }, &traced_cpu);
   const double ref_ips = static_cast<double>(insns * untraced.first) / untraced.second;
   const double ref_run_s = untraced.second / static_cast<double>(untraced.first);
   const double ref_tps = static_cast<double>(tokens * traced.first) / traced.second;
@@ -277,6 +289,8 @@ void run_bench(const BenchArgs& args, Context& ctx) {
                     {"seconds_per_run", ref_run_s},
                     {"runs_traced", traced.first},
                     {"trace_tokens_per_second", ref_tps},
+                    {"instructions_per_cpu_second", static_cast<double>(insns * untraced.first) / untraced_cpu},
+                    {"trace_tokens_per_cpu_second", static_cast<double>(tokens * traced.first) / traced_cpu},
                     {"instructions_per_second_traced", static_cast<double>(insns * traced.first) / traced.second},
                     {"token_digest", digest}};
   const std::string gname = guest_path.filename().string();
@@ -307,8 +321,13 @@ void run_bench(const BenchArgs& args, Context& ctx) {
                     " s a run, process start included); reference/qemu " + fmt("%.2fx", ref_ips / q_ips);
     }
   }
-  table.add("reference, untraced", si(ref_ips, "instructions/s"), qemu_beside);
-  table.add("reference, traced", si(ref_tps, "trace tokens/s"),
+  table.add("reference, untraced",
+            si(ref_ips, "instructions/s") + " (" +
+                si(static_cast<double>(insns * untraced.first) / untraced_cpu, "per CPU second") + ")",
+            qemu_beside);
+  table.add("reference, traced",
+            si(ref_tps, "trace tokens/s") + " (" +
+                si(static_cast<double>(tokens * traced.first) / traced_cpu, "per CPU second") + ")",
             "(" + si(static_cast<double>(insns * traced.first) / traced.second, "instructions/s") +
                 " traced; qemu-riscv32 has no trace)");
 
@@ -369,19 +388,23 @@ void run_bench(const BenchArgs& args, Context& ctx) {
   {
     chip::CpuExecutor ex(chip, 1);
     ex.reset(0, img);
+    const double c0 = cpu_seconds();
     const auto t0 = Clock::now();
     const std::vector<chip::Token> toks = ex.free_running(0, format::kStartToken, chip_steps);
-    const double s = seconds_since(t0);
+    const double s = seconds_since(t0), cpu = cpu_seconds() - c0;
     single_tps = static_cast<double>(toks.size()) / s;
     const std::uint64_t diff = first_difference(toks);
     jc["single"] = {{"streams", 1},
                     {"steps", toks.size()},
                     {"seconds", s},
                     {"tokens_per_second", single_tps},
+                    {"tokens_per_cpu_second", static_cast<double>(toks.size()) / cpu},
                     {"agrees_with_reference", diff == 0},
                     {"first_difference_step", diff}};
     table.add("chip, CPU executor, 1 stream", si(single_tps, "tokens/s") + " (" + std::to_string(toks.size()) +
-                                                  " steps free-running; " + agreement(diff) + ")",
+                                                  " steps free-running; " +
+                                                  si(static_cast<double>(toks.size()) / cpu, "per CPU second") +
+                                                  "; " + agreement(diff) + ")",
               "anchors (other machines, not ratios): original ~3,300 tokens/s on an L4; public "
               "compiled-transformer VM ~30,000 on a CPU");
   }
@@ -396,6 +419,7 @@ void run_bench(const BenchArgs& args, Context& ctx) {
     }
     std::vector<chip::Token> in(b, format::kStartToken), outt(b, 0);
     std::uint64_t diff = 0;  // first step where some stream differs from the reference
+    const double c0 = cpu_seconds();
     const auto t0 = Clock::now();
     for (std::uint64_t n = 0; n < per; ++n) {
       ex.step_batch(ids, in, outt);
@@ -404,17 +428,19 @@ void run_bench(const BenchArgs& args, Context& ctx) {
           if (t != expect[n]) diff = n + 1;
       in.swap(outt);
     }
-    const double s = seconds_since(t0);
+    const double s = seconds_since(t0), cpu = cpu_seconds() - c0;
     const double tps = static_cast<double>(per * b) / s;
     jc["batched"] = {{"streams", b},
                      {"steps_per_stream", per},
                      {"seconds", s},
                      {"tokens_per_second", tps},
+                     {"tokens_per_cpu_second", static_cast<double>(per * b) / cpu},
                      {"over_single", tps / single_tps},
                      {"agrees_with_reference", diff == 0},
                      {"first_difference_step", diff}};
     table.add("chip, CPU executor, " + std::to_string(b) + " streams",
               si(tps, "tokens/s") + " total (" + std::to_string(per) + " steps each; " +
+                  si(static_cast<double>(per * b) / cpu, "per CPU second") + "; " +
                   (diff ? agreement(diff) : std::string("every stream equal to the reference")) + ")",
               fmt("%.2fx", tps / single_tps) + " the single stream");
   }
