@@ -211,9 +211,11 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       seed = (static_cast<std::uint64_t>(rd()) << 32 | rd()) & 0xffffffffffffull;
     }
     engine::LoadedChip chip;
+    std::unique_ptr<chip::ChipBackend> backend;  // every batch runs on it (the engine resets each stream)
     try {
       if (args->backend == "cuda") engine::make_backend("cuda", nullptr);
       chip = engine::load_chip_or_built(args->chip);
+      backend = engine::make_backend(args->backend, chip.chip);
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());
     }
@@ -349,7 +351,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         const auto t1 = clock::now();
         std::vector<engine::StreamResult> res;
         try {
-          res = campaign::run_lockstep(chip.chip, args->backend, batch, m, kMaxSteps, args->batch, 64);
+          res = campaign::run_lockstep(chip.chip, args->backend, batch, m, kMaxSteps, args->batch, 64, backend.get());
         } catch (const engine::CheckError& e) {
           throw InputError(e.what());
         }

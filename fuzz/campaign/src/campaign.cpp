@@ -616,12 +616,15 @@ bool reference_exits(const Program& p, std::uint64_t max_steps) {
 
 std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip::Chip>& chip, const std::string& backend,
                                                const std::vector<Program>& programs, engine::Mode mode,
-                                               std::uint64_t max_steps, unsigned batch, std::uint64_t classify_window) {
+                                               std::uint64_t max_steps, unsigned batch, std::uint64_t classify_window,
+                                               chip::ChipBackend* reuse) {
   std::vector<engine::StreamResult> out;
   for (std::size_t first = 0; first < programs.size(); first += batch) {
     std::vector<engine::Guest> guests;
     for (std::size_t i = first; i < programs.size() && i < first + batch; ++i) guests.push_back(programs[i].guest());
-    auto be = engine::make_backend(backend, chip);
+    std::unique_ptr<chip::ChipBackend> owned;
+    if (!reuse) owned = engine::make_backend(backend, chip);
+    chip::ChipBackend* be = reuse ? reuse : owned.get();
     engine::Options opt;
     opt.mode = mode;
     opt.max_steps = max_steps;
@@ -635,7 +638,8 @@ std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip:
 
 FirstFailing chip_oracle(const std::shared_ptr<const chip::Chip>& chip, const std::string& backend, engine::Mode mode,
                          std::uint64_t max_steps) {
-  return [chip, backend, mode, max_steps](const std::vector<Program>& cands) -> std::optional<std::size_t> {
+  std::shared_ptr<chip::ChipBackend> be(engine::make_backend(backend, chip));
+  return [chip, backend, mode, max_steps, be](const std::vector<Program>& cands) -> std::optional<std::size_t> {
     std::vector<Program> runnable;
     std::vector<std::size_t> where;
     for (std::size_t i = 0; i < cands.size(); ++i) {
@@ -644,7 +648,7 @@ FirstFailing chip_oracle(const std::shared_ptr<const chip::Chip>& chip, const st
       where.push_back(i);
     }
     if (runnable.empty()) return std::nullopt;
-    const auto res = run_lockstep(chip, backend, runnable, mode, max_steps, 32, 0);
+    const auto res = run_lockstep(chip, backend, runnable, mode, max_steps, 32, 0, be.get());
     for (std::size_t k = 0; k < res.size(); ++k)
       if (res[k].mismatches > 0) return where[k];
     return std::nullopt;

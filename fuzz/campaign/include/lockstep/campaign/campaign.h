@@ -132,12 +132,14 @@ struct Coverage {
 /// Whether the reference runs the program to its exit within max_steps.
 bool reference_exits(const Program& p, std::uint64_t max_steps);
 
-/// Runs programs through `chip` (a fresh backend per batch of at most
-/// `batch` streams) in lock-step, one result per program.
+/// Runs programs through `chip` in lock-step, batches of at most `batch`
+/// streams, one result per program.  `reuse`: a backend over `chip` to run
+/// every batch on (the engine resets each stream from its guest), saving the
+/// allocation of the streams' state per batch; null: a fresh one per batch.
 std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip::Chip>& chip,
                                                const std::string& backend, const std::vector<Program>& programs,
                                                engine::Mode mode, std::uint64_t max_steps, unsigned batch = 32,
-                                               std::uint64_t classify_window = 64);
+                                               std::uint64_t classify_window = 64, chip::ChipBackend* reuse = nullptr);
 
 /// Shrinking (fuzz/README.md): drop chunks of items (halves, quarters, ...,
 /// single items) while the program still mismatches, then set li values to
