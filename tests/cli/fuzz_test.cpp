@@ -39,8 +39,19 @@ std::string slurp(const fs::path& p) {
   return s.str();
 }
 
+fs::path scratch_root() { return fs::temp_directory_path() / ("lockstep-fuzz-test-" + std::to_string(::getpid())); }
+
+// Removes this process's scratch folders (the corrupted chip file is 20 MB) after the tests.
+struct Cleanup : ::testing::Environment {
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(scratch_root(), ec);
+  }
+};
+const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new Cleanup);
+
 fs::path scratch_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("lockstep-fuzz-test-" + std::to_string(::getpid())) / name;
+  const fs::path d = scratch_root() / name;
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
