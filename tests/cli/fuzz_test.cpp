@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
+#include <iterator>
+#include <memory>
 #include <fstream>
 #include <map>
 #include <set>
@@ -21,6 +24,11 @@
 #include <nlohmann/json.hpp>
 
 #include "lockstep/chip/chip.hpp"
+#include "lockstep/chip/cpu_executor.hpp"
+#include "lockstep/engine/guest.h"
+#include "lockstep/format/tokens.h"
+#include "lockstep/progen/progen.h"
+#include "lockstep/ref/machine.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -170,18 +178,52 @@ TEST(LockstepFuzz, BadInputExitsTwoWithOneLine) {
   }
 }
 
-// The built chip with one instruction class broken: every MLP weight that writes element
-// kBrokenClass of the `class` field (the decoded-instruction one-hot, chip/rv32's Cls order:
-// 40 = MULHU) is set to 0, so mulhu no longer decodes (the chip predicts an illegal-instruction
-// trap where the reference executes it).  Saved to a temporary chip file: the campaign sees
-// nothing but a chip file.
-constexpr std::uint32_t kBrokenClass = 40;
+// The elements of the chip's `class` field (the decoded-instruction one-hot) that are 1 at
+// some MLP output while `op x1, x2, x3` runs teacher-forced on it (then exit).
+std::set<std::uint32_t> class_elements(const lockstep::chip::Chip& c, lockstep::ref::Op op) {
+  using namespace lockstep;
+  std::vector<std::uint32_t> code = {ref::encode::r(op, 1, 2, 3)};
+  progen::emit_li(code, 17, 93);
+  code.push_back(0x00000073u);
+  const format::GuestImage img = progen::image_from_code(code);
+  std::vector<std::uint32_t> trace;
+  ref::Machine m;
+  m.load(img);
+  m.run(1000, [&](std::span<const std::uint32_t> t) { trace.insert(trace.end(), t.begin(), t.end()); });
+  auto probed = std::make_shared<chip::Chip>(c);
+  probed->config.probes.clear();
+  for (int l = 0; l < static_cast<int>(c.layers.size()); ++l) probed->config.probes.push_back({l, chip::Sublayer::Mlp, {"class"}});
+  chip::CpuExecutor ex(probed, 1);
+  ex.reset(0, engine::to_chip_image(img));
+  ex.set_probe_recording(true);
+  std::set<std::uint32_t> seen;
+  std::uint32_t in = format::kStartToken;
+  for (std::uint32_t t : trace) {
+    ex.step(0, in);
+    in = t;
+    for (int l = 0; l < static_cast<int>(c.layers.size()); ++l) {
+      const std::vector<float> v = ex.probe(0, l, chip::Sublayer::Mlp, "class");
+      for (std::uint32_t j = 0; j < v.size(); ++j)
+        if (v[j] > 0.5f) seen.insert(j);
+    }
+  }
+  return seen;
+}
 
+// The built chip with one instruction class broken: every MLP weight that writes mulhu's element
+// of the `class` field (the one that is 1 while mulhu runs and never while mul runs) is set to 0,
+// so mulhu no longer decodes.  Saved to a temporary chip file: the campaign sees nothing but a
+// chip file.
 fs::path corrupted_chip() {
   lockstep::chip::Chip c = lockstep::chip::load_chip(LOCKSTEP_BUILT_CHIP);
   const lockstep::chip::Field* f = c.find_field("class");
-  if (!f || f->width <= kBrokenClass) return {};
-  const std::uint32_t row = f->offset + kBrokenClass;
+  if (!f) return {};
+  std::set<std::uint32_t> only;
+  const auto with_mulhu = class_elements(c, lockstep::ref::Op::kMulhu), with_mul = class_elements(c, lockstep::ref::Op::kMul);
+  std::set_difference(with_mulhu.begin(), with_mulhu.end(), with_mul.begin(), with_mul.end(), std::inserter(only, only.end()));
+  if (only.size() != 1) return {};
+  std::cout << "[ fault    ] mulhu is element " << *only.begin() << " of the chip's class field\n";
+  const std::uint32_t row = f->offset + *only.begin();
   unsigned changed = 0;
   for (auto& layer : c.layers) {
     auto& w = layer.mlp.w2.w;
@@ -199,7 +241,7 @@ fs::path corrupted_chip() {
 
 TEST(LockstepFuzz, CorruptedChipGivesAShrunkReplayableCase) {
   const fs::path chip = corrupted_chip();
-  ASSERT_FALSE(chip.empty()) << "no MLP weight writes class element " << kBrokenClass;
+  ASSERT_FALSE(chip.empty()) << "no single element of the chip's class field for mulhu, or no MLP weight writes it";
   const fs::path report = scratch_dir("broken");
   const auto r = run({"fuzz", "--seed", "3", "--programs", "3", "--mode", "forced", "--ops", "mul,alu,load,store",
                       "--chip", chip.string(), "--report", report.string()});
