@@ -16,55 +16,18 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using lockstep::cli_test::Result;
+using lockstep::cli_test::slurp;
 
 // Runs LOCKSTEP_EXE with `args`; `env` entries are set (empty value: unset).
-Result run(const std::vector<std::string>& args,
-           const std::map<std::string, std::string>& env = {}) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("lockstep-cmd-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path out = dir / "out", err = dir / "err";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (o < 0 || e < 0) ::_exit(127);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    for (const auto& [k, v] : env) {
-      if (v.empty()) ::unsetenv(k.c_str());
-      else ::setenv(k.c_str(), v.c_str(), 1);
-    }
-    std::vector<char*> argv{const_cast<char*>(LOCKSTEP_EXE)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(LOCKSTEP_EXE, argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  Result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  fs::remove_all(dir);
-  return r;
+Result run(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+  return lockstep::cli_test::run_lockstep(args, env);
 }
 
 long count_lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }

@@ -27,6 +27,7 @@
 #include "lockstep/chip/cpu_executor.hpp"
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/tokens.h"
+#include "cli_run.h"
 #include "lockstep/progen/progen.h"
 #include "lockstep/ref/machine.h"
 
@@ -35,17 +36,8 @@ using nlohmann::json;
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using lockstep::cli_test::Result;
+using lockstep::cli_test::slurp;
 
 fs::path scratch_root() { return fs::temp_directory_path() / ("lockstep-fuzz-test-" + std::to_string(::getpid())); }
 
@@ -66,30 +58,7 @@ fs::path scratch_dir(const std::string& name) {
 }
 
 Result run(const std::vector<std::string>& args, const fs::path& cwd = {}) {
-  const fs::path dir = scratch_dir("io");
-  const fs::path out = dir / "out", err = dir / "err";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (o < 0 || e < 0) ::_exit(127);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(127);
-    ::setenv("LOCKSTEP_GNUPLOT", "none", 1);
-    std::vector<char*> argv{const_cast<char*>(LOCKSTEP_EXE)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(LOCKSTEP_EXE, argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  Result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  return lockstep::cli_test::run_lockstep(args, {{"LOCKSTEP_GNUPLOT", "none"}}, cwd);
 }
 
 // programs.tsv: index -> seed.
