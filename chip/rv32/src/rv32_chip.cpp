@@ -356,11 +356,11 @@ class Compiler {
     when(l, {b3zero - 1.0, b2hi[1], b2lo[0]}, {{out, 1.0}});
   }
 
-  // A slot head of layer 0: `rows` slots, row i written with v when krow(i) is 1 (beta = the sum
-  // of krow), every row read each step (q = 1) into `out` (rows are expected to use disjoint value
-  // blocks, so the read is their concatenation).
-  void slot_head(LayerBuilder& l, std::uint32_t rows, const std::function<Lin(std::uint32_t)>& krow,
-                 const std::function<Lin(std::uint32_t)>& v, const FieldRef& out) {
+  // A slot head: `rows` slots, row i written with v when krow(i) is 1 (beta = the sum of krow),
+  // every row read each step (q = 1) into `out` (rows are expected to use disjoint value blocks,
+  // so the read is their concatenation). Returns the head's index in the layer.
+  std::uint32_t slot_head(LayerBuilder& l, std::uint32_t rows, const std::function<Lin(std::uint32_t)>& krow,
+                          const std::function<Lin(std::uint32_t)>& v, const FieldRef& out) {
     const std::uint32_t h = l.add_head(rows, out.width);
     HeadBuilder& H = l.head(h);
     for (std::uint32_t i = 0; i < rows; ++i) {
@@ -372,6 +372,7 @@ class Compiler {
       H.v[r] = v(r);
       H.out.emplace_back(r, out.dim(r), 1.0);
     }
+    return h;
   }
 
   // Nibble one-hots of the current instruction's word index w (trace.md section 4.0), from the slots.
@@ -1660,13 +1661,7 @@ class Compiler {
     {  // CF slot (layer 10): the bit computed on the fetch step, read on the CF step
       CFR = B.field("bn_cf_slot", 1);
       LayerBuilder& l = L(10);
-      const std::uint32_t h = l.add_head(1, 1);
-      HeadBuilder& H = l.head(h);
-      H.k[0] = Lin::constant(1);
-      H.q[0] = Lin::constant(1);
-      H.beta = fetch();
-      H.v[0] = CFV[0];
-      H.out.emplace_back(0, CFR.dim(), 1.0);
+      slot_head(l, 1, [&](std::uint32_t) { return fetch(); }, [&](std::uint32_t) { return CFV[0]; }, CFR);
       const Lin g = CFG[0] + CFG[1] + CFG[2];
       pass(l, g, NPH.dim(0));
       when(l, {g, CFR[0]}, {{NPL.dim(1), 1.0}});
@@ -1754,16 +1749,8 @@ class Compiler {
       });
     // NPC (layer 14): written on the fetch step, read every step; initially the entry.
     NPCR = B.field("next_pc", 128);
-    LayerBuilder& l = L(14);
-    const std::uint32_t h = l.add_head(1, 128);
-    HeadBuilder& H = l.head(h);
-    H.k[0] = Lin::constant(1);
-    H.q[0] = Lin::constant(1);
-    H.beta = fetch();
-    for (std::uint32_t r = 0; r < 128; ++r) {
-      H.v[r] = ADN[r];
-      H.out.emplace_back(r, NPCR.dim(r), 1.0);
-    }
+    const std::uint32_t h = slot_head(L(14), 1, [&](std::uint32_t) { return fetch(); },
+                                      [&](std::uint32_t r) { return ADN[r]; }, NPCR);
     Initialiser in;
     in.name = "next_pc";
     in.layer = 14;
