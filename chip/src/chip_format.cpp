@@ -1,8 +1,11 @@
 // Chip file format: safetensors with the configuration JSON in the metadata
 // (docs/spec/chip-format.md). Loading validates everything and throws FormatError.
+#include <xxhash.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -148,10 +151,24 @@ constexpr const char* kAliasKey = "lockstep.map_aliases";
 // key of a memory spread over several heads).
 struct MapWriter {
   SafeTensors& st;
-  std::vector<std::pair<std::string, const LinearMap*>> written;
+  std::multimap<std::uint64_t, std::pair<std::string, const LinearMap*>> written;  // content hash -> map
   json aliases = json::object();
   void put(const std::string& name, const LinearMap& m);
 };
+
+std::uint64_t content_hash(const LinearMap& m) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  const std::uint32_t shape[2] = {m.w.rows, m.w.cols};
+  XXH3_64bits_update(st, shape, sizeof shape);
+  XXH3_64bits_update(st, m.w.col_ptr.data(), m.w.col_ptr.size() * sizeof(std::uint32_t));
+  XXH3_64bits_update(st, m.w.row_idx.data(), m.w.row_idx.size() * sizeof(std::uint32_t));
+  XXH3_64bits_update(st, m.w.values.data(), m.w.values.size() * sizeof(float));
+  XXH3_64bits_update(st, m.bias.data(), m.bias.size() * sizeof(float));
+  const std::uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return h;
+}
 
 void put_map(SafeTensors& st, const std::string& name, const LinearMap& m) {
   const auto& w = m.w;
@@ -170,14 +187,17 @@ void put_map(SafeTensors& st, const std::string& name, const LinearMap& m) {
 }
 
 void MapWriter::put(const std::string& name, const LinearMap& m) {
-  for (const auto& [first, p] : written)
+  const std::uint64_t h = content_hash(m);
+  for (auto [it, end] = written.equal_range(h); it != end; ++it) {
+    const LinearMap* p = it->second.second;
     if (p->w.rows == m.w.rows && p->w.cols == m.w.cols && p->w.col_ptr == m.w.col_ptr && p->w.row_idx == m.w.row_idx &&
         p->w.values == m.w.values && p->bias == m.bias) {
-      aliases[name] = first;
+      aliases[name] = it->second.first;
       return;
     }
+  }
   put_map(st, name, m);
-  if (m.w.values.size() >= 4096) written.emplace_back(name, &m);  // only large maps are worth comparing
+  written.emplace(h, std::make_pair(name, &m));
 }
 
 const Tensor& take(const SafeTensors& st, const std::string& name, DType dt, std::set<std::string>& used) {

@@ -356,23 +356,28 @@ class Compiler {
     when(l, {b3zero - 1.0, b2hi[1], b2lo[0]}, {{out, 1.0}});
   }
 
-  // A slot head: `rows` slots, row i written with v when krow(i) is 1 (beta = the sum of krow),
-  // every row read each step (q = 1) into `out` (rows are expected to use disjoint value blocks,
-  // so the read is their concatenation). Returns the head's index in the layer.
+  // Slots: `rows` slots, each a head of its own (1 column x out.width / rows values, so a read
+  // costs only its block), slot i written with v (block i of out) when krow(i) is 1, read each
+  // step (q = `read`, default 1) into block i of `out`. Returns the first head's index.
   std::uint32_t slot_head(LayerBuilder& l, std::uint32_t rows, const std::function<Lin(std::uint32_t)>& krow,
-                          const std::function<Lin(std::uint32_t)>& v, const FieldRef& out) {
-    const std::uint32_t h = l.add_head(rows, out.width);
-    HeadBuilder& H = l.head(h);
+                          const std::function<Lin(std::uint32_t)>& v, const FieldRef& out,
+                          const Lin& read = Lin::constant(1)) {
+    const std::uint32_t bw = out.width / rows;
+    if (bw * rows != out.width) throw std::logic_error("slot_head: width not a multiple of rows");
+    std::uint32_t first = 0;
     for (std::uint32_t i = 0; i < rows; ++i) {
-      H.k[i] = krow(i);
-      H.beta += krow(i);
-      H.q[i] = Lin::constant(1);
+      const std::uint32_t h = l.add_head(1, bw);
+      if (i == 0) first = h;
+      HeadBuilder& H = l.head(h);
+      H.k[0] = Lin::constant(1);
+      H.beta = krow(i);
+      H.q[0] = read;
+      for (std::uint32_t r = 0; r < bw; ++r) {
+        H.v[r] = v(bw * i + r);
+        H.out.emplace_back(r, out.dim(bw * i + r), 1.0);
+      }
     }
-    for (std::uint32_t r = 0; r < out.width; ++r) {
-      H.v[r] = v(r);
-      H.out.emplace_back(r, out.dim(r), 1.0);
-    }
-    return h;
+    return first;
   }
 
   // Nibble one-hots of the current instruction's word index w (trace.md section 4.0), from the slots.
@@ -403,17 +408,8 @@ class Compiler {
     // the same PCH slot, read only on the fetch step (so that the fetch key tables below are idle,
     // untouched, on every other step)
     PCHF = B.field("pch_slot_fetch", 36);
-    {
-      const std::uint32_t h = l0.add_head(1, 36);
-      HeadBuilder& H = l0.head(h);
-      H.k[0] = Lin::constant(1);
-      H.beta = any_pch();
-      H.q[0] = fetch();
-      for (std::uint32_t r = 0; r < 36; ++r) {
-        H.v[r] = r < 4 ? k(kPch0 + r) : PN[r - 4];
-        H.out.emplace_back(r, PCHF.dim(r), 1.0);
-      }
-    }
+    slot_head(l0, 1, [&](std::uint32_t) { return any_pch(); },
+              [&](std::uint32_t r) { return r < 4 ? k(kPch0 + r) : PN[r - 4]; }, PCHF, fetch());
     slot_head(l0, 4, [&](std::uint32_t i) { return k(kW0 + i); }, [&](std::uint32_t r) { return WPN[r]; }, WSR);
     slot_head(l0, 12, [&](std::uint32_t i) { return k(kAc0 + i); }, [&](std::uint32_t r) { return ACPN[r]; }, ACR);
     slot_head(l0, 1, [&](std::uint32_t) { return k(kOi); }, [&](std::uint32_t r) { return PN[r]; }, OIS);
@@ -436,31 +432,12 @@ class Compiler {
     ADDRK = B.field("addr_nibbles_keyed", 128);
     Lin stores;
     for (std::uint32_t i = 0; i < 4; ++i) stores += k(kS0 + i);
-    for (const FieldRef* out : {&ADDR, &ADDRK}) {
-      const std::uint32_t h = l0.add_head(4, 128);
-      HeadBuilder& H = l0.head(h);
-      for (std::uint32_t i = 0; i < 4; ++i) {
-        H.k[i] = k(kA0 + i);
-        H.beta += k(kA0 + i);
-        H.q[i] = out == &ADDR ? Lin::constant(1) : k(kA0 + 3) + stores;
-      }
-      for (std::uint32_t r = 0; r < 128; ++r) {
-        H.v[r] = APN[r];
-        H.out.emplace_back(r, out->dim(r), 1.0);
-      }
-    }
-    {  // QSLOT: quotient bits as consumed (DQ tokens), bit i at row i of slot i; read all.
-      QB = B.field("div_bits", 32);
-      const std::uint32_t h = l0.add_head(32, 32);
-      HeadBuilder& H = l0.head(h);
-      for (std::uint32_t i = 0; i < 32; ++i) {
-        H.k[i] = DQI[i];
-        H.q[i] = Lin::constant(1);
-        H.v[i] = DQBP[i];
-        H.out.emplace_back(i, QB.dim(i), 1.0);
-      }
-      H.beta = k(kDq);
-    }
+    for (const FieldRef* out : {&ADDR, &ADDRK})
+      slot_head(l0, 4, [&](std::uint32_t i) { return k(kA0 + i); }, [&](std::uint32_t r) { return APN[r]; }, *out,
+                out == &ADDR ? Lin::constant(1) : k(kA0 + 3) + stores);
+    // QSLOT: quotient bits as consumed (DQ(2 i + q) tokens): bit i in slot i.
+    QB = B.field("div_bits", 32);
+    slot_head(l0, 32, [&](std::uint32_t i) { return DQI[i]; }, [&](std::uint32_t i) { return DQBP[i]; }, QB);
     TB = B.field("div_trial_bits", 32);
     TN = B.field("div_trial_nibbles", 128);
     INR = B.field("addr_in_ram", 1);
@@ -1611,8 +1588,7 @@ class Compiler {
   // State commits from consumed tokens (docs/chip-design.md section 3.2): the bignum c (on CF),
   // acc (on AC11; zero on bn.accclr's NOP), and the CF bit computed on the fetch step.
   void commits() {
-    // BNSTATE (layer 7): column 0 = c (rows 0..31), column 1 = acc (rows 32..415), nibble one-hots,
-    // both read every step (disjoint rows: the read is their concatenation).
+    // BNSTATE (layer 7): c and acc as nibble one-hots, each in a slot head read every step.
     BNV = B.field("bn_commit_value", 416);
     ACCLR = B.field("bn_accclr_commit", 1);
     LayerBuilder& lv = L(6);
@@ -1626,23 +1602,16 @@ class Compiler {
       }
       when(lv, {cls(BN_ACCCLR), k(kNop)}, zero);
     }
-    {
-      LayerBuilder& l = L(7);
-      const std::uint32_t h = l.add_head(2, 416);
-      HeadBuilder& H = l.head(h);
-      H.k[0] = k(kCf);
-      H.k[1] = k(kAc0 + 11) + ACCLR[0];
-      H.beta = k(kCf) + k(kAc0 + 11) + ACCLR[0];
-      H.q[0] = Lin::constant(1);
-      H.q[1] = Lin::constant(1);
-      for (std::uint32_t r = 0; r < 416; ++r) H.v[r] = BNV[r];
-      for (std::uint32_t r = 0; r < 32; ++r) H.out.emplace_back(r, CN.dim(r), 1.0);
-      for (std::uint32_t r = 0; r < 384; ++r) H.out.emplace_back(32 + r, ACN.dim(r), 1.0);
+    {  // c (one byte) and acc (12 bytes), one slot head each (layer 7)
+      FieldRef cn{CN.name, CN.offset, CN.width}, acn{ACN.name, ACN.offset, ACN.width};
+      const std::uint32_t hc = slot_head(L(7), 1, [&](std::uint32_t) { return k(kCf); },
+                                         [&](std::uint32_t r) { return BNV[r]; }, cn);
+      const std::uint32_t ha = slot_head(L(7), 1, [&](std::uint32_t) { return k(kAc0 + 11) + ACCLR[0]; },
+                                         [&](std::uint32_t r) { return BNV[32 + r]; }, acn);
       Initialiser c;  // bignum.md reset values unless the image has bytes at kRegImageAddress + 128..140
       c.name = "bn_c";
       c.layer = 7;
-      c.head = h;
-      c.column = 0;
+      c.head = hc;
       c.source = ByteSourceKind::Image;
       c.address = kRegImageAddress + 128;
       c.length = 1;
@@ -1651,8 +1620,7 @@ class Compiler {
       B.initialiser(c);
       Initialiser a = c;
       a.name = "bn_acc";
-      a.column = 1;
-      a.row = 32;
+      a.head = ha;
       a.address = kRegImageAddress + 129;
       a.length = 12;
       a.bytes_per_column = 12;
