@@ -240,10 +240,10 @@ class Compiler {
   // L0
   FieldRef PCN, ADDR, INR, WL, WH;
   // trace-v2: slots of consumed tokens (layer 0), commits, next pc, pc tokens, write bytes
-  FieldRef PCLN, PCHF, ADDRK, DATAQ, R1S;
+  FieldRef PCLN, PCHF, ADDRK, R1S;
   FieldRef WPN, ACPN, OIHN, PCHS, PCLS, WSR, ACR, OIS, OIHS, LANE, IZ, INC;
   FieldRef LENBIG, FD2, BNV, ACCLR, EQL, LAST, ENDI, CFF, CFV, CFR;
-  FieldRef ADA, ADB, ADS, ADG, ADP, ADC, ADN, NPCR, WNX, NV, EQH, GPCH, GPCL, XWL, XWH, LANEX, OB, OBLO, OBACT;
+  FieldRef ADA, ADB, ADS, ADG, ADP, ADC, ADN, NPCR, WNX, NV, EQH, GPCH, GPCL, XWL, XWH, LANEX, OB, OBLO;
   FieldRef OUTG, WEG;
   // L1/L2
   FieldRef IWB, LW_, IHI, ILOS, DHI, DLOS, IN, DN;
