@@ -17,6 +17,45 @@ std::string AuditViolation::to_string() const {
   return os.str();
 }
 
+std::size_t DecisionCoverage::units() const {
+  std::size_t n = 0;
+  for (const Layer& l : layers) n += l.active.size();
+  return n;
+}
+
+std::size_t DecisionCoverage::both_sides() const {
+  std::size_t n = 0;
+  for (std::size_t l = 0; l < layers.size(); ++l)
+    for (std::size_t u = 0; u < layers[l].active.size(); ++u) n += seen_active(l, u) && seen_inactive(l, u);
+  return n;
+}
+
+void DecisionCoverage::merge(const DecisionCoverage& o) {
+  if (layers.empty()) {
+    *this = o;
+    return;
+  }
+  bool same = o.layers.size() == layers.size();
+  for (std::size_t l = 0; same && l < layers.size(); ++l)
+    same = o.layers[l].active.size() == layers[l].active.size() && o.layers[l].head_writes.size() == layers[l].head_writes.size();
+  if (!same) throw UsageError("DecisionCoverage::merge: records of differently shaped chips");
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    layers[l].evaluations += o.layers[l].evaluations;
+    for (std::size_t u = 0; u < layers[l].active.size(); ++u) layers[l].active[u] += o.layers[l].active[u];
+    for (std::size_t h = 0; h < layers[l].head_writes.size(); ++h) layers[l].head_writes[h] += o.layers[l].head_writes[h];
+  }
+}
+
+void ChipBackend::set_decision_coverage(bool on) {
+  if (on) throw UsageError("decision coverage is not supported by the " + name() + " backend");
+}
+
+DecisionCoverage ChipBackend::decision_coverage() const {
+  throw UsageError("decision coverage is not supported by the " + name() + " backend");
+}
+
+void ChipBackend::clear_decision_coverage() {}
+
 Token ChipBackend::step(StreamId s, Token input) {
   Token out = 0;
   step_batch(std::span<const StreamId>(&s, 1), std::span<const Token>(&input, 1), std::span<Token>(&out, 1));

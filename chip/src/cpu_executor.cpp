@@ -192,6 +192,8 @@ struct CpuExecutor::Impl {
   std::vector<std::size_t> probes_after_embed;
   bool record_probes = false;
   bool audit = false;
+  bool coverage = false;  // decision coverage (DecisionCoverage): counted in mlp()/memory_block()
+  DecisionCoverage cov;
   // shared scratch (streams are processed one at a time within a layer)
   Accum a0, a1, a2, a3, aabs;
   std::vector<std::pair<std::uint32_t, float>> knz, qnz;
@@ -244,6 +246,7 @@ struct CpuExecutor::Impl {
       max_rows = std::max<std::size_t>(max_rows, L.mlp.hidden);
     }
     for (Accum* a : {&a0, &a1, &a2, &a3, &aabs}) a->ensure(max_rows);
+    clear_coverage();
     tmp.assign(max_rows, 0.0f);
     tmp_abs.assign(max_rows, 0.0f);
     rabs.assign(ch.config.d_model, 0.0);
@@ -284,6 +287,21 @@ struct CpuExecutor::Impl {
       else if (p.after == Sublayer::Memory) layers[static_cast<std::size_t>(p.layer)].probes_after_mem.push_back(i);
       else layers[static_cast<std::size_t>(p.layer)].probes_after_mlp.push_back(i);
     }
+  }
+
+  void clear_coverage() {
+    cov.layers.assign(chip->layers.size(), {});
+    for (std::size_t l = 0; l < chip->layers.size(); ++l) {
+      cov.layers[l].active.assign(chip->layers[l].mlp.hidden, 0);
+      cov.layers[l].head_writes.assign(chip->layers[l].heads.size(), 0);
+    }
+  }
+  // A unit the sparse evaluation did not touch has pre-activation = its bias <= 0 (a positive
+  // bias makes it a seed, always touched): inactive. So the touched rows decide every unit.
+  void count_decisions(int l, const Accum& pre) {
+    DecisionCoverage::Layer& c = cov.layers[static_cast<std::size_t>(l)];
+    for (std::uint32_t r : pre.rows)
+      if (pre.vals[r] > 0.0f) ++c.active[r];
   }
 
   void init_stream(Stream& s) const {
@@ -428,6 +446,7 @@ struct CpuExecutor::Impl {
       eval(a1, H.beta, x, nz, n_nz);
       if (audit) audit_map(s, a1, H.beta, l, kMemBeta, hi, false);
       const float beta = act(H.beta.m->act, a1.value(0));
+      if (coverage && beta != 0.0f) ++cov.layers[static_cast<std::size_t>(l)].head_writes[h];
       // k = act(W_k x + b_k)
       knz.clear();
       if (beta != 0.0f || audit) {
@@ -514,6 +533,7 @@ struct CpuExecutor::Impl {
   // Plain: x += W2 ReLU(W1 x + b1) + b2.  Gated: x += W2 (u (.) ReLU(g)) + b2.
   void mlp(Stream& s, int l) {
     PreparedLayer& P = layers[static_cast<std::size_t>(l)];
+    if (coverage) ++cov.layers[static_cast<std::size_t>(l)].evaluations;
     if (P.kind == MlpKind::None) {  // no MLP; its probe point still sees the residual
       if (record_probes) record(s, P.probes_after_mlp);
       return;
@@ -526,11 +546,13 @@ struct CpuExecutor::Impl {
     if (P.kind == MlpKind::Relu) {
       eval(a0, P.w1, x, nz, n_nz);
       if (audit) audit_map(s, a0, P.w1, l, kMlpPre, -1, false);
+      if (coverage) count_decisions(l, a0);
       for (std::uint32_t r : a0.rows)
         if (a0.vals[r] > 0.0f) knz.emplace_back(r, a0.vals[r]);
     } else {
       eval(a0, P.wg, x, nz, n_nz);
       if (audit) audit_map(s, a0, P.wg, l, kMlpPre, -1, false);
+      if (coverage) count_decisions(l, a0);
       eval(a1, P.wu, x, nz, n_nz);
       if (audit) audit_map(s, a1, P.wu, l, kMlpU, -1, false);
       for (std::uint32_t r : a0.rows) {
@@ -715,6 +737,17 @@ std::vector<float> CpuExecutor::probe(StreamId id, int layer, Sublayer after, co
 void CpuExecutor::set_audit(bool on) { impl_->audit = on; }
 
 std::optional<AuditViolation> CpuExecutor::audit_violation(StreamId id) const { return impl_->stream(id).violation; }
+
+void CpuExecutor::set_decision_coverage(bool on) { impl_->coverage = on; }
+
+DecisionCoverage CpuExecutor::decision_coverage() const {
+  if (!impl_->chip) throw UsageError("CpuExecutor: no chip loaded");
+  return impl_->cov;
+}
+
+void CpuExecutor::clear_decision_coverage() {
+  if (impl_->chip) impl_->clear_coverage();
+}
 
 std::span<const float> CpuExecutor::state(StreamId id) const { return impl_->stream(id).state; }
 

@@ -319,6 +319,79 @@ TEST(CpuExecutor, AuditChecksUntouchedLogitsThroughTheirBias) {
   EXPECT_EQ(v->reason, "not an integer");
 }
 
+// Decision coverage: units whose side is known from the input by hand. Layer 0 (plain):
+// a = ReLU(f - 5) (active only for f > 5), b = ReLU(2) (always active, a seed), c = ReLU(f - 100)
+// (never active); a head whose beta = ReLU(f - 5) writes only for f > 5. Layer 1 (gated):
+// d = 1 (.) ReLU(f - 1) (active for f > 1), e = f (.) ReLU(-f) (never active: g <= 0).
+TEST(CpuExecutor, DecisionCoverageCountsEachUnitsSideExactly) {
+  ChipBuilder B("coverage", 3);
+  const auto f = B.field("f", 1), g = B.field("g", 1), s = B.field("s", 1);
+  auto& L0 = B.add_layer();
+  const std::uint32_t a = L0.relu_unit(f[0] - 5.0), b = L0.relu_unit(Lin::constant(2)), c = L0.relu_unit(f[0] - 100.0);
+  for (std::uint32_t u : {a, b, c}) L0.unit_out(u, g.dim(), 1);
+  auto& H = L0.head(L0.add_head(1, 1));
+  H.k = {Lin::constant(1)};
+  H.q = {Lin::constant(1)};
+  H.v = {f[0] * 1.0};
+  H.beta = f[0] - 5.0;
+  H.out.emplace_back(0, s.dim(), 1);
+  auto& L1 = B.add_layer();
+  const std::uint32_t d = L1.gated_unit(Lin::constant(1), f[0] - 1.0), e = L1.gated_unit(f[0] * 1.0, f[0] * -1.0);
+  for (std::uint32_t u : {d, e}) L1.unit_out(u, g.dim(), 1);
+  B.embed(1, f.dim(), 1);  // token 0: f = 0; token 1: f = 1; token 2: f = 6
+  B.embed(2, f.dim(), 6);
+  B.unembed(1, g.dim(), 1);
+  auto chip = std::make_shared<const Chip>(B.build());
+  CpuExecutor ex(chip, 2);
+  // Off: nothing is counted.
+  ex.step(0, 2);
+  DecisionCoverage cv = ex.decision_coverage();
+  ASSERT_EQ(cv.layers.size(), 2u);
+  ASSERT_EQ(cv.layers[0].active.size(), 3u);
+  ASSERT_EQ(cv.layers[1].active.size(), 2u);
+  EXPECT_EQ(cv.layers[0].evaluations, 0u);
+  EXPECT_EQ(cv.layers[0].active[b], 0u);
+  EXPECT_EQ(cv.units(), 5u);
+  EXPECT_EQ(cv.both_sides(), 0u);
+
+  ex.set_decision_coverage(true);
+  ex.step(0, 0);  // f = 0: only b active
+  cv = ex.decision_coverage();
+  EXPECT_EQ(cv.layers[0].evaluations, 1u);
+  EXPECT_EQ(cv.layers[0].active, (std::vector<std::uint64_t>{0, 1, 0}));
+  EXPECT_EQ(cv.layers[1].active, (std::vector<std::uint64_t>{0, 0}));
+  EXPECT_EQ(cv.layers[0].head_writes, std::vector<std::uint64_t>{0});
+  EXPECT_EQ(cv.both_sides(), 0u);  // b seen active only, the others inactive only
+  // Summed over streams: stream 0 f = 6, stream 1 f = 1.
+  const std::vector<StreamId> ids{0, 1};
+  const std::vector<Token> in{2, 1};
+  std::vector<Token> out(2);
+  ex.step_batch(ids, in, out);
+  cv = ex.decision_coverage();
+  EXPECT_EQ(cv.layers[0].evaluations, 3u);
+  EXPECT_EQ(cv.layers[1].evaluations, 3u);
+  EXPECT_EQ(cv.layers[0].active, (std::vector<std::uint64_t>{1, 3, 0}));  // a only at f = 6
+  EXPECT_EQ(cv.layers[1].active, (std::vector<std::uint64_t>{1, 0}));     // d only at f = 6 (f = 1: g = 0)
+  EXPECT_EQ(cv.layers[0].head_writes, std::vector<std::uint64_t>{1});
+  EXPECT_TRUE(cv.seen_active(0, a) && cv.seen_inactive(0, a));
+  EXPECT_TRUE(cv.seen_active(0, b) && !cv.seen_inactive(0, b));
+  EXPECT_TRUE(!cv.seen_active(0, c) && cv.seen_inactive(0, c));
+  EXPECT_EQ(cv.both_sides(), 2u);  // a and d
+  // merge adds counts; clear zeroes; off stops counting.
+  DecisionCoverage twice = cv;
+  twice.merge(cv);
+  EXPECT_EQ(twice.layers[0].active, (std::vector<std::uint64_t>{2, 6, 0}));
+  EXPECT_EQ(twice.layers[0].evaluations, 6u);
+  ex.clear_decision_coverage();
+  ex.set_decision_coverage(false);
+  ex.step(0, 2);
+  EXPECT_EQ(ex.decision_coverage().layers[0].evaluations, 0u);
+  EXPECT_EQ(ex.decision_coverage().layers[0].active, (std::vector<std::uint64_t>{0, 0, 0}));
+  DecisionCoverage other;
+  other.layers.resize(1);
+  EXPECT_THROW(twice.merge(other), UsageError);
+}
+
 TEST(CpuExecutor, UsageErrors) {
   ChipBuilder B("u", 2);
   B.field("f", 1);

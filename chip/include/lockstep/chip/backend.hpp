@@ -30,6 +30,29 @@ struct AuditViolation {
   std::string to_string() const;  ///< one line, all of the above
 };
 
+/// Decision coverage (fuzz/README.md, "Chip decision units"): which compiled thresholds a
+/// workload exercised on both sides. Every MLP hidden unit is a threshold decision: unit j of
+/// layer l is *active* in a step when its pre-activation (W_1 x + b_1)_j (plain) or g_j
+/// (gated) is > 0, else *inactive* (chip-format.md 1.2). Counts are summed over every stream
+/// and step since the record was last cleared. A head's write decision (beta != 0) is counted
+/// too. Exact, not sampled: a sparse executor that skips a unit must know its side anyway (the
+/// CPU executor skips only units whose pre-activation is their bias <= 0, i.e. inactive).
+struct DecisionCoverage {
+  struct Layer {
+    std::uint64_t evaluations = 0;            ///< (stream, step) pairs that ran this layer
+    std::vector<std::uint64_t> active;        ///< per hidden unit (size F_l): steps it was active
+    std::vector<std::uint64_t> head_writes;   ///< per head: steps with beta != 0
+  };
+  std::vector<Layer> layers;  ///< one per chip layer
+
+  bool seen_active(std::size_t l, std::size_t u) const { return layers[l].active[u] > 0; }
+  bool seen_inactive(std::size_t l, std::size_t u) const { return layers[l].active[u] < layers[l].evaluations; }
+  std::size_t units() const;       ///< hidden units of every layer
+  std::size_t both_sides() const;  ///< units seen active and inactive
+  /// Adds `other`'s counts (same chip shape; throws UsageError otherwise).
+  void merge(const DecisionCoverage& other);
+};
+
 /// Abstract executor. Streams are independent machines sharing one chip's weights.
 /// Methods throw UsageError for a bad stream id or token, FormatError for bad checkpoint bytes.
 class ChipBackend {
@@ -74,6 +97,16 @@ class ChipBackend {
   /// violation per stream is kept until reset.
   virtual void set_audit(bool on) = 0;
   virtual std::optional<AuditViolation> audit_violation(StreamId s) const = 0;
+
+  /// Decision coverage recording (DecisionCoverage), off by default; turning it on does not
+  /// clear the record. Costs nothing in the step loop while off. The default implementation
+  /// (a backend without it) throws UsageError "decision coverage is not supported by the <name>
+  /// backend" when asked to turn it on or for the record.
+  virtual void set_decision_coverage(bool on);
+  /// The record since load() or the last clear (shaped like the chip: one Layer per layer).
+  virtual DecisionCoverage decision_coverage() const;
+  /// Zeroes the record.
+  virtual void clear_decision_coverage();
 
   // Convenience loops (non-virtual, built on step_batch).
 

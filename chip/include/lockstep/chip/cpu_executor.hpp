@@ -31,6 +31,9 @@ class CpuExecutor final : public ChipBackend {
                            const std::string& field) const override;
   void set_audit(bool on) override;
   std::optional<AuditViolation> audit_violation(StreamId s) const override;
+  void set_decision_coverage(bool on) override;
+  DecisionCoverage decision_coverage() const override;
+  void clear_decision_coverage() override;
 
   /// The raw state of a stream (layers, heads in order; each S column-major: column c's
   /// value_dim floats contiguous). For tests and the CUDA executor's comparison.
