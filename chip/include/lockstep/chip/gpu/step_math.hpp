@@ -1,0 +1,490 @@
+// The CUDA executor's step, written once for host and device (docs/cuda.md).
+//
+// Every function here is `__host__ __device__` under nvcc and plain C++ otherwise, and is
+// templated on a *group* G: the threads that cooperate on one stream's step. On the device G is
+// one thread block (rank = threadIdx.x, sync = __syncthreads, atomics); on the host
+// (HostGroup below) it is one thread, so the host unit test runs exactly this code against the
+// CPU executor (tests/chip_cuda/cuda_math_host_test.cpp). It implements the layer math of
+// docs/spec/chip-format.md section 1.2 on the prepared chip of chip_image.hpp:
+//
+//   * a "phase matrix" stacks every map that reads the same residual x (all k, q, v, beta maps
+//     of a layer's heads; w1, or wg and wu, of its MLP; the unembedding) so one sparse
+//     scatter over the residual's touched dimensions evaluates them all;
+//   * accumulators are dense arrays that are zero between uses, with a bitmap and a list of
+//     the rows touched; a row's bias is added when the row is first touched (or always, for
+//     rows whose bias alone can make them non-zero: the CPU executor's "seeds");
+//   * sums are taken in whatever order the threads' atomics land. That is exact, hence equal
+//     to the CPU executor's order, because chip-format.md section 1.3 (and the audit of
+//     section 4) guarantee that every product and every partial sum, in any order, is an
+//     integer (or declared dyadic fraction) below 2^24 in magnitude: exactly representable.
+//     Everything else (activations, the delta-rule update u = beta (v - S k), S += u k^T, the
+//     argmax tie rule) is computed with the same operations, in the same association, as
+//     chip/src/cpu_executor.cpp, so zero signs and non-integer inputs agree as well.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define LOCKSTEP_HD __host__ __device__
+#define LOCKSTEP_HD_INLINE __host__ __device__ __forceinline__
+#else
+#define LOCKSTEP_HD
+#define LOCKSTEP_HD_INLINE inline
+#endif
+
+namespace lockstep::chip::gpu {
+
+/// A sparse matrix in CSC form (chip-format.md section 3.2): column j's entries are
+/// row_idx/values[col_ptr[j] .. col_ptr[j + 1]), rows strictly increasing.
+struct Csc {
+  const std::uint32_t* col_ptr = nullptr;  ///< (cols + 1)
+  const std::uint32_t* row_idx = nullptr;  ///< (nnz), each < rows
+  const float* values = nullptr;           ///< (nnz)
+  std::uint32_t rows = 0, cols = 0;
+};
+
+/// Maps reading the same input, stacked: rows concatenated, columns = d_model.
+/// bias: dense (rows), added to a row when it is first touched. seeds: rows touched on every
+/// evaluation (their bias alone can make them non-zero after the activation).
+struct PhaseMap {
+  Csc w;
+  const float* bias = nullptr;           ///< (w.rows)
+  const std::uint32_t* seeds = nullptr;  ///< (n_seeds), each < w.rows
+  std::uint32_t n_seeds = 0;
+};
+
+/// A residual update x += W in + sum of biases: W is d_model x (inputs); the bias entries
+/// (row, value) are every non-zero bias of the maps stacked into W (one entry per map and row).
+struct ResidualMap {
+  Csc w;
+  const std::uint32_t* seed_rows = nullptr;
+  const float* seed_vals = nullptr;
+  std::uint32_t n_seeds = 0;
+};
+
+/// One memory head inside its layer's phase matrix. Rows of the head, from `base`:
+/// beta (1), k (key_dim), q (key_dim), v (value_dim).
+struct HeadView {
+  std::uint32_t base = 0;
+  std::uint32_t key_dim = 0, value_dim = 0;
+  std::uint32_t o_off = 0;         ///< offset of o_h in the layer's concatenated o (and Sk)
+  std::uint64_t state_offset = 0;  ///< first float of S_h in the stream's state
+  std::uint8_t relu_k = 0, relu_q = 0, relu_beta = 0;
+};
+
+/// Copy residual x[src .. src + width) to the stream's probe buffer at dst.
+struct ProbeCopy {
+  std::uint32_t src = 0, width = 0, dst = 0;
+};
+
+enum : std::uint8_t { kMlpNone = 0, kMlpRelu = 1, kMlpGated = 2 };
+
+struct LayerView {
+  std::uint32_t n_heads = 0;
+  const HeadView* heads = nullptr;        ///< (n_heads)
+  const std::uint32_t* head_base = nullptr;  ///< (n_heads + 1): heads[h].base, then mem.w.rows
+  const std::uint32_t* o_base = nullptr;     ///< (n_heads + 1): heads[h].o_off, then o_total
+  std::uint32_t o_total = 0;              ///< sum of value_dim
+  PhaseMap mem;                           ///< all heads' beta, k, q, v
+  ResidualMap wo;                         ///< every head's W_o side by side (d_model x o_total)
+  std::uint8_t mlp_kind = kMlpNone;
+  std::uint32_t hidden = 0;
+  PhaseMap mlp_in;                        ///< plain: w1 (hidden rows); gated: wg then wu
+  ResidualMap w2;                         ///< d_model x hidden
+  const ProbeCopy* probe_mem = nullptr;
+  std::uint32_t n_probe_mem = 0;
+  const ProbeCopy* probe_mlp = nullptr;
+  std::uint32_t n_probe_mlp = 0;
+};
+
+/// The whole prepared chip (chip_image.hpp builds it; pointers are host or device addresses).
+struct ChipView {
+  std::uint32_t d_model = 0, vocab = 0, n_layers = 0;
+  const LayerView* layers = nullptr;
+  Csc embed;
+  PhaseMap unembed;
+  const std::uint32_t* bias_order = nullptr;  ///< tokens by (unembed bias desc, id asc)
+  const ProbeCopy* probe_embed = nullptr;
+  std::uint32_t n_probe_embed = 0;
+  std::uint32_t probe_floats = 0;  ///< size of a stream's probe buffer
+  std::uint32_t acc_rows = 0;      ///< rows of the largest phase matrix (accumulator size)
+  std::uint32_t o_rows = 0;        ///< largest o_total (at least 1)
+  std::uint32_t max_heads = 0;     ///< largest n_heads (at least 1)
+  std::uint64_t state_size = 0;    ///< floats of one stream's state
+};
+
+/// One stream's buffers. Between steps x, acc and both bitmaps are all zero.
+struct StreamView {
+  float* state = nullptr;          ///< (state_size), chip-format.md layout
+  float* x = nullptr;              ///< (d_model) residual
+  std::uint32_t* x_bits = nullptr; ///< (d_model / 32 + 1) touched dims of x
+  std::uint32_t* x_list = nullptr; ///< (d_model)
+  float* acc = nullptr;            ///< (acc_rows)
+  std::uint32_t* acc_bits = nullptr;  ///< (acc_rows / 32 + 1)
+  std::uint32_t* acc_list = nullptr;  ///< (acc_rows)
+  std::uint32_t* sel = nullptr;    ///< (acc_rows): non-zero k rows from the front, q from the back
+  float* o = nullptr;              ///< (o_rows)
+  float* sk = nullptr;             ///< (o_rows): S k, then u = beta (v - S k)
+  float* beta = nullptr;           ///< (max_heads)
+  float* probes = nullptr;         ///< (probe_floats)
+};
+
+/// Per-step counters shared by the group (device: shared memory).
+struct Counters {
+  std::uint32_t n_x = 0, n_acc = 0, n_k = 0, n_q = 0, n_h = 0;
+  std::uint32_t first = 0;          ///< find_first result
+  unsigned long long best = 0;      ///< argmax key over touched logits
+  std::uint32_t result = 0;         ///< the step's output token
+};
+
+/// The group of one thread, for the host (tests and reference runs).
+struct HostGroup {
+  std::uint32_t off_[1] = {0}, aux_[1] = {0};
+  std::uint32_t rank() const { return 0; }
+  std::uint32_t size() const { return 1; }
+  void sync() {}
+  static void add(float* p, float v) { *p += v; }
+  static std::uint32_t fetch_or(std::uint32_t* p, std::uint32_t v) {
+    const std::uint32_t o = *p;
+    *p = o | v;
+    return o;
+  }
+  static std::uint32_t fetch_inc(std::uint32_t* p) { return (*p)++; }
+  static void max_u64(unsigned long long* p, unsigned long long v) {
+    if (v > *p) *p = v;
+  }
+  static void min_u32(std::uint32_t* p, std::uint32_t v) {
+    if (v < *p) *p = v;
+  }
+  /// Exclusive prefix sum of v over the group's ranks; total = sum over all ranks.
+  std::uint32_t exclusive_scan(std::uint32_t v, std::uint32_t& total) {
+    total = v;
+    return 0;
+  }
+  std::uint32_t* scan_off() { return off_; }  ///< (size()) shared scratch
+  std::uint32_t* scan_aux() { return aux_; }  ///< (size()) shared scratch
+};
+
+LOCKSTEP_HD_INLINE float act(bool relu, float v) { return relu ? (v > 0.0f ? v : 0.0f) : v; }
+
+/// Largest i in [0, n) with a[i] <= key (a non-decreasing, a[0] <= key).
+LOCKSTEP_HD_INLINE std::uint32_t upper_index(const std::uint32_t* a, std::uint32_t n, std::uint32_t key) {
+  std::uint32_t lo = 0, hi = n;  // answer in [lo, hi)
+  while (hi - lo > 1) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    if (a[mid] <= key) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+struct LenAux {
+  std::uint32_t len = 0, aux = 0;
+};
+
+/// For every item i < n and every k < len(i).len: fn(i, len(i).aux, k), the pairs spread evenly
+/// over the group (items of very different lengths cost the same per pair). Ends synchronised.
+/// Every rank must call it with the same n.
+template <class G, class Len, class Fn>
+LOCKSTEP_HD void balanced_for(G& g, std::uint32_t n, Len len, Fn fn) {
+  std::uint32_t* off = g.scan_off();
+  std::uint32_t* aux = g.scan_aux();
+  const std::uint32_t size = g.size(), rank = g.rank();
+  for (std::uint32_t base = 0; base < n; base += size) {
+    const std::uint32_t i = base + rank;
+    LenAux la;
+    if (i < n) la = len(i);
+    std::uint32_t total = 0;
+    const std::uint32_t o = g.exclusive_scan(la.len, total);  // synchronises
+    off[rank] = o;
+    aux[rank] = la.aux;
+    g.sync();
+    const std::uint32_t cnt = n - base < size ? n - base : size;
+    for (std::uint32_t e = rank; e < total; e += size) {
+      const std::uint32_t t = upper_index(off, cnt, e);
+      fn(base + t, aux[t], e - off[t]);
+    }
+    g.sync();
+  }
+}
+
+/// vals[r] += v; on the row's first touch also appends r to list and adds bias[r].
+template <class G>
+LOCKSTEP_HD_INLINE void touch_add(G& g, float* vals, std::uint32_t* bits, std::uint32_t* list,
+                                  std::uint32_t* count, const float* bias, std::uint32_t r, float v) {
+  const std::uint32_t m = 1u << (r & 31u);
+  if (!(g.fetch_or(&bits[r >> 5], m) & m)) {
+    list[g.fetch_inc(count)] = r;
+    if (bias && bias[r] != 0.0f) g.add(&vals[r], bias[r]);
+  }
+  if (v != 0.0f) g.add(&vals[r], v);
+}
+
+/// acc <- M x over the touched dims of x (seeds and first-touched rows get their bias).
+/// Requires acc clear and c.n_acc == 0. Ends synchronised.
+template <class G>
+LOCKSTEP_HD void eval_phase(G& g, const PhaseMap& M, const StreamView& s, Counters& c) {
+  for (std::uint32_t i = g.rank(); i < M.n_seeds; i += g.size())
+    touch_add(g, s.acc, s.acc_bits, s.acc_list, &c.n_acc, M.bias, M.seeds[i], 0.0f);
+  const std::uint32_t n_x = c.n_x;
+  const std::uint32_t* cp = M.w.col_ptr;
+  balanced_for(
+      g, n_x,
+      [&](std::uint32_t i) {
+        const std::uint32_t j = s.x_list[i];
+        LenAux la;
+        if (s.x[j] != 0.0f) {
+          la.len = cp[j + 1] - cp[j];
+          la.aux = cp[j];
+        }
+        return la;
+      },
+      [&](std::uint32_t i, std::uint32_t begin, std::uint32_t k) {
+        const std::uint32_t p = begin + k;
+        touch_add(g, s.acc, s.acc_bits, s.acc_list, &c.n_acc, M.bias, M.w.row_idx[p],
+                  M.w.values[p] * s.x[s.x_list[i]]);
+      });
+  g.sync();  // n_x == 0 skips balanced_for's synchronisation
+}
+
+/// x += W in + biases, for the inputs in[0 .. n_in) (zero inputs skipped). Ends synchronised.
+template <class G>
+LOCKSTEP_HD void residual_update(G& g, const ResidualMap& R, const float* in, std::uint32_t n_in,
+                                 const std::uint32_t* in_list, const StreamView& s, Counters& c) {
+  // in_list: when non-null, the inputs are in[in_list[i]] for i < n_in (a list of columns)
+  const std::uint32_t* cp = R.w.col_ptr;
+  balanced_for(
+      g, n_in,
+      [&](std::uint32_t i) {
+        const std::uint32_t j = in_list ? in_list[i] : i;
+        LenAux la;
+        if (in[j] != 0.0f) {
+          la.len = cp[j + 1] - cp[j];
+          la.aux = j;
+        }
+        return la;
+      },
+      [&](std::uint32_t, std::uint32_t j, std::uint32_t k) {
+        const std::uint32_t p = cp[j] + k;
+        touch_add(g, s.x, s.x_bits, s.x_list, &c.n_x, static_cast<const float*>(nullptr),
+                  R.w.row_idx[p], R.w.values[p] * in[j]);
+      });
+  for (std::uint32_t i = g.rank(); i < R.n_seeds; i += g.size())
+    touch_add(g, s.x, s.x_bits, s.x_list, &c.n_x, static_cast<const float*>(nullptr), R.seed_rows[i],
+              R.seed_vals[i]);
+  g.sync();
+}
+
+/// Zeroes the accumulator rows listed (values and bitmap words), then resets the count.
+/// Ends synchronised.
+template <class G>
+LOCKSTEP_HD void clear_acc(G& g, float* vals, std::uint32_t* bits, const std::uint32_t* list,
+                           std::uint32_t* count) {
+  const std::uint32_t n = *count;
+  for (std::uint32_t i = g.rank(); i < n; i += g.size()) {
+    const std::uint32_t r = list[i];
+    vals[r] = 0.0f;
+    bits[r >> 5] = 0u;
+  }
+  g.sync();
+  if (g.rank() == 0) *count = 0;
+  g.sync();
+}
+
+template <class G>
+LOCKSTEP_HD void record_probes(G& g, const ProbeCopy* p, std::uint32_t n, const StreamView& s) {
+  for (std::uint32_t i = 0; i < n; ++i)
+    for (std::uint32_t k = g.rank(); k < p[i].width; k += g.size()) s.probes[p[i].dst + k] = s.x[p[i].src + k];
+}
+
+/// The memory block of one layer (chip-format.md 1.2): every head reads the same x; S update
+/// first, then the read; x += sum_h W_o o_h + b_o. Ends synchronised.
+template <class G>
+LOCKSTEP_HD void memory_block(G& g, const LayerView& L, const StreamView& s, Counters& c) {
+  eval_phase(g, L.mem, s, c);
+  // beta per head (untouched row: its bias is 0, or negative under ReLU: beta 0 either way)
+  for (std::uint32_t h = g.rank(); h < L.n_heads; h += g.size())
+    s.beta[h] = act(L.heads[h].relu_beta, s.acc[L.heads[h].base]);
+  if (g.rank() == 0) c.n_k = c.n_q = 0;
+  g.sync();
+  // non-zero k rows of heads with beta != 0; non-zero q rows; Sk and o zeroed
+  {
+    const std::uint32_t n = c.n_acc;
+    for (std::uint32_t i = g.rank(); i < n; i += g.size()) {
+      const std::uint32_t r = s.acc_list[i];
+      const std::uint32_t h = upper_index(L.head_base, L.n_heads + 1, r);
+      const HeadView& H = L.heads[h];
+      const std::uint32_t rel = r - H.base;
+      if (rel == 0) continue;  // beta
+      if (rel <= H.key_dim) {
+        if (s.beta[h] != 0.0f && act(H.relu_k, s.acc[r]) != 0.0f) s.sel[g.fetch_inc(&c.n_k)] = r;
+      } else if (rel <= 2 * H.key_dim) {
+        if (act(H.relu_q, s.acc[r]) != 0.0f) s.sel[L.mem.w.rows - 1 - g.fetch_inc(&c.n_q)] = r;
+      }
+    }
+    for (std::uint32_t i = g.rank(); i < L.o_total; i += g.size()) s.sk[i] = s.o[i] = 0.0f;
+  }
+  g.sync();
+  const std::uint32_t n_k = c.n_k, n_q = c.n_q;
+  // per (k row, i): Sk_h[i] += S_h[j, i] k_j
+  auto head_len = [&](std::uint32_t r) {
+    LenAux la;
+    la.aux = upper_index(L.head_base, L.n_heads + 1, r);
+    la.len = L.heads[la.aux].value_dim;
+    return la;
+  };
+  balanced_for(
+      g, n_k, [&](std::uint32_t i) { return head_len(s.sel[i]); },
+      [&](std::uint32_t i, std::uint32_t h, std::uint32_t k) {
+        const HeadView& H = L.heads[h];
+        const std::uint32_t r = s.sel[i];
+        const std::uint32_t j = r - H.base - 1;
+        const float kj = act(H.relu_k, s.acc[r]);
+        g.add(&s.sk[H.o_off + k], s.state[H.state_offset + static_cast<std::uint64_t>(j) * H.value_dim + k] * kj);
+      });
+  // u_i = beta (v_i - Sk_i) for heads that write
+  for (std::uint32_t i = g.rank(); i < L.o_total; i += g.size()) {
+    const std::uint32_t h = upper_index(L.o_base, L.n_heads + 1, i);
+    const HeadView& H = L.heads[h];
+    if (s.beta[h] != 0.0f) s.sk[i] = s.beta[h] * (s.acc[H.base + 1 + 2 * H.key_dim + (i - H.o_off)] - s.sk[i]);
+  }
+  g.sync();
+  // S_h[j, i] += u_i k_j
+  balanced_for(
+      g, n_k, [&](std::uint32_t i) { return head_len(s.sel[i]); },
+      [&](std::uint32_t i, std::uint32_t h, std::uint32_t k) {
+        const HeadView& H = L.heads[h];
+        const std::uint32_t r = s.sel[i];
+        const std::uint32_t j = r - H.base - 1;
+        const float kj = act(H.relu_k, s.acc[r]);
+        s.state[H.state_offset + static_cast<std::uint64_t>(j) * H.value_dim + k] += s.sk[H.o_off + k] * kj;
+      });
+  // o_h[i] += S_h[j, i] q_j (after the update: the read sees this step's write)
+  balanced_for(
+      g, n_q, [&](std::uint32_t i) { return head_len(s.sel[L.mem.w.rows - 1 - i]); },
+      [&](std::uint32_t i, std::uint32_t h, std::uint32_t k) {
+        const HeadView& H = L.heads[h];
+        const std::uint32_t r = s.sel[L.mem.w.rows - 1 - i];
+        const std::uint32_t j = r - H.base - 1 - H.key_dim;
+        const float qj = act(H.relu_q, s.acc[r]);
+        g.add(&s.o[H.o_off + k], s.state[H.state_offset + static_cast<std::uint64_t>(j) * H.value_dim + k] * qj);
+      });
+  g.sync();
+  clear_acc(g, s.acc, s.acc_bits, s.acc_list, &c.n_acc);
+  residual_update(g, L.wo, s.o, L.o_total, static_cast<const std::uint32_t*>(nullptr), s, c);
+}
+
+/// The MLP of one layer (plain: x += W2 ReLU(W1 x + b1) + b2; gated: x += W2 (u (.) ReLU(g)) + b2).
+/// Ends synchronised.
+template <class G>
+LOCKSTEP_HD void mlp_block(G& g, const LayerView& L, const StreamView& s, Counters& c) {
+  if (g.rank() == 0) c.n_h = 0;
+  eval_phase(g, L.mlp_in, s, c);
+  {
+    const std::uint32_t n = c.n_acc, F = L.hidden;
+    const bool gated = L.mlp_kind == kMlpGated;
+    for (std::uint32_t i = g.rank(); i < n; i += g.size()) {
+      const std::uint32_t r = s.acc_list[i];
+      if (r >= F) continue;  // u rows (gated)
+      const float pre = s.acc[r];
+      if (!(pre > 0.0f)) continue;
+      if (gated) {
+        const float h = s.acc[F + r] * pre;
+        if (h == 0.0f) continue;
+        s.acc[r] = h;  // only this thread reads rows r and F + r
+      }
+      s.sel[g.fetch_inc(&c.n_h)] = r;
+    }
+  }
+  g.sync();
+  residual_update(g, L.w2, s.acc, c.n_h, s.sel, s, c);
+  clear_acc(g, s.acc, s.acc_bits, s.acc_list, &c.n_acc);
+}
+
+/// Order-preserving key of a logit and token: larger logit first, then lower token id.
+LOCKSTEP_HD_INLINE unsigned long long argmax_key(float v, std::uint32_t t) {
+  if (v == 0.0f) v = 0.0f;  // -0 == +0
+#if defined(__CUDA_ARCH__)
+  std::uint32_t u = __float_as_uint(v);
+#else
+  std::uint32_t u;
+  static_assert(sizeof(u) == sizeof(v), "fp32");
+  std::memcpy(&u, &v, 4);
+#endif
+  u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  return (static_cast<unsigned long long>(u) << 32) | (0xFFFFFFFFu - t);
+}
+
+/// One step of one stream: feeds `token` (< vocab), returns the next token. Requires the stream's
+/// x and acc clear (they are again on return) and c zeroed. Records probes when `record`.
+template <class G>
+LOCKSTEP_HD std::uint32_t step_stream(G& g, const ChipView& C, const StreamView& s, Counters& c,
+                                      std::uint32_t token, bool record) {
+  {  // x <- E[:, token]
+    const std::uint32_t b = C.embed.col_ptr[token], e = C.embed.col_ptr[token + 1];
+    for (std::uint32_t p = b + g.rank(); p < e; p += g.size())
+      touch_add(g, s.x, s.x_bits, s.x_list, &c.n_x, static_cast<const float*>(nullptr), C.embed.row_idx[p],
+                C.embed.values[p]);
+  }
+  g.sync();
+  if (record) {
+    record_probes(g, C.probe_embed, C.n_probe_embed, s);
+    g.sync();
+  }
+  for (std::uint32_t l = 0; l < C.n_layers; ++l) {
+    const LayerView& L = C.layers[l];
+    if (L.n_heads) memory_block(g, L, s, c);
+    if (record) {
+      record_probes(g, L.probe_mem, L.n_probe_mem, s);
+      g.sync();
+    }
+    if (L.mlp_kind != kMlpNone) mlp_block(g, L, s, c);
+    if (record) {
+      record_probes(g, L.probe_mlp, L.n_probe_mlp, s);
+      g.sync();
+    }
+  }
+  // logits = U x + b_U; argmax, lowest id on a tie
+  if (g.rank() == 0) {
+    c.best = 0;
+    c.first = 0xFFFFFFFFu;
+  }
+  eval_phase(g, C.unembed, s, c);
+  {
+    const std::uint32_t n = c.n_acc;
+    for (std::uint32_t i = g.rank(); i < n; i += g.size()) {
+      const std::uint32_t r = s.acc_list[i];
+      g.max_u64(&c.best, argmax_key(s.acc[r], r));
+    }
+  }
+  // best untouched token: its logit is its bias; the first untouched one in bias order
+  for (std::uint32_t base = 0; base < C.vocab; base += g.size()) {
+    const std::uint32_t i = base + g.rank();
+    if (i < C.vocab) {
+      const std::uint32_t t = C.bias_order[i];
+      if (!((s.acc_bits[t >> 5] >> (t & 31u)) & 1u)) g.min_u32(&c.first, i);
+    }
+    g.sync();
+    const bool found = c.first != 0xFFFFFFFFu;
+    g.sync();
+    if (found) break;
+  }
+  if (g.rank() == 0) {
+    const bool have = c.n_acc != 0;
+    std::uint32_t best_t = have ? 0xFFFFFFFFu - static_cast<std::uint32_t>(c.best & 0xFFFFFFFFull) : 0;
+    float best = have ? s.acc[best_t] : 0.0f;
+    if (c.first != 0xFFFFFFFFu) {
+      const std::uint32_t t = C.bias_order[c.first];
+      const float v = C.unembed.bias[t];
+      if (!have || v > best || (v == best && t < best_t)) best_t = t;
+    }
+    c.result = best_t;
+  }
+  g.sync();
+  clear_acc(g, s.acc, s.acc_bits, s.acc_list, &c.n_acc);
+  clear_acc(g, s.x, s.x_bits, s.x_list, &c.n_x);
+  return c.result;
+}
+
+}  // namespace lockstep::chip::gpu

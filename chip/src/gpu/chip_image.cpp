@@ -1,0 +1,324 @@
+// ChipImage: a chip's maps stacked into the phase matrices of step_math.hpp, in one arena.
+#include "lockstep/chip/gpu/chip_image.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace lockstep::chip::gpu {
+
+namespace {
+
+constexpr std::size_t kAlign = 16;
+
+std::size_t align_up(std::size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+class Arena {
+ public:
+  template <class T>
+  const T* put(const T* p, std::size_t n) {
+    const std::size_t off = align_up(data.size());
+    data.resize(off + n * sizeof(T));
+    if (n) std::memcpy(data.data() + off, p, n * sizeof(T));
+    return reinterpret_cast<const T*>(static_cast<std::uintptr_t>(off));
+  }
+  template <class T>
+  const T* put(const std::vector<T>& v) {
+    return put(v.data(), v.size());
+  }
+  std::vector<std::uint8_t> data;
+};
+
+template <class T>
+void rel(const T*& p, std::uintptr_t base) {
+  p = reinterpret_cast<const T*>(reinterpret_cast<std::uintptr_t>(p) + base);
+}
+void rel(Csc& m, std::uintptr_t base) {
+  rel(m.col_ptr, base);
+  rel(m.row_idx, base);
+  rel(m.values, base);
+}
+void rel(PhaseMap& m, std::uintptr_t base) {
+  rel(m.w, base);
+  rel(m.bias, base);
+  rel(m.seeds, base);
+}
+void rel(ResidualMap& m, std::uintptr_t base) {
+  rel(m.w, base);
+  rel(m.seed_rows, base);
+  rel(m.seed_vals, base);
+}
+
+Csc put_csc(Arena& a, const SparseMatrix& m) {
+  Csc c;
+  c.col_ptr = a.put(m.col_ptr);
+  c.row_idx = a.put(m.row_idx);
+  c.values = a.put(m.values);
+  c.rows = m.rows;
+  c.cols = m.cols;
+  return c;
+}
+
+// Maps reading the same input (cols = d), stacked by rows: part i's rows start at offs[i].
+struct Part {
+  const LinearMap* m = nullptr;
+  bool relu = false;
+};
+
+PhaseMap put_phase(Arena& a, const std::vector<Part>& parts, std::uint32_t d) {
+  std::vector<std::uint32_t> offs(parts.size() + 1, 0);
+  for (std::size_t i = 0; i < parts.size(); ++i) offs[i + 1] = offs[i] + parts[i].m->w.rows;
+  const std::uint32_t rows = offs.back();
+  std::vector<std::uint32_t> cp(d + 1, 0);
+  for (const Part& p : parts)
+    for (std::uint32_t j = 0; j < d; ++j) cp[j + 1] += p.m->w.col_ptr[j + 1] - p.m->w.col_ptr[j];
+  std::partial_sum(cp.begin(), cp.end(), cp.begin());
+  std::vector<std::uint32_t> ri(cp.back());
+  std::vector<float> vals(cp.back());
+  std::vector<std::uint32_t> fill(cp.begin(), cp.end() - 1);
+  for (std::size_t i = 0; i < parts.size(); ++i) {  // parts in order: rows stay increasing
+    const SparseMatrix& w = parts[i].m->w;
+    for (std::uint32_t j = 0; j < d; ++j)
+      for (std::uint32_t p = w.col_ptr[j]; p < w.col_ptr[j + 1]; ++p) {
+        ri[fill[j]] = w.row_idx[p] + offs[i];
+        vals[fill[j]++] = w.values[p];
+      }
+  }
+  std::vector<float> bias(rows, 0.0f);
+  std::vector<std::uint32_t> seeds;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::vector<float>& b = parts[i].m->bias;
+    for (std::uint32_t r = 0; r < b.size(); ++r) {
+      bias[offs[i] + r] = b[r];
+      if (parts[i].relu ? b[r] > 0.0f : b[r] != 0.0f) seeds.push_back(offs[i] + r);
+    }
+  }
+  PhaseMap pm;
+  pm.w.col_ptr = a.put(cp);
+  pm.w.row_idx = a.put(ri);
+  pm.w.values = a.put(vals);
+  pm.w.rows = rows;
+  pm.w.cols = d;
+  pm.bias = a.put(bias);
+  pm.seeds = a.put(seeds);
+  pm.n_seeds = static_cast<std::uint32_t>(seeds.size());
+  return pm;
+}
+
+// Maps whose inputs are concatenated (rows = d each): columns side by side.
+ResidualMap put_residual(Arena& a, const std::vector<const LinearMap*>& maps, std::uint32_t d) {
+  std::vector<std::uint32_t> cp{0}, ri, seed_rows;
+  std::vector<float> vals, seed_vals;
+  std::uint32_t cols = 0;
+  for (const LinearMap* m : maps) {
+    const SparseMatrix& w = m->w;
+    for (std::uint32_t j = 0; j < w.cols; ++j) {
+      for (std::uint32_t p = w.col_ptr[j]; p < w.col_ptr[j + 1]; ++p) {
+        ri.push_back(w.row_idx[p]);
+        vals.push_back(w.values[p]);
+      }
+      cp.push_back(static_cast<std::uint32_t>(ri.size()));
+    }
+    cols += w.cols;
+    for (std::uint32_t r = 0; r < m->bias.size(); ++r)
+      if (m->bias[r] != 0.0f) {  // identity maps: every non-zero bias is added (CPU seeds)
+        seed_rows.push_back(r);
+        seed_vals.push_back(m->bias[r]);
+      }
+  }
+  ResidualMap rm;
+  rm.w.col_ptr = a.put(cp);
+  rm.w.row_idx = a.put(ri);
+  rm.w.values = a.put(vals);
+  rm.w.rows = d;
+  rm.w.cols = cols;
+  rm.seed_rows = a.put(seed_rows);
+  rm.seed_vals = a.put(seed_vals);
+  rm.n_seeds = static_cast<std::uint32_t>(seed_rows.size());
+  return rm;
+}
+
+}  // namespace
+
+ChipImage::ChipImage(const Chip& chip) {
+  Arena a;
+  const std::uint32_t D = chip.config.d_model, T = chip.config.vocab_size;
+  ChipView& R = root_;
+  R.d_model = D;
+  R.vocab = T;
+  R.n_layers = static_cast<std::uint32_t>(chip.layers.size());
+  R.embed = put_csc(a, chip.embed.w);
+  R.unembed = put_phase(a, {{&chip.unembed, false}}, D);
+  {
+    std::vector<std::uint32_t> order(T);
+    std::iota(order.begin(), order.end(), 0u);
+    const auto& ub = chip.unembed.bias;
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) { return ub[x] > ub[y]; });
+    R.bias_order = a.put(order);
+  }
+  R.state_size = chip.state_size();
+  R.acc_rows = std::max<std::uint32_t>(T, 1);
+  R.o_rows = 1;
+  R.max_heads = 1;
+
+  // probe buffer: every (point, field), in order
+  const auto& probes = chip.config.probes;
+  probe_off_.resize(probes.size());
+  std::vector<ProbeCopy> pe;
+  std::vector<std::vector<ProbeCopy>> pmem(chip.layers.size()), pmlp(chip.layers.size());
+  std::uint32_t pf = 0;
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    const ProbePoint& p = probes[i];
+    for (const std::string& name : p.fields) {
+      const Field* f = chip.find_field(name);
+      const ProbeCopy pc{f->offset, f->width, pf};
+      probe_off_[i].push_back(pf);
+      pf += f->width;
+      if (p.after == Sublayer::Embed) pe.push_back(pc);
+      else if (p.after == Sublayer::Memory) pmem[static_cast<std::size_t>(p.layer)].push_back(pc);
+      else pmlp[static_cast<std::size_t>(p.layer)].push_back(pc);
+    }
+  }
+  R.probe_embed = a.put(pe);
+  R.n_probe_embed = static_cast<std::uint32_t>(pe.size());
+  R.probe_floats = pf;
+
+  std::vector<LayerView> layers(chip.layers.size());
+  std::uint64_t state_off = 0;
+  for (std::size_t l = 0; l < chip.layers.size(); ++l) {
+    const Layer& L = chip.layers[l];
+    LayerView& V = layers[l];
+    V.n_heads = static_cast<std::uint32_t>(L.heads.size());
+    std::vector<HeadView> hv;
+    std::vector<std::uint32_t> head_base, o_base;
+    std::vector<Part> parts;
+    std::vector<const LinearMap*> wo;
+    std::uint32_t base = 0, o = 0;
+    for (const Head& h : L.heads) {
+      HeadView H;
+      H.base = base;
+      H.key_dim = h.key_dim;
+      H.value_dim = h.value_dim;
+      H.o_off = o;
+      H.state_offset = state_off;
+      H.relu_k = h.k.act == Activation::Relu;
+      H.relu_q = h.q.act == Activation::Relu;
+      H.relu_beta = h.beta.act == Activation::Relu;
+      hv.push_back(H);
+      head_base.push_back(base);
+      o_base.push_back(o);
+      parts.push_back({&h.beta, h.beta.act == Activation::Relu});
+      parts.push_back({&h.k, h.k.act == Activation::Relu});
+      parts.push_back({&h.q, h.q.act == Activation::Relu});
+      parts.push_back({&h.v, false});
+      wo.push_back(&h.o);
+      base += 1 + 2 * h.key_dim + h.value_dim;
+      o += h.value_dim;
+      state_off += static_cast<std::uint64_t>(h.key_dim) * h.value_dim;
+    }
+    head_base.push_back(base);
+    o_base.push_back(o);
+    V.heads = a.put(hv);
+    V.head_base = a.put(head_base);
+    V.o_base = a.put(o_base);
+    V.o_total = o;
+    if (!L.heads.empty()) {
+      V.mem = put_phase(a, parts, D);
+      V.wo = put_residual(a, wo, D);
+    }
+    R.acc_rows = std::max(R.acc_rows, base);
+    R.o_rows = std::max(R.o_rows, o);
+    R.max_heads = std::max(R.max_heads, V.n_heads);
+    V.hidden = L.mlp.hidden;
+    if (L.mlp.kind == MlpKind::Relu) {
+      V.mlp_kind = kMlpRelu;
+      V.mlp_in = put_phase(a, {{&L.mlp.w1, true}}, D);
+    } else if (L.mlp.kind == MlpKind::Gated) {
+      V.mlp_kind = kMlpGated;
+      V.mlp_in = put_phase(a, {{&L.mlp.wg, true}, {&L.mlp.wu, false}}, D);
+    }
+    if (L.mlp.kind != MlpKind::None) {
+      V.w2 = put_residual(a, {&L.mlp.w2}, D);
+      R.acc_rows = std::max(R.acc_rows, V.mlp_in.w.rows);
+    }
+    V.probe_mem = a.put(pmem[l]);
+    V.n_probe_mem = static_cast<std::uint32_t>(pmem[l].size());
+    V.probe_mlp = a.put(pmlp[l]);
+    V.n_probe_mlp = static_cast<std::uint32_t>(pmlp[l].size());
+  }
+  R.layers = a.put(layers);
+  layers_off_ = reinterpret_cast<std::uintptr_t>(R.layers);
+  arena_ = std::move(a.data);
+  arena_.resize(align_up(arena_.size()));
+}
+
+std::vector<std::uint8_t> ChipImage::relocated(std::uintptr_t base, ChipView& root) const {
+  std::vector<std::uint8_t> out = arena_;
+  root = root_;
+  rel(root.layers, base);
+  rel(root.embed, base);
+  rel(root.unembed, base);
+  rel(root.bias_order, base);
+  rel(root.probe_embed, base);
+  for (std::uint32_t l = 0; l < root_.n_layers; ++l) {
+    LayerView V;
+    std::memcpy(&V, out.data() + layers_off_ + l * sizeof(LayerView), sizeof(LayerView));
+    rel(V.heads, base);
+    rel(V.head_base, base);
+    rel(V.o_base, base);
+    rel(V.mem, base);
+    rel(V.wo, base);
+    rel(V.mlp_in, base);
+    rel(V.w2, base);
+    rel(V.probe_mem, base);
+    rel(V.probe_mlp, base);
+    std::memcpy(out.data() + layers_off_ + l * sizeof(LayerView), &V, sizeof(LayerView));
+  }
+  return out;
+}
+
+StreamLayout::StreamLayout(const ChipView& c) {
+  std::size_t off = 0;
+  auto take = [&](std::size_t& at, std::size_t n, std::size_t elem) {
+    at = off;
+    off = align_up(off + n * elem);
+  };
+  take(state, c.state_size, 4);
+  take(x, c.d_model, 4);
+  take(x_bits, c.d_model / 32 + 1, 4);
+  take(x_list, c.d_model, 4);
+  take(acc, c.acc_rows, 4);
+  take(acc_bits, c.acc_rows / 32 + 1, 4);
+  take(acc_list, c.acc_rows, 4);
+  take(sel, c.acc_rows, 4);
+  take(o, c.o_rows, 4);
+  take(sk, c.o_rows, 4);
+  take(beta, c.max_heads, 4);
+  take(probes, c.probe_floats, 4);
+  bytes = off;
+}
+
+StreamView StreamLayout::at(std::uintptr_t base) const {
+  StreamView v;
+  v.state = reinterpret_cast<float*>(base + state);
+  v.x = reinterpret_cast<float*>(base + x);
+  v.x_bits = reinterpret_cast<std::uint32_t*>(base + x_bits);
+  v.x_list = reinterpret_cast<std::uint32_t*>(base + x_list);
+  v.acc = reinterpret_cast<float*>(base + acc);
+  v.acc_bits = reinterpret_cast<std::uint32_t*>(base + acc_bits);
+  v.acc_list = reinterpret_cast<std::uint32_t*>(base + acc_list);
+  v.sel = reinterpret_cast<std::uint32_t*>(base + sel);
+  v.o = reinterpret_cast<float*>(base + o);
+  v.sk = reinterpret_cast<float*>(base + sk);
+  v.beta = reinterpret_cast<float*>(base + beta);
+  v.probes = reinterpret_cast<float*>(base + probes);
+  return v;
+}
+
+HostStream::HostStream(const ChipView& shape) {
+  const StreamLayout layout(shape);
+  storage.assign(layout.bytes / 8 + 2, 0);
+  view = layout.at(align_up(reinterpret_cast<std::uintptr_t>(storage.data())));
+}
+
+}  // namespace lockstep::chip::gpu

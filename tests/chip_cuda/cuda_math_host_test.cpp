@@ -1,0 +1,113 @@
+// The CUDA executor's step math (chip/include/lockstep/chip/gpu/step_math.hpp), compiled by the
+// host compiler and run with a one-thread group, against the CPU executor on the built RV32
+// chip: every token, the state hash every 64 steps, and the probe fields (docs/cuda.md).
+// Runs on every machine (no GPU needed); the device itself is covered by cuda_equivalence_test.
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "lockstep/chip/cpu_executor.hpp"
+#include "lockstep/chip/gpu/chip_image.hpp"
+#include "lockstep/engine/check.h"
+#include "lockstep/engine/guest.h"
+#include "lockstep/format/tokens.h"
+#include "../engine/test_guest.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace lockstep;
+using chip::gpu::ChipImage;
+using chip::gpu::ChipView;
+using chip::gpu::Counters;
+using chip::gpu::HostGroup;
+using chip::gpu::HostStream;
+
+struct Prepared {
+  std::shared_ptr<const chip::Chip> chip;
+  std::unique_ptr<ChipImage> image;
+  std::vector<std::uint8_t> arena;
+  ChipView view;
+};
+
+const Prepared& prepared() {
+  static const Prepared p = [] {
+    Prepared q;
+    q.chip = engine::load_chip_or_built("").chip;
+    q.image = std::make_unique<ChipImage>(*q.chip);
+    q.arena.resize(q.image->bytes() + 16);
+    const std::uintptr_t base = (reinterpret_cast<std::uintptr_t>(q.arena.data()) + 15) / 16 * 16;
+    std::vector<std::uint8_t> bytes = q.image->relocated(base, q.view);
+    std::memcpy(reinterpret_cast<void*>(base), bytes.data(), bytes.size());
+    return q;
+  }();
+  return p;
+}
+
+engine::Guest guest(const std::string& name) {
+  for (const fs::path& d : {fs::path(LOCKSTEP_BINARY_DIR) / "guests", fs::path(LOCKSTEP_SOURCE_DIR) / "build" / "guests"})
+    if (fs::exists(d / (name + ".elf"))) return engine::read_guest(d / (name + ".elf"));
+  std::cout << "[ guest    ] " << name << ".elf not built: using the in-memory loop guest\n";
+  return engine::testing::make_loop_guest(40, "loop40");
+}
+
+// Free-runs `steps` steps of `g` on the CPU executor and on the step math; compares every
+// token, the state hash every 64 steps and at the end, and the probes every 97 steps.
+void compare(const std::string& name, std::size_t steps) {
+  const Prepared& P = prepared();
+  const engine::Guest g = guest(name);
+  const chip::GuestImage img = engine::to_chip_image(g.image);
+  chip::CpuExecutor cpu(P.chip, 1);
+  cpu.reset(0, img);
+  HostStream hs(P.view);
+  chip::apply_initialisers(*P.chip, img, std::span<float>(hs.state(), P.chip->state_size()));
+  HostGroup grp;
+  Counters c;
+  std::uint32_t in_cpu = format::kStartToken, in_gpu = format::kStartToken;
+  const auto& probes = P.chip->config.probes;
+  for (std::size_t t = 0; t < steps; ++t) {
+    const bool rec = t % 97 == 5;
+    cpu.set_probe_recording(rec);
+    const std::uint32_t a = cpu.step(0, in_cpu);
+    c = Counters{};
+    const std::uint32_t b = chip::gpu::step_stream(grp, P.view, hs.view, c, in_gpu, rec);
+    ASSERT_EQ(a, b) << g.name << ": token differs at step " << t;
+    if (t % 64 == 63 || t + 1 == steps) {
+      const std::uint64_t hg = XXH3_64bits(hs.state(), P.chip->state_size() * sizeof(float));
+      ASSERT_EQ(cpu.hash(0), hg) << g.name << ": state hash differs after step " << t;
+    }
+    if (rec)
+      for (std::size_t i = 0; i < probes.size(); ++i)
+        for (std::size_t f = 0; f < probes[i].fields.size(); ++f) {
+          const std::vector<float> want = cpu.probe(0, probes[i].layer, probes[i].after, probes[i].fields[f]);
+          const float* got = hs.view.probes + P.image->probe_offset(i, f);
+          for (std::size_t k = 0; k < want.size(); ++k)
+            ASSERT_EQ(want[k], got[k]) << g.name << ": probe " << i << " field " << probes[i].fields[f] << "[" << k
+                                       << "] at step " << t;
+        }
+    in_cpu = a;
+    in_gpu = b;
+  }
+  const auto st = cpu.state(0);
+  ASSERT_EQ(0, std::memcmp(st.data(), hs.state(), st.size() * sizeof(float))) << g.name << ": final state differs";
+  std::cout << "[ compared ] " << g.name << ": " << steps << " steps free-running, tokens, hashes and probes equal\n";
+}
+
+TEST(CudaStepMathOnHost, ImageShape) {
+  const Prepared& P = prepared();
+  EXPECT_EQ(P.view.d_model, P.chip->config.d_model);
+  EXPECT_EQ(P.view.vocab, P.chip->config.vocab_size);
+  EXPECT_EQ(P.view.n_layers, P.chip->layers.size());
+  EXPECT_EQ(P.view.state_size, P.chip->state_size());
+  std::cout << "[ image    ] " << P.image->bytes() << " bytes, accumulator rows " << P.view.acc_rows << "\n";
+}
+
+TEST(CudaStepMathOnHost, MuldivMatchesCpuExecutor) { compare("muldiv", 3000); }
+TEST(CudaStepMathOnHost, MemopsMatchesCpuExecutor) { compare("memops", 3000); }
+TEST(CudaStepMathOnHost, Crc32MatchesCpuExecutor) { compare("crc32", 2000); }
+
+}  // namespace
