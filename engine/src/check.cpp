@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "lockstep/chip/cpu_executor.hpp"
+#include "lockstep/chip/cuda_executor.hpp"
 #include "lockstep/engine/digest.h"
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/error.h"
@@ -81,11 +82,18 @@ std::unique_ptr<chip::ChipBackend> make_backend(const std::string& name,
                                                 std::shared_ptr<const chip::Chip> c) {
   if (name == "cpu") return std::make_unique<chip::CpuExecutor>(std::move(c), 1);
   if (name == "cuda") {
-#ifdef LOCKSTEP_HAVE_CUDA
-    throw CheckError("--backend cuda: this build has CUDA but no CUDA executor yet (use --backend cpu)");
-#else
-    throw CheckError("--backend cuda: this build has no CUDA support (configure where nvcc works, or use --backend cpu)");
-#endif
+    if (!c) {  // only asked whether the backend exists here
+      std::string why;
+      if (!chip::cuda_available(&why)) throw CheckError("--backend cuda: " + why + " (use --backend cpu)");
+      return nullptr;
+    }
+    try {
+      return chip::make_cuda_executor(std::move(c), 1);
+    } catch (const chip::UsageError& e) {
+      std::string m = e.what();
+      if (m.rfind("cuda backend: ", 0) == 0) m = m.substr(14);
+      throw CheckError("--backend cuda: " + m + " (use --backend cpu)");
+    }
   }
   throw CheckError("--backend must be cpu or cuda (got '" + name + "')");
 }

@@ -42,8 +42,9 @@ struct LoadedChip {
 /// Throws CheckError "no built chip yet: pass --chip FILE" when there is none.
 LoadedChip load_chip_or_built(const std::string& path);
 
-/// A backend over `chip`: "cpu", or "cuda" (throws CheckError with one line
-/// when this build has no CUDA executor).  Throws CheckError for other names.
+/// A backend over `chip` with one stream: "cpu", or "cuda" (chip/cuda_executor.hpp; throws
+/// CheckError with one line when this build has no CUDA support or no device is present; with
+/// a null `chip` it only checks that and returns nullptr).  Throws CheckError for other names.
 std::unique_ptr<chip::ChipBackend> make_backend(const std::string& name,
                                                 std::shared_ptr<const chip::Chip> chip);
 

@@ -130,12 +130,13 @@ struct StreamView {
   float* probes = nullptr;         ///< (probe_floats)
 };
 
-/// Per-step counters shared by the group (device: shared memory).
+/// Per-step counters shared by the group (device: shared memory). Trivial (no initialisers, so
+/// it can live in __shared__); value-initialise it (Counters{}) before each step.
 struct Counters {
-  std::uint32_t n_x = 0, n_acc = 0, n_k = 0, n_q = 0, n_h = 0;
-  std::uint32_t first = 0;          ///< find_first result
-  unsigned long long best = 0;      ///< argmax key over touched logits
-  std::uint32_t result = 0;         ///< the step's output token
+  std::uint32_t n_x, n_acc, n_k, n_q, n_h;
+  std::uint32_t first;          ///< first untouched position in bias_order
+  unsigned long long best;      ///< argmax key over touched logits
+  std::uint32_t result;         ///< the step's output token
 };
 
 /// The group of one thread, for the host (tests and reference runs).
