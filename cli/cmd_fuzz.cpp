@@ -1,8 +1,10 @@
 // `lockstep fuzz`: reproducible random programs through the reference and a
 // chip in lock-step, coverage of what the reference executed, and every
 // mismatch shrunk and saved as a replayable case (fuzz/README.md).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -12,8 +14,10 @@
 
 #include "cli/commands.h"
 #include "lockstep/campaign/campaign.h"
+#include "lockstep/campaign/decisions.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/format/elf.h"
+#include "lockstep/reports/report.h"
 
 namespace lockstep::cli {
 
@@ -50,7 +54,22 @@ double parse_duration(const std::string& text) {
   return v * scale;
 }
 
+// `--shard mpi`: this process's rank and the number of ranks from Open MPI's environment
+// (mpirun sets OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE in every process it starts).
+std::pair<std::uint64_t, std::uint64_t> mpi_shard() {
+  const char* r = std::getenv("OMPI_COMM_WORLD_RANK");
+  const char* n = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (!r || !n)
+    throw UsageError("--shard mpi: OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE are not set (run it under Open MPI's mpirun)");
+  return {std::strtoull(r, nullptr, 10), std::strtoull(n, nullptr, 10)};
+}
+
 std::pair<std::uint64_t, std::uint64_t> parse_shard(const std::string& text) {
+  if (text == "mpi") {
+    const auto [i, n] = mpi_shard();
+    if (n > 0 && i < n) return {i, n};
+    throw UsageError("--shard mpi: OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE are not a rank below a size");
+  }
   const auto slash = text.find('/');
   try {
     if (slash != std::string::npos) {
@@ -78,15 +97,47 @@ void write_text(const fs::path& p, const std::string& s) {
   if (!out) throw InputError("cannot write " + p.string());
 }
 
+// DIR/summary.json, junit.xml and report.html of a campaign (reports::write_report): the HTML
+// shows the opcode x operand-class table and the decision units per layer.
+void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching) {
+  json summary = {{"status", mismatching ? "mismatch" : "exact"},
+                  {"command", "fuzz"},
+                  {"steps", fuzz.value("steps", std::uint64_t{0})},
+                  {"mismatches", mismatching},
+                  {"chip", fuzz.value("chip", fuzz.value("chip_hash", ""))},
+                  {"coverage", fuzz.value("coverage", json::object())},
+                  {"decision_coverage", fuzz.value("decision_coverage", json::object())},
+                  {"fuzz", {{"seed", fuzz.value("seed", json())}, {"programs", fuzz.value("programs", json())},
+                            {"shard", fuzz.value("shard", json())}, {"mode", fuzz.value("mode", json())},
+                            {"failures", fuzz.value("failures", json::array())}}}};
+  try {
+    reports::write_report(dir, summary);
+  } catch (const std::exception& e) {
+    throw InputError(e.what());
+  }
+}
+
 // `lockstep fuzz --merge DIR...`: the shards' fuzz.json added up.
 void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std::string& report) {
   json merged;
   campaign::Coverage coverage;
+  campaign::DecisionSummary decisions;
   json failures = json::array(), shards = json::array();
   std::uint64_t programs = 0, steps = 0, mismatching = 0;
   double lockstep_seconds = 0;
+  std::vector<std::pair<std::uint64_t, std::string>> tsv_rows;  // programs.tsv rows of every shard
+  std::string tsv_header;
+  bool all_tsv = true;
   for (const std::string& d : dirs) {
     const fs::path file = fs::is_directory(d) ? fs::path(d) / "fuzz.json" : fs::path(d);
+    if (std::ifstream tin{file.parent_path() / "programs.tsv"}) {
+      std::string line;
+      std::getline(tin, tsv_header);
+      while (std::getline(tin, line))
+        if (!line.empty()) tsv_rows.emplace_back(std::strtoull(line.c_str(), nullptr, 10), line);
+    } else {
+      all_tsv = false;
+    }
     std::ifstream in(file);
     if (!in) throw InputError("--merge: cannot read " + file.string());
     json j;
@@ -113,6 +164,13 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     for (const json& f : j.value("failures", json::array())) failures.push_back(f);
     shards.push_back({{"report", file.string()}, {"shard", j.value("shard", json())}, {"programs", j.value("programs", 0)}});
     coverage.merge(campaign::Coverage::from_json(j["coverage"]));
+    try {
+      decisions.merge(j.contains("decision_coverage")
+                          ? campaign::DecisionSummary::from_json(j["decision_coverage"])
+                          : campaign::DecisionSummary::unavailable("a report without decision coverage"));
+    } catch (const std::invalid_argument& e) {
+      throw InputError("--merge: " + file.string() + ": " + e.what());
+    }
   }
   std::vector<const ref::Encoding*> ops;
   try {
@@ -121,7 +179,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     throw InputError(e.what());
   }
   std::ostream& out = ctx.out();
-  out << coverage.text(ops);
+  out << coverage.text(ops) << decisions.text();
   for (const json& f : failures)
     out << "FAIL program " << f.value("index", 0) << " (" << f.value("mode", "") << "): lockstep replay "
         << f.value("case", "") << "\n";
@@ -135,9 +193,17 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   merged["failures"] = failures;
   merged["shards"] = shards;
   merged["coverage"] = coverage.to_json();
+  merged["decision_coverage"] = decisions.to_json();
   if (!report.empty()) {
     fs::create_directories(report);
     write_text(fs::path(report) / "fuzz.json", merged.dump(2) + "\n");
+    if (all_tsv && !tsv_rows.empty()) {  // every shard's programs, by index
+      std::stable_sort(tsv_rows.begin(), tsv_rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::string t = tsv_header + "\n";
+      for (const auto& r : tsv_rows) t += r.second + "\n";
+      write_text(fs::path(report) / "programs.tsv", t);
+    }
+    write_html(report, merged, mismatching);
   }
   ctx.summary.add_steps(steps);
   ctx.summary.add_mismatches(mismatching);
@@ -145,6 +211,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   ctx.summary.set("programs", programs);
   ctx.summary.set("failures", failures);
   ctx.summary.set("coverage", coverage.to_json());
+  ctx.summary.set("decision_coverage", decisions.to_json());
 }
 
 struct Failure {
@@ -168,7 +235,10 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--first", args->first, "Index of the first program (repeat program K: --first K --programs 1)");
   cmd->add_option("--chip", args->chip, "Compiled chip file (default: the built chip)");
   cmd->add_option("--backend", args->backend, "Executor: cpu | cuda")->capture_default_str();
-  cmd->add_option("--shard", args->shard, "Run only programs k with k mod N == I")->capture_default_str();
+  cmd->add_option("--shard", args->shard,
+                  "Run only programs k with k mod N == I; 'mpi': I and N from Open MPI's rank and size, the report "
+                  "in REPORT/shard-I")
+      ->capture_default_str();
   cmd->add_option("--mode", args->mode, "forced | free | both")->capture_default_str();
   cmd->add_option("--report", args->report,
                   "Folder for fuzz.json, programs.tsv and one case folder per failure (default for failures: "
@@ -219,7 +289,19 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());
     }
-    const fs::path report = args->report.empty() ? fs::path("lockstep-fuzz-" + std::to_string(seed)) : fs::path(args->report);
+    // Decision coverage: counted by the backend over every lock-step run of the campaign (not
+    // the shrinking runs, which have backends of their own).
+    std::string no_decisions;
+    try {
+      backend->set_decision_coverage(true);
+    } catch (const chip::UsageError& e) {
+      no_decisions = e.what();
+    }
+    if (args->shard == "mpi" && args->report.empty())
+      throw UsageError("--shard mpi needs --report DIR (each rank writes DIR/shard-<rank>)");
+    const fs::path report = args->report.empty()        ? fs::path("lockstep-fuzz-" + std::to_string(seed))
+                            : args->shard == "mpi" ? fs::path(args->report) / ("shard-" + std::to_string(shard_i))
+                                                   : fs::path(args->report);
     const bool always_report = !args->report.empty();
     std::ofstream tsv;
     if (always_report) {
@@ -391,7 +473,10 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     const double seconds = elapsed();
     const double pps = lockstep_seconds > 0 ? static_cast<double>(done) / lockstep_seconds : 0;
     const double sps = lockstep_seconds > 0 ? static_cast<double>(steps) / lockstep_seconds : 0;
-    out << coverage.text(ops);
+    const campaign::DecisionSummary decisions = no_decisions.empty()
+                                                    ? campaign::DecisionSummary::from(backend->decision_coverage())
+                                                    : campaign::DecisionSummary::unavailable(no_decisions);
+    out << coverage.text(ops) << decisions.text();
     char line[320];
     std::snprintf(line, sizeof line,
                   "programs %llu (indices %llu.. in shard %llu/%llu, mode %s), steps compared %llu, mismatching "
@@ -422,10 +507,12 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                        {"steps_per_second", sps},
                        {"program_seed", "campaign::program_seed(seed, index)"},
                        {"interrupted", interrupted},
-                       {"coverage", coverage.to_json()}};
+                       {"coverage", coverage.to_json()},
+                       {"decision_coverage", decisions.to_json()}};
     if (always_report || !failures.empty()) {
       fs::create_directories(report);
       write_text(report / "fuzz.json", fuzz.dump(2) + "\n");
+      write_html(report, fuzz, failing_streams);
       out << "report: " << (report / "fuzz.json").string() << "\n" << std::flush;
     }
     ctx.summary.add_steps(steps);
@@ -437,6 +524,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("programs_per_second", pps);
     ctx.summary.set("steps_per_second", sps);
     ctx.summary.set("coverage", coverage.to_json());
+    ctx.summary.set("decision_coverage", decisions.to_json());
     if (always_report || !failures.empty()) ctx.summary.set("report", report.string());
     if (interrupted) throw InputError("interrupted after " + std::to_string(done) + " programs (seed " + std::to_string(seed) + ")");
   });

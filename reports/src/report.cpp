@@ -311,6 +311,51 @@ std::vector<Plot> render_plots(const json& summary, const fs::path& work_dir, st
   return plots;
 }
 
+// Fuzz campaigns (`lockstep fuzz --report`): the opcode x operand-class table ("coverage") and
+// the chip's decision units per layer ("decision_coverage"), when the summary has them.
+static void coverage_sections(std::ostringstream& os, const json& summary) {
+  const json cov = summary.value("coverage", json::object());
+  if (cov.is_object() && cov.contains("ops") && cov["ops"].is_object()) {
+    os << "<h2>Coverage: test instructions executed by the reference</h2>\n<p>"
+       << cov.value("instructions", 0ull) << " test instructions in " << cov.value("programs", 0ull)
+       << " programs; rs1/rs2 value classes";
+    const json classes = cov.value("value_classes", json::array());
+    for (const json& c : classes) os << " " << escape_xml(c.is_string() ? c.get<std::string>() : c.dump());
+    os << "</p>\n<table><tr><th>op</th><th>executed</th><th>rs1</th><th>rs2</th></tr>\n";
+    auto counts = [](const json& o, const char* k) {
+      std::string t;
+      if (o.contains(k) && o[k].is_array())
+        for (const json& v : o[k]) t += (t.empty() ? "" : "/") + v.dump();
+      return t;
+    };
+    for (const auto& [name, o] : cov["ops"].items())
+      os << "<tr><td>" << escape_xml(name) << "</td><td>" << o.value("executed", 0ull) << "</td><td>"
+         << counts(o, "rs1") << "</td><td>" << counts(o, "rs2") << "</td></tr>\n";
+    os << "</table>\n";
+  }
+  const json dc = summary.value("decision_coverage", json::object());
+  if (dc.is_object() && dc.contains("recorded")) {
+    os << "<h2>Coverage: chip decision units</h2>\n";
+    if (!dc.value("recorded", false)) {
+      os << "<p class=\"note\">not recorded: " << escape_xml(str(dc, "note")) << "</p>\n";
+      return;
+    }
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.1f", dc.value("percent", 0.0));
+    os << "<p>" << dc.value("both_sides", 0ull) << " of " << dc.value("units", 0ull)
+       << " MLP hidden units seen on both sides of their threshold (" << pct << "%); "
+       << dc.value("only_active", 0ull) << " only active, " << dc.value("only_inactive", 0ull)
+       << " only inactive.</p>\n<table><tr><th>layer</th><th>units</th><th>both sides</th><th>only active</th>"
+          "<th>only inactive</th><th>steps</th><th>heads writing</th></tr>\n";
+    for (const json& l : dc.value("layers", json::array()))
+      os << "<tr><td>" << l.value("layer", 0) << "</td><td>" << l.value("units", 0ull) << "</td><td>"
+         << l.value("both_sides", 0ull) << "</td><td>" << l.value("only_active", 0ull) << "</td><td>"
+         << l.value("only_inactive", 0ull) << "</td><td>" << l.value("evaluations", 0ull) << "</td><td>"
+         << l.value("heads_writing", 0ull) << " of " << l.value("heads", 0ull) << "</td></tr>\n";
+    os << "</table>\n";
+  }
+}
+
 std::string html_report(const json& summary, const std::vector<Plot>& plots, const std::string& plot_note) {
   const json& run = run_of(summary);
   const json streams = streams_of(summary);
@@ -379,6 +424,7 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
     }
     os << "</pre>\n";
   }
+  coverage_sections(os, summary);
   os << "<h2>Plots</h2>\n";
   if (!plot_note.empty()) os << "<p class=\"note\">" << escape_xml(plot_note) << "</p>\n";
   for (const Plot& p : plots) {

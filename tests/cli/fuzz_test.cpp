@@ -96,6 +96,24 @@ TEST(LockstepFuzz, CleanCampaignOnTheBuiltChip) {
   EXPECT_EQ(seeds.begin()->first, 0u);
   EXPECT_EQ(seeds.rbegin()->first, 49u);
   EXPECT_EQ(slurp(report / "programs.tsv").find("mismatch"), std::string::npos);
+  // Chip decision units: the CPU executor's record over every lock-step run of the campaign.
+  EXPECT_NE(r.out.find("chip decision units: "), std::string::npos) << r.out;
+  const json& dc = f["decision_coverage"];
+  ASSERT_TRUE(dc["recorded"].get<bool>()) << dc.dump();
+  std::uint64_t units = 0, both = 0;
+  for (const json& l : dc["layers"]) {
+    units += l["units"].get<std::uint64_t>();
+    both += l["both_sides"].get<std::uint64_t>();
+    EXPECT_EQ(l["evaluations"], f["steps"]) << "every compared step runs every layer once";
+  }
+  EXPECT_EQ(dc["units"].get<std::uint64_t>(), units);
+  EXPECT_EQ(dc["both_sides"].get<std::uint64_t>(), both);
+  EXPECT_GT(both, 0u);
+  EXPECT_LT(both, units);
+  EXPECT_EQ(dc["layers"].size(), 20u);  // the RV32 chip's layers
+  const std::string html = slurp(report / "report.html");
+  EXPECT_NE(html.find("Coverage: chip decision units"), std::string::npos);
+  EXPECT_NE(html.find("Coverage: test instructions executed by the reference"), std::string::npos);
 }
 
 TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
@@ -127,6 +145,9 @@ TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
   EXPECT_EQ(jm["programs"], 7);
   EXPECT_EQ(jm["steps"], ja["steps"]);
   EXPECT_EQ(jm["coverage"], ja["coverage"]);
+  EXPECT_EQ(jm["decision_coverage"], ja["decision_coverage"]);
+  EXPECT_GT(jm["decision_coverage"]["both_sides"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(slurp(m / "programs.tsv"), slurp(all / "programs.tsv"));
 }
 
 TEST(LockstepFuzz, BadInputExitsTwoWithOneLine) {

@@ -1,0 +1,85 @@
+// `lockstep fuzz` under Open MPI (issue 11, fuzz/README.md "Shards"): fuzz/mpi/lockstep-fuzz-mpi
+// with 2 local ranks (mpirun --oversubscribe -np 2) gives the same merged report as one process
+// running the same campaign: the same programs (programs.tsv byte for byte), the same totals,
+// opcode coverage and chip decision units. Skipped, with one line, when mpirun is not installed.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_run.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+bool on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string p = path ? path : "";
+  std::size_t start = 0;
+  while (start <= p.size()) {
+    const std::size_t end = p.find(':', start);
+    const std::string dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!dir.empty() && ::access((fs::path(dir) / name).c_str(), X_OK) == 0) return true;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return false;
+}
+
+TEST(LockstepFuzzMpi, TwoRanksMergeToTheSingleProcessCampaign) {
+  if (!on_path("mpirun")) GTEST_SKIP() << "mpirun not found (Debian: openmpi-bin): MPI campaign test skipped";
+  const fs::path root = fs::temp_directory_path() / ("lockstep-fuzz-mpi-test-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const fs::path single = root / "single", mpi = root / "mpi";
+  const std::vector<std::string> campaign = {"--seed", "5", "--programs", "9", "--mode", "forced", "--ops", "alu,bignum"};
+  std::vector<std::string> args = {"fuzz"};
+  args.insert(args.end(), campaign.begin(), campaign.end());
+  args.insert(args.end(), {"--report", single.string()});
+  const auto one = lockstep::cli_test::run_lockstep(args, {{"LOCKSTEP_GNUPLOT", "none"}});
+  ASSERT_EQ(one.exit_code, 0) << one.out << one.err;
+
+  std::string cmd = "LOCKSTEP_GNUPLOT=none LOCKSTEP='" LOCKSTEP_EXE "' MPIRUN_ARGS=--oversubscribe '" LOCKSTEP_MPI_WRAPPER
+                    "' 2 '" + mpi.string() + "'";
+  for (const std::string& a : campaign) cmd += " '" + a + "'";
+  cmd += " > '" + (root / "mpi.out").string() + "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  const std::string out = lockstep::cli_test::slurp(root / "mpi.out");
+  std::cout << out;
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  ASSERT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("merged 2 reports: programs 9,"), std::string::npos) << out;
+  // Each rank wrote its shard (rank 0: programs 0, 2, ..., 8; rank 1: 1, 3, 5, 7).
+  const json s0 = json::parse(lockstep::cli_test::slurp(mpi / "shard-0" / "fuzz.json"));
+  const json s1 = json::parse(lockstep::cli_test::slurp(mpi / "shard-1" / "fuzz.json"));
+  EXPECT_EQ(s0["shard"], json::array({0, 2}));
+  EXPECT_EQ(s1["shard"], json::array({1, 2}));
+  EXPECT_EQ(s0["programs"], 5);
+  EXPECT_EQ(s1["programs"], 4);
+  // The merged report is the single-process campaign.
+  const json a = json::parse(lockstep::cli_test::slurp(single / "fuzz.json"));
+  const json m = json::parse(lockstep::cli_test::slurp(mpi / "fuzz.json"));
+  EXPECT_EQ(m["programs"], 9);
+  EXPECT_EQ(m["programs"], a["programs"]);
+  EXPECT_EQ(m["steps"], a["steps"]);
+  EXPECT_EQ(m["mismatching_runs"], 0);
+  EXPECT_EQ(m["seed"], a["seed"]);
+  EXPECT_EQ(m["coverage"], a["coverage"]);
+  EXPECT_EQ(m["decision_coverage"], a["decision_coverage"]);
+  EXPECT_GT(m["decision_coverage"]["both_sides"].get<std::uint64_t>(), 0u);
+  const std::string tsv = lockstep::cli_test::slurp(single / "programs.tsv");
+  EXPECT_EQ(std::count(tsv.begin(), tsv.end(), '\n'), 10);
+  EXPECT_EQ(lockstep::cli_test::slurp(mpi / "programs.tsv"), tsv);
+  EXPECT_TRUE(fs::exists(mpi / "report.html"));
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+
+}  // namespace
