@@ -92,9 +92,15 @@ TEST(LockstepBench, QuickJsonHasEveryFigure) {
   } else {
     expect_skipped(j["qemu"], "qemu");
   }
-  // No CUDA executor yet: one line saying so.
+  // The CUDA executor's figures, or one line saying why not (no CUDA build, no device).
   ASSERT_TRUE(j["cuda"].is_object());
-  expect_skipped(j["cuda"], "cuda");
+  if (j["cuda"].contains("skipped")) {
+    expect_skipped(j["cuda"], "cuda");
+  } else {
+    expect_positive(j, "cuda.single_host_steps.tokens_per_second");
+    expect_positive(j, "cuda.single_device_run.tokens_per_second");
+    expect_positive(j, "cuda.batched_device_run.tokens_per_second");
+  }
   // Story guests: figures, or why they were skipped.
   for (const char* s : {"stories_c", "stories_vx"}) {
     ASSERT_TRUE(j["stories"].contains(s)) << j.dump();
