@@ -1,7 +1,7 @@
 // The CUDA executor against the CPU executor on the built RV32 chip (docs/cuda.md): tokens,
 // state hashes, checkpoints and probes for several guests, batch sizes 1, 3 and 64, shuffled
 // stream orders, and device-side free running / teacher forcing. Needs a CUDA device: without
-// one every test is skipped with one line ("no CUDA device: ...").
+// one every test is skipped with one line ("no CUDA device (...)").
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -148,7 +148,7 @@ bool cuda_available(std::string* why) {
   try {
     ok = gpu::rt::device_available(w);
   } catch (const std::exception& e) {
-    w = std::string("no CUDA device: ") + e.what();
+    w = std::string("no CUDA device (") + e.what() + ")";
   }
   if (!ok && why) *why = w;
   return ok;

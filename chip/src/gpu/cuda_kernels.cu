@@ -85,18 +85,18 @@ bool device_available(std::string& why) {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
-    why = std::string("no CUDA device: ") + cudaGetErrorString(e);
+    why = std::string("no CUDA device (CUDA runtime: ") + cudaGetErrorString(e) + ")";
     cudaGetLastError();
     return false;
   }
   if (n == 0) {
-    why = "no CUDA device: none found";
+    why = "no CUDA device (CUDA runtime: none found)";
     return false;
   }
   cudaDeviceProp p{};
   check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
   if (p.major < 7) {
-    why = "no CUDA device: " + std::string(p.name) + " is older than sm_70";
+    why = "no usable CUDA device (" + std::string(p.name) + " is older than sm_70)";
     return false;
   }
   return true;
@@ -130,9 +130,17 @@ void host_free(void* p) noexcept { cudaFreeHost(p); }
 
 void run(const Launch& l) {
   if (l.n_blocks == 0 || l.n_steps == 0) return;
-  // One block per stream: 1024 threads while the blocks fit the GPU at two per SM, else 256
-  // (more streams resident at once: throughput rather than latency).
-  const unsigned threads = l.n_blocks <= 256 ? kMaxThreads : 256;
+  // One block per stream. The kernel uses at most 64 registers a thread (launch bounds), so an
+  // SM holds one block of 1024 threads, four of 256 or eight of 128: latency (wide blocks) while
+  // every stream has an SM of its own, throughput (more streams resident) beyond.
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      n = 1;
+    return n > 0 ? n : 1;
+  }();
+  const std::uint32_t per_sm = (l.n_blocks + static_cast<std::uint32_t>(sms) - 1) / static_cast<std::uint32_t>(sms);
+  const unsigned threads = per_sm <= 1 ? kMaxThreads : per_sm <= 4 ? 256u : 128u;
   const std::uint32_t *ids = nullptr, *inputs = nullptr;
   std::uint32_t* outputs = nullptr;
   check(cudaHostGetDevicePointer(reinterpret_cast<void**>(const_cast<std::uint32_t**>(&ids)),

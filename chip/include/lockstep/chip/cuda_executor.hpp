@@ -16,11 +16,11 @@ namespace lockstep::chip {
 /// Whether this build contains the CUDA executor (configured where nvcc works).
 bool cuda_compiled();
 /// Whether the CUDA executor can run here: compiled in and a device present. When not, `why`
-/// (if given) receives one line, e.g. "no CUDA device: no CUDA-capable device is detected".
+/// (if given) receives one line, e.g. "no CUDA device (CUDA runtime: no CUDA-capable device is detected)".
 bool cuda_available(std::string* why = nullptr);
 
 /// The CUDA executor over `chip` with `num_streams` streams. Throws UsageError with one line
-/// ("cuda backend: this build has no CUDA support ..." / "cuda backend: no CUDA device: ...")
+/// ("cuda backend: this build has no CUDA support ..." / "cuda backend: no CUDA device (...)")
 /// when cuda_available() is false; FormatError when the chip is invalid.
 std::unique_ptr<ChipBackend> make_cuda_executor(std::shared_ptr<const Chip> chip, std::size_t num_streams = 1);
 
