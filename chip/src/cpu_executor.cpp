@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -133,7 +134,30 @@ struct PreparedHead {
   PreparedMap k, q, v, beta, o;
   std::size_t state_offset = 0;
   std::uint32_t key_dim = 0, value_dim = 0;
+  // Heads of one layer all read the block's input x, so two heads whose k (q, v, beta) maps are
+  // equal compute equal vectors. same_*: index of the first head of the layer with an equal map
+  // (this head's own index when none is earlier); its result is computed once per step.
+  std::uint32_t same_k = 0, same_q = 0, same_v = 0, same_beta = 0;
 };
+
+// Equality of two maps' content (activation, shape, weights, bias).
+bool same_map(const LinearMap& a, const LinearMap& b) {
+  return &a == &b || (a.act == b.act && a.bias == b.bias && a.w.col_ptr == b.w.col_ptr &&
+                      a.w.row_idx == b.w.row_idx && a.w.values == b.w.values);
+}
+std::uint64_t map_hash(const LinearMap& m) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  const int act = static_cast<int>(m.act);
+  XXH3_64bits_update(st, &act, sizeof act);
+  XXH3_64bits_update(st, m.bias.data(), m.bias.size() * sizeof(float));
+  XXH3_64bits_update(st, m.w.col_ptr.data(), m.w.col_ptr.size() * sizeof(std::uint32_t));
+  XXH3_64bits_update(st, m.w.row_idx.data(), m.w.row_idx.size() * sizeof(std::uint32_t));
+  XXH3_64bits_update(st, m.w.values.data(), m.w.values.size() * sizeof(float));
+  const std::uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return h;
+}
 
 struct PreparedLayer {
   std::vector<PreparedHead> heads;
@@ -196,6 +220,12 @@ struct CpuExecutor::Impl {
   DecisionCoverage cov;
   // shared scratch (streams are processed one at a time within a layer)
   Accum a0, a1, a2, a3, aabs;
+  // memory_block scratch per head of the current layer (PreparedHead::same_*)
+  std::vector<float> head_beta;
+  std::vector<std::vector<std::pair<std::uint32_t, float>>> head_k, head_q;
+  std::vector<std::vector<float>> head_v;
+  std::vector<std::uint8_t> k_done, v_done;
+  const std::vector<std::pair<std::uint32_t, float>> no_entries;
   std::vector<std::pair<std::uint32_t, float>> knz, qnz;
   std::vector<float> tmp, tmp_abs;
   std::size_t max_value_dim = 0;
@@ -215,6 +245,7 @@ struct CpuExecutor::Impl {
     std::size_t off = 0;
     layers.assign(ch.layers.size(), {});
     max_value_dim = 0;
+    std::size_t max_heads = 0, max_head_value_dim = 0;
     for (std::size_t l = 0; l < ch.layers.size(); ++l) {
       const Layer& L = ch.layers[l];
       PreparedLayer& P = layers[l];
@@ -237,6 +268,31 @@ struct CpuExecutor::Impl {
         P.heads.push_back(std::move(ph));
       }
       max_value_dim = std::max(max_value_dim, vsum);
+      // equal maps within the layer (hash, then full comparison)
+      {
+        std::vector<std::array<std::uint64_t, 4>> hs;
+        for (std::size_t h = 0; h < L.heads.size(); ++h) {
+          const Head& hd = L.heads[h];
+          hs.push_back({map_hash(hd.k), map_hash(hd.q), map_hash(hd.v), map_hash(hd.beta)});
+          PreparedHead& ph = P.heads[h];
+          std::uint32_t* same[4] = {&ph.same_k, &ph.same_q, &ph.same_v, &ph.same_beta};
+          const LinearMap* mine[4] = {&hd.k, &hd.q, &hd.v, &hd.beta};
+          for (int m = 0; m < 4; ++m) {
+            *same[m] = static_cast<std::uint32_t>(h);
+            for (std::size_t e = 0; e < h; ++e) {
+              const Head& he = L.heads[e];
+              const LinearMap* theirs[4] = {&he.k, &he.q, &he.v, &he.beta};
+              if (hs[e][m] == hs[h][m] && same_map(*mine[m], *theirs[m]) &&
+                  (m != 2 || he.value_dim == hd.value_dim)) {
+                *same[m] = static_cast<std::uint32_t>(e);
+                break;
+              }
+            }
+          }
+        }
+        max_heads = std::max(max_heads, L.heads.size());
+        for (const Head& hd : L.heads) max_head_value_dim = std::max<std::size_t>(max_head_value_dim, hd.value_dim);
+      }
       if (L.mlp.kind == MlpKind::Relu) P.w1.prepare(L.mlp.w1);
       if (L.mlp.kind == MlpKind::Gated) {
         P.wu.prepare(L.mlp.wu);
@@ -246,6 +302,12 @@ struct CpuExecutor::Impl {
       max_rows = std::max<std::size_t>(max_rows, L.mlp.hidden);
     }
     for (Accum* a : {&a0, &a1, &a2, &a3, &aabs}) a->ensure(max_rows);
+    head_beta.assign(max_heads, 0.0f);
+    head_k.assign(max_heads, {});
+    head_q.assign(max_heads, {});
+    head_v.assign(max_heads, std::vector<float>(max_head_value_dim, 0.0f));
+    k_done.assign(max_heads, 0);
+    v_done.assign(max_heads, 0);
     clear_coverage();
     tmp.assign(max_rows, 0.0f);
     tmp_abs.assign(max_rows, 0.0f);
@@ -436,6 +498,10 @@ struct CpuExecutor::Impl {
     const std::uint32_t* nz = s.xnz.data();
     const std::size_t n_nz = s.xnz.size();
     std::size_t o_off = 0;
+    // Results of this step's k, q, v maps per head (shared by heads with equal maps, which all
+    // read the same x; with the audit on every head evaluates its own maps).
+    std::fill(k_done.begin(), k_done.begin() + static_cast<std::ptrdiff_t>(P.heads.size()), 0);
+    std::fill(v_done.begin(), v_done.begin() + static_cast<std::ptrdiff_t>(P.heads.size()), 0);
     for (std::size_t h = 0; h < P.heads.size(); ++h) {
       PreparedHead& H = P.heads[h];
       const int hi = static_cast<int>(h);
@@ -443,25 +509,47 @@ struct CpuExecutor::Impl {
       const std::uint32_t V = H.value_dim;
       // beta = act(w_beta . x + b_beta); with beta = 0 the update is the identity, so k and v
       // are only evaluated when beta != 0 (or the audit wants them)
-      eval(a1, H.beta, x, nz, n_nz);
-      if (audit) audit_map(s, a1, H.beta, l, kMemBeta, hi, false);
-      const float beta = act(H.beta.m->act, a1.value(0));
-      if (coverage && beta != 0.0f) ++cov.layers[static_cast<std::size_t>(l)].head_writes[h];
-      // k = act(W_k x + b_k)
-      knz.clear();
-      if (beta != 0.0f || audit) {
-        eval(a0, H.k, x, nz, n_nz);
-        if (audit) audit_map(s, a0, H.k, l, kMemK, hi, false);
-        for (std::uint32_t r : a0.rows) {
-          const float kv = act(H.k.m->act, a0.vals[r]);
-          if (kv != 0.0f) knz.emplace_back(r, kv);
-        }
+      float beta;
+      if (!audit && H.same_beta != h) {
+        beta = head_beta[H.same_beta];
+      } else {
+        eval(a1, H.beta, x, nz, n_nz);
+        if (audit) audit_map(s, a1, H.beta, l, kMemBeta, hi, false);
+        beta = act(H.beta.m->act, a1.value(0));
       }
+      head_beta[h] = beta;
+      if (coverage && beta != 0.0f) ++cov.layers[static_cast<std::size_t>(l)].head_writes[h];
+      // k = act(W_k x + b_k): its non-zero entries
+      const std::vector<std::pair<std::uint32_t, float>>* kp = &no_entries;
+      if (beta != 0.0f || audit) {
+        const std::uint32_t c = audit ? static_cast<std::uint32_t>(h) : H.same_k;
+        auto& knz_c = head_k[c];
+        if (!k_done[c]) {
+          eval(a0, H.k, x, nz, n_nz);
+          if (audit) audit_map(s, a0, H.k, l, kMemK, hi, false);
+          knz_c.clear();
+          for (std::uint32_t r : a0.rows) {
+            const float kv = act(H.k.m->act, a0.vals[r]);
+            if (kv != 0.0f) knz_c.emplace_back(r, kv);
+          }
+          k_done[c] = 1;
+        }
+        kp = &knz_c;
+      }
+      const auto& knz = *kp;
       const bool write = beta != 0.0f && !knz.empty();
+      const float* vv = nullptr;
       if (write || audit) {
         // v = W_v x + b_v
-        eval(a2, H.v, x, nz, n_nz);
-        if (audit) audit_map(s, a2, H.v, l, kMemV, hi, false);
+        const std::uint32_t c = audit ? static_cast<std::uint32_t>(h) : H.same_v;
+        float* vc = head_v[c].data();
+        if (!v_done[c]) {
+          eval(a2, H.v, x, nz, n_nz);
+          if (audit) audit_map(s, a2, H.v, l, kMemV, hi, false);
+          for (std::uint32_t i = 0; i < V; ++i) vc[i] = a2.value(i);
+          v_done[c] = 1;
+        }
+        vv = vc;
       }
       if (write) {
         // u = beta (v - S k); S[:, j] += u k_j for every non-zero k_j
@@ -479,7 +567,7 @@ struct CpuExecutor::Impl {
           }
           for (std::uint32_t i = 0; i < V; ++i) check_abs(s, tmp_abs[i], l, kMemState, hi, i, false);
         }
-        for (std::uint32_t i = 0; i < V; ++i) Sk[i] = beta * (a2.value(i) - Sk[i]);
+        for (std::uint32_t i = 0; i < V; ++i) Sk[i] = beta * (vv[i] - Sk[i]);
         for (const auto& [j, kj] : knz) {
           float* col = S + static_cast<std::size_t>(j) * V;
           for (std::uint32_t i = 0; i < V; ++i) col[i] += Sk[i] * kj;
@@ -487,14 +575,21 @@ struct CpuExecutor::Impl {
             for (std::uint32_t i = 0; i < V; ++i) check(s, col[i], l, kMemState, hi, j * V + i, false);
         }
       }
-      // q = act(W_q x + b_q); o = S q
-      eval(a0, H.q, x, nz, n_nz);
-      if (audit) audit_map(s, a0, H.q, l, kMemQ, hi, false);
+      // q = act(W_q x + b_q); o = S q (q is computed after this head's update, but from x)
+      const std::uint32_t cq = audit ? static_cast<std::uint32_t>(h) : H.same_q;
+      auto& qnz_c = head_q[cq];
+      if (cq == h) {
+        eval(a0, H.q, x, nz, n_nz);
+        if (audit) audit_map(s, a0, H.q, l, kMemQ, hi, false);
+        qnz_c.clear();
+        for (std::uint32_t r : a0.rows) {
+          const float qj = act(H.q.m->act, a0.vals[r]);
+          if (qj != 0.0f) qnz_c.emplace_back(r, qj);
+        }
+      }
       float* o = s.o.data() + o_off;
       std::fill(o, o + V, 0.0f);
-      for (std::uint32_t r : a0.rows) {
-        const float qj = act(H.q.m->act, a0.vals[r]);
-        if (qj == 0.0f) continue;
+      for (const auto& [r, qj] : qnz_c) {
         const float* col = S + static_cast<std::size_t>(r) * V;
         for (std::uint32_t i = 0; i < V; ++i) o[i] += col[i] * qj;
       }
