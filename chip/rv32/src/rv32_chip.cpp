@@ -2,8 +2,8 @@
 // docs/spec/isa.md, bignum.md and trace.md (trace-v2); the executor only runs generic layer math.
 //
 // Vocabulary: kinds 0..60, id = 256 kind + payload (trace.md section 2; the vector kinds are
-// never produced). Output: logit(k, p) = 2 NK[k] + 2 NP[p]: the intended token scores 4, every
-// other token at most 2.
+// never produced). Output: logit(k, p) = 2 NKH[k, p >> 4] + 2 NP[p]: the intended token scores
+// 4, every other token at most 2.
 //
 // Layer plan (stage = one memory block then one MLP; docs/chip-design.md section 3):
 //   L0  mem: slots of consumed tokens (PCH, PCL, A, W, AC, OI, OIH, DQ bits)
@@ -19,7 +19,7 @@
 //   L14 mem: next pc; mlp: its w nibbles, in-RAM check, write-byte key
 //   L15 mem: RAM copy for ECALL write bytes; L15..L17 mlp: pc tokens, write bytes
 //   L8..L18 mlp: multiplier, divider compare, remainder, bn.mac (only active on their classes)
-//   L19 mlp: payload one-hot for the output
+//   L19 mlp: payload and (kind, payload high nibble) one-hots for the output
 #include "lockstep/chip/rv32/rv32_chip.hpp"
 
 #include <array>
@@ -1883,17 +1883,22 @@ class Compiler {
     decode_lookup(L(17), OBLO[0], tab);
   }
 
-  // Output (layer 19): the payload's two nibble one-hots become one payload one-hot NP, then
-  // logit(k, p) = 2 NK[k] + 2 NP[p]: the intended token scores 4, every other token at most 2.
-  // (A payload one-hot touches 61 logits, a nibble one-hot 976: the last layer pays for itself.)
+  // Output (layer 19): the payload's nibble one-hots become a payload one-hot NP (256) and a
+  // (kind, high nibble) one-hot NKH (61 x 16), then logit(k, p) = 2 NKH[k, p >> 4] + 2 NP[p]:
+  // the intended token scores 4, every other token at most 2 (a token sharing the kind and high
+  // nibble, or the payload, scores 2). An NKH dimension touches 16 logits and an NP dimension
+  // 61, so the output costs 77 logit rows a step (2 NK[k] + 2 NP[p] touched 256 + 61).
   void emission() {
     const FieldRef NP = B.field("next_payload", 256);
+    const FieldRef NKH = B.field("next_kind_payload_hi", kNumKinds * 16);
     table(L(kNumLayers - 1), {field_oh(NPL, 0, 16), field_oh(NPH, 0, 16)},
           [&](const std::vector<unsigned>& v) { return SparseVec{{NP.dim(v[0] | (v[1] << 4)), 1.0}}; });
+    table(L(kNumLayers - 1), {field_oh(NK, 0, kNumKinds), field_oh(NPH, 0, 16)},
+          [&](const std::vector<unsigned>& v) { return SparseVec{{NKH.dim(16 * v[0] + v[1]), 1.0}}; });
     for (std::uint32_t kd = 0; kd < kNumKinds; ++kd)
       for (std::uint32_t p = 0; p < 256; ++p) {
         const Token t = 256 * kd + p;
-        B.unembed(t, NK.dim(kd), 2);
+        B.unembed(t, NKH.dim(16 * kd + (p >> 4)), 2);
         B.unembed(t, NP.dim(p), 2);
       }
   }
@@ -1914,7 +1919,7 @@ class Compiler {
     B.probe(13, Sublayer::Mlp, {"add_a", "add_b", "add_result"});
     B.probe(14, Sublayer::Memory, {"next_pc"});
     B.probe(17, Sublayer::Mlp, {"next_kind", "next_payload_lo", "next_payload_hi"});
-    B.probe(19, Sublayer::Mlp, {"next_kind", "next_payload"});
+    B.probe(19, Sublayer::Mlp, {"next_kind", "next_payload", "next_kind_payload_hi"});
     B.bound("embed", -1, 255);
     B.bound("logits", -1, 4);
     for (int l = 0; l < static_cast<int>(kNumLayers); ++l) {
