@@ -225,7 +225,7 @@ struct CpuExecutor::Impl {
   std::vector<std::vector<std::pair<std::uint32_t, float>>> head_k, head_q;
   std::vector<std::vector<float>> head_v;
   std::vector<std::uint8_t> k_done, v_done;
-  const std::vector<std::pair<std::uint32_t, float>> no_entries;
+  const std::vector<std::pair<std::uint32_t, float>> no_entries{};  // {}: clang-14 needs an initialiser
   std::vector<std::pair<std::uint32_t, float>> knz, qnz;
   std::vector<float> tmp, tmp_abs;
   std::size_t max_value_dim = 0;
