@@ -1,0 +1,356 @@
+// Per-instruction RapidCheck properties: the reference model against the built RV32 chip
+// (issue 11, properties/README.md).
+//
+// One property per row of ref's encoding table outside the vector unit (RV32IM, Zba, bignum):
+// RapidCheck draws operand values (edge values 0, 1, -1, INT32_MIN, 0x7fffffff, powers of two
+// and small numbers mixed with uniform ones), the register fields, immediates, the bignum
+// unit's carry and accumulator; each case is a tiny program
+//
+//     [bignum rows: li t0, c; bn.xchgc x0, t0; bn.accclr; li t0, a; li t1, b; bn.mac t0, t1]
+//     li <operand registers>      (each `li` is lui + addi)
+//     <the instruction>
+//     nop; nop; nop; nop          (branch and jump targets land here)
+//     li a7, 93; ecall            (exit)
+//
+// with a 1 KiB data area of random bytes at 0x80000 that loads and stores address (their base
+// is sometimes a random value, so the traps are tested too). The program runs on the reference
+// and on the built chip in lock-step (engine::Engine, one batch of kProgramsPerCase streams),
+// teacher-forced and free-running; every token must be equal (0 mismatches) and the program
+// must end (exit or trap) within kMaxSteps.
+//
+// The chip is loaded once per test binary. Seeds: RapidCheck prints "Using configuration:
+// seed=..." first and a reproduce string on failure; replay with RC_PARAMS="reproduce=...".
+// Cases per instruction: kDefaultCases unless RC_PARAMS sets max_success.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lockstep/engine/check.h"
+#include "lockstep/engine/engine.h"
+#include "lockstep/progen/progen.h"
+#include "lockstep/ref/encoding.h"
+#include "lockstep/ref/machine.h"
+
+namespace lockstep::properties {
+namespace {
+
+using ref::Op;
+using u32 = std::uint32_t;
+
+constexpr u32 kCodeBase = 0x10000;
+constexpr u32 kData = 0x80000;       // random data for loads and stores
+constexpr u32 kDataBytes = 1024;
+constexpr std::uint64_t kMaxSteps = 4000;
+constexpr unsigned kBlocks = 8;           // instances of the instruction per program
+constexpr unsigned kProgramsPerCase = 2;  // streams of one engine run
+constexpr int kDefaultCases = 6;          // per instruction: 96 instances per mode
+
+// ------------------------------------------------------------------ generators
+
+/// A 32-bit operand: edge values (0, 1, -1, INT32_MIN, INT32_MAX), powers of two (and one
+/// less), small signed numbers, or uniform.
+rc::Gen<u32> operand() {
+  return rc::gen::weightedOneOf<u32>({
+      {3, rc::gen::element<u32>(0u, 1u, 0xffffffffu, 0x80000000u, 0x7fffffffu)},
+      {2, rc::gen::map(rc::gen::inRange(0, 32), [](int k) { return u32{1} << k; })},
+      {1, rc::gen::map(rc::gen::inRange(0, 32), [](int k) { return (u32{1} << k) - 1; })},
+      {1, rc::gen::map(rc::gen::inRange(-16, 17), [](int v) { return static_cast<u32>(v); })},
+      {3, rc::gen::arbitrary<u32>()},
+  });
+}
+
+/// A register number: mostly x1..x31, sometimes x0.
+rc::Gen<unsigned> reg() {
+  return rc::gen::weightedOneOf<unsigned>({{1, rc::gen::just(0u)}, {9, rc::gen::inRange(1u, 32u)}});
+}
+
+/// A 12-bit signed immediate (as the sign-extended 32-bit value).
+rc::Gen<u32> imm12() {
+  return rc::gen::weightedOneOf<u32>({
+      {2, rc::gen::element<u32>(0u, 1u, 0xffffffffu, 2047u, 0xfffff800u)},
+      {3, rc::gen::map(rc::gen::inRange(-2048, 2048), [](int v) { return static_cast<u32>(v); })},
+  });
+}
+
+/// One generated program: the words and what they mean (for the failure message).
+struct Program {
+  std::vector<u32> code;
+  std::vector<std::uint8_t> data;
+  std::string what;  ///< per block: the operand values and the instruction
+};
+
+std::string hex(u32 v) {
+  std::ostringstream s;
+  s << "0x" << std::hex << v;
+  return s.str();
+}
+
+/// Bytes a load or store accesses.
+u32 access_width(Op op) {
+  switch (op) {
+    case Op::kLb: case Op::kLbu: case Op::kSb: return 1;
+    case Op::kLh: case Op::kLhu: case Op::kSh: return 2;
+    default: return 4;
+  }
+}
+
+/// Appends one block testing `row` to `code`: the bignum state setup (bignum rows), the operand
+/// `li`s, the instruction, four nops. Must be called inside a RapidCheck property. `last`: the
+/// program's last block, the only one that may trap on purpose (a load/store base that is any
+/// value or misaligned, a misaligned or far jump, an ecall with any number or arguments); the
+/// blocks before it only ever fall through to the next block, so every block runs.
+void draw_block(const ref::Encoding& row, bool last, std::vector<u32>& code, std::ostringstream& what) {
+  std::vector<std::pair<unsigned, u32>> regs;  // li'd in this order (a later one wins)
+  std::vector<u32> pre;                        // bignum state setup
+
+  if (row.cls == ref::InsnClass::kBignum) {
+    // c and acc before the instruction (bignum.md §2): c <- t0 & 1; acc <- acc + a * b (+ a2 * b2):
+    // the accumulator is not cleared between blocks, so it grows over the program.
+    const u32 c = *rc::gen::inRange(0u, 2u);
+    const u32 a = *operand(), b = *operand();
+    progen::emit_li(pre, 5, c);
+    pre.push_back(ref::encode::r(Op::kBnXchgc, 0, 5, 0));
+    if (*rc::gen::inRange(0, 4) == 0) pre.push_back(ref::encode::r(Op::kBnAccclr, 0, 0, 0));
+    progen::emit_li(pre, 5, a);
+    progen::emit_li(pre, 6, b);
+    pre.push_back(ref::encode::r(Op::kBnMac, 0, 5, 6));
+    what << "[c=" << c << " acc+=" << hex(a) << "*" << hex(b) << "] ";
+  }
+
+  const bool has_rd = row.operands & ref::kOpdRd, has_rs1 = row.operands & ref::kOpdRs1,
+             has_rs2 = row.operands & ref::kOpdRs2;
+  unsigned rd = has_rd ? *reg() : 0, rs1 = has_rs1 ? *reg() : 0, rs2 = has_rs2 ? *reg() : 0;
+  u32 v1 = *operand(), v2 = *operand();
+  u32 imm = 0;
+
+  // The instruction's pc is known before the word: code + pre + 2 words per li.
+  auto insn_pc = [&](std::size_t n_li) {
+    return kCodeBase + 4 * static_cast<u32>(code.size() + pre.size() + 2 * n_li);
+  };
+  // Targets of branches and jumps: offsets from the instruction into the nops (4..16) or the
+  // next block (20); in the last block also misaligned (2, 6: FETCH_MISALIGNED when taken) or
+  // far beyond the code (zero words: illegal instruction).
+  auto jump_offset = [last] {
+    if (!last) return *rc::gen::element<u32>(4u, 8u, 12u, 16u, 20u);
+    return *rc::gen::weightedOneOf<u32>(
+        {{4, rc::gen::element<u32>(4u, 8u, 12u, 16u, 20u)}, {1, rc::gen::element<u32>(2u, 6u, 0x800u)}});
+  };
+
+  switch (row.cls) {
+    case ref::InsnClass::kLoad:
+    case ref::InsnClass::kStore: {
+      // Base + imm inside the data area and aligned; in the last block sometimes misaligned or
+      // any base value (traps 4..7).
+      const u32 width = access_width(row.op);
+      if (rs1 == 0) rs1 = *rc::gen::inRange(1u, 32u);
+      if (has_rs2 && rs2 == rs1) rs2 = 0;  // the stored value is then x0
+      imm = static_cast<u32>(*rc::gen::inRange(-16, 17)) * width;
+      const u32 at = kData + 64 + *rc::gen::inRange(0u, (kDataBytes - 128) / width) * width;
+      const int kind = last ? *rc::gen::inRange(0, 6) : 0;
+      if (kind == 0 || kind >= 3) v1 = at - imm;
+      else if (kind == 1) v1 = at - imm + (width > 1 ? *rc::gen::inRange(1u, width) : 0u);
+      // kind 2: v1 stays any operand
+      break;
+    }
+    case ref::InsnClass::kJalr: {
+      // rs1 + imm = a nop after the instruction (bit 0 sometimes set: jalr clears it); in the
+      // last block sometimes any value.
+      if (rs1 == 0) rs1 = *rc::gen::inRange(1u, 32u);
+      imm = static_cast<u32>(*rc::gen::inRange(-64, 65));
+      if (!last || *rc::gen::inRange(0, 6) != 0) {
+        const std::size_t n_li = 1 + (has_rs2 && rs2 != 0 && rs2 != rs1 ? 1 : 0);
+        const u32 target = insn_pc(n_li) + jump_offset() + *rc::gen::inRange(0u, 2u);
+        v1 = target - imm;
+      }
+      break;
+    }
+    case ref::InsnClass::kSystem:
+      if (row.op == Op::kEcall) {
+        // write(a0 = fd, a1 = buf, a2 = len) to the consoles from the data area; in the last
+        // block also exit, an unknown number, a bad fd, any buffer, any length.
+        u32 a7 = 64, a0 = *rc::gen::element<u32>(1u, 2u), a1 = kData + *rc::gen::inRange(0u, kDataBytes - 16),
+            a2 = *rc::gen::inRange(0u, 17u);
+        if (last) {
+          a7 = *rc::gen::weightedOneOf<u32>({{2, rc::gen::just(93u)}, {4, rc::gen::just(64u)}, {1, operand()}});
+          if (*rc::gen::inRange(0, 4) == 0) a0 = *operand();
+          if (*rc::gen::inRange(0, 4) == 0) a1 = *operand();
+          if (*rc::gen::inRange(0, 4) == 0) a2 = *operand();
+        }
+        regs = {{17, a7}, {10, a0}, {11, a1}, {12, a2}};
+      } else if (!last) {
+        return;  // EBREAK ends the program: only in the last block
+      }
+      break;
+    case ref::InsnClass::kAluImm:
+      imm = row.format == ref::Format::kIShift ? *rc::gen::inRange(0u, 32u) : *imm12();
+      break;
+    case ref::InsnClass::kUpper:
+      imm = *operand() & 0xfffff000u;
+      break;
+    default:
+      break;
+  }
+  if (has_rs2 && rs2 != 0) regs.emplace_back(rs2, v2);
+  if (has_rs1 && rs1 != 0 && !(rs1 == rs2 && row.cls != ref::InsnClass::kLoad && row.cls != ref::InsnClass::kStore &&
+                               row.cls != ref::InsnClass::kJalr))
+    regs.emplace_back(rs1, v1);  // rs1 last: a load's or jalr's base wins
+  for (const auto& [r, v] : regs) what << ref::reg_name(r) << "=" << hex(v) << " ";
+
+  code.insert(code.end(), pre.begin(), pre.end());
+  for (const auto& [r, v] : regs) progen::emit_li(code, r, v);
+  const u32 pc = kCodeBase + 4 * static_cast<u32>(code.size());
+
+  u32 word = 0;
+  switch (row.format) {
+    case ref::Format::kR: word = ref::encode::r(row.op, rd, rs1, rs2); break;
+    case ref::Format::kI:
+    case ref::Format::kIShift: word = ref::encode::i(row.op, rd, rs1, imm); break;
+    case ref::Format::kS: word = ref::encode::s(row.op, rs1, rs2, imm); break;
+    case ref::Format::kB: word = ref::encode::b(row.op, rs1, rs2, jump_offset()); break;
+    case ref::Format::kU: word = ref::encode::u(row.op, rd, imm); break;
+    case ref::Format::kJ: word = ref::encode::j(row.op, rd, jump_offset()); break;
+    case ref::Format::kNone:
+      // FENCE ignores its fields (isa.md §4.1): random bits outside the mask; ECALL/EBREAK exact.
+      word = (*rc::gen::arbitrary<u32>() & ~row.mask) | row.match;
+      break;
+    case ref::Format::kV: RC_FAIL("vector rows are not tested on the chip"); break;
+  }
+  RC_ASSERT(ref::decode(word).op == row.op);
+  code.push_back(word);
+  for (int i = 0; i < 4; ++i) code.push_back(ref::encode::i(Op::kAddi, 0, 0, 0));
+  what << "| " << ref::disassemble(word, pc) << "\n";
+}
+
+/// Draws one program of kBlocks blocks testing `row`, then the exit.
+Program draw_program(const ref::Encoding& row) {
+  Program p;
+  std::ostringstream what;
+  for (unsigned b = 0; b < kBlocks; ++b) draw_block(row, b + 1 == kBlocks, p.code, what);
+  progen::emit_li(p.code, 17, 93);
+  p.code.push_back(0x00000073u);
+  // The data area from one drawn seed (keeps RapidCheck's counterexample short).
+  progen::Random bytes(*rc::gen::arbitrary<std::uint64_t>());
+  p.data.resize(kDataBytes);
+  for (auto& b : p.data) b = static_cast<std::uint8_t>(bytes.next());
+  p.what = what.str();
+  return p;
+}
+
+engine::Guest guest_of(const Program& p, unsigned index) {
+  format::Segment data;
+  data.vaddr = kData;
+  data.memsz = kDataBytes;
+  data.flags = format::kPfR | format::kPfW;
+  data.bytes = p.data;
+  engine::Guest g;
+  g.name = "prop" + std::to_string(index);
+  g.image = progen::image_from_code(p.code, kCodeBase, {data});
+  return g;
+}
+
+// ------------------------------------------------------------------ the chip, once per binary
+
+struct ChipRig {
+  engine::LoadedChip chip;
+  std::unique_ptr<chip::ChipBackend> backend;  // reused by every run (the engine resets streams)
+};
+
+ChipRig* rig() {
+  static std::unique_ptr<ChipRig> r = [] {
+    if (!engine::have_built_chip()) return std::unique_ptr<ChipRig>();
+    auto out = std::make_unique<ChipRig>();
+    // $LOCKSTEP_CHIP: another chip file (e.g. one corrupted on purpose); else the built chip.
+    const char* file = std::getenv("LOCKSTEP_CHIP");
+    out->chip = engine::load_chip_or_built(file != nullptr ? file : "");
+    std::cout << "[ chip     ] " << out->chip.source << " (xxh3 " << out->chip.hash << ")\n";
+    out->backend = engine::make_backend("cpu", out->chip.chip);
+    return out;
+  }();
+  return r.get();
+}
+
+/// Runs the programs in lock-step in `mode`; RC_ASSERTs 0 mismatches and an end.
+void check_lockstep(const std::vector<Program>& programs, engine::Mode mode) {
+  std::vector<engine::Guest> guests;
+  for (unsigned i = 0; i < programs.size(); ++i) guests.push_back(guest_of(programs[i], i));
+  engine::Options opt;
+  opt.mode = mode;
+  opt.max_steps = kMaxSteps;
+  opt.classify_window = 16;
+  engine::Engine eng(*rig()->backend, guests, opt);
+  const engine::RunResult r = eng.run();
+  for (std::size_t s = 0; s < r.streams.size(); ++s) {
+    const engine::StreamResult& st = r.streams[s];
+    if (st.mismatches != 0 || (st.end != "exit" && st.end != "trap")) {
+      RC_LOG() << to_string(mode) << ": program " << s << ": " << programs[s].what << "\n"
+               << (st.divergence ? st.divergence->to_text() : st.to_json().dump()) << "\n"
+               << progen::listing(guests[s].image, kCodeBase, kCodeBase + 4 * static_cast<u32>(programs[s].code.size()))
+               << "\n";
+    }
+    RC_ASSERT(st.mismatches == 0u);
+    RC_ASSERT(st.end == "exit" || st.end == "trap");
+  }
+}
+
+/// RapidCheck parameters: the global configuration (RC_PARAMS), with kDefaultCases cases
+/// unless RC_PARAMS names max_success.
+rc::detail::TestParams params() {
+  rc::detail::TestParams p = rc::detail::configuration().testParams;
+  const char* env = std::getenv("RC_PARAMS");
+  if (env == nullptr || std::string(env).find("max_success") == std::string::npos) p.maxSuccess = kDefaultCases;
+  return p;
+}
+
+class RefVsChip : public ::testing::TestWithParam<const ref::Encoding*> {};
+
+TEST_P(RefVsChip, EveryTokenEqualForcedAndFree) {
+  if (rig() == nullptr) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const ref::Encoding& row = *GetParam();
+  const auto info = ::testing::UnitTest::GetInstance()->current_test_info();
+  rc::detail::TestMetadata meta;
+  meta.id = std::string(info->test_suite_name()) + "/" + info->name();
+  meta.description = std::string(row.mnemonic);
+  const auto result = rc::detail::checkProperty(
+      rc::detail::toProperty([&row] {
+        std::vector<Program> programs;
+        for (unsigned i = 0; i < kProgramsPerCase; ++i) programs.push_back(draw_program(row));
+        check_lockstep(programs, engine::Mode::kForced);
+        check_lockstep(programs, engine::Mode::kFree);
+      }),
+      meta, params());
+  std::ostringstream msg;
+  rc::detail::printResultMessage(result, msg);
+  if (!result.template is<rc::detail::SuccessResult>()) FAIL() << row.mnemonic << ": " << msg.str();
+  std::cout << "[ property ] " << row.mnemonic << ": " << msg.str() << " (" << kProgramsPerCase
+            << " programs per case, teacher-forced and free-running)\n";
+}
+
+std::vector<const ref::Encoding*> scalar_rows() {
+  std::vector<const ref::Encoding*> rows;
+  for (const ref::Encoding& e : ref::encoding_table())
+    if (e.cls != ref::InsnClass::kVector) rows.push_back(&e);
+  return rows;
+}
+
+INSTANTIATE_TEST_SUITE_P(Insn, RefVsChip, ::testing::ValuesIn(scalar_rows()),
+                         [](const ::testing::TestParamInfo<const ref::Encoding*>& info) {
+                           std::string n(info.param->mnemonic);
+                           for (char& c : n)
+                             if (c == '.') c = '_';
+                           return n;
+                         });
+
+TEST(RefVsChipRows, EveryScalarRowHasAProperty) {
+  // RV32I 40 + M 8 + Zba 3 + bignum 6 (isa.md §4.1, bignum.md §1).
+  EXPECT_EQ(scalar_rows().size(), 57u);
+}
+
+}  // namespace
+}  // namespace lockstep::properties
