@@ -4,7 +4,8 @@
 // attribution naming the first probe point that sees the fault; a fault that
 // changes no token must give "no divergence".
 //
-// For each fault kind a target (an embedding column, an MLP unit that fires in
+// For each fault kind (the mutation generator's, campaign::mutant_kinds() in
+// fuzz/campaign) a target (an embedding column, an MLP unit that fires in
 // the guest, a memory head that writes, an initialiser...) is chosen from a
 // seeded generator (LOCKSTEP_FAULT_SEED, printed with every failure) over an
 // activity profile of the guest on the unmodified chip.  A copy of the chip is
@@ -54,6 +55,7 @@
 #include <string>
 #include <vector>
 
+#include "lockstep/campaign/mutants.h"
 #include "lockstep/chip/cpu_executor.hpp"
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/engine.h"
@@ -77,57 +79,7 @@ std::uint64_t seed() {
   return kDefaultSeed;
 }
 
-// splitmix64: the same choices on every platform.
-struct Rng {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::size_t below(std::size_t n) { return n ? static_cast<std::size_t>(next() % n) : 0; }
-  template <class C>
-  auto pick(const C& c) {
-    auto it = c.begin();
-    std::advance(it, below(c.size()));
-    return *it;
-  }
-};
-
-// ------------------------------------------------------------ sparse edits
-
-struct Entry {
-  std::uint32_t row, col;
-  float v;
-};
-
-std::vector<Entry> entries(const SparseMatrix& m) {
-  std::vector<Entry> e;
-  for (std::uint32_t c = 0; c < m.cols; ++c)
-    for (std::uint32_t i = m.col_ptr[c]; i < m.col_ptr[c + 1]; ++i) e.push_back({m.row_idx[i], c, m.values[i]});
-  return e;
-}
-
-void rebuild(SparseMatrix& m, std::vector<Entry> e) {
-  std::erase_if(e, [](const Entry& x) { return x.v == 0.0f; });
-  std::sort(e.begin(), e.end(), [](const Entry& a, const Entry& b) { return a.col != b.col ? a.col < b.col : a.row < b.row; });
-  m.col_ptr.assign(m.cols + 1, 0);
-  m.row_idx.clear();
-  m.values.clear();
-  for (const Entry& x : e) {
-    ++m.col_ptr[x.col + 1];
-    m.row_idx.push_back(x.row);
-    m.values.push_back(x.v);
-  }
-  for (std::uint32_t c = 0; c < m.cols; ++c) m.col_ptr[c + 1] += m.col_ptr[c];
-}
-
-void edit(SparseMatrix& m, const std::function<void(std::vector<Entry>&)>& f) {
-  auto e = entries(m);
-  f(e);
-  rebuild(m, std::move(e));
-}
+using Rng = campaign::SplitMix64;
 
 // ------------------------------------------------------------ guests
 
@@ -232,12 +184,8 @@ std::vector<ConventionPoint> convention_points(const Chip& c) {
 // What the guest exercises on the unmodified chip (teacher-forced): the
 // tokens consumed and produced, the MLP units that fire, the heads whose beta
 // is positive, and the residual dimensions the MLPs write.
-struct Profile {
-  std::vector<std::uint32_t> trace;     // t_1..t_N
-  std::set<std::uint32_t> consumed, produced;
-  std::map<int, std::set<std::uint32_t>> live_units, dead_units;  // by layer
-  std::map<int, std::set<std::uint32_t>> live_heads;              // by layer
-  std::map<int, std::set<std::uint32_t>> written_dims;            // by layer: rows of w2 of live units
+struct Profile : campaign::ActivityProfile {
+  std::vector<std::uint32_t> trace;  // t_1..t_N
 };
 
 std::vector<float> pre_activation(const LinearMap& m, const std::vector<float>& x) {
@@ -317,6 +265,7 @@ Profile profile(const Chip& original, const Guest& g) {
 
 // ------------------------------------------------------------ faults
 
+// The fault kinds are the mutation generator's (fuzz/campaign, campaign::mutant_kinds()).
 struct Fault {
   std::string kind;
   std::string target;  // what exactly was corrupted
@@ -324,361 +273,7 @@ struct Fault {
   std::shared_ptr<Chip> chip;
 };
 
-using Maker = std::function<Fault(const Chip&, const Profile&, Rng&)>;
-
-struct Kind {
-  std::string name;
-  Maker make;
-};
-
-int pick_layer(const std::map<int, std::set<std::uint32_t>>& m, Rng& r) {
-  std::vector<int> ls;
-  for (const auto& [l, s] : m)
-    if (!s.empty()) ls.push_back(l);
-  if (ls.empty()) throw std::runtime_error("no candidate layer in the profile");
-  return r.pick(ls);
-}
-
-Fault start(const Chip& c, std::string kind, Pos site) {
-  return Fault{std::move(kind), "", site, std::make_shared<Chip>(c)};
-}
-
-std::string unit_text(int l, std::uint32_t j) { return "layer " + std::to_string(l) + " MLP unit " + std::to_string(j); }
-
-// A live MLP unit: (layer, unit).
-std::pair<int, std::uint32_t> live_unit(const Profile& p, Rng& r) {
-  const int l = pick_layer(p.live_units, r);
-  return {l, r.pick(p.live_units.at(l))};
-}
-
-std::pair<int, std::uint32_t> live_head(const Profile& p, Rng& r) {
-  const int l = pick_layer(p.live_heads, r);
-  return {l, r.pick(p.live_heads.at(l))};
-}
-
-// A live head whose map (chosen by `which`) is ReLU, so that ReLU -> identity
-// can matter; any live head when there is none.
-std::pair<int, std::uint32_t> live_relu_head(const Chip& c, const Profile& p, Rng& r,
-                                             const std::function<const LinearMap&(const chip::Head&)>& which) {
-  std::vector<std::pair<int, std::uint32_t>> cand;
-  for (const auto& [l, hs] : p.live_heads)
-    for (std::uint32_t h : hs)
-      if (which(c.layers[l].heads[h]).act == chip::Activation::Relu) cand.emplace_back(l, h);
-  if (cand.empty()) return live_head(p, r);
-  return cand[r.below(cand.size())];
-}
-
-// A nonzero entry of a map, chosen at random among those `keep` accepts.
-std::optional<std::size_t> pick_entry(const std::vector<Entry>& e, Rng& r, const std::function<bool(const Entry&)>& keep) {
-  std::vector<std::size_t> idx;
-  for (std::size_t i = 0; i < e.size(); ++i)
-    if (keep(e[i])) idx.push_back(i);
-  if (idx.empty()) return std::nullopt;
-  return idx[r.below(idx.size())];
-}
-
-std::string entry_text(const Entry& e) {
-  std::ostringstream os;
-  os << "(" << e.row << ", " << e.col << ") = " << e.v;
-  return os.str();
-}
-
-std::vector<Kind> fault_kinds() {
-  std::vector<Kind> k;
-  // --- embedding
-  k.push_back({"embed.flip_sign", [](const Chip& c, const Profile& p, Rng& r) {
-                 Fault f = start(c, "embed.flip_sign", {-1, 0});
-                 const std::uint32_t t = r.pick(p.consumed);
-                 edit(f.chip->embed.w, [&](auto& e) {
-                   auto i = pick_entry(e, r, [&](const Entry& x) { return x.col == t; });
-                   if (!i) throw std::runtime_error("empty embedding column");
-                   f.target = "E" + entry_text(e[*i]) + " (token " + format::token_name(t) + ") negated";
-                   e[*i].v = -e[*i].v;
-                 });
-                 return f;
-               }});
-  k.push_back({"embed.zero_column", [](const Chip& c, const Profile& p, Rng& r) {
-                 Fault f = start(c, "embed.zero_column", {-1, 0});
-                 const std::uint32_t t = r.pick(p.consumed);
-                 f.target = "embedding column of token " + format::token_name(t) + " zeroed";
-                 edit(f.chip->embed.w, [&](auto& e) { std::erase_if(e, [&](const Entry& x) { return x.col == t; }); });
-                 return f;
-               }});
-  k.push_back({"embed.zero_row", [](const Chip& c, const Profile& p, Rng& r) {
-                 Fault f = start(c, "embed.zero_row", {-1, 0});
-                 std::set<std::uint32_t> rows;
-                 for (const Entry& x : entries(c.embed.w))
-                   if (p.consumed.count(x.col)) rows.insert(x.row);
-                 const std::uint32_t d = r.pick(rows);
-                 const chip::Field* fld = c.field_at(d);
-                 f.target = "embedding row " + std::to_string(d) + " (field " + (fld ? fld->name : "?") + ") zeroed";
-                 edit(f.chip->embed.w, [&](auto& e) { std::erase_if(e, [&](const Entry& x) { return x.row == d; }); });
-                 return f;
-               }});
-  k.push_back({"embed.scale", [](const Chip& c, const Profile&, Rng&) {
-                 Fault f = start(c, "embed.scale", {-1, 0});
-                 f.target = "the whole embedding scaled by 2";
-                 for (float& v : f.chip->embed.w.values) v *= 2;
-                 return f;
-               }});
-  // --- unembedding
-  k.push_back({"unembed.zero_weight", [](const Chip& c, const Profile& p, Rng& r) {
-                 Fault f = start(c, "unembed.zero_weight", {-1, 3});
-                 const std::uint32_t t = r.pick(p.produced);
-                 edit(f.chip->unembed.w, [&](auto& e) {
-                   auto i = pick_entry(e, r, [&](const Entry& x) { return x.row == t; });
-                   if (!i) throw std::runtime_error("empty unembedding row");
-                   f.target = "U" + entry_text(e[*i]) + " (token " + format::token_name(t) + ") zeroed";
-                   e[*i].v = 0;
-                 });
-                 return f;
-               }});
-  k.push_back({"unembed.flip_sign", [](const Chip& c, const Profile& p, Rng& r) {
-                 Fault f = start(c, "unembed.flip_sign", {-1, 3});
-                 const std::uint32_t t = r.pick(p.produced);
-                 edit(f.chip->unembed.w, [&](auto& e) {
-                   auto i = pick_entry(e, r, [&](const Entry& x) { return x.row == t; });
-                   if (!i) throw std::runtime_error("empty unembedding row");
-                   f.target = "U" + entry_text(e[*i]) + " (token " + format::token_name(t) + ") negated";
-                   e[*i].v = -e[*i].v;
-                 });
-                 return f;
-               }});
-  k.push_back({"unembed.bias", [](const Chip& c, const Profile& p, Rng& r) {
-                 Fault f = start(c, "unembed.bias", {-1, 3});
-                 const std::uint32_t t = r.pick(p.produced);
-                 f.chip->unembed.bias[t] -= 3.0f;
-                 f.target = "unembedding bias of token " + format::token_name(t) + " - 3";
-                 return f;
-               }});
-  // --- MLPs
-  k.push_back({"mlp.flip_sign_w1", [](const Chip& c, const Profile& p, Rng& r) {
-                 const auto [l, j] = live_unit(p, r);
-                 Fault f = start(c, "mlp.flip_sign_w1", {l, 2});
-                 edit(f.chip->layers[l].mlp.w1.w, [&, l = l, j = j](auto& e) {
-                   auto i = pick_entry(e, r, [&](const Entry& x) { return x.row == j; });
-                   if (!i) throw std::runtime_error("unit without inputs");
-                   f.target = unit_text(l, j) + ": W1" + entry_text(e[*i]) + " negated";
-                   e[*i].v = -e[*i].v;
-                 });
-                 return f;
-               }});
-  k.push_back({"mlp.zero_w1_row", [](const Chip& c, const Profile& p, Rng& r) {
-                 const auto [l, j] = live_unit(p, r);
-                 Fault f = start(c, "mlp.zero_w1_row", {l, 2});
-                 f.target = unit_text(l, j) + ": W1 row zeroed (bias kept)";
-                 edit(f.chip->layers[l].mlp.w1.w, [j = j](auto& e) { std::erase_if(e, [&](const Entry& x) { return x.row == j; }); });
-                 return f;
-               }});
-  k.push_back({"mlp.drop_unit", [](const Chip& c, const Profile& p, Rng& r) {
-                 const auto [l, j] = live_unit(p, r);
-                 Fault f = start(c, "mlp.drop_unit", {l, 2});
-                 f.target = unit_text(l, j) + " dropped (W1 row, b1 and W2 column zeroed)";
-                 chip::Mlp& m = f.chip->layers[l].mlp;
-                 edit(m.w1.w, [j = j](auto& e) { std::erase_if(e, [&](const Entry& x) { return x.row == j; }); });
-                 m.w1.bias[j] = 0;
-                 edit(m.w2.w, [j = j](auto& e) { std::erase_if(e, [&](const Entry& x) { return x.col == j; }); });
-                 return f;
-               }});
-  k.push_back({"mlp.dead_unit", [](const Chip& c, const Profile& p, Rng& r) {
-                 // A unit that never fires in this guest: expected to change nothing.
-                 const int l = pick_layer(p.dead_units, r);
-                 const std::uint32_t j = r.pick(p.dead_units.at(l));
-                 Fault f = start(c, "mlp.dead_unit", {l, 2});
-                 f.target = unit_text(l, j) + " (never fires in the guest) dropped";
-                 chip::Mlp& m = f.chip->layers[l].mlp;
-                 edit(m.w1.w, [j](auto& e) { std::erase_if(e, [&](const Entry& x) { return x.row == j; }); });
-                 m.w1.bias[j] = 0;
-                 edit(m.w2.w, [j](auto& e) { std::erase_if(e, [&](const Entry& x) { return x.col == j; }); });
-                 return f;
-               }});
-  k.push_back({"mlp.perturb_b1", [](const Chip& c, const Profile& p, Rng& r) {
-                 const auto [l, j] = live_unit(p, r);
-                 Fault f = start(c, "mlp.perturb_b1", {l, 2});
-                 f.chip->layers[l].mlp.w1.bias[j] -= 1.0f;
-                 f.target = unit_text(l, j) + ": b1 - 1";
-                 return f;
-               }});
-  k.push_back({"mlp.perturb_b2", [](const Chip& c, const Profile& p, Rng& r) {
-                 const int l = pick_layer(p.written_dims, r);
-                 const std::uint32_t d = r.pick(p.written_dims.at(l));
-                 Fault f = start(c, "mlp.perturb_b2", {l, 2});
-                 f.chip->layers[l].mlp.w2.bias[d] += 1.0f;
-                 const chip::Field* fld = c.field_at(d);
-                 f.target = "layer " + std::to_string(l) + " MLP output bias at dim " + std::to_string(d) + " (field " +
-                            (fld ? fld->name : "?") + ") + 1";
-                 return f;
-               }});
-  k.push_back({"mlp.zero_w2_row", [](const Chip& c, const Profile& p, Rng& r) {
-                 const int l = pick_layer(p.written_dims, r);
-                 const std::uint32_t d = r.pick(p.written_dims.at(l));
-                 Fault f = start(c, "mlp.zero_w2_row", {l, 2});
-                 const chip::Field* fld = c.field_at(d);
-                 f.target = "layer " + std::to_string(l) + " W2 row " + std::to_string(d) + " (field " + (fld ? fld->name : "?") +
-                            ") zeroed";
-                 edit(f.chip->layers[l].mlp.w2.w, [d](auto& e) { std::erase_if(e, [&](const Entry& x) { return x.row == d; }); });
-                 return f;
-               }});
-  k.push_back({"mlp.scale_w2", [](const Chip& c, const Profile& p, Rng& r) {
-                 const int l = pick_layer(p.live_units, r);
-                 Fault f = start(c, "mlp.scale_w2", {l, 2});
-                 for (float& v : f.chip->layers[l].mlp.w2.w.values) v *= 2;
-                 for (float& v : f.chip->layers[l].mlp.w2.bias) v *= 2;
-                 f.target = "layer " + std::to_string(l) + " W2 and b2 scaled by 2";
-                 return f;
-               }});
-  k.push_back({"mlp.swap_fields", [](const Chip& c, const Profile& p, Rng& r) {
-                 // Two residual fields of the same width written by one layer's MLP swap their outputs.
-                 std::vector<std::tuple<int, std::string, std::string>> cand;
-                 for (const auto& [l, dims] : p.written_dims) {
-                   std::set<std::string> names;
-                   for (std::uint32_t d : dims)
-                     if (const chip::Field* fl = c.field_at(d)) names.insert(fl->name);
-                   for (const auto& a : names)
-                     for (const auto& b : names)
-                       if (a < b && c.find_field(a)->width == c.find_field(b)->width) cand.emplace_back(l, a, b);
-                 }
-                 if (cand.empty()) throw std::runtime_error("no two same-width fields written by one MLP");
-                 const auto [l, a, b] = cand[r.below(cand.size())];
-                 Fault f = start(c, "mlp.swap_fields", {l, 2});
-                 const chip::Field& A = *c.find_field(a);
-                 const chip::Field& B = *c.find_field(b);
-                 f.target = "layer " + std::to_string(l) + " MLP outputs of fields " + a + " and " + b + " swapped";
-                 auto remap = [&](std::uint32_t d) {
-                   if (d >= A.offset && d < A.offset + A.width) return d - A.offset + B.offset;
-                   if (d >= B.offset && d < B.offset + B.width) return d - B.offset + A.offset;
-                   return d;
-                 };
-                 chip::LinearMap& w2 = f.chip->layers[l].mlp.w2;
-                 edit(w2.w, [&](auto& e) {
-                   for (Entry& x : e) x.row = remap(x.row);
-                 });
-                 std::vector<float> bias = w2.bias;
-                 for (std::uint32_t d = 0; d < bias.size(); ++d) w2.bias[remap(d)] = bias[d];
-                 return f;
-               }});
-  // --- memory heads
-  k.push_back({"head.beta_zero", [](const Chip& c, const Profile& p, Rng& r) {
-                 const auto [l, h] = live_head(p, r);
-                 Fault f = start(c, "head.beta_zero", {l, 1});
-                 chip::LinearMap& b = f.chip->layers[l].heads[h].beta;
-                 edit(b.w, [](auto& e) { e.clear(); });
-                 std::fill(b.bias.begin(), b.bias.end(), 0.0f);
-                 f.target = "layer " + std::to_string(l) + " head " + std::to_string(h) + ": beta forced to 0";
-                 return f;
-               }});
-  k.push_back({"head.swap", [](const Chip& c, const Profile& p, Rng& r) {
-                 // Two heads of one layer swap places (their initialised states stay where they were).
-                 std::vector<std::tuple<int, std::uint32_t, std::uint32_t>> cand;
-                 for (const auto& [l, hs] : p.live_heads) {
-                   const auto& H = c.layers[l].heads;
-                   for (std::uint32_t a : hs)
-                     for (std::uint32_t b = 0; b < H.size(); ++b)
-                       if (b != a && H[a].key_dim == H[b].key_dim && H[a].value_dim == H[b].value_dim) cand.emplace_back(l, std::min(a, b), std::max(a, b));
-                 }
-                 if (cand.empty()) throw std::runtime_error("no layer with two heads of one shape");
-                 const auto [l, a, b] = cand[r.below(cand.size())];
-                 Fault f = start(c, "head.swap", {l, 1});
-                 std::swap(f.chip->layers[l].heads[a], f.chip->layers[l].heads[b]);
-                 f.target = "layer " + std::to_string(l) + " heads " + std::to_string(a) + " and " + std::to_string(b) + " swapped";
-                 return f;
-               }});
-  k.push_back({"head.k_activation", [](const Chip& c, const Profile& p, Rng& r) {
-                 const auto [l, h] = live_relu_head(c, p, r, [](const chip::Head& hd) -> const LinearMap& { return hd.k; });
-                 Fault f = start(c, "head.k_activation", {l, 1});
-                 auto& act = f.chip->layers[l].heads[h].k.act;
-                 act = act == chip::Activation::Relu ? chip::Activation::Identity : chip::Activation::Relu;
-                 f.target = "layer " + std::to_string(l) + " head " + std::to_string(h) + ": k activation " +
-                            (act == chip::Activation::Relu ? "identity -> ReLU" : "ReLU -> identity");
-                 return f;
-               }});
-  // (An MLP's activation is fixed by the format: w1 of a plain MLP must be ReLU, so the
-  // activation faults change the heads' declared activations.)
-  k.push_back({"head.q_activation", [](const Chip& c, const Profile& p, Rng& r) {
-                 const auto [l, h] = live_relu_head(c, p, r, [](const chip::Head& hd) -> const LinearMap& { return hd.q; });
-                 Fault f = start(c, "head.q_activation", {l, 1});
-                 auto& act = f.chip->layers[l].heads[h].q.act;
-                 act = act == chip::Activation::Relu ? chip::Activation::Identity : chip::Activation::Relu;
-                 f.target = "layer " + std::to_string(l) + " head " + std::to_string(h) + ": q activation " +
-                            (act == chip::Activation::Relu ? "identity -> ReLU" : "ReLU -> identity");
-                 return f;
-               }});
-  k.push_back({"head.beta_activation", [](const Chip& c, const Profile& p, Rng& r) {
-                 const auto [l, h] = live_relu_head(c, p, r, [](const chip::Head& hd) -> const LinearMap& { return hd.beta; });
-                 Fault f = start(c, "head.beta_activation", {l, 1});
-                 auto& act = f.chip->layers[l].heads[h].beta.act;
-                 act = act == chip::Activation::Relu ? chip::Activation::Identity : chip::Activation::Relu;
-                 f.target = "layer " + std::to_string(l) + " head " + std::to_string(h) + ": beta activation " +
-                            (act == chip::Activation::Relu ? "identity -> ReLU" : "ReLU -> identity");
-                 return f;
-               }});
-  k.push_back({"head.flip_sign_o", [](const Chip& c, const Profile& p, Rng& r) {
-                 const auto [l, h] = live_head(p, r);
-                 Fault f = start(c, "head.flip_sign_o", {l, 1});
-                 edit(f.chip->layers[l].heads[h].o.w, [&, l = l, h = h](auto& e) {
-                   auto i = pick_entry(e, r, [](const Entry&) { return true; });
-                   if (!i) throw std::runtime_error("head without output");
-                   f.target = "layer " + std::to_string(l) + " head " + std::to_string(h) + ": W_o" + entry_text(e[*i]) + " negated";
-                   e[*i].v = -e[*i].v;
-                 });
-                 return f;
-               }});
-  k.push_back({"head.zero_v_row", [](const Chip& c, const Profile& p, Rng& r) {
-                 const auto [l, h] = live_head(p, r);
-                 Fault f = start(c, "head.zero_v_row", {l, 1});
-                 std::set<std::uint32_t> rows;
-                 for (const Entry& x : entries(c.layers[l].heads[h].v.w)) rows.insert(x.row);
-                 if (rows.empty()) throw std::runtime_error("head without value map");
-                 const std::uint32_t v = r.pick(rows);
-                 edit(f.chip->layers[l].heads[h].v.w, [v](auto& e) { std::erase_if(e, [&](const Entry& x) { return x.row == v; }); });
-                 f.target = "layer " + std::to_string(l) + " head " + std::to_string(h) + ": W_v row " + std::to_string(v) + " zeroed";
-                 return f;
-               }});
-  // --- state initialisers (they write the state the memory block of their layer reads)
-  auto bytes_init = [](const Chip& c, Rng& r, bool image_only) {
-    std::vector<std::size_t> idx;
-    for (std::size_t i = 0; i < c.config.initialisers.size(); ++i) {
-      const chip::Initialiser& in = c.config.initialisers[i];
-      if (!in.is_const && (!image_only || in.source == chip::ByteSourceKind::Image)) idx.push_back(i);
-    }
-    return idx[r.below(idx.size())];
-  };
-  k.push_back({"init.wrong_address", [bytes_init](const Chip& c, const Profile&, Rng& r) {
-                 const std::size_t i = bytes_init(c, r, true);
-                 const chip::Initialiser& in = c.config.initialisers[i];
-                 Fault f = start(c, "init.wrong_address", {static_cast<int>(in.layer), 1});
-                 f.chip->config.initialisers[i].address += 4;
-                 f.target = "initialiser " + in.name + ": address + 4";
-                 return f;
-               }});
-  k.push_back({"init.off_by_one_byte", [bytes_init](const Chip& c, const Profile&, Rng& r) {
-                 const std::size_t i = bytes_init(c, r, false);
-                 const chip::Initialiser& in = c.config.initialisers[i];
-                 Fault f = start(c, "init.off_by_one_byte", {static_cast<int>(in.layer), 1});
-                 chip::Initialiser& m = f.chip->config.initialisers[i];
-                 if (m.source == chip::ByteSourceKind::Section) m.offset += 1;
-                 else if (m.source == chip::ByteSourceKind::Image) m.address += 1;
-                 else m.length -= 1;  // entry: the top byte is lost
-                 f.target = "initialiser " + in.name + ": " +
-                            (m.source == chip::ByteSourceKind::Entry ? "one byte short" : "source one byte off");
-                 return f;
-               }});
-  k.push_back({"init.const_value", [](const Chip& c, const Profile&, Rng& r) {
-                 std::vector<std::size_t> idx;
-                 for (std::size_t i = 0; i < c.config.initialisers.size(); ++i)
-                   if (c.config.initialisers[i].is_const && !c.config.initialisers[i].values.empty()) idx.push_back(i);
-                 if (idx.empty()) throw std::runtime_error("no const initialiser");
-                 const std::size_t i = idx[r.below(idx.size())];
-                 const chip::Initialiser& in = c.config.initialisers[i];
-                 Fault f = start(c, "init.const_value", {static_cast<int>(in.layer), 1});
-                 auto& vals = f.chip->config.initialisers[i].values;
-                 const std::size_t e = r.below(vals.size());
-                 vals[e] = vals[e] == 0.0f ? 1.0f : 0.0f;
-                 f.target = "const initialiser " + in.name + ": value " + std::to_string(e) + " flipped 0 <-> 1";
-                 return f;
-               }});
-  return k;
-}
+const std::vector<campaign::MutantKind>& fault_kinds() { return campaign::mutant_kinds(); }
 
 // ------------------------------------------------------------ the oracle
 
@@ -866,12 +461,13 @@ void run_suite(const std::vector<std::string>& only, const std::vector<std::stri
     // The unmodified chip must be exact (else the suite proves nothing).
     ASSERT_EQ(first_difference(original, *g, prof.trace, Mode::kFree), 0u) << "the built chip itself diverges on " << g->name;
     Rng rng{sd ^ std::hash<std::string>{}(gname)};
-    for (const Kind& k : fault_kinds()) {
+    for (const campaign::MutantKind& k : fault_kinds()) {
       Rng r{rng.next()};  // one stream per kind: a subset makes the same choices
       if (!only.empty() && std::find(only.begin(), only.end(), k.name) == only.end()) continue;
       std::optional<Fault> f;
       try {
-        f = k.make(*original, prof, r);
+        campaign::Mutant m = k.make(*original, prof, r);
+        f = Fault{m.kind, m.target, Pos{m.layer, m.sublayer}, m.chip};
         f->chip->validate();
       } catch (const std::exception& e) {
         ADD_FAILURE() << "fault kind " << k.name << " could not be planted: " << e.what();
