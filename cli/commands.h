@@ -42,5 +42,6 @@ void add_ref_command(CLI::App& app, Context& ctx);
 void add_compile_command(CLI::App& app, Context& ctx);
 /// `lockstep bench [--quick]`: speed figures beside their anchors (docs/performance.md).
 void add_bench_command(CLI::App& app, Context& ctx);
+void add_mutate_command(CLI::App& app, Context& ctx);
 
 }  // namespace lockstep::cli

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
                                   add_ref_command,
                                   add_compile_command,
                                   add_bench_command,
+                                  add_mutate_command,
                                   // one line per subcommand; see commands.h
                               });
 }

@@ -1,0 +1,202 @@
+// `lockstep mutate`: the mutation score of the default corpus against mutants of a compiled chip
+// (docs/quality.md, "Mutation score"; the generator is campaign/mutants.h).
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "lockstep/campaign/campaign.h"
+#include "lockstep/campaign/mutants.h"
+#include "lockstep/engine/check.h"
+
+namespace lockstep::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct MutateArgs {
+  std::string chip, kinds, guests = "hello,fd2,crc32,memops,muldiv,bignum_fib", report;
+  std::uint64_t seed = 0, first = 0, mutants = 20, program_seed = 1;
+  std::uint64_t corpus_programs = 16, corpus_steps = 1000, oracle_programs = 48, oracle_steps = 5000;
+  double target = 0.99;
+  unsigned batch = 32;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// Folders searched for guests, as `lockstep bench` and `lockstep story` search them.
+std::vector<fs::path> guest_dirs(const Context& ctx) {
+  std::vector<fs::path> dirs;
+  if (const char* e = std::getenv("LOCKSTEP_GUEST_DIR")) dirs.emplace_back(e);
+  if (!ctx.executable().empty()) dirs.push_back(ctx.executable().parent_path().parent_path() / "guests");
+  dirs.push_back(ctx.source_root() / "build" / "guests");
+  return dirs;
+}
+
+}  // namespace
+
+void add_mutate_command(CLI::App& app, Context& ctx) {
+  auto a = std::make_shared<MutateArgs>();
+  auto* cmd = app.add_subcommand(
+      "mutate", "Mutation score: plant faults in copies of a chip and count those the default corpus catches");
+  cmd->add_option("--mutants", a->mutants, "Mutants to plant and run")->capture_default_str();
+  auto* seed_opt = cmd->add_option("--seed", a->seed, "Seed of the mutants' sites (default: a random one, printed)");
+  cmd->add_option("--first", a->first, "Index of the first mutant (repeat mutant K: --first K --mutants 1)");
+  cmd->add_option("--kinds", a->kinds, "Comma-separated fault kinds (default: all 26, in turn)");
+  cmd->add_option("--chip", a->chip, "Compiled chip file (default: the built chip)");
+  cmd->add_option("--guests", a->guests, "Directed guests of the corpus and oracle (those found are used)")
+      ->capture_default_str();
+  cmd->add_option("--program-seed", a->program_seed, "Campaign seed of the corpus's and oracle's fuzz programs")
+      ->capture_default_str();
+  cmd->add_option("--corpus-programs", a->corpus_programs, "Fuzz programs in the corpus")->capture_default_str();
+  cmd->add_option("--corpus-steps", a->corpus_steps, "Steps of each directed guest in the corpus")->capture_default_str();
+  cmd->add_option("--oracle-programs", a->oracle_programs, "Fuzz programs in the oracle workload")->capture_default_str();
+  cmd->add_option("--oracle-steps", a->oracle_steps, "Steps of each directed guest in the oracle workload")
+      ->capture_default_str();
+  cmd->add_option("--target", a->target, "Exit 1 when the score is below this fraction")->capture_default_str();
+  cmd->add_option("--batch", a->batch, "Guests run together as streams")->capture_default_str();
+  cmd->add_option("--report", a->report, "Folder for mutate.json");
+  cmd->callback([&ctx, a, seed_opt] {
+    if (a->corpus_programs > a->oracle_programs || a->corpus_steps > a->oracle_steps)
+      throw UsageError("the oracle workload must contain the corpus (--oracle-programs >= --corpus-programs, "
+                       "--oracle-steps >= --corpus-steps)");
+    if (a->batch == 0) throw UsageError("--batch must be at least 1");
+    if (!(a->target >= 0 && a->target <= 1)) throw UsageError("--target must be a fraction between 0 and 1");
+    std::uint64_t seed = a->seed;
+    if (seed_opt->count() == 0) {
+      std::random_device rd;
+      seed = (static_cast<std::uint64_t>(rd()) << 32 | rd()) & 0xffffffffffffull;
+    }
+    std::vector<std::string> kinds = split(a->kinds);
+    for (const std::string& k : kinds) {
+      bool known = false;
+      for (const auto& mk : campaign::mutant_kinds()) known = known || mk.name == k;
+      if (!known) throw UsageError("--kinds: unknown fault kind '" + k + "'");
+    }
+    engine::LoadedChip chip;
+    try {
+      chip = engine::load_chip_or_built(a->chip);
+    } catch (const engine::CheckError& e) {
+      throw InputError(e.what());
+    }
+    // The corpus and the oracle workload (docs/quality.md): directed guests (first K steps) and
+    // the fuzz programs 0..P-1 of campaign seed --program-seed over every scalar op.
+    std::vector<engine::Guest> directed;
+    std::string found;
+    for (const std::string& g : split(a->guests)) {
+      for (const fs::path& d : guest_dirs(ctx)) {
+        std::error_code ec;
+        if (!fs::is_regular_file(d / (g + ".elf"), ec)) continue;
+        try {
+          directed.push_back(engine::read_guest(d / (g + ".elf")));
+        } catch (const std::exception& e) {
+          throw InputError(e.what());
+        }
+        found += (found.empty() ? "" : ",") + g;
+        break;
+      }
+    }
+    const auto ops = campaign::select_ops("");
+    std::vector<engine::Guest> programs;
+    for (std::uint64_t k = 0; k < a->oracle_programs; ++k)
+      programs.push_back(campaign::generate(campaign::program_seed(a->program_seed, k), k, ops).guest());
+    campaign::Workload corpus, oracle;
+    corpus.parts.push_back({directed, a->corpus_steps});
+    corpus.parts.push_back({std::vector<engine::Guest>(programs.begin(), programs.begin() + static_cast<std::ptrdiff_t>(a->corpus_programs)), 200000});
+    oracle.parts.push_back({directed, a->oracle_steps});
+    oracle.parts.push_back({programs, 200000});
+    std::ostream& out = ctx.out();
+    out << "lockstep mutate: seed " << seed << " (repeat with --seed " << seed << "), mutants " << a->first << ".."
+        << a->first + a->mutants - 1 << " of chip " << chip.source << " (" << chip.hash << ")\n"
+        << "  corpus: directed guests " << (found.empty() ? "(none found)" : found) << " (first " << a->corpus_steps
+        << " steps) + fuzz programs 0.." << a->corpus_programs << "-1 of program seed " << a->program_seed
+        << "; oracle: the same guests' first " << a->oracle_steps << " steps + programs 0.." << a->oracle_programs
+        << "-1; teacher-forced\n"
+        << std::flush;
+    campaign::ActivityProfile profile;
+    try {
+      profile = campaign::profile_workload(chip.chip, corpus);
+    } catch (const std::runtime_error& e) {
+      throw InputError(e.what());
+    }
+    std::size_t live = 0;
+    for (const auto& [l, s] : profile.live_units) live += s.size();
+    out << "  profile of the corpus: " << live << " live MLP units, heads writing in " << profile.live_heads.size()
+        << " layers, " << profile.consumed.size() << " tokens fed, " << profile.produced.size() << " predicted\n"
+        << std::flush;
+    campaign::MutationOptions mo;
+    mo.seed = seed;
+    mo.first = a->first;
+    mo.count = a->mutants;
+    mo.kinds = kinds;
+    mo.batch = a->batch;
+    const campaign::MutationReport rep = campaign::run_mutants(
+        chip.chip, profile, corpus, oracle, mo, [&](const campaign::MutantResult& m) {
+          out << "mutant " << m.index << " " << m.kind << ": ";
+          if (!m.planted) out << "not planted (" << m.error << ")\n";
+          else
+            out << m.target << " -> "
+                << (m.caught ? "caught (" + m.caught_by + ")"
+                    : m.non_equivalent ? "SURVIVED (changes a token in " + m.changed_in + ")"
+                                       : std::string("no token changed on the oracle workload"))
+                << "\n";
+          out << std::flush;
+        });
+    char line[400];
+    std::snprintf(line, sizeof line,
+                  "mutants %zu (%llu planted): %llu change a token on the oracle workload, %llu of them caught by the "
+                  "corpus; %llu change none; mutation score %llu/%llu = %.1f%% (target %.1f%%); %.1f s; seed %llu\n",
+                  rep.mutants.size(), static_cast<unsigned long long>(rep.planted),
+                  static_cast<unsigned long long>(rep.non_equivalent), static_cast<unsigned long long>(rep.caught),
+                  static_cast<unsigned long long>(rep.planted - rep.non_equivalent),
+                  static_cast<unsigned long long>(rep.caught), static_cast<unsigned long long>(rep.non_equivalent),
+                  100 * rep.score(), 100 * a->target, rep.seconds, static_cast<unsigned long long>(seed));
+    out << line;
+    json survivors = json::array();
+    for (const campaign::MutantResult& m : rep.mutants)
+      if (m.non_equivalent && !m.caught) {
+        const std::string repeat = "lockstep mutate --seed " + std::to_string(seed) + " --first " + std::to_string(m.index) +
+                                   " --mutants 1" + (a->kinds.empty() ? "" : " --kinds " + a->kinds);
+        out << "  survivor: mutant " << m.index << " " << m.kind << " (site seed " << m.seed << "): " << m.target
+            << "; changes a token in " << m.changed_in << "; repeat: " << repeat << "\n";
+        json s = m.to_json();
+        s["repeat"] = repeat;
+        survivors.push_back(s);
+      }
+    out << std::flush;
+    json j = rep.to_json();
+    j["seed"] = seed;
+    j["chip"] = chip.source;
+    j["chip_hash"] = chip.hash;
+    j["target"] = a->target;
+    j["survivors"] = survivors;
+    j["corpus"] = {{"guests", found}, {"guest_steps", a->corpus_steps}, {"programs", a->corpus_programs},
+                   {"program_seed", a->program_seed}, {"mode", "forced"}};
+    j["oracle"] = {{"guests", found}, {"guest_steps", a->oracle_steps}, {"programs", a->oracle_programs},
+                   {"program_seed", a->program_seed}, {"mode", "forced"}};
+    if (!a->report.empty()) {
+      std::error_code ec;
+      fs::create_directories(a->report, ec);
+      std::ofstream f(fs::path(a->report) / "mutate.json");
+      f << j.dump(2) << "\n";
+      if (!f) throw InputError("cannot write " + (fs::path(a->report) / "mutate.json").string());
+    }
+    for (const char* k : {"seed", "planted", "non_equivalent", "caught", "score", "survivors"}) ctx.summary.set(k, j[k]);
+    // Exit 1 (status "mismatch", mismatches = survivors) only when the score is below the target.
+    if (rep.score() < a->target) ctx.summary.add_mismatches(rep.non_equivalent - rep.caught);
+  });
+}
+
+}  // namespace lockstep::cli

@@ -1,0 +1,111 @@
+// `lockstep mutate` (issue 11, docs/quality.md "Mutation score"): mutants of the built RV32 chip
+// planted from a printed seed, the default corpus against each, the score and every survivor
+// with the command that repeats it. Small runs here (label integration); LOCKSTEP_MUTATE_LONG
+// builds the 52-mutant run (label long).
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_run.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+lockstep::cli_test::Result run(const std::vector<std::string>& args) {
+  return lockstep::cli_test::run_lockstep(args, {{"LOCKSTEP_GNUPLOT", "none"}});
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("lockstep-mutate-test-" + std::to_string(::getpid())) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::size_t count(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+#ifndef LOCKSTEP_MUTATE_LONG
+// Seed 7, mutants 0..5 (kinds in turn: embed.flip_sign, embed.zero_column, embed.zero_row,
+// embed.scale, unembed.zero_weight, unembed.flip_sign) on a small corpus: the negated weight of
+// mutant 0 changes no token of the oracle workload; the other five are caught.
+TEST(LockstepMutate, SmallRunOnTheBuiltChip) {
+  const fs::path report = scratch("small");
+  const auto r = run({"mutate", "--seed", "7", "--mutants", "6", "--corpus-programs", "4", "--oracle-programs", "8",
+                      "--corpus-steps", "500", "--oracle-steps", "2000", "--report", report.string()});
+  std::cout << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("seed 7 (repeat with --seed 7)"), std::string::npos);
+  EXPECT_NE(r.out.find("mutation score 5/5 = 100.0%"), std::string::npos) << r.out;
+  const json j = json::parse(lockstep::cli_test::slurp(report / "mutate.json"));
+  EXPECT_EQ(j["seed"], 7);
+  EXPECT_EQ(j["mutants"], 6);
+  EXPECT_EQ(j["planted"], 6);
+  EXPECT_EQ(j["non_equivalent"], 5);
+  EXPECT_EQ(j["caught"], 5);
+  EXPECT_EQ(j["survivors"].size(), 0u);
+  const json& m = j["results"];
+  ASSERT_EQ(m.size(), 6u);
+  EXPECT_EQ(m[0]["kind"], "embed.flip_sign");
+  EXPECT_EQ(m[0]["non_equivalent"], false);
+  EXPECT_EQ(m[3]["kind"], "embed.scale");
+  EXPECT_EQ(m[3]["caught"], true);
+  for (const json& x : m) EXPECT_TRUE(!x["caught"].get<bool>() || x["non_equivalent"].get<bool>()) << x.dump();
+}
+
+// A one-step corpus catches little: every mutant that changes a token on the oracle and is not
+// caught is listed as a survivor with its kind, site seed and the command that repeats it, and
+// the run exits 1 when the score is below --target.
+TEST(LockstepMutate, SurvivorsAreListedWithTheirRepeatCommand) {
+  const fs::path report = scratch("weak");
+  const auto r = run({"mutate", "--seed", "7", "--first", "3", "--mutants", "3", "--guests", "hello",
+                      "--corpus-programs", "0", "--corpus-steps", "1", "--oracle-programs", "4", "--oracle-steps", "3000",
+                      "--report", report.string()});
+  std::cout << r.out;
+  const json j = json::parse(lockstep::cli_test::slurp(report / "mutate.json"));
+  const std::uint64_t survivors = j["non_equivalent"].get<std::uint64_t>() - j["caught"].get<std::uint64_t>();
+  EXPECT_EQ(j["survivors"].size(), survivors);
+  EXPECT_EQ(count(r.out, "  survivor: mutant "), survivors);
+  EXPECT_GT(survivors, 0u) << r.out;
+  for (const json& s : j["survivors"]) {
+    const std::string repeat = "lockstep mutate --seed 7 --first " + std::to_string(s["index"].get<std::uint64_t>()) + " --mutants 1";
+    EXPECT_EQ(s["repeat"], repeat);
+    EXPECT_NE(r.out.find("repeat: " + repeat), std::string::npos);
+  }
+  EXPECT_EQ(r.exit_code, j["score"].get<double>() < 0.99 ? 1 : 0) << r.err;
+}
+
+TEST(LockstepMutate, BadInputExitsTwo) {
+  auto r = run({"mutate", "--kinds", "no.such_kind"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown fault kind 'no.such_kind'"), std::string::npos) << r.err;
+  r = run({"mutate", "--corpus-programs", "10", "--oracle-programs", "5"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("must contain the corpus"), std::string::npos) << r.err;
+}
+#else
+// Two mutants of each of the 26 kinds with the default corpus and oracle (docs/quality.md).
+TEST(LockstepMutate, FiftyTwoMutantsWithTheDefaultCorpus) {
+  const fs::path report = scratch("long");
+  const auto r = run({"mutate", "--seed", "2027", "--mutants", "52", "--report", report.string()});
+  std::cout << r.out;
+  const json j = json::parse(lockstep::cli_test::slurp(report / "mutate.json"));
+  EXPECT_EQ(j["mutants"], 52);
+  EXPECT_GT(j["non_equivalent"].get<std::uint64_t>(), 26u);
+  EXPECT_EQ(j["survivors"].size(), j["non_equivalent"].get<std::uint64_t>() - j["caught"].get<std::uint64_t>());
+  EXPECT_GE(j["score"].get<double>(), 0.99) << "survivors: " << j["survivors"].dump(2);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+#endif
+
+}  // namespace
