@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -80,6 +81,23 @@ TEST(LockstepFuzzMpi, TwoRanksMergeToTheSingleProcessCampaign) {
   EXPECT_TRUE(fs::exists(mpi / "report.html"));
   std::error_code ec;
   fs::remove_all(root, ec);
+}
+
+// Outside mpirun (or without --report) `--shard mpi` is bad input: exit 2, one line.
+TEST(LockstepFuzzMpi, ShardMpiOutsideMpirunIsBadInput) {
+  auto r = lockstep::cli_test::run_lockstep({"fuzz", "--programs", "1", "--shard", "mpi", "--report", "/nonexistent-never-written"},
+                                            {{"OMPI_COMM_WORLD_RANK", ""}, {"OMPI_COMM_WORLD_SIZE", ""}});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("lockstep: error: --shard mpi: OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE are not set"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  r = lockstep::cli_test::run_lockstep({"fuzz", "--programs", "1", "--shard", "mpi"},
+                                       {{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--shard mpi needs --report DIR"), std::string::npos) << r.err;
+  r = lockstep::cli_test::run_lockstep({"fuzz", "--programs", "1", "--shard", "mpi", "--report", "/nonexistent-never-written"},
+                                       {{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "2"}});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not a rank below a size"), std::string::npos) << r.err;
 }
 
 }  // namespace
