@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -30,6 +31,7 @@ struct PreparedMap {
   std::vector<std::uint32_t> seeds;  // rows that can be non-zero with zero input (after act)
   std::vector<std::uint32_t> cols;   // input dimensions with at least one weight
   std::vector<std::uint64_t> colmask;  // bit j: column j has a weight
+  std::vector<std::uint32_t> mask_words;  // indices of the non-zero words of colmask
   void prepare(const LinearMap& map) {
     m = &map;
     seeds.clear();
@@ -40,6 +42,9 @@ struct PreparedMap {
         cols.push_back(j);
         colmask[j >> 6] |= std::uint64_t{1} << (j & 63);
       }
+    mask_words.clear();
+    for (std::uint32_t w = 0; w < colmask.size(); ++w)
+      if (colmask[w]) mask_words.push_back(w);
     for (std::uint32_t r = 0; r < map.bias.size(); ++r) {
       const float b = map.bias[r];
       if (map.act == Activation::Relu ? b > 0.0f : b != 0.0f) seeds.push_back(r);
@@ -47,64 +52,90 @@ struct PreparedMap {
   }
 };
 
-// Sparse accumulator: value(r) = touched ? vals[r] : bias[r] of the map last evaluated.
+// Sparse accumulator: value(r) = touched ? vals(r) : bias[r] of the map last evaluated. A row's
+// stamp and value share one cell (one cache line per first touch); rows is preallocated.
 struct Accum {
-  std::vector<float> vals;
-  std::vector<std::uint32_t> stamp;
-  std::vector<std::uint32_t> rows;  // touched rows, in first-touch order
+  struct Cell {
+    std::uint32_t stamp = 0;
+    float v = 0.0f;
+  };
+  std::vector<Cell> cells;
+  std::vector<std::uint32_t> row_buf;  // touched rows, in first-touch order: row_buf[0 .. n_rows)
+  std::size_t n_rows = 0;
   std::uint32_t cur = 0;
   const LinearMap* m = nullptr;
+  const float* bias = nullptr;
 
   void ensure(std::size_t n) {
-    if (vals.size() < n) {
-      vals.resize(n);
-      stamp.resize(n, 0);
+    if (cells.size() < n) {
+      cells.resize(n);
+      row_buf.resize(n);
     }
   }
   void begin(const LinearMap& map) {
     m = &map;
-    rows.clear();
+    bias = map.bias.data();
+    n_rows = 0;
     if (++cur == 0) {
-      std::fill(stamp.begin(), stamp.end(), 0);
+      for (Cell& c : cells) c.stamp = 0;
       cur = 1;
     }
   }
   inline void touch(std::uint32_t r) {
-    if (stamp[r] != cur) {
-      stamp[r] = cur;
-      vals[r] = m->bias[r];
-      rows.push_back(r);
+    Cell& c = cells[r];
+    if (c.stamp != cur) {
+      c.stamp = cur;
+      c.v = bias[r];
+      row_buf[n_rows++] = r;
     }
   }
-  float value(std::uint32_t r) const { return stamp[r] == cur ? vals[r] : m->bias[r]; }
-  bool touched(std::uint32_t r) const { return stamp[r] == cur; }
+  // Adds w to row r (touching it first).
+  inline void add(std::uint32_t r, float w) {
+    Cell& c = cells[r];
+    if (c.stamp != cur) {
+      c.stamp = cur;
+      c.v = bias[r] + w;
+      row_buf[n_rows++] = r;
+    } else {
+      c.v += w;
+    }
+  }
+  std::span<const std::uint32_t> rows() const { return {row_buf.data(), n_rows}; }
+  float& vals(std::uint32_t r) { return cells[r].v; }
+  float vals(std::uint32_t r) const { return cells[r].v; }
+  float value(std::uint32_t r) const { return cells[r].stamp == cur ? cells[r].v : m->bias[r]; }
+  bool touched(std::uint32_t r) const { return cells[r].stamp == cur; }
 };
 
-// y = W x + b (before activation) for sparse x given by (x dense, nz candidate list). Walks
-// whichever list is shorter, the candidates or the map's own input dimensions: x is dense and
-// zero outside the candidates, so both visit the same non-zero terms (in another order; every
-// partial sum is exact, chip-format.md section 1.3, so the result is the same).
-void eval(Accum& a, const PreparedMap& pm, const float* x, const std::uint32_t* nz, std::size_t n_nz) {
+// y = W x + b (before activation) for sparse x given by (x dense, nz candidate list, xbits its
+// bitmap). Visits the columns that both have a weight and are candidates: by walking the
+// candidates (few of them) or by intersecting the bitmaps word by word over the map's non-zero
+// mask words. x is zero outside the candidates, so both visit the same non-zero terms (in
+// another order; every partial sum is exact, chip-format.md section 1.3, so the result is the
+// same).
+void eval(Accum& a, const PreparedMap& pm, const float* x, const std::uint32_t* nz, std::size_t n_nz,
+          const std::uint64_t* xbits) {
   const LinearMap& m = *pm.m;
   a.begin(m);
   for (std::uint32_t r : pm.seeds) a.touch(r);
   const std::uint32_t* cp = m.w.col_ptr.data();
   const std::uint32_t* ri = m.w.row_idx.data();
   const float* wv = m.w.values.data();
-  const bool by_cols = pm.cols.size() < n_nz;
-  const std::uint32_t* js = by_cols ? pm.cols.data() : nz;
-  const std::size_t n = by_cols ? pm.cols.size() : n_nz;
   const std::uint64_t* mask = pm.colmask.data();
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t j = js[i];
-    if (!by_cols && !((mask[j >> 6] >> (j & 63)) & 1)) continue;  // no weight in column j
+  auto column = [&](std::uint32_t j) {
     const float xj = x[j];
-    if (xj == 0.0f) continue;
-    for (std::uint32_t p = cp[j]; p < cp[j + 1]; ++p) {
-      const std::uint32_t r = ri[p];
-      a.touch(r);
-      a.vals[r] += wv[p] * xj;
+    if (xj == 0.0f) return;
+    for (std::uint32_t p = cp[j]; p < cp[j + 1]; ++p) a.add(ri[p], wv[p] * xj);
+  };
+  if (n_nz < 2 * pm.mask_words.size()) {
+    for (std::size_t i = 0; i < n_nz; ++i) {
+      const std::uint32_t j = nz[i];
+      if ((mask[j >> 6] >> (j & 63)) & 1) column(j);
     }
+  } else {
+    for (std::uint32_t w : pm.mask_words)
+      for (std::uint64_t b = mask[w] & xbits[w]; b != 0; b &= b - 1)
+        column(64 * w + static_cast<std::uint32_t>(std::countr_zero(b)));
   }
 }
 
@@ -119,14 +150,14 @@ void eval_abs(Accum& a, const PreparedMap& pm, const float* x, const std::uint32
     if (xj == 0.0f) continue;
     for (std::uint32_t p = m.w.col_ptr[j]; p < m.w.col_ptr[j + 1]; ++p) a.touch(m.w.row_idx[p]);
   }
-  for (std::uint32_t r : a.rows) a.vals[r] = 0.0f;
-  for (std::uint32_t r : a.rows) a.vals[r] = std::fabs(m.bias[r]);
+  for (std::uint32_t r : a.rows()) a.vals(r) = 0.0f;
+  for (std::uint32_t r : a.rows()) a.vals(r) = std::fabs(m.bias[r]);
   for (std::size_t i = 0; i < n_nz; ++i) {
     const std::uint32_t j = nz[i];
     const double xj = std::fabs(x[j]);
     if (xj == 0.0) continue;
     for (std::uint32_t p = m.w.col_ptr[j]; p < m.w.col_ptr[j + 1]; ++p)
-      a.vals[m.w.row_idx[p]] = static_cast<float>(a.vals[m.w.row_idx[p]] + std::fabs(m.w.values[p]) * xj);
+      a.vals(m.w.row_idx[p]) = static_cast<float>(a.vals(m.w.row_idx[p]) + std::fabs(m.w.values[p]) * xj);
   }
 }
 
@@ -178,7 +209,7 @@ struct Stream {
   std::uint64_t steps = 0;
   // residual of the current step
   std::vector<float> x;
-  std::vector<std::uint8_t> xmark;
+  std::vector<std::uint64_t> xbits;  // bit d: d is in xnz
   std::vector<std::uint32_t> xnz;
   // per-step scratch: memory outputs of every head of the current layer
   std::vector<float> o;  // concatenated value_dim of the layer's heads
@@ -187,8 +218,10 @@ struct Stream {
   std::optional<AuditViolation> violation;
 
   void add(std::uint32_t d, float v) {
-    if (!xmark[d]) {
-      xmark[d] = 1;
+    std::uint64_t& w = xbits[d >> 6];
+    const std::uint64_t bit = std::uint64_t{1} << (d & 63);
+    if (!(w & bit)) {
+      w |= bit;
       xnz.push_back(d);
     }
     x[d] += v;
@@ -196,7 +229,7 @@ struct Stream {
   void clear_residual() {
     for (std::uint32_t d : xnz) {
       x[d] = 0.0f;
-      xmark[d] = 0;
+      xbits[d >> 6] = 0;
     }
     xnz.clear();
   }
@@ -362,8 +395,8 @@ struct CpuExecutor::Impl {
   // bias makes it a seed, always touched): inactive. So the touched rows decide every unit.
   void count_decisions(int l, const Accum& pre) {
     DecisionCoverage::Layer& c = cov.layers[static_cast<std::size_t>(l)];
-    for (std::uint32_t r : pre.rows)
-      if (pre.vals[r] > 0.0f) ++c.active[r];
+    for (std::uint32_t r : pre.rows())
+      if (pre.vals(r) > 0.0f) ++c.active[r];
   }
 
   void init_stream(Stream& s) const {
@@ -371,7 +404,7 @@ struct CpuExecutor::Impl {
     s.state.assign(ch.state_size(), 0.0f);
     s.steps = 0;
     s.x.assign(ch.config.d_model, 0.0f);
-    s.xmark.assign(ch.config.d_model, 0);
+    s.xbits.assign((ch.config.d_model + 63) / 64, 0);
     s.xnz.clear();
     s.o.assign(max_value_dim, 0.0f);
     s.probe_vals.assign(ch.config.probes.size(), {});
@@ -431,8 +464,8 @@ struct CpuExecutor::Impl {
   // audit a linear map evaluation in accumulator `a`: values (after act) and partial sums
   void audit_map(Stream& s, const Accum& a, const PreparedMap& pm, int layer, int act_id, int head, bool residual_rows) {
     eval_abs(aabs, pm, s.x.data(), s.xnz.data(), s.xnz.size());
-    for (std::uint32_t r : aabs.rows) check_abs(s, aabs.vals[r], layer, act_id, head, r, residual_rows);
-    for (std::uint32_t r : a.rows) check(s, a.vals[r], layer, act_id, head, r, residual_rows);
+    for (std::uint32_t r : aabs.rows()) check_abs(s, aabs.vals(r), layer, act_id, head, r, residual_rows);
+    for (std::uint32_t r : a.rows()) check(s, a.vals(r), layer, act_id, head, r, residual_rows);
   }
   // Audit of a residual update x += W in + b: every partial sum is bounded by
   // |x_old| + |b| + sum |W in|; accumulate that per touched dimension, then check it.
@@ -497,6 +530,7 @@ struct CpuExecutor::Impl {
     const float* x = s.x.data();
     const std::uint32_t* nz = s.xnz.data();
     const std::size_t n_nz = s.xnz.size();
+    const std::uint64_t* xb = s.xbits.data();
     std::size_t o_off = 0;
     // Results of this step's k, q, v maps per head (shared by heads with equal maps, which all
     // read the same x; with the audit on every head evaluates its own maps).
@@ -513,7 +547,7 @@ struct CpuExecutor::Impl {
       if (!audit && H.same_beta != h) {
         beta = head_beta[H.same_beta];
       } else {
-        eval(a1, H.beta, x, nz, n_nz);
+        eval(a1, H.beta, x, nz, n_nz, xb);
         if (audit) audit_map(s, a1, H.beta, l, kMemBeta, hi, false);
         beta = act(H.beta.m->act, a1.value(0));
       }
@@ -525,11 +559,11 @@ struct CpuExecutor::Impl {
         const std::uint32_t c = audit ? static_cast<std::uint32_t>(h) : H.same_k;
         auto& knz_c = head_k[c];
         if (!k_done[c]) {
-          eval(a0, H.k, x, nz, n_nz);
+          eval(a0, H.k, x, nz, n_nz, xb);
           if (audit) audit_map(s, a0, H.k, l, kMemK, hi, false);
           knz_c.clear();
-          for (std::uint32_t r : a0.rows) {
-            const float kv = act(H.k.m->act, a0.vals[r]);
+          for (std::uint32_t r : a0.rows()) {
+            const float kv = act(H.k.m->act, a0.vals(r));
             if (kv != 0.0f) knz_c.emplace_back(r, kv);
           }
           k_done[c] = 1;
@@ -544,7 +578,7 @@ struct CpuExecutor::Impl {
         const std::uint32_t c = audit ? static_cast<std::uint32_t>(h) : H.same_v;
         float* vc = head_v[c].data();
         if (!v_done[c]) {
-          eval(a2, H.v, x, nz, n_nz);
+          eval(a2, H.v, x, nz, n_nz, xb);
           if (audit) audit_map(s, a2, H.v, l, kMemV, hi, false);
           for (std::uint32_t i = 0; i < V; ++i) vc[i] = a2.value(i);
           v_done[c] = 1;
@@ -579,11 +613,11 @@ struct CpuExecutor::Impl {
       const std::uint32_t cq = audit ? static_cast<std::uint32_t>(h) : H.same_q;
       auto& qnz_c = head_q[cq];
       if (cq == h) {
-        eval(a0, H.q, x, nz, n_nz);
+        eval(a0, H.q, x, nz, n_nz, xb);
         if (audit) audit_map(s, a0, H.q, l, kMemQ, hi, false);
         qnz_c.clear();
-        for (std::uint32_t r : a0.rows) {
-          const float qj = act(H.q.m->act, a0.vals[r]);
+        for (std::uint32_t r : a0.rows()) {
+          const float qj = act(H.q.m->act, a0.vals(r));
           if (qj != 0.0f) qnz_c.emplace_back(r, qj);
         }
       }
@@ -636,22 +670,23 @@ struct CpuExecutor::Impl {
     const float* x = s.x.data();
     const std::uint32_t* nz = s.xnz.data();
     const std::size_t n_nz = s.xnz.size();
+    const std::uint64_t* xb = s.xbits.data();
     // hidden activations h (non-zero ones) into a3.rows/tmp pairs
     knz.clear();
     if (P.kind == MlpKind::Relu) {
-      eval(a0, P.w1, x, nz, n_nz);
+      eval(a0, P.w1, x, nz, n_nz, xb);
       if (audit) audit_map(s, a0, P.w1, l, kMlpPre, -1, false);
       if (coverage) count_decisions(l, a0);
-      for (std::uint32_t r : a0.rows)
-        if (a0.vals[r] > 0.0f) knz.emplace_back(r, a0.vals[r]);
+      for (std::uint32_t r : a0.rows())
+        if (a0.vals(r) > 0.0f) knz.emplace_back(r, a0.vals(r));
     } else {
-      eval(a0, P.wg, x, nz, n_nz);
+      eval(a0, P.wg, x, nz, n_nz, xb);
       if (audit) audit_map(s, a0, P.wg, l, kMlpPre, -1, false);
       if (coverage) count_decisions(l, a0);
-      eval(a1, P.wu, x, nz, n_nz);
+      eval(a1, P.wu, x, nz, n_nz, xb);
       if (audit) audit_map(s, a1, P.wu, l, kMlpU, -1, false);
-      for (std::uint32_t r : a0.rows) {
-        const float g = a0.vals[r];
+      for (std::uint32_t r : a0.rows()) {
+        const float g = a0.vals(r);
         if (g <= 0.0f) continue;
         const float h = a1.value(r) * g;
         if (h != 0.0f) knz.emplace_back(r, h);
@@ -674,7 +709,7 @@ struct CpuExecutor::Impl {
 
   // logits = W_U x + b_U ; argmax, lowest id wins a tie.
   Token unembed_argmax(Stream& s) {
-    eval(a0, unembed, s.x.data(), s.xnz.data(), s.xnz.size());
+    eval(a0, unembed, s.x.data(), s.xnz.data(), s.xnz.size(), s.xbits.data());
     if (audit) {
       audit_map(s, a0, unembed, -1, kLogits, -1, false);  // every touched logit
       for (Token t : bad_bias_tokens)                      // untouched logits are their biases
@@ -683,8 +718,8 @@ struct CpuExecutor::Impl {
     bool have = false;
     float best = 0.0f;
     Token best_t = 0;
-    for (std::uint32_t r : a0.rows) {
-      const float v = a0.vals[r];
+    for (std::uint32_t r : a0.rows()) {
+      const float v = a0.vals(r);
       if (!have || v > best || (v == best && r < best_t)) {
         have = true;
         best = v;
