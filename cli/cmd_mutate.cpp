@@ -164,11 +164,26 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
                   static_cast<unsigned long long>(rep.caught), static_cast<unsigned long long>(rep.non_equivalent),
                   100 * rep.score(), 100 * a->target, rep.seconds, static_cast<unsigned long long>(seed));
     out << line;
+    // The options that make the workload differ from the default (a survivor's repeat command).
+    std::string workload_options;
+    {
+      const MutateArgs d;
+      auto opt = [&](const char* name, const std::string& v, const std::string& dv) {
+        if (v != dv) workload_options += std::string(" ") + name + " " + v;
+      };
+      opt("--guests", a->guests, d.guests);
+      opt("--program-seed", std::to_string(a->program_seed), std::to_string(d.program_seed));
+      opt("--corpus-programs", std::to_string(a->corpus_programs), std::to_string(d.corpus_programs));
+      opt("--corpus-steps", std::to_string(a->corpus_steps), std::to_string(d.corpus_steps));
+      opt("--oracle-programs", std::to_string(a->oracle_programs), std::to_string(d.oracle_programs));
+      opt("--oracle-steps", std::to_string(a->oracle_steps), std::to_string(d.oracle_steps));
+    }
     json survivors = json::array();
     for (const campaign::MutantResult& m : rep.mutants)
       if (m.non_equivalent && !m.caught) {
         const std::string repeat = "lockstep mutate --seed " + std::to_string(seed) + " --first " + std::to_string(m.index) +
-                                   " --mutants 1" + (a->kinds.empty() ? "" : " --kinds " + a->kinds);
+                                   " --mutants 1" + (a->kinds.empty() ? "" : " --kinds " + a->kinds) + workload_options +
+                                   (a->chip.empty() ? "" : " --chip " + a->chip);
         out << "  survivor: mutant " << m.index << " " << m.kind << " (site seed " << m.seed << "): " << m.target
             << "; changes a token in " << m.changed_in << "; repeat: " << repeat << "\n";
         json s = m.to_json();

@@ -78,7 +78,9 @@ TEST(LockstepMutate, SurvivorsAreListedWithTheirRepeatCommand) {
   EXPECT_EQ(count(r.out, "  survivor: mutant "), survivors);
   EXPECT_GT(survivors, 0u) << r.out;
   for (const json& s : j["survivors"]) {
-    const std::string repeat = "lockstep mutate --seed 7 --first " + std::to_string(s["index"].get<std::uint64_t>()) + " --mutants 1";
+    const std::string repeat = "lockstep mutate --seed 7 --first " + std::to_string(s["index"].get<std::uint64_t>()) +
+                               " --mutants 1 --guests hello --corpus-programs 0 --corpus-steps 1 --oracle-programs 4 "
+                               "--oracle-steps 3000";
     EXPECT_EQ(s["repeat"], repeat);
     EXPECT_NE(r.out.find("repeat: " + repeat), std::string::npos);
   }
