@@ -171,6 +171,13 @@ struct PreparedHead {
   std::uint32_t same_k = 0, same_q = 0, same_v = 0, same_beta = 0;
 };
 
+// True when the 8 floats at p are all +0 or -0 (bit patterns OR-ed, sign bits masked).
+inline bool all_zero8(const float* p) {
+  std::uint64_t w[4];
+  std::memcpy(w, p, sizeof w);
+  return ((w[0] | w[1] | w[2] | w[3]) & 0x7FFFFFFF7FFFFFFFull) == 0;
+}
+
 // Equality of two maps' content (activation, shape, weights, bias).
 bool same_map(const LinearMap& a, const LinearMap& b) {
   return &a == &b || (a.act == b.act && a.bias == b.bias && a.w.col_ptr == b.w.col_ptr &&
@@ -648,9 +655,13 @@ struct CpuExecutor::Impl {
       PreparedHead& H = P.heads[h];
       const float* o = s.o.data() + o_off;
       const SparseMatrix& W = H.o.m->w;
-      for (std::uint32_t i = 0; i < H.value_dim; ++i) {
-        if (o[i] == 0.0f) continue;
-        for (std::uint32_t p = W.col_ptr[i]; p < W.col_ptr[i + 1]; ++p) s.add(W.row_idx[p], W.values[p] * o[i]);
+      const std::uint32_t V = H.value_dim;
+      for (std::uint32_t i0 = 0; i0 < V; i0 += 8) {
+        if (i0 + 8 <= V && all_zero8(o + i0)) continue;  // most read-outs are sparse one-hots
+        for (std::uint32_t i = i0; i < std::min(V, i0 + 8); ++i) {
+          if (o[i] == 0.0f) continue;
+          for (std::uint32_t p = W.col_ptr[i]; p < W.col_ptr[i + 1]; ++p) s.add(W.row_idx[p], W.values[p] * o[i]);
+        }
       }
       for (std::uint32_t r : H.o.seeds) s.add(r, H.o.m->bias[r]);
       o_off += H.value_dim;
