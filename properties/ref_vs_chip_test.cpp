@@ -4,23 +4,27 @@
 // One property per row of ref's encoding table outside the vector unit (RV32IM, Zba, bignum):
 // RapidCheck draws operand values (edge values 0, 1, -1, INT32_MIN, 0x7fffffff, powers of two
 // and small numbers mixed with uniform ones), the register fields, immediates, the bignum
-// unit's carry and accumulator; each case is a tiny program
+// unit's carry and accumulator. A case is kProgramsPerCase programs of kBlocks blocks each:
 //
-//     [bignum rows: li t0, c; bn.xchgc x0, t0; bn.accclr; li t0, a; li t1, b; bn.mac t0, t1]
+//     [bignum rows: li t0, c; bn.xchgc x0, t0; (bn.accclr;) li t0, a; li t1, b; bn.mac t0, t1]
 //     li <operand registers>      (each `li` is lui + addi)
 //     <the instruction>
-//     nop; nop; nop; nop          (branch and jump targets land here)
+//     nop; nop; nop; nop          (branch and jump targets land here or in the next block)
+//     ... more blocks ...
 //     li a7, 93; ecall            (exit)
 //
-// with a 1 KiB data area of random bytes at 0x80000 that loads and stores address (their base
-// is sometimes a random value, so the traps are tested too). The program runs on the reference
-// and on the built chip in lock-step (engine::Engine, one batch of kProgramsPerCase streams),
-// teacher-forced and free-running; every token must be equal (0 mismatches) and the program
-// must end (exit or trap) within kMaxSteps.
+// with a 1 KiB data area of random bytes at 0x80000 that loads and stores address. Only the
+// last block may trap on purpose (a misaligned or arbitrary load/store base, a misaligned or far
+// jump, an ecall with any number or arguments, ebreak), so every block before it runs. The
+// programs run on the reference and on the built chip in lock-step (engine::Engine, one stream
+// each), teacher-forced and free-running; every token must be equal (0 mismatches) and each
+// program must end (exit or trap) within kMaxSteps. Several blocks per program because the
+// chip's per-stream reset (about 8.5 MB of state) costs far more than the steps.
 //
-// The chip is loaded once per test binary. Seeds: RapidCheck prints "Using configuration:
-// seed=..." first and a reproduce string on failure; replay with RC_PARAMS="reproduce=...".
-// Cases per instruction: kDefaultCases unless RC_PARAMS sets max_success.
+// The chip is loaded once per test binary ($LOCKSTEP_CHIP, else the built chip). Seeds:
+// RapidCheck prints "Using configuration: seed=..." first and a reproduce string on failure;
+// replay with RC_PARAMS="reproduce=...". Cases per instruction: kDefaultCases unless RC_PARAMS
+// sets max_success (properties/README.md).
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
