@@ -29,7 +29,7 @@ fs::path scratch(const std::string& name) {
   return d;
 }
 
-std::size_t count(const std::string& s, const std::string& what) {
+[[maybe_unused]] std::size_t count(const std::string& s, const std::string& what) {
   std::size_t n = 0;
   for (auto at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
   return n;
