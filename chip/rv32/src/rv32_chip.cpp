@@ -15,7 +15,8 @@
 //   L6  mlp: ECALL checks, compare operand, shift amount, divider signs, commit values
 //   L7  mem: bignum c and acc (commits on CF, AC11, bn.accclr); mlp: step cases, end of instruction
 //   L8..L9  mlp: operands, compares, loads, stores, carries, branch decision, CF bit
-//   L10 mem: CF slot; L10..L13 mlp: byte adder, next-pc / write-address adder (lookahead)
+//   L10 mem: CF slot; L10..L13 mlp: byte adder, next-pc / write-address adder (lookahead);
+//       L9..L10 mlp: shift result nibbles (two bit fields, then joined)
 //   L14 mem: next pc; mlp: its w nibbles, in-RAM check, write-byte key
 //   L15 mem: RAM copy for ECALL write bytes; L15..L17 mlp: pc tokens, write bytes
 //   L8..L18 mlp: multiplier, divider compare, remainder, bn.mac (only active on their classes)
@@ -825,16 +826,40 @@ class Compiler {
     s[0] = any_of(nib(f, 7), [](unsigned j) { return j < 8; });
     return s;
   }
+  // A result nibble is two disjoint bit fields: left: ((hi << r) & 15) | (lo >> (4 - r)); right:
+  // (lo >> r) | ((hi << (4 - r)) & 15). Layer 9 makes each field a one-hot from (window nibble,
+  // r) (a nibble touches 4 units, r 16); layer 10 joins the two fields (16 + 16 touches). One
+  // table over (two nibbles, r) touched 256 units per r value.
   void shift_tables() {
     LayerBuilder& l8 = L(9);
+    LayerBuilder& l9 = L(10);
+    const FieldRef SHP = B.field("shift_parts", 4 * 2 * 16);  // [result nibble][part][value]
     auto win = [&](std::uint32_t side, std::uint32_t d) { return field_oh(SHW, 48 * side + 16 * d, 16); };
+    auto part = [&](std::uint32_t t, std::uint32_t which) { return field_oh(SHP, 32 * t + 16 * which, 16); };
     const OH r = field_oh(SR, 0, 4);
-    auto left = [](unsigned hi, unsigned lo, unsigned sh) { return ((hi << sh) | (lo >> (4 - sh))) & 15; };
-    auto right = [](unsigned lo, unsigned hi, unsigned sh) { return ((lo >> sh) | (hi << (4 - sh))) & 15; };
-    table(l8, {win(0, 1), win(0, 0), r}, [&](const std::vector<unsigned>& v) { return SparseVec{{NPL.dim(left(v[0], v[1], v[2])), 1.0}}; });
-    table(l8, {win(0, 2), win(0, 1), r}, [&](const std::vector<unsigned>& v) { return SparseVec{{NPH.dim(left(v[0], v[1], v[2])), 1.0}}; });
-    table(l8, {win(1, 0), win(1, 1), r}, [&](const std::vector<unsigned>& v) { return SparseVec{{NPL.dim(right(v[0], v[1], v[2])), 1.0}}; });
-    table(l8, {win(1, 1), win(1, 2), r}, [&](const std::vector<unsigned>& v) { return SparseVec{{NPH.dim(right(v[0], v[1], v[2])), 1.0}}; });
+    struct Nib {
+      std::uint32_t side, d_hi, d_lo;
+      bool left, high;
+    };
+    // left NPL: hi win(0,1), lo win(0,0); left NPH: hi win(0,2), lo win(0,1);
+    // right NPL: lo win(1,0), hi win(1,1); right NPH: lo win(1,1), hi win(1,2)
+    const std::array<Nib, 4> nibs = {Nib{0, 1, 0, true, false}, Nib{0, 2, 1, true, true},
+                                     Nib{1, 1, 0, false, false}, Nib{1, 2, 1, false, true}};
+    for (std::uint32_t t = 0; t < 4; ++t) {
+      const Nib& n = nibs[t];
+      const FieldRef& out = n.high ? NPH : NPL;
+      table(l8, {win(n.side, n.d_hi), r}, [&](const std::vector<unsigned>& v) {
+        const unsigned f = n.left ? (v[0] << v[1]) & 15 : (v[0] << (4 - v[1])) & 15;
+        return SparseVec{{SHP.dim(32 * t + f), 1.0}};
+      });
+      table(l8, {win(n.side, n.d_lo), r}, [&](const std::vector<unsigned>& v) {
+        const unsigned f = n.left ? v[0] >> (4 - v[1]) : v[0] >> v[1];
+        return SparseVec{{SHP.dim(32 * t + 16 + f), 1.0}};
+      });
+      table(l9, {part(t, 0), part(t, 1)}, [&](const std::vector<unsigned>& v) {
+        return SparseVec{{out.dim(v[0] | v[1]), 1.0}};
+      });
+    }
   }
 
   // Zba: rs1 << k (k = 1, 2, 3) as 8 nibble one-hots, from a copy of rs1 gated by the Zba classes
