@@ -244,7 +244,7 @@ class Compiler {
   FieldRef PCLN, PCHF, ADDRK, R1S;
   FieldRef WPN, ACPN, OIHN, PCHS, PCLS, WSR, ACR, OIS, OIHS, LANE, IZ, INC;
   FieldRef LENBIG, FD2, BNV, ACCLR, EQL, LAST, ENDI, CFF, CFV, CFR;
-  FieldRef ADA, ADB, ADS, ADG, ADP, ADC, ADN, NPCR, WNX, NV, EQH, GPCH, GPCL, XWL, XWH, LANEX, OB, OBLO;
+  FieldRef ADA, ADB, ADS, ADG, ADP, ADC, ADN, ADNO, NPCR, WNX, NV, EQH, GPCH, GPCL, XWL, XWH, LANEX, OB, OBLO;
   FieldRef OUTG, WEG;
   // L1/L2
   FieldRef IWB, LW_, IHI, ILOS, DHI, DLOS, IN, DN;
@@ -1732,18 +1732,27 @@ class Compiler {
         for (std::uint32_t m = j + 1; m < n; ++m) conds.push_back(ADP[m]);
         when(L(12), conds, {{ADC.dim(n), 1.0}});
       }
+    // The sum's nibbles: ADN on every step, ADNO (the ECALL write address a1 + i) on OI steps
+    // only, so the write-byte key tables of layer 14 are idle on the fetch steps.
     ADN = B.field("add_result", 128);
-    table(L(13), {field_oh(ADS, 0, 16), OH{Lin::constant(1) - cls(JALR), cls(JALR)}}, [&](const std::vector<unsigned>& v) {
-      return SparseVec{{ADN.dim(v[1] ? (v[0] & 0xE) : v[0]), 1.0}};
-    });
-    for (std::uint32_t n = 1; n < 8; ++n)
-      table(L(13), {field_oh(ADS, 16 * n, 16), OH{Lin::constant(1) - ADC[n], ADC[n]}}, [&, n](const std::vector<unsigned>& v) {
-        return SparseVec{{ADN.dim(16 * n + ((v[0] + v[1]) & 15)), 1.0}};
-      });
-    // NPC (layer 14): written on the fetch step, read every step; initially the entry.
+    ADNO = B.field("add_result_oi", 128);
+    for (const auto& [out, gates] : {std::pair{ADN, std::vector<Lin>{}}, std::pair{ADNO, std::vector<Lin>{k(kOi)}}}) {
+      const FieldRef f = out;
+      table(L(13), {field_oh(ADS, 0, 16), OH{Lin::constant(1) - cls(JALR), cls(JALR)}}, [&](const std::vector<unsigned>& v) {
+        return SparseVec{{f.dim(v[1] ? (v[0] & 0xE) : v[0]), 1.0}};
+      }, gates);
+      for (std::uint32_t n = 1; n < 8; ++n)
+        table(L(13), {field_oh(ADS, 16 * n, 16), OH{Lin::constant(1) - ADC[n], ADC[n]}}, [&, n](const std::vector<unsigned>& v) {
+          return SparseVec{{f.dim(16 * n + ((v[0] + v[1]) & 15)), 1.0}};
+        }, gates);
+    }
+    // NPC (layer 14): written on the fetch step; read (q = 1) only where the pc tokens need it:
+    // after the last token of an instruction or START, and on the PCH step (PCL follows), so
+    // its tables are idle on the other steps. Initially the entry.
     NPCR = B.field("next_pc", 128);
     const std::uint32_t h = slot_head(L(14), 1, [&](std::uint32_t) { return fetch(); },
-                                      [&](std::uint32_t r) { return ADN[r]; }, NPCR);
+                                      [&](std::uint32_t r) { return ADN[r]; }, NPCR,
+                                      ENDI[0] + k(kCtrl) + any_pch());
     Initialiser in;
     in.name = "next_pc";
     in.layer = 14;
@@ -1851,10 +1860,10 @@ class Compiler {
     when(l9, {k(kOi), FD2[0]}, {{NK.dim(kErr), 1.0}});
     XWL = B.field("out_wl", 512);
     XWH = B.field("out_wh", 512);
-    key_pieces(L(14), ADN, XWL, XWH, k(kOi));
+    key_pieces(L(14), ADNO, XWL, XWH, k(kOi));
     LANEX = B.field("out_lane", 4);
     for (unsigned b = 0; b < 4; ++b)
-      when(L(14), {any_of(nib(ADN, 0), [b](unsigned j) { return (j & 3) == b; }), k(kOi)}, {{LANEX.dim(b), 1.0}});
+      when(L(14), {any_of(nib(ADNO, 0), [b](unsigned j) { return (j & 3) == b; }), k(kOi)}, {{LANEX.dim(b), 1.0}});
     const FieldRef OBB = B.field("out_word", 4);
     {  // RAM copy (layer 15): one head, 2^18 words x 4 byte scalars, read at a1 + i on the OI
        // step; on every store byte it takes the whole word as layer 1 reads it after that byte's
