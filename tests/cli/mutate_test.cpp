@@ -22,8 +22,19 @@ lockstep::cli_test::Result run(const std::vector<std::string>& args) {
   return lockstep::cli_test::run_lockstep(args, {{"LOCKSTEP_GNUPLOT", "none"}});
 }
 
+fs::path scratch_root() { return fs::temp_directory_path() / ("lockstep-mutate-test-" + std::to_string(::getpid())); }
+
+// Removes this process's scratch folder after the tests.
+struct Cleanup : ::testing::Environment {
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(scratch_root(), ec);
+  }
+};
+const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new Cleanup);
+
 fs::path scratch(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("lockstep-mutate-test-" + std::to_string(::getpid())) / name;
+  const fs::path d = scratch_root() / name;
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
