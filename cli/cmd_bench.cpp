@@ -461,6 +461,7 @@ void run_bench(const BenchArgs& args, Context& ctx) {
       jg = {{"executor", chip::cuda_compiled()}, {"skipped", "CUDA executor: " + why}};
       table.add("chip, CUDA executor", "skipped", "CUDA executor: " + why + "; target >= 100,000 tokens/s on an H200");
     } else {
+#if LOCKSTEP_HAVE_CUDA  // (without CUDA, cuda_available() is false and CudaExecutor is not built)
       try {
         const std::uint64_t host_steps = std::min<std::uint64_t>(chip_steps, args.quick ? 2000 : 20000);
         const std::uint64_t per = std::min<std::uint64_t>(chip_steps, args.quick ? 500 : 2000);
@@ -519,6 +520,7 @@ void run_bench(const BenchArgs& args, Context& ctx) {
         jg = {{"executor", true}, {"skipped", std::string("CUDA executor failed: ") + e.what()}};
         table.add("chip, CUDA executor", "skipped", std::string("CUDA executor failed: ") + e.what());
       }
+#endif
     }
     j["cuda"] = jg;
   }
