@@ -1,3 +1,5 @@
+#include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "lockstep/chip/backend.hpp"
@@ -73,6 +75,62 @@ std::vector<Token> ChipBackend::free_running(StreamId s, Token first, std::size_
   Token t = first;
   for (std::size_t i = 0; i < n; ++i) t = out[i] = step(s, t);
   return out;
+}
+
+namespace {
+constexpr char kCheckpointMagic[4] = {'L', 'K', 'C', 'S'};
+constexpr std::uint32_t kCheckpointVersion = 1;
+constexpr std::size_t kCheckpointHeader = 4 + 4 + 8 + 8 + 8;
+}  // namespace
+
+std::vector<std::uint8_t> encode_checkpoint(std::uint64_t fingerprint, std::uint64_t steps,
+                                            std::span<const float> state) {
+  std::vector<std::uint8_t> out(kCheckpointHeader + state.size() * 4);
+  std::uint8_t* p = out.data();
+  const std::uint64_t n = state.size();
+  std::memcpy(p, kCheckpointMagic, 4);
+  std::memcpy(p + 4, &kCheckpointVersion, 4);
+  std::memcpy(p + 8, &fingerprint, 8);
+  std::memcpy(p + 16, &steps, 8);
+  std::memcpy(p + 24, &n, 8);
+  if (n) std::memcpy(p + kCheckpointHeader, state.data(), n * 4);
+  return out;
+}
+
+DecodedCheckpoint decode_checkpoint(std::span<const std::uint8_t> bytes, std::uint64_t fingerprint,
+                                    std::size_t state_size) {
+  if (bytes.size() < kCheckpointHeader) throw FormatError("checkpoint: truncated header");
+  if (std::memcmp(bytes.data(), kCheckpointMagic, 4) != 0) throw FormatError("checkpoint: bad magic (not a stream checkpoint)");
+  std::uint32_t version;
+  std::uint64_t fp, n;
+  DecodedCheckpoint d;
+  std::memcpy(&version, bytes.data() + 4, 4);
+  std::memcpy(&fp, bytes.data() + 8, 8);
+  std::memcpy(&d.steps, bytes.data() + 16, 8);
+  std::memcpy(&n, bytes.data() + 24, 8);
+  if (version != kCheckpointVersion) throw FormatError("checkpoint: unsupported version " + std::to_string(version));
+  if (fp != fingerprint) throw FormatError("checkpoint: made for a different chip (fingerprint mismatch)");
+  if (n != state_size) throw FormatError("checkpoint: state has " + std::to_string(n) + " floats, chip needs " + std::to_string(state_size));
+  if (bytes.size() != kCheckpointHeader + n * 4)
+    throw FormatError("checkpoint: size " + std::to_string(bytes.size()) + ", expected " + std::to_string(kCheckpointHeader + n * 4));
+  d.state.resize(n);
+  if (n) std::memcpy(d.state.data(), bytes.data() + kCheckpointHeader, n * 4);
+  for (float v : d.state)
+    if (!std::isfinite(v)) throw FormatError("checkpoint: non-finite state value");
+  return d;
+}
+
+std::pair<std::size_t, std::size_t> find_probe(const Chip& chip, int layer, Sublayer after,
+                                               const std::string& field) {
+  const auto& probes = chip.config.probes;
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    const ProbePoint& p = probes[i];
+    if (p.after != after || (after != Sublayer::Embed && p.layer != layer)) continue;
+    for (std::size_t f = 0; f < p.fields.size(); ++f)
+      if (p.fields[f] == field) return {i, f};
+  }
+  throw UsageError("probe: field '" + field + "' is not in the probe map after layer " + std::to_string(layer) +
+                   " " + to_string(after));
 }
 
 }  // namespace lockstep::chip

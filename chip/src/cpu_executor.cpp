@@ -813,48 +813,17 @@ std::uint64_t CpuExecutor::hash(StreamId id) const {
   return XXH3_64bits(s.state.data(), s.state.size() * sizeof(float));
 }
 
-namespace {
-constexpr char kCheckpointMagic[4] = {'L', 'K', 'C', 'S'};
-constexpr std::uint32_t kCheckpointVersion = 1;
-constexpr std::size_t kCheckpointHeader = 4 + 4 + 8 + 8 + 8;
-}  // namespace
-
 std::vector<std::uint8_t> CpuExecutor::save(StreamId id) const {
   const Stream& s = impl_->stream(id);
-  std::vector<std::uint8_t> out(kCheckpointHeader + s.state.size() * 4);
-  std::uint8_t* p = out.data();
-  const std::uint64_t n = s.state.size();
-  std::memcpy(p, kCheckpointMagic, 4);
-  std::memcpy(p + 4, &kCheckpointVersion, 4);
-  std::memcpy(p + 8, &impl_->fingerprint, 8);
-  std::memcpy(p + 16, &s.steps, 8);
-  std::memcpy(p + 24, &n, 8);
-  if (n) std::memcpy(p + kCheckpointHeader, s.state.data(), n * 4);
-  return out;
+  return encode_checkpoint(impl_->fingerprint, s.steps, s.state);
 }
 
 void CpuExecutor::restore(StreamId id, const std::vector<std::uint8_t>& bytes) {
   Stream& s = impl_->stream(id);
-  if (bytes.size() < kCheckpointHeader) throw FormatError("checkpoint: truncated header");
-  if (std::memcmp(bytes.data(), kCheckpointMagic, 4) != 0) throw FormatError("checkpoint: bad magic (not a stream checkpoint)");
-  std::uint32_t version;
-  std::uint64_t fp, steps, n;
-  std::memcpy(&version, bytes.data() + 4, 4);
-  std::memcpy(&fp, bytes.data() + 8, 8);
-  std::memcpy(&steps, bytes.data() + 16, 8);
-  std::memcpy(&n, bytes.data() + 24, 8);
-  if (version != kCheckpointVersion) throw FormatError("checkpoint: unsupported version " + std::to_string(version));
-  if (fp != impl_->fingerprint) throw FormatError("checkpoint: made for a different chip (fingerprint mismatch)");
-  if (n != s.state.size()) throw FormatError("checkpoint: state has " + std::to_string(n) + " floats, chip needs " + std::to_string(s.state.size()));
-  if (bytes.size() != kCheckpointHeader + n * 4)
-    throw FormatError("checkpoint: size " + std::to_string(bytes.size()) + ", expected " + std::to_string(kCheckpointHeader + n * 4));
-  std::vector<float> st(n);
-  if (n) std::memcpy(st.data(), bytes.data() + kCheckpointHeader, n * 4);
-  for (float v : st)
-    if (!std::isfinite(v)) throw FormatError("checkpoint: non-finite state value");
+  DecodedCheckpoint d = decode_checkpoint(bytes, impl_->fingerprint, s.state.size());
   impl_->init_stream(s);
-  s.state = std::move(st);
-  s.steps = steps;
+  s.state = std::move(d.state);
+  s.steps = d.steps;
 }
 
 std::uint64_t CpuExecutor::steps(StreamId id) const { return impl_->stream(id).steps; }
@@ -864,15 +833,8 @@ void CpuExecutor::set_probe_recording(bool on) { impl_->record_probes = on; }
 std::vector<float> CpuExecutor::probe(StreamId id, int layer, Sublayer after, const std::string& field) const {
   const Stream& s = impl_->stream(id);
   if (!s.probes_valid) throw UsageError("probe: recording was off during the last step (or no step yet)");
-  const auto& probes = chip().config.probes;
-  for (std::size_t i = 0; i < probes.size(); ++i) {
-    const ProbePoint& p = probes[i];
-    if (p.after != after || (after != Sublayer::Embed && p.layer != layer)) continue;
-    for (std::size_t f = 0; f < p.fields.size(); ++f)
-      if (p.fields[f] == field) return s.probe_vals[i][f];
-  }
-  throw UsageError("probe: field '" + field + "' is not in the probe map after layer " + std::to_string(layer) +
-                   " " + to_string(after));
+  const auto [i, f] = find_probe(chip(), layer, after, field);
+  return s.probe_vals[i][f];
 }
 
 void CpuExecutor::set_audit(bool on) { impl_->audit = on; }

@@ -15,9 +15,6 @@
 namespace lockstep::chip {
 
 namespace {
-constexpr char kCheckpointMagic[4] = {'L', 'K', 'C', 'S'};
-constexpr std::uint32_t kCheckpointVersion = 1;
-constexpr std::size_t kCheckpointHeader = 4 + 4 + 8 + 8 + 8;
 
 // Runs a CUDA call and turns its runtime_error into a one-line UsageError-free message.
 template <class F>
@@ -256,45 +253,17 @@ std::uint64_t CudaExecutor::hash(StreamId id) const {
 }
 
 std::vector<std::uint8_t> CudaExecutor::save(StreamId id) const {
-  const std::vector<float> st = state(id);
-  std::vector<std::uint8_t> out(kCheckpointHeader + st.size() * 4);
-  std::uint8_t* p = out.data();
-  const std::uint64_t n = st.size();
-  const std::uint64_t steps = impl_->stream(id).steps;
-  std::memcpy(p, kCheckpointMagic, 4);
-  std::memcpy(p + 4, &kCheckpointVersion, 4);
-  std::memcpy(p + 8, &impl_->fingerprint, 8);
-  std::memcpy(p + 16, &steps, 8);
-  std::memcpy(p + 24, &n, 8);
-  if (n) std::memcpy(p + kCheckpointHeader, st.data(), n * 4);
-  return out;
+  return encode_checkpoint(impl_->fingerprint, impl_->stream(id).steps, state(id));
 }
 
 void CudaExecutor::restore(StreamId id, const std::vector<std::uint8_t>& bytes) {
   Stream& s = impl_->stream(id);
-  if (bytes.size() < kCheckpointHeader) throw FormatError("checkpoint: truncated header");
-  if (std::memcmp(bytes.data(), kCheckpointMagic, 4) != 0) throw FormatError("checkpoint: bad magic (not a stream checkpoint)");
-  std::uint32_t version;
-  std::uint64_t fp, steps, n;
-  std::memcpy(&version, bytes.data() + 4, 4);
-  std::memcpy(&fp, bytes.data() + 8, 8);
-  std::memcpy(&steps, bytes.data() + 16, 8);
-  std::memcpy(&n, bytes.data() + 24, 8);
-  const std::size_t want = impl_->chip->state_size();
-  if (version != kCheckpointVersion) throw FormatError("checkpoint: unsupported version " + std::to_string(version));
-  if (fp != impl_->fingerprint) throw FormatError("checkpoint: made for a different chip (fingerprint mismatch)");
-  if (n != want) throw FormatError("checkpoint: state has " + std::to_string(n) + " floats, chip needs " + std::to_string(want));
-  if (bytes.size() != kCheckpointHeader + n * 4)
-    throw FormatError("checkpoint: size " + std::to_string(bytes.size()) + ", expected " + std::to_string(kCheckpointHeader + n * 4));
-  std::vector<float> st(n);
-  if (n) std::memcpy(st.data(), bytes.data() + kCheckpointHeader, n * 4);
-  for (float v : st)
-    if (!std::isfinite(v)) throw FormatError("checkpoint: non-finite state value");
+  const DecodedCheckpoint d = decode_checkpoint(bytes, impl_->fingerprint, impl_->chip->state_size());
   cuda([&] {
-    gpu::rt::to_device(s.view.state, st.data(), n * 4);
+    gpu::rt::to_device(s.view.state, d.state.data(), d.state.size() * 4);
     return 0;
   });
-  s.steps = steps;
+  s.steps = d.steps;
   s.probes_valid = false;
 }
 
@@ -305,22 +274,13 @@ void CudaExecutor::set_probe_recording(bool on) { impl_->record = on; }
 std::vector<float> CudaExecutor::probe(StreamId id, int layer, Sublayer after, const std::string& field) const {
   const Stream& s = impl_->stream(id);
   if (!s.probes_valid) throw UsageError("probe: recording was off during the last step (or no step yet)");
-  const auto& probes = chip().config.probes;
-  for (std::size_t i = 0; i < probes.size(); ++i) {
-    const ProbePoint& p = probes[i];
-    if (p.after != after || (after != Sublayer::Embed && p.layer != layer)) continue;
-    for (std::size_t f = 0; f < p.fields.size(); ++f)
-      if (p.fields[f] == field) {
-        std::vector<float> v(chip().find_field(field)->width);
-        cuda([&] {
-          gpu::rt::to_host(v.data(), s.view.probes + impl_->image->probe_offset(i, f), v.size() * 4);
-          return 0;
-        });
-        return v;
-      }
-  }
-  throw UsageError("probe: field '" + field + "' is not in the probe map after layer " + std::to_string(layer) +
-                   " " + to_string(after));
+  const auto [i, f] = find_probe(chip(), layer, after, field);
+  std::vector<float> v(chip().find_field(field)->width);
+  cuda([&] {
+    gpu::rt::to_host(v.data(), s.view.probes + impl_->image->probe_offset(i, f), v.size() * 4);
+    return 0;
+  });
+  return v;
 }
 
 void CudaExecutor::set_audit(bool on) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -117,5 +118,28 @@ class ChipBackend {
   /// Free running: feeds `first`, then n - 1 of its own predictions; returns the n predictions.
   std::vector<Token> free_running(StreamId s, Token first, std::size_t n);
 };
+
+// Shared by the executors (the same bytes and errors from every backend).
+
+/// A stream checkpoint (chip-format.md, "Stream checkpoint"): magic "LKCS", version 1, the
+/// chip's config fingerprint, the step count, the number of state floats, then the state
+/// (fp32 little-endian).
+std::vector<std::uint8_t> encode_checkpoint(std::uint64_t fingerprint, std::uint64_t steps,
+                                            std::span<const float> state);
+/// A checkpoint's contents: the step count and exactly `state_size` finite state floats.
+struct DecodedCheckpoint {
+  std::uint64_t steps = 0;
+  std::vector<float> state;
+};
+/// Parses `bytes` as a checkpoint of the chip with `fingerprint` and `state_size` floats.
+/// Throws FormatError (one line) for a truncated header, bad magic, another version, another
+/// chip, a state size or byte count that does not match, or a non-finite state value.
+DecodedCheckpoint decode_checkpoint(std::span<const std::uint8_t> bytes, std::uint64_t fingerprint,
+                                    std::size_t state_size);
+/// Position of `field` in the chip's probe map at (layer, after): {probe point index, field
+/// index within it}. `layer` is ignored for Sublayer::Embed. Throws UsageError when the point
+/// or the field is not in the probe map.
+std::pair<std::size_t, std::size_t> find_probe(const Chip& chip, int layer, Sublayer after,
+                                               const std::string& field);
 
 }  // namespace lockstep::chip
