@@ -528,6 +528,19 @@ struct CpuExecutor::Impl {
   }
 
   // x += sum_h W_o,h o_h, with S_h <- S_h + beta (v - S_h k) k^T ; o_h = S_h q, per head.
+  // out = the non-zero entries (row, act(value)) of a head's key or query map on the stream's
+  // residual (evaluated in a0; audited as activation act_id of head hi in layer l).
+  void eval_nonzero(Stream& s, const PreparedMap& pm, int l, int act_id, int hi,
+                    std::vector<std::pair<std::uint32_t, float>>& out) {
+    eval(a0, pm, s.x.data(), s.xnz.data(), s.xnz.size(), s.xbits.data());
+    if (audit) audit_map(s, a0, pm, l, act_id, hi, false);
+    out.clear();
+    for (std::uint32_t r : a0.rows()) {
+      const float v = act(pm.m->act, a0.vals(r));
+      if (v != 0.0f) out.emplace_back(r, v);
+    }
+  }
+
   void memory_block(Stream& s, int l) {
     PreparedLayer& P = layers[static_cast<std::size_t>(l)];
     if (P.heads.empty()) {  // the block adds nothing; its probe point still sees the residual
@@ -566,13 +579,7 @@ struct CpuExecutor::Impl {
         const std::uint32_t c = audit ? static_cast<std::uint32_t>(h) : H.same_k;
         auto& knz_c = head_k[c];
         if (!k_done[c]) {
-          eval(a0, H.k, x, nz, n_nz, xb);
-          if (audit) audit_map(s, a0, H.k, l, kMemK, hi, false);
-          knz_c.clear();
-          for (std::uint32_t r : a0.rows()) {
-            const float kv = act(H.k.m->act, a0.vals(r));
-            if (kv != 0.0f) knz_c.emplace_back(r, kv);
-          }
+          eval_nonzero(s, H.k, l, kMemK, hi, knz_c);
           k_done[c] = 1;
         }
         kp = &knz_c;
@@ -619,15 +626,7 @@ struct CpuExecutor::Impl {
       // q = act(W_q x + b_q); o = S q (q is computed after this head's update, but from x)
       const std::uint32_t cq = audit ? static_cast<std::uint32_t>(h) : H.same_q;
       auto& qnz_c = head_q[cq];
-      if (cq == h) {
-        eval(a0, H.q, x, nz, n_nz, xb);
-        if (audit) audit_map(s, a0, H.q, l, kMemQ, hi, false);
-        qnz_c.clear();
-        for (std::uint32_t r : a0.rows()) {
-          const float qj = act(H.q.m->act, a0.vals(r));
-          if (qj != 0.0f) qnz_c.emplace_back(r, qj);
-        }
-      }
+      if (cq == h) eval_nonzero(s, H.q, l, kMemQ, hi, qnz_c);
       float* o = s.o.data() + o_off;
       std::fill(o, o + V, 0.0f);
       for (const auto& [r, qj] : qnz_c) {
