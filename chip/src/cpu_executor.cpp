@@ -211,6 +211,11 @@ struct BoundInfo {
   double limit = 0;  // 2^p of the number format
 };
 
+template <class Mark>
+void apply_initialisers_marked(const Chip& chip, const GuestImage& image, std::span<float> state, Mark&& mark);
+
+constexpr std::size_t kPageFloats = 1024;  // 4 KiB of state per dirty-tracking page
+
 struct Stream {
   std::vector<float> state;
   std::uint64_t steps = 0;
@@ -223,6 +228,21 @@ struct Stream {
   std::vector<std::vector<std::vector<float>>> probe_vals;  // [probe point][field] -> values
   bool probes_valid = false;
   std::optional<AuditViolation> violation;
+  // Pages of `state` (kPageFloats floats each) that may be non-zero: written by a step or an
+  // initialiser since the last reset. A reset re-zeroes only these (all of them when
+  // `all_dirty`, e.g. after restore()), so resetting a stream costs what its run touched,
+  // not the whole 8.5 MB state.
+  std::vector<std::uint8_t> page_dirty;
+  std::vector<std::uint32_t> dirty_pages;
+  bool all_dirty = false;
+
+  void mark(std::size_t first, std::size_t count) {
+    for (std::size_t p = first / kPageFloats, e = (first + count - 1) / kPageFloats; p <= e; ++p)
+      if (!page_dirty[p]) {
+        page_dirty[p] = 1;
+        dirty_pages.push_back(static_cast<std::uint32_t>(p));
+      }
+  }
 
   void add(std::uint32_t d, float v) {
     std::uint64_t& w = xbits[d >> 6];
@@ -408,7 +428,22 @@ struct CpuExecutor::Impl {
 
   void init_stream(Stream& s) const {
     const Chip& ch = *chip;
-    s.state.assign(ch.state_size(), 0.0f);
+    const std::size_t pages = (ch.state_size() + kPageFloats - 1) / kPageFloats;
+    if (s.state.size() != ch.state_size() || s.page_dirty.size() != pages || s.all_dirty ||
+        s.dirty_pages.size() > pages / 2) {
+      s.state.assign(ch.state_size(), 0.0f);
+      s.page_dirty.assign(pages, 0);
+      s.dirty_pages.clear();
+    } else {
+      for (std::uint32_t p : s.dirty_pages) {
+        const std::size_t b = std::size_t{p} * kPageFloats, e = std::min(b + kPageFloats, s.state.size());
+        std::fill(s.state.begin() + static_cast<std::ptrdiff_t>(b), s.state.begin() + static_cast<std::ptrdiff_t>(e),
+                  0.0f);
+        s.page_dirty[p] = 0;
+      }
+      s.dirty_pages.clear();
+    }
+    s.all_dirty = false;
     s.steps = 0;
     s.x.assign(ch.config.d_model, 0.0f);
     s.xbits.assign((ch.config.d_model + 63) / 64, 0);
@@ -618,6 +653,7 @@ struct CpuExecutor::Impl {
         for (std::uint32_t i = 0; i < V; ++i) Sk[i] = beta * (vv[i] - Sk[i]);
         for (const auto& [j, kj] : knz) {
           float* col = S + static_cast<std::size_t>(j) * V;
+          s.mark(H.state_offset + static_cast<std::size_t>(j) * V, V);
           for (std::uint32_t i = 0; i < V; ++i) col[i] += Sk[i] * kj;
           if (audit)
             for (std::uint32_t i = 0; i < V; ++i) check(s, col[i], l, kMemState, hi, j * V + i, false);
@@ -780,7 +816,8 @@ std::size_t CpuExecutor::num_streams() const { return impl_->streams.size(); }
 void CpuExecutor::reset(StreamId id, const GuestImage& image) {
   Stream& s = impl_->stream(id);
   impl_->init_stream(s);
-  apply_initialisers(*impl_->chip, image, s.state);
+  apply_initialisers_marked(*impl_->chip, image, s.state,
+                            [&s](std::size_t first, std::size_t count) { s.mark(first, count); });
 }
 
 void CpuExecutor::step_batch(std::span<const StreamId> ids, std::span<const Token> inputs, std::span<Token> out) {
@@ -822,6 +859,7 @@ void CpuExecutor::restore(StreamId id, const std::vector<std::uint8_t>& bytes) {
   DecodedCheckpoint d = decode_checkpoint(bytes, impl_->fingerprint, s.state.size());
   impl_->init_stream(s);
   s.state = std::move(d.state);
+  s.all_dirty = true;
   s.steps = d.steps;
 }
 
@@ -855,7 +893,34 @@ std::span<const float> CpuExecutor::state(StreamId id) const { return impl_->str
 
 // ---- initialisers ----
 
-void apply_initialisers(const Chip& chip, const GuestImage& image, std::span<float> state) {
+namespace {
+
+// The rows and columns of its head's state that an initialiser writes: [r0, r1) x [c0, c1).
+struct CellRect {
+  std::uint64_t r0, r1, c0, c1;
+};
+CellRect cells(const Initialiser& in) {
+  if (in.is_const) return {in.row, in.row + in.values.size(), in.column, std::uint64_t{in.column} + in.columns};
+  const std::uint64_t bpc = std::max<std::uint64_t>(in.bytes_per_column, 1);
+  return {in.row, in.row + bpc * encoding_rows(in.encoding), in.column, in.column + (in.length + bpc - 1) / bpc};
+}
+
+// Whether an initialiser before initialisers[k] writes a cell that initialisers[k] writes.
+bool overlaps_earlier(const Chip& chip, std::size_t k) {
+  const Initialiser& in = chip.config.initialisers[k];
+  const CellRect a = cells(in);
+  for (std::size_t e = 0; e < k; ++e) {
+    const Initialiser& o = chip.config.initialisers[e];
+    if (o.layer != in.layer || o.head != in.head) continue;
+    const CellRect b = cells(o);
+    if (a.r0 < b.r1 && b.r0 < a.r1 && a.c0 < b.c1 && b.c0 < a.c1) return true;
+  }
+  return false;
+}
+
+// apply_initialisers, calling mark(first, count) for every range of state floats it writes.
+template <class Mark>
+void apply_initialisers_marked(const Chip& chip, const GuestImage& image, std::span<float> state, Mark&& mark) {
   if (state.size() != chip.state_size()) throw UsageError("apply_initialisers: state buffer has the wrong size");
   std::vector<std::vector<std::size_t>> offsets(chip.layers.size());
   std::size_t off = 0;
@@ -864,17 +929,62 @@ void apply_initialisers(const Chip& chip, const GuestImage& image, std::span<flo
       offsets[l].push_back(off);
       off += static_cast<std::size_t>(h.key_dim) * h.value_dim;
     }
-  for (const Initialiser& in : chip.config.initialisers) {
+  for (std::size_t k = 0; k < chip.config.initialisers.size(); ++k) {
+    const Initialiser& in = chip.config.initialisers[k];
     const Head& h = chip.layers[in.layer].heads[in.head];
-    float* S = state.data() + offsets[in.layer][in.head];
+    const std::size_t base = offsets[in.layer][in.head];
+    float* S = state.data() + base;
     auto at = [&](std::uint64_t row, std::uint64_t col) -> float& { return S[col * h.value_dim + row]; };
     if (in.is_const) {
-      for (std::uint32_t c = 0; c < in.columns; ++c)
+      for (std::uint32_t c = 0; c < in.columns; ++c) {
+        if (!in.values.empty()) mark(base + (in.column + c) * h.value_dim + in.row, in.values.size());
         for (std::size_t r = 0; r < in.values.size(); ++r) at(in.row + r, in.column + c) = in.values[r];
+      }
+      continue;
+    }
+    const std::uint32_t er = encoding_rows(in.encoding);
+    // Byte i of the initialiser's source, encoded into its rows and column.
+    auto put = [&](std::uint64_t i, std::uint8_t b) {
+      const std::uint64_t col = in.column + i / in.bytes_per_column;
+      const std::uint64_t row = in.row + (i % in.bytes_per_column) * er;
+      mark(base + col * h.value_dim + row, er);
+      switch (in.encoding) {
+        case ByteEncoding::Scalar:
+          at(row, col) = static_cast<float>(b);
+          break;
+        case ByteEncoding::Bits:
+          for (int j = 0; j < 8; ++j) at(row + j, col) = static_cast<float>((b >> j) & 1);
+          break;
+        case ByteEncoding::OneHot:
+          for (int j = 0; j < 256; ++j) at(row + j, col) = j == b ? 1.0f : 0.0f;
+          break;
+        case ByteEncoding::Nibbles:
+          for (int j = 0; j < 16; ++j) {
+            at(row + j, col) = j == (b & 15) ? 1.0f : 0.0f;
+            at(row + 16 + j, col) = j == (b >> 4) ? 1.0f : 0.0f;
+          }
+          break;
+      }
+    };
+    const std::uint64_t stride = in.stride;
+    const bool zero_is_nothing = in.encoding == ByteEncoding::Scalar || in.encoding == ByteEncoding::Bits;
+    if (in.source == ByteSourceKind::Image && zero_is_nothing && !overlaps_earlier(chip, k)) {
+      // The state starts zeroed, a 0 byte encodes as zeros and no earlier initialiser wrote
+      // these cells: only bytes that segments cover are written, segment by segment (a later
+      // segment overwrites an earlier one, as GuestImage::read resolves overlaps), so a 1 MiB
+      // RAM costs what the image holds.
+      if (in.length == 0) continue;
+      const std::uint64_t first = in.address, end = in.address + (in.length - 1) * stride + 1;
+      for (const Segment& seg : image.segments) {
+        const std::uint64_t lo = std::max<std::uint64_t>(seg.address, first);
+        const std::uint64_t hi = std::min<std::uint64_t>(seg.address + seg.bytes.size(), end);
+        if (lo >= hi) continue;
+        for (std::uint64_t i = (lo - first + stride - 1) / stride; first + i * stride < hi; ++i)
+          put(i, seg.bytes[first + i * stride - seg.address]);
+      }
       continue;
     }
     std::vector<std::uint8_t> bytes;
-    const std::uint64_t stride = in.stride;
     if (in.source == ByteSourceKind::Image) {
       if (stride == 1) {
         bytes = image.read(in.address, in.length);
@@ -894,30 +1004,14 @@ void apply_initialisers(const Chip& chip, const GuestImage& image, std::span<flo
       bytes.resize(in.length);
       for (std::uint64_t i = 0; i < in.length; ++i) bytes[i] = static_cast<std::uint8_t>(image.entry >> (8 * i));
     }
-    const std::uint32_t er = encoding_rows(in.encoding);
-    for (std::uint64_t i = 0; i < bytes.size(); ++i) {
-      const std::uint64_t col = in.column + i / in.bytes_per_column;
-      const std::uint64_t row = in.row + (i % in.bytes_per_column) * er;
-      const std::uint8_t b = bytes[i];
-      switch (in.encoding) {
-        case ByteEncoding::Scalar:
-          at(row, col) = static_cast<float>(b);
-          break;
-        case ByteEncoding::Bits:
-          for (int j = 0; j < 8; ++j) at(row + j, col) = static_cast<float>((b >> j) & 1);
-          break;
-        case ByteEncoding::OneHot:
-          for (int j = 0; j < 256; ++j) at(row + j, col) = j == b ? 1.0f : 0.0f;
-          break;
-        case ByteEncoding::Nibbles:
-          for (int j = 0; j < 16; ++j) {
-            at(row + j, col) = j == (b & 15) ? 1.0f : 0.0f;
-            at(row + 16 + j, col) = j == (b >> 4) ? 1.0f : 0.0f;
-          }
-          break;
-      }
-    }
+    for (std::uint64_t i = 0; i < bytes.size(); ++i) put(i, bytes[i]);
   }
+}
+
+}  // namespace
+
+void apply_initialisers(const Chip& chip, const GuestImage& image, std::span<float> state) {
+  apply_initialisers_marked(chip, image, state, [](std::size_t, std::size_t) {});
 }
 
 }  // namespace lockstep::chip

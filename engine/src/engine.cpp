@@ -338,7 +338,7 @@ struct Lane {
   std::uint64_t* class_counter = nullptr;  // &class_steps[current_class], set lazily
   std::vector<HashRecord> hashes;
   std::optional<Divergence> divergence;
-  std::vector<std::uint8_t> snapshot;  // serialised lane at snapshot_step
+  std::vector<std::uint8_t> snapshot;  // serialised lane at snapshot_step; empty: the lane as reset (step 0)
   std::uint64_t snapshot_step = 0;
 };
 
@@ -1004,7 +1004,14 @@ struct Engine::Impl {
     Lane T;
     T.index = L.index;
     T.sid = L.sid;
-    restore_lane(T, be, L.snapshot);
+    if (L.snapshot.empty()) {
+      // The snapshot of step 0 is the reset itself (Engine::run takes none: for short programs
+      // serialising 8.5 MB of chip state cost more than the run).
+      T.ref.load(guests[L.index].image);
+      be.reset(T.sid, images[L.index]);
+    } else {
+      restore_lane(T, be, L.snapshot);
+    }
     d.replay_from = T.steps;
     bool reproduced = false;
     std::uint32_t replay_actual = 0;
@@ -1240,8 +1247,7 @@ Engine::~Engine() = default;
 
 RunResult Engine::run() {
   Impl& I = *impl_;
-  I.setup_lanes();
-  for (auto& L : I.lanes) I.take_snapshot(*L);
+  I.setup_lanes();  // each lane's snapshot is its reset (empty; see replay)
   return I.go();
 }
 
