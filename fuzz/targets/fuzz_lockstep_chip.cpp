@@ -2,11 +2,10 @@
 // instruction words -> the reference and the compiled RV32 chip in lock-step (engine::Engine),
 // teacher-forced and free-running, every token compared (fuzz/README.md).
 //
-// Decoding as fuzz_lockstep_insn: up to 8 initial registers (x1..x31, edge values biased), then
-// up to kMaxWords words, each raw or a row of ref's encoding table with random operand bits.
-// The chip has no vector unit, so no vector word is generated: table rows of the vector class
-// are skipped and a raw word with the custom-1 opcode (0x2B) gets the custom-0 opcode (0x0B,
-// bignum or illegal) instead. The program is followed by `li a7, 93; ecall` (exit) and zero
+// Decoding as fuzz_lockstep_insn (fuzz_program.h): up to 8 initial registers (x1..x31, edge
+// values biased), then up to kMaxWords words, each raw or a row of ref's encoding table with
+// random operand bits. The chip has no vector unit, so no vector word is generated
+// (DecodeOptions::scalar_only). The program is followed by `li a7, 93; ecall` (exit) and zero
 // words; a run ends at exit, trap or kMaxSteps steps.
 //
 // The chip is loaded once (LLVMFuzzerInitialize, or the first input under the standalone
@@ -25,10 +24,10 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_program.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/engine.h"
 #include "lockstep/progen/progen.h"
-#include "lockstep/ref/encoding.h"
 
 namespace {
 
@@ -77,36 +76,14 @@ void init() {
   }
 }
 
-struct Program {
-  std::vector<std::pair<unsigned, std::uint32_t>> regs;
-  std::vector<std::uint32_t> words;
-};
+using Program = fuzz::FuzzProgram;
 
 Program split(FuzzedDataProvider& in) {
-  Program p;
-  static constexpr std::uint32_t kEdge[] = {0,          1,          0xffffffffu, 0x80000000u,
-                                            0x7fffffffu, kCodeBase, 0x80000u,    0x110000u};
-  const unsigned nregs = in.ConsumeIntegralInRange<unsigned>(0, 8);
-  for (unsigned i = 0; i < nregs; ++i) {
-    const unsigned r = in.ConsumeIntegralInRange<unsigned>(1, 31);
-    const std::uint32_t v = in.ConsumeBool() ? kEdge[in.ConsumeIntegralInRange<unsigned>(0, 7)]
-                                             : in.ConsumeIntegral<std::uint32_t>();
-    p.regs.emplace_back(r, v);
-  }
-  const auto table = ref::encoding_table();
-  while (in.remaining_bytes() >= 4 && p.words.size() < kMaxWords) {
-    const bool from_table = in.ConsumeBool();
-    std::uint32_t w = in.ConsumeIntegral<std::uint32_t>();
-    if (from_table) {
-      const ref::Encoding& row = table[in.ConsumeIntegralInRange<std::size_t>(0, table.size() - 1)];
-      if (row.cls == ref::InsnClass::kVector) continue;  // no vector unit in the chip
-      w = (w & ~row.mask) | row.match;
-    } else if ((w & 0x7f) == 0x2b) {
-      w = (w & ~0x7fu) | 0x0b;  // custom-1 (vector) -> custom-0 (bignum or illegal)
-    }
-    p.words.push_back(w);
-  }
-  return p;
+  fuzz::DecodeOptions opt;
+  opt.max_words = kMaxWords;
+  opt.edges = {0, 1, 0xffffffffu, 0x80000000u, 0x7fffffffu, kCodeBase, 0x80000u, 0x110000u};
+  opt.scalar_only = true;  // no vector unit in the chip
+  return fuzz::decode_program(in, opt);
 }
 
 engine::Guest guest_of(const Program& p) {

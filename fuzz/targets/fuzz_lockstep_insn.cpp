@@ -18,9 +18,9 @@
 #include <span>
 #include <vector>
 
+#include "fuzz_program.h"
 #include "lockstep/format/elf.h"
 #include "lockstep/format/tokens.h"
-#include "lockstep/ref/encoding.h"
 #include "lockstep/ref/machine.h"
 
 namespace {
@@ -31,37 +31,13 @@ constexpr std::uint64_t kMaxSteps = 4000;
 constexpr std::size_t kMaxWords = 256;
 constexpr std::uint32_t kCodeBase = 0x10000;
 
-struct Program {
-  std::vector<std::pair<unsigned, std::uint32_t>> regs;
-  std::vector<std::uint32_t> words;
-};
+using Program = fuzz::FuzzProgram;
 
 Program split(FuzzedDataProvider& in) {
-  Program p;
-  // A few initial register values (x1..x31), biased to interesting ones.
-  static constexpr std::uint32_t kEdge[] = {0,          1,          0xffffffffu, 0x80000000u,
-                                            0x7fffffffu, kCodeBase, 0x10ffffu,   0x110000u};
-  const unsigned nregs = in.ConsumeIntegralInRange<unsigned>(0, 8);
-  for (unsigned i = 0; i < nregs; ++i) {
-    const unsigned r = in.ConsumeIntegralInRange<unsigned>(1, 31);
-    const std::uint32_t v = in.ConsumeBool() ? kEdge[in.ConsumeIntegralInRange<unsigned>(0, 7)]
-                                             : in.ConsumeIntegral<std::uint32_t>();
-    p.regs.emplace_back(r, v);
-  }
-  // Words: either raw, or a row of the encoding table with random operand bits (so most words
-  // are legal instructions rather than TRAP(1)).
-  const auto table = ref::encoding_table();
-  while (in.remaining_bytes() >= 4 && p.words.size() < kMaxWords) {
-    const bool from_table = in.ConsumeBool();
-    const std::uint32_t bits = in.ConsumeIntegral<std::uint32_t>();
-    if (from_table) {
-      const ref::Encoding& row = table[in.ConsumeIntegralInRange<std::size_t>(0, table.size() - 1)];
-      p.words.push_back((bits & ~row.mask) | row.match);
-    } else {
-      p.words.push_back(bits);
-    }
-  }
-  return p;
+  fuzz::DecodeOptions opt;
+  opt.max_words = kMaxWords;
+  opt.edges = {0, 1, 0xffffffffu, 0x80000000u, 0x7fffffffu, kCodeBase, 0x10ffffu, 0x110000u};
+  return fuzz::decode_program(in, opt);
 }
 
 format::GuestImage image_of(const Program& p) {
