@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
@@ -21,8 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 
 struct StoryArgs {
-  std::string chip, build = "vx", guest, backend = "cpu", report;
-  std::uint64_t tokens = 0, teacher_forced = 30000, steps = 0;
+  std::string chip, build = "vx", guest, backend = "cpu", report, resume;
+  std::uint64_t tokens = 0, teacher_forced = 30000, steps = 0, checkpoint_every = 0;
   bool reference_only = false;
 };
 
@@ -96,6 +97,10 @@ void add_story_command(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--steps", args->steps, "Stop after N steps (default: the whole story)");
   cmd->add_option("--report", args->report, "Write a report (and case.json) into DIR");
+  cmd->add_option("--checkpoint-every", args->checkpoint_every,
+                  "Checkpoint both sides every N steps into DIR/checkpoints (needs --report)");
+  cmd->add_option("--resume", args->resume,
+                  "Continue the interrupted story check in DIR (its case.json and checkpoints)");
   cmd->add_flag("--reference-only", args->reference_only,
                 "Run the reference alone: print the story, its steps and digest");
   cmd->callback([&ctx, args] {
@@ -105,14 +110,29 @@ void add_story_command(CLI::App& app, Context& ctx) {
     if (args->backend != "cpu" && args->backend != "cuda") {
       throw UsageError("--backend must be cpu or cuda (got '" + args->backend + "')");
     }
-    const fs::path path = args->guest.empty() ? find_story_guest(ctx, args->build) : fs::path(args->guest);
+    if (args->checkpoint_every && args->report.empty() && args->resume.empty()) {
+      throw UsageError("--checkpoint-every needs a run folder: --report DIR");
+    }
+    if (!args->resume.empty() && !args->report.empty() && args->report != args->resume) {
+      throw UsageError("--resume DIR continues in DIR; --report must be absent or the same folder");
+    }
+    // --resume: the story, chip and options are the interrupted check's (its case.json).
+    std::optional<engine::Case> resumed;
+    fs::path path;
     engine::Guest guest;
     try {
-      guest = engine::read_guest(path);
+      if (!args->resume.empty()) {
+        resumed = engine::Case::read(args->resume);
+        guest = resumed->guest();
+        path = resumed->guest_path;
+      } else {
+        path = args->guest.empty() ? find_story_guest(ctx, args->build) : fs::path(args->guest);
+        guest = engine::read_guest(path);
+      }
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());
     }
-    if (args->tokens) set_story_tokens(guest.image, args->tokens);
+    if (args->tokens && !resumed) set_story_tokens(guest.image, args->tokens);
     ctx.summary.set("guest", path.string());
     const std::atomic<bool>* stop = engine::install_stop_handlers();
     const bool live = !(isatty(1) && engine::stderr_is_terminal()) || args->reference_only;
@@ -121,7 +141,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     // The reference alone first: the story, its length (for the ETA) and digest.
     const auto t0 = std::chrono::steady_clock::now();
     const engine::StreamResult ref = engine::run_reference(
-        guest, args->steps,
+        guest, resumed ? resumed->steps : args->steps,
         args->reference_only ? std::function<void(char)>([&out](char c) { out << c << std::flush; })
                              : std::function<void(char)>(),
         stop);
@@ -144,27 +164,34 @@ void add_story_command(CLI::App& app, Context& ctx) {
     engine::CheckRequest req;
     req.command = "story";
     engine::Case& c = req.the_case;
-    c.guest_name = guest.name;
-    c.guest_path = path;
-    c.chip_path = args->chip;
-    c.backend = args->backend;
-    c.mode = engine::Mode::kFree;
-    c.teacher_forced_steps = args->teacher_forced;
-    c.steps = args->steps;
-    req.report_dir = args->report;
+    if (resumed) {
+      c = *resumed;
+      req.report_dir = args->resume;
+      req.resume = true;
+    } else {
+      c.guest_name = guest.name;
+      c.guest_path = path;
+      c.chip_path = args->chip;
+      c.backend = args->backend;
+      c.mode = engine::Mode::kFree;
+      c.teacher_forced_steps = args->teacher_forced;
+      c.steps = args->steps;
+      c.checkpoint_every = args->checkpoint_every;
+      req.report_dir = args->report;
+    }
     // The chip must exist and be able to express every token the story uses.
     try {
-      const engine::LoadedChip chip = engine::load_chip_or_built(args->chip);
+      const engine::LoadedChip chip = engine::load_chip_or_built(c.chip_path);
       if (chip.chip->config.vocab_size <= ref.max_token) {
         throw InputError("the chip (" + chip.source + ") cannot run the story: its vocabulary has " +
                          std::to_string(chip.chip->config.vocab_size) + " token ids, the story uses id " +
                          std::to_string(ref.max_token));
       }
-      engine::make_backend(args->backend, chip.chip);
+      engine::make_backend(c.backend, chip.chip);
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());
     }
-    if (args->tokens) {
+    if (args->tokens && !resumed) {
       // The case must carry the resized image: embed it.
       c.guest_elf = format::write_elf(guest.image);
     }
@@ -202,7 +229,12 @@ void add_story_command(CLI::App& app, Context& ctx) {
                   static_cast<unsigned long long>(r.steps), static_cast<unsigned long long>(r.mismatches),
                   r.steps_per_second);
     out << line << std::flush;
-    if (r.interrupted) throw InputError("interrupted after " + std::to_string(r.steps) + " steps");
+    if (r.interrupted) {
+      const bool resumable = c.checkpoint_every != 0 && !req.report_dir.empty();
+      throw InputError("interrupted after " + std::to_string(r.steps) + " steps" +
+                       (resumable ? "; continue with: lockstep story --resume " + req.report_dir.string()
+                                  : std::string()));
+    }
   });
 }
 

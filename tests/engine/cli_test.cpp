@@ -129,6 +129,43 @@ TEST(StoryCommand, ReferenceOnlyPrintsTheStoryStepsAndDigest) {
   EXPECT_EQ(s["digest"], digest);
   expect_one_error_line(run({"story", "--build", "z"}), "--build must be vx or c");
   expect_one_error_line(run({"story", "--guest", elf.string(), "--tokens", "3"}), "stories_image");
+  expect_one_error_line(run({"story", "--guest", elf.string(), "--checkpoint-every", "10"}), "--report DIR");
+  expect_one_error_line(run({"story", "--resume", temp_dir("empty-story-resume").string()}), "case");
+}
+
+// kill -9 in the middle of `lockstep story --report DIR --checkpoint-every N`, then
+// `lockstep story --resume DIR`: the same steps, mismatches and digest as an uninterrupted
+// check (the loop guest stands in for the story; the whole story is in the `long` label).
+TEST(StoryCommand, SigkillThenResumeGivesTheSameResult) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path elf = loop_elf(1000);
+  const std::vector<std::string> base = {"story", "--guest", elf.string(), "--teacher-forced-steps", "200",
+                                         "--checkpoint-every", "500", "--json"};
+  const fs::path full_dir = temp_dir("story-full");
+  std::vector<std::string> full_args = base;
+  full_args.insert(full_args.end(), {"--report", full_dir.string()});
+  const Proc full = run(full_args);
+  ASSERT_TRUE(full.rc == 0 || full.rc == 1) << full.err;
+  const json fs_ = json::parse(full.out.substr(full.out.find('{')));
+  ASSERT_GT(fs_["steps"].get<std::uint64_t>(), 2000u) << "the check must be long enough to be killed after a checkpoint";
+  const fs::path dir = temp_dir("story-kill");
+  std::vector<std::string> kill_args = base;
+  kill_args.insert(kill_args.end(), {"--report", dir.string()});
+  const pid_t pid = spawn(kill_args, dir.parent_path() / "story-kill.out", dir.parent_path() / "story-kill.err");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (list_checkpoints(dir / "checkpoints").empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << "the check was not killed partway (status " << status << "): " << slurp(dir.parent_path() / "story-kill.err");
+  const Proc r = run({"story", "--resume", dir.string(), "--json"});
+  ASSERT_EQ(r.rc, full.rc) << r.err;
+  const json rs = json::parse(r.out.substr(r.out.find('{')));
+  for (const char* k : {"status", "steps", "mismatches", "digest"}) EXPECT_EQ(rs[k], fs_[k]) << k;
+  std::cout << "[ resume   ] story killed with SIGKILL and resumed: " << rs["status"] << ", " << rs["steps"]
+            << " steps, digest " << rs["digest"] << "\n";
 }
 
 // run --report, then replay and report on the folder it wrote.  Works with
