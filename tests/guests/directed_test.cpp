@@ -163,6 +163,38 @@ TEST_F(DirectedGuest, MulDiv) {
   EXPECT_EQ(r.out, want);
 }
 
+TEST_F(DirectedGuest, MulSweep) {
+  uint32_t s[4] = {0, 0, 0, 0};
+  for (uint32_t a = 0; a < 16; a++)
+    for (uint32_t b = 0; b < 16; b++) {
+      const uint32_t x = a * 0x11111111u, y = b * 0x11111111u;
+      using R = MulDivRef;
+      s[0] += R::mul(x, y);
+      s[1] += R::mulh(x, y);
+      s[2] += R::mulhsu(x, y);
+      s[3] += R::mulhu(x, y);
+    }
+  const std::string want =
+      "mul " + hex8(s[0]) + "\nmulh " + hex8(s[1]) + "\nmulhsu " + hex8(s[2]) + "\nmulhu " + hex8(s[3]) + "\n";
+  ProcessResult r = run("mulsweep");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, want);
+}
+
+TEST_F(DirectedGuest, ZbaSweep) {
+  uint32_t s1 = 0, s2 = 0, s3 = 0;
+  for (uint32_t a = 0; a < 16; a++)
+    for (uint32_t b = 0; b < 16; b++) {
+      const uint32_t x = a * 0x10101010u + b * 0x01010101u, y = ((a << 4) | b) * 0x01000193u;
+      s1 += y + (x << 1);
+      s2 += y + (x << 2);
+      s3 += y + (x << 3);
+    }
+  ProcessResult r = run("zbasweep");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "sh1add " + hex8(s1) + "\nsh2add " + hex8(s2) + "\nsh3add " + hex8(s3) + "\n");
+}
+
 TEST_F(DirectedGuest, Zba) {
   const uint32_t ops[] = {0x00000000u, 0x00000001u, 0x7FFFFFFFu, 0x80000000u,
                           0xFFFFFFFFu, 0x40000000u, 0x20000001u, 0x12345678u};
