@@ -1,5 +1,6 @@
 // `lockstep mutate`: the mutation score of the default corpus against mutants of a compiled chip
 // (docs/quality.md, "Mutation score"; the generator is campaign/mutants.h).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -20,10 +21,16 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 struct MutateArgs {
-  std::string chip, kinds, guests = "hello,fd2,crc32,memops,muldiv,bignum_fib", report;
-  std::uint64_t seed = 0, first = 0, mutants = 20, program_seed = 1;
-  std::uint64_t corpus_programs = 16, corpus_steps = 1000, oracle_programs = 48, oracle_steps = 5000;
+  std::string chip, kinds,
+      guests =
+          "hello,fd2,crc32,memops,muldiv,mulsweep,zba,zbasweep,sort,selfcheck,bignum_fact,bignum_fib,bignum_pow,"
+          "bignum_fact_soft,bignum_fib_soft,bignum_pow_soft",
+      report, save_survivors;
+  std::uint64_t seed = 0, first = 0, mutants = 20, program_seed = 1, oracle_program_seed = 0;
+  std::uint64_t corpus_programs = 96, corpus_steps = 20000, oracle_programs = 384, oracle_steps = 100000,
+                corpus_pool = 1000;
   double target = 0.99;
+  bool coverage_gap = false;
   unsigned batch = 32;
 };
 
@@ -58,20 +65,37 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--chip", a->chip, "Compiled chip file (default: the built chip)");
   cmd->add_option("--guests", a->guests, "Directed guests of the corpus and oracle (those found are used)")
       ->capture_default_str();
-  cmd->add_option("--program-seed", a->program_seed, "Campaign seed of the corpus's and oracle's fuzz programs")
+  auto* oracle_seed_opt =
+      cmd->add_option("--oracle-program-seed", a->oracle_program_seed,
+                      "Campaign seed of the oracle's fuzz programs (default: --program-seed + 1, programs the corpus "
+                      "has not seen; equal to --program-seed: the oracle's programs include the corpus's)");
+  cmd->add_option("--program-seed", a->program_seed, "Campaign seed of the corpus's (and by default the oracle's) fuzz programs")
       ->capture_default_str();
   cmd->add_option("--corpus-programs", a->corpus_programs, "Fuzz programs in the corpus")->capture_default_str();
   cmd->add_option("--corpus-steps", a->corpus_steps, "Steps of each directed guest in the corpus")->capture_default_str();
+  cmd->add_option("--corpus-pool", a->corpus_pool,
+                  "Also put in the corpus those of programs --corpus-programs..N-1 that fire a decision unit the "
+                  "corpus does not (coverage-guided distillation; 0: none)")
+      ->capture_default_str();
   cmd->add_option("--oracle-programs", a->oracle_programs, "Fuzz programs in the oracle workload")->capture_default_str();
   cmd->add_option("--oracle-steps", a->oracle_steps, "Steps of each directed guest in the oracle workload")
       ->capture_default_str();
   cmd->add_option("--target", a->target, "Exit 1 when the score is below this fraction")->capture_default_str();
   cmd->add_option("--batch", a->batch, "Guests run together as streams")->capture_default_str();
   cmd->add_option("--report", a->report, "Folder for mutate.json");
-  cmd->callback([&ctx, a, seed_opt] {
-    if (a->corpus_programs > a->oracle_programs || a->corpus_steps > a->oracle_steps)
+  cmd->add_flag("--coverage-gap", a->coverage_gap,
+                "Also profile the oracle on the unmodified chip and list the MLP units it fires that the corpus does not "
+                "(where survivors can hide)");
+  cmd->add_option("--save-survivors", a->save_survivors,
+                  "Write each survivor's chip to DIR/mutant-<index>.chip (inspect it with lockstep run GUEST --chip FILE)");
+  cmd->callback([&ctx, a, seed_opt, oracle_seed_opt] {
+    if (oracle_seed_opt->count() == 0) a->oracle_program_seed = a->program_seed + 1;
+    const bool same_programs = a->oracle_program_seed == a->program_seed;
+    if ((same_programs && a->corpus_programs > a->oracle_programs) || a->corpus_steps > a->oracle_steps)
       throw UsageError("the oracle workload must contain the corpus (--oracle-programs >= --corpus-programs, "
                        "--oracle-steps >= --corpus-steps)");
+    if (same_programs && a->corpus_pool > a->oracle_programs)
+      throw UsageError("the oracle workload must contain the corpus (--oracle-programs >= --corpus-pool)");
     if (a->batch == 0) throw UsageError("--batch must be at least 1");
     if (!(a->target >= 0 && a->target <= 1)) throw UsageError("--target must be a fraction between 0 and 1");
     std::uint64_t seed = a->seed;
@@ -109,21 +133,47 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       }
     }
     const auto ops = campaign::select_ops("");
-    std::vector<engine::Guest> programs;
-    for (std::uint64_t k = 0; k < a->oracle_programs; ++k)
-      programs.push_back(campaign::generate(campaign::program_seed(a->program_seed, k), k, ops).guest());
+    auto make_programs = [&](std::uint64_t campaign_seed, std::uint64_t n) {
+      std::vector<engine::Guest> v;
+      for (std::uint64_t k = 0; k < n; ++k)
+        v.push_back(campaign::generate(campaign::program_seed(campaign_seed, k), k, ops).guest());
+      return v;
+    };
+    const std::vector<engine::Guest> programs =
+        make_programs(a->program_seed, std::max({a->corpus_programs, a->corpus_pool,
+                                                 same_programs ? a->oracle_programs : std::uint64_t{0}}));
     campaign::Workload corpus, oracle;
     corpus.parts.push_back({directed, a->corpus_steps});
     corpus.parts.push_back({std::vector<engine::Guest>(programs.begin(), programs.begin() + static_cast<std::ptrdiff_t>(a->corpus_programs)), 200000});
+    std::size_t distilled = 0;
+    if (a->corpus_pool > a->corpus_programs) {
+      const std::vector<engine::Guest> pool(programs.begin() + static_cast<std::ptrdiff_t>(a->corpus_programs),
+                                            programs.begin() + static_cast<std::ptrdiff_t>(a->corpus_pool));
+      std::vector<std::size_t> kept;
+      try {
+        kept = campaign::distill_corpus(chip.chip, corpus, pool, 200000, a->batch);
+      } catch (const std::runtime_error& e) {
+        throw InputError(e.what());
+      }
+      for (std::size_t i : kept) corpus.parts[1].guests.push_back(pool[i]);
+      distilled = kept.size();
+    }
     oracle.parts.push_back({directed, a->oracle_steps});
-    oracle.parts.push_back({programs, 200000});
+    if (same_programs)
+      oracle.parts.push_back({std::vector<engine::Guest>(programs.begin(), programs.begin() + static_cast<std::ptrdiff_t>(a->oracle_programs)), 200000});
+    else
+      oracle.parts.push_back({make_programs(a->oracle_program_seed, a->oracle_programs), 200000});
     std::ostream& out = ctx.out();
     out << "lockstep mutate: seed " << seed << " (repeat with --seed " << seed << "), mutants " << a->first << ".."
         << a->first + a->mutants - 1 << " of chip " << chip.source << " (" << chip.hash << ")\n"
         << "  corpus: directed guests " << (found.empty() ? "(none found)" : found) << " (first " << a->corpus_steps
         << " steps) + fuzz programs 0.." << a->corpus_programs << "-1 of program seed " << a->program_seed
+        << (a->corpus_pool > a->corpus_programs
+                ? " + " + std::to_string(distilled) + " of programs " + std::to_string(a->corpus_programs) + ".." +
+                      std::to_string(a->corpus_pool) + "-1 that fire new decision units"
+                : std::string())
         << "; oracle: the same guests' first " << a->oracle_steps << " steps + programs 0.." << a->oracle_programs
-        << "-1; teacher-forced\n"
+        << "-1 of program seed " << a->oracle_program_seed << "; teacher-forced\n"
         << std::flush;
     campaign::ActivityProfile profile;
     try {
@@ -136,12 +186,40 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     out << "  profile of the corpus: " << live << " live MLP units, heads writing in " << profile.live_heads.size()
         << " layers, " << profile.consumed.size() << " tokens fed, " << profile.produced.size() << " predicted\n"
         << std::flush;
+    json gap_json;
+    if (a->coverage_gap) {
+      campaign::ActivityProfile op;
+      try {
+        op = campaign::profile_workload(chip.chip, oracle);
+      } catch (const std::runtime_error& e) {
+        throw InputError(e.what());
+      }
+      std::size_t total = 0, oracle_live = 0;
+      std::string by_layer;
+      gap_json = json::object();
+      for (const auto& [l, units] : op.live_units) {
+        oracle_live += units.size();
+        const auto it = profile.live_units.find(l);
+        json list = json::array();
+        for (std::uint32_t u : units)
+          if (it == profile.live_units.end() || !it->second.count(u)) list.push_back(u);
+        if (list.empty()) continue;
+        total += list.size();
+        by_layer += (by_layer.empty() ? "" : ", ") + std::string("layer ") + std::to_string(l) + ": " +
+                    std::to_string(list.size());
+        gap_json[std::to_string(l)] = list;
+      }
+      out << "  coverage gap: the oracle fires " << oracle_live << " MLP units, " << total
+          << " of them never fire in the corpus" << (by_layer.empty() ? "" : " (" + by_layer + ")") << "\n"
+          << std::flush;
+    }
     campaign::MutationOptions mo;
     mo.seed = seed;
     mo.first = a->first;
     mo.count = a->mutants;
     mo.kinds = kinds;
     mo.batch = a->batch;
+    mo.save_survivors = a->save_survivors;
     const campaign::MutationReport rep = campaign::run_mutants(
         chip.chip, profile, corpus, oracle, mo, [&](const campaign::MutantResult& m) {
           out << "mutant " << m.index << " " << m.kind << ": ";
@@ -149,7 +227,8 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
           else
             out << m.target << " -> "
                 << (m.caught ? "caught (" + m.caught_by + ")"
-                    : m.non_equivalent ? "SURVIVED (changes a token in " + m.changed_in + ")"
+                    : m.non_equivalent ? "SURVIVED (changes a token in " + m.changed_in + " at step " +
+                                             std::to_string(m.changed_at) + ")"
                                        : std::string("no token changed on the oracle workload"))
                 << "\n";
           out << std::flush;
@@ -174,7 +253,10 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       opt("--guests", a->guests, d.guests);
       opt("--program-seed", std::to_string(a->program_seed), std::to_string(d.program_seed));
       opt("--corpus-programs", std::to_string(a->corpus_programs), std::to_string(d.corpus_programs));
+      opt("--corpus-pool", std::to_string(a->corpus_pool), std::to_string(d.corpus_pool));
       opt("--corpus-steps", std::to_string(a->corpus_steps), std::to_string(d.corpus_steps));
+      if (a->oracle_program_seed != a->program_seed + 1)
+        opt("--oracle-program-seed", std::to_string(a->oracle_program_seed), "");
       opt("--oracle-programs", std::to_string(a->oracle_programs), std::to_string(d.oracle_programs));
       opt("--oracle-steps", std::to_string(a->oracle_steps), std::to_string(d.oracle_steps));
     }
@@ -185,7 +267,8 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
                                    " --mutants 1" + (a->kinds.empty() ? "" : " --kinds " + a->kinds) + workload_options +
                                    (a->chip.empty() ? "" : " --chip " + a->chip);
         out << "  survivor: mutant " << m.index << " " << m.kind << " (site seed " << m.seed << "): " << m.target
-            << "; changes a token in " << m.changed_in << "; repeat: " << repeat << "\n";
+            << "; changes a token in " << m.changed_in << " at step " << m.changed_at << "; repeat: " << repeat
+            << (m.saved.empty() ? "" : "; chip: " + m.saved) << "\n";
         json s = m.to_json();
         s["repeat"] = repeat;
         survivors.push_back(s);
@@ -197,10 +280,12 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     j["chip_hash"] = chip.hash;
     j["target"] = a->target;
     j["survivors"] = survivors;
+    if (a->coverage_gap) j["coverage_gap"] = gap_json;
     j["corpus"] = {{"guests", found}, {"guest_steps", a->corpus_steps}, {"programs", a->corpus_programs},
+                   {"pool", a->corpus_pool}, {"distilled", distilled},
                    {"program_seed", a->program_seed}, {"mode", "forced"}};
     j["oracle"] = {{"guests", found}, {"guest_steps", a->oracle_steps}, {"programs", a->oracle_programs},
-                   {"program_seed", a->program_seed}, {"mode", "forced"}};
+                   {"program_seed", a->oracle_program_seed}, {"mode", "forced"}};
     if (!a->report.empty()) {
       std::error_code ec;
       fs::create_directories(a->report, ec);

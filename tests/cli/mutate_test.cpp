@@ -52,8 +52,9 @@ fs::path scratch(const std::string& name) {
 // mutant 0 changes no token of the oracle workload; the other five are caught.
 TEST(LockstepMutate, SmallRunOnTheBuiltChip) {
   const fs::path report = scratch("small");
-  const auto r = run({"mutate", "--seed", "7", "--mutants", "6", "--corpus-programs", "4", "--oracle-programs", "8",
-                      "--corpus-steps", "500", "--oracle-steps", "2000", "--report", report.string()});
+  const auto r = run({"mutate", "--seed", "7", "--mutants", "6", "--guests", "hello,fd2,crc32,memops,muldiv,bignum_fib",
+                      "--corpus-programs", "4", "--corpus-pool", "0", "--oracle-programs", "8", "--oracle-program-seed",
+                      "1", "--corpus-steps", "500", "--oracle-steps", "2000", "--report", report.string()});
   std::cout << r.out;
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("seed 7 (repeat with --seed 7)"), std::string::npos);
@@ -83,8 +84,8 @@ TEST(LockstepMutate, SmallRunOnTheBuiltChip) {
 TEST(LockstepMutate, SurvivorsAreListedWithTheirRepeatCommand) {
   const fs::path report = scratch("weak");
   const auto r = run({"mutate", "--seed", "7", "--mutants", "8", "--kinds", "init.wrong_address", "--guests", "hello",
-                      "--corpus-programs", "0", "--corpus-steps", "1", "--oracle-programs", "4", "--oracle-steps", "3000",
-                      "--report", report.string()});
+                      "--corpus-programs", "0", "--corpus-pool", "0", "--corpus-steps", "1", "--oracle-programs", "4",
+                      "--oracle-steps", "3000", "--report", report.string()});
   std::cout << r.out;
   const json j = json::parse(lockstep::cli_test::slurp(report / "mutate.json"));
   const std::uint64_t survivors = j["non_equivalent"].get<std::uint64_t>() - j["caught"].get<std::uint64_t>();
@@ -94,7 +95,7 @@ TEST(LockstepMutate, SurvivorsAreListedWithTheirRepeatCommand) {
   for (const json& s : j["survivors"]) {
     const std::string repeat = "lockstep mutate --seed 7 --first " + std::to_string(s["index"].get<std::uint64_t>()) +
                                " --mutants 1 --kinds init.wrong_address --guests hello --corpus-programs 0 "
-                               "--corpus-steps 1 --oracle-programs 4 --oracle-steps 3000";
+                               "--corpus-pool 0 --corpus-steps 1 --oracle-programs 4 --oracle-steps 3000";
     EXPECT_EQ(s["repeat"], repeat);
     EXPECT_NE(r.out.find("repeat: " + repeat), std::string::npos);
   }
@@ -105,7 +106,7 @@ TEST(LockstepMutate, BadInputExitsTwo) {
   auto r = run({"mutate", "--kinds", "no.such_kind"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown fault kind 'no.such_kind'"), std::string::npos) << r.err;
-  r = run({"mutate", "--corpus-programs", "10", "--oracle-programs", "5"});
+  r = run({"mutate", "--corpus-programs", "10", "--corpus-pool", "0", "--oracle-programs", "5", "--oracle-program-seed", "1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("must contain the corpus"), std::string::npos) << r.err;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -217,11 +218,12 @@ std::vector<MutantKind> make_kinds() {
                  return f;
                }});
   k.push_back({"mlp.dead_unit", [](const Chip& c, const ActivityProfile& p, SplitMix64& r) {
-                 // A unit that never fires in this guest: expected to change nothing.
+                 // A unit that never fires in the profiled workload: changes nothing there (a
+                 // mutation score counts it only where the oracle shows a change).
                  const int l = pick_layer(p.dead_units, r);
                  const std::uint32_t j = r.pick(p.dead_units.at(l));
                  Mutant f = start(c, "mlp.dead_unit", {l, 2});
-                 f.target = unit_text(l, j) + " (never fires in the guest) dropped";
+                 f.target = unit_text(l, j) + " (never fires in the profiled workload) dropped";
                  chip::Mlp& m = f.chip->layers[l].mlp;
                  edit(m.w1.w, [j](auto& e) { std::erase_if(e, [&](const Entry& x) { return x.row == j; }); });
                  m.w1.bias[j] = 0;
@@ -464,7 +466,11 @@ nlohmann::json MutantResult::to_json() const {
   j["caught"] = caught;
   j["non_equivalent"] = non_equivalent;
   if (caught) j["caught_by"] = caught_by;
-  if (non_equivalent) j["changed_in"] = changed_in;
+  if (non_equivalent) {
+    j["changed_in"] = changed_in;
+    j["changed_at_step"] = changed_at;
+  }
+  if (!saved.empty()) j["saved_chip"] = saved;
   return j;
 }
 
@@ -481,9 +487,15 @@ nlohmann::json MutationReport::to_json() const {
 
 namespace {
 
+// Where a workload first shows a fault: the guest and the step of its first divergence.
+struct Hit {
+  std::string guest;  // "error: ..." for an engine error
+  std::uint64_t step = 0;
+};
+
 // Runs the guests of a workload teacher-forced on `be`; the first guest with a mismatch (or
-// an engine error, "error: ..."), or nullopt. `on_result` sees every stream result.
-std::optional<std::string> first_mismatch(chip::ChipBackend& be, const Workload& w, unsigned batch,
+// an engine error), or nullopt. `on_result` sees every stream result.
+std::optional<Hit> first_mismatch(chip::ChipBackend& be, const Workload& w, unsigned batch,
                                           const std::function<void(const engine::Guest&, const engine::StreamResult&)>& on_result = {}) {
   for (const Workload::Part& part : w.parts) {
     for (std::size_t first = 0; first < part.guests.size(); first += batch) {
@@ -498,11 +510,12 @@ std::optional<std::string> first_mismatch(chip::ChipBackend& be, const Workload&
         engine::Engine e(be, guests, opt);
         r = e.run();
       } catch (const std::exception& ex) {
-        return "error: " + std::string(ex.what());
+        return Hit{"error: " + std::string(ex.what()), 0};
       }
       for (std::size_t i = 0; i < r.streams.size(); ++i) {
         if (on_result) on_result(guests[i], r.streams[i]);
-        if (r.streams[i].mismatches > 0) return guests[i].name;
+        if (r.streams[i].mismatches > 0)
+          return Hit{guests[i].name, r.streams[i].divergence ? r.streams[i].divergence->step : 0};
       }
     }
   }
@@ -518,7 +531,7 @@ ActivityProfile profile_workload(const std::shared_ptr<const Chip>& c, const Wor
   if (auto bad = first_mismatch(be, corpus, 32, [&](const engine::Guest& g, const engine::StreamResult& r) {
         steps[g.name] = std::max(steps[g.name], r.steps);
       }))
-    throw std::runtime_error("the unmodified chip mismatches on corpus guest " + *bad +
+    throw std::runtime_error("the unmodified chip mismatches on corpus guest " + bad->guest +
                              ": a mutation score needs a chip that is exact on its corpus");
   // Teacher-forced equals free-running on an exact chip: feed the chip its own predictions.
   chip::CpuExecutor ex(c, 1);
@@ -535,6 +548,39 @@ ActivityProfile profile_workload(const std::shared_ptr<const Chip>& c, const Wor
     }
   p.add_decisions(*c, ex.decision_coverage());
   return p;
+}
+
+std::vector<std::size_t> distill_corpus(const std::shared_ptr<const Chip>& c, const Workload& base,
+                                        const std::vector<engine::Guest>& pool, std::uint64_t max_steps,
+                                        unsigned batch) {
+  chip::CpuExecutor be(c, 1);
+  be.set_decision_coverage(true);
+  std::vector<std::vector<char>> fired(c->layers.size());
+  for (std::size_t l = 0; l < c->layers.size(); ++l) fired[l].assign(c->layers[l].mlp.hidden, 0);
+  // Marks the units the executor saw active since its last clear; true when one is new.
+  auto absorb = [&] {
+    const chip::DecisionCoverage cov = be.decision_coverage();
+    bool added = false;
+    for (std::size_t l = 0; l < cov.layers.size(); ++l)
+      for (std::size_t u = 0; u < cov.layers[l].active.size(); ++u)
+        if (cov.layers[l].active[u] > 0 && !fired[l][u]) fired[l][u] = added = true;
+    return added;
+  };
+  if (auto bad = first_mismatch(be, base, batch))
+    throw std::runtime_error("the unmodified chip mismatches on corpus guest " + bad->guest +
+                             ": a mutation score needs a chip that is exact on its corpus");
+  absorb();
+  std::vector<std::size_t> kept;
+  for (std::size_t i = 0; i < pool.size(); ++i) {
+    be.clear_decision_coverage();
+    Workload one;
+    one.parts.push_back({{pool[i]}, max_steps});
+    if (auto bad = first_mismatch(be, one, 1))
+      throw std::runtime_error("the unmodified chip mismatches on candidate " + bad->guest +
+                               ": a mutation score needs a chip that is exact on its corpus");
+    if (absorb()) kept.push_back(i);
+  }
+  return kept;
 }
 
 MutationReport run_mutants(const std::shared_ptr<const Chip>& original, const ActivityProfile& profile,
@@ -571,10 +617,19 @@ MutationReport run_mutants(const std::shared_ptr<const Chip>& original, const Ac
       chip::CpuExecutor be(mutated, 1);
       if (auto by = first_mismatch(be, corpus, o.batch)) {
         res.caught = res.non_equivalent = true;
-        res.caught_by = res.changed_in = *by;
+        res.caught_by = res.changed_in = by->guest;
+        res.changed_at = by->step;
       } else if (auto in = first_mismatch(be, oracle, o.batch)) {
         res.non_equivalent = true;
-        res.changed_in = *in;
+        res.changed_in = in->guest;
+        res.changed_at = in->step;
+        if (!o.save_survivors.empty()) {
+          const std::filesystem::path f =
+              std::filesystem::path(o.save_survivors) / ("mutant-" + std::to_string(i) + ".chip");
+          std::filesystem::create_directories(o.save_survivors);
+          chip::save_chip(*mutated, f.string());
+          res.saved = f.string();
+        }
       }
       rep.caught += res.caught;
       rep.non_equivalent += res.non_equivalent;

@@ -102,6 +102,7 @@ struct MutationOptions {
   std::uint64_t count = 20;      ///< mutants
   std::vector<std::string> kinds;  ///< names of mutant_kinds() to use; empty: all
   unsigned batch = 32;           ///< guests run together as streams
+  std::string save_survivors;    ///< non-empty: each survivor's chip is written to DIR/mutant-<index>.chip
 };
 
 /// One mutant's outcome.
@@ -114,6 +115,8 @@ struct MutantResult {
   bool non_equivalent = false; ///< some token differs on the oracle workload (caught implies it)
   std::string caught_by;       ///< the first corpus guest with a mismatch
   std::string changed_in;      ///< the first oracle guest with a mismatch
+  std::uint64_t changed_at = 0;  ///< the step of changed_in's first divergence (1-based, as the engine reports it)
+  std::string saved;           ///< a survivor's chip file (MutationOptions::save_survivors)
   nlohmann::json to_json() const;
 };
 
@@ -129,6 +132,15 @@ struct MutationReport {
 /// predicted teacher-forced). Throws std::runtime_error (one line) when the unmodified chip
 /// itself mismatches on a corpus guest (the score would mean nothing).
 ActivityProfile profile_workload(const std::shared_ptr<const chip::Chip>& chip, const Workload& corpus);
+
+/// Coverage-guided distillation (as libFuzzer's -merge=1, over the chip's decision units):
+/// runs `base`, then each guest of `pool` alone (teacher-forced, at most `max_steps` steps) on
+/// `chip` with decision coverage, and returns the indices into `pool` of the guests that made
+/// some MLP unit fire that neither `base` nor an earlier kept guest fired, in order. Throws
+/// std::runtime_error (one line) when the unmodified chip mismatches on any of them.
+std::vector<std::size_t> distill_corpus(const std::shared_ptr<const chip::Chip>& chip, const Workload& base,
+                                        const std::vector<engine::Guest>& pool, std::uint64_t max_steps,
+                                        unsigned batch = 32);
 
 /// Plants `options.count` mutants of `chip` at sites of `profile` and runs each: first the
 /// corpus (caught = the engine reports a mismatch in teacher-forced mode), then, when not
