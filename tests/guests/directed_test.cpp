@@ -195,6 +195,37 @@ TEST_F(DirectedGuest, ZbaSweep) {
   EXPECT_EQ(r.out, "sh1add " + hex8(s1) + "\nsh2add " + hex8(s2) + "\nsh3add " + hex8(s3) + "\n");
 }
 
+TEST_F(DirectedGuest, AluSweep) {
+  uint32_t s[5] = {0, 0, 0, 0, 0};
+  for (uint32_t a = 0; a < 16; a++)
+    for (uint32_t b = 0; b < 16; b++) {
+      const uint32_t x = a * 0x11111111u, y = b * 0x11111111u;
+      s[0] += x + y;
+      s[1] += x - y;
+      s[2] += x & y;
+      s[3] += x | y;
+      s[4] += x ^ y;
+    }
+  ProcessResult r = run("alusweep");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "add " + hex8(s[0]) + "\nsub " + hex8(s[1]) + "\nand " + hex8(s[2]) + "\nor " + hex8(s[3]) +
+                       "\nxor " + hex8(s[4]) + "\n");
+}
+
+TEST_F(DirectedGuest, ShiftSweep) {
+  uint32_t sll = 0, srl = 0, sra = 0;
+  for (uint32_t v = 1; v < 16; v++)
+    for (uint32_t s = 0; s < 32; s++) {
+      const uint32_t x = v * 0x11111111u;
+      sll += x << s;
+      srl += x >> s;
+      sra += static_cast<uint32_t>(static_cast<int32_t>(x) >> s);  // arithmetic (C++20)
+    }
+  ProcessResult r = run("shiftsweep");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "sll " + hex8(sll) + "\nsrl " + hex8(srl) + "\nsra " + hex8(sra) + "\n");
+}
+
 TEST_F(DirectedGuest, Zba) {
   const uint32_t ops[] = {0x00000000u, 0x00000001u, 0x7FFFFFFFu, 0x80000000u,
                           0xFFFFFFFFu, 0x40000000u, 0x20000001u, 0x12345678u};
