@@ -9,19 +9,14 @@
  * lookup tables exercises each table entry here; the mutation score's corpus
  * includes it.
  */
+#include "insn.h"
 #include "rt.h"
 
-#define OP(name)                                                       \
-  static uint32_t op_##name(uint32_t a, uint32_t b) {                  \
-    uint32_t r;                                                        \
-    __asm__ volatile(#name " %0, %1, %2" : "=r"(r) : "r"(a), "r"(b)); \
-    return r;                                                          \
-  }
-OP(add)
-OP(sub)
-OP(and)
-OP(or)
-OP(xor)
+RT_RTYPE(add)
+RT_RTYPE(sub)
+RT_RTYPE(and)
+RT_RTYPE(or)
+RT_RTYPE(xor)
 
 static void line(const char *name, uint32_t v) {
   print_str(name);

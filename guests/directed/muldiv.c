@@ -7,22 +7,17 @@
  * instruction is issued by inline asm so the compiler cannot fold it.
  * tests/guests derives the same lines on the host from the ISA definitions.
  */
+#include "insn.h"
 #include "rt.h"
 
-#define OP(name)                                                                  \
-  static uint32_t op_##name(uint32_t a, uint32_t b) {                             \
-    uint32_t r;                                                                   \
-    __asm__ volatile(#name " %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));            \
-    return r;                                                                     \
-  }
-OP(mul)
-OP(mulh)
-OP(mulhsu)
-OP(mulhu)
-OP(div)
-OP(divu)
-OP(rem)
-OP(remu)
+RT_RTYPE(mul)
+RT_RTYPE(mulh)
+RT_RTYPE(mulhsu)
+RT_RTYPE(mulhu)
+RT_RTYPE(div)
+RT_RTYPE(divu)
+RT_RTYPE(rem)
+RT_RTYPE(remu)
 
 static const uint32_t operands[] = {
     0x00000000u, 0x00000001u, 0x00000002u, 0x00000007u, 0xFFFFFFFFu, 0xFFFFFFFEu,

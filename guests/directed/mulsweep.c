@@ -10,18 +10,13 @@
  * MUL) exercises each table entry here, which random operands reach only
  * after thousands of products; the mutation score's corpus includes it.
  */
+#include "insn.h"
 #include "rt.h"
 
-#define OP(name)                                                       \
-  static uint32_t op_##name(uint32_t a, uint32_t b) {                  \
-    uint32_t r;                                                        \
-    __asm__ volatile(#name " %0, %1, %2" : "=r"(r) : "r"(a), "r"(b)); \
-    return r;                                                          \
-  }
-OP(mul)
-OP(mulh)
-OP(mulhsu)
-OP(mulhu)
+RT_RTYPE(mul)
+RT_RTYPE(mulh)
+RT_RTYPE(mulhsu)
+RT_RTYPE(mulhu)
 
 int main(void) {
   uint32_t s_mul = 0, s_mulh = 0, s_mulhsu = 0, s_mulhu = 0;

@@ -9,17 +9,12 @@
  * ISA definitions. A chip that shifts through nibble windows exercises each
  * window entry here; the mutation score's corpus includes it.
  */
+#include "insn.h"
 #include "rt.h"
 
-#define OP(name)                                                       \
-  static uint32_t op_##name(uint32_t a, uint32_t b) {                  \
-    uint32_t r;                                                        \
-    __asm__ volatile(#name " %0, %1, %2" : "=r"(r) : "r"(a), "r"(b)); \
-    return r;                                                          \
-  }
-OP(sll)
-OP(srl)
-OP(sra)
+RT_RTYPE(sll)
+RT_RTYPE(srl)
+RT_RTYPE(sra)
 
 int main(void) {
   uint32_t s_sll = 0, s_srl = 0, s_sra = 0;

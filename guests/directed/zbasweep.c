@@ -10,17 +10,12 @@
  * definitions. A chip that shifts by nibble lookup tables exercises each
  * table entry here; the mutation score's corpus includes it.
  */
+#include "insn.h"
 #include "rt.h"
 
-#define OP(name)                                                       \
-  static uint32_t op_##name(uint32_t a, uint32_t b) {                  \
-    uint32_t r;                                                        \
-    __asm__ volatile(#name " %0, %1, %2" : "=r"(r) : "r"(a), "r"(b)); \
-    return r;                                                          \
-  }
-OP(sh1add)
-OP(sh2add)
-OP(sh3add)
+RT_RTYPE(sh1add)
+RT_RTYPE(sh2add)
+RT_RTYPE(sh3add)
 
 int main(void) {
   uint32_t s1 = 0, s2 = 0, s3 = 0;

@@ -87,6 +87,20 @@ fs::path loop_elf(std::uint32_t iterations) {
   return p;
 }
 
+// Starts `lockstep ARGS` (which checkpoints into DIR/checkpoints), waits for its first
+// checkpoint (at most 120 s) and kills it with SIGKILL. Returns the wait status; its stderr is
+// left in DIR/../TAG.err.
+int sigkill_after_first_checkpoint(const std::vector<std::string>& args, const fs::path& dir, const std::string& tag) {
+  const pid_t pid = spawn(args, dir.parent_path() / (tag + ".out"), dir.parent_path() / (tag + ".err"));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (list_checkpoints(dir / "checkpoints").empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
 void expect_one_error_line(const Proc& p, const std::string& needle) {
   EXPECT_EQ(p.rc, 2) << p.err;
   EXPECT_EQ(p.err.rfind("lockstep: error: ", 0), 0u) << p.err;
@@ -151,13 +165,7 @@ TEST(StoryCommand, SigkillThenResumeGivesTheSameResult) {
   const fs::path dir = temp_dir("story-kill");
   std::vector<std::string> kill_args = base;
   kill_args.insert(kill_args.end(), {"--report", dir.string()});
-  const pid_t pid = spawn(kill_args, dir.parent_path() / "story-kill.out", dir.parent_path() / "story-kill.err");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (list_checkpoints(dir / "checkpoints").empty() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  const int status = sigkill_after_first_checkpoint(kill_args, dir, "story-kill");
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
       << "the check was not killed partway (status " << status << "): " << slurp(dir.parent_path() / "story-kill.err");
   const Proc r = run({"story", "--resume", dir.string(), "--json"});
@@ -217,15 +225,8 @@ TEST(RunCommand, SigkillThenResumeGivesTheSameResultAndReport) {
   ASSERT_GT(fs_["steps"].get<std::uint64_t>(), 4 * std::stoull(every))
       << "the run must be long enough to be killed after a checkpoint";
   const fs::path dir = temp_dir("sigkill");
-  const pid_t pid = spawn({"run", elf.string(), "--mode", "free", "--report", dir.string(), "--checkpoint-every",
-                           every},
-                          dir.parent_path() / "kill.out", dir.parent_path() / "kill.err");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (list_checkpoints(dir / "checkpoints").empty() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  const int status = sigkill_after_first_checkpoint(
+      {"run", elf.string(), "--mode", "free", "--report", dir.string(), "--checkpoint-every", every}, dir, "kill");
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
       << "the run was not killed partway (status " << status << "): " << slurp(dir.parent_path() / "kill.err");
   // Killed: no summary of a finished run yet, but a checkpoint.
