@@ -237,6 +237,7 @@ struct Stream {
   bool all_dirty = false;
 
   void mark(std::size_t first, std::size_t count) {
+    if (count == 0) return;
     for (std::size_t p = first / kPageFloats, e = (first + count - 1) / kPageFloats; p <= e; ++p)
       if (!page_dirty[p]) {
         page_dirty[p] = 1;
