@@ -142,13 +142,17 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     const std::vector<engine::Guest> programs =
         make_programs(a->program_seed, std::max({a->corpus_programs, a->corpus_pool,
                                                  same_programs ? a->oracle_programs : std::uint64_t{0}}));
+    // programs[from, to)
+    auto slice = [&programs](std::uint64_t from, std::uint64_t to) {
+      return std::vector<engine::Guest>(programs.begin() + static_cast<std::ptrdiff_t>(from),
+                                        programs.begin() + static_cast<std::ptrdiff_t>(to));
+    };
     campaign::Workload corpus, oracle;
     corpus.parts.push_back({directed, a->corpus_steps});
-    corpus.parts.push_back({std::vector<engine::Guest>(programs.begin(), programs.begin() + static_cast<std::ptrdiff_t>(a->corpus_programs)), 200000});
+    corpus.parts.push_back({slice(0, a->corpus_programs), 200000});
     std::size_t distilled = 0;
     if (a->corpus_pool > a->corpus_programs) {
-      const std::vector<engine::Guest> pool(programs.begin() + static_cast<std::ptrdiff_t>(a->corpus_programs),
-                                            programs.begin() + static_cast<std::ptrdiff_t>(a->corpus_pool));
+      const std::vector<engine::Guest> pool = slice(a->corpus_programs, a->corpus_pool);
       std::vector<std::size_t> kept;
       try {
         kept = campaign::distill_corpus(chip.chip, corpus, pool, 200000, a->batch);
@@ -160,7 +164,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     }
     oracle.parts.push_back({directed, a->oracle_steps});
     if (same_programs)
-      oracle.parts.push_back({std::vector<engine::Guest>(programs.begin(), programs.begin() + static_cast<std::ptrdiff_t>(a->oracle_programs)), 200000});
+      oracle.parts.push_back({slice(0, a->oracle_programs), 200000});
     else
       oracle.parts.push_back({make_programs(a->oracle_program_seed, a->oracle_programs), 200000});
     std::ostream& out = ctx.out();
