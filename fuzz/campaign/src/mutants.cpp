@@ -522,6 +522,12 @@ std::optional<Hit> first_mismatch(chip::ChipBackend& be, const Workload& w, unsi
   return std::nullopt;
 }
 
+// The one-line error for an unmodified chip that mismatches on workload guest `guest`.
+[[noreturn]] void inexact_chip(const std::string& guest) {
+  throw std::runtime_error("the unmodified chip mismatches on corpus guest " + guest +
+                           ": a mutation score needs a chip that is exact on its corpus");
+}
+
 }  // namespace
 
 ActivityProfile profile_workload(const std::shared_ptr<const Chip>& c, const Workload& corpus) {
@@ -531,8 +537,7 @@ ActivityProfile profile_workload(const std::shared_ptr<const Chip>& c, const Wor
   if (auto bad = first_mismatch(be, corpus, 32, [&](const engine::Guest& g, const engine::StreamResult& r) {
         steps[g.name] = std::max(steps[g.name], r.steps);
       }))
-    throw std::runtime_error("the unmodified chip mismatches on corpus guest " + bad->guest +
-                             ": a mutation score needs a chip that is exact on its corpus");
+    inexact_chip(bad->guest);
   // Teacher-forced equals free-running on an exact chip: feed the chip its own predictions.
   chip::CpuExecutor ex(c, 1);
   ex.set_decision_coverage(true);
@@ -567,17 +572,14 @@ std::vector<std::size_t> distill_corpus(const std::shared_ptr<const Chip>& c, co
     return added;
   };
   if (auto bad = first_mismatch(be, base, batch))
-    throw std::runtime_error("the unmodified chip mismatches on corpus guest " + bad->guest +
-                             ": a mutation score needs a chip that is exact on its corpus");
+    inexact_chip(bad->guest);
   absorb();
   std::vector<std::size_t> kept;
   for (std::size_t i = 0; i < pool.size(); ++i) {
     be.clear_decision_coverage();
     Workload one;
     one.parts.push_back({{pool[i]}, max_steps});
-    if (auto bad = first_mismatch(be, one, 1))
-      throw std::runtime_error("the unmodified chip mismatches on candidate " + bad->guest +
-                               ": a mutation score needs a chip that is exact on its corpus");
+    if (auto bad = first_mismatch(be, one, 1)) inexact_chip(bad->guest);
     if (absorb()) kept.push_back(i);
   }
   return kept;
