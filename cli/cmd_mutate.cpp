@@ -29,7 +29,7 @@ struct MutateArgs {
   std::uint64_t seed = 0, first = 0, mutants = 20, program_seed = 1, oracle_program_seed = 0;
   std::uint64_t corpus_programs = 96, corpus_steps = 20000, oracle_programs = 384, oracle_steps = 100000,
                 corpus_pool = 1000;
-  double target = 0.99;
+  double target = 0.99, timeout_factor = 10, min_timeout = 30;
   bool coverage_gap = false;
   unsigned batch = 32;
 };
@@ -82,6 +82,12 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--target", a->target, "Exit 1 when the score is below this fraction")->capture_default_str();
   cmd->add_option("--batch", a->batch, "Guests run together as streams")->capture_default_str();
+  cmd->add_option("--timeout-factor", a->timeout_factor,
+                  "Budget of a mutant's corpus (oracle) run, as a multiple of the unmodified chip's corpus (oracle) run: "
+                  "past it in the corpus the mutant counts as caught (timeout), in the oracle as a survivor (0: no budget)")
+      ->capture_default_str();
+  cmd->add_option("--min-timeout", a->min_timeout, "Least budget of a run, in seconds (with --timeout-factor)")
+      ->capture_default_str();
   cmd->add_option("--report", a->report, "Folder for mutate.json");
   cmd->add_flag("--coverage-gap", a->coverage_gap,
                 "Also profile the oracle on the unmodified chip and list the MLP units it fires that the corpus does not "
@@ -97,6 +103,8 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     if (same_programs && a->corpus_pool > a->oracle_programs)
       throw UsageError("the oracle workload must contain the corpus (--oracle-programs >= --corpus-pool)");
     if (a->batch == 0) throw UsageError("--batch must be at least 1");
+    if (!(a->timeout_factor >= 0) || !(a->min_timeout >= 0))
+      throw UsageError("--timeout-factor and --min-timeout must be 0 or more");
     if (!(a->target >= 0 && a->target <= 1)) throw UsageError("--target must be a fraction between 0 and 1");
     std::uint64_t seed = a->seed;
     if (seed_opt->count() == 0) {
@@ -224,13 +232,18 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     mo.kinds = kinds;
     mo.batch = a->batch;
     mo.save_survivors = a->save_survivors;
+    mo.timeout_factor = a->timeout_factor;
+    mo.min_timeout_seconds = a->min_timeout;
     const campaign::MutationReport rep = campaign::run_mutants(
         chip.chip, profile, corpus, oracle, mo, [&](const campaign::MutantResult& m) {
           out << "mutant " << m.index << " " << m.kind << ": ";
           if (!m.planted) out << "not planted (" << m.error << ")\n";
           else
             out << m.target << " -> "
-                << (m.caught ? "caught (" + m.caught_by + ")"
+                << (m.timed_out == "corpus" ? "caught (timeout: the corpus ran past its budget, in " + m.caught_by + ")"
+                    : m.caught              ? "caught (" + m.caught_by + ")"
+                    : m.timed_out == "oracle"
+                        ? "SURVIVED (timeout: the oracle ran past its budget, in " + m.changed_in + "; counted as a survivor)"
                     : m.non_equivalent ? "SURVIVED (changes a token in " + m.changed_in + " at step " +
                                              std::to_string(m.changed_at) + ")"
                                        : std::string("no token changed on the oracle workload"))
@@ -247,6 +260,14 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
                   static_cast<unsigned long long>(rep.caught), static_cast<unsigned long long>(rep.non_equivalent),
                   100 * rep.score(), 100 * a->target, rep.seconds, static_cast<unsigned long long>(seed));
     out << line;
+    if (a->timeout_factor > 0) {
+      std::snprintf(line, sizeof line,
+                    "  budgets: %gx the unmodified chip's corpus run (%.1f s) and oracle run (%.1f s), at least %g s; "
+                    "mutants that ran past one: %llu\n",
+                    a->timeout_factor, rep.corpus_seconds, rep.oracle_seconds, a->min_timeout,
+                    static_cast<unsigned long long>(rep.timed_out));
+      out << line;
+    }
     // The options that make the workload differ from the default (a survivor's repeat command).
     std::string workload_options;
     {
@@ -271,7 +292,9 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
                                    " --mutants 1" + (a->kinds.empty() ? "" : " --kinds " + a->kinds) + workload_options +
                                    (a->chip.empty() ? "" : " --chip " + a->chip);
         out << "  survivor: mutant " << m.index << " " << m.kind << " (site seed " << m.seed << "): " << m.target
-            << "; changes a token in " << m.changed_in << " at step " << m.changed_at << "; repeat: " << repeat
+            << (m.timed_out.empty() ? "; changes a token in " + m.changed_in + " at step " + std::to_string(m.changed_at)
+                                    : "; the oracle ran past its budget in " + m.changed_in)
+            << "; repeat: " << repeat
             << (m.saved.empty() ? "" : "; chip: " + m.saved) << "\n";
         json s = m.to_json();
         s["repeat"] = repeat;

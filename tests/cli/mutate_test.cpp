@@ -102,6 +102,46 @@ TEST(LockstepMutate, SurvivorsAreListedWithTheirRepeatCommand) {
   EXPECT_EQ(r.exit_code, j["score"].get<double>() < 0.99 ? 1 : 0) << r.err;
 }
 
+// The time budget (--timeout-factor, --min-timeout). With a budget of nothing, the mutant's
+// corpus run is past it before it starts: caught (timeout). With half a second, mutant 0 of
+// seed 7 (embed.flip_sign of START's embedding; it changes no token of hello's or bignum_pow's
+// first 100,000 steps, about 2 s) passes its one-step corpus and is stopped in its oracle run:
+// a survivor, since whether it changes a token is not known.
+TEST(LockstepMutate, ARunPastItsBudgetIsATimeout) {
+  const fs::path report = scratch("timeout");
+  const std::vector<std::string> common = {"mutate", "--seed", "7", "--mutants", "1", "--kinds", "embed.flip_sign",
+                                           "--guests", "hello,bignum_pow", "--corpus-programs", "0", "--corpus-pool",
+                                           "0", "--oracle-programs", "0", "--corpus-steps", "1", "--oracle-steps",
+                                           "100000", "--timeout-factor", "1e-9", "--report", report.string()};
+  auto with = [&](const std::string& min_timeout) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), {"--min-timeout", min_timeout});
+    return run(args);
+  };
+  auto r = with("0");
+  std::cout << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("-> caught (timeout: the corpus ran past its budget, in hello)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mutants that ran past one: 1"), std::string::npos) << r.out;
+  json j = json::parse(lockstep::cli_test::slurp(report / "mutate.json"));
+  EXPECT_EQ(j["caught"], 1);
+  EXPECT_EQ(j["timed_out"], 1);
+  EXPECT_EQ(j["results"][0]["timed_out"], "corpus");
+  EXPECT_GT(j["unmodified_corpus_seconds"].get<double>(), 0);
+
+  r = with("0.5");
+  std::cout << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("SURVIVED (timeout: the oracle ran past its budget, in "), std::string::npos) << r.out;
+  j = json::parse(lockstep::cli_test::slurp(report / "mutate.json"));
+  EXPECT_EQ(j["non_equivalent"], 1);
+  EXPECT_EQ(j["caught"], 0);
+  EXPECT_EQ(j["timed_out"], 1);
+  EXPECT_EQ(j["results"][0]["timed_out"], "oracle");
+  EXPECT_EQ(j["survivors"].size(), 1u);
+  EXPECT_GT(j["unmodified_oracle_seconds"].get<double>(), 1.0);
+}
+
 TEST(LockstepMutate, BadInputExitsTwo) {
   auto r = run({"mutate", "--kinds", "no.such_kind"});
   EXPECT_EQ(r.exit_code, 2);
@@ -109,6 +149,9 @@ TEST(LockstepMutate, BadInputExitsTwo) {
   r = run({"mutate", "--corpus-programs", "10", "--corpus-pool", "0", "--oracle-programs", "5", "--oracle-program-seed", "1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("must contain the corpus"), std::string::npos) << r.err;
+  r = run({"mutate", "--timeout-factor", "-1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--timeout-factor and --min-timeout must be 0 or more"), std::string::npos) << r.err;
 }
 #else
 // Two mutants of each of the 26 kinds with the default corpus and oracle (docs/quality.md).

@@ -3,6 +3,7 @@
 #include "lockstep/campaign/mutants.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -470,6 +471,7 @@ nlohmann::json MutantResult::to_json() const {
     j["changed_in"] = changed_in;
     j["changed_at_step"] = changed_at;
   }
+  if (!timed_out.empty()) j["timed_out"] = timed_out;
   if (!saved.empty()) j["saved_chip"] = saved;
   return j;
 }
@@ -482,7 +484,9 @@ nlohmann::json MutationReport::to_json() const {
   nlohmann::json ms = nlohmann::json::array();
   for (const MutantResult& m : mutants) ms.push_back(m.to_json());
   return {{"mutants", mutants.size()}, {"planted", planted}, {"non_equivalent", non_equivalent},
-          {"caught", caught}, {"score", score()}, {"seconds", seconds}, {"results", ms}};
+          {"caught", caught}, {"timed_out", timed_out}, {"score", score()}, {"seconds", seconds},
+          {"unmodified_corpus_seconds", corpus_seconds}, {"unmodified_oracle_seconds", oracle_seconds},
+          {"results", ms}};
 }
 
 namespace {
@@ -491,20 +495,35 @@ namespace {
 struct Hit {
   std::string guest;  // "error: ..." for an engine error
   std::uint64_t step = 0;
+  bool timed_out = false;  // the run went past its deadline (guest: the one running then)
 };
 
+using Clock = std::chrono::steady_clock;
+
 // Runs the guests of a workload teacher-forced on `be`; the first guest with a mismatch (or
-// an engine error), or nullopt. `on_result` sees every stream result.
+// an engine error), or nullopt. `on_result` sees every stream result. With a deadline, a batch
+// that would start after it, or is still running at it (stopping at its next round), gives a
+// Hit with timed_out set.
 std::optional<Hit> first_mismatch(chip::ChipBackend& be, const Workload& w, unsigned batch,
-                                          const std::function<void(const engine::Guest&, const engine::StreamResult&)>& on_result = {}) {
+                                  const std::function<void(const engine::Guest&, const engine::StreamResult&)>& on_result = {},
+                                  std::optional<Clock::time_point> deadline = std::nullopt) {
+  std::atomic<bool> stop{false};
   for (const Workload::Part& part : w.parts) {
     for (std::size_t first = 0; first < part.guests.size(); first += batch) {
       std::vector<engine::Guest> guests(part.guests.begin() + static_cast<std::ptrdiff_t>(first),
                                         part.guests.begin() + static_cast<std::ptrdiff_t>(std::min(part.guests.size(), first + batch)));
+      if (deadline && Clock::now() >= *deadline) return Hit{guests.front().name, 0, true};
       engine::Options opt;
       opt.mode = engine::Mode::kForced;
       opt.max_steps = part.max_steps;
       opt.classify_window = 0;
+      if (deadline) {
+        opt.stop = &stop;
+        opt.progress_interval = 0.05;
+        opt.on_progress = [&](const engine::Progress&) {
+          if (Clock::now() >= *deadline) stop = true;
+        };
+      }
       engine::RunResult r;
       try {
         engine::Engine e(be, guests, opt);
@@ -517,6 +536,9 @@ std::optional<Hit> first_mismatch(chip::ChipBackend& be, const Workload& w, unsi
         if (r.streams[i].mismatches > 0)
           return Hit{guests[i].name, r.streams[i].divergence ? r.streams[i].divergence->step : 0};
       }
+      if (r.interrupted)
+        for (std::size_t i = 0; i < r.streams.size(); ++i)
+          if (r.streams[i].end == "interrupted") return Hit{guests[i].name, 0, true};
     }
   }
   return std::nullopt;
@@ -597,6 +619,18 @@ MutationReport run_mutants(const std::shared_ptr<const Chip>& original, const Ac
       throw std::invalid_argument("unknown mutant kind '" + name + "'");
   if (kinds.empty()) throw std::invalid_argument("no mutant kind selected");
   MutationReport rep;
+  // The budgets: a multiple of the unmodified chip's time on each workload.
+  auto timed_run = [&](const Workload& w) {
+    chip::CpuExecutor be(original, 1);
+    const auto start = Clock::now();
+    if (auto bad = first_mismatch(be, w, o.batch)) inexact_chip(bad->guest);
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  auto budget = [&](double base) {
+    return std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(std::max(o.timeout_factor * base, o.min_timeout_seconds)));
+  };
+  if (o.timeout_factor > 0) rep.corpus_seconds = timed_run(corpus);
   for (std::uint64_t i = o.first; i < o.first + o.count; ++i) {
     MutantResult res;
     res.index = i;
@@ -617,14 +651,26 @@ MutationReport run_mutants(const std::shared_ptr<const Chip>& original, const Ac
     if (res.planted) {
       ++rep.planted;
       chip::CpuExecutor be(mutated, 1);
-      if (auto by = first_mismatch(be, corpus, o.batch)) {
+      std::optional<Clock::time_point> deadline;
+      if (o.timeout_factor > 0) deadline = Clock::now() + budget(rep.corpus_seconds);
+      std::optional<Hit> in;
+      if (auto by = first_mismatch(be, corpus, o.batch, {}, deadline)) {
         res.caught = res.non_equivalent = true;
         res.caught_by = res.changed_in = by->guest;
         res.changed_at = by->step;
-      } else if (auto in = first_mismatch(be, oracle, o.batch)) {
+        if (by->timed_out) res.timed_out = "corpus";
+      } else {
+        if (o.timeout_factor > 0) {
+          if (rep.oracle_seconds == 0) rep.oracle_seconds = timed_run(oracle);
+          deadline = Clock::now() + budget(rep.oracle_seconds);
+        }
+        in = first_mismatch(be, oracle, o.batch, {}, deadline);
+      }
+      if (in) {
         res.non_equivalent = true;
         res.changed_in = in->guest;
         res.changed_at = in->step;
+        if (in->timed_out) res.timed_out = "oracle";
         if (!o.save_survivors.empty()) {
           const std::filesystem::path f =
               std::filesystem::path(o.save_survivors) / ("mutant-" + std::to_string(i) + ".chip");
@@ -635,6 +681,7 @@ MutationReport run_mutants(const std::shared_ptr<const Chip>& original, const Ac
       }
       rep.caught += res.caught;
       rep.non_equivalent += res.non_equivalent;
+      rep.timed_out += !res.timed_out.empty();
     }
     if (progress) progress(res);
     rep.mutants.push_back(std::move(res));

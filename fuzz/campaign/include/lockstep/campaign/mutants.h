@@ -103,6 +103,14 @@ struct MutationOptions {
   std::vector<std::string> kinds;  ///< names of mutant_kinds() to use; empty: all
   unsigned batch = 32;           ///< guests run together as streams
   std::string save_survivors;    ///< non-empty: each survivor's chip is written to DIR/mutant-<index>.chip
+  /// Time budget (0: none). A mutant's corpus run may take timeout_factor times the unmodified
+  /// chip's corpus run (wall clock, at least min_timeout_seconds); past it the mutant counts as
+  /// caught ("timeout": the default suite would run past its test timeout; PIT and Stryker count
+  /// a timed-out mutant as detected). Its oracle run gets the same multiple of the unmodified
+  /// chip's oracle run; past that it counts as a survivor (whether it changes a token is not
+  /// known, and the score is not raised on a guess).
+  double timeout_factor = 0;
+  double min_timeout_seconds = 30;
 };
 
 /// One mutant's outcome.
@@ -117,12 +125,15 @@ struct MutantResult {
   std::string changed_in;      ///< the first oracle guest with a mismatch
   std::uint64_t changed_at = 0;  ///< the step of changed_in's first divergence (1-based, as the engine reports it)
   std::string saved;           ///< a survivor's chip file (MutationOptions::save_survivors)
+  std::string timed_out;       ///< "corpus" or "oracle": that run went past its budget; empty: none did
   nlohmann::json to_json() const;
 };
 
 struct MutationReport {
   std::vector<MutantResult> mutants;
   std::uint64_t planted = 0, non_equivalent = 0, caught = 0;
+  std::uint64_t timed_out = 0;  ///< mutants with MutantResult::timed_out set (counted in caught or as survivors)
+  double corpus_seconds = 0, oracle_seconds = 0;  ///< the unmodified chip's runs (timeout_factor > 0; 0: not run)
   double seconds = 0;
   double score() const;  ///< caught / non_equivalent (1 when there is no non-equivalent mutant)
   nlohmann::json to_json() const;
@@ -145,8 +156,10 @@ std::vector<std::size_t> distill_corpus(const std::shared_ptr<const chip::Chip>&
 /// Plants `options.count` mutants of `chip` at sites of `profile` and runs each: first the
 /// corpus (caught = the engine reports a mismatch in teacher-forced mode), then, when not
 /// caught, the oracle (non-equivalent = a mismatch there); a caught mutant is non-equivalent.
-/// `progress(result)` is called after each mutant. Throws std::invalid_argument for an unknown
-/// kind name.
+/// `progress(result)` is called after each mutant. With options.timeout_factor > 0 the
+/// unmodified chip first runs the corpus (and, before the first oracle run, the oracle) to set
+/// the budgets; it throws std::runtime_error (one line) when the unmodified chip mismatches on
+/// either. Throws std::invalid_argument for an unknown kind name.
 MutationReport run_mutants(const std::shared_ptr<const chip::Chip>& chip, const ActivityProfile& profile,
                            const Workload& corpus, const Workload& oracle, const MutationOptions& options,
                            const std::function<void(const MutantResult&)>& progress = {});
