@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "mulcarry_pairs.h"
 #include "run_process.h"
 
 namespace lockstep::guests_test {
@@ -177,6 +178,24 @@ TEST_F(DirectedGuest, MulSweep) {
   const std::string want =
       "mul " + hex8(s[0]) + "\nmulh " + hex8(s[1]) + "\nmulhsu " + hex8(s[2]) + "\nmulhu " + hex8(s[3]) + "\n";
   ProcessResult r = run("mulsweep");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, want);
+}
+
+TEST_F(DirectedGuest, MulCarry) {
+  static const uint32_t pairs[][2] = {MULCARRY_PAIRS};
+  uint32_t s[4] = {0, 0, 0, 0};
+  for (const auto& p : pairs) {
+    using R = MulDivRef;
+    s[0] += R::mul(p[0], p[1]);
+    s[1] += R::mulh(p[0], p[1]);
+    s[2] += R::mulhsu(p[0], p[1]);
+    s[3] += R::mulhu(p[0], p[1]);
+  }
+  ASSERT_EQ(sizeof pairs / sizeof pairs[0], 49u);
+  const std::string want =
+      "mul " + hex8(s[0]) + "\nmulh " + hex8(s[1]) + "\nmulhsu " + hex8(s[2]) + "\nmulhu " + hex8(s[3]) + "\n";
+  ProcessResult r = run("mulcarry");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, want);
 }
