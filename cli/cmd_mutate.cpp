@@ -284,6 +284,13 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
         opt("--oracle-program-seed", std::to_string(a->oracle_program_seed), "");
       opt("--oracle-programs", std::to_string(a->oracle_programs), std::to_string(d.oracle_programs));
       opt("--oracle-steps", std::to_string(a->oracle_steps), std::to_string(d.oracle_steps));
+      auto num = [](double v) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%g", v);
+        return std::string(b);
+      };
+      opt("--timeout-factor", num(a->timeout_factor), num(d.timeout_factor));
+      opt("--min-timeout", num(a->min_timeout), num(d.min_timeout));
     }
     json survivors = json::array();
     for (const campaign::MutantResult& m : rep.mutants)

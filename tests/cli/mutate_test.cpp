@@ -103,16 +103,17 @@ TEST(LockstepMutate, SurvivorsAreListedWithTheirRepeatCommand) {
 }
 
 // The time budget (--timeout-factor, --min-timeout). With a budget of nothing, the mutant's
-// corpus run is past it before it starts: caught (timeout). With half a second, mutant 0 of
-// seed 7 (embed.flip_sign of START's embedding; it changes no token of hello's or bignum_pow's
-// first 100,000 steps, about 2 s) passes its one-step corpus and is stopped in its oracle run:
-// a survivor, since whether it changes a token is not known.
+// corpus run is past it before it starts: caught (timeout). With one second, mutant 0 of seed 7
+// (embed.flip_sign of START's embedding, which only the first step reads; it changes no token)
+// passes its one-step corpus and is stopped in its oracle run (the first 50,000 steps of
+// hello, bignum_pow and sort, about 3 s): a survivor, since whether it changes a token is not
+// known.
 TEST(LockstepMutate, ARunPastItsBudgetIsATimeout) {
   const fs::path report = scratch("timeout");
   const std::vector<std::string> common = {"mutate", "--seed", "7", "--mutants", "1", "--kinds", "embed.flip_sign",
-                                           "--guests", "hello,bignum_pow", "--corpus-programs", "0", "--corpus-pool",
+                                           "--guests", "hello,bignum_pow,sort", "--corpus-programs", "0", "--corpus-pool",
                                            "0", "--oracle-programs", "0", "--corpus-steps", "1", "--oracle-steps",
-                                           "100000", "--timeout-factor", "1e-9", "--report", report.string()};
+                                           "50000", "--timeout-factor", "1e-9", "--report", report.string()};
   auto with = [&](const std::string& min_timeout) {
     std::vector<std::string> args = common;
     args.insert(args.end(), {"--min-timeout", min_timeout});
@@ -129,7 +130,7 @@ TEST(LockstepMutate, ARunPastItsBudgetIsATimeout) {
   EXPECT_EQ(j["results"][0]["timed_out"], "corpus");
   EXPECT_GT(j["unmodified_corpus_seconds"].get<double>(), 0);
 
-  r = with("0.5");
+  r = with("1");
   std::cout << r.out;
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("SURVIVED (timeout: the oracle ran past its budget, in "), std::string::npos) << r.out;
@@ -138,7 +139,11 @@ TEST(LockstepMutate, ARunPastItsBudgetIsATimeout) {
   EXPECT_EQ(j["caught"], 0);
   EXPECT_EQ(j["timed_out"], 1);
   EXPECT_EQ(j["results"][0]["timed_out"], "oracle");
-  EXPECT_EQ(j["survivors"].size(), 1u);
+  ASSERT_EQ(j["survivors"].size(), 1u);
+  EXPECT_EQ(j["survivors"][0]["repeat"],
+            "lockstep mutate --seed 7 --first 0 --mutants 1 --kinds embed.flip_sign --guests hello,bignum_pow,sort "
+            "--corpus-programs 0 --corpus-pool 0 --corpus-steps 1 --oracle-programs 0 --oracle-steps 50000 "
+            "--timeout-factor 1e-09 --min-timeout 1");
   EXPECT_GT(j["unmodified_oracle_seconds"].get<double>(), 1.0);
 }
 
