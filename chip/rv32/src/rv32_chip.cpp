@@ -117,7 +117,7 @@ void when(LayerBuilder& L, const std::vector<Lin>& conds, const SparseVec& outs)
 // Token kinds (trace.md section 2).
 enum Kind : std::uint32_t {
   kCtrl = 0, kW0 = 1, kA0 = 5, kS0 = 9, kBr = 13, kDq = 14, kCf = 15, kAc0 = 16, kOut = 28, kErr = 29,
-  kNop = 30, kExit = 31, kTrap = 32, kPcl = 44, kPch0 = 45, kOi = 49, kOih = 50
+  kNop = 30, kExit = 31, kTrap = 32, kPcl = 44, kPch0 = 45, kOi = 49, kOih = 50, kVlg = 56, kVlb0 = 57
 };
 
 enum Cls : std::uint32_t {
@@ -125,7 +125,7 @@ enum Cls : std::uint32_t {
   ADDI, SLTI, SLTIU, XORI, ORI, ANDI, SLLI, SRLI, SRAI,
   ADD, SUB, SLL, SLT, SLTU, XOR, SRL, SRA, OR, AND,
   MUL, MULH, MULHSU, MULHU, DIV, DIVU, REM, REMU, SH1ADD, SH2ADD, SH3ADD,
-  FENCE, ECALL, EBREAK, BN_ADDC, BN_SUBB, BN_XCHGC, BN_MAC, BN_ACCRD, BN_ACCCLR, kNumCls
+  FENCE, ECALL, EBREAK, BN_ADDC, BN_SUBB, BN_XCHGC, BN_MAC, BN_ACCRD, BN_ACCCLR, VLD, kNumCls
 };
 
 struct ClsSpec {
@@ -151,6 +151,9 @@ const std::vector<ClsSpec>& cls_specs() {
       {REMU, 0x33, 7, 0x01}, {SH1ADD, 0x33, 2, 0x10}, {SH2ADD, 0x33, 4, 0x10}, {SH3ADD, 0x33, 6, 0x10},
       {FENCE, 0x0F, 0, -1},  {BN_ADDC, 0x0B, 0, 0x00}, {BN_SUBB, 0x0B, 1, 0x00}, {BN_XCHGC, 0x0B, 2, 0x00},
       {BN_MAC, 0x0B, 3, 0x00}, {BN_ACCRD, 0x0B, 4, 0x00}, {BN_ACCCLR, 0x0B, 5, 0x00},
+      // vector.md section 4.8 (any f7: a nonzero f7 is VEC_FIELD, section 6); the other seven vector
+      // ops (custom-1, f3 0..6) are not compiled yet and decode as illegal (docs/chip-design.md)
+      {VLD, 0x2B, 7, -1},
   };
   return s;
 }
@@ -198,7 +201,7 @@ constexpr std::uint32_t kNumLayers = 20;
 
 class Compiler {
  public:
-  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine, trace-v2 (docs/chip-design.md)", kVocab,
+  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the vector unit's VLD, trace-v2 (docs/chip-design.md)", kVocab,
                  "lockstep-chip-rv32 0.2") {}
 
   Chip run() {
@@ -219,6 +222,7 @@ class Compiler {
     shift_tables();
     layer9_10();
     write_buffer_check();
+    vld();
     when(L(9), {cls(ECALL), k(kPcl), EQ64[0], FDOK[0], Lin::constant(1) - LEN0[0], Lin::constant(1) - LENBIG[0], WBAD[0]},
          token_out(kTrap, 5));
     divide();
@@ -270,6 +274,9 @@ class Compiler {
   FieldRef C1, TK;
   // L9
   FieldRef CM;
+  // VLD (vector.md section 4.8): slot, gated register ports, traps, last element, byte reads
+  FieldRef VLGN, VGS, RV1, RV2, VK, VZ, VSH, VOK, VFIT, VT17, VN0, VF16, VC0, VC1, VZ45, VC2, VGT, VEQ, VLAST;
+  FieldRef VEG, VGE, RDM, RDE, ADNV;
 
   Lin k(std::uint32_t kind) const { return K[kind]; }
   Lin fetch() const { return K[kPcl]; }  // the step that consumes PCL: the instruction's first step
@@ -317,6 +324,15 @@ class Compiler {
       B.embed(256 * kOih + p, OIHN.dim(16 + (p >> 4)), 1);
       B.embed(256 * kPcl + p, OIHN.dim(0), 1);
       B.embed(256 * kPcl + p, OIHN.dim(16), 1);
+    }
+    // VLD: VLG(g) payload nibbles and a 1 (an element group seen); PCL: g = 0, none seen
+    VLGN = B.field("vlg_nibbles", 33);
+    for (std::uint32_t p = 0; p < 256; ++p) {
+      B.embed(256 * kVlg + p, VLGN.dim(p & 15), 1);
+      B.embed(256 * kVlg + p, VLGN.dim(16 + (p >> 4)), 1);
+      B.embed(256 * kVlg + p, VLGN.dim(32), 1);
+      B.embed(256 * kPcl + p, VLGN.dim(0), 1);
+      B.embed(256 * kPcl + p, VLGN.dim(16), 1);
     }
     for (std::uint32_t kd = kW0; kd < kW0 + 3; ++kd)
       for (std::uint32_t p = 0; p < 256; ++p) B.embed(256 * kd + p, ALLQ.dim(), 1);
@@ -415,6 +431,9 @@ class Compiler {
     slot_head(l0, 12, [&](std::uint32_t i) { return k(kAc0 + i); }, [&](std::uint32_t r) { return ACPN[r]; }, ACR);
     slot_head(l0, 1, [&](std::uint32_t) { return k(kOi); }, [&](std::uint32_t r) { return PN[r]; }, OIS);
     slot_head(l0, 1, [&](std::uint32_t) { return k(kOih) + k(kPcl); }, [&](std::uint32_t r) { return OIHN[r]; }, OIHS);
+    // VLD: the element group g of the last VLG and whether one was consumed since PCL
+    VGS = B.field("vlg_slot", 33);
+    slot_head(l0, 1, [&](std::uint32_t) { return k(kVlg) + k(kPcl); }, [&](std::uint32_t r) { return VLGN[r]; }, VGS);
     // pc = RAM_BASE + 4 w as nibble one-hots: nibble n (n < 4) = w[4n+1 : 4n-2]; with
     // x = w[17:14]: nibble 4 = (x + 1) & 15, nibble 5 = [x = 15], nibbles 6, 7 = 0.
     table(l0, {masked(wnib(0), 3)}, [&](const std::vector<unsigned>& v) { return SparseVec{{PCN.dim((v[0] & 3) << 2), 1.0}}; });
@@ -626,9 +645,11 @@ class Compiler {
     });
   }
 
-  void reg_port(const std::string& name, const std::function<Lin(std::uint32_t)>& q, const FieldRef& out) {
+  // act_q = ReLU lets a query row be gated: ReLU(RS1[r] + gate - 1).
+  void reg_port(const std::string& name, const std::function<Lin(std::uint32_t)>& q, const FieldRef& out,
+                Activation act_q = Activation::Identity) {
     LayerBuilder& l4 = L(5);
-    const std::uint32_t h = l4.add_head(32, 128);
+    const std::uint32_t h = l4.add_head(32, 128, Activation::Identity, act_q);
     HeadBuilder& H = l4.head(h);
     for (std::uint32_t r = 0; r < 32; ++r) H.q[r] = q(r);
     for (std::uint32_t i = 0; i < 128; ++i) H.out.emplace_back(i, out.dim(i), 1.0);
@@ -674,6 +695,12 @@ class Compiler {
     reg_port("reg_port2", [&](std::uint32_t r) { return RS2[r] + ec * ((r == 10 ? 1.0 : 0.0) - (r == 0 ? 1.0 : 0.0)); }, R2);
     reg_port("reg_port3", [&](std::uint32_t r) { return r == 11 ? ec : Lin(); }, RA1);
     reg_port("reg_port4", [&](std::uint32_t r) { return r == 12 ? ec : Lin(); }, RA2);
+    // VLD's operands (rs1: the record address; rs2: dst | n << 16), zero on every other class, so
+    // the VLD units below are idle elsewhere. PRE (layer 4) is the (opcode, f3) candidate.
+    RV1 = B.field("vld_rs1_value", 128);
+    RV2 = B.field("vld_rs2_value", 128);
+    reg_port("reg_port5", [&](std::uint32_t r) { return RS1[r] + PRE[VLD] - 1.0; }, RV1, Activation::Relu);
+    reg_port("reg_port6", [&](std::uint32_t r) { return RS2[r] + PRE[VLD] - 1.0; }, RV2, Activation::Relu);
     CN = B.field("bn_c", 32);      // bignum c and acc: read from the BNSTATE head of layer 7 (commits())
     ACN = B.field("bn_acc", 384);
     LayerBuilder& l4 = L(5);
@@ -922,6 +949,116 @@ class Compiler {
     when(L(8), {WOK[0], WSH[0]}, {{WBAD.dim(), -1.0}});
     when(L(8), {WOK[0], WSH[1] - WSH[2], Lin::constant(1) - WSH[3]}, {{WBAD.dim(), -1.0}});
     pass(L(8), cls(ECALL), WBAD.dim());
+  }
+
+  // ---- the vector unit: VLD (vector.md sections 4.8, 5, 6) -----------------------------------
+  // Only VLD is compiled, and only its trace: the VR words it writes are not kept yet (no compiled
+  // op reads VR; docs/chip-design.md section 5). After the pc tokens: VLB0..VLB3, the bytes of M
+  // at a .. a + 3 ("M phase": no VLG consumed since PCL), then per element group g: VLG(g) and
+  // VLB_m(b_{4g+m}) at a + 4 + 4g + m. Every byte is read from the RAM copy (layer 15): in the M
+  // phase at a itself (RV1), in the element phase at a + 4 + 4g from the lookahead adder (steps
+  // that consume VLG or VLB0..VLB2). The lane is the byte's m (a is 4-aligned once the traps pass).
+  // The last element i = n - 1 is found by comparing (g, m) with ((n - 1) >> 2, (n - 1) & 3).
+  void vld() {
+    const Lin v = cls(VLD), f = fetch(), one = Lin::constant(1);
+    const Lin seen = VGS[32];
+    const OH glo = field_oh(VGS, 0, 16), ghi = field_oh(VGS, 16, 16);
+    auto half = [&](const FieldRef& fr, std::uint32_t h) {  // 16-bit half h: bytes 2h, 2h + 1
+      return byte_value(nib(fr, 4 * h), nib(fr, 4 * h + 1)) + byte_value(nib(fr, 4 * h + 2), nib(fr, 4 * h + 3)) * 256.0;
+    };
+    // Traps (section 6; the lowest code wins): 4 a mod 4 != 0; 5 a < RAM_BASE or
+    // a + 4 + n > RAM_END; 16 f7 != 0 or rd != x0; 17 dst + n > 1024; 18 n = 0 (n > 1024 is 17).
+    // a + 4 + n as a 33-bit sum of 16-bit halves: lo = a_lo + 4 + n < 2^17 for an aligned a.
+    const Lin alo = half(RV1, 0), ahi = half(RV1, 1), dst = half(RV2, 0), n = half(RV2, 1);
+    const Lin lo = alo + n + 4.0;
+    VK = B.field("vld_lo_carry", 1);
+    VZ = B.field("vld_lo_is_2p16", 1);
+    threshold(L(6), lo, 65536, VK.dim());
+    threshold(L(6), lo, 65536, VZ.dim());
+    threshold(L(6), lo, 65537, VZ.dim(), -1);
+    VT17 = B.field("vld_span_outside_vr", 1);
+    threshold(L(6), dst + n, 1025, VT17.dim());
+    VN0 = B.field("vld_n_zero", 1);
+    when(L(6), {v, nib(RV2, 4)[0], nib(RV2, 5)[0], nib(RV2, 6)[0], nib(RV2, 7)[0]}, {{VN0.dim(), 1.0}});
+    VF16 = B.field("vld_fields_ok", 1);
+    when(L(6), {v, F7[0], RD[0]}, {{VF16.dim(), 1.0}});
+    VSH = B.field("vld_hi_checks", 3);  // [s_hi <= 16], [s_hi >= 17], [s_hi >= 18]
+    VOK = B.field("vld_a_ge_ram_base", 1);
+    const Lin shi = ahi + VK[0];
+    pass(L(7), v, VSH.dim(0));
+    threshold(L(7), shi, 17, VSH.dim(0), -1);
+    threshold(L(7), shi, 17, VSH.dim(1));
+    threshold(L(7), shi, 18, VSH.dim(2));
+    threshold(L(7), ahi, 1, VOK.dim());
+    VFIT = B.field("vld_record_in_ram", 1);  // a >= RAM_BASE and (s_hi <= 16 or s = 17 * 2^16)
+    when(L(8), {VOK[0], VSH[0]}, {{VFIT.dim(), 1.0}});
+    when(L(8), {VOK[0], VSH[1] - VSH[2], VZ[0]}, {{VFIT.dim(), 1.0}});
+    LANEX = B.field("out_lane", 4);
+    RDM = B.field("vld_read_m", 1);
+    RDE = B.field("vld_read_element", 1);
+    const Lin t4 = any_of(nib(RV1, 0), [](unsigned j) { return (j & 3) != 0; }), nt4 = one - t4;
+    LayerBuilder& l9 = L(9);
+    when(l9, {f, v, t4}, token_out(kTrap, 4));
+    when(l9, {f, v, nt4, one - VFIT[0]}, token_out(kTrap, 5));
+    when(l9, {f, v, nt4, VFIT[0], one - VF16[0]}, token_out(kTrap, 16));
+    when(l9, {f, v, nt4, VFIT[0], VF16[0], VT17[0]}, token_out(kTrap, 17));
+    when(l9, {f, v, nt4, VFIT[0], VF16[0], one - VT17[0], VN0[0]}, token_out(kTrap, 18));
+    when(l9, {f, v, nt4, VFIT[0], VF16[0], one - VT17[0], one - VN0[0]},
+         {{NK.dim(kVlb0), 1.0}, {LANEX.dim(0), 1.0}, {RDM.dim(), 1.0}});
+    // M phase: VLB_{m+1} after VLB_m, VLG(0) after VLB3
+    for (std::uint32_t m = 0; m < 3; ++m)
+      when(l9, {v, k(kVlb0 + m), one - seen}, {{NK.dim(kVlb0 + m + 1), 1.0}, {LANEX.dim(m + 1), 1.0}, {RDM.dim(), 1.0}});
+    when(l9, {v, k(kVlb0 + 3), one - seen}, token_out(kVlg, 0));
+    // element phase: VLB0 after VLG(g); the adder computes a + 4 + 4g on VLG and VLB0..VLB2 steps
+    // (the word of the next byte); VGE is g gated to those steps.
+    VEG = B.field("vld_adder_gate", 1);
+    VGE = B.field("vld_group_gated", 32);
+    when(l9, {v, k(kVlg)}, {{NK.dim(kVlb0), 1.0}, {LANEX.dim(0), 1.0}, {RDE.dim(), 1.0}});
+    const Lin kv = k(kVlg) + k(kVlb0) + k(kVlb0 + 1) + k(kVlb0 + 2);
+    when(l9, {v, seen, kv}, {{VEG.dim(), 1.0}});
+    for (unsigned j = 0; j < 16; ++j) {
+      when(l9, {v, seen, kv, glo[j]}, {{VGE.dim(j), 1.0}});
+      when(l9, {v, seen, kv, ghi[j]}, {{VGE.dim(16 + j), 1.0}});
+    }
+    // last element: c = n - 1 (n <= 1024: nibbles 4..6 of rs2), target (c >> 2, c & 3)
+    VC0 = B.field("vld_c_nib0", 16);
+    VC1 = B.field("vld_c_nib1", 16);
+    VC2 = B.field("vld_c_nib2", 16);
+    VZ45 = B.field("vld_n_low_byte_zero", 1);
+    const OH n4 = nib(RV2, 4), n5 = nib(RV2, 5), n6 = nib(RV2, 6);
+    table(L(6), {n4}, [&](const std::vector<unsigned>& x) { return SparseVec{{VC0.dim((x[0] + 15) & 15), 1.0}}; });
+    table(L(6), {n5, OH{one - n4[0], n4[0]}},
+          [&](const std::vector<unsigned>& x) { return SparseVec{{VC1.dim((x[0] + 16 - x[1]) & 15), 1.0}}; });
+    when(L(6), {n4[0], n5[0]}, {{VZ45.dim(), 1.0}});
+    table(L(7), {n6, OH{one - VZ45[0], VZ45[0]}},
+          [&](const std::vector<unsigned>& x) { return SparseVec{{VC2.dim((x[0] + 16 - x[1]) & 15), 1.0}}; });
+    VGT = B.field("vld_last_group", 32);
+    const OH c0 = field_oh(VC0, 0, 16), c1 = field_oh(VC1, 0, 16), c2 = field_oh(VC2, 0, 16);
+    table(L(8), {masked(c0, 0xC), masked(c1, 3)},
+          [&](const std::vector<unsigned>& x) { return SparseVec{{VGT.dim((x[0] >> 2) | ((x[1] & 3) << 2)), 1.0}}; });
+    table(L(8), {masked(c1, 0xC), masked(c2, 3)},
+          [&](const std::vector<unsigned>& x) { return SparseVec{{VGT.dim(16 + ((x[0] >> 2) | ((x[1] & 3) << 2))), 1.0}}; });
+    VEQ = B.field("vld_last_eq", 3);  // g lo, g hi, m equal to the last element's
+    const OH cm = masked(c0, 3);
+    for (unsigned j = 0; j < 16; ++j) {
+      when(l9, {glo[j], VGT[j]}, {{VEQ.dim(0), 1.0}});
+      when(l9, {ghi[j], VGT[16 + j]}, {{VEQ.dim(1), 1.0}});
+    }
+    for (std::uint32_t m = 0; m < 4; ++m) when(l9, {k(kVlb0 + m), cm[m]}, {{VEQ.dim(2), 1.0}});
+    VLAST = B.field("vld_last", 1);
+    when(L(10), {v, seen, VEQ[0], VEQ[1], VEQ[2]}, {{VLAST.dim(), 1.0}});
+    // element phase, after VLB_m: VLB_{m+1} (m < 3) or VLG(g + 1) (m = 3); after the last: the end
+    LayerBuilder& l11 = L(11);
+    const Lin nl = one - VLAST[0];
+    for (std::uint32_t m = 0; m < 3; ++m)
+      when(l11, {v, seen, k(kVlb0 + m), nl}, {{NK.dim(kVlb0 + m + 1), 1.0}, {LANEX.dim(m + 1), 1.0}, {RDE.dim(), 1.0}});
+    const std::vector<Lin> next_group = {v, seen, k(kVlb0 + 3), nl};
+    when(l11, next_group, {{NK.dim(kVlg), 1.0}});
+    table(l11, {glo}, [&](const std::vector<unsigned>& x) { return SparseVec{{NPL.dim((x[0] + 1) & 15), 1.0}}; }, next_group);
+    table(l11, {ghi, OH{one - glo[15], glo[15]}},
+          [&](const std::vector<unsigned>& x) { return SparseVec{{NPH.dim((x[0] + x[1]) & 15), 1.0}}; }, next_group);
+    const Lin vlb = k(kVlb0) + k(kVlb0 + 1) + k(kVlb0 + 2) + k(kVlb0 + 3);
+    when(l11, {v, seen, vlb, VLAST[0]}, {{ENDI.dim(), 1.0}});
   }
   Lin div_cls() const { return sum_cls({DIV, DIVU, REM, REMU}); }
   // Trial quotient T (layers 6, 7, only for the division classes): the bits already consumed
@@ -1688,7 +1825,13 @@ class Compiler {
       when(l, {f, Lin::constant(1) - jal - jalr - TK[0]}, {{ADB.dim(16 * n + (n == 0 ? 4 : 0)), 1.0}});
       if (n < 4) put(ADB, n, inib(n), {oi});
       else pass(l, oi, ADB.dim(16 * n));
+      put(ADA, n, nib(RV1, n), {VEG[0]});  // VLD element phase: a + 4 + 4g
+      if (n >= 3) pass(l, VEG[0], ADB.dim(16 * n));
     }
+    table(l, {field_oh(VGE, 0, 16), field_oh(VGE, 16, 16)}, [&](const std::vector<unsigned>& v) {
+      const unsigned x = 4 * (v[0] | (v[1] << 4)) + 4;
+      return SparseVec{{ADB.dim(x & 15), 1.0}, {ADB.dim(16 + ((x >> 4) & 15)), 1.0}, {ADB.dim(32 + (x >> 8)), 1.0}};
+    });
     // imm_j: nibble 0 = inst[23:21] << 1, 1 = inst[27:24], 2 = inst[20] : inst[30:28],
     // 3 = inst[15:12], 4 = inst[19:16], 5..7 = sign (RISC-V Unpriv. section 2.3).
     table(l, {masked(nib(IN, 5), 0xE)}, [&](const std::vector<unsigned>& v) { return SparseVec{{ADB.dim(v[0]), 1.0}}; },
@@ -1736,7 +1879,9 @@ class Compiler {
     // only, so the write-byte key tables of layer 14 are idle on the fetch steps.
     ADN = B.field("add_result", 128);
     ADNO = B.field("add_result_oi", 128);
-    for (const auto& [out, gates] : {std::pair{ADN, std::vector<Lin>{}}, std::pair{ADNO, std::vector<Lin>{k(kOi)}}}) {
+    ADNV = B.field("add_result_vld", 128);  // VLD: a + 4 + 4g
+    for (const auto& [out, gates] : {std::pair{ADN, std::vector<Lin>{}}, std::pair{ADNO, std::vector<Lin>{k(kOi)}},
+                                     std::pair{ADNV, std::vector<Lin>{VEG[0]}}}) {
       const FieldRef f = out;
       table(L(13), {field_oh(ADS, 0, 16), OH{Lin::constant(1) - cls(JALR), cls(JALR)}}, [&](const std::vector<unsigned>& v) {
         return SparseVec{{f.dim(v[1] ? (v[0] & 0xE) : v[0]), 1.0}};
@@ -1861,7 +2006,8 @@ class Compiler {
     XWL = B.field("out_wl", 512);
     XWH = B.field("out_wh", 512);
     key_pieces(L(14), ADNO, XWL, XWH, k(kOi));
-    LANEX = B.field("out_lane", 4);
+    key_pieces(L(14), RV1, XWL, XWH, RDM[0]);   // VLD: the bytes of M at a
+    key_pieces(L(14), ADNV, XWL, XWH, RDE[0]);  // VLD: element bytes at a + 4 + 4g
     for (unsigned b = 0; b < 4; ++b)
       when(L(14), {any_of(nib(ADNO, 0), [b](unsigned j) { return (j & 3) == b; }), k(kOi)}, {{LANEX.dim(b), 1.0}});
     const FieldRef OBB = B.field("out_word", 4);
@@ -1900,9 +2046,10 @@ class Compiler {
     OBLO = B.field("out_byte_lo", 1);
     LayerBuilder& m3 = L(16);
     const Lin y = OB[0];
-    pass(m3, k(kOi), NPH.dim(0));
+    const Lin shown = k(kOi) + RDM[0] + RDE[0];  // a byte of the RAM copy is the next payload
+    pass(m3, shown, NPH.dim(0));
     pass(m3, y, OBLO.dim());
-    pass(m3, k(kOi), OBLO.dim());
+    pass(m3, shown, OBLO.dim());
     for (std::uint32_t j = 1; j < 16; ++j) {
       const std::uint32_t u1 = m3.relu_unit(y - (16.0 * j - 1));
       const std::uint32_t u2 = m3.relu_unit(y - 16.0 * j);
@@ -1989,6 +2136,7 @@ std::vector<std::string> rv32_coverage() {
       "MUL MULH MULHSU MULHU: W0..W3 or NOP",
       "DIV DIVU REM REMU: the 32 DQ tokens, then W (quotient / remainder with the spec's special cases)",
       "bignum: bn.addc, bn.subb (W, CF), bn.xchgc, bn.mac (AC0..AC11), bn.accrd, bn.accclr; illegal custom-0 words",
+      "vector unit, VLD only (trace; its VR writes are not kept): VLB0..VLB3 of M, VLG(g) and VLB_m per element, TRAP(4/5/16/17/18); the other custom-1 ops decode as illegal (TRAP(1))",
   };
 }
 
