@@ -24,6 +24,7 @@
 #include "lockstep/chip/rv32/rv32_chip.hpp"
 
 #include <array>
+#include <cmath>
 #include <functional>
 #include <stdexcept>
 
@@ -125,7 +126,8 @@ enum Cls : std::uint32_t {
   ADDI, SLTI, SLTIU, XORI, ORI, ANDI, SLLI, SRLI, SRAI,
   ADD, SUB, SLL, SLT, SLTU, XOR, SRL, SRA, OR, AND,
   MUL, MULH, MULHSU, MULHU, DIV, DIVU, REM, REMU, SH1ADD, SH2ADD, SH3ADD,
-  FENCE, ECALL, EBREAK, BN_ADDC, BN_SUBB, BN_XCHGC, BN_MAC, BN_ACCRD, BN_ACCCLR, VLD, kNumCls
+  FENCE, ECALL, EBREAK, BN_ADDC, BN_SUBB, BN_XCHGC, BN_MAC, BN_ACCRD, BN_ACCCLR, VLD,
+  VMAT, VMATR, VQ, VEXP, VEW, VFN, VRED, kNumCls
 };
 
 struct ClsSpec {
@@ -151,9 +153,10 @@ const std::vector<ClsSpec>& cls_specs() {
       {REMU, 0x33, 7, 0x01}, {SH1ADD, 0x33, 2, 0x10}, {SH2ADD, 0x33, 4, 0x10}, {SH3ADD, 0x33, 6, 0x10},
       {FENCE, 0x0F, 0, -1},  {BN_ADDC, 0x0B, 0, 0x00}, {BN_SUBB, 0x0B, 1, 0x00}, {BN_XCHGC, 0x0B, 2, 0x00},
       {BN_MAC, 0x0B, 3, 0x00}, {BN_ACCRD, 0x0B, 4, 0x00}, {BN_ACCCLR, 0x0B, 5, 0x00},
-      // vector.md section 4.8 (any f7: a nonzero f7 is VEC_FIELD, section 6); the other seven vector
-      // ops (custom-1, f3 0..6) are not compiled yet and decode as illegal (docs/chip-design.md)
-      {VLD, 0x2B, 7, -1},
+      // the vector unit (custom-1, vector.md section 4.0; any f7: invalid f7 values are VEC_FIELD,
+      // section 6). VLD runs; the other seven check their traps only (docs/chip-design.md).
+      {VLD, 0x2B, 7, -1},   {VMAT, 0x2B, 0, -1},  {VMATR, 0x2B, 1, -1}, {VQ, 0x2B, 2, -1},
+      {VEXP, 0x2B, 3, -1},  {VEW, 0x2B, 4, -1},   {VFN, 0x2B, 5, -1},   {VRED, 0x2B, 6, -1},
   };
   return s;
 }
@@ -223,6 +226,7 @@ class Compiler {
     layer9_10();
     write_buffer_check();
     vld();
+    vector_traps();
     when(L(9), {cls(ECALL), k(kPcl), EQ64[0], FDOK[0], Lin::constant(1) - LEN0[0], Lin::constant(1) - LENBIG[0], WBAD[0]},
          token_out(kTrap, 5));
     divide();
@@ -695,12 +699,14 @@ class Compiler {
     reg_port("reg_port2", [&](std::uint32_t r) { return RS2[r] + ec * ((r == 10 ? 1.0 : 0.0) - (r == 0 ? 1.0 : 0.0)); }, R2);
     reg_port("reg_port3", [&](std::uint32_t r) { return r == 11 ? ec : Lin(); }, RA1);
     reg_port("reg_port4", [&](std::uint32_t r) { return r == 12 ? ec : Lin(); }, RA2);
-    // VLD's operands (rs1: the record address; rs2: dst | n << 16), zero on every other class, so
-    // the VLD units below are idle elsewhere. PRE (layer 4) is the (opcode, f3) candidate.
-    RV1 = B.field("vld_rs1_value", 128);
-    RV2 = B.field("vld_rs2_value", 128);
-    reg_port("reg_port5", [&](std::uint32_t r) { return RS1[r] + PRE[VLD] - 1.0; }, RV1, Activation::Relu);
-    reg_port("reg_port6", [&](std::uint32_t r) { return RS2[r] + PRE[VLD] - 1.0; }, RV2, Activation::Relu);
+    // The vector ops' operands X(rs1), X(rs2) (vector.md section 4.0), zero on every other class,
+    // so the vector units below are idle elsewhere. PRE (layer 4) is the (opcode, f3) candidate.
+    RV1 = B.field("vec_rs1_value", 128);
+    RV2 = B.field("vec_rs2_value", 128);
+    Lin vpre;
+    for (Cls c : {VLD, VMAT, VMATR, VQ, VEXP, VEW, VFN, VRED}) vpre += PRE[c];
+    reg_port("reg_port5", [&](std::uint32_t r) { return RS1[r] + vpre - 1.0; }, RV1, Activation::Relu);
+    reg_port("reg_port6", [&](std::uint32_t r) { return RS2[r] + vpre - 1.0; }, RV2, Activation::Relu);
     CN = B.field("bn_c", 32);      // bignum c and acc: read from the BNSTATE head of layer 7 (commits())
     ACN = B.field("bn_acc", 384);
     LayerBuilder& l4 = L(5);
@@ -1059,6 +1065,210 @@ class Compiler {
           [&](const std::vector<unsigned>& x) { return SparseVec{{NPH.dim((x[0] + x[1]) & 15), 1.0}}; }, next_group);
     const Lin vlb = k(kVlb0) + k(kVlb0 + 1) + k(kVlb0 + 2) + k(kVlb0 + 3);
     when(l11, {v, seen, vlb, VLAST[0]}, {{ENDI.dim(), 1.0}});
+  }
+
+  // ---- the vector unit's other seven ops: decode and traps only (vector.md sections 4.0, 6) ----
+  // VMAT, VMATR, VQ, VEXP, VEW, VFN and VRED check every trap condition of section 6 on their
+  // first step and emit TRAP(code) with the lowest applicable code. Their execution is not
+  // compiled: an instruction that passes every check emits TRAP(1) (docs/chip-design.md
+  // section 5), which the harness reports as the first divergence at that instruction.
+  // Operands: A = X(rs1) & 0xFFFF, B = X(rs1) >> 16, C = X(rs2) & 0xFFFF, N = X(rs2) >> 16.
+  // Layers: 4 gated f7 nibbles; 5 the f7 one-hot; 6 the f7 field checks and operand-range
+  // enables; 7 the operand checks (thresholds of linear forms, |x| < 2^23); 8 the ANDs of
+  // interval tests; 9 one flag per code; 10 the decision.
+  void vector_traps() {
+    const std::array<Cls, 7> ops = {VMAT, VMATR, VQ, VEXP, VEW, VFN, VRED};
+    const Lin one = Lin::constant(1), f = fetch();
+    Lin anyv;
+    for (Cls c : ops) anyv += cls(c);
+    // f7 = inst[31:25] as a one-hot, only on custom-1 words (gated nibble copies, layer 4)
+    const FieldRef VIN = B.field("vec_f7_nibbles", 32);
+    const Lin custom1 = nib(IN, 0)[0xB] + masked(nib(IN, 1), 7)[2] - 2.0;  // with a nibble: ReLU(a + b + c - 2)
+    for (unsigned j = 0; j < 16; ++j) {
+      pass(L(4), nib(IN, 6)[j] + custom1, VIN.dim(j));
+      pass(L(4), nib(IN, 7)[j] + custom1, VIN.dim(16 + j));
+    }
+    const FieldRef F7X = B.field("vec_f7", 128);
+    table(L(5), {masked(field_oh(VIN, 0, 16), 0xE), field_oh(VIN, 16, 16)},
+          [&](const std::vector<unsigned>& v) { return SparseVec{{F7X.dim((v[0] >> 1) | (v[1] << 3)), 1.0}}; });
+    auto f7is = [&](const std::function<bool(unsigned)>& pred) {  // [pred(f7)], linear in the one-hot
+      Lin l;
+      for (unsigned x = 0; x < 128; ++x)
+        if (pred(x)) l += F7X[x];
+      return l;
+    };
+    // raw[c - 16]: sum of this step's reasons for code c (normalised to 0/1 in layer 9)
+    const FieldRef RAW = B.field("vec_trap_reasons", 8);
+    auto raw = [&](unsigned code) { return RAW.dim(code - 16); };
+    // 16 VEC_FIELD: invalid or nonzero f7 fields; rd != x0 except VMAT argmax mode
+    const std::array<std::function<bool(unsigned)>, 7> bad = {
+        [](unsigned x) { return (x & 7) == 0 || (x & 7) == 7 || (x >> 4) != 0; },                    // VMAT
+        [](unsigned x) { return (x >> 1) != 0; },                                                    // VMATR
+        [](unsigned x) { return (x & 3) == 3 || (x >> 2) != 0; },                                    // VQ
+        [](unsigned x) { return (x >> 3) != 0; },                                                    // VEXP
+        [](unsigned x) {                                                                             // VEW
+          const unsigned mode = x & 3, gs = (x >> 2) & 7;
+          return (x >> 5) != 0 || gs == 7 || (mode != 2 && gs != 0);
+        },
+        [](unsigned x) { return x >= 3; },                                                           // VFN
+        [](unsigned x) { return (x & 3) == 3 || ((x & 3) == 2 && (x >> 2) != 0); },                // VRED
+    };
+    const Lin argmax = f7is([](unsigned x) { return (x & 8) != 0; });
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      when(L(6), {cls(ops[i]), f7is(bad[i])}, {{raw(16), 1.0}});
+      if (ops[i] == VMAT) when(L(6), {cls(VMAT), one - RD[0], one - argmax}, {{raw(16), 1.0}});
+      else when(L(6), {cls(ops[i]), one - RD[0]}, {{raw(16), 1.0}});
+    }
+    // 18 VEC_LEN for every op: the count (R, T or n) is 0
+    const OH n4 = nib(RV2, 4);
+    when(L(6), {anyv, n4[0], nib(RV2, 5)[0], nib(RV2, 6)[0], nib(RV2, 7)[0]}, {{raw(18), 1.0}});
+    // VEW ROT: n odd
+    when(L(6), {cls(VEW), f7is([](unsigned x) { return (x & 3) == 3; }), any_of(n4, [](unsigned j) { return (j & 1) != 0; })},
+         {{raw(18), 1.0}});
+    // Operand-range enables (layer 6): class and f7 sub-field, each 0/1.
+    struct En {
+      Cls c;
+      std::function<bool(unsigned)> pred;
+    };
+    std::vector<En> ens;
+    auto en = [&](Cls c, std::function<bool(unsigned)> pred) {
+      ens.push_back({c, std::move(pred)});
+      return static_cast<std::uint32_t>(ens.size() - 1);
+    };
+    const std::uint32_t mat_w = en(VMAT, [](unsigned x) { return (x & 8) == 0; });
+    std::array<std::uint32_t, 7> mat_k{};
+    for (unsigned kk = 1; kk <= 6; ++kk) mat_k[kk] = en(VMAT, [kk](unsigned x) { return (x & 7) == kk; });
+    const std::uint32_t r_k = en(VMATR, [](unsigned x) { return (x & 1) == 0; });
+    const std::uint32_t r_v = en(VMATR, [](unsigned x) { return (x & 1) == 1; });
+    const std::uint32_t q_act = en(VQ, [](unsigned x) { return (x & 3) == 0; });
+    const std::uint32_t q_kv = en(VQ, [](unsigned x) { return (x & 3) == 1 || (x & 3) == 2; });
+    std::array<std::uint32_t, 9> x_g{};
+    for (unsigned g = 1; g <= 8; ++g) x_g[g] = en(VEXP, [g](unsigned x) { return (x & 7) + 1 == g; });
+    std::array<std::uint32_t, 4> w_m{};
+    for (unsigned m = 0; m < 4; ++m) w_m[m] = en(VEW, [m](unsigned x) { return (x & 3) == m; });
+    std::array<std::uint32_t, 7> w_gs{};
+    for (unsigned gs = 0; gs <= 6; ++gs) w_gs[gs] = en(VEW, [gs](unsigned x) { return (x & 3) == 2 && ((x >> 2) & 7) == gs; });
+    const FieldRef EN = B.field("vec_enables", static_cast<std::uint32_t>(ens.size()));
+    for (std::uint32_t i = 0; i < ens.size(); ++i) when(L(6), {cls(ens[i].c), f7is(ens[i].pred)}, {{EN.dim(i), 1.0}});
+    auto E = [&](std::uint32_t i) { return EN[i]; };
+    // Operand checks (layer 7): [x >= t] when the enable is 1, into raw[code] or an AND input.
+    auto half = [&](const FieldRef& fr, std::uint32_t h) {
+      return byte_value(nib(fr, 4 * h), nib(fr, 4 * h + 1)) + byte_value(nib(fr, 4 * h + 2), nib(fr, 4 * h + 3)) * 256.0;
+    };
+    const Lin A = half(RV1, 0), Bv = half(RV1, 1), C = half(RV2, 0), N = half(RV2, 1);
+    constexpr double kHi = 4194304.0 + 131072.0;  // 2^22 + 2^17 > every x below (64 * 65,535 + 65,535)
+    LayerBuilder& l7 = L(7);
+    auto ge = [&](const Lin& x, double t, const Lin& e, std::uint32_t out) { threshold_if(l7, x, t, kHi, e, out); };
+    struct AndG {
+      unsigned code;
+      std::vector<std::pair<Lin, double>> parts;  // [x >= t] each
+      Lin e;                                       // enable (0/1)
+      Lin extra;                                   // one more 0/1 condition (or zero: none)
+    };
+    std::vector<AndG> ands;
+    // VMAT
+    ge(A + N, 1025, E(mat_w), raw(17));                                 // [dst, dst + R) in VR
+    for (unsigned kk = 1; kk <= 6; ++kk) {
+      ge(Bv, 7.0 - kk, E(mat_k[kk]), raw(19));                          // b0 + K > 6
+      ge(C + N * static_cast<double>(kk), 4153, E(mat_k[kk]), raw(21));  // c0 + R K > 4152
+    }
+    // VMATR
+    ge(A + N, 577, E(r_k), raw(17));  // dst + 448 + T > 1024
+    ge(Bv + N, 577, E(r_v), raw(17));
+    ge(A, 961, E(r_v), raw(17));      // dst + 64 > 1024
+    ge(N, 65, cls(VMATR), raw(18));
+    ge(Bv, 6, E(r_k), raw(19));       // src > 5
+    // V mode: [dst, dst + 64) meets some [src + 64h, src + 64h + T), h < 8 (T <= 64: the union
+    // over h is contiguous): -63 <= dst - src <= 447 + T
+    ands.push_back({20, {{A - Bv, -63}, {Bv + N - A, -447}}, E(r_v), Lin()});
+    ge(C + N, 321, cls(VMATR), raw(22));  // r0 + T > 320
+    // VQ
+    ge(Bv + N, 1025, cls(VQ), raw(17));
+    ge(N, 385, E(q_act), raw(18));
+    ge(N, 33, E(q_kv), raw(18));
+    ge(Lin::constant(31) - N, 0, E(q_kv), raw(18));  // n != 32
+    ge(N + A * 64.0, 385, E(q_act), raw(19));          // b0 + ceil(n / 64) > 6
+    ge(A, 320, E(q_kv), raw(22));                      // row >= 320
+    // VEXP (G from f7): spans, T, overlaps
+    Lin Gv, egd[8];  // G as a linear form; egd[j] = [G > j] (VEXP)
+    for (unsigned g = 1; g <= 8; ++g) {
+      Gv += E(x_g[g]) * static_cast<double>(g);
+      const double span = 64.0 * (g - 1);
+      ge(Bv + N + span, 1025, E(x_g[g]), raw(17));
+      ge(A + N + span, 1025, E(x_g[g]), raw(17));
+      ge(C + static_cast<double>(g), 1025, E(x_g[g]), raw(17));
+      for (unsigned j = 0; j < g; ++j) egd[j] += E(x_g[g]);
+    }
+    ge(N, 65, cls(VEXP), raw(18));
+    const FieldRef EQAB = B.field("vec_dst_is_src", 1);  // [A = B] on VEXP
+    threshold_if(l7, A - Bv, 0, kHi, cls(VEXP), EQAB.dim());
+    threshold_if(l7, A - Bv, 1, kHi, cls(VEXP), EQAB.dim(), -1);
+    for (int d = -7; d <= 7; ++d) {  // group g of dst meets group g - d of src: |A - B + 64 d| < T
+      const double sh = 64.0 * d;
+      ands.push_back({20, {{A - Bv + N + sh, 1}, {N - A + Bv - sh, 1}}, egd[static_cast<unsigned>(std::abs(d))],
+                      one - EQAB[0]});
+    }
+    for (const Lin* X : {&A, &Bv})  // the sums [C, C + G) meet group g of src or dst
+      for (unsigned g = 0; g < 8; ++g) {
+        const double sh = 64.0 * g;
+        ands.push_back({20, {{C - *X - sh + Gv, 1}, {*X + N + sh - C, 1}}, egd[g], Lin()});
+      }
+    // VEW
+    ge(Bv + N, 1025, cls(VEW), raw(17));
+    ge(A + N, 1025, cls(VEW), raw(17));
+    ge(C + N, 1025, E(w_m[0]) + E(w_m[1]), raw(17));
+    for (unsigned gs = 0; gs <= 6; ++gs) {  // MULS: b + ((n - 1) >> GS) + 1 > 1024
+      const double p = std::ldexp(1.0, static_cast<int>(gs));
+      ge(N + C * p, 1 + 1024 * p, E(w_gs[gs]), raw(17));
+    }
+    ge(N, 1025, cls(VEW), raw(18));
+    // conflicts: spans [x, x + n) and [y, y + n) share a word and differ: 1 <= |x - y| <= n - 1
+    auto conflict = [&](const Lin& x, const Lin& y, const Lin& e) {
+      ands.push_back({20, {{x - y, 1}, {y - x + N, 1}}, e, Lin()});
+      ands.push_back({20, {{y - x, 1}, {x - y + N, 1}}, e, Lin()});
+    };
+    conflict(A, Bv, cls(VEW));
+    conflict(A, C, E(w_m[0]) + E(w_m[1]));
+    for (unsigned gs = 0; gs <= 6; ++gs) {  // MULS: [b, b + s) meets [dst, dst + n): b - dst <= n - 1, 2^GS (dst - b) <= n - 1
+      const double p = std::ldexp(1.0, static_cast<int>(gs));
+      ands.push_back({20, {{A - C + N, 1}, {N - (A - C) * p, 1}}, E(w_gs[gs]), Lin()});
+    }
+    ge(C, 64, E(w_m[3]), raw(23));  // ROT position >= 64
+    // VFN
+    ge(Bv + N, 1025, cls(VFN), raw(17));
+    ge(A + N, 1025, cls(VFN), raw(17));
+    ge(N, 1025, cls(VFN), raw(18));
+    conflict(A, Bv, cls(VFN));
+    // VRED
+    ge(Bv + N, 1025, cls(VRED), raw(17));
+    ge(A, 1024, cls(VRED), raw(17));
+    ge(N, 1025, cls(VRED), raw(18));
+    // the ANDs (layer 8)
+    std::uint32_t nparts = 0;
+    for (const AndG& g : ands) nparts += static_cast<std::uint32_t>(g.parts.size());
+    const FieldRef AP = B.field("vec_and_parts", nparts);
+    std::uint32_t at = 0;
+    for (const AndG& g : ands) {
+      std::vector<Lin> conds;
+      for (const auto& [x, t] : g.parts) {
+        ge(x, t, g.e, AP.dim(at));
+        conds.push_back(AP[at++]);
+      }
+      if (!is_zero(g.extra)) conds.push_back(g.extra);
+      when(L(8), conds, {{raw(g.code), 1.0}});
+    }
+    // one flag per code (layer 9), then the lowest code wins (layer 10); no trap: TRAP(1), the
+    // op's execution is not compiled
+    const FieldRef VT = B.field("vec_trap", 8);
+    for (unsigned c = 16; c < 24; ++c) threshold(L(9), RAW[c - 16], 1, VT.dim(c - 16));
+    std::vector<Lin> none = {f, anyv};
+    for (unsigned c = 16; c < 24; ++c) {
+      std::vector<Lin> conds = none;
+      conds.push_back(VT[c - 16]);
+      when(L(10), conds, token_out(kTrap, c));
+      none.push_back(one - VT[c - 16]);
+    }
+    when(L(10), none, token_out(kTrap, 1));
   }
   Lin div_cls() const { return sum_cls({DIV, DIVU, REM, REMU}); }
   // Trial quotient T (layers 6, 7, only for the division classes): the bits already consumed
@@ -2108,7 +2318,8 @@ class Compiler {
       for (const char* a : {"mem.v", "mem.state", "mem.o"}) B.bound(a, l, 255);
       B.bound("mem.resid", l, l == 0 ? 255 : 1024);  // deeper residuals hold byte sums (<= 511)
       // layers 6-7 hold the ECALL buffer check's 16-bit half sums (< 2^18)
-      const double pre = (l == 6 || l == 7) ? 262144 : 1024;
+      // layer 7 holds the vector ops' operand checks (|pre| < 2^24, vector_traps())
+      const double pre = l == 7 ? 16777216 : l == 6 ? 262144 : 1024;
       for (const char* a : {"mlp.pre", "mlp.u", "mlp.hidden"}) B.bound(a, l, pre);
       B.bound("mlp.resid", l, 1024);
     }
