@@ -3,9 +3,10 @@
 // chip compiles so far): 0 mismatches.
 //
 // Each program sets x1..x30 to random edge values and points x31 at a 256-byte scratch area, then
-// runs 1..6 rounds of: a short random scalar body (fuzz/progen), `li` of the VLD's two operand
+// runs 1..6 rounds of: a random scalar body of 2..12 instructions (fuzz/progen), `li` of the VLD's two operand
 // registers, the VLD word. Operands are drawn to reach every path of the op: records anywhere in a
-// random 8 KiB area and ending at (or 1..7 bytes before) RAM_END, n from 1 to 1024 (every group length, the
+// random 8 KiB area, in the scratch area the bodies store into, and ending at (or 1..7 bytes
+// before) RAM_END, n from 1 to 1024 (every group length, the
 // 256-element VLG wrap of the low nibble, n = 1024), dst from 0 to 1024 - n, rs1 = rs2, rs1 = x0.
 // One program in four ends with a VLD that traps (4, 5, 16, 17 or 18, and combinations, where the
 // lowest code must win); the others exit. The default suite runs a share (kPrograms); the `long`
@@ -60,13 +61,16 @@ struct Vld {
   bool same = false, zero = false;  // rs1 = rs2; rs1 = x0
 };
 
-// A VLD that does not trap: an aligned record inside RAM, dst + n <= 1024.
-Vld valid_vld(progen::Random& rng) {
+// A VLD that does not trap: an aligned record inside RAM, dst + n <= 1024. One in four reads the
+// 256-byte scratch area that the random bodies store into (a store then a VLD of the same bytes).
+Vld valid_vld(progen::Random& rng, std::uint32_t scratch) {
   Vld v;
-  const std::uint32_t n = draw_n(rng);
+  const bool in_scratch = rng.chance(4);
+  const std::uint32_t n = in_scratch ? 1 + rng.below(64) : draw_n(rng);
   const std::uint32_t dst = rng.below(1024 - n + 1);
   v.rs2 = dst | (n << 16);
-  if (rng.chance(8)) v.a = kRamEnd - 4 - n - 4 * rng.below(2);  // ends at RAM_END (or 4 bytes before)
+  if (in_scratch) v.a = scratch + 4 * rng.below((256 - 4 - n) / 4 + 1);
+  else if (rng.chance(8)) v.a = kRamEnd - 4 - n - 4 * rng.below(2);  // ends at RAM_END (or 4 bytes before)
   else v.a = kArea + 4 * rng.below((kAreaBytes - 4 - n) / 4 + 1);
   v.a &= ~3u;
   if (rng.chance(16)) {  // rs1 = rs2: one value that is a record address and dst | n << 16 at once
@@ -80,8 +84,8 @@ Vld valid_vld(progen::Random& rng) {
 }
 
 // A VLD that traps, with one or more of the conditions of section 6.
-Vld trapping_vld(progen::Random& rng) {
-  Vld v = valid_vld(rng);
+Vld trapping_vld(progen::Random& rng, std::uint32_t scratch) {
+  Vld v = valid_vld(rng, scratch);
   v.same = false;
   const std::uint32_t n = v.rs2 >> 16;
   const unsigned mask = 1 + rng.below(31);  // which conditions to break (any combination)
@@ -119,12 +123,12 @@ Guest random_program(std::uint64_t seed, unsigned index) {
   const bool trap_last = rng.chance(4);
   for (unsigned k = 0; k < rounds; ++k) {
     progen::BodyOptions opt;
-    opt.length = rng.below(6);
+    opt.length = 2 + rng.below(11);  // with stores into the scratch area, which VLD also reads
     opt.base_reg = 31;
     opt.scratch_bytes = 256;
     const std::vector<std::uint32_t> body = progen::random_body(rng, opt);
     code.insert(code.end(), body.begin(), body.end());
-    const Vld v = trap_last && k + 1 == rounds ? trapping_vld(rng) : valid_vld(rng);
+    const Vld v = trap_last && k + 1 == rounds ? trapping_vld(rng, scratch) : valid_vld(rng, scratch);
     const unsigned rs1 = v.zero ? 0 : 1 + rng.below(30);
     unsigned rs2 = v.same ? rs1 : 1 + rng.below(30);
     while (!v.same && rs2 == rs1) rs2 = 1 + rng.below(30);

@@ -1,8 +1,9 @@
 // The RV32 chip compiler (docs/chip-design.md). Every weight is computed here from
-// docs/spec/isa.md, bignum.md and trace.md (trace-v2); the executor only runs generic layer math.
+// docs/spec/isa.md, bignum.md, vector.md and trace.md (trace-v2); the executor only runs generic
+// layer math.
 //
-// Vocabulary: kinds 0..60, id = 256 kind + payload (trace.md section 2; the vector kinds are
-// never produced). Output: logit(k, p) = 2 NKH[k, p >> 4] + 2 NP[p]: the intended token scores
+// Vocabulary: kinds 0..60, id = 256 kind + payload (trace.md section 2; of the vector kinds only
+// VLG and VLB0..VLB3 are produced: vld(), vector_traps()). Output: logit(k, p) = 2 NKH[k, p >> 4] + 2 NP[p]: the intended token scores
 // 4, every other token at most 2.
 //
 // Layer plan (stage = one memory block then one MLP; docs/chip-design.md section 3):
