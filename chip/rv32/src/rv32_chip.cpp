@@ -436,9 +436,6 @@ class Compiler {
     slot_head(l0, 12, [&](std::uint32_t i) { return k(kAc0 + i); }, [&](std::uint32_t r) { return ACPN[r]; }, ACR);
     slot_head(l0, 1, [&](std::uint32_t) { return k(kOi); }, [&](std::uint32_t r) { return PN[r]; }, OIS);
     slot_head(l0, 1, [&](std::uint32_t) { return k(kOih) + k(kPcl); }, [&](std::uint32_t r) { return OIHN[r]; }, OIHS);
-    // VLD: the element group g of the last VLG and whether one was consumed since PCL
-    VGS = B.field("vlg_slot", 33);
-    slot_head(l0, 1, [&](std::uint32_t) { return k(kVlg) + k(kPcl); }, [&](std::uint32_t r) { return VLGN[r]; }, VGS);
     // pc = RAM_BASE + 4 w as nibble one-hots: nibble n (n < 4) = w[4n+1 : 4n-2]; with
     // x = w[17:14]: nibble 4 = (x + 1) & 15, nibble 5 = [x = 15], nibbles 6, 7 = 0.
     table(l0, {masked(wnib(0), 3)}, [&](const std::vector<unsigned>& v) { return SparseVec{{PCN.dim((v[0] & 3) << 2), 1.0}}; });
@@ -968,6 +965,10 @@ class Compiler {
   // The last element i = n - 1 is found by comparing (g, m) with ((n - 1) >> 2, (n - 1) & 3).
   void vld() {
     const Lin v = cls(VLD), f = fetch(), one = Lin::constant(1);
+    // the element group g of the last VLG and whether one was consumed since PCL: a slot written
+    // on VLG and PCL, read (layer 6) only on VLD's steps
+    VGS = B.field("vlg_slot", 33);
+    slot_head(L(6), 1, [&](std::uint32_t) { return k(kVlg) + k(kPcl); }, [&](std::uint32_t r) { return VLGN[r]; }, VGS, v);
     const Lin seen = VGS[32];
     const OH glo = field_oh(VGS, 0, 16), ghi = field_oh(VGS, 16, 16);
     auto half = [&](const FieldRef& fr, std::uint32_t h) {  // 16-bit half h: bytes 2h, 2h + 1
