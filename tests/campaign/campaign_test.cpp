@@ -30,7 +30,9 @@ TEST(CampaignOps, MnemonicsAndClasses) {
     EXPECT_NE(e->cls, ref::InsnClass::kVector) << e->mnemonic;
     EXPECT_NE(e->cls, ref::InsnClass::kSystem) << e->mnemonic;
   }
+  EXPECT_EQ(mnemonics(select_ops("vld,add")), (std::set<std::string>{"vld", "add"}));  // the one vector op the chip runs
   EXPECT_THROW(select_ops("vmat"), OpsError);
+  EXPECT_THROW(select_ops("vector"), OpsError);  // the class includes vmat
   EXPECT_THROW(select_ops("ecall"), OpsError);
   EXPECT_THROW(select_ops("frobnicate"), OpsError);
   EXPECT_THROW(select_ops(","), OpsError);
@@ -48,7 +50,7 @@ TEST(CampaignGenerate, ReproducibleAndAlwaysEnds) {
 }
 
 TEST(CampaignGenerate, TestWordsComeFromTheSelection) {
-  for (const std::string list : {"mul", "add,sub,bn.addc", "lw,sb", "branch", "jalr"}) {
+  for (const std::string list : {"mul", "add,sub,bn.addc", "lw,sb", "branch", "jalr", "vld", "vld,sw,sb"}) {
     const auto ops = select_ops(list);
     const auto want = mnemonics(ops);
     Coverage cov;
