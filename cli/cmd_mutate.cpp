@@ -25,7 +25,7 @@ struct MutateArgs {
       guests =
           "hello,fd2,crc32,memops,muldiv,mulsweep,mulcarry,alusweep,shiftsweep,zba,zbasweep,sort,selfcheck,bignum_fact,bignum_fib,bignum_pow,"
           "bignum_fact_soft,bignum_fib_soft,bignum_pow_soft",
-      report, save_survivors;
+      report, save_survivors, ops;
   std::uint64_t seed = 0, first = 0, mutants = 20, program_seed = 1, oracle_program_seed = 0;
   std::uint64_t corpus_programs = 96, corpus_steps = 20000, oracle_programs = 384, oracle_steps = 100000,
                 corpus_pool = 1000;
@@ -71,6 +71,9 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
                       "has not seen; equal to --program-seed: the oracle's programs include the corpus's)");
   cmd->add_option("--program-seed", a->program_seed, "Campaign seed of the corpus's (and by default the oracle's) fuzz programs")
       ->capture_default_str();
+  cmd->add_option("--ops", a->ops,
+                  "Ops of the corpus's and the oracle's fuzz programs, as lockstep fuzz --ops (default: every scalar "
+                  "op; all,vld adds the vector unit's VLD)");
   cmd->add_option("--corpus-programs", a->corpus_programs, "Fuzz programs in the corpus")->capture_default_str();
   cmd->add_option("--corpus-steps", a->corpus_steps, "Steps of each directed guest in the corpus")->capture_default_str();
   cmd->add_option("--corpus-pool", a->corpus_pool,
@@ -124,7 +127,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       throw InputError(e.what());
     }
     // The corpus and the oracle workload (docs/quality.md): directed guests (first K steps) and
-    // the fuzz programs 0..P-1 of campaign seed --program-seed over every scalar op.
+    // the fuzz programs 0..P-1 of campaign seed --program-seed over --ops (default: every scalar op).
     std::vector<engine::Guest> directed;
     std::string found;
     for (const std::string& g : split(a->guests)) {
@@ -140,7 +143,12 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
         break;
       }
     }
-    const auto ops = campaign::select_ops("");
+    std::vector<const ref::Encoding*> ops;
+    try {
+      ops = campaign::select_ops(a->ops);
+    } catch (const campaign::OpsError& e) {
+      throw InputError(e.what());
+    }
     auto make_programs = [&](std::uint64_t campaign_seed, std::uint64_t n) {
       std::vector<engine::Guest> v;
       for (std::uint64_t k = 0; k < n; ++k)
@@ -276,6 +284,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
         if (v != dv) workload_options += std::string(" ") + name + " " + v;
       };
       opt("--guests", a->guests, d.guests);
+      opt("--ops", a->ops, d.ops);
       opt("--program-seed", std::to_string(a->program_seed), std::to_string(d.program_seed));
       opt("--corpus-programs", std::to_string(a->corpus_programs), std::to_string(d.corpus_programs));
       opt("--corpus-pool", std::to_string(a->corpus_pool), std::to_string(d.corpus_pool));
@@ -317,9 +326,9 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     if (a->coverage_gap) j["coverage_gap"] = gap_json;
     j["corpus"] = {{"guests", found}, {"guest_steps", a->corpus_steps}, {"programs", a->corpus_programs},
                    {"pool", a->corpus_pool}, {"distilled", distilled},
-                   {"program_seed", a->program_seed}, {"mode", "forced"}};
+                   {"program_seed", a->program_seed}, {"ops", a->ops.empty() ? "all" : a->ops}, {"mode", "forced"}};
     j["oracle"] = {{"guests", found}, {"guest_steps", a->oracle_steps}, {"programs", a->oracle_programs},
-                   {"program_seed", a->oracle_program_seed}, {"mode", "forced"}};
+                   {"program_seed", a->oracle_program_seed}, {"ops", a->ops.empty() ? "all" : a->ops}, {"mode", "forced"}};
     if (!a->report.empty()) {
       std::error_code ec;
       fs::create_directories(a->report, ec);

@@ -148,6 +148,22 @@ TEST(LockstepMutate, ARunPastItsBudgetIsATimeout) {
   EXPECT_GT(j["unmodified_oracle_seconds"].get<double>(), 1.0);
 }
 
+// --ops chooses the fuzz programs of the corpus and the oracle (here VLD and SW only); it is
+// recorded in mutate.json and carried by every survivor's repeat command.
+TEST(LockstepMutate, OpsChooseTheFuzzProgramsAndAreRepeated) {
+  const fs::path report = scratch("ops");
+  const auto r = run({"mutate", "--seed", "7", "--mutants", "24", "--kinds", "init.wrong_address", "--guests", "hello",
+                      "--ops", "vld,sw", "--corpus-programs", "0", "--corpus-pool", "0", "--corpus-steps", "1",
+                      "--oracle-programs", "4", "--oracle-steps", "3000", "--report", report.string()});
+  std::cout << r.out;
+  const json j = json::parse(lockstep::cli_test::slurp(report / "mutate.json"));
+  EXPECT_EQ(j["corpus"]["ops"], "vld,sw");
+  EXPECT_EQ(j["oracle"]["ops"], "vld,sw");
+  EXPECT_GT(j["survivors"].size(), 0u) << r.out;
+  for (const json& s : j["survivors"])
+    EXPECT_NE(s["repeat"].get<std::string>().find(" --ops vld,sw"), std::string::npos) << s["repeat"];
+}
+
 TEST(LockstepMutate, BadInputExitsTwo) {
   auto r = run({"mutate", "--kinds", "no.such_kind"});
   EXPECT_EQ(r.exit_code, 2);
@@ -155,6 +171,9 @@ TEST(LockstepMutate, BadInputExitsTwo) {
   r = run({"mutate", "--corpus-programs", "10", "--corpus-pool", "0", "--oracle-programs", "5", "--oracle-program-seed", "1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("must contain the corpus"), std::string::npos) << r.err;
+  r = run({"mutate", "--ops", "vmat"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--ops: vmat is a vector-unit op"), std::string::npos) << r.err;
   r = run({"mutate", "--timeout-factor", "-1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--timeout-factor and --min-timeout must be 0 or more"), std::string::npos) << r.err;
