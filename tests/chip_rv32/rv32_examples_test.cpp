@@ -66,14 +66,16 @@ GuestImage image_of(const json& ex) {
   return test::make_image(hex32(in.at("pc")), code, regs, mem, static_cast<std::uint8_t>(in.at("c").get<int>()), acc);
 }
 
-class ScalarExample : public ::testing::TestWithParam<std::size_t> {};
-
-TEST_P(ScalarExample, TokensMatch) {
-  const Example& E = examples()[GetParam()];
+// Every step's token of the example, teacher-forced and free-running (test::expect_trace).
+void expect_example(const Example& E) {
   std::vector<Token> want;
   for (const json& step : E.ex.at("steps")) want.push_back(step.at("id").get<Token>());
   test::expect_trace(image_of(E.ex), want, E.file + ":" + E.name);
 }
+
+class ScalarExample : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(ScalarExample, TokensMatch) { expect_example(examples()[GetParam()]); }
 
 std::string test_name(const ::testing::TestParamInfo<std::size_t>& info) {
   const Example& E = examples()[info.param];
@@ -111,12 +113,7 @@ const std::vector<Example>& vector_examples() {
 
 class VectorExample : public ::testing::TestWithParam<std::size_t> {};
 
-TEST_P(VectorExample, TokensMatch) {
-  const Example& E = vector_examples()[GetParam()];
-  std::vector<Token> want;
-  for (const json& step : E.ex.at("steps")) want.push_back(step.at("id").get<Token>());
-  test::expect_trace(image_of(E.ex), want, E.file + ":" + E.name);
-}
+TEST_P(VectorExample, TokensMatch) { expect_example(vector_examples()[GetParam()]); }
 
 std::string vector_test_name(const ::testing::TestParamInfo<std::size_t>& info) {
   std::string s = vector_examples()[info.param].name;

@@ -22,10 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "lockstep/engine/check.h"
-#include "lockstep/engine/engine.h"
+#include "chip_programs.h"
 #include "lockstep/format/elf.h"
-#include "lockstep/progen/progen.h"
 #include "lockstep/ref/machine.h"
 
 namespace lockstep::engine {
@@ -164,26 +162,14 @@ void run_programs(Mode mode) {
       ++have;
     }
   }
-  std::uint64_t steps = 0;
-  for (std::size_t first = 0; first < kept.size(); first += kBatch) {
-    std::vector<Guest> batch(kept.begin() + static_cast<std::ptrdiff_t>(first),
-                             kept.begin() + static_cast<std::ptrdiff_t>(std::min(kept.size(), first + kBatch)));
-    auto backend = make_backend("cpu", chip.chip);
-    Options opt;
-    opt.mode = mode;
-    opt.classify_window = 16;
-    Engine engine(*backend, batch, opt);
-    const RunResult r = engine.run();
-    steps += r.steps;
-    for (std::size_t s = 0; s < r.streams.size(); ++s) {
-      const StreamResult& st = r.streams[s];
-      EXPECT_EQ(st.mismatches, 0u) << "seed " << kSeed << " program " << batch[s].name << " (" << to_string(mode)
-                                   << "): " << st.to_json().dump() << "\n"
-                                   << progen::listing(batch[s].image, 0x10000, 0x10000 + 4 * 8);
-      EXPECT_EQ(st.end, "trap") << "seed " << kSeed << " program " << batch[s].name;
-    }
-    if (::testing::Test::HasFailure()) return;
-  }
+  const std::uint64_t steps = test::run_chip_programs(
+      static_cast<unsigned>(kept.size()), kBatch, mode,
+      [&](unsigned first, unsigned n) { return std::vector<Guest>(kept.begin() + first, kept.begin() + first + n); },
+      [&](unsigned i) { return "seed " + std::to_string(kSeed) + " program " + kept[i].name; }, 8,
+      [&](unsigned i, const StreamResult& st) {
+        EXPECT_EQ(st.end, "trap") << "seed " << kSeed << " program " << kept[i].name;
+      });
+  if (::testing::Test::HasFailure()) return;
   for (unsigned op = 0; op < 7; ++op) {
     std::cout << "[ chip     ] " << kOps[op] << ": " << kPerOp << " trapping programs (" << dropped[op]
               << " candidates ran without a trap, not used); codes";

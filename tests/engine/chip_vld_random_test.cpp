@@ -19,10 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "lockstep/engine/check.h"
-#include "lockstep/engine/engine.h"
+#include "chip_programs.h"
 #include "lockstep/format/elf.h"
-#include "lockstep/progen/progen.h"
 
 namespace lockstep::engine {
 namespace {
@@ -156,32 +154,13 @@ Guest random_program(std::uint64_t seed, unsigned index) {
 
 void run_programs(Mode mode) {
   if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
-  const LoadedChip chip = load_chip_or_built("");
-  std::uint64_t steps = 0;
   unsigned traps = 0;
-  for (unsigned first = 0; first < kPrograms; first += kBatch) {
-    const std::uint64_t seed = kSeed + first;
-    std::vector<Guest> guests;
-    for (unsigned i = first; i < first + kBatch && i < kPrograms; ++i)
-      guests.push_back(random_program(seed * 1000003ull + i, i));
-    auto backend = make_backend("cpu", chip.chip);
-    Options opt;
-    opt.mode = mode;
-    opt.classify_window = 64;
-    Engine engine(*backend, guests, opt);
-    const RunResult r = engine.run();
-    steps += r.steps;
-    for (std::size_t s = 0; s < r.streams.size(); ++s) {
-      const StreamResult& st = r.streams[s];
-      EXPECT_EQ(st.mismatches, 0u) << "seed " << seed << " program " << first + s << " (" << to_string(mode)
-                                   << "): " << st.to_json().dump() << "\n"
-                                   << progen::listing(guests[s].image, 0x10000, 0x10000 + 4 * 300);
-      EXPECT_TRUE(st.end == "exit" || st.end == "trap")
-          << "seed " << seed << " program " << first + s << ": ended " << st.end;
-      traps += st.end == "trap";
-    }
-    if (::testing::Test::HasFailure()) return;
-  }
+  const std::uint64_t steps =
+      test::run_seeded_chip_programs(kPrograms, kBatch, kSeed, mode, random_program, [&](unsigned i, const StreamResult& st) {
+        EXPECT_TRUE(st.end == "exit" || st.end == "trap") << "program " << i << " (run seed " << kSeed << "): ended " << st.end;
+        traps += st.end == "trap";
+      });
+  if (::testing::Test::HasFailure()) return;
   // about one program in four ends in a trap; both outcomes must be exercised
   EXPECT_GT(traps, 0u) << "seed " << kSeed;
   EXPECT_LT(traps, kPrograms) << "seed " << kSeed;
