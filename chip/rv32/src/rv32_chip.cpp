@@ -930,12 +930,14 @@ class Compiler {
     for (unsigned v = 0; v < 16; ++v) l += o[v] * static_cast<double>(inverted ? 15 - v : v);
     return l;
   }
+  // 16-bit half h (0: bits 15..0, 1: bits 31..16) of a value held as 8 nibble one-hots, as a
+  // linear form (0 .. 65,535).
+  static Lin half(const FieldRef& f, std::uint32_t h) {
+    return byte_value(nib(f, 4 * h), nib(f, 4 * h + 1)) + byte_value(nib(f, 4 * h + 2), nib(f, 4 * h + 3)) * 256.0;
+  }
   // ECALL write buffer check (isa.md section 5): [a1, a1 + len) inside RAM, as a 33-bit sum of
   // 16-bit halves (every value < 2^18).
   void write_buffer_check() {
-    auto half = [&](const FieldRef& f, std::uint32_t h) {  // 16-bit half h: bytes 2h, 2h + 1
-      return byte_value(nib(f, 4 * h), nib(f, 4 * h + 1)) + byte_value(nib(f, 4 * h + 2), nib(f, 4 * h + 3)) * 256.0;
-    };
     const Lin alo = half(RA1, 0), ahi = half(RA1, 1), llo = half(RA2, 0), lhi = half(RA2, 1);
     WK = B.field("wbuf_carry", 1);
     threshold(L(6), alo + llo, 65536, WK.dim());
@@ -971,9 +973,6 @@ class Compiler {
     slot_head(L(6), 1, [&](std::uint32_t) { return k(kVlg) + k(kPcl); }, [&](std::uint32_t r) { return VLGN[r]; }, VGS, v);
     const Lin seen = VGS[32];
     const OH glo = field_oh(VGS, 0, 16), ghi = field_oh(VGS, 16, 16);
-    auto half = [&](const FieldRef& fr, std::uint32_t h) {  // 16-bit half h: bytes 2h, 2h + 1
-      return byte_value(nib(fr, 4 * h), nib(fr, 4 * h + 1)) + byte_value(nib(fr, 4 * h + 2), nib(fr, 4 * h + 3)) * 256.0;
-    };
     // Traps (section 6; the lowest code wins): 4 a mod 4 != 0; 5 a < RAM_BASE or
     // a + 4 + n > RAM_END; 16 f7 != 0 or rd != x0; 17 dst + n > 1024; 18 n = 0 (n > 1024 is 17).
     // a + 4 + n as a 33-bit sum of 16-bit halves: lo = a_lo + 4 + n < 2^17 for an aligned a.
@@ -1154,9 +1153,6 @@ class Compiler {
     for (std::uint32_t i = 0; i < ens.size(); ++i) when(L(6), {cls(ens[i].c), f7is(ens[i].pred)}, {{EN.dim(i), 1.0}});
     auto E = [&](std::uint32_t i) { return EN[i]; };
     // Operand checks (layer 7): [x >= t] when the enable is 1, into raw[code] or an AND input.
-    auto half = [&](const FieldRef& fr, std::uint32_t h) {
-      return byte_value(nib(fr, 4 * h), nib(fr, 4 * h + 1)) + byte_value(nib(fr, 4 * h + 2), nib(fr, 4 * h + 3)) * 256.0;
-    };
     const Lin A = half(RV1, 0), Bv = half(RV1, 1), C = half(RV2, 0), N = half(RV2, 1);
     constexpr double kHi = 4194304.0 + 131072.0;  // 2^22 + 2^17 > every x below (64 * 65,535 + 65,535)
     LayerBuilder& l7 = L(7);
