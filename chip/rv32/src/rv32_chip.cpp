@@ -24,6 +24,7 @@
 //   L19 mlp: payload and (kind, payload high nibble) one-hots for the output
 #include "lockstep/chip/rv32/rv32_chip.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
@@ -280,7 +281,7 @@ class Compiler {
   // L9
   FieldRef CM;
   // VLD (vector.md section 4.8): slot, gated register ports, traps, last element, byte reads
-  FieldRef VLGN, VGS, RV1, RV2, VK, VZ, VSH, VOK, VFIT, VT17, VN0, VF16, VC0, VC1, VZ45, VC2, VGT, VEQ, VLAST;
+  FieldRef VLGN, VGS, RV1, RV2, VK, VZ, VSH, VOK, VC0, VC1, VZ45, VC2, VGT, VEQ, VLAST;
   FieldRef VEG, VGE, RDM, RDE, ADNV;
 
   Lin k(std::uint32_t kind) const { return K[kind]; }
@@ -973,22 +974,16 @@ class Compiler {
     slot_head(L(6), 1, [&](std::uint32_t) { return k(kVlg) + k(kPcl); }, [&](std::uint32_t r) { return VLGN[r]; }, VGS, v);
     const Lin seen = VGS[32];
     const OH glo = field_oh(VGS, 0, 16), ghi = field_oh(VGS, 16, 16);
-    // Traps (section 6; the lowest code wins): 4 a mod 4 != 0; 5 a < RAM_BASE or
-    // a + 4 + n > RAM_END; 16 f7 != 0 or rd != x0; 17 dst + n > 1024; 18 n = 0 (n > 1024 is 17).
-    // a + 4 + n as a 33-bit sum of 16-bit halves: lo = a_lo + 4 + n < 2^17 for an aligned a.
-    const Lin alo = half(RV1, 0), ahi = half(RV1, 1), dst = half(RV2, 0), n = half(RV2, 1);
+    // Trap 5 (a < RAM_BASE or a + 4 + n > RAM_END; the other codes: vector_traps()), with
+    // a + 4 + n as a 33-bit sum of 16-bit halves: lo = a_lo + 4 + n < 2^17 for an aligned a
+    // (a misaligned a is trap 4, which wins).
+    const Lin alo = half(RV1, 0), ahi = half(RV1, 1), n = half(RV2, 1);
     const Lin lo = alo + n + 4.0;
     VK = B.field("vld_lo_carry", 1);
     VZ = B.field("vld_lo_is_2p16", 1);
     threshold(L(6), lo, 65536, VK.dim());
     threshold(L(6), lo, 65536, VZ.dim());
     threshold(L(6), lo, 65537, VZ.dim(), -1);
-    VT17 = B.field("vld_span_outside_vr", 1);
-    threshold(L(6), dst + n, 1025, VT17.dim());
-    VN0 = B.field("vld_n_zero", 1);
-    when(L(6), {v, nib(RV2, 4)[0], nib(RV2, 5)[0], nib(RV2, 6)[0], nib(RV2, 7)[0]}, {{VN0.dim(), 1.0}});
-    VF16 = B.field("vld_fields_ok", 1);
-    when(L(6), {v, F7[0], RD[0]}, {{VF16.dim(), 1.0}});
     VSH = B.field("vld_hi_checks", 3);  // [s_hi <= 16], [s_hi >= 17], [s_hi >= 18]
     VOK = B.field("vld_a_ge_ram_base", 1);
     const Lin shi = ahi + VK[0];
@@ -997,21 +992,11 @@ class Compiler {
     threshold(L(7), shi, 17, VSH.dim(1));
     threshold(L(7), shi, 18, VSH.dim(2));
     threshold(L(7), ahi, 1, VOK.dim());
-    VFIT = B.field("vld_record_in_ram", 1);  // a >= RAM_BASE and (s_hi <= 16 or s = 17 * 2^16)
-    when(L(8), {VOK[0], VSH[0]}, {{VFIT.dim(), 1.0}});
-    when(L(8), {VOK[0], VSH[1] - VSH[2], VZ[0]}, {{VFIT.dim(), 1.0}});
     LANEX = B.field("out_lane", 4);
     RDM = B.field("vld_read_m", 1);
     RDE = B.field("vld_read_element", 1);
-    const Lin t4 = any_of(nib(RV1, 0), [](unsigned j) { return (j & 3) != 0; }), nt4 = one - t4;
     LayerBuilder& l9 = L(9);
-    when(l9, {f, v, t4}, token_out(kTrap, 4));
-    when(l9, {f, v, nt4, one - VFIT[0]}, token_out(kTrap, 5));
-    when(l9, {f, v, nt4, VFIT[0], one - VF16[0]}, token_out(kTrap, 16));
-    when(l9, {f, v, nt4, VFIT[0], VF16[0], VT17[0]}, token_out(kTrap, 17));
-    when(l9, {f, v, nt4, VFIT[0], VF16[0], one - VT17[0], VN0[0]}, token_out(kTrap, 18));
-    when(l9, {f, v, nt4, VFIT[0], VF16[0], one - VT17[0], one - VN0[0]},
-         {{NK.dim(kVlb0), 1.0}, {LANEX.dim(0), 1.0}, {RDM.dim(), 1.0}});
+    // the fetch step without a trap (VLB0 of M, read at a): vector_traps()
     // M phase: VLB_{m+1} after VLB_m, VLG(0) after VLB3
     for (std::uint32_t m = 0; m < 3; ++m)
       when(l9, {v, k(kVlb0 + m), one - seen}, {{NK.dim(kVlb0 + m + 1), 1.0}, {LANEX.dim(m + 1), 1.0}, {RDM.dim(), 1.0}});
@@ -1068,19 +1053,19 @@ class Compiler {
     when(l11, {v, seen, vlb, VLAST[0]}, {{ENDI.dim(), 1.0}});
   }
 
-  // ---- the vector unit's other seven ops: decode and traps only (vector.md sections 4.0, 6) ----
-  // VMAT, VMATR, VQ, VEXP, VEW, VFN and VRED check every trap condition of section 6 on their
-  // first step and emit TRAP(code) with the lowest applicable code. Their execution is not
-  // compiled: an instruction that passes every check emits TRAP(1) (docs/chip-design.md
+  // ---- the vector unit's traps (vector.md sections 4.0, 6) --------------------------------
+  // Every vector op checks every trap condition of section 6 on its first step and emits
+  // TRAP(code) with the lowest applicable code. Without a trap, VLD starts its tokens (vld());
+  // the other seven ops' execution is not compiled: they emit TRAP(1) (docs/chip-design.md
   // section 5), which the harness reports as the first divergence at that instruction.
   // Operands: A = X(rs1) & 0xFFFF, B = X(rs1) >> 16, C = X(rs2) & 0xFFFF, N = X(rs2) >> 16.
   // Layers: 4 gated f7 nibbles; 5 the f7 one-hot; 6 the f7 field checks and operand-range
   // enables; 7 the operand checks (thresholds of linear forms, |x| < 2^23); 8 the ANDs of
-  // interval tests; 9 one flag per code; 10 the decision.
+  // interval tests (and VLD's RAM check, vld()); 9 one flag per code; 10 the decision.
   void vector_traps() {
-    const std::array<Cls, 7> ops = {VMAT, VMATR, VQ, VEXP, VEW, VFN, VRED};
+    const std::array<Cls, 8> ops = {VMAT, VMATR, VQ, VEXP, VEW, VFN, VRED, VLD};
     const Lin one = Lin::constant(1), f = fetch();
-    Lin anyv;
+    Lin anyv;  // any vector op
     for (Cls c : ops) anyv += cls(c);
     // f7 = inst[31:25] as a one-hot, only on custom-1 words (gated nibble copies, layer 4)
     const FieldRef VIN = B.field("vec_f7_nibbles", 32);
@@ -1098,11 +1083,15 @@ class Compiler {
         if (pred(x)) l += F7X[x];
       return l;
     };
-    // raw[c - 16]: sum of this step's reasons for code c (normalised to 0/1 in layer 9)
-    const FieldRef RAW = B.field("vec_trap_reasons", 8);
-    auto raw = [&](unsigned code) { return RAW.dim(code - 16); };
+    // raw(c): sum of this step's reasons for code c (4, 5, 16..23; normalised to 0/1 in layer 9)
+    const std::array<unsigned, 10> codes = {4, 5, 16, 17, 18, 19, 20, 21, 22, 23};
+    const FieldRef RAW = B.field("vec_trap_reasons", static_cast<std::uint32_t>(codes.size()));
+    auto slot = [&](unsigned code) {
+      return static_cast<std::uint32_t>(std::find(codes.begin(), codes.end(), code) - codes.begin());
+    };
+    auto raw = [&](unsigned code) { return RAW.dim(slot(code)); };
     // 16 VEC_FIELD: invalid or nonzero f7 fields; rd != x0 except VMAT argmax mode
-    const std::array<std::function<bool(unsigned)>, 7> bad = {
+    const std::array<std::function<bool(unsigned)>, 8> bad = {
         [](unsigned x) { return (x & 7) == 0 || (x & 7) == 7 || (x >> 4) != 0; },                    // VMAT
         [](unsigned x) { return (x >> 1) != 0; },                                                    // VMATR
         [](unsigned x) { return (x & 3) == 3 || (x >> 2) != 0; },                                    // VQ
@@ -1113,6 +1102,7 @@ class Compiler {
         },
         [](unsigned x) { return x >= 3; },                                                           // VFN
         [](unsigned x) { return (x & 3) == 3 || ((x & 3) == 2 && (x >> 2) != 0); },                // VRED
+        [](unsigned x) { return x != 0; },                                                           // VLD
     };
     const Lin argmax = f7is([](unsigned x) { return (x & 8) != 0; });
     for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -1120,7 +1110,14 @@ class Compiler {
       if (ops[i] == VMAT) when(L(6), {cls(VMAT), one - RD[0], one - argmax}, {{raw(16), 1.0}});
       else when(L(6), {cls(ops[i]), one - RD[0]}, {{raw(16), 1.0}});
     }
-    // 18 VEC_LEN for every op: the count (R, T or n) is 0
+    // VLD (section 4.8): 4 a mod 4 != 0; 5 the record outside RAM (sums: vld()); 17 [dst, dst + n) outside
+    // VR (layer 7 below)
+    when(L(6), {cls(VLD), any_of(nib(RV1, 0), [](unsigned j) { return (j & 3) != 0; })}, {{raw(4), 1.0}});
+    // the record is in RAM iff a >= RAM_BASE and (s_hi <= 16 or s = 17 * 2^16): raw(5) = VLD - that
+    pass(L(8), cls(VLD), raw(5));
+    when(L(8), {VOK[0], VSH[0]}, {{raw(5), -1.0}});  // VSH[0] is 0 on other classes
+    when(L(8), {cls(VLD), VOK[0], VSH[1] - VSH[2], VZ[0]}, {{raw(5), -1.0}});
+    // 18 VEC_LEN for every op: the count (R, T, n) is 0
     const OH n4 = nib(RV2, 4);
     when(L(6), {anyv, n4[0], nib(RV2, 5)[0], nib(RV2, 6)[0], nib(RV2, 7)[0]}, {{raw(18), 1.0}});
     // VEW ROT: n odd
@@ -1237,6 +1234,8 @@ class Compiler {
     ge(A + N, 1025, cls(VFN), raw(17));
     ge(N, 1025, cls(VFN), raw(18));
     conflict(A, Bv, cls(VFN));
+    // VLD: dst = C, n = N
+    ge(C + N, 1025, cls(VLD), raw(17));
     // VRED
     ge(Bv + N, 1025, cls(VRED), raw(17));
     ge(A, 1024, cls(VRED), raw(17));
@@ -1255,17 +1254,22 @@ class Compiler {
       if (!is_zero(g.extra)) conds.push_back(g.extra);
       when(L(8), conds, {{raw(g.code), 1.0}});
     }
-    // one flag per code (layer 9), then the lowest code wins (layer 10); no trap: TRAP(1), the
-    // op's execution is not compiled
-    const FieldRef VT = B.field("vec_trap", 8);
-    for (unsigned c = 16; c < 24; ++c) threshold(L(9), RAW[c - 16], 1, VT.dim(c - 16));
-    std::vector<Lin> none = {f, anyv};
-    for (unsigned c = 16; c < 24; ++c) {
+    // one flag per code (layer 9), then the lowest code wins (layer 10). No trap: VLD's first
+    // byte (VLB0 of M, read at a); the other ops TRAP(1), their execution is not compiled.
+    const FieldRef VT = B.field("vec_trap", static_cast<std::uint32_t>(codes.size()));
+    for (std::uint32_t i = 0; i < codes.size(); ++i) threshold(L(9), RAW[i], 1, VT.dim(i));
+    std::vector<Lin> none = {f};
+    for (std::uint32_t i = 0; i < codes.size(); ++i) {
       std::vector<Lin> conds = none;
-      conds.push_back(VT[c - 16]);
-      when(L(10), conds, token_out(kTrap, c));
-      none.push_back(one - VT[c - 16]);
+      conds.push_back(anyv);
+      conds.push_back(VT[i]);
+      when(L(10), conds, token_out(kTrap, codes[i]));
+      none.push_back(one - VT[i]);
     }
+    std::vector<Lin> run = none;
+    run.push_back(cls(VLD));
+    when(L(10), run, {{NK.dim(kVlb0), 1.0}, {LANEX.dim(0), 1.0}, {RDM.dim(), 1.0}});
+    none.push_back(anyv - cls(VLD));
     when(L(10), none, token_out(kTrap, 1));
   }
   Lin div_cls() const { return sum_cls({DIV, DIVU, REM, REMU}); }
