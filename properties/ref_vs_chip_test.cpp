@@ -51,7 +51,10 @@ using u32 = std::uint32_t;
 constexpr u32 kCodeBase = 0x10000;
 constexpr u32 kData = 0x80000;       // random data for loads and stores
 constexpr u32 kDataBytes = 1024;
-constexpr std::uint64_t kMaxSteps = 4000;
+// Each program must end within kMaxSteps: its blocks take well under 4,000 steps, and the last
+// block's ECALL write may have any length up to 65,535 bytes from a buffer inside RAM
+// (trace.md section 4.5: OI and OUT per byte, OIH every 256, then W(len): about 131,600 steps).
+constexpr std::uint64_t kMaxSteps = 4000 + 2 * 65535 + 65536 / 256 + 8;
 constexpr unsigned kBlocks = 8;           // instances of the instruction per program
 constexpr unsigned kProgramsPerCase = 2;  // streams of one engine run
 constexpr int kDefaultCases = 6;          // per instruction: 96 instances per mode
