@@ -12,6 +12,7 @@
 
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/engine.h"
+#include "lockstep/format/elf.h"
 #include "lockstep/progen/progen.h"
 
 namespace lockstep::engine::test {
@@ -47,6 +48,25 @@ inline std::uint64_t run_chip_programs(unsigned count, unsigned batch, Mode mode
     if (::testing::Test::HasFailure()) break;
   }
   return steps;
+}
+
+/// The common start of a random program: x1..x30 <- random edge values (progen::Random::operand),
+/// x31 <- the program's 256-byte scratch area, 0x40000 + 0x100 (index mod 64). Returns that address.
+inline std::uint32_t emit_register_prologue(progen::Random& rng, unsigned index, std::vector<std::uint32_t>& code) {
+  for (unsigned r = 1; r <= 30; ++r) progen::emit_li(code, r, rng.operand());
+  const std::uint32_t scratch = 0x40000 + 0x100 * (index % 64);
+  progen::emit_li(code, 31, scratch);
+  return scratch;
+}
+
+/// A read-write data segment of `bytes` random bytes (rng.next() each) at `vaddr`.
+inline format::Segment random_data_segment(progen::Random& rng, std::uint32_t vaddr, std::uint32_t bytes) {
+  format::Segment data;
+  data.vaddr = vaddr;
+  data.memsz = bytes;
+  data.flags = format::kPfR | format::kPfW;
+  for (std::uint32_t i = 0; i < bytes; ++i) data.bytes.push_back(static_cast<std::uint8_t>(rng.next()));
+  return data;
 }
 
 /// run_chip_programs over generated programs: batch k (programs 32 k ..) uses the seed

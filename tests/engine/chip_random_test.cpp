@@ -30,9 +30,7 @@ constexpr std::uint64_t kSeed = 0x5eed'c41b'0007ull;
 Guest random_program(std::uint64_t seed, unsigned index) {
   progen::Random rng(seed);
   std::vector<std::uint32_t> code;
-  for (unsigned r = 1; r <= 30; ++r) progen::emit_li(code, r, rng.operand());
-  const std::uint32_t scratch = 0x40000 + 0x100 * (index % 64);
-  progen::emit_li(code, 31, scratch);
+  const std::uint32_t scratch = test::emit_register_prologue(rng, index, code);
   progen::BodyOptions opt;
   opt.length = 40;
   opt.base_reg = 31;
@@ -42,11 +40,7 @@ Guest random_program(std::uint64_t seed, unsigned index) {
   code.insert(code.end(), body.begin(), body.end());
   progen::emit_li(code, 17, 93);  // exit(a0)
   code.push_back(0x00000073u);
-  format::Segment data;
-  data.vaddr = scratch;
-  data.memsz = 256;
-  data.flags = format::kPfR | format::kPfW;
-  for (int i = 0; i < 256; ++i) data.bytes.push_back(static_cast<std::uint8_t>(rng.next()));
+  const format::Segment data = test::random_data_segment(rng, scratch, 256);
   Guest g;
   g.name = "random" + std::to_string(index);
   g.image = progen::image_from_code(code, 0x10000, {data});

@@ -114,9 +114,7 @@ Vld trapping_vld(progen::Random& rng, std::uint32_t scratch) {
 Guest random_program(std::uint64_t seed, unsigned index) {
   progen::Random rng(seed);
   std::vector<std::uint32_t> code;
-  for (unsigned r = 1; r <= 30; ++r) progen::emit_li(code, r, rng.operand());
-  const std::uint32_t scratch = 0x40000 + 0x100 * (index % 64);
-  progen::emit_li(code, 31, scratch);
+  const std::uint32_t scratch = test::emit_register_prologue(rng, index, code);
   const unsigned rounds = 1 + rng.below(6);
   const bool trap_last = rng.chance(4);
   for (unsigned k = 0; k < rounds; ++k) {
@@ -136,16 +134,8 @@ Guest random_program(std::uint64_t seed, unsigned index) {
   }
   progen::emit_li(code, 17, 93);  // exit(a0)
   code.push_back(0x00000073u);
-  format::Segment data;
-  data.vaddr = kArea;
-  data.memsz = kAreaBytes;
-  data.flags = format::kPfR | format::kPfW;
-  for (std::uint32_t i = 0; i < kAreaBytes; ++i) data.bytes.push_back(static_cast<std::uint8_t>(rng.next()));
-  format::Segment scr;
-  scr.vaddr = scratch;
-  scr.memsz = 256;
-  scr.flags = format::kPfR | format::kPfW;
-  for (int i = 0; i < 256; ++i) scr.bytes.push_back(static_cast<std::uint8_t>(rng.next()));
+  const format::Segment data = test::random_data_segment(rng, kArea, kAreaBytes);
+  const format::Segment scr = test::random_data_segment(rng, scratch, 256);
   Guest g;
   g.name = "vld" + std::to_string(index);
   g.image = progen::image_from_code(code, 0x10000, {data, scr});
