@@ -17,11 +17,11 @@ namespace lockstep::cli {
 /// Registers one subcommand on `app` (see commands.h for the convention).
 using CommandRegistrar = void (*)(CLI::App& app, Context& ctx);
 
-/// "lockstep 0.1.0 (trace spec trace-v2)": project version and the trace
+/// "lockstep 0.1.0 (trace spec trace-v3)": project version and the trace
 /// specification version this build implements.
 std::string version_line();
 
-/// The trace specification version, e.g. "trace-v2".
+/// The trace specification version, e.g. "trace-v3".
 std::string trace_spec_version();
 
 /// Runs the lockstep command line: parses argv with every registrar's

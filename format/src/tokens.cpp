@@ -11,7 +11,7 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace {
 
-constexpr std::array<KindInfo, 61> kKinds{{
+constexpr std::array<KindInfo, 81> kKinds{{
     {0, "CTRL", false, 1},  {1, "W0", false, 256},  {2, "W1", false, 256},
     {3, "W2", false, 256},  {4, "W3", false, 256},  {5, "A0", false, 256},
     {6, "A1", false, 256},  {7, "A2", false, 256},  {8, "A3", false, 256},
@@ -23,20 +23,28 @@ constexpr std::array<KindInfo, 61> kKinds{{
     {24, "AC8", false, 256}, {25, "AC9", false, 256}, {26, "AC10", false, 256},
     {27, "AC11", false, 256}, {28, "OUT", false, 256}, {29, "ERR", false, 256},
     {30, "NOP", false, 1},  {31, "EXIT", false, 256}, {32, "TRAP", false, 256},
-    // vector.md §5 (trace-v2; 8-bit payloads, no wide kinds)
+    // vector.md §5 (trace-v3; 8-bit payloads, no wide kinds)
     {33, "VMC0", false, 256}, {34, "VMC1", false, 256}, {35, "VMC2", false, 256},
     {36, "VMC3", false, 256}, {37, "VMC4", false, 256}, {38, "VMC5", false, 256},
-    {39, "VMH", false, 17},   {40, "VMK", false, 256},  {41, "VMV", false, 256},
-    {42, "VQE", false, 186},  {43, "VQB", false, 192},
-    // trace.md §2 (trace-v2): pc tokens and ECALL write byte indices
+    {39, "VMH", false, 17},   {40, "VMV", false, 64},   {41, "VRD", false, 16},
+    {42, "VQE", false, 186},  {43, "VWG", false, 256},
+    // trace.md §2: pc tokens and ECALL write byte indices
     {44, "PCL", false, 256}, {45, "PCH0", false, 256}, {46, "PCH1", false, 256},
     {47, "PCH2", false, 256}, {48, "PCH3", false, 256}, {49, "OI", false, 256},
     {50, "OIH", false, 256},
     // vector.md §5 (continued)
-    {51, "VEW", false, 256},  {52, "VFN", false, 256},  {53, "VRD", false, 256},
-    {54, "VXM", false, 256},  {55, "VXS", false, 256},  {56, "VLG", false, 256},
+    {51, "VY0", false, 256},  {52, "VY1", false, 256},  {53, "VY2", false, 256},
+    {54, "VY3", false, 256},  {55, "VYN3", false, 256}, {56, "VLG", false, 256},
     {57, "VLB0", false, 256}, {58, "VLB1", false, 256}, {59, "VLB2", false, 256},
     {60, "VLB3", false, 256},
+    {61, "VW00", false, 256}, {62, "VW01", false, 256}, {63, "VW02", false, 256},
+    {64, "VW03", false, 256}, {65, "VW10", false, 256}, {66, "VW11", false, 256},
+    {67, "VW12", false, 256}, {68, "VW13", false, 256}, {69, "VW20", false, 256},
+    {70, "VW21", false, 256}, {71, "VW22", false, 256}, {72, "VW23", false, 256},
+    {73, "VW30", false, 256}, {74, "VW31", false, 256}, {75, "VW32", false, 256},
+    {76, "VW33", false, 256},
+    {77, "VXM0", false, 256}, {78, "VXM1", false, 256}, {79, "VXM2", false, 256},
+    {80, "VXM3", false, 256},
 }};
 
 std::optional<KindInfo> find_kind(std::uint32_t kind_number) {
@@ -100,15 +108,10 @@ std::string token_name(std::uint32_t id) {
     case Kind::VMC4:
     case Kind::VMC5:
     case Kind::VMH:
-    case Kind::VMK:
     case Kind::VMV:
-    case Kind::VQE:
-    case Kind::VQB:
-    case Kind::VEW:
-    case Kind::VFN:
     case Kind::VRD:
-    case Kind::VXM:
-    case Kind::VXS:
+    case Kind::VQE:
+    case Kind::VWG:
     case Kind::VLG:
       std::snprintf(buf, sizeof buf, "%s(%u)", name.c_str(), p);
       break;

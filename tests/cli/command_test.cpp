@@ -47,7 +47,7 @@ TEST(LockstepCommand, HelpListsSubcommands) {
 TEST(LockstepCommand, VersionNamesProjectAndTraceSpec) {
   const auto r = run({"--version"});
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out, "lockstep 0.1.0 (trace spec trace-v2)\n");
+  EXPECT_EQ(r.out, "lockstep 0.1.0 (trace spec trace-v3)\n");
 }
 
 TEST(LockstepCommand, UnknownFlagIsOneLineUsageError) {

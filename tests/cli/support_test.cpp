@@ -199,8 +199,8 @@ TEST(OneLine, CollapsesControlCharacters) {
 }
 
 TEST(Version, NamesProjectAndTraceSpec) {
-  EXPECT_EQ(version_line(), "lockstep 0.1.0 (trace spec trace-v2)");
-  EXPECT_EQ(trace_spec_version(), "trace-v2");
+  EXPECT_EQ(version_line(), "lockstep 0.1.0 (trace spec trace-v3)");
+  EXPECT_EQ(trace_spec_version(), "trace-v3");
 }
 
 // ---- run_main in-process: exit codes and the partial summary ------------

@@ -1,7 +1,7 @@
 // Trace token ids (trace.md §2): kind numbers, names and the id layout.
 //
 // A token is (kind, payload).  An 8-bit kind k has ids 256*k + p, p < 256.
-// A wide kind k (k = 64 + 256*j) has 16-bit payloads: ids 256*k + p,
+// A wide kind k (k = 128 + 256*j) has 16-bit payloads: ids 256*k + p,
 // p < 65536, so it occupies kind numbers k .. k+255.
 // This header is layout only: which tokens an instruction emits is machine
 // semantics and lives in ref/ (and, independently, in chip/).
@@ -31,26 +31,27 @@ enum class Kind : std::uint32_t {
   NOP = 30,   ///< payload 0
   EXIT = 31,  ///< exit status
   TRAP = 32,  ///< trap code (isa.md §6)
-  // vector.md §5 (trace-v2): every vector token carries its micro-step position
+  // vector.md §5 (trace-v3): every value a vector instruction writes is on the bus, and every
+  // token carries its micro-step position
   VMC0 = 33, VMC1 = 34, VMC2 = 35, VMC3 = 36, VMC4 = 37, VMC5 = 38,  ///< VMAT chunk j of row r: r & 0xFF
   VMH = 39,  ///< VMAT: r >> 8, before row r when r > 0 and r & 0xFF = 0
-  VMK = 40,  ///< VMATR K mode, one per position t: (t << 2) | 2-bit digest
-  VMV = 41,  ///< VMATR V mode, one per position t: (t << 2) | 2-bit digest
+  VMV = 40,  ///< VMATR V mode, one per position t: t
+  VRD = 41,  ///< VRED, one per source group k: k
   VQE = 42,  ///< VQ, one per group k: (k << 5) | e_k
-  VQB = 43,  ///< VQ, one per group k: (k << 5) | 5-bit digest
-  // trace.md §2, §4.0, §4.5 (trace-v2)
+  VWG = 43,  ///< word stream: e >> 2, before element e when e & 3 = 0 or e is the first
+  // trace.md §2, §4.0, §4.5
   PCL = 44,                                   ///< w & 0xFF of the instruction's word index
   PCH0 = 45, PCH1 = 46, PCH2 = 47, PCH3 = 48,  ///< PCH_k: (w >> 8) & 0xFF, k = w >> 16
   OI = 49,                                    ///< i & 0xFF of the ECALL write byte that follows
   OIH = 50,                                   ///< i >> 8 when i > 0 and i & 0xFF = 0
   // vector.md §5 (continued)
-  VEW = 51,  ///< VEW, one per group k: (k << 4) | 4-bit digest
-  VFN = 52,  ///< VFN, one per group k: (k << 4) | 4-bit digest
-  VRD = 53,  ///< VRED, one per source group k: (k << 4) | 4-bit digest
-  VXM = 54,  ///< VEXP, one per group g: (g << 5) | lo5(max)
-  VXS = 55,  ///< VEXP, one per group g: (g << 5) | lo5(sum)
-  VLG = 56,  ///< VLD, element group g (elements 4g..4g+3): g
-  VLB0 = 57, VLB1 = 58, VLB2 = 59, VLB3 = 60,  ///< VLD record byte at an address = 0..3 mod 4
+  VY0 = 51, VY1 = 52, VY2 = 53, VY3 = 54,  ///< VMAT: byte m of the row result y_r
+  VYN3 = 55,  ///< VMAT argmax mode: byte 3 of a y_r that is a new maximum
+  VLG = 56,   ///< int8 stream (VLD, VQ): j >> 2, before element j when j & 3 = 0
+  VLB0 = 57, VLB1 = 58, VLB2 = 59, VLB3 = 60,  ///< int8 stream: element j = m (mod 4), the byte
+  VW00 = 61,  ///< word stream: VW_qm = 61 + 4q + m is byte m of word q of a quad (VW00..VW33 = 61..76)
+  VW33 = 76,
+  VXM0 = 77, VXM1 = 78, VXM2 = 79, VXM3 = 80,  ///< VEXP: byte m of the group maximum m_g
 };
 
 /// The START token (id 0): input of step 1, never produced.
