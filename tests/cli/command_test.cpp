@@ -148,7 +148,7 @@ TEST(LockstepCommand, CompileWritesALoadableChipFile) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("status"), "exact");
   EXPECT_EQ(j.at("chip").at("file"), file.string());
-  EXPECT_EQ(j.at("chip").at("vocab_size"), 15616);  // trace.md §2: V = 256 * 61
+  EXPECT_EQ(j.at("chip").at("vocab_size"), 20736);  // trace.md §2: V = 256 * 81
   ASSERT_TRUE(fs::exists(file));
   EXPECT_EQ(j.at("chip").at("bytes").get<std::uintmax_t>(), fs::file_size(file));
   // The header is safetensors: an 8-byte little-endian length, then a JSON object.

@@ -38,15 +38,15 @@ struct Fault {
 
 class ScriptedBackend final : public chip::ChipBackend {
  public:
-  /// Token kinds 0..60 (trace.md §2, trace-v2).
-  static constexpr std::uint32_t kKinds = 61;
+  /// Token kinds 0..80 (trace.md §2, trace-v3).
+  static constexpr std::uint32_t kKinds = 81;
 
   /// scripts[s] is the reference trace t_1..t_N stream s predicts.
   explicit ScriptedBackend(std::vector<std::vector<chip::Token>> scripts, std::vector<Fault> faults = {})
       : scripts_(std::move(scripts)), faults_(std::move(faults)) {
     chip_ = std::make_shared<chip::Chip>();
     auto& c = chip_->config;
-    c.vocab_size = 256 * kKinds;  // trace.md §2: V = 256 * 61, every trace-v2 kind
+    c.vocab_size = 256 * kKinds;  // trace.md §2: V = 256 * 81, every trace-v3 kind
     std::uint32_t off = 0;
     for (auto [name, w] : std::vector<std::pair<std::string, std::uint32_t>>{
              {"kind", kKinds}, {"payload", 1}, {"next_kind", kKinds}, {"next_payload_lo", 16}, {"next_payload_hi", 16}}) {

@@ -1,8 +1,8 @@
 // The RV32 chip compiler (docs/chip-design.md). Every weight is computed here from
-// docs/spec/isa.md, bignum.md, vector.md and trace.md (trace-v2); the executor only runs generic
+// docs/spec/isa.md, bignum.md, vector.md and trace.md (trace-v3); the executor only runs generic
 // layer math.
 //
-// Vocabulary: kinds 0..60, id = 256 kind + payload (trace.md section 2; of the vector kinds only
+// Vocabulary: kinds 0..80, id = 256 kind + payload (trace.md section 2; of the vector kinds only
 // VLG and VLB0..VLB3 are produced: vld(), vector_traps()). Output: logit(k, p) = 2 NKH[k, p >> 4] + 2 NP[p]: the intended token scores
 // 4, every other token at most 2.
 //
@@ -206,7 +206,7 @@ constexpr std::uint32_t kNumLayers = 20;
 
 class Compiler {
  public:
-  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the vector unit's VLD, trace-v2 (docs/chip-design.md)", kVocab,
+  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the vector unit's VLD, trace-v3 (docs/chip-design.md)", kVocab,
                  "lockstep-chip-rv32 0.2") {}
 
   Chip run() {
@@ -2334,7 +2334,7 @@ Chip compile_rv32_chip() { return Compiler().run(); }
 
 std::vector<std::string> rv32_coverage() {
   return {
-      "trace-v2: pc tokens (PCH/PCL) for every instruction, the next pc from a lookahead adder, TRAP(3) outside RAM",
+      "trace-v2/v3: pc tokens (PCH/PCL) for every instruction, the next pc from a lookahead adder, TRAP(3) outside RAM",
       "write-back of rd on W3; store bytes per lane on S_i; c on CF; acc on AC11 and bn.accclr",
       "LUI AUIPC ADDI XORI ORI ANDI ADD SUB XOR OR AND: W0..W3 or NOP",
       "SLT SLTU SLTI SLTIU: W0..W3 or NOP",

@@ -18,8 +18,8 @@ inline constexpr std::uint64_t kRegImageAddress = 0x1'0000'0000ull;
 
 inline constexpr std::uint32_t kRamBase = 0x0001'0000u;
 inline constexpr std::uint32_t kRamSize = 0x0010'0000u;
-inline constexpr std::uint32_t kNumKinds = 61;  ///< trace kinds 0..60 (trace.md section 2, trace-v2; 33..43, 51..60: vector unit)
-inline constexpr std::uint32_t kVocab = 256 * kNumKinds;  ///< 15,616 (trace.md section 2)
+inline constexpr std::uint32_t kNumKinds = 81;  ///< trace kinds 0..80 (trace.md section 2, trace-v3; 33..43, 51..80: vector unit)
+inline constexpr std::uint32_t kVocab = 256 * kNumKinds;  ///< 20,736 (trace.md section 2)
 
 /// Compiles the chip. Deterministic. Throws std::logic_error on an internal compiler bug.
 Chip compile_rv32_chip();
