@@ -469,12 +469,26 @@ void VxUnit::emit(int kind, i64 payload) {
   if (record) trace.push_back({kind, static_cast<int>(payload & 0xFF)});
 }
 
-namespace {
-// vector.md §5 (trace-v2): lo_b(x) = x mod 2^b, the digest bits beside a token's position.
-i64 lo_bits(i128 x, int b) { return static_cast<i64>(x & ((i128{1} << b) - 1)); }
-}  // namespace
+// vector.md §5, word stream: element e with value z is VWG(e >> 2) when e is the stream's first
+// element or e & 3 = 0, then VW_{q0}..VW_{q3} (kinds 61 + 4q + m, q = e & 3) with byte m of z's
+// 32-bit two's complement.
+void VxUnit::emit_word(int e, std::int32_t z, bool first) {
+  if (first || (e & 3) == 0) emit(43, e >> 2);  // VWG
+  const std::uint32_t u = static_cast<std::uint32_t>(z);
+  const int q = e & 3;
+  for (int m = 0; m < 4; ++m) emit(61 + 4 * q + m, (u >> (8 * m)) & 0xFF);
+}
 
-// §4.1 VMAT
+// vector.md §5, int8 stream: element j with value v is VLG(j >> 2) when j & 3 = 0, then
+// VLB_{j & 3}(lo8(v)).
+void VxUnit::emit_int8(int j, int v) {
+  if ((j & 3) == 0) emit(56, j >> 2);  // VLG
+  emit(57 + (j & 3), v & 0xFF);       // VLB_{j & 3}: lo8 of the two's complement
+}
+
+// §4.1 VMAT; tokens §5: per row VMH (when r > 0 and r & 0xFF = 0), VMC_j(r & 0xFF) per chunk,
+// then VY0..VY3 of y_r; argmax mode: VYN3 instead of VY3 when y_r is above every earlier row
+// (always row 0), then W(r*).
 int VxUnit::vmat(int dst, int b0, int c0, int rows, int k, bool argmax_mode) {
   int best = 0;
   std::int32_t best_val = 0;
@@ -490,86 +504,91 @@ int VxUnit::vmat(int dst, int b0, int c0, int rows, int k, bool argmax_mode) {
       total += (acc * img_.wscale[static_cast<std::size_t>(c)]) * (i64{1} << aexp[static_cast<std::size_t>(b)]);
     }
     const std::int32_t y = sat32(rnd(total, 16));
+    const std::uint32_t yu = static_cast<std::uint32_t>(y);
+    for (int m = 0; m < 3; ++m) emit(51 + m, (yu >> (8 * m)) & 0xFF);  // VY0..VY2
+    bool new_max = false;
     if (argmax_mode) {
-      if (r == 0 || y > best_val) { best = r; best_val = y; }
+      new_max = r == 0 || y > best_val;  // ties: the lowest index stays the maximum
+      if (new_max) { best = r; best_val = y; }
     } else {
       vreg[static_cast<std::size_t>(dst + r)] = y;
     }
+    emit(new_max ? 55 : 54, yu >> 24);  // VYN3 or VY3
   }
   if (argmax_mode)
     for (int k2 = 0; k2 < 4; ++k2) emit(1 + k2, best >> (8 * k2));  // W(rd), rd != 0
   return best;
 }
 
-// §4.2 VMATR
+// §4.2 VMATR; tokens §5: K mode, the word stream of e = 8t + h with the score of head h at
+// position t (the spec's VR[dst + 64h + t]; here at dst + hstride*h + t); V mode, VMV(t) per
+// position, then the word stream of the 64 sums e = 8h + d.
 void VxUnit::vmatr(bool v_mode, int dst, int src, int r0, int t_count) {
   if (!v_mode) {
     const int eq = aexp[static_cast<std::size_t>(src)];
     for (int t = 0; t < t_count; ++t) {
       const std::size_t row = static_cast<std::size_t>(r0 + t);
-      i64 dig = 0;
       for (int h = 0; h < 8; ++h) {
         i64 raw = 0;
         for (int d = 0; d < 8; ++d)
           raw += i64{act[static_cast<std::size_t>(64 * src + 8 * h + d)]} * kc[row * 32 + static_cast<std::size_t>(8 * (h / 2) + d)];
-        dig += raw;
         const int sh = eq + ke[row];
         const i64 val = sh >= 16 ? raw * (i64{1} << (sh - 16)) : rnd(raw, 16 - sh);
         vreg[static_cast<std::size_t>(dst + hstride * h + t)] = sat32(val);
       }
-      emit(40, 4 * t + lo_bits(dig, 2));  // VMK((t << 2) | lo2)
     }
+    for (int t = 0; t < t_count; ++t)
+      for (int h = 0; h < 8; ++h)
+        emit_word(8 * t + h, vreg[static_cast<std::size_t>(dst + hstride * h + t)], t == 0 && h == 0);
     return;
   }
   i64 acc[64] = {};
   for (int t = 0; t < t_count; ++t) {
     const std::size_t row = static_cast<std::size_t>(r0 + t);
-    i64 dig = 0;
     for (int h = 0; h < 8; ++h) {
       const i64 p = std::clamp<i64>(vreg[static_cast<std::size_t>(src + hstride * h + t)], 0, 65536);
-      for (int d = 0; d < 8; ++d) {
-        const i64 prod = p * vc[row * 32 + static_cast<std::size_t>(8 * (h / 2) + d)];
-        dig += prod;
-        acc[8 * h + d] += prod * (i64{1} << ve[row]);
-      }
+      for (int d = 0; d < 8; ++d)
+        acc[8 * h + d] += p * vc[row * 32 + static_cast<std::size_t>(8 * (h / 2) + d)] * (i64{1} << ve[row]);
     }
-    emit(41, 4 * t + lo_bits(dig, 2));  // VMV((t << 2) | lo2)
+    emit(40, t);  // VMV(t)
   }
   for (int i = 0; i < 64; ++i) vreg[static_cast<std::size_t>(dst + i)] = sat32(rnd(acc[i], 16));
+  for (int e = 0; e < 64; ++e) emit_word(e, vreg[static_cast<std::size_t>(dst + e)], e == 0);
 }
 
-// §4.3 VQ
+// §4.3 VQ; tokens §5: per group k, VQE((k << 5) | e_k), then the values the group writes (ACT:
+// the whole block, padding zeros included; K/V: the 32 row values) as elements j = 64k + i of
+// one int8 stream over the instruction.
 void VxUnit::vq(int mode, int dst, int src, int n) {
-  // Each group (ACT block, or the one K/V row) has its own exponent; tokens VQE((k << 5) | e_k),
-  // VQB((k << 5) | lo5(sum of the written values)).
   const int groups = (n + 63) / 64;
   for (int g = 0; g < groups; ++g) {
     i64 amax = 0;
     for (int i = 64 * g; i < std::min(n, 64 * g + 64); ++i)
       amax = std::max(amax, std::abs(i64{vreg[static_cast<std::size_t>(src + i)]}));
     const int e = vq_exponent(amax);
-    emit(42, 32 * g + e);
+    emit(42, 32 * g + e);  // VQE
     const int width = mode == 0 ? 64 : 32;
-    i64 dig = 0;
     for (int i = 64 * g; i < 64 * g + width; ++i) {
       const i64 q = i < n ? rnd(vreg[static_cast<std::size_t>(src + i)], e) : 0;
-      dig += q;
       if (mode == 0) act[static_cast<std::size_t>(64 * dst + i)] = static_cast<std::int8_t>(q);
       else (mode == 1 ? kc : vc)[static_cast<std::size_t>(dst) * 32 + static_cast<std::size_t>(i)] = static_cast<std::int8_t>(q);
+      emit_int8(i, static_cast<int>(q));
     }
     if (mode == 0) aexp[static_cast<std::size_t>(dst + g)] = static_cast<std::uint8_t>(e);
     else (mode == 1 ? ke : ve)[static_cast<std::size_t>(dst)] = static_cast<std::uint8_t>(e);
-    emit(43, 32 * g + lo_bits(dig, 5));
   }
 }
 
-// §4.4 VEXP
+// §4.4 VEXP; tokens §5: one word stream; per group g, VXM0..VXM3 (bytes of m_g), then the
+// elements e = 64g + t (p_{g,t}); then the elements e = 512 + g (S_g).
 void VxUnit::vexp(int groups, int dst, int src, int sums, int t_count) {
+  std::vector<std::int32_t> s(static_cast<std::size_t>(groups));
   for (int g = 0; g < groups; ++g) {
     const std::size_t s0 = static_cast<std::size_t>(src + hstride * g), d0 = static_cast<std::size_t>(dst + hstride * g);
     i64 m = vreg[s0];
     for (int t = 1; t < t_count; ++t) m = std::max<i64>(m, vreg[s0 + static_cast<std::size_t>(t)]);
-    emit(54, 32 * g + lo_bits(m, 5));  // VXM
+    const std::uint32_t mu = static_cast<std::uint32_t>(static_cast<std::int32_t>(m));
+    for (int b = 0; b < 4; ++b) emit(77 + b, (mu >> (8 * b)) & 0xFF);  // VXM0..VXM3
     i64 sum = 0;
     for (int t = 0; t < t_count; ++t) {
       const i64 d = m - vreg[s0 + static_cast<std::size_t>(t)];
@@ -577,13 +596,17 @@ void VxUnit::vexp(int groups, int dst, int src, int sums, int t_count) {
       const std::int32_t p = tab_.exp[static_cast<std::size_t>(idx)];
       vreg[d0 + static_cast<std::size_t>(t)] = p;
       sum += p;
+      emit_word(64 * g + t, p, g == 0 && t == 0);
     }
-    vreg[static_cast<std::size_t>(sums + g)] = static_cast<std::int32_t>(sum);
-    emit(55, 32 * g + lo_bits(sum, 5));  // VXS
+    s[static_cast<std::size_t>(g)] = static_cast<std::int32_t>(sum);
+  }
+  for (int g = 0; g < groups; ++g) {
+    vreg[static_cast<std::size_t>(sums + g)] = s[static_cast<std::size_t>(g)];
+    emit_word(512 + g, s[static_cast<std::size_t>(g)], false);
   }
 }
 
-// §4.5 VEW
+// §4.5 VEW; tokens §5: the word stream of the n results e = i.
 void VxUnit::vew(int mode, int gs, int dst, int a, int b, int n) {
   std::vector<std::int32_t> z(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -605,17 +628,13 @@ void VxUnit::vew(int mode, int gs, int dst, int a, int b, int n) {
       }
     }
   }
-  for (int g = 0; g < (n + 63) / 64; ++g) {
-    i64 dig = 0;
-    for (int i = 64 * g; i < std::min(n, 64 * g + 64); ++i) {
-      vreg[static_cast<std::size_t>(dst + i)] = z[static_cast<std::size_t>(i)];
-      dig += z[static_cast<std::size_t>(i)];
-    }
-    emit(51, 16 * g + lo_bits(dig, 4));  // VEW
+  for (int i = 0; i < n; ++i) {
+    vreg[static_cast<std::size_t>(dst + i)] = z[static_cast<std::size_t>(i)];
+    emit_word(i, z[static_cast<std::size_t>(i)], i == 0);
   }
 }
 
-// §4.6 VFN
+// §4.6 VFN; tokens §5: the word stream of the n results e = i.
 void VxUnit::vfn(int mode, int dst, int src, int n) {
   std::vector<std::int32_t> z(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -638,36 +657,30 @@ void VxUnit::vfn(int mode, int dst, int src, int n) {
     }
     z[static_cast<std::size_t>(i)] = r;
   }
-  for (int g = 0; g < (n + 63) / 64; ++g) {
-    i64 dig = 0;
-    for (int i = 64 * g; i < std::min(n, 64 * g + 64); ++i) {
-      vreg[static_cast<std::size_t>(dst + i)] = z[static_cast<std::size_t>(i)];
-      dig += z[static_cast<std::size_t>(i)];
-    }
-    emit(52, 16 * g + lo_bits(dig, 4));  // VFN
+  for (int i = 0; i < n; ++i) {
+    vreg[static_cast<std::size_t>(dst + i)] = z[static_cast<std::size_t>(i)];
+    emit_word(i, z[static_cast<std::size_t>(i)], i == 0);
   }
 }
 
-// §4.7 VRED
+// §4.7 VRED; tokens §5: VRD(k) per source group k, then the one-element word stream e = 0 (z).
 void VxUnit::vred(int mode, int sh, int dst, int src, int n) {
-  // One contribution c_g per source group (sum of squares, sum, maximum); VRD((g << 4) | lo4(c_g)).
   i128 acc = mode == 2 ? i128{vreg[static_cast<std::size_t>(src)]} : 0;
   for (int g = 0; g < (n + 63) / 64; ++g) {
-    i128 part = mode == 2 ? i128{vreg[static_cast<std::size_t>(src + 64 * g)]} : 0;
     for (int i = 64 * g; i < std::min(n, 64 * g + 64); ++i) {
       const i128 x = vreg[static_cast<std::size_t>(src + i)];
-      if (mode == 0) part += x * x;
-      else if (mode == 1) part += x;
-      else part = std::max(part, x);
+      if (mode == 0) acc += x * x;
+      else if (mode == 1) acc += x;
+      else acc = std::max(acc, x);
     }
-    acc = mode == 2 ? std::max(acc, part) : acc + part;
-    emit(53, 16 * g + lo_bits(part, 4));
+    emit(41, g);  // VRD(k)
   }
   std::int32_t r;
   if (mode == 0) r = sat32(rnd128(acc, 16 + sh));
   else if (mode == 1) r = sat32(rnd128(acc, sh));
   else r = static_cast<std::int32_t>(acc);
   vreg[static_cast<std::size_t>(dst)] = r;
+  emit_word(0, r, true);
 }
 
 // §4.8 VLD

@@ -1,7 +1,7 @@
 // The vector-unit (vx) build of stories260K on the host: the image converter and an exact
 // integer golden model of the vector unit (docs/spec/vector.md), written from the spec and
 // independent of ref/.  VxModel runs the forward pass of docs/spec/vector.md §7 op by op and
-// counts the trace tokens each op emits (§5).
+// records or counts the trace tokens each op emits (§5, trace-v3).
 #pragma once
 
 #include <array>
@@ -57,7 +57,8 @@ inline constexpr std::uint64_t kRotationSeed = 1;
 /// per-chunk codes and scales chosen by `method`.  Throws ModelError on other shapes.
 VxImage convert_vx(const Checkpoint& ck, VxQuant method = VxQuant::kGptq);
 
-/// A trace token (kind, payload) as vector.md §5 defines it.
+/// A trace token (kind, payload) as vector.md §5 (trace-v3) defines it: kind 1..4 (the `W`
+/// tokens of VMAT argmax), 33..43 or 51..80; payload 0..255.
 struct VxToken {
   int kind;
   int payload;
@@ -75,7 +76,12 @@ struct VxTables {
 };
 
 /// Exact integer state and ops of the vector unit (no trap checks: the story program is valid).
-/// `positions` > 64 gives the host-only long-cache variant (score groups `hstride` words apart).
+/// Each op appends the tokens of vector.md §5 (trace-v3, after the pc tokens, which are the
+/// scalar machine's) to `trace` when `record` is set and counts them in `tokens`; VMAT argmax
+/// mode also emits `W(r*)` as if `rd != x0`.
+/// `positions` > 64 gives the host-only long-cache variant (score groups `hstride` words apart);
+/// its arithmetic is the story's, but with more than 64 positions the element indexes of the
+/// VMATR/VEXP word streams leave vector.md's ranges, so its tokens are only counted, not spec.
 class VxUnit {
  public:
   explicit VxUnit(const VxImage& img, int positions = kCachePositions);
@@ -100,6 +106,12 @@ class VxUnit {
 
  private:
   void emit(int kind, std::int64_t payload);
+  /// One element of a word stream (vector.md §5): `VWG(e >> 2)` when `first` or `e & 3 == 0`,
+  /// then the four bytes of `z` as kinds 61 + 4(e & 3) + m.  `e` 0..1023.
+  void emit_word(int e, std::int32_t z, bool first);
+  /// One element of an int8 stream (vector.md §5): `VLG(j >> 2)` when `j & 3 == 0`, then
+  /// `VLB_{j & 3}(lo8(v))`.  `j` 0..1023, `v` -128..127.
+  void emit_int8(int j, int v);
   const VxImage& img_;
   VxTables tab_;
 };
