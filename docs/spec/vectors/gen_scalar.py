@@ -4,7 +4,8 @@
 Writes docs/spec/vectors/scalar_*.json (conventions: README.md).
 
 This is an INDEPENDENT calculation written from docs/spec/isa.md,
-bignum.md and trace.md (machine-v1, trace-v2). It uses nothing from ref/
+bignum.md and trace.md (machine-v1, trace-v3; the scalar machine's tokens
+are those of trace-v2). It uses nothing from ref/
 or chip/ and nothing outside the Python standard library. Everything is
 unsigned 32-bit arithmetic with explicit masks; signed readings are
 spelled out with `signed()`.
@@ -1670,7 +1671,7 @@ FILES = [("alu", ALU), ("shift", SHIFT), ("mul", MUL), ("div", DIV),
 
 
 def render(cls, examples):
-    doc = {"spec": "machine-v1", "trace_version": "trace-v2", "class": cls,
+    doc = {"spec": "machine-v1", "trace_version": "trace-v3", "class": cls,
            "generator": "docs/spec/vectors/gen_scalar.py",
            "examples": [e.to_json() for e in examples]}
     return compact(json.dumps(doc, indent=1, ensure_ascii=False)) + "\n"

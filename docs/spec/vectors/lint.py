@@ -22,9 +22,19 @@ Checks, for every file and example:
     three examples and at least one edge case; every file has at least three.
 
 Vector files (vector_*.json, vector.md §8; pass them as arguments): the
-kinds of vector.md §5 (trace-v2), the pc tokens as above, every vector
-instruction's tokens carry the positions §5 gives for its operands (or are
-TRAP(code) alone), at least three examples and one edge case per op.
+kinds of vector.md §5 (trace-v3) with their payload ranges and spellings, the
+pc tokens as above, and every vector instruction's tokens (or TRAP(code)
+alone): the kind and position sequence §5 gives for its operands (VMH/VMC_j
+per chunk, VY0..VY3 or argmax's VYN3 after each row's chunks, VMV(t),
+VRD(k), VQE(k << 5 | e), VXM0..VXM3 per group; word streams with VWG(e >> 2)
+at the first element and each e & 3 = 0, then VW_q0..VW_q3; int8 streams
+with VLG(j >> 2) and VLB_{j & 3}), the count of §5's count column, and the
+values on the bus: each streamed word or byte equals what the final state
+holds where the instruction writes it, VYN3 marks exactly the rows greater
+than all earlier ones and W(r*) is the first maximum, VXM is the maximum of
+the group's initial scores and each VEXP sum the sum of its group's
+numerators, VLD's bytes are the record's; at least three examples and one
+edge case per op.
 
 Standard library only. Usage:
     python3 docs/spec/vectors/lint.py [FILE.json ...]   (default scalar_*.json)
@@ -55,14 +65,20 @@ SMALL = {"BR": range(2), "CF": range(2), "NOP": range(1), "DQ": range(64),
          "TRAP": range(1, 10),           # scalar trap codes, isa.md §6
          "OIH": range(1, 256)}
 
-# vector.md §5 (trace-v2): the vector unit's kinds, for vector_*.json
+# vector.md §5 (trace-v3): the vector unit's kinds, for vector_*.json
 V_KINDS = {"VMC%d" % j: 33 + j for j in range(6)}
-V_KINDS.update({"VMH": 39, "VMK": 40, "VMV": 41, "VQE": 42, "VQB": 43, "VEW": 51, "VFN": 52,
-                "VRD": 53, "VXM": 54, "VXS": 55, "VLG": 56})
+V_KINDS.update({"VMH": 39, "VMV": 40, "VRD": 41, "VQE": 42, "VWG": 43, "VYN3": 55, "VLG": 56})
+V_KINDS.update({"VY%d" % m: 51 + m for m in range(4)})
 V_KINDS.update({"VLB%d" % m: 57 + m for m in range(4)})
+V_KINDS.update({"VW%d%d" % (q, m): 61 + 4 * q + m for q in range(4) for m in range(4)})
+V_KINDS.update({"VXM%d" % m: 77 + m for m in range(4)})
+assert sorted(V_KINDS.values()) == list(range(33, 44)) + list(range(51, 81))
+assert 256 * (max(V_KINDS.values()) + 1) == 20736          # V, trace.md §2
 KIND.update(V_KINDS)
-BYTE_KINDS |= {"VLB0", "VLB1", "VLB2", "VLB3"}
-SMALL.update({"VMH": range(1, 17), "VQE": range(186), "VQB": range(192)})
+# byte payloads, spelled 0x%02x (vector.md §8); VMC*, VMH, VMV, VRD, VQE, VWG, VLG are decimal
+BYTE_KINDS |= {n for n in V_KINDS if re.fullmatch(r"VY\d|VYN3|VLB\d|VW\d\d|VXM\d", n)}
+SMALL.update({"VMH": range(1, 17), "VMV": range(64), "VRD": range(16),
+              "VQE": {(k << 5) | e for k in range(6) for e in range(26)}})
 V_OPS = ["VMAT", "VMATR", "VQ", "VEXP", "VEW", "VFN", "VRED", "VLD"]   # by f3
 
 # isa.md §4.1 rows and the bignum ops: the instruction classes
@@ -161,39 +177,203 @@ def check_state(L, where, st, final):
     return True
 
 
-def vector_positions(word, x, toks):
-    """vector.md §5: the (kind, position) sequence a non-trapping vector instruction must emit,
-    from its word and registers x; each entry is (kind, position, shift): payload >> shift
-    must equal position (shift None: any payload, e.g. a data byte)."""
+def _runs(v, key):
+    """final/initial `vector` runs {"first", "values"} -> {index: value} (absent = 0)."""
+    return {r["first"] + i: x for r in v.get(key, []) for i, x in enumerate(r["values"])}
+
+
+def _rows(v, key):
+    return {(r["row"], j): x for r in v.get(key, []) for j, x in enumerate(r["values"])}
+
+
+def _s32(u):
+    return u - (1 << 32) if u >> 31 else u
+
+
+def _sat32(x):
+    return max(-(1 << 31), min((1 << 31) - 1, x))
+
+
+def _count(f3, f7, rd, N):
+    """vector.md §5, the count column (tokens after the pc tokens)."""
+    cdiv = lambda a, b: -(-a // b)
+    if f3 == 0:
+        return N * ((f7 & 7) + 4) + (N - 1) // 256 + ((4 if rd else 1) if f7 & 8 else 0)
+    if f3 == 1:
+        return N + 272 if f7 & 1 else 34 * N
+    if f3 == 2:
+        return 41 if f7 & 3 else 81 * cdiv(N, 64)
+    if f3 == 3:
+        G = (f7 & 7) + 1
+        return G * (4 + cdiv(N, 4) + 4 * N) + cdiv(G, 4) + 4 * G
+    if f3 in (4, 5):
+        return cdiv(N, 4) + 4 * N
+    if f3 == 6:
+        return cdiv(N, 64) + 5
+    return 4 + N + cdiv(N, 4)
+
+
+def vector_tokens(word, x, toks, ini, fin):
+    """vector.md §5 for a non-trapping vector instruction (word, registers x), its tokens after
+    the pc tokens `toks` [(kind, payload)], and the example's initial/final states: returns a
+    list of error messages (empty: fine)."""
     f3, rd, f7 = (word >> 12) & 7, (word >> 7) & 31, word >> 25
     x1, x2 = x[(word >> 15) & 31], x[(word >> 20) & 31]
-    N = x2 >> 16
-    want = []
-    if f3 == 0:                                    # VMAT: VMH(r >> 8), VMC_j(r & 0xFF)
+    A, B, C, N = x1 & 0xFFFF, x1 >> 16, x2 & 0xFFFF, x2 >> 16
+    want = []            # (kind or set of kinds, payload or None for any)
+    elems = []           # word-stream element indices, in stream order
+    js = []              # int8-stream element indices
+
+    def stream(es):      # word stream: VWG(e >> 2) at the first element and when e & 3 = 0
+        for e in es:
+            if not elems or e & 3 == 0:
+                want.append(("VWG", e >> 2))
+            want.extend(("VW%d%d" % (e & 3, m), None) for m in range(4))
+            elems.append(e)
+
+    def int8(jj):        # int8 stream: VLG(j >> 2) when j & 3 = 0, then VLB_{j & 3}
+        for j in jj:
+            if j & 3 == 0:
+                want.append(("VLG", j >> 2))
+            want.append(("VLB%d" % (j & 3), None))
+            js.append(j)
+
+    if f3 == 0:                                    # VMAT
         for r in range(N):
             if r > 0 and r % 256 == 0:
-                want.append(("VMH", r >> 8, 0))
-            want += [("VMC%d" % j, r & 0xFF, 0) for j in range(f7 & 7)]
+                want.append(("VMH", r >> 8))
+            want += [("VMC%d" % j, r & 0xFF) for j in range(f7 & 7)]
+            want += [("VY%d" % m, None) for m in range(3)]
+            want.append(({"VY3", "VYN3"} if f7 & 8 else "VY3", None))
         if f7 & 8:
-            want += [("W%d" % k, None, None) for k in range(4)] if rd else [("NOP", 0, 0)]
-    elif f3 == 1:                                  # VMATR: (t << 2) | digest
-        want = [("VMV" if f7 & 1 else "VMK", t, 2) for t in range(N)]
-    elif f3 == 2:                                  # VQ: (k << 5) | e_k or digest
-        for k in range((N + 63) // 64):
-            want += [("VQE", k, 5), ("VQB", k, 5)]
-    elif f3 == 3:                                  # VEXP: (g << 5) | digest
-        for g in range((f7 & 7) + 1):
-            want += [("VXM", g, 5), ("VXS", g, 5)]
-    elif f3 in (4, 5, 6):                          # VEW, VFN, VRED: (k << 4) | digest
-        want = [(["VEW", "VFN", "VRD"][f3 - 4], k, 4) for k in range((N + 63) // 64)]
-    else:                                          # VLD: M's bytes, then VLG(g) and lanes
-        want = [("VLB%d" % m, None, None) for m in range(4)]
+            want += [("W%d" % k, None) for k in range(4)] if rd else [("NOP", 0)]
+    elif f3 == 1 and f7 & 1 == 0:                  # VMATR K: e = 8t + h
+        stream(range(8 * N))
+    elif f3 == 1:                                  # VMATR V: VMV(t), then e = 8h + d
+        want += [("VMV", t) for t in range(N)]
+        stream(range(64))
+    elif f3 == 2:                                  # VQ: VQE(k << 5 | e_k), one int8 stream
+        per = 64 if f7 & 3 == 0 else 32
+        for k in range(-(-N // 64) if per == 64 else 1):
+            want.append(("VQE", frozenset((k << 5) | e for e in range(26))))
+            int8(range(64 * k, 64 * k + per))
+    elif f3 == 3:                                  # VEXP: VXM, e = 64g + t; then e = 512 + g
+        G = (f7 & 7) + 1
+        for g in range(G):
+            want += [("VXM%d" % m, None) for m in range(4)]
+            stream(range(64 * g, 64 * g + N))
+        stream(range(512, 512 + G))
+    elif f3 in (4, 5):                             # VEW, VFN: e = i
+        stream(range(N))
+    elif f3 == 6:                                  # VRED: VRD(k), then e = 0
+        want += [("VRD", k) for k in range(-(-N // 64))]
+        stream([0])
+    else:                                          # VLD: M's four bytes, then an int8 stream
+        want = [("VLB%d" % m, None) for m in range(4)]
         for i in range(N):
             if i % 4 == 0:
-                want.append(("VLG", i // 4, 0))
-            want.append(("VLB%d" % ((x1 + 4 + i) % 4), None, None))
-    got = [(k, None if sh is None else p >> sh) for (k, p), (_, _, sh) in zip(toks, want)]
-    return len(toks) == len(want) and got == [(k, pos) for k, pos, _ in want]
+                want.append(("VLG", i // 4))
+            want.append(("VLB%d" % ((x1 + 4 + i) % 4), None))
+
+    errs = []
+    if len(toks) != _count(f3, f7, rd, N):
+        errs.append("%d tokens, the count column of vector.md §5 says %d" % (len(toks), _count(f3, f7, rd, N)))
+    for i, ((k, p), (wk, wp)) in enumerate(zip(toks, want)):
+        kind_ok = k in wk if isinstance(wk, set) else k == wk
+        pay_ok = wp is None or (p in wp if isinstance(wp, frozenset) else p == wp)
+        if not (kind_ok and pay_ok):
+            errs.append("token %d is %s(%d), vector.md §5 wants %s(%s) (kind and position)"
+                        % (i, k, p, "|".join(sorted(wk)) if isinstance(wk, set) else wk,
+                           "any" if wp is None else "%d..%d" % (min(wp), max(wp)) if isinstance(wp, frozenset)
+                           else wp))
+            return errs
+    if len(toks) != len(want):
+        return errs + ["%d tokens, the position sequence of vector.md §5 has %d" % (len(toks), len(want))]
+
+    # the values on the bus
+    fv, iv = fin.get("vector", {}), ini.get("vector", {})
+    VRf, VRi = _runs(fv, "vreg"), _runs(iv, "vreg")
+    bytes_ = [p for k, p in toks if re.fullmatch(r"VW\d\d", k)]
+    words = [_s32(sum(bytes_[4 * i + m] << (8 * m) for m in range(4))) for i in range(len(bytes_) // 4)]
+    ws = dict(zip(elems, words))
+    i8 = [p for k, p in toks if k.startswith("VLB")]
+    sext = lambda b: b - 256 if b > 127 else b
+
+    def expect(what, got, exp):
+        if got != exp:
+            errs.append("%s: the bus carries %d, the final state holds %d" % (what, got, exp))
+
+    if f3 == 0:
+        ys, kinds3 = [], []
+        for k, p in toks:
+            if k in ("VY0", "VY1", "VY2"):
+                ys.append(p << (8 * int(k[2])) if k == "VY0" else ys.pop() | p << (8 * int(k[2])))
+            elif k in ("VY3", "VYN3"):
+                ys.append(_s32(ys.pop() | p << 24))
+                kinds3.append(k)
+        if f7 & 8:
+            for r, y in enumerate(ys):
+                new = r == 0 or y > max(ys[:r])
+                if (kinds3[r] == "VYN3") != new:
+                    errs.append("row %d: byte 3 is %s, but y_%d = %d is %s"
+                                % (r, kinds3[r], r, y, "a new maximum" if new else "not a new maximum"))
+            best = ys.index(max(ys))
+            if rd:
+                wv = sum(p << (8 * int(k[1])) for k, p in toks if k in ("W0", "W1", "W2", "W3"))
+                expect("W(r*)", wv, best)
+                expect("x%d" % rd, wv, int(fin["regs"].get("x%d" % rd, ini["regs"].get("x%d" % rd, "0x0")), 16))
+        else:
+            for r, y in enumerate(ys):
+                expect("VR[%d] (row %d)" % (A + r, r), y, VRf.get(A + r, 0))
+    elif f3 == 1 and f7 & 1 == 0:
+        for e, z in ws.items():
+            expect("VR[%d] (t %d, head %d)" % (A + 64 * (e & 7) + (e >> 3), e >> 3, e & 7), z,
+                   VRf.get(A + 64 * (e & 7) + (e >> 3), 0))
+    elif f3 == 1:
+        for e, z in ws.items():
+            expect("VR[%d]" % (A + e), z, VRf.get(A + e, 0))
+    elif f3 == 2:
+        shifts = [p & 31 for k, p in toks if k == "VQE"]
+        if f7 & 3 == 0:
+            act, ash = _runs(fv, "act"), _runs(fv, "ash")
+            for j, b in zip(js, i8):
+                expect("ACT[%d]" % (64 * A + j), sext(b), act.get(64 * A + j, 0))
+            for k, e in enumerate(shifts):
+                expect("ASH[%d]" % (A + k), e, ash.get(A + k, 0))
+        else:
+            key = "kcache" if f7 & 3 == 1 else "vcache"
+            mem, sh = _rows(fv, key), _runs(fv, "ksh" if f7 & 3 == 1 else "vsh")
+            for j, b in zip(js, i8):
+                expect("%s[%d][%d]" % (key, A, j), sext(b), mem.get((A, j), 0))
+            expect("shift of row %d" % A, shifts[0], sh.get(A, 0))
+    elif f3 == 3:
+        G = (f7 & 7) + 1
+        xm = [p for k, p in toks if k.startswith("VXM")]
+        for g in range(G):
+            m = _s32(sum(xm[4 * g + k] << (8 * k) for k in range(4)))
+            expect("m_%d (VXM; from the initial scores)" % g, m, max(VRi.get(B + 64 * g + t, 0) for t in range(N)))
+            expect("S_%d (the sum of the group's streamed p)" % g, ws[512 + g],
+                   sum(ws[64 * g + t] for t in range(N)))
+        for e, z in ws.items():
+            addr = C + e - 512 if e >= 512 else A + e
+            expect("VR[%d]" % addr, z, VRf.get(addr, 0))
+    elif f3 in (4, 5):
+        for e, z in ws.items():
+            expect("VR[%d]" % (A + e), z, VRf.get(A + e, 0))
+    elif f3 == 6:
+        expect("VR[%d]" % A, ws[0], VRf.get(A, 0))
+    else:
+        ram = {}
+        for sp in ini["mem"]:
+            a0 = int(sp["addr"], 16)
+            ram.update({a0 + i: int(sp["hex"][2 * i:2 * i + 2], 16) for i in range(len(sp["hex"]) // 2)})
+        rec = [ram.get(x1 + i, 0) for i in range(4 + N)]
+        for i, b in enumerate(i8):
+            expect("the record's byte at 0x%x" % (x1 + i), b, rec[i])
+        M = _s32(rec[0] | rec[1] << 8 | rec[2] << 16 | rec[3] << 24)
+        for i in range(N):
+            expect("VR[%d]" % (C + i), _sat32(sext(rec[4 + i]) * M), VRf.get(C + i, 0))
+    return errs
 
 
 def check_example(L, path, ex, seen):
@@ -321,8 +501,8 @@ def check_example(L, path, ex, seen):
             if toks and toks[-1][0] == "TRAP":
                 L.check(len(toks) == 1 and toks[0][1] in trap_ok, w, "a vector trap is TRAP(code) alone")
             else:
-                L.check(vector_positions(word, regs, toks), w, "tokens %s do not carry the positions "
-                        "vector.md §5 gives for %s" % (shape, op))
+                for msg in vector_tokens(word, regs, toks, ini, fin):
+                    L.err(w, "%s: %s" % (op, msg))
             continue
         L.check(mn in SHAPES, w, "unknown mnemonic %r" % mn)
         if mn not in SHAPES:
@@ -362,7 +542,7 @@ def main():
             doc = json.load(f)
         where = os.path.basename(path)
         L.check(set(doc) == TOP_KEYS, where, "top-level keys must be %s" % sorted(TOP_KEYS))
-        L.check(doc.get("spec") == "machine-v1" and doc.get("trace_version") == "trace-v2",
+        L.check(doc.get("spec") == "machine-v1" and doc.get("trace_version") == "trace-v3",
                 where, "spec/trace_version")
         exs = doc.get("examples", [])
         L.check(len(exs) >= 3, where, "at least three examples per file")
