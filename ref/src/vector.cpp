@@ -1,6 +1,9 @@
 // The vector unit (vector.md).  Every formula is exact: 64-bit signed
 // intermediates (128-bit for VRED SUMSQ) within the bounds §4 states, so
 // no value ever wraps; rnd() is round half up (§1.2), sat32 clamps.
+// Tokens are trace-v3 (§5): every value an instruction writes goes on the bus
+// (word streams, int8 streams, VMAT's row bytes, VEXP's group maxima), each
+// token carrying its micro-step position.
 #include "lockstep/ref/vector.h"
 
 #include <elf.h>
@@ -29,9 +32,8 @@ constexpr i128 rnd128(i128 x, unsigned s) { return s == 0 ? x : (x + (i128{1} <<
 constexpr std::int32_t sat32(i128 x) {
   return static_cast<std::int32_t>(std::clamp<i128>(x, -(i128{1} << 31), (i128{1} << 31) - 1));
 }
-// §1.1: lo_b(x) = x mod 2^b (mathematical modulus): the low b bits in two's complement
-// (§5's digests: lo2, lo4, lo5).
-constexpr u32 lo(i128 x, unsigned bits) { return static_cast<u32>(static_cast<u64>(x) & ((u64{1} << bits) - 1)); }
+// §5: "byte m of a value z" = lo8(floor(z / 2^(8m))), the byte of z's 32-bit two's complement.
+constexpr u32 byte_of(std::int32_t z, unsigned m) { return (static_cast<u32>(z) >> (8 * m)) & 0xff; }
 constexpr i64 pow2(unsigned k) { return i64{1} << k; }
 constexpr i64 ceil64(i64 n) { return (n + 63) / 64; }
 
@@ -62,6 +64,32 @@ struct Fields {
 };
 
 void put(std::vector<u32>& tokens, Kind k, u32 payload) { tokens.push_back(token_id(k, payload)); }
+// Kind `base + i` (VMC_j, VY_m, VLB_m, VW_qm, VXM_m are consecutive kind numbers).
+Kind kind_plus(Kind base, i64 i) { return static_cast<Kind>(static_cast<u32>(base) + static_cast<u32>(i)); }
+
+// §5 word stream: element e (increasing along the stream, 0 <= e < 1024) with value z is
+// VWG(e >> 2) when e is the stream's first element or e & 3 = 0, then VW_{q0} .. VW_{q3}
+// (q = e & 3, kind 61 + 4q + m carrying byte m of z).
+class WordStream {
+ public:
+  explicit WordStream(std::vector<u32>& tokens) : tokens_(tokens) {}
+  void element(i64 e, std::int32_t z) {
+    if (first_ || (e & 3) == 0) put(tokens_, Kind::VWG, static_cast<u32>(e >> 2));
+    first_ = false;
+    for (unsigned m = 0; m < 4; ++m) put(tokens_, kind_plus(Kind::VW00, 4 * (e & 3) + m), byte_of(z, m));
+  }
+
+ private:
+  std::vector<u32>& tokens_;
+  bool first_ = true;
+};
+
+// §5 int8 stream: element j (consecutive from 0) with value v is VLG(j >> 2) when j & 3 = 0,
+// then VLB_{j & 3}(lo8(v)).
+void int8_element(std::vector<u32>& tokens, i64 j, i64 v) {
+  if ((j & 3) == 0) put(tokens, Kind::VLG, static_cast<u32>(j >> 2));
+  put(tokens, kind_plus(Kind::VLB0, j & 3), static_cast<u32>(v) & 0xff);
+}
 
 // §4.3: E(a) = the smallest e >= 0 with rnd(a, e) <= 127.
 unsigned exponent_for(i64 a) {
@@ -86,8 +114,12 @@ u32 vmat(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>&
   t.check(c0 + R * K > kWChunks, VecTrap::kWmem);
   if (t.code) return t.code;
 
+  // §5: per row r: VMH(r >> 8) at r = 256, 512, ...; VMC_j(r & 0xFF) per chunk; then the bytes
+  // of y_r (VY0..VY3).  Argmax mode: byte 3 is VYN3 when y_r is a new maximum (greater than
+  // every earlier row's; always row 0); the final W(r*) is the caller's (machine.cpp).
   const auto& tab = s;
   std::vector<std::int32_t> y(static_cast<std::size_t>(R));
+  std::int32_t running_max = 0;
   for (i64 r = 0; r < R; ++r) {
     if (r > 0 && (r & 0xff) == 0) put(tokens, Kind::VMH, static_cast<u32>(r >> 8));  // §5: high part of r
     i64 sum = 0;
@@ -97,10 +129,15 @@ u32 vmat(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>&
       const std::int8_t* w = &tab.wmem[static_cast<std::size_t>(64 * c)];
       i64 acc = 0;  // |acc| <= 2^16
       for (int i = 0; i < 64; ++i) acc += i64{act[i]} * w[i];
-      put(tokens, static_cast<Kind>(static_cast<u32>(Kind::VMC0) + j), static_cast<u32>(r & 0xff));
+      put(tokens, kind_plus(Kind::VMC0, j), static_cast<u32>(r & 0xff));
       sum += acc * tab.wscale[static_cast<std::size_t>(c)] * pow2(tab.ash[static_cast<std::size_t>(b0 + j)]);
     }
-    y[static_cast<std::size_t>(r)] = sat32(rnd(sum, 16));
+    const std::int32_t yr = sat32(rnd(sum, 16));
+    y[static_cast<std::size_t>(r)] = yr;
+    const bool new_max = argmax && (r == 0 || yr > running_max);
+    if (r == 0 || yr > running_max) running_max = yr;
+    for (unsigned m = 0; m < 3; ++m) put(tokens, kind_plus(Kind::VY0, m), byte_of(yr, m));
+    put(tokens, new_max ? Kind::VYN3 : Kind::VY3, byte_of(yr, 3));
   }
   if (argmax) {
     i64 best = 0;  // the smallest r with y_r = max (ties: lowest index)
@@ -132,42 +169,42 @@ u32 vmatr(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>
   t.check(r0 + T > kCacheRows, VecTrap::kKv);
   if (t.code) return t.code;
 
-  if (!vmode) {  // K mode: scores, head-major
+  if (!vmode) {  // K mode: scores, head-major; §5: word stream of e = 8t + h, VR[dst + 64h + t]
+    WordStream ws(tokens);
     for (i64 tt = 0; tt < T; ++tt) {
       const std::int8_t* krow = &s.kc[static_cast<std::size_t>(kCacheRowLen * (r0 + tt))];
       const unsigned e = s.ash[static_cast<std::size_t>(src)] + s.ksh[static_cast<std::size_t>(r0 + tt)];
-      i64 digest = 0;
       for (i64 h = 0; h < 8; ++h) {
         i64 sc = 0;  // |s| <= 2^17
         for (i64 d = 0; d < 8; ++d) {
           sc += i64{s.act[static_cast<std::size_t>(64 * src + 8 * h + d)]} * krow[8 * (h / 2) + d];
         }
-        digest += sc;
-        const i64 v = e >= 16 ? sc * pow2(e - 16) : rnd(sc, 16 - e);
-        s.vr[static_cast<std::size_t>(dst + 64 * h + tt)] = sat32(v);
+        const std::int32_t v = sat32(e >= 16 ? sc * pow2(e - 16) : rnd(sc, 16 - e));
+        s.vr[static_cast<std::size_t>(dst + 64 * h + tt)] = v;
+        ws.element(8 * tt + h, v);
       }
-      put(tokens, Kind::VMK, static_cast<u32>(tt << 2) | lo(digest, 2));
     }
     return 0;
   }
-  // V mode: weighted sums of V rows by clamped probabilities.
+  // V mode: weighted sums of V rows by clamped probabilities.  §5: VMV(t) per position, then
+  // the word stream of the 64 elements e = 8h + d, value VR[dst + e].
   i64 o[8][8] = {};
   for (i64 tt = 0; tt < T; ++tt) {
     const std::int8_t* vrow = &s.vc[static_cast<std::size_t>(kCacheRowLen * (r0 + tt))];
     const i64 scale = pow2(s.vsh[static_cast<std::size_t>(r0 + tt)]);
-    i64 digest = 0;
     for (i64 h = 0; h < 8; ++h) {
       const i64 p = std::clamp<i64>(s.vr[static_cast<std::size_t>(src + 64 * h + tt)], 0, 65536);
-      for (i64 d = 0; d < 8; ++d) {
-        const i64 pv = p * vrow[8 * (h / 2) + d];
-        digest += pv;
-        o[h][d] += pv * scale;  // |term| <= 2^48
-      }
+      for (i64 d = 0; d < 8; ++d) o[h][d] += p * vrow[8 * (h / 2) + d] * scale;  // |term| <= 2^48
     }
-    put(tokens, Kind::VMV, static_cast<u32>(tt << 2) | lo(digest, 2));
+    put(tokens, Kind::VMV, static_cast<u32>(tt));
   }
+  WordStream ws(tokens);
   for (i64 h = 0; h < 8; ++h) {
-    for (i64 d = 0; d < 8; ++d) s.vr[static_cast<std::size_t>(dst + 8 * h + d)] = sat32(rnd(o[h][d], 16));
+    for (i64 d = 0; d < 8; ++d) {
+      const std::int32_t z = sat32(rnd(o[h][d], 16));
+      s.vr[static_cast<std::size_t>(dst + 8 * h + d)] = z;
+      ws.element(8 * h + d, z);
+    }
   }
   return 0;
 }
@@ -188,8 +225,9 @@ u32 vq(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>& t
   }
   if (t.code) return t.code;
 
-  // Each group k of up to 64 sources is quantised with its own shift e_k;
-  // tokens VQE((k << 5) | e_k), VQB((k << 5) | lo5(sum of the values the group writes)) per group.
+  // Each group k of up to 64 sources is quantised with its own shift e_k.  §5: per group
+  // VQE((k << 5) | e_k), then the values the group writes (ACT: all 64 of block b0 + k, padding
+  // zeros included; K/V: the 32 of the row) as one int8 stream over the instruction, j = 64k + i.
   const std::int32_t* x = &s.vr[static_cast<std::size_t>(src)];
   const i64 width = target == 0 ? 64 : 32;  // ACT: whole blocks with zero padding; K/V: one row
   std::vector<std::int8_t> q(static_cast<std::size_t>(width * ceil64(n)), 0);
@@ -200,14 +238,9 @@ u32 vq(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>& t
     for (i64 i = 64 * k; i < end; ++i) amax = std::max<i64>(amax, x[i] < 0 ? -i64{x[i]} : x[i]);
     const unsigned e = exponent_for(amax);
     shifts[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(e);
-    i64 sum = 0;
-    for (i64 i = 64 * k; i < end; ++i) {
-      const i64 qi = rnd(x[i], e);
-      q[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(qi);
-      sum += qi;
-    }
+    for (i64 i = 64 * k; i < end; ++i) q[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(rnd(x[i], e));
     put(tokens, Kind::VQE, static_cast<u32>(k << 5) | e);
-    put(tokens, Kind::VQB, static_cast<u32>(k << 5) | lo(sum, 5));
+    for (i64 i = 0; i < width; ++i) int8_element(tokens, 64 * k + i, q[static_cast<std::size_t>(64 * k + i)]);
   }
   if (target == 0) {
     std::copy(q.begin(), q.end(), s.act.begin() + 64 * dest);
@@ -238,20 +271,24 @@ u32 vexp(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>&
   t.check(overlap, VecTrap::kOverlap);
   if (t.code) return t.code;
 
+  // §5: one word stream.  Per group g: VXM0..VXM3 (bytes of m_g), then elements e = 64g + t
+  // (p_{g,t}); then elements e = 512 + g (S_g).
   const auto& EXP = vector_tables().exp;
   std::vector<std::int32_t> p(static_cast<std::size_t>(64 * G), 0);
   std::vector<i64> S(static_cast<std::size_t>(G), 0);
+  WordStream ws(tokens);
   for (i64 g = 0; g < G; ++g) {
     const std::int32_t* sc = &s.vr[static_cast<std::size_t>(src + 64 * g)];
-    const i64 m = *std::max_element(sc, sc + T);
+    const std::int32_t m = *std::max_element(sc, sc + T);
+    for (unsigned b = 0; b < 4; ++b) put(tokens, kind_plus(Kind::VXM0, b), byte_of(m, b));
     for (i64 tt = 0; tt < T; ++tt) {
-      const i64 i = std::min<i64>(1023, rnd(m - sc[tt], 10));  // m - s is 0 .. 2^32-1
+      const i64 i = std::min<i64>(1023, rnd(i64{m} - sc[tt], 10));  // m - s is 0 .. 2^32-1
       p[static_cast<std::size_t>(64 * g + tt)] = EXP[static_cast<std::size_t>(i)];
       S[static_cast<std::size_t>(g)] += EXP[static_cast<std::size_t>(i)];
+      ws.element(64 * g + tt, EXP[static_cast<std::size_t>(i)]);
     }
-    put(tokens, Kind::VXM, static_cast<u32>(g << 5) | lo(m, 5));
-    put(tokens, Kind::VXS, static_cast<u32>(g << 5) | lo(S[static_cast<std::size_t>(g)], 5));
   }
+  for (i64 g = 0; g < G; ++g) ws.element(512 + g, static_cast<std::int32_t>(S[static_cast<std::size_t>(g)]));
   for (i64 g = 0; g < G; ++g) {
     for (i64 tt = 0; tt < T; ++tt) s.vr[static_cast<std::size_t>(dst + 64 * g + tt)] = p[static_cast<std::size_t>(64 * g + tt)];
     s.vr[static_cast<std::size_t>(sums + g)] = static_cast<std::int32_t>(S[static_cast<std::size_t>(g)]);
@@ -259,13 +296,10 @@ u32 vexp(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>&
   return 0;
 }
 
-// One token per group k of 64 destination values: (k << 4) | lo4 of their sum (VEW, VFN).
-void group_digests(const std::vector<std::int32_t>& z, Kind kind, std::vector<u32>& tokens) {
-  for (std::size_t k = 0; k < z.size(); k += 64) {
-    i64 sum = 0;
-    for (std::size_t i = k; i < std::min(z.size(), k + 64); ++i) sum += z[i];
-    put(tokens, kind, static_cast<u32>((k / 64) << 4) | lo(sum, 4));
-  }
+// §5 (VEW, VFN): the word stream of the n elements e = i, value z_i.
+void word_stream(const std::vector<std::int32_t>& z, std::vector<u32>& tokens) {
+  WordStream ws(tokens);
+  for (std::size_t i = 0; i < z.size(); ++i) ws.element(static_cast<i64>(i), z[i]);
 }
 
 // ------------------------------------------------------------------ §4.5 VEW
@@ -305,7 +339,7 @@ u32 vew(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>& 
       z[static_cast<std::size_t>(2 * k + 1)] = sat32(rnd(u * sn + v * c, 16));
     }
   }
-  group_digests(z, Kind::VEW, tokens);
+  word_stream(z, tokens);
   std::copy(z.begin(), z.end(), s.vr.begin() + dst);
   return 0;
 }
@@ -343,7 +377,7 @@ u32 vfn(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>& 
     const std::int32_t x = s.vr[static_cast<std::size_t>(src + i)];
     z[static_cast<std::size_t>(i)] = fn == 0 ? rsqrt(x) : fn == 1 ? recip(x) : silu(x);
   }
-  group_digests(z, Kind::VFN, tokens);
+  word_stream(z, tokens);
   std::copy(z.begin(), z.end(), s.vr.begin() + dst);
   return 0;
 }
@@ -360,7 +394,8 @@ u32 vred(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>&
   if (t.code) return t.code;
   const std::int32_t* x = &s.vr[static_cast<std::size_t>(src)];
   // One slot per source group k (its contribution: the group's sum of squares, sum or maximum),
-  // token VRD((k << 4) | lo4(contribution)); the result combines the slots.
+  // token VRD(k); the result combines the slots.  §5: then the word stream of one element
+  // e = 0, value z.
   i128 acc = mode == kMax ? i128{x[0]} : 0;
   for (i64 k = 0; k < ceil64(n); ++k) {
     i128 part = mode == kMax ? i128{x[64 * k]} : 0;
@@ -372,11 +407,13 @@ u32 vred(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>&
       }
     }
     acc = mode == kMax ? std::max(acc, part) : acc + part;
-    put(tokens, Kind::VRD, static_cast<u32>(k << 4) | lo(part, 4));
+    put(tokens, Kind::VRD, static_cast<u32>(k));
   }
-  s.vr[static_cast<std::size_t>(dst)] = mode == kSumsq ? sat32(rnd128(acc, 16 + SH))
-                                        : mode == kSum  ? sat32(rnd128(acc, SH))
-                                                        : static_cast<std::int32_t>(acc);
+  const std::int32_t z = mode == kSumsq ? sat32(rnd128(acc, 16 + SH))
+                         : mode == kSum ? sat32(rnd128(acc, SH))
+                                        : static_cast<std::int32_t>(acc);
+  s.vr[static_cast<std::size_t>(dst)] = z;
+  WordStream(tokens).element(0, z);
   return 0;
 }
 
@@ -397,11 +434,8 @@ u32 vld(VectorState& s, u32 f7, unsigned rd, u32 x1, u32 x2, std::span<const std
   std::memcpy(&M, rec, 4);
   // §5: the multiplier's bytes, then per element group g (elements 4g .. 4g+3) VLG(g) and its
   // bytes; VLB_m carries the byte at an address = m (mod 4) (a is a multiple of 4).
-  for (i64 i = 0; i < 4; ++i) put(tokens, static_cast<Kind>(static_cast<u32>(Kind::VLB0) + i), rec[i]);
-  for (i64 i = 0; i < n; ++i) {
-    if (i % 4 == 0) put(tokens, Kind::VLG, static_cast<u32>(i / 4));
-    put(tokens, static_cast<Kind>(static_cast<u32>(Kind::VLB0) + i % 4), rec[4 + i]);
-  }
+  for (i64 i = 0; i < 4; ++i) put(tokens, kind_plus(Kind::VLB0, i), rec[i]);
+  for (i64 i = 0; i < n; ++i) int8_element(tokens, i, static_cast<std::int8_t>(rec[4 + i]));
   for (i64 i = 0; i < n; ++i) {
     s.vr[static_cast<std::size_t>(dst + i)] = sat32(i64{static_cast<std::int8_t>(rec[4 + i])} * M);
   }
