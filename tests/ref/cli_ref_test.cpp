@@ -69,7 +69,7 @@ TEST_F(LockstepRef, JsonSummaryAndTraceFile) {
   // tokens); then trace.md §5's three instructions at words 4..6 (16 tokens).
   EXPECT_EQ(j["steps"], 21 + 16);
   const auto tf = format::read_trace_file(dir / "spec.trace");
-  EXPECT_EQ(tf.header["trace_version"], "trace-v2");
+  EXPECT_EQ(tf.header["trace_version"], "trace-v3");
   EXPECT_EQ(tf.header["vocab_size"], 15616) << "trace.md §2: V = 256 * 61";
   EXPECT_EQ(tf.header["end"], "exit");
   EXPECT_EQ(tf.header["exit_status"], 255);

@@ -203,7 +203,7 @@ TEST_P(SpecVectors, EveryExampleMatches) {
     FAIL() << path << " is not valid JSON: " << e.what();
   }
   ASSERT_TRUE(doc.is_object()) << path;
-  ASSERT_EQ(doc.value("trace_version", ""), "trace-v2") << path;
+  ASSERT_EQ(doc.value("trace_version", ""), "trace-v3") << path;
   ASSERT_TRUE(doc.contains("examples") && doc["examples"].is_array() && !doc["examples"].empty())
       << path << ": no \"examples\" array";
   for (const auto& ex : doc["examples"]) {
