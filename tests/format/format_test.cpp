@@ -167,28 +167,84 @@ TEST(Tokens, NamesAndValidity) {
   EXPECT_EQ(lf::payload_of(1532), 0xfcu);
   EXPECT_EQ(lf::trap_name(7), "STORE_FAULT");
   EXPECT_EQ(lf::trap_name(20), "VEC_OVERLAP");
-  EXPECT_EQ(lf::vocab_size(), 15616u) << "trace.md §2, vector.md §5: V = 256 * 61";
+  EXPECT_EQ(lf::token_name(11520), "PCH0(0x00)") << "trace.md §2: kind 45";
+  EXPECT_EQ(lf::token_name(11777), "PCH1(0x01)") << "trace.md §2: kind 46";
+  EXPECT_EQ(lf::token_name(11266), "PCL(0x02)") << "trace.md §2: kind 44";
+  EXPECT_EQ(lf::token_name(256 * 50 + 1), "OIH(1)");
+  EXPECT_EQ(lf::kind_named("OI")->kind, 49u);
+}
+
+// trace-v3's vector kinds (trace.md §2, vector.md §5): 33..43 and 51..80, all 8-bit payloads.
+TEST(Tokens, TraceV3VectorKinds) {
+  EXPECT_EQ(lf::vocab_size(), 20736u) << "trace.md §2: the highest kind is 80 (VXM3), V = 256 * 81";
+  // Ids by hand, 256*kind + payload.
+  EXPECT_EQ(lf::token_id(lf::Kind::VMC0, 0), 8448u);
+  EXPECT_EQ(lf::token_id(lf::Kind::VMV, 63), 256u * 40 + 63);
+  EXPECT_EQ(lf::token_id(lf::Kind::VRD, 15), 10511u);
+  EXPECT_EQ(lf::token_id(lf::Kind::VWG, 0), 11008u);
+  EXPECT_EQ(lf::token_id(lf::Kind::VY0, 0), 13056u);
+  EXPECT_EQ(lf::token_id(lf::Kind::VYN3, 0xff), 14335u);
+  EXPECT_EQ(lf::token_id(lf::Kind::VLG, 0), 14336u);
+  EXPECT_EQ(lf::token_id(lf::Kind::VW00, 0), 15616u);
+  EXPECT_EQ(lf::token_id(lf::Kind::VW33, 0xff), 19711u) << "VW33 = 61 + 4*3 + 3 = 76";
+  EXPECT_EQ(lf::token_id(lf::Kind::VXM0, 0), 19712u);
+  EXPECT_EQ(lf::token_id(lf::Kind::VXM3, 0xff), 20735u) << "the last id, V - 1";
+  // Kind numbers by name.
+  const std::pair<const char*, std::uint32_t> named[] = {
+      {"VMC0", 33}, {"VMC5", 38}, {"VMH", 39}, {"VMV", 40}, {"VRD", 41}, {"VQE", 42}, {"VWG", 43},
+      {"VY0", 51}, {"VY3", 54}, {"VYN3", 55}, {"VLG", 56}, {"VLB0", 57}, {"VLB3", 60},
+      {"VW00", 61}, {"VW01", 62}, {"VW03", 64}, {"VW10", 65}, {"VW21", 70}, {"VW32", 75}, {"VW33", 76},
+      {"VXM0", 77}, {"VXM1", 78}, {"VXM3", 80}};
+  for (const auto& [name, kind] : named) {
+    ASSERT_TRUE(lf::kind_named(name).has_value()) << name;
+    EXPECT_EQ(lf::kind_named(name)->kind, kind) << name;
+    EXPECT_FALSE(lf::kind_named(name)->wide) << name << ": vector kinds have 8-bit payloads";
+  }
+  for (const char* gone : {"VMK", "VQB", "VEW", "VFN", "VXS", "VXM"}) {
+    EXPECT_FALSE(lf::kind_named(gone).has_value()) << gone << ": a trace-v2 digest kind, gone in trace-v3";
+  }
+  // Names: position payloads in decimal, data bytes in hex.
   EXPECT_EQ(lf::token_name(256 * 33 + 250), "VMC0(250)");
   EXPECT_EQ(lf::token_name(256 * 38 + 7), "VMC5(7)");
   EXPECT_EQ(lf::token_name(256 * 39 + 1), "VMH(1)");
+  EXPECT_EQ(lf::token_name(256 * 40 + 63), "VMV(63)");
+  EXPECT_EQ(lf::token_name(256 * 41 + 15), "VRD(15)");
+  EXPECT_EQ(lf::token_name(256 * 42 + 35), "VQE(35)");
+  EXPECT_EQ(lf::token_name(256 * 43 + 255), "VWG(255)");
   EXPECT_EQ(lf::token_name(256 * 56 + 3), "VLG(3)");
+  EXPECT_EQ(lf::token_name(256 * 51 + 0x7f), "VY0(0x7f)");
+  EXPECT_EQ(lf::token_name(256 * 54 + 0x80), "VY3(0x80)");
+  EXPECT_EQ(lf::token_name(256 * 55 + 0xff), "VYN3(0xff)");
   EXPECT_EQ(lf::token_name(256 * 57 + 0x7f), "VLB0(0x7f)");
   EXPECT_EQ(lf::token_name(256 * 60 + 0x80), "VLB3(0x80)");
+  EXPECT_EQ(lf::token_name(256 * 61 + 0x01), "VW00(0x01)");
+  EXPECT_EQ(lf::token_name(256 * 70 + 0xab), "VW21(0xab)");
+  EXPECT_EQ(lf::token_name(256 * 76 + 0x00), "VW33(0x00)");
+  EXPECT_EQ(lf::token_name(256 * 77 + 0xfe), "VXM0(0xfe)");
+  EXPECT_EQ(lf::token_name(256 * 80 + 0x12), "VXM3(0x12)");
+  // Payloads the meanings exclude, reserved kinds and the (empty) wide range.
+  EXPECT_TRUE(lf::is_valid_token(256 * 39 + 16));
   EXPECT_FALSE(lf::is_valid_token(256 * 39 + 17)) << "VMH: r >> 8 <= 16";
+  EXPECT_FALSE(lf::is_valid_token(256 * 40 + 64)) << "VMV: t <= 63";
+  EXPECT_FALSE(lf::is_valid_token(256 * 41 + 16)) << "VRD: k <= 15";
+  EXPECT_TRUE(lf::is_valid_token(256 * 42 + 185)) << "VQE (5 << 5) | 25";
   EXPECT_FALSE(lf::is_valid_token(256 * 42 + 186)) << "VQE: (k << 5) | e_k, k <= 5, e_k <= 25";
-  EXPECT_FALSE(lf::is_valid_token(256 * 43 + 192)) << "VQB: (k << 5) | digest, k <= 5";
-  EXPECT_EQ(lf::token_name(11520), "PCH0(0x00)") << "trace.md §5";
-  EXPECT_EQ(lf::token_name(11777), "PCH1(0x01)") << "trace.md §5";
-  EXPECT_EQ(lf::token_name(11266), "PCL(0x02)") << "trace.md §5";
-  EXPECT_EQ(lf::token_name(256 * 50 + 1), "OIH(1)");
-  EXPECT_EQ(lf::kind_named("OI")->kind, 49u);
-  EXPECT_EQ(lf::kind_named("VEW")->kind, 51u);
-  EXPECT_FALSE(lf::is_valid_token(256 * 61)) << "kinds 61..63 reserved";
+  EXPECT_TRUE(lf::is_valid_token(256 * 43 + 255)) << "VWG: e >> 2 <= 255";
+  for (std::uint32_t k : {51u, 55u, 56u, 60u, 61u, 76u, 77u, 80u}) {
+    EXPECT_TRUE(lf::is_valid_token(256 * k + 255)) << "kind " << k << ": every byte";
+  }
+  EXPECT_TRUE(lf::is_valid_token(20735));
+  EXPECT_FALSE(lf::is_valid_token(20736)) << "kind 81 reserved";
+  EXPECT_FALSE(lf::is_valid_token(256 * 127 + 5)) << "kinds 81..127 reserved";
+  EXPECT_FALSE(lf::is_valid_token(256 * 128)) << "no wide kind in trace-v3 (wide kinds would start at 128)";
+  EXPECT_FALSE(lf::kind_of(256 * 128 + 1000).has_value());
+  EXPECT_EQ(lf::kinds().back().kind, 80u);
+  EXPECT_EQ(lf::kinds().size(), 81u) << "kinds 0..80 are all listed (44..50 scalar; none reserved below 81)";
 }
 
 TEST(TraceFile, RoundTrip) {
   const std::vector<std::uint32_t> toks = {511, 767, 1023, 1279, 8191};
-  nlohmann::json h = {{"trace_version", "trace-v2"}, {"vocab_size", lf::vocab_size()},
+  nlohmann::json h = {{"trace_version", "trace-v3"}, {"vocab_size", lf::vocab_size()},
                       {"program", "x.elf"}, {"end", "exit"}, {"exit_status", 255}};
   const auto bytes = lf::encode_trace_file(h, toks);
   ASSERT_EQ(std::memcmp(bytes.data(), "LSTRACE1", 8), 0);
@@ -208,7 +264,7 @@ TEST(TraceFile, StreamingWriterMatchesTheFormat) {
     const std::vector<std::uint32_t> a = {511, 767}, b = {1023};
     w.append(a);
     w.append(b);
-    w.finish({{"trace_version", "trace-v2"}, {"end", "step_limit"}});
+    w.finish({{"trace_version", "trace-v3"}, {"end", "step_limit"}});
   }
   const auto tf = lf::read_trace_file(path);
   EXPECT_EQ(tf.tokens, (std::vector<std::uint32_t>{511, 767, 1023}));
@@ -219,7 +275,7 @@ TEST(TraceFile, StreamingWriterMatchesTheFormat) {
 
 TEST(TraceFile, Errors) {
   const std::vector<std::uint32_t> toks = {511, 767};
-  const auto good = lf::encode_trace_file({{"trace_version", "trace-v2"}}, toks);
+  const auto good = lf::encode_trace_file({{"trace_version", "trace-v3"}}, toks);
   auto expect_error = [](std::vector<std::uint8_t> b, const std::string& needle) {
     try {
       lf::decode_trace_file(b);
