@@ -13,7 +13,11 @@
 //   VEXP   every p in 0..65536, each group's maximum score gives 65536, S_g = Σ p, p is
 //          non-increasing in (m - s)
 //   VLD    with M = 1 the bytes sign-extended
-//   tokens each op emits the number of tokens §5 gives
+//   tokens (trace-v3, §5) each op emits the count of §5's count column, every id is in the
+//          vocabulary (format::is_valid_token), and the values on the bus, decoded here from
+//          §5's layouts (word streams, int8 streams, VMAT row bytes, VEXP maxima), are exactly
+//          what the op wrote (read back from the reference's state) or, for VMAT argmax and
+//          VEXP's maxima, what §4 computes from the inputs
 //
 // RapidCheck prints its seed ("Using configuration: seed=...") and on failure a reproduce
 // string: RC_PARAMS="reproduce=..." (properties/README.md).
@@ -24,8 +28,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <vector>
 
+#include "lockstep/format/tokens.h"
 #include "lockstep/ref/machine.h"
 #include "lockstep/ref/vector.h"
 
@@ -37,7 +43,7 @@ using i64 = std::int64_t;
 using i128 = __int128;
 
 // Op indices (the f3 field, vector.md §4.0).
-constexpr unsigned kVmat = 0, kVq = 2, kVexp = 3, kVew = 4, kVred = 6, kVld = 7;
+constexpr unsigned kVmat = 0, kVmatr = 1, kVq = 2, kVexp = 3, kVew = 4, kVfn = 5, kVred = 6, kVld = 7;
 
 u32 ab(u32 lo, u32 hi) { return hi << 16 | lo; }  // (B << 16) | A, (N << 16) | C
 
@@ -58,6 +64,7 @@ std::int32_t sat32(T x) {
   return static_cast<std::int32_t>(x);
 }
 unsigned groups(unsigned n) { return (n + 63) / 64; }
+unsigned quads(unsigned n) { return (n + 3) / 4; }
 
 struct Exec {
   u32 code = 0;
@@ -69,6 +76,112 @@ Exec run(VectorState& s, unsigned op, u32 f7, unsigned rd, u32 x1, u32 x2, std::
   Exec e;
   e.code = execute_vector(s, op, f7, rd, x1, x2, ram, e.tokens, e.writes_rd, e.rd_value);
   return e;
+}
+
+// ------------------------------------------------------------------ §5 tokens, decoded here
+// The layouts of vector.md §5, read back independently of the reference: a reader RC_ASSERTs
+// every layout rule while it decodes, so a property can compare the values on the bus with the
+// state the op left.
+constexpr u32 kind_of(u32 id) { return id >> 8; }
+constexpr u32 payload(u32 id) { return id & 0xff; }
+constexpr u32 K(format::Kind k) { return static_cast<u32>(k); }
+
+/// Every id is in the vocabulary (trace.md §2).
+bool all_valid(const std::vector<u32>& tokens) {
+  return std::all_of(tokens.begin(), tokens.end(), [](u32 id) { return format::is_valid_token(id); });
+}
+
+/// §5 word stream: element e is VWG(e >> 2) when e is the stream's first element or e & 3 = 0,
+/// then VW_{q0} .. VW_{q3} (q = e & 3) carrying bytes 0..3 of the 32-bit value; indices increase.
+struct WordReader {
+  const std::vector<u32>& t;
+  std::size_t i = 0;
+  bool first = true;
+  i64 last_e = -1;
+  std::pair<i64, std::int32_t> next() {
+    RC_ASSERT(i < t.size());
+    const bool vwg = kind_of(t[i]) == K(format::Kind::VWG);
+    const i64 g = vwg ? i64{payload(t[i])} : (last_e >> 2);
+    if (vwg) ++i;
+    RC_ASSERT(i + 4 <= t.size());
+    const u32 k0 = kind_of(t[i]);
+    RC_ASSERT(k0 >= K(format::Kind::VW00) && k0 <= K(format::Kind::VW33) && (k0 - K(format::Kind::VW00)) % 4 == 0u);
+    const i64 e = 4 * g + (k0 - K(format::Kind::VW00)) / 4;
+    RC_ASSERT(e > last_e);
+    RC_ASSERT(vwg == (first || (e & 3) == 0));  // VWG exactly where §5 puts it
+    u32 z = 0;
+    for (u32 m = 0; m < 4; ++m) {
+      RC_ASSERT(kind_of(t[i + m]) == k0 + m);
+      z |= payload(t[i + m]) << (8 * m);
+    }
+    i += 4;
+    first = false;
+    last_e = e;
+    return {e, static_cast<std::int32_t>(z)};
+  }
+};
+
+/// §5 int8 stream: element j (consecutive from 0) is VLG(j >> 2) when j & 3 = 0, then
+/// VLB_{j & 3}(lo8(v)).
+struct Int8Reader {
+  const std::vector<u32>& t;
+  std::size_t i = 0;
+  u32 j = 0;
+  std::int8_t next() {
+    if ((j & 3) == 0) {
+      RC_ASSERT(i < t.size());
+      RC_ASSERT(t[i] == format::token_id(format::Kind::VLG, j >> 2));
+      ++i;
+    }
+    RC_ASSERT(i < t.size());
+    RC_ASSERT(kind_of(t[i]) == K(format::Kind::VLB0) + (j & 3));
+    const auto v = static_cast<std::int8_t>(payload(t[i]));
+    ++i;
+    ++j;
+    return v;
+  }
+};
+
+/// Reads 4 consecutive byte kinds k0..k0+3 as a little-endian int32.
+std::int32_t read4(const std::vector<u32>& t, std::size_t& i, u32 k0) {
+  RC_ASSERT(i + 4 <= t.size());
+  u32 z = 0;
+  for (u32 m = 0; m < 4; ++m) {
+    RC_ASSERT(kind_of(t[i + m]) == k0 + m);
+    z |= payload(t[i + m]) << (8 * m);
+  }
+  i += 4;
+  return static_cast<std::int32_t>(z);
+}
+
+/// §5 VMAT rows: per row r, VMH(r >> 8) when r > 0 and r & 0xFF = 0, VMC_j(r & 0xFF) for
+/// j < K, then VY0 VY1 VY2 and VY3 or VYN3.  Returns (y_r, byte 3 was VYN3) per row; the rows
+/// must be all the tokens.
+std::vector<std::pair<std::int32_t, bool>> read_vmat_rows(const std::vector<u32>& t, unsigned R, unsigned Kc) {
+  std::vector<std::pair<std::int32_t, bool>> rows;
+  std::size_t i = 0;
+  for (u32 r = 0; r < R; ++r) {
+    if (r > 0 && (r & 0xff) == 0) {
+      RC_ASSERT(i < t.size());
+      RC_ASSERT(t[i++] == format::token_id(format::Kind::VMH, r >> 8));
+    }
+    for (u32 j = 0; j < Kc; ++j) {
+      RC_ASSERT(i < t.size());
+      RC_ASSERT(t[i++] == format::token_id(K(format::Kind::VMC0) + j, r & 0xff));
+    }
+    RC_ASSERT(i + 4 <= t.size());
+    u32 y = 0;
+    for (u32 m = 0; m < 3; ++m) {
+      RC_ASSERT(kind_of(t[i]) == K(format::Kind::VY0) + m);
+      y |= payload(t[i++]) << (8 * m);
+    }
+    const bool yn = kind_of(t[i]) == K(format::Kind::VYN3);
+    RC_ASSERT(yn || kind_of(t[i]) == K(format::Kind::VY3));
+    y |= payload(t[i++]) << 24;
+    rows.emplace_back(static_cast<std::int32_t>(y), yn);
+  }
+  RC_ASSERT(i == t.size());
+  return rows;
 }
 
 /// An int32 of any magnitude: uniform, shifted right by a random amount, or an edge value.
@@ -104,7 +217,13 @@ RC_GTEST_PROP(VmatLaws, OneHotActivationReturnsTheChunkColumn, ()) {
   const unsigned dst = *rc::gen::inRange(0u, kVrWords - R + 1);
   const Exec e = run(s, kVmat, K, 0, ab(dst, b0), ab(c0, R));
   RC_ASSERT(e.code == 0u);
-  RC_ASSERT(e.tokens.size() == std::size_t{R} * K + (R - 1) / 256);
+  RC_ASSERT(e.tokens.size() == std::size_t{R} * (K + 4) + (R - 1) / 256);  // §5: R(K + 4) + floor((R-1)/256)
+  RC_ASSERT(all_valid(e.tokens));
+  const auto rows = read_vmat_rows(e.tokens, R, K);
+  for (unsigned r = 0; r < R; ++r) {
+    RC_ASSERT(rows[r].first == s.vr[dst + r]);  // the row's bytes are the word written
+    RC_ASSERT(!rows[r].second);                 // VYN3 is argmax mode only
+  }
   for (unsigned r = 0; r < R; ++r) {
     const unsigned c = c0 + r * K + jh;
     const i64 w = s.wmem[64 * c + ih];
@@ -145,6 +264,10 @@ RC_GTEST_PROP(VmatLaws, ArgmaxIsTheLowestIndexOfTheMaximum, ()) {
   const Exec em = run(m, kVmat, 8 | K, rd, ab(0, b0), ab(c0, R));
   RC_ASSERT(em.code == 0u);
   RC_ASSERT(em.writes_rd);
+  // §5: the same row tokens (execute_vector leaves the final W(r*) to the machine).
+  RC_ASSERT(em.tokens.size() == std::size_t{R} * (K + 4) + (R - 1) / 256);
+  RC_ASSERT(all_valid(em.tokens) && all_valid(ew.tokens));
+  const auto wrows = read_vmat_rows(ew.tokens, R, K), mrows = read_vmat_rows(em.tokens, R, K);
   RC_ASSERT(m.vr == s.vr);  // argmax mode writes no register word
   const auto best = std::max_element(w.vr.begin(), w.vr.begin() + R);  // the first maximum
   RC_ASSERT(em.rd_value == static_cast<u32>(best - w.vr.begin()));
@@ -160,6 +283,12 @@ RC_GTEST_PROP(VmatLaws, ArgmaxIsTheLowestIndexOfTheMaximum, ()) {
     }
     y[r] = sat32(rnd(sum, 16));
     RC_ASSERT(w.vr[r] == y[r]);
+    RC_ASSERT(wrows[r].first == y[r] && !wrows[r].second);
+    RC_ASSERT(mrows[r].first == y[r]);
+    // VYN3 exactly when y_r > y_r' for every r' < r (always for r = 0).
+    bool new_max = true;
+    for (unsigned r2 = 0; r2 < r; ++r2) new_max = new_max && y[r] > y[r2];
+    RC_ASSERT(mrows[r].second == new_max);
   }
   unsigned first = 0;
   for (unsigned r = 1; r < R; ++r)
@@ -183,7 +312,17 @@ RC_GTEST_PROP(VqLaws, QuantiseThenDequantiseIsWithinHalfAStep, ()) {
   std::fill(s.act.begin(), s.act.end(), std::int8_t{99});  // padding must be overwritten with 0
   const Exec e = run(s, kVq, 0, 0, ab(b0, src), ab(0, n));
   RC_ASSERT(e.code == 0u);
-  RC_ASSERT(e.tokens.size() == 2u * nb);
+  RC_ASSERT(e.tokens.size() == 81u * nb);  // §5: 81 ceil(n/64)
+  RC_ASSERT(all_valid(e.tokens));
+  {  // per group VQE((k << 5) | e_k), then block b0 + k's 64 values (padding included) on one int8 stream
+    Int8Reader r{e.tokens};
+    for (unsigned k = 0; k < nb; ++k) {
+      RC_ASSERT(r.i < e.tokens.size());
+      RC_ASSERT(e.tokens[r.i++] == format::token_id(format::Kind::VQE, k << 5 | s.ash[b0 + k]));
+      for (unsigned i = 0; i < 64; ++i) RC_ASSERT(r.next() == s.act[64 * (b0 + k) + i]);
+    }
+    RC_ASSERT(r.i == e.tokens.size());
+  }
   for (unsigned k = 0; k < nb; ++k) {
     const unsigned e_k = s.ash[b0 + k];
     RC_ASSERT(e_k <= 25u);
@@ -219,6 +358,12 @@ RC_GTEST_PROP(VqLaws, CacheRowsQuantiseWithinHalfAStep, ()) {
   RC_ASSERT(e.code == 0u);
   const auto& cache = v ? s.vc : s.kc;
   const unsigned e0 = (v ? s.vsh : s.ksh)[row];
+  RC_ASSERT(e.tokens.size() == 41u);  // §5: VQE, then the row's 32 values on an int8 stream
+  RC_ASSERT(all_valid(e.tokens));
+  RC_ASSERT(e.tokens[0] == format::token_id(format::Kind::VQE, e0));
+  Int8Reader r{e.tokens, 1};
+  for (unsigned i = 0; i < 32; ++i) RC_ASSERT(r.next() == cache[32 * row + i]);
+  RC_ASSERT(r.i == e.tokens.size());
   for (unsigned i = 0; i < 32; ++i) {
     const i64 x = s.vr[src + i], q = cache[32 * row + i];
     const i64 err = x - q * (i64{1} << e0);
@@ -242,7 +387,7 @@ RC_GTEST_PROP(VewLaws, AddCommutesAndSaturates, ()) {
   const Exec e2 = run(t, kVew, 0, 0, ab(dst, b), ab(a, n));
   RC_ASSERT(e1.code == 0u);
   RC_ASSERT(e2.code == 0u);
-  RC_ASSERT(e1.tokens.size() == groups(n));
+  RC_ASSERT(e1.tokens.size() == quads(n) + 4u * n);  // §5: ceil(n/4) + 4n
   RC_ASSERT(s.vr == t.vr);
   for (unsigned i = 0; i < n; ++i) RC_ASSERT(s.vr[dst + i] == sat32(i64{s.vr[a + i]} + s.vr[b + i]));
 }
@@ -287,7 +432,7 @@ RC_GTEST_PROP(VredLaws, SumSumsqAndMaxMatchTheirDefinitions, ()) {
   VectorState t = s, u = s;
   const Exec e1 = run(s, kVred, 1 | sh << 2, 0, ab(dst, src), ab(0, n));
   RC_ASSERT(e1.code == 0u);
-  RC_ASSERT(e1.tokens.size() == groups(n));
+  RC_ASSERT(e1.tokens.size() == groups(n) + 5u);  // §5: ceil(n/64) + 5
   RC_ASSERT(s.vr[dst] == sat32(rnd(sum, sh)));
   const Exec e0 = run(t, kVred, 0 | sh << 2, 0, ab(dst, src), ab(0, n));
   RC_ASSERT(e0.code == 0u);
@@ -315,7 +460,28 @@ RC_GTEST_PROP(VexpLaws, NumeratorsAreInRangeWithTheMaximumAt65536, ()) {
   const VectorState before = s;
   const Exec e = run(s, kVexp, G - 1, 0, ab(dst, src), ab(sums, T));
   RC_ASSERT(e.code == 0u);
-  RC_ASSERT(e.tokens.size() == 2u * G);
+  // §5: G(4 + ceil(T/4) + 4T) + ceil(G/4) + 4G
+  RC_ASSERT(e.tokens.size() == G * (4 + quads(T) + 4 * T) + quads(G) + 4 * G);
+  RC_ASSERT(all_valid(e.tokens));
+  {  // one word stream: per group VXM0..3 (m_g), elements 64g + t (p); then elements 512 + g (S_g)
+    WordReader r{e.tokens};
+    for (unsigned g = 0; g < G; ++g) {
+      std::int32_t m = std::numeric_limits<std::int32_t>::min();
+      for (unsigned t = 0; t < T; ++t) m = std::max(m, before.vr[src + 64 * g + t]);
+      RC_ASSERT(read4(e.tokens, r.i, K(format::Kind::VXM0)) == m);
+      for (unsigned t = 0; t < T; ++t) {
+        const auto [el, z] = r.next();
+        RC_ASSERT(el == i64{64 * g + t});
+        RC_ASSERT(z == s.vr[dst + 64 * g + t]);
+      }
+    }
+    for (unsigned g = 0; g < G; ++g) {
+      const auto [el, z] = r.next();
+      RC_ASSERT(el == i64{512 + g});
+      RC_ASSERT(z == s.vr[sums + g]);
+    }
+    RC_ASSERT(r.i == e.tokens.size());
+  }
   for (unsigned g = 0; g < G; ++g) {
     i64 m = std::numeric_limits<i64>::min(), total = 0;
     for (unsigned t = 0; t < T; ++t) m = std::max<i64>(m, before.vr[src + 64 * g + t]);
@@ -337,6 +503,152 @@ RC_GTEST_PROP(VexpLaws, NumeratorsAreInRangeWithTheMaximumAt65536, ()) {
   }
 }
 
+// ------------------------------------------------------------------ §5 values on the bus
+
+/// Reads a word stream from t[from..] with exactly the elements `elements` (in order) and
+/// checks each value against `word(e)`; the stream must end the tokens.
+template <class F>
+void expect_word_stream(const std::vector<u32>& t, std::size_t from, const std::vector<i64>& elements, F word) {
+  WordReader r{t, from};
+  for (i64 e : elements) {
+    const auto [el, z] = r.next();
+    RC_ASSERT(el == e);
+    RC_ASSERT(z == word(e));
+  }
+  RC_ASSERT(r.i == t.size());
+}
+std::vector<i64> first_elements(unsigned n) {
+  std::vector<i64> e(n);
+  for (unsigned i = 0; i < n; ++i) e[i] = i;
+  return e;
+}
+
+// VEW (every mode), VFN (every function), VMATR (K and V modes) and VRED: the word stream on
+// the bus is, element by element, the VR words the op left (§5: VEW/VFN e = i -> VR[dst + i];
+// VMATR K e = 8t + h -> VR[dst + 64h + t]; VMATR V e = 8h + d -> VR[dst + e]; VRED e = 0 ->
+// VR[dst]), after the op's position tokens (VMV(t), VRD(k)); every id is in the vocabulary.
+RC_GTEST_PROP(TokenLaws, WordStreamsAreTheWordsWritten, ()) {
+  VectorState s;
+  const auto init = words(kVrWords);
+  std::copy(init.begin(), init.end(), s.vr.begin());
+  const unsigned op = *rc::gen::element(kVew, kVfn, kVmatr, kVred);
+  if (op == kVew) {
+    // Regions: a in [0, 341), b in [341, 682), dst in [682, 1024) or in place (dst = a).
+    const unsigned mode = *rc::gen::inRange(0u, 4u);
+    const unsigned gs = mode == 2 ? *rc::gen::inRange(0u, 7u) : 0u;
+    const unsigned n = mode == 3 ? 2 * *rc::gen::inRange(1u, 171u) : *rc::gen::inRange(1u, 341u);
+    const unsigned a = *rc::gen::inRange(0u, 341u - n + 1);
+    const unsigned b = mode == 3 ? *rc::gen::inRange(0u, 64u) : 341u + *rc::gen::inRange(0u, 341u - n + 1);
+    const unsigned dst = *rc::gen::arbitrary<bool>() ? a : 682u + *rc::gen::inRange(0u, 342u - n + 1);
+    const Exec e = run(s, kVew, mode | gs << 2, 0, ab(dst, a), ab(b, n));
+    RC_ASSERT(e.code == 0u);
+    RC_ASSERT(e.tokens.size() == quads(n) + 4u * n);
+    RC_ASSERT(all_valid(e.tokens));
+    expect_word_stream(e.tokens, 0, first_elements(n), [&](i64 i) { return s.vr[dst + i]; });
+  } else if (op == kVfn) {
+    const unsigned fn = *rc::gen::inRange(0u, 3u);
+    const unsigned n = *rc::gen::inRange(1u, 513u);
+    const unsigned src = *rc::gen::inRange(0u, 512u - n + 1);
+    const unsigned dst = *rc::gen::arbitrary<bool>() ? src : 512u + *rc::gen::inRange(0u, 512u - n + 1);
+    const Exec e = run(s, kVfn, fn, 0, ab(dst, src), ab(0, n));
+    RC_ASSERT(e.code == 0u);
+    RC_ASSERT(e.tokens.size() == quads(n) + 4u * n);
+    RC_ASSERT(all_valid(e.tokens));
+    expect_word_stream(e.tokens, 0, first_elements(n), [&](i64 i) { return s.vr[dst + i]; });
+  } else if (op == kVmatr) {
+    const bool vmode = *rc::gen::arbitrary<bool>();
+    const unsigned T = *rc::gen::inRange(1u, 65u);
+    const unsigned r0 = *rc::gen::inRange(0u, kCacheRows - T + 1);
+    auto& cache = vmode ? s.vc : s.kc;
+    auto& shifts = vmode ? s.vsh : s.ksh;
+    for (unsigned r = r0; r < r0 + T; ++r) {
+      for (unsigned i = 0; i < kCacheRowLen; ++i) cache[32 * r + i] = static_cast<std::int8_t>(*rc::gen::inRange(-128, 128));
+      shifts[r] = static_cast<std::uint8_t>(*rc::gen::inRange(0, 26));
+    }
+    if (!vmode) {
+      for (unsigned i = 0; i < kActBytes; ++i) s.act[i] = static_cast<std::int8_t>(*rc::gen::inRange(-128, 128));
+      for (unsigned b = 0; b < kActBlocks; ++b) s.ash[b] = static_cast<std::uint8_t>(*rc::gen::inRange(0, 26));
+      const unsigned src = *rc::gen::inRange(0u, 6u);
+      const unsigned dst = *rc::gen::inRange(0u, kVrWords - (448 + T) + 1);
+      const Exec e = run(s, kVmatr, 0, 0, ab(dst, src), ab(r0, T));
+      RC_ASSERT(e.code == 0u);
+      RC_ASSERT(e.tokens.size() == 34u * T);
+      RC_ASSERT(all_valid(e.tokens));
+      std::vector<i64> elements;
+      for (unsigned t = 0; t < T; ++t)
+        for (unsigned h = 0; h < 8; ++h) elements.push_back(8 * t + h);
+      expect_word_stream(e.tokens, 0, elements, [&](i64 el) { return s.vr[dst + 64 * (el % 8) + el / 8]; });
+    } else {
+      // The 64 destination words lie wholly before or after the 8 probability groups.
+      const bool after = *rc::gen::arbitrary<bool>();
+      const unsigned src = after ? *rc::gen::inRange(0u, 512u - T + 1) : *rc::gen::inRange(64u, 576u - T + 1);
+      const unsigned dst = after ? *rc::gen::inRange(src + 448 + T, 961u) : *rc::gen::inRange(0u, src - 64 + 1);
+      const Exec e = run(s, kVmatr, 1, 0, ab(dst, src), ab(r0, T));
+      RC_ASSERT(e.code == 0u);
+      RC_ASSERT(e.tokens.size() == T + 272u);
+      RC_ASSERT(all_valid(e.tokens));
+      for (unsigned t = 0; t < T; ++t) RC_ASSERT(e.tokens[t] == format::token_id(format::Kind::VMV, t));
+      expect_word_stream(e.tokens, T, first_elements(64), [&](i64 el) { return s.vr[dst + el]; });
+    }
+  } else {
+    const unsigned mode = *rc::gen::inRange(0u, 3u);
+    const unsigned sh = mode == 2 ? 0u : *rc::gen::inRange(0u, 32u);
+    const unsigned n = *rc::gen::inRange(1u, 1025u);
+    const unsigned src = *rc::gen::inRange(0u, kVrWords - n + 1);
+    const unsigned dst = *rc::gen::inRange(0u, kVrWords);
+    const Exec e = run(s, kVred, mode | sh << 2, 0, ab(dst, src), ab(0, n));
+    RC_ASSERT(e.code == 0u);
+    RC_ASSERT(e.tokens.size() == groups(n) + 5u);
+    RC_ASSERT(all_valid(e.tokens));
+    for (unsigned k = 0; k < groups(n); ++k) RC_ASSERT(e.tokens[k] == format::token_id(format::Kind::VRD, k));
+    expect_word_stream(e.tokens, groups(n), {0}, [&](i64) { return s.vr[dst]; });
+  }
+}
+
+// VMAT for any row count: R(K + 4) + floor((R-1)/256) tokens, VMH(r >> 8) before rows 256,
+// 512, ..., each row's bytes the word written (write mode); argmax mode the same rows with VYN3
+// exactly at the strict running maxima.  Weights and activations from a drawn mt19937 seed.
+RC_GTEST_PROP(VmatLaws, RowTokensForAnyRowCount, ()) {
+  VectorState s;
+  const unsigned K = *rc::gen::inRange(1u, 7u);
+  const unsigned b0 = *rc::gen::inRange(0u, 7u - K);
+  // Row counts around the VMH boundaries (256, 512, 768) half the time (inRange grows with size).
+  const unsigned rmax = std::min(kVrWords, kWChunks / K);
+  const unsigned R = std::min(rmax, *rc::gen::weightedOneOf<unsigned>({
+                                        {1, rc::gen::inRange(1u, rmax + 1)},
+                                        {1, rc::gen::element(1u, 255u, 256u, 257u, 511u, 512u, 513u, 768u, 769u, rmax)},
+                                    }));
+  const unsigned c0 = *rc::gen::inRange(0u, kWChunks - R * K + 1);
+  const unsigned seed = *rc::gen::arbitrary<unsigned>();
+  std::mt19937 g(seed);
+  for (auto& a : s.act) a = static_cast<std::int8_t>(static_cast<int>(g() % 256) - 128);
+  for (unsigned b = 0; b < kActBlocks; ++b) s.ash[b] = static_cast<std::uint8_t>(g() % 26);
+  const bool small_ints = *rc::gen::arbitrary<bool>();  // few distinct y values: ties
+  for (unsigned c = c0; c < c0 + R * K; ++c) {
+    for (unsigned i = 0; i < 64; ++i) s.wmem[64 * c + i] = static_cast<std::int8_t>(small_ints ? (i == 0 ? g() % 3 : 0) : g() % 16 - 8);
+    s.wscale[c] = static_cast<std::uint16_t>(small_ints ? 1 : g());
+  }
+  const unsigned dst = *rc::gen::inRange(0u, kVrWords - R + 1);
+  VectorState m = s;
+  const Exec e = run(s, kVmat, K, 0, ab(dst, b0), ab(c0, R));
+  RC_ASSERT(e.code == 0u);
+  RC_ASSERT(e.tokens.size() == std::size_t{R} * (K + 4) + (R - 1) / 256);
+  RC_ASSERT(all_valid(e.tokens));
+  const auto rows = read_vmat_rows(e.tokens, R, K);
+  for (unsigned r = 0; r < R; ++r) RC_ASSERT(rows[r].first == s.vr[dst + r] && !rows[r].second);
+  const Exec a = run(m, kVmat, 8 | K, 1, ab(0, b0), ab(c0, R));
+  RC_ASSERT(a.code == 0u);
+  RC_ASSERT(a.tokens.size() == std::size_t{R} * (K + 4) + (R - 1) / 256);
+  const auto arows = read_vmat_rows(a.tokens, R, K);
+  std::int32_t best = 0;
+  for (unsigned r = 0; r < R; ++r) {
+    RC_ASSERT(arows[r].first == s.vr[dst + r]);
+    RC_ASSERT(arows[r].second == (r == 0 || arows[r].first > best));
+    if (r == 0 || arows[r].first > best) best = arows[r].first;
+  }
+  RC_ASSERT(s.vr[dst + a.rd_value] == best);
+}
+
 // ------------------------------------------------------------------ VLD
 
 RC_GTEST_PROP(VldLaws, MultiplierOneLoadsTheBytesSignExtended, ()) {
@@ -350,7 +662,8 @@ RC_GTEST_PROP(VldLaws, MultiplierOneLoadsTheBytesSignExtended, ()) {
   std::copy(bytes.begin(), bytes.end(), ram.begin() + at + 4);
   const Exec e = run(s, kVld, 0, 0, kRamBase + at, ab(dst, n), ram);
   RC_ASSERT(e.code == 0u);
-  RC_ASSERT(e.tokens.size() == 4u + n + (n + 3) / 4);
+  RC_ASSERT(e.tokens.size() == 4u + n + (n + 3) / 4);  // §5: 4 + n + ceil(n/4)
+  RC_ASSERT(all_valid(e.tokens));
   for (unsigned i = 0; i < n; ++i) RC_ASSERT(s.vr[dst + i] == static_cast<std::int8_t>(bytes[i]));
 }
 
