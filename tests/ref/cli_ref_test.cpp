@@ -1,6 +1,7 @@
 // `lockstep ref` end to end (label: integration): console pass-through,
 // --json summary, --trace file, --signature, --max-steps, bad input.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -32,8 +33,14 @@ std::string slurp(const fs::path& p) {
 
 class LockstepRef : public ::testing::Test {
  protected:
-  fs::path dir = fs::path(::testing::TempDir()) / "lockstep-cli-ref";
+  // One folder per test process: ctest -j runs the tests of this fixture (and other build
+  // folders' copies) at the same time, and they must not share the out/err files.
+  fs::path dir = fs::path(::testing::TempDir()) / ("lockstep-cli-ref-" + std::to_string(::getpid()));
   void SetUp() override { fs::create_directories(dir); }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
   Result run(const std::string& args) {
     const std::string cmd = std::string(LOCKSTEP_EXE) + " " + args + " >" + (dir / "out").string() + " 2>" +
                             (dir / "err").string();
@@ -70,7 +77,7 @@ TEST_F(LockstepRef, JsonSummaryAndTraceFile) {
   EXPECT_EQ(j["steps"], 21 + 16);
   const auto tf = format::read_trace_file(dir / "spec.trace");
   EXPECT_EQ(tf.header["trace_version"], "trace-v3");
-  EXPECT_EQ(tf.header["vocab_size"], 15616) << "trace.md §2: V = 256 * 61";
+  EXPECT_EQ(tf.header["vocab_size"], 20736) << "trace.md §2: V = 256 * 81";
   EXPECT_EQ(tf.header["end"], "exit");
   EXPECT_EQ(tf.header["exit_status"], 255);
   EXPECT_EQ(tf.header["program"], "spec.elf");
