@@ -338,6 +338,7 @@ json config_to_json(const Chip& chip) {
         src = {{"kind", "section"}, {"name", in.section}, {"offset", in.offset}, {"length", in.length}};
       else src = {{"kind", "entry"}, {"length", in.length}};
       if (in.stride != 1) src["stride"] = in.stride;
+      if (in.optional) src["optional"] = true;
       ji["source"] = src;
       ji["encoding"] = encoding_name(in.encoding);
       ji["bytes_per_column"] = in.bytes_per_column;
@@ -453,6 +454,11 @@ void config_from_json(const json& j, Chip& chip) {
         fail(ic + ": unknown source kind \"" + sk + "\"");
       }
       in.length = get_uint(src, "length", ic + " source");
+      if (src.contains("optional")) {
+        if (in.source != ByteSourceKind::Section) fail(ic + ": only a section source can be optional");
+        if (!src.at("optional").is_boolean()) fail(ic + " source: \"optional\" is not a boolean");
+        in.optional = src.at("optional").get<bool>();
+      }
       if (src.contains("stride")) {
         if (in.source == ByteSourceKind::Entry) fail(ic + ": an entry source has no stride");
         in.stride = get_u32(src, "stride", ic + " source");

@@ -996,11 +996,14 @@ void apply_initialisers_marked(const Chip& chip, const GuestImage& image, std::s
       }
     } else if (in.source == ByteSourceKind::Section) {
       auto it = image.sections.find(in.section);
-      if (it == image.sections.end())
-        throw ImageError("initialiser '" + in.name + "': guest image has no section '" + in.section + "'");
       bytes.assign(in.length, 0);
-      for (std::uint64_t i = 0; i < in.length; ++i)
-        if (in.offset + i * stride < it->second.size()) bytes[i] = it->second[in.offset + i * stride];
+      if (it == image.sections.end()) {
+        if (!in.optional)
+          throw ImageError("initialiser '" + in.name + "': guest image has no section '" + in.section + "'");
+      } else {
+        for (std::uint64_t i = 0; i < in.length; ++i)
+          if (in.offset + i * stride < it->second.size()) bytes[i] = it->second[in.offset + i * stride];
+      }
     } else {
       bytes.resize(in.length);
       for (std::uint64_t i = 0; i < in.length; ++i) bytes[i] = static_cast<std::uint8_t>(image.entry >> (8 * i));

@@ -328,6 +328,54 @@ TEST(ChipFormat, InitialiserStride) {
   EXPECT_NE(error_of([&] { parse_chip(serialize_chip(bad)); }).find("stride is 0"), std::string::npos);
 }
 
+// An optional section source (chip-format.md section 2; vector.md section 2.1): a missing section
+// reads as zero bytes, still encoded (Nibbles: the one-hots of 0); a present one is read as
+// usual; "optional" survives a save/parse round trip and is refused on an image source; a
+// required section that is missing is still an ImageError.
+TEST(ChipFormat, OptionalSectionReadsAsZero) {
+  ChipBuilder B("optional", 1);
+  B.field("x", 1);
+  B.add_layer();
+  const std::uint32_t h = B.layer(0).add_head(2, 32);
+  Initialiser opt;
+  opt.name = "opt";
+  opt.layer = 0;
+  opt.head = h;
+  opt.source = ByteSourceKind::Section;
+  opt.section = ".lockstep.vreg";
+  opt.length = 2;
+  opt.encoding = ByteEncoding::Nibbles;
+  opt.optional = true;
+  B.initialiser(opt);
+  const Chip built = B.build();
+  const auto chip = std::make_shared<const Chip>(parse_chip(serialize_chip(built)));
+  ASSERT_TRUE(chip->config.initialisers.at(0).optional);
+  CpuExecutor ex(chip, 1);
+  GuestImage img;
+  ex.reset(0, img);  // no sections at all
+  auto S = ex.state(0);
+  for (std::uint32_t col = 0; col < 2; ++col)
+    for (std::uint32_t r = 0; r < 32; ++r)
+      EXPECT_EQ(S[col * 32 + r], (r == 0 || r == 16) ? 1.0f : 0.0f) << "column " << col << " row " << r;
+  img.sections[".lockstep.vreg"] = {0x5A};  // byte 0 = 0x5A, byte 1 past the end = 0
+  ex.reset(0, img);
+  S = ex.state(0);
+  for (std::uint32_t r = 0; r < 32; ++r) {
+    EXPECT_EQ(S[r], (r == 0xA || r == 16 + 5) ? 1.0f : 0.0f) << "row " << r;
+    EXPECT_EQ(S[32 + r], (r == 0 || r == 16) ? 1.0f : 0.0f) << "row " << r;
+  }
+
+  Chip required = built;
+  required.config.initialisers.at(0).optional = false;
+  CpuExecutor rex(std::make_shared<const Chip>(parse_chip(serialize_chip(required))), 1);
+  EXPECT_THROW(rex.reset(0, GuestImage{}), ImageError);
+
+  Chip bad = built;
+  bad.config.initialisers.at(0).source = ByteSourceKind::Image;
+  EXPECT_NE(error_of([&] { parse_chip(serialize_chip(bad)); }).find("only a section source can be optional"),
+            std::string::npos);
+}
+
 // Map aliases (chip-format.md section 3.2): equal large maps are stored once and named again;
 // the parsed chip has the same weights; an alias naming another alias is refused.
 TEST(ChipFormat, EqualMapsAreStoredOnce) {

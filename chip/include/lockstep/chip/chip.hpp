@@ -124,6 +124,10 @@ struct Initialiser {
   std::uint64_t address = 0;   ///< Image: first guest address
   std::string section;         ///< Section: name
   std::uint64_t offset = 0;    ///< Section: first byte within the section
+  /// Section: a missing section reads as `length` zero bytes (still encoded, so e.g. Nibbles
+  /// gives the one-hots of 0) instead of throwing ImageError (chip-format.md section 2;
+  /// vector.md section 2.1: a missing `.lockstep.*` section leaves its memory zero).
+  bool optional = false;
   std::uint64_t length = 0;    ///< number of bytes (Entry: 1..8, little-endian bytes of entry)
   std::uint32_t stride = 1;    ///< Image/Section: byte i is at address (offset) + i * stride; >= 1
   ByteEncoding encoding = ByteEncoding::Scalar;
