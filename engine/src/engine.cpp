@@ -137,6 +137,7 @@ json Divergence::to_json() const {
           {"actual_text", actual_text},
           {"differing_bits", differing_bits},
           {"bits_text", bits_text},
+          {"note", note},
           {"recent", r},
           {"attribution", attribution.to_json()},
           {"fault", std::string(to_string(fault))},
@@ -167,6 +168,7 @@ Divergence divergence_from_json(const json& j) {
   d.actual_text = j.value("actual_text", "");
   d.differing_bits = j.value("differing_bits", 0u);
   d.bits_text = j.value("bits_text", "");
+  d.note = j.value("note", "");
   for (const json& r : j.value("recent", json::array())) {
     InstructionRecord i;
     i.first_step = r.value("first_step", std::uint64_t{0});
@@ -208,6 +210,23 @@ Divergence divergence_from_json(const json& j) {
 }
 }  // namespace
 
+std::string divergence_note(std::uint32_t expected, std::uint32_t actual) {
+  const auto ek = format::kind_of(expected), ak = format::kind_of(actual);
+  const std::uint32_t trap = static_cast<std::uint32_t>(format::Kind::TRAP);
+  const bool chip_traps = ak && ak->kind == trap, ref_traps = ek && ek->kind == trap;
+  auto named = [](std::uint32_t id) {
+    return format::token_name(id) + " " + std::string(format::trap_name(format::payload_of(id)));
+  };
+  if (chip_traps && !ref_traps)
+    return "the chip raises " + named(actual) + " where the reference does not trap (it emits " +
+           format::token_name(expected) + "): the chip does not implement this instruction (a chip that compiles "
+           "part of the machine raises TRAP(1) on the rest) or decodes it wrongly";
+  if (ref_traps && !chip_traps)
+    return "the reference raises " + named(expected) + " and the chip does not (" + format::token_name(actual) +
+           "): the chip misses this trap check";
+  return "";
+}
+
 std::string Divergence::to_text() const {
   std::ostringstream os;
   os << "first divergence: guest " << guest << ", step " << step << " (" << to_string(mode)
@@ -220,6 +239,7 @@ std::string Divergence::to_text() const {
   os << "  expected:    " << expected_text << "  id " << expected << "\n";
   os << "  actual:      " << actual_text << "  id " << actual << "\n";
   os << "  differing:   " << bits_text << "\n";
+  if (!note.empty()) os << "  note:        " << note << "\n";
   os << "  layer:       " << attribution.text << "\n";
   os << "  fault:       " << to_string(fault) << ": " << fault_text << "\n";
   if (!bisection.is_null()) os << "  bisection:   " << bisection.value("text", "") << "\n";
@@ -990,6 +1010,7 @@ struct Engine::Impl {
     d.actual_text = format::token_name(actual);
     d.differing_bits = expected ^ actual;
     d.bits_text = bits_text(expected, actual);
+    d.note = divergence_note(expected, actual);
     d.recent.assign(L.history.begin(), L.history.end());
     d.recent.push_back(L.current);
     L.mismatches = 1;

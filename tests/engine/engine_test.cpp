@@ -100,6 +100,46 @@ TEST_P(EngineTest, ExactRunComparesEveryStepAndDigestsTheTrace) {
   EXPECT_EQ(ref.class_steps, r.streams[0].class_steps);
 }
 
+// divergence_note: a trap on one side only is named, with what it most likely means.
+TEST(DivergenceNote, TrapOnOneSideOnly) {
+  const std::uint32_t vrd0 = format::token_id(format::Kind::VRD, 0), trap1 = format::token_id(format::Kind::TRAP, 1);
+  EXPECT_EQ(divergence_note(vrd0, trap1),
+            "the chip raises TRAP(1) ILLEGAL_INSTRUCTION where the reference does not trap (it emits VRD(0)): the "
+            "chip does not implement this instruction (a chip that compiles part of the machine raises TRAP(1) on "
+            "the rest) or decodes it wrongly");
+  EXPECT_EQ(divergence_note(format::token_id(format::Kind::TRAP, 20), format::token_id(format::Kind::VWG, 0)),
+            "the reference raises TRAP(20) VEC_OVERLAP and the chip does not (VWG(0)): the chip misses this trap "
+            "check");
+  EXPECT_EQ(divergence_note(trap1, format::token_id(format::Kind::TRAP, 17)), "") << "both trap: the codes differ";
+  EXPECT_EQ(divergence_note(format::token_id(format::Kind::W1, 5), format::token_id(format::Kind::W1, 7)), "");
+}
+
+// A chip that traps where the reference does not: the report carries the note (text and JSON).
+TEST_P(EngineTest, ChipTrapWhereReferenceDoesNotIsNoted) {
+  const Guest g = testing::make_loop_guest(40);
+  const auto trace = testing::reference_trace(g);
+  std::uint64_t n = 0;  // a W1 token; XOR with (2 ^ 32) << 8 makes it TRAP(payload)
+  for (std::uint64_t s = 300; s <= trace.size(); ++s)
+    if (trace[s - 1] >> 8 == 2) {
+      n = s;
+      break;
+    }
+  ASSERT_GT(n, 0u);
+  ScriptedBackend be({trace}, {{Fault::Kind::kFlip, n, (2u ^ 32u) << 8, 1}});
+  Options o;
+  o.mode = GetParam();
+  o.classify_window = 64;
+  Engine e(be, {g}, o);
+  const RunResult r = e.run();
+  ASSERT_TRUE(r.streams[0].divergence);
+  const Divergence& d = *r.streams[0].divergence;
+  EXPECT_EQ(d.actual >> 8, 32u);
+  EXPECT_EQ(d.note, divergence_note(d.expected, d.actual));
+  EXPECT_EQ(d.note.rfind("the chip raises TRAP(", 0), 0u) << d.note;
+  EXPECT_NE(d.to_text().find("  note:        the chip raises TRAP("), std::string::npos) << d.to_text();
+  EXPECT_EQ(d.to_json().at("note"), d.note);
+}
+
 TEST_P(EngineTest, SingleStepFaultIsReportedWithItsFieldsAndClassified) {
   const Guest g = testing::make_loop_guest(40);
   const auto trace = testing::reference_trace(g);

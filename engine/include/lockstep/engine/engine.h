@@ -118,6 +118,14 @@ enum class FaultClass {
 /// "single-step" / "corrupted-state" / "not-reproduced".
 std::string_view to_string(FaultClass fault);
 
+/// What a divergence's two tokens say by their kinds alone, as one line, or "":
+///  - the chip emits TRAP(c) where the reference emits a token of another kind: the chip does not
+///    implement the instruction (a chip that compiles only part of the machine raises TRAP(1),
+///    ILLEGAL_INSTRUCTION, on the rest) or decodes it wrongly;
+///  - the reference emits TRAP(c) and the chip does not: the chip misses a trap check.
+/// `expected`, `actual`: token ids (trace.md section 2).
+std::string divergence_note(std::uint32_t expected, std::uint32_t actual);
+
 /// Everything known about the first divergence of a stream.
 struct Divergence {
   std::string guest;
@@ -133,6 +141,8 @@ struct Divergence {
   std::string expected_text, actual_text;  ///< format::token_name
   std::uint32_t differing_bits = 0;        ///< expected ^ actual (token ids)
   std::string bits_text;                   ///< e.g. "payload bits 0x10 (bit 4)"
+  /// One line when the two tokens' kinds alone say what went wrong (divergence_note), else empty.
+  std::string note;
   std::vector<InstructionRecord> recent;   ///< last instructions, the divergent one last
   Attribution attribution;
   FaultClass fault = FaultClass::kNotReproduced;
