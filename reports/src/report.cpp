@@ -410,6 +410,7 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
     row("expected", str(d, "expected_text") + " (id " + str(d, "expected") + ")");
     row("actual", str(d, "actual_text") + " (id " + str(d, "actual") + ")");
     row("differing bits", str(d, "bits_text"));
+    row("note", str(d, "note"));
     row("layer", str(d.value("attribution", json::object()), "text"));
     row("fault", str(d, "fault") + ": " + str(d, "fault_text"));
     if (d.contains("bisection") && d["bisection"].is_object()) row("bisection", str(d["bisection"], "text"));

@@ -41,6 +41,7 @@ json sample_summary() {
               {"expected", 530},
               {"actual", 531},
               {"bits_text", "payload bits 0x1 (bit 0)"},
+              {"note", "a note <with markup>"},
               {"mode", "free"},
               {"fault", "single-step"},
               {"fault_text", "replay <agrees>"},
@@ -99,6 +100,7 @@ TEST(Html, RendersWithPlotsFromGnuplot) {
   EXPECT_EQ(count(html, "<svg"), 3u);
   EXPECT_NE(html.find("Divergence: bad, step 1234"), std::string::npos);
   EXPECT_NE(html.find("payload bits 0x1 (bit 0)"), std::string::npos);
+  EXPECT_NE(html.find("<tr><th>note</th><td>a note &lt;with markup&gt;</td></tr>"), std::string::npos);
   EXPECT_NE(html.find("layer 3 (mlp): field next_payload_lo"), std::string::npos);
   EXPECT_NE(html.find("hello &lt;world&gt;"), std::string::npos);
   EXPECT_EQ(json::parse(slurp(dir / kSummaryFile)), sample_summary());
