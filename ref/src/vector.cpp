@@ -120,6 +120,7 @@ u32 vmat(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>&
   const auto& tab = s;
   std::vector<std::int32_t> y(static_cast<std::size_t>(R));
   std::int32_t running_max = 0;
+  i64 best = 0;  // the first row reaching the running maximum: the smallest r with y_r = max (§4.1)
   for (i64 r = 0; r < R; ++r) {
     if (r > 0 && (r & 0xff) == 0) put(tokens, Kind::VMH, static_cast<u32>(r >> 8));  // §5: high part of r
     i64 sum = 0;
@@ -134,16 +135,15 @@ u32 vmat(VectorState& s, u32 f7, unsigned rd, const Fields& f, std::vector<u32>&
     }
     const std::int32_t yr = sat32(rnd(sum, 16));
     y[static_cast<std::size_t>(r)] = yr;
-    const bool new_max = argmax && (r == 0 || yr > running_max);
-    if (r == 0 || yr > running_max) running_max = yr;
+    const bool new_max = r == 0 || yr > running_max;
+    if (new_max) {
+      running_max = yr;
+      best = r;
+    }
     for (unsigned m = 0; m < 3; ++m) put(tokens, kind_plus(Kind::VY0, m), byte_of(yr, m));
-    put(tokens, new_max ? Kind::VYN3 : Kind::VY3, byte_of(yr, 3));
+    put(tokens, argmax && new_max ? Kind::VYN3 : Kind::VY3, byte_of(yr, 3));
   }
   if (argmax) {
-    i64 best = 0;  // the smallest r with y_r = max (ties: lowest index)
-    for (i64 r = 1; r < R; ++r) {
-      if (y[static_cast<std::size_t>(r)] > y[static_cast<std::size_t>(best)]) best = r;
-    }
     writes_rd = true;
     rd_value = static_cast<u32>(best);
   } else {
