@@ -91,6 +91,18 @@ bool all_valid(const std::vector<u32>& tokens) {
   return std::all_of(tokens.begin(), tokens.end(), [](u32 id) { return format::is_valid_token(id); });
 }
 
+/// Reads 4 consecutive byte kinds k0..k0+3 as a little-endian int32.
+std::int32_t read4(const std::vector<u32>& t, std::size_t& i, u32 k0) {
+  RC_ASSERT(i + 4 <= t.size());
+  u32 z = 0;
+  for (u32 m = 0; m < 4; ++m) {
+    RC_ASSERT(kind_of(t[i + m]) == k0 + m);
+    z |= payload(t[i + m]) << (8 * m);
+  }
+  i += 4;
+  return static_cast<std::int32_t>(z);
+}
+
 /// §5 word stream: element e is VWG(e >> 2) when e is the stream's first element or e & 3 = 0,
 /// then VW_{q0} .. VW_{q3} (q = e & 3) carrying bytes 0..3 of the 32-bit value; indices increase.
 struct WordReader {
@@ -109,15 +121,10 @@ struct WordReader {
     const i64 e = 4 * g + (k0 - K(format::Kind::VW00)) / 4;
     RC_ASSERT(e > last_e);
     RC_ASSERT(vwg == (first || (e & 3) == 0));  // VWG exactly where §5 puts it
-    u32 z = 0;
-    for (u32 m = 0; m < 4; ++m) {
-      RC_ASSERT(kind_of(t[i + m]) == k0 + m);
-      z |= payload(t[i + m]) << (8 * m);
-    }
-    i += 4;
+    const std::int32_t z = read4(t, i, k0);
     first = false;
     last_e = e;
-    return {e, static_cast<std::int32_t>(z)};
+    return {e, z};
   }
 };
 
@@ -141,18 +148,6 @@ struct Int8Reader {
     return v;
   }
 };
-
-/// Reads 4 consecutive byte kinds k0..k0+3 as a little-endian int32.
-std::int32_t read4(const std::vector<u32>& t, std::size_t& i, u32 k0) {
-  RC_ASSERT(i + 4 <= t.size());
-  u32 z = 0;
-  for (u32 m = 0; m < 4; ++m) {
-    RC_ASSERT(kind_of(t[i + m]) == k0 + m);
-    z |= payload(t[i + m]) << (8 * m);
-  }
-  i += 4;
-  return static_cast<std::int32_t>(z);
-}
 
 /// §5 VMAT rows: per row r, VMH(r >> 8) when r > 0 and r & 0xFF = 0, VMC_j(r & 0xFF) for
 /// j < K, then VY0 VY1 VY2 and VY3 or VYN3.  Returns (y_r, byte 3 was VYN3) per row; the rows
