@@ -63,7 +63,21 @@ GuestImage image_of(const json& ex) {
   std::vector<std::uint8_t> acc(12);
   for (std::size_t i = 0; i < 12; ++i)
     acc[i] = static_cast<std::uint8_t>(std::stoul(acc_hex.substr(acc_hex.size() - 2 * (i + 1), 2), nullptr, 16));
-  return test::make_image(hex32(in.at("pc")), code, regs, mem, static_cast<std::uint8_t>(in.at("c").get<int>()), acc);
+  GuestImage img = test::make_image(hex32(in.at("pc")), code, regs, mem, static_cast<std::uint8_t>(in.at("c").get<int>()), acc);
+  // the initial VR (vector.md section 2.1: section .lockstep.vreg, word w as int32 LE at byte 4 w)
+  if (in.contains("vector") && in.at("vector").contains("vreg")) {
+    std::vector<std::uint8_t>& vreg = img.sections[".lockstep.vreg"];
+    vreg.assign(4096, 0);
+    for (const json& run : in.at("vector").at("vreg")) {
+      std::uint32_t w = run.at("first").get<std::uint32_t>();
+      for (const json& v : run.at("values")) {
+        const auto u = static_cast<std::uint32_t>(v.get<std::int64_t>());
+        for (std::uint32_t b = 0; b < 4; ++b) vreg.at(4 * w + b) = static_cast<std::uint8_t>(u >> (8 * b));
+        ++w;
+      }
+    }
+  }
+  return img;
 }
 
 // Every step's token of the example, teacher-forced and free-running (test::expect_trace).
@@ -88,9 +102,10 @@ std::string test_name(const ::testing::TestParamInfo<std::size_t>& info) {
 INSTANTIATE_TEST_SUITE_P(Vectors, ScalarExample, ::testing::Range<std::size_t>(0, examples().size()), test_name);
 
 // The vector unit's examples (docs/spec/vectors/vector_ops.json) of what the chip compiles
-// (docs/chip-design.md section 5): every VLD example (tokens only: the chip does not keep VR yet)
-// and every example of any op that ends in a trap (each op's trap checks are compiled). Examples
-// of the other seven ops that run to their end need their execution, which is not compiled.
+// (docs/chip-design.md section 5): every VLD example (tokens only: the chip does not keep VLD's
+// words yet), every VEW ADD example (VR from the example's initial vreg) and every example of any
+// op that ends in a trap (each op's trap checks are compiled). Examples of the other ops that run
+// to their end need their execution, which is not compiled.
 std::vector<Example> load_vector_examples() {
   const std::string path = std::string(LOCKSTEP_SOURCE_DIR) + "/docs/spec/vectors/vector_ops.json";
   std::ifstream in(path);
@@ -100,8 +115,9 @@ std::vector<Example> load_vector_examples() {
   for (const json& e : doc.at("examples")) {
     const std::uint32_t word = hex32(e.at("code").at(0));
     const bool vld = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 7;
+    const bool vew_add = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 4 && (word >> 25) == 0;
     const bool traps = e.at("final").at("end").get<std::string>() == "trap";
-    if (vld || traps) out.push_back({"vector", e.at("name").get<std::string>(), e});
+    if (vld || vew_add || traps) out.push_back({"vector", e.at("name").get<std::string>(), e});
   }
   return out;
 }
@@ -125,8 +141,9 @@ std::string vector_test_name(const ::testing::TestParamInfo<std::size_t>& info) 
 INSTANTIATE_TEST_SUITE_P(Vectors, VectorExample, ::testing::Range<std::size_t>(0, vector_examples().size()), vector_test_name);
 
 TEST(VectorExamples, AllLoad) {
-  // vector_ops.json: 5 VLD examples (3 runs, 2 traps) and 10 traps of the other ops; never fewer
-  EXPECT_GE(vector_examples().size(), 15u);
+  // vector_ops.json: 5 VLD examples (3 runs, 2 traps), 2 VEW ADD runs and 10 traps of the other
+  // ops; never fewer
+  EXPECT_GE(vector_examples().size(), 17u);
 }
 
 TEST(ScalarExamples, AllFilesLoad) {

@@ -120,8 +120,10 @@ void when(LayerBuilder& L, const std::vector<Lin>& conds, const SparseVec& outs)
 // Token kinds (trace.md section 2).
 enum Kind : std::uint32_t {
   kCtrl = 0, kW0 = 1, kA0 = 5, kS0 = 9, kBr = 13, kDq = 14, kCf = 15, kAc0 = 16, kOut = 28, kErr = 29,
-  kNop = 30, kExit = 31, kTrap = 32, kPcl = 44, kPch0 = 45, kOi = 49, kOih = 50, kVlg = 56, kVlb0 = 57
+  kNop = 30, kExit = 31, kTrap = 32, kVwg = 43, kPcl = 44, kPch0 = 45, kOi = 49, kOih = 50, kVlg = 56, kVlb0 = 57,
+  kVw00 = 61  // VW_qm = 61 + 4 q + m (vector.md section 5)
 };
+constexpr std::uint32_t vw(std::uint32_t q, std::uint32_t m) { return kVw00 + 4 * q + m; }
 
 enum Cls : std::uint32_t {
   LUI, AUIPC, JAL, JALR, BEQ, BNE, BLT, BGE, BLTU, BGEU, LB, LH, LW, LBU, LHU, SB, SH, SW,
@@ -229,6 +231,8 @@ class Compiler {
     write_buffer_check();
     vld();
     vector_traps();
+    vr_file();
+    vew_add();
     when(L(9), {cls(ECALL), k(kPcl), EQ64[0], FDOK[0], Lin::constant(1) - LEN0[0], Lin::constant(1) - LENBIG[0], WBAD[0]},
          token_out(kTrap, 5));
     divide();
@@ -283,6 +287,9 @@ class Compiler {
   // VLD (vector.md section 4.8): slot, gated register ports, traps, last element, byte reads
   FieldRef VLGN, VGS, RV1, RV2, VK, VZ, VSH, VOK, VC0, VC1, VZ45, VC2, VGT, VEQ, VLAST;
   FieldRef VEG, VGE, RDM, RDE, ADNV;
+  // VR and the word streams (vector.md sections 2, 5): slots, the register file's two read ports
+  Lin EADD;  // [VEW, MODE = ADD] (an operand-range enable of vector_traps(), layer 6)
+  FieldRef VWGS, VWBS, VRX, VRY;
 
   Lin k(std::uint32_t kind) const { return K[kind]; }
   Lin fetch() const { return K[kPcl]; }  // the step that consumes PCL: the instruction's first step
@@ -1269,9 +1276,226 @@ class Compiler {
     std::vector<Lin> run = none;
     run.push_back(cls(VLD));
     when(L(10), run, {{NK.dim(kVlb0), 1.0}, {LANEX.dim(0), 1.0}, {RDM.dim(), 1.0}});
-    none.push_back(anyv - cls(VLD));
+    EADD = E(w_m[0]);
+    run.back() = EADD;  // VEW ADD: its word stream starts with VWG(0) (vew_add())
+    when(L(10), run, token_out(kVwg, 0));
+    none.push_back(anyv - cls(VLD) - EADD);
     when(L(10), none, token_out(kTrap, 1));
   }
+  // ---- VR and the word streams (vector.md sections 2, 5) -------------------------------------
+  // Value of a one-hot (entry v stands for v).
+  static Lin oh_value(const OH& o) {
+    Lin l;
+    for (unsigned v = 0; v < o.size(); ++v) l += o[v] * static_cast<double>(v);
+    return l;
+  }
+  static Lin byte_of(const FieldRef& f, std::uint32_t m) { return byte_value(nib(f, 2 * m), nib(f, 2 * m + 1)); }
+  // Word-stream positions, as linear forms of the consumed kind: the element of the next value
+  // byte (qt: its q; consuming VWG(g) or VW_qm with m < 3, or VW_q3 with q < 3) and the element
+  // whose last byte is consumed (qw: VW_q3). The element is e = 4 g + q, g from the VWG slot.
+  OH stream_target_q() const {
+    OH q(4);
+    q[0] += k(kVwg);
+    for (std::uint32_t j = 0; j < 4; ++j) {
+      for (std::uint32_t m = 0; m < 3; ++m) q[j] += k(vw(j, m));
+      if (j < 3) q[j + 1] += k(vw(j, 3));
+    }
+    return q;
+  }
+  Lin stream_word_end() const {
+    Lin l;
+    for (std::uint32_t q = 0; q < 4; ++q) l += k(vw(q, 3));
+    return l;
+  }
+
+  // X + e for a 10-bit operand X (nibble one-hots x0, x1 and x2's low two bits) and the element
+  // e = 4 g + q, as the two factors of VR's key: N0 = the low nibble (16), N12 = (n1, n2) (64);
+  // word w's key is ReLU(N0[w & 15] + N12[w >> 4] - 1). Layer 5: N0, the carry c1 out of nibble
+  // 0 (a threshold of a linear form), the nibble sums t1 = x1 + e1 and t2 = x2 + e2; layer 6: N12
+  // from (t1, c1, t2). A sum past 1023 wraps (only on a step whose value is not used: the
+  // element after a stream's last).
+  void index_sum(const std::string& name, const OH& x0, const OH& x1, const OH& x2, const OH& q,
+                 const std::vector<Lin>& gates, const FieldRef& N0, const FieldRef& N12) {
+    const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
+    LayerBuilder& l5 = L(5);
+    table(l5, {x0, masked(glo, 3), q}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{N0.dim((v[0] + 4 * v[1] + v[2]) & 15), 1.0}};
+    }, gates);
+    const FieldRef C1 = B.field(name + "_c1", 1), T1 = B.field(name + "_t1", 31), T2 = B.field(name + "_t2", 7);
+    threshold(l5, oh_value(x0) + oh_value(masked(glo, 3)) * 4.0 + oh_value(q), 16, C1.dim());
+    table(l5, {x1, masked(glo, 0xC), masked(ghi, 3)}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{T1.dim(v[0] + (v[1] >> 2) + ((v[2] & 3) << 2)), 1.0}};
+    }, gates);
+    table(l5, {x2, masked(ghi, 0xC)}, [&](const std::vector<unsigned>& v) { return SparseVec{{T2.dim(v[0] + (v[1] >> 2)), 1.0}}; },
+          gates);
+    const Lin one = Lin::constant(1);
+    table(L(6), {field_oh(T1, 0, 31), OH{one - C1[0], C1[0]}, field_oh(T2, 0, 7)}, [&](const std::vector<unsigned>& v) {
+      const unsigned s1 = v[0] + v[1];
+      return SparseVec{{N12.dim((s1 & 15) + 16 * ((v[2] + (s1 >> 4)) & 3)), 1.0}};
+    });
+  }
+
+  // VR (vector.md section 2): 1,024 words as nibble one-hots (128 rows), in layer 7, as two read
+  // ports (heads x and y: the same writes, each initialised from .lockstep.vreg; a missing or
+  // short section leaves the rest zero). A word-stream word is written when its last byte
+  // (VW_q3) is consumed: bytes 0..2 from the byte slots, byte 3 from the token; the ports read
+  // the next value's operands on the same step, after the write. Only VEW's index maps are
+  // compiled: read x at a + e, y at b + e, write dst + e (vector.md section 4.5).
+  // Not kept yet: VLD's words (its product sat32(sext8(b) M) is not computed).
+  void vr_file() {
+    VWGS = B.field("vwg_slot", 32);
+    VWBS = B.field("vw_byte_slots", 96);
+    const OH qt = stream_target_q();
+    Lin reads;
+    for (const Lin& l : qt) reads += l;
+    const Lin ends = stream_word_end();
+    Lin stream = k(kVwg);  // any word-stream token
+    for (std::uint32_t j = 0; j < 16; ++j) stream += k(kVw00 + j);
+    slot_head(L(0), 1, [&](std::uint32_t) { return k(kVwg); }, [&](std::uint32_t r) { return PN[r]; }, VWGS, stream);
+    slot_head(L(0), 3, [&](std::uint32_t m) {
+      Lin l;
+      for (std::uint32_t q = 0; q < 4; ++q) l += k(vw(q, m));
+      return l;
+    }, [&](std::uint32_t r) { return PN[r % 32]; }, VWBS, ends);
+    OH qw(4);
+    for (std::uint32_t q = 0; q < 4; ++q) qw[q] = k(vw(q, 3));
+    const Lin vew = PRE[VEW];
+    const FieldRef NX0 = B.field("vr_x_key_lo", 16), NX12 = B.field("vr_x_key_hi", 64);
+    const FieldRef NY0 = B.field("vr_y_key_lo", 16), NY12 = B.field("vr_y_key_hi", 64);
+    const FieldRef NW0 = B.field("vr_w_key_lo", 16), NW12 = B.field("vr_w_key_hi", 64);
+    index_sum("vr_x_index", nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qt, {reads, vew}, NX0, NX12);     // a + e
+    index_sum("vr_y_index", nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qt, {reads, vew}, NY0, NY12);     // b + e
+    index_sum("vr_w_index", nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw, {ends, vew}, NW0, NW12);      // dst + e
+    VRX = B.field("vr_x", 128);
+    VRY = B.field("vr_y", 128);
+    LayerBuilder& l7 = L(7);
+    for (const auto& [N0, N12, out, name] : {std::tuple{NX0, NX12, VRX, "vr_port_x"}, std::tuple{NY0, NY12, VRY, "vr_port_y"}}) {
+      const std::uint32_t h = l7.add_head(1024, 128, Activation::Relu, Activation::Relu);
+      HeadBuilder& H = l7.head(h);
+      for (std::uint32_t w = 0; w < 1024; ++w) {
+        H.q[w] = N0[w & 15] + N12[w >> 4] - 1.0;
+        H.k[w] = NW0[w & 15] + NW12[w >> 4] - 1.0;
+      }
+      for (std::uint32_t i = 0; i < 128; ++i) {
+        H.v[i] = i < 96 ? VWBS[i] : PN[i - 96];
+        H.out.emplace_back(i, out.dim(i), 1.0);
+      }
+      H.beta = ends + cls(VEW) - 1.0;
+      Initialiser in;
+      in.name = name;
+      in.layer = 7;
+      in.head = h;
+      in.source = ByteSourceKind::Section;
+      in.section = ".lockstep.vreg";
+      in.optional = true;
+      in.length = 4096;
+      in.encoding = ByteEncoding::Nibbles;
+      in.bytes_per_column = 4;
+      B.initialiser(in);
+    }
+  }
+
+  // VEW ADD (vector.md section 4.5): z = sat32(x + y), one word stream (section 5). The value
+  // byte m of the next token, from the two words the ports read:
+  // - no overflow: (x_m + y_m + c_m) mod 256, the carry c_m into byte m (m >= 1) from the
+  //   consumed byte r = byte m - 1 of z: [x_{m-1} + y_{m-1} - r >= 1] (as the scalar adder);
+  //   nibble sums (layer 7), the low nibble with c_m and its carry (8), the high nibble (11);
+  // - overflow (layer 8, from nibble generate/propagate bits, layer 7): z > 2^31 - 1 iff both
+  //   signs are 0 and the carry into bit 31 is 1; z < -2^31 iff both are 1 and it is 0; then the
+  //   bytes of 2^31 - 1 or -2^31.
+  // Sequence: VWG(0) on the fetch step (vector_traps()), VW_{q,m+1} after VW_qm, VW_{q+1,0} after
+  // VW_q3 (q < 3), VWG(g + 1) after VW_33, the instruction's end after element n - 1 (the
+  // (g, q) of n - 1 from vld()'s VGT and VC0).
+  void vew_add() {
+    const Lin one = Lin::constant(1), ea = EADD;
+    OH tm(4);  // the next token is value byte m
+    for (std::uint32_t q = 0; q < 4; ++q) {
+      if (q < 3) tm[0] += k(vw(q, 3));
+      for (std::uint32_t m = 1; m < 4; ++m) tm[m] += k(vw(q, m - 1));
+    }
+    tm[0] += k(kVwg);
+    LayerBuilder& l7 = L(7);
+    const FieldRef GP = B.field("vew_add_gp", 16);  // G_i (i < 8), P_i (8 + i) of nibble sums
+    for (std::uint32_t i = 0; i < 8; ++i) {
+      const Lin s = i < 7 ? oh_value(nib(VRX, i)) + oh_value(nib(VRY, i))
+                          : oh_value(masked(nib(VRX, 7), 7)) + oh_value(masked(nib(VRY, 7), 7));  // bits 28..30
+      const double base = i < 7 ? 16 : 8;
+      threshold(l7, s, base, GP.dim(i));
+      threshold(l7, s, base - 1, GP.dim(8 + i));
+      threshold(l7, s, base, GP.dim(8 + i), -1);
+    }
+    const FieldRef CIN = B.field("vew_add_carry_in", 1);
+    for (std::uint32_t m = 1; m < 4; ++m)
+      threshold_if(l7, byte_of(VRX, m - 1) + byte_of(VRY, m - 1) - PS[0], 1, 512, tm[m], CIN.dim());
+    const FieldRef LS = B.field("vew_add_lo_sum", 31), HS = B.field("vew_add_hi_sum", 31);
+    for (std::uint32_t m = 0; m < 4; ++m) {
+      table(l7, {nib(VRX, 2 * m), nib(VRY, 2 * m)},
+            [&](const std::vector<unsigned>& v) { return SparseVec{{LS.dim(v[0] + v[1]), 1.0}}; }, {tm[m], ea});
+      table(l7, {nib(VRX, 2 * m + 1), nib(VRY, 2 * m + 1)},
+            [&](const std::vector<unsigned>& v) { return SparseVec{{HS.dim(v[0] + v[1]), 1.0}}; }, {tm[m], ea});
+    }
+    LayerBuilder& l8 = L(8);
+    const FieldRef OV = B.field("vew_add_overflow", 2);  // [x + y > 2^31 - 1], [x + y < -2^31]
+    Lin xs, ys;                                           // the sign bits
+    for (unsigned j = 8; j < 16; ++j) {
+      xs += nib(VRX, 7)[j];
+      ys += nib(VRY, 7)[j];
+    }
+    for (std::uint32_t i = 0; i < 8; ++i) {  // carry into bit 31 generated at nibble i, propagated above
+      std::vector<Lin> t = {GP[i], ea};
+      for (std::uint32_t j = i + 1; j < 8; ++j) t.push_back(GP[8 + j]);
+      std::vector<Lin> tp = t, tn = t;
+      tp.push_back(one - xs);
+      tp.push_back(one - ys);
+      when(l8, tp, {{OV.dim(0), 1.0}});
+      tn.push_back(xs);
+      tn.push_back(ys);
+      when(l8, tn, {{OV.dim(1), -1.0}});
+    }
+    when(l8, {xs, ys, ea}, {{OV.dim(1), 1.0}});
+    const FieldRef LO = B.field("vew_add_lo", 16), CL = B.field("vew_add_lo_carry", 1);
+    table(l8, {field_oh(LS, 0, 31), OH{one - CIN[0], CIN[0]}}, [&](const std::vector<unsigned>& v) {
+      const unsigned s = v[0] + v[1];
+      SparseVec out{{LO.dim(s & 15), 1.0}};
+      if (s >= 16) out.push_back({CL.dim(), 1.0});
+      return out;
+    });
+    // the last element: (g, q) = ((n - 1) >> 2, (n - 1) & 3) on a VW_q3 step
+    const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
+    const FieldRef EQW = B.field("vew_last_eq", 3), LASTW = B.field("vew_last", 1);
+    LayerBuilder& l9 = L(9);
+    for (unsigned j = 0; j < 16; ++j) {
+      when(l9, {glo[j], VGT[j]}, {{EQW.dim(0), 1.0}});
+      when(l9, {ghi[j], VGT[16 + j]}, {{EQW.dim(1), 1.0}});
+    }
+    const OH cm = masked(field_oh(VC0, 0, 16), 3);
+    for (std::uint32_t q = 0; q < 4; ++q) when(l9, {k(vw(q, 3)), cm[q]}, {{EQW.dim(2), 1.0}});
+    when(L(10), {ea, EQW[0], EQW[1], EQW[2]}, {{LASTW.dim(), 1.0}});
+    // the next kind
+    when(l9, {ea, k(kVwg)}, {{NK.dim(vw(0, 0)), 1.0}});
+    for (std::uint32_t q = 0; q < 4; ++q)
+      for (std::uint32_t m = 0; m < 3; ++m) when(l9, {ea, k(vw(q, m))}, {{NK.dim(vw(q, m + 1)), 1.0}});
+    LayerBuilder& l11 = L(11);
+    const Lin more = one - LASTW[0];
+    for (std::uint32_t q = 0; q < 3; ++q) when(l11, {ea, k(vw(q, 3)), more}, {{NK.dim(vw(q + 1, 0)), 1.0}});
+    const std::vector<Lin> next_group = {ea, k(vw(3, 3)), more};
+    when(l11, next_group, {{NK.dim(kVwg), 1.0}});
+    table(l11, {glo}, [&](const std::vector<unsigned>& x) { return SparseVec{{NPL.dim((x[0] + 1) & 15), 1.0}}; }, next_group);
+    table(l11, {ghi, OH{one - glo[15], glo[15]}},
+          [&](const std::vector<unsigned>& x) { return SparseVec{{NPH.dim((x[0] + x[1]) & 15), 1.0}}; }, next_group);
+    when(l11, {ea, stream_word_end(), LASTW[0]}, {{ENDI.dim(), 1.0}});
+    // the value byte (not after the last element, whose "next" element is outside the span)
+    for (unsigned v = 0; v < 16; ++v) l11.unit_out(l11.relu_unit(LO[v] - OV[0] - OV[1] - LASTW[0]), NPL.dim(v), 1.0);
+    table(l11, {field_oh(HS, 0, 31), OH{one - CL[0], CL[0]}},
+          [&](const std::vector<unsigned>& v) { return SparseVec{{NPH.dim((v[0] + v[1]) & 15), 1.0}}; },
+          {one - OV[0] - OV[1] - LASTW[0]});
+    for (std::uint32_t m = 0; m < 4; ++m) {
+      const unsigned hi = m < 3 ? 0xFF : 0x7F, lo = m < 3 ? 0x00 : 0x80;
+      when(l11, {OV[0], tm[m], more}, {{NPL.dim(hi & 15), 1.0}, {NPH.dim(hi >> 4), 1.0}});
+      when(l11, {OV[1], tm[m], more}, {{NPL.dim(lo & 15), 1.0}, {NPH.dim(lo >> 4), 1.0}});
+    }
+  }
+
   Lin div_cls() const { return sum_cls({DIV, DIVU, REM, REMU}); }
   // Trial quotient T (layers 6, 7, only for the division classes): the bits already consumed
   // above the next index, 1 at the next index (or all bits on the W steps).
