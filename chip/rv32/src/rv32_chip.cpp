@@ -977,8 +977,9 @@ class Compiler {
     const Lin v = cls(VLD), f = fetch(), one = Lin::constant(1);
     // the element group g of the last VLG and whether one was consumed since PCL: a slot written
     // on VLG and PCL, read (layer 6) only on VLD's steps
-    VGS = B.field("vlg_slot", 33);
-    slot_head(L(6), 1, [&](std::uint32_t) { return k(kVlg) + k(kPcl); }, [&](std::uint32_t r) { return VLGN[r]; }, VGS, v);
+    VGS = B.field("vlg_slot", 33);  // layer 0: VR's write index (vr_file()) needs g by layer 5
+    slot_head(L(0), 1, [&](std::uint32_t) { return k(kVlg) + k(kPcl); }, [&](std::uint32_t r) { return VLGN[r]; }, VGS,
+              int8_stream());
     const Lin seen = VGS[32];
     const OH glo = field_oh(VGS, 0, 16), ghi = field_oh(VGS, 16, 16);
     // Trap 5 (a < RAM_BASE or a + 4 + n > RAM_END; the other codes: vector_traps()), with
@@ -1302,6 +1303,9 @@ class Compiler {
     }
     return q;
   }
+  Lin int8_stream() const {  // consuming VLG or VLB0..VLB3
+    return k(kVlg) + k(kVlb0) + k(kVlb0 + 1) + k(kVlb0 + 2) + k(kVlb0 + 3);
+  }
   Lin stream_word_end() const {
     Lin l;
     for (std::uint32_t q = 0; q < 4; ++q) l += k(vw(q, 3));
@@ -1314,9 +1318,9 @@ class Compiler {
   // 0 (a threshold of a linear form), the nibble sums t1 = x1 + e1 and t2 = x2 + e2; layer 6: N12
   // from (t1, c1, t2). A sum past 1023 wraps (only on a step whose value is not used: the
   // element after a stream's last).
-  void index_sum(const std::string& name, const OH& x0, const OH& x1, const OH& x2, const OH& q,
+  void index_sum(const std::string& name, const FieldRef& gslot, const OH& x0, const OH& x1, const OH& x2, const OH& q,
                  const std::vector<Lin>& gates, const FieldRef& N0, const FieldRef& N12) {
-    const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
+    const OH glo = field_oh(gslot, 0, 16), ghi = field_oh(gslot, 16, 16);
     LayerBuilder& l5 = L(5);
     table(l5, {x0, masked(glo, 3), q}, [&](const std::vector<unsigned>& v) {
       return SparseVec{{N0.dim((v[0] + 4 * v[1] + v[2]) & 15), 1.0}};
@@ -1341,7 +1345,8 @@ class Compiler {
   // (VW_q3) is consumed: bytes 0..2 from the byte slots, byte 3 from the token; the ports read
   // the next value's operands on the same step, after the write. Only VEW's index maps are
   // compiled: read x at a + e, y at b + e, write dst + e (vector.md section 4.5).
-  // Not kept yet: VLD's words (its product sat32(sext8(b) M) is not computed).
+  // VLD writes its element i = 4 g + m (vector.md section 4.8) at dst + i when VLB_m is consumed
+  // in the element phase, with the value vld_product() computes.
   void vr_file() {
     VWGS = B.field("vwg_slot", 32);
     VWBS = B.field("vw_byte_slots", 96);
@@ -1363,9 +1368,25 @@ class Compiler {
     const FieldRef NX0 = B.field("vr_x_key_lo", 16), NX12 = B.field("vr_x_key_hi", 64);
     const FieldRef NY0 = B.field("vr_y_key_lo", 16), NY12 = B.field("vr_y_key_hi", 64);
     const FieldRef NW0 = B.field("vr_w_key_lo", 16), NW12 = B.field("vr_w_key_hi", 64);
-    index_sum("vr_x_index", nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qt, {reads, vew}, NX0, NX12);     // a + e
-    index_sum("vr_y_index", nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qt, {reads, vew}, NY0, NY12);     // b + e
-    index_sum("vr_w_index", nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw, {ends, vew}, NW0, NW12);      // dst + e
+    index_sum("vr_x_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qt, {reads, vew}, NX0, NX12);     // a + e
+    index_sum("vr_y_index", VWGS, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qt, {reads, vew}, NY0, NY12);     // b + e
+    index_sum("vr_w_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw, {ends, vew}, NW0, NW12);      // dst + e
+    // VLD: dst = X(rs2) & 0xFFFF, element i = 4 g + m (g: vld()'s VLG slot)
+    OH qv(4);
+    for (std::uint32_t m = 0; m < 4; ++m) qv[m] = k(kVlb0 + m);
+    const Lin vlb = k(kVlb0) + k(kVlb0 + 1) + k(kVlb0 + 2) + k(kVlb0 + 3), seen = VGS[32];
+    index_sum("vr_vld_index", VGS, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qv, {vlb, seen, PRE[VLD]}, NW0, NW12);
+    const FieldRef VAL = vld_product();
+    // the word that is written: the stream's bytes (slots and the VW_q3 token's payload) or VLD's
+    const FieldRef VW3 = B.field("vw3_payload_nibbles", 32);
+    for (std::uint32_t q = 0; q < 4; ++q)
+      for (std::uint32_t p = 0; p < 256; ++p) {
+        B.embed(256 * vw(q, 3) + p, VW3.dim(p & 15), 1);
+        B.embed(256 * vw(q, 3) + p, VW3.dim(16 + (p >> 4)), 1);
+      }
+    const FieldRef WR = B.field("vr_write", 1);
+    when(L(6), {ends, cls(VEW)}, {{WR.dim(), 1.0}});
+    when(L(6), {vlb, seen, cls(VLD)}, {{WR.dim(), 1.0}});
     VRX = B.field("vr_x", 128);
     VRY = B.field("vr_y", 128);
     LayerBuilder& l7 = L(7);
@@ -1377,10 +1398,10 @@ class Compiler {
         H.k[w] = NW0[w & 15] + NW12[w >> 4] - 1.0;
       }
       for (std::uint32_t i = 0; i < 128; ++i) {
-        H.v[i] = i < 96 ? VWBS[i] : PN[i - 96];
+        H.v[i] = (i < 96 ? VWBS[i] : VW3[i - 96]) + VAL[i];
         H.out.emplace_back(i, out.dim(i), 1.0);
       }
-      H.beta = ends + cls(VEW) - 1.0;
+      H.beta = WR[0];
       Initialiser in;
       in.name = name;
       in.layer = 7;
@@ -1393,6 +1414,108 @@ class Compiler {
       in.bytes_per_column = 4;
       B.initialiser(in);
     }
+  }
+
+  // VLD's word sat32(sext8(b) M) (vector.md section 4.8) on its element steps, as nibble one-hots
+  // (128) in layer 6's output, for VR's write. M: a slot per byte (layer 1), written by VLB_m in
+  // the M phase (no VLG since PCL: vld()'s slot, layer 0), read on VLB steps; b: the consumed
+  // payload. The product modulo 2^40 (|b M| <= 2^38) as 10 nibble columns:
+  // - layer 1: the 16 nibble products m_i b_j (m_7 and b_1 signed) from tables, each signed one
+  //   biased by +128 to 0..255, its two nibbles added into columns i + j and i + j + 1; the
+  //   bias's total, -128 sum 16^(i+j) over the signed products, modulo 2^40, is added as
+  //   constant nibbles (column sums 0..75);
+  // - layer 2: one carry-save split (columns 0..19); layer 3: their one-hots, so that generate
+  //   (>= 16) and propagate (= 15) are linear; layer 4: the final digits with a carry-lookahead;
+  // - layer 5: saturation from bits 31..39 (not all equal: positive or negative overflow);
+  //   layer 6: the digits of nibbles 0..7, or the bytes of 2^31 - 1 or -2^31.
+  FieldRef vld_product() {
+    const Lin one = Lin::constant(1);
+    const Lin vlb = k(kVlb0) + k(kVlb0 + 1) + k(kVlb0 + 2) + k(kVlb0 + 3), seen = VGS[32];
+    const Lin el = vlb + seen - 1.0;  // 1 on VLD's element steps, <= 0 elsewhere
+    const FieldRef MS = B.field("vld_m_slots", 128);
+    slot_head(L(1), 4, [&](std::uint32_t m) { return k(kVlb0 + m) - seen; }, [&](std::uint32_t r) { return PN[r % 32]; }, MS, vlb);
+    constexpr std::uint32_t kCols = 10;
+    const FieldRef CS = B.field("vld_col_sums", kCols);
+    LayerBuilder& l1 = L(1);
+    std::int64_t bias = 0;  // -128 sum 16^(i+j) over the signed products
+    for (std::uint32_t i = 0; i < 8; ++i)
+      for (std::uint32_t j = 0; j < 2; ++j) {
+        const bool sgn = i == 7 || j == 1;
+        if (sgn) bias -= 128LL << (4 * (i + j));
+        table(l1, {nib(MS, i), field_oh(PN, 16 * j, 16)}, [&, i, j, sgn](const std::vector<unsigned>& v) {
+          const int mi = (i == 7 && v[0] >= 8) ? static_cast<int>(v[0]) - 16 : static_cast<int>(v[0]);
+          const int bj = (j == 1 && v[1] >= 8) ? static_cast<int>(v[1]) - 16 : static_cast<int>(v[1]);
+          const int p = mi * bj + (sgn ? 128 : 0);
+          SparseVec out;
+          if ((p & 15) != 0) out.push_back({CS.dim(i + j), static_cast<double>(p & 15)});
+          if ((p >> 4) != 0 && i + j + 1 < kCols) out.push_back({CS.dim(i + j + 1), static_cast<double>(p >> 4)});
+          return out;
+        }, {el});
+      }
+    const std::uint64_t kmod = static_cast<std::uint64_t>(bias) & ((1ULL << 40) - 1);
+    for (std::uint32_t c = 0; c < kCols; ++c) {
+      const double kc = static_cast<double>((kmod >> (4 * c)) & 15);
+      if (kc != 0) pass(l1, el, CS.dim(c), kc);
+    }
+    // layer 2: S2_c = (CS_c mod 16) + (CS_{c-1} div 16), 0..19
+    const FieldRef S2 = B.field("vld_cols_split", kCols);
+    LayerBuilder& l2 = L(2);
+    for (std::uint32_t c = 0; c < kCols; ++c) {
+      pass(l2, CS[c], S2.dim(c));
+      for (std::uint32_t t = 1; t <= 4; ++t) {
+        threshold(l2, CS[c], 16.0 * t, S2.dim(c), -16);
+        if (c + 1 < kCols) threshold(l2, CS[c], 16.0 * t, S2.dim(c + 1), 1);
+      }
+    }
+    // layer 3: one-hots of S2_c (0..19): [S2 = s] = u(s - 1) - 2 u(s) + u(s + 1), u(t) = ReLU(S2 - t),
+    // gated by the element step
+    const FieldRef S2H = B.field("vld_cols_onehot", 20 * kCols);
+    LayerBuilder& l3 = L(3);
+    for (std::uint32_t c = 0; c < kCols; ++c)
+      for (int t = -1; t <= 20; ++t) {
+        const std::uint32_t u = l3.relu_unit(S2[c] - static_cast<double>(t) + el * 64.0 - 64.0);
+        for (int s2 = t - 1; s2 <= t + 1; ++s2)
+          if (s2 >= 0 && s2 < 20) l3.unit_out(u, S2H.dim(20 * c + static_cast<std::uint32_t>(s2)), s2 == t ? -2.0 : 1.0);
+      }
+    auto s2h = [&](std::uint32_t c) { return field_oh(S2H, 20 * c, 20); };
+    auto gen = [&](std::uint32_t c) { return any_of(s2h(c), [](unsigned s) { return s >= 16; }); };
+    // layer 4: digit c = (S2_c + carry_c) mod 16, carry_c = sum_k<c [G_k, P_k+1 .. P_c-1]
+    const FieldRef DG = B.field("vld_digits", 16 * kCols);
+    LayerBuilder& l4 = L(4);
+    for (std::uint32_t c = 0; c < kCols; ++c) {
+      const OH h = s2h(c);
+      for (std::uint32_t s2 = 0; s2 < 20; ++s2) {
+        pass(l4, h[s2], DG.dim(16 * c + (s2 & 15)));
+        for (std::uint32_t kk = 0; kk < c; ++kk) {
+          std::vector<Lin> conds = {h[s2], gen(kk)};
+          for (std::uint32_t j = kk + 1; j < c; ++j) conds.push_back(s2h(j)[15]);
+          when(l4, conds, {{DG.dim(16 * c + (s2 & 15)), -1.0}, {DG.dim(16 * c + ((s2 + 1) & 15)), 1.0}});
+        }
+      }
+    }
+    auto dg = [&](std::uint32_t c) { return field_oh(DG, 16 * c, 16); };
+    // layer 5: overflow. Positive: bit 39 = 0 and bits 31..38 not all 0; negative: bit 39 = 1 and
+    // bits 31..38 not all 1.
+    const FieldRef OV = B.field("vld_overflow", 2);
+    LayerBuilder& l5 = L(5);
+    const Lin d9lo = any_of(dg(9), [](unsigned v) { return v < 8; }), d9hi = any_of(dg(9), [](unsigned v) { return v >= 8; });
+    const Lin d7lo = any_of(dg(7), [](unsigned v) { return v < 8; }), d7hi = any_of(dg(7), [](unsigned v) { return v >= 8; });
+    pass(l5, d9lo, OV.dim(0));
+    when(l5, {d7lo, dg(8)[0], dg(9)[0]}, {{OV.dim(0), -1.0}});
+    pass(l5, d9hi, OV.dim(1));
+    when(l5, {d7hi, dg(8)[15], dg(9)[15]}, {{OV.dim(1), -1.0}});
+    // layer 6: the word's nibble one-hots
+    const FieldRef VAL = B.field("vld_word", 128);
+    LayerBuilder& l6 = L(6);
+    for (std::uint32_t c = 0; c < 8; ++c)
+      for (unsigned v = 0; v < 16; ++v) l6.unit_out(l6.relu_unit(dg(c)[v] - OV[0] - OV[1]), VAL.dim(16 * c + v), 1.0);
+    for (std::uint32_t c = 0; c < 8; ++c) {
+      const std::uint32_t hi = (0x7FFFFFFFu >> (4 * c)) & 15, lo = (0x80000000u >> (4 * c)) & 15;
+      pass(l6, OV[0], VAL.dim(16 * c + hi));
+      pass(l6, OV[1], VAL.dim(16 * c + lo));
+    }
+    (void)one;
+    return VAL;
   }
 
   // VEW ADD (vector.md section 4.5): z = sat32(x + y), one word stream (section 5). The value
