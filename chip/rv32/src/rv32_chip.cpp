@@ -232,7 +232,7 @@ class Compiler {
     vld();
     vector_traps();
     vr_file();
-    vew_add();
+    vew();
     when(L(9), {cls(ECALL), k(kPcl), EQ64[0], FDOK[0], Lin::constant(1) - LEN0[0], Lin::constant(1) - LENBIG[0], WBAD[0]},
          token_out(kTrap, 5));
     divide();
@@ -288,7 +288,7 @@ class Compiler {
   FieldRef VLGN, VGS, RV1, RV2, VK, VZ, VSH, VOK, VC0, VC1, VZ45, VC2, VGT, VEQ, VLAST;
   FieldRef VEG, VGE, RDM, RDE, ADNV;
   // VR and the word streams (vector.md sections 2, 5): slots, the register file's two read ports
-  Lin EADD;  // [VEW, MODE = ADD] (an operand-range enable of vector_traps(), layer 6)
+  Lin EADD, EMUL;  // [VEW, MODE = ADD], [VEW, MODE = MUL] (operand-range enables of vector_traps(), layer 6)
   FieldRef VWGS, VWBS, VRX, VRY;
 
   Lin k(std::uint32_t kind) const { return K[kind]; }
@@ -1278,9 +1278,10 @@ class Compiler {
     run.push_back(cls(VLD));
     when(L(10), run, {{NK.dim(kVlb0), 1.0}, {LANEX.dim(0), 1.0}, {RDM.dim(), 1.0}});
     EADD = E(w_m[0]);
-    run.back() = EADD;  // VEW ADD: its word stream starts with VWG(0) (vew_add())
+    EMUL = E(w_m[1]);
+    run.back() = EADD + EMUL;  // VEW ADD, MUL: the word stream starts with VWG(0) (vew())
     when(L(10), run, token_out(kVwg, 0));
-    none.push_back(anyv - cls(VLD) - EADD);
+    none.push_back(anyv - cls(VLD) - EADD - EMUL);
     when(L(10), none, token_out(kTrap, 1));
   }
   // ---- VR and the word streams (vector.md sections 2, 5) -------------------------------------
@@ -1416,110 +1417,135 @@ class Compiler {
     }
   }
 
+  // An exact signed product x·y plus a constant, modulo 2^(4 cols), as digit one-hots (16 rows
+  // per column, least significant first), in four layers from `l`:
+  // - l: the nibble products x_i y_j from tables (the last nibble of x and of y is signed), each
+  //   signed one biased by +128 to 0..255, its two nibbles added into columns i + j and
+  //   i + j + 1; the biases' total (-128 sum 16^(i+j) over the signed products) plus `add`,
+  //   modulo 2^(4 cols), goes in as constant nibbles, so every column sum is >= 0;
+  // - l + 1: one carry-save split, S_c = (CS_c mod 16) + (CS_{c-1} div 16) <= 30;
+  // - l + 2: the one-hots of S_c, so that generate (S >= 16) and propagate (S = 15) are linear;
+  // - l + 3: digit c = (S_c + carry_c) mod 16, carry_c = sum_k<c [G_k, P_k+1 .. P_c-1].
+  // `gate` is 1 where the product is wanted and <= 0 elsewhere (the units are idle there).
+  FieldRef product_digits(const std::string& name, std::uint32_t l, const std::vector<OH>& xs, const std::vector<OH>& ys,
+                          std::uint32_t cols, std::uint64_t add, const Lin& gate) {
+    const std::uint64_t mask = cols >= 16 ? ~0ULL : (1ULL << (4 * cols)) - 1;
+    const FieldRef CS = B.field(name + "_col_sums", cols);
+    std::vector<unsigned> max_cs(cols, 0);
+    std::uint64_t konst = add;
+    for (std::uint32_t i = 0; i < xs.size(); ++i)
+      for (std::uint32_t j = 0; j < ys.size(); ++j) {
+        const bool sx = i + 1 == xs.size(), sy = j + 1 == ys.size(), sgn = sx || sy;
+        if (sgn) konst -= 128ULL << (4 * (i + j));
+        if (i + j < cols) max_cs[i + j] += 15;
+        if (i + j + 1 < cols) max_cs[i + j + 1] += 15;
+        table(L(l), {xs[i], ys[j]}, [&, i, j, sx, sy, sgn](const std::vector<unsigned>& v) {
+          const int xi = (sx && v[0] >= 8) ? static_cast<int>(v[0]) - 16 : static_cast<int>(v[0]);
+          const int yj = (sy && v[1] >= 8) ? static_cast<int>(v[1]) - 16 : static_cast<int>(v[1]);
+          const int p = xi * yj + (sgn ? 128 : 0);
+          SparseVec out;
+          if ((p & 15) != 0 && i + j < cols) out.push_back({CS.dim(i + j), static_cast<double>(p & 15)});
+          if ((p >> 4) != 0 && i + j + 1 < cols) out.push_back({CS.dim(i + j + 1), static_cast<double>(p >> 4)});
+          return out;
+        }, {gate});
+      }
+    konst &= mask;
+    for (std::uint32_t c = 0; c < cols; ++c) {
+      const unsigned kc = static_cast<unsigned>((konst >> (4 * c)) & 15);
+      max_cs[c] += kc;
+      if (kc != 0) pass(L(l), gate, CS.dim(c), kc);
+    }
+    const FieldRef S2 = B.field(name + "_cols_split", cols);
+    LayerBuilder& l2 = L(l + 1);
+    unsigned smax = 0;
+    for (std::uint32_t c = 0; c < cols; ++c) {
+      pass(l2, CS[c], S2.dim(c));
+      for (unsigned t = 1; 16 * t <= max_cs[c]; ++t) {
+        threshold(l2, CS[c], 16.0 * t, S2.dim(c), -16);
+        if (c + 1 < cols) threshold(l2, CS[c], 16.0 * t, S2.dim(c + 1), 1);
+      }
+      smax = std::max(smax, 15 + (c > 0 ? max_cs[c - 1] / 16 : 0));
+    }
+    if (smax > 30) throw std::logic_error("product_digits: a column can carry twice");
+    const std::uint32_t width = smax + 1;
+    const FieldRef S2H = B.field(name + "_cols_onehot", width * cols);
+    LayerBuilder& l3 = L(l + 2);
+    for (std::uint32_t c = 0; c < cols; ++c)
+      for (int t = -1; t <= static_cast<int>(width); ++t) {
+        const std::uint32_t u = l3.relu_unit(S2[c] - static_cast<double>(t) + gate * 64.0 - 64.0);
+        for (int s2 = t - 1; s2 <= t + 1; ++s2)
+          if (s2 >= 0 && s2 < static_cast<int>(width))
+            l3.unit_out(u, S2H.dim(width * c + static_cast<std::uint32_t>(s2)), s2 == t ? -2.0 : 1.0);
+      }
+    auto s2h = [&](std::uint32_t c) { return field_oh(S2H, width * c, width); };
+    auto gen = [&](std::uint32_t c) { return any_of(s2h(c), [](unsigned v) { return v >= 16; }); };
+    const FieldRef DG = B.field(name + "_digits", 16 * cols);
+    LayerBuilder& l4 = L(l + 3);
+    for (std::uint32_t c = 0; c < cols; ++c) {
+      const OH h = s2h(c);
+      for (std::uint32_t v = 0; v < width; ++v) {
+        pass(l4, h[v], DG.dim(16 * c + (v & 15)));
+        for (std::uint32_t kk = 0; kk < c; ++kk) {
+          std::vector<Lin> conds = {h[v], gen(kk)};
+          for (std::uint32_t j = kk + 1; j < c; ++j) conds.push_back(s2h(j)[15]);
+          when(l4, conds, {{DG.dim(16 * c + (v & 15)), -1.0}, {DG.dim(16 * c + ((v + 1) & 15)), 1.0}});
+        }
+      }
+    }
+    return DG;
+  }
+
+  // Overflow of a two's complement value held as digit one-hots (16 rows per column) when it is
+  // cut to the bits below bit 4 lo + 3: OV[0] += [positive and bits 4 lo + 3 .. 4 cols - 1 not all
+  // 0], OV[1] += [negative and those bits not all 1] (one layer).
+  void overflow_flags(LayerBuilder& L_, const FieldRef& DG, std::uint32_t lo, std::uint32_t cols, const FieldRef& OV,
+                      const Lin& gate) {
+    auto dg = [&](std::uint32_t c) { return field_oh(DG, 16 * c, 16); };
+    const Lin top_lo = any_of(dg(cols - 1), [](unsigned v) { return v < 8; }), top_hi = any_of(dg(cols - 1), [](unsigned v) { return v >= 8; });
+    std::vector<Lin> zero = {any_of(dg(lo), [](unsigned v) { return v < 8; }), gate};
+    std::vector<Lin> ones = {any_of(dg(lo), [](unsigned v) { return v >= 8; }), gate};
+    for (std::uint32_t c = lo + 1; c < cols; ++c) {
+      zero.push_back(dg(c)[0]);
+      ones.push_back(dg(c)[15]);
+    }
+    when(L_, {top_lo, gate}, {{OV.dim(0), 1.0}});
+    when(L_, zero, {{OV.dim(0), -1.0}});
+    when(L_, {top_hi, gate}, {{OV.dim(1), 1.0}});
+    when(L_, ones, {{OV.dim(1), -1.0}});
+  }
+
   // VLD's word sat32(sext8(b) M) (vector.md section 4.8) on its element steps, as nibble one-hots
   // (128) in layer 6's output, for VR's write. M: a slot per byte (layer 1), written by VLB_m in
   // the M phase (no VLG since PCL: vld()'s slot, layer 0), read on VLB steps; b: the consumed
-  // payload. The product modulo 2^40 (|b M| <= 2^38) as 10 nibble columns:
-  // - layer 1: the 16 nibble products m_i b_j (m_7 and b_1 signed) from tables, each signed one
-  //   biased by +128 to 0..255, its two nibbles added into columns i + j and i + j + 1; the
-  //   bias's total, -128 sum 16^(i+j) over the signed products, modulo 2^40, is added as
-  //   constant nibbles (column sums 0..75);
-  // - layer 2: one carry-save split (columns 0..19); layer 3: their one-hots, so that generate
-  //   (>= 16) and propagate (= 15) are linear; layer 4: the final digits with a carry-lookahead;
-  // - layer 5: saturation from bits 31..39 (not all equal: positive or negative overflow);
-  //   layer 6: the digits of nibbles 0..7, or the bytes of 2^31 - 1 or -2^31.
+  // payload. The product (|b M| <= 2^38) modulo 2^40 by product_digits() (layers 1..4), overflow
+  // from bits 31..39 (layer 5), then the digits of nibbles 0..7 or the bytes of 2^31 - 1 or
+  // -2^31 (layer 6).
   FieldRef vld_product() {
-    const Lin one = Lin::constant(1);
     const Lin vlb = k(kVlb0) + k(kVlb0 + 1) + k(kVlb0 + 2) + k(kVlb0 + 3), seen = VGS[32];
     const Lin el = vlb + seen - 1.0;  // 1 on VLD's element steps, <= 0 elsewhere
     const FieldRef MS = B.field("vld_m_slots", 128);
     slot_head(L(1), 4, [&](std::uint32_t m) { return k(kVlb0 + m) - seen; }, [&](std::uint32_t r) { return PN[r % 32]; }, MS, vlb);
-    constexpr std::uint32_t kCols = 10;
-    const FieldRef CS = B.field("vld_col_sums", kCols);
-    LayerBuilder& l1 = L(1);
-    std::int64_t bias = 0;  // -128 sum 16^(i+j) over the signed products
-    for (std::uint32_t i = 0; i < 8; ++i)
-      for (std::uint32_t j = 0; j < 2; ++j) {
-        const bool sgn = i == 7 || j == 1;
-        if (sgn) bias -= 128LL << (4 * (i + j));
-        table(l1, {nib(MS, i), field_oh(PN, 16 * j, 16)}, [&, i, j, sgn](const std::vector<unsigned>& v) {
-          const int mi = (i == 7 && v[0] >= 8) ? static_cast<int>(v[0]) - 16 : static_cast<int>(v[0]);
-          const int bj = (j == 1 && v[1] >= 8) ? static_cast<int>(v[1]) - 16 : static_cast<int>(v[1]);
-          const int p = mi * bj + (sgn ? 128 : 0);
-          SparseVec out;
-          if ((p & 15) != 0) out.push_back({CS.dim(i + j), static_cast<double>(p & 15)});
-          if ((p >> 4) != 0 && i + j + 1 < kCols) out.push_back({CS.dim(i + j + 1), static_cast<double>(p >> 4)});
-          return out;
-        }, {el});
-      }
-    const std::uint64_t kmod = static_cast<std::uint64_t>(bias) & ((1ULL << 40) - 1);
-    for (std::uint32_t c = 0; c < kCols; ++c) {
-      const double kc = static_cast<double>((kmod >> (4 * c)) & 15);
-      if (kc != 0) pass(l1, el, CS.dim(c), kc);
-    }
-    // layer 2: S2_c = (CS_c mod 16) + (CS_{c-1} div 16), 0..19
-    const FieldRef S2 = B.field("vld_cols_split", kCols);
-    LayerBuilder& l2 = L(2);
-    for (std::uint32_t c = 0; c < kCols; ++c) {
-      pass(l2, CS[c], S2.dim(c));
-      for (std::uint32_t t = 1; t <= 4; ++t) {
-        threshold(l2, CS[c], 16.0 * t, S2.dim(c), -16);
-        if (c + 1 < kCols) threshold(l2, CS[c], 16.0 * t, S2.dim(c + 1), 1);
-      }
-    }
-    // layer 3: one-hots of S2_c (0..19): [S2 = s] = u(s - 1) - 2 u(s) + u(s + 1), u(t) = ReLU(S2 - t),
-    // gated by the element step
-    const FieldRef S2H = B.field("vld_cols_onehot", 20 * kCols);
-    LayerBuilder& l3 = L(3);
-    for (std::uint32_t c = 0; c < kCols; ++c)
-      for (int t = -1; t <= 20; ++t) {
-        const std::uint32_t u = l3.relu_unit(S2[c] - static_cast<double>(t) + el * 64.0 - 64.0);
-        for (int s2 = t - 1; s2 <= t + 1; ++s2)
-          if (s2 >= 0 && s2 < 20) l3.unit_out(u, S2H.dim(20 * c + static_cast<std::uint32_t>(s2)), s2 == t ? -2.0 : 1.0);
-      }
-    auto s2h = [&](std::uint32_t c) { return field_oh(S2H, 20 * c, 20); };
-    auto gen = [&](std::uint32_t c) { return any_of(s2h(c), [](unsigned s) { return s >= 16; }); };
-    // layer 4: digit c = (S2_c + carry_c) mod 16, carry_c = sum_k<c [G_k, P_k+1 .. P_c-1]
-    const FieldRef DG = B.field("vld_digits", 16 * kCols);
-    LayerBuilder& l4 = L(4);
-    for (std::uint32_t c = 0; c < kCols; ++c) {
-      const OH h = s2h(c);
-      for (std::uint32_t s2 = 0; s2 < 20; ++s2) {
-        pass(l4, h[s2], DG.dim(16 * c + (s2 & 15)));
-        for (std::uint32_t kk = 0; kk < c; ++kk) {
-          std::vector<Lin> conds = {h[s2], gen(kk)};
-          for (std::uint32_t j = kk + 1; j < c; ++j) conds.push_back(s2h(j)[15]);
-          when(l4, conds, {{DG.dim(16 * c + (s2 & 15)), -1.0}, {DG.dim(16 * c + ((s2 + 1) & 15)), 1.0}});
-        }
-      }
-    }
-    auto dg = [&](std::uint32_t c) { return field_oh(DG, 16 * c, 16); };
-    // layer 5: overflow. Positive: bit 39 = 0 and bits 31..38 not all 0; negative: bit 39 = 1 and
-    // bits 31..38 not all 1.
+    std::vector<OH> ms, bs;
+    for (std::uint32_t i = 0; i < 8; ++i) ms.push_back(nib(MS, i));
+    for (std::uint32_t j = 0; j < 2; ++j) bs.push_back(field_oh(PN, 16 * j, 16));
+    const FieldRef DG = product_digits("vld", 1, ms, bs, 10, 0, el);
     const FieldRef OV = B.field("vld_overflow", 2);
-    LayerBuilder& l5 = L(5);
-    const Lin d9lo = any_of(dg(9), [](unsigned v) { return v < 8; }), d9hi = any_of(dg(9), [](unsigned v) { return v >= 8; });
-    const Lin d7lo = any_of(dg(7), [](unsigned v) { return v < 8; }), d7hi = any_of(dg(7), [](unsigned v) { return v >= 8; });
-    pass(l5, d9lo, OV.dim(0));
-    when(l5, {d7lo, dg(8)[0], dg(9)[0]}, {{OV.dim(0), -1.0}});
-    pass(l5, d9hi, OV.dim(1));
-    when(l5, {d7hi, dg(8)[15], dg(9)[15]}, {{OV.dim(1), -1.0}});
-    // layer 6: the word's nibble one-hots
+    overflow_flags(L(5), DG, 7, 10, OV, Lin::constant(1));
     const FieldRef VAL = B.field("vld_word", 128);
     LayerBuilder& l6 = L(6);
     for (std::uint32_t c = 0; c < 8; ++c)
-      for (unsigned v = 0; v < 16; ++v) l6.unit_out(l6.relu_unit(dg(c)[v] - OV[0] - OV[1]), VAL.dim(16 * c + v), 1.0);
+      for (unsigned v = 0; v < 16; ++v)
+        l6.unit_out(l6.relu_unit(DG[16 * c + v] - OV[0] - OV[1]), VAL.dim(16 * c + v), 1.0);
     for (std::uint32_t c = 0; c < 8; ++c) {
       const std::uint32_t hi = (0x7FFFFFFFu >> (4 * c)) & 15, lo = (0x80000000u >> (4 * c)) & 15;
       pass(l6, OV[0], VAL.dim(16 * c + hi));
       pass(l6, OV[1], VAL.dim(16 * c + lo));
     }
-    (void)one;
     return VAL;
   }
 
-  // VEW ADD (vector.md section 4.5): z = sat32(x + y), one word stream (section 5). The value
-  // byte m of the next token, from the two words the ports read:
+  // VEW ADD and MUL (vector.md section 4.5), one word stream (section 5). ADD, z = sat32(x + y):
+  // the value byte m of the next token, from the two words the ports read:
   // - no overflow: (x_m + y_m + c_m) mod 256, the carry c_m into byte m (m >= 1) from the
   //   consumed byte r = byte m - 1 of z: [x_{m-1} + y_{m-1} - r >= 1] (as the scalar adder);
   //   nibble sums (layer 7), the low nibble with c_m and its carry (8), the high nibble (11);
@@ -1529,8 +1555,8 @@ class Compiler {
   // Sequence: VWG(0) on the fetch step (vector_traps()), VW_{q,m+1} after VW_qm, VW_{q+1,0} after
   // VW_q3 (q < 3), VWG(g + 1) after VW_33, the instruction's end after element n - 1 (the
   // (g, q) of n - 1 from vld()'s VGT and VC0).
-  void vew_add() {
-    const Lin one = Lin::constant(1), ea = EADD;
+  void vew() {
+    const Lin one = Lin::constant(1), ea = EADD, ev = EADD + EMUL;
     OH tm(4);  // the next token is value byte m
     for (std::uint32_t q = 0; q < 4; ++q) {
       if (q < 3) tm[0] += k(vw(q, 3));
@@ -1593,20 +1619,20 @@ class Compiler {
     }
     const OH cm = masked(field_oh(VC0, 0, 16), 3);
     for (std::uint32_t q = 0; q < 4; ++q) when(l9, {k(vw(q, 3)), cm[q]}, {{EQW.dim(2), 1.0}});
-    when(L(10), {ea, EQW[0], EQW[1], EQW[2]}, {{LASTW.dim(), 1.0}});
+    when(L(10), {ev, EQW[0], EQW[1], EQW[2]}, {{LASTW.dim(), 1.0}});
     // the next kind
-    when(l9, {ea, k(kVwg)}, {{NK.dim(vw(0, 0)), 1.0}});
+    when(l9, {ev, k(kVwg)}, {{NK.dim(vw(0, 0)), 1.0}});
     for (std::uint32_t q = 0; q < 4; ++q)
-      for (std::uint32_t m = 0; m < 3; ++m) when(l9, {ea, k(vw(q, m))}, {{NK.dim(vw(q, m + 1)), 1.0}});
+      for (std::uint32_t m = 0; m < 3; ++m) when(l9, {ev, k(vw(q, m))}, {{NK.dim(vw(q, m + 1)), 1.0}});
     LayerBuilder& l11 = L(11);
     const Lin more = one - LASTW[0];
-    for (std::uint32_t q = 0; q < 3; ++q) when(l11, {ea, k(vw(q, 3)), more}, {{NK.dim(vw(q + 1, 0)), 1.0}});
-    const std::vector<Lin> next_group = {ea, k(vw(3, 3)), more};
+    for (std::uint32_t q = 0; q < 3; ++q) when(l11, {ev, k(vw(q, 3)), more}, {{NK.dim(vw(q + 1, 0)), 1.0}});
+    const std::vector<Lin> next_group = {ev, k(vw(3, 3)), more};
     when(l11, next_group, {{NK.dim(kVwg), 1.0}});
     table(l11, {glo}, [&](const std::vector<unsigned>& x) { return SparseVec{{NPL.dim((x[0] + 1) & 15), 1.0}}; }, next_group);
     table(l11, {ghi, OH{one - glo[15], glo[15]}},
           [&](const std::vector<unsigned>& x) { return SparseVec{{NPH.dim((x[0] + x[1]) & 15), 1.0}}; }, next_group);
-    when(l11, {ea, stream_word_end(), LASTW[0]}, {{ENDI.dim(), 1.0}});
+    when(l11, {ev, stream_word_end(), LASTW[0]}, {{ENDI.dim(), 1.0}});
     // the value byte (not after the last element, whose "next" element is outside the span)
     for (unsigned v = 0; v < 16; ++v) l11.unit_out(l11.relu_unit(LO[v] - OV[0] - OV[1] - LASTW[0]), NPL.dim(v), 1.0);
     table(l11, {field_oh(HS, 0, 31), OH{one - CL[0], CL[0]}},
@@ -1616,6 +1642,29 @@ class Compiler {
       const unsigned hi = m < 3 ? 0xFF : 0x7F, lo = m < 3 ? 0x00 : 0x80;
       when(l11, {OV[0], tm[m], more}, {{NPL.dim(hi & 15), 1.0}, {NPH.dim(hi >> 4), 1.0}});
       when(l11, {OV[1], tm[m], more}, {{NPL.dim(lo & 15), 1.0}, {NPH.dim(lo >> 4), 1.0}});
+    }
+    // MUL: rnd(x y, 16) = floor((x y + 2^15) / 2^16): the digits of x y + 2^15 modulo 2^64
+    // (product_digits(), layers 7..10), overflow from bits 47..63 (11), then byte m of the result
+    // is columns 4 + 2m and 5 + 2m, or a byte of 2^31 - 1 or -2^31 (12).
+    const Lin gm = tm[0] + tm[1] + tm[2] + tm[3] + EMUL - 1.0;
+    std::vector<OH> xn, yn;
+    for (std::uint32_t i = 0; i < 8; ++i) {
+      xn.push_back(nib(VRX, i));
+      yn.push_back(nib(VRY, i));
+    }
+    const FieldRef MD = product_digits("vew_mul", 7, xn, yn, 16, 1ULL << 15, gm);
+    const FieldRef MOV = B.field("vew_mul_overflow", 2);
+    overflow_flags(L(11), MD, 11, 16, MOV, one);
+    LayerBuilder& l12 = L(12);
+    for (std::uint32_t m = 0; m < 4; ++m) {
+      for (unsigned v = 0; v < 16; ++v) {
+        const Lin off = tm[m] - MOV[0] - MOV[1] - LASTW[0] - 1.0;
+        l12.unit_out(l12.relu_unit(MD[16 * (4 + 2 * m) + v] + off), NPL.dim(v), 1.0);
+        l12.unit_out(l12.relu_unit(MD[16 * (5 + 2 * m) + v] + off), NPH.dim(v), 1.0);
+      }
+      const unsigned hi = m < 3 ? 0xFF : 0x7F, lo = m < 3 ? 0x00 : 0x80;
+      when(l12, {MOV[0], tm[m], more}, {{NPL.dim(hi & 15), 1.0}, {NPH.dim(hi >> 4), 1.0}});
+      when(l12, {MOV[1], tm[m], more}, {{NPL.dim(lo & 15), 1.0}, {NPH.dim(lo >> 4), 1.0}});
     }
   }
 
