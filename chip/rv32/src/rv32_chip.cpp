@@ -288,7 +288,7 @@ class Compiler {
   FieldRef VLGN, VGS, RV1, RV2, VK, VZ, VSH, VOK, VC0, VC1, VZ45, VC2, VGT, VEQ, VLAST;
   FieldRef VEG, VGE, RDM, RDE, ADNV;
   // VR and the word streams (vector.md sections 2, 5): slots, the register file's two read ports
-  Lin EADD, EMUL;  // [VEW, MODE = ADD], [VEW, MODE = MUL] (operand-range enables of vector_traps(), layer 6)
+  Lin EADD, EMUL, EMULS;  // [VEW, MODE = ADD / MUL / MULS] (operand-range enables of vector_traps(), layer 6)
   FieldRef VWGS, VWBS, VRX, VRY;
 
   Lin k(std::uint32_t kind) const { return K[kind]; }
@@ -1279,9 +1279,10 @@ class Compiler {
     when(L(10), run, {{NK.dim(kVlb0), 1.0}, {LANEX.dim(0), 1.0}, {RDM.dim(), 1.0}});
     EADD = E(w_m[0]);
     EMUL = E(w_m[1]);
-    run.back() = EADD + EMUL;  // VEW ADD, MUL: the word stream starts with VWG(0) (vew())
+    EMULS = E(w_m[2]);
+    run.back() = EADD + EMUL + EMULS;  // VEW ADD, MUL, MULS: the word stream starts with VWG(0) (vew())
     when(L(10), run, token_out(kVwg, 0));
-    none.push_back(anyv - cls(VLD) - EADD - EMUL);
+    none.push_back(anyv - cls(VLD) - EADD - EMUL - EMULS);
     when(L(10), none, token_out(kTrap, 1));
   }
   // ---- VR and the word streams (vector.md sections 2, 5) -------------------------------------
@@ -1340,6 +1341,70 @@ class Compiler {
     });
   }
 
+  // X + e' as index_sum() does, for an element e' given as nibble one-hots E0, E1 and E2 (bits 8,
+  // 9): layer 5 N0, c1, t1, t2; layer 6 N12.
+  void index_sum_nibbles(const std::string& name, const OH& x0, const OH& x1, const OH& x2, const OH& e0, const OH& e1,
+                         const OH& e2, const std::vector<Lin>& gates, const FieldRef& N0, const FieldRef& N12) {
+    LayerBuilder& l5 = L(5);
+    table(l5, {x0, e0}, [&](const std::vector<unsigned>& v) { return SparseVec{{N0.dim((v[0] + v[1]) & 15), 1.0}}; }, gates);
+    const FieldRef C1 = B.field(name + "_c1", 1), T1 = B.field(name + "_t1", 31), T2 = B.field(name + "_t2", 7);
+    threshold(l5, oh_value(x0) + oh_value(e0), 16, C1.dim());
+    table(l5, {x1, e1}, [&](const std::vector<unsigned>& v) { return SparseVec{{T1.dim(v[0] + v[1]), 1.0}}; }, gates);
+    table(l5, {x2, e2}, [&](const std::vector<unsigned>& v) { return SparseVec{{T2.dim(v[0] + v[1]), 1.0}}; }, gates);
+    const Lin one = Lin::constant(1);
+    table(L(6), {field_oh(T1, 0, 31), OH{one - C1[0], C1[0]}, field_oh(T2, 0, 7)}, [&](const std::vector<unsigned>& v) {
+      const unsigned s1 = v[0] + v[1];
+      return SparseVec{{N12.dim((s1 & 15) + 16 * ((v[2] + (s1 >> 4)) & 3)), 1.0}};
+    });
+  }
+
+  // VEW MULS's scalar index b + (e >> GS) (vector.md section 4.5): e >> GS as nibble one-hots
+  // (layer 4, from the word's f7 nibbles: one small table per GS value and output nibble over the
+  // bits of q, g's low and g's high nibble that it needs), then index_sum_nibbles().
+  void muls_index(const OH& qt, const Lin& reads, const FieldRef& NY0, const FieldRef& NY12) {
+    const FieldRef ES = B.field("vew_muls_element", 36);  // e >> GS: nibbles 0, 1 (16 each), 2 (4)
+    const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
+    struct Piece {
+      OH oh;
+      unsigned lo, width;
+    };
+    const std::array<Piece, 3> pieces = {Piece{qt, 0, 2}, Piece{glo, 2, 4}, Piece{ghi, 6, 4}};
+    const std::vector<Lin> vew_word = {nib(IN, 0)[0xB], masked(nib(IN, 1), 7)[2], masked(nib(IN, 3), 7)[4], reads};
+    for (unsigned gs = 0; gs <= 6; ++gs) {
+      std::vector<Lin> gates = vew_word;  // VEW, MODE = 2, GS = gs: f7 = inst[31:25]
+      gates.push_back(masked(nib(IN, 6), 0xE)[4 | ((gs & 1) << 3)]);
+      gates.push_back(masked(nib(IN, 7), 3)[gs >> 1]);
+      for (unsigned n = 0; n < 3; ++n) {
+        const unsigned first = gs + 4 * n, bits = n < 2 ? 4 : 2;  // bits first .. first + bits - 1 of e
+        std::vector<OH> parts;
+        std::vector<unsigned> masks, los;
+        for (const Piece& p : pieces) {
+          unsigned mask = 0;
+          for (unsigned b = 0; b < p.width; ++b)
+            if (p.lo + b >= first && p.lo + b < first + bits) mask |= 1u << b;
+          if (mask == 0) continue;
+          OH o(p.oh.size());
+          for (unsigned j = 0; j < p.oh.size(); ++j) o[j & mask] += p.oh[j];
+          parts.push_back(o);
+          masks.push_back(mask);
+          los.push_back(p.lo);
+        }
+        const std::uint32_t base = 16 * n;
+        if (parts.empty()) {  // e >> GS has no bits here: the nibble is 0
+          when(L(4), gates, {{ES.dim(base), 1.0}});
+          continue;
+        }
+        table(L(4), parts, [&, first, bits, base](const std::vector<unsigned>& v) {
+          unsigned e = 0;
+          for (std::size_t i = 0; i < v.size(); ++i) e |= (v[i] & masks[i]) << los[i];
+          return SparseVec{{ES.dim(base + ((e >> first) & ((1u << bits) - 1))), 1.0}};
+        }, gates);
+      }
+    }
+    index_sum_nibbles("vr_muls_index", nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), field_oh(ES, 0, 16),
+                      field_oh(ES, 16, 16), field_oh(ES, 32, 4), {reads, PRE[VEW]}, NY0, NY12);
+  }
+
   // VR (vector.md section 2): 1,024 words as nibble one-hots (128 rows), in layer 7, as two read
   // ports (heads x and y: the same writes, each initialised from .lockstep.vreg; a missing or
   // short section leaves the rest zero). A word-stream word is written when its last byte
@@ -1370,7 +1435,10 @@ class Compiler {
     const FieldRef NY0 = B.field("vr_y_key_lo", 16), NY12 = B.field("vr_y_key_hi", 64);
     const FieldRef NW0 = B.field("vr_w_key_lo", 16), NW12 = B.field("vr_w_key_hi", 64);
     index_sum("vr_x_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qt, {reads, vew}, NX0, NX12);     // a + e
-    index_sum("vr_y_index", VWGS, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qt, {reads, vew}, NY0, NY12);     // b + e
+    const Lin muls = masked(nib(IN, 6), 6)[4];  // f7's MODE = 2 (on a VEW word)
+    index_sum("vr_y_index", VWGS, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qt, {reads, vew, Lin::constant(1) - muls},
+              NY0, NY12);  // b + e
+    muls_index(qt, reads, NY0, NY12);  // MULS: b + (e >> GS)
     index_sum("vr_w_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw, {ends, vew}, NW0, NW12);      // dst + e
     // VLD: dst = X(rs2) & 0xFFFF, element i = 4 g + m (g: vld()'s VLG slot)
     OH qv(4);
@@ -1556,7 +1624,7 @@ class Compiler {
   // VW_q3 (q < 3), VWG(g + 1) after VW_33, the instruction's end after element n - 1 (the
   // (g, q) of n - 1 from vld()'s VGT and VC0).
   void vew() {
-    const Lin one = Lin::constant(1), ea = EADD, ev = EADD + EMUL;
+    const Lin one = Lin::constant(1), ea = EADD, ev = EADD + EMUL + EMULS;
     OH tm(4);  // the next token is value byte m
     for (std::uint32_t q = 0; q < 4; ++q) {
       if (q < 3) tm[0] += k(vw(q, 3));
@@ -1646,7 +1714,7 @@ class Compiler {
     // MUL: rnd(x y, 16) = floor((x y + 2^15) / 2^16): the digits of x y + 2^15 modulo 2^64
     // (product_digits(), layers 7..10), overflow from bits 47..63 (11), then byte m of the result
     // is columns 4 + 2m and 5 + 2m, or a byte of 2^31 - 1 or -2^31 (12).
-    const Lin gm = tm[0] + tm[1] + tm[2] + tm[3] + EMUL - 1.0;
+    const Lin gm = tm[0] + tm[1] + tm[2] + tm[3] + EMUL + EMULS - 1.0;  // MULS: the same with y = VR[b + (i >> GS)]
     std::vector<OH> xn, yn;
     for (std::uint32_t i = 0; i < 8; ++i) {
       xn.push_back(nib(VRX, i));
