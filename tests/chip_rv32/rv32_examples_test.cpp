@@ -115,7 +115,7 @@ std::vector<Example> load_vector_examples() {
   for (const json& e : doc.at("examples")) {
     const std::uint32_t word = hex32(e.at("code").at(0));
     const bool vld = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 7;
-    const bool vew_add = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 4 && ((word >> 25) & 3) != 3;  // ADD, MUL, MULS
+    const bool vew_add = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 4;  // every mode
     const bool traps = e.at("final").at("end").get<std::string>() == "trap";
     if (vld || vew_add || traps) out.push_back({"vector", e.at("name").get<std::string>(), e});
   }

@@ -288,7 +288,7 @@ class Compiler {
   FieldRef VLGN, VGS, RV1, RV2, VK, VZ, VSH, VOK, VC0, VC1, VZ45, VC2, VGT, VEQ, VLAST;
   FieldRef VEG, VGE, RDM, RDE, ADNV;
   // VR and the word streams (vector.md sections 2, 5): slots, the register file's two read ports
-  Lin EADD, EMUL, EMULS;  // [VEW, MODE = ADD / MUL / MULS] (operand-range enables of vector_traps(), layer 6)
+  Lin EADD, EMUL, EMULS, EROT;  // [VEW, MODE = ADD / MUL / MULS / ROT] (operand-range enables of vector_traps(), layer 6)
   FieldRef VWGS, VWBS, VRX, VRY;
 
   Lin k(std::uint32_t kind) const { return K[kind]; }
@@ -1280,9 +1280,10 @@ class Compiler {
     EADD = E(w_m[0]);
     EMUL = E(w_m[1]);
     EMULS = E(w_m[2]);
-    run.back() = EADD + EMUL + EMULS;  // VEW ADD, MUL, MULS: the word stream starts with VWG(0) (vew())
+    EROT = E(w_m[3]);
+    run.back() = cls(VEW);  // VEW: the word stream starts with VWG(0) (vew())
     when(L(10), run, token_out(kVwg, 0));
-    none.push_back(anyv - cls(VLD) - EADD - EMUL - EMULS);
+    none.push_back(anyv - cls(VLD) - cls(VEW));
     when(L(10), none, token_out(kTrap, 1));
   }
   // ---- VR and the word streams (vector.md sections 2, 5) -------------------------------------
@@ -1314,49 +1315,65 @@ class Compiler {
     return l;
   }
 
+  // VR's key pieces for one index: N0 = the low nibble (16), N12 = (n1, n2) (64); word w's key is
+  // ReLU(N0[w & 15] + N12[w >> 4] - 1). A write index is banked (docs/chip-design.md, VR): the
+  // pieces go to the fields of the word's parity (lo[w & 1], hi[w & 1]), so that two writes of
+  // different parity can share a step (VEW ROT's pair).
+  struct KeyOut {
+    std::vector<FieldRef> lo, hi;  // 1 field each, or 2 (by parity)
+  };
+
   // X + e for a 10-bit operand X (nibble one-hots x0, x1 and x2's low two bits) and the element
-  // e = 4 g + q, as the two factors of VR's key: N0 = the low nibble (16), N12 = (n1, n2) (64);
-  // word w's key is ReLU(N0[w & 15] + N12[w >> 4] - 1). Layer 5: N0, the carry c1 out of nibble
-  // 0 (a threshold of a linear form), the nibble sums t1 = x1 + e1 and t2 = x2 + e2; layer 6: N12
-  // from (t1, c1, t2). A sum past 1023 wraps (only on a step whose value is not used: the
-  // element after a stream's last).
+  // e = 4 g + q (g from `gslot`), as VR's key pieces. Layer 5: N0, the carry c1 out of nibble 0 (a
+  // threshold of a linear form), the nibble sums t1 = x1 + e1 and t2 = x2 + e2 (and the parity
+  // when banked); layer 6: N12 from (t1, c1, t2). A sum past 1023 wraps (only on a step whose
+  // value is not used: the element after a stream's last).
   void index_sum(const std::string& name, const FieldRef& gslot, const OH& x0, const OH& x1, const OH& x2, const OH& q,
-                 const std::vector<Lin>& gates, const FieldRef& N0, const FieldRef& N12) {
+                 const std::vector<Lin>& gates, const KeyOut& out) {
     const OH glo = field_oh(gslot, 0, 16), ghi = field_oh(gslot, 16, 16);
-    LayerBuilder& l5 = L(5);
-    table(l5, {x0, masked(glo, 3), q}, [&](const std::vector<unsigned>& v) {
-      return SparseVec{{N0.dim((v[0] + 4 * v[1] + v[2]) & 15), 1.0}};
-    }, gates);
-    const FieldRef C1 = B.field(name + "_c1", 1), T1 = B.field(name + "_t1", 31), T2 = B.field(name + "_t2", 7);
-    threshold(l5, oh_value(x0) + oh_value(masked(glo, 3)) * 4.0 + oh_value(q), 16, C1.dim());
-    table(l5, {x1, masked(glo, 0xC), masked(ghi, 3)}, [&](const std::vector<unsigned>& v) {
-      return SparseVec{{T1.dim(v[0] + (v[1] >> 2) + ((v[2] & 3) << 2)), 1.0}};
-    }, gates);
-    table(l5, {x2, masked(ghi, 0xC)}, [&](const std::vector<unsigned>& v) { return SparseVec{{T2.dim(v[0] + (v[1] >> 2)), 1.0}}; },
-          gates);
-    const Lin one = Lin::constant(1);
-    table(L(6), {field_oh(T1, 0, 31), OH{one - C1[0], C1[0]}, field_oh(T2, 0, 7)}, [&](const std::vector<unsigned>& v) {
-      const unsigned s1 = v[0] + v[1];
-      return SparseVec{{N12.dim((s1 & 15) + 16 * ((v[2] + (s1 >> 4)) & 3)), 1.0}};
-    });
+    sum_pieces(name, {x0, masked(glo, 3), q}, [](const std::vector<unsigned>& v) { return v[0] + 4 * v[1] + v[2]; },
+               oh_value(x0) + oh_value(masked(glo, 3)) * 4.0 + oh_value(q),
+               {x1, masked(glo, 0xC), masked(ghi, 3)}, [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 2) + ((v[2] & 3) << 2); },
+               {x2, masked(ghi, 0xC)}, [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 2); }, gates, out);
   }
 
-  // X + e' as index_sum() does, for an element e' given as nibble one-hots E0, E1 and E2 (bits 8,
-  // 9): layer 5 N0, c1, t1, t2; layer 6 N12.
+  // X + e' as index_sum() does, for an element e' given as nibble one-hots E0, E1 and E2 (bits 8, 9).
   void index_sum_nibbles(const std::string& name, const OH& x0, const OH& x1, const OH& x2, const OH& e0, const OH& e1,
-                         const OH& e2, const std::vector<Lin>& gates, const FieldRef& N0, const FieldRef& N12) {
-    LayerBuilder& l5 = L(5);
-    table(l5, {x0, e0}, [&](const std::vector<unsigned>& v) { return SparseVec{{N0.dim((v[0] + v[1]) & 15), 1.0}}; }, gates);
-    const FieldRef C1 = B.field(name + "_c1", 1), T1 = B.field(name + "_t1", 31), T2 = B.field(name + "_t2", 7);
-    threshold(l5, oh_value(x0) + oh_value(e0), 16, C1.dim());
-    table(l5, {x1, e1}, [&](const std::vector<unsigned>& v) { return SparseVec{{T1.dim(v[0] + v[1]), 1.0}}; }, gates);
-    table(l5, {x2, e2}, [&](const std::vector<unsigned>& v) { return SparseVec{{T2.dim(v[0] + v[1]), 1.0}}; }, gates);
-    const Lin one = Lin::constant(1);
-    table(L(6), {field_oh(T1, 0, 31), OH{one - C1[0], C1[0]}, field_oh(T2, 0, 7)}, [&](const std::vector<unsigned>& v) {
-      const unsigned s1 = v[0] + v[1];
-      return SparseVec{{N12.dim((s1 & 15) + 16 * ((v[2] + (s1 >> 4)) & 3)), 1.0}};
-    });
+                         const OH& e2, const std::vector<Lin>& gates, const KeyOut& out) {
+    auto add2 = [](const std::vector<unsigned>& v) { return v[0] + v[1]; };
+    sum_pieces(name, {x0, e0}, add2, oh_value(x0) + oh_value(e0), {x1, e1}, add2, {x2, e2}, add2, gates, out);
   }
+
+  // The common part: s0 = f0(parts0) (0..30) gives N0 = s0 & 15 and (linear form lin0) c1 =
+  // [s0 >= 16]; t1 = f1(parts1) (0..30), t2 = f2(parts2) (0..6); N12 = ((t1 + c1) & 15) +
+  // 16 ((t2 + ((t1 + c1) >> 4)) & 3). Banked: N0 and the parity (s0 & 1) route to lo/hi[parity].
+  void sum_pieces(const std::string& name, const std::vector<OH>& parts0, const std::function<unsigned(const std::vector<unsigned>&)>& f0,
+                  const Lin& lin0, const std::vector<OH>& parts1, const std::function<unsigned(const std::vector<unsigned>&)>& f1,
+                  const std::vector<OH>& parts2, const std::function<unsigned(const std::vector<unsigned>&)>& f2,
+                  const std::vector<Lin>& gates, const KeyOut& out) {
+    const bool banked = out.lo.size() == 2;
+    LayerBuilder& l5 = L(5);
+    const FieldRef PAR = B.field(name + "_parity", 2);
+    table(l5, parts0, [&](const std::vector<unsigned>& v) {
+      const unsigned s0 = f0(v);
+      SparseVec o{{out.lo[banked ? (s0 & 1) : 0].dim(s0 & 15), 1.0}};
+      if (banked) o.push_back({PAR.dim(s0 & 1), 1.0});
+      return o;
+    }, gates);
+    const FieldRef C1 = B.field(name + "_c1", 1), T1 = B.field(name + "_t1", 31), T2 = B.field(name + "_t2", 7);
+    threshold(l5, lin0, 16, C1.dim());
+    table(l5, parts1, [&](const std::vector<unsigned>& v) { return SparseVec{{T1.dim(f1(v)), 1.0}}; }, gates);
+    table(l5, parts2, [&](const std::vector<unsigned>& v) { return SparseVec{{T2.dim(f2(v)), 1.0}}; }, gates);
+    const Lin one = Lin::constant(1);
+    std::vector<OH> parts = {field_oh(T1, 0, 31), OH{one - C1[0], C1[0]}, field_oh(T2, 0, 7)};
+    if (banked) parts.push_back(field_oh(PAR, 0, 2));
+    table(L(6), parts, [&](const std::vector<unsigned>& v) {
+      const unsigned s1 = v[0] + v[1];
+      return SparseVec{{out.hi[banked ? v[3] : 0].dim((s1 & 15) + 16 * ((v[2] + (s1 >> 4)) & 3)), 1.0}};
+    });
+    last_parity_ = PAR;
+  }
+  FieldRef last_parity_;  // the parity field of the last sum_pieces() (banked sums)
 
   // VEW MULS's scalar index b + (e >> GS) (vector.md section 4.5): e >> GS as nibble one-hots
   // (layer 4, from the word's f7 nibbles: one small table per GS value and output nibble over the
@@ -1402,17 +1419,21 @@ class Compiler {
       }
     }
     index_sum_nibbles("vr_muls_index", nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), field_oh(ES, 0, 16),
-                      field_oh(ES, 16, 16), field_oh(ES, 32, 4), {reads, PRE[VEW]}, NY0, NY12);
+                      field_oh(ES, 16, 16), field_oh(ES, 32, 4), {reads, PRE[VEW]}, KeyOut{{NY0}, {NY12}});
   }
 
   // VR (vector.md section 2): 1,024 words as nibble one-hots (128 rows), in layer 7, as two read
-  // ports (heads x and y: the same writes, each initialised from .lockstep.vreg; a missing or
-  // short section leaves the rest zero). A word-stream word is written when its last byte
-  // (VW_q3) is consumed: bytes 0..2 from the byte slots, byte 3 from the token; the ports read
-  // the next value's operands on the same step, after the write. Only VEW's index maps are
-  // compiled: read x at a + e, y at b + e, write dst + e (vector.md section 4.5).
-  // VLD writes its element i = 4 g + m (vector.md section 4.8) at dst + i when VLB_m is consumed
-  // in the element phase, with the value vld_product() computes.
+  // ports x and y, each two heads by parity (bank b holds the words w = 2 c + b in column c), all
+  // with the same writes and initialised from .lockstep.vreg (a missing or short section leaves
+  // the rest zero). Banks let VEW ROT write its pair's two words in one step.
+  // - Word streams: a word is written when its last byte (VW_q3) is consumed: bytes 0..2 from the
+  //   byte slots, byte 3 from the token; the ports read the next value's operands on the same
+  //   step, after the write. VEW: read x at a + e, y at b + e (MULS: b + (e >> GS); ROT: a + (e ^ 1),
+  //   the pair's other word), write dst + e. ROT keeps the pair's first word z_{2k} in slots and
+  //   writes it with z_{2k+1} (at dst + e - 1, the other bank), so that an in-place ROT still
+  //   reads the old x_{2k} for z_{2k+1}.
+  // - VLD writes its element i = 4 g + m (vector.md section 4.8) at dst + i when VLB_m is consumed
+  //   in the element phase, with the value vld_product() computes.
   void vr_file() {
     VWGS = B.field("vwg_slot", 32);
     VWBS = B.field("vw_byte_slots", 96);
@@ -1420,6 +1441,7 @@ class Compiler {
     Lin reads;
     for (const Lin& l : qt) reads += l;
     const Lin ends = stream_word_end();
+    const Lin ends_odd = k(vw(1, 3)) + k(vw(3, 3)), ends_even = k(vw(0, 3)) + k(vw(2, 3));
     Lin stream = k(kVwg);  // any word-stream token
     for (std::uint32_t j = 0; j < 16; ++j) stream += k(kVw00 + j);
     slot_head(L(0), 1, [&](std::uint32_t) { return k(kVwg); }, [&](std::uint32_t r) { return PN[r]; }, VWGS, stream);
@@ -1428,119 +1450,167 @@ class Compiler {
       for (std::uint32_t q = 0; q < 4; ++q) l += k(vw(q, m));
       return l;
     }, [&](std::uint32_t r) { return PN[r % 32]; }, VWBS, ends);
-    OH qw(4);
+    // the bytes of the last even element (q = 0, 2), read where an odd element ends
+    const FieldRef PEB = B.field("vw_even_word_slots", 128);
+    slot_head(L(0), 4, [&](std::uint32_t m) { return k(vw(0, m)) + k(vw(2, m)); }, [&](std::uint32_t r) { return PN[r % 32]; }, PEB,
+              ends_odd);
+    OH qw(4), qp(4);  // the element that ends (q); ROT's pending first word of the pair (q - 1)
     for (std::uint32_t q = 0; q < 4; ++q) qw[q] = k(vw(q, 3));
+    qp[0] = k(vw(1, 3));
+    qp[2] = k(vw(3, 3));
+    OH qx(4);  // ROT: the pair's other element, e ^ 1
+    for (std::uint32_t q = 0; q < 4; ++q) qx[q] = qt[q ^ 1];
     const Lin vew = PRE[VEW];
+    const Lin muls = masked(nib(IN, 6), 6)[4], rot = masked(nib(IN, 6), 6)[6];  // f7's MODE = 2, 3 (on a VEW word)
     const FieldRef NX0 = B.field("vr_x_key_lo", 16), NX12 = B.field("vr_x_key_hi", 64);
     const FieldRef NY0 = B.field("vr_y_key_lo", 16), NY12 = B.field("vr_y_key_hi", 64);
-    const FieldRef NW0 = B.field("vr_w_key_lo", 16), NW12 = B.field("vr_w_key_hi", 64);
-    index_sum("vr_x_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qt, {reads, vew}, NX0, NX12);     // a + e
-    const Lin muls = masked(nib(IN, 6), 6)[4];  // f7's MODE = 2 (on a VEW word)
-    index_sum("vr_y_index", VWGS, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qt, {reads, vew, Lin::constant(1) - muls},
-              NY0, NY12);  // b + e
+    const KeyOut kx{{NX0}, {NX12}}, ky{{NY0}, {NY12}};
+    KeyOut kw;
+    for (std::uint32_t b = 0; b < 2; ++b) {
+      kw.lo.push_back(B.field("vr_w_key_lo_bank" + std::to_string(b), 16));
+      kw.hi.push_back(B.field("vr_w_key_hi_bank" + std::to_string(b), 64));
+    }
+    const Lin one = Lin::constant(1);
+    index_sum("vr_x_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qt, {reads, vew}, kx);  // a + e
+    index_sum("vr_y_index", VWGS, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qt, {reads, vew, one - muls - rot},
+              ky);  // b + e
     muls_index(qt, reads, NY0, NY12);  // MULS: b + (e >> GS)
-    index_sum("vr_w_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw, {ends, vew}, NW0, NW12);      // dst + e
+    index_sum("vr_rot_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qx, {reads, vew, rot}, ky);  // a + (e ^ 1)
+    index_sum("vr_w_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw, {ends, vew}, kw);  // dst + e
+    const FieldRef PARW = last_parity_;
+    index_sum("vr_pending_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qp, {ends_odd, vew, rot},
+              kw);  // ROT: dst + e - 1
+    const FieldRef PARP = last_parity_;
     // VLD: dst = X(rs2) & 0xFFFF, element i = 4 g + m (g: vld()'s VLG slot)
     OH qv(4);
     for (std::uint32_t m = 0; m < 4; ++m) qv[m] = k(kVlb0 + m);
     const Lin vlb = k(kVlb0) + k(kVlb0 + 1) + k(kVlb0 + 2) + k(kVlb0 + 3), seen = VGS[32];
-    index_sum("vr_vld_index", VGS, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qv, {vlb, seen, PRE[VLD]}, NW0, NW12);
+    index_sum("vr_vld_index", VGS, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qv, {vlb, seen, PRE[VLD]}, kw);
     const FieldRef VAL = vld_product();
-    // the word that is written: the stream's bytes (slots and the VW_q3 token's payload) or VLD's
+    // the words that are written (layer 6): the stream's word (byte slots and the VW_q3 token's
+    // payload) in the bank of its index, ROT's pending word in the other, or VLD's word
     const FieldRef VW3 = B.field("vw3_payload_nibbles", 32);
     for (std::uint32_t q = 0; q < 4; ++q)
       for (std::uint32_t p = 0; p < 256; ++p) {
         B.embed(256 * vw(q, 3) + p, VW3.dim(p & 15), 1);
         B.embed(256 * vw(q, 3) + p, VW3.dim(16 + (p >> 4)), 1);
       }
+    std::array<FieldRef, 2> VB;
+    for (std::uint32_t b = 0; b < 2; ++b) {
+      VB[b] = B.field("vr_write_value_bank" + std::to_string(b), 128);
+      for (std::uint32_t i = 0; i < 128; ++i) {
+        when(L(6), {i < 96 ? VWBS[i] : VW3[i - 96], PARW[b]}, {{VB[b].dim(i), 1.0}});
+        when(L(6), {PEB[i], PARP[b]}, {{VB[b].dim(i), 1.0}});
+      }
+    }
     const FieldRef WR = B.field("vr_write", 1);
-    when(L(6), {ends, cls(VEW)}, {{WR.dim(), 1.0}});
+    when(L(6), {ends_odd, cls(VEW)}, {{WR.dim(), 1.0}});
+    when(L(6), {ends_even, cls(VEW), one - rot}, {{WR.dim(), 1.0}});  // ROT: with the pair's second word
     when(L(6), {vlb, seen, cls(VLD)}, {{WR.dim(), 1.0}});
     VRX = B.field("vr_x", 128);
     VRY = B.field("vr_y", 128);
     LayerBuilder& l7 = L(7);
-    for (const auto& [N0, N12, out, name] : {std::tuple{NX0, NX12, VRX, "vr_port_x"}, std::tuple{NY0, NY12, VRY, "vr_port_y"}}) {
-      const std::uint32_t h = l7.add_head(1024, 128, Activation::Relu, Activation::Relu);
-      HeadBuilder& H = l7.head(h);
-      for (std::uint32_t w = 0; w < 1024; ++w) {
-        H.q[w] = N0[w & 15] + N12[w >> 4] - 1.0;
-        H.k[w] = NW0[w & 15] + NW12[w >> 4] - 1.0;
+    for (const auto& [N0, N12, out, name] : {std::tuple{NX0, NX12, VRX, "vr_port_x"}, std::tuple{NY0, NY12, VRY, "vr_port_y"}})
+      for (std::uint32_t b = 0; b < 2; ++b) {
+        const std::uint32_t h = l7.add_head(512, 128, Activation::Relu, Activation::Relu);
+        HeadBuilder& H = l7.head(h);
+        for (std::uint32_t c = 0; c < 512; ++c) {
+          const std::uint32_t w = 2 * c + b;
+          H.q[c] = N0[w & 15] + N12[w >> 4] - 1.0;
+          H.k[c] = kw.lo[b][w & 15] + kw.hi[b][w >> 4] - 1.0;
+        }
+        for (std::uint32_t i = 0; i < 128; ++i) {
+          H.v[i] = VB[b][i] + VAL[i];
+          H.out.emplace_back(i, out.dim(i), 1.0);
+        }
+        H.beta = WR[0];
+        for (std::uint32_t m = 0; m < 4; ++m) {  // byte m of word 2 c + b: section byte 8 c + 4 b + m
+          Initialiser in;
+          in.name = std::string(name) + "_bank" + std::to_string(b) + "_byte" + std::to_string(m);
+          in.layer = 7;
+          in.head = h;
+          in.row = 32 * m;
+          in.source = ByteSourceKind::Section;
+          in.section = ".lockstep.vreg";
+          in.optional = true;
+          in.offset = 4 * b + m;
+          in.stride = 8;
+          in.length = 512;
+          in.encoding = ByteEncoding::Nibbles;
+          in.bytes_per_column = 1;
+          B.initialiser(in);
+        }
       }
-      for (std::uint32_t i = 0; i < 128; ++i) {
-        H.v[i] = (i < 96 ? VWBS[i] : VW3[i - 96]) + VAL[i];
-        H.out.emplace_back(i, out.dim(i), 1.0);
-      }
-      H.beta = WR[0];
-      Initialiser in;
-      in.name = name;
-      in.layer = 7;
-      in.head = h;
-      in.source = ByteSourceKind::Section;
-      in.section = ".lockstep.vreg";
-      in.optional = true;
-      in.length = 4096;
-      in.encoding = ByteEncoding::Nibbles;
-      in.bytes_per_column = 4;
-      B.initialiser(in);
-    }
   }
 
-  // An exact signed product x·y plus a constant, modulo 2^(4 cols), as digit one-hots (16 rows
-  // per column, least significant first), in four layers from `l`:
-  // - l: the nibble products x_i y_j from tables (the last nibble of x and of y is signed), each
+  // An exact sum of signed products sum_t x_t·y_t plus a constant, modulo 2^(4 cols), as digit
+  // one-hots (16 rows per column, least significant first), from layer `l`:
+  // - l: the nibble products x_i y_j from tables (the last nibble of each x and y is signed), each
   //   signed one biased by +128 to 0..255, its two nibbles added into columns i + j and
   //   i + j + 1; the biases' total (-128 sum 16^(i+j) over the signed products) plus `add`,
   //   modulo 2^(4 cols), goes in as constant nibbles, so every column sum is >= 0;
-  // - l + 1: one carry-save split, S_c = (CS_c mod 16) + (CS_{c-1} div 16) <= 30;
-  // - l + 2: the one-hots of S_c, so that generate (S >= 16) and propagate (S = 15) are linear;
-  // - l + 3: digit c = (S_c + carry_c) mod 16, carry_c = sum_k<c [G_k, P_k+1 .. P_c-1].
+  // - l + 1 (and l + 2 if a column could still carry twice): carry-save splits,
+  //   S_c = (CS_c mod 16) + (CS_{c-1} div 16), until S_c <= 30;
+  // - next: the one-hots of S_c, so that generate (S >= 16) and propagate (S = 15) are linear;
+  // - next: digit c = (S_c + carry_c) mod 16, carry_c = sum_k<c [G_k, P_k+1 .. P_c-1].
   // `gate` is 1 where the product is wanted and <= 0 elsewhere (the units are idle there).
-  FieldRef product_digits(const std::string& name, std::uint32_t l, const std::vector<OH>& xs, const std::vector<OH>& ys,
-                          std::uint32_t cols, std::uint64_t add, const Lin& gate) {
+  // Returns the digits; *done is the layer whose output holds them.
+  using Term = std::pair<std::vector<OH>, std::vector<OH>>;
+  FieldRef product_digits(const std::string& name, std::uint32_t l, const std::vector<Term>& terms, std::uint32_t cols,
+                          std::uint64_t add, const Lin& gate, std::uint32_t* done = nullptr) {
     const std::uint64_t mask = cols >= 16 ? ~0ULL : (1ULL << (4 * cols)) - 1;
     const FieldRef CS = B.field(name + "_col_sums", cols);
     std::vector<unsigned> max_cs(cols, 0);
     std::uint64_t konst = add;
-    for (std::uint32_t i = 0; i < xs.size(); ++i)
-      for (std::uint32_t j = 0; j < ys.size(); ++j) {
-        const bool sx = i + 1 == xs.size(), sy = j + 1 == ys.size(), sgn = sx || sy;
-        if (sgn) konst -= 128ULL << (4 * (i + j));
-        if (i + j < cols) max_cs[i + j] += 15;
-        if (i + j + 1 < cols) max_cs[i + j + 1] += 15;
-        table(L(l), {xs[i], ys[j]}, [&, i, j, sx, sy, sgn](const std::vector<unsigned>& v) {
-          const int xi = (sx && v[0] >= 8) ? static_cast<int>(v[0]) - 16 : static_cast<int>(v[0]);
-          const int yj = (sy && v[1] >= 8) ? static_cast<int>(v[1]) - 16 : static_cast<int>(v[1]);
-          const int p = xi * yj + (sgn ? 128 : 0);
-          SparseVec out;
-          if ((p & 15) != 0 && i + j < cols) out.push_back({CS.dim(i + j), static_cast<double>(p & 15)});
-          if ((p >> 4) != 0 && i + j + 1 < cols) out.push_back({CS.dim(i + j + 1), static_cast<double>(p >> 4)});
-          return out;
-        }, {gate});
-      }
+    for (const auto& [xs, ys] : terms)
+      for (std::uint32_t i = 0; i < xs.size(); ++i)
+        for (std::uint32_t j = 0; j < ys.size(); ++j) {
+          const bool sx = i + 1 == xs.size(), sy = j + 1 == ys.size(), sgn = sx || sy;
+          if (i + j >= cols) continue;
+          if (sgn) konst -= 128ULL << (4 * (i + j));
+          max_cs[i + j] += 15;
+          if (i + j + 1 < cols) max_cs[i + j + 1] += 15;
+          table(L(l), {xs[i], ys[j]}, [&, i, j, sx, sy, sgn](const std::vector<unsigned>& v) {
+            const int xi = (sx && v[0] >= 8) ? static_cast<int>(v[0]) - 16 : static_cast<int>(v[0]);
+            const int yj = (sy && v[1] >= 8) ? static_cast<int>(v[1]) - 16 : static_cast<int>(v[1]);
+            const int p = xi * yj + (sgn ? 128 : 0);
+            SparseVec out;
+            if ((p & 15) != 0) out.push_back({CS.dim(i + j), static_cast<double>(p & 15)});
+            if ((p >> 4) != 0 && i + j + 1 < cols) out.push_back({CS.dim(i + j + 1), static_cast<double>(p >> 4)});
+            return out;
+          }, {gate});
+        }
     konst &= mask;
     for (std::uint32_t c = 0; c < cols; ++c) {
       const unsigned kc = static_cast<unsigned>((konst >> (4 * c)) & 15);
       max_cs[c] += kc;
       if (kc != 0) pass(L(l), gate, CS.dim(c), kc);
     }
-    const FieldRef S2 = B.field(name + "_cols_split", cols);
-    LayerBuilder& l2 = L(l + 1);
-    unsigned smax = 0;
-    for (std::uint32_t c = 0; c < cols; ++c) {
-      pass(l2, CS[c], S2.dim(c));
-      for (unsigned t = 1; 16 * t <= max_cs[c]; ++t) {
-        threshold(l2, CS[c], 16.0 * t, S2.dim(c), -16);
-        if (c + 1 < cols) threshold(l2, CS[c], 16.0 * t, S2.dim(c + 1), 1);
+    FieldRef cur = CS;
+    std::uint32_t layer = l + 1;
+    for (unsigned round = 0;; ++round) {
+      const FieldRef S2 = B.field(name + "_cols_split" + std::to_string(round), cols);
+      LayerBuilder& ls = L(layer++);
+      std::vector<unsigned> next(cols, 0);
+      for (std::uint32_t c = 0; c < cols; ++c) {
+        pass(ls, cur[c], S2.dim(c));
+        for (unsigned t = 1; 16 * t <= max_cs[c]; ++t) {
+          threshold(ls, cur[c], 16.0 * t, S2.dim(c), -16);
+          if (c + 1 < cols) threshold(ls, cur[c], 16.0 * t, S2.dim(c + 1), 1);
+        }
+        next[c] = std::min(max_cs[c], 15u) + (c > 0 ? max_cs[c - 1] / 16 : 0);
       }
-      smax = std::max(smax, 15 + (c > 0 ? max_cs[c - 1] / 16 : 0));
+      cur = S2;
+      max_cs = next;
+      if (*std::max_element(max_cs.begin(), max_cs.end()) <= 30) break;
+      if (round == 2) throw std::logic_error("product_digits: column sums do not settle");
     }
-    if (smax > 30) throw std::logic_error("product_digits: a column can carry twice");
-    const std::uint32_t width = smax + 1;
+    const std::uint32_t width = *std::max_element(max_cs.begin(), max_cs.end()) + 1;
     const FieldRef S2H = B.field(name + "_cols_onehot", width * cols);
-    LayerBuilder& l3 = L(l + 2);
+    LayerBuilder& l3 = L(layer++);
     for (std::uint32_t c = 0; c < cols; ++c)
       for (int t = -1; t <= static_cast<int>(width); ++t) {
-        const std::uint32_t u = l3.relu_unit(S2[c] - static_cast<double>(t) + gate * 64.0 - 64.0);
+        const std::uint32_t u = l3.relu_unit(cur[c] - static_cast<double>(t) + gate * 64.0 - 64.0);
         for (int s2 = t - 1; s2 <= t + 1; ++s2)
           if (s2 >= 0 && s2 < static_cast<int>(width))
             l3.unit_out(u, S2H.dim(width * c + static_cast<std::uint32_t>(s2)), s2 == t ? -2.0 : 1.0);
@@ -1548,7 +1618,7 @@ class Compiler {
     auto s2h = [&](std::uint32_t c) { return field_oh(S2H, width * c, width); };
     auto gen = [&](std::uint32_t c) { return any_of(s2h(c), [](unsigned v) { return v >= 16; }); };
     const FieldRef DG = B.field(name + "_digits", 16 * cols);
-    LayerBuilder& l4 = L(l + 3);
+    LayerBuilder& l4 = L(layer);
     for (std::uint32_t c = 0; c < cols; ++c) {
       const OH h = s2h(c);
       for (std::uint32_t v = 0; v < width; ++v) {
@@ -1560,6 +1630,7 @@ class Compiler {
         }
       }
     }
+    if (done) *done = layer;
     return DG;
   }
 
@@ -1596,7 +1667,9 @@ class Compiler {
     std::vector<OH> ms, bs;
     for (std::uint32_t i = 0; i < 8; ++i) ms.push_back(nib(MS, i));
     for (std::uint32_t j = 0; j < 2; ++j) bs.push_back(field_oh(PN, 16 * j, 16));
-    const FieldRef DG = product_digits("vld", 1, ms, bs, 10, 0, el);
+    std::uint32_t done = 0;
+    const FieldRef DG = product_digits("vld", 1, {{ms, bs}}, 10, 0, el, &done);
+    if (done != 4) throw std::logic_error("vld_product: the digits are not ready at layer 4");
     const FieldRef OV = B.field("vld_overflow", 2);
     overflow_flags(L(5), DG, 7, 10, OV, Lin::constant(1));
     const FieldRef VAL = B.field("vld_word", 128);
@@ -1624,7 +1697,7 @@ class Compiler {
   // VW_q3 (q < 3), VWG(g + 1) after VW_33, the instruction's end after element n - 1 (the
   // (g, q) of n - 1 from vld()'s VGT and VC0).
   void vew() {
-    const Lin one = Lin::constant(1), ea = EADD, ev = EADD + EMUL + EMULS;
+    const Lin one = Lin::constant(1), ea = EADD, ev = cls(VEW);
     OH tm(4);  // the next token is value byte m
     for (std::uint32_t q = 0; q < 4; ++q) {
       if (q < 3) tm[0] += k(vw(q, 3));
@@ -1720,20 +1793,57 @@ class Compiler {
       xn.push_back(nib(VRX, i));
       yn.push_back(nib(VRY, i));
     }
-    const FieldRef MD = product_digits("vew_mul", 7, xn, yn, 16, 1ULL << 15, gm);
+    std::uint32_t done = 0;
+    const FieldRef MD = product_digits("vew_mul", 7, {{xn, yn}}, 16, 1ULL << 15, gm, &done);
+    if (done != 10) throw std::logic_error("vew: MUL's digits are not ready at layer 10");
     const FieldRef MOV = B.field("vew_mul_overflow", 2);
     overflow_flags(L(11), MD, 11, 16, MOV, one);
-    LayerBuilder& l12 = L(12);
-    for (std::uint32_t m = 0; m < 4; ++m) {
-      for (unsigned v = 0; v < 16; ++v) {
-        const Lin off = tm[m] - MOV[0] - MOV[1] - LASTW[0] - 1.0;
-        l12.unit_out(l12.relu_unit(MD[16 * (4 + 2 * m) + v] + off), NPL.dim(v), 1.0);
-        l12.unit_out(l12.relu_unit(MD[16 * (5 + 2 * m) + v] + off), NPH.dim(v), 1.0);
+    // the result's byte m: digit columns 4 + 2m, 5 + 2m of x y + 2^15 (or of ROT's sum), or a byte
+    // of 2^31 - 1 or -2^31 where the result overflows
+    auto emit = [&](LayerBuilder& lo_, const FieldRef& DG, const FieldRef& OVF) {
+      for (std::uint32_t m = 0; m < 4; ++m) {
+        for (unsigned v = 0; v < 16; ++v) {
+          const Lin off = tm[m] - OVF[0] - OVF[1] - LASTW[0] - 1.0;
+          lo_.unit_out(lo_.relu_unit(DG[16 * (4 + 2 * m) + v] + off), NPL.dim(v), 1.0);
+          lo_.unit_out(lo_.relu_unit(DG[16 * (5 + 2 * m) + v] + off), NPH.dim(v), 1.0);
+        }
+        const unsigned hi = m < 3 ? 0xFF : 0x7F, lo = m < 3 ? 0x00 : 0x80;
+        when(lo_, {OVF[0], tm[m], more}, {{NPL.dim(hi & 15), 1.0}, {NPH.dim(hi >> 4), 1.0}});
+        when(lo_, {OVF[1], tm[m], more}, {{NPL.dim(lo & 15), 1.0}, {NPH.dim(lo >> 4), 1.0}});
       }
-      const unsigned hi = m < 3 ? 0xFF : 0x7F, lo = m < 3 ? 0x00 : 0x80;
-      when(l12, {MOV[0], tm[m], more}, {{NPL.dim(hi & 15), 1.0}, {NPH.dim(hi >> 4), 1.0}});
-      when(l12, {MOV[1], tm[m], more}, {{NPL.dim(lo & 15), 1.0}, {NPH.dim(lo >> 4), 1.0}});
+    };
+    emit(L(12), MD, MOV);
+    // ROT: z_e = rnd(x c + y s', 16) with x = VR[a + e], y = VR[a + (e ^ 1)] (the pair's other
+    // word), c = COS[p][j], s' = -SIN[p][j] for an even e and +SIN[p][j] for an odd e, j = (e >> 1)
+    // & 3, p = b (vector.md section 4.5). c and s' as 5 signed nibbles each (|.| <= 2^16), from
+    // one table over (p, q, g & 1) (layer 6); the sum of the two products plus 2^15 modulo 2^52
+    // (layers 7..11), overflow from bits 47..51 (12), the byte (13).
+    const FieldRef CSN = B.field("vew_rot_cos_sin", 160);
+    const Lin rotw = masked(nib(IN, 6), 6)[6];
+    Lin rd_steps;
+    for (const Lin& t : tm) rd_steps += t;
+    table(L(6), {nib(RV2, 0), masked(nib(RV2, 1), 3), stream_target_q(), masked(glo, 1)}, [&](const std::vector<unsigned>& v) {
+      const unsigned p = v[0] | ((v[1] & 3) << 4), q = v[2], e = 4 * (v[3] & 1) + q, j = (e >> 1) & 3;
+      const double ang = static_cast<double>(p) * std::pow(10.0, -static_cast<double>(j));
+      const long long c = std::llround(65536.0 * std::cos(ang)), sn = std::llround(65536.0 * std::sin(ang));
+      const long long sp = (e & 1) ? sn : -sn;
+      SparseVec out;
+      for (unsigned n = 0; n < 5; ++n) {
+        out.push_back({CSN.dim(16 * n + static_cast<unsigned>((static_cast<unsigned long long>(c) >> (4 * n)) & 15)), 1.0});
+        out.push_back({CSN.dim(80 + 16 * n + static_cast<unsigned>((static_cast<unsigned long long>(sp) >> (4 * n)) & 15)), 1.0});
+      }
+      return out;
+    }, {rd_steps, PRE[VEW], rotw});
+    std::vector<OH> cn, sn;
+    for (std::uint32_t n = 0; n < 5; ++n) {
+      cn.push_back(field_oh(CSN, 16 * n, 16));
+      sn.push_back(field_oh(CSN, 80 + 16 * n, 16));
     }
+    const FieldRef RD_ = product_digits("vew_rot", 7, {{xn, cn}, {yn, sn}}, 13, 1ULL << 15, rd_steps + EROT - 1.0, &done);
+    if (done != 11) throw std::logic_error("vew: ROT's digits are not ready at layer 11");
+    const FieldRef ROV = B.field("vew_rot_overflow", 2);
+    overflow_flags(L(12), RD_, 11, 13, ROV, one);
+    emit(L(13), RD_, ROV);
   }
 
   Lin div_cls() const { return sum_cls({DIV, DIVU, REM, REMU}); }
