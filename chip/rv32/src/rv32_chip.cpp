@@ -233,6 +233,7 @@ class Compiler {
     vector_traps();
     vr_file();
     vew();
+    vfn();
     when(L(9), {cls(ECALL), k(kPcl), EQ64[0], FDOK[0], Lin::constant(1) - LEN0[0], Lin::constant(1) - LENBIG[0], WBAD[0]},
          token_out(kTrap, 5));
     divide();
@@ -289,6 +290,9 @@ class Compiler {
   FieldRef VEG, VGE, RDM, RDE, ADNV;
   // VR and the word streams (vector.md sections 2, 5): slots, the register file's two read ports
   Lin EADD, EMUL, EMULS, EROT;  // [VEW, MODE = ADD / MUL / MULS / ROT] (operand-range enables of vector_traps(), layer 6)
+  std::array<Lin, 3> EFN;        // [VFN, FN = RSQRT / RECIP / SILU]
+  OH TM_;                        // the word stream's next token is value byte m (vew())
+  FieldRef LASTW_;               // the consumed token ends the stream's last element (vew())
   FieldRef VWGS, VWBS, VRX, VRY;
 
   Lin k(std::uint32_t kind) const { return K[kind]; }
@@ -1146,6 +1150,8 @@ class Compiler {
     for (unsigned kk = 1; kk <= 6; ++kk) mat_k[kk] = en(VMAT, [kk](unsigned x) { return (x & 7) == kk; });
     const std::uint32_t r_k = en(VMATR, [](unsigned x) { return (x & 1) == 0; });
     const std::uint32_t r_v = en(VMATR, [](unsigned x) { return (x & 1) == 1; });
+    std::array<std::uint32_t, 3> fn_e{};
+    for (unsigned fn = 0; fn < 3; ++fn) fn_e[fn] = en(VFN, [fn](unsigned x) { return x == fn; });
     const std::uint32_t q_act = en(VQ, [](unsigned x) { return (x & 3) == 0; });
     const std::uint32_t q_kv = en(VQ, [](unsigned x) { return (x & 3) == 1 || (x & 3) == 2; });
     std::array<std::uint32_t, 9> x_g{};
@@ -1281,9 +1287,10 @@ class Compiler {
     EMUL = E(w_m[1]);
     EMULS = E(w_m[2]);
     EROT = E(w_m[3]);
-    run.back() = cls(VEW);  // VEW: the word stream starts with VWG(0) (vew())
+    for (unsigned fn = 0; fn < 3; ++fn) EFN[fn] = E(fn_e[fn]);
+    run.back() = cls(VEW) + EFN[0] + EFN[1];  // VEW, VFN RSQRT/RECIP: the word stream starts with VWG(0) (vew(), vfn())
     when(L(10), run, token_out(kVwg, 0));
-    none.push_back(anyv - cls(VLD) - cls(VEW));
+    none.push_back(anyv - cls(VLD) - cls(VEW) - EFN[0] - EFN[1]);
     when(L(10), none, token_out(kTrap, 1));
   }
   // ---- VR and the word streams (vector.md sections 2, 5) -------------------------------------
@@ -1471,12 +1478,13 @@ class Compiler {
       kw.hi.push_back(B.field("vr_w_key_hi_bank" + std::to_string(b), 64));
     }
     const Lin one = Lin::constant(1);
-    index_sum("vr_x_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qt, {reads, vew}, kx);  // a + e
+    const Lin vew_vfn = vew + PRE[VFN];  // VFN: src = B, dst = A, like VEW's a and dst
+    index_sum("vr_x_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qt, {reads, vew_vfn}, kx);  // a + e
     index_sum("vr_y_index", VWGS, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qt, {reads, vew, one - muls - rot},
               ky);  // b + e
     muls_index(qt, reads, NY0, NY12);  // MULS: b + (e >> GS)
     index_sum("vr_rot_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qx, {reads, vew, rot}, ky);  // a + (e ^ 1)
-    index_sum("vr_w_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw, {ends, vew}, kw);  // dst + e
+    index_sum("vr_w_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw, {ends, vew_vfn}, kw);  // dst + e
     const FieldRef PARW = last_parity_;
     index_sum("vr_pending_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qp, {ends_odd, vew, rot},
               kw);  // ROT: dst + e - 1
@@ -1504,8 +1512,9 @@ class Compiler {
       }
     }
     const FieldRef WR = B.field("vr_write", 1);
-    when(L(6), {ends_odd, cls(VEW)}, {{WR.dim(), 1.0}});
+    when(L(6), {ends_odd, cls(VEW) + cls(VFN)}, {{WR.dim(), 1.0}});
     when(L(6), {ends_even, cls(VEW), one - rot}, {{WR.dim(), 1.0}});  // ROT: with the pair's second word
+    when(L(6), {ends_even, cls(VFN)}, {{WR.dim(), 1.0}});
     when(L(6), {vlb, seen, cls(VLD)}, {{WR.dim(), 1.0}});
     VRX = B.field("vr_x", 128);
     VRY = B.field("vr_y", 128);
@@ -1697,7 +1706,7 @@ class Compiler {
   // VW_q3 (q < 3), VWG(g + 1) after VW_33, the instruction's end after element n - 1 (the
   // (g, q) of n - 1 from vld()'s VGT and VC0).
   void vew() {
-    const Lin one = Lin::constant(1), ea = EADD, ev = cls(VEW);
+    const Lin one = Lin::constant(1), ea = EADD, ev = cls(VEW) + cls(VFN);
     OH tm(4);  // the next token is value byte m
     for (std::uint32_t q = 0; q < 4; ++q) {
       if (q < 3) tm[0] += k(vw(q, 3));
@@ -1753,6 +1762,8 @@ class Compiler {
     // the last element: (g, q) = ((n - 1) >> 2, (n - 1) & 3) on a VW_q3 step
     const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
     const FieldRef EQW = B.field("vew_last_eq", 3), LASTW = B.field("vew_last", 1);
+    TM_ = tm;
+    LASTW_ = LASTW;
     LayerBuilder& l9 = L(9);
     for (unsigned j = 0; j < 16; ++j) {
       when(l9, {glo[j], VGT[j]}, {{EQW.dim(0), 1.0}});
@@ -1844,6 +1855,109 @@ class Compiler {
     const FieldRef ROV = B.field("vew_rot_overflow", 2);
     overflow_flags(L(12), RD_, 11, 13, ROV, one);
     emit(L(13), RD_, ROV);
+  }
+
+  // VFN RSQRT and RECIP (vector.md section 4.6), on the word stream vew() sequences: from x =
+  // VR[src + e] (port x),
+  // - layer 7: the leading nonzero nibble of a positive x (one-hot; none for x <= 0);
+  // - layer 8: k = floor_log2(max(x, 1)) (one-hot 0..30);
+  // - layer 9: the bits of ix, selected by k (RECIP: bits k - 7 .. k - 1 under the leading 1;
+  //   RSQRT: bits k2 - 6 .. k2 + 1, k2 = k - k mod 2; bits below 0 are 0: the left shifts);
+  // - layer 10: z as nibble one-hots from one table over (ix's bits, k) per function, every entry
+  //   computed here from section 3's formulas (RCP, RSQ) and section 4.6's;
+  // - layer 11: byte m of z for the next token.
+  static std::int64_t rcp_entry(std::int64_t i) { return ((1LL << 39) + 2 * i + 1) / (4 * i + 2); }
+  static std::int64_t rsq_entry(std::int64_t i) {  // the y with (2y-1)^2 (2i+1) < 2^57 < (2y+1)^2 (2i+1)
+    const __int128 lim = static_cast<__int128>(1) << 57;
+    std::int64_t y = std::llround(std::ldexp(1.0, 27) / std::sqrt(static_cast<double>(i) + 0.5));
+    auto below = [&](std::int64_t t) { return static_cast<__int128>(2 * t - 1) * (2 * t - 1) * (2 * i + 1) < lim; };
+    while (!below(y)) --y;
+    while (below(y + 1)) ++y;
+    return y;
+  }
+  static std::int64_t rnd_shift(std::int64_t x, int s) { return s == 0 ? x : (x + (1LL << (s - 1))) >> s; }
+  void vfn() {
+    const Lin one = Lin::constant(1);
+    const OH& tm = TM_;
+    Lin rd_steps;
+    for (const Lin& t : tm) rd_steps += t;
+    const Lin more = one - LASTW_[0];
+    auto bit = [&](int b) {  // bit b of x, linear in its nibble one-hot (0 outside 0..31)
+      Lin l;
+      if (b < 0 || b > 31) return l;
+      const OH n = nib(VRX, static_cast<std::uint32_t>(b / 4));
+      for (unsigned v = 0; v < 16; ++v)
+        if ((v >> (b % 4)) & 1) l += n[v];
+      return l;
+    };
+    const Lin g = rd_steps + EFN[0] + EFN[1] - 1.0;  // an RSQRT or RECIP value step (1), else <= 0
+    const FieldRef LN = B.field("vfn_lead_nibble", 8);
+    for (std::uint32_t i = 0; i < 8; ++i) {
+      std::vector<Lin> conds = {any_of(nib(VRX, i), [i](unsigned v) { return v != 0 && (i < 7 || v < 8); }), g};
+      for (std::uint32_t j = i + 1; j < 8; ++j) conds.push_back(nib(VRX, j)[0]);
+      when(L(7), conds, {{LN.dim(i), 1.0}});
+    }
+    const FieldRef KF = B.field("vfn_log2", 31);
+    Lin lead;
+    for (std::uint32_t i = 0; i < 8; ++i) {
+      lead += LN[i];
+      for (unsigned v = 1; v < (i == 7 ? 8u : 16u); ++v) {
+        const unsigned fl = v >= 8 ? 3 : v >= 4 ? 2 : v >= 2 ? 1 : 0;
+        when(L(8), {LN[i], nib(VRX, i)[v]}, {{KF.dim(4 * i + fl), 1.0}});
+      }
+    }
+    L(8).unit_out(L(8).relu_unit(g - lead), KF.dim(0), 1.0);  // x <= 0: u = 1, k = 0
+    const FieldRef IXR = B.field("vfn_recip_ix_bits", 7), IXS = B.field("vfn_rsqrt_ix_bits", 8);
+    for (int kk = 0; kk <= 30; ++kk) {
+      for (int t = 0; t < 7; ++t) {
+        const Lin b = bit(kk - 7 + t);
+        if (!b.terms.empty())
+          when(L(9), {KF[static_cast<std::uint32_t>(kk)], b, EFN[1], lead}, {{IXR.dim(static_cast<std::uint32_t>(t)), 1.0}});
+      }
+      for (int t = 0; t < 8; ++t) {
+        const Lin b = bit(kk - kk % 2 - 6 + t);
+        if (!b.terms.empty())
+          when(L(9), {KF[static_cast<std::uint32_t>(kk)], b, EFN[0], lead}, {{IXS.dim(static_cast<std::uint32_t>(t)), 1.0}});
+      }
+    }
+    // x <= 0 (no leading nibble): u = 1, so RSQRT's ix = 1 << 6 (RECIP's: the implicit leading 1, 128)
+    L(9).unit_out(L(9).relu_unit(rd_steps + EFN[0] - 1.0 - lead), IXS.dim(6), 1.0);
+    const FieldRef Z = B.field("vfn_z", 128);
+    auto word_out = [&](std::uint32_t z) {
+      SparseVec o;
+      for (std::uint32_t n = 0; n < 8; ++n) o.push_back({Z.dim(16 * n + ((z >> (4 * n)) & 15)), 1.0});
+      return o;
+    };
+    std::vector<OH> parts;
+    for (std::uint32_t t = 0; t < 7; ++t) parts.push_back(OH{one - IXR[t], IXR[t]});
+    parts.push_back(field_oh(KF, 0, 31));
+    table(L(10), parts, [&](const std::vector<unsigned>& v) {
+      unsigned low = 0;
+      for (unsigned t = 0; t < 7; ++t) low |= v[t] << t;
+      const int kk = static_cast<int>(v[7]);
+      if (kk < 7 && (low & ((1u << (7 - kk)) - 1)) != 0) return SparseVec{};  // u << (7 - k): those bits are 0
+      const std::int64_t r = rcp_entry(128 + low);
+      const std::int64_t z = kk <= 2 ? std::min<std::int64_t>(r << (2 - kk), 0x7FFFFFFF) : rnd_shift(r, kk - 2);
+      return word_out(static_cast<std::uint32_t>(z));
+    }, {EFN[1]});
+    parts.clear();
+    for (std::uint32_t t = 0; t < 8; ++t) parts.push_back(OH{one - IXS[t], IXS[t]});
+    OH k2(16);
+    for (std::uint32_t h = 0; h < 16; ++h) k2[h] = KF[2 * h] + (2 * h + 1 < 31 ? KF[2 * h + 1] : Lin());
+    parts.push_back(k2);
+    table(L(10), parts, [&](const std::vector<unsigned>& v) {
+      unsigned ix = 0;
+      for (unsigned t = 0; t < 8; ++t) ix |= v[t] << t;
+      const int kk2 = 2 * static_cast<int>(v[8]);
+      if (ix < 64 || (kk2 < 6 && (ix & ((1u << (6 - kk2)) - 1)) != 0)) return SparseVec{};
+      return word_out(static_cast<std::uint32_t>(rnd_shift(rsq_entry(ix), kk2 / 2)));
+    }, {EFN[0]});
+    LayerBuilder& l11 = L(11);
+    for (std::uint32_t m = 0; m < 4; ++m)
+      for (unsigned v = 0; v < 16; ++v) {
+        l11.unit_out(l11.relu_unit(Z[16 * (2 * m) + v] + tm[m] + more - 2.0), NPL.dim(v), 1.0);
+        l11.unit_out(l11.relu_unit(Z[16 * (2 * m + 1) + v] + tm[m] + more - 2.0), NPH.dim(v), 1.0);
+      }
   }
 
   Lin div_cls() const { return sum_cls({DIV, DIVU, REM, REMU}); }
