@@ -116,7 +116,7 @@ std::vector<Example> load_vector_examples() {
     const std::uint32_t word = hex32(e.at("code").at(0));
     const bool vld = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 7;
     const bool vew = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 4;  // every mode
-    const bool vfn = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 5 && (word >> 25) <= 1;  // RSQRT, RECIP
+    const bool vfn = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 5 && (word >> 25) <= 2;  // RSQRT, RECIP, SILU
     const bool traps = e.at("final").at("end").get<std::string>() == "trap";
     if (vld || vew || vfn || traps) out.push_back({"vector", e.at("name").get<std::string>(), e});
   }

@@ -1288,9 +1288,9 @@ class Compiler {
     EMULS = E(w_m[2]);
     EROT = E(w_m[3]);
     for (unsigned fn = 0; fn < 3; ++fn) EFN[fn] = E(fn_e[fn]);
-    run.back() = cls(VEW) + EFN[0] + EFN[1];  // VEW, VFN RSQRT/RECIP: the word stream starts with VWG(0) (vew(), vfn())
+    run.back() = cls(VEW) + cls(VFN);  // VEW, VFN: the word stream starts with VWG(0) (vew(), vfn())
     when(L(10), run, token_out(kVwg, 0));
-    none.push_back(anyv - cls(VLD) - cls(VEW) - EFN[0] - EFN[1]);
+    none.push_back(anyv - cls(VLD) - cls(VEW) - cls(VFN));
     when(L(10), none, token_out(kTrap, 1));
   }
   // ---- VR and the word streams (vector.md sections 2, 5) -------------------------------------
@@ -1958,6 +1958,83 @@ class Compiler {
         l11.unit_out(l11.relu_unit(Z[16 * (2 * m) + v] + tm[m] + more - 2.0), NPL.dim(v), 1.0);
         l11.unit_out(l11.relu_unit(Z[16 * (2 * m + 1) + v] + tm[m] + more - 2.0), NPH.dim(v), 1.0);
       }
+    silu();
+  }
+
+  // VFN SILU (vector.md section 4.6): z = sat32(rnd(x SIG[ix], 16)), ix = min(1023, max(0,
+  // rnd(x, 10) + 512)). rnd(x, 10) + 512 = floor((x + 2^19 + 2^9) / 2^10): for -523,776 <= x <=
+  // 522,751 it is bits 10..19 of w = x + 0x80200 (20 bits, no wrap); above, ix = 1023, below, 0.
+  // - layer 7: the two clamps (nibble compares against 0x0007FA00 and 0xFFF801FF) and ix's pieces:
+  //   bits 0..5 from (x2, x3), bits 6..9 from (x4 and the carry into it: x3 = 15 and x2 >= 14);
+  // - layer 8: SIG[ix] as 5 signed nibbles (one table over ix's two pieces; the clamps' entries);
+  // - layers 9..12: x SIG[ix] + 2^15 modulo 2^52 (product_digits); 13: overflow from bits 47..51;
+  //   14: byte m of the result.
+  static std::int64_t sig_entry(int i) { return std::llround(65536.0 / (1.0 + std::exp(-(i - 512) / 64.0))); }
+  void silu() {
+    const Lin one = Lin::constant(1);
+    const OH& tm = TM_;
+    Lin rd_steps;
+    for (const Lin& t : tm) rd_steps += t;
+    const Lin more = one - LASTW_[0];
+    const Lin gs = rd_steps + EFN[2] - 1.0;  // a SILU value step (1), else <= 0
+    auto x = [&](std::uint32_t n) { return nib(VRX, n); };
+    auto isv = [&](std::uint32_t n, const std::function<bool(unsigned)>& p) { return any_of(x(n), p); };
+    LayerBuilder& l7 = L(7);
+    const FieldRef CL = B.field("vfn_silu_clamp", 2);  // [ix = 1023], [ix = 0]
+    // x >= 0x7FA00 (and x >= 0)
+    when(l7, {isv(7, [](unsigned v) { return v >= 1 && v < 8; }), gs}, {{CL.dim(0), 1.0}});
+    when(l7, {x(7)[0], isv(6, [](unsigned v) { return v != 0; }), gs}, {{CL.dim(0), 1.0}});
+    when(l7, {x(7)[0], x(6)[0], isv(5, [](unsigned v) { return v != 0; }), gs}, {{CL.dim(0), 1.0}});
+    when(l7, {x(7)[0], x(6)[0], x(5)[0], isv(4, [](unsigned v) { return v >= 8; }), gs}, {{CL.dim(0), 1.0}});
+    when(l7, {x(7)[0], x(6)[0], x(5)[0], x(4)[7], x(3)[15], isv(2, [](unsigned v) { return v >= 10; }), gs},
+         {{CL.dim(0), 1.0}});
+    // x <= -523,777 = 0xFFF801FF
+    when(l7, {isv(7, [](unsigned v) { return v >= 8 && v < 15; }), gs}, {{CL.dim(1), 1.0}});
+    when(l7, {x(7)[15], isv(6, [](unsigned v) { return v != 15; }), gs}, {{CL.dim(1), 1.0}});
+    when(l7, {x(7)[15], x(6)[15], isv(5, [](unsigned v) { return v != 15; }), gs}, {{CL.dim(1), 1.0}});
+    when(l7, {x(7)[15], x(6)[15], x(5)[15], isv(4, [](unsigned v) { return v < 8; }), gs}, {{CL.dim(1), 1.0}});
+    when(l7, {x(7)[15], x(6)[15], x(5)[15], x(4)[8], x(3)[0], isv(2, [](unsigned v) { return v <= 1; }), gs},
+         {{CL.dim(1), 1.0}});
+    const FieldRef IXL = B.field("vfn_silu_ix_lo", 64), IXH = B.field("vfn_silu_ix_hi", 16);
+    table(l7, {x(2), x(3)}, [&](const std::vector<unsigned>& v) {
+      const unsigned n2 = (v[0] + 2) & 15, c3 = v[0] >= 14 ? 1 : 0, n3 = (v[1] + c3) & 15;
+      return SparseVec{{IXL.dim((n2 >> 2) | (n3 << 2)), 1.0}};
+    }, {gs});
+    const Lin x2hi = isv(2, [](unsigned v) { return v >= 14; });
+    table(l7, {x(4), OH{one - x(3)[15], x(3)[15]}, OH{one - x2hi, x2hi}}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{IXH.dim((v[0] + 8 + (v[1] & v[2])) & 15), 1.0}};
+    }, {gs});
+    // layer 8: SIG[ix]
+    const FieldRef SN = B.field("vfn_silu_sig", 80);
+    auto sig_out = [&](std::int64_t sv) {
+      SparseVec o;
+      for (std::uint32_t n = 0; n < 5; ++n) o.push_back({SN.dim(16 * n + static_cast<std::uint32_t>((sv >> (4 * n)) & 15)), 1.0});
+      return o;
+    };
+    table(L(8), {field_oh(IXL, 0, 64), field_oh(IXH, 0, 16)},
+          [&](const std::vector<unsigned>& v) { return sig_out(sig_entry(static_cast<int>(v[0] | (v[1] << 6)))); },
+          {one - CL[0] - CL[1]});
+    when(L(8), {CL[0], gs}, sig_out(sig_entry(1023)));
+    when(L(8), {CL[1], gs}, sig_out(sig_entry(0)));
+    std::vector<OH> xn, sn;
+    for (std::uint32_t n = 0; n < 8; ++n) xn.push_back(x(n));
+    for (std::uint32_t n = 0; n < 5; ++n) sn.push_back(field_oh(SN, 16 * n, 16));
+    std::uint32_t done = 0;
+    const FieldRef DG = product_digits("vfn_silu", 9, {{xn, sn}}, 13, 1ULL << 15, gs, &done);
+    if (done != 12) throw std::logic_error("silu: the digits are not ready at layer 12");
+    const FieldRef OV = B.field("vfn_silu_overflow", 2);
+    overflow_flags(L(13), DG, 11, 13, OV, one);
+    LayerBuilder& l14 = L(14);
+    for (std::uint32_t m = 0; m < 4; ++m) {
+      for (unsigned v = 0; v < 16; ++v) {
+        const Lin off = tm[m] - OV[0] - OV[1] - LASTW_[0] - 1.0;
+        l14.unit_out(l14.relu_unit(DG[16 * (4 + 2 * m) + v] + off), NPL.dim(v), 1.0);
+        l14.unit_out(l14.relu_unit(DG[16 * (5 + 2 * m) + v] + off), NPH.dim(v), 1.0);
+      }
+      const unsigned hi = m < 3 ? 0xFF : 0x7F, lo = m < 3 ? 0x00 : 0x80;
+      when(l14, {OV[0], tm[m], more}, {{NPL.dim(hi & 15), 1.0}, {NPH.dim(hi >> 4), 1.0}});
+      when(l14, {OV[1], tm[m], more}, {{NPL.dim(lo & 15), 1.0}, {NPH.dim(lo >> 4), 1.0}});
+    }
   }
 
   Lin div_cls() const { return sum_cls({DIV, DIVU, REM, REMU}); }
