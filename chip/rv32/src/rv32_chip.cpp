@@ -2,9 +2,13 @@
 // docs/spec/isa.md, bignum.md, vector.md and trace.md (trace-v3); the executor only runs generic
 // layer math.
 //
-// Vocabulary: kinds 0..80, id = 256 kind + payload (trace.md section 2; of the vector kinds only
-// VLG and VLB0..VLB3 are produced: vld(), vector_traps()). Output: logit(k, p) = 2 NKH[k, p >> 4] + 2 NP[p]: the intended token scores
-// 4, every other token at most 2.
+// Vocabulary: kinds 0..80, id = 256 kind + payload (trace.md section 2; of the vector kinds VLG,
+// VLB0..VLB3, VWG and VW00..VW33 are produced: vld(), vew(), vfn(), vector_traps()). Output:
+// logit(k, p) = 2 NKH[k, p >> 4] + 2 NP[p]: the intended token scores 4, every other token at most 2.
+//
+// Vector unit (docs/chip-design.md section 3.6): VLD, VEW (all modes) and VFN (all functions)
+// execute; VR lives in layer 7 (vr_file()); the other five ops raise their traps and otherwise
+// emit TRAP(1) (their execution is not compiled).
 //
 // Layer plan (stage = one memory block then one MLP; docs/chip-design.md section 3):
 //   L0  mem: slots of consumed tokens (PCH, PCL, A, W, AC, OI, OIH, DQ bits)
@@ -22,6 +26,10 @@
 //   L15 mem: RAM copy for ECALL write bytes; L15..L17 mlp: pc tokens, write bytes
 //   L8..L18 mlp: multiplier, divider compare, remainder, bn.mac (only active on their classes)
 //   L19 mlp: payload and (kind, payload high nibble) one-hots for the output
+//   Vector unit: L0 mem: word-stream and VLG slots; L1 mem: VLD's M; L1..L6 mlp: VLD's product;
+//   L4..L6 mlp: VR index sums (a + e, b + e, b + (e >> GS), a + (e ^ 1), dst + e, dst + i);
+//   L7 mem: VR; L7..L14 mlp: VEW and VFN arithmetic (product_digits: products, splits,
+//   one-hots, lookahead), overflow, the value bytes
 #include "lockstep/chip/rv32/rv32_chip.hpp"
 
 #include <algorithm>
@@ -208,7 +216,7 @@ constexpr std::uint32_t kNumLayers = 20;
 
 class Compiler {
  public:
-  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the vector unit's VLD, trace-v3 (docs/chip-design.md)", kVocab,
+  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the vector unit's VR, VLD, VEW and VFN, trace-v3 (docs/chip-design.md)", kVocab,
                  "lockstep-chip-rv32 0.2") {}
 
   Chip run() {
@@ -3114,7 +3122,11 @@ std::vector<std::string> rv32_coverage() {
       "MUL MULH MULHSU MULHU: W0..W3 or NOP",
       "DIV DIVU REM REMU: the 32 DQ tokens, then W (quotient / remainder with the spec's special cases)",
       "bignum: bn.addc, bn.subb (W, CF), bn.xchgc, bn.mac (AC0..AC11), bn.accrd, bn.accclr; illegal custom-0 words",
-      "vector unit, VLD only (trace; its VR writes are not kept): VLB0..VLB3 of M, VLG(g) and VLB_m per element, TRAP(4/5/16/17/18); the other custom-1 ops decode as illegal (TRAP(1))",
+      "vector unit VR: 1,024 words in layer 7 (two read ports, two parity banks), from .lockstep.vreg, written by VLD and by word streams",
+      "VLD: VLB0..VLB3 of M, VLG(g) and VLB_m per element, VR <- sat32(sext8(b) M), TRAP(4/5/16/17/18)",
+      "VEW ADD, MUL, MULS (every GS), ROT (in place too): VWG(g) and VW_qm per element, sat32, rnd half up; TRAP(16/17/18/20/23)",
+      "VFN RSQRT, RECIP, SILU: the word stream of z, from the spec's RSQ/RCP/SIG formulas; TRAP(16/17/18/20)",
+      "VMAT, VMATR, VQ, VEXP, VRED: every trap of vector.md section 6 with the lowest code; without a trap TRAP(1) (execution not compiled)",
   };
 }
 
