@@ -214,6 +214,25 @@ const std::vector<AluUse>& alu_uses() {
 constexpr std::uint32_t kWords = kRamSize / 4;  // 2^18 RAM words
 constexpr std::uint32_t kNumLayers = 20;
 
+// The fixed tables of vector.md section 3, from its formulas (IEEE double with the C library's
+// exp/cos/sin and llround, as the section says; RSQ and RCP in exact integers).
+std::int64_t rcp_entry(std::int64_t i) { return ((1LL << 39) + 2 * i + 1) / (4 * i + 2); }
+std::int64_t rsq_entry(std::int64_t i) {  // the y with (2y-1)^2 (2i+1) < 2^57 < (2y+1)^2 (2i+1)
+  const __int128 lim = static_cast<__int128>(1) << 57;
+  std::int64_t y = std::llround(std::ldexp(1.0, 27) / std::sqrt(static_cast<double>(i) + 0.5));
+  auto below = [&](std::int64_t t) { return static_cast<__int128>(2 * t - 1) * (2 * t - 1) * (2 * i + 1) < lim; };
+  while (!below(y)) --y;
+  while (below(y + 1)) ++y;
+  return y;
+}
+std::int64_t sig_entry(int i) { return std::llround(65536.0 / (1.0 + std::exp(-(i - 512) / 64.0))); }
+std::int64_t cos_entry(unsigned p, unsigned j) {
+  return std::llround(65536.0 * std::cos(static_cast<double>(p) * std::pow(10.0, -static_cast<double>(j))));
+}
+std::int64_t sin_entry(unsigned p, unsigned j) {
+  return std::llround(65536.0 * std::sin(static_cast<double>(p) * std::pow(10.0, -static_cast<double>(j))));
+}
+
 class Compiler {
  public:
   Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the vector unit's VR, VLD, VEW and VFN, trace-v3 (docs/chip-design.md)", kVocab,
@@ -1843,8 +1862,7 @@ class Compiler {
     for (const Lin& t : tm) rd_steps += t;
     table(L(6), {nib(RV2, 0), masked(nib(RV2, 1), 3), stream_target_q(), masked(glo, 1)}, [&](const std::vector<unsigned>& v) {
       const unsigned p = v[0] | ((v[1] & 3) << 4), q = v[2], e = 4 * (v[3] & 1) + q, j = (e >> 1) & 3;
-      const double ang = static_cast<double>(p) * std::pow(10.0, -static_cast<double>(j));
-      const long long c = std::llround(65536.0 * std::cos(ang)), sn = std::llround(65536.0 * std::sin(ang));
+      const long long c = cos_entry(p, j), sn = sin_entry(p, j);
       const long long sp = (e & 1) ? sn : -sn;
       SparseVec out;
       for (unsigned n = 0; n < 5; ++n) {
@@ -1874,15 +1892,6 @@ class Compiler {
   // - layer 10: z as nibble one-hots from one table over (ix's bits, k) per function, every entry
   //   computed here from section 3's formulas (RCP, RSQ) and section 4.6's;
   // - layer 11: byte m of z for the next token.
-  static std::int64_t rcp_entry(std::int64_t i) { return ((1LL << 39) + 2 * i + 1) / (4 * i + 2); }
-  static std::int64_t rsq_entry(std::int64_t i) {  // the y with (2y-1)^2 (2i+1) < 2^57 < (2y+1)^2 (2i+1)
-    const __int128 lim = static_cast<__int128>(1) << 57;
-    std::int64_t y = std::llround(std::ldexp(1.0, 27) / std::sqrt(static_cast<double>(i) + 0.5));
-    auto below = [&](std::int64_t t) { return static_cast<__int128>(2 * t - 1) * (2 * t - 1) * (2 * i + 1) < lim; };
-    while (!below(y)) --y;
-    while (below(y + 1)) ++y;
-    return y;
-  }
   static std::int64_t rnd_shift(std::int64_t x, int s) { return s == 0 ? x : (x + (1LL << (s - 1))) >> s; }
   void vfn() {
     const Lin one = Lin::constant(1);
@@ -1977,7 +1986,6 @@ class Compiler {
   // - layer 8: SIG[ix] as 5 signed nibbles (one table over ix's two pieces; the clamps' entries);
   // - layers 9..12: x SIG[ix] + 2^15 modulo 2^52 (product_digits); 13: overflow from bits 47..51;
   //   14: byte m of the result.
-  static std::int64_t sig_entry(int i) { return std::llround(65536.0 / (1.0 + std::exp(-(i - 512) / 64.0))); }
   void silu() {
     const Lin one = Lin::constant(1);
     const OH& tm = TM_;
@@ -3104,6 +3112,19 @@ class Compiler {
 }  // namespace
 
 Chip compile_rv32_chip() { return Compiler().run(); }
+
+VectorTables rv32_vector_tables() {
+  VectorTables t;
+  for (std::int64_t i = 64; i < 256; ++i) t.rsq.push_back(static_cast<std::int32_t>(rsq_entry(i)));
+  for (std::int64_t i = 128; i < 256; ++i) t.rcp.push_back(static_cast<std::int32_t>(rcp_entry(i)));
+  for (int i = 0; i < 1024; ++i) t.sig.push_back(static_cast<std::int32_t>(sig_entry(i)));
+  for (unsigned p = 0; p < 64; ++p)
+    for (unsigned j = 0; j < 4; ++j) {
+      t.cos.push_back(static_cast<std::int32_t>(cos_entry(p, j)));
+      t.sin.push_back(static_cast<std::int32_t>(sin_entry(p, j)));
+    }
+  return t;
+}
 
 std::vector<std::string> rv32_coverage() {
   return {
