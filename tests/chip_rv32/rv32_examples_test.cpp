@@ -102,10 +102,9 @@ std::string test_name(const ::testing::TestParamInfo<std::size_t>& info) {
 INSTANTIATE_TEST_SUITE_P(Vectors, ScalarExample, ::testing::Range<std::size_t>(0, examples().size()), test_name);
 
 // The vector unit's examples (docs/spec/vectors/vector_ops.json) of what the chip compiles
-// (docs/chip-design.md section 5): every VLD example (tokens only: the chip does not keep VLD's
-// words yet), every VEW ADD example (VR from the example's initial vreg) and every example of any
-// op that ends in a trap (each op's trap checks are compiled). Examples of the other ops that run
-// to their end need their execution, which is not compiled.
+// (docs/chip-design.md section 3.6): every VLD, VEW and VFN example (VR from the example's initial
+// vreg) and every example of any op that ends in a trap (each op's trap checks are compiled).
+// Examples of the other ops that run to their end need their execution, which is not compiled.
 std::vector<Example> load_vector_examples() {
   const std::string path = std::string(LOCKSTEP_SOURCE_DIR) + "/docs/spec/vectors/vector_ops.json";
   std::ifstream in(path);
@@ -142,9 +141,9 @@ std::string vector_test_name(const ::testing::TestParamInfo<std::size_t>& info) 
 INSTANTIATE_TEST_SUITE_P(Vectors, VectorExample, ::testing::Range<std::size_t>(0, vector_examples().size()), vector_test_name);
 
 TEST(VectorExamples, AllLoad) {
-  // vector_ops.json: 5 VLD examples (3 runs, 2 traps), 2 VEW ADD runs and 10 traps of the other
-  // ops; never fewer
-  EXPECT_GE(vector_examples().size(), 17u);
+  // vector_ops.json: 5 VLD examples (3 runs, 2 traps), 5 VEW runs, 3 VFN runs and 10 traps of
+  // the other ops; never fewer
+  EXPECT_GE(vector_examples().size(), 23u);
 }
 
 TEST(ScalarExamples, AllFilesLoad) {
