@@ -1700,9 +1700,16 @@ class Compiler {
     const Lin el = vlb + seen - 1.0;  // 1 on VLD's element steps, <= 0 elsewhere
     const FieldRef MS = B.field("vld_m_slots", 128);
     slot_head(L(1), 4, [&](std::uint32_t m) { return k(kVlb0 + m) - seen; }, [&](std::uint32_t r) { return PN[r % 32]; }, MS, vlb);
+    // b's nibbles, embedded for the VLB kinds only (so that the product tables are idle elsewhere)
+    const FieldRef BN = B.field("vlb_payload_nibbles", 32);
+    for (std::uint32_t m = 0; m < 4; ++m)
+      for (std::uint32_t p = 0; p < 256; ++p) {
+        B.embed(256 * (kVlb0 + m) + p, BN.dim(p & 15), 1);
+        B.embed(256 * (kVlb0 + m) + p, BN.dim(16 + (p >> 4)), 1);
+      }
     std::vector<OH> ms, bs;
     for (std::uint32_t i = 0; i < 8; ++i) ms.push_back(nib(MS, i));
-    for (std::uint32_t j = 0; j < 2; ++j) bs.push_back(field_oh(PN, 16 * j, 16));
+    for (std::uint32_t j = 0; j < 2; ++j) bs.push_back(field_oh(BN, 16 * j, 16));
     std::uint32_t done = 0;
     const FieldRef DG = product_digits("vld", 1, {{ms, bs}}, 10, 0, el, &done);
     if (done != 4) throw std::logic_error("vld_product: the digits are not ready at layer 4");
@@ -1751,8 +1758,11 @@ class Compiler {
       threshold(l7, s, base, GP.dim(8 + i), -1);
     }
     const FieldRef CIN = B.field("vew_add_carry_in", 1);
+    const FieldRef VWP = B.field("vw_payload", 1);  // the consumed byte, embedded for the VW kinds only
+    for (std::uint32_t j = 0; j < 16; ++j)
+      for (std::uint32_t p = 0; p < 256; ++p) B.embed(256 * (kVw00 + j) + p, VWP.dim(), static_cast<double>(p));
     for (std::uint32_t m = 1; m < 4; ++m)
-      threshold_if(l7, byte_of(VRX, m - 1) + byte_of(VRY, m - 1) - PS[0], 1, 512, tm[m], CIN.dim());
+      threshold_if(l7, byte_of(VRX, m - 1) + byte_of(VRY, m - 1) - VWP[0], 1, 512, tm[m], CIN.dim());
     const FieldRef LS = B.field("vew_add_lo_sum", 31), HS = B.field("vew_add_hi_sum", 31);
     for (std::uint32_t m = 0; m < 4; ++m) {
       table(l7, {nib(VRX, 2 * m), nib(VRY, 2 * m)},
