@@ -50,7 +50,7 @@ namespace {
 #ifdef LOCKSTEP_CHIP_VEW_FULL
 constexpr unsigned kPrograms = 10000;
 #else
-constexpr unsigned kPrograms = 64;
+constexpr unsigned kPrograms = 48;
 #endif
 constexpr unsigned kBatch = 32;
 constexpr std::uint64_t kSeed = 0x5eed'0e3a'0010ull;
