@@ -320,7 +320,8 @@ class Compiler {
   std::array<Lin, 3> EFN;        // [VFN, FN = RSQRT / RECIP / SILU]
   OH TM_;                        // the word stream's next token is value byte m (vew())
   FieldRef LASTW_;               // the consumed token ends the stream's last element (vew())
-  FieldRef VWGS, VWBS, VRX, VRY;
+  FieldRef VWGS, VWBS, VRX, VRY, VRYS;
+  FieldRef VIN;  // f7's nibbles (inst nibbles 6, 7) on custom-1 words only (layer 4; vector_traps())
 
   Lin k(std::uint32_t kind) const { return K[kind]; }
   Lin fetch() const { return K[kPcl]; }  // the step that consumes PCL: the instruction's first step
@@ -1107,7 +1108,7 @@ class Compiler {
     Lin anyv;  // any vector op
     for (Cls c : ops) anyv += cls(c);
     // f7 = inst[31:25] as a one-hot, only on custom-1 words (gated nibble copies, layer 4)
-    const FieldRef VIN = B.field("vec_f7_nibbles", 32);
+    VIN = B.field("vec_f7_nibbles", 32);
     const Lin custom1 = nib(IN, 0)[0xB] + masked(nib(IN, 1), 7)[2] - 2.0;  // with a nibble: ReLU(a + b + c - 2)
     for (unsigned j = 0; j < 16; ++j) {
       pass(L(4), nib(IN, 6)[j] + custom1, VIN.dim(j));
@@ -1371,11 +1372,12 @@ class Compiler {
                {x2, masked(ghi, 0xC)}, [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 2); }, gates, out);
   }
 
-  // X + e' as index_sum() does, for an element e' given as nibble one-hots E0, E1 and E2 (bits 8, 9).
+  // X + e' as index_sum() does, for an element e' given as nibble one-hots E0, E1 and E2 (bits 8,
+  // 9), in layers base and base + 1.
   void index_sum_nibbles(const std::string& name, const OH& x0, const OH& x1, const OH& x2, const OH& e0, const OH& e1,
-                         const OH& e2, const std::vector<Lin>& gates, const KeyOut& out) {
+                         const OH& e2, const std::vector<Lin>& gates, const KeyOut& out, std::uint32_t base = 5) {
     auto add2 = [](const std::vector<unsigned>& v) { return v[0] + v[1]; };
-    sum_pieces(name, {x0, e0}, add2, oh_value(x0) + oh_value(e0), {x1, e1}, add2, {x2, e2}, add2, gates, out);
+    sum_pieces(name, {x0, e0}, add2, oh_value(x0) + oh_value(e0), {x1, e1}, add2, {x2, e2}, add2, gates, out, base);
   }
 
   // The common part: s0 = f0(parts0) (0..30) gives N0 = s0 & 15 and (linear form lin0) c1 =
@@ -1384,9 +1386,9 @@ class Compiler {
   void sum_pieces(const std::string& name, const std::vector<OH>& parts0, const std::function<unsigned(const std::vector<unsigned>&)>& f0,
                   const Lin& lin0, const std::vector<OH>& parts1, const std::function<unsigned(const std::vector<unsigned>&)>& f1,
                   const std::vector<OH>& parts2, const std::function<unsigned(const std::vector<unsigned>&)>& f2,
-                  const std::vector<Lin>& gates, const KeyOut& out) {
+                  const std::vector<Lin>& gates, const KeyOut& out, std::uint32_t base = 5) {
     const bool banked = out.lo.size() == 2;
-    LayerBuilder& l5 = L(5);
+    LayerBuilder& l5 = L(base);
     const FieldRef PAR = B.field(name + "_parity", 2);
     table(l5, parts0, [&](const std::vector<unsigned>& v) {
       const unsigned s0 = f0(v);
@@ -1401,7 +1403,7 @@ class Compiler {
     const Lin one = Lin::constant(1);
     std::vector<OH> parts = {field_oh(T1, 0, 31), OH{one - C1[0], C1[0]}, field_oh(T2, 0, 7)};
     if (banked) parts.push_back(field_oh(PAR, 0, 2));
-    table(L(6), parts, [&](const std::vector<unsigned>& v) {
+    table(L(base + 1), parts, [&](const std::vector<unsigned>& v) {
       const unsigned s1 = v[0] + v[1];
       return SparseVec{{out.hi[banked ? v[3] : 0].dim((s1 & 15) + 16 * ((v[2] + (s1 >> 4)) & 3)), 1.0}};
     });
@@ -1410,9 +1412,11 @@ class Compiler {
   FieldRef last_parity_;  // the parity field of the last sum_pieces() (banked sums)
 
   // VEW MULS's scalar index b + (e >> GS) (vector.md section 4.5): e >> GS as nibble one-hots
-  // (layer 4, from the word's f7 nibbles: one small table per GS value and output nibble over the
-  // bits of q, g's low and g's high nibble that it needs), then index_sum_nibbles().
-  void muls_index(const OH& qt, const Lin& reads, const FieldRef& NY0, const FieldRef& NY12) {
+  // (layer 5, from f7's nibbles on custom-1 words: one small table per GS value and output nibble
+  // over the bits of q, g's low and g's high nibble that it needs), then index_sum_nibbles() in
+  // layers 6, 7, for the port of layer 8. Every input of these units is 0 outside the word
+  // streams of custom-1 words, so they are idle there.
+  void muls_index(const OH& qt, const Lin& reads, const KeyOut& out) {
     const FieldRef ES = B.field("vew_muls_element", 36);  // e >> GS: nibbles 0, 1 (16 each), 2 (4)
     const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
     struct Piece {
@@ -1420,11 +1424,10 @@ class Compiler {
       unsigned lo, width;
     };
     const std::array<Piece, 3> pieces = {Piece{qt, 0, 2}, Piece{glo, 2, 4}, Piece{ghi, 6, 4}};
-    const std::vector<Lin> vew_word = {nib(IN, 0)[0xB], masked(nib(IN, 1), 7)[2], masked(nib(IN, 3), 7)[4], reads};
+    const OH f7lo = field_oh(VIN, 0, 16), f7hi = field_oh(VIN, 16, 16);  // inst nibbles 6, 7
     for (unsigned gs = 0; gs <= 6; ++gs) {
-      std::vector<Lin> gates = vew_word;  // VEW, MODE = 2, GS = gs: f7 = inst[31:25]
-      gates.push_back(masked(nib(IN, 6), 0xE)[4 | ((gs & 1) << 3)]);
-      gates.push_back(masked(nib(IN, 7), 3)[gs >> 1]);
+      // VEW, MODE = 2, GS = gs (f7 = inst[31:25]: MODE = inst[26:25], GS = inst[29:27])
+      const std::vector<Lin> gates = {reads, PRE[VEW], masked(f7lo, 0xE)[4 | ((gs & 1) << 3)], masked(f7hi, 3)[gs >> 1]};
       for (unsigned n = 0; n < 3; ++n) {
         const unsigned first = gs + 4 * n, bits = n < 2 ? 4 : 2;  // bits first .. first + bits - 1 of e
         std::vector<OH> parts;
@@ -1442,10 +1445,10 @@ class Compiler {
         }
         const std::uint32_t base = 16 * n;
         if (parts.empty()) {  // e >> GS has no bits here: the nibble is 0
-          when(L(4), gates, {{ES.dim(base), 1.0}});
+          when(L(5), gates, {{ES.dim(base), 1.0}});
           continue;
         }
-        table(L(4), parts, [&, first, bits, base](const std::vector<unsigned>& v) {
+        table(L(5), parts, [&, first, bits, base](const std::vector<unsigned>& v) {
           unsigned e = 0;
           for (std::size_t i = 0; i < v.size(); ++i) e |= (v[i] & masks[i]) << los[i];
           return SparseVec{{ES.dim(base + ((e >> first) & ((1u << bits) - 1))), 1.0}};
@@ -1453,7 +1456,7 @@ class Compiler {
       }
     }
     index_sum_nibbles("vr_muls_index", nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), field_oh(ES, 0, 16),
-                      field_oh(ES, 16, 16), field_oh(ES, 32, 4), {reads, PRE[VEW]}, KeyOut{{NY0}, {NY12}});
+                      field_oh(ES, 16, 16), field_oh(ES, 32, 4), {reads, PRE[VEW]}, out, 6);
   }
 
   // VR (vector.md section 2): 1,024 words as nibble one-hots (128 rows), in layer 7, as two read
@@ -1495,7 +1498,8 @@ class Compiler {
     OH qx(4);  // ROT: the pair's other element, e ^ 1
     for (std::uint32_t q = 0; q < 4; ++q) qx[q] = qt[q ^ 1];
     const Lin vew = PRE[VEW];
-    const Lin muls = masked(nib(IN, 6), 6)[4], rot = masked(nib(IN, 6), 6)[6];  // f7's MODE = 2, 3 (on a VEW word)
+    const OH f7lo = field_oh(VIN, 0, 16);  // inst nibble 6 on custom-1 words (0 elsewhere)
+    const Lin muls = masked(f7lo, 6)[4], rot = masked(f7lo, 6)[6];  // f7's MODE = 2, 3 (on a VEW word)
     const FieldRef NX0 = B.field("vr_x_key_lo", 16), NX12 = B.field("vr_x_key_hi", 64);
     const FieldRef NY0 = B.field("vr_y_key_lo", 16), NY12 = B.field("vr_y_key_hi", 64);
     const KeyOut kx{{NX0}, {NX12}}, ky{{NY0}, {NY12}};
@@ -1509,7 +1513,8 @@ class Compiler {
     index_sum("vr_x_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qt, {reads, vew_vfn}, kx);  // a + e
     index_sum("vr_y_index", VWGS, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qt, {reads, vew, one - muls - rot},
               ky);  // b + e
-    muls_index(qt, reads, NY0, NY12);  // MULS: b + (e >> GS)
+    const FieldRef NS0 = B.field("vr_s_key_lo", 16), NS12 = B.field("vr_s_key_hi", 64);
+    muls_index(qt, reads, KeyOut{{NS0}, {NS12}});  // MULS: b + (e >> GS), for the port of layer 8
     index_sum("vr_rot_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qx, {reads, vew, rot}, ky);  // a + (e ^ 1)
     index_sum("vr_w_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw, {ends, vew_vfn}, kw);  // dst + e
     const FieldRef PARW = last_parity_;
@@ -1545,9 +1550,12 @@ class Compiler {
     when(L(6), {vlb, seen, cls(VLD)}, {{WR.dim(), 1.0}});
     VRX = B.field("vr_x", 128);
     VRY = B.field("vr_y", 128);
-    LayerBuilder& l7 = L(7);
-    for (const auto& [N0, N12, out, name] : {std::tuple{NX0, NX12, VRX, "vr_port_x"}, std::tuple{NY0, NY12, VRY, "vr_port_y"}})
+    VRYS = B.field("vr_y_muls", 128);
+    for (const auto& [N0, N12, out, name, layer] :
+         {std::tuple{NX0, NX12, VRX, "vr_port_x", 7u}, std::tuple{NY0, NY12, VRY, "vr_port_y", 7u},
+          std::tuple{NS0, NS12, VRYS, "vr_port_s", 8u}})
       for (std::uint32_t b = 0; b < 2; ++b) {
+        LayerBuilder& l7 = L(layer);
         const std::uint32_t h = l7.add_head(512, 128, Activation::Relu, Activation::Relu);
         HeadBuilder& H = l7.head(h);
         for (std::uint32_t c = 0; c < 512; ++c) {
@@ -1563,7 +1571,7 @@ class Compiler {
         for (std::uint32_t m = 0; m < 4; ++m) {  // byte m of word 2 c + b: section byte 8 c + 4 b + m
           Initialiser in;
           in.name = std::string(name) + "_bank" + std::to_string(b) + "_byte" + std::to_string(m);
-          in.layer = 7;
+          in.layer = layer;
           in.head = h;
           in.row = 32 * m;
           in.source = ByteSourceKind::Section;
@@ -1836,16 +1844,19 @@ class Compiler {
     // (product_digits(), layers 7..10), overflow from bits 47..63 (11), then byte m of the result
     // is columns 4 + 2m and 5 + 2m, or a byte of 2^31 - 1 or -2^31 (12).
     const Lin gm = tm[0] + tm[1] + tm[2] + tm[3] + EMUL + EMULS - 1.0;  // MULS: the same with y = VR[b + (i >> GS)]
-    std::vector<OH> xn, yn;
+    std::vector<OH> xn, yn, ymn;  // MUL's y from port y (layer 7), MULS's from port s (layer 8)
     for (std::uint32_t i = 0; i < 8; ++i) {
       xn.push_back(nib(VRX, i));
       yn.push_back(nib(VRY, i));
+      OH y(16);
+      for (unsigned v = 0; v < 16; ++v) y[v] = nib(VRY, i)[v] + nib(VRYS, i)[v];
+      ymn.push_back(y);
     }
     std::uint32_t done = 0;
-    const FieldRef MD = product_digits("vew_mul", 7, {{xn, yn}}, 16, 1ULL << 15, gm, &done);
-    if (done != 10) throw std::logic_error("vew: MUL's digits are not ready at layer 10");
+    const FieldRef MD = product_digits("vew_mul", 8, {{xn, ymn}}, 16, 1ULL << 15, gm, &done);
+    if (done != 11) throw std::logic_error("vew: MUL's digits are not ready at layer 11");
     const FieldRef MOV = B.field("vew_mul_overflow", 2);
-    overflow_flags(L(11), MD, 11, 16, MOV, one);
+    overflow_flags(L(12), MD, 11, 16, MOV, one);
     // the result's byte m: digit columns 4 + 2m, 5 + 2m of x y + 2^15 (or of ROT's sum), or a byte
     // of 2^31 - 1 or -2^31 where the result overflows
     auto emit = [&](LayerBuilder& lo_, const FieldRef& DG, const FieldRef& OVF) {
@@ -1860,14 +1871,14 @@ class Compiler {
         when(lo_, {OVF[1], tm[m], more}, {{NPL.dim(lo & 15), 1.0}, {NPH.dim(lo >> 4), 1.0}});
       }
     };
-    emit(L(12), MD, MOV);
+    emit(L(13), MD, MOV);
     // ROT: z_e = rnd(x c + y s', 16) with x = VR[a + e], y = VR[a + (e ^ 1)] (the pair's other
     // word), c = COS[p][j], s' = -SIN[p][j] for an even e and +SIN[p][j] for an odd e, j = (e >> 1)
     // & 3, p = b (vector.md section 4.5). c and s' as 5 signed nibbles each (|.| <= 2^16), from
     // one table over (p, q, g & 1) (layer 6); the sum of the two products plus 2^15 modulo 2^52
     // (layers 7..11), overflow from bits 47..51 (12), the byte (13).
     const FieldRef CSN = B.field("vew_rot_cos_sin", 160);
-    const Lin rotw = masked(nib(IN, 6), 6)[6];
+    const Lin rotw = masked(field_oh(VIN, 0, 16), 6)[6];  // MODE = 3 (VIN: custom-1 words only)
     Lin rd_steps;
     for (const Lin& t : tm) rd_steps += t;
     table(L(6), {nib(RV2, 0), masked(nib(RV2, 1), 3), stream_target_q(), masked(glo, 1)}, [&](const std::vector<unsigned>& v) {
