@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <set>
 #include <string>
 
 #include "lockstep/campaign/campaign.h"
 #include "lockstep/ref/machine.h"
+#include "lockstep/ref/vector.h"
 
 namespace lockstep::campaign {
 namespace {
@@ -33,6 +35,30 @@ TEST(CampaignOps, MnemonicsAndClasses) {
   EXPECT_EQ(mnemonics(select_ops("vld,add")), (std::set<std::string>{"vld", "add"}));  // the one vector op the chip runs
   EXPECT_THROW(select_ops("vmat"), OpsError);
   EXPECT_THROW(select_ops("vector"), OpsError);  // the class includes vmat
+  // VEW: the row, with the modes the chip executes (ADD, MUL, MULS); ROT is refused.
+  unsigned modes = 99;
+  EXPECT_EQ(mnemonics(select_ops("vew", &modes)), (std::set<std::string>{"vew"}));
+  EXPECT_EQ(modes, kVewAdd | kVewMul | kVewMuls);
+  EXPECT_EQ(mnemonics(select_ops("vld, VEW.MULS,vew.add,sub", &modes)), (std::set<std::string>{"vld", "vew", "sub"}));
+  EXPECT_EQ(modes, kVewAdd | kVewMuls);
+  const auto chosen = select_ops("vld, VEW.MULS,vew.add,sub", &modes);
+  EXPECT_EQ(ops_list(chosen, modes), "sub,vew.add,vew.muls,vld");  // table order
+  const auto all_modes = select_ops("vew.mul,vew", &modes);
+  EXPECT_EQ(ops_list(all_modes, modes), "vew");
+  select_ops("add", &modes);
+  EXPECT_EQ(modes, 0u);
+  for (const std::string refused : {"vew.rot", "vmat", "vmatr", "vq", "vexp", "vfn", "vred", "vector"}) {
+    try {
+      select_ops("vew," + refused);
+      ADD_FAILURE() << refused << " was accepted";
+    } catch (const OpsError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("not fuzzed: vew.rot, vmat, vmatr, vq, vexp, vfn, vred; fuzzed: vld, vew.add, vew.mul, vew.muls"),
+                std::string::npos)
+          << m;
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    }
+  }
   EXPECT_THROW(select_ops("ecall"), OpsError);
   EXPECT_THROW(select_ops("frobnicate"), OpsError);
   EXPECT_THROW(select_ops(","), OpsError);
@@ -70,6 +96,105 @@ TEST(CampaignGenerate, TestWordsComeFromTheSelection) {
     }
     for (const auto& [name, row] : cov.rows) EXPECT_TRUE(want.count(name)) << list << ": " << name;
     EXPECT_GT(cov.instructions, 0u) << list;
+  }
+}
+
+// VEW (vector.md 4.5) on the reference: every generated VEW word that does not trap decodes as
+// one of the selected modes (ref::vector_mnemonic), its operands are valid, sources read earlier
+// VLD/VEW destinations, results saturate (ADD and MUL; counted from VR before the step), and a
+// program that traps does so at its body's last word with code 16, 17, 18 or 20 (every one of
+// them raised); the others exit.
+TEST(CampaignGenerate, VewWordsAreTheSelectedModes) {
+  constexpr std::uint64_t kSeed = 21, kPrograms = 160;
+  struct Case {
+    std::string list;
+    std::set<std::string> modes;  // vector_mnemonic prefixes allowed
+  };
+  for (const Case& c : std::vector<Case>{{"vew", {"vew.add", "vew.mul", "vew.muls"}},
+                                         {"vew.mul", {"vew.mul"}},
+                                         {"vew.add,vew.muls", {"vew.add", "vew.muls"}},
+                                         {"vld,vew,add,mul", {"vew.add", "vew.mul", "vew.muls"}}}) {
+    unsigned modes = 0;
+    const auto ops = select_ops(c.list, &modes);
+    std::map<std::string, unsigned> seen;     // mode -> VEWs executed without a trap
+    std::map<std::uint32_t, unsigned> traps;  // code -> programs
+    std::set<std::uint32_t> group_sizes;
+    std::uint64_t elements = 0, sat = 0;
+    unsigned exits = 0, chained = 0, in_place = 0, long_n = 0, with_vreg = 0;
+    for (std::uint64_t k = 0; k < kPrograms; ++k) {
+      const Program p = campaign::generate(program_seed(kSeed, k), k, ops, modes);
+      SCOPED_TRACE("--ops " + c.list + " seed " + std::to_string(kSeed) + " program " + std::to_string(k));
+      ASSERT_LE(p.vreg.size(), 4096u);
+      with_vreg += !p.vreg.empty();
+      const auto code = p.code();
+      const auto test = p.test_words();
+      ref::Machine m;
+      m.load(p.image());
+      std::vector<std::pair<std::uint32_t, std::uint32_t>> written;  // [start, start + n) of VLD/VEW destinations
+      while (m.status() == ref::Status::kRunning && m.steps() < 1'000'000) {
+        const std::uint32_t pc = m.pc(), slot = (pc - kCodeBase) / 4;
+        ASSERT_LT(slot, code.size());
+        const ref::Decoded d = ref::decode(code[slot]);
+        const std::uint32_t x1 = m.reg(d.rs1), x2 = m.reg(d.rs2), f7 = code[slot] >> 25;
+        const std::uint32_t A = x1 & 0xffff, B = x1 >> 16, C = x2 & 0xffff, N = x2 >> 16;
+        const auto before = m.vector().vr;
+        if (m.step().empty()) break;
+        if (m.status() != ref::Status::kRunning) break;
+        if (d.op == ref::Op::kVld) written.emplace_back(C, C + N);
+        if (d.op != ref::Op::kVew) continue;
+        ASSERT_TRUE(test[slot]);
+        const std::string name = ref::vector_mnemonic(4, f7);
+        const std::string mode = name.rfind("vew.muls", 0) == 0 ? "vew.muls" : name;
+        ASSERT_TRUE(c.modes.count(mode)) << name << " " << ref::disassemble(code[slot]);
+        ++seen[mode];
+        const std::uint32_t gs = (f7 >> 2) & 7, bn = mode == "vew.muls" ? ((N - 1) >> gs) + 1 : N;
+        ASSERT_TRUE(N >= 1 && N <= 1024 && A + N <= 1024 && B + N <= 1024 && C + bn <= 1024) << name << " " << N;
+        if (mode == "vew.muls") group_sizes.insert(gs);
+        long_n += N > 512;
+        in_place += A == B;
+        bool reads_earlier = false;
+        for (const auto& [s, e] : written)
+          for (const std::uint32_t src : {B, C}) reads_earlier |= src < e && s < src + N;
+        chained += reads_earlier;
+        written.emplace_back(A, A + N);
+        for (std::uint32_t i = 0; i < N; ++i) {
+          const std::int64_t x = before[B + i];
+          const std::int64_t y = before[mode == "vew.muls" ? C + (i >> gs) : C + i];
+          const std::int64_t z = mode == "vew.add" ? x + y : (x * y + (1 << 15)) >> 16;
+          sat += z > INT32_MAX || z < INT32_MIN;
+          ++elements;
+        }
+      }
+      if (m.status() == ref::Status::kExited) {
+        ++exits;
+      } else {
+        ASSERT_EQ(m.status(), ref::Status::kTrapped) << p.listing();
+        const std::uint32_t slot = (m.pc() - kCodeBase) / 4;
+        EXPECT_EQ(slot + 4, code.size()) << "the trap is the body's last word\n" << p.listing();
+        EXPECT_EQ(ref::decode(code[slot]).op, ref::Op::kVew);
+        EXPECT_TRUE(m.trap_code() == 16 || m.trap_code() == 17 || m.trap_code() == 18 || m.trap_code() == 20)
+            << m.trap_code();
+        ++traps[m.trap_code()];
+      }
+    }
+    std::cout << "--ops " << c.list << " (seed " << kSeed << ", " << kPrograms << " programs): " << exits << " exit, traps";
+    for (const auto& [code, n] : traps) std::cout << " " << code << ":" << n;
+    std::cout << "; VEWs";
+    for (const auto& [mode, n] : seen) std::cout << " " << mode << ":" << n;
+    std::cout << "; " << sat << " of " << elements << " elements saturate, " << chained << " reading earlier destinations, " << in_place
+              << " in place, " << long_n << " with n > 512, " << with_vreg << " with .lockstep.vreg\n";
+    EXPECT_EQ(seen.size(), c.modes.size()) << c.list;
+    for (const std::uint32_t code : {16u, 17u, 18u, 20u}) EXPECT_GT(traps[code], 0u) << c.list << " code " << code;
+    EXPECT_GT(exits, kPrograms / 2) << c.list;
+    EXPECT_GT(sat, 0u) << c.list;
+    EXPECT_LT(sat, elements) << c.list;
+    EXPECT_GT(chained, 20u) << c.list;
+    EXPECT_GT(in_place, 0u) << c.list;
+    EXPECT_GT(long_n, 0u) << c.list;
+    EXPECT_GT(with_vreg, kPrograms * 3 / 4) << c.list;
+    if (c.modes.count("vew.muls")) {
+      EXPECT_EQ(group_sizes.size(), 7u) << c.list;
+    }
   }
 }
 

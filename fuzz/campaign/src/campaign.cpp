@@ -45,24 +45,32 @@ std::string_view class_name(InsnClass cls) {
 
 namespace {
 
-// VLD is the one vector op the chip executes (docs/chip-design.md section 3.6); it is fuzzed
-// only when asked for (--ops vld), so the default mix stays the scalar machine.
+// The vector ops the chip executes (docs/chip-design.md section 3.6): VLD and VEW's modes ADD,
+// MUL and MULS. They are fuzzed only when asked for (--ops vld, vew), so the default mix stays
+// the scalar machine. VEW ROT and the other six ops have only their traps compiled.
 bool fuzzable(const Encoding& e) {
-  return e.cls != InsnClass::kSystem && (e.cls != InsnClass::kVector || e.op == Op::kVld);
+  return e.cls != InsnClass::kSystem && (e.cls != InsnClass::kVector || e.op == Op::kVld || e.op == Op::kVew);
+}
+
+// VEW modes by --ops name (vector.md section 4.5, ref::vector_mnemonic's spelling).
+constexpr const char* kVewModeNames[] = {"vew.add", "vew.mul", "vew.muls", "vew.rot"};
+
+std::string vector_refusal(const std::string& name) {
+  return "--ops: " + name +
+         " is a vector-unit op whose execution the chip does not compile yet, only its traps (not fuzzed: "
+         "vew.rot, vmat, vmatr, vq, vexp, vfn, vred; fuzzed: vld, vew.add, vew.mul, vew.muls)";
 }
 
 std::string refusal(const Encoding& e) {
-  if (e.cls == InsnClass::kVector)
-    return "--ops: " + std::string(e.mnemonic) +
-           " is a vector-unit op whose execution the chip does not compile yet, only its traps (not fuzzed; "
-           "vld is)";
+  if (e.cls == InsnClass::kVector) return vector_refusal(std::string(e.mnemonic));
   return "--ops: " + std::string(e.mnemonic) + " is not fuzzed (every program ends with the exit ecall)";
 }
 
 }  // namespace
 
-std::vector<const Encoding*> select_ops(const std::string& list) {
+std::vector<const Encoding*> select_ops(const std::string& list, unsigned* vew_modes) {
   std::set<const Encoding*> chosen;
+  unsigned modes = 0;
   std::string lowered;
   for (char c : list) lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::vector<std::string> names;
@@ -74,6 +82,7 @@ std::vector<const Encoding*> select_ops(const std::string& list) {
   }
   if (names.empty() && !list.empty()) throw OpsError("--ops: empty list");
   if (names.empty()) names.push_back("all");
+  const Encoding& vew_row = ref::encoding_of(Op::kVew);
   for (const std::string& n : names) {
     bool found = false;
     if (n == "all" || n == "scalar") {
@@ -81,10 +90,19 @@ std::vector<const Encoding*> select_ops(const std::string& list) {
         if (fuzzable(e) && e.cls != InsnClass::kVector) chosen.insert(&e);
       continue;
     }
+    for (unsigned m = 0; m < 4; ++m) {
+      if (n != kVewModeNames[m]) continue;
+      if (!(kVewFuzzedModes >> m & 1)) throw OpsError(vector_refusal(n));
+      chosen.insert(&vew_row);
+      modes |= 1u << m;
+      found = true;
+    }
+    if (found) continue;
     for (const Encoding& e : ref::encoding_table()) {
       if (class_name(e.cls) == n) {
         if (!fuzzable(e)) throw OpsError(refusal(e));
         chosen.insert(&e);
+        if (e.op == Op::kVew) modes |= kVewFuzzedModes;
         found = true;
       }
     }
@@ -93,19 +111,34 @@ std::vector<const Encoding*> select_ops(const std::string& list) {
       if (e.mnemonic == n) {
         if (!fuzzable(e)) throw OpsError(refusal(e));
         chosen.insert(&e);
+        if (e.op == Op::kVew) modes |= kVewFuzzedModes;
         found = true;
       }
     }
     if (!found) {
       throw OpsError("--ops: unknown op or class '" + n +
                      "' (classes: alu, alu-imm, upper, mul, div, zba, load, store, branch, jal, jalr, fence, "
-                     "bignum; or a mnemonic such as add, sh2add, bn.addc, vld)");
+                     "bignum; or a mnemonic such as add, sh2add, bn.addc, vld, vew, vew.muls)");
     }
   }
   std::vector<const Encoding*> out;
   for (const Encoding& e : ref::encoding_table())
     if (chosen.count(&e)) out.push_back(&e);
+  if (vew_modes) *vew_modes = modes;
   return out;
+}
+
+std::string ops_list(std::span<const Encoding* const> ops, unsigned vew_modes) {
+  std::string s;
+  for (const Encoding* e : ops) {
+    if (e->op == Op::kVew && (vew_modes & kVewFuzzedModes) != kVewFuzzedModes && (vew_modes & kVewFuzzedModes)) {
+      for (unsigned m = 0; m < 3; ++m)
+        if (vew_modes >> m & 1) s += (s.empty() ? "" : ",") + std::string(kVewModeNames[m]);
+      continue;
+    }
+    s += (s.empty() ? "" : ",") + std::string(e->mnemonic);
+  }
+  return s;
 }
 
 std::uint64_t program_seed(std::uint64_t run_seed, std::uint64_t index) {
@@ -170,7 +203,9 @@ format::GuestImage Program::image() const {
   data.bytes = scratch;
   data.memsz = kScratchBytes;
   data.flags = format::kPfR | format::kPfW;
-  return progen::image_from_code(code(), kCodeBase, {data});
+  format::GuestImage img = progen::image_from_code(code(), kCodeBase, {data});
+  if (!vreg.empty()) img.sections[".lockstep.vreg"] = vreg;
+  return img;
 }
 
 engine::Guest Program::guest() const {
@@ -246,6 +281,13 @@ struct Generator {
   std::vector<double> weights;  // per op
   std::vector<Item> items;
   std::vector<bool> landing;    // per item: a forward branch may target it
+  unsigned vew_modes = 0;       // VEW modes to draw (kVew* mask)
+  struct VrSpan {
+    u32 start, n;
+  };
+  std::vector<VrSpan> written;  // VR spans written by the VLDs and VEWs so far, in program order
+  u32 vew_elements = 0;         // VEW elements (n, times 6 in a loop) so far: the step budget
+  bool in_loop = false;         // generating a loop body (runs up to 6 times)
 
   u32 reg_not(std::initializer_list<u32> avoid) {
     u32 r;
@@ -331,6 +373,7 @@ struct Generator {
         break;
       case InsnClass::kVector:
         if (row.op == Op::kVld) vld(row, avoid, land);
+        if (row.op == Op::kVew) vew(avoid, land, false);
         return;
       default:
         return;
@@ -354,9 +397,181 @@ struct Generator {
       a = 0x10000 + 4 * rng.below((0x100000 - 4 - n) / 4 + 1);
     }
     const u32 x = rng.below(1024 - n + 1) | n << 16;
+    written.push_back({x & 0xffff, n});
     add(li(ra, a), land);
     add(li(rb, x), false);
     add(word(ref::encode::r(row.op, 0, ra, rb), true), false);
+  }
+
+  // ---------------------------------------------------------------- VEW (vector.md 4.5, 6)
+  static constexpr u32 kVr = 1024;              // VR words
+  static constexpr u32 kVewBudget = 1024;       // elements per program (about 4,400 steps)
+  static bool shares(u32 s0, u32 n0, u32 s1, u32 n1) { return n0 && n1 && s0 < s1 + n1 && s1 < s0 + n0; }
+  static bool conflicts(u32 s0, u32 n0, u32 s1, u32 n1) { return shares(s0, n0, s1, n1) && !(s0 == s1 && n0 == n1); }
+  // The scalar span's length of MULS: ((n - 1) >> GS) + 1.
+  static u32 muls_len(u32 n, u32 gs) { return ((n - 1) >> gs) + 1; }
+  // Section 6's conditions for VEW ADD (0), MUL (1), MULS (2) with rd = x0: no trap.
+  static bool vew_valid(u32 mode, u32 gs, u32 dst, u32 a, u32 b, u32 n) {
+    if (n < 1 || n > kVr || (mode != 2 && gs != 0) || gs > 6) return false;
+    const u32 m = mode == 2 ? muls_len(n, gs) : n;
+    if (dst + n > kVr || a + n > kVr || b + m > kVr) return false;
+    if (conflicts(dst, n, a, n)) return false;
+    return mode == 2 ? !shares(b, m, dst, n) : !conflicts(dst, n, b, n);
+  }
+
+  // n in 1..1024: short ones, the 4-element group and 64-word register boundaries, the whole of
+  // VR; at most what is left of the program's budget (a loop body counts 6 times).
+  u32 vew_n() {
+    static constexpr u32 kEdges[] = {1, 2, 3, 4, 5, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1021, 1022, 1023, 1024};
+    u32 n;
+    switch (rng.below(8)) {
+      case 0: case 1: n = kEdges[rng.below(sizeof kEdges / sizeof kEdges[0])]; break;
+      case 2: case 3: n = 1 + rng.below(16); break;
+      case 4: case 5: n = 1 + rng.below(128); break;
+      default: n = 1 + rng.below(kVr); break;
+    }
+    const u32 times = in_loop ? 6 : 1;
+    const u32 left = vew_elements < kVewBudget ? (kVewBudget - vew_elements) / times : 0;
+    if (n > left) n = 1 + rng.below(std::max<u32>(left, 8));
+    vew_elements += n * times;
+    return n;
+  }
+
+  // The start of a span of n words inside VR: half the time at or inside an earlier VLD's or
+  // VEW's destination (the last one more often), else at the end of VR or anywhere.
+  u32 vr_start(u32 n) {
+    if (!written.empty() && rng.chance(2)) {
+      const VrSpan& w = rng.chance(2) ? written.back() : written[rng.below(static_cast<u32>(written.size()))];
+      const u32 s = rng.chance(2) ? w.start : w.start + rng.below(w.n);
+      if (s + n <= kVr) return s;
+    }
+    if (rng.chance(8)) return kVr - n;
+    return rng.below(kVr - n + 1);
+  }
+
+  // A word of .lockstep.vreg: an edge of sat32 (sums and products of two saturate, either way),
+  // near +-2^30, +-2^15 and +-2^16, small, or of a random magnitude 2^0..2^31 (log-uniform, so
+  // that about half the products of two stay below 2^47 and do not saturate after rnd(., 16)).
+  u32 vr_word() {
+    switch (rng.below(16)) {
+      case 0: return 0x7fffffffu;
+      case 1: return 0x80000000u;
+      case 2: return rng.chance(2) ? 0x7fffffffu - rng.below(16) : 0x80000000u + rng.below(16);
+      case 3: return (rng.chance(2) ? 0x40000000u : 0xc0000000u) + rng.below(64) - 32;  // near +-2^30
+      case 4: return (rng.chance(2) ? 0x8000u : 0x10000u) + rng.below(64) - 32;         // near 2^15, 2^16
+      case 5: return (rng.chance(2) ? 0xffff8000u : 0xffff0000u) + rng.below(64) - 32;  // near -2^15, -2^16
+      case 6: return rng.below(33) - 16;                                                // small, 0 and -1
+      case 7: return rng.operand();
+      case 8: case 9: return static_cast<u32>(rng.next());
+      default: {
+        const u32 k = rng.below(32), mag = k == 0 ? 1 : (1u << k) + (static_cast<u32>(rng.next()) & ((1u << k) - 1));
+        return rng.chance(2) ? 0u - mag : mag;  // 2^31 itself is INT32_MIN either way
+      }
+    }
+  }
+
+  // One VEW of the selected modes with its operand registers set just before it (`li`s of X(rs1)
+  // = B << 16 | A and X(rs2) = N << 16 | C, section 4.0). Valid: dst span identical to or
+  // disjoint from the a span and (ADD, MUL) the b span, MULS's scalar span disjoint from it;
+  // sources at or inside earlier destinations half the time (chains), in place, a = b, rs1 =
+  // rs2, rs1 = x0. `trap`: one or more of the conditions of codes 16, 17, 18, 20 instead (which
+  // code is raised, the lowest, is the reference's to say).
+  void vew(u32 avoid, bool land, bool trap) {
+    std::vector<u32> modes;
+    for (u32 m = 0; m < 3; ++m)
+      if (vew_modes >> m & 1) modes.push_back(m);
+    u32 mode = modes[rng.below(static_cast<u32>(modes.size()))];
+    u32 gs = mode == 2 ? rng.below(7) : 0;
+    u32 n = vew_n(), dst = 0, a = 0, b = 0, f7 = 0, rd = 0;
+    bool same = false, x0 = false;
+    if (mode != 2 && n <= 512 && rng.chance(16)) {  // rs1 = rs2: dst = C = b and a = N = n
+      dst = a = b = n;
+      same = true;
+    } else if (rng.chance(16)) {  // rs1 = x0: dst = a = 0
+      x0 = true;
+      const u32 m = mode == 2 ? muls_len(n, gs) : n;
+      if (mode == 2 && n + m > kVr) n = kVr / 2;
+      b = mode == 2 ? n + rng.below(kVr - n - muls_len(n, gs) + 1) : rng.chance(2) ? 0 : rng.below(kVr - n + 1);
+      if (mode != 2 && conflicts(0, n, b, n)) b = 0;
+    } else {
+      bool ok = false;
+      for (int tries = 0; tries < 64 && !ok; ++tries) {
+        const u32 m = mode == 2 ? muls_len(n, gs) : n;
+        a = vr_start(n);
+        b = rng.chance(4) ? (m <= n ? a : vr_start(m)) : vr_start(m);
+        switch (rng.below(4)) {
+          case 0: dst = a; break;
+          case 1: dst = mode == 2 ? vr_start(n) : b; break;
+          default: dst = vr_start(n); break;
+        }
+        ok = vew_valid(mode, gs, dst, a, b, n);
+      }
+      if (!ok) {  // in place; MULS: the scalars after the destination (GS raised or n cut to fit)
+        if (mode == 2) {
+          while (gs < 6 && n + muls_len(n, gs) > kVr) ++gs;
+          while (n + muls_len(n, gs) > kVr) --n;
+          dst = a = rng.below(kVr - n - muls_len(n, gs) + 1);
+          b = dst + n + rng.below(kVr - dst - n - muls_len(n, gs) + 1);
+        } else {
+          dst = a = b = vr_start(n);
+        }
+      }
+    }
+    if (trap) {
+      same = x0 = false;
+      // one condition alone half the time (20, the overlaps, twice as often), else any combination
+      static constexpr unsigned kAlone[] = {1, 2, 4, 8, 8};
+      const unsigned mask = rng.chance(2) ? kAlone[rng.below(5)] : 1 + rng.below(15);
+      if (mask & 8) {  // 20: dst at distance 1..n-1 from a, or b (ADD, MUL); inside MULS's scalars
+        n = rng.chance(3) ? 2 + rng.below(4) : 2 + rng.below(255);
+        const u32 hi = kVr - n;
+        a = std::min(a, hi);
+        b = std::min(b, hi);
+        if (mode == 2 && rng.chance(2)) {
+          const u32 m = muls_len(n, gs);
+          dst = std::min(b + rng.below(m), hi);
+          if (!shares(b, m, dst, n)) dst = b;
+        } else {
+          const u32 base = (mode == 2 || rng.chance(2)) ? a : b, d = 1 + rng.below(n - 1);
+          dst = base + d <= hi ? base + d : base - d;  // n <= 256 leaves >= 768 starts
+        }
+      }
+      auto outside = [&](u32 len) {  // a 16-bit start whose span of len words ends past VR
+        const u32 lo = kVr + 1 - len;
+        return lo + (rng.chance(2) ? rng.below(len + 64) : rng.below(65536 - lo));
+      };
+      if (mask & 2) {  // 17
+        switch (rng.below(4)) {
+          case 0: n = kVr + 1 + rng.below(65536 - kVr - 1); break;  // also 18
+          case 1: dst = outside(n); break;
+          case 2: a = outside(n); break;
+          default: b = outside(mode == 2 ? muls_len(n, gs) : n); break;
+        }
+      }
+      if (mask & 4) n = 0;  // 18
+      if (mask & 1) {       // 16: reserved f7 bits, GS outside MULS or GS = 7, rd != x0
+        switch (rng.below(3)) {
+          case 0: f7 = (1 + rng.below(3)) << 5; break;
+          case 1: gs = mode == 2 ? 7 : 1 + rng.below(7); break;
+          default: rd = 1 + rng.below(31); break;
+        }
+      }
+    }
+    f7 |= mode | gs << 2;
+    if (!trap) written.push_back({dst, n});
+    const u32 x1 = (a & 0xffff) << 16 | (dst & 0xffff), x2 = (n & 0xffff) << 16 | (b & 0xffff);
+    const u32 ra = x0 ? 0 : reg_not({0, 31, avoid});
+    const u32 rb = same ? ra : reg_not({0, 31, avoid, ra});
+    bool first = true;
+    if (ra != 0) {
+      add(li(ra, x1), land);
+      first = false;
+    }
+    if (!same) {
+      add(li(rb, x2), first && land);
+      first = false;
+    }
+    add(word(ref::encode::r(Op::kVew, rd, ra, rb) | f7 << 25, true), false);
   }
 
   Item li(u32 rd, u32 value, bool test = false) {
@@ -382,7 +597,9 @@ struct Generator {
     add(li(c, 1 + rng.below(6)));
     const std::size_t start = items.size();
     const unsigned body = has_non_control() ? 1 + rng.below(5) : 0;
+    in_loop = true;
     for (unsigned k = 0; k < body; ++k) instruction(pick(false), c, false);
+    in_loop = false;
     add(word(ref::encode::i(Op::kAddi, c, c, 0xfff), false), false);
     Item b;
     b.kind = Item::Kind::kBranch;
@@ -436,10 +653,12 @@ struct Generator {
 
 }  // namespace
 
-Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encoding* const> ops) {
+Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encoding* const> ops, unsigned vew_modes) {
   if (ops.empty()) throw OpsError("--ops: no op selected");
   progen::Random rng(seed);
-  Generator g{rng, ops, {}, {}, {}};
+  Generator g{rng, ops, {}, {}, {}, 0, {}, 0, false};
+  const bool has_vew = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVew; });
+  g.vew_modes = (vew_modes & kVewFuzzedModes) ? vew_modes & kVewFuzzedModes : kVewFuzzedModes;
   // Weighted mix: every class its weight (shared by its rows), one focus class x6.
   std::map<InsnClass, unsigned> per_class;
   for (const Encoding* e : ops) ++per_class[e->cls];
@@ -466,6 +685,19 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
     const u32 v = rng.operand();
     for (int b = 0; b < 4; ++b) p.scratch.push_back(static_cast<std::uint8_t>(v >> (8 * b)));
   }
+  // VR's initial words (vector.md section 2.1) when VEW is selected: edge-biased random words;
+  // one program in sixteen has none (VR zero), one in sixteen a shorter section.
+  bool trap_last = false;
+  if (has_vew) {
+    u32 bytes = 4 * Generator::kVr;
+    if (rng.chance(8)) bytes = rng.chance(2) ? 0 : 1 + rng.below(bytes - 1);
+    for (u32 w = 0; 4 * w < bytes; ++w) {
+      const u32 x = g.vr_word();
+      for (int b = 0; b < 4; ++b) p.vreg.push_back(static_cast<std::uint8_t>(x >> (8 * b)));
+    }
+    p.vreg.resize(bytes);
+    trap_last = rng.chance(4);
+  }
   for (u32 r = 1; r <= 30; ++r) g.add(g.li(r, rng.operand()));
   Item base = g.li(31, kScratchBase);
   base.fixed = true;
@@ -483,10 +715,11 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
     }
     g.instruction(g.pick(true), 31);
   }
+  if (trap_last) g.vew(31, true, true);  // the body's last item: no branch or jump skips it
   const std::size_t end = g.items.size();
   Item a7 = g.li(17, 93);
   a7.fixed = true;
-  g.add(a7);
+  g.add(a7, !trap_last);
   Item ecall = g.word(0x00000073u, false);
   ecall.fixed = true;
   g.add(ecall);
@@ -773,6 +1006,15 @@ ShrinkResult shrink(const Program& failing, const FirstFailing& first_failing, c
     if (!spent() && std::any_of(cur.scratch.begin(), cur.scratch.end(), [](std::uint8_t b) { return b != 0; })) {
       Program c = cur;
       std::fill(c.scratch.begin(), c.scratch.end(), 0);
+      ++res.runs;
+      if (first_failing({c})) {
+        cur = std::move(c);
+        changed = true;
+      }
+    }
+    if (!spent() && !cur.vreg.empty()) {  // no .lockstep.vreg: VR all zero
+      Program c = cur;
+      c.vreg.clear();
       ++res.runs;
       if (first_failing({c})) {
         cur = std::move(c);

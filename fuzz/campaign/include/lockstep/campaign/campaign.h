@@ -44,13 +44,28 @@ class OpsError : public std::invalid_argument {
 /// Class names accepted by --ops (engine::instruction_class's names).
 std::string_view class_name(ref::InsnClass cls);
 
+/// VEW modes (vector.md §4.5) as a bit mask, bit m for MODE m.  The chip
+/// executes ADD (0), MUL (1) and MULS (2); ROT (3) only has its traps
+/// compiled, so it is never fuzzed.
+inline constexpr unsigned kVewAdd = 1u << 0, kVewMul = 1u << 1, kVewMuls = 1u << 2;
+inline constexpr unsigned kVewFuzzedModes = kVewAdd | kVewMul | kVewMuls;
+
 /// The rows selected by a comma-separated list of mnemonics ("add", "bn.addc")
 /// and class names ("alu", "alu-imm", "upper", "mul", "div", "zba", "load",
 /// "store", "branch", "jal", "jalr", "fence", "bignum"; a class name wins over
 /// the mnemonic of the same spelling, so "mul" is mul/mulh/mulhsu/mulhu).
+/// Vector ops: "vld"; "vew" (its three executed modes) or one of "vew.add",
+/// "vew.mul", "vew.muls" (the VEW row, that mode); "vew.rot", "vmat",
+/// "vmatr", "vq", "vexp", "vfn", "vred" and the class "vector" are refused.
 /// Empty or "all": every row but the vector unit and ecall/ebreak.  In table
-/// order, no duplicates.  Throws OpsError.
-std::vector<const ref::Encoding*> select_ops(const std::string& list);
+/// order, no duplicates.  `vew_modes` (optional): set to the selected VEW modes
+/// (a kVew* mask; 0 when VEW is not selected).  Throws OpsError.
+std::vector<const ref::Encoding*> select_ops(const std::string& list, unsigned* vew_modes = nullptr);
+
+/// The selection as an --ops list that select_ops gives back: the rows'
+/// mnemonics in table order, VEW as "vew" (all of kVewFuzzedModes) or its
+/// modes' names ("vew.add,vew.muls").
+std::string ops_list(std::span<const ref::Encoding* const> ops, unsigned vew_modes = kVewFuzzedModes);
 
 /// The seed of program `index` of a campaign with seed `run_seed`.
 std::uint64_t program_seed(std::uint64_t run_seed, std::uint64_t index);
@@ -84,6 +99,9 @@ struct Program {
   std::uint64_t index = 0, seed = 0;
   std::vector<Item> items;
   std::vector<std::uint8_t> scratch;  ///< kScratchBytes at kScratchBase
+  /// VR's initial bytes, the `.lockstep.vreg` section (vector.md §2.1: int32
+  /// little-endian words, at most 4,096 bytes); empty: no section (VR zero).
+  std::vector<std::uint8_t> vreg;
 
   /// Code words (the size the reports give).
   std::size_t words() const;
@@ -100,7 +118,12 @@ struct Program {
 };
 
 /// Generates program `index` from `seed` over `ops` (select_ops; not empty).
-Program generate(std::uint64_t seed, std::uint64_t index, std::span<const ref::Encoding* const> ops);
+/// When `ops` has the VEW row, its words use the modes of `vew_modes` (a
+/// non-empty subset of kVewFuzzedModes; others are ignored), the program gets
+/// a `.lockstep.vreg` (Program::vreg) and one in four programs ends its body
+/// with a trapping VEW (codes 16, 17, 18, 20; fuzz/README.md).
+Program generate(std::uint64_t seed, std::uint64_t index, std::span<const ref::Encoding* const> ops,
+                 unsigned vew_modes = kVewFuzzedModes);
 
 /// Operand value classes, in the order they are tested (the first that
 /// matches): 0, 1, -1, INT_MIN, INT_MAX, another power of two, other.
@@ -143,7 +166,8 @@ std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip:
 
 /// Shrinking (fuzz/README.md): drop chunks of items (halves, quarters, ...,
 /// single items) while the program still mismatches, then set li values to
-/// 0 or 1, zero the scratch area, and drop again, until nothing changes or
+/// 0 or 1, zero the scratch area, drop the `.lockstep.vreg`, and drop again,
+/// until nothing changes or
 /// the budget is spent.  A candidate counts as still mismatching only when
 /// the reference still runs it to its exit and the chip still diverges in
 /// `mode`.
