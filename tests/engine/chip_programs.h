@@ -1,12 +1,15 @@
 // Shared by the random-program tests of the built RV32 chip (chip_random_test.cpp,
-// chip_vld_random_test.cpp, chip_vector_traps_test.cpp): runs generated guests on the chip and
-// the reference in lock-step, a batch of streams per engine run, every step compared.
+// chip_vld_random_test.cpp, chip_vector_traps_test.cpp, chip_vfn_random_test.cpp): runs generated
+// guests on the chip and the reference in lock-step, a batch of streams per engine run, every step
+// compared; helpers to generate them (prologue, bodies, data, VR spans) and check how they end.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -84,6 +87,76 @@ inline std::uint64_t run_seeded_chip_programs(unsigned count, unsigned batch, st
         return guests;
       },
       [&](unsigned i) { return "seed " + std::to_string(seed_of(i)) + " program " + std::to_string(i); }, 300, check);
+}
+
+/// Vector-register spans (vector.md sections 2 and 6; VR has 1,024 words): [x, x + n) and
+/// [y, y + n) share a word and are not identical (a code-20 conflict).
+inline bool spans_conflict(std::uint32_t x, std::uint32_t y, std::uint32_t n) {
+  const std::uint32_t d = x > y ? x - y : y - x;
+  return d >= 1 && d < n;
+}
+
+/// [x, x + nx) and [y, y + ny) share a word.
+inline bool spans_share(std::uint32_t x, std::uint32_t nx, std::uint32_t y, std::uint32_t ny) {
+  return x < y + ny && y < x + nx;
+}
+
+/// A start (0..1024 - n) for a span of n words (1..1024) of VR: 5 times in 8, where `written` (any
+/// type with `start` and `n`, the destinations so far) is not empty, one that shares words with one
+/// of them (its first word a third of those times), so that an op reads earlier results; otherwise
+/// the end of VR (the span ends at word 1023) one time in 5, word 0 one in 8 of the rest, or any.
+template <class Span>
+std::uint32_t draw_vr_start(progen::Random& rng, std::uint32_t n, const std::vector<Span>& written) {
+  const std::int64_t hi = 1024 - static_cast<std::int64_t>(n);
+  if (!written.empty() && rng.below(8) < 5) {
+    const Span& w = written[rng.below(static_cast<std::uint32_t>(written.size()))];
+    const std::int64_t lo = static_cast<std::int64_t>(w.start) - n + 1, top = w.start + w.n - 1;
+    const std::int64_t s = rng.chance(3) ? w.start : lo + rng.below(static_cast<std::uint32_t>(top - lo + 1));
+    return static_cast<std::uint32_t>(std::clamp<std::int64_t>(s, 0, hi));
+  }
+  if (rng.chance(5)) return static_cast<std::uint32_t>(hi);
+  if (rng.chance(8)) return 0;
+  return rng.below(static_cast<std::uint32_t>(hi) + 1);
+}
+
+/// A random program's initial VR words (sign-extended) and which of them no op has written yet, so
+/// that a test can classify the source words an op reads while they are still the initial ones.
+struct InitialVr {
+  std::vector<std::int64_t> value = std::vector<std::int64_t>(1024, 0);
+  std::vector<bool> initial = std::vector<bool>(1024, true);
+  /// Marks words [start, start + n) (inside VR) as written.
+  void written(std::uint32_t start, std::uint32_t n) {
+    for (std::uint32_t i = start; i < start + n; ++i) initial[i] = false;
+  }
+};
+
+/// Appends a random scalar body of 2..12 instructions (progen::random_body) whose loads and stores
+/// use the 256-byte scratch area at x31 (emit_register_prologue).
+inline void emit_scratch_body(progen::Random& rng, std::vector<std::uint32_t>& code) {
+  progen::BodyOptions opt;
+  opt.length = 2 + rng.below(11);
+  opt.base_reg = 31;
+  opt.scratch_bytes = 256;
+  const std::vector<std::uint32_t> body = progen::random_body(rng, opt);
+  code.insert(code.end(), body.begin(), body.end());
+}
+
+/// The outcome checks of a random program that ends with a vector instruction drawn to trap
+/// (`drawn`) or exits: it ended with "exit" or "trap", it trapped exactly when drawn, a trap's code
+/// is `expected` (0: not checked here); counts the trap in `traps` and its code in `codes`.
+/// Failures name program `i` and `seed`.
+inline void check_trap_outcome(unsigned i, const StreamResult& st, bool drawn, unsigned expected, std::uint64_t seed,
+                               unsigned& traps, std::map<unsigned, unsigned>& codes) {
+  EXPECT_TRUE(st.end == "exit" || st.end == "trap") << "program " << i << " (run seed " << seed << "): ended " << st.end;
+  if (st.end != "exit" && st.end != "trap") return;
+  EXPECT_EQ(st.end == "trap", drawn) << "program " << i << " (run seed " << seed << "): ended " << st.end << " (code "
+                                     << st.trap_code << ")";
+  if (st.end != "trap") return;
+  ++traps;
+  ++codes[st.trap_code];
+  if (drawn && expected != 0) {
+    EXPECT_EQ(st.trap_code, expected) << "program " << i << " (run seed " << seed << ")";
+  }
 }
 
 }  // namespace lockstep::engine::test
