@@ -319,6 +319,8 @@ class Compiler {
   Lin EADD, EMUL, EMULS, EROT;  // [VEW, MODE = ADD / MUL / MULS / ROT] (operand-range enables of vector_traps(), layer 6)
   std::array<Lin, 3> EFN;        // [VFN, FN = RSQRT / RECIP / SILU]
   OH TM_;                        // the word stream's next token is value byte m (vew())
+  Lin SREAD_;                    // the next token is a value byte of a word stream (1 dim; vr_file())
+  Lin GROT_, GVFN_, GSILU_;      // ... of VEW ROT, of VFN RSQRT/RECIP, of VFN SILU (1 dim each, layer 6)
   FieldRef LASTW_;               // the consumed token ends the stream's last element (vew())
   FieldRef VWGS, VWBS, VRX, VRY, VRYS;
   FieldRef VIN;  // f7's nibbles (inst nibbles 6, 7) on custom-1 words only (layer 4; vector_traps())
@@ -1475,8 +1477,14 @@ class Compiler {
     VWGS = B.field("vwg_slot", 32);
     VWBS = B.field("vw_byte_slots", 96);
     const OH qt = stream_target_q();
-    Lin reads;
-    for (const Lin& l : qt) reads += l;
+    Lin reads_k;
+    for (const Lin& l : qt) reads_k += l;
+    // one dimension each (layer 0), so that gates cost one term: the next token is a value byte
+    // of a word stream; the consumed token ends a word
+    const FieldRef SR = B.field("stream_value_step", 1);
+    pass(L(0), reads_k, SR.dim());
+    const Lin reads = SR[0];
+    SREAD_ = reads;
     const Lin ends = stream_word_end();
     const Lin ends_odd = k(vw(1, 3)) + k(vw(3, 3)), ends_even = k(vw(0, 3)) + k(vw(2, 3));
     Lin stream = k(kVwg);  // any word-stream token
@@ -1543,6 +1551,16 @@ class Compiler {
         when(L(6), {PEB[i], PARP[b]}, {{VB[b].dim(i), 1.0}});
       }
     }
+    // the value steps of ROT and of VFN's functions, one dimension each (layer 6; from f7's
+    // custom-1 copy, so that the tables they gate in layers 7.. have a one-term gate)
+    const FieldRef GV = B.field("vector_value_steps", 3);
+    const OH f7m = masked(f7lo, 0xE), f7h = masked(field_oh(VIN, 16, 16), 1);
+    when(L(6), {reads, PRE[VEW], rot}, {{GV.dim(0), 1.0}});
+    when(L(6), {reads, PRE[VFN], f7m[0] + f7m[2], f7h[0]}, {{GV.dim(1), 1.0}});
+    when(L(6), {reads, PRE[VFN], f7m[4], f7h[0]}, {{GV.dim(2), 1.0}});
+    GROT_ = GV[0];
+    GVFN_ = GV[1];
+    GSILU_ = GV[2];
     const FieldRef WR = B.field("vr_write", 1);
     when(L(6), {ends_odd, cls(VEW) + cls(VFN)}, {{WR.dim(), 1.0}});
     when(L(6), {ends_even, cls(VEW), one - rot}, {{WR.dim(), 1.0}});  // ROT: with the pair's second word
@@ -1651,6 +1669,7 @@ class Compiler {
     }
     const std::uint32_t width = *std::max_element(max_cs.begin(), max_cs.end()) + 1;
     const FieldRef S2H = B.field(name + "_cols_onehot", width * cols);
+    const FieldRef GEN = B.field(name + "_cols_generate", cols);  // [S_c >= 16] = u(15) - u(16)
     LayerBuilder& l3 = L(layer++);
     for (std::uint32_t c = 0; c < cols; ++c)
       for (int t = -1; t <= static_cast<int>(width); ++t) {
@@ -1658,16 +1677,17 @@ class Compiler {
         for (int s2 = t - 1; s2 <= t + 1; ++s2)
           if (s2 >= 0 && s2 < static_cast<int>(width))
             l3.unit_out(u, S2H.dim(width * c + static_cast<std::uint32_t>(s2)), s2 == t ? -2.0 : 1.0);
+        if (width > 16 && (t == 15 || t == 16)) l3.unit_out(u, GEN.dim(c), t == 15 ? 1.0 : -1.0);
       }
     auto s2h = [&](std::uint32_t c) { return field_oh(S2H, width * c, width); };
-    auto gen = [&](std::uint32_t c) { return any_of(s2h(c), [](unsigned v) { return v >= 16; }); };
+    auto gen = [&](std::uint32_t c) { return width > 16 ? GEN[c] : Lin(); };
     const FieldRef DG = B.field(name + "_digits", 16 * cols);
     LayerBuilder& l4 = L(layer);
     for (std::uint32_t c = 0; c < cols; ++c) {
       const OH h = s2h(c);
       for (std::uint32_t v = 0; v < width; ++v) {
         pass(l4, h[v], DG.dim(16 * c + (v & 15)));
-        for (std::uint32_t kk = 0; kk < c; ++kk) {
+        for (std::uint32_t kk = 0; kk < c && width > 16; ++kk) {
           std::vector<Lin> conds = {h[v], gen(kk)};
           for (std::uint32_t j = kk + 1; j < c; ++j) conds.push_back(s2h(j)[15]);
           when(l4, conds, {{DG.dim(16 * c + (v & 15)), -1.0}, {DG.dim(16 * c + ((v + 1) & 15)), 1.0}});
@@ -1705,7 +1725,9 @@ class Compiler {
   // -2^31 (layer 6).
   FieldRef vld_product() {
     const Lin vlb = k(kVlb0) + k(kVlb0 + 1) + k(kVlb0 + 2) + k(kVlb0 + 3), seen = VGS[32];
-    const Lin el = vlb + seen - 1.0;  // 1 on VLD's element steps, <= 0 elsewhere
+    const FieldRef ELF = B.field("vld_element_step", 1);  // 1 on VLD's element steps (layer 0: one term for the gates)
+    when(L(0), {vlb, seen}, {{ELF.dim(), 1.0}});
+    const Lin el = ELF[0];
     const FieldRef MS = B.field("vld_m_slots", 128);
     slot_head(L(1), 4, [&](std::uint32_t m) { return k(kVlb0 + m) - seen; }, [&](std::uint32_t r) { return PN[r % 32]; }, MS, vlb);
     // b's nibbles, embedded for the VLB kinds only (so that the product tables are idle elsewhere)
@@ -1843,7 +1865,9 @@ class Compiler {
     // MUL: rnd(x y, 16) = floor((x y + 2^15) / 2^16): the digits of x y + 2^15 modulo 2^64
     // (product_digits(), layers 7..10), overflow from bits 47..63 (11), then byte m of the result
     // is columns 4 + 2m and 5 + 2m, or a byte of 2^31 - 1 or -2^31 (12).
-    const Lin gm = tm[0] + tm[1] + tm[2] + tm[3] + EMUL + EMULS - 1.0;  // MULS: the same with y = VR[b + (i >> GS)]
+    const FieldRef GMF = B.field("vew_mul_steps", 1);  // MUL or MULS value step (layer 7, one term for layer 8's tables)
+    when(L(7), {SREAD_, EMUL + EMULS}, {{GMF.dim(), 1.0}});
+    const Lin gm = GMF[0];  // MULS: the same with y = VR[b + (i >> GS)]
     std::vector<OH> xn, yn, ymn;  // MUL's y from port y (layer 7), MULS's from port s (layer 8)
     for (std::uint32_t i = 0; i < 8; ++i) {
       xn.push_back(nib(VRX, i));
@@ -1879,8 +1903,6 @@ class Compiler {
     // (layers 7..11), overflow from bits 47..51 (12), the byte (13).
     const FieldRef CSN = B.field("vew_rot_cos_sin", 160);
     const Lin rotw = masked(field_oh(VIN, 0, 16), 6)[6];  // MODE = 3 (VIN: custom-1 words only)
-    Lin rd_steps;
-    for (const Lin& t : tm) rd_steps += t;
     table(L(6), {nib(RV2, 0), masked(nib(RV2, 1), 3), stream_target_q(), masked(glo, 1)}, [&](const std::vector<unsigned>& v) {
       const unsigned p = v[0] | ((v[1] & 3) << 4), q = v[2], e = 4 * (v[3] & 1) + q, j = (e >> 1) & 3;
       const long long c = cos_entry(p, j), sn = sin_entry(p, j);
@@ -1891,13 +1913,13 @@ class Compiler {
         out.push_back({CSN.dim(80 + 16 * n + static_cast<unsigned>((static_cast<unsigned long long>(sp) >> (4 * n)) & 15)), 1.0});
       }
       return out;
-    }, {rd_steps, PRE[VEW], rotw});
+    }, {SREAD_, PRE[VEW], rotw});
     std::vector<OH> cn, sn;
     for (std::uint32_t n = 0; n < 5; ++n) {
       cn.push_back(field_oh(CSN, 16 * n, 16));
       sn.push_back(field_oh(CSN, 80 + 16 * n, 16));
     }
-    const FieldRef RD_ = product_digits("vew_rot", 7, {{xn, cn}, {yn, sn}}, 13, 1ULL << 15, rd_steps + EROT - 1.0, &done);
+    const FieldRef RD_ = product_digits("vew_rot", 7, {{xn, cn}, {yn, sn}}, 13, 1ULL << 15, GROT_, &done);
     if (done != 11) throw std::logic_error("vew: ROT's digits are not ready at layer 11");
     const FieldRef ROV = B.field("vew_rot_overflow", 2);
     overflow_flags(L(12), RD_, 11, 13, ROV, one);
@@ -1917,8 +1939,6 @@ class Compiler {
   void vfn() {
     const Lin one = Lin::constant(1);
     const OH& tm = TM_;
-    Lin rd_steps;
-    for (const Lin& t : tm) rd_steps += t;
     const Lin more = one - LASTW_[0];
     auto bit = [&](int b) {  // bit b of x, linear in its nibble one-hot (0 outside 0..31)
       Lin l;
@@ -1928,7 +1948,7 @@ class Compiler {
         if ((v >> (b % 4)) & 1) l += n[v];
       return l;
     };
-    const Lin g = rd_steps + EFN[0] + EFN[1] - 1.0;  // an RSQRT or RECIP value step (1), else <= 0
+    const Lin g = GVFN_;  // an RSQRT or RECIP value step
     const FieldRef LN = B.field("vfn_lead_nibble", 8);
     for (std::uint32_t i = 0; i < 8; ++i) {
       std::vector<Lin> conds = {any_of(nib(VRX, i), [i](unsigned v) { return v != 0 && (i < 7 || v < 8); }), g};
@@ -1959,7 +1979,7 @@ class Compiler {
       }
     }
     // x <= 0 (no leading nibble): u = 1, so RSQRT's ix = 1 << 6 (RECIP's: the implicit leading 1, 128)
-    L(9).unit_out(L(9).relu_unit(rd_steps + EFN[0] - 1.0 - lead), IXS.dim(6), 1.0);
+    L(9).unit_out(L(9).relu_unit(SREAD_ + EFN[0] - 1.0 - lead), IXS.dim(6), 1.0);
     const FieldRef Z = B.field("vfn_z", 128);
     auto word_out = [&](std::uint32_t z) {
       SparseVec o;
@@ -2010,10 +2030,8 @@ class Compiler {
   void silu() {
     const Lin one = Lin::constant(1);
     const OH& tm = TM_;
-    Lin rd_steps;
-    for (const Lin& t : tm) rd_steps += t;
     const Lin more = one - LASTW_[0];
-    const Lin gs = rd_steps + EFN[2] - 1.0;  // a SILU value step (1), else <= 0
+    const Lin gs = GSILU_;  // a SILU value step
     auto x = [&](std::uint32_t n) { return nib(VRX, n); };
     auto isv = [&](std::uint32_t n, const std::function<bool(unsigned)>& p) { return any_of(x(n), p); };
     LayerBuilder& l7 = L(7);
