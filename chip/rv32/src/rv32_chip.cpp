@@ -444,6 +444,36 @@ class Compiler {
     return first;
   }
 
+  // Slots in one head (so that the executor handles one head, not `rows`): column i holds slot
+  // i; a token of kind `kinds(i)[j]` writes its payload's nibble one-hots into rows 32 i.. of
+  // column i (an embedding field that places the payload at its slot's block), so that reading
+  // every column (q = `read` on each) returns the slots side by side in `out` (32 rows each).
+  // `beta` gates the write (ReLU; the column is chosen by the kind).
+  void block_slots(LayerBuilder& l, const std::string& name, std::uint32_t rows,
+                   const std::function<std::vector<std::uint32_t>(std::uint32_t)>& kinds, const Lin& beta, const Lin& read,
+                   const FieldRef& out) {
+    const FieldRef EB = B.field(name + "_payload_blocks", 32 * rows);
+    const std::uint32_t h = l.add_head(rows, 32 * rows);
+    HeadBuilder& H = l.head(h);
+    for (std::uint32_t i = 0; i < rows; ++i) {
+      Lin kr;
+      for (std::uint32_t kd : kinds(i)) {
+        kr += k(kd);
+        for (std::uint32_t p = 0; p < 256; ++p) {
+          B.embed(256 * kd + p, EB.dim(32 * i + (p & 15)), 1);
+          B.embed(256 * kd + p, EB.dim(32 * i + 16 + (p >> 4)), 1);
+        }
+      }
+      H.k[i] = kr;
+      H.q[i] = read;
+    }
+    for (std::uint32_t r = 0; r < 32 * rows; ++r) {
+      H.v[r] = EB[r];
+      H.out.emplace_back(r, out.dim(r), 1.0);
+    }
+    H.beta = beta;
+  }
+
   // Nibble one-hots of the current instruction's word index w (trace.md section 4.0), from the slots.
   OH wnib(std::uint32_t n) const {
     switch (n) {
@@ -1490,15 +1520,17 @@ class Compiler {
     Lin stream = k(kVwg);  // any word-stream token
     for (std::uint32_t j = 0; j < 16; ++j) stream += k(kVw00 + j);
     slot_head(L(0), 1, [&](std::uint32_t) { return k(kVwg); }, [&](std::uint32_t r) { return PN[r]; }, VWGS, stream);
-    slot_head(L(0), 3, [&](std::uint32_t m) {
-      Lin l;
-      for (std::uint32_t q = 0; q < 4; ++q) l += k(vw(q, m));
-      return l;
-    }, [&](std::uint32_t r) { return PN[r % 32]; }, VWBS, ends);
+    Lin vw_low;  // VW_qm, m < 3
+    for (std::uint32_t q = 0; q < 4; ++q)
+      for (std::uint32_t m = 0; m < 3; ++m) vw_low += k(vw(q, m));
+    block_slots(L(0), "vw_bytes", 3, [](std::uint32_t m) { return std::vector<std::uint32_t>{vw(0, m), vw(1, m), vw(2, m), vw(3, m)}; },
+                vw_low, ends, VWBS);
     // the bytes of the last even element (q = 0, 2), read where an odd element ends
     const FieldRef PEB = B.field("vw_even_word_slots", 128);
-    slot_head(L(0), 4, [&](std::uint32_t m) { return k(vw(0, m)) + k(vw(2, m)); }, [&](std::uint32_t r) { return PN[r % 32]; }, PEB,
-              ends_odd);
+    Lin vw_even;
+    for (std::uint32_t m = 0; m < 4; ++m) vw_even += k(vw(0, m)) + k(vw(2, m));
+    block_slots(L(0), "vw_even_bytes", 4, [](std::uint32_t m) { return std::vector<std::uint32_t>{vw(0, m), vw(2, m)}; }, vw_even,
+                ends_odd, PEB);
     OH qw(4), qp(4);  // the element that ends (q); ROT's pending first word of the pair (q - 1)
     for (std::uint32_t q = 0; q < 4; ++q) qw[q] = k(vw(q, 3));
     qp[0] = k(vw(1, 3));
@@ -1729,7 +1761,7 @@ class Compiler {
     when(L(0), {vlb, seen}, {{ELF.dim(), 1.0}});
     const Lin el = ELF[0];
     const FieldRef MS = B.field("vld_m_slots", 128);
-    slot_head(L(1), 4, [&](std::uint32_t m) { return k(kVlb0 + m) - seen; }, [&](std::uint32_t r) { return PN[r % 32]; }, MS, vlb);
+    block_slots(L(1), "vld_m", 4, [](std::uint32_t m) { return std::vector<std::uint32_t>{kVlb0 + m}; }, vlb - seen, vlb, MS);
     // b's nibbles, embedded for the VLB kinds only (so that the product tables are idle elsewhere)
     const FieldRef BN = B.field("vlb_payload_nibbles", 32);
     for (std::uint32_t m = 0; m < 4; ++m)
