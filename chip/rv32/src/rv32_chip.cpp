@@ -1361,6 +1361,18 @@ class Compiler {
     return l;
   }
   static Lin byte_of(const FieldRef& f, std::uint32_t m) { return byte_value(nib(f, 2 * m), nib(f, 2 * m + 1)); }
+  // A word's nibble one-hots (the sum of `srcs`, at most one of them nonzero) copied into a new
+  // field only where `gate` (one dimension, 0/1) is 1, in layer l: an op's tables read the copy,
+  // so that they are not touched on the other ops' steps.
+  FieldRef gated_copy(std::uint32_t l, const std::string& name, const std::vector<FieldRef>& srcs, const Lin& gate) {
+    const FieldRef out = B.field(name, 128);
+    for (std::uint32_t i = 0; i < 128; ++i) {
+      Lin x;
+      for (const FieldRef& f : srcs) x += f[i];
+      L(l).unit_out(L(l).relu_unit(x + gate - 1.0), out.dim(i), 1.0);
+    }
+    return out;
+  }
   // Word-stream positions, as linear forms of the consumed kind: the element of the next value
   // byte (qt: its q; consuming VWG(g) or VW_qm with m < 3, or VW_q3 with q < 3) and the element
   // whose last byte is consumed (qw: VW_q3). The element is e = 4 g + q, g from the VWG slot.
@@ -1897,22 +1909,22 @@ class Compiler {
     // MUL: rnd(x y, 16) = floor((x y + 2^15) / 2^16): the digits of x y + 2^15 modulo 2^64
     // (product_digits(), layers 7..10), overflow from bits 47..63 (11), then byte m of the result
     // is columns 4 + 2m and 5 + 2m, or a byte of 2^31 - 1 or -2^31 (12).
-    const FieldRef GMF = B.field("vew_mul_steps", 1);  // MUL or MULS value step (layer 7, one term for layer 8's tables)
-    when(L(7), {SREAD_, EMUL + EMULS}, {{GMF.dim(), 1.0}});
-    const Lin gm = GMF[0];  // MULS: the same with y = VR[b + (i >> GS)]
-    std::vector<OH> xn, yn, ymn;  // MUL's y from port y (layer 7), MULS's from port s (layer 8)
+    // (x and y gated to MUL/MULS steps first: layers 7, 8; MULS's y from port s, layer 8)
+    const FieldRef GMF = B.field("vew_mul_steps", 1);  // MUL or MULS value step (layer 6)
+    const OH f7m = masked(field_oh(VIN, 0, 16), 6);
+    when(L(6), {SREAD_, PRE[VEW], f7m[2] + f7m[4]}, {{GMF.dim(), 1.0}});
+    const Lin gm = GMF[0];
+    const FieldRef XM = gated_copy(7, "vew_mul_x", {VRX}, gm), YM = gated_copy(8, "vew_mul_y", {VRY, VRYS}, gm);
+    std::vector<OH> xn, ymn;
     for (std::uint32_t i = 0; i < 8; ++i) {
-      xn.push_back(nib(VRX, i));
-      yn.push_back(nib(VRY, i));
-      OH y(16);
-      for (unsigned v = 0; v < 16; ++v) y[v] = nib(VRY, i)[v] + nib(VRYS, i)[v];
-      ymn.push_back(y);
+      xn.push_back(nib(XM, i));
+      ymn.push_back(nib(YM, i));
     }
     std::uint32_t done = 0;
-    const FieldRef MD = product_digits("vew_mul", 8, {{xn, ymn}}, 16, 1ULL << 15, gm, &done);
-    if (done != 11) throw std::logic_error("vew: MUL's digits are not ready at layer 11");
+    const FieldRef MD = product_digits("vew_mul", 9, {{xn, ymn}}, 16, 1ULL << 15, gm, &done);
+    if (done != 12) throw std::logic_error("vew: MUL's digits are not ready at layer 12");
     const FieldRef MOV = B.field("vew_mul_overflow", 2);
-    overflow_flags(L(12), MD, 11, 16, MOV, one);
+    overflow_flags(L(13), MD, 11, 16, MOV, one);
     // the result's byte m: digit columns 4 + 2m, 5 + 2m of x y + 2^15 (or of ROT's sum), or a byte
     // of 2^31 - 1 or -2^31 where the result overflows
     auto emit = [&](LayerBuilder& lo_, const FieldRef& DG, const FieldRef& OVF) {
@@ -1927,7 +1939,7 @@ class Compiler {
         when(lo_, {OVF[1], tm[m], more}, {{NPL.dim(lo & 15), 1.0}, {NPH.dim(lo >> 4), 1.0}});
       }
     };
-    emit(L(13), MD, MOV);
+    emit(L(14), MD, MOV);
     // ROT: z_e = rnd(x c + y s', 16) with x = VR[a + e], y = VR[a + (e ^ 1)] (the pair's other
     // word), c = COS[p][j], s' = -SIN[p][j] for an even e and +SIN[p][j] for an odd e, j = (e >> 1)
     // & 3, p = b (vector.md section 4.5). c and s' as 5 signed nibbles each (|.| <= 2^16), from
@@ -1946,16 +1958,21 @@ class Compiler {
       }
       return out;
     }, {SREAD_, PRE[VEW], rotw});
-    std::vector<OH> cn, sn;
+    std::vector<OH> cn, sn, xr, yr;
     for (std::uint32_t n = 0; n < 5; ++n) {
       cn.push_back(field_oh(CSN, 16 * n, 16));
       sn.push_back(field_oh(CSN, 80 + 16 * n, 16));
     }
-    const FieldRef RD_ = product_digits("vew_rot", 7, {{xn, cn}, {yn, sn}}, 13, 1ULL << 15, GROT_, &done);
-    if (done != 11) throw std::logic_error("vew: ROT's digits are not ready at layer 11");
+    const FieldRef XR = gated_copy(7, "vew_rot_x", {VRX}, GROT_), YR = gated_copy(7, "vew_rot_y", {VRY}, GROT_);
+    for (std::uint32_t i = 0; i < 8; ++i) {
+      xr.push_back(nib(XR, i));
+      yr.push_back(nib(YR, i));
+    }
+    const FieldRef RD_ = product_digits("vew_rot", 8, {{xr, cn}, {yr, sn}}, 13, 1ULL << 15, GROT_, &done);
+    if (done != 12) throw std::logic_error("vew: ROT's digits are not ready at layer 12");
     const FieldRef ROV = B.field("vew_rot_overflow", 2);
-    overflow_flags(L(12), RD_, 11, 13, ROV, one);
-    emit(L(13), RD_, ROV);
+    overflow_flags(L(13), RD_, 11, 13, ROV, one);
+    emit(L(14), RD_, ROV);
   }
 
   // VFN RSQRT and RECIP (vector.md section 4.6), on the word stream vew() sequences: from x =
@@ -1972,10 +1989,11 @@ class Compiler {
     const Lin one = Lin::constant(1);
     const OH& tm = TM_;
     const Lin more = one - LASTW_[0];
+    const FieldRef XV = gated_copy(7, "vfn_x", {VRX}, GVFN_);  // x on RSQRT/RECIP steps only
     auto bit = [&](int b) {  // bit b of x, linear in its nibble one-hot (0 outside 0..31)
       Lin l;
       if (b < 0 || b > 31) return l;
-      const OH n = nib(VRX, static_cast<std::uint32_t>(b / 4));
+      const OH n = nib(XV, static_cast<std::uint32_t>(b / 4));
       for (unsigned v = 0; v < 16; ++v)
         if ((v >> (b % 4)) & 1) l += n[v];
       return l;
@@ -1983,9 +2001,9 @@ class Compiler {
     const Lin g = GVFN_;  // an RSQRT or RECIP value step
     const FieldRef LN = B.field("vfn_lead_nibble", 8);
     for (std::uint32_t i = 0; i < 8; ++i) {
-      std::vector<Lin> conds = {any_of(nib(VRX, i), [i](unsigned v) { return v != 0 && (i < 7 || v < 8); }), g};
-      for (std::uint32_t j = i + 1; j < 8; ++j) conds.push_back(nib(VRX, j)[0]);
-      when(L(7), conds, {{LN.dim(i), 1.0}});
+      std::vector<Lin> conds = {any_of(nib(XV, i), [i](unsigned v) { return v != 0 && (i < 7 || v < 8); }), g};
+      for (std::uint32_t j = i + 1; j < 8; ++j) conds.push_back(nib(XV, j)[0]);
+      when(L(8), conds, {{LN.dim(i), 1.0}});
     }
     const FieldRef KF = B.field("vfn_log2", 31);
     Lin lead;
@@ -1993,25 +2011,25 @@ class Compiler {
       lead += LN[i];
       for (unsigned v = 1; v < (i == 7 ? 8u : 16u); ++v) {
         const unsigned fl = v >= 8 ? 3 : v >= 4 ? 2 : v >= 2 ? 1 : 0;
-        when(L(8), {LN[i], nib(VRX, i)[v]}, {{KF.dim(4 * i + fl), 1.0}});
+        when(L(9), {LN[i], nib(XV, i)[v]}, {{KF.dim(4 * i + fl), 1.0}});
       }
     }
-    L(8).unit_out(L(8).relu_unit(g - lead), KF.dim(0), 1.0);  // x <= 0: u = 1, k = 0
+    L(9).unit_out(L(9).relu_unit(g - lead), KF.dim(0), 1.0);  // x <= 0: u = 1, k = 0
     const FieldRef IXR = B.field("vfn_recip_ix_bits", 7), IXS = B.field("vfn_rsqrt_ix_bits", 8);
     for (int kk = 0; kk <= 30; ++kk) {
       for (int t = 0; t < 7; ++t) {
         const Lin b = bit(kk - 7 + t);
         if (!b.terms.empty())
-          when(L(9), {KF[static_cast<std::uint32_t>(kk)], b, EFN[1], lead}, {{IXR.dim(static_cast<std::uint32_t>(t)), 1.0}});
+          when(L(10), {KF[static_cast<std::uint32_t>(kk)], b, EFN[1], lead}, {{IXR.dim(static_cast<std::uint32_t>(t)), 1.0}});
       }
       for (int t = 0; t < 8; ++t) {
         const Lin b = bit(kk - kk % 2 - 6 + t);
         if (!b.terms.empty())
-          when(L(9), {KF[static_cast<std::uint32_t>(kk)], b, EFN[0], lead}, {{IXS.dim(static_cast<std::uint32_t>(t)), 1.0}});
+          when(L(10), {KF[static_cast<std::uint32_t>(kk)], b, EFN[0], lead}, {{IXS.dim(static_cast<std::uint32_t>(t)), 1.0}});
       }
     }
     // x <= 0 (no leading nibble): u = 1, so RSQRT's ix = 1 << 6 (RECIP's: the implicit leading 1, 128)
-    L(9).unit_out(L(9).relu_unit(SREAD_ + EFN[0] - 1.0 - lead), IXS.dim(6), 1.0);
+    L(10).unit_out(L(10).relu_unit(SREAD_ + EFN[0] - 1.0 - lead), IXS.dim(6), 1.0);
     const FieldRef Z = B.field("vfn_z", 128);
     auto word_out = [&](std::uint32_t z) {
       SparseVec o;
@@ -2021,7 +2039,7 @@ class Compiler {
     std::vector<OH> parts;
     for (std::uint32_t t = 0; t < 7; ++t) parts.push_back(OH{one - IXR[t], IXR[t]});
     parts.push_back(field_oh(KF, 0, 31));
-    table(L(10), parts, [&](const std::vector<unsigned>& v) {
+    table(L(11), parts, [&](const std::vector<unsigned>& v) {
       unsigned low = 0;
       for (unsigned t = 0; t < 7; ++t) low |= v[t] << t;
       const int kk = static_cast<int>(v[7]);
@@ -2035,18 +2053,18 @@ class Compiler {
     OH k2(16);
     for (std::uint32_t h = 0; h < 16; ++h) k2[h] = KF[2 * h] + (2 * h + 1 < 31 ? KF[2 * h + 1] : Lin());
     parts.push_back(k2);
-    table(L(10), parts, [&](const std::vector<unsigned>& v) {
+    table(L(11), parts, [&](const std::vector<unsigned>& v) {
       unsigned ix = 0;
       for (unsigned t = 0; t < 8; ++t) ix |= v[t] << t;
       const int kk2 = 2 * static_cast<int>(v[8]);
       if (ix < 64 || (kk2 < 6 && (ix & ((1u << (6 - kk2)) - 1)) != 0)) return SparseVec{};
       return word_out(static_cast<std::uint32_t>(rnd_shift(rsq_entry(ix), kk2 / 2)));
     }, {EFN[0]});
-    LayerBuilder& l11 = L(11);
+    LayerBuilder& l12 = L(12);
     for (std::uint32_t m = 0; m < 4; ++m)
       for (unsigned v = 0; v < 16; ++v) {
-        l11.unit_out(l11.relu_unit(Z[16 * (2 * m) + v] + tm[m] + more - 2.0), NPL.dim(v), 1.0);
-        l11.unit_out(l11.relu_unit(Z[16 * (2 * m + 1) + v] + tm[m] + more - 2.0), NPH.dim(v), 1.0);
+        l12.unit_out(l12.relu_unit(Z[16 * (2 * m) + v] + tm[m] + more - 2.0), NPL.dim(v), 1.0);
+        l12.unit_out(l12.relu_unit(Z[16 * (2 * m + 1) + v] + tm[m] + more - 2.0), NPH.dim(v), 1.0);
       }
     silu();
   }
@@ -2064,9 +2082,10 @@ class Compiler {
     const OH& tm = TM_;
     const Lin more = one - LASTW_[0];
     const Lin gs = GSILU_;  // a SILU value step
-    auto x = [&](std::uint32_t n) { return nib(VRX, n); };
+    const FieldRef XS = gated_copy(7, "vfn_silu_x", {VRX}, gs);  // x on SILU steps only
+    auto x = [&](std::uint32_t n) { return nib(XS, n); };
     auto isv = [&](std::uint32_t n, const std::function<bool(unsigned)>& p) { return any_of(x(n), p); };
-    LayerBuilder& l7 = L(7);
+    LayerBuilder& l7 = L(8);
     const FieldRef CL = B.field("vfn_silu_clamp", 2);  // [ix = 1023], [ix = 0]
     // x >= 0x7FA00 (and x >= 0)
     when(l7, {isv(7, [](unsigned v) { return v >= 1 && v < 8; }), gs}, {{CL.dim(0), 1.0}});
@@ -2098,20 +2117,20 @@ class Compiler {
       for (std::uint32_t n = 0; n < 5; ++n) o.push_back({SN.dim(16 * n + static_cast<std::uint32_t>((sv >> (4 * n)) & 15)), 1.0});
       return o;
     };
-    table(L(8), {field_oh(IXL, 0, 64), field_oh(IXH, 0, 16)},
+    table(L(9), {field_oh(IXL, 0, 64), field_oh(IXH, 0, 16)},
           [&](const std::vector<unsigned>& v) { return sig_out(sig_entry(static_cast<int>(v[0] | (v[1] << 6)))); },
           {one - CL[0] - CL[1]});
-    when(L(8), {CL[0], gs}, sig_out(sig_entry(1023)));
-    when(L(8), {CL[1], gs}, sig_out(sig_entry(0)));
+    when(L(9), {CL[0], gs}, sig_out(sig_entry(1023)));
+    when(L(9), {CL[1], gs}, sig_out(sig_entry(0)));
     std::vector<OH> xn, sn;
     for (std::uint32_t n = 0; n < 8; ++n) xn.push_back(x(n));
     for (std::uint32_t n = 0; n < 5; ++n) sn.push_back(field_oh(SN, 16 * n, 16));
     std::uint32_t done = 0;
-    const FieldRef DG = product_digits("vfn_silu", 9, {{xn, sn}}, 13, 1ULL << 15, gs, &done);
-    if (done != 12) throw std::logic_error("silu: the digits are not ready at layer 12");
+    const FieldRef DG = product_digits("vfn_silu", 10, {{xn, sn}}, 13, 1ULL << 15, gs, &done);
+    if (done != 13) throw std::logic_error("silu: the digits are not ready at layer 13");
     const FieldRef OV = B.field("vfn_silu_overflow", 2);
-    overflow_flags(L(13), DG, 11, 13, OV, one);
-    LayerBuilder& l14 = L(14);
+    overflow_flags(L(14), DG, 11, 13, OV, one);
+    LayerBuilder& l14 = L(15);
     for (std::uint32_t m = 0; m < 4; ++m) {
       for (unsigned v = 0; v < 16; ++v) {
         const Lin off = tm[m] - OV[0] - OV[1] - LASTW_[0] - 1.0;
