@@ -28,7 +28,7 @@
 //   L19 mlp: payload and (kind, payload high nibble) one-hots for the output
 //   Vector unit: L0 mem: word-stream and VLG slots; L1 mem: VLD's M; L1..L6 mlp: VLD's product;
 //   L4..L6 mlp: VR index sums (a + e, b + e, b + (e >> GS), a + (e ^ 1), dst + e, dst + i);
-//   L7 mem: VR; L7..L14 mlp: VEW and VFN arithmetic (product_digits: products, splits,
+//   L7 mem: VR (L8: MULS's port); L7..L15 mlp: VEW and VFN arithmetic (gated copies of x, y; product_digits: products, splits,
 //   one-hots, lookahead), overflow, the value bytes
 #include "lockstep/chip/rv32/rv32_chip.hpp"
 
