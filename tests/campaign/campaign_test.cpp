@@ -35,30 +35,46 @@ TEST(CampaignOps, MnemonicsAndClasses) {
   EXPECT_EQ(mnemonics(select_ops("vld,add")), (std::set<std::string>{"vld", "add"}));  // the one vector op the chip runs
   EXPECT_THROW(select_ops("vmat"), OpsError);
   EXPECT_THROW(select_ops("vector"), OpsError);  // the class includes vmat
-  // VEW: the row, with the modes the chip executes (ADD, MUL, MULS); ROT is refused.
-  unsigned modes = 99;
-  EXPECT_EQ(mnemonics(select_ops("vew", &modes)), (std::set<std::string>{"vew"}));
-  EXPECT_EQ(modes, kVewAdd | kVewMul | kVewMuls);
+  // VEW and VFN: the row, with the modes (functions) named; the class name is all four (three).
+  unsigned modes = 99, fns = 99;
+  EXPECT_EQ(mnemonics(select_ops("vew", &modes, &fns)), (std::set<std::string>{"vew"}));
+  EXPECT_EQ(modes, kVewAdd | kVewMul | kVewMuls | kVewRot);
+  EXPECT_EQ(fns, 0u);
   EXPECT_EQ(mnemonics(select_ops("vld, VEW.MULS,vew.add,sub", &modes)), (std::set<std::string>{"vld", "vew", "sub"}));
   EXPECT_EQ(modes, kVewAdd | kVewMuls);
   const auto chosen = select_ops("vld, VEW.MULS,vew.add,sub", &modes);
   EXPECT_EQ(ops_list(chosen, modes), "sub,vew.add,vew.muls,vld");  // table order
   const auto all_modes = select_ops("vew.mul,vew", &modes);
   EXPECT_EQ(ops_list(all_modes, modes), "vew");
-  select_ops("add", &modes);
+  EXPECT_EQ(mnemonics(select_ops("vew.rot", &modes, &fns)), (std::set<std::string>{"vew"}));
+  EXPECT_EQ(modes, kVewRot);
+  EXPECT_EQ(mnemonics(select_ops("vfn", &modes, &fns)), (std::set<std::string>{"vfn"}));
   EXPECT_EQ(modes, 0u);
-  for (const std::string refused : {"vew.rot", "vmat", "vmatr", "vq", "vexp", "vfn", "vred", "vector"}) {
+  EXPECT_EQ(fns, kVfnRsqrt | kVfnRecip | kVfnSilu);
+  const auto vf = select_ops("VFN.SILU,vew.rot,vfn.rsqrt", &modes, &fns);
+  EXPECT_EQ(mnemonics(vf), (std::set<std::string>{"vew", "vfn"}));
+  EXPECT_EQ(fns, kVfnRsqrt | kVfnSilu);
+  EXPECT_EQ(ops_list(vf, modes, fns), "vew.rot,vfn.rsqrt,vfn.silu");
+  const auto vf_all = select_ops("vfn.recip,vfn,vew", &modes, &fns);
+  EXPECT_EQ(ops_list(vf_all, modes, fns), "vew,vfn");
+  select_ops("add", &modes, &fns);
+  EXPECT_EQ(modes, 0u);
+  EXPECT_EQ(fns, 0u);
+  for (const std::string refused : {"vmat", "vmatr", "vq", "vexp", "vred", "vector"}) {
     try {
-      select_ops("vew," + refused);
+      select_ops("vew,vfn," + refused);
       ADD_FAILURE() << refused << " was accepted";
     } catch (const OpsError& e) {
       const std::string m = e.what();
-      EXPECT_NE(m.find("not fuzzed: vew.rot, vmat, vmatr, vq, vexp, vfn, vred; fuzzed: vld, vew.add, vew.mul, vew.muls"),
+      EXPECT_NE(m.find("not fuzzed: vmat, vmatr, vq, vexp, vred; fuzzed: vld, vew.add, vew.mul, vew.muls, vew.rot, "
+                       "vfn.rsqrt, vfn.recip, vfn.silu)"),
                 std::string::npos)
           << m;
       EXPECT_EQ(m.find('\n'), std::string::npos) << m;
     }
   }
+  EXPECT_THROW(select_ops("vfn.exp"), OpsError);
+  EXPECT_THROW(select_ops("vew.sub"), OpsError);
   EXPECT_THROW(select_ops("ecall"), OpsError);
   EXPECT_THROW(select_ops("frobnicate"), OpsError);
   EXPECT_THROW(select_ops(","), OpsError);
@@ -99,30 +115,51 @@ TEST(CampaignGenerate, TestWordsComeFromTheSelection) {
   }
 }
 
-// VEW (vector.md 4.5) on the reference: every generated VEW word that does not trap decodes as
-// one of the selected modes (ref::vector_mnemonic), its operands are valid, sources read earlier
-// VLD/VEW destinations, results saturate (ADD and MUL; counted from VR before the step), and a
-// program that traps does so at its body's last word with code 16, 17, 18 or 20 (every one of
-// them raised); the others exit.
-TEST(CampaignGenerate, VewWordsAreTheSelectedModes) {
-  constexpr std::uint64_t kSeed = 21, kPrograms = 160;
+// VEW and VFN (vector.md 4.5, 4.6) on the reference: every generated VEW or VFN word that does not
+// trap decodes as one of the selected modes or functions (ref::vector_mnemonic), its operands are
+// valid (spans inside VR, dst identical to or disjoint from the sources, ROT's n even and position
+// below 64), sources read earlier VLD/VEW/VFN destinations, results saturate (ADD, MUL, ROT;
+// counted from VR before the step), each function's inputs reach its paths (x <= 0, powers of two,
+// INT32_MAX, final-rounding ties; SILU: the clamp of ix, ties of rnd(x, 10) and of the product),
+// and a program that traps does so at its body's last word with code 16, 17, 18, 20 or (ROT) 23
+// (every one of them raised); the others exit.
+TEST(CampaignGenerate, VewAndVfnWordsAreTheSelectedModes) {
+  constexpr std::uint64_t kSeed = 21;
   struct Case {
     std::string list;
     std::set<std::string> modes;  // vector_mnemonic prefixes allowed
+    std::uint64_t programs;
+    std::set<std::uint32_t> codes;  // trap codes each raised by some program
   };
-  for (const Case& c : std::vector<Case>{{"vew", {"vew.add", "vew.mul", "vew.muls"}},
-                                         {"vew.mul", {"vew.mul"}},
-                                         {"vew.add,vew.muls", {"vew.add", "vew.muls"}},
-                                         {"vld,vew,add,mul", {"vew.add", "vew.mul", "vew.muls"}}}) {
-    unsigned modes = 0;
-    const auto ops = select_ops(c.list, &modes);
-    std::map<std::string, unsigned> seen;     // mode -> VEWs executed without a trap
+  const std::set<std::string> vew_all = {"vew.add", "vew.mul", "vew.muls", "vew.rot"};
+  const std::set<std::string> vfn_all = {"vfn.rsqrt", "vfn.recip", "vfn.silu"};
+  std::set<std::string> both = vfn_all;
+  both.insert("vew.rot");
+  const ref::VectorTables& tab = ref::vector_tables();
+  auto rnd = [](std::int64_t x, unsigned s) { return s == 0 ? x : (x + (std::int64_t{1} << (s - 1))) >> s; };
+  auto tie = [](std::int64_t x, unsigned s) { return s >= 1 && (x & ((std::int64_t{1} << s) - 1)) == std::int64_t{1} << (s - 1); };
+  auto log2 = [](std::int64_t u) { return 63u - static_cast<unsigned>(__builtin_clzll(static_cast<std::uint64_t>(u))); };
+  const std::set<std::uint32_t> codes = {16, 17, 18, 20}, rot_codes = {16, 17, 18, 20, 23};
+  for (const Case& c : std::vector<Case>{{"vew", vew_all, 160, rot_codes},
+                                         {"vew.mul", {"vew.mul"}, 96, codes},
+                                         {"vew.add,vew.muls", {"vew.add", "vew.muls"}, 128, codes},
+                                         {"vew.rot", {"vew.rot"}, 128, rot_codes},
+                                         {"vld,vew,add,mul", vew_all, 128, codes},
+                                         {"vfn", vfn_all, 160, codes},
+                                         {"vfn.silu", {"vfn.silu"}, 96, codes},
+                                         {"vfn,vew.rot", both, 160, rot_codes}}) {
+    const std::uint64_t kPrograms = c.programs;
+    unsigned modes = 0, fns = 0;
+    const auto ops = select_ops(c.list, &modes, &fns);
+    const bool rot = c.modes.count("vew.rot") > 0;
+    std::map<std::string, unsigned> seen;     // mode -> VEWs/VFNs executed without a trap
     std::map<std::uint32_t, unsigned> traps;  // code -> programs
-    std::set<std::uint32_t> group_sizes;
-    std::uint64_t elements = 0, sat = 0;
+    std::map<std::string, std::map<std::string, unsigned>> paths;  // function -> path -> elements
+    std::set<std::uint32_t> group_sizes, positions;
+    std::uint64_t elements = 0, sat = 0, sat_elements = 0;
     unsigned exits = 0, chained = 0, in_place = 0, long_n = 0, with_vreg = 0;
     for (std::uint64_t k = 0; k < kPrograms; ++k) {
-      const Program p = campaign::generate(program_seed(kSeed, k), k, ops, modes);
+      const Program p = campaign::generate(program_seed(kSeed, k), k, ops, modes, fns);
       SCOPED_TRACE("--ops " + c.list + " seed " + std::to_string(kSeed) + " program " + std::to_string(k));
       ASSERT_LE(p.vreg.size(), 4096u);
       with_vreg += !p.vreg.empty();
@@ -130,7 +167,7 @@ TEST(CampaignGenerate, VewWordsAreTheSelectedModes) {
       const auto test = p.test_words();
       ref::Machine m;
       m.load(p.image());
-      std::vector<std::pair<std::uint32_t, std::uint32_t>> written;  // [start, start + n) of VLD/VEW destinations
+      std::vector<std::pair<std::uint32_t, std::uint32_t>> written;  // [start, start + n) of VLD/VEW/VFN destinations
       while (m.status() == ref::Status::kRunning && m.steps() < 1'000'000) {
         const std::uint32_t pc = m.pc(), slot = (pc - kCodeBase) / 4;
         ASSERT_LT(slot, code.size());
@@ -141,28 +178,69 @@ TEST(CampaignGenerate, VewWordsAreTheSelectedModes) {
         if (m.step().empty()) break;
         if (m.status() != ref::Status::kRunning) break;
         if (d.op == ref::Op::kVld) written.emplace_back(C, C + N);
-        if (d.op != ref::Op::kVew) continue;
+        if (d.op != ref::Op::kVew && d.op != ref::Op::kVfn) continue;
         ASSERT_TRUE(test[slot]);
-        const std::string name = ref::vector_mnemonic(4, f7);
+        const bool vfn = d.op == ref::Op::kVfn;
+        const std::string name = ref::vector_mnemonic(vfn ? 5 : 4, f7);
         const std::string mode = name.rfind("vew.muls", 0) == 0 ? "vew.muls" : name;
         ASSERT_TRUE(c.modes.count(mode)) << name << " " << ref::disassemble(code[slot]);
         ++seen[mode];
-        const std::uint32_t gs = (f7 >> 2) & 7, bn = mode == "vew.muls" ? ((N - 1) >> gs) + 1 : N;
-        ASSERT_TRUE(N >= 1 && N <= 1024 && A + N <= 1024 && B + N <= 1024 && C + bn <= 1024) << name << " " << N;
+        const std::uint32_t gs = (f7 >> 2) & 7, bn = mode == "vew.muls" ? ((N - 1) >> gs) + 1 : mode == "vew.rot" || vfn ? 0 : N;
+        ASSERT_TRUE(N >= 1 && N <= 1024 && A + N <= 1024 && B + N <= 1024 && (bn == 0 || C + bn <= 1024))
+            << name << " " << N;
+        ASSERT_TRUE(A == B || A + N <= B || B + N <= A) << name << " dst " << A << " src " << B << " n " << N;
+        if (mode == "vew.rot") {
+          ASSERT_TRUE(N % 2 == 0 && C < 64) << name << " n " << N << " p " << C;
+          positions.insert(C);
+        }
         if (mode == "vew.muls") group_sizes.insert(gs);
         long_n += N > 512;
         in_place += A == B;
         bool reads_earlier = false;
-        for (const auto& [s, e] : written)
-          for (const std::uint32_t src : {B, C}) reads_earlier |= src < e && s < src + N;
+        for (const auto& [s, e] : written) {
+          reads_earlier |= B < e && s < B + N;
+          if (bn) reads_earlier |= C < e && s < C + bn;
+        }
         chained += reads_earlier;
         written.emplace_back(A, A + N);
         for (std::uint32_t i = 0; i < N; ++i) {
           const std::int64_t x = before[B + i];
-          const std::int64_t y = before[mode == "vew.muls" ? C + (i >> gs) : C + i];
-          const std::int64_t z = mode == "vew.add" ? x + y : (x * y + (1 << 15)) >> 16;
-          sat += z > INT32_MAX || z < INT32_MIN;
           ++elements;
+          if (vfn) {  // the paths of section 4.6's formulas
+            auto& path = paths[mode];
+            path["x<=0"] += x <= 0;
+            path["pow2"] += x > 0 && (x & (x - 1)) == 0;
+            path["int-max"] += x == INT32_MAX;
+            if (mode == "vfn.silu") {
+              const std::int64_t ix = rnd(x, 10) + 512;
+              path["clamp-edge"] += ix == -1 || ix == 0 || ix == 1023 || ix == 1024;
+              path["tie-ix"] += tie(x, 10);
+              path["tie-product"] += tie(x * tab.sig[static_cast<std::size_t>(std::clamp<std::int64_t>(ix, 0, 1023))], 16);
+            } else {
+              const std::int64_t u = std::max<std::int64_t>(x, 1);
+              const unsigned kk = log2(u), k2 = kk - kk % 2;
+              if (mode == "vfn.rsqrt") {
+                const std::int64_t ix = k2 >= 6 ? u >> (k2 - 6) : u << (6 - k2);
+                path["tie"] += tie(tab.rsq[static_cast<std::size_t>(ix)], k2 / 2);
+              } else {
+                const std::int64_t ix = kk >= 7 ? u >> (kk - 7) : u << (7 - kk);
+                path["tie"] += kk >= 3 && tie(tab.rcp[static_cast<std::size_t>(ix)], kk - 2);
+              }
+            }
+            continue;
+          }
+          if (mode == "vew.rot") {
+            if (i % 2) continue;
+            const std::int64_t v = before[B + i + 1], cs = tab.cos[C][(i / 2) % 4], sn = tab.sin[C][(i / 2) % 4];
+            for (const std::int64_t z : {rnd(x * cs - v * sn, 16), rnd(x * sn + v * cs, 16)})
+              sat += z > INT32_MAX || z < INT32_MIN;
+            sat_elements += 2;
+            continue;
+          }
+          const std::int64_t y = before[mode == "vew.muls" ? C + (i >> gs) : C + i];
+          const std::int64_t z = mode == "vew.add" ? x + y : rnd(x * y, 16);
+          sat += z > INT32_MAX || z < INT32_MIN;
+          ++sat_elements;
         }
       }
       if (m.status() == ref::Status::kExited) {
@@ -171,29 +249,49 @@ TEST(CampaignGenerate, VewWordsAreTheSelectedModes) {
         ASSERT_EQ(m.status(), ref::Status::kTrapped) << p.listing();
         const std::uint32_t slot = (m.pc() - kCodeBase) / 4;
         EXPECT_EQ(slot + 4, code.size()) << "the trap is the body's last word\n" << p.listing();
-        EXPECT_EQ(ref::decode(code[slot]).op, ref::Op::kVew);
-        EXPECT_TRUE(m.trap_code() == 16 || m.trap_code() == 17 || m.trap_code() == 18 || m.trap_code() == 20)
-            << m.trap_code();
-        ++traps[m.trap_code()];
+        const ref::Op op = ref::decode(code[slot]).op;
+        EXPECT_TRUE(op == ref::Op::kVew || op == ref::Op::kVfn) << ref::disassemble(code[slot]);
+        const std::uint32_t t = m.trap_code();
+        EXPECT_TRUE(t == 16 || t == 17 || t == 18 || t == 20 || (t == 23 && rot && op == ref::Op::kVew)) << t;
+        ++traps[t];
       }
     }
     std::cout << "--ops " << c.list << " (seed " << kSeed << ", " << kPrograms << " programs): " << exits << " exit, traps";
     for (const auto& [code, n] : traps) std::cout << " " << code << ":" << n;
-    std::cout << "; VEWs";
+    std::cout << "; executed";
     for (const auto& [mode, n] : seen) std::cout << " " << mode << ":" << n;
-    std::cout << "; " << sat << " of " << elements << " elements saturate, " << chained << " reading earlier destinations, " << in_place
-              << " in place, " << long_n << " with n > 512, " << with_vreg << " with .lockstep.vreg\n";
+    std::cout << "; " << sat << " of " << sat_elements << " VEW results saturate, " << chained
+              << " reading earlier destinations, " << in_place << " in place, " << long_n << " with n > 512, "
+              << with_vreg << " with .lockstep.vreg";
+    for (const auto& [fn, counts] : paths) {
+      std::cout << "; " << fn;
+      for (const auto& [path, n] : counts) std::cout << " " << path << ":" << n;
+    }
+    std::cout << "\n";
     EXPECT_EQ(seen.size(), c.modes.size()) << c.list;
-    for (const std::uint32_t code : {16u, 17u, 18u, 20u}) EXPECT_GT(traps[code], 0u) << c.list << " code " << code;
+    for (const std::uint32_t code : c.codes) EXPECT_GT(traps[code], 0u) << c.list << " code " << code;
     EXPECT_GT(exits, kPrograms / 2) << c.list;
-    EXPECT_GT(sat, 0u) << c.list;
-    EXPECT_LT(sat, elements) << c.list;
+    if (sat_elements) {
+      EXPECT_GT(sat, 0u) << c.list;
+      EXPECT_LT(sat, sat_elements) << c.list;
+    }
     EXPECT_GT(chained, 20u) << c.list;
     EXPECT_GT(in_place, 0u) << c.list;
     EXPECT_GT(long_n, 0u) << c.list;
     EXPECT_GT(with_vreg, kPrograms * 3 / 4) << c.list;
     if (c.modes.count("vew.muls")) {
       EXPECT_EQ(group_sizes.size(), 7u) << c.list;
+    }
+    if (rot) {
+      EXPECT_TRUE(positions.count(0) && positions.count(63)) << c.list;
+      EXPECT_GT(positions.size(), 16u) << c.list;
+    }
+    for (const std::string& fn : c.modes) {
+      if (fn.rfind("vfn.", 0) != 0) continue;
+      const std::vector<std::string> want = fn == "vfn.silu"
+                                                ? std::vector<std::string>{"x<=0", "pow2", "int-max", "clamp-edge", "tie-ix", "tie-product"}
+                                                : std::vector<std::string>{"x<=0", "pow2", "int-max", "tie"};
+      for (const std::string& path : want) EXPECT_GT(paths[fn][path], 0u) << c.list << " " << fn << " " << path;
     }
   }
 }

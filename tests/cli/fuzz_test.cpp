@@ -1,5 +1,5 @@
 // `lockstep fuzz` end to end (issue 11): a clean campaign on the built chip
-// exits 0 with coverage and seeds recorded (also with --ops vew); shards split a campaign exactly;
+// exits 0 with coverage and seeds recorded (also with --ops vew and vfn,vew.rot); shards split a campaign exactly;
 // bad input exits 2 with one line; and a chip file corrupted on purpose (the
 // only fault injection used: one instruction class no longer decodes) makes
 // the campaign exit 1 with a shrunk case that `lockstep replay` reproduces.
@@ -116,13 +116,14 @@ TEST(LockstepFuzz, CleanCampaignOnTheBuiltChip) {
   EXPECT_NE(html.find("Coverage: test instructions executed by the reference"), std::string::npos);
 }
 
-// VEW ADD/MUL/MULS (vector.md 4.5) on the built chip, both modes, 0 mismatches: programs 21 and
-// 22 of seed 19, chosen for their size (about 4,100 reference steps together; the chip runs a few
-// thousand steps per second here), the first exits, the second ends in a trapping VEW. The
-// generator's own checks (modes, operands, chains, trap codes) are tests/campaign/campaign_test.cpp.
+// VEW ADD/MUL/MULS/ROT (vector.md 4.5) on the built chip, both modes, 0 mismatches: programs 162
+// and 163 of seed 19, chosen for their size (about 7,100 reference steps together; the chip runs a
+// few thousand steps per second here) and because 163 executes all four modes; the first exits,
+// the second ends in a trapping VEW. The generator's own checks (modes, operands, chains, trap
+// codes) are tests/campaign/campaign_test.cpp.
 TEST(LockstepFuzz, VewCampaignOnTheBuiltChip) {
   const fs::path report = scratch_dir("vew");
-  const auto r = run({"fuzz", "--ops", "vew", "--seed", "19", "--first", "21", "--programs", "2", "--mode", "both",
+  const auto r = run({"fuzz", "--ops", "vew", "--seed", "19", "--first", "162", "--programs", "2", "--mode", "both",
                       "--report", report.string()});
   std::cout << r.out;
   ASSERT_EQ(r.exit_code, 0) << "seed 19\n" << r.out << r.err;
@@ -131,6 +132,27 @@ TEST(LockstepFuzz, VewCampaignOnTheBuiltChip) {
   EXPECT_EQ(f["programs"], 2);
   EXPECT_EQ(f["mismatching_runs"], 0);
   EXPECT_GT(f["coverage"]["ops"]["vew"]["executed"].get<std::uint64_t>(), 8u);
+  const std::string tsv = slurp(report / "programs.tsv");
+  EXPECT_NE(tsv.find("\texit\texit\n"), std::string::npos) << tsv;
+  EXPECT_NE(tsv.find("\ttrap\ttrap\n"), std::string::npos) << tsv;
+}
+
+// VFN (RSQRT, RECIP, SILU; vector.md 4.6) and VEW ROT (4.5) on the built chip, both modes, 0
+// mismatches: programs 8 and 9 of seed 19, chosen for their size (about 6,400 reference steps
+// together) and because they execute all three functions and ROT; the first exits, the second
+// ends in a trapping VEW or VFN. The generator's own checks are tests/campaign/campaign_test.cpp.
+TEST(LockstepFuzz, VfnAndRotCampaignOnTheBuiltChip) {
+  const fs::path report = scratch_dir("vfn");
+  const auto r = run({"fuzz", "--ops", "vfn,vew.rot", "--seed", "19", "--first", "8", "--programs", "2", "--mode",
+                      "both", "--report", report.string()});
+  std::cout << r.out;
+  ASSERT_EQ(r.exit_code, 0) << "seed 19\n" << r.out << r.err;
+  EXPECT_NE(r.out.find("2 ops: vew.rot,vfn\n"), std::string::npos) << r.out;
+  const json f = json::parse(slurp(report / "fuzz.json"));
+  EXPECT_EQ(f["programs"], 2);
+  EXPECT_EQ(f["mismatching_runs"], 0);
+  EXPECT_GT(f["coverage"]["ops"]["vew"]["executed"].get<std::uint64_t>(), 4u);
+  EXPECT_GT(f["coverage"]["ops"]["vfn"]["executed"].get<std::uint64_t>(), 8u);
   const std::string tsv = slurp(report / "programs.tsv");
   EXPECT_NE(tsv.find("\texit\texit\n"), std::string::npos) << tsv;
   EXPECT_NE(tsv.find("\ttrap\ttrap\n"), std::string::npos) << tsv;
@@ -173,7 +195,8 @@ TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
 TEST(LockstepFuzz, BadInputExitsTwoWithOneLine) {
   for (const std::vector<std::string>& a : std::vector<std::vector<std::string>>{
            {"fuzz", "--ops", "vmat"},
-           {"fuzz", "--ops", "vew.rot"},
+           {"fuzz", "--ops", "vred"},
+           {"fuzz", "--ops", "vfn.exp"},
            {"fuzz", "--ops", "nosuchop"},
            {"fuzz", "--ops", "ecall"},
            {"fuzz", "--shard", "2/2"},

@@ -11,6 +11,7 @@
 #include "lockstep/engine/check.h"
 #include "lockstep/progen/progen.h"
 #include "lockstep/ref/machine.h"
+#include "lockstep/ref/vector.h"
 
 namespace lockstep::campaign {
 
@@ -45,20 +46,24 @@ std::string_view class_name(InsnClass cls) {
 
 namespace {
 
-// The vector ops the chip executes (docs/chip-design.md section 3.6): VLD and VEW's modes ADD,
-// MUL and MULS. They are fuzzed only when asked for (--ops vld, vew), so the default mix stays
-// the scalar machine. VEW ROT and the other six ops have only their traps compiled.
+// The vector ops the chip executes (docs/chip-design.md section 3.6): VLD, VEW (ADD, MUL, MULS,
+// ROT) and VFN (RSQRT, RECIP, SILU). They are fuzzed only when asked for (--ops vld, vew, vfn), so
+// the default mix stays the scalar machine. The other five ops have only their traps compiled.
 bool fuzzable(const Encoding& e) {
-  return e.cls != InsnClass::kSystem && (e.cls != InsnClass::kVector || e.op == Op::kVld || e.op == Op::kVew);
+  return e.cls != InsnClass::kSystem &&
+         (e.cls != InsnClass::kVector || e.op == Op::kVld || e.op == Op::kVew || e.op == Op::kVfn);
 }
 
-// VEW modes by --ops name (vector.md section 4.5, ref::vector_mnemonic's spelling).
+// VEW modes and VFN functions by --ops name (vector.md sections 4.5, 4.6; ref::vector_mnemonic's
+// spelling).
 constexpr const char* kVewModeNames[] = {"vew.add", "vew.mul", "vew.muls", "vew.rot"};
+constexpr const char* kVfnFnNames[] = {"vfn.rsqrt", "vfn.recip", "vfn.silu"};
 
 std::string vector_refusal(const std::string& name) {
   return "--ops: " + name +
          " is a vector-unit op whose execution the chip does not compile yet, only its traps (not fuzzed: "
-         "vew.rot, vmat, vmatr, vq, vexp, vfn, vred; fuzzed: vld, vew.add, vew.mul, vew.muls)";
+         "vmat, vmatr, vq, vexp, vred; fuzzed: vld, vew.add, vew.mul, vew.muls, vew.rot, vfn.rsqrt, vfn.recip, "
+         "vfn.silu)";
 }
 
 std::string refusal(const Encoding& e) {
@@ -68,9 +73,9 @@ std::string refusal(const Encoding& e) {
 
 }  // namespace
 
-std::vector<const Encoding*> select_ops(const std::string& list, unsigned* vew_modes) {
+std::vector<const Encoding*> select_ops(const std::string& list, unsigned* vew_modes, unsigned* vfn_fns) {
   std::set<const Encoding*> chosen;
-  unsigned modes = 0;
+  unsigned modes = 0, fns = 0;
   std::string lowered;
   for (char c : list) lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::vector<std::string> names;
@@ -83,6 +88,14 @@ std::vector<const Encoding*> select_ops(const std::string& list, unsigned* vew_m
   if (names.empty() && !list.empty()) throw OpsError("--ops: empty list");
   if (names.empty()) names.push_back("all");
   const Encoding& vew_row = ref::encoding_of(Op::kVew);
+  const Encoding& vfn_row = ref::encoding_of(Op::kVfn);
+  // A whole row: its every mode or function.
+  auto take = [&](const Encoding& e) {
+    if (!fuzzable(e)) throw OpsError(refusal(e));
+    chosen.insert(&e);
+    if (e.op == Op::kVew) modes |= kVewFuzzedModes;
+    if (e.op == Op::kVfn) fns |= kVfnFuzzedFns;
+  };
   for (const std::string& n : names) {
     bool found = false;
     if (n == "all" || n == "scalar") {
@@ -92,50 +105,56 @@ std::vector<const Encoding*> select_ops(const std::string& list, unsigned* vew_m
     }
     for (unsigned m = 0; m < 4; ++m) {
       if (n != kVewModeNames[m]) continue;
-      if (!(kVewFuzzedModes >> m & 1)) throw OpsError(vector_refusal(n));
       chosen.insert(&vew_row);
       modes |= 1u << m;
+      found = true;
+    }
+    for (unsigned f = 0; f < 3; ++f) {
+      if (n != kVfnFnNames[f]) continue;
+      chosen.insert(&vfn_row);
+      fns |= 1u << f;
       found = true;
     }
     if (found) continue;
     for (const Encoding& e : ref::encoding_table()) {
       if (class_name(e.cls) == n) {
-        if (!fuzzable(e)) throw OpsError(refusal(e));
-        chosen.insert(&e);
-        if (e.op == Op::kVew) modes |= kVewFuzzedModes;
+        take(e);
         found = true;
       }
     }
     if (found) continue;
     for (const Encoding& e : ref::encoding_table()) {
       if (e.mnemonic == n) {
-        if (!fuzzable(e)) throw OpsError(refusal(e));
-        chosen.insert(&e);
-        if (e.op == Op::kVew) modes |= kVewFuzzedModes;
+        take(e);
         found = true;
       }
     }
     if (!found) {
       throw OpsError("--ops: unknown op or class '" + n +
                      "' (classes: alu, alu-imm, upper, mul, div, zba, load, store, branch, jal, jalr, fence, "
-                     "bignum; or a mnemonic such as add, sh2add, bn.addc, vld, vew, vew.muls)");
+                     "bignum; or a mnemonic such as add, sh2add, bn.addc, vld, vew, vew.muls, vfn, vfn.silu)");
     }
   }
   std::vector<const Encoding*> out;
   for (const Encoding& e : ref::encoding_table())
     if (chosen.count(&e)) out.push_back(&e);
   if (vew_modes) *vew_modes = modes;
+  if (vfn_fns) *vfn_fns = fns;
   return out;
 }
 
-std::string ops_list(std::span<const Encoding* const> ops, unsigned vew_modes) {
+std::string ops_list(std::span<const Encoding* const> ops, unsigned vew_modes, unsigned vfn_fns) {
   std::string s;
+  // A row with only some of its modes (functions) selected: their names.
+  auto names = [&](unsigned mask, unsigned all, const char* const* mode_names, unsigned count) {
+    if ((mask & all) == all || !(mask & all)) return false;
+    for (unsigned m = 0; m < count; ++m)
+      if (mask >> m & 1) s += (s.empty() ? "" : ",") + std::string(mode_names[m]);
+    return true;
+  };
   for (const Encoding* e : ops) {
-    if (e->op == Op::kVew && (vew_modes & kVewFuzzedModes) != kVewFuzzedModes && (vew_modes & kVewFuzzedModes)) {
-      for (unsigned m = 0; m < 3; ++m)
-        if (vew_modes >> m & 1) s += (s.empty() ? "" : ",") + std::string(kVewModeNames[m]);
-      continue;
-    }
+    if (e->op == Op::kVew && names(vew_modes, kVewFuzzedModes, kVewModeNames, 4)) continue;
+    if (e->op == Op::kVfn && names(vfn_fns, kVfnFuzzedFns, kVfnFnNames, 3)) continue;
     s += (s.empty() ? "" : ",") + std::string(e->mnemonic);
   }
   return s;
@@ -266,7 +285,7 @@ unsigned class_weight(InsnClass c) {
     case InsnClass::kJalr: return 2;
     case InsnClass::kFence: return 1;
     case InsnClass::kBignum: return 4;
-    case InsnClass::kVector: return 4;  // VLD
+    case InsnClass::kVector: return 4;  // VLD, VEW, VFN
     default: return 0;
   }
 }
@@ -282,11 +301,12 @@ struct Generator {
   std::vector<Item> items;
   std::vector<bool> landing;    // per item: a forward branch may target it
   unsigned vew_modes = 0;       // VEW modes to draw (kVew* mask)
+  unsigned vfn_fns = 0;         // VFN functions to draw (kVfn* mask)
   struct VrSpan {
     u32 start, n;
   };
-  std::vector<VrSpan> written;  // VR spans written by the VLDs and VEWs so far, in program order
-  u32 vew_elements = 0;         // VEW elements (n, times 6 in a loop) so far: the step budget
+  std::vector<VrSpan> written;  // VR spans written by the VLDs, VEWs and VFNs so far, in program order
+  u32 vew_elements = 0;         // VEW and VFN elements (n, times 6 in a loop) so far: the step budget
   bool in_loop = false;         // generating a loop body (runs up to 6 times)
 
   u32 reg_not(std::initializer_list<u32> avoid) {
@@ -374,6 +394,7 @@ struct Generator {
       case InsnClass::kVector:
         if (row.op == Op::kVld) vld(row, avoid, land);
         if (row.op == Op::kVew) vew(avoid, land, false);
+        if (row.op == Op::kVfn) vfn(avoid, land, false);
         return;
       default:
         return;
@@ -403,25 +424,27 @@ struct Generator {
     add(word(ref::encode::r(row.op, 0, ra, rb), true), false);
   }
 
-  // ---------------------------------------------------------------- VEW (vector.md 4.5, 6)
+  // ---------------------------------------------------------------- VEW, VFN (vector.md 4.5, 4.6, 6)
   static constexpr u32 kVr = 1024;              // VR words
-  static constexpr u32 kVewBudget = 1024;       // elements per program (about 4,400 steps)
+  static constexpr u32 kVewBudget = 1024;       // VEW/VFN elements per program (about 4,400 steps)
   static bool shares(u32 s0, u32 n0, u32 s1, u32 n1) { return n0 && n1 && s0 < s1 + n1 && s1 < s0 + n0; }
   static bool conflicts(u32 s0, u32 n0, u32 s1, u32 n1) { return shares(s0, n0, s1, n1) && !(s0 == s1 && n0 == n1); }
   // The scalar span's length of MULS: ((n - 1) >> GS) + 1.
   static u32 muls_len(u32 n, u32 gs) { return ((n - 1) >> gs) + 1; }
-  // Section 6's conditions for VEW ADD (0), MUL (1), MULS (2) with rd = x0: no trap.
+  // Section 6's conditions for VEW ADD (0), MUL (1), MULS (2), ROT (3; b the position) with rd =
+  // x0: no trap.
   static bool vew_valid(u32 mode, u32 gs, u32 dst, u32 a, u32 b, u32 n) {
     if (n < 1 || n > kVr || (mode != 2 && gs != 0) || gs > 6) return false;
+    if (dst + n > kVr || a + n > kVr || conflicts(dst, n, a, n)) return false;
+    if (mode == 3) return n % 2 == 0 && b < 64;
     const u32 m = mode == 2 ? muls_len(n, gs) : n;
-    if (dst + n > kVr || a + n > kVr || b + m > kVr) return false;
-    if (conflicts(dst, n, a, n)) return false;
+    if (b + m > kVr) return false;
     return mode == 2 ? !shares(b, m, dst, n) : !conflicts(dst, n, b, n);
   }
 
   // n in 1..1024: short ones, the 4-element group and 64-word register boundaries, the whole of
-  // VR; at most what is left of the program's budget (a loop body counts 6 times).
-  u32 vew_n() {
+  // VR; at most what is left of the program's budget (a loop body counts 6 times). `even`: ROT's.
+  u32 vew_n(bool even = false) {
     static constexpr u32 kEdges[] = {1, 2, 3, 4, 5, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1021, 1022, 1023, 1024};
     u32 n;
     switch (rng.below(8)) {
@@ -433,12 +456,13 @@ struct Generator {
     const u32 times = in_loop ? 6 : 1;
     const u32 left = vew_elements < kVewBudget ? (kVewBudget - vew_elements) / times : 0;
     if (n > left) n = 1 + rng.below(std::max<u32>(left, 8));
+    if (even && n % 2) n = n == kVr - 1 || rng.chance(2) ? n + 1 : std::max<u32>(n - 1, 2);
     vew_elements += n * times;
     return n;
   }
 
-  // The start of a span of n words inside VR: half the time at or inside an earlier VLD's or
-  // VEW's destination (the last one more often), else at the end of VR or anywhere.
+  // The start of a span of n words inside VR: half the time at or inside an earlier VLD's,
+  // VEW's or VFN's destination (the last one more often), else at the end of VR or anywhere.
   u32 vr_start(u32 n) {
     if (!written.empty() && rng.chance(2)) {
       const VrSpan& w = rng.chance(2) ? written.back() : written[rng.below(static_cast<u32>(written.size()))];
@@ -449,10 +473,18 @@ struct Generator {
     return rng.below(kVr - n + 1);
   }
 
-  // A word of .lockstep.vreg: an edge of sat32 (sums and products of two saturate, either way),
-  // near +-2^30, +-2^15 and +-2^16, small, or of a random magnitude 2^0..2^31 (log-uniform, so
-  // that about half the products of two stay below 2^47 and do not saturate after rnd(., 16)).
-  u32 vr_word() {
+  // A word of .lockstep.vreg: with VFN selected, half the time (always but one in four without
+  // VEW) a word for one of the selected functions' paths (vfn_word); else an edge of sat32 (sums
+  // and products of two saturate, either way), near +-2^30, +-2^15 and +-2^16, small, or of a
+  // random magnitude 2^0..2^31 (log-uniform, so that about half the products of two stay below
+  // 2^47 and do not saturate after rnd(., 16)).
+  u32 vr_word(bool has_vew) {
+    if (vfn_fns && (has_vew ? rng.chance(2) : !rng.chance(4))) {
+      std::vector<u32> fns;
+      for (u32 f = 0; f < 3; ++f)
+        if (vfn_fns >> f & 1) fns.push_back(f);
+      return vfn_word(fns[rng.below(static_cast<u32>(fns.size()))]);
+    }
     switch (rng.below(16)) {
       case 0: return 0x7fffffffu;
       case 1: return 0x80000000u;
@@ -463,103 +495,114 @@ struct Generator {
       case 6: return rng.below(33) - 16;                                                // small, 0 and -1
       case 7: return rng.operand();
       case 8: case 9: return static_cast<u32>(rng.next());
-      default: {
-        const u32 k = rng.below(32), mag = k == 0 ? 1 : (1u << k) + (static_cast<u32>(rng.next()) & ((1u << k) - 1));
-        return rng.chance(2) ? 0u - mag : mag;  // 2^31 itself is INT32_MIN either way
+      default: return log_uniform();
+    }
+  }
+  // A random magnitude 2^0..2^31 (log-uniform), either sign; 2^31 itself is INT32_MIN either way.
+  u32 log_uniform() {
+    const u32 k = rng.below(32), mag = k == 0 ? 1 : (1u << k) + (static_cast<u32>(rng.next()) & ((1u << k) - 1));
+    return rng.chance(2) ? 0u - mag : mag;
+  }
+
+  // Inputs x whose final rounding is a tie (vector.md 4.6): RSQRT's rnd(RSQ[ix], k2/2) and
+  // RECIP's rnd(RCP[ix], k - 2) with the low half of the dropped bits exactly 100..0. Each entry:
+  // the smallest such x and the count of low bits free below ix (any value keeps ix and k).
+  struct Tie {
+    u32 x, free_bits;
+  };
+  static const std::vector<Tie>& ties(u32 fn) {
+    static const std::array<std::vector<Tie>, 2> t = [] {
+      const ref::VectorTables& tab = ref::vector_tables();
+      std::array<std::vector<Tie>, 2> out;
+      auto tie = [](std::int64_t v, u32 s) { return s >= 1 && (v & ((std::int64_t{1} << s) - 1)) == std::int64_t{1} << (s - 1); };
+      for (u32 k2 = 2; k2 <= 30; k2 += 2)  // RSQRT: u = ix << (k2 - 6), or ix >> (6 - k2) when exact
+        for (u32 ix = 64; ix < 256; ++ix) {
+          if (!tie(tab.rsq[ix], k2 / 2) || (k2 < 6 && ix % (1u << (6 - k2)))) continue;
+          const std::uint64_t u = k2 >= 6 ? std::uint64_t{ix} << (k2 - 6) : ix >> (6 - k2), free = k2 >= 6 ? k2 - 6 : 0;
+          if (u + (std::uint64_t{1} << free) - 1 <= 0x7fffffffu) out[0].push_back({static_cast<u32>(u), static_cast<u32>(free)});
+        }
+      for (u32 k = 3; k <= 30; ++k)  // RECIP: u = ix << (k - 7), or ix >> (7 - k) when exact
+        for (u32 ix = 128; ix < 256; ++ix) {
+          if (!tie(tab.rcp[ix], k - 2) || (k < 7 && ix % (1u << (7 - k)))) continue;
+          const std::uint64_t u = k >= 7 ? std::uint64_t{ix} << (k - 7) : ix >> (7 - k), free = k >= 7 ? k - 7 : 0;
+          if (u + (std::uint64_t{1} << free) - 1 <= 0x7fffffffu) out[1].push_back({static_cast<u32>(u), static_cast<u32>(free)});
+        }
+      return out;
+    }();
+    return t[fn];
+  }
+
+  // A word for VFN function fn's paths (vector.md 4.6). RSQRT, RECIP: x <= 0 (u = 1), powers of
+  // two and their neighbours (k and ix edges; k <= 2 saturates RECIP), INT32_MAX, 1.0 = 65536,
+  // final-rounding ties (ties()), log-uniform. SILU: the clamp edges of ix (x around -523,776,
+  // -524,800, 522,752 and 523,776), the ties of rnd(x, 10) (x = 1024k + 512), the ties of
+  // rnd(x * SIG[ix], 16) (2-adic valuation of x = 15 - that of SIG[ix]), INT32_MAX/MIN,
+  // log-uniform.
+  u32 vfn_word(u32 fn) {
+    if (fn == 2) {
+      switch (rng.below(10)) {
+        case 0: case 1: {
+          static constexpr std::int32_t kEdges[] = {-524800, -523776, 522752, 523776};
+          return static_cast<u32>(kEdges[rng.below(4)] + (rng.chance(2) ? static_cast<std::int32_t>(rng.below(9)) - 4
+                                                                         : static_cast<std::int32_t>(rng.below(2049)) - 1024));
+        }
+        case 2: return static_cast<u32>(1024 * (static_cast<std::int32_t>(rng.below(1026)) - 513) + 512 + static_cast<std::int32_t>(rng.below(3)) - 1);
+        case 3: case 4: {  // a product tie: x = 2^(15 - t) * odd, t = ctz(SIG[ix(x)])
+          const ref::VectorTables& tab = ref::vector_tables();
+          for (int tries = 0; tries < 8; ++tries) {
+            const std::int64_t x0 = static_cast<std::int64_t>(rng.below(1100000)) - 550000;
+            auto ix = [](std::int64_t x) { return std::clamp<std::int64_t>(((x + 512) >> 10) + 512, 0, 1023); };
+            const u32 t = static_cast<u32>(__builtin_ctz(static_cast<u32>(tab.sig[static_cast<std::size_t>(ix(x0))])));
+            if (t > 15) continue;
+            const std::int64_t x = (x0 >> (16 - t) << (16 - t)) | (std::int64_t{1} << (15 - t));
+            if (ix(x) == ix(x0)) return static_cast<u32>(static_cast<std::int32_t>(x));
+          }
+          return 2 * rng.below(512) + 1 - 512;  // SIG[512] = 2^15: odd x near 0
+        }
+        case 5: return rng.chance(2) ? 0x7fffffffu - rng.below(4) : 0x80000000u + rng.below(4);
+        case 6: return rng.below(65) - 32;
+        default: return log_uniform();
       }
+    }
+    switch (rng.below(10)) {
+      case 0: {  // x <= 0
+        static constexpr u32 kLe0[] = {0, 0xffffffffu, 0x80000000u, 0x80000001u};
+        return rng.chance(2) ? kLe0[rng.below(4)] : 0u - (1 + (static_cast<u32>(rng.next()) >> (1 + rng.below(31))));
+      }
+      case 1: case 2: {  // 2^k, 2^k +- 1
+        const u32 p = 1u << rng.below(31);
+        return p + rng.below(3) - 1;
+      }
+      case 3: return 0x7fffffffu - rng.below(2);
+      case 4: return 1 + rng.below(8);
+      case 5: return 0x10000u + rng.below(65) - 32;  // near 1.0
+      case 6: case 7: {
+        const std::vector<Tie>& t = ties(fn);
+        const Tie& e = t[rng.below(static_cast<u32>(t.size()))];
+        return e.x | (static_cast<u32>(rng.next()) & ((1u << e.free_bits) - 1));
+      }
+      default: return log_uniform();
     }
   }
 
-  // One VEW of the selected modes with its operand registers set just before it (`li`s of X(rs1)
-  // = B << 16 | A and X(rs2) = N << 16 | C, section 4.0). Valid: dst span identical to or
-  // disjoint from the a span and (ADD, MUL) the b span, MULS's scalar span disjoint from it;
-  // sources at or inside earlier destinations half the time (chains), in place, a = b, rs1 =
-  // rs2, rs1 = x0. `trap`: one or more of the conditions of codes 16, 17, 18, 20 instead (which
-  // code is raised, the lowest, is the reference's to say).
-  void vew(u32 avoid, bool land, bool trap) {
-    std::vector<u32> modes;
-    for (u32 m = 0; m < 3; ++m)
-      if (vew_modes >> m & 1) modes.push_back(m);
-    u32 mode = modes[rng.below(static_cast<u32>(modes.size()))];
-    u32 gs = mode == 2 ? rng.below(7) : 0;
-    u32 n = vew_n(), dst = 0, a = 0, b = 0, f7 = 0, rd = 0;
-    bool same = false, x0 = false;
-    if (mode != 2 && n <= 512 && rng.chance(16)) {  // rs1 = rs2: dst = C = b and a = N = n
-      dst = a = b = n;
-      same = true;
-    } else if (rng.chance(16)) {  // rs1 = x0: dst = a = 0
-      x0 = true;
-      const u32 m = mode == 2 ? muls_len(n, gs) : n;
-      if (mode == 2 && n + m > kVr) n = kVr / 2;
-      b = mode == 2 ? n + rng.below(kVr - n - muls_len(n, gs) + 1) : rng.chance(2) ? 0 : rng.below(kVr - n + 1);
-      if (mode != 2 && conflicts(0, n, b, n)) b = 0;
-    } else {
-      bool ok = false;
-      for (int tries = 0; tries < 64 && !ok; ++tries) {
-        const u32 m = mode == 2 ? muls_len(n, gs) : n;
-        a = vr_start(n);
-        b = rng.chance(4) ? (m <= n ? a : vr_start(m)) : vr_start(m);
-        switch (rng.below(4)) {
-          case 0: dst = a; break;
-          case 1: dst = mode == 2 ? vr_start(n) : b; break;
-          default: dst = vr_start(n); break;
-        }
-        ok = vew_valid(mode, gs, dst, a, b, n);
-      }
-      if (!ok) {  // in place; MULS: the scalars after the destination (GS raised or n cut to fit)
-        if (mode == 2) {
-          while (gs < 6 && n + muls_len(n, gs) > kVr) ++gs;
-          while (n + muls_len(n, gs) > kVr) --n;
-          dst = a = rng.below(kVr - n - muls_len(n, gs) + 1);
-          b = dst + n + rng.below(kVr - dst - n - muls_len(n, gs) + 1);
-        } else {
-          dst = a = b = vr_start(n);
-        }
-      }
+  // ROT's position p (0..63): the ends half the time.
+  u32 rot_position() {
+    switch (rng.below(4)) {
+      case 0: return 0;
+      case 1: return 63;
+      default: return rng.below(64);
     }
-    if (trap) {
-      same = x0 = false;
-      // one condition alone half the time (20, the overlaps, twice as often), else any combination
-      static constexpr unsigned kAlone[] = {1, 2, 4, 8, 8};
-      const unsigned mask = rng.chance(2) ? kAlone[rng.below(5)] : 1 + rng.below(15);
-      if (mask & 8) {  // 20: dst at distance 1..n-1 from a, or b (ADD, MUL); inside MULS's scalars
-        n = rng.chance(3) ? 2 + rng.below(4) : 2 + rng.below(255);
-        const u32 hi = kVr - n;
-        a = std::min(a, hi);
-        b = std::min(b, hi);
-        if (mode == 2 && rng.chance(2)) {
-          const u32 m = muls_len(n, gs);
-          dst = std::min(b + rng.below(m), hi);
-          if (!shares(b, m, dst, n)) dst = b;
-        } else {
-          const u32 base = (mode == 2 || rng.chance(2)) ? a : b, d = 1 + rng.below(n - 1);
-          dst = base + d <= hi ? base + d : base - d;  // n <= 256 leaves >= 768 starts
-        }
-      }
-      auto outside = [&](u32 len) {  // a 16-bit start whose span of len words ends past VR
-        const u32 lo = kVr + 1 - len;
-        return lo + (rng.chance(2) ? rng.below(len + 64) : rng.below(65536 - lo));
-      };
-      if (mask & 2) {  // 17
-        switch (rng.below(4)) {
-          case 0: n = kVr + 1 + rng.below(65536 - kVr - 1); break;  // also 18
-          case 1: dst = outside(n); break;
-          case 2: a = outside(n); break;
-          default: b = outside(mode == 2 ? muls_len(n, gs) : n); break;
-        }
-      }
-      if (mask & 4) n = 0;  // 18
-      if (mask & 1) {       // 16: reserved f7 bits, GS outside MULS or GS = 7, rd != x0
-        switch (rng.below(3)) {
-          case 0: f7 = (1 + rng.below(3)) << 5; break;
-          case 1: gs = mode == 2 ? 7 : 1 + rng.below(7); break;
-          default: rd = 1 + rng.below(31); break;
-        }
-      }
-    }
-    f7 |= mode | gs << 2;
-    if (!trap) written.push_back({dst, n});
-    const u32 x1 = (a & 0xffff) << 16 | (dst & 0xffff), x2 = (n & 0xffff) << 16 | (b & 0xffff);
+  }
+
+  // A 16-bit start whose span of len words ends past VR.
+  u32 outside(u32 len) {
+    const u32 lo = kVr + 1 - std::min(len, kVr);
+    return lo + (rng.chance(2) ? rng.below(len + 64) : rng.below(65536 - lo));
+  }
+
+  // The li's of an op's operand registers (X(rs1) = x1, X(rs2) = x2; ra = 0: rs1 = x0; same:
+  // rs1 = rs2) and the op's word.
+  void vector_word(Op op, u32 rd, u32 f7, u32 x1, u32 x2, bool x0, bool same, u32 avoid, bool land) {
     const u32 ra = x0 ? 0 : reg_not({0, 31, avoid});
     const u32 rb = same ? ra : reg_not({0, 31, avoid, ra});
     bool first = true;
@@ -571,7 +614,170 @@ struct Generator {
       add(li(rb, x2), first && land);
       first = false;
     }
-    add(word(ref::encode::r(Op::kVew, rd, ra, rb) | f7 << 25, true), false);
+    add(word(ref::encode::r(op, rd, ra, rb) | f7 << 25, true), false);
+  }
+
+  // One VEW of the selected modes with its operand registers set just before it (`li`s of X(rs1)
+  // = B << 16 | A and X(rs2) = N << 16 | C, section 4.0). Valid: dst span identical to or
+  // disjoint from the a span and (ADD, MUL) the b span, MULS's scalar span disjoint from it,
+  // ROT's n even and position 0..63; sources at or inside earlier destinations half the time
+  // (chains), in place, a = b, rs1 = rs2, rs1 = x0. `trap`: one or more of the conditions of codes
+  // 16, 17, 18, 20 (and 23 for ROT) instead (which code is raised, the lowest, is the reference's
+  // to say).
+  void vew(u32 avoid, bool land, bool trap) {
+    std::vector<u32> modes;
+    for (u32 m = 0; m < 4; ++m)
+      if (vew_modes >> m & 1) modes.push_back(m);
+    u32 mode = modes[rng.below(static_cast<u32>(modes.size()))];
+    const bool rot = mode == 3;
+    u32 gs = mode == 2 ? rng.below(7) : 0;
+    u32 n = vew_n(rot), dst = 0, a = 0, b = 0, f7 = 0, rd = 0;
+    bool same = false, x0 = false;
+    if (((mode < 2 && n <= 512) || (rot && n < 64)) && rng.chance(16)) {  // rs1 = rs2: dst = C = b and a = N = n
+      dst = a = b = n;
+      same = true;
+    } else if (rng.chance(16)) {  // rs1 = x0: dst = a = 0
+      x0 = true;
+      const u32 m = mode == 2 ? muls_len(n, gs) : n;
+      if (mode == 2 && n + m > kVr) n = kVr / 2;
+      if (rot) {
+        b = rot_position();
+      } else {
+        b = mode == 2 ? n + rng.below(kVr - n - muls_len(n, gs) + 1) : rng.chance(2) ? 0 : rng.below(kVr - n + 1);
+        if (mode != 2 && conflicts(0, n, b, n)) b = 0;
+      }
+    } else {
+      bool ok = false;
+      for (int tries = 0; tries < 64 && !ok; ++tries) {
+        const u32 m = mode == 2 ? muls_len(n, gs) : n;
+        a = vr_start(n);
+        b = rot ? rot_position() : rng.chance(4) ? (m <= n ? a : vr_start(m)) : vr_start(m);
+        switch (rng.below(4)) {
+          case 0: dst = a; break;
+          case 1: dst = mode >= 2 ? vr_start(n) : b; break;
+          default: dst = vr_start(n); break;
+        }
+        ok = vew_valid(mode, gs, dst, a, b, n);
+      }
+      if (!ok) {  // in place; MULS: the scalars after the destination (GS raised or n cut to fit)
+        if (mode == 2) {
+          while (gs < 6 && n + muls_len(n, gs) > kVr) ++gs;
+          while (n + muls_len(n, gs) > kVr) --n;
+          dst = a = rng.below(kVr - n - muls_len(n, gs) + 1);
+          b = dst + n + rng.below(kVr - dst - n - muls_len(n, gs) + 1);
+        } else {
+          dst = a = vr_start(n);
+          b = rot ? rot_position() : dst;
+        }
+      }
+    }
+    if (trap) {
+      same = x0 = false;
+      // one condition alone half the time (20, the overlaps, twice as often), else any combination;
+      // bit 16 (code 23, a position >= 64) for ROT only
+      static constexpr unsigned kAlone[] = {1, 2, 4, 8, 8, 16};
+      const unsigned mask = rng.chance(2) ? kAlone[rng.below(rot ? 6 : 5)] : 1 + rng.below(rot ? 31 : 15);
+      if (mask & 8) {  // 20: dst at distance 1..n-1 from a, or b (ADD, MUL); inside MULS's scalars
+        n = rng.chance(3) ? 2 + rng.below(4) : 2 + rng.below(255);
+        if (rot) n += n % 2;
+        const u32 hi = kVr - n;
+        a = std::min(a, hi);
+        if (!rot) b = std::min(b, hi);
+        if (mode == 2 && rng.chance(2)) {
+          const u32 m = muls_len(n, gs);
+          dst = std::min(b + rng.below(m), hi);
+          if (!shares(b, m, dst, n)) dst = b;
+        } else {
+          const u32 base = (mode >= 2 || rng.chance(2)) ? a : b, d = 1 + rng.below(n - 1);
+          dst = base + d <= hi ? base + d : base - d;  // n <= 256 leaves >= 768 starts
+        }
+      }
+      if (mask & 2) {  // 17
+        switch (rng.below(rot ? 3 : 4)) {
+          case 0: n = kVr + 1 + rng.below(65536 - kVr - 1); break;  // also 18
+          case 1: dst = outside(n); break;
+          case 2: a = outside(n); break;
+          default: b = outside(mode == 2 ? muls_len(n, gs) : n); break;
+        }
+      }
+      if (mask & 4) n = rot && n && rng.chance(2) ? n | 1 : 0;  // 18: n = 0; ROT: odd
+      if (mask & 16) b = rng.chance(2) ? 64 + rng.below(8) : 64 + rng.below(65536 - 64);  // 23
+      if (mask & 1) {  // 16: reserved f7 bits, GS outside MULS or GS = 7, rd != x0
+        switch (rng.below(3)) {
+          case 0: f7 = (1 + rng.below(3)) << 5; break;
+          case 1: gs = mode == 2 ? 7 : 1 + rng.below(7); break;
+          default: rd = 1 + rng.below(31); break;
+        }
+      }
+    }
+    f7 |= mode | gs << 2;
+    if (!trap) written.push_back({dst, n});
+    const u32 x1 = (a & 0xffff) << 16 | (dst & 0xffff), x2 = (n & 0xffff) << 16 | (b & 0xffff);
+    vector_word(Op::kVew, rd, f7, x1, x2, x0, same, avoid, land);
+  }
+
+  // One VFN of the selected functions (section 4.6: A = dst, B = src, N = n; C is ignored and
+  // random) with its operand registers set just before it. Valid: the destination span identical
+  // to (in place) or disjoint from the source span; the source at or inside an earlier
+  // destination half the time, rs1 = rs2 (src = n), rs1 = x0 (dst = src = 0). `trap`: one or
+  // more of the conditions of codes 16 (FN >= 3, rd != x0), 17, 18, 20 instead.
+  void vfn(u32 avoid, bool land, bool trap) {
+    std::vector<u32> fns;
+    for (u32 f = 0; f < 3; ++f)
+      if (vfn_fns >> f & 1) fns.push_back(f);
+    u32 fn = fns[rng.below(static_cast<u32>(fns.size()))];
+    u32 n = vew_n(), dst = 0, src = 0, c = rng.chance(2) ? 0 : rng.below(65536), rd = 0;
+    bool same = false, x0 = false;
+    if (n <= 512 && rng.chance(16)) {  // rs1 = rs2: A = C = dst, B = N = n
+      same = true;
+      src = n;
+      switch (rng.below(3)) {
+        case 0: dst = n; break;
+        case 1: dst = 0; break;
+        default: dst = 3 * n <= kVr ? 2 * n + rng.below(kVr - 3 * n + 1) : n; break;
+      }
+      c = dst;
+    } else if (rng.chance(16)) {  // rs1 = x0: dst = src = 0
+      x0 = true;
+    } else {
+      src = vr_start(n);
+      dst = src;
+      if (!rng.chance(3)) {
+        for (int tries = 0; tries < 16; ++tries) {
+          const u32 d = vr_start(n);
+          if (!conflicts(d, n, src, n)) {
+            dst = d;
+            break;
+          }
+        }
+      }
+    }
+    if (trap) {
+      same = x0 = false;
+      static constexpr unsigned kAlone[] = {1, 2, 4, 8, 8};
+      const unsigned mask = rng.chance(2) ? kAlone[rng.below(5)] : 1 + rng.below(15);
+      if (mask & 8) {  // 20: dst at distance 1..n-1 from src
+        n = rng.chance(3) ? 2 + rng.below(4) : 2 + rng.below(255);
+        const u32 hi = kVr - n, d = 1 + rng.below(n - 1);
+        src = std::min(src, hi);
+        dst = src + d <= hi ? src + d : src - d;
+      }
+      if (mask & 2) {  // 17
+        switch (rng.below(3)) {
+          case 0: n = kVr + 1 + rng.below(65536 - kVr - 1); break;  // also 18
+          case 1: dst = outside(n); break;
+          default: src = outside(n); break;
+        }
+      }
+      if (mask & 4) n = 0;  // 18
+      if (mask & 1) {       // 16: FN 3..127, rd != x0
+        if (rng.chance(2)) fn = 3 + (rng.chance(2) ? rng.below(4) : rng.below(125));
+        else rd = 1 + rng.below(31);
+      }
+    }
+    if (!trap) written.push_back({dst, n});
+    const u32 x1 = (src & 0xffff) << 16 | (dst & 0xffff), x2 = (n & 0xffff) << 16 | (c & 0xffff);
+    vector_word(Op::kVfn, rd, fn, x1, x2, x0, same, avoid, land);
   }
 
   Item li(u32 rd, u32 value, bool test = false) {
@@ -653,12 +859,15 @@ struct Generator {
 
 }  // namespace
 
-Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encoding* const> ops, unsigned vew_modes) {
+Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encoding* const> ops, unsigned vew_modes,
+                 unsigned vfn_fns) {
   if (ops.empty()) throw OpsError("--ops: no op selected");
   progen::Random rng(seed);
-  Generator g{rng, ops, {}, {}, {}, 0, {}, 0, false};
+  Generator g{rng, ops, {}, {}, {}, 0, 0, {}, 0, false};
   const bool has_vew = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVew; });
+  const bool has_vfn = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVfn; });
   g.vew_modes = (vew_modes & kVewFuzzedModes) ? vew_modes & kVewFuzzedModes : kVewFuzzedModes;
+  g.vfn_fns = !has_vfn ? 0 : (vfn_fns & kVfnFuzzedFns) ? vfn_fns & kVfnFuzzedFns : kVfnFuzzedFns;
   // Weighted mix: every class its weight (shared by its rows), one focus class x6.
   std::map<InsnClass, unsigned> per_class;
   for (const Encoding* e : ops) ++per_class[e->cls];
@@ -685,14 +894,14 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
     const u32 v = rng.operand();
     for (int b = 0; b < 4; ++b) p.scratch.push_back(static_cast<std::uint8_t>(v >> (8 * b)));
   }
-  // VR's initial words (vector.md section 2.1) when VEW is selected: edge-biased random words;
-  // one program in sixteen has none (VR zero), one in sixteen a shorter section.
+  // VR's initial words (vector.md section 2.1) when VEW or VFN is selected: edge-biased random
+  // words; one program in sixteen has none (VR zero), one in sixteen a shorter section.
   bool trap_last = false;
-  if (has_vew) {
+  if (has_vew || has_vfn) {
     u32 bytes = 4 * Generator::kVr;
     if (rng.chance(8)) bytes = rng.chance(2) ? 0 : 1 + rng.below(bytes - 1);
     for (u32 w = 0; 4 * w < bytes; ++w) {
-      const u32 x = g.vr_word();
+      const u32 x = g.vr_word(has_vew);
       for (int b = 0; b < 4; ++b) p.vreg.push_back(static_cast<std::uint8_t>(x >> (8 * b)));
     }
     p.vreg.resize(bytes);
@@ -715,7 +924,12 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
     }
     g.instruction(g.pick(true), 31);
   }
-  if (trap_last) g.vew(31, true, true);  // the body's last item: no branch or jump skips it
+  if (trap_last) {  // the body's last item: no branch or jump skips it
+    if (has_vew && (!has_vfn || rng.chance(2)))
+      g.vew(31, true, true);
+    else
+      g.vfn(31, true, true);
+  }
   const std::size_t end = g.items.size();
   Item a7 = g.li(17, 93);
   a7.fixed = true;

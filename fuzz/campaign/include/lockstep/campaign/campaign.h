@@ -44,28 +44,38 @@ class OpsError : public std::invalid_argument {
 /// Class names accepted by --ops (engine::instruction_class's names).
 std::string_view class_name(ref::InsnClass cls);
 
-/// VEW modes (vector.md §4.5) as a bit mask, bit m for MODE m.  The chip
-/// executes ADD (0), MUL (1) and MULS (2); ROT (3) only has its traps
-/// compiled, so it is never fuzzed.
-inline constexpr unsigned kVewAdd = 1u << 0, kVewMul = 1u << 1, kVewMuls = 1u << 2;
-inline constexpr unsigned kVewFuzzedModes = kVewAdd | kVewMul | kVewMuls;
+/// VEW modes (vector.md §4.5) as a bit mask, bit m for MODE m: ADD (0),
+/// MUL (1), MULS (2), ROT (3); the chip executes all four.
+inline constexpr unsigned kVewAdd = 1u << 0, kVewMul = 1u << 1, kVewMuls = 1u << 2, kVewRot = 1u << 3;
+inline constexpr unsigned kVewFuzzedModes = kVewAdd | kVewMul | kVewMuls | kVewRot;
+
+/// VFN functions (vector.md §4.6) as a bit mask, bit f for FN f: RSQRT (0),
+/// RECIP (1), SILU (2).
+inline constexpr unsigned kVfnRsqrt = 1u << 0, kVfnRecip = 1u << 1, kVfnSilu = 1u << 2;
+inline constexpr unsigned kVfnFuzzedFns = kVfnRsqrt | kVfnRecip | kVfnSilu;
 
 /// The rows selected by a comma-separated list of mnemonics ("add", "bn.addc")
 /// and class names ("alu", "alu-imm", "upper", "mul", "div", "zba", "load",
 /// "store", "branch", "jal", "jalr", "fence", "bignum"; a class name wins over
 /// the mnemonic of the same spelling, so "mul" is mul/mulh/mulhsu/mulhu).
-/// Vector ops: "vld"; "vew" (its three executed modes) or one of "vew.add",
-/// "vew.mul", "vew.muls" (the VEW row, that mode); "vew.rot", "vmat",
-/// "vmatr", "vq", "vexp", "vfn", "vred" and the class "vector" are refused.
+/// Vector ops: "vld"; "vew" (its four modes) or one of "vew.add", "vew.mul",
+/// "vew.muls", "vew.rot" (the VEW row, that mode); "vfn" (its three
+/// functions) or one of "vfn.rsqrt", "vfn.recip", "vfn.silu" (the VFN row,
+/// that function; ref::vector_mnemonic's spellings); "vmat", "vmatr", "vq",
+/// "vexp", "vred" and the class "vector" are refused.
 /// Empty or "all": every row but the vector unit and ecall/ebreak.  In table
-/// order, no duplicates.  `vew_modes` (optional): set to the selected VEW modes
-/// (a kVew* mask; 0 when VEW is not selected).  Throws OpsError.
-std::vector<const ref::Encoding*> select_ops(const std::string& list, unsigned* vew_modes = nullptr);
+/// order, no duplicates.  `vew_modes`, `vfn_fns` (optional): set to the
+/// selected VEW modes (a kVew* mask) and VFN functions (a kVfn* mask), 0 when
+/// the row is not selected.  Throws OpsError.
+std::vector<const ref::Encoding*> select_ops(const std::string& list, unsigned* vew_modes = nullptr,
+                                             unsigned* vfn_fns = nullptr);
 
 /// The selection as an --ops list that select_ops gives back: the rows'
 /// mnemonics in table order, VEW as "vew" (all of kVewFuzzedModes) or its
-/// modes' names ("vew.add,vew.muls").
-std::string ops_list(std::span<const ref::Encoding* const> ops, unsigned vew_modes = kVewFuzzedModes);
+/// modes' names ("vew.add,vew.muls"), VFN as "vfn" (all of kVfnFuzzedFns) or
+/// its functions' names ("vfn.silu").
+std::string ops_list(std::span<const ref::Encoding* const> ops, unsigned vew_modes = kVewFuzzedModes,
+                     unsigned vfn_fns = kVfnFuzzedFns);
 
 /// The seed of program `index` of a campaign with seed `run_seed`.
 std::uint64_t program_seed(std::uint64_t run_seed, std::uint64_t index);
@@ -119,11 +129,13 @@ struct Program {
 
 /// Generates program `index` from `seed` over `ops` (select_ops; not empty).
 /// When `ops` has the VEW row, its words use the modes of `vew_modes` (a
-/// non-empty subset of kVewFuzzedModes; others are ignored), the program gets
-/// a `.lockstep.vreg` (Program::vreg) and one in four programs ends its body
-/// with a trapping VEW (codes 16, 17, 18, 20; fuzz/README.md).
+/// non-empty subset of kVewFuzzedModes; 0: all); when it has the VFN row, the
+/// functions of `vfn_fns` (a non-empty subset of kVfnFuzzedFns; 0: all).  With
+/// either, the program gets a `.lockstep.vreg` (Program::vreg) and one in four
+/// programs ends its body with a trapping VEW or VFN (codes 16, 17, 18, 20,
+/// and 23 for ROT; fuzz/README.md).
 Program generate(std::uint64_t seed, std::uint64_t index, std::span<const ref::Encoding* const> ops,
-                 unsigned vew_modes = kVewFuzzedModes);
+                 unsigned vew_modes = kVewFuzzedModes, unsigned vfn_fns = kVfnFuzzedFns);
 
 /// Operand value classes, in the order they are tested (the first that
 /// matches): 0, 1, -1, INT_MIN, INT_MAX, another power of two, other.
