@@ -718,12 +718,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
   std::vector<Span> written;
   bool first_vew = true;  // no valid VEW yet
   for (unsigned k = 0; k < rounds; ++k) {
-    progen::BodyOptions opt;
-    opt.length = 2 + rng.below(11);
-    opt.base_reg = 31;
-    opt.scratch_bytes = 256;
-    const std::vector<std::uint32_t> body = progen::random_body(rng, opt);
-    code.insert(code.end(), body.begin(), body.end());
+    test::emit_scratch_body(rng, code);
     const bool trap = trap_last && k + 1 == rounds;
     const unsigned rs1 = 1 + rng.below(30);
     unsigned rs2 = 1 + rng.below(30);

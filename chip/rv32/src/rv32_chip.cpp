@@ -1925,21 +1925,7 @@ class Compiler {
     if (done != 12) throw std::logic_error("vew: MUL's digits are not ready at layer 12");
     const FieldRef MOV = B.field("vew_mul_overflow", 2);
     overflow_flags(L(13), MD, 11, 16, MOV, one);
-    // the result's byte m: digit columns 4 + 2m, 5 + 2m of x y + 2^15 (or of ROT's sum), or a byte
-    // of 2^31 - 1 or -2^31 where the result overflows
-    auto emit = [&](LayerBuilder& lo_, const FieldRef& DG, const FieldRef& OVF) {
-      for (std::uint32_t m = 0; m < 4; ++m) {
-        for (unsigned v = 0; v < 16; ++v) {
-          const Lin off = tm[m] - OVF[0] - OVF[1] - LASTW[0] - 1.0;
-          lo_.unit_out(lo_.relu_unit(DG[16 * (4 + 2 * m) + v] + off), NPL.dim(v), 1.0);
-          lo_.unit_out(lo_.relu_unit(DG[16 * (5 + 2 * m) + v] + off), NPH.dim(v), 1.0);
-        }
-        const unsigned hi = m < 3 ? 0xFF : 0x7F, lo = m < 3 ? 0x00 : 0x80;
-        when(lo_, {OVF[0], tm[m], more}, {{NPL.dim(hi & 15), 1.0}, {NPH.dim(hi >> 4), 1.0}});
-        when(lo_, {OVF[1], tm[m], more}, {{NPL.dim(lo & 15), 1.0}, {NPH.dim(lo >> 4), 1.0}});
-      }
-    };
-    emit(L(14), MD, MOV);
+    emit_rounded(L(14), MD, MOV);
     // ROT: z_e = rnd(x c + y s', 16) with x = VR[a + e], y = VR[a + (e ^ 1)] (the pair's other
     // word), c = COS[p][j], s' = -SIN[p][j] for an even e and +SIN[p][j] for an odd e, j = (e >> 1)
     // & 3, p = b (vector.md section 4.5). c and s' as 5 signed nibbles each (|.| <= 2^16), from
@@ -1972,18 +1958,19 @@ class Compiler {
     if (done != 12) throw std::logic_error("vew: ROT's digits are not ready at layer 12");
     const FieldRef ROV = B.field("vew_rot_overflow", 2);
     overflow_flags(L(13), RD_, 11, 13, ROV, one);
-    emit(L(14), RD_, ROV);
+    emit_rounded(L(14), RD_, ROV);
   }
 
   // VFN RSQRT and RECIP (vector.md section 4.6), on the word stream vew() sequences: from x =
   // VR[src + e] (port x),
-  // - layer 7: the leading nonzero nibble of a positive x (one-hot; none for x <= 0);
-  // - layer 8: k = floor_log2(max(x, 1)) (one-hot 0..30);
-  // - layer 9: the bits of ix, selected by k (RECIP: bits k - 7 .. k - 1 under the leading 1;
+  // - layer 7: x gated to these steps; layer 8: the leading nonzero nibble of a positive x
+  //   (one-hot; none for x <= 0);
+  // - layer 9: k = floor_log2(max(x, 1)) (one-hot 0..30);
+  // - layer 10: the bits of ix, selected by k (RECIP: bits k - 7 .. k - 1 under the leading 1;
   //   RSQRT: bits k2 - 6 .. k2 + 1, k2 = k - k mod 2; bits below 0 are 0: the left shifts);
-  // - layer 10: z as nibble one-hots from one table over (ix's bits, k) per function, every entry
+  // - layer 11: z as nibble one-hots from one table over (ix's bits, k) per function, every entry
   //   computed here from section 3's formulas (RCP, RSQ) and section 4.6's;
-  // - layer 11: byte m of z for the next token.
+  // - layer 12: byte m of z for the next token.
   static std::int64_t rnd_shift(std::int64_t x, int s) { return s == 0 ? x : (x + (1LL << (s - 1))) >> s; }
   void vfn() {
     const Lin one = Lin::constant(1);
@@ -2072,15 +2059,14 @@ class Compiler {
   // VFN SILU (vector.md section 4.6): z = sat32(rnd(x SIG[ix], 16)), ix = min(1023, max(0,
   // rnd(x, 10) + 512)). rnd(x, 10) + 512 = floor((x + 2^19 + 2^9) / 2^10): for -523,776 <= x <=
   // 522,751 it is bits 10..19 of w = x + 0x80200 (20 bits, no wrap); above, ix = 1023, below, 0.
-  // - layer 7: the two clamps (nibble compares against 0x0007FA00 and 0xFFF801FF) and ix's pieces:
-  //   bits 0..5 from (x2, x3), bits 6..9 from (x4 and the carry into it: x3 = 15 and x2 >= 14);
-  // - layer 8: SIG[ix] as 5 signed nibbles (one table over ix's two pieces; the clamps' entries);
-  // - layers 9..12: x SIG[ix] + 2^15 modulo 2^52 (product_digits); 13: overflow from bits 47..51;
-  //   14: byte m of the result.
+  // - layer 7: x gated to SILU's steps; layer 8: the two clamps (nibble compares against
+  //   0x0007FA00 and 0xFFF801FF) and ix's pieces: bits 0..5 from (x2, x3), bits 6..9 from (x4 and
+  //   the carry into it: x3 = 15 and x2 >= 14);
+  // - layer 9: SIG[ix] as 5 signed nibbles (one table over ix's two pieces; the clamps' entries);
+  // - layers 10..13: x SIG[ix] + 2^15 modulo 2^52 (product_digits); 14: overflow from bits 47..51;
+  //   15: byte m of the result.
   void silu() {
     const Lin one = Lin::constant(1);
-    const OH& tm = TM_;
-    const Lin more = one - LASTW_[0];
     const Lin gs = GSILU_;  // a SILU value step
     const FieldRef XS = gated_copy(7, "vfn_silu_x", {VRX}, gs);  // x on SILU steps only
     auto x = [&](std::uint32_t n) { return nib(XS, n); };
@@ -2130,16 +2116,24 @@ class Compiler {
     if (done != 13) throw std::logic_error("silu: the digits are not ready at layer 13");
     const FieldRef OV = B.field("vfn_silu_overflow", 2);
     overflow_flags(L(14), DG, 11, 13, OV, one);
-    LayerBuilder& l14 = L(15);
+    emit_rounded(L(15), DG, OV);
+  }
+
+  // The next token's value byte m of rnd(v, 16) (the word stream's TM_; not after the stream's
+  // last element) from the digits of v + 2^15: columns 4 + 2m, 5 + 2m, or a byte of 2^31 - 1 or
+  // -2^31 where OVF says the result overflows (VEW MUL, MULS, ROT; VFN SILU).
+  void emit_rounded(LayerBuilder& l, const FieldRef& DG, const FieldRef& OVF) {
+    const OH& tm = TM_;
+    const Lin more = Lin::constant(1) - LASTW_[0];
     for (std::uint32_t m = 0; m < 4; ++m) {
       for (unsigned v = 0; v < 16; ++v) {
-        const Lin off = tm[m] - OV[0] - OV[1] - LASTW_[0] - 1.0;
-        l14.unit_out(l14.relu_unit(DG[16 * (4 + 2 * m) + v] + off), NPL.dim(v), 1.0);
-        l14.unit_out(l14.relu_unit(DG[16 * (5 + 2 * m) + v] + off), NPH.dim(v), 1.0);
+        const Lin off = tm[m] - OVF[0] - OVF[1] - LASTW_[0] - 1.0;
+        l.unit_out(l.relu_unit(DG[16 * (4 + 2 * m) + v] + off), NPL.dim(v), 1.0);
+        l.unit_out(l.relu_unit(DG[16 * (5 + 2 * m) + v] + off), NPH.dim(v), 1.0);
       }
       const unsigned hi = m < 3 ? 0xFF : 0x7F, lo = m < 3 ? 0x00 : 0x80;
-      when(l14, {OV[0], tm[m], more}, {{NPL.dim(hi & 15), 1.0}, {NPH.dim(hi >> 4), 1.0}});
-      when(l14, {OV[1], tm[m], more}, {{NPL.dim(lo & 15), 1.0}, {NPH.dim(lo >> 4), 1.0}});
+      when(l, {OVF[0], tm[m], more}, {{NPL.dim(hi & 15), 1.0}, {NPH.dim(hi >> 4), 1.0}});
+      when(l, {OVF[1], tm[m], more}, {{NPL.dim(lo & 15), 1.0}, {NPH.dim(lo >> 4), 1.0}});
     }
   }
 
