@@ -1030,8 +1030,8 @@ class Compiler {
   }
 
   // ---- the vector unit: VLD (vector.md sections 4.8, 5, 6) -----------------------------------
-  // Only VLD is compiled, and only its trace: the VR words it writes are not kept yet (no compiled
-  // op reads VR; docs/chip-design.md section 5). After the pc tokens: VLB0..VLB3, the bytes of M
+  // VLD's trace (its words sat32(sext8(b) M) go to VR through vld_product() and vr_file()).
+  // After the pc tokens: VLB0..VLB3, the bytes of M
   // at a .. a + 3 ("M phase": no VLG consumed since PCL), then per element group g: VLG(g) and
   // VLB_m(b_{4g+m}) at a + 4 + 4g + m. Every byte is read from the RAM copy (layer 15): in the M
   // phase at a itself (RV1), in the element phase at a + 4 + 4g from the lookahead adder (steps
@@ -1121,7 +1121,7 @@ class Compiler {
     table(l11, {glo}, [&](const std::vector<unsigned>& x) { return SparseVec{{NPL.dim((x[0] + 1) & 15), 1.0}}; }, next_group);
     table(l11, {ghi, OH{one - glo[15], glo[15]}},
           [&](const std::vector<unsigned>& x) { return SparseVec{{NPH.dim((x[0] + x[1]) & 15), 1.0}}; }, next_group);
-    const Lin vlb = k(kVlb0) + k(kVlb0 + 1) + k(kVlb0 + 2) + k(kVlb0 + 3);
+    const Lin vlb = vlb_any();
     when(l11, {v, seen, vlb, VLAST[0]}, {{ENDI.dim(), 1.0}});
   }
 
@@ -1385,9 +1385,8 @@ class Compiler {
     }
     return q;
   }
-  Lin int8_stream() const {  // consuming VLG or VLB0..VLB3
-    return k(kVlg) + k(kVlb0) + k(kVlb0 + 1) + k(kVlb0 + 2) + k(kVlb0 + 3);
-  }
+  Lin vlb_any() const { return k(kVlb0) + k(kVlb0 + 1) + k(kVlb0 + 2) + k(kVlb0 + 3); }  // consuming VLB0..VLB3
+  Lin int8_stream() const { return k(kVlg) + vlb_any(); }                                 // ... or VLG
   Lin stream_word_end() const {
     Lin l;
     for (std::uint32_t q = 0; q < 4; ++q) l += k(vw(q, 3));
@@ -1576,7 +1575,7 @@ class Compiler {
     // VLD: dst = X(rs2) & 0xFFFF, element i = 4 g + m (g: vld()'s VLG slot)
     OH qv(4);
     for (std::uint32_t m = 0; m < 4; ++m) qv[m] = k(kVlb0 + m);
-    const Lin vlb = k(kVlb0) + k(kVlb0 + 1) + k(kVlb0 + 2) + k(kVlb0 + 3), seen = VGS[32];
+    const Lin vlb = vlb_any(), seen = VGS[32];
     index_sum("vr_vld_index", VGS, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qv, {vlb, seen, PRE[VLD]}, kw);
     const FieldRef VAL = vld_product();
     // the words that are written (layer 6): the stream's word (byte slots and the VW_q3 token's
@@ -1768,7 +1767,7 @@ class Compiler {
   // from bits 31..39 (layer 5), then the digits of nibbles 0..7 or the bytes of 2^31 - 1 or
   // -2^31 (layer 6).
   FieldRef vld_product() {
-    const Lin vlb = k(kVlb0) + k(kVlb0 + 1) + k(kVlb0 + 2) + k(kVlb0 + 3), seen = VGS[32];
+    const Lin vlb = vlb_any(), seen = VGS[32];
     const FieldRef ELF = B.field("vld_element_step", 1);  // 1 on VLD's element steps (layer 0: one term for the gates)
     when(L(0), {vlb, seen}, {{ELF.dim(), 1.0}});
     const Lin el = ELF[0];
