@@ -316,7 +316,7 @@ class Compiler {
   FieldRef VLGN, VGS, RV1, RV2, VK, VZ, VSH, VOK, VC0, VC1, VZ45, VC2, VGT, VEQ, VLAST;
   FieldRef VEG, VGE, RDM, RDE, ADNV;
   // VR and the word streams (vector.md sections 2, 5): slots, the register file's two read ports
-  Lin EADD, EMUL, EMULS, EROT;  // [VEW, MODE = ADD / MUL / MULS / ROT] (operand-range enables of vector_traps(), layer 6)
+  Lin EADD;                      // [VEW, MODE = ADD] (an operand-range enable of vector_traps(), layer 6)
   std::array<Lin, 3> EFN;        // [VFN, FN = RSQRT / RECIP / SILU]
   OH TM_;                        // the word stream's next token is value byte m (vew())
   Lin SREAD_;                    // the next token is a value byte of a word stream (1 dim; vr_file())
@@ -1344,9 +1344,6 @@ class Compiler {
     run.push_back(cls(VLD));
     when(L(10), run, {{NK.dim(kVlb0), 1.0}, {LANEX.dim(0), 1.0}, {RDM.dim(), 1.0}});
     EADD = E(w_m[0]);
-    EMUL = E(w_m[1]);
-    EMULS = E(w_m[2]);
-    EROT = E(w_m[3]);
     for (unsigned fn = 0; fn < 3; ++fn) EFN[fn] = E(fn_e[fn]);
     run.back() = cls(VEW) + cls(VFN);  // VEW, VFN: the word stream starts with VWG(0) (vew(), vfn())
     when(L(10), run, token_out(kVwg, 0));
