@@ -2,13 +2,13 @@
 // docs/spec/isa.md, bignum.md, vector.md and trace.md (trace-v3); the executor only runs generic
 // layer math.
 //
-// Vocabulary: kinds 0..80, id = 256 kind + payload (trace.md section 2; of the vector kinds VLG,
-// VLB0..VLB3, VWG and VW00..VW33 are produced: vld(), vew(), vfn(), vector_traps()). Output:
+// Vocabulary: kinds 0..80, id = 256 kind + payload (trace.md section 2; of the vector kinds VRD,
+// VLG, VLB0..VLB3, VWG and VW00..VW33 are produced: vld(), vew(), vfn(), vred(), vector_traps()). Output:
 // logit(k, p) = 2 NKH[k, p >> 4] + 2 NP[p]: the intended token scores 4, every other token at most 2.
 //
-// Vector unit (docs/chip-design.md section 3.6): VLD, VEW (all modes) and VFN (all functions)
-// execute; VR lives in layer 7 (vr_file()); the other five ops raise their traps and otherwise
-// emit TRAP(1) (their execution is not compiled).
+// Vector unit (docs/chip-design.md section 3.6): VLD, VEW (all modes), VFN (all functions) and
+// VRED SUM execute; VR lives in layer 7 (vr_file()); the other ops and VRED SUMSQ and MAX raise
+// their traps and otherwise emit TRAP(1) (their execution is not compiled).
 //
 // Layer plan (stage = one memory block then one MLP; docs/chip-design.md section 3):
 //   L0  mem: slots of consumed tokens (PCH, PCL, A, W, AC, OI, OIH, DQ bits)
@@ -30,6 +30,9 @@
 //   L4..L6 mlp: VR index sums (a + e, b + e, b + (e >> GS), a + (e ^ 1), dst + e, dst + i);
 //   L7 mem: VR (L8: MULS's port); L7..L15 mlp: VEW and VFN arithmetic (gated copies of x, y; product_digits: products, splits,
 //   one-hots, lookahead), overflow, the value bytes
+//   VRED SUM: L5..L6 mlp: group k's span [lo, hi) as a 1,024-word mask; L7 mem: its nibble counts
+//   (two span heads on VR); L8 mem: the group slots; L8..L12 mlp: the sum's digits; L13..L15 mlp:
+//   the shift by SH, sat32, the value bytes
 #include "lockstep/chip/rv32/rv32_chip.hpp"
 
 #include <algorithm>
@@ -128,7 +131,7 @@ void when(LayerBuilder& L, const std::vector<Lin>& conds, const SparseVec& outs)
 // Token kinds (trace.md section 2).
 enum Kind : std::uint32_t {
   kCtrl = 0, kW0 = 1, kA0 = 5, kS0 = 9, kBr = 13, kDq = 14, kCf = 15, kAc0 = 16, kOut = 28, kErr = 29,
-  kNop = 30, kExit = 31, kTrap = 32, kVwg = 43, kPcl = 44, kPch0 = 45, kOi = 49, kOih = 50, kVlg = 56, kVlb0 = 57,
+  kNop = 30, kExit = 31, kTrap = 32, kVrd = 41, kVwg = 43, kPcl = 44, kPch0 = 45, kOi = 49, kOih = 50, kVlg = 56, kVlb0 = 57,
   kVw00 = 61  // VW_qm = 61 + 4 q + m (vector.md section 5)
 };
 constexpr std::uint32_t vw(std::uint32_t q, std::uint32_t m) { return kVw00 + 4 * q + m; }
@@ -235,7 +238,7 @@ std::int64_t sin_entry(unsigned p, unsigned j) {
 
 class Compiler {
  public:
-  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the vector unit's VR, VLD, VEW and VFN, trace-v3 (docs/chip-design.md)", kVocab,
+  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the vector unit's VR, VLD, VEW, VFN and VRED SUM, trace-v3 (docs/chip-design.md)", kVocab,
                  "lockstep-chip-rv32 0.2") {}
 
   Chip run() {
@@ -258,9 +261,11 @@ class Compiler {
     write_buffer_check();
     vld();
     vector_traps();
+    vred_span();
     vr_file();
     vew();
     vfn();
+    vred();
     when(L(9), {cls(ECALL), k(kPcl), EQ64[0], FDOK[0], Lin::constant(1) - LEN0[0], Lin::constant(1) - LENBIG[0], WBAD[0]},
          token_out(kTrap, 5));
     divide();
@@ -324,6 +329,10 @@ class Compiler {
   FieldRef LASTW_;               // the consumed token ends the stream's last element (vew())
   FieldRef VWGS, VWBS, VRX, VRY, VRYS;
   FieldRef VIN;  // f7's nibbles (inst nibbles 6, 7) on custom-1 words only (layer 4; vector_traps())
+  FieldRef F7X_;  // f7 as a one-hot (128), on custom-1 words only (layer 5; vector_traps())
+  // VRED (vred()): k of the consumed VRD(k) (embedding); the span of group k (layers 5, 6); (n - 1)
+  // >> 6, the last group (layer 5); the value steps of the word stream, by byte m (layer 6)
+  FieldRef VRDK_, VSPAN_, VKL_, VRG_, VRCNT_;
 
   Lin k(std::uint32_t kind) const { return K[kind]; }
   Lin fetch() const { return K[kPcl]; }  // the step that consumes PCL: the instruction's first step
@@ -383,6 +392,9 @@ class Compiler {
     }
     for (std::uint32_t kd = kW0; kd < kW0 + 3; ++kd)
       for (std::uint32_t p = 0; p < 256; ++p) B.embed(256 * kd + p, ALLQ.dim(), 1);
+    // VRED: VRD(k)'s group k as a one-hot (k = 0..15; vred())
+    VRDK_ = B.field("vrd_group", 16);
+    for (std::uint32_t p = 0; p < 16; ++p) B.embed(256 * kVrd + p, VRDK_.dim(p), 1);
     for (std::uint32_t kd = 0; kd < kNumKinds; ++kd)
       for (std::uint32_t p = 0; p < 256; ++p) {
         const Token t = 256 * kd + p;
@@ -1146,7 +1158,8 @@ class Compiler {
       pass(L(4), nib(IN, 6)[j] + custom1, VIN.dim(j));
       pass(L(4), nib(IN, 7)[j] + custom1, VIN.dim(16 + j));
     }
-    const FieldRef F7X = B.field("vec_f7", 128);
+    F7X_ = B.field("vec_f7", 128);
+    const FieldRef& F7X = F7X_;
     table(L(5), {masked(field_oh(VIN, 0, 16), 0xE), field_oh(VIN, 16, 16)},
           [&](const std::vector<unsigned>& v) { return SparseVec{{F7X.dim((v[0] >> 1) | (v[1] << 3)), 1.0}}; });
     auto f7is = [&](const std::function<bool(unsigned)>& pred) {  // [pred(f7)], linear in the one-hot
@@ -1220,6 +1233,7 @@ class Compiler {
     for (unsigned m = 0; m < 4; ++m) w_m[m] = en(VEW, [m](unsigned x) { return (x & 3) == m; });
     std::array<std::uint32_t, 7> w_gs{};
     for (unsigned gs = 0; gs <= 6; ++gs) w_gs[gs] = en(VEW, [gs](unsigned x) { return (x & 3) == 2 && ((x >> 2) & 7) == gs; });
+    const std::uint32_t red_sum = en(VRED, [](unsigned x) { return (x & 3) == 1; });
     const FieldRef EN = B.field("vec_enables", static_cast<std::uint32_t>(ens.size()));
     for (std::uint32_t i = 0; i < ens.size(); ++i) when(L(6), {cls(ens[i].c), f7is(ens[i].pred)}, {{EN.dim(i), 1.0}});
     auto E = [&](std::uint32_t i) { return EN[i]; };
@@ -1329,7 +1343,8 @@ class Compiler {
       when(L(8), conds, {{raw(g.code), 1.0}});
     }
     // one flag per code (layer 9), then the lowest code wins (layer 10). No trap: VLD's first
-    // byte (VLB0 of M, read at a); the other ops TRAP(1), their execution is not compiled.
+    // byte (VLB0 of M, read at a); VEW, VFN: VWG(0); VRED SUM: VRD(0); the other ops (and VRED
+    // SUMSQ, MAX) TRAP(1), their execution is not compiled.
     const FieldRef VT = B.field("vec_trap", static_cast<std::uint32_t>(codes.size()));
     for (std::uint32_t i = 0; i < codes.size(); ++i) threshold(L(9), RAW[i], 1, VT.dim(i));
     std::vector<Lin> none = {f};
@@ -1347,7 +1362,9 @@ class Compiler {
     for (unsigned fn = 0; fn < 3; ++fn) EFN[fn] = E(fn_e[fn]);
     run.back() = cls(VEW) + cls(VFN);  // VEW, VFN: the word stream starts with VWG(0) (vew(), vfn())
     when(L(10), run, token_out(kVwg, 0));
-    none.push_back(anyv - cls(VLD) - cls(VEW) - cls(VFN));
+    run.back() = E(red_sum);  // VRED SUM: VRD(0) (vred())
+    when(L(10), run, token_out(kVrd, 0));
+    none.push_back(anyv - cls(VLD) - cls(VEW) - cls(VFN) - E(red_sum));
     when(L(10), none, token_out(kTrap, 1));
   }
   // ---- VR and the word streams (vector.md sections 2, 5) -------------------------------------
@@ -1564,7 +1581,8 @@ class Compiler {
     const FieldRef NS0 = B.field("vr_s_key_lo", 16), NS12 = B.field("vr_s_key_hi", 64);
     muls_index(qt, reads, KeyOut{{NS0}, {NS12}});  // MULS: b + (e >> GS), for the port of layer 8
     index_sum("vr_rot_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qx, {reads, vew, rot}, ky);  // a + (e ^ 1)
-    index_sum("vr_w_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw, {ends, vew_vfn}, kw);  // dst + e
+    index_sum("vr_w_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw, {ends, vew_vfn + PRE[VRED]},
+              kw);  // dst + e (VRED: dst, e = 0)
     const FieldRef PARW = last_parity_;
     index_sum("vr_pending_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qp, {ends_odd, vew, rot},
               kw);  // ROT: dst + e - 1
@@ -1605,20 +1623,20 @@ class Compiler {
     when(L(6), {ends_odd, cls(VEW) + cls(VFN)}, {{WR.dim(), 1.0}});
     when(L(6), {ends_even, cls(VEW), one - rot}, {{WR.dim(), 1.0}});  // ROT: with the pair's second word
     when(L(6), {ends_even, cls(VFN)}, {{WR.dim(), 1.0}});
+    when(L(6), {k(vw(0, 3)), cls(VRED)}, {{WR.dim(), 1.0}});  // VRED's one word z
     when(L(6), {vlb, seen, cls(VLD)}, {{WR.dim(), 1.0}});
     VRX = B.field("vr_x", 128);
     VRY = B.field("vr_y", 128);
     VRYS = B.field("vr_y_muls", 128);
-    for (const auto& [N0, N12, out, name, layer] :
-         {std::tuple{NX0, NX12, VRX, "vr_port_x", 7u}, std::tuple{NY0, NY12, VRY, "vr_port_y", 7u},
-          std::tuple{NS0, NS12, VRYS, "vr_port_s", 8u}})
-      for (std::uint32_t b = 0; b < 2; ++b) {
+    // bank b of a read port in `layer`, reading word w with query q(w) (0/1), into `out` (128)
+    auto vr_head = [&](std::uint32_t layer, const std::string& name, std::uint32_t b, const std::function<Lin(std::uint32_t)>& q,
+                       const FieldRef& out) {
         LayerBuilder& l7 = L(layer);
         const std::uint32_t h = l7.add_head(512, 128, Activation::Relu, Activation::Relu);
         HeadBuilder& H = l7.head(h);
         for (std::uint32_t c = 0; c < 512; ++c) {
           const std::uint32_t w = 2 * c + b;
-          H.q[c] = N0[w & 15] + N12[w >> 4] - 1.0;
+          H.q[c] = q(w);
           H.k[c] = kw.lo[b][w & 15] + kw.hi[b][w >> 4] - 1.0;
         }
         for (std::uint32_t i = 0; i < 128; ++i) {
@@ -1642,7 +1660,18 @@ class Compiler {
           in.bytes_per_column = 1;
           B.initialiser(in);
         }
-      }
+    };
+    for (const auto& [N0, N12, out, name, layer] :
+         {std::tuple{NX0, NX12, VRX, "vr_port_x", 7u}, std::tuple{NY0, NY12, VRY, "vr_port_y", 7u},
+          std::tuple{NS0, NS12, VRYS, "vr_port_s", 8u}})
+      for (std::uint32_t b = 0; b < 2; ++b)
+        vr_head(layer, name, b, [&, N0 = N0, N12 = N12](std::uint32_t w) { return N0[w & 15] + N12[w >> 4] - 1.0; }, out);
+    // VRED's span read (vred()): the words of group k's span, [lo, hi) (VSPAN_, layer 6), both
+    // banks into one field: per nibble i and value v, the number of words of the span whose
+    // nibble i is v (<= 64)
+    VRCNT_ = B.field("vred_nibble_counts", 128);
+    for (std::uint32_t b = 0; b < 2; ++b)
+      vr_head(7, "vr_span", b, [&](std::uint32_t w) { return VSPAN_[w]; }, VRCNT_);
   }
 
   // An exact sum of signed products sum_t x_t·y_t plus a constant, modulo 2^(4 cols), as digit
@@ -1688,8 +1717,21 @@ class Compiler {
       max_cs[c] += kc;
       if (kc != 0) pass(L(l), gate, CS.dim(c), kc);
     }
-    FieldRef cur = CS;
-    std::uint32_t layer = l + 1;
+    std::vector<Lin> sums;
+    for (std::uint32_t c = 0; c < cols; ++c) sums.push_back(CS[c]);
+    return column_digits(name, l + 1, sums, max_cs, gate, done);
+  }
+
+  // The digits of sum_c 16^c X_c modulo 2^(4 cols) (cols = X.size()) for column sums X_c that are
+  // integers in 0..max_cs[c], as digit one-hots (16 rows per column), from layer `l`: carry-save
+  // splits (up to three layers), the one-hots of the settled sums, the lookahead digits
+  // (product_digits()). `gate` is 1 where the digits are wanted and <= 0 elsewhere; every X_c is
+  // 0 where `gate` is not 1. *done is the layer whose output holds the digits.
+  FieldRef column_digits(const std::string& name, std::uint32_t l, const std::vector<Lin>& X, std::vector<unsigned> max_cs,
+                         const Lin& gate, std::uint32_t* done = nullptr) {
+    const std::uint32_t cols = static_cast<std::uint32_t>(X.size());
+    std::vector<Lin> cur = X;
+    std::uint32_t layer = l;
     for (unsigned round = 0;; ++round) {
       const FieldRef S2 = B.field(name + "_cols_split" + std::to_string(round), cols);
       LayerBuilder& ls = L(layer++);
@@ -1702,7 +1744,7 @@ class Compiler {
         }
         next[c] = std::min(max_cs[c], 15u) + (c > 0 ? max_cs[c - 1] / 16 : 0);
       }
-      cur = S2;
+      for (std::uint32_t c = 0; c < cols; ++c) cur[c] = S2[c];
       max_cs = next;
       if (*std::max_element(max_cs.begin(), max_cs.end()) <= 30) break;
       if (round == 2) throw std::logic_error("product_digits: column sums do not settle");
@@ -2113,6 +2155,198 @@ class Compiler {
     const FieldRef OV = B.field("vfn_silu_overflow", 2);
     overflow_flags(L(14), DG, 11, 13, OV, one);
     emit_rounded(L(15), DG, OV);
+  }
+
+  // VRED (vector.md section 4.7) on the step that consumes VRD(k): group k's span [lo, hi) of the
+  // source, lo = src + 64 k and hi = min(lo + 64, src + n) (layer 5, one dimension each, 0 on
+  // every other step), then VSPAN_[w] = [lo <= w < hi] for every word w (layer 6, four units per
+  // word); VR's span heads (vr_file(), layer 7) read the span's nibble counts with it. Also the
+  // last group's k, (n - 1) >> 6, as a one-hot on VRED words (VKL_, layer 5).
+  void vred_span() {
+    const Lin g = k(kVrd), Bv = half(RV1, 1), N = half(RV2, 1), one = Lin::constant(1);
+    const Lin kv = oh_value(field_oh(VRDK_, 0, 16));
+    constexpr double M = 131072;  // > src + 64 k + 64 for every src < 2^16: the units are 0 off VRD steps
+    const FieldRef LH = B.field("vred_span_bounds", 2);  // lo, hi
+    LayerBuilder& l5 = L(5);
+    pass(l5, Bv + kv * 64.0 + g * M - M, LH.dim(0));
+    pass(l5, Bv + kv * 64.0 + 64.0 + g * M - M, LH.dim(1));
+    pass(l5, kv * 64.0 + 64.0 - N + g * M - M, LH.dim(1), -1);  // min(lo + 64, src + n) = lo + 64 - ReLU(64 k + 64 - n)
+    VKL_ = B.field("vred_last_group", 16);
+    table(l5, {OH{one - nib(RV2, 4)[0], nib(RV2, 4)[0]}, nib(RV2, 5), masked(nib(RV2, 6), 7)},
+          [&](const std::vector<unsigned>& v) {
+            // n - 1 = (n & 15) - 1 + 16 (n >> 4): (n - 1) >> 6 = (16 (n >> 4) - [n & 15 = 0]) >> 6
+            const int x = 16 * static_cast<int>(v[1] + 16 * v[2]) - static_cast<int>(v[0]);
+            return x < 0 ? SparseVec{} : SparseVec{{VKL_.dim(static_cast<std::uint32_t>(x >> 6) & 15), 1.0}};
+          },
+          {PRE[VRED]});
+    VSPAN_ = B.field("vred_span", 1024);
+    LayerBuilder& l6 = L(6);
+    const Lin off = g * 2048.0 - 2048.0;  // [lo <= w] - [hi <= w], each ReLU(w + 1 - x) - ReLU(w - x)
+    for (std::uint32_t w = 0; w < 1024; ++w) {
+      const double wd = w;
+      l6.unit_out(l6.relu_unit(off + (wd + 1.0) - LH[0]), VSPAN_.dim(w), 1.0);
+      l6.unit_out(l6.relu_unit(off + wd - LH[0]), VSPAN_.dim(w), -1.0);
+      l6.unit_out(l6.relu_unit(off + (wd + 1.0) - LH[1]), VSPAN_.dim(w), -1.0);
+      l6.unit_out(l6.relu_unit(off + wd - LH[1]), VSPAN_.dim(w), 1.0);
+    }
+  }
+
+  // VRED SUM (vector.md sections 4.7, 5): VRD(k) for every group k = 0 .. (n - 1) >> 6, then the
+  // word stream of z = sat32(rnd(acc, SH)), acc = sum_i x_i.
+  // - VRD(k) step: the span heads (layer 7) give per nibble i and value v the number of the
+  //   group's words with that nibble; the group's column sums S_i = sum_v v cnt_i[v] (nibble 7
+  //   signed: |S_7| <= 8 * 64) are linear in them and go to the slot of k (layer 8).
+  // - Value steps (VWG(0), VW00..VW02 consumed): one read of the slots of groups 0..(n - 1) >> 6
+  //   gives T_i = sum_k S_{k,i}, acc = sum_i 16^i T_i (|acc| <= 2^41). acc + 2^(SH-1) (SH >= 1)
+  //   modulo 2^48 as digits: column sums T_i (T_7 + 8,192 and -2^41 as constant nibbles, so
+  //   that every column is >= 0), the rounding bit by SH, column_digits() (layers 8..12); the
+  //   bits of floor(. / 2^SH) selected by SH (13); overflow iff bits 31 + SH .. 47 are not all
+  //   equal (counts of ones and zeros, 13; flags, 14); the byte's nibble one-hots (14); the byte
+  //   or a byte of 2^31 - 1 / -2^31 (15).
+  // The sequence: VRD(k + 1) after VRD(k) until k = (n - 1) >> 6, then VWG(0), VW00..VW03; after
+  // VW03 the instruction ends (its word is written by vr_file()). SUMSQ and MAX are not compiled
+  // (TRAP(1), vector_traps()).
+  void vred() {
+    const Lin one = Lin::constant(1), red = cls(VRED);
+    VRG_ = B.field("vred_value_steps", 4);  // [VRED, the next token is value byte m] (layer 6)
+    when(L(6), {red, k(kVwg)}, {{VRG_.dim(0), 1.0}});
+    for (std::uint32_t m = 1; m < 4; ++m) when(L(6), {red, k(vw(0, m - 1))}, {{VRG_.dim(m), 1.0}});
+    const Lin gv = VRG_[0] + VRG_[1] + VRG_[2] + VRG_[3];
+    // the sequence (layer 9; the last group from layer 6)
+    const FieldRef EQK = B.field("vred_at_last_group", 1);
+    for (std::uint32_t j = 0; j < 16; ++j) when(L(6), {VRDK_[j], VKL_[j]}, {{EQK.dim(), 1.0}});
+    LayerBuilder& l9 = L(9);
+    const std::vector<Lin> more = {red, k(kVrd), one - EQK[0]};
+    when(l9, more, {{NK.dim(kVrd), 1.0}});
+    table(l9, {field_oh(VRDK_, 0, 16)}, [&](const std::vector<unsigned>& v) {
+      return SparseVec{{NPL.dim((v[0] + 1) & 15), 1.0}, {NPH.dim((v[0] + 1) >> 4), 1.0}};
+    }, more);
+    when(l9, {red, k(kVrd), EQK[0]}, token_out(kVwg, 0));
+    when(l9, {red, k(kVwg)}, {{NK.dim(vw(0, 0)), 1.0}});
+    for (std::uint32_t m = 0; m < 3; ++m) when(l9, {red, k(vw(0, m))}, {{NK.dim(vw(0, m + 1)), 1.0}});
+    when(l9, {red, k(vw(0, 3))}, {{ENDI.dim(), 1.0}});
+    // the group slots (layer 8): key k, value S_0..S_7; read on the value steps over k <= last
+    const FieldRef T = B.field("vred_column_sums", 8);
+    LayerBuilder& l8 = L(8);
+    const std::uint32_t h = l8.add_head(16, 8, Activation::Relu, Activation::Relu);
+    HeadBuilder& H = l8.head(h);
+    for (std::uint32_t j = 0; j < 16; ++j) {
+      H.k[j] = VRDK_[j];
+      Lin upto;  // [j <= last]
+      for (std::uint32_t kk = j; kk < 16; ++kk) upto += VKL_[kk];
+      H.q[j] = upto + gv - 1.0;
+    }
+    for (std::uint32_t c = 0; c < 8; ++c) {
+      Lin sc;
+      for (int v = 0; v < 16; ++v) sc += VRCNT_[16 * c + static_cast<std::uint32_t>(v)] * static_cast<double>(c == 7 && v >= 8 ? v - 16 : v);
+      H.v[c] = sc;
+      H.out.emplace_back(c, T.dim(c), 1.0);
+    }
+    H.beta = k(kVrd);
+    // SH (f7 = SH << 2 | 1) on the value steps, and the rounding bit 2^(SH - 1) (layer 7)
+    const FieldRef SHG = B.field("vred_shift", 32), RC = B.field("vred_round_bit", 8), XB = B.field("vred_bias", 1);
+    LayerBuilder& l7 = L(7);
+    for (std::uint32_t p = 0; p < 32; ++p) {
+      SparseVec out{{SHG.dim(p), 1.0}};
+      if (p >= 1) out.push_back({RC.dim((p - 1) >> 2), static_cast<double>(1u << ((p - 1) & 3))});
+      when(l7, {F7X_[4 * p + 1], gv}, out);
+    }
+    pass(l7, gv, XB.dim());
+    std::vector<Lin> X(12);
+    std::vector<unsigned> max_cs(12, 0);
+    for (std::uint32_t c = 0; c < 8; ++c) {
+      X[c] = T[c] + RC[c];
+      max_cs[c] = 1024 * 15 + 8;  // at most 1,024 words
+    }
+    X[7] += XB[0] * 8192.0;  // T_7 >= -8 * 1024
+    X[10] = XB[0] * 14.0;    // -8,192 * 16^7 = -2^41 = 0xFE << 40 (mod 2^48)
+    X[11] = XB[0] * 15.0;
+    max_cs[10] = 14;
+    max_cs[11] = 15;
+    // Pre-split (layers 8, 9), so that no partial sum of a unit's terms nears 2^24 (a threshold
+    // at 16 t of a value near 2^14 would need ~1,000 pairs of large terms in one sum): the
+    // thermometer [X_c >= 256 t] into one dimension per t (8); R_c = X_c - 256 H_c (0..255,
+    // H_c = floor(X_c / 256)) split into R_c mod 16 (column c) and floor(R_c / 16) (column c + 1),
+    // and H_c into column c + 2 (9).
+    std::vector<std::vector<Lin>> th(12);
+    std::vector<unsigned> next(12, 0);
+    const FieldRef S1 = B.field("vred_sum_cols_presplit", 12);
+    LayerBuilder& l8m = L(8);
+    LayerBuilder& l9m = L(9);
+    for (std::uint32_t c = 0; c < 12; ++c) {
+      const unsigned nh = max_cs[c] / 256;
+      Lin R = X[c];
+      if (nh > 0) {
+        const FieldRef TH = B.field("vred_sum_col" + std::to_string(c) + "_thermometer", nh);
+        Lin H;
+        for (unsigned t = 1; t <= nh; ++t) {
+          threshold(l8m, X[c], 256.0 * t, TH.dim(t - 1));
+          H += TH[t - 1];
+        }
+        R -= H * 256.0;
+        if (c + 2 < 12) pass(l9m, H, S1.dim(c + 2));
+        if (c + 2 < 12) next[c + 2] += nh;
+      }
+      const unsigned rmax = std::min(max_cs[c], 255u);
+      pass(l9m, R, S1.dim(c));
+      for (unsigned t = 1; 16 * t <= rmax; ++t) {
+        threshold(l9m, R, 16.0 * t, S1.dim(c), -16);
+        if (c + 1 < 12) threshold(l9m, R, 16.0 * t, S1.dim(c + 1), 1);
+      }
+      next[c] += std::min(rmax, 15u);
+      if (c + 1 < 12) next[c + 1] += rmax / 16;
+    }
+    std::vector<Lin> X2;
+    for (std::uint32_t c = 0; c < 12; ++c) X2.push_back(S1[c]);
+    std::uint32_t done = 0;
+    const FieldRef DG = column_digits("vred_sum", 10, X2, next, gv, &done);
+    if (done != 12) throw std::logic_error("vred: the digits are not ready at layer 12");
+    auto bit = [&](std::uint32_t i) {  // bit i of acc + 2^(SH-1) modulo 2^48 (linear in the digits)
+      Lin l;
+      for (std::uint32_t v = 0; v < 16; ++v)
+        if ((v >> (i & 3)) & 1) l += DG[16 * (i >> 2) + v];
+      return l;
+    };
+    // layer 13: r = floor(. / 2^SH)'s bits 0..31 (bit 47 above 47); ones and zeros among bits
+    // 31 + SH .. 47 (SH <= 16; for SH >= 17 the result fits: |r| < 2^25)
+    const FieldRef RB = B.field("vred_result_bits", 32), UZ = B.field("vred_high_bits", 2);
+    LayerBuilder& l13 = L(13);
+    for (std::uint32_t j = 0; j < 32; ++j)
+      for (std::uint32_t p = 0; p < 32; ++p) when(l13, {SHG[p], bit(std::min(j + p, 47u))}, {{RB.dim(j), 1.0}});
+    for (std::uint32_t p = 0; p <= 16; ++p) {
+      Lin ones;
+      for (std::uint32_t i = 31 + p; i < 48; ++i) ones += bit(i);
+      l13.unit_out(l13.relu_unit(ones + SHG[p] * 17.0 - 17.0), UZ.dim(0), 1.0);
+      l13.unit_out(l13.relu_unit(SHG[p] * 17.0 - static_cast<double>(p) - ones), UZ.dim(1), 1.0);
+    }
+    // layer 14: overflow up (r > 2^31 - 1: non-negative with a one there) and down; the nibble
+    // one-hots of the value byte
+    const Lin sign = bit(47);
+    const FieldRef OV = B.field("vred_overflow", 2), RN = B.field("vred_byte_nibbles", 32);
+    LayerBuilder& l14 = L(14);
+    threshold(l14, UZ[0] - sign * 17.0, 1, OV.dim(0));
+    threshold(l14, UZ[1] + sign * 17.0 - 17.0, 1, OV.dim(1));
+    for (std::uint32_t m = 0; m < 4; ++m)
+      for (std::uint32_t half_ = 0; half_ < 2; ++half_)
+        for (std::uint32_t v = 0; v < 16; ++v) {
+          Lin pre = VRG_[m] - 4.0;
+          for (std::uint32_t b = 0; b < 4; ++b) {
+            const Lin rb = RB[8 * m + 4 * half_ + b];
+            pre += ((v >> b) & 1) ? rb : one - rb;
+          }
+          l14.unit_out(l14.relu_unit(pre), RN.dim(16 * half_ + v), 1.0);
+        }
+    // layer 15: the byte, or a byte of 2^31 - 1 / -2^31
+    LayerBuilder& l15 = L(15);
+    for (std::uint32_t v = 0; v < 16; ++v) {
+      l15.unit_out(l15.relu_unit(RN[v] - OV[0] - OV[1]), NPL.dim(v), 1.0);
+      l15.unit_out(l15.relu_unit(RN[16 + v] - OV[0] - OV[1]), NPH.dim(v), 1.0);
+    }
+    for (std::uint32_t m = 0; m < 4; ++m) {
+      const unsigned hi = m < 3 ? 0xFF : 0x7F, lo = m < 3 ? 0x00 : 0x80;
+      when(l15, {OV[0], VRG_[m]}, {{NPL.dim(hi & 15), 1.0}, {NPH.dim(hi >> 4), 1.0}});
+      when(l15, {OV[1], VRG_[m]}, {{NPL.dim(lo & 15), 1.0}, {NPH.dim(lo >> 4), 1.0}});
+    }
   }
 
   // The next token's value byte m of rnd(v, 16) (the word stream's TM_; not after the stream's
@@ -3174,17 +3408,28 @@ class Compiler {
     B.probe(14, Sublayer::Memory, {"next_pc"});
     B.probe(17, Sublayer::Mlp, {"next_kind", "next_payload_lo", "next_payload_hi"});
     B.probe(19, Sublayer::Mlp, {"next_kind", "next_payload", "next_kind_payload_hi"});
+    B.probe(6, Sublayer::Mlp, {"vred_span", "vred_value_steps", "vred_at_last_group"});
+    B.probe(7, Sublayer::Memory, {"vred_nibble_counts"});
+    B.probe(7, Sublayer::Mlp, {"vred_shift", "vred_round_bit"});
+    B.probe(8, Sublayer::Memory, {"vred_column_sums"});
+    B.probe(12, Sublayer::Mlp, {"vred_sum_digits"});
+    B.probe(13, Sublayer::Mlp, {"vred_result_bits", "vred_high_bits"});
     B.bound("embed", -1, 255);
     B.bound("logits", -1, 4);
     for (int l = 0; l < static_cast<int>(kNumLayers); ++l) {
       for (const char* a : {"mem.k", "mem.q", "mem.beta"}) B.bound(a, l, 1);
-      for (const char* a : {"mem.v", "mem.state", "mem.o"}) B.bound(a, l, 255);
-      B.bound("mem.resid", l, l == 0 ? 255 : 1024);  // deeper residuals hold byte sums (<= 511)
-      // layers 6-7 hold the ECALL buffer check's 16-bit half sums (< 2^18)
-      // layer 7 holds the vector ops' operand checks (|pre| < 2^24, vector_traps())
-      const double pre = l == 7 ? 16777216 : l == 6 ? 262144 : 1024;
+      // layer 8 holds VRED's group sums (|S| <= 960) and their total (<= 15,360; vred())
+      for (const char* a : {"mem.v", "mem.state", "mem.o"}) B.bound(a, l, l == 8 ? 16384 : 255);
+      // deeper residuals hold byte sums (<= 511); from layer 5 VRED's span bounds (<= 1,088),
+      // from layer 8 its column sums (<= 15,368; vred())
+      const double resid = l == 0 ? 255 : l < 5 ? 1024 : 32768;
+      B.bound("mem.resid", l, resid);
+      // layers 6-7 hold the ECALL buffer check's 16-bit half sums (< 2^18); layer 5 VRED's span
+      // bounds (|pre| < 2^18); layer 7 the vector ops' operand checks (|pre| < 2^24,
+      // vector_traps()); layers 8..10 VRED's column splits (<= 15,368)
+      const double pre = l == 7 ? 16777216 : (l == 5 || l == 6) ? 262144 : (l >= 8 && l <= 10) ? 32768 : 1024;
       for (const char* a : {"mlp.pre", "mlp.u", "mlp.hidden"}) B.bound(a, l, pre);
-      B.bound("mlp.resid", l, 1024);
+      B.bound("mlp.resid", l, resid);
     }
   }
 };
@@ -3227,7 +3472,8 @@ std::vector<std::string> rv32_coverage() {
       "VLD: VLB0..VLB3 of M, VLG(g) and VLB_m per element, VR <- sat32(sext8(b) M), TRAP(4/5/16/17/18)",
       "VEW ADD, MUL, MULS (every GS), ROT (in place too): VWG(g) and VW_qm per element, sat32, rnd half up; TRAP(16/17/18/20/23)",
       "VFN RSQRT, RECIP, SILU: the word stream of z, from the spec's RSQ/RCP/SIG formulas; TRAP(16/17/18/20)",
-      "VMAT, VMATR, VQ, VEXP, VRED: every trap of vector.md section 6 with the lowest code; without a trap TRAP(1) (execution not compiled)",
+      "VRED SUM: VRD(k) per group of 64 (a span read of nibble counts), then the word stream of sat32(rnd(sum, SH)); TRAP(16/17/18)",
+      "VMAT, VMATR, VQ, VEXP, VRED SUMSQ/MAX: every trap of vector.md section 6 with the lowest code; without a trap TRAP(1) (execution not compiled)",
   };
 }
 
