@@ -60,14 +60,18 @@ TEST(CampaignOps, MnemonicsAndClasses) {
   select_ops("add", &modes, &fns);
   EXPECT_EQ(modes, 0u);
   EXPECT_EQ(fns, 0u);
-  for (const std::string refused : {"vmat", "vmatr", "vq", "vexp", "vred", "vector"}) {
+  // VRED: the SUM mode alone (SUMSQ and MAX have only their traps compiled)
+  const auto vr = select_ops("vred.sum,vld", &modes, &fns);
+  EXPECT_EQ(mnemonics(vr), (std::set<std::string>{"vred", "vld"}));
+  EXPECT_EQ(ops_list(vr, modes, fns), "vred.sum,vld");
+  for (const std::string refused : {"vmat", "vmatr", "vq", "vexp", "vred", "vred.sumsq", "vred.max", "vector"}) {
     try {
       select_ops("vew,vfn," + refused);
       ADD_FAILURE() << refused << " was accepted";
     } catch (const OpsError& e) {
       const std::string m = e.what();
-      EXPECT_NE(m.find("not fuzzed: vmat, vmatr, vq, vexp, vred; fuzzed: vld, vew.add, vew.mul, vew.muls, vew.rot, "
-                       "vfn.rsqrt, vfn.recip, vfn.silu)"),
+      EXPECT_NE(m.find("not fuzzed: vmat, vmatr, vq, vexp, vred.sumsq, vred.max; fuzzed: vld, vew.add, vew.mul, "
+                       "vew.muls, vew.rot, vfn.rsqrt, vfn.recip, vfn.silu, vred.sum)"),
                 std::string::npos)
           << m;
       EXPECT_EQ(m.find('\n'), std::string::npos) << m;
@@ -113,6 +117,71 @@ TEST(CampaignGenerate, TestWordsComeFromTheSelection) {
     for (const auto& [name, row] : cov.rows) EXPECT_TRUE(want.count(name)) << list << ": " << name;
     EXPECT_GT(cov.instructions, 0u) << list;
   }
+}
+
+// VRED (vector.md 4.7) on the reference: with --ops vred.sum every VRED that does not trap is a
+// SUM with valid operands (the source span inside VR, dst < 1024), SH reaches 0, 1, 16, 17 and
+// 31, spans of more than one group and dst inside the source span occur, sources read earlier
+// results, sums saturate both ways; a program that traps does so at its body's last word with
+// code 16, 17 or 18 (each raised); the others exit.
+TEST(CampaignGenerate, VredSumWords) {
+  constexpr std::uint64_t kSeed = 23, kPrograms = 160;
+  unsigned modes = 0, fns = 0;
+  const auto ops = select_ops("vred.sum,add,vld", &modes, &fns);
+  std::map<std::uint32_t, unsigned> traps, shifts;
+  unsigned exits = 0, sums = 0, multi = 0, inside = 0, chained = 0, sat_up = 0, sat_down = 0;
+  auto rnd = [](std::int64_t x, unsigned s) { return s == 0 ? x : (x + (std::int64_t{1} << (s - 1))) >> s; };
+  for (std::uint64_t k = 0; k < kPrograms; ++k) {
+    const Program p = campaign::generate(program_seed(kSeed, k), k, ops, modes, fns);
+    SCOPED_TRACE("--ops vred.sum,add,vld seed " + std::to_string(kSeed) + " program " + std::to_string(k));
+    const auto code = p.code();
+    ref::Machine m;
+    m.load(p.image());
+    std::vector<std::uint32_t> results;  // dst of every VRED SUM so far
+    while (m.status() == ref::Status::kRunning && m.steps() < 1'000'000) {
+      const std::uint32_t slot = (m.pc() - kCodeBase) / 4;
+      ASSERT_LT(slot, code.size());
+      const ref::Decoded d = ref::decode(code[slot]);
+      const std::uint32_t x1 = m.reg(d.rs1), x2 = m.reg(d.rs2), f7 = code[slot] >> 25;
+      const std::uint32_t A = x1 & 0xffff, B = x1 >> 16, N = x2 >> 16;
+      const auto before = m.vector().vr;
+      if (m.step().empty() || m.status() != ref::Status::kRunning) break;
+      if (d.op != ref::Op::kVred) continue;
+      ASSERT_EQ(f7 & 3, 1u) << ref::disassemble(code[slot]);
+      ASSERT_TRUE(N >= 1 && B + N <= 1024 && A < 1024) << ref::disassemble(code[slot]);
+      ++sums;
+      ++shifts[f7 >> 2];
+      multi += N > 64;
+      inside += A >= B && A < B + N;
+      chained += std::any_of(results.begin(), results.end(), [&](std::uint32_t r) { return r >= B && r < B + N; });
+      results.push_back(A);
+      std::int64_t acc = 0;
+      for (std::uint32_t i = 0; i < N; ++i) acc += before[B + i];
+      const std::int64_t z = rnd(acc, f7 >> 2);
+      sat_up += z > INT32_MAX;
+      sat_down += z < INT32_MIN;
+    }
+    if (m.status() == ref::Status::kExited) {
+      ++exits;
+      continue;
+    }
+    ASSERT_EQ(m.status(), ref::Status::kTrapped) << p.listing();
+    const std::uint32_t slot = (m.pc() - kCodeBase) / 4;
+    EXPECT_EQ(slot + 4, code.size()) << "the trap is the body's last word\n" << p.listing();
+    EXPECT_EQ(ref::decode(code[slot]).op, ref::Op::kVred) << ref::disassemble(code[slot]);
+    const std::uint32_t t = m.trap_code();
+    EXPECT_TRUE(t == 16 || t == 17 || t == 18) << t;
+    ++traps[t];
+  }
+  for (const std::uint32_t t : {16u, 17u, 18u}) EXPECT_GT(traps[t], 0u) << "no program raised " << t;
+  for (const std::uint32_t sh : {0u, 1u, 16u, 17u, 31u}) EXPECT_GT(shifts[sh], 0u) << "no VRED SUM with SH = " << sh;
+  EXPECT_GT(exits, kPrograms / 2);
+  EXPECT_GT(sums, kPrograms);
+  EXPECT_GT(multi, 0u);
+  EXPECT_GT(inside, 0u);
+  EXPECT_GT(chained, 0u);
+  EXPECT_GT(sat_up, 0u);
+  EXPECT_GT(sat_down, 0u);
 }
 
 // VEW and VFN (vector.md 4.5, 4.6) on the reference: every generated VEW or VFN word that does not

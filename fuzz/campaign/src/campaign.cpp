@@ -47,12 +47,14 @@ std::string_view class_name(InsnClass cls) {
 namespace {
 
 // The vector ops the chip executes (docs/chip-design.md section 3.6): VLD, VEW (ADD, MUL, MULS,
-// ROT) and VFN (RSQRT, RECIP, SILU). They are fuzzed only when asked for (--ops vld, vew, vfn), so
-// the default mix stays the scalar machine. The other five ops have only their traps compiled.
+// ROT), VFN (RSQRT, RECIP, SILU) and VRED SUM. They are fuzzed only when asked for (--ops vld,
+// vew, vfn, vred.sum), so the default mix stays the scalar machine. The other four ops, and VRED
+// SUMSQ and MAX, have only their traps compiled.
 bool fuzzable(const Encoding& e) {
   return e.cls != InsnClass::kSystem &&
          (e.cls != InsnClass::kVector || e.op == Op::kVld || e.op == Op::kVew || e.op == Op::kVfn);
 }
+constexpr const char* kVredSumName = "vred.sum";
 
 // VEW modes and VFN functions by --ops name (vector.md sections 4.5, 4.6; ref::vector_mnemonic's
 // spelling).
@@ -62,8 +64,8 @@ constexpr const char* kVfnFnNames[] = {"vfn.rsqrt", "vfn.recip", "vfn.silu"};
 std::string vector_refusal(const std::string& name) {
   return "--ops: " + name +
          " is a vector-unit op whose execution the chip does not compile yet, only its traps (not fuzzed: "
-         "vmat, vmatr, vq, vexp, vred; fuzzed: vld, vew.add, vew.mul, vew.muls, vew.rot, vfn.rsqrt, vfn.recip, "
-         "vfn.silu)";
+         "vmat, vmatr, vq, vexp, vred.sumsq, vred.max; fuzzed: vld, vew.add, vew.mul, vew.muls, vew.rot, vfn.rsqrt, "
+         "vfn.recip, vfn.silu, vred.sum)";
 }
 
 std::string refusal(const Encoding& e) {
@@ -115,6 +117,11 @@ std::vector<const Encoding*> select_ops(const std::string& list, unsigned* vew_m
       fns |= 1u << f;
       found = true;
     }
+    if (n == kVredSumName) {  // VRED: the SUM mode alone
+      chosen.insert(&ref::encoding_of(Op::kVred));
+      continue;
+    }
+    if (n == "vred" || n == "vred.sumsq" || n == "vred.max") throw OpsError(vector_refusal(n));
     if (found) continue;
     for (const Encoding& e : ref::encoding_table()) {
       if (class_name(e.cls) == n) {
@@ -155,7 +162,7 @@ std::string ops_list(std::span<const Encoding* const> ops, unsigned vew_modes, u
   for (const Encoding* e : ops) {
     if (e->op == Op::kVew && names(vew_modes, kVewFuzzedModes, kVewModeNames, 4)) continue;
     if (e->op == Op::kVfn && names(vfn_fns, kVfnFuzzedFns, kVfnFnNames, 3)) continue;
-    s += (s.empty() ? "" : ",") + std::string(e->mnemonic);
+    s += (s.empty() ? "" : ",") + std::string(e->op == Op::kVred ? kVredSumName : e->mnemonic);
   }
   return s;
 }
@@ -395,6 +402,7 @@ struct Generator {
         if (row.op == Op::kVld) vld(row, avoid, land);
         if (row.op == Op::kVew) vew(avoid, land, false);
         if (row.op == Op::kVfn) vfn(avoid, land, false);
+        if (row.op == Op::kVred) vred(avoid, land, false);
         return;
       default:
         return;
@@ -780,6 +788,56 @@ struct Generator {
     vector_word(Op::kVfn, rd, fn, x1, x2, x0, same, avoid, land);
   }
 
+  // One VRED SUM (section 4.7: A = dst, B = src, N = n; C is ignored and random) with its operand
+  // registers set just before it: n at group edges (1, 63..65, 128, 129, 1023, 1024) or any, the
+  // source at or inside an earlier destination half the time (a VRED's result is one word), dst
+  // anywhere (inside the source span a third of the time: one word written after all reads), SH
+  // 0..31 (0, 1, 16, 17 and 31 weighted: 16 is the last shift that can saturate), rs1 = rs2 (src =
+  // n, dst = C). `trap`: one or more of the conditions of codes 16 (MODE = 3, MAX with SH != 0, rd
+  // != x0), 17, 18 instead, in any MODE.
+  void vred(u32 avoid, bool land, bool trap) {
+    static constexpr u32 kEdges[] = {1, 63, 64, 65, 128, 129, 1023, 1024};
+    u32 n = rng.chance(3) ? kEdges[rng.below(8)] : 1 + rng.below(rng.chance(2) ? 256 : kVr);
+    u32 sh;
+    switch (rng.below(6)) {
+      case 0: sh = 0; break;
+      case 1: sh = 1; break;
+      case 2: sh = 16 + rng.below(2); break;
+      case 3: sh = 31; break;
+      default: sh = rng.below(32); break;
+    }
+    u32 mode = 1, rd = 0, src = vr_start(n), dst = rng.chance(3) ? src + rng.below(n) : rng.below(kVr);
+    u32 c = rng.chance(2) ? 0 : rng.below(65536);
+    bool same = false;
+    if (n <= 512 && rng.chance(16)) {  // rs1 = rs2: A = C = dst, B = N = n
+      same = true;
+      src = n;
+      dst = c = rng.below(kVr);
+    }
+    if (trap) {
+      same = false;
+      mode = rng.below(3);
+      if (mode == 2) sh = 0;
+      static constexpr unsigned kAlone[] = {1, 2, 4};
+      const unsigned mask = rng.chance(2) ? kAlone[rng.below(3)] : 1 + rng.below(7);
+      if (mask & 2) {  // 17
+        if (rng.chance(2)) src = outside(n);
+        else dst = kVr + rng.below(65536 - kVr);
+      }
+      if (mask & 4) n = rng.chance(2) ? 0 : kVr + 1 + rng.below(65536 - kVr - 1);  // 18
+      if (mask & 1) {  // 16
+        switch (rng.below(3)) {
+          case 0: mode = 3; break;
+          case 1: mode = 2; sh = 1 + rng.below(31); break;
+          default: rd = 1 + rng.below(31); break;
+        }
+      }
+    }
+    if (!trap) written.push_back({dst, 1});
+    const u32 x1 = (src & 0xffff) << 16 | (dst & 0xffff), x2 = (n & 0xffff) << 16 | (c & 0xffff);
+    vector_word(Op::kVred, rd, sh << 2 | mode, x1, x2, false, same, avoid, land);
+  }
+
   Item li(u32 rd, u32 value, bool test = false) {
     Item it;
     it.kind = Item::Kind::kLi;
@@ -866,6 +924,7 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   Generator g{rng, ops, {}, {}, {}, 0, 0, {}, 0, false};
   const bool has_vew = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVew; });
   const bool has_vfn = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVfn; });
+  const bool has_vred = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVred; });
   g.vew_modes = (vew_modes & kVewFuzzedModes) ? vew_modes & kVewFuzzedModes : kVewFuzzedModes;
   g.vfn_fns = !has_vfn ? 0 : (vfn_fns & kVfnFuzzedFns) ? vfn_fns & kVfnFuzzedFns : kVfnFuzzedFns;
   // Weighted mix: every class its weight (shared by its rows), one focus class x6.
@@ -897,7 +956,7 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   // VR's initial words (vector.md section 2.1) when VEW or VFN is selected: edge-biased random
   // words; one program in sixteen has none (VR zero), one in sixteen a shorter section.
   bool trap_last = false;
-  if (has_vew || has_vfn) {
+  if (has_vew || has_vfn || has_vred) {
     u32 bytes = 4 * Generator::kVr;
     if (rng.chance(8)) bytes = rng.chance(2) ? 0 : 1 + rng.below(bytes - 1);
     for (u32 w = 0; 4 * w < bytes; ++w) {
@@ -925,7 +984,9 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
     g.instruction(g.pick(true), 31);
   }
   if (trap_last) {  // the body's last item: no branch or jump skips it
-    if (has_vew && (!has_vfn || rng.chance(2)))
+    if (has_vred && (!(has_vew || has_vfn) || rng.chance(3)))
+      g.vred(31, true, true);
+    else if (has_vew && (!has_vfn || rng.chance(2)))
       g.vew(31, true, true);
     else
       g.vfn(31, true, true);

@@ -61,8 +61,10 @@ inline constexpr unsigned kVfnFuzzedFns = kVfnRsqrt | kVfnRecip | kVfnSilu;
 /// Vector ops: "vld"; "vew" (its four modes) or one of "vew.add", "vew.mul",
 /// "vew.muls", "vew.rot" (the VEW row, that mode); "vfn" (its three
 /// functions) or one of "vfn.rsqrt", "vfn.recip", "vfn.silu" (the VFN row,
-/// that function; ref::vector_mnemonic's spellings); "vmat", "vmatr", "vq",
-/// "vexp", "vred" and the class "vector" are refused.
+/// that function; ref::vector_mnemonic's spellings); "vred.sum" (the VRED row,
+/// SUM only); "vmat", "vmatr", "vq", "vexp", "vred", "vred.sumsq",
+/// "vred.max" and the class "vector" are refused (only their traps are
+/// compiled).
 /// Empty or "all": every row but the vector unit and ecall/ebreak.  In table
 /// order, no duplicates.  `vew_modes`, `vfn_fns` (optional): set to the
 /// selected VEW modes (a kVew* mask) and VFN functions (a kVfn* mask), 0 when
@@ -73,7 +75,7 @@ std::vector<const ref::Encoding*> select_ops(const std::string& list, unsigned* 
 /// The selection as an --ops list that select_ops gives back: the rows'
 /// mnemonics in table order, VEW as "vew" (all of kVewFuzzedModes) or its
 /// modes' names ("vew.add,vew.muls"), VFN as "vfn" (all of kVfnFuzzedFns) or
-/// its functions' names ("vfn.silu").
+/// its functions' names ("vfn.silu"), VRED as "vred.sum".
 std::string ops_list(std::span<const ref::Encoding* const> ops, unsigned vew_modes = kVewFuzzedModes,
                      unsigned vfn_fns = kVfnFuzzedFns);
 
@@ -130,10 +132,11 @@ struct Program {
 /// Generates program `index` from `seed` over `ops` (select_ops; not empty).
 /// When `ops` has the VEW row, its words use the modes of `vew_modes` (a
 /// non-empty subset of kVewFuzzedModes; 0: all); when it has the VFN row, the
-/// functions of `vfn_fns` (a non-empty subset of kVfnFuzzedFns; 0: all).  With
-/// either, the program gets a `.lockstep.vreg` (Program::vreg) and one in four
-/// programs ends its body with a trapping VEW or VFN (codes 16, 17, 18, 20,
-/// and 23 for ROT; fuzz/README.md).
+/// functions of `vfn_fns` (a non-empty subset of kVfnFuzzedFns; 0: all); the
+/// VRED row gives VRED SUMs.  With any of them, the program gets a
+/// `.lockstep.vreg` (Program::vreg) and one in four programs ends its body
+/// with a trapping VEW, VFN or VRED (codes 16, 17, 18, 20, and 23 for ROT;
+/// fuzz/README.md).
 Program generate(std::uint64_t seed, std::uint64_t index, std::span<const ref::Encoding* const> ops,
                  unsigned vew_modes = kVewFuzzedModes, unsigned vfn_fns = kVfnFuzzedFns);
 
