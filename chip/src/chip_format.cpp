@@ -172,7 +172,15 @@ std::uint64_t content_hash(const LinearMap& m) {
 
 void put_map(SafeTensors& st, const std::string& name, const LinearMap& m) {
   const auto& w = m.w;
-  st.tensors[name + ".col_ptr"] = Tensor::from_u32(w.col_ptr, {w.col_ptr.size()});
+  if (w.values.size() < w.col_ptr.size()) {  // fewer entries than columns: each entry's column
+    std::vector<std::uint32_t> ci;
+    ci.reserve(w.values.size());
+    for (std::uint32_t j = 0; j + 1 < w.col_ptr.size(); ++j)
+      for (std::uint32_t p = w.col_ptr[j]; p < w.col_ptr[j + 1]; ++p) ci.push_back(j);
+    st.tensors[name + ".col_idx"] = Tensor::from_u32(ci, {ci.size()});
+  } else {
+    st.tensors[name + ".col_ptr"] = Tensor::from_u32(w.col_ptr, {w.col_ptr.size()});
+  }
   st.tensors[name + ".row_idx"] = Tensor::from_u32(w.row_idx, {w.row_idx.size()});
   st.tensors[name + ".values"] = Tensor::from_f32(w.values, {w.values.size()});
   std::vector<std::uint32_t> bi;
@@ -223,9 +231,26 @@ LinearMap get_map(const SafeTensors& st, const std::string& name_in, std::uint32
   m.act = act;
   m.w.rows = rows;
   m.w.cols = cols;
-  m.w.col_ptr = take(st, name + ".col_ptr", DType::U32, used).as_u32();
+  const bool by_entry = st.tensors.count(name + ".col_idx") != 0;
+  if (by_entry && st.tensors.count(name + ".col_ptr") != 0)
+    fail("map '" + name + "' has both a col_ptr and a col_idx tensor");
+  if (!by_entry) m.w.col_ptr = take(st, name + ".col_ptr", DType::U32, used).as_u32();
   m.w.row_idx = take(st, name + ".row_idx", DType::U32, used).as_u32();
   m.w.values = take(st, name + ".values", DType::F32, used).as_f32();
+  if (by_entry) {  // format 2: the column of each entry, non-decreasing; rebuilt as col_ptr
+    const auto ci = take(st, name + ".col_idx", DType::U32, used).as_u32();
+    if (ci.size() != m.w.values.size())
+      fail("tensor '" + name + ".col_idx' has " + std::to_string(ci.size()) + " entries but the map has " +
+           std::to_string(m.w.values.size()));
+    m.w.col_ptr.assign(static_cast<std::size_t>(cols) + 1, 0);
+    for (std::size_t p = 0; p < ci.size(); ++p) {
+      if (ci[p] >= cols)
+        fail("tensor '" + name + ".col_idx' column " + std::to_string(ci[p]) + " out of range (cols " + std::to_string(cols) + ")");
+      if (p > 0 && ci[p] < ci[p - 1]) fail("tensor '" + name + ".col_idx' decreases at entry " + std::to_string(p));
+      ++m.w.col_ptr[ci[p] + 1];
+    }
+    for (std::uint32_t j = 0; j < cols; ++j) m.w.col_ptr[j + 1] += m.w.col_ptr[j];
+  }
   const auto bi = take(st, name + ".bias_idx", DType::U32, used).as_u32();
   const auto bv = take(st, name + ".bias_values", DType::F32, used).as_f32();
   if (m.w.col_ptr.size() != static_cast<std::size_t>(cols) + 1)
@@ -292,7 +317,7 @@ json config_to_json(const Chip& chip) {
   const ChipConfig& c = chip.config;
   json j;
   j["format"] = "lockstep-chip";
-  j["format_version"] = c.format_version;
+  j["format_version"] = kFormatVersion;  // the tensors are written in this version's form
   j["spec_version"] = c.spec_version;
   j["compiler"] = c.compiler;
   j["machine"] = c.machine;
@@ -357,9 +382,9 @@ void config_from_json(const json& j, Chip& chip) {
   if (!j.is_object()) fail("configuration is not a JSON object");
   if (get_str(j, "format", ctx) != "lockstep-chip") fail("configuration \"format\" is not \"lockstep-chip\"");
   c.format_version = get_int(j, "format_version", ctx);
-  if (c.format_version != kFormatVersion)
+  if (c.format_version < kMinFormatVersion || c.format_version > kFormatVersion)
     fail("unsupported format_version " + std::to_string(c.format_version) + " (this build reads " +
-         std::to_string(kFormatVersion) + ")");
+         std::to_string(kMinFormatVersion) + ".." + std::to_string(kFormatVersion) + ")");
   c.spec_version = get_str(j, "spec_version", ctx);
   c.compiler = get_str(j, "compiler", ctx);
   c.machine = j.contains("machine") ? get_str(j, "machine", ctx) : "";
@@ -508,7 +533,8 @@ std::size_t Chip::state_size() const {
 
 void Chip::validate() const {
   const ChipConfig& c = config;
-  if (c.format_version != kFormatVersion) fail("unsupported format_version " + std::to_string(c.format_version));
+  if (c.format_version < kMinFormatVersion || c.format_version > kFormatVersion)
+    fail("unsupported format_version " + std::to_string(c.format_version));
   if (c.d_model == 0) fail("d_model is 0");
   if (c.vocab_size == 0) fail("vocab_size is 0");
   const std::uint32_t D = c.d_model;

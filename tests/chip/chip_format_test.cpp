@@ -88,6 +88,14 @@ std::vector<std::uint8_t> with_tensor(const Chip& c, const std::string& name, co
   return serialize_safetensors(st);
 }
 
+// The chip's file with map `m`'s columns given as the col_ptr tensor `t` (its col_idx removed).
+std::vector<std::uint8_t> with_col_ptr(const Chip& c, const std::string& m, const Tensor& t) {
+  SafeTensors st = parse_safetensors(serialize_chip(c));
+  st.tensors.erase(m + ".col_idx");
+  st.tensors[m + ".col_ptr"] = t;
+  return serialize_safetensors(st);
+}
+
 std::vector<std::uint8_t> with_config(const Chip& c, const std::function<void(std::string&)>& edit) {
   SafeTensors st = parse_safetensors(serialize_chip(c));
   edit(st.metadata[kMetadataKey]);
@@ -123,6 +131,44 @@ TEST(ChipFormat, EveryTruncationIsAFormatError) {
         << "cut at " << cut;
 }
 
+// A format-1 file (every map's columns as col_ptr) still reads, to the same chip.
+TEST(ChipFormat, ReadsFormatVersion1) {
+  const Chip c = small_chip();
+  SafeTensors st = parse_safetensors(serialize_chip(c));
+  std::vector<std::string> sparse;
+  for (const auto& [name, t] : st.tensors)
+    if (name.size() > 8 && name.compare(name.size() - 8, 8, ".col_idx") == 0) sparse.push_back(name.substr(0, name.size() - 8));
+  ASSERT_FALSE(sparse.empty());
+  const Chip back2 = parse_chip(serialize_safetensors(st));
+  // the in-memory map of a tensor name prefix ("embed", "layers.L.heads.H.k", "layers.L.mlp.w2")
+  auto map_of = [&](const std::string& m) -> const LinearMap& {
+    if (m == "embed") return c.embed;
+    if (m == "unembed") return c.unembed;
+    const std::size_t l = std::stoul(m.substr(7));
+    const Layer& L = c.layers[l];
+    const std::string rest = m.substr(m.find('.', 7) + 1);
+    if (rest.rfind("mlp.", 0) == 0) {
+      const std::string w = rest.substr(4);
+      return w == "w1" ? L.mlp.w1 : w == "wu" ? L.mlp.wu : w == "wg" ? L.mlp.wg : L.mlp.w2;
+    }
+    const std::size_t h = std::stoul(rest.substr(6));
+    const std::string f = rest.substr(rest.rfind('.') + 1);
+    const Head& H = L.heads[h];
+    return f == "k" ? H.k : f == "q" ? H.q : f == "v" ? H.v : f == "beta" ? H.beta : H.o;
+  };
+  for (const std::string& m : sparse) {
+    const auto& cp = map_of(m).w.col_ptr;
+    st.tensors.erase(m + ".col_idx");
+    st.tensors[m + ".col_ptr"] = Tensor::from_u32(cp, {cp.size()});
+  }
+  replace_once(st.metadata[kMetadataKey], "\"format_version\":2", "\"format_version\":1");
+  const Chip back1 = parse_chip(serialize_safetensors(st));
+  EXPECT_EQ(back1.config.format_version, 1);
+  EXPECT_EQ(back2.config.format_version, 2);
+  EXPECT_EQ(serialize_chip(back1), serialize_chip(back2));  // the same maps (written again as version 2)
+  EXPECT_EQ(serialize_chip(back2), serialize_chip(c));
+}
+
 TEST(ChipFormat, NamesEachProblem) {
   const Chip c = small_chip();
   const std::string m = "layers.1.heads.0.k";
@@ -149,7 +195,7 @@ TEST(ChipFormat, NamesEachProblem) {
                         "non-finite bias");
   }
   // shape inconsistent with the configuration
-  expect_format_error(with_tensor(c, m + ".col_ptr", Tensor::from_u32(std::vector<std::uint32_t>(D, 0), {D})), "configuration needs");
+  expect_format_error(with_col_ptr(c, m, Tensor::from_u32(std::vector<std::uint32_t>(D, 0), {D})), "configuration needs");
   expect_format_error(with_config(c, [&](std::string& j) { replace_once(j, "\"d_model\":" + std::to_string(D), "\"d_model\":" + std::to_string(D + 1)); }),
                       "configuration needs");
   // wrong dtype
@@ -165,13 +211,33 @@ TEST(ChipFormat, NamesEachProblem) {
   {
     auto cp = c.layers[1].heads[0].k.w.col_ptr;
     cp.back() += 1;
-    expect_format_error(with_tensor(c, m + ".col_ptr", Tensor::from_u32(cp, {cp.size()})), "col_ptr[cols]");
+    expect_format_error(with_col_ptr(c, m, Tensor::from_u32(cp, {cp.size()})), "col_ptr[cols]");
+  }
+  // format 2's col_idx (a head's k map has fewer entries than d_model + 1 columns: stored so)
+  {
+    const SafeTensors st = parse_safetensors(serialize_chip(c));
+    ASSERT_TRUE(st.tensors.count(m + ".col_idx")) << "the writer stores a sparse map's columns per entry";
+    EXPECT_FALSE(st.tensors.count(m + ".col_ptr"));
+    auto ci = st.tensors.at(m + ".col_idx").as_u32();
+    ASSERT_GE(ci.size(), 2u);
+    expect_format_error(with_tensor(c, m + ".col_ptr", Tensor::from_u32(c.layers[1].heads[0].k.w.col_ptr, {D + 1ull})),
+                        "has both a col_ptr and a col_idx");
+    auto bad = ci;
+    bad.pop_back();
+    expect_format_error(with_tensor(c, m + ".col_idx", Tensor::from_u32(bad, {bad.size()})), "entries but the map has");
+    bad = ci;
+    bad.back() = D;
+    expect_format_error(with_tensor(c, m + ".col_idx", Tensor::from_u32(bad, {bad.size()})), "out of range");
+    bad = ci;
+    bad.back() = 0;
+    bad.front() = D - 1;
+    expect_format_error(with_tensor(c, m + ".col_idx", Tensor::from_u32(bad, {bad.size()})), "decreases");
   }
   // configuration problems
   expect_format_error(with_config(c, [](std::string& j) { j = "{"; }), "configuration JSON");
   expect_format_error(with_config(c, [&](std::string& j) { replace_once(j, "\"vocab_size\":", "\"vocab_size\":4000000000,\"x\":"); }),
                       "exceeds the limit 2^24");
-  expect_format_error(with_config(c, [](std::string& j) { replace_once(j, "\"format_version\":1", "\"format_version\":99"); }),
+  expect_format_error(with_config(c, [](std::string& j) { replace_once(j, "\"format_version\":2", "\"format_version\":99"); }),
                       "unsupported format_version 99");
   expect_format_error(with_config(c, [](std::string& j) { replace_once(j, "\"act_k\":\"identity\"", "\"act_k\":\"tanh\""); }),
                       "\"act_k\" must be");

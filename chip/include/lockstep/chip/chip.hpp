@@ -15,7 +15,10 @@ namespace lockstep::chip {
 
 using Token = std::uint32_t;
 
-inline constexpr int kFormatVersion = 1;
+inline constexpr int kFormatVersion = 2;
+/// The oldest format version readers accept (version 1 stores every map's columns as col_ptr;
+/// chip-format.md section 3.2).
+inline constexpr int kMinFormatVersion = 1;
 inline constexpr const char* kSpecVersion = "chip-format/1";
 inline constexpr const char* kMetadataKey = "lockstep.chip";
 
