@@ -283,6 +283,7 @@ struct CpuExecutor::Impl {
   Accum a0, a1, a2, a3, aabs;
   // memory_block scratch per head of the current layer (PreparedHead::same_*)
   std::vector<float> head_beta;
+  std::vector<std::uint8_t> head_reads;  // per head of the current layer: its query is not zero (or the audit is on)
   std::vector<std::vector<std::pair<std::uint32_t, float>>> head_k, head_q;
   std::vector<std::vector<float>> head_v;
   std::vector<std::uint8_t> k_done, v_done;
@@ -364,6 +365,7 @@ struct CpuExecutor::Impl {
     }
     for (Accum* a : {&a0, &a1, &a2, &a3, &aabs}) a->ensure(max_rows);
     head_beta.assign(max_heads, 0.0f);
+    head_reads.assign(max_heads, 0);
     head_k.assign(max_heads, {});
     head_q.assign(max_heads, {});
     head_v.assign(max_heads, std::vector<float>(max_head_value_dim, 0.0f));
@@ -568,6 +570,13 @@ struct CpuExecutor::Impl {
   // residual (evaluated in a0; audited as activation act_id of head hi in layer l).
   void eval_nonzero(Stream& s, const PreparedMap& pm, int l, int act_id, int hi,
                     std::vector<std::pair<std::uint32_t, float>>& out) {
+    // A map with a few input columns and no bias is zero unless one of them is: checked first
+    // (a head per lane of a wide memory reads on few steps)
+    if (!audit && pm.seeds.empty() && pm.cols.size() <= 32 &&
+        std::none_of(pm.cols.begin(), pm.cols.end(), [&](std::uint32_t j) { return s.x[j] != 0.0f; })) {
+      out.clear();
+      return;
+    }
     eval(a0, pm, s.x.data(), s.xnz.data(), s.xnz.size(), s.xbits.data());
     if (audit) audit_map(s, a0, pm, l, act_id, hi, false);
     out.clear();
@@ -665,10 +674,14 @@ struct CpuExecutor::Impl {
       auto& qnz_c = head_q[cq];
       if (cq == h) eval_nonzero(s, H.q, l, kMemQ, hi, qnz_c);
       float* o = s.o.data() + o_off;
-      std::fill(o, o + V, 0.0f);
-      for (const auto& [r, qj] : qnz_c) {
-        const float* col = S + static_cast<std::size_t>(r) * V;
-        for (std::uint32_t i = 0; i < V; ++i) o[i] += col[i] * qj;
+      // a zero query reads zero: such a head (most heads on most steps) adds only its output bias
+      head_reads[h] = !qnz_c.empty() || audit;
+      if (head_reads[h]) {
+        std::fill(o, o + V, 0.0f);
+        for (const auto& [r, qj] : qnz_c) {
+          const float* col = S + static_cast<std::size_t>(r) * V;
+          for (std::uint32_t i = 0; i < V; ++i) o[i] += col[i] * qj;
+        }
       }
       if (audit)
         for (std::uint32_t i = 0; i < V; ++i) check(s, o[i], l, kMemO, hi, i, false);
@@ -692,7 +705,7 @@ struct CpuExecutor::Impl {
       const float* o = s.o.data() + o_off;
       const SparseMatrix& W = H.o.m->w;
       const std::uint32_t V = H.value_dim;
-      for (std::uint32_t i0 = 0; i0 < V; i0 += 8) {
+      for (std::uint32_t i0 = 0; i0 < V && head_reads[h]; i0 += 8) {
         if (i0 + 8 <= V && all_zero8(o + i0)) continue;  // most read-outs are sparse one-hots
         for (std::uint32_t i = i0; i < std::min(V, i0 + 8); ++i) {
           if (o[i] == 0.0f) continue;
