@@ -117,7 +117,7 @@ std::vector<Example> load_vector_examples() {
     const bool vld = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 7;
     const bool vew = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 4;  // every mode
     const bool vfn = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 5 && (word >> 25) <= 2;  // RSQRT, RECIP, SILU
-    const bool sum = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 6 && ((word >> 25) & 3) == 1;  // VRED SUM
+    const bool sum = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 6 && ((word >> 25) & 3) <= 1;  // VRED SUMSQ, SUM
     const bool traps = e.at("final").at("end").get<std::string>() == "trap";
     if (vld || vew || vfn || sum || traps) out.push_back({"vector", e.at("name").get<std::string>(), e});
   }

@@ -1,19 +1,21 @@
-// Random VRED SUM programs (vector.md sections 4.7, 5 and 6), with VEW ADD and VLD rounds that
+// Random VRED SUM and SUMSQ programs (vector.md sections 4.7, 5 and 6), with VEW ADD rounds that
 // change VR between them, through the built RV32 chip and the reference in lock-step,
 // teacher-forced and free-running, every step compared: 0 mismatches. The reference is the oracle
 // (through the engine); this test only sums the source words it placed, to check that every path
 // of section 4.7 was generated.
 //
-//   VRED SUM  VR[dst] <- sat32(rnd(sum_{i<n} VR[src + i], SH));  X(rs1) = dst | src << 16,
-//             X(rs2) = C | n << 16 (C unused: random), f7 = SH << 2 | 1, rd = x0
+//   VRED SUM    VR[dst] <- sat32(rnd(sum_{i<n} VR[src + i], SH))         f7 = SH << 2 | 1
+//   VRED SUMSQ  VR[dst] <- sat32(rnd(sum_{i<n} VR[src + i]^2, 16 + SH))  f7 = SH << 2
+//   X(rs1) = dst | src << 16, X(rs2) = C | n << 16 (C unused: random), rd = x0
 //
 // Each program's initial VR comes from a `.lockstep.vreg` section (section 2.1) drawn from one of
-// five profiles, so that sums saturate both ways and round on ties: any words; words near
+// six profiles, so that sums saturate both ways and round on ties: any words; words near
 // INT32_MAX; words near INT32_MIN; small words (-64..64: with SH = 1..7 the low bits of the sum
 // are often exactly 2^(SH-1), a tie of rnd); a mix of the classes (0, -1, +-2^k, INT32_MIN,
-// INT32_MAX, small, any). The program sets x1..x30 to random edge values and points x31 at a
+// INT32_MAX, small, any); 0, +-128 and +-2^8..2^15 (SUMSQ's ties of rnd(., 16)). The program sets x1..x30 to random edge values and points x31 at a
 // 256-byte scratch area, then runs 1..4 rounds of: a random scalar body of 2..12 instructions,
-// `li` of the two operand registers, then a VRED SUM or, one later round in five, a VEW ADD in
+// `li` of the two operand registers, then a VRED SUM or SUMSQ (about equally often) or, one later
+// round in five, a VEW ADD in
 // place (chains: a VRED whose source holds an earlier VRED's or VEW's destination). Operands reach
 // every case: n from 1 to 1024 (1, 63, 64, 65, multiples of 64 and one past them: the last
 // group full, or of one word; programs 0, 4, 8, 12 mod 64 begin with n = 1024, 1023, 960, 961),
@@ -22,8 +24,8 @@
 // first that cannot), 31 weighted), rs1 = rs2 (then src = n and dst = C). Programs 4j + 3 (one in
 // four) end with a VRED that traps (16: MODE = 3, MAX with SH != 0, or rd != x0; 17: the source
 // span past word 1023 or dst >= 1024; 18: n = 0 or n > 1024), one condition alone for even j, else
-// any combination, of any MODE; the code raised must be the lowest of the conditions built. SUMSQ
-// and MAX run only in the trapping VREDs (their execution is not compiled; docs/chip-design.md).
+// any combination, of any MODE; the code raised must be the lowest of the conditions built. MAX
+// runs only in the trapping VREDs (its execution is not compiled; docs/chip-design.md).
 // The default suite runs a share (kPrograms); the `long` label runs 10,000 (ctest -L long -R
 // chip_vred_random), printing its progress every 128 programs. The seed of each batch is printed
 // on failure.
@@ -61,7 +63,8 @@ std::uint32_t vector_word(unsigned f7, unsigned rs2, unsigned rs1, unsigned f3, 
 }
 
 struct Coverage {
-  unsigned vreds = 0, vews = 0;  // valid VRED SUMs, VEW ADDs
+  unsigned vreds = 0, vews = 0;  // valid VRED SUMs and SUMSQs, VEW ADDs
+  std::array<unsigned, 2> by_mode{};  // valid VREDs: SUMSQ, SUM
   std::array<unsigned, 32> by_sh{};
   unsigned groups_many = 0;      // n > 64
   unsigned n_full = 0;           // n a multiple of 64 (the last group full)
@@ -75,6 +78,9 @@ struct Coverage {
   // sums of spans whose words were all still initial: saturated up / down (the result before
   // sat32), a tie of rnd (SH >= 1, acc = 2^(SH-1) mod 2^SH), a negative and a positive result
   unsigned known = 0, sat_up = 0, sat_down = 0, ties = 0, negative = 0, positive = 0;
+  // SUMSQ on initial words: saturated (up), a tie of rnd(., 16 + SH), a result of 0 (all words 0
+  // or rounded away), the sum of squares at least 2^62 (a word of -2^31 or many large ones)
+  unsigned sq_known = 0, sq_sat = 0, sq_ties = 0, sq_zero = 0, sq_large = 0;
   std::array<unsigned, 3> trap_mode{};   // trapping VREDs by the MODE drawn
   std::array<unsigned, 3> trap_alone{};  // ... with one condition alone: 16, 17, 18
   std::vector<bool> traps;
@@ -119,6 +125,7 @@ struct Vred {
 
 Vred valid_vred(progen::Random& rng, const std::vector<Span>& written) {
   Vred v;
+  v.mode = rng.chance(2) ? kSum : kSumsq;
   v.sh = draw_sh(rng);
   if (rng.chance(16)) {  // rs1 = rs2: src = n, dst = C; src + n <= 1024
     v.same = true;
@@ -187,6 +194,7 @@ std::int64_t rnd(std::int64_t x, unsigned s) { return s == 0 ? x : (x + (std::in
 
 void count(Coverage& cov, const Vred& v, const std::vector<Span>& written, const test::InitialVr& known) {
   ++cov.vreds;
+  ++cov.by_mode[v.mode];
   ++cov.by_sh[v.sh];
   cov.groups_many += v.n > 64;
   cov.n_full += v.n % 64 == 0;
@@ -204,11 +212,25 @@ void count(Coverage& cov, const Vred& v, const std::vector<Span>& written, const
   }
   cov.reads_vred += vred;
   cov.reads_vew += vew;
-  std::int64_t acc = 0;
-  for (std::uint32_t i = 0; i < v.n; ++i) {
+  for (std::uint32_t i = 0; i < v.n; ++i)
     if (!known.initial[v.src + i]) return;
-    acc += known.value[v.src + i];
+  if (v.mode == kSumsq) {
+    unsigned __int128 sq = 0;
+    for (std::uint32_t i = 0; i < v.n; ++i) {
+      const std::int64_t x = known.value[v.src + i];
+      sq += static_cast<unsigned __int128>(x * x);
+    }
+    const unsigned s = 16 + v.sh;
+    const unsigned __int128 r = (sq + (static_cast<unsigned __int128>(1) << (s - 1))) >> s;
+    ++cov.sq_known;
+    cov.sq_sat += r > 0x7FFFFFFFu;
+    cov.sq_zero += r == 0;
+    cov.sq_large += sq >= (static_cast<unsigned __int128>(1) << 62);
+    cov.sq_ties += (sq & ((static_cast<unsigned __int128>(1) << s) - 1)) == (static_cast<unsigned __int128>(1) << (s - 1));
+    return;
   }
+  std::int64_t acc = 0;
+  for (std::uint32_t i = 0; i < v.n; ++i) acc += known.value[v.src + i];
   ++cov.known;
   const std::int64_t r = rnd(acc, v.sh);
   cov.sat_up += r > 0x7FFFFFFFll;
@@ -236,6 +258,11 @@ std::uint32_t vr_word(progen::Random& rng, unsigned profile) {
         case 5: return static_cast<std::uint32_t>(static_cast<std::int32_t>(rng.below(129)) - 64);
         default: return static_cast<std::uint32_t>(rng.next());
       }
+    case 5:  // 0, +-128 (square 2^14) and +-2^8..2^15 (squares multiples of 2^16): a sum of squares is
+             // a tie of rnd(., 16) when the count of +-128 is 2 mod 4
+      if (rng.chance(2)) return 0;
+      if (rng.chance(2)) return rng.chance(2) ? 128u : 0u - 128u;
+      return (rng.chance(2) ? 1u : 0xFFFFFFFFu) * (1u << (8 + rng.below(8)));
     default: return static_cast<std::uint32_t>(rng.next());
   }
 }
@@ -246,7 +273,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
   const std::uint32_t scratch = test::emit_register_prologue(rng, index, code);
   test::InitialVr known;
   std::vector<std::uint8_t> vr;
-  const unsigned profile = rng.below(5);
+  const unsigned profile = rng.below(6);
   for (std::uint32_t w = 0; w < kWords; ++w) {
     const std::uint32_t x = vr_word(rng, profile);
     known.value[w] = static_cast<std::int32_t>(x);
@@ -284,6 +311,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
     Vred v = trap ? trapping_vred(rng, written, mode, index / 4, alone) : valid_vred(rng, written);
     if (k == 0 && forced_n != 0) {
       v = Vred{};
+      v.mode = index % 128 < 64 ? kSum : kSumsq;
       v.n = forced_n;
       v.sh = draw_sh(rng);
       v.c = rng.below(65536);
@@ -336,7 +364,7 @@ void run_programs(Mode mode) {
   EXPECT_GT(traps, 0u) << "seed " << kSeed;
   EXPECT_LT(traps, kPrograms) << "seed " << kSeed;
   for (const unsigned c : {16u, 17u, 18u}) EXPECT_GT(codes[c], 0u) << "no program raised " << c << ", seed " << kSeed;
-  for (const unsigned sh : {0u, 1u, 16u, 17u, 31u}) EXPECT_GT(cov.by_sh[sh], 0u) << "no VRED SUM with SH = " << sh << ", seed " << kSeed;
+  for (const unsigned sh : {0u, 1u, 16u, 17u, 31u}) EXPECT_GT(cov.by_sh[sh], 0u) << "no VRED with SH = " << sh << ", seed " << kSeed;
   const std::pair<const char*, unsigned> classes[] = {
       {"n > 64", cov.groups_many},
       {"n a multiple of 64", cov.n_full},
@@ -348,6 +376,12 @@ void run_programs(Mode mode) {
       {"rs1 = rs2", cov.same_reg},
       {"reads an earlier VRED's destination", cov.reads_vred},
       {"reads an earlier VEW's destination", cov.reads_vew},
+      {"valid SUM", cov.by_mode[kSum]},
+      {"valid SUMSQ", cov.by_mode[kSumsq]},
+      {"SUMSQ saturates", cov.sq_sat},
+      {"SUMSQ a tie of rnd", cov.sq_ties},
+      {"SUMSQ result 0", cov.sq_zero},
+      {"SUMSQ sum of squares >= 2^62", cov.sq_large},
       {"saturates up", cov.sat_up},
       {"saturates down", cov.sat_down},
       {"a tie of rnd", cov.ties},
@@ -362,11 +396,14 @@ void run_programs(Mode mode) {
   for (const auto& [name, c] : classes) EXPECT_GT(c, 0u) << "not generated: " << name << ", seed " << kSeed;
   std::string seen;
   for (const auto& [c, k] : codes) seen += (seen.empty() ? "" : " ") + std::to_string(c) + ":" + std::to_string(k);
-  std::cout << "[ chip     ] " << kPrograms << " random VRED SUM programs (" << traps << " end in a trap, codes " << seen
-            << "; " << cov.vreds << " valid VRED SUMs: " << cov.groups_many << " over more than one group, " << cov.n_1024
+  std::cout << "[ chip     ] " << kPrograms << " random VRED programs (" << traps << " end in a trap, codes " << seen
+            << "; " << cov.vreds << " valid VREDs (SUM " << cov.by_mode[kSum] << ", SUMSQ " << cov.by_mode[kSumsq]
+            << "): " << cov.groups_many << " over more than one group, " << cov.n_1024
             << " of n = 1024, " << cov.dst_in_src << " with dst inside the source, " << cov.reads_vred
             << " read an earlier VRED's result; of " << cov.known << " on initial words: saturated up " << cov.sat_up
-            << ", down " << cov.sat_down << ", rnd ties " << cov.ties << "; " << cov.vews << " VEW ADDs), "
+            << ", down " << cov.sat_down << ", rnd ties " << cov.ties << "; SUMSQ of " << cov.sq_known
+            << " on initial words: saturated " << cov.sq_sat << ", rnd ties " << cov.sq_ties << ", 0 " << cov.sq_zero
+            << "; " << cov.vews << " VEW ADDs), "
             << to_string(mode) << ": " << steps << " steps compared, 0 mismatches (seed " << kSeed << ")\n";
 }
 

@@ -7,7 +7,7 @@
 // logit(k, p) = 2 NKH[k, p >> 4] + 2 NP[p]: the intended token scores 4, every other token at most 2.
 //
 // Vector unit (docs/chip-design.md section 3.6): VLD, VEW (all modes), VFN (all functions) and
-// VRED SUM execute; VR lives in layer 7 (vr_file()); the other ops and VRED SUMSQ and MAX raise
+// VRED SUM and SUMSQ execute; VR lives in layer 7 (vr_file()); the other ops and VRED MAX raise
 // their traps and otherwise emit TRAP(1) (their execution is not compiled).
 //
 // Layer plan (stage = one memory block then one MLP; docs/chip-design.md section 3):
@@ -33,6 +33,9 @@
 //   VRED SUM: L5..L6 mlp: group k's span [lo, hi) as a 1,024-word mask; L7 mem: its nibble counts
 //   (two span heads on VR); L8 mem: the group slots; L8..L12 mlp: the sum's digits; L13..L15 mlp:
 //   the shift by SH, sat32, the value bytes
+//   VRED SUMSQ: L7 mem: 64 lane heads (the group's words); L7 mlp: weighted queries; L8 mem: their
+//   reads (the group's sum of squares is linear in them); L8..L13 mlp: its digits; L14 mem: the
+//   group slots; L14..L16 mlp: the total's digits; L17..L18 mlp: the shift, sat32, the value bytes
 #include "lockstep/chip/rv32/rv32_chip.hpp"
 
 #include <algorithm>
@@ -238,7 +241,7 @@ std::int64_t sin_entry(unsigned p, unsigned j) {
 
 class Compiler {
  public:
-  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the vector unit's VR, VLD, VEW, VFN and VRED SUM, trace-v3 (docs/chip-design.md)", kVocab,
+  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the vector unit's VR, VLD, VEW, VFN and VRED SUM/SUMSQ, trace-v3 (docs/chip-design.md)", kVocab,
                  "lockstep-chip-rv32 0.2") {}
 
   Chip run() {
@@ -333,6 +336,9 @@ class Compiler {
   // VRED (vred()): k of the consumed VRD(k) (embedding); the span of group k (layers 5, 6); (n - 1)
   // >> 6, the last group (layer 5); the value steps of the word stream, by byte m (layer 6)
   FieldRef VRDK_, VSPAN_, VKL_, VRG_, VRCNT_;
+  // VRED SUMSQ: [SUMSQ's VRD step] (layer 6; vred_span()), the lanes (layer 7), the square reads
+  // (layer 8; vr_file())
+  FieldRef VRQ_, VLANE_, VRSQ_;
 
   Lin k(std::uint32_t kind) const { return K[kind]; }
   Lin fetch() const { return K[kPcl]; }  // the step that consumes PCL: the instruction's first step
@@ -1139,9 +1145,10 @@ class Compiler {
 
   // ---- the vector unit's traps (vector.md sections 4.0, 6) --------------------------------
   // Every vector op checks every trap condition of section 6 on its first step and emits
-  // TRAP(code) with the lowest applicable code. Without a trap, VLD starts its tokens (vld());
-  // the other seven ops' execution is not compiled: they emit TRAP(1) (docs/chip-design.md
-  // section 5), which the harness reports as the first divergence at that instruction.
+  // TRAP(code) with the lowest applicable code. Without a trap, VLD, VEW, VFN, VRED SUM and
+  // SUMSQ start their tokens (vld(), vew(), vfn(), vred()); the execution of the other ops and of
+  // VRED MAX is not compiled: they emit TRAP(1) (docs/chip-design.md section 5), which the
+  // harness reports as the first divergence at that instruction.
   // Operands: A = X(rs1) & 0xFFFF, B = X(rs1) >> 16, C = X(rs2) & 0xFFFF, N = X(rs2) >> 16.
   // Layers: 4 gated f7 nibbles; 5 the f7 one-hot; 6 the f7 field checks and operand-range
   // enables; 7 the operand checks (thresholds of linear forms, |x| < 2^23); 8 the ANDs of
@@ -1234,6 +1241,7 @@ class Compiler {
     std::array<std::uint32_t, 7> w_gs{};
     for (unsigned gs = 0; gs <= 6; ++gs) w_gs[gs] = en(VEW, [gs](unsigned x) { return (x & 3) == 2 && ((x >> 2) & 7) == gs; });
     const std::uint32_t red_sum = en(VRED, [](unsigned x) { return (x & 3) == 1; });
+    const std::uint32_t red_sq = en(VRED, [](unsigned x) { return (x & 3) == 0; });
     const FieldRef EN = B.field("vec_enables", static_cast<std::uint32_t>(ens.size()));
     for (std::uint32_t i = 0; i < ens.size(); ++i) when(L(6), {cls(ens[i].c), f7is(ens[i].pred)}, {{EN.dim(i), 1.0}});
     auto E = [&](std::uint32_t i) { return EN[i]; };
@@ -1343,8 +1351,8 @@ class Compiler {
       when(L(8), conds, {{raw(g.code), 1.0}});
     }
     // one flag per code (layer 9), then the lowest code wins (layer 10). No trap: VLD's first
-    // byte (VLB0 of M, read at a); VEW, VFN: VWG(0); VRED SUM: VRD(0); the other ops (and VRED
-    // SUMSQ, MAX) TRAP(1), their execution is not compiled.
+    // byte (VLB0 of M, read at a); VEW, VFN: VWG(0); VRED SUM, SUMSQ: VRD(0); the other ops (and
+    // VRED MAX) TRAP(1), their execution is not compiled.
     const FieldRef VT = B.field("vec_trap", static_cast<std::uint32_t>(codes.size()));
     for (std::uint32_t i = 0; i < codes.size(); ++i) threshold(L(9), RAW[i], 1, VT.dim(i));
     std::vector<Lin> none = {f};
@@ -1362,9 +1370,9 @@ class Compiler {
     for (unsigned fn = 0; fn < 3; ++fn) EFN[fn] = E(fn_e[fn]);
     run.back() = cls(VEW) + cls(VFN);  // VEW, VFN: the word stream starts with VWG(0) (vew(), vfn())
     when(L(10), run, token_out(kVwg, 0));
-    run.back() = E(red_sum);  // VRED SUM: VRD(0) (vred())
+    run.back() = E(red_sum) + E(red_sq);  // VRED SUM, SUMSQ: VRD(0) (vred())
     when(L(10), run, token_out(kVrd, 0));
-    none.push_back(anyv - cls(VLD) - cls(VEW) - cls(VFN) - E(red_sum));
+    none.push_back(anyv - cls(VLD) - cls(VEW) - cls(VFN) - E(red_sum) - E(red_sq));
     when(L(10), none, token_out(kTrap, 1));
   }
   // ---- VR and the word streams (vector.md sections 2, 5) -------------------------------------
@@ -1628,50 +1636,88 @@ class Compiler {
     VRX = B.field("vr_x", 128);
     VRY = B.field("vr_y", 128);
     VRYS = B.field("vr_y_muls", 128);
-    // bank b of a read port in `layer`, reading word w with query q(w) (0/1), into `out` (128)
-    auto vr_head = [&](std::uint32_t layer, const std::string& name, std::uint32_t b, const std::function<Lin(std::uint32_t)>& q,
-                       const FieldRef& out) {
-        LayerBuilder& l7 = L(layer);
-        const std::uint32_t h = l7.add_head(512, 128, Activation::Relu, Activation::Relu);
-        HeadBuilder& H = l7.head(h);
-        for (std::uint32_t c = 0; c < 512; ++c) {
-          const std::uint32_t w = 2 * c + b;
-          H.q[c] = q(w);
-          H.k[c] = kw.lo[b][w & 15] + kw.hi[b][w >> 4] - 1.0;
-        }
-        for (std::uint32_t i = 0; i < 128; ++i) {
-          H.v[i] = VB[b][i] + VAL[i];
-          H.out.emplace_back(i, out.dim(i), 1.0);
-        }
-        H.beta = WR[0];
-        for (std::uint32_t m = 0; m < 4; ++m) {  // byte m of word 2 c + b: section byte 8 c + 4 b + m
-          Initialiser in;
-          in.name = std::string(name) + "_bank" + std::to_string(b) + "_byte" + std::to_string(m);
-          in.layer = layer;
-          in.head = h;
-          in.row = 32 * m;
-          in.source = ByteSourceKind::Section;
-          in.section = ".lockstep.vreg";
-          in.optional = true;
-          in.offset = 4 * b + m;
-          in.stride = 8;
-          in.length = 512;
-          in.encoding = ByteEncoding::Nibbles;
-          in.bytes_per_column = 1;
-          B.initialiser(in);
-        }
+    // A head in `layer` holding the `count` words w = first + step c (column c; all of one parity,
+    // so that the banked write keys address them), written like every copy of VR and initialised
+    // from .lockstep.vreg; it reads with query q(w) (activation act_q) into out[base .. base + 128).
+    auto vr_head = [&](std::uint32_t layer, const std::string& name, std::uint32_t first, std::uint32_t step,
+                       std::uint32_t count, const std::function<Lin(std::uint32_t)>& q, Activation act_q,
+                       const FieldRef& out, std::uint32_t base) {
+      LayerBuilder& lh = L(layer);
+      const std::uint32_t b = first & 1, h = lh.add_head(count, 128, Activation::Relu, act_q);
+      HeadBuilder& H = lh.head(h);
+      for (std::uint32_t c = 0; c < count; ++c) {
+        const std::uint32_t w = first + step * c;
+        H.q[c] = q(w);
+        H.k[c] = kw.lo[b][w & 15] + kw.hi[b][w >> 4] - 1.0;
+      }
+      for (std::uint32_t i = 0; i < 128; ++i) {
+        H.v[i] = VB[b][i] + VAL[i];
+        H.out.emplace_back(i, out.dim(base + i), 1.0);
+      }
+      H.beta = WR[0];
+      for (std::uint32_t m = 0; m < 4; ++m) {  // byte m of word first + step c: section byte 4 (first + step c) + m
+        Initialiser in;
+        in.name = name + "_byte" + std::to_string(m);
+        in.layer = layer;
+        in.head = h;
+        in.row = 32 * m;
+        in.source = ByteSourceKind::Section;
+        in.section = ".lockstep.vreg";
+        in.optional = true;
+        in.offset = 4 * first + m;
+        in.stride = 4 * step;
+        in.length = count;
+        in.encoding = ByteEncoding::Nibbles;
+        in.bytes_per_column = 1;
+        B.initialiser(in);
+      }
+    };
+    // bank b of a read port (word 2 c + b in column c)
+    auto bank = [&](std::uint32_t layer, const std::string& name, std::uint32_t b, const std::function<Lin(std::uint32_t)>& q,
+                    const FieldRef& out, Activation act_q = Activation::Relu, std::uint32_t base = 0) {
+      vr_head(layer, name + "_bank" + std::to_string(b), b, 2, 512, q, act_q, out, base);
     };
     for (const auto& [N0, N12, out, name, layer] :
          {std::tuple{NX0, NX12, VRX, "vr_port_x", 7u}, std::tuple{NY0, NY12, VRY, "vr_port_y", 7u},
           std::tuple{NS0, NS12, VRYS, "vr_port_s", 8u}})
       for (std::uint32_t b = 0; b < 2; ++b)
-        vr_head(layer, name, b, [&, N0 = N0, N12 = N12](std::uint32_t w) { return N0[w & 15] + N12[w >> 4] - 1.0; }, out);
+        bank(layer, name, b, [&, N0 = N0, N12 = N12](std::uint32_t w) { return N0[w & 15] + N12[w >> 4] - 1.0; }, out);
     // VRED's span read (vred()): the words of group k's span, [lo, hi) (VSPAN_, layer 6), both
     // banks into one field: per nibble i and value v, the number of words of the span whose
     // nibble i is v (<= 64)
     VRCNT_ = B.field("vred_nibble_counts", 128);
-    for (std::uint32_t b = 0; b < 2; ++b)
-      vr_head(7, "vr_span", b, [&](std::uint32_t w) { return VSPAN_[w]; }, VRCNT_);
+    for (std::uint32_t b = 0; b < 2; ++b) bank(7, "vr_span", b, [&](std::uint32_t w) { return VSPAN_[w]; }, VRCNT_);
+    // VRED SUMSQ (vred()): 64 lane heads (lane l holds the words 64 c + l), read with the span
+    // mask (a group's span has at most one word per lane): the group's words side by side
+    // (layer 7); then, per nibble j, the query q_j(w) = s_j(w), word w's nibble j (nibble 7
+    // signed) where w is in the span (layer 7's MLP, on SUMSQ's VRD steps only), and 8 heads
+    // per bank (layer 8) reading with it: R_j[i][a] = sum over the span of s_j(w) [d_i(w) = a],
+    // so that the sum of squares is linear in them (a read is linear in its query).
+    VLANE_ = B.field("vr_lanes", 64 * 128);
+    for (std::uint32_t l = 0; l < 64; ++l)
+      vr_head(7, "vr_lane" + std::to_string(l), l, 64, 16, [&](std::uint32_t w) { return VSPAN_[w]; }, Activation::Relu, VLANE_,
+              128 * l);
+    const FieldRef WQ = B.field("vred_square_queries", 8 * 1024);
+    LayerBuilder& l7 = L(7);
+    for (std::uint32_t w = 0; w < 1024; ++w) {
+      const std::uint32_t l = w & 63;
+      for (std::uint32_t j = 0; j < 8; ++j) {
+        Lin pos, neg;
+        for (std::uint32_t v = 0; v < 16; ++v) {
+          const Lin d = VLANE_[128 * l + 16 * j + v];
+          if (j == 7 && v >= 8) neg += d * static_cast<double>(16 - v);
+          else pos += d * static_cast<double>(v);
+        }
+        const Lin on = VSPAN_[w] * 16.0 + VRQ_[0] * 16.0 - 32.0;
+        l7.unit_out(l7.relu_unit(pos + on), WQ.dim(1024 * j + w), 1.0);
+        if (j == 7) l7.unit_out(l7.relu_unit(neg + on), WQ.dim(1024 * j + w), -1.0);
+      }
+    }
+    VRSQ_ = B.field("vred_square_reads", 8 * 128);
+    for (std::uint32_t j = 0; j < 8; ++j)
+      for (std::uint32_t b = 0; b < 2; ++b)
+        bank(8, "vr_square" + std::to_string(j), b, [&, j](std::uint32_t w) { return WQ[1024 * j + w]; }, VRSQ_,
+             Activation::Identity, 128 * j);
   }
 
   // An exact sum of signed products sum_t x_t·y_t plus a constant, modulo 2^(4 cols), as digit
@@ -2162,6 +2208,12 @@ class Compiler {
   // every other step), then VSPAN_[w] = [lo <= w < hi] for every word w (layer 6, four units per
   // word); VR's span heads (vr_file(), layer 7) read the span's nibble counts with it. Also the
   // last group's k, (n - 1) >> 6, as a one-hot on VRED words (VKL_, layer 5).
+  Lin f7_mode(unsigned mode) const {  // [f7 & 3 = mode] on custom-1 words (F7X_, layer 5)
+    Lin l;
+    for (unsigned x = 0; x < 128; ++x)
+      if ((x & 3) == mode) l += F7X_[x];
+    return l;
+  }
   void vred_span() {
     const Lin g = k(kVrd), Bv = half(RV1, 1), N = half(RV2, 1), one = Lin::constant(1);
     const Lin kv = oh_value(field_oh(VRDK_, 0, 16));
@@ -2179,6 +2231,8 @@ class Compiler {
             return x < 0 ? SparseVec{} : SparseVec{{VKL_.dim(static_cast<std::uint32_t>(x >> 6) & 15), 1.0}};
           },
           {PRE[VRED]});
+    VRQ_ = B.field("vred_sumsq_group_step", 1);  // the step consumes VRD(k) of a VRED SUMSQ (layer 6)
+    when(L(6), {g, cls(VRED), f7_mode(0)}, {{VRQ_.dim(), 1.0}});
     VSPAN_ = B.field("vred_span", 1024);
     LayerBuilder& l6 = L(6);
     const Lin off = g * 2048.0 - 2048.0;  // [lo <= w] - [hi <= w], each ReLU(w + 1 - x) - ReLU(w - x)
@@ -2191,8 +2245,53 @@ class Compiler {
     }
   }
 
+  // Pre-split of column sums X_c (integers 0..max_cs[c]) before column_digits(), so that no
+  // unit's partial sum of terms nears 2^24 (a threshold split of values up to ~2^14 in steps of
+  // 16 would sum ~1,000 pairs of large terms into one dimension): the thermometer [X_c >= 256 t]
+  // into one dimension per t (layer l); R_c = X_c - 256 H_c (0..255, H_c = floor(X_c / 256))
+  // split into R_c mod 16 (column c) and floor(R_c / 16) (column c + 1), and H_c into column
+  // c + 2 (layer l + 1). Returns the new column sums and their bounds (same number of columns:
+  // carries out of the top column are dropped, as modulo 2^(4 cols)).
+  std::pair<std::vector<Lin>, std::vector<unsigned>> presplit(const std::string& name, std::uint32_t l, const std::vector<Lin>& X,
+                                                               const std::vector<unsigned>& max_cs) {
+    const std::uint32_t cols = static_cast<std::uint32_t>(X.size());
+    std::vector<unsigned> next(cols, 0);
+    const FieldRef S1 = B.field(name + "_cols_presplit", cols);
+    LayerBuilder& la = L(l);
+    LayerBuilder& lb = L(l + 1);
+    for (std::uint32_t c = 0; c < cols; ++c) {
+      const unsigned nh = max_cs[c] / 256;
+      Lin R = X[c];
+      if (nh > 0) {
+        const FieldRef TH = B.field(name + "_col" + std::to_string(c) + "_thermometer", nh);
+        Lin H;
+        for (unsigned t = 1; t <= nh; ++t) {
+          threshold(la, X[c], 256.0 * t, TH.dim(t - 1));
+          H += TH[t - 1];
+        }
+        R -= H * 256.0;
+        if (c + 2 < cols) {
+          pass(lb, H, S1.dim(c + 2));
+          next[c + 2] += nh;
+        }
+      }
+      const unsigned rmax = std::min(max_cs[c], 255u);
+      pass(lb, R, S1.dim(c));
+      for (unsigned t = 1; 16 * t <= rmax; ++t) {
+        threshold(lb, R, 16.0 * t, S1.dim(c), -16);
+        if (c + 1 < cols) threshold(lb, R, 16.0 * t, S1.dim(c + 1), 1);
+      }
+      next[c] += std::min(rmax, 15u);
+      if (c + 1 < cols) next[c + 1] += rmax / 16;
+    }
+    std::vector<Lin> out;
+    for (std::uint32_t c = 0; c < cols; ++c) out.push_back(S1[c]);
+    return {out, next};
+  }
+
   // VRED SUM (vector.md sections 4.7, 5): VRD(k) for every group k = 0 .. (n - 1) >> 6, then the
-  // word stream of z = sat32(rnd(acc, SH)), acc = sum_i x_i.
+  // word stream of z = sat32(rnd(acc, SH)), acc = sum_i x_i (SUMSQ: vred_sumsq(), the same
+  // sequence).
   // - VRD(k) step: the span heads (layer 7) give per nibble i and value v the number of the
   //   group's words with that nibble; the group's column sums S_i = sum_v v cnt_i[v] (nibble 7
   //   signed: |S_7| <= 8 * 64) are linear in them and go to the slot of k (layer 8).
@@ -2204,13 +2303,17 @@ class Compiler {
   //   equal (counts of ones and zeros, 13; flags, 14); the byte's nibble one-hots (14); the byte
   //   or a byte of 2^31 - 1 / -2^31 (15).
   // The sequence: VRD(k + 1) after VRD(k) until k = (n - 1) >> 6, then VWG(0), VW00..VW03; after
-  // VW03 the instruction ends (its word is written by vr_file()). SUMSQ and MAX are not compiled
-  // (TRAP(1), vector_traps()).
+  // VW03 the instruction ends (its word is written by vr_file()). MAX is not compiled (TRAP(1),
+  // vector_traps()).
   void vred() {
     const Lin one = Lin::constant(1), red = cls(VRED);
-    VRG_ = B.field("vred_value_steps", 4);  // [VRED, the next token is value byte m] (layer 6)
-    when(L(6), {red, k(kVwg)}, {{VRG_.dim(0), 1.0}});
-    for (std::uint32_t m = 1; m < 4; ++m) when(L(6), {red, k(vw(0, m - 1))}, {{VRG_.dim(m), 1.0}});
+    VRG_ = B.field("vred_value_steps", 4);  // [VRED SUM, the next token is value byte m] (layer 6)
+    const FieldRef VRGQ = B.field("vred_sumsq_value_steps", 4);  // ... of VRED SUMSQ
+    for (std::uint32_t m = 0; m < 4; ++m) {
+      const Lin consumed = m == 0 ? k(kVwg) : k(vw(0, m - 1));
+      when(L(6), {red, consumed, f7_mode(1)}, {{VRG_.dim(m), 1.0}});
+      when(L(6), {red, consumed, f7_mode(0)}, {{VRGQ.dim(m), 1.0}});
+    }
     const Lin gv = VRG_[0] + VRG_[1] + VRG_[2] + VRG_[3];
     // the sequence (layer 9; the last group from layer 6)
     const FieldRef EQK = B.field("vred_at_last_group", 1);
@@ -2263,41 +2366,7 @@ class Compiler {
     X[11] = XB[0] * 15.0;
     max_cs[10] = 14;
     max_cs[11] = 15;
-    // Pre-split (layers 8, 9), so that no partial sum of a unit's terms nears 2^24 (a threshold
-    // at 16 t of a value near 2^14 would need ~1,000 pairs of large terms in one sum): the
-    // thermometer [X_c >= 256 t] into one dimension per t (8); R_c = X_c - 256 H_c (0..255,
-    // H_c = floor(X_c / 256)) split into R_c mod 16 (column c) and floor(R_c / 16) (column c + 1),
-    // and H_c into column c + 2 (9).
-    std::vector<std::vector<Lin>> th(12);
-    std::vector<unsigned> next(12, 0);
-    const FieldRef S1 = B.field("vred_sum_cols_presplit", 12);
-    LayerBuilder& l8m = L(8);
-    LayerBuilder& l9m = L(9);
-    for (std::uint32_t c = 0; c < 12; ++c) {
-      const unsigned nh = max_cs[c] / 256;
-      Lin R = X[c];
-      if (nh > 0) {
-        const FieldRef TH = B.field("vred_sum_col" + std::to_string(c) + "_thermometer", nh);
-        Lin H;
-        for (unsigned t = 1; t <= nh; ++t) {
-          threshold(l8m, X[c], 256.0 * t, TH.dim(t - 1));
-          H += TH[t - 1];
-        }
-        R -= H * 256.0;
-        if (c + 2 < 12) pass(l9m, H, S1.dim(c + 2));
-        if (c + 2 < 12) next[c + 2] += nh;
-      }
-      const unsigned rmax = std::min(max_cs[c], 255u);
-      pass(l9m, R, S1.dim(c));
-      for (unsigned t = 1; 16 * t <= rmax; ++t) {
-        threshold(l9m, R, 16.0 * t, S1.dim(c), -16);
-        if (c + 1 < 12) threshold(l9m, R, 16.0 * t, S1.dim(c + 1), 1);
-      }
-      next[c] += std::min(rmax, 15u);
-      if (c + 1 < 12) next[c + 1] += rmax / 16;
-    }
-    std::vector<Lin> X2;
-    for (std::uint32_t c = 0; c < 12; ++c) X2.push_back(S1[c]);
+    const auto [X2, next] = presplit("vred_sum", 8, X, max_cs);
     std::uint32_t done = 0;
     const FieldRef DG = column_digits("vred_sum", 10, X2, next, gv, &done);
     if (done != 12) throw std::logic_error("vred: the digits are not ready at layer 12");
@@ -2346,6 +2415,128 @@ class Compiler {
       const unsigned hi = m < 3 ? 0xFF : 0x7F, lo = m < 3 ? 0x00 : 0x80;
       when(l15, {OV[0], VRG_[m]}, {{NPL.dim(hi & 15), 1.0}, {NPH.dim(hi >> 4), 1.0}});
       when(l15, {OV[1], VRG_[m]}, {{NPL.dim(lo & 15), 1.0}, {NPH.dim(lo >> 4), 1.0}});
+    }
+    vred_sumsq(VRGQ);
+  }
+
+  // VRED SUMSQ (vector.md section 4.7): z = sat32(rnd(sum_i x_i^2, 16 + SH)), on vred()'s sequence.
+  // - VRD(k) step: vr_file()'s square reads give R_j[i][a] = sum over the group's span of
+  //   s_j(w) [d_i(w) = a] (layer 8), so the group's sum of squares sum_{i,j} 16^(i+j) sum_a
+  //   s_i(a) R_j[i][a] is linear in them (s: a nibble's value, nibble 7 signed): column sums per
+  //   i + j, each biased to >= 0 with the biases' total subtracted as constant nibbles, modulo
+  //   2^72 (the group's sum is < 2^68); presplit() (layers 8, 9), column_digits() (10..13);
+  //   the 18 digits go to the slot of k (layer 14).
+  // - Value steps: one read of the slots 0..(n - 1) >> 6 (column sums <= 240; layer 14), plus
+  //   the rounding bit 2^(15 + SH), column_digits() modulo 2^76 (layers 14..16); the bits of
+  //   floor(. / 2^(16 + SH)) and the ones among bits 47 + SH .. 75 (17: the sum is >= 0, so the
+  //   result saturates only up, when one of them is set); the byte or a byte of 2^31 - 1 (18).
+  void vred_sumsq(const FieldRef& VRGQ) {
+    const Lin gq = VRQ_[0];
+    const Lin gvq = VRGQ[0] + VRGQ[1] + VRGQ[2] + VRGQ[3];
+    constexpr std::uint32_t kCols = 18;
+    std::vector<Lin> X(kCols);
+    std::vector<long long> lo(kCols, 0), hi(kCols, 0);  // bounds of the columns' values
+    auto sv = [](std::uint32_t i, std::uint32_t a) { return (i == 7 && a >= 8) ? static_cast<int>(a) - 16 : static_cast<int>(a); };
+    for (std::uint32_t i = 0; i < 8; ++i)
+      for (std::uint32_t j = 0; j < 8; ++j) {
+        Lin P;
+        for (std::uint32_t a = 0; a < 16; ++a) {
+          const int v = sv(i, a);
+          if (v != 0) P += VRSQ_[128 * j + 16 * i + a] * static_cast<double>(v);
+        }
+        X[i + j] += P;
+        const long long mi = i == 7 ? -8 : 0, Mi = i == 7 ? 7 : 15, mj = j == 7 ? -8 : 0, Mj = j == 7 ? 7 : 15;
+        const std::array<long long, 4> pr = {mi * mj, mi * Mj, Mi * mj, Mi * Mj};
+        lo[i + j] += 64 * *std::min_element(pr.begin(), pr.end());
+        hi[i + j] += 64 * *std::max_element(pr.begin(), pr.end());
+      }
+    std::vector<unsigned> max_cs(kCols, 0);
+    const unsigned __int128 mod = static_cast<unsigned __int128>(1) << (4 * kCols);
+    unsigned __int128 bias_total = 0;
+    for (std::uint32_t c = 0; c < kCols; ++c) {
+      const long long bias = -lo[c];
+      if (bias > 0) X[c] += gq * static_cast<double>(bias);
+      max_cs[c] = static_cast<unsigned>(hi[c] + bias);
+      bias_total = (bias_total + (static_cast<unsigned __int128>(bias) << (4 * c))) % mod;
+    }
+    const unsigned __int128 konst = (mod - bias_total) % mod;  // -sum bias_c 16^c modulo 2^72
+    for (std::uint32_t c = 0; c < kCols; ++c) {
+      const unsigned kc = static_cast<unsigned>((konst >> (4 * c)) & 15);
+      if (kc == 0) continue;
+      X[c] += gq * static_cast<double>(kc);
+      max_cs[c] += kc;
+    }
+    const auto [X2, next] = presplit("vred_sumsq", 8, X, max_cs);
+    std::uint32_t done = 0;
+    const FieldRef DG = column_digits("vred_sumsq_group", 10, X2, next, gq, &done);
+    if (done != 13) throw std::logic_error("vred_sumsq: the group's digits are not ready at layer 13");
+    // the group slots (layer 14): key k, value the 18 digits; read on the value steps over k <= last
+    const FieldRef T = B.field("vred_sumsq_column_sums", kCols);
+    LayerBuilder& l14 = L(14);
+    const std::uint32_t h = l14.add_head(16, kCols, Activation::Relu, Activation::Relu);
+    HeadBuilder& H = l14.head(h);
+    for (std::uint32_t j = 0; j < 16; ++j) {
+      H.k[j] = VRDK_[j];
+      Lin upto;
+      for (std::uint32_t kk = j; kk < 16; ++kk) upto += VKL_[kk];
+      H.q[j] = upto + gvq - 1.0;
+    }
+    for (std::uint32_t c = 0; c < kCols; ++c) {
+      H.v[c] = oh_value(field_oh(DG, 16 * c, 16));
+      H.out.emplace_back(c, T.dim(c), 1.0);
+    }
+    H.beta = gq;
+    // SH (f7 = SH << 2) on the value steps, and the rounding bit 2^(15 + SH) (layer 7)
+    constexpr std::uint32_t kCols2 = 19;  // the total is <= 1,024 * 2^62 = 2^72
+    const FieldRef SHG = B.field("vred_sumsq_shift", 32), RC = B.field("vred_sumsq_round_bit", kCols2);
+    for (std::uint32_t p = 0; p < 32; ++p)
+      when(L(7), {F7X_[4 * p], gvq}, {{SHG.dim(p), 1.0}, {RC.dim((15 + p) >> 2), static_cast<double>(1u << ((15 + p) & 3))}});
+    std::vector<Lin> Y(kCols2);
+    std::vector<unsigned> ymax(kCols2, 0);
+    for (std::uint32_t c = 0; c < kCols2; ++c) {
+      if (c < kCols) Y[c] += T[c];
+      Y[c] += RC[c];
+      ymax[c] = (c < kCols ? 16 * 15 : 0) + 8;
+    }
+    const FieldRef DA = column_digits("vred_sumsq_acc", 14, Y, ymax, gvq, &done);
+    if (done != 16) throw std::logic_error("vred_sumsq: the sum's digits are not ready at layer 16");
+    auto bit = [&](std::uint32_t i) {  // bit i of acc + 2^(15 + SH) (< 2^76)
+      Lin l;
+      for (std::uint32_t v = 0; v < 16; ++v)
+        if ((v >> (i & 3)) & 1) l += DA[16 * (i >> 2) + v];
+      return l;
+    };
+    // layer 17: the result's bits 0..31 and the ones among bits 47 + SH .. 75
+    const FieldRef RB = B.field("vred_sumsq_result_bits", 32), U = B.field("vred_sumsq_high_ones", 1);
+    LayerBuilder& l17 = L(17);
+    for (std::uint32_t j = 0; j < 32; ++j)
+      for (std::uint32_t p = 0; p < 32; ++p)
+        if (j + 16 + p < 4 * kCols2) when(l17, {SHG[p], bit(j + 16 + p)}, {{RB.dim(j), 1.0}});
+    for (std::uint32_t p = 0; 47 + p < 4 * kCols2; ++p) {
+      Lin ones;
+      for (std::uint32_t i = 47 + p; i < 4 * kCols2; ++i) ones += bit(i);
+      const double span = 4.0 * kCols2 - 47.0;  // >= the number of those bits
+      l17.unit_out(l17.relu_unit(ones + SHG[p] * span - span), U.dim(), 1.0);
+    }
+    // layer 18: the byte (not when a bit above is set), or a byte of 2^31 - 1
+    LayerBuilder& l18 = L(18);
+    const Lin one = Lin::constant(1);
+    for (std::uint32_t m = 0; m < 4; ++m) {
+      for (std::uint32_t half_ = 0; half_ < 2; ++half_)
+        for (std::uint32_t v = 0; v < 16; ++v) {
+          Lin pre = VRGQ[m] - 4.0 - U[0];
+          for (std::uint32_t b = 0; b < 4; ++b) {
+            const Lin rb = RB[8 * m + 4 * half_ + b];
+            pre += ((v >> b) & 1) ? rb : one - rb;
+          }
+          l18.unit_out(l18.relu_unit(pre), half_ == 0 ? NPL.dim(v) : NPH.dim(v), 1.0);
+        }
+      const unsigned sat = m < 3 ? 0xFF : 0x7F;
+      const std::uint32_t a = l18.relu_unit(U[0] + VRGQ[m] * 30.0 - 30.0), b = l18.relu_unit(U[0] + VRGQ[m] * 30.0 - 31.0);
+      for (const std::uint32_t d : {NPL.dim(sat & 15), NPH.dim(sat >> 4)}) {
+        l18.unit_out(a, d, 1.0);
+        l18.unit_out(b, d, -1.0);
+      }
     }
   }
 
@@ -3417,7 +3608,8 @@ class Compiler {
     B.bound("embed", -1, 255);
     B.bound("logits", -1, 4);
     for (int l = 0; l < static_cast<int>(kNumLayers); ++l) {
-      for (const char* a : {"mem.k", "mem.q", "mem.beta"}) B.bound(a, l, 1);
+      for (const char* a : {"mem.k", "mem.beta"}) B.bound(a, l, 1);
+      B.bound("mem.q", l, l == 8 ? 16 : 1);  // layer 8: VRED SUMSQ's weighted queries (|q| <= 15)
       // layer 8 holds VRED's group sums (|S| <= 960) and their total (<= 15,360; vred())
       for (const char* a : {"mem.v", "mem.state", "mem.o"}) B.bound(a, l, l == 8 ? 16384 : 255);
       // deeper residuals hold byte sums (<= 511); from layer 5 VRED's span bounds (<= 1,088),
@@ -3427,7 +3619,7 @@ class Compiler {
       // layers 6-7 hold the ECALL buffer check's 16-bit half sums (< 2^18); layer 5 VRED's span
       // bounds (|pre| < 2^18); layer 7 the vector ops' operand checks (|pre| < 2^24,
       // vector_traps()); layers 8..10 VRED's column splits (<= 15,368)
-      const double pre = l == 7 ? 16777216 : (l == 5 || l == 6) ? 262144 : (l >= 8 && l <= 10) ? 32768 : 1024;
+      const double pre = l == 7 ? 16777216 : (l >= 5 && l <= 9) ? 262144 : l == 10 ? 32768 : 1024;
       for (const char* a : {"mlp.pre", "mlp.u", "mlp.hidden"}) B.bound(a, l, pre);
       B.bound("mlp.resid", l, resid);
     }
@@ -3473,7 +3665,8 @@ std::vector<std::string> rv32_coverage() {
       "VEW ADD, MUL, MULS (every GS), ROT (in place too): VWG(g) and VW_qm per element, sat32, rnd half up; TRAP(16/17/18/20/23)",
       "VFN RSQRT, RECIP, SILU: the word stream of z, from the spec's RSQ/RCP/SIG formulas; TRAP(16/17/18/20)",
       "VRED SUM: VRD(k) per group of 64 (a span read of nibble counts), then the word stream of sat32(rnd(sum, SH)); TRAP(16/17/18)",
-      "VMAT, VMATR, VQ, VEXP, VRED SUMSQ/MAX: every trap of vector.md section 6 with the lowest code; without a trap TRAP(1) (execution not compiled)",
+      "VRED SUMSQ: VRD(k) per group of 64 (64 lane reads, weighted-query reads), then the word stream of sat32(rnd(sum of squares, 16 + SH))",
+      "VMAT, VMATR, VQ, VEXP, VRED MAX: every trap of vector.md section 6 with the lowest code; without a trap TRAP(1) (execution not compiled)",
   };
 }
 
