@@ -229,8 +229,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--ops", args->ops,
                   "Comma-separated mnemonics or classes to generate (e.g. add,sub,bn.addc or mul; default: every "
                   "scalar op). Vector ops the chip executes, only when named: vld, vew (= vew.add, vew.mul, "
-                  "vew.muls, vew.rot), vfn (= vfn.rsqrt, vfn.recip, vfn.silu), vred.sum; not vmat, vmatr, vq, vexp, "
-                  "vred.sumsq, vred.max (only their traps are compiled)");
+                  "vew.muls, vew.rot), vfn (= vfn.rsqrt, vfn.recip, vfn.silu), vred.sum, vred.sumsq; not vmat, vmatr, "
+                  "vq, vexp, vred.max (only their traps are compiled)");
   auto* seed_opt = cmd->add_option("--seed", args->seed, "Campaign seed (default: a random one, printed)");
   cmd->add_option("--programs", args->programs, "Programs of the whole campaign (indices FIRST..FIRST+N-1; default 100)");
   cmd->add_option("--time", args->time, "Run for this long instead (90, 90s, 5m, 2h); with --programs, whichever ends first");
@@ -272,9 +272,9 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     std::uint64_t programs = args->programs;
     if (programs == 0 && time_limit == 0) programs = 100;
     std::vector<const ref::Encoding*> ops;
-    unsigned vew_modes = 0, vfn_fns = 0;
+    unsigned vew_modes = 0, vfn_fns = 0, vred_modes = 0;
     try {
-      ops = campaign::select_ops(args->ops, &vew_modes, &vfn_fns);
+      ops = campaign::select_ops(args->ops, &vew_modes, &vfn_fns, &vred_modes);
     } catch (const campaign::OpsError& e) {
       throw UsageError(e.what());
     }
@@ -316,7 +316,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     }
 
     std::ostream& out = ctx.out();
-    const std::string op_names = campaign::ops_list(ops, vew_modes, vfn_fns);
+    const std::string op_names = campaign::ops_list(ops, vew_modes, vfn_fns, vred_modes);
     out << "lockstep fuzz: seed " << seed << " (repeat with --seed " << seed << "), shard " << shard_i << "/"
         << shard_n << ", mode " << args->mode << ", chip " << chip.source << " (" << chip.hash << "), "
         << ops.size() << " ops: " << op_names << "\n"
@@ -424,7 +424,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
           next = end;
           break;
         }
-        batch.push_back(campaign::generate(campaign::program_seed(seed, k), k, ops, vew_modes, vfn_fns));
+        batch.push_back(campaign::generate(campaign::program_seed(seed, k), k, ops, vew_modes, vfn_fns, vred_modes));
         next = k + 1;
       }
       if (batch.empty()) break;

@@ -47,14 +47,14 @@ std::string_view class_name(InsnClass cls) {
 namespace {
 
 // The vector ops the chip executes (docs/chip-design.md section 3.6): VLD, VEW (ADD, MUL, MULS,
-// ROT), VFN (RSQRT, RECIP, SILU) and VRED SUM. They are fuzzed only when asked for (--ops vld,
-// vew, vfn, vred.sum), so the default mix stays the scalar machine. The other four ops, and VRED
-// SUMSQ and MAX, have only their traps compiled.
+// ROT), VFN (RSQRT, RECIP, SILU) and VRED SUMSQ and SUM. They are fuzzed only when asked for
+// (--ops vld, vew, vfn, vred.sum, vred.sumsq), so the default mix stays the scalar machine. The
+// other four ops, and VRED MAX, have only their traps compiled.
 bool fuzzable(const Encoding& e) {
   return e.cls != InsnClass::kSystem &&
          (e.cls != InsnClass::kVector || e.op == Op::kVld || e.op == Op::kVew || e.op == Op::kVfn);
 }
-constexpr const char* kVredSumName = "vred.sum";
+constexpr const char* kVredModeNames[] = {"vred.sumsq", "vred.sum"};  // MODE 0, 1 (MAX is not compiled)
 
 // VEW modes and VFN functions by --ops name (vector.md sections 4.5, 4.6; ref::vector_mnemonic's
 // spelling).
@@ -64,8 +64,8 @@ constexpr const char* kVfnFnNames[] = {"vfn.rsqrt", "vfn.recip", "vfn.silu"};
 std::string vector_refusal(const std::string& name) {
   return "--ops: " + name +
          " is a vector-unit op whose execution the chip does not compile yet, only its traps (not fuzzed: "
-         "vmat, vmatr, vq, vexp, vred.sumsq, vred.max; fuzzed: vld, vew.add, vew.mul, vew.muls, vew.rot, vfn.rsqrt, "
-         "vfn.recip, vfn.silu, vred.sum)";
+         "vmat, vmatr, vq, vexp, vred.max; fuzzed: vld, vew.add, vew.mul, vew.muls, vew.rot, vfn.rsqrt, "
+         "vfn.recip, vfn.silu, vred.sumsq, vred.sum)";
 }
 
 std::string refusal(const Encoding& e) {
@@ -75,9 +75,10 @@ std::string refusal(const Encoding& e) {
 
 }  // namespace
 
-std::vector<const Encoding*> select_ops(const std::string& list, unsigned* vew_modes, unsigned* vfn_fns) {
+std::vector<const Encoding*> select_ops(const std::string& list, unsigned* vew_modes, unsigned* vfn_fns,
+                                       unsigned* vred_modes) {
   std::set<const Encoding*> chosen;
-  unsigned modes = 0, fns = 0;
+  unsigned modes = 0, fns = 0, red = 0;
   std::string lowered;
   for (char c : list) lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::vector<std::string> names;
@@ -117,11 +118,13 @@ std::vector<const Encoding*> select_ops(const std::string& list, unsigned* vew_m
       fns |= 1u << f;
       found = true;
     }
-    if (n == kVredSumName) {  // VRED: the SUM mode alone
+    for (unsigned m = 0; m < 2; ++m) {  // VRED: SUMSQ, SUM
+      if (n != kVredModeNames[m]) continue;
       chosen.insert(&ref::encoding_of(Op::kVred));
-      continue;
+      red |= 1u << m;
+      found = true;
     }
-    if (n == "vred" || n == "vred.sumsq" || n == "vred.max") throw OpsError(vector_refusal(n));
+    if (n == "vred" || n == "vred.max") throw OpsError(vector_refusal(n));
     if (found) continue;
     for (const Encoding& e : ref::encoding_table()) {
       if (class_name(e.cls) == n) {
@@ -147,10 +150,11 @@ std::vector<const Encoding*> select_ops(const std::string& list, unsigned* vew_m
     if (chosen.count(&e)) out.push_back(&e);
   if (vew_modes) *vew_modes = modes;
   if (vfn_fns) *vfn_fns = fns;
+  if (vred_modes) *vred_modes = red;
   return out;
 }
 
-std::string ops_list(std::span<const Encoding* const> ops, unsigned vew_modes, unsigned vfn_fns) {
+std::string ops_list(std::span<const Encoding* const> ops, unsigned vew_modes, unsigned vfn_fns, unsigned vred_modes) {
   std::string s;
   // A row with only some of its modes (functions) selected: their names.
   auto names = [&](unsigned mask, unsigned all, const char* const* mode_names, unsigned count) {
@@ -162,7 +166,13 @@ std::string ops_list(std::span<const Encoding* const> ops, unsigned vew_modes, u
   for (const Encoding* e : ops) {
     if (e->op == Op::kVew && names(vew_modes, kVewFuzzedModes, kVewModeNames, 4)) continue;
     if (e->op == Op::kVfn && names(vfn_fns, kVfnFuzzedFns, kVfnFnNames, 3)) continue;
-    s += (s.empty() ? "" : ",") + std::string(e->op == Op::kVred ? kVredSumName : e->mnemonic);
+    if (e->op == Op::kVred) {  // always by mode: the row's MAX is not fuzzed
+      const unsigned m = (vred_modes & kVredFuzzedModes) ? vred_modes & kVredFuzzedModes : kVredFuzzedModes;
+      for (unsigned k = 0; k < 2; ++k)
+        if (m >> k & 1) s += (s.empty() ? "" : ",") + std::string(kVredModeNames[k]);
+      continue;
+    }
+    s += (s.empty() ? "" : ",") + std::string(e->mnemonic);
   }
   return s;
 }
@@ -309,6 +319,7 @@ struct Generator {
   std::vector<bool> landing;    // per item: a forward branch may target it
   unsigned vew_modes = 0;       // VEW modes to draw (kVew* mask)
   unsigned vfn_fns = 0;         // VFN functions to draw (kVfn* mask)
+  unsigned vred_modes = 0;      // VRED modes to draw (kVred* mask)
   struct VrSpan {
     u32 start, n;
   };
@@ -788,7 +799,8 @@ struct Generator {
     vector_word(Op::kVfn, rd, fn, x1, x2, x0, same, avoid, land);
   }
 
-  // One VRED SUM (section 4.7: A = dst, B = src, N = n; C is ignored and random) with its operand
+  // One VRED of the selected modes (SUM, SUMSQ; section 4.7: A = dst, B = src, N = n; C is ignored
+  // and random) with its operand
   // registers set just before it: n at group edges (1, 63..65, 128, 129, 1023, 1024) or any, the
   // source at or inside an earlier destination half the time (a VRED's result is one word), dst
   // anywhere (inside the source span a third of the time: one word written after all reads), SH
@@ -806,7 +818,8 @@ struct Generator {
       case 3: sh = 31; break;
       default: sh = rng.below(32); break;
     }
-    u32 mode = 1, rd = 0, src = vr_start(n), dst = rng.chance(3) ? src + rng.below(n) : rng.below(kVr);
+    u32 mode = vred_modes == kVredFuzzedModes ? rng.below(2) : (vred_modes & kVredSum) ? 1 : 0;
+    u32 rd = 0, src = vr_start(n), dst = rng.chance(3) ? src + rng.below(n) : rng.below(kVr);
     u32 c = rng.chance(2) ? 0 : rng.below(65536);
     bool same = false;
     if (n <= 512 && rng.chance(16)) {  // rs1 = rs2: A = C = dst, B = N = n
@@ -918,13 +931,14 @@ struct Generator {
 }  // namespace
 
 Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encoding* const> ops, unsigned vew_modes,
-                 unsigned vfn_fns) {
+                 unsigned vfn_fns, unsigned vred_modes) {
   if (ops.empty()) throw OpsError("--ops: no op selected");
   progen::Random rng(seed);
-  Generator g{rng, ops, {}, {}, {}, 0, 0, {}, 0, false};
+  Generator g{rng, ops, {}, {}, {}, 0, 0, 0, {}, 0, false};
   const bool has_vew = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVew; });
   const bool has_vfn = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVfn; });
   const bool has_vred = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVred; });
+  g.vred_modes = (vred_modes & kVredFuzzedModes) ? vred_modes & kVredFuzzedModes : kVredFuzzedModes;
   g.vew_modes = (vew_modes & kVewFuzzedModes) ? vew_modes & kVewFuzzedModes : kVewFuzzedModes;
   g.vfn_fns = !has_vfn ? 0 : (vfn_fns & kVfnFuzzedFns) ? vfn_fns & kVfnFuzzedFns : kVfnFuzzedFns;
   // Weighted mix: every class its weight (shared by its rows), one focus class x6.
