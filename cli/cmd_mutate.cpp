@@ -144,15 +144,16 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       }
     }
     std::vector<const ref::Encoding*> ops;
+    unsigned vew_modes = 0, vfn_fns = 0, vred_modes = 0;  // single modes (vfn.silu) as fuzz takes them
     try {
-      ops = campaign::select_ops(a->ops);
+      ops = campaign::select_ops(a->ops, &vew_modes, &vfn_fns, &vred_modes);
     } catch (const campaign::OpsError& e) {
       throw InputError(e.what());
     }
     auto make_programs = [&](std::uint64_t campaign_seed, std::uint64_t n) {
       std::vector<engine::Guest> v;
       for (std::uint64_t k = 0; k < n; ++k)
-        v.push_back(campaign::generate(campaign::program_seed(campaign_seed, k), k, ops).guest());
+        v.push_back(campaign::generate(campaign::program_seed(campaign_seed, k), k, ops, vew_modes, vfn_fns, vred_modes).guest());
       return v;
     };
     const std::vector<engine::Guest> programs =
