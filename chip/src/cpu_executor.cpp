@@ -572,8 +572,9 @@ struct CpuExecutor::Impl {
                     std::vector<std::pair<std::uint32_t, float>>& out) {
     // A map with a few input columns and no bias is zero unless one of them is: checked first
     // (a head per lane of a wide memory reads on few steps)
-    if (!audit && pm.seeds.empty() && pm.cols.size() <= 32 &&
-        std::none_of(pm.cols.begin(), pm.cols.end(), [&](std::uint32_t j) { return s.x[j] != 0.0f; })) {
+    if (!audit && pm.seeds.empty() && pm.mask_words.size() <= 16 &&
+        std::none_of(pm.mask_words.begin(), pm.mask_words.end(),
+                     [&](std::uint32_t w) { return (pm.colmask[w] & s.xbits[w]) != 0; })) {
       out.clear();
       return;
     }
