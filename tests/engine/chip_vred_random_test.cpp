@@ -1,4 +1,4 @@
-// Random VRED SUM and SUMSQ programs (vector.md sections 4.7, 5 and 6), with VEW ADD rounds that
+// Random VRED SUM, SUMSQ and MAX programs (vector.md sections 4.7, 5 and 6), with VEW ADD rounds that
 // change VR between them, through the built RV32 chip and the reference in lock-step,
 // teacher-forced and free-running, every step compared: 0 mismatches. The reference is the oracle
 // (through the engine); this test only sums the source words it placed, to check that every path
@@ -6,16 +6,18 @@
 //
 //   VRED SUM    VR[dst] <- sat32(rnd(sum_{i<n} VR[src + i], SH))         f7 = SH << 2 | 1
 //   VRED SUMSQ  VR[dst] <- sat32(rnd(sum_{i<n} VR[src + i]^2, 16 + SH))  f7 = SH << 2
+//   VRED MAX    VR[dst] <- max_{i<n} VR[src + i]                         f7 = 2
 //   X(rs1) = dst | src << 16, X(rs2) = C | n << 16 (C unused: random), rd = x0
 //
 // Each program's initial VR comes from a `.lockstep.vreg` section (section 2.1) drawn from one of
 // six profiles, so that sums saturate both ways and round on ties: any words; words near
 // INT32_MAX; words near INT32_MIN; small words (-64..64: with SH = 1..7 the low bits of the sum
 // are often exactly 2^(SH-1), a tie of rnd); a mix of the classes (0, -1, +-2^k, INT32_MIN,
-// INT32_MAX, small, any); 0, +-128 and +-2^8..2^15 (SUMSQ's ties of rnd(., 16)). The program sets x1..x30 to random edge values and points x31 at a
+// INT32_MAX, small, any); 0, +-128 and +-2^8..2^15 (SUMSQ's ties of rnd(., 16)); words whose
+// high halves are -1, 0 or 1 (MAX decided by the low half, and ties of the maximum). The program sets x1..x30 to random edge values and points x31 at a
 // 256-byte scratch area, then runs 1..4 rounds of: a random scalar body of 2..12 instructions,
-// `li` of the two operand registers, then a VRED SUM or SUMSQ (about equally often) or, one later
-// round in five, a VEW ADD in
+// `li` of the two operand registers, then a VRED SUM, SUMSQ or MAX (about equally often) or, one
+// later round in five, a VEW ADD in
 // place (chains: a VRED whose source holds an earlier VRED's or VEW's destination). Operands reach
 // every case: n from 1 to 1024 (1, 63, 64, 65, multiples of 64 and one past them: the last
 // group full, or of one word; programs 0, 4, 8, 12 mod 64 begin with n = 1024, 1023, 960, 961),
@@ -24,8 +26,7 @@
 // first that cannot), 31 weighted), rs1 = rs2 (then src = n and dst = C). Programs 4j + 3 (one in
 // four) end with a VRED that traps (16: MODE = 3, MAX with SH != 0, or rd != x0; 17: the source
 // span past word 1023 or dst >= 1024; 18: n = 0 or n > 1024), one condition alone for even j, else
-// any combination, of any MODE; the code raised must be the lowest of the conditions built. MAX
-// runs only in the trapping VREDs (its execution is not compiled; docs/chip-design.md).
+// any combination, of any MODE; the code raised must be the lowest of the conditions built.
 // The default suite runs a share (kPrograms); the `long` label runs 10,000 (ctest -L long -R
 // chip_vred_random), printing its progress every 128 programs. The seed of each batch is printed
 // on failure.
@@ -64,7 +65,7 @@ std::uint32_t vector_word(unsigned f7, unsigned rs2, unsigned rs1, unsigned f3, 
 
 struct Coverage {
   unsigned vreds = 0, vews = 0;  // valid VRED SUMs and SUMSQs, VEW ADDs
-  std::array<unsigned, 2> by_mode{};  // valid VREDs: SUMSQ, SUM
+  std::array<unsigned, 3> by_mode{};  // valid VREDs: SUMSQ, SUM, MAX
   std::array<unsigned, 32> by_sh{};
   unsigned groups_many = 0;      // n > 64
   unsigned n_full = 0;           // n a multiple of 64 (the last group full)
@@ -81,6 +82,9 @@ struct Coverage {
   // SUMSQ on initial words: saturated (up), a tie of rnd(., 16 + SH), a result of 0 (all words 0
   // or rounded away), the sum of squares at least 2^62 (a word of -2^31 or many large ones)
   unsigned sq_known = 0, sq_sat = 0, sq_ties = 0, sq_zero = 0, sq_large = 0;
+  // MAX on initial words: the maximum held by two or more words, negative, INT32_MIN (every
+  // word), decided by the low half (the largest two distinct words share their high half)
+  unsigned mx_known = 0, mx_ties = 0, mx_neg = 0, mx_min = 0, mx_lo = 0;
   std::array<unsigned, 3> trap_mode{};   // trapping VREDs by the MODE drawn
   std::array<unsigned, 3> trap_alone{};  // ... with one condition alone: 16, 17, 18
   std::vector<bool> traps;
@@ -125,8 +129,8 @@ struct Vred {
 
 Vred valid_vred(progen::Random& rng, const std::vector<Span>& written) {
   Vred v;
-  v.mode = rng.chance(2) ? kSum : kSumsq;
-  v.sh = draw_sh(rng);
+  v.mode = rng.below(3);
+  v.sh = v.mode == kMax ? 0 : draw_sh(rng);
   if (rng.chance(16)) {  // rs1 = rs2: src = n, dst = C; src + n <= 1024
     v.same = true;
     v.n = 1 + rng.below(kWords / 2);
@@ -214,6 +218,28 @@ void count(Coverage& cov, const Vred& v, const std::vector<Span>& written, const
   cov.reads_vew += vew;
   for (std::uint32_t i = 0; i < v.n; ++i)
     if (!known.initial[v.src + i]) return;
+  if (v.mode == kMax) {
+    std::int64_t mx = INT64_MIN, second = INT64_MIN;
+    unsigned at_max = 0;
+    for (std::uint32_t i = 0; i < v.n; ++i) {
+      const std::int64_t x = known.value[v.src + i];
+      if (x > mx) {
+        second = mx;
+        mx = x;
+        at_max = 1;
+      } else if (x == mx) {
+        ++at_max;
+      } else if (x > second) {
+        second = x;
+      }
+    }
+    ++cov.mx_known;
+    cov.mx_ties += at_max >= 2;
+    cov.mx_neg += mx < 0;
+    cov.mx_min += mx == -0x80000000ll;
+    cov.mx_lo += second != INT64_MIN && (mx >> 16) == (second >> 16);
+    return;
+  }
   if (v.mode == kSumsq) {
     unsigned __int128 sq = 0;
     for (std::uint32_t i = 0; i < v.n; ++i) {
@@ -263,6 +289,9 @@ std::uint32_t vr_word(progen::Random& rng, unsigned profile) {
       if (rng.chance(2)) return 0;
       if (rng.chance(2)) return rng.chance(2) ? 128u : 0u - 128u;
       return (rng.chance(2) ? 1u : 0xFFFFFFFFu) * (1u << (8 + rng.below(8)));
+    case 6:  // high half -1, 0 or 1, the low half from a few values or any
+      return ((rng.below(3) - 1) << 16) | (rng.chance(2) ? rng.below(4) * 0x5555u : rng.below(65536));
+    case 7: return rng.chance(8) ? 0x80000000u - rng.below(2) * 0x80000000u : 0x80000000u;  // INT32_MIN (and a few 0)
     default: return static_cast<std::uint32_t>(rng.next());
   }
 }
@@ -273,7 +302,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
   const std::uint32_t scratch = test::emit_register_prologue(rng, index, code);
   test::InitialVr known;
   std::vector<std::uint8_t> vr;
-  const unsigned profile = rng.below(6);
+  const unsigned profile = rng.below(8);
   for (std::uint32_t w = 0; w < kWords; ++w) {
     const std::uint32_t x = vr_word(rng, profile);
     known.value[w] = static_cast<std::int32_t>(x);
@@ -311,9 +340,9 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
     Vred v = trap ? trapping_vred(rng, written, mode, index / 4, alone) : valid_vred(rng, written);
     if (k == 0 && forced_n != 0) {
       v = Vred{};
-      v.mode = index % 128 < 64 ? kSum : kSumsq;
+      v.mode = index % 192 / 64;  // SUMSQ, SUM, MAX
       v.n = forced_n;
-      v.sh = draw_sh(rng);
+      v.sh = v.mode == kMax ? 0 : draw_sh(rng);
       v.c = rng.below(65536);
       v.src = rng.below(kWords - forced_n + 1);
       v.dst = rng.below(kWords);
@@ -378,6 +407,11 @@ void run_programs(Mode mode) {
       {"reads an earlier VEW's destination", cov.reads_vew},
       {"valid SUM", cov.by_mode[kSum]},
       {"valid SUMSQ", cov.by_mode[kSumsq]},
+      {"valid MAX", cov.by_mode[kMax]},
+      {"MAX held by two or more words", cov.mx_ties},
+      {"MAX negative", cov.mx_neg},
+      {"MAX of INT32_MIN words", cov.mx_min},
+      {"MAX decided by the low half", cov.mx_lo},
       {"SUMSQ saturates", cov.sq_sat},
       {"SUMSQ a tie of rnd", cov.sq_ties},
       {"SUMSQ result 0", cov.sq_zero},
@@ -398,11 +432,13 @@ void run_programs(Mode mode) {
   for (const auto& [c, k] : codes) seen += (seen.empty() ? "" : " ") + std::to_string(c) + ":" + std::to_string(k);
   std::cout << "[ chip     ] " << kPrograms << " random VRED programs (" << traps << " end in a trap, codes " << seen
             << "; " << cov.vreds << " valid VREDs (SUM " << cov.by_mode[kSum] << ", SUMSQ " << cov.by_mode[kSumsq]
-            << "): " << cov.groups_many << " over more than one group, " << cov.n_1024
+            << ", MAX " << cov.by_mode[kMax] << "): " << cov.groups_many << " over more than one group, " << cov.n_1024
             << " of n = 1024, " << cov.dst_in_src << " with dst inside the source, " << cov.reads_vred
             << " read an earlier VRED's result; of " << cov.known << " on initial words: saturated up " << cov.sat_up
             << ", down " << cov.sat_down << ", rnd ties " << cov.ties << "; SUMSQ of " << cov.sq_known
             << " on initial words: saturated " << cov.sq_sat << ", rnd ties " << cov.sq_ties << ", 0 " << cov.sq_zero
+            << "; MAX of " << cov.mx_known << " on initial words: ties " << cov.mx_ties << ", negative " << cov.mx_neg
+            << ", INT32_MIN " << cov.mx_min << ", decided by the low half " << cov.mx_lo
             << "; " << cov.vews << " VEW ADDs), "
             << to_string(mode) << ": " << steps << " steps compared, 0 mismatches (seed " << kSeed << ")\n";
 }

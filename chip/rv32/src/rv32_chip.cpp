@@ -7,8 +7,8 @@
 // logit(k, p) = 2 NKH[k, p >> 4] + 2 NP[p]: the intended token scores 4, every other token at most 2.
 //
 // Vector unit (docs/chip-design.md section 3.6): VLD, VEW (all modes), VFN (all functions) and
-// VRED SUM and SUMSQ execute; VR lives in layer 7 (vr_file()); the other ops and VRED MAX raise
-// their traps and otherwise emit TRAP(1) (their execution is not compiled).
+// VRED (all modes) execute; VR lives in layer 7 (vr_file()); the other four ops raise their
+// traps and otherwise emit TRAP(1) (their execution is not compiled).
 //
 // Layer plan (stage = one memory block then one MLP; docs/chip-design.md section 3):
 //   L0  mem: slots of consumed tokens (PCH, PCL, A, W, AC, OI, OIH, DQ bits)
@@ -36,6 +36,8 @@
 //   VRED SUMSQ: L7 mem: 64 lane heads (the group's words); L7 mlp: weighted queries; L8 mem: their
 //   reads (the group's sum of squares is linear in them); L8..L13 mlp: its digits; L14 mem: the
 //   group slots; L14..L16 mlp: the total's digits; L17..L18 mlp: the shift, sat32, the value bytes
+//   VRED MAX: L7 mlp: the lanes' (hi, lo); L8..L12 mlp: all-pairs comparison, the group's maximum;
+//   L13 mem: the group slots (16 read heads); L13..L17 mlp: the groups compared; L18 mlp: the bytes
 #include "lockstep/chip/rv32/rv32_chip.hpp"
 
 #include <algorithm>
@@ -241,7 +243,7 @@ std::int64_t sin_entry(unsigned p, unsigned j) {
 
 class Compiler {
  public:
-  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the vector unit's VR, VLD, VEW, VFN and VRED SUM/SUMSQ, trace-v3 (docs/chip-design.md)", kVocab,
+  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the vector unit's VR, VLD, VEW, VFN and VRED, trace-v3 (docs/chip-design.md)", kVocab,
                  "lockstep-chip-rv32 0.2") {}
 
   Chip run() {
@@ -1145,10 +1147,10 @@ class Compiler {
 
   // ---- the vector unit's traps (vector.md sections 4.0, 6) --------------------------------
   // Every vector op checks every trap condition of section 6 on its first step and emits
-  // TRAP(code) with the lowest applicable code. Without a trap, VLD, VEW, VFN, VRED SUM and
-  // SUMSQ start their tokens (vld(), vew(), vfn(), vred()); the execution of the other ops and of
-  // VRED MAX is not compiled: they emit TRAP(1) (docs/chip-design.md section 5), which the
-  // harness reports as the first divergence at that instruction.
+  // TRAP(code) with the lowest applicable code. Without a trap, VLD, VEW, VFN and VRED start
+  // their tokens (vld(), vew(), vfn(), vred()); the execution of the other four ops is not
+  // compiled: they emit TRAP(1) (docs/chip-design.md section 5), which the harness reports as the
+  // first divergence at that instruction.
   // Operands: A = X(rs1) & 0xFFFF, B = X(rs1) >> 16, C = X(rs2) & 0xFFFF, N = X(rs2) >> 16.
   // Layers: 4 gated f7 nibbles; 5 the f7 one-hot; 6 the f7 field checks and operand-range
   // enables; 7 the operand checks (thresholds of linear forms, |x| < 2^23); 8 the ANDs of
@@ -1242,6 +1244,7 @@ class Compiler {
     for (unsigned gs = 0; gs <= 6; ++gs) w_gs[gs] = en(VEW, [gs](unsigned x) { return (x & 3) == 2 && ((x >> 2) & 7) == gs; });
     const std::uint32_t red_sum = en(VRED, [](unsigned x) { return (x & 3) == 1; });
     const std::uint32_t red_sq = en(VRED, [](unsigned x) { return (x & 3) == 0; });
+    const std::uint32_t red_max = en(VRED, [](unsigned x) { return (x & 3) == 2; });
     const FieldRef EN = B.field("vec_enables", static_cast<std::uint32_t>(ens.size()));
     for (std::uint32_t i = 0; i < ens.size(); ++i) when(L(6), {cls(ens[i].c), f7is(ens[i].pred)}, {{EN.dim(i), 1.0}});
     auto E = [&](std::uint32_t i) { return EN[i]; };
@@ -1351,8 +1354,8 @@ class Compiler {
       when(L(8), conds, {{raw(g.code), 1.0}});
     }
     // one flag per code (layer 9), then the lowest code wins (layer 10). No trap: VLD's first
-    // byte (VLB0 of M, read at a); VEW, VFN: VWG(0); VRED SUM, SUMSQ: VRD(0); the other ops (and
-    // VRED MAX) TRAP(1), their execution is not compiled.
+    // byte (VLB0 of M, read at a); VEW, VFN: VWG(0); VRED: VRD(0); the other four ops TRAP(1),
+    // their execution is not compiled.
     const FieldRef VT = B.field("vec_trap", static_cast<std::uint32_t>(codes.size()));
     for (std::uint32_t i = 0; i < codes.size(); ++i) threshold(L(9), RAW[i], 1, VT.dim(i));
     std::vector<Lin> none = {f};
@@ -1370,9 +1373,9 @@ class Compiler {
     for (unsigned fn = 0; fn < 3; ++fn) EFN[fn] = E(fn_e[fn]);
     run.back() = cls(VEW) + cls(VFN);  // VEW, VFN: the word stream starts with VWG(0) (vew(), vfn())
     when(L(10), run, token_out(kVwg, 0));
-    run.back() = E(red_sum) + E(red_sq);  // VRED SUM, SUMSQ: VRD(0) (vred())
+    run.back() = E(red_sum) + E(red_sq) + E(red_max);  // VRED: VRD(0) (vred())
     when(L(10), run, token_out(kVrd, 0));
-    none.push_back(anyv - cls(VLD) - cls(VEW) - cls(VFN) - E(red_sum) - E(red_sq));
+    none.push_back(anyv - cls(VLD) - cls(VEW) - cls(VFN) - cls(VRED));
     when(L(10), none, token_out(kTrap, 1));
   }
   // ---- VR and the word streams (vector.md sections 2, 5) -------------------------------------
@@ -2303,16 +2306,18 @@ class Compiler {
   //   equal (counts of ones and zeros, 13; flags, 14); the byte's nibble one-hots (14); the byte
   //   or a byte of 2^31 - 1 / -2^31 (15).
   // The sequence: VRD(k + 1) after VRD(k) until k = (n - 1) >> 6, then VWG(0), VW00..VW03; after
-  // VW03 the instruction ends (its word is written by vr_file()). MAX is not compiled (TRAP(1),
-  // vector_traps()).
+  // VW03 the instruction ends (its word is written by vr_file()). SUMSQ: vred_sumsq(); MAX:
+  // vred_max().
   void vred() {
     const Lin one = Lin::constant(1), red = cls(VRED);
     VRG_ = B.field("vred_value_steps", 4);  // [VRED SUM, the next token is value byte m] (layer 6)
     const FieldRef VRGQ = B.field("vred_sumsq_value_steps", 4);  // ... of VRED SUMSQ
+    const FieldRef VRGM = B.field("vred_max_value_steps", 4);    // ... of VRED MAX
     for (std::uint32_t m = 0; m < 4; ++m) {
       const Lin consumed = m == 0 ? k(kVwg) : k(vw(0, m - 1));
       when(L(6), {red, consumed, f7_mode(1)}, {{VRG_.dim(m), 1.0}});
       when(L(6), {red, consumed, f7_mode(0)}, {{VRGQ.dim(m), 1.0}});
+      when(L(6), {red, consumed, f7_mode(2)}, {{VRGM.dim(m), 1.0}});
     }
     const Lin gv = VRG_[0] + VRG_[1] + VRG_[2] + VRG_[3];
     // the sequence (layer 9; the last group from layer 6)
@@ -2417,6 +2422,125 @@ class Compiler {
       when(l15, {OV[1], VRG_[m]}, {{NPL.dim(lo & 15), 1.0}, {NPH.dim(lo >> 4), 1.0}});
     }
     vred_sumsq(VRGQ);
+    vred_max(VRGM);
+  }
+
+  // VRED MAX (vector.md section 4.7): z = max_i x_i, on vred()'s sequence, by all-pairs
+  // comparison twice: of the group's words on each VRD(k) step, of the groups' maxima on the value
+  // steps. Words compare as (hi, lo): hi = x >> 16 (signed) + 32,769 for a word that is there (0
+  // for a lane outside the span: it loses to every word), lo = x & 0xFFFF, both exact scalars; x_a
+  // >= x_b iff [hi_a > hi_b] + ReLU([lo_a >= lo_b] - [hi_a > hi_b] - [hi_b > hi_a]) (one unit
+  // per ordered pair on top of the two thresholds); a candidate wins when it is >= every other
+  // (a count of 63, or 15), and the winners (all equal) give the maximum's nibbles: counts of
+  // the winners' nibble values, then [count >= 1].
+  // - VRD(k) step: the lanes' words (vr_file(), layer 7); hi, lo (7's MLP, on MAX's VRD steps
+  //   only); the pairs' thresholds (8), the >= units (9), the winners (10), their nibble counts
+  //   (11), the group's maximum as nibble one-hots (12); into the slot of k (layer 13).
+  // - Value steps: 16 heads read the slots 0..15 (each the slot of its group, when the group is
+  //   <= (n - 1) >> 6; layer 13) and the same comparison over the 16 (13..17) gives the bytes of
+  //   the maximum (18).
+  void vred_max(const FieldRef& VRGM) {
+    const Lin one = Lin::constant(1), red = cls(VRED);
+    const FieldRef GMX = B.field("vred_max_group_step", 1);  // [MAX's VRD step] (layer 6)
+    when(L(6), {k(kVrd), red, f7_mode(2)}, {{GMX.dim(), 1.0}});
+    const Lin gm = GMX[0];
+    const Lin gvm = VRGM[0] + VRGM[1] + VRGM[2] + VRGM[3];
+    auto sv = [](std::uint32_t i, std::uint32_t v) { return (i == 7 && v >= 8) ? static_cast<double>(v) - 16 : static_cast<double>(v); };
+    // (hi, lo) of a word held as nibble one-hots oh(i) (16 rows each), as linear forms; hi is 0
+    // when no word is there (all rows 0)
+    auto hilo = [&](const std::function<Lin(std::uint32_t, std::uint32_t)>& oh) {
+      Lin hi, lo;
+      for (std::uint32_t i = 0; i < 8; ++i)
+        for (std::uint32_t v = 0; v < 16; ++v) {
+          if (i < 4) lo += oh(i, v) * (static_cast<double>(v) * static_cast<double>(1u << (4 * i)));
+          else hi += oh(i, v) * (sv(i, v) * static_cast<double>(1u << (4 * (i - 4))));
+          if (i == 7) hi += oh(i, v) * 32769.0;
+        }
+      return std::pair<Lin, Lin>{hi, lo};
+    };
+    // The comparison of `n` candidates whose (hi, lo) are the dims HL[2c], HL[2c + 1] (layer l's
+    // input) and whose nibble one-hots are oh(c, i, v): winners (layer l + 2), their nibble
+    // counts into CNT (16 i + v; layer l + 3). `gate` (one dimension) is 1 on the steps it runs.
+    auto tournament = [&](const std::string& name, std::uint32_t l, std::uint32_t n, const FieldRef& HL,
+                          const std::function<Lin(std::uint32_t, std::uint32_t, std::uint32_t)>& oh, const Lin& gate,
+                          const FieldRef& CNT) {
+      const FieldRef GT = B.field(name + "_hi_greater", n * n), LE = B.field(name + "_lo_at_least", n * n);
+      LayerBuilder& la = L(l);
+      for (std::uint32_t a = 0; a < n; ++a)
+        for (std::uint32_t b = 0; b < n; ++b) {
+          if (a == b) continue;
+          threshold(la, HL[2 * a] - HL[2 * b], 1, GT.dim(n * a + b));
+          threshold_if(la, HL[2 * a + 1] - HL[2 * b + 1], 0, 65535, gate, LE.dim(n * a + b));
+        }
+      const FieldRef WU = B.field(name + "_at_least", n);
+      LayerBuilder& lb = L(l + 1);
+      for (std::uint32_t a = 0; a < n; ++a)
+        for (std::uint32_t b = 0; b < n; ++b)
+          if (a != b) lb.unit_out(lb.relu_unit(LE[n * a + b] - GT[n * a + b] - GT[n * b + a]), WU.dim(a), 1.0);
+      const FieldRef W = B.field(name + "_winner", n);
+      LayerBuilder& lc = L(l + 2);
+      for (std::uint32_t a = 0; a < n; ++a) {
+        Lin wc = WU[a];
+        for (std::uint32_t b = 0; b < n; ++b)
+          if (a != b) wc += GT[n * a + b];
+        threshold(lc, wc, static_cast<double>(n - 1), W.dim(a));
+      }
+      LayerBuilder& ld = L(l + 3);
+      for (std::uint32_t a = 0; a < n; ++a)
+        for (std::uint32_t i = 0; i < 8; ++i)
+          for (std::uint32_t v = 0; v < 16; ++v) when(ld, {W[a], oh(a, i, v)}, {{CNT.dim(16 * i + v), 1.0}});
+    };
+    // the group (VRD(k) step): the lanes' (hi, lo) on MAX's VRD steps (layer 7)
+    const FieldRef LHL = B.field("vred_max_lane_hilo", 128);
+    LayerBuilder& l7 = L(7);
+    for (std::uint32_t l = 0; l < 64; ++l) {
+      const auto [hi, lo] = hilo([&](std::uint32_t i, std::uint32_t v) { return VLANE_[128 * l + 16 * i + v]; });
+      constexpr double M = 131072;
+      pass(l7, hi + gm * M - M, LHL.dim(2 * l));
+      pass(l7, lo + gm * M - M, LHL.dim(2 * l + 1));
+    }
+    const FieldRef GC = B.field("vred_max_group_counts", 128);
+    tournament("vred_max_lanes", 8, 64, LHL, [&](std::uint32_t a, std::uint32_t i, std::uint32_t v) { return VLANE_[128 * a + 16 * i + v]; },
+               gm, GC);
+    const FieldRef GOH = B.field("vred_max_group_max", 128);  // the group's maximum (layer 12)
+    for (std::uint32_t r = 0; r < 128; ++r) threshold(L(12), GC[r], 1, GOH.dim(r));
+    // the slots (layer 13): 16 heads, equal writes (key k, value the maximum's one-hots); head g
+    // reads slot g on the value steps when g <= (n - 1) >> 6
+    const FieldRef SL = B.field("vred_max_slot_reads", 16 * 128);
+    LayerBuilder& l13 = L(13);
+    for (std::uint32_t g = 0; g < 16; ++g) {
+      const std::uint32_t h = l13.add_head(16, 128, Activation::Relu, Activation::Relu);
+      HeadBuilder& H = l13.head(h);
+      for (std::uint32_t j = 0; j < 16; ++j) H.k[j] = VRDK_[j];
+      Lin upto;
+      for (std::uint32_t kk = g; kk < 16; ++kk) upto += VKL_[kk];
+      H.q[g] = upto + gvm - 1.0;
+      for (std::uint32_t r = 0; r < 128; ++r) {
+        H.v[r] = GOH[r];
+        H.out.emplace_back(r, SL.dim(128 * g + r), 1.0);
+      }
+      H.beta = gm;
+    }
+    // the groups' maxima (value steps): (hi, lo) (layer 13), the tournament (14..17), the byte (18)
+    const FieldRef SHL = B.field("vred_max_slot_hilo", 32);
+    for (std::uint32_t g = 0; g < 16; ++g) {
+      const auto [hi, lo] = hilo([&](std::uint32_t i, std::uint32_t v) { return SL[128 * g + 16 * i + v]; });
+      pass(l13, hi, SHL.dim(2 * g));
+      pass(l13, lo, SHL.dim(2 * g + 1));
+    }
+    const FieldRef MC = B.field("vred_max_counts", 128);
+    tournament("vred_max_groups", 14, 16, SHL, [&](std::uint32_t a, std::uint32_t i, std::uint32_t v) { return SL[128 * a + 16 * i + v]; },
+               gvm, MC);
+    LayerBuilder& l18 = L(18);
+    for (std::uint32_t m = 0; m < 4; ++m)
+      for (std::uint32_t half_ = 0; half_ < 2; ++half_)
+        for (std::uint32_t v = 0; v < 16; ++v) {
+          const Lin c = MC[16 * (2 * m + half_) + v] + VRGM[m] * 16.0;  // [count >= 1] on value step m
+          const std::uint32_t d = half_ == 0 ? NPL.dim(v) : NPH.dim(v);
+          l18.unit_out(l18.relu_unit(c - 16.0), d, 1.0);
+          l18.unit_out(l18.relu_unit(c - 17.0), d, -1.0);
+        }
+    (void)one;
   }
 
   // VRED SUMSQ (vector.md section 4.7): z = sat32(rnd(sum_i x_i^2, 16 + SH)), on vred()'s sequence.
@@ -3613,13 +3737,14 @@ class Compiler {
       // layer 8 holds VRED's group sums (|S| <= 960) and their total (<= 15,360; vred())
       for (const char* a : {"mem.v", "mem.state", "mem.o"}) B.bound(a, l, l == 8 ? 16384 : 255);
       // deeper residuals hold byte sums (<= 511); from layer 5 VRED's span bounds (<= 1,088),
-      // from layer 8 its column sums (<= 15,368; vred())
-      const double resid = l == 0 ? 255 : l < 5 ? 1024 : 32768;
+      // from layer 7 VRED MAX's (hi, lo) (<= 65,536) and SUM's column sums (<= 15,368; vred())
+      const double resid = l == 0 ? 255 : l < 5 ? 1024 : l < 7 ? 32768 : 262144;
       B.bound("mem.resid", l, resid);
       // layers 6-7 hold the ECALL buffer check's 16-bit half sums (< 2^18); layer 5 VRED's span
       // bounds (|pre| < 2^18); layer 7 the vector ops' operand checks (|pre| < 2^24,
-      // vector_traps()); layers 8..10 VRED's column splits (<= 15,368)
-      const double pre = l == 7 ? 16777216 : (l >= 5 && l <= 9) ? 262144 : l == 10 ? 32768 : 1024;
+      // vector_traps()); layers 8..10 VRED's column splits (<= 15,368), layers 8, 13, 14 VRED
+      // MAX's (hi, lo) differences (|.| <= 131,072)
+      const double pre = l == 7 ? 16777216 : (l >= 5 && l <= 9) || l == 13 || l == 14 ? 262144 : l == 10 ? 32768 : 1024;
       for (const char* a : {"mlp.pre", "mlp.u", "mlp.hidden"}) B.bound(a, l, pre);
       B.bound("mlp.resid", l, resid);
     }
@@ -3666,7 +3791,8 @@ std::vector<std::string> rv32_coverage() {
       "VFN RSQRT, RECIP, SILU: the word stream of z, from the spec's RSQ/RCP/SIG formulas; TRAP(16/17/18/20)",
       "VRED SUM: VRD(k) per group of 64 (a span read of nibble counts), then the word stream of sat32(rnd(sum, SH)); TRAP(16/17/18)",
       "VRED SUMSQ: VRD(k) per group of 64 (64 lane reads, weighted-query reads), then the word stream of sat32(rnd(sum of squares, 16 + SH))",
-      "VMAT, VMATR, VQ, VEXP, VRED MAX: every trap of vector.md section 6 with the lowest code; without a trap TRAP(1) (execution not compiled)",
+      "VRED MAX: VRD(k) per group of 64 (64 lane reads, all-pairs comparison), then the word stream of the maximum (the groups compared)",
+      "VMAT, VMATR, VQ, VEXP: every trap of vector.md section 6 with the lowest code; without a trap TRAP(1) (execution not compiled)",
   };
 }
 
