@@ -60,7 +60,7 @@ TEST(CampaignOps, MnemonicsAndClasses) {
   select_ops("add", &modes, &fns);
   EXPECT_EQ(modes, 0u);
   EXPECT_EQ(fns, 0u);
-  // VRED: SUMSQ and SUM by name (MAX has only its traps compiled, so "vred" is refused)
+  // VRED: the row (its three modes) or single modes
   unsigned red = 99;
   const auto vr = select_ops("vred.sum,vld", &modes, &fns, &red);
   EXPECT_EQ(mnemonics(vr), (std::set<std::string>{"vred", "vld"}));
@@ -69,16 +69,19 @@ TEST(CampaignOps, MnemonicsAndClasses) {
   const auto vr2 = select_ops("VRED.SUMSQ,vred.sum", &modes, &fns, &red);
   EXPECT_EQ(red, kVredSum | kVredSumsq);
   EXPECT_EQ(ops_list(vr2, modes, fns, red), "vred.sumsq,vred.sum");
+  const auto vr3 = select_ops("vred.max,vred", &modes, &fns, &red);
+  EXPECT_EQ(red, kVredSum | kVredSumsq | kVredMax);
+  EXPECT_EQ(ops_list(vr3, modes, fns, red), "vred");
   select_ops("add", &modes, &fns, &red);
   EXPECT_EQ(red, 0u);
-  for (const std::string refused : {"vmat", "vmatr", "vq", "vexp", "vred", "vred.max", "vector"}) {
+  for (const std::string refused : {"vmat", "vmatr", "vq", "vexp", "vector"}) {
     try {
       select_ops("vew,vfn," + refused);
       ADD_FAILURE() << refused << " was accepted";
     } catch (const OpsError& e) {
       const std::string m = e.what();
-      EXPECT_NE(m.find("not fuzzed: vmat, vmatr, vq, vexp, vred.max; fuzzed: vld, vew.add, vew.mul, "
-                       "vew.muls, vew.rot, vfn.rsqrt, vfn.recip, vfn.silu, vred.sumsq, vred.sum)"),
+      EXPECT_NE(m.find("not fuzzed: vmat, vmatr, vq, vexp; fuzzed: vld, vew.add, vew.mul, "
+                       "vew.muls, vew.rot, vfn.rsqrt, vfn.recip, vfn.silu, vred.sumsq, vred.sum, vred.max)"),
                 std::string::npos)
           << m;
       EXPECT_EQ(m.find('\n'), std::string::npos) << m;
@@ -126,22 +129,22 @@ TEST(CampaignGenerate, TestWordsComeFromTheSelection) {
   }
 }
 
-// VRED (vector.md 4.7) on the reference: with --ops vred.sum,vred.sumsq every VRED that does not
-// trap is a SUM or SUMSQ (both drawn) with valid operands (the source span inside VR, dst < 1024),
-// SH reaches 0, 1, 16, 17 and 31, spans of more than one group and dst inside the source span
-// occur, sources read earlier results, sums saturate both ways; a program that traps does so at
-// its body's last word with code 16, 17 or 18 (each raised); the others exit.
+// VRED (vector.md 4.7) on the reference: with --ops vred every VRED that does not trap is a SUMSQ,
+// SUM or MAX (each drawn; MAX with SH = 0) with valid operands (the source span inside VR, dst <
+// 1024), SH reaches 0, 1, 16, 17 and 31, spans of more than one group and dst inside the source
+// span occur, sources read earlier results, SUMs saturate both ways; a program that traps does so
+// at its body's last word with code 16, 17 or 18 (each raised); the others exit.
 TEST(CampaignGenerate, VredWords) {
   constexpr std::uint64_t kSeed = 23, kPrograms = 160;
   unsigned modes = 0, fns = 0, red = 0;
-  const auto ops = select_ops("vred.sum,vred.sumsq,add,vld", &modes, &fns, &red);
+  const auto ops = select_ops("vred,add,vld", &modes, &fns, &red);
   std::map<std::uint32_t, unsigned> by_mode;
   std::map<std::uint32_t, unsigned> traps, shifts;
   unsigned exits = 0, sums = 0, multi = 0, inside = 0, chained = 0, sat_up = 0, sat_down = 0;
   auto rnd = [](std::int64_t x, unsigned s) { return s == 0 ? x : (x + (std::int64_t{1} << (s - 1))) >> s; };
   for (std::uint64_t k = 0; k < kPrograms; ++k) {
     const Program p = campaign::generate(program_seed(kSeed, k), k, ops, modes, fns, red);
-    SCOPED_TRACE("--ops vred.sum,vred.sumsq,add,vld seed " + std::to_string(kSeed) + " program " + std::to_string(k));
+    SCOPED_TRACE("--ops vred,add,vld seed " + std::to_string(kSeed) + " program " + std::to_string(k));
     const auto code = p.code();
     ref::Machine m;
     m.load(p.image());
@@ -155,7 +158,10 @@ TEST(CampaignGenerate, VredWords) {
       const auto before = m.vector().vr;
       if (m.step().empty() || m.status() != ref::Status::kRunning) break;
       if (d.op != ref::Op::kVred) continue;
-      ASSERT_LE(f7 & 3, 1u) << ref::disassemble(code[slot]);
+      ASSERT_LE(f7 & 3, 2u) << ref::disassemble(code[slot]);
+      if ((f7 & 3) == 2) {
+        ASSERT_EQ(f7 >> 2, 0u) << ref::disassemble(code[slot]);
+      }
       ASSERT_TRUE(N >= 1 && B + N <= 1024 && A < 1024) << ref::disassemble(code[slot]);
       ++by_mode[f7 & 3];
       ++sums;
@@ -164,7 +170,7 @@ TEST(CampaignGenerate, VredWords) {
       inside += A >= B && A < B + N;
       chained += std::any_of(results.begin(), results.end(), [&](std::uint32_t r) { return r >= B && r < B + N; });
       results.push_back(A);
-      if ((f7 & 3) == 0) continue;  // SUM's sums
+      if ((f7 & 3) != 1) continue;  // SUM's sums
       std::int64_t acc = 0;
       for (std::uint32_t i = 0; i < N; ++i) acc += before[B + i];
       const std::int64_t z = rnd(acc, f7 >> 2);
@@ -189,6 +195,7 @@ TEST(CampaignGenerate, VredWords) {
   EXPECT_GT(sums, kPrograms);
   EXPECT_GT(by_mode[0], 0u) << "no VRED SUMSQ";
   EXPECT_GT(by_mode[1], 0u) << "no VRED SUM";
+  EXPECT_GT(by_mode[2], 0u) << "no VRED MAX";
   EXPECT_GT(multi, 0u);
   EXPECT_GT(inside, 0u);
   EXPECT_GT(chained, 0u);

@@ -47,14 +47,14 @@ std::string_view class_name(InsnClass cls) {
 namespace {
 
 // The vector ops the chip executes (docs/chip-design.md section 3.6): VLD, VEW (ADD, MUL, MULS,
-// ROT), VFN (RSQRT, RECIP, SILU) and VRED SUMSQ and SUM. They are fuzzed only when asked for
-// (--ops vld, vew, vfn, vred.sum, vred.sumsq), so the default mix stays the scalar machine. The
-// other four ops, and VRED MAX, have only their traps compiled.
+// ROT), VFN (RSQRT, RECIP, SILU) and VRED (SUMSQ, SUM, MAX). They are fuzzed only when asked
+// for (--ops vld, vew, vfn, vred), so the default mix stays the scalar machine. The other four ops
+// have only their traps compiled.
 bool fuzzable(const Encoding& e) {
-  return e.cls != InsnClass::kSystem &&
-         (e.cls != InsnClass::kVector || e.op == Op::kVld || e.op == Op::kVew || e.op == Op::kVfn);
+  return e.cls != InsnClass::kSystem && (e.cls != InsnClass::kVector || e.op == Op::kVld || e.op == Op::kVew ||
+                                         e.op == Op::kVfn || e.op == Op::kVred);
 }
-constexpr const char* kVredModeNames[] = {"vred.sumsq", "vred.sum"};  // MODE 0, 1 (MAX is not compiled)
+constexpr const char* kVredModeNames[] = {"vred.sumsq", "vred.sum", "vred.max"};  // MODE 0, 1, 2
 
 // VEW modes and VFN functions by --ops name (vector.md sections 4.5, 4.6; ref::vector_mnemonic's
 // spelling).
@@ -64,8 +64,8 @@ constexpr const char* kVfnFnNames[] = {"vfn.rsqrt", "vfn.recip", "vfn.silu"};
 std::string vector_refusal(const std::string& name) {
   return "--ops: " + name +
          " is a vector-unit op whose execution the chip does not compile yet, only its traps (not fuzzed: "
-         "vmat, vmatr, vq, vexp, vred.max; fuzzed: vld, vew.add, vew.mul, vew.muls, vew.rot, vfn.rsqrt, "
-         "vfn.recip, vfn.silu, vred.sumsq, vred.sum)";
+         "vmat, vmatr, vq, vexp; fuzzed: vld, vew.add, vew.mul, vew.muls, vew.rot, vfn.rsqrt, "
+         "vfn.recip, vfn.silu, vred.sumsq, vred.sum, vred.max)";
 }
 
 std::string refusal(const Encoding& e) {
@@ -98,6 +98,7 @@ std::vector<const Encoding*> select_ops(const std::string& list, unsigned* vew_m
     chosen.insert(&e);
     if (e.op == Op::kVew) modes |= kVewFuzzedModes;
     if (e.op == Op::kVfn) fns |= kVfnFuzzedFns;
+    if (e.op == Op::kVred) red |= kVredFuzzedModes;
   };
   for (const std::string& n : names) {
     bool found = false;
@@ -118,13 +119,12 @@ std::vector<const Encoding*> select_ops(const std::string& list, unsigned* vew_m
       fns |= 1u << f;
       found = true;
     }
-    for (unsigned m = 0; m < 2; ++m) {  // VRED: SUMSQ, SUM
+    for (unsigned m = 0; m < 3; ++m) {  // VRED: SUMSQ, SUM, MAX
       if (n != kVredModeNames[m]) continue;
       chosen.insert(&ref::encoding_of(Op::kVred));
       red |= 1u << m;
       found = true;
     }
-    if (n == "vred" || n == "vred.max") throw OpsError(vector_refusal(n));
     if (found) continue;
     for (const Encoding& e : ref::encoding_table()) {
       if (class_name(e.cls) == n) {
@@ -166,12 +166,7 @@ std::string ops_list(std::span<const Encoding* const> ops, unsigned vew_modes, u
   for (const Encoding* e : ops) {
     if (e->op == Op::kVew && names(vew_modes, kVewFuzzedModes, kVewModeNames, 4)) continue;
     if (e->op == Op::kVfn && names(vfn_fns, kVfnFuzzedFns, kVfnFnNames, 3)) continue;
-    if (e->op == Op::kVred) {  // always by mode: the row's MAX is not fuzzed
-      const unsigned m = (vred_modes & kVredFuzzedModes) ? vred_modes & kVredFuzzedModes : kVredFuzzedModes;
-      for (unsigned k = 0; k < 2; ++k)
-        if (m >> k & 1) s += (s.empty() ? "" : ",") + std::string(kVredModeNames[k]);
-      continue;
-    }
+    if (e->op == Op::kVred && names(vred_modes, kVredFuzzedModes, kVredModeNames, 3)) continue;
     s += (s.empty() ? "" : ",") + std::string(e->mnemonic);
   }
   return s;
@@ -799,8 +794,8 @@ struct Generator {
     vector_word(Op::kVfn, rd, fn, x1, x2, x0, same, avoid, land);
   }
 
-  // One VRED of the selected modes (SUM, SUMSQ; section 4.7: A = dst, B = src, N = n; C is ignored
-  // and random) with its operand
+  // One VRED of the selected modes (SUMSQ, SUM, MAX; section 4.7: A = dst, B = src, N = n; C is
+  // ignored and random) with its operand
   // registers set just before it: n at group edges (1, 63..65, 128, 129, 1023, 1024) or any, the
   // source at or inside an earlier destination half the time (a VRED's result is one word), dst
   // anywhere (inside the source span a third of the time: one word written after all reads), SH
@@ -818,7 +813,11 @@ struct Generator {
       case 3: sh = 31; break;
       default: sh = rng.below(32); break;
     }
-    u32 mode = vred_modes == kVredFuzzedModes ? rng.below(2) : (vred_modes & kVredSum) ? 1 : 0;
+    std::vector<u32> modes;
+    for (u32 m = 0; m < 3; ++m)
+      if (vred_modes >> m & 1) modes.push_back(m);
+    u32 mode = modes[rng.below(static_cast<u32>(modes.size()))];
+    if (mode == 2) sh = 0;  // MAX: SH must be 0
     u32 rd = 0, src = vr_start(n), dst = rng.chance(3) ? src + rng.below(n) : rng.below(kVr);
     u32 c = rng.chance(2) ? 0 : rng.below(65536);
     bool same = false;

@@ -55,9 +55,9 @@ inline constexpr unsigned kVfnRsqrt = 1u << 0, kVfnRecip = 1u << 1, kVfnSilu = 1
 inline constexpr unsigned kVfnFuzzedFns = kVfnRsqrt | kVfnRecip | kVfnSilu;
 
 /// VRED modes (vector.md §4.7) as a bit mask, bit m for MODE m: SUMSQ (0),
-/// SUM (1), MAX (2); the chip executes SUMSQ and SUM.
-inline constexpr unsigned kVredSumsq = 1u << 0, kVredSum = 1u << 1;
-inline constexpr unsigned kVredFuzzedModes = kVredSumsq | kVredSum;
+/// SUM (1), MAX (2); the chip executes all three.
+inline constexpr unsigned kVredSumsq = 1u << 0, kVredSum = 1u << 1, kVredMax = 1u << 2;
+inline constexpr unsigned kVredFuzzedModes = kVredSumsq | kVredSum | kVredMax;
 
 /// The rows selected by a comma-separated list of mnemonics ("add", "bn.addc")
 /// and class names ("alu", "alu-imm", "upper", "mul", "div", "zba", "load",
@@ -66,9 +66,9 @@ inline constexpr unsigned kVredFuzzedModes = kVredSumsq | kVredSum;
 /// Vector ops: "vld"; "vew" (its four modes) or one of "vew.add", "vew.mul",
 /// "vew.muls", "vew.rot" (the VEW row, that mode); "vfn" (its three
 /// functions) or one of "vfn.rsqrt", "vfn.recip", "vfn.silu" (the VFN row,
-/// that function; ref::vector_mnemonic's spellings); "vred.sum", "vred.sumsq"
-/// (the VRED row, that mode); "vmat", "vmatr", "vq", "vexp", "vred" (its MAX
-/// is not compiled), "vred.max" and the class "vector" are refused (only
+/// that function; ref::vector_mnemonic's spellings); "vred" (its three modes)
+/// or one of "vred.sumsq", "vred.sum", "vred.max" (the VRED row, that mode);
+/// "vmat", "vmatr", "vq", "vexp" and the class "vector" are refused (only
 /// their traps are compiled).
 /// Empty or "all": every row but the vector unit and ecall/ebreak.  In table
 /// order, no duplicates.  `vew_modes`, `vfn_fns` (optional): set to the
@@ -81,8 +81,8 @@ std::vector<const ref::Encoding*> select_ops(const std::string& list, unsigned* 
 /// The selection as an --ops list that select_ops gives back: the rows'
 /// mnemonics in table order, VEW as "vew" (all of kVewFuzzedModes) or its
 /// modes' names ("vew.add,vew.muls"), VFN as "vfn" (all of kVfnFuzzedFns) or
-/// its functions' names ("vfn.silu"), VRED as its modes' names
-/// ("vred.sumsq,vred.sum").
+/// its functions' names ("vfn.silu"), VRED as "vred" or its modes' names
+/// ("vred.sumsq,vred.max").
 std::string ops_list(std::span<const ref::Encoding* const> ops, unsigned vew_modes = kVewFuzzedModes,
                      unsigned vfn_fns = kVfnFuzzedFns, unsigned vred_modes = kVredFuzzedModes);
 
@@ -141,7 +141,7 @@ struct Program {
 /// non-empty subset of kVewFuzzedModes; 0: all); when it has the VFN row, the
 /// functions of `vfn_fns` (a non-empty subset of kVfnFuzzedFns; 0: all); the
 /// VRED row, the modes of `vred_modes` (a non-empty subset of kVredFuzzedModes;
-/// 0: both).  With any of them, the program gets a
+/// 0: all).  With any of them, the program gets a
 /// `.lockstep.vreg` (Program::vreg) and one in four programs ends its body
 /// with a trapping VEW, VFN or VRED (codes 16, 17, 18, 20, and 23 for ROT;
 /// fuzz/README.md).
