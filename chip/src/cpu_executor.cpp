@@ -197,8 +197,17 @@ std::uint64_t map_hash(const LinearMap& m) {
   return h;
 }
 
+// A run of consecutive heads [first, last) whose q, beta and o maps have no bias: when no input
+// column of their q or beta maps (the union `mask`, as (word, bits) pairs) is a candidate on a
+// step, all of them write nothing and read zero, and the step skips them together.
+struct HeadGroup {
+  std::uint32_t first = 0, last = 0;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> mask;
+};
+
 struct PreparedLayer {
   std::vector<PreparedHead> heads;
+  std::vector<HeadGroup> groups;  // covers only runs of at least kMinGroup heads
   PreparedMap w1, wu, wg, w2;
   MlpKind kind = MlpKind::None;
   double limit = 0;
@@ -330,6 +339,34 @@ struct CpuExecutor::Impl {
         P.heads.push_back(std::move(ph));
       }
       max_value_dim = std::max(max_value_dim, vsum);
+      // runs of bias-free heads, skipped together on steps where none of them has an input
+      {
+        constexpr std::size_t kMinGroup = 4;
+        auto eligible = [&](const PreparedHead& ph) {
+          return ph.q.seeds.empty() && ph.beta.seeds.empty() && ph.o.seeds.empty();
+        };
+        for (std::size_t h = 0; h < P.heads.size();) {
+          if (!eligible(P.heads[h])) {
+            ++h;
+            continue;
+          }
+          std::size_t e = h;
+          while (e < P.heads.size() && eligible(P.heads[e])) ++e;
+          if (e - h >= kMinGroup) {
+            HeadGroup g;
+            g.first = static_cast<std::uint32_t>(h);
+            g.last = static_cast<std::uint32_t>(e);
+            std::vector<std::uint64_t> m(P.heads[h].q.colmask.size(), 0);
+            for (std::size_t x = h; x < e; ++x)
+              for (const PreparedMap* pm : {&P.heads[x].q, &P.heads[x].beta})
+                for (std::uint32_t w : pm->mask_words) m[w] |= pm->colmask[w];
+            for (std::uint32_t w = 0; w < m.size(); ++w)
+              if (m[w]) g.mask.emplace_back(w, m[w]);
+            P.groups.push_back(std::move(g));
+          }
+          h = e;
+        }
+      }
       // equal maps within the layer (hash, then full comparison)
       {
         std::vector<std::array<std::uint64_t, 4>> hs;
@@ -602,7 +639,23 @@ struct CpuExecutor::Impl {
     // read the same x; with the audit on every head evaluates its own maps).
     std::fill(k_done.begin(), k_done.begin() + static_cast<std::ptrdiff_t>(P.heads.size()), 0);
     std::fill(v_done.begin(), v_done.begin() + static_cast<std::ptrdiff_t>(P.heads.size()), 0);
+    std::size_t next_group = 0;
     for (std::size_t h = 0; h < P.heads.size(); ++h) {
+      if (next_group < P.groups.size() && P.groups[next_group].first == h) {
+        const HeadGroup& g = P.groups[next_group++];
+        if (!audit && std::none_of(g.mask.begin(), g.mask.end(), [&](const std::pair<std::uint32_t, std::uint64_t>& wm) {
+              return (wm.second & xb[wm.first]) != 0;
+            })) {
+          for (std::uint32_t x = g.first; x < g.last; ++x) {  // beta = 0, q = 0: nothing written, nothing read
+            head_beta[x] = 0.0f;
+            head_q[x].clear();
+            head_reads[x] = 0;
+            o_off += P.heads[x].value_dim;
+          }
+          h = g.last - 1;
+          continue;
+        }
+      }
       PreparedHead& H = P.heads[h];
       const int hi = static_cast<int>(h);
       float* S = s.state.data() + H.state_offset;  // column c: S[c * value_dim .. +value_dim)
