@@ -2248,6 +2248,14 @@ class Compiler {
     }
   }
 
+  // Bit i of a value held as digit one-hots (16 rows per column), a linear form of them.
+  static Lin digit_bit(const FieldRef& DG, std::uint32_t i) {
+    Lin l;
+    for (std::uint32_t v = 0; v < 16; ++v)
+      if ((v >> (i & 3)) & 1) l += DG[16 * (i >> 2) + v];
+    return l;
+  }
+
   // Pre-split of column sums X_c (integers 0..max_cs[c]) before column_digits(), so that no
   // unit's partial sum of terms nears 2^24 (a threshold split of values up to ~2^14 in steps of
   // 16 would sum ~1,000 pairs of large terms into one dimension): the thermometer [X_c >= 256 t]
@@ -2375,12 +2383,7 @@ class Compiler {
     std::uint32_t done = 0;
     const FieldRef DG = column_digits("vred_sum", 10, X2, next, gv, &done);
     if (done != 12) throw std::logic_error("vred: the digits are not ready at layer 12");
-    auto bit = [&](std::uint32_t i) {  // bit i of acc + 2^(SH-1) modulo 2^48 (linear in the digits)
-      Lin l;
-      for (std::uint32_t v = 0; v < 16; ++v)
-        if ((v >> (i & 3)) & 1) l += DG[16 * (i >> 2) + v];
-      return l;
-    };
+    auto bit = [&](std::uint32_t i) { return digit_bit(DG, i); };  // of acc + 2^(SH-1) modulo 2^48
     // layer 13: r = floor(. / 2^SH)'s bits 0..31 (bit 47 above 47); ones and zeros among bits
     // 31 + SH .. 47 (SH <= 16; for SH >= 17 the result fits: |r| < 2^25)
     const FieldRef RB = B.field("vred_result_bits", 32), UZ = B.field("vred_high_bits", 2);
@@ -2624,12 +2627,7 @@ class Compiler {
     }
     const FieldRef DA = column_digits("vred_sumsq_acc", 14, Y, ymax, gvq, &done);
     if (done != 16) throw std::logic_error("vred_sumsq: the sum's digits are not ready at layer 16");
-    auto bit = [&](std::uint32_t i) {  // bit i of acc + 2^(15 + SH) (< 2^76)
-      Lin l;
-      for (std::uint32_t v = 0; v < 16; ++v)
-        if ((v >> (i & 3)) & 1) l += DA[16 * (i >> 2) + v];
-      return l;
-    };
+    auto bit = [&](std::uint32_t i) { return digit_bit(DA, i); };  // of acc + 2^(15 + SH) (< 2^76)
     // layer 17: the result's bits 0..31 and the ones among bits 47 + SH .. 75
     const FieldRef RB = B.field("vred_sumsq_result_bits", 32), U = B.field("vred_sumsq_high_ones", 1);
     LayerBuilder& l17 = L(17);
