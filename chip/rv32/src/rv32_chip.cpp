@@ -2443,7 +2443,7 @@ class Compiler {
   //   <= (n - 1) >> 6; layer 13) and the same comparison over the 16 (13..17) gives the bytes of
   //   the maximum (18).
   void vred_max(const FieldRef& VRGM) {
-    const Lin one = Lin::constant(1), red = cls(VRED);
+    const Lin red = cls(VRED);
     const FieldRef GMX = B.field("vred_max_group_step", 1);  // [MAX's VRD step] (layer 6)
     when(L(6), {k(kVrd), red, f7_mode(2)}, {{GMX.dim(), 1.0}});
     const Lin gm = GMX[0];
@@ -2543,7 +2543,6 @@ class Compiler {
           l18.unit_out(l18.relu_unit(c - 16.0), d, 1.0);
           l18.unit_out(l18.relu_unit(c - 17.0), d, -1.0);
         }
-    (void)one;
   }
 
   // VRED SUMSQ (vector.md section 4.7): z = sat32(rnd(sum_i x_i^2, 16 + SH)), on vred()'s sequence.
