@@ -136,7 +136,7 @@ void when(LayerBuilder& L, const std::vector<Lin>& conds, const SparseVec& outs)
 // Token kinds (trace.md section 2).
 enum Kind : std::uint32_t {
   kCtrl = 0, kW0 = 1, kA0 = 5, kS0 = 9, kBr = 13, kDq = 14, kCf = 15, kAc0 = 16, kOut = 28, kErr = 29,
-  kNop = 30, kExit = 31, kTrap = 32, kVrd = 41, kVwg = 43, kPcl = 44, kPch0 = 45, kOi = 49, kOih = 50, kVlg = 56, kVlb0 = 57,
+  kNop = 30, kExit = 31, kTrap = 32, kVrd = 41, kVqe = 42, kVwg = 43, kPcl = 44, kPch0 = 45, kOi = 49, kOih = 50, kVlg = 56, kVlb0 = 57,
   kVw00 = 61  // VW_qm = 61 + 4 q + m (vector.md section 5)
 };
 constexpr std::uint32_t vw(std::uint32_t q, std::uint32_t m) { return kVw00 + 4 * q + m; }
@@ -271,6 +271,7 @@ class Compiler {
     vew();
     vfn();
     vred();
+    vq();
     when(L(9), {cls(ECALL), k(kPcl), EQ64[0], FDOK[0], Lin::constant(1) - LEN0[0], Lin::constant(1) - LENBIG[0], WBAD[0]},
          token_out(kTrap, 5));
     divide();
@@ -341,6 +342,10 @@ class Compiler {
   // VRED SUMSQ: [SUMSQ's VRD step] (layer 6; vred_span()), the lanes (layer 7), the square reads
   // (layer 8; vr_file())
   FieldRef VRQ_, VLANE_, VRSQ_;
+  // VQ (vq()): the steps that emit VQE(k) (k one-hot KQ_ and their sum GQ_, layer 5; KG_: the
+  // same without the class, layer 1), [the next token is VQE] (VQF_, layers 9..10), [the next
+  // token is a value byte] (VQR_, layer 0 without the class; VQV_, layer 5)
+  FieldRef KG_, KQ_, GQ_, VQF_, VQR_, VQV_;
 
   Lin k(std::uint32_t kind) const { return K[kind]; }
   Lin fetch() const { return K[kPcl]; }  // the step that consumes PCL: the instruction's first step
@@ -1375,7 +1380,10 @@ class Compiler {
     when(L(10), run, token_out(kVwg, 0));
     run.back() = E(red_sum) + E(red_sq) + E(red_max);  // VRED: VRD(0) (vred())
     when(L(10), run, token_out(kVrd, 0));
-    none.push_back(anyv - cls(VLD) - cls(VEW) - cls(VFN) - cls(VRED));
+    VQF_ = B.field("vq_next_is_vqe", 1);
+    run.back() = E(q_act) + E(q_kv);  // VQ: VQE(0 | e_0), its payload from vq() (layer 11)
+    when(L(10), run, {{NK.dim(kVqe), 1.0}, {VQF_.dim(), 1.0}});
+    none.push_back(anyv - cls(VLD) - cls(VEW) - cls(VFN) - cls(VRED) - cls(VQ));
     when(L(10), none, token_out(kTrap, 1));
   }
   // ---- VR and the word streams (vector.md sections 2, 5) -------------------------------------
@@ -1603,6 +1611,14 @@ class Compiler {
     for (std::uint32_t m = 0; m < 4; ++m) qv[m] = k(kVlb0 + m);
     const Lin vlb = vlb_any(), seen = VGS[32];
     index_sum("vr_vld_index", VGS, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qv, {vlb, seen, PRE[VLD]}, kw);
+    // VQ (vq()): x_j = VR[src + j] on port x, j = 4 g + m the element of the next value byte
+    // (consuming VLG(g): m = 0; VLB_{m-1}: m)
+    OH qr(4);
+    qr[0] = k(kVlg);
+    for (std::uint32_t m = 1; m < 4; ++m) qr[m] = k(kVlb0 + m - 1);
+    VQR_ = B.field("vq_value_read", 1);
+    pass(L(0), qr[0] + qr[1] + qr[2] + qr[3], VQR_.dim());
+    index_sum("vr_vq_index", VGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qr, {VQR_[0], PRE[VQ]}, kx);  // src + j
     const FieldRef VAL = vld_product();
     // the words that are written (layer 6): the stream's word (byte slots and the VW_q3 token's
     // payload) in the bank of its index, ROT's pending word in the other, or VLD's word
@@ -2226,6 +2242,28 @@ class Compiler {
     pass(l5, Bv + kv * 64.0 + g * M - M, LH.dim(0));
     pass(l5, Bv + kv * 64.0 + 64.0 + g * M - M, LH.dim(1));
     pass(l5, kv * 64.0 + 64.0 - N + g * M - M, LH.dim(1), -1);  // min(lo + 64, src + n) = lo + 64 - ReLU(64 k + 64 - n)
+    // VQ (vq()): the step that emits VQE(k) reads group k: the fetch step (k = 0) and the step
+    // that consumes VLB3 of element 64 k - 1 (g = 16 k - 1: g & 15 = 15, k = (g >> 4) + 1 <= 5);
+    // KG_[k] (layer 1) without the class, then KQ_[k] = [VQ] KG_[k] and GQ_ = sum_k KQ_[k]
+    // (layer 5). After the last group the span is empty: hi = lo when 64 k >= n.
+    {
+      const OH glo = field_oh(VGS, 0, 16), ghi = field_oh(VGS, 16, 16);
+      KG_ = B.field("vq_group_start", 6);
+      for (std::uint32_t j = 1; j < 6; ++j) when(L(1), {k(kVlb0 + 3), glo[15], ghi[j - 1]}, {{KG_.dim(j), 1.0}});
+      KQ_ = B.field("vq_group_step", 6);
+      GQ_ = B.field("vq_group_step_any", 1);
+      constexpr double MQ = 70000;  // > src + 64 k + 64 (k <= 5): the units are 0 off the step
+      for (std::uint32_t j = 0; j < 6; ++j) {
+        const Lin kg = j == 0 ? fetch() : KG_[j];
+        when(l5, {PRE[VQ], kg}, {{KQ_.dim(j), 1.0}, {GQ_.dim(), 1.0}});
+        const Lin off = (PRE[VQ] + kg) * MQ - 2 * MQ;
+        const double base = 64.0 * j;
+        pass(l5, Bv + base + off, LH.dim(0));
+        pass(l5, Bv + base + 64.0 + off, LH.dim(1));
+        pass(l5, Lin::constant(base + 64.0) - N + off, LH.dim(1), -1);
+        pass(l5, Lin::constant(base) - N + off, LH.dim(1));
+      }
+    }
     VKL_ = B.field("vred_last_group", 16);
     table(l5, {OH{one - nib(RV2, 4)[0], nib(RV2, 4)[0]}, nib(RV2, 5), masked(nib(RV2, 6), 7)},
           [&](const std::vector<unsigned>& v) {
@@ -2233,12 +2271,12 @@ class Compiler {
             const int x = 16 * static_cast<int>(v[1] + 16 * v[2]) - static_cast<int>(v[0]);
             return x < 0 ? SparseVec{} : SparseVec{{VKL_.dim(static_cast<std::uint32_t>(x >> 6) & 15), 1.0}};
           },
-          {PRE[VRED]});
+          {PRE[VRED] + PRE[VQ]});
     VRQ_ = B.field("vred_sumsq_group_step", 1);  // the step consumes VRD(k) of a VRED SUMSQ (layer 6)
     when(L(6), {g, cls(VRED), f7_mode(0)}, {{VRQ_.dim(), 1.0}});
     VSPAN_ = B.field("vred_span", 1024);
     LayerBuilder& l6 = L(6);
-    const Lin off = g * 2048.0 - 2048.0;  // [lo <= w] - [hi <= w], each ReLU(w + 1 - x) - ReLU(w - x)
+    const Lin off = (g + GQ_[0]) * 2048.0 - 2048.0;  // [lo <= w] - [hi <= w], each ReLU(w + 1 - x) - ReLU(w - x)
     for (std::uint32_t w = 0; w < 1024; ++w) {
       const double wd = w;
       l6.unit_out(l6.relu_unit(off + (wd + 1.0) - LH[0]), VSPAN_.dim(w), 1.0);
@@ -2426,6 +2464,139 @@ class Compiler {
     }
     vred_sumsq(VRGQ);
     vred_max(VRGM);
+  }
+
+  // VQ (vector.md sections 4.3, 5): for each group k of 64 source words, VQE((k << 5) | e_k), then
+  // the group's q_i = rnd(x_i, e_k) as part of one int8 stream (ACT: 64 values per group, zeros
+  // past n; K/V: the 32 values of the one group).
+  // - e_k on the step that emits VQE(k) (the fetch step, or the one consuming the previous group's
+  //   last VLB3): E is monotone, so e_k = max_i E(|x_i|), and E(|x|) >= t iff |x| >= c 2^s with
+  //   (c, s) = (1, 7) for t = 1, (255, t - 2) for t = 2..25 (rnd(a, e) <= 127 iff a < 255 2^(e-1)).
+  //   With the group's words on the lanes (VLANE_, layer 7; the span from vred_span()): for x >= 0,
+  //   floor(x / 2^s) >= c; for x < 0, |x| = ~x + 1, floor(|x| / 2^s) = floor(~x / 2^s) + [the low
+  //   s bits of x are 0] (Z_s, layer 7); each floor is linear in the bits, with every bit from
+  //   s + 8 up weighted 256 instead (the sum stays exact and >= c iff the floor is). One threshold
+  //   per lane, t and sign (layer 8) into counts C_t; [C_t >= 1] (layer 9) is e_k's thermometer,
+  //   and its differences the payload's nibbles (layer 11, gated by VQF_).
+  // - Value steps (consuming VLG(g) or VLB_{m-1}; element j = 4 g + m): x_j from port x
+  //   (vr_file(), layer 7), e_k from the VQE slot (layer 0), x_j + 2^(e_k - 1) modulo 2^36 as
+  //   digits (column_digits(), layers 7..9), bits e_k .. e_k + 7 (layer 10), their nibbles (11).
+  //   ACT elements j >= n are padding: the byte is 0.
+  // - The sequence (layer 9): VLG(16 k) after VQE; VLB0 after VLG(g); VLB_{m+1} after VLB_m;
+  //   after VLB3, the end at the stream's last element (ACT: g = 16 ceil(n/64) - 1, K/V: g = 7),
+  //   else VQE(k + 1) at a group's end (g & 15 = 15), else VLG(g + 1).
+  // The writes of ACT, ASH, KC, VC, KSH and VSH are not compiled yet: no compiled op reads them.
+  void vq() {
+    const Lin one = Lin::constant(1), vq = cls(VQ), gq = GQ_[0];
+    const OH glo = field_oh(VGS, 0, 16), ghi = field_oh(VGS, 16, 16);
+    // ---- e_k (the VQE steps)
+    auto lane = [&](std::uint32_t l, std::uint32_t i, std::uint32_t v) { return VLANE_[128 * l + 16 * i + v]; };
+    auto bit = [&](std::uint32_t l, std::uint32_t b) {
+      Lin x;
+      for (std::uint32_t v = 0; v < 16; ++v)
+        if ((v >> (b & 3)) & 1) x += lane(l, b >> 2, v);
+      return x;
+    };
+    const FieldRef Z = B.field("vq_low_bits_zero", 64 * 24);  // Z_s for s = 1..23 (index 24 l + s)
+    LayerBuilder& l7 = L(7);
+    for (std::uint32_t l = 0; l < 64; ++l) {
+      Lin ones;
+      for (std::uint32_t s = 1; s <= 23; ++s) {
+        ones += bit(l, s - 1);
+        pass(l7, gq - ones, Z.dim(24 * l + s));
+      }
+    }
+    const FieldRef C = B.field("vq_amax_counts", 25);  // C_t, t = 1..25
+    LayerBuilder& l8 = L(8);
+    constexpr double BIG = 8192;  // > every floor sum below (<= 255 + 256 * 23 + 1)
+    for (std::uint32_t l = 0; l < 64; ++l) {
+      Lin sign;
+      for (std::uint32_t v = 8; v < 16; ++v) sign += lane(l, 7, v);
+      for (std::uint32_t t = 1; t <= 25; ++t) {
+        const std::uint32_t s = t == 1 ? 7 : t - 2;
+        const double c = t == 1 ? 1 : 255;
+        Lin pos, neg = s == 0 ? gq : Z[24 * l + s];
+        for (std::uint32_t i = s; i <= 30; ++i) {
+          const double w = i - s >= 8 ? 256.0 : static_cast<double>(1u << (i - s));
+          const Lin b = bit(l, i);
+          pos += b * w;
+          neg += (one - b) * w;
+        }
+        threshold(l8, pos - sign * BIG + gq * BIG - BIG, c, C.dim(t - 1));
+        threshold(l8, neg + sign * BIG + gq * BIG - 2 * BIG, c, C.dim(t - 1));
+      }
+    }
+    const FieldRef QT = B.field("vq_shift_thermometer", 25);  // [e_k >= t], t = 1..25
+    for (std::uint32_t t = 1; t <= 25; ++t) threshold(L(9), C[t - 1], 1, QT.dim(t - 1));
+    // the payload (k << 5) | e_k: low nibble e_k & 15, high nibble 2 k + (e_k >> 4) (layer 11)
+    LayerBuilder& l11 = L(11);
+    const Lin f = VQF_[0];
+    pass(l11, f, NPL.dim(0));
+    for (std::uint32_t t = 1; t <= 25; ++t) {
+      const std::uint32_t u = l11.relu_unit(QT[t - 1] + f - 1.0);
+      l11.unit_out(u, NPL.dim(t & 15), 1.0);
+      l11.unit_out(u, NPL.dim((t - 1) & 15), -1.0);
+    }
+    for (std::uint32_t j = 0; j < 6; ++j) {
+      when(l11, {f, KQ_[j]}, {{NPH.dim(2 * j), 1.0}});
+      when(l11, {f, KQ_[j], QT[15]}, {{NPH.dim(2 * j), -1.0}, {NPH.dim(2 * j + 1), 1.0}});
+    }
+    // ---- the sequence (layer 9; the last element from layer 7)
+    const FieldRef EQG = B.field("vq_at_last_group", 1), QL = B.field("vq_last", 1);
+    for (std::uint32_t j = 0; j < 16; ++j) when(L(6), {ghi[j], VKL_[j]}, {{EQG.dim(), 1.0}});
+    const Lin vlb3 = k(kVlb0 + 3);
+    when(L(7), {vq, f7_mode(0), vlb3, glo[15], EQG[0]}, {{QL.dim(), 1.0}});
+    when(L(7), {vq, f7_mode(1) + f7_mode(2), vlb3, glo[7], ghi[0]}, {{QL.dim(), 1.0}});
+    LayerBuilder& l9 = L(9);
+    when(l9, {vq, k(kVqe)}, {{NK.dim(kVlg), 1.0}, {NPL.dim(0), 1.0}});
+    table(l9, {field_oh(PN, 16, 16)}, [&](const std::vector<unsigned>& v) { return SparseVec{{NPH.dim(v[0] >> 1), 1.0}}; },
+          {vq, k(kVqe)});
+    when(l9, {vq, k(kVlg)}, {{NK.dim(kVlb0), 1.0}});
+    for (std::uint32_t m = 0; m < 3; ++m) when(l9, {vq, k(kVlb0 + m)}, {{NK.dim(kVlb0 + m + 1), 1.0}});
+    when(l9, {QL[0]}, {{ENDI.dim(), 1.0}});
+    when(l9, {vq, vlb3, glo[15], one - QL[0]}, {{NK.dim(kVqe), 1.0}, {VQF_.dim(), 1.0}});
+    const std::vector<Lin> next_group = {vq, vlb3, one - glo[15], one - QL[0]};
+    when(l9, next_group, {{NK.dim(kVlg), 1.0}});
+    table(l9, {glo}, [&](const std::vector<unsigned>& v) { return SparseVec{{NPL.dim((v[0] + 1) & 15), 1.0}}; }, next_group);
+    table(l9, {ghi}, [&](const std::vector<unsigned>& v) { return SparseVec{{NPH.dim(v[0]), 1.0}}; }, next_group);
+    // ---- the value steps
+    VQV_ = B.field("vq_value_step", 1);
+    when(L(5), {PRE[VQ], VQR_[0]}, {{VQV_.dim(), 1.0}});
+    const Lin gv = VQV_[0];
+    const FieldRef QS = B.field("vqe_slot", 32);  // the last VQE's payload nibbles
+    slot_head(L(0), 1, [&](std::uint32_t) { return k(kVqe); }, [&](std::uint32_t r) { return PN[r]; }, QS, int8_stream());
+    const FieldRef QE = B.field("vq_shift", 26);  // e_k one-hot on the value steps (layer 6)
+    const OH qlo = field_oh(QS, 0, 16);
+    const Lin qhi_odd = any_of(field_oh(QS, 16, 16), [](unsigned v) { return (v & 1) != 0; });
+    for (std::uint32_t e = 0; e < 26; ++e)
+      when(L(6), {gv, qlo[e & 15], e >= 16 ? qhi_odd : one - qhi_odd}, {{QE.dim(e), 1.0}});
+    // padding: j = 64 (g >> 4) + 4 (g & 15) + m >= n (ACT only: K/V elements are < 32 = n)
+    const FieldRef PAD = B.field("vq_padding", 1);
+    const Lin jv = oh_value(ghi) * 64.0 + oh_value(glo) * 4.0 + k(kVlb0) + k(kVlb0 + 1) * 2.0 + k(kVlb0 + 2) * 3.0;
+    threshold_if(L(6), jv - half(RV2, 1), 0, 1100, gv, PAD.dim());
+    // x + 2^(e - 1) modulo 2^36 (column 8: x's sign extension)
+    std::vector<Lin> X(9);
+    std::vector<unsigned> max_cs(9, 15);
+    for (std::uint32_t c = 0; c < 8; ++c) X[c] = oh_value(nib(VRX, c));
+    for (std::uint32_t e = 1; e < 26; ++e) {
+      X[(e - 1) >> 2] += QE[e] * static_cast<double>(1u << ((e - 1) & 3));
+      max_cs[(e - 1) >> 2] = 15 + 8;
+    }
+    X[8] = any_of(nib(VRX, 7), [](unsigned v) { return v >= 8; }) * 15.0;
+    std::uint32_t done = 0;
+    const FieldRef DG = column_digits("vq_round", 7, X, max_cs, gv, &done);
+    if (done != 9) throw std::logic_error("vq: the digits are not ready at layer 9");
+    const FieldRef RB = B.field("vq_byte_bits", 8);  // bits e .. e + 7 (layer 10)
+    for (std::uint32_t j = 0; j < 8; ++j)
+      for (std::uint32_t e = 0; e < 26; ++e) when(L(10), {QE[e], digit_bit(DG, j + e)}, {{RB.dim(j), 1.0}});
+    for (std::uint32_t h = 0; h < 2; ++h)
+      for (std::uint32_t v = 0; v < 16; ++v) {
+        Lin pre = gv - PAD[0] - 4.0;
+        for (std::uint32_t b = 0; b < 4; ++b) pre += ((v >> b) & 1) ? RB[4 * h + b] : one - RB[4 * h + b];
+        l11.unit_out(l11.relu_unit(pre), h == 0 ? NPL.dim(v) : NPH.dim(v), 1.0);
+      }
+    pass(l11, PAD[0], NPL.dim(0));
+    pass(l11, PAD[0], NPH.dim(0));
   }
 
   // VRED MAX (vector.md section 4.7): z = max_i x_i, on vred()'s sequence, by all-pairs
