@@ -74,14 +74,14 @@ TEST(CampaignOps, MnemonicsAndClasses) {
   EXPECT_EQ(ops_list(vr3, modes, fns, red), "vred");
   select_ops("add", &modes, &fns, &red);
   EXPECT_EQ(red, 0u);
-  for (const std::string refused : {"vmat", "vmatr", "vq", "vexp", "vector"}) {
+  for (const std::string refused : {"vmat", "vmatr", "vexp", "vector"}) {
     try {
       select_ops("vew,vfn," + refused);
       ADD_FAILURE() << refused << " was accepted";
     } catch (const OpsError& e) {
       const std::string m = e.what();
-      EXPECT_NE(m.find("not fuzzed: vmat, vmatr, vq, vexp; fuzzed: vld, vew.add, vew.mul, "
-                       "vew.muls, vew.rot, vfn.rsqrt, vfn.recip, vfn.silu, vred.sumsq, vred.sum, vred.max)"),
+      EXPECT_NE(m.find("not fuzzed: vmat, vmatr, vexp; fuzzed: vld, vew.add, vew.mul, "
+                       "vew.muls, vew.rot, vfn.rsqrt, vfn.recip, vfn.silu, vred.sumsq, vred.sum, vred.max, vq)"),
                 std::string::npos)
           << m;
       EXPECT_EQ(m.find('\n'), std::string::npos) << m;
@@ -201,6 +201,66 @@ TEST(CampaignGenerate, VredWords) {
   EXPECT_GT(chained, 0u);
   EXPECT_GT(sat_up, 0u);
   EXPECT_GT(sat_down, 0u);
+}
+
+// VQ (vector.md 4.3) on the reference: every generated VQ that does not trap has valid operands
+// (ACT: 1 <= n <= 384 and b0 + ceil(n/64) <= 6; K/V: n = 32, row < 320; the span inside VR), all
+// three TARGETs and every group count occur, sources read earlier VEW destinations, and a program
+// that traps does so at its body's last word (a VQ half the time, else a VEW) with code 16, 17,
+// 18, 19 or 22 for a VQ (every one raised).
+TEST(CampaignGenerate, VqWords) {
+  constexpr std::uint64_t kSeed = 29, kPrograms = 320;
+  unsigned modes = 0, fns = 0, red = 0;
+  const auto ops = select_ops("vq,vew.add,add", &modes, &fns, &red);
+  ASSERT_EQ(ops_list(ops, modes, fns, red), "add,vq,vew.add");  // table order
+  std::map<std::uint32_t, unsigned> traps, by_target, by_groups;
+  unsigned exits = 0, chained = 0, row_edges = 0;
+  for (std::uint64_t k = 0; k < kPrograms; ++k) {
+    const Program p = campaign::generate(program_seed(kSeed, k), k, ops, modes, fns, red);
+    SCOPED_TRACE("--ops vq,vew.add,add seed " + std::to_string(kSeed) + " program " + std::to_string(k));
+    const auto code = p.code();
+    ref::Machine m;
+    m.load(p.image());
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> written;  // VEW destinations so far
+    while (m.status() == ref::Status::kRunning && m.steps() < 1'000'000) {
+      const std::uint32_t slot = (m.pc() - kCodeBase) / 4;
+      ASSERT_LT(slot, code.size());
+      const ref::Decoded d = ref::decode(code[slot]);
+      const std::uint32_t x1 = m.reg(d.rs1), x2 = m.reg(d.rs2), f7 = code[slot] >> 25;
+      const std::uint32_t A = x1 & 0xffff, B = x1 >> 16, N = x2 >> 16;
+      if (m.step().empty() || m.status() != ref::Status::kRunning) break;
+      if (d.op == ref::Op::kVew) written.emplace_back(A, N);
+      if (d.op != ref::Op::kVq) continue;
+      ASSERT_LE(f7, 2u) << ref::disassemble(code[slot]);
+      ASSERT_LE(B + N, 1024u) << ref::disassemble(code[slot]);
+      if (f7 == 0) {
+        ASSERT_TRUE(N >= 1 && N <= 384 && A + (N + 63) / 64 <= 6) << ref::disassemble(code[slot]);
+        ++by_groups[(N + 63) / 64];
+      } else {
+        ASSERT_TRUE(N == 32 && A < 320) << ref::disassemble(code[slot]);
+        row_edges += A == 0 || A == 319;
+      }
+      ++by_target[f7];
+      chained += std::any_of(written.begin(), written.end(), [&](const auto& w) { return w.first < B + N && B < w.first + w.second; });
+    }
+    if (m.status() == ref::Status::kExited) {
+      ++exits;
+      continue;
+    }
+    ASSERT_EQ(m.status(), ref::Status::kTrapped) << p.listing();
+    const std::uint32_t slot = (m.pc() - kCodeBase) / 4;
+    EXPECT_EQ(slot + 4, code.size()) << "the trap is the body's last word\n" << p.listing();
+    const ref::Op op = ref::decode(code[slot]).op;
+    EXPECT_TRUE(op == ref::Op::kVq || op == ref::Op::kVew) << ref::disassemble(code[slot]);
+    if (op == ref::Op::kVq) ++traps[m.trap_code()];
+  }
+  for (const std::uint32_t t : {16u, 17u, 18u, 19u, 22u}) EXPECT_GT(traps[t], 0u) << "no program raised " << t;
+  EXPECT_EQ(traps.size(), 5u) << "only codes 16, 17, 18, 19, 22";
+  for (std::uint32_t t = 0; t < 3; ++t) EXPECT_GT(by_target[t], 0u) << "no VQ of TARGET " << t;
+  for (std::uint32_t g = 1; g <= 6; ++g) EXPECT_GT(by_groups[g], 0u) << "no VQ ACT of " << g << " groups";
+  EXPECT_GT(exits, kPrograms / 2);
+  EXPECT_GT(chained, 0u);
+  EXPECT_GT(row_edges, 0u);
 }
 
 // VEW and VFN (vector.md 4.5, 4.6) on the reference: every generated VEW or VFN word that does not

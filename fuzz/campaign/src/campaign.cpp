@@ -47,12 +47,12 @@ std::string_view class_name(InsnClass cls) {
 namespace {
 
 // The vector ops the chip executes (docs/chip-design.md section 3.6): VLD, VEW (ADD, MUL, MULS,
-// ROT), VFN (RSQRT, RECIP, SILU) and VRED (SUMSQ, SUM, MAX). They are fuzzed only when asked
-// for (--ops vld, vew, vfn, vred), so the default mix stays the scalar machine. The other four ops
-// have only their traps compiled.
+// ROT), VFN (RSQRT, RECIP, SILU), VRED (SUMSQ, SUM, MAX) and VQ (ACT, K and V rows). They are
+// fuzzed only when asked for (--ops vld, vew, vfn, vred, vq), so the default mix stays the scalar
+// machine. The other three ops have only their traps compiled.
 bool fuzzable(const Encoding& e) {
   return e.cls != InsnClass::kSystem && (e.cls != InsnClass::kVector || e.op == Op::kVld || e.op == Op::kVew ||
-                                         e.op == Op::kVfn || e.op == Op::kVred);
+                                         e.op == Op::kVfn || e.op == Op::kVred || e.op == Op::kVq);
 }
 constexpr const char* kVredModeNames[] = {"vred.sumsq", "vred.sum", "vred.max"};  // MODE 0, 1, 2
 
@@ -64,8 +64,8 @@ constexpr const char* kVfnFnNames[] = {"vfn.rsqrt", "vfn.recip", "vfn.silu"};
 std::string vector_refusal(const std::string& name) {
   return "--ops: " + name +
          " is a vector-unit op whose execution the chip does not compile yet, only its traps (not fuzzed: "
-         "vmat, vmatr, vq, vexp; fuzzed: vld, vew.add, vew.mul, vew.muls, vew.rot, vfn.rsqrt, "
-         "vfn.recip, vfn.silu, vred.sumsq, vred.sum, vred.max)";
+         "vmat, vmatr, vexp; fuzzed: vld, vew.add, vew.mul, vew.muls, vew.rot, vfn.rsqrt, "
+         "vfn.recip, vfn.silu, vred.sumsq, vred.sum, vred.max, vq)";
 }
 
 std::string refusal(const Encoding& e) {
@@ -409,6 +409,7 @@ struct Generator {
         if (row.op == Op::kVew) vew(avoid, land, false);
         if (row.op == Op::kVfn) vfn(avoid, land, false);
         if (row.op == Op::kVred) vred(avoid, land, false);
+        if (row.op == Op::kVq) vq(avoid, land, false);
         return;
       default:
         return;
@@ -850,6 +851,52 @@ struct Generator {
     vector_word(Op::kVred, rd, sh << 2 | mode, x1, x2, false, same, avoid, land);
   }
 
+  // One VQ (section 4.3: A = b0 (ACT) or row (K/V), B = src, N = n; C is ignored and random) with
+  // its operand registers set just before it: ACT three times in five (n at group edges 1, 63, 64,
+  // 65, 128, 320, 321, 384 or any up to 384; b0 up to 6 - ceil(n/64), the last block weighted),
+  // else a K or V row (n = 32; rows 0, 319 weighted); the source at or inside an earlier
+  // destination half the time; rs1 = rs2 (src = n, C = A). `trap`: one or more of the conditions
+  // of codes 16 (TARGET = 3, a reserved f7 bit, rd != x0), 17, 18, 19 (ACT) or 22 (K/V) instead.
+  void vq(u32 avoid, bool land, bool trap) {
+    static constexpr u32 kEdges[] = {1, 63, 64, 65, 128, 320, 321, 384};
+    const u32 t = rng.below(5);
+    u32 target = t < 3 ? 0 : t - 2;
+    u32 n = target != 0 ? 32 : rng.chance(3) ? kEdges[rng.below(8)] : 1 + rng.below(rng.chance(2) ? 64 : 384);
+    const u32 groups = (n + 63) / 64;
+    u32 a = target != 0 ? (rng.chance(3) ? (rng.chance(2) ? 0 : 319) : rng.below(320))
+                        : (rng.chance(3) ? 6 - groups : rng.below(7 - groups));
+    u32 src = vr_start(n), c = rng.chance(2) ? 0 : rng.below(65536), f7 = 0, rd = 0;
+    bool same = false;
+    if (rng.chance(16)) {  // rs1 = rs2: A = C, B = N = n
+      same = true;
+      src = n;
+      c = a;
+    }
+    if (trap) {
+      same = false;
+      static constexpr unsigned kAlone[] = {1, 2, 4, 8, 8};  // one alone half the time, 19 / 22 twice as often
+      const unsigned mask = rng.chance(2) ? kAlone[rng.below(5)] : 1 + rng.below(15);
+      if (mask & 2) src = outside(n);  // 17
+      if (mask & 4) {                  // 18
+        if (target == 0) n = rng.chance(2) ? 0 : 385 + rng.below(rng.chance(2) ? 64 : 65536 - 385);
+        else n = rng.chance(2) ? rng.below(32) : 33 + rng.below(65536 - 33);
+      }
+      if (mask & 8) {  // 19: b0 + ceil(n/64) > 6; 22: row >= 320
+        if (target == 0) a = 7 - std::min<u32>(6, (n + 63) / 64) + rng.below(rng.chance(2) ? 4 : 60000);
+        else a = 320 + rng.below(rng.chance(2) ? 8 : 65536 - 320);
+      }
+      if (mask & 1) {  // 16
+        switch (rng.below(3)) {
+          case 0: target = 3; break;
+          case 1: f7 = (1 + rng.below(31)) << 2; break;
+          default: rd = 1 + rng.below(31); break;
+        }
+      }
+    }
+    const u32 x1 = (src & 0xffff) << 16 | (a & 0xffff), x2 = (n & 0xffff) << 16 | (c & 0xffff);
+    vector_word(Op::kVq, rd, f7 | target, x1, x2, false, same, avoid, land);
+  }
+
   Item li(u32 rd, u32 value, bool test = false) {
     Item it;
     it.kind = Item::Kind::kLi;
@@ -937,6 +984,7 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   const bool has_vew = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVew; });
   const bool has_vfn = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVfn; });
   const bool has_vred = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVred; });
+  const bool has_vq = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVq; });
   g.vred_modes = (vred_modes & kVredFuzzedModes) ? vred_modes & kVredFuzzedModes : kVredFuzzedModes;
   g.vew_modes = (vew_modes & kVewFuzzedModes) ? vew_modes & kVewFuzzedModes : kVewFuzzedModes;
   g.vfn_fns = !has_vfn ? 0 : (vfn_fns & kVfnFuzzedFns) ? vfn_fns & kVfnFuzzedFns : kVfnFuzzedFns;
@@ -969,7 +1017,7 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   // VR's initial words (vector.md section 2.1) when VEW or VFN is selected: edge-biased random
   // words; one program in sixteen has none (VR zero), one in sixteen a shorter section.
   bool trap_last = false;
-  if (has_vew || has_vfn || has_vred) {
+  if (has_vew || has_vfn || has_vred || has_vq) {
     u32 bytes = 4 * Generator::kVr;
     if (rng.chance(8)) bytes = rng.chance(2) ? 0 : 1 + rng.below(bytes - 1);
     for (u32 w = 0; 4 * w < bytes; ++w) {
@@ -997,7 +1045,9 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
     g.instruction(g.pick(true), 31);
   }
   if (trap_last) {  // the body's last item: no branch or jump skips it
-    if (has_vred && (!(has_vew || has_vfn) || rng.chance(3)))
+    if (has_vq && (!(has_vew || has_vfn || has_vred) || rng.chance(2)))
+      g.vq(31, true, true);
+    else if (has_vred && (!(has_vew || has_vfn) || rng.chance(3)))
       g.vred(31, true, true);
     else if (has_vew && (!has_vfn || rng.chance(2)))
       g.vew(31, true, true);
