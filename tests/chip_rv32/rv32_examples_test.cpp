@@ -119,8 +119,9 @@ std::vector<Example> load_vector_examples() {
     const bool vfn = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 5 && (word >> 25) <= 2;  // RSQRT, RECIP, SILU
     const bool sum = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 6;  // VRED (a MAX with SH != 0 traps)
     const bool vq = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 2;   // VQ, every TARGET
+    const bool vexp = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 3;  // VEXP
     const bool traps = e.at("final").at("end").get<std::string>() == "trap";
-    if (vld || vew || vfn || sum || vq || traps) out.push_back({"vector", e.at("name").get<std::string>(), e});
+    if (vld || vew || vfn || sum || vq || vexp || traps) out.push_back({"vector", e.at("name").get<std::string>(), e});
   }
   return out;
 }

@@ -137,7 +137,7 @@ void when(LayerBuilder& L, const std::vector<Lin>& conds, const SparseVec& outs)
 enum Kind : std::uint32_t {
   kCtrl = 0, kW0 = 1, kA0 = 5, kS0 = 9, kBr = 13, kDq = 14, kCf = 15, kAc0 = 16, kOut = 28, kErr = 29,
   kNop = 30, kExit = 31, kTrap = 32, kVrd = 41, kVqe = 42, kVwg = 43, kPcl = 44, kPch0 = 45, kOi = 49, kOih = 50, kVlg = 56, kVlb0 = 57,
-  kVw00 = 61  // VW_qm = 61 + 4 q + m (vector.md section 5)
+  kVw00 = 61, kVxm0 = 77  // VW_qm = 61 + 4 q + m (vector.md section 5)
 };
 constexpr std::uint32_t vw(std::uint32_t q, std::uint32_t m) { return kVw00 + 4 * q + m; }
 
@@ -233,6 +233,7 @@ std::int64_t rsq_entry(std::int64_t i) {  // the y with (2y-1)^2 (2i+1) < 2^57 <
   while (below(y + 1)) ++y;
   return y;
 }
+std::int64_t exp_entry(int i) { return std::llround(65536.0 * std::exp(-i / 64.0)); }
 std::int64_t sig_entry(int i) { return std::llround(65536.0 / (1.0 + std::exp(-(i - 512) / 64.0))); }
 std::int64_t cos_entry(unsigned p, unsigned j) {
   return std::llround(65536.0 * std::cos(static_cast<double>(p) * std::pow(10.0, -static_cast<double>(j))));
@@ -266,12 +267,14 @@ class Compiler {
     write_buffer_check();
     vld();
     vector_traps();
+    vwg_slot();
     vred_span();
     vr_file();
     vew();
     vfn();
     vred();
     vq();
+    vexp();
     when(L(9), {cls(ECALL), k(kPcl), EQ64[0], FDOK[0], Lin::constant(1) - LEN0[0], Lin::constant(1) - LENBIG[0], WBAD[0]},
          token_out(kTrap, 5));
     divide();
@@ -346,6 +349,10 @@ class Compiler {
   // same without the class, layer 1), [the next token is VQE] (VQF_, layers 9..10), [the next
   // token is a value byte] (VQR_, layer 0 without the class; VQV_, layer 5)
   FieldRef KG_, KQ_, GQ_, VQF_, VQR_, VQV_;
+  // VEXP (vexp()): [the consumed VW_q3 ends a group's last score] (LX_, layer 5), [the next token
+  // is VXM0] (XFN_, layers 9..10), the MAX tournament's gate (GMX_, layer 6; vred_max()), the
+  // VXM bytes (VXMS_, layer 0)
+  FieldRef LX_, XG0_, XFN_, GMX_, VXMS_, GOH_;
 
   Lin k(std::uint32_t kind) const { return K[kind]; }
   Lin fetch() const { return K[kPcl]; }  // the step that consumes PCL: the instruction's first step
@@ -1383,7 +1390,10 @@ class Compiler {
     VQF_ = B.field("vq_next_is_vqe", 1);
     run.back() = E(q_act) + E(q_kv);  // VQ: VQE(0 | e_0), its payload from vq() (layer 11)
     when(L(10), run, {{NK.dim(kVqe), 1.0}, {VQF_.dim(), 1.0}});
-    none.push_back(anyv - cls(VLD) - cls(VEW) - cls(VFN) - cls(VRED) - cls(VQ));
+    XFN_ = B.field("vexp_next_is_vxm0", 1);
+    run.back() = cls(VEXP);  // VEXP: VXM0 (byte 0 of m_0), its payload from vexp() (layer 13)
+    when(L(10), run, {{NK.dim(kVxm0), 1.0}, {XFN_.dim(), 1.0}});
+    none.push_back(anyv - cls(VLD) - cls(VEW) - cls(VFN) - cls(VRED) - cls(VQ) - cls(VEXP));
     when(L(10), none, token_out(kTrap, 1));
   }
   // ---- VR and the word streams (vector.md sections 2, 5) -------------------------------------
@@ -1548,7 +1558,6 @@ class Compiler {
   // - VLD writes its element i = 4 g + m (vector.md section 4.8) at dst + i when VLB_m is consumed
   //   in the element phase, with the value vld_product() computes.
   void vr_file() {
-    VWGS = B.field("vwg_slot", 32);
     VWBS = B.field("vw_byte_slots", 96);
     const OH qt = stream_target_q();
     Lin reads_k;
@@ -1561,9 +1570,6 @@ class Compiler {
     SREAD_ = reads;
     const Lin ends = stream_word_end();
     const Lin ends_odd = k(vw(1, 3)) + k(vw(3, 3)), ends_even = k(vw(0, 3)) + k(vw(2, 3));
-    Lin stream = k(kVwg);  // any word-stream token
-    for (std::uint32_t j = 0; j < 16; ++j) stream += k(kVw00 + j);
-    slot_head(L(0), 1, [&](std::uint32_t) { return k(kVwg); }, [&](std::uint32_t r) { return PN[r]; }, VWGS, stream);
     Lin vw_low;  // VW_qm, m < 3
     for (std::uint32_t q = 0; q < 4; ++q)
       for (std::uint32_t m = 0; m < 3; ++m) vw_low += k(vw(q, m));
@@ -1606,6 +1612,19 @@ class Compiler {
     index_sum("vr_pending_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qp, {ends_odd, vew, rot},
               kw);  // ROT: dst + e - 1
     const FieldRef PARP = last_parity_;
+    // VEXP (vexp()): the scores s = VR[src + e] on port x (e < 512); the writes p -> dst + e (e <
+    // 512) and S_g -> sums + g (e = 512 + g: the VWG slot with g' - 128, i.e. ghi 8 -> 0)
+    const Lin ghi8 = VWGS[16 + 8];
+    index_sum("vexp_x_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qt, {reads, PRE[VEXP]}, kx);  // src + e
+    index_sum("vexp_w_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw, {ends, PRE[VEXP], one - ghi8},
+              kw);  // dst + e
+    const FieldRef PARX = last_parity_;
+    const FieldRef XWG = B.field("vexp_sum_slot", 32);  // the VWG slot in the sums' phase, g' - 128
+    for (std::uint32_t v = 0; v < 16; ++v) when(L(1), {VWGS[v], ghi8}, {{XWG.dim(v), 1.0}});
+    pass(L(1), ghi8, XWG.dim(16));
+    index_sum("vexp_sum_index", XWG, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qw, {ends, PRE[VEXP], ghi8},
+              kw);  // sums + (e - 512)
+    const FieldRef PARS = last_parity_;
     // VLD: dst = X(rs2) & 0xFFFF, element i = 4 g + m (g: vld()'s VLG slot)
     OH qv(4);
     for (std::uint32_t m = 0; m < 4; ++m) qv[m] = k(kVlb0 + m);
@@ -1634,6 +1653,8 @@ class Compiler {
       for (std::uint32_t i = 0; i < 128; ++i) {
         when(L(6), {i < 96 ? VWBS[i] : VW3[i - 96], PARW[b]}, {{VB[b].dim(i), 1.0}});
         when(L(6), {PEB[i], PARP[b]}, {{VB[b].dim(i), 1.0}});
+        when(L(6), {i < 96 ? VWBS[i] : VW3[i - 96], PARX[b]}, {{VB[b].dim(i), 1.0}});
+        when(L(6), {i < 96 ? VWBS[i] : VW3[i - 96], PARS[b]}, {{VB[b].dim(i), 1.0}});
       }
     }
     // the value steps of ROT and of VFN's functions, one dimension each (layer 6; from f7's
@@ -1651,6 +1672,7 @@ class Compiler {
     when(L(6), {ends_even, cls(VEW), one - rot}, {{WR.dim(), 1.0}});  // ROT: with the pair's second word
     when(L(6), {ends_even, cls(VFN)}, {{WR.dim(), 1.0}});
     when(L(6), {k(vw(0, 3)), cls(VRED)}, {{WR.dim(), 1.0}});  // VRED's one word z
+    when(L(6), {ends, cls(VEXP)}, {{WR.dim(), 1.0}});         // VEXP's p and S_g
     when(L(6), {vlb, seen, cls(VLD)}, {{WR.dim(), 1.0}});
     VRX = B.field("vr_x", 128);
     VRY = B.field("vr_y", 128);
@@ -2233,6 +2255,14 @@ class Compiler {
       if ((x & 3) == mode) l += F7X_[x];
     return l;
   }
+  // The word streams' VWG slot (layer 0): g of the last VWG(g), read on word-stream steps.
+  void vwg_slot() {
+    VWGS = B.field("vwg_slot", 32);
+    Lin stream = k(kVwg);  // any word-stream token
+    for (std::uint32_t j = 0; j < 16; ++j) stream += k(kVw00 + j);
+    slot_head(L(0), 1, [&](std::uint32_t) { return k(kVwg); }, [&](std::uint32_t r) { return PN[r]; }, VWGS, stream);
+  }
+
   void vred_span() {
     const Lin g = k(kVrd), Bv = half(RV1, 1), N = half(RV2, 1), one = Lin::constant(1);
     const Lin kv = oh_value(field_oh(VRDK_, 0, 16));
@@ -2264,6 +2294,35 @@ class Compiler {
         pass(l5, Lin::constant(base) - N + off, LH.dim(1));
       }
     }
+    // VEXP (vexp()): the step that emits VXM0 of group g reads the group's scores [src + 64 g,
+    // src + 64 g + min(T, 64)): the fetch step (g = 0) and the step that consumes the VW_q3 of a
+    // group's last score (g = (e >> 6) + 1 = ghi + 1 of the VWG slot). Which VW_q3 ends a group
+    // is known only at layer 5 (LX_: (e & 63) + 1 = T, e = 4 g' + q), so the bounds are formed on
+    // every VW_q3 step of group ghi < 8 (KXG, layer 1) and the mask (layer 6) is gated by LX_.
+    {
+      const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
+      const FieldRef KXG = B.field("vexp_group_end", 9);  // [VW_q3 consumed, ghi = j - 1], j = 1..8
+      const Lin ends = stream_word_end();
+      for (std::uint32_t j = 1; j <= 8; ++j) when(L(1), {ends, ghi[j - 1]}, {{KXG.dim(j), 1.0}});
+      constexpr double MX = 70000;
+      for (std::uint32_t j = 0; j < 8; ++j) {
+        const Lin kg = j == 0 ? fetch() : KXG[j];
+        const Lin off = (PRE[VEXP] + kg) * MX - 2 * MX;
+        const double base = 64.0 * j;
+        pass(l5, Bv + base + off, LH.dim(0));
+        pass(l5, Bv + base + 64.0 + off, LH.dim(1));  // hi = lo + min(T, 64) = lo + 64 - ReLU(64 - T)
+        pass(l5, Lin::constant(64.0) - N + off, LH.dim(1), -1);
+      }
+      Lin e1, q;
+      for (std::uint32_t j = 1; j <= 8; ++j) e1 += KXG[j];
+      for (std::uint32_t qq = 1; qq < 4; ++qq) q += k(vw(qq, 3)) * static_cast<double>(qq);
+      LX_ = B.field("vexp_group_last", 1);
+      const Lin x = oh_value(glo) * 4.0 + q + 1.0 - N;  // (e & 63) + 1 - T
+      threshold_if(l5, x, 0, 64, PRE[VEXP] + e1 - 1.0, LX_.dim());
+      threshold_if(l5, x, 1, 64, PRE[VEXP] + e1 - 1.0, LX_.dim(), -1);
+      XG0_ = B.field("vexp_fetch", 1);  // the fetch step of a VEXP word (group 0's span)
+      when(l5, {PRE[VEXP], fetch()}, {{XG0_.dim(), 1.0}});
+    }
     VKL_ = B.field("vred_last_group", 16);
     table(l5, {OH{one - nib(RV2, 4)[0], nib(RV2, 4)[0]}, nib(RV2, 5), masked(nib(RV2, 6), 7)},
           [&](const std::vector<unsigned>& v) {
@@ -2276,7 +2335,7 @@ class Compiler {
     when(L(6), {g, cls(VRED), f7_mode(0)}, {{VRQ_.dim(), 1.0}});
     VSPAN_ = B.field("vred_span", 1024);
     LayerBuilder& l6 = L(6);
-    const Lin off = (g + GQ_[0]) * 2048.0 - 2048.0;  // [lo <= w] - [hi <= w], each ReLU(w + 1 - x) - ReLU(w - x)
+    const Lin off = (g + GQ_[0] + LX_[0] + XG0_[0]) * 2048.0 - 2048.0;  // [lo <= w] - [hi <= w], each ReLU(w + 1 - x) - ReLU(w - x)
     for (std::uint32_t w = 0; w < 1024; ++w) {
       const double wd = w;
       l6.unit_out(l6.relu_unit(off + (wd + 1.0) - LH[0]), VSPAN_.dim(w), 1.0);
@@ -2599,6 +2658,184 @@ class Compiler {
     pass(l11, PAD[0], NPH.dim(0));
   }
 
+  // VEXP (vector.md sections 4.4, 5): for each group g < G, VXM0..VXM3 (the bytes of m_g = the
+  // group's maximum score), then the word stream of p_{g,t} = EXP[min(1023, rnd(m_g - s_{g,t},
+  // 10))], t < T (elements e = 64 g + t); then the elements e = 512 + g, S_g = sum_t p_{g,t}.
+  // - m_g on the step that emits VXM0 of g (the fetch step, or the one consuming the VW_q3 of
+  //   group g - 1's last score, LX_): the group's scores on the lanes (the span from
+  //   vred_span()) and vred_max()'s lane tournament (gate GMX_), the maximum's nibble one-hots
+  //   at layer 12 (GOH_); VXM0's byte (layer 13), bytes 1..3 into a slot (layer 13) read on the
+  //   VXM0..VXM2 steps (layer 14).
+  // - Element steps (group phase, ghi < 8): m from the consumed VXM bytes (a slot, layer 0), s on
+  //   port x (layer 7); d + 512 + 2^32 with d = m - s = (m ^ 2^31) + ~(s ^ 2^31) + 1 as digits
+  //   modulo 2^36 (layers 7..9); i = bits 10..19, or 1023 when d + 512 >= 2^20 (bits 20..31 or
+  //   33; layers 10, 11: the 1,024-way one-hot of i); byte m of EXP[i] (layer 12). p's nibbles,
+  //   as 5 scalars, go to a memory keyed by e (layer 13, 512 columns).
+  // - Sum steps (ghi = 8, element 512 + g): the memory read with the query [e in group g, t < T]
+  //   gives the column sums of S_g (<= 64 * 15; layer 13); column_digits() (13..16); the byte
+  //   (17).
+  // - The sequence (layer 9): VXM_{m+1} after VXM_m; VWG(16 g) after VXM3 (g from a slot of the
+  //   last VWG's high nibble, reset by PCL); the word-stream steps as usual, except after a
+  //   group's last score: VXM0 of the next group, or VWG(128) after the last group; the end
+  //   after S_{G-1}.
+  void vexp() {
+    const Lin one = Lin::constant(1), ex = cls(VEXP);
+    const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
+    const Lin ghi8 = ghi[8], reads = SREAD_;
+    const OH& tm = TM_;
+    OH qt = stream_target_q();
+    auto f7g = [&](std::function<bool(unsigned)> pred) {  // [pred(G)] on a VEXP word, G = (f7 & 7) + 1
+      Lin l;
+      for (unsigned x = 0; x < 8; ++x)
+        if (pred(x + 1)) l += F7X_[x];
+      return l;
+    };
+    // ---- flags (layer 6): VXM0 of a later group (XF), the value steps of p (GXP) and S (GXS),
+    // the end of the sums (SL)
+    const FieldRef XF = B.field("vexp_next_group", 1), GV = B.field("vexp_value_steps", 2), SL = B.field("vexp_sums_last", 1);
+    LayerBuilder& l6 = L(6);
+    for (std::uint32_t j = 0; j < 7; ++j)
+      when(l6, {LX_[0], ghi[j], f7g([j](unsigned G) { return G >= j + 2; })}, {{XF.dim(), 1.0}, {GMX_.dim(), 1.0}});
+    when(l6, {fetch(), ex}, {{GMX_.dim(), 1.0}});
+    when(l6, {reads, ex, one - ghi8, one - LX_[0]}, {{GV.dim(0), 1.0}});
+    when(l6, {reads, ex, ghi8}, {{GV.dim(1), 1.0}});
+    for (std::uint32_t g = 0; g < 8; ++g)
+      when(l6, {ex, ghi8, glo[g >> 2], k(vw(g & 3, 3)), f7g([g](unsigned G) { return G == g + 1; })}, {{SL.dim(), 1.0}});
+    const Lin gxp = GV[0], gxs = GV[1];
+    // ---- the sequence (layer 9)
+    const FieldRef XGS = B.field("vexp_vwg_high_slot", 17);  // the last VWG's high nibble; [seen since PCL]
+    const FieldRef XGN = B.field("vwg_high_nibble", 17);
+    for (std::uint32_t p = 0; p < 256; ++p) {
+      B.embed(256 * kVwg + p, XGN.dim(p >> 4), 1);
+      B.embed(256 * kVwg + p, XGN.dim(16), 1);
+    }
+    slot_head(L(0), 1, [&](std::uint32_t) { return k(kVwg) + k(kPcl); }, [&](std::uint32_t r) { return XGN[r]; }, XGS,
+              k(kVxm0 + 3));
+    LayerBuilder& l9 = L(9);
+    for (std::uint32_t m = 0; m < 3; ++m) when(l9, {ex, k(kVxm0 + m)}, {{NK.dim(kVxm0 + m + 1), 1.0}});
+    when(l9, {ex, k(kVxm0 + 3)}, {{NK.dim(kVwg), 1.0}, {NPL.dim(0), 1.0}});
+    for (std::uint32_t v = 0; v < 15; ++v) when(l9, {ex, k(kVxm0 + 3), XGS[v], XGS[16]}, {{NPH.dim(v + 1), 1.0}});
+    when(l9, {ex, k(kVxm0 + 3), one - XGS[16]}, {{NPH.dim(0), 1.0}});
+    when(l9, {ex, k(kVwg)}, {{NK.dim(vw(0, 0)), 1.0}});
+    for (std::uint32_t q = 0; q < 4; ++q)
+      for (std::uint32_t m = 0; m < 3; ++m) when(l9, {ex, k(vw(q, m))}, {{NK.dim(vw(q, m + 1)), 1.0}});
+    const Lin ends = stream_word_end();
+    when(l9, {XF[0]}, {{NK.dim(kVxm0), 1.0}, {XFN_.dim(), 1.0}});
+    when(l9, {ex, LX_[0], one - XF[0]}, token_out(kVwg, 128));
+    const Lin more = one - LX_[0] - SL[0];
+    for (std::uint32_t q = 0; q < 3; ++q) when(l9, {ex, k(vw(q, 3)), more}, {{NK.dim(vw(q + 1, 0)), 1.0}});
+    const std::vector<Lin> next_quad = {ex, k(vw(3, 3)), more};
+    when(l9, next_quad, {{NK.dim(kVwg), 1.0}});
+    table(l9, {glo}, [&](const std::vector<unsigned>& x) { return SparseVec{{NPL.dim((x[0] + 1) & 15), 1.0}}; }, next_quad);
+    table(l9, {ghi, OH{one - glo[15], glo[15]}},
+          [&](const std::vector<unsigned>& x) { return SparseVec{{NPH.dim((x[0] + x[1]) & 15), 1.0}}; }, next_quad);
+    when(l9, {SL[0]}, {{ENDI.dim(), 1.0}});
+    (void)ends;
+    // ---- VXM0..VXM3: byte 0 of GOH_ (layer 13), bytes 1..3 from a slot (layer 13, read 14)
+    LayerBuilder& l13 = L(13);
+    for (std::uint32_t r = 0; r < 32; ++r)
+      l13.unit_out(l13.relu_unit(GOH_[r] + XFN_[0] - 1.0), r < 16 ? NPL.dim(r) : NPH.dim(r - 16), 1.0);
+    const FieldRef MXS = B.field("vexp_max_slot", 96);
+    slot_head(l13, 1, [&](std::uint32_t) { return XFN_[0]; }, [&](std::uint32_t r) { return GOH_[32 + r]; }, MXS,
+              k(kVxm0) + k(kVxm0 + 1) + k(kVxm0 + 2));
+    LayerBuilder& l14 = L(14);
+    for (std::uint32_t m = 0; m < 3; ++m)
+      for (std::uint32_t r = 0; r < 32; ++r)
+        when(l14, {k(kVxm0 + m), MXS[32 * m + r]}, {{r < 16 ? NPL.dim(r) : NPH.dim(r - 16), 1.0}});
+    // ---- p on the element steps
+    VXMS_ = B.field("vxm_bytes", 128);  // m's nibbles from the consumed VXM0..VXM3 (layer 0)
+    Lin vxm;
+    for (std::uint32_t m = 0; m < 4; ++m) vxm += k(kVxm0 + m);
+    Lin reads_k;
+    for (const Lin& l : qt) reads_k += l;
+    block_slots(L(0), "vxm", 4, [](std::uint32_t m) { return std::vector<std::uint32_t>{kVxm0 + m}; }, vxm, reads_k, VXMS_);
+    std::vector<Lin> X(9);
+    std::vector<unsigned> max_cs(9, 30);
+    for (std::uint32_t c = 0; c < 8; ++c) {
+      const unsigned flip = c == 7 ? 8 : 0;  // x ^ 2^31: unsigned order
+      Lin mb, sb;
+      for (unsigned v = 0; v < 16; ++v) {
+        mb += VXMS_[16 * c + v] * static_cast<double>(v ^ flip);
+        sb += VRX[16 * c + v] * static_cast<double>(v ^ flip);
+      }
+      const double kc = c == 0 ? 1 : c == 2 ? 2 : 0;  // + 1 (of ~s + 1) + 512
+      X[c] = mb - sb + gxp * (15.0 + kc);
+      max_cs[c] = 30 + static_cast<unsigned>(kc);
+    }
+    X[8] = Lin();
+    max_cs[8] = 0;
+    std::uint32_t done = 0;
+    const FieldRef DG = column_digits("vexp_diff", 7, X, max_cs, gxp, &done);
+    if (done != 9) throw std::logic_error("vexp: the digits are not ready at layer 9");
+    auto bit = [&](std::uint32_t i) { return digit_bit(DG, i); };
+    const FieldRef OVX = B.field("vexp_index_clamped", 1);  // d + 512 >= 2^20 (layer 10)
+    Lin high = bit(33);
+    for (std::uint32_t b = 20; b < 32; ++b) high += bit(b);
+    threshold(L(10), high, 1, OVX.dim());
+    const FieldRef I = B.field("vexp_index", 1024);  // i one-hot (layer 11)
+    LayerBuilder& l11 = L(11);
+    for (std::uint32_t i = 0; i < 1024; ++i) {
+      Lin pre = gxp - OVX[0] - 10.0;
+      for (std::uint32_t b = 0; b < 10; ++b) pre += ((i >> b) & 1) ? bit(10 + b) : one - bit(10 + b);
+      l11.unit_out(l11.relu_unit(pre), I.dim(i), 1.0);
+    }
+    pass(l11, OVX[0], I.dim(1023));
+    // layer 12: byte m of EXP[i]; p's nibbles as scalars (for S)
+    LayerBuilder& l12 = L(12);
+    const FieldRef PV = B.field("vexp_p_nibbles", 5);
+    std::array<Lin, 5> pv;
+    for (std::uint32_t i = 0; i < 1024; ++i) {
+      const std::uint32_t e = static_cast<std::uint32_t>(exp_entry(static_cast<int>(i)));
+      for (std::uint32_t m = 0; m < 4; ++m) {
+        const std::uint32_t b = (e >> (8 * m)) & 0xFF;
+        when(l12, {I[i], tm[m]}, {{NPL.dim(b & 15), 1.0}, {NPH.dim(b >> 4), 1.0}});
+      }
+      for (std::uint32_t c = 0; c < 5; ++c)
+        if ((e >> (4 * c)) & 15) pv[c] += I[i] * static_cast<double>((e >> (4 * c)) & 15);
+    }
+    for (std::uint32_t c = 0; c < 5; ++c) pass(l12, pv[c], PV.dim(c));
+    // ---- S_g: the memory of p's nibbles keyed by e (layer 13); keys (layer 6): e & 15 = 4 (g' &
+    // 3) + q, e >> 4 = (g' >> 2) = (glo >> 2) + 4 ghi; the query on the sums' steps (layer 6):
+    // [e >> 6 = g] [e & 63 < T], g = 4 (g' & 1) + q
+    const FieldRef KEL = B.field("vexp_key_lo", 16), KEH = B.field("vexp_key_hi", 32), GG = B.field("vexp_sum_group", 8),
+                   TT = B.field("vexp_t_below_T", 64);
+    table(l6, {masked(glo, 3), qt}, [&](const std::vector<unsigned>& v) { return SparseVec{{KEL.dim(4 * v[0] + v[1]), 1.0}}; },
+          {reads, ex, one - ghi8});
+    table(l6, {masked(glo, 0xC), masked(ghi, 7)},
+          [&](const std::vector<unsigned>& v) { return SparseVec{{KEH.dim((v[0] >> 2) + 4 * v[1]), 1.0}}; },
+          {reads, ex, one - ghi8});
+    table(l6, {masked(glo, 1), qt}, [&](const std::vector<unsigned>& v) { return SparseVec{{GG.dim(4 * v[0] + v[1]), 1.0}}; },
+          {reads, ex, ghi8});
+    const Lin T = half(RV2, 1);
+    for (std::uint32_t t = 0; t < 64; ++t) threshold_if(l6, T, t + 1, 65535, ex, TT.dim(t));
+    const FieldRef XS = B.field("vexp_sum_columns", 5);
+    const std::uint32_t h = l13.add_head(512, 5, Activation::Relu, Activation::Relu);
+    HeadBuilder& H = l13.head(h);
+    for (std::uint32_t c = 0; c < 512; ++c) {
+      H.k[c] = KEL[c & 15] + KEH[c >> 4] - 1.0;
+      H.q[c] = GG[c >> 6] + TT[c & 63] - 1.0;
+    }
+    for (std::uint32_t r = 0; r < 5; ++r) {
+      H.v[r] = PV[r];
+      H.out.emplace_back(r, XS.dim(r), 1.0);
+    }
+    H.beta = gxp;
+    std::vector<Lin> SX(8);
+    std::vector<unsigned> smax(8, 0);
+    for (std::uint32_t c = 0; c < 5; ++c) {
+      SX[c] = XS[c];
+      smax[c] = c < 4 ? 64 * 15 : 64;
+    }
+    const FieldRef SD = column_digits("vexp_sum", 13, SX, smax, gxs, &done);
+    if (done != 16) throw std::logic_error("vexp: the sum's digits are not ready at layer 16");
+    LayerBuilder& l17 = L(17);
+    for (std::uint32_t m = 0; m < 4; ++m)
+      for (std::uint32_t v = 0; v < 16; ++v) {
+        when(l17, {SD[16 * (2 * m) + v], tm[m]}, {{NPL.dim(v), 1.0}});
+        when(l17, {SD[16 * (2 * m + 1) + v], tm[m]}, {{NPH.dim(v), 1.0}});
+      }
+  }
+
   // VRED MAX (vector.md section 4.7): z = max_i x_i, on vred()'s sequence, by all-pairs
   // comparison twice: of the group's words on each VRD(k) step, of the groups' maxima on the value
   // steps. Words compare as (hi, lo): hi = x >> 16 (signed) + 32,769 for a word that is there (0
@@ -2615,7 +2852,9 @@ class Compiler {
   //   the maximum (18).
   void vred_max(const FieldRef& VRGM) {
     const Lin red = cls(VRED);
-    const FieldRef GMX = B.field("vred_max_group_step", 1);  // [MAX's VRD step] (layer 6)
+    // [MAX's VRD step] (layer 6); also VEXP's VXM0 steps (vexp(): the same lane tournament)
+    const FieldRef GMX = B.field("vred_max_group_step", 1);
+    GMX_ = GMX;
     when(L(6), {k(kVrd), red, f7_mode(2)}, {{GMX.dim(), 1.0}});
     const Lin gm = GMX[0];
     const Lin gvm = VRGM[0] + VRGM[1] + VRGM[2] + VRGM[3];
@@ -2677,6 +2916,7 @@ class Compiler {
     tournament("vred_max_lanes", 8, 64, LHL, [&](std::uint32_t a, std::uint32_t i, std::uint32_t v) { return VLANE_[128 * a + 16 * i + v]; },
                gm, GC);
     const FieldRef GOH = B.field("vred_max_group_max", 128);  // the group's maximum (layer 12)
+    GOH_ = GOH;
     for (std::uint32_t r = 0; r < 128; ++r) threshold(L(12), GC[r], 1, GOH.dim(r));
     // the slots (layer 13): 16 heads, equal writes (key k, value the maximum's one-hots); head g
     // reads slot g on the value steps when g <= (n - 1) >> 6
@@ -3903,7 +4143,8 @@ class Compiler {
       for (const char* a : {"mem.k", "mem.beta"}) B.bound(a, l, 1);
       B.bound("mem.q", l, l == 8 ? 16 : 1);  // layer 8: VRED SUMSQ's weighted queries (|q| <= 15)
       // layer 8 holds VRED's group sums (|S| <= 960) and their total (<= 15,360; vred())
-      for (const char* a : {"mem.v", "mem.state", "mem.o"}) B.bound(a, l, l == 8 ? 16384 : 255);
+      // layer 13 VEXP's sums of p's nibbles (<= 64 * 15)
+      for (const char* a : {"mem.v", "mem.state", "mem.o"}) B.bound(a, l, l == 8 ? 16384 : l == 13 ? 1024 : 255);
       // deeper residuals hold byte sums (<= 511); from layer 5 VRED's span bounds (<= 1,088),
       // from layer 7 VRED MAX's (hi, lo) (<= 65,536) and SUM's column sums (<= 15,368; vred())
       const double resid = l == 0 ? 255 : l < 5 ? 1024 : l < 7 ? 32768 : 262144;
@@ -3928,6 +4169,7 @@ VectorTables rv32_vector_tables() {
   for (std::int64_t i = 64; i < 256; ++i) t.rsq.push_back(static_cast<std::int32_t>(rsq_entry(i)));
   for (std::int64_t i = 128; i < 256; ++i) t.rcp.push_back(static_cast<std::int32_t>(rcp_entry(i)));
   for (int i = 0; i < 1024; ++i) t.sig.push_back(static_cast<std::int32_t>(sig_entry(i)));
+  for (int i = 0; i < 1024; ++i) t.exp.push_back(static_cast<std::int32_t>(exp_entry(i)));
   for (unsigned p = 0; p < 64; ++p)
     for (unsigned j = 0; j < 4; ++j) {
       t.cos.push_back(static_cast<std::int32_t>(cos_entry(p, j)));

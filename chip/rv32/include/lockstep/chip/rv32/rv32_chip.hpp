@@ -30,9 +30,9 @@ std::vector<std::string> rv32_coverage();
 /// The fixed tables of vector.md section 3 exactly as compile_rv32_chip() writes them into the
 /// weights (computed in the compiler from section 3's formulas): RSQ[64..255] (192 entries),
 /// RCP[128..255] (128), SIG[0..1023] (1024), COS[p][j] and SIN[p][j] in the order p, then j
-/// (256 each). Tests compare their SHA-256 (int32 little-endian) with section 3's.
+/// (256 each), EXP[0..1023] (1024). Tests compare their SHA-256 (int32 little-endian) with section 3's.
 struct VectorTables {
-  std::vector<std::int32_t> rsq, rcp, sig, cos, sin;
+  std::vector<std::int32_t> rsq, rcp, sig, cos, sin, exp;
 };
 VectorTables rv32_vector_tables();
 
