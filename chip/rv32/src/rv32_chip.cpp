@@ -2690,17 +2690,17 @@ class Compiler {
         if (pred(x + 1)) l += F7X_[x];
       return l;
     };
-    // ---- flags (layer 6): VXM0 of a later group (XF), the value steps of p (GXP) and S (GXS),
-    // the end of the sums (SL)
+    // ---- flags (layer 6): VXM0 of a later group (XF), the value steps of p (GXP; S: GXS, layer
+    // 7), the end of the sums (SL)
     const FieldRef XF = B.field("vexp_next_group", 1), GV = B.field("vexp_value_steps", 2), SL = B.field("vexp_sums_last", 1);
     LayerBuilder& l6 = L(6);
     for (std::uint32_t j = 0; j < 7; ++j)
       when(l6, {LX_[0], ghi[j], f7g([j](unsigned G) { return G >= j + 2; })}, {{XF.dim(), 1.0}, {GMX_.dim(), 1.0}});
     when(l6, {fetch(), ex}, {{GMX_.dim(), 1.0}});
     when(l6, {reads, ex, one - ghi8, one - LX_[0]}, {{GV.dim(0), 1.0}});
-    when(l6, {reads, ex, ghi8}, {{GV.dim(1), 1.0}});
     for (std::uint32_t g = 0; g < 8; ++g)
       when(l6, {ex, ghi8, glo[g >> 2], k(vw(g & 3, 3)), f7g([g](unsigned G) { return G == g + 1; })}, {{SL.dim(), 1.0}});
+    when(L(7), {reads, ex, ghi8, one - SL[0]}, {{GV.dim(1), 1.0}});  // layer 7: not after S_{G-1}
     const Lin gxp = GV[0], gxs = GV[1];
     // ---- the sequence (layer 9)
     const FieldRef XGS = B.field("vexp_vwg_high_slot", 17);  // the last VWG's high nibble; [seen since PCL]
