@@ -74,14 +74,14 @@ TEST(CampaignOps, MnemonicsAndClasses) {
   EXPECT_EQ(ops_list(vr3, modes, fns, red), "vred");
   select_ops("add", &modes, &fns, &red);
   EXPECT_EQ(red, 0u);
-  for (const std::string refused : {"vmat", "vmatr", "vexp", "vector"}) {
+  for (const std::string refused : {"vmat", "vmatr", "vector"}) {
     try {
       select_ops("vew,vfn," + refused);
       ADD_FAILURE() << refused << " was accepted";
     } catch (const OpsError& e) {
       const std::string m = e.what();
-      EXPECT_NE(m.find("not fuzzed: vmat, vmatr, vexp; fuzzed: vld, vew.add, vew.mul, "
-                       "vew.muls, vew.rot, vfn.rsqrt, vfn.recip, vfn.silu, vred.sumsq, vred.sum, vred.max, vq)"),
+      EXPECT_NE(m.find("not fuzzed: vmat, vmatr; fuzzed: vld, vew.add, vew.mul, "
+                       "vew.muls, vew.rot, vfn.rsqrt, vfn.recip, vfn.silu, vred.sumsq, vred.sum, vred.max, vq, vexp)"),
                 std::string::npos)
           << m;
       EXPECT_EQ(m.find('\n'), std::string::npos) << m;
@@ -261,6 +261,63 @@ TEST(CampaignGenerate, VqWords) {
   EXPECT_GT(exits, kPrograms / 2);
   EXPECT_GT(chained, 0u);
   EXPECT_GT(row_edges, 0u);
+}
+
+// VEXP (vector.md 4.4) on the reference: every generated VEXP that does not trap has valid operands
+// (G = (f7 & 7) + 1, 1 <= T <= 64, spans inside VR, no overlap of section 6), every G occurs, in
+// place and in the source's gaps, sources read earlier destinations, and a program that traps does
+// so at its body's last word (a VEXP half the time, else a VQ) with code 16, 17, 18 or 20 for a
+// VEXP (every one raised).
+TEST(CampaignGenerate, VexpWords) {
+  constexpr std::uint64_t kSeed = 31, kPrograms = 320;
+  unsigned modes = 0, fns = 0, red = 0;
+  const auto ops = select_ops("vexp,vq,add", &modes, &fns, &red);
+  ASSERT_EQ(ops_list(ops, modes, fns, red), "add,vq,vexp");  // table order
+  std::map<std::uint32_t, unsigned> traps, by_g;
+  unsigned exits = 0, in_place = 0, gaps = 0, chained = 0;
+  for (std::uint64_t k = 0; k < kPrograms; ++k) {
+    const Program p = campaign::generate(program_seed(kSeed, k), k, ops, modes, fns, red);
+    SCOPED_TRACE("--ops vexp,vq,add seed " + std::to_string(kSeed) + " program " + std::to_string(k));
+    const auto code = p.code();
+    ref::Machine m;
+    m.load(p.image());
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> written;  // VEXP destination groups so far
+    while (m.status() == ref::Status::kRunning && m.steps() < 1'000'000) {
+      const std::uint32_t slot = (m.pc() - kCodeBase) / 4;
+      ASSERT_LT(slot, code.size());
+      const ref::Decoded d = ref::decode(code[slot]);
+      const std::uint32_t x1 = m.reg(d.rs1), x2 = m.reg(d.rs2), f7 = code[slot] >> 25;
+      const std::uint32_t A = x1 & 0xffff, B = x1 >> 16, C = x2 & 0xffff, T = x2 >> 16;
+      if (m.step().empty() || m.status() != ref::Status::kRunning) break;
+      if (d.op != ref::Op::kVexp) continue;
+      const std::uint32_t G = (f7 & 7) + 1;
+      ASSERT_EQ(f7 >> 3, 0u) << ref::disassemble(code[slot]);
+      ASSERT_TRUE(T >= 1 && T <= 64 && B + 64 * (G - 1) + T <= 1024 && A + 64 * (G - 1) + T <= 1024 && C + G <= 1024)
+          << ref::disassemble(code[slot]);
+      ++by_g[G];
+      in_place += A == B;
+      gaps += A > B && A < B + 64 - T;
+      chained += std::any_of(written.begin(), written.end(), [&](const auto& w) { return w.first < B + T && B < w.first + w.second; });
+      for (std::uint32_t g = 0; g < G; ++g) written.emplace_back(A + 64 * g, T);
+    }
+    if (m.status() == ref::Status::kExited) {
+      ++exits;
+      continue;
+    }
+    ASSERT_EQ(m.status(), ref::Status::kTrapped) << p.listing();
+    const std::uint32_t slot = (m.pc() - kCodeBase) / 4;
+    EXPECT_EQ(slot + 4, code.size()) << "the trap is the body's last word\n" << p.listing();
+    const ref::Op op = ref::decode(code[slot]).op;
+    EXPECT_TRUE(op == ref::Op::kVexp || op == ref::Op::kVq) << ref::disassemble(code[slot]);
+    if (op == ref::Op::kVexp) ++traps[m.trap_code()];
+  }
+  for (const std::uint32_t t : {16u, 17u, 18u, 20u}) EXPECT_GT(traps[t], 0u) << "no program raised " << t;
+  EXPECT_EQ(traps.size(), 4u) << "only codes 16, 17, 18, 20";
+  for (std::uint32_t g = 1; g <= 8; ++g) EXPECT_GT(by_g[g], 0u) << "no VEXP of G = " << g;
+  EXPECT_GT(exits, kPrograms / 2);
+  EXPECT_GT(in_place, 0u);
+  EXPECT_GT(gaps, 0u);
+  EXPECT_GT(chained, 0u);
 }
 
 // VEW and VFN (vector.md 4.5, 4.6) on the reference: every generated VEW or VFN word that does not

@@ -195,7 +195,7 @@ TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
 TEST(LockstepFuzz, BadInputExitsTwoWithOneLine) {
   for (const std::vector<std::string>& a : std::vector<std::vector<std::string>>{
            {"fuzz", "--ops", "vmat"},
-           {"fuzz", "--ops", "vexp"},
+           {"fuzz", "--ops", "vmatr"},
            {"fuzz", "--ops", "vred.min"},
            {"fuzz", "--ops", "vfn.exp"},
            {"fuzz", "--ops", "nosuchop"},

@@ -47,12 +47,13 @@ std::string_view class_name(InsnClass cls) {
 namespace {
 
 // The vector ops the chip executes (docs/chip-design.md section 3.6): VLD, VEW (ADD, MUL, MULS,
-// ROT), VFN (RSQRT, RECIP, SILU), VRED (SUMSQ, SUM, MAX) and VQ (ACT, K and V rows). They are
-// fuzzed only when asked for (--ops vld, vew, vfn, vred, vq), so the default mix stays the scalar
-// machine. The other three ops have only their traps compiled.
+// ROT), VFN (RSQRT, RECIP, SILU), VRED (SUMSQ, SUM, MAX), VQ (ACT, K and V rows) and VEXP. They
+// are fuzzed only when asked for (--ops vld, vew, vfn, vred, vq, vexp), so the default mix stays
+// the scalar machine. VMAT and VMATR have only their traps compiled.
 bool fuzzable(const Encoding& e) {
   return e.cls != InsnClass::kSystem && (e.cls != InsnClass::kVector || e.op == Op::kVld || e.op == Op::kVew ||
-                                         e.op == Op::kVfn || e.op == Op::kVred || e.op == Op::kVq);
+                                         e.op == Op::kVfn || e.op == Op::kVred || e.op == Op::kVq ||
+                                         e.op == Op::kVexp);
 }
 constexpr const char* kVredModeNames[] = {"vred.sumsq", "vred.sum", "vred.max"};  // MODE 0, 1, 2
 
@@ -64,8 +65,8 @@ constexpr const char* kVfnFnNames[] = {"vfn.rsqrt", "vfn.recip", "vfn.silu"};
 std::string vector_refusal(const std::string& name) {
   return "--ops: " + name +
          " is a vector-unit op whose execution the chip does not compile yet, only its traps (not fuzzed: "
-         "vmat, vmatr, vexp; fuzzed: vld, vew.add, vew.mul, vew.muls, vew.rot, vfn.rsqrt, "
-         "vfn.recip, vfn.silu, vred.sumsq, vred.sum, vred.max, vq)";
+         "vmat, vmatr; fuzzed: vld, vew.add, vew.mul, vew.muls, vew.rot, vfn.rsqrt, "
+         "vfn.recip, vfn.silu, vred.sumsq, vred.sum, vred.max, vq, vexp)";
 }
 
 std::string refusal(const Encoding& e) {
@@ -410,6 +411,7 @@ struct Generator {
         if (row.op == Op::kVfn) vfn(avoid, land, false);
         if (row.op == Op::kVred) vred(avoid, land, false);
         if (row.op == Op::kVq) vq(avoid, land, false);
+        if (row.op == Op::kVexp) vexp(avoid, land, false);
         return;
       default:
         return;
@@ -897,6 +899,76 @@ struct Generator {
     vector_word(Op::kVq, rd, f7 | target, x1, x2, false, same, avoid, land);
   }
 
+  // One VEXP (section 4.4: A = dst, B = src, C = sums, N = T; G = (f7 & 7) + 1) with its operand
+  // registers set just before it: G 1..8 (8 weighted), T 1..64 (1, 4, 5, 63, 64 weighted), the
+  // source at or inside an earlier destination half the time, dst = src (in place) a third of
+  // the time, in the gaps between the source groups (T <= 32) or elsewhere, the sums after the
+  // groups, in a gap or elsewhere; a layout that would trap (section 6: 17, 20) is replaced by
+  // one that does not (in place, the sums after the groups). `trap`: one or more of the
+  // conditions of codes 16 (f7 bits 6..3, rd != x0), 17, 18, 20 instead.
+  void vexp(u32 avoid, bool land, bool trap) {
+    static constexpr u32 kT[] = {1, 4, 5, 63, 64};
+    u32 g = rng.chance(4) ? 8 : 1 + rng.below(8), t = rng.chance(3) ? kT[rng.below(5)] : 1 + rng.below(64);
+    auto ext = [&] { return 64 * (g - 1) + t; };
+    auto meet = [](u32 x, u32 n, u32 y, u32 m) { return x < y + m && y < x + n; };
+    u32 src = 0, dst = 0, sums = 0, f7 = 0, rd = 0;
+    auto ok = [&] {
+      if (src + ext() > kVr || dst + ext() > kVr || sums + g > kVr) return false;
+      for (u32 a = 0; a < g; ++a) {
+        for (u32 b = 0; b < g && dst != src; ++b)
+          if (meet(dst + 64 * a, t, src + 64 * b, t)) return false;
+        if (meet(sums, g, src + 64 * a, t) || meet(sums, g, dst + 64 * a, t)) return false;
+      }
+      return true;
+    };
+    bool good = false;
+    for (int tries = 0; tries < 16 && !good; ++tries) {
+      src = std::min(vr_start(t), kVr - ext());
+      const u32 d = rng.below(3);
+      dst = d == 0 ? src : d == 1 && t <= 32 ? src + t + rng.below(64 - 2 * t + 1) : rng.below(kVr - ext() + 1);
+      const u32 s = rng.below(3);
+      sums = s == 0 ? src + ext() + rng.below(4)
+             : s == 1 && 64 - t >= g ? src + 64 * rng.below(g) + t + rng.below(64 - t - g + 1)
+                                     : rng.below(kVr - g + 1);
+      good = ok();
+    }
+    if (!good) {
+      src = dst = rng.below(kVr - ext() - g + 1);
+      sums = src + ext();
+    }
+    if (trap) {
+      static constexpr unsigned kAlone[] = {1, 2, 4, 8};
+      const unsigned mask = rng.chance(2) ? kAlone[rng.below(4)] : 1 + rng.below(15);
+      if (mask & 8) {  // 20: dst one word off src, or the sums on a group's last word
+        t = std::max<u32>(t, 2);
+        src = std::min(src, kVr - ext() - 1);
+        if (rng.chance(2)) {
+          dst = src + 1;
+        } else {
+          dst = src;
+          sums = src + 64 * rng.below(g) + t - 1;
+        }
+      }
+      if (mask & 2) {  // 17
+        switch (rng.below(3)) {
+          case 0: src = outside(ext()); break;
+          case 1: dst = outside(ext()); break;
+          default: sums = outside(g); break;
+        }
+      }
+      if (mask & 4) t = rng.chance(2) ? 0 : 65 + rng.below(rng.chance(2) ? 64 : 65000);  // 18
+      if (mask & 1) {  // 16
+        if (rng.chance(2)) f7 = (1 + rng.below(15)) << 3;
+        else rd = 1 + rng.below(31);
+      }
+    } else {
+      for (u32 a = 0; a < g; ++a) written.push_back({dst + 64 * a, t});
+      written.push_back({sums, g});
+    }
+    const u32 x1 = (src & 0xffff) << 16 | (dst & 0xffff), x2 = (t & 0xffff) << 16 | (sums & 0xffff);
+    vector_word(Op::kVexp, rd, f7 | (g - 1), x1, x2, false, false, avoid, land);
+  }
+
   Item li(u32 rd, u32 value, bool test = false) {
     Item it;
     it.kind = Item::Kind::kLi;
@@ -985,6 +1057,7 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   const bool has_vfn = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVfn; });
   const bool has_vred = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVred; });
   const bool has_vq = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVq; });
+  const bool has_vexp = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVexp; });
   g.vred_modes = (vred_modes & kVredFuzzedModes) ? vred_modes & kVredFuzzedModes : kVredFuzzedModes;
   g.vew_modes = (vew_modes & kVewFuzzedModes) ? vew_modes & kVewFuzzedModes : kVewFuzzedModes;
   g.vfn_fns = !has_vfn ? 0 : (vfn_fns & kVfnFuzzedFns) ? vfn_fns & kVfnFuzzedFns : kVfnFuzzedFns;
@@ -1017,7 +1090,7 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   // VR's initial words (vector.md section 2.1) when VEW or VFN is selected: edge-biased random
   // words; one program in sixteen has none (VR zero), one in sixteen a shorter section.
   bool trap_last = false;
-  if (has_vew || has_vfn || has_vred || has_vq) {
+  if (has_vew || has_vfn || has_vred || has_vq || has_vexp) {
     u32 bytes = 4 * Generator::kVr;
     if (rng.chance(8)) bytes = rng.chance(2) ? 0 : 1 + rng.below(bytes - 1);
     for (u32 w = 0; 4 * w < bytes; ++w) {
@@ -1045,7 +1118,9 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
     g.instruction(g.pick(true), 31);
   }
   if (trap_last) {  // the body's last item: no branch or jump skips it
-    if (has_vq && (!(has_vew || has_vfn || has_vred) || rng.chance(2)))
+    if (has_vexp && (!(has_vew || has_vfn || has_vred || has_vq) || rng.chance(2)))
+      g.vexp(31, true, true);
+    else if (has_vq && (!(has_vew || has_vfn || has_vred) || rng.chance(2)))
       g.vq(31, true, true);
     else if (has_vred && (!(has_vew || has_vfn) || rng.chance(3)))
       g.vred(31, true, true);

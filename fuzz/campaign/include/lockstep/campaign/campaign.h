@@ -68,7 +68,7 @@ inline constexpr unsigned kVredFuzzedModes = kVredSumsq | kVredSum | kVredMax;
 /// functions) or one of "vfn.rsqrt", "vfn.recip", "vfn.silu" (the VFN row,
 /// that function; ref::vector_mnemonic's spellings); "vred" (its three modes)
 /// or one of "vred.sumsq", "vred.sum", "vred.max" (the VRED row, that mode);
-/// "vq" (ACT, K and V rows); "vmat", "vmatr", "vexp" and the class "vector"
+/// "vq" (ACT, K and V rows); "vexp"; "vmat", "vmatr" and the class "vector"
 /// are refused (only their traps are compiled).
 /// Empty or "all": every row but the vector unit and ecall/ebreak.  In table
 /// order, no duplicates.  `vew_modes`, `vfn_fns` (optional): set to the
@@ -141,11 +141,11 @@ struct Program {
 /// non-empty subset of kVewFuzzedModes; 0: all); when it has the VFN row, the
 /// functions of `vfn_fns` (a non-empty subset of kVfnFuzzedFns; 0: all); the
 /// VRED row, the modes of `vred_modes` (a non-empty subset of kVredFuzzedModes;
-/// 0: all); the VQ row, ACT, K and V rows.  With any of them, the program gets
-/// a `.lockstep.vreg` (Program::vreg) and one in four programs ends its body
-/// with a trapping VEW, VFN, VRED or VQ (a VQ half the time when there are
-/// others; codes 16, 17, 18, 20, and 23 for ROT;
-/// 19 and 22 for VQ; fuzz/README.md).
+/// 0: all); the VQ row, ACT, K and V rows; the VEXP row.  With any of them,
+/// the program gets a `.lockstep.vreg` (Program::vreg) and one in four
+/// programs ends its body with a trapping VEW, VFN, VRED, VQ or VEXP (VEXP,
+/// else VQ, half the time when there are others; codes 16, 17, 18, 20, and
+/// 23 for ROT; 19 and 22 for VQ; fuzz/README.md).
 Program generate(std::uint64_t seed, std::uint64_t index, std::span<const ref::Encoding* const> ops,
                  unsigned vew_modes = kVewFuzzedModes, unsigned vfn_fns = kVfnFuzzedFns,
                  unsigned vred_modes = kVredFuzzedModes);
