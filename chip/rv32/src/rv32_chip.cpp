@@ -3,12 +3,14 @@
 // layer math.
 //
 // Vocabulary: kinds 0..80, id = 256 kind + payload (trace.md section 2; of the vector kinds VRD,
-// VLG, VLB0..VLB3, VWG and VW00..VW33 are produced: vld(), vew(), vfn(), vred(), vector_traps()). Output:
+// VQE, VLG, VLB0..VLB3, VWG, VW00..VW33 and VXM0..VXM3 are produced: vld(), vew(), vfn(), vred(),
+// vq(), vexp(), vector_traps()). Output:
 // logit(k, p) = 2 NKH[k, p >> 4] + 2 NP[p]: the intended token scores 4, every other token at most 2.
 //
-// Vector unit (docs/chip-design.md section 3.6): VLD, VEW (all modes), VFN (all functions) and
-// VRED (all modes) execute; VR lives in layer 7 (vr_file()); the other four ops raise their
-// traps and otherwise emit TRAP(1) (their execution is not compiled).
+// Vector unit (docs/chip-design.md section 3.6): VLD, VEW (all modes), VFN (all functions), VRED
+// (all modes), VQ (its tokens; the ACT/ASH and cache writes are not compiled) and VEXP execute;
+// VR lives in layer 7 (vr_file()); VMAT and VMATR raise their traps and otherwise emit TRAP(1)
+// (their execution is not compiled).
 //
 // Layer plan (stage = one memory block then one MLP; docs/chip-design.md section 3):
 //   L0  mem: slots of consumed tokens (PCH, PCL, A, W, AC, OI, OIH, DQ bits)
@@ -38,6 +40,13 @@
 //   group slots; L14..L16 mlp: the total's digits; L17..L18 mlp: the shift, sat32, the value bytes
 //   VRED MAX: L7 mlp: the lanes' (hi, lo); L8..L12 mlp: all-pairs comparison, the group's maximum;
 //   L13 mem: the group slots (16 read heads); L13..L17 mlp: the groups compared; L18 mlp: the bytes
+//   VQ: L0 mem: the VQE slot; L5..L6 mlp: group k's span; L7 mem: the lanes; L7..L9 mlp: per lane
+//   and shift t, [E(|x|) >= t], their counts, e_k's thermometer; L11 mlp: VQE's payload; value
+//   steps: L7 mem: port x; L7..L9 mlp: x + 2^(e-1) as digits; L10: bits e..e+7; L11: the byte
+//   VEXP: L0 mem: the VXM bytes, the VWG high-nibble slot; L5..L6 mlp: group g's span; L7..L12:
+//   VRED MAX's lane tournament (m_g); L13 mlp: VXM0; L13 mem: m_g's bytes 1..3; L14 mlp: VXM1..3;
+//   value steps: L7..L9 mlp: m - s + 512 as digits; L10..L11: the index one-hot; L12: EXP's byte;
+//   L13 mem: p's nibbles keyed by element, read as S_g's column sums; L13..L16: digits; L17: bytes
 #include "lockstep/chip/rv32/rv32_chip.hpp"
 
 #include <algorithm>
@@ -244,7 +253,7 @@ std::int64_t sin_entry(unsigned p, unsigned j) {
 
 class Compiler {
  public:
-  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the vector unit's VR, VLD, VEW, VFN and VRED, trace-v3 (docs/chip-design.md)", kVocab,
+  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the vector unit's VR, VLD, VEW, VFN, VRED, VQ and VEXP, trace-v3 (docs/chip-design.md)", kVocab,
                  "lockstep-chip-rv32 0.2") {}
 
   Chip run() {
@@ -1159,10 +1168,10 @@ class Compiler {
 
   // ---- the vector unit's traps (vector.md sections 4.0, 6) --------------------------------
   // Every vector op checks every trap condition of section 6 on its first step and emits
-  // TRAP(code) with the lowest applicable code. Without a trap, VLD, VEW, VFN and VRED start
-  // their tokens (vld(), vew(), vfn(), vred()); the execution of the other four ops is not
-  // compiled: they emit TRAP(1) (docs/chip-design.md section 5), which the harness reports as the
-  // first divergence at that instruction.
+  // TRAP(code) with the lowest applicable code. Without a trap, VLD, VEW, VFN, VRED, VQ and VEXP
+  // start their tokens (vld(), vew(), vfn(), vred(), vq(), vexp()); the execution of VMAT and
+  // VMATR is not compiled: they emit TRAP(1) (docs/chip-design.md section 5), which the harness
+  // reports as the first divergence at that instruction.
   // Operands: A = X(rs1) & 0xFFFF, B = X(rs1) >> 16, C = X(rs2) & 0xFFFF, N = X(rs2) >> 16.
   // Layers: 4 gated f7 nibbles; 5 the f7 one-hot; 6 the f7 field checks and operand-range
   // enables; 7 the operand checks (thresholds of linear forms, |x| < 2^23); 8 the ANDs of
@@ -1366,8 +1375,8 @@ class Compiler {
       when(L(8), conds, {{raw(g.code), 1.0}});
     }
     // one flag per code (layer 9), then the lowest code wins (layer 10). No trap: VLD's first
-    // byte (VLB0 of M, read at a); VEW, VFN: VWG(0); VRED: VRD(0); the other four ops TRAP(1),
-    // their execution is not compiled.
+    // byte (VLB0 of M, read at a); VEW, VFN: VWG(0); VRED: VRD(0); VQ: VQE; VEXP: VXM0; VMAT and
+    // VMATR TRAP(1), their execution is not compiled.
     const FieldRef VT = B.field("vec_trap", static_cast<std::uint32_t>(codes.size()));
     for (std::uint32_t i = 0; i < codes.size(); ++i) threshold(L(9), RAW[i], 1, VT.dim(i));
     std::vector<Lin> none = {f};
@@ -4202,7 +4211,9 @@ std::vector<std::string> rv32_coverage() {
       "VRED SUM: VRD(k) per group of 64 (a span read of nibble counts), then the word stream of sat32(rnd(sum, SH)); TRAP(16/17/18)",
       "VRED SUMSQ: VRD(k) per group of 64 (64 lane reads, weighted-query reads), then the word stream of sat32(rnd(sum of squares, 16 + SH))",
       "VRED MAX: VRD(k) per group of 64 (64 lane reads, all-pairs comparison), then the word stream of the maximum (the groups compared)",
-      "VMAT, VMATR, VQ, VEXP: every trap of vector.md section 6 with the lowest code; without a trap TRAP(1) (execution not compiled)",
+      "VQ ACT, K and V rows: VQE(k, e_k) per group of 64 (64 lane reads, per-lane thresholds of |x|), then the int8 stream of rnd(x, e_k) (zeros past n); the ACT/ASH and cache writes are not compiled; TRAP(16/17/18/19/22)",
+      "VEXP: per group VXM0..VXM3 (the lanes' tournament), the word stream of EXP[min(1023, rnd(m - s, 10))], then of the sums S_g (a memory of p keyed by element); TRAP(16/17/18/20)",
+      "VMAT, VMATR: every trap of vector.md section 6 with the lowest code; without a trap TRAP(1) (execution not compiled)",
   };
 }
 
