@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <iostream>
 #include <map>
 #include <string>
 #include <vector>
@@ -157,6 +159,80 @@ inline void check_trap_outcome(unsigned i, const StreamResult& st, bool drawn, u
   if (drawn && expected != 0) {
     EXPECT_EQ(st.trap_code, expected) << "program " << i << " (run seed " << seed << ")";
   }
+}
+
+/// The end of a random program: `li a7, 93; ecall` (exit(a0)) after `code`, a 256-byte scratch
+/// segment of random bytes at `scratch` (random_data_segment), and VR's initial words `vreg`
+/// (int32 little-endian) as its `.lockstep.vreg` section. Returns the guest named `name`.
+inline Guest vector_guest(progen::Random& rng, std::vector<std::uint32_t> code, std::uint32_t scratch, std::string name,
+                          std::vector<std::uint8_t> vreg) {
+  progen::emit_li(code, 17, 93);
+  code.push_back(0x00000073u);
+  const format::Segment scr = random_data_segment(rng, scratch, 256);
+  Guest g;
+  g.name = std::move(name);
+  g.image = progen::image_from_code(code, 0x10000, {scr});
+  g.image.sections[".lockstep.vreg"] = std::move(vreg);
+  return g;
+}
+
+/// A custom-1 word (vector.md section 4.0): f7 (bits 31..25), rs2, rs1, f3, rd, opcode 0x2B.
+inline std::uint32_t vector_word(unsigned f7, unsigned rs2, unsigned rs1, unsigned f3, unsigned rd) {
+  return (f7 << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | 0x2Bu;
+}
+
+/// What each generated program drew, by index (filled by the generator before its batch runs):
+/// whether its last vector op was built to trap, and the code it must raise (the lowest of the
+/// conditions that hold).
+struct DrawnTraps {
+  std::vector<bool> traps;
+  std::vector<unsigned> expected_code;
+  /// Records program `index`: `trap` and its code (0 when it does not trap).
+  void set(unsigned index, bool trap, unsigned code) {
+    if (traps.size() <= index) {
+      traps.resize(index + 1);
+      expected_code.resize(index + 1);
+    }
+    traps[index] = trap;
+    expected_code[index] = code;
+  }
+};
+
+/// The outcome of run_trap_programs(): steps compared, programs that trapped, and the codes
+/// raised as "code:programs ..." (e.g. "16:20 17:21").
+struct TrapRun {
+  std::uint64_t steps = 0;
+  unsigned traps = 0;
+  std::string codes;
+};
+
+/// run_seeded_chip_programs over the programs of a random vector-op test: each must end with
+/// "exit", or with "trap" exactly when `drawn` says so and with its code (check_trap_outcome);
+/// with `progress`, a line every two batches. Unless a test has already failed, expects that
+/// some programs trap and some do not, and that every code of `codes` was raised. Failures name
+/// `seed`.
+inline TrapRun run_trap_programs(unsigned count, unsigned batch, std::uint64_t seed, Mode mode, bool progress,
+                                 const std::function<Guest(std::uint64_t, unsigned)>& generate, const DrawnTraps& drawn,
+                                 std::initializer_list<unsigned> codes) {
+  TrapRun run;
+  std::map<unsigned, unsigned> raised;
+  run.steps = run_seeded_chip_programs(count, batch, seed, mode, generate, [&](unsigned i, const StreamResult& st) {
+    const bool trap = i < drawn.traps.size() && drawn.traps[i];
+    check_trap_outcome(i, st, trap, trap ? drawn.expected_code[i] : 0, seed, run.traps, raised);
+    if (progress && ((i + 1) % (2 * batch) == 0 || i + 1 == count))
+      std::cout << "[ chip     ] " << to_string(mode) << ": programs 0.." << i << " compared (seed " << seed << ")" << std::endl;
+  });
+  for (const auto& [c, k] : raised) run.codes += (run.codes.empty() ? "" : " ") + std::to_string(c) + ":" + std::to_string(k);
+  if (::testing::Test::HasFailure()) return run;
+  EXPECT_GT(run.traps, 0u) << "seed " << seed;
+  EXPECT_LT(run.traps, count) << "seed " << seed;
+  for (const unsigned c : codes) EXPECT_GT(raised[c], 0u) << "no program raised " << c << ", seed " << seed;
+  return run;
+}
+
+/// Expects every coverage class (name, count) of a random test to have been generated.
+inline void expect_generated(std::initializer_list<std::pair<const char*, unsigned>> classes, std::uint64_t seed) {
+  for (const auto& [name, c] : classes) EXPECT_GT(c, 0u) << "not generated: " << name << ", seed " << seed;
 }
 
 }  // namespace lockstep::engine::test

@@ -35,7 +35,6 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,11 +54,6 @@ constexpr unsigned kBatch = 64;
 constexpr std::uint64_t kSeed = 0x5eed'07ed'0015ull;
 
 constexpr std::uint32_t kWords = 1024;  // VR (vector.md section 2)
-
-// A custom-1 word: f7, rs2, rs1, f3, rd (vector.md section 4.0; VEW f3 = 4, VEXP f3 = 3).
-std::uint32_t vector_word(unsigned f7, unsigned rs2, unsigned rs1, unsigned f3, unsigned rd) {
-  return (f7 << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | 0x2Bu;
-}
 
 struct Vexp {
   std::uint32_t dst = 0, src = 0, sums = 0, t = 1, g = 1;  // A, B, C, N = T; G
@@ -103,8 +97,7 @@ struct Coverage {
   // 1023, d = 2^32 - 1, S = 2^22 (64 scores at the maximum)
   unsigned known_groups = 0, i_zero = 0, i_mid = 0, i_1023 = 0, clamped = 0, ties = 0, p_zero = 0, d_max = 0, s_max = 0;
   std::array<unsigned, 4> trap_alone{};  // 16, 17, 18, 20 alone
-  std::vector<bool> traps;
-  std::vector<unsigned> expected_code;
+  test::DrawnTraps drawn;
 };
 
 std::uint32_t draw_t(progen::Random& rng) {
@@ -252,12 +245,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
   }
   const unsigned rounds = 1 + rng.below(3);
   const bool trap_last = index % 4 == 3;
-  if (cov.traps.size() <= index) {
-    cov.traps.resize(index + 1);
-    cov.expected_code.resize(index + 1);
-  }
-  cov.traps[index] = trap_last;
-  cov.expected_code[index] = 0;
+  cov.drawn.set(index, trap_last, 0);
   for (unsigned k = 0; k < rounds; ++k) {
     test::emit_scratch_body(rng, code);
     const bool trap = trap_last && k + 1 == rounds;
@@ -270,14 +258,14 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
       known.written(a, n);
       progen::emit_li(code, rs1, a | (a << 16));
       progen::emit_li(code, rs2, a | (n << 16));
-      code.push_back(vector_word(0, rs2, rs1, 4, 0));
+      code.push_back(test::vector_word(0, rs2, rs1, 4, 0));
       continue;
     }
     unsigned alone = 4;
     const Vexp v = k == 0 && index % 32 == 0 ? forced : trap ? trapping_vexp(rng, index / 4, alone) : valid_vexp(rng);
     if (trap) {
       if (alone < 4) ++cov.trap_alone[alone];
-      cov.expected_code[index] = vexp_code(v);
+      cov.drawn.set(index, true, vexp_code(v));
     } else {
       count(cov, v, known);
       for (std::uint32_t g = 0; g < v.g; ++g) known.written(v.dst + 64 * g, v.t);
@@ -285,67 +273,44 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
     }
     progen::emit_li(code, rs1, v.x1());
     progen::emit_li(code, rs2, v.x2());
-    code.push_back(vector_word(v.f7(), rs2, rs1, 3, v.rd));
+    code.push_back(test::vector_word(v.f7(), rs2, rs1, 3, v.rd));
   }
-  progen::emit_li(code, 17, 93);  // exit(a0)
-  code.push_back(0x00000073u);
-  const format::Segment scr = test::random_data_segment(rng, scratch, 256);
-  Guest g;
-  g.name = "vexp" + std::to_string(index);
-  g.image = progen::image_from_code(code, 0x10000, {scr});
-  g.image.sections[".lockstep.vreg"] = std::move(vr);
-  return g;
+  return test::vector_guest(rng, std::move(code), scratch, "vexp" + std::to_string(index), std::move(vr));
 }
 
 void run_programs(Mode mode) {
   if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
-  unsigned traps = 0;
-  std::map<unsigned, unsigned> codes;
   Coverage cov;
-  const std::uint64_t steps = test::run_seeded_chip_programs(
-      kPrograms, kBatch, kSeed, mode,
-      [&](std::uint64_t seed, unsigned index) { return random_program(seed, index, cov); },
-      [&](unsigned i, const StreamResult& st) {
-        const bool drawn = i < cov.traps.size() && cov.traps[i];
-        test::check_trap_outcome(i, st, drawn, drawn ? cov.expected_code[i] : 0, kSeed, traps, codes);
-#ifdef LOCKSTEP_CHIP_VEXP_FULL
-        if ((i + 1) % (2 * kBatch) == 0 || i + 1 == kPrograms)
-          std::cout << "[ chip     ] " << to_string(mode) << ": programs 0.." << i << " compared (seed " << kSeed << ")"
-                    << std::endl;
-#endif
-      });
+  const test::TrapRun run = test::run_trap_programs(
+      kPrograms, kBatch, kSeed, mode, kPrograms > 1000,
+      [&](std::uint64_t seed, unsigned index) { return random_program(seed, index, cov); }, cov.drawn, {16, 17, 18, 20});
   if (::testing::Test::HasFailure()) return;
-  EXPECT_GT(traps, 0u) << "seed " << kSeed;
-  EXPECT_LT(traps, kPrograms) << "seed " << kSeed;
-  for (const unsigned c : {16u, 17u, 18u, 20u}) EXPECT_GT(codes[c], 0u) << "no program raised " << c << ", seed " << kSeed;
   for (unsigned g = 1; g <= 8; ++g) EXPECT_GT(cov.by_g[g], 0u) << "no VEXP of " << g << " groups, seed " << kSeed;
-  const std::pair<const char*, unsigned> classes[] = {
-      {"T = 1", cov.t_1},
-      {"T = 64", cov.t_64},
-      {"in place", cov.in_place},
-      {"dst in the source's gaps", cov.dst_in_gaps},
-      {"sums in a gap", cov.sums_in_gaps},
-      {"i = 0", cov.i_zero},
-      {"i in 1..1022", cov.i_mid},
-      {"i = 1023 unclamped", cov.i_1023},
-      {"i clamped", cov.clamped},
-      {"a tie of rnd(d, 10)", cov.ties},
-      {"p = 0 below the clamp", cov.p_zero},
-      {"d = 2^32 - 1", cov.d_max},
-      {"S = 2^22", cov.s_max},
-      {"trap 16 alone", cov.trap_alone[0]},
-      {"trap 17 alone", cov.trap_alone[1]},
-      {"trap 18 alone", cov.trap_alone[2]},
-      {"trap 20 alone", cov.trap_alone[3]}};
-  for (const auto& [name, c] : classes) EXPECT_GT(c, 0u) << "not generated: " << name << ", seed " << kSeed;
-  std::string seen;
-  for (const auto& [c, k] : codes) seen += (seen.empty() ? "" : " ") + std::to_string(c) + ":" + std::to_string(k);
-  std::cout << "[ chip     ] " << kPrograms << " random VEXP programs (" << traps << " end in a trap, codes " << seen << "; "
-            << cov.vexps << " valid VEXPs, " << cov.in_place << " in place, " << cov.dst_in_gaps << " dst in the gaps, "
-            << cov.sums_in_gaps << " sums in a gap; " << cov.known_groups << " groups on initial words: i = 0 " << cov.i_zero
-            << ", 1..1022 " << cov.i_mid << ", 1023 " << cov.i_1023 << ", clamped " << cov.clamped << ", rnd ties " << cov.ties
-            << ", p = 0 " << cov.p_zero << ", d = 2^32 - 1 " << cov.d_max << ", S = 2^22 " << cov.s_max << "; " << cov.vews
-            << " VEW ADDs), " << to_string(mode) << ": " << steps << " steps compared, 0 mismatches (seed " << kSeed << ")\n";
+  test::expect_generated({{"T = 1", cov.t_1},
+                          {"T = 64", cov.t_64},
+                          {"in place", cov.in_place},
+                          {"dst in the source's gaps", cov.dst_in_gaps},
+                          {"sums in a gap", cov.sums_in_gaps},
+                          {"i = 0", cov.i_zero},
+                          {"i in 1..1022", cov.i_mid},
+                          {"i = 1023 unclamped", cov.i_1023},
+                          {"i clamped", cov.clamped},
+                          {"a tie of rnd(d, 10)", cov.ties},
+                          {"p = 0 below the clamp", cov.p_zero},
+                          {"d = 2^32 - 1", cov.d_max},
+                          {"S = 2^22", cov.s_max},
+                          {"trap 16 alone", cov.trap_alone[0]},
+                          {"trap 17 alone", cov.trap_alone[1]},
+                          {"trap 18 alone", cov.trap_alone[2]},
+                          {"trap 20 alone", cov.trap_alone[3]}},
+                         kSeed);
+  std::cout << "[ chip     ] " << kPrograms << " random VEXP programs (" << run.traps << " end in a trap, codes " << run.codes
+            << "; " << cov.vexps << " valid VEXPs, " << cov.in_place << " in place, " << cov.dst_in_gaps
+            << " dst in the gaps, " << cov.sums_in_gaps << " sums in a gap; " << cov.known_groups
+            << " groups on initial words: i = 0 " << cov.i_zero << ", 1..1022 " << cov.i_mid << ", 1023 " << cov.i_1023
+            << ", clamped " << cov.clamped << ", rnd ties " << cov.ties << ", p = 0 " << cov.p_zero << ", d = 2^32 - 1 "
+            << cov.d_max << ", S = 2^22 " << cov.s_max << "; " << cov.vews << " VEW ADDs), " << to_string(mode) << ": "
+            << run.steps << " steps compared, 0 mismatches (seed " << kSeed << ")\n";
 }
 
 TEST(ChipVexpRandomPrograms, TeacherForced) { run_programs(Mode::kForced); }

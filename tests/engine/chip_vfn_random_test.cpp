@@ -36,7 +36,6 @@
 #include <array>
 #include <cstdint>
 #include <iostream>
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -96,8 +95,7 @@ struct Coverage {
   std::array<unsigned, 4> silu_edge{};
   std::array<unsigned, 3> trap_fn{};     // trapping VFNs built, by the FN drawn before breaking fields
   std::array<unsigned, 4> trap_alone{};  // ... with one condition alone: 16, 17, 18, 20
-  std::vector<bool> traps;               // by program index: its last VFN was drawn to trap
-  std::vector<unsigned> expected_code;   // by program index: the lowest code of its conditions
+  test::DrawnTraps drawn;                // by program index: its last VFN drawn to trap, its lowest code
 };
 
 // n in 1..1024: every residue mod 4, short spans, up to the whole VR; weighted toward short spans
@@ -324,12 +322,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
   const unsigned rounds = 1 + rng.below(4);
   const bool trap_last = index % 4 == 3;
   const std::uint32_t forced_n = index % 64 < 16 && index % 4 == 0 ? 1021 + index % 64 / 4 : 0;
-  if (cov.traps.size() <= index) {
-    cov.traps.resize(index + 1);
-    cov.expected_code.resize(index + 1);
-  }
-  cov.traps[index] = trap_last;
-  cov.expected_code[index] = 0;
+  cov.drawn.set(index, trap_last, 0);
   std::vector<Span> written;
   for (unsigned k = 0; k < rounds; ++k) {
     test::emit_scratch_body(rng, code);
@@ -369,7 +362,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
     if (trap) {
       ++cov.trap_fn[fn];
       if (alone < 4) ++cov.trap_alone[alone];
-      cov.expected_code[index] = vfn_code(v);
+      cov.drawn.set(index, true, vfn_code(v));
     } else {
       count(cov, v, written, known);
       written.push_back({v.dst, v.n, true});
@@ -381,40 +374,16 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
     if (!v.same && r2 != 0) progen::emit_li(code, r2, v.x2());
     code.push_back(vector_word(v.f7, r2, r1, 5, v.rd));
   }
-  progen::emit_li(code, 17, 93);  // exit(a0)
-  code.push_back(0x00000073u);
-  const format::Segment scr = test::random_data_segment(rng, scratch, 256);
-  Guest g;
-  g.name = "vfn" + std::to_string(index);
-  g.image = progen::image_from_code(code, 0x10000, {scr});
-  g.image.sections[".lockstep.vreg"] = std::move(vr);
-  return g;
+  return test::vector_guest(rng, std::move(code), scratch, "vfn" + std::to_string(index), std::move(vr));
 }
 
 void run_programs(Mode mode) {
   if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
-  unsigned traps = 0;
-  std::map<unsigned, unsigned> codes;  // trap code -> programs
   Coverage cov;
-  const std::uint64_t steps = test::run_seeded_chip_programs(
-      kPrograms, kBatch, kSeed, mode,
-      [&](std::uint64_t seed, unsigned index) { return random_program(seed, index, cov); },
-      [&](unsigned i, const StreamResult& st) {
-        // the last VFN traps exactly where a condition of section 6 was built in, with the lowest
-        // code of those built
-        const bool drawn = i < cov.traps.size() && cov.traps[i];
-        test::check_trap_outcome(i, st, drawn, drawn ? cov.expected_code[i] : 0, kSeed, traps, codes);
-#ifdef LOCKSTEP_CHIP_VFN_FULL
-        if ((i + 1) % (2 * kBatch) == 0 || i + 1 == kPrograms)
-          std::cout << "[ chip     ] " << to_string(mode) << ": programs 0.." << i << " compared (seed " << kSeed << ")"
-                    << std::endl;
-#endif
-      });
+  const test::TrapRun run = test::run_trap_programs(
+      kPrograms, kBatch, kSeed, mode, kPrograms > 1000,
+      [&](std::uint64_t seed, unsigned index) { return random_program(seed, index, cov); }, cov.drawn, {16, 17, 18, 20});
   if (::testing::Test::HasFailure()) return;
-  // about one program in four ends in a trap; both outcomes and every code must be exercised
-  EXPECT_GT(traps, 0u) << "seed " << kSeed;
-  EXPECT_LT(traps, kPrograms) << "seed " << kSeed;
-  for (const unsigned c : {16u, 17u, 18u, 20u}) EXPECT_GT(codes[c], 0u) << "no program raised " << c << ", seed " << kSeed;
   // every class of operands and source words was generated (and so compared)
   for (unsigned r = 0; r < 4; ++r) {
     EXPECT_GT(cov.n_mod4[r], 0u) << "n = " << r << " mod 4, seed " << kSeed;
@@ -437,8 +406,8 @@ void run_programs(Mode mode) {
     }
   }
   for (unsigned e = 0; e < 4; ++e) EXPECT_GT(cov.silu_edge[e], 0u) << "SILU: clamp edge " << e << " not reached, seed " << kSeed;
-  const std::pair<const char*, unsigned> classes[] = {
-      {"n 1..5", cov.n_short},
+  test::expect_generated(
+      {{"n 1..5", cov.n_short},
       {"dst next to src", cov.adjacent},
       {"rs1 = rs2", cov.same_reg},
       {"rs1 = x0", cov.x0_reg},
@@ -456,11 +425,9 @@ void run_programs(Mode mode) {
       {"trap 16 alone", cov.trap_alone[0]},
       {"trap 17 alone", cov.trap_alone[1]},
       {"trap 18 alone", cov.trap_alone[2]},
-      {"trap 20 alone", cov.trap_alone[3]}};
-  for (const auto& [name, c] : classes) EXPECT_GT(c, 0u) << "not generated: " << name << ", seed " << kSeed;
-  std::string seen;
-  for (const auto& [c, k] : codes) seen += (seen.empty() ? "" : " ") + std::to_string(c) + ":" + std::to_string(k);
-  std::cout << "[ chip     ] " << kPrograms << " random VFN programs (" << traps << " end in a trap, codes " << seen
+      {"trap 20 alone", cov.trap_alone[3]}},
+      kSeed);
+  std::cout << "[ chip     ] " << kPrograms << " random VFN programs (" << run.traps << " end in a trap, codes " << run.codes
             << "; " << cov.vfns << " valid VFNs: RSQRT " << cov.by_fn[kRsqrt] << ", RECIP " << cov.by_fn[kRecip]
             << ", SILU " << cov.by_fn[kSilu] << ", in place " << cov.in_place[kRsqrt] << "/" << cov.in_place[kRecip]
             << "/" << cov.in_place[kSilu] << ", " << cov.reads_vfn << " read an earlier VFN's destination, "
@@ -469,7 +436,7 @@ void run_programs(Mode mode) {
             << cov.vew_reads_vfn << " read a VFN's destination); initial source words x <= 0 "
             << cov.nonpos[kRsqrt] << "/" << cov.nonpos[kRecip] << "/" << cov.nonpos[kSilu]
             << ", SILU clamped low/high " << cov.silu_low << "/" << cov.silu_high << ", rnd(x, 10) ties +/- "
-            << cov.silu_tie_pos << "/" << cov.silu_tie_neg << "), " << to_string(mode) << ": " << steps
+            << cov.silu_tie_pos << "/" << cov.silu_tie_neg << "), " << to_string(mode) << ": " << run.steps
             << " steps compared, 0 mismatches (seed " << kSeed << ")\n";
 }
 

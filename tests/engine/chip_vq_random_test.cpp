@@ -35,7 +35,6 @@
 #include <array>
 #include <cstdint>
 #include <iostream>
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,11 +55,6 @@ constexpr std::uint64_t kSeed = 0x5eed'07ed'0014ull;
 
 constexpr std::uint32_t kWords = 1024;  // VR (vector.md section 2)
 constexpr unsigned kAct = 0, kK = 1, kV = 2;
-
-// A custom-1 word: f7, rs2, rs1, f3, rd (vector.md section 4.0; VEW f3 = 4, VQ f3 = 2).
-std::uint32_t vector_word(unsigned f7, unsigned rs2, unsigned rs1, unsigned f3, unsigned rd) {
-  return (f7 << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | 0x2Bu;
-}
 
 std::int64_t rnd(std::int64_t x, unsigned s) { return s == 0 ? x : (x + (std::int64_t{1} << (s - 1))) >> s; }
 
@@ -84,8 +78,7 @@ struct Coverage {
   std::array<unsigned, 26> by_e{};
   std::array<unsigned, 3> trap_target{};  // trapping VQs by the TARGET drawn (0..2)
   std::array<unsigned, 5> trap_alone{};   // ... with one condition alone: 16, 17, 18, 19, 22
-  std::vector<bool> traps;
-  std::vector<unsigned> expected_code;
+  test::DrawnTraps drawn;
 };
 
 struct Span {
@@ -271,12 +264,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
   const bool trap_last = index % 4 == 3;
   static constexpr std::array<std::uint32_t, 4> kForced = {384, 383, 321, 65};
   const std::uint32_t forced_n = index % 64 < 16 && index % 4 == 0 ? kForced[index % 64 / 4] : 0;
-  if (cov.traps.size() <= index) {
-    cov.traps.resize(index + 1);
-    cov.expected_code.resize(index + 1);
-  }
-  cov.traps[index] = trap_last;
-  cov.expected_code[index] = 0;
+  cov.drawn.set(index, trap_last, 0);
   std::vector<Span> written;
   for (unsigned k = 0; k < rounds; ++k) {
     test::emit_scratch_body(rng, code);
@@ -291,7 +279,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
       known.written(a, n);
       progen::emit_li(code, rs1, a | (a << 16));
       progen::emit_li(code, rs2, a | (n << 16));
-      code.push_back(vector_word(0, rs2, rs1, 4, 0));
+      code.push_back(test::vector_word(0, rs2, rs1, 4, 0));
       continue;
     }
     unsigned alone = 5;
@@ -307,7 +295,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
     if (trap) {
       ++cov.trap_target[target];
       if (alone < 5) ++cov.trap_alone[alone];
-      cov.expected_code[index] = vq_code(v);
+      cov.drawn.set(index, true, vq_code(v));
     } else {
       count(cov, v, written, known);
     }
@@ -315,75 +303,52 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
     const unsigned r2 = v.zero2 ? 0 : v.same ? r1 : rs2;
     progen::emit_li(code, r1, v.x1());
     if (!v.same && r2 != 0) progen::emit_li(code, r2, v.x2());
-    code.push_back(vector_word(v.f7(), r2, r1, 2, v.rd));
+    code.push_back(test::vector_word(v.f7(), r2, r1, 2, v.rd));
   }
-  progen::emit_li(code, 17, 93);  // exit(a0)
-  code.push_back(0x00000073u);
-  const format::Segment scr = test::random_data_segment(rng, scratch, 256);
-  Guest g;
-  g.name = "vq" + std::to_string(index);
-  g.image = progen::image_from_code(code, 0x10000, {scr});
-  g.image.sections[".lockstep.vreg"] = std::move(vr);
-  return g;
+  return test::vector_guest(rng, std::move(code), scratch, "vq" + std::to_string(index), std::move(vr));
 }
 
 void run_programs(Mode mode) {
   if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
-  unsigned traps = 0;
-  std::map<unsigned, unsigned> codes;
   Coverage cov;
-  const std::uint64_t steps = test::run_seeded_chip_programs(
-      kPrograms, kBatch, kSeed, mode,
-      [&](std::uint64_t seed, unsigned index) { return random_program(seed, index, cov); },
-      [&](unsigned i, const StreamResult& st) {
-        const bool drawn = i < cov.traps.size() && cov.traps[i];
-        test::check_trap_outcome(i, st, drawn, drawn ? cov.expected_code[i] : 0, kSeed, traps, codes);
-#ifdef LOCKSTEP_CHIP_VQ_FULL
-        if ((i + 1) % (2 * kBatch) == 0 || i + 1 == kPrograms)
-          std::cout << "[ chip     ] " << to_string(mode) << ": programs 0.." << i << " compared (seed " << kSeed << ")"
-                    << std::endl;
-#endif
-      });
+  const test::TrapRun run = test::run_trap_programs(
+      kPrograms, kBatch, kSeed, mode, kPrograms > 1000,
+      [&](std::uint64_t seed, unsigned index) { return random_program(seed, index, cov); }, cov.drawn, {16, 17, 18, 19, 22});
   if (::testing::Test::HasFailure()) return;
-  EXPECT_GT(traps, 0u) << "seed " << kSeed;
-  EXPECT_LT(traps, kPrograms) << "seed " << kSeed;
-  for (const unsigned c : {16u, 17u, 18u, 19u, 22u}) EXPECT_GT(codes[c], 0u) << "no program raised " << c << ", seed " << kSeed;
   for (unsigned g = 1; g <= 6; ++g) EXPECT_GT(cov.by_groups[g], 0u) << "no VQ ACT of " << g << " groups, seed " << kSeed;
   for (const unsigned e : {0u, 1u, 2u, 8u, 16u, 24u, 25u}) EXPECT_GT(cov.by_e[e], 0u) << "no group with e = " << e << ", seed " << kSeed;
-  const std::pair<const char*, unsigned> classes[] = {
-      {"valid ACT", cov.by_target[kAct]},
-      {"valid K row", cov.by_target[kK]},
-      {"valid V row", cov.by_target[kV]},
-      {"ACT padded", cov.padded},
-      {"ACT into block 5", cov.last_block},
-      {"n = 384", cov.n_384},
-      {"n = 1", cov.n_1},
-      {"source span ends at 1023", cov.ends_1023},
-      {"rs1 = rs2", cov.same_reg},
-      {"row 0", cov.row_0},
-      {"row 319", cov.row_319},
-      {"reads an earlier VEW's destination", cov.reads_vew},
-      {"amax at a threshold of E", cov.at_threshold},
-      {"amax from a negative word", cov.neg_amax},
-      {"a tie of rnd", cov.ties},
-      {"trapping ACT", cov.trap_target[kAct]},
-      {"trapping K", cov.trap_target[kK]},
-      {"trapping V", cov.trap_target[kV]},
-      {"trap 16 alone", cov.trap_alone[0]},
-      {"trap 17 alone", cov.trap_alone[1]},
-      {"trap 18 alone", cov.trap_alone[2]},
-      {"trap 19 alone", cov.trap_alone[3]},
-      {"trap 22 alone", cov.trap_alone[4]}};
-  for (const auto& [name, c] : classes) EXPECT_GT(c, 0u) << "not generated: " << name << ", seed " << kSeed;
-  std::string seen, es;
-  for (const auto& [c, k] : codes) seen += (seen.empty() ? "" : " ") + std::to_string(c) + ":" + std::to_string(k);
+  test::expect_generated({{"valid ACT", cov.by_target[kAct]},
+                          {"valid K row", cov.by_target[kK]},
+                          {"valid V row", cov.by_target[kV]},
+                          {"ACT padded", cov.padded},
+                          {"ACT into block 5", cov.last_block},
+                          {"n = 384", cov.n_384},
+                          {"n = 1", cov.n_1},
+                          {"source span ends at 1023", cov.ends_1023},
+                          {"rs1 = rs2", cov.same_reg},
+                          {"row 0", cov.row_0},
+                          {"row 319", cov.row_319},
+                          {"reads an earlier VEW's destination", cov.reads_vew},
+                          {"amax at a threshold of E", cov.at_threshold},
+                          {"amax from a negative word", cov.neg_amax},
+                          {"a tie of rnd", cov.ties},
+                          {"trapping ACT", cov.trap_target[kAct]},
+                          {"trapping K", cov.trap_target[kK]},
+                          {"trapping V", cov.trap_target[kV]},
+                          {"trap 16 alone", cov.trap_alone[0]},
+                          {"trap 17 alone", cov.trap_alone[1]},
+                          {"trap 18 alone", cov.trap_alone[2]},
+                          {"trap 19 alone", cov.trap_alone[3]},
+                          {"trap 22 alone", cov.trap_alone[4]}},
+                         kSeed);
+  std::string es;
   for (unsigned e = 0; e < 26; ++e) es += (e == 0 ? "" : " ") + std::to_string(cov.by_e[e]);
-  std::cout << "[ chip     ] " << kPrograms << " random VQ programs (" << traps << " end in a trap, codes " << seen << "; "
-            << cov.vqs << " valid VQs (ACT " << cov.by_target[kAct] << ", K " << cov.by_target[kK] << ", V "
+  std::cout << "[ chip     ] " << kPrograms << " random VQ programs (" << run.traps << " end in a trap, codes " << run.codes
+            << "; " << cov.vqs << " valid VQs (ACT " << cov.by_target[kAct] << ", K " << cov.by_target[kK] << ", V "
             << cov.by_target[kV] << "), " << cov.padded << " ACT padded; " << cov.known_groups
             << " groups on initial words: e_k 0..25 " << es << "; amax at a threshold " << cov.at_threshold
             << ", from a negative word " << cov.neg_amax << ", rnd ties " << cov.ties << "; " << cov.vews << " VEW ADDs), "
-            << to_string(mode) << ": " << steps << " steps compared, 0 mismatches (seed " << kSeed << ")\n";
+            << to_string(mode) << ": " << run.steps << " steps compared, 0 mismatches (seed " << kSeed << ")\n";
 }
 
 TEST(ChipVqRandomPrograms, TeacherForced) { run_programs(Mode::kForced); }

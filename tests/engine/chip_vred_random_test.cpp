@@ -36,7 +36,6 @@
 #include <array>
 #include <cstdint>
 #include <iostream>
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,11 +56,6 @@ constexpr std::uint64_t kSeed = 0x5eed'07ed'0013ull;
 
 constexpr std::uint32_t kWords = 1024;  // VR (vector.md section 2)
 constexpr unsigned kSumsq = 0, kSum = 1, kMax = 2;
-
-// A custom-1 word: f7, rs2, rs1, f3, rd (vector.md section 4.0; VEW f3 = 4, VRED f3 = 6).
-std::uint32_t vector_word(unsigned f7, unsigned rs2, unsigned rs1, unsigned f3, unsigned rd) {
-  return (f7 << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | 0x2Bu;
-}
 
 struct Coverage {
   unsigned vreds = 0, vews = 0;  // valid VRED SUMs and SUMSQs, VEW ADDs
@@ -87,8 +81,7 @@ struct Coverage {
   unsigned mx_known = 0, mx_ties = 0, mx_neg = 0, mx_min = 0, mx_lo = 0;
   std::array<unsigned, 3> trap_mode{};   // trapping VREDs by the MODE drawn
   std::array<unsigned, 3> trap_alone{};  // ... with one condition alone: 16, 17, 18
-  std::vector<bool> traps;
-  std::vector<unsigned> expected_code;
+  test::DrawnTraps drawn;
 };
 
 std::uint32_t draw_n(progen::Random& rng) {
@@ -312,12 +305,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
   const bool trap_last = index % 4 == 3;
   static constexpr std::array<std::uint32_t, 4> kForced = {1024, 1023, 960, 961};
   const std::uint32_t forced_n = index % 64 < 16 && index % 4 == 0 ? kForced[index % 64 / 4] : 0;
-  if (cov.traps.size() <= index) {
-    cov.traps.resize(index + 1);
-    cov.expected_code.resize(index + 1);
-  }
-  cov.traps[index] = trap_last;
-  cov.expected_code[index] = 0;
+  cov.drawn.set(index, trap_last, 0);
   std::vector<Span> written;
   for (unsigned k = 0; k < rounds; ++k) {
     test::emit_scratch_body(rng, code);
@@ -332,7 +320,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
       known.written(a, n);
       progen::emit_li(code, rs1, a | (a << 16));
       progen::emit_li(code, rs2, a | (n << 16));
-      code.push_back(vector_word(0, rs2, rs1, 4, 0));
+      code.push_back(test::vector_word(0, rs2, rs1, 4, 0));
       continue;
     }
     unsigned alone = 3;
@@ -350,7 +338,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
     if (trap) {
       ++cov.trap_mode[mode];
       if (alone < 3) ++cov.trap_alone[alone];
-      cov.expected_code[index] = vred_code(v);
+      cov.drawn.set(index, true, vred_code(v));
     } else {
       count(cov, v, written, known);
       written.push_back({v.dst, 1, true});
@@ -360,42 +348,21 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
     const unsigned r2 = v.zero2 ? 0 : v.same ? r1 : rs2;
     progen::emit_li(code, r1, v.x1());
     if (!v.same && r2 != 0) progen::emit_li(code, r2, v.x2());
-    code.push_back(vector_word(v.f7(), r2, r1, 6, v.rd));
+    code.push_back(test::vector_word(v.f7(), r2, r1, 6, v.rd));
   }
-  progen::emit_li(code, 17, 93);  // exit(a0)
-  code.push_back(0x00000073u);
-  const format::Segment scr = test::random_data_segment(rng, scratch, 256);
-  Guest g;
-  g.name = "vred" + std::to_string(index);
-  g.image = progen::image_from_code(code, 0x10000, {scr});
-  g.image.sections[".lockstep.vreg"] = std::move(vr);
-  return g;
+  return test::vector_guest(rng, std::move(code), scratch, "vred" + std::to_string(index), std::move(vr));
 }
 
 void run_programs(Mode mode) {
   if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
-  unsigned traps = 0;
-  std::map<unsigned, unsigned> codes;
   Coverage cov;
-  const std::uint64_t steps = test::run_seeded_chip_programs(
-      kPrograms, kBatch, kSeed, mode,
-      [&](std::uint64_t seed, unsigned index) { return random_program(seed, index, cov); },
-      [&](unsigned i, const StreamResult& st) {
-        const bool drawn = i < cov.traps.size() && cov.traps[i];
-        test::check_trap_outcome(i, st, drawn, drawn ? cov.expected_code[i] : 0, kSeed, traps, codes);
-#ifdef LOCKSTEP_CHIP_VRED_FULL
-        if ((i + 1) % (2 * kBatch) == 0 || i + 1 == kPrograms)
-          std::cout << "[ chip     ] " << to_string(mode) << ": programs 0.." << i << " compared (seed " << kSeed << ")"
-                    << std::endl;
-#endif
-      });
+  const test::TrapRun run = test::run_trap_programs(
+      kPrograms, kBatch, kSeed, mode, kPrograms > 1000,
+      [&](std::uint64_t seed, unsigned index) { return random_program(seed, index, cov); }, cov.drawn, {16, 17, 18});
   if (::testing::Test::HasFailure()) return;
-  EXPECT_GT(traps, 0u) << "seed " << kSeed;
-  EXPECT_LT(traps, kPrograms) << "seed " << kSeed;
-  for (const unsigned c : {16u, 17u, 18u}) EXPECT_GT(codes[c], 0u) << "no program raised " << c << ", seed " << kSeed;
   for (const unsigned sh : {0u, 1u, 16u, 17u, 31u}) EXPECT_GT(cov.by_sh[sh], 0u) << "no VRED with SH = " << sh << ", seed " << kSeed;
-  const std::pair<const char*, unsigned> classes[] = {
-      {"n > 64", cov.groups_many},
+  test::expect_generated(
+      {{"n > 64", cov.groups_many},
       {"n a multiple of 64", cov.n_full},
       {"n = 64 k + 1", cov.n_one_past},
       {"n = 1024", cov.n_1024},
@@ -426,11 +393,9 @@ void run_programs(Mode mode) {
       {"trapping MAX", cov.trap_mode[kMax]},
       {"trap 16 alone", cov.trap_alone[0]},
       {"trap 17 alone", cov.trap_alone[1]},
-      {"trap 18 alone", cov.trap_alone[2]}};
-  for (const auto& [name, c] : classes) EXPECT_GT(c, 0u) << "not generated: " << name << ", seed " << kSeed;
-  std::string seen;
-  for (const auto& [c, k] : codes) seen += (seen.empty() ? "" : " ") + std::to_string(c) + ":" + std::to_string(k);
-  std::cout << "[ chip     ] " << kPrograms << " random VRED programs (" << traps << " end in a trap, codes " << seen
+      {"trap 18 alone", cov.trap_alone[2]}},
+      kSeed);
+  std::cout << "[ chip     ] " << kPrograms << " random VRED programs (" << run.traps << " end in a trap, codes " << run.codes
             << "; " << cov.vreds << " valid VREDs (SUM " << cov.by_mode[kSum] << ", SUMSQ " << cov.by_mode[kSumsq]
             << ", MAX " << cov.by_mode[kMax] << "): " << cov.groups_many << " over more than one group, " << cov.n_1024
             << " of n = 1024, " << cov.dst_in_src << " with dst inside the source, " << cov.reads_vred
@@ -440,7 +405,7 @@ void run_programs(Mode mode) {
             << "; MAX of " << cov.mx_known << " on initial words: ties " << cov.mx_ties << ", negative " << cov.mx_neg
             << ", INT32_MIN " << cov.mx_min << ", decided by the low half " << cov.mx_lo
             << "; " << cov.vews << " VEW ADDs), "
-            << to_string(mode) << ": " << steps << " steps compared, 0 mismatches (seed " << kSeed << ")\n";
+            << to_string(mode) << ": " << run.steps << " steps compared, 0 mismatches (seed " << kSeed << ")\n";
 }
 
 TEST(ChipVredRandomPrograms, TeacherForced) { run_programs(Mode::kForced); }
