@@ -208,6 +208,13 @@ void MapWriter::put(const std::string& name, const LinearMap& m) {
   written.emplace(h, std::make_pair(name, &m));
 }
 
+// Throws FormatError unless this build reads format version `v`.
+void check_format_version(int v) {
+  if (v < kMinFormatVersion || v > kFormatVersion)
+    fail("unsupported format_version " + std::to_string(v) + " (this build reads " + std::to_string(kMinFormatVersion) +
+         ".." + std::to_string(kFormatVersion) + ")");
+}
+
 const Tensor& take(const SafeTensors& st, const std::string& name, DType dt, std::set<std::string>& used) {
   auto it = st.tensors.find(name);
   if (it == st.tensors.end()) fail("missing tensor '" + name + "'");
@@ -219,8 +226,9 @@ const Tensor& take(const SafeTensors& st, const std::string& name, DType dt, std
   return it->second;
 }
 
+// A map's tensors (chip-format.md section 3.2): col_ptr, or (format 2) col_idx; row_idx and values.
 LinearMap get_map(const SafeTensors& st, const std::string& name_in, std::uint32_t rows, std::uint32_t cols,
-                  Activation act, std::set<std::string>& used, const json& aliases) {
+                  Activation act, std::set<std::string>& used, const json& aliases, int format_version) {
   std::string name = name_in;
   if (auto it = aliases.find(name_in); it != aliases.end()) {
     if (!it->is_string()) fail("map alias '" + name_in + "' is not a string");
@@ -234,6 +242,9 @@ LinearMap get_map(const SafeTensors& st, const std::string& name_in, std::uint32
   const bool by_entry = st.tensors.count(name + ".col_idx") != 0;
   if (by_entry && st.tensors.count(name + ".col_ptr") != 0)
     fail("map '" + name + "' has both a col_ptr and a col_idx tensor");
+  if (by_entry && format_version < 2)
+    fail("map '" + name + "' has a col_idx tensor, which format_version " + std::to_string(format_version) +
+         " does not have (col_idx is format 2)");
   if (!by_entry) m.w.col_ptr = take(st, name + ".col_ptr", DType::U32, used).as_u32();
   m.w.row_idx = take(st, name + ".row_idx", DType::U32, used).as_u32();
   m.w.values = take(st, name + ".values", DType::F32, used).as_f32();
@@ -382,9 +393,7 @@ void config_from_json(const json& j, Chip& chip) {
   if (!j.is_object()) fail("configuration is not a JSON object");
   if (get_str(j, "format", ctx) != "lockstep-chip") fail("configuration \"format\" is not \"lockstep-chip\"");
   c.format_version = get_int(j, "format_version", ctx);
-  if (c.format_version < kMinFormatVersion || c.format_version > kFormatVersion)
-    fail("unsupported format_version " + std::to_string(c.format_version) + " (this build reads " +
-         std::to_string(kMinFormatVersion) + ".." + std::to_string(kFormatVersion) + ")");
+  check_format_version(c.format_version);
   c.spec_version = get_str(j, "spec_version", ctx);
   c.compiler = get_str(j, "compiler", ctx);
   c.machine = j.contains("machine") ? get_str(j, "machine", ctx) : "";
@@ -533,8 +542,7 @@ std::size_t Chip::state_size() const {
 
 void Chip::validate() const {
   const ChipConfig& c = config;
-  if (c.format_version < kMinFormatVersion || c.format_version > kFormatVersion)
-    fail("unsupported format_version " + std::to_string(c.format_version));
+  check_format_version(c.format_version);
   if (c.d_model == 0) fail("d_model is 0");
   if (c.vocab_size == 0) fail("vocab_size is 0");
   const std::uint32_t D = c.d_model;
@@ -682,27 +690,27 @@ Chip parse_chip(const std::vector<std::uint8_t>& bytes) {
   }
   const std::uint32_t D = chip.config.d_model, V = chip.config.vocab_size;
   std::set<std::string> used;
-  chip.embed = get_map(st, "embed", D, V, Activation::Identity, used, aliases);
-  chip.unembed = get_map(st, "unembed", V, D, Activation::Identity, used, aliases);
+  chip.embed = get_map(st, "embed", D, V, Activation::Identity, used, aliases, chip.config.format_version);
+  chip.unembed = get_map(st, "unembed", V, D, Activation::Identity, used, aliases, chip.config.format_version);
   for (std::size_t l = 0; l < chip.layers.size(); ++l) {
     Layer& L = chip.layers[l];
     for (std::size_t h = 0; h < L.heads.size(); ++h) {
       Head& hd = L.heads[h];
       const std::string n = head_name(l, h);
-      hd.k = get_map(st, n + ".k", hd.key_dim, D, hd.k.act, used, aliases);
-      hd.q = get_map(st, n + ".q", hd.key_dim, D, hd.q.act, used, aliases);
-      hd.v = get_map(st, n + ".v", hd.value_dim, D, Activation::Identity, used, aliases);
-      hd.beta = get_map(st, n + ".beta", 1, D, hd.beta.act, used, aliases);
-      hd.o = get_map(st, n + ".o", D, hd.value_dim, Activation::Identity, used, aliases);
+      hd.k = get_map(st, n + ".k", hd.key_dim, D, hd.k.act, used, aliases, chip.config.format_version);
+      hd.q = get_map(st, n + ".q", hd.key_dim, D, hd.q.act, used, aliases, chip.config.format_version);
+      hd.v = get_map(st, n + ".v", hd.value_dim, D, Activation::Identity, used, aliases, chip.config.format_version);
+      hd.beta = get_map(st, n + ".beta", 1, D, hd.beta.act, used, aliases, chip.config.format_version);
+      hd.o = get_map(st, n + ".o", D, hd.value_dim, Activation::Identity, used, aliases, chip.config.format_version);
     }
     Mlp& m = L.mlp;
     const std::string n = mlp_name(l);
-    if (m.kind == MlpKind::Relu) m.w1 = get_map(st, n + ".w1", m.hidden, D, Activation::Relu, used, aliases);
+    if (m.kind == MlpKind::Relu) m.w1 = get_map(st, n + ".w1", m.hidden, D, Activation::Relu, used, aliases, chip.config.format_version);
     if (m.kind == MlpKind::Gated) {
-      m.wu = get_map(st, n + ".wu", m.hidden, D, Activation::Identity, used, aliases);
-      m.wg = get_map(st, n + ".wg", m.hidden, D, Activation::Relu, used, aliases);
+      m.wu = get_map(st, n + ".wu", m.hidden, D, Activation::Identity, used, aliases, chip.config.format_version);
+      m.wg = get_map(st, n + ".wg", m.hidden, D, Activation::Relu, used, aliases, chip.config.format_version);
     }
-    if (m.kind != MlpKind::None) m.w2 = get_map(st, n + ".w2", D, m.hidden, Activation::Identity, used, aliases);
+    if (m.kind != MlpKind::None) m.w2 = get_map(st, n + ".w2", D, m.hidden, Activation::Identity, used, aliases, chip.config.format_version);
   }
   for (const auto& [name, t] : st.tensors)
     if (!used.count(name)) fail("unknown tensor '" + name + "' (not named by the configuration)");

@@ -167,6 +167,10 @@ TEST(ChipFormat, ReadsFormatVersion1) {
   EXPECT_EQ(back2.config.format_version, 2);
   EXPECT_EQ(serialize_chip(back1), serialize_chip(back2));  // the same maps (written again as version 2)
   EXPECT_EQ(serialize_chip(back2), serialize_chip(c));
+  // a file that says format_version 1 but stores a map by col_idx (format 2's form) is refused
+  SafeTensors mixed = parse_safetensors(serialize_chip(c));
+  replace_once(mixed.metadata[kMetadataKey], "\"format_version\":2", "\"format_version\":1");
+  expect_format_error(serialize_safetensors(mixed), "has a col_idx tensor, which format_version 1 does not have");
 }
 
 TEST(ChipFormat, NamesEachProblem) {
