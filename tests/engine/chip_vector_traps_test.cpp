@@ -2,14 +2,15 @@
 // VFN, VRED; vector.md section 6) through the built RV32 chip and the reference in lock-step,
 // teacher-forced and free-running, every step compared (issue 8): 0 mismatches.
 //
-// The chip compiles these ops' decode and trap checks only (docs/chip-design.md section 5), so
-// this test claims exactly that: each program loads the two operand registers and runs one vector
-// instruction whose operand fields (A, B, C, N), f7 and rd are drawn around every boundary of
-// section 6 (spans at the end of VR, counts 0/1/32/64/65/384/1024, ACT blocks, WMEM and cache rows,
-// overlaps of every kind, reserved f7 bits, rd != x0). The reference (the golden model) classifies
-// each candidate; candidates it runs without a trap are counted and not used, because the chip does
-// not execute these ops yet. Every kept program ends in the reference's TRAP(16..23), which the chip
-// must reproduce token for token. Codes seen per op are printed, and every code an op can raise
+// This test claims the ops' decode and trap checks (for VMAT and VMATR, all the chip compiles
+// yet; docs/chip-design.md section 5): each program loads the two operand registers and runs one
+// vector instruction whose operand fields (A, B, C, N), f7 and rd are drawn around every boundary
+// of section 6 (spans at the end of VR, counts 0/1/32/64/65/384/1024, ACT blocks, WMEM and cache
+// rows, overlaps of every kind, reserved f7 bits, rd != x0). The reference (the golden model)
+// classifies each candidate; candidates it runs without a trap are counted and not used (VMAT and
+// VMATR do not execute on the chip; VQ, VEXP, VEW, VFN and VRED have random tests of their own).
+// Every kept program ends in the reference's TRAP(16..23), which the chip must reproduce token for
+// token. Codes seen per op are printed, and every code an op can raise
 // must appear (kPerOp programs per op; the `long` label runs 10,000 per op:
 // ctest -L long -R chip_vector_traps). The seed is printed on failure.
 #include <gtest/gtest.h>
