@@ -2728,7 +2728,6 @@ class Compiler {
     when(l9, {ex, k(kVwg)}, {{NK.dim(vw(0, 0)), 1.0}});
     for (std::uint32_t q = 0; q < 4; ++q)
       for (std::uint32_t m = 0; m < 3; ++m) when(l9, {ex, k(vw(q, m))}, {{NK.dim(vw(q, m + 1)), 1.0}});
-    const Lin ends = stream_word_end();
     when(l9, {XF[0]}, {{NK.dim(kVxm0), 1.0}, {XFN_.dim(), 1.0}});
     when(l9, {ex, LX_[0], one - XF[0]}, token_out(kVwg, 128));
     const Lin more = one - LX_[0] - SL[0];
@@ -2739,7 +2738,6 @@ class Compiler {
     table(l9, {ghi, OH{one - glo[15], glo[15]}},
           [&](const std::vector<unsigned>& x) { return SparseVec{{NPH.dim((x[0] + x[1]) & 15), 1.0}}; }, next_quad);
     when(l9, {SL[0]}, {{ENDI.dim(), 1.0}});
-    (void)ends;
     // ---- VXM0..VXM3: byte 0 of GOH_ (layer 13), bytes 1..3 from a slot (layer 13, read 14)
     LayerBuilder& l13 = L(13);
     for (std::uint32_t r = 0; r < 32; ++r)
