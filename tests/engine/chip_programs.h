@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lockstep/engine/check.h"
@@ -174,6 +175,24 @@ inline Guest vector_guest(progen::Random& rng, std::vector<std::uint32_t> code, 
   g.image = progen::image_from_code(code, 0x10000, {scr});
   g.image.sections[".lockstep.vreg"] = std::move(vreg);
   return g;
+}
+
+/// Two different registers of x1..x30 for a vector op's operands (x31 holds the scratch area),
+/// drawn in this order: rs1, then rs2 until it differs.
+inline std::pair<unsigned, unsigned> operand_regs(progen::Random& rng) {
+  const unsigned rs1 = 1 + rng.below(30);
+  unsigned rs2 = 1 + rng.below(30);
+  while (rs2 == rs1) rs2 = 1 + rng.below(30);
+  return {rs1, rs2};
+}
+
+/// `li rs1, a | a << 16; li rs2, a | n << 16` and a VEW ADD (vector.md section 4.5) of words [a, a
+/// + n) with themselves, in place: a round that changes VR between the ops a test is about.
+inline void emit_vew_add_in_place(std::vector<std::uint32_t>& code, unsigned rs1, unsigned rs2, std::uint32_t a,
+                                  std::uint32_t n) {
+  progen::emit_li(code, rs1, a | (a << 16));
+  progen::emit_li(code, rs2, a | (n << 16));
+  code.push_back((rs2 << 20) | (rs1 << 15) | (4u << 12) | 0x2Bu);
 }
 
 /// A custom-1 word (vector.md section 4.0): f7 (bits 31..25), rs2, rs1, f3, rd, opcode 0x2B.

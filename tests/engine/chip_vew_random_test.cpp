@@ -720,9 +720,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
   for (unsigned k = 0; k < rounds; ++k) {
     test::emit_scratch_body(rng, code);
     const bool trap = trap_last && k + 1 == rounds;
-    const unsigned rs1 = 1 + rng.below(30);
-    unsigned rs2 = 1 + rng.below(30);
-    while (rs2 == rs1) rs2 = 1 + rng.below(30);
+    const auto [rs1, rs2] = test::operand_regs(rng);
     if (!trap && rng.chance(3)) {  // VLD: a record at the next free aligned bytes of the area
       const std::uint32_t n = draw_n(rng), dst = draw_start(rng, n, written);
       const std::uint32_t at = area_used, mul = vld_m(rng);

@@ -249,16 +249,12 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
   for (unsigned k = 0; k < rounds; ++k) {
     test::emit_scratch_body(rng, code);
     const bool trap = trap_last && k + 1 == rounds;
-    const unsigned rs1 = 1 + rng.below(30);
-    unsigned rs2 = 1 + rng.below(30);
-    while (rs2 == rs1) rs2 = 1 + rng.below(30);
+    const auto [rs1, rs2] = test::operand_regs(rng);
     if (!trap && k > 0 && rng.chance(5)) {  // VEW ADD in place: the next VEXP may read its sums
       const std::uint32_t n = 1 + rng.below(kWords), a = rng.below(kWords - n + 1);
       ++cov.vews;
       known.written(a, n);
-      progen::emit_li(code, rs1, a | (a << 16));
-      progen::emit_li(code, rs2, a | (n << 16));
-      code.push_back(test::vector_word(0, rs2, rs1, 4, 0));
+      test::emit_vew_add_in_place(code, rs1, rs2, a, n);
       continue;
     }
     unsigned alone = 4;

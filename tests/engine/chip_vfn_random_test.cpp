@@ -327,9 +327,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
   for (unsigned k = 0; k < rounds; ++k) {
     test::emit_scratch_body(rng, code);
     const bool trap = trap_last && k + 1 == rounds;
-    const unsigned rs1 = 1 + rng.below(30);
-    unsigned rs2 = 1 + rng.below(30);
-    while (rs2 == rs1) rs2 = 1 + rng.below(30);
+    const auto [rs1, rs2] = test::operand_regs(rng);
     if (!trap && k > 0 && rng.chance(4)) {  // VEW ADD or MUL in place on an earlier destination
       const unsigned mode = rng.below(2);
       const std::uint32_t n = draw_n(rng), a = test::draw_vr_start(rng, n, written);

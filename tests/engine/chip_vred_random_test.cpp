@@ -310,17 +310,13 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
   for (unsigned k = 0; k < rounds; ++k) {
     test::emit_scratch_body(rng, code);
     const bool trap = trap_last && k + 1 == rounds;
-    const unsigned rs1 = 1 + rng.below(30);
-    unsigned rs2 = 1 + rng.below(30);
-    while (rs2 == rs1) rs2 = 1 + rng.below(30);
+    const auto [rs1, rs2] = test::operand_regs(rng);
     if (!trap && k > 0 && rng.chance(5)) {  // VEW ADD in place on a span that may hold VRED results
       const std::uint32_t n = draw_n(rng), a = test::draw_vr_start(rng, n, written);
       ++cov.vews;
       written.push_back({a, n, false});
       known.written(a, n);
-      progen::emit_li(code, rs1, a | (a << 16));
-      progen::emit_li(code, rs2, a | (n << 16));
-      code.push_back(test::vector_word(0, rs2, rs1, 4, 0));
+      test::emit_vew_add_in_place(code, rs1, rs2, a, n);
       continue;
     }
     unsigned alone = 3;
