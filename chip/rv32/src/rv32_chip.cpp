@@ -2111,13 +2111,8 @@ class Compiler {
     const OH& tm = TM_;
     const Lin more = one - LASTW_[0];
     const FieldRef XV = gated_copy(7, "vfn_x", {VRX}, GVFN_);  // x on RSQRT/RECIP steps only
-    auto bit = [&](int b) {  // bit b of x, linear in its nibble one-hot (0 outside 0..31)
-      Lin l;
-      if (b < 0 || b > 31) return l;
-      const OH n = nib(XV, static_cast<std::uint32_t>(b / 4));
-      for (unsigned v = 0; v < 16; ++v)
-        if ((v >> (b % 4)) & 1) l += n[v];
-      return l;
+    auto bit = [&](int b) {  // bit b of x, linear in its nibble one-hots (0 outside 0..31)
+      return b < 0 || b > 31 ? Lin() : digit_bit(XV, static_cast<std::uint32_t>(b));
     };
     const Lin g = GVFN_;  // an RSQRT or RECIP value step
     const FieldRef LN = B.field("vfn_lead_nibble", 8);
@@ -2354,11 +2349,12 @@ class Compiler {
     }
   }
 
-  // Bit i of a value held as digit one-hots (16 rows per column), a linear form of them.
-  static Lin digit_bit(const FieldRef& DG, std::uint32_t i) {
+  // Bit i of a value held as digit one-hots (16 rows per column, from row `base` of DG), a
+  // linear form of them.
+  static Lin digit_bit(const FieldRef& DG, std::uint32_t i, std::uint32_t base = 0) {
     Lin l;
     for (std::uint32_t v = 0; v < 16; ++v)
-      if ((v >> (i & 3)) & 1) l += DG[16 * (i >> 2) + v];
+      if ((v >> (i & 3)) & 1) l += DG[base + 16 * (i >> 2) + v];
     return l;
   }
 
@@ -2559,12 +2555,7 @@ class Compiler {
     const OH glo = field_oh(VGS, 0, 16), ghi = field_oh(VGS, 16, 16);
     // ---- e_k (the VQE steps)
     auto lane = [&](std::uint32_t l, std::uint32_t i, std::uint32_t v) { return VLANE_[128 * l + 16 * i + v]; };
-    auto bit = [&](std::uint32_t l, std::uint32_t b) {
-      Lin x;
-      for (std::uint32_t v = 0; v < 16; ++v)
-        if ((v >> (b & 3)) & 1) x += lane(l, b >> 2, v);
-      return x;
-    };
+    auto bit = [&](std::uint32_t l, std::uint32_t b) { return digit_bit(VLANE_, b, 128 * l); };  // bit b of lane l's word
     const FieldRef Z = B.field("vq_low_bits_zero", 64 * 24);  // Z_s for s = 1..23 (index 24 l + s)
     LayerBuilder& l7 = L(7);
     for (std::uint32_t l = 0; l < 64; ++l) {
