@@ -77,6 +77,46 @@ GuestImage image_of(const json& ex) {
       }
     }
   }
+  // ACT, ASH, WMEM, WSCALE (vector.md section 2.1: .lockstep.act byte i = ACT[i]; .lockstep.ash
+  // byte b; .lockstep.wmem chunk c at byte 32 c, W[c][2k] in bits 3..0 and W[c][2k+1] in bits
+  // 7..4 of byte 32 c + k; .lockstep.wscale uint16 LE at byte 2 c)
+  if (in.contains("vector")) {
+    const json& v = in.at("vector");
+    auto bytes_of = [&](const char* key, const char* section, std::size_t size) {
+      if (!v.contains(key)) return;
+      std::vector<std::uint8_t>& out = img.sections[section];
+      out.assign(size, 0);
+      for (const json& run : v.at(key)) {
+        std::size_t i = run.at("first").get<std::size_t>();
+        for (const json& x : run.at("values")) out.at(i++) = static_cast<std::uint8_t>(x.get<std::int64_t>());
+      }
+    };
+    bytes_of("act", ".lockstep.act", 384);
+    bytes_of("ash", ".lockstep.ash", 6);
+    if (v.contains("wmem")) {
+      std::vector<std::uint8_t>& out = img.sections[".lockstep.wmem"];
+      out.assign(32 * 4152, 0);
+      for (const json& run : v.at("wmem")) {
+        const std::size_t c = run.at("chunk").get<std::size_t>();
+        const json& w = run.at("values");
+        for (std::size_t i = 0; i < 64; ++i)
+          out.at(32 * c + i / 2) |= static_cast<std::uint8_t>((w.at(i).get<int>() & 15) << (4 * (i & 1)));
+      }
+    }
+    if (v.contains("wscale")) {
+      std::vector<std::uint8_t>& out = img.sections[".lockstep.wscale"];
+      out.assign(2 * 4152, 0);
+      for (const json& run : v.at("wscale")) {
+        std::size_t c = run.at("first").get<std::size_t>();
+        for (const json& x : run.at("values")) {
+          const auto u = x.get<std::uint32_t>();
+          out.at(2 * c) = static_cast<std::uint8_t>(u);
+          out.at(2 * c + 1) = static_cast<std::uint8_t>(u >> 8);
+          ++c;
+        }
+      }
+    }
+  }
   return img;
 }
 
@@ -120,8 +160,9 @@ std::vector<Example> load_vector_examples() {
     const bool sum = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 6;  // VRED (a MAX with SH != 0 traps)
     const bool vq = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 2;   // VQ, every TARGET
     const bool vexp = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 3;  // VEXP
+    const bool vmat = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 0;  // VMAT, both modes
     const bool traps = e.at("final").at("end").get<std::string>() == "trap";
-    if (vld || vew || vfn || sum || vq || vexp || traps) out.push_back({"vector", e.at("name").get<std::string>(), e});
+    if (vld || vew || vfn || sum || vq || vexp || vmat || traps) out.push_back({"vector", e.at("name").get<std::string>(), e});
   }
   return out;
 }
