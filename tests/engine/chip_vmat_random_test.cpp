@@ -15,7 +15,8 @@
 // anywhere, 65,535, powers of two (ties of rnd) or small; shifts 0..25 (25 and 0 weighted). The
 // program sets x1..x30 to random edge values and points x31 at a 256-byte scratch area, then runs
 // 1..4 rounds of: a random scalar body, `li` of the two operand registers, then a VMAT (argmax two
-// times in five) or, one later round in five, a VEW ADD in place. K is 1..6, b0 up to 6 - K, R
+// times in five) or, one later round in five, a VEW ADD in place, or, one round in four before the
+// last, a VQ ACT that writes ACT blocks and their ASH for the VMATs after it. K is 1..6, b0 up to 6 - K, R
 // mostly 1..8, sometimes up to 600 (rows past 256: VMH), in argmax mode one time in 16 up to
 // 4152 / K; c0 + R K reaches 4,152 and dst + R reaches 1,024. Programs 4j + 3 (one in four) end with
 // a VMAT that traps (16: K = 0 or 7, a reserved f7 bit, or rd != x0 in write mode; 17: dst + R >
@@ -68,7 +69,7 @@ struct Vmat {
 };
 
 struct Coverage {
-  unsigned vmats = 0, vews = 0, write = 0, argmax = 0, argmax_x0 = 0;
+  unsigned vmats = 0, vews = 0, vqs = 0, reads_vq = 0, write = 0, argmax = 0, argmax_x0 = 0;
   std::array<unsigned, 7> by_k{};
   unsigned rows_1 = 0, vmh = 0, last_chunk = 0, last_block = 0, ends_1023 = 0, same_reg = 0;
   unsigned sat_up = 0, sat_down = 0, ties = 0, argmax_ties = 0, later_max = 0;
@@ -242,6 +243,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
   const unsigned rounds = 1 + rng.below(4);
   const bool trap_last = index % 4 == 3;
   cov.drawn.set(index, trap_last, 0);
+  std::array<bool, 6> quantised{};  // ACT blocks a VQ has written
   for (unsigned k = 0; k < rounds; ++k) {
     test::emit_scratch_body(rng, code);
     const bool trap = trap_last && k + 1 == rounds;
@@ -250,6 +252,16 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
       const std::uint32_t n = 1 + rng.below(kWords), a = rng.below(kWords - n + 1);
       ++cov.vews;
       test::emit_vew_add_in_place(code, rs1, rs2, a, n);
+      continue;
+    }
+    if (!trap && rng.chance(4) && k + 1 < rounds) {  // VQ ACT: quantises VR words into blocks b0.. and their ASH
+      const std::uint32_t n = 1 + rng.below(384), nb = (n + 63) / 64, b0 = rng.below(7 - nb);
+      const std::uint32_t src = rng.below(kWords - n + 1);
+      ++cov.vqs;
+      for (std::uint32_t b = b0; b < b0 + nb; ++b) quantised[b] = true;
+      progen::emit_li(code, rs1, b0 | (src << 16));
+      progen::emit_li(code, rs2, n << 16);
+      code.push_back(test::vector_word(0, rs2, rs1, 2, 0));
       continue;
     }
     unsigned alone = 5;
@@ -263,7 +275,10 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
       if (alone < 5) ++cov.trap_alone[alone];
       cov.drawn.set(index, true, vmat_code(v));
     } else {
-      count(cov, mem, v);
+      bool reads_vq = false;
+      for (std::uint32_t b = v.b0; b < v.b0 + v.k; ++b) reads_vq = reads_vq || quantised[b];
+      if (reads_vq) ++cov.reads_vq;
+      else count(cov, mem, v);  // y_r from the sections (a VQ changed none of the blocks read)
     }
     const unsigned r1 = rs1, r2 = v.same ? rs1 : rs2;
     progen::emit_li(code, r1, v.x1());
@@ -284,6 +299,7 @@ void run_programs(Mode mode) {
   if (::testing::Test::HasFailure()) return;
   for (unsigned kk = 1; kk <= 6; ++kk) EXPECT_GT(cov.by_k[kk], 0u) << "no valid VMAT with K = " << kk << ", seed " << kSeed;
   test::expect_generated({{"write mode", cov.write},
+                          {"a VMAT reading ACT blocks a VQ wrote", cov.reads_vq},
                           {"argmax mode", cov.argmax},
                           {"argmax with rd = x0", cov.argmax_x0},
                           {"R = 1", cov.rows_1},
@@ -305,7 +321,8 @@ void run_programs(Mode mode) {
   std::cout << "[ chip     ] " << kPrograms << " random VMAT programs (" << run.traps << " end in a trap, codes " << run.codes
             << "; " << cov.vmats << " valid VMATs (write " << cov.write << ", argmax " << cov.argmax << "), " << cov.rows
             << " rows, " << cov.vmh << " past row 256; saturated up " << cov.sat_up << ", down " << cov.sat_down
-            << "; rnd ties " << cov.ties << "; argmax ties " << cov.argmax_ties << "; " << cov.vews << " VEW ADDs), "
+            << "; rnd ties " << cov.ties << "; argmax ties " << cov.argmax_ties << "; " << cov.reads_vq
+            << " read blocks a VQ wrote; " << cov.vqs << " VQ ACTs, " << cov.vews << " VEW ADDs), "
             << to_string(mode) << ": " << run.steps << " steps compared, 0 mismatches (seed " << kSeed << ")\n";
 }
 

@@ -2864,7 +2864,7 @@ class Compiler {
   // the VY3 / VYN3 payload (VY3N_), read where VY3 or VYN3 is consumed; the running maximum of
   // argmax mode (MAXN_: y_r's bytes, written when VYN3 is consumed, read where VY2 is) and its
   // row (RSN_: the VMC and VMH slots, written with it).
-  FieldRef MCS_, HSN_, VYB_, VY3N_, MAXN_, RSN_;
+  FieldRef MCS_, HSN_, VYB_, VY3N_, MAXN_, RSN_, VQEK_;
   void vmat_slots() {
     Lin vmc, vy;
     for (std::uint32_t j = 0; j < 6; ++j) vmc += k(kVmc0 + j);
@@ -2881,6 +2881,12 @@ class Compiler {
         B.embed(256 * kd + p, VY3N_.dim(16 + (p >> 4)), 1);
       }
     }
+    VQEK_ = B.field("vqe_group_shift", 6 + 26);  // VQE((k << 5) | e): k (6), then e (26) as one-hots
+    for (std::uint32_t k = 0; k < 6; ++k)
+      for (std::uint32_t e = 0; e < 26; ++e) {
+        B.embed(256 * kVqe + (k << 5 | e), VQEK_.dim(k), 1);
+        B.embed(256 * kVqe + (k << 5 | e), VQEK_.dim(6 + e), 1);
+      }
     MCS_ = B.field("vmc_slot", 32);
     slot_head(L(0), 1, [&](std::uint32_t) { return vmc; }, [&](std::uint32_t r) { return PN[r]; }, MCS_, vmc + vy);
     HSN_ = B.field("vmh_slot", 32);
@@ -3001,19 +3007,57 @@ class Compiler {
       section_init("wmem", 7, h, 0, ".lockstep.wmem", 0, 1, 32 * kChunks, ByteEncoding::Bits, 32);
       section_init("wscale", 7, h, 256, ".lockstep.wscale", 0, 1, 2 * kChunks, ByteEncoding::Bits, 2);
     }
+    // VQ ACT writes them (vector.md section 4.3): element j = 4 g + m (g: the VLG slot) when VLB_m
+    // is consumed, the payload's bits into lane j & 63 of block b0 + (j >> 6); e_k into ASH[b0 +
+    // k] when VQE((k << 5) | e_k) is consumed (the block one-hots and the lane, layer 5)
+    const FieldRef WBLK = B.field("vq_act_write_block", 6), WLANE = B.field("vq_act_write_lane", 64);
+    const FieldRef ABLK = B.field("vq_ash_write_block", 6);
+    {
+      const Lin act = PRE[VQ] + masked(field_oh(VIN, 0, 16), 6)[0] - 1.0;  // VQ, TARGET = 0 (1 or <= 0)
+      const OH glo = field_oh(VGS, 0, 16), ghi = field_oh(VGS, 16, 16);
+      OH mq(4);
+      for (std::uint32_t m = 0; m < 4; ++m) mq[m] = k(kVlb0 + m);
+      table(l5, {nib(RV1, 0), ghi}, [&](const std::vector<unsigned>& v) {
+        return v[0] + v[1] < 6 ? SparseVec{{WBLK.dim(v[0] + v[1]), 1.0}} : SparseVec{};
+      }, {act, vlb_any()});
+      table(l5, {glo, mq}, [&](const std::vector<unsigned>& v) { return SparseVec{{WLANE.dim(4 * v[0] + v[1]), 1.0}}; },
+            {act, vlb_any()});
+      table(l5, {nib(RV1, 0), field_oh(VQEK_, 0, 6)}, [&](const std::vector<unsigned>& v) {
+        return v[0] + v[1] < 6 ? SparseVec{{ABLK.dim(v[0] + v[1]), 1.0}} : SparseVec{};
+      }, {act, k(kVqe)});
+    }
     const FieldRef AB = B.field("vmat_act_bits", 512), ASHO = B.field("vmat_ash", 26);
     for (std::uint32_t i = 0; i < 64; ++i) {
       const std::uint32_t h = l7.add_head(6, 8);
       HeadBuilder& H = l7.head(h);
-      for (std::uint32_t b = 0; b < 6; ++b) H.q[b] = H.k[b] = QB[b];
-      for (std::uint32_t r = 0; r < 8; ++r) H.out.emplace_back(r, AB.dim(8 * i + r), 1.0);
+      for (std::uint32_t b = 0; b < 6; ++b) {
+        H.q[b] = QB[b];
+        H.k[b] = WBLK[b];
+      }
+      for (std::uint32_t r = 0; r < 8; ++r) {
+        Lin bit;  // bit r of the consumed payload
+        for (std::uint32_t v = 0; v < 16; ++v)
+          if ((v >> (r & 3)) & 1) bit += PN[(r < 4 ? 0 : 16) + v];
+        H.v[r] = bit;
+        H.out.emplace_back(r, AB.dim(8 * i + r), 1.0);
+      }
+      H.beta = WLANE[i];
       section_init("act_lane" + std::to_string(i), 7, h, 0, ".lockstep.act", i, 64, 6, ByteEncoding::Bits, 1);
     }
     {
       const std::uint32_t h = l7.add_head(6, 256);
       HeadBuilder& H = l7.head(h);
-      for (std::uint32_t b = 0; b < 6; ++b) H.q[b] = H.k[b] = QB[b];
-      for (std::uint32_t r = 0; r < 26; ++r) H.out.emplace_back(r, ASHO.dim(r), 1.0);
+      Lin any;
+      for (std::uint32_t b = 0; b < 6; ++b) {
+        H.q[b] = QB[b];
+        H.k[b] = ABLK[b];
+        any += ABLK[b];
+      }
+      for (std::uint32_t r = 0; r < 26; ++r) {
+        H.v[r] = VQEK_[6 + r];
+        H.out.emplace_back(r, ASHO.dim(r), 1.0);
+      }
+      H.beta = any;
       section_init("ash", 7, h, 0, ".lockstep.ash", 0, 1, 6, ByteEncoding::OneHot, 1);
     }
     // P_t = sum_i [bit t of w_i] a_i in two parts (layer 7): a_i's low nibble (PL_t, 0..960) and
