@@ -93,6 +93,17 @@ GuestImage image_of(const json& ex) {
     };
     bytes_of("act", ".lockstep.act", 384);
     bytes_of("ash", ".lockstep.ash", 6);
+    bytes_of("ksh", ".lockstep.ksh", 320);
+    bytes_of("vsh", ".lockstep.vsh", 320);
+    for (const auto& [key, section] : {std::pair{"kcache", ".lockstep.kcache"}, std::pair{"vcache", ".lockstep.vcache"}}) {
+      if (!v.contains(key)) continue;
+      std::vector<std::uint8_t>& out = img.sections[section];
+      out.assign(32 * 320, 0);
+      for (const json& run : v.at(key)) {
+        std::size_t i = 32 * run.at("row").get<std::size_t>();
+        for (const json& x : run.at("values")) out.at(i++) = static_cast<std::uint8_t>(x.get<std::int64_t>());
+      }
+    }
     if (v.contains("wmem")) {
       std::vector<std::uint8_t>& out = img.sections[".lockstep.wmem"];
       out.assign(32 * 4152, 0);
@@ -161,8 +172,9 @@ std::vector<Example> load_vector_examples() {
     const bool vq = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 2;   // VQ, every TARGET
     const bool vexp = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 3;  // VEXP
     const bool vmat = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 0;  // VMAT, both modes
+    const bool vmatr_k = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 1 && ((word >> 25) & 1) == 0;  // VMATR K mode
     const bool traps = e.at("final").at("end").get<std::string>() == "trap";
-    if (vld || vew || vfn || sum || vq || vexp || vmat || traps) out.push_back({"vector", e.at("name").get<std::string>(), e});
+    if (vld || vew || vfn || sum || vq || vexp || vmat || vmatr_k || traps) out.push_back({"vector", e.at("name").get<std::string>(), e});
   }
   return out;
 }

@@ -287,6 +287,7 @@ class Compiler {
     vq();
     vexp();
     vmat();
+    vmatr();
     when(L(9), {cls(ECALL), k(kPcl), EQ64[0], FDOK[0], Lin::constant(1) - LEN0[0], Lin::constant(1) - LENBIG[0], WBAD[0]},
          token_out(kTrap, 5));
     divide();
@@ -1407,7 +1408,9 @@ class Compiler {
     when(L(10), run, {{NK.dim(kVxm0), 1.0}, {XFN_.dim(), 1.0}});
     run.back() = cls(VMAT);  // VMAT: VMC0(0), the first chunk of row 0 (vmat())
     when(L(10), run, token_out(kVmc0, 0));
-    none.push_back(cls(VMATR));
+    run.back() = E(r_k);  // VMATR K mode: VWG(0) (vmatr())
+    when(L(10), run, token_out(kVwg, 0));
+    none.push_back(E(r_v));
     when(L(10), none, token_out(kTrap, 1));
   }
   // ---- VR and the word streams (vector.md sections 2, 5) -------------------------------------
@@ -1662,6 +1665,18 @@ class Compiler {
     index_sum_nibbles("vmat_w_index", nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), field_oh(MCS_, 0, 16),
                       field_oh(MCS_, 16, 16), h2, {k(kVy0 + 3), PRE[VMAT]}, kw);  // dst + r
     const FieldRef PARM = last_parity_;
+    // VMATR K mode (vmatr()): the element e = 4 g + q that ends -> dst + 64 h + t (t = g >> 1, h =
+    // 4 (g & 1) + q)
+    {
+      const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
+      sum_pieces("vmatr_w_index", {nib(RV1, 0), masked(glo, 0xE), masked(ghi, 1)},
+                 [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 1) + ((v[2] & 1) << 3); },
+                 oh_value(nib(RV1, 0)) + oh_value(masked(glo, 0xE)) * 0.5 + oh_value(masked(ghi, 1)) * 8.0,
+                 {nib(RV1, 1), masked(ghi, 6), qw}, [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 1) + (v[2] << 2); },
+                 {masked(nib(RV1, 2), 3), masked(glo, 1)}, [](const std::vector<unsigned>& v) { return v[0] + v[1]; },
+                 {ends, PRE[VMATR], masked(field_oh(VIN, 0, 16), 2)[0]}, kw);
+    }
+    const FieldRef PARK = last_parity_;
     const FieldRef VAL = vld_product();
     // the words that are written (layer 6): the stream's word (byte slots and the VW_q3 token's
     // payload) in the bank of its index, ROT's pending word in the other, or VLD's word
@@ -1680,6 +1695,7 @@ class Compiler {
         when(L(6), {i < 96 ? VWBS[i] : VW3[i - 96], PARX[b]}, {{VB[b].dim(i), 1.0}});
         when(L(6), {i < 96 ? VWBS[i] : VW3[i - 96], PARS[b]}, {{VB[b].dim(i), 1.0}});
         when(L(6), {i < 96 ? VYB_[i] : VY3N_[i - 96], PARM[b]}, {{VB[b].dim(i), 1.0}});
+        when(L(6), {i < 96 ? VWBS[i] : VW3[i - 96], PARK[b]}, {{VB[b].dim(i), 1.0}});
       }
     }
     // the value steps of ROT and of VFN's functions, one dimension each (layer 6; from f7's
@@ -1700,6 +1716,7 @@ class Compiler {
     when(L(6), {ends, cls(VEXP)}, {{WR.dim(), 1.0}});         // VEXP's p and S_g
     when(L(6), {vlb, seen, cls(VLD)}, {{WR.dim(), 1.0}});
     when(L(6), {k(kVy0 + 3), cls(VMAT), f7_pred([](unsigned x) { return (x & 8) == 0; })}, {{WR.dim(), 1.0}});  // VMAT write mode
+    when(L(6), {ends, cls(VMATR), f7_pred([](unsigned x) { return (x & 1) == 0; })}, {{WR.dim(), 1.0}});  // VMATR K
     VRX = B.field("vr_x", 128);
     VRY = B.field("vr_y", 128);
     VRYS = B.field("vr_y_muls", 128);
@@ -2034,19 +2051,21 @@ class Compiler {
     const OH cm = masked(field_oh(VC0, 0, 16), 3);
     for (std::uint32_t q = 0; q < 4; ++q) when(l9, {k(vw(q, 3)), cm[q]}, {{EQW.dim(2), 1.0}});
     when(L(10), {ev, EQW[0], EQW[1], EQW[2]}, {{LASTW.dim(), 1.0}});
-    // the next kind
-    when(l9, {ev, k(kVwg)}, {{NK.dim(vw(0, 0)), 1.0}});
+    // the next kind (VEW, VFN and VMATR K mode, whose stream is the 8 T elements 0 .. 8 T - 1:
+    // vmatr() adds its last element to LASTW)
+    const Lin seq = ev + VKM_[0];
+    when(l9, {seq, k(kVwg)}, {{NK.dim(vw(0, 0)), 1.0}});
     for (std::uint32_t q = 0; q < 4; ++q)
-      for (std::uint32_t m = 0; m < 3; ++m) when(l9, {ev, k(vw(q, m))}, {{NK.dim(vw(q, m + 1)), 1.0}});
+      for (std::uint32_t m = 0; m < 3; ++m) when(l9, {seq, k(vw(q, m))}, {{NK.dim(vw(q, m + 1)), 1.0}});
     LayerBuilder& l11 = L(11);
     const Lin more = one - LASTW[0];
-    for (std::uint32_t q = 0; q < 3; ++q) when(l11, {ev, k(vw(q, 3)), more}, {{NK.dim(vw(q + 1, 0)), 1.0}});
-    const std::vector<Lin> next_group = {ev, k(vw(3, 3)), more};
+    for (std::uint32_t q = 0; q < 3; ++q) when(l11, {seq, k(vw(q, 3)), more}, {{NK.dim(vw(q + 1, 0)), 1.0}});
+    const std::vector<Lin> next_group = {seq, k(vw(3, 3)), more};
     when(l11, next_group, {{NK.dim(kVwg), 1.0}});
     table(l11, {glo}, [&](const std::vector<unsigned>& x) { return SparseVec{{NPL.dim((x[0] + 1) & 15), 1.0}}; }, next_group);
     table(l11, {ghi, OH{one - glo[15], glo[15]}},
           [&](const std::vector<unsigned>& x) { return SparseVec{{NPH.dim((x[0] + x[1]) & 15), 1.0}}; }, next_group);
-    when(l11, {ev, stream_word_end(), LASTW[0]}, {{ENDI.dim(), 1.0}});
+    when(l11, {seq, stream_word_end(), LASTW[0]}, {{ENDI.dim(), 1.0}});
     // the value byte (not after the last element, whose "next" element is outside the span)
     for (unsigned v = 0; v < 16; ++v) l11.unit_out(l11.relu_unit(LO[v] - OV[0] - OV[1] - LASTW[0]), NPL.dim(v), 1.0);
     table(l11, {field_oh(HS, 0, 31), OH{one - CL[0], CL[0]}},
@@ -2864,8 +2883,10 @@ class Compiler {
   // the VY3 / VYN3 payload (VY3N_), read where VY3 or VYN3 is consumed; the running maximum of
   // argmax mode (MAXN_: y_r's bytes, written when VYN3 is consumed, read where VY2 is) and its
   // row (RSN_: the VMC and VMH slots, written with it).
-  FieldRef MCS_, HSN_, VYB_, VY3N_, MAXN_, RSN_, VQEK_;
+  FieldRef MCS_, HSN_, VYB_, VY3N_, MAXN_, RSN_, VQEK_, VKM_, AB_, ASHO_, QBR_;
   void vmat_slots() {
+    VKM_ = B.field("vmatr_k_mode", 1);  // [VMATR, VMODE = 0] (layer 6)
+    when(L(6), {cls(VMATR), f7_pred([](unsigned x) { return (x & 1) == 0; })}, {{VKM_.dim(), 1.0}});
     Lin vmc, vy;
     for (std::uint32_t j = 0; j < 6; ++j) vmc += k(kVmc0 + j);
     for (std::uint32_t m = 0; m < 4; ++m) vy += k(kVy0 + m);
@@ -3026,12 +3047,20 @@ class Compiler {
         return v[0] + v[1] < 6 ? SparseVec{{ABLK.dim(v[0] + v[1]), 1.0}} : SparseVec{};
       }, {act, k(kVqe)});
     }
+    // VMATR K mode reads block src on its value steps (QBR_, layer 5)
+    QBR_ = B.field("vmatr_act_block", 6);
+    for (std::uint32_t b = 0; b < 6; ++b)
+      when(l5, {nib(RV1, 4)[b], SREAD_, PRE[VMATR], masked(field_oh(VIN, 0, 16), 2)[0], nib(RV1, 5)[0], nib(RV1, 6)[0],
+                nib(RV1, 7)[0]},
+           {{QBR_.dim(b), 1.0}});
     const FieldRef AB = B.field("vmat_act_bits", 512), ASHO = B.field("vmat_ash", 26);
+    AB_ = AB;
+    ASHO_ = ASHO;
     for (std::uint32_t i = 0; i < 64; ++i) {
       const std::uint32_t h = l7.add_head(6, 8);
       HeadBuilder& H = l7.head(h);
       for (std::uint32_t b = 0; b < 6; ++b) {
-        H.q[b] = QB[b];
+        H.q[b] = QB[b] + QBR_[b];
         H.k[b] = WBLK[b];
       }
       for (std::uint32_t r = 0; r < 8; ++r) {
@@ -3049,7 +3078,7 @@ class Compiler {
       HeadBuilder& H = l7.head(h);
       Lin any;
       for (std::uint32_t b = 0; b < 6; ++b) {
-        H.q[b] = QB[b];
+        H.q[b] = QB[b] + QBR_[b];
         H.k[b] = ABLK[b];
         any += ABLK[b];
       }
@@ -3257,6 +3286,140 @@ class Compiler {
     when(s9, {mat, k(kW0), one - RSN_[48 + 1]}, {{NPH.dim(0), 1.0}});
     when(s9, {mat, k(kW0 + 1)}, token_out(kW0 + 2, 0));
     when(s9, {mat, k(kW0 + 2)}, token_out(kW0 + 3, 0));
+  }
+
+  // VMATR K mode (vector.md sections 4.2, 5): the word stream of the 8 T elements e = 8 t + h,
+  // value sat32(rnd(s_{h,t} 2^e', 16)) with s_{h,t} = sum_d ACT[64 src + 8h + d] KC[r0 + t][8 (h
+  // >> 1) + d] and e' = ASH[src] + KSH[r0 + t] (for e' >= 16 the rounding adds nothing below the
+  // cut, so one formula covers both cases of section 4.2), written to VR[dst + 64 h + t].
+  // - Value steps (the next token is a value byte; VWG(g) or VW_q(m-1) consumed, e = 4 g + q):
+  //   t = g >> 1, h = 4 (g & 1) + q. The row r0 + t as key pieces (layers 5, 6); KC (32 element
+  //   heads keyed by row, 8 bits each) and KSH (a one-hot) read (7), ACT block src and ASH
+  //   (vmat(), 7). The product's bit columns C_p = sum over i + j = p of +-[bit i of a][bit j of
+  //   kc] (p < 15, |C_p| <= 64; 4,096 three-input ANDs with the one-hot of h) and e' as a one-hot
+  //   (a table of ASH and KSH) (7); the columns moved to bits p + e' as nibble columns X_c (c <
+  //   17, |X_c| <= 960) (8); X_c + 2^10 with the offsets and the rounding bit as constant nibbles,
+  //   modulo 2^68, by column_digits() (9..12); overflow iff bits 47..67 are not all equal (13);
+  //   the byte (14, emit_rounded()).
+  // - The sequence is the word stream's (vew(), with VKM_); the last element (g = 2 T - 1, VW33)
+  //   is added to LASTW (layer 10).
+  // - VQ K (TARGET = 1) writes KC[row] (element j = 4 g + m when VLB_m is consumed) and KSH[row]
+  //   (e_0, when VQE is consumed).
+  void vmatr() {
+    const Lin one = Lin::constant(1);
+    const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
+    const OH qt = stream_target_q();
+    const Lin kbit = masked(field_oh(VIN, 0, 16), 2)[0];  // f7 bit 0 = 0 (inst bit 25; custom-1 words)
+    const FieldRef GK = B.field("vmatr_k_value_steps", 1), HH = B.field("vmatr_k_head", 8);
+    LayerBuilder& l5 = L(5);
+    when(l5, {SREAD_, PRE[VMATR], kbit}, {{GK.dim(), 1.0}});
+    table(l5, {masked(glo, 1), qt}, [&](const std::vector<unsigned>& v) { return SparseVec{{HH.dim(4 * v[0] + v[1]), 1.0}}; },
+          {SREAD_, PRE[VMATR], kbit});
+    // the row r0 + t (t = g >> 1 < 64): key pieces (layers 5, 6)
+    const FieldRef RQ0 = B.field("vmatr_row_key_lo", 16), RQ12 = B.field("vmatr_row_key_hi", 64);
+    sum_pieces("vmatr_row", {nib(RV2, 0), masked(glo, 0xE), masked(ghi, 1)},
+               [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 1) + ((v[2] & 1) << 3); },
+               oh_value(nib(RV2, 0)) + oh_value(masked(glo, 0xE)) * 0.5 + oh_value(masked(ghi, 1)) * 8.0,
+               {nib(RV2, 1), masked(ghi, 6)}, [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 1); },
+               {masked(nib(RV2, 2), 3)}, [](const std::vector<unsigned>& v) { return v[0]; }, {SREAD_, PRE[VMATR], kbit},
+               KeyOut{{RQ0}, {RQ12}});
+    // VQ K's row (A) as key pieces, element lanes and the write gates (layers 5, 6)
+    const FieldRef WQ0 = B.field("vq_k_row_key_lo", 16), WQ12 = B.field("vq_k_row_key_hi", 64);
+    const Lin qk = PRE[VQ] + masked(field_oh(VIN, 0, 16), 6)[2] - 1.0;  // VQ, TARGET = 1 (1 or <= 0)
+    const OH zero16 = const_oh(16, 0);
+    index_sum_nibbles("vq_k_row", nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), zero16, zero16, const_oh(4, 0),
+                      {qk, vlb_any() + k(kVqe)}, KeyOut{{WQ0}, {WQ12}});
+    const FieldRef WLK = B.field("vq_k_write_lane", 32);
+    OH mq(4);
+    for (std::uint32_t m = 0; m < 4; ++m) mq[m] = k(kVlb0 + m);
+    table(l5, {field_oh(VGS, 0, 8), mq}, [&](const std::vector<unsigned>& v) { return SparseVec{{WLK.dim(4 * v[0] + v[1]), 1.0}}; },
+          {qk, vlb_any()});  // element j = 4 g + m (g < 8: the VLG slot)
+    const FieldRef WKS = B.field("vq_k_write_shift", 1);
+    when(l5, {qk, k(kVqe)}, {{WKS.dim(), 1.0}});
+    // layer 7: KC (32 element heads) and KSH, keyed by row
+    constexpr std::uint32_t kRows = 320;
+    LayerBuilder& l7 = L(7);
+    const FieldRef KB = B.field("vmatr_kc_bits", 256), KSHO = B.field("vmatr_ksh", 26);
+    auto rowq = [&](std::uint32_t r) { return RQ0[r & 15] + RQ12[r >> 4] - 1.0; };
+    auto rowk = [&](std::uint32_t r) { return WQ0[r & 15] + WQ12[r >> 4] - 1.0; };
+    for (std::uint32_t j = 0; j < 32; ++j) {
+      const std::uint32_t h = l7.add_head(kRows, 8, Activation::Relu, Activation::Relu);
+      HeadBuilder& H = l7.head(h);
+      for (std::uint32_t r = 0; r < kRows; ++r) {
+        H.q[r] = rowq(r);
+        H.k[r] = rowk(r);
+      }
+      for (std::uint32_t b = 0; b < 8; ++b) {
+        Lin bit;  // bit b of the consumed payload
+        for (std::uint32_t v = 0; v < 16; ++v)
+          if ((v >> (b & 3)) & 1) bit += PN[(b < 4 ? 0 : 16) + v];
+        H.v[b] = bit;
+        H.out.emplace_back(b, KB.dim(8 * j + b), 1.0);
+      }
+      H.beta = WLK[j];
+      section_init("kcache_element" + std::to_string(j), 7, h, 0, ".lockstep.kcache", j, 32, kRows, ByteEncoding::Bits, 1);
+    }
+    {
+      const std::uint32_t h = l7.add_head(kRows, 256, Activation::Relu, Activation::Relu);
+      HeadBuilder& H = l7.head(h);
+      for (std::uint32_t r = 0; r < kRows; ++r) {
+        H.q[r] = rowq(r);
+        H.k[r] = rowk(r);
+      }
+      for (std::uint32_t e = 0; e < 26; ++e) {
+        H.v[e] = VQEK_[6 + e];
+        H.out.emplace_back(e, KSHO.dim(e), 1.0);
+      }
+      H.beta = WKS[0];
+      section_init("ksh", 7, h, 0, ".lockstep.ksh", 0, 1, kRows, ByteEncoding::OneHot, 1);
+    }
+    // layer 7: C_p and e' = ASH + KSH
+    const FieldRef CP = B.field("vmatr_k_bit_columns", 15), EO = B.field("vmatr_k_shift", 51);
+    for (std::uint32_t h = 0; h < 8; ++h)
+      for (std::uint32_t d = 0; d < 8; ++d)
+        for (std::uint32_t i = 0; i < 8; ++i)
+          for (std::uint32_t j = 0; j < 8; ++j) {
+            const double sg = ((i == 7) != (j == 7)) ? -1.0 : 1.0;
+            when(l7, {AB_[8 * (8 * h + d) + i], KB[8 * (8 * (h >> 1) + d) + j], HH[h]}, {{CP.dim(i + j), sg}});
+          }
+    table(l7, {field_oh(ASHO_, 0, 26), field_oh(KSHO, 0, 26)},
+          [&](const std::vector<unsigned>& v) { return SparseVec{{EO.dim(v[0] + v[1]), 1.0}}; }, {GK[0]});
+    // layer 8: the nibble columns of s 2^e' (+ 2^10 each)
+    constexpr std::uint32_t kXc = 17;
+    const FieldRef X = B.field("vmatr_k_columns", kXc);
+    LayerBuilder& l8 = L(8);
+    for (std::uint32_t p = 0; p < 15; ++p)
+      for (std::uint32_t v = 0; v < 51; ++v) {
+        const std::uint32_t bpos = p + v, c = bpos >> 2;
+        const double w = static_cast<double>(1u << (bpos & 3));
+        l8.unit_out(l8.relu_unit(CP[p] + 64.0 - (one - EO[v]) * 128.0), X.dim(c), w);
+        when(l8, {EO[v]}, {{X.dim(c), -64.0 * w}});
+      }
+    std::vector<Lin> cols;
+    std::vector<unsigned> max_cs;
+    unsigned __int128 ones = 0;  // sum_{c<17} 16^c
+    for (std::uint32_t c = 0; c < kXc; ++c) ones = (ones << 4) | 1;
+    const unsigned __int128 konst = (static_cast<unsigned __int128>(1) << 15) - (static_cast<unsigned __int128>(1) << 10) * ones;
+    for (std::uint32_t c = 0; c < kXc; ++c) {
+      const unsigned kc = static_cast<unsigned>((konst >> (4 * c)) & 15);
+      cols.push_back(X[c] + GK[0] * (1024.0 + kc));
+      max_cs.push_back(1024 + 960 + kc);
+    }
+    std::uint32_t done = 0;
+    const FieldRef DG = column_digits("vmatr_k", 9, cols, max_cs, GK[0], &done);
+    if (done != 12) throw std::logic_error("vmatr: the digits are not ready at layer 12");
+    const FieldRef OV = B.field("vmatr_k_overflow", 2);
+    overflow_flags(L(13), DG, 11, kXc, OV, GK[0]);
+    emit_rounded(L(14), DG, OV);
+    // the last element: VW33 with g = 2 T - 1 (layer 6), into LASTW (layer 10)
+    const FieldRef EQT = B.field("vmatr_k_last", 1);
+    const Lin gx = oh_value(glo) + oh_value(ghi) * 16.0 + 1.0 - half(RV2, 1) * 2.0;
+    auto thr2 = [&](double t, double c) {
+      threshold_if(L(6), gx, t, 512, k(vw(3, 3)), EQT.dim(), c);
+    };
+    thr2(0, 1.0);
+    thr2(1, -1.0);
+    when(L(10), {VKM_[0], EQT[0]}, {{LASTW_.dim(), 1.0}});
   }
 
   // A "bytes" initialiser from an optional section (vector.md section 2.1: a missing or short
