@@ -172,9 +172,9 @@ std::vector<Example> load_vector_examples() {
     const bool vq = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 2;   // VQ, every TARGET
     const bool vexp = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 3;  // VEXP
     const bool vmat = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 0;  // VMAT, both modes
-    const bool vmatr_k = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 1 && ((word >> 25) & 1) == 0;  // VMATR K mode
+    const bool vmatr = (word & 0x7F) == 0x2B && ((word >> 12) & 7) == 1;  // VMATR, both modes
     const bool traps = e.at("final").at("end").get<std::string>() == "trap";
-    if (vld || vew || vfn || sum || vq || vexp || vmat || vmatr_k || traps) out.push_back({"vector", e.at("name").get<std::string>(), e});
+    if (vld || vew || vfn || sum || vq || vexp || vmat || vmatr || traps) out.push_back({"vector", e.at("name").get<std::string>(), e});
   }
   return out;
 }

@@ -55,23 +55,50 @@ struct Memories {
   std::array<std::uint8_t, 6> ash{};
   std::vector<std::array<std::int8_t, 32>> kc = std::vector<std::array<std::int8_t, 32>>(kRows);
   std::vector<std::uint8_t> ksh = std::vector<std::uint8_t>(kRows);
+  std::vector<std::array<std::int8_t, 32>> vc = std::vector<std::array<std::int8_t, 32>>(kRows);
+  std::vector<std::uint8_t> vsh = std::vector<std::uint8_t>(kRows);
+  std::vector<std::int64_t> vr = std::vector<std::int64_t>(kWords);  // VR's initial words
 };
 
 struct Vmatr {
   std::uint32_t dst = 0, src = 0, r0 = 0, t = 1;
-  unsigned f7_extra = 0, rd = 0;
+  unsigned vmode = 0, f7_extra = 0, rd = 0;
   std::uint32_t x1() const { return dst | (src << 16); }
   std::uint32_t x2() const { return r0 | (t << 16); }
 };
 
 struct Coverage {
-  unsigned vmatrs = 0, vews = 0, vq_k = 0, vq_act = 0, reads_vq = 0;
+  unsigned vmatrs = 0, vews = 0, vq_k = 0, vq_act = 0, vq_v = 0, reads_vq = 0;
+  unsigned v_mode = 0, v_known = 0, p_neg = 0, p_big = 0, p_65536 = 0, v_sat = 0, v_ties = 0, dst_after = 0;
+  std::array<unsigned, 2> trap_v{};  // V mode: 20 alone, 22 alone
   unsigned t_1 = 0, t_64 = 0, last_row = 0, row_0 = 0, ends_1023 = 0, src_5 = 0;
   unsigned e_lt16 = 0, e_ge16 = 0, sat_up = 0, sat_down = 0, ties = 0;
   std::uint64_t scores = 0;
   std::array<unsigned, 5> trap_alone{};  // one condition alone: 16, 17, 18, 19, 22
   test::DrawnTraps drawn;
 };
+
+// V mode (section 4.2) from the initial VR, VC and VSH: clamps of p, saturation and ties of o.
+void count_v(Coverage& cov, const Memories& m, const Vmatr& v) {
+  ++cov.v_known;
+  for (std::uint32_t h = 0; h < 8; ++h)
+    for (std::uint32_t d = 0; d < 8; ++d) {
+      __int128 o = 0;
+      for (std::uint32_t t = 0; t < v.t; ++t) {
+        const std::int64_t x = m.vr[v.src + 64 * h + t];
+        if (d == 0) {
+          cov.p_neg += x < 0;
+          cov.p_big += x > 65536;
+          cov.p_65536 += x == 65536;
+        }
+        const std::int64_t p = std::clamp<std::int64_t>(x, 0, 65536);
+        o += static_cast<__int128>(p) * m.vc[v.r0 + t][8 * (h >> 1) + d] * (std::int64_t{1} << m.vsh[v.r0 + t]);
+      }
+      const __int128 y = (o + (1 << 15)) >> 16;
+      cov.v_sat += y > 0x7FFFFFFF || y < -static_cast<__int128>(0x80000000LL);
+      cov.v_ties += (o & 0xFFFF) == 0x8000;
+    }
+}
 
 void count(Coverage& cov, const Memories& m, const Vmatr& v) {
   ++cov.vmatrs;
@@ -113,14 +140,49 @@ Vmatr valid_vmatr(progen::Random& rng) {
   return v;
 }
 
-// The lowest code of section 6 that a VMATR K with these fields raises, 0 if none.
+// A valid VMATR V: the 8 probability spans [src + 64 h, + T) and dst's 64 words apart.
+Vmatr valid_vmatr_v(progen::Random& rng) {
+  Vmatr v;
+  v.vmode = 1;
+  const unsigned c = rng.below(8);
+  v.t = c == 0 ? 1 : c == 1 ? 64 : 1 + rng.below(64);
+  const std::uint32_t rtop = kRows - v.t;
+  v.r0 = rng.chance(5) ? rtop : rng.chance(8) ? 0 : rng.below(rtop + 1);
+  if (rng.chance(2)) {  // dst before src
+    v.src = 64 + rng.below(kWords - 448 - v.t - 64 + 1);
+    v.dst = rng.chance(4) ? v.src - 64 : rng.below(v.src - 64 + 1);
+  } else {  // dst after the last span
+    v.src = rng.below(kWords - 448 - v.t - 64 + 1);
+    const std::uint32_t lo = v.src + 448 + v.t;
+    v.dst = rng.chance(4) ? lo : lo + rng.below(kWords - 64 - lo + 1);
+  }
+  return v;
+}
+
+// The lowest code of section 6 that a VMATR with these fields raises, 0 if none.
 unsigned vmatr_code(const Vmatr& v) {
   if (v.f7_extra != 0 || v.rd != 0) return 16;
-  if (v.dst + 448 + v.t > kWords) return 17;
+  if (v.vmode == 0 ? v.dst + 448 + v.t > kWords : v.src + 448 + v.t > kWords || v.dst + 64 > kWords) return 17;
   if (v.t == 0 || v.t > 64) return 18;
-  if (v.src > 5) return 19;
+  if (v.vmode == 0 && v.src > 5) return 19;
+  if (v.vmode == 1)
+    for (std::uint32_t h = 0; h < 8; ++h)
+      if (v.dst < v.src + 64 * h + v.t && v.src + 64 * h < v.dst + 64) return 20;
   if (v.r0 + v.t > kRows) return 22;
   return 0;
+}
+
+// A VMATR V that traps with 20 (dst meets a probability span) or 22 (r0 + T > 320) alone.
+Vmatr trapping_vmatr_v(progen::Random& rng, unsigned which) {
+  Vmatr v = valid_vmatr_v(rng);
+  while (which == 0) {  // until dst meets a span (a clamp to VR may have moved it off)
+    const std::uint32_t h = rng.below(8);
+    const std::int64_t lo = static_cast<std::int64_t>(v.src) + 64 * h - 63, hi = v.src + 64 * h + v.t - 1;
+    v.dst = static_cast<std::uint32_t>(std::clamp<std::int64_t>(lo + rng.below(static_cast<std::uint32_t>(hi - lo + 1)), 0, kWords - 64));
+    if (vmatr_code(v) == 20) break;
+  }
+  if (which == 1) v.r0 = kRows - v.t + 1 + rng.below(rng.chance(2) ? 8 : 60000);
+  return v;
 }
 
 // A VMATR K that traps: conditions 16, 17, 18, 19, 22 (bits 0..4 of the mask) built into a valid
@@ -159,6 +221,21 @@ Memories draw_memories(progen::Random& rng) {
   for (auto& row : m.kc)
     for (auto& x : row) x = value(pk);
   for (auto& s : m.ksh) s = shift();
+  for (auto& row : m.vc)
+    for (auto& x : row) x = value(pk);
+  for (auto& s : m.vsh) s = shift();
+  const unsigned pp = rng.below(3);  // VR: probabilities 0..65536, any words, or their edges
+  for (auto& w : m.vr) {
+    const unsigned c = pp == 2 ? rng.below(6) : pp;
+    switch (c) {
+      case 0: w = rng.below(65537); break;
+      case 1: w = static_cast<std::int32_t>(rng.next()); break;
+      case 2: w = 65536; break;
+      case 3: w = 65537; break;
+      case 4: w = -1; break;
+      default: w = 0; break;
+    }
+  }
   return m;
 }
 
@@ -170,15 +247,21 @@ void add_sections(Guest& g, const Memories& m) {
   for (const auto& row : m.kc)
     for (const std::int8_t x : row) kc.push_back(static_cast<std::uint8_t>(x));
   g.image.sections[".lockstep.ksh"] = m.ksh;
+  auto& vc = g.image.sections[".lockstep.vcache"];
+  for (const auto& row : m.vc)
+    for (const std::int8_t x : row) vc.push_back(static_cast<std::uint8_t>(x));
+  g.image.sections[".lockstep.vsh"] = m.vsh;
 }
 
 Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
   progen::Random rng(seed);
   std::vector<std::uint32_t> code;
   const std::uint32_t scratch = test::emit_register_prologue(rng, index, code);
-  std::vector<std::uint8_t> vr;
-  for (std::uint32_t w = 0; w < 4 * kWords; ++w) vr.push_back(static_cast<std::uint8_t>(rng.chance(4) ? rng.next() : rng.below(256) < 128 ? 0 : 0xFF));
   const Memories mem = draw_memories(rng);
+  std::vector<std::uint8_t> vr;
+  for (const std::int64_t w : mem.vr)
+    for (unsigned b = 0; b < 4; ++b) vr.push_back(static_cast<std::uint8_t>(static_cast<std::uint64_t>(w) >> (8 * b)));
+  bool vr_changed = false;
   const unsigned rounds = 1 + rng.below(4);
   const bool trap_last = index % 4 == 3;
   cov.drawn.set(index, trap_last, 0);
@@ -191,18 +274,20 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
     if (!trap && k > 0 && rng.chance(5)) {  // VEW ADD in place
       const std::uint32_t n = 1 + rng.below(kWords), a = rng.below(kWords - n + 1);
       ++cov.vews;
+      vr_changed = true;
       test::emit_vew_add_in_place(code, rs1, rs2, a, n);
       continue;
     }
     if (!trap && k + 1 < rounds && rng.chance(4)) {  // VQ K (a cache row) or VQ ACT (blocks)
-      const std::uint32_t src = rng.below(kWords - 64);
-      if (rng.chance(2)) {
+      const std::uint32_t src = rng.below(kWords - 128 + 1);  // n <= 128
+      if (rng.chance(2)) {  // VQ K or V: a cache row
         const std::uint32_t row = rng.below(kRows);
-        ++cov.vq_k;
+        const unsigned target = rng.chance(2) ? 1 : 2;
+        (target == 1 ? cov.vq_k : cov.vq_v)++;
         row_written[row] = true;
         progen::emit_li(code, rs1, row | (src << 16));
         progen::emit_li(code, rs2, 32u << 16);
-        code.push_back(test::vector_word(1, rs2, rs1, 2, 0));
+        code.push_back(test::vector_word(target, rs2, rs1, 2, 0));
       } else {
         const std::uint32_t n = 1 + rng.below(128), nb = (n + 63) / 64, b0 = rng.below(7 - nb);
         ++cov.vq_act;
@@ -214,7 +299,15 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
       continue;
     }
     unsigned alone = 5;
-    Vmatr v = trap ? trapping_vmatr(rng, index / 4, alone) : valid_vmatr(rng);
+    const bool vmode = rng.chance(2);
+    Vmatr v;
+    if (trap && vmode && index / 4 % 3 == 0) {  // V mode: 20 or 22 alone
+      const unsigned which = rng.below(2);
+      v = trapping_vmatr_v(rng, which);
+      ++cov.trap_v[which];
+    } else {
+      v = trap ? trapping_vmatr(rng, index / 4, alone) : vmode ? valid_vmatr_v(rng) : valid_vmatr(rng);
+    }
     if (!trap && rng.chance(2)) {  // read what a VQ wrote: a written row inside [r0, r0 + T), a written block
       std::vector<std::uint32_t> rows, blocks;
       for (std::uint32_t r = 0; r < kRows; ++r)
@@ -225,11 +318,18 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
         const std::uint32_t r = rows[rng.below(static_cast<std::uint32_t>(rows.size()))];
         v.r0 = std::min(r - std::min(r, rng.below(v.t)), kRows - v.t);
       }
-      if (!blocks.empty()) v.src = blocks[rng.below(static_cast<std::uint32_t>(blocks.size()))];
+      if (!blocks.empty() && v.vmode == 0) v.src = blocks[rng.below(static_cast<std::uint32_t>(blocks.size()))];
     }
     if (trap) {
       if (alone < 5) ++cov.trap_alone[alone];
       cov.drawn.set(index, true, vmatr_code(v));
+    } else if (v.vmode == 1) {
+      ++cov.v_mode;
+      cov.dst_after += v.dst > v.src;
+      bool reads_vq = false;
+      for (std::uint32_t t = 0; t < v.t; ++t) reads_vq = reads_vq || row_written[v.r0 + t];
+      if (reads_vq) ++cov.reads_vq;
+      else if (!vr_changed) count_v(cov, mem, v);
     } else {
       bool reads_vq = act_written[v.src];
       for (std::uint32_t t = 0; t < v.t; ++t) reads_vq = reads_vq || row_written[v.r0 + t];
@@ -238,7 +338,8 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
     }
     progen::emit_li(code, rs1, v.x1());
     progen::emit_li(code, rs2, v.x2());
-    code.push_back(test::vector_word(v.f7_extra, rs2, rs1, 1, v.rd));
+    code.push_back(test::vector_word(v.vmode | v.f7_extra, rs2, rs1, 1, v.rd));
+    if (v.vmode == 1 && !trap) vr_changed = true;  // it wrote dst
   }
   Guest g = test::vector_guest(rng, std::move(code), scratch, "vmatr" + std::to_string(index), std::move(vr));
   add_sections(g, mem);
@@ -250,7 +351,7 @@ void run_programs(Mode mode) {
   Coverage cov;
   const test::TrapRun run = test::run_trap_programs(
       kPrograms, kBatch, kSeed, mode, kPrograms > 1000,
-      [&](std::uint64_t seed, unsigned index) { return random_program(seed, index, cov); }, cov.drawn, {16, 17, 18, 19, 22});
+      [&](std::uint64_t seed, unsigned index) { return random_program(seed, index, cov); }, cov.drawn, {16, 17, 18, 19, 20, 22});
   if (::testing::Test::HasFailure()) return;
   test::expect_generated({{"T = 1", cov.t_1},
                           {"T = 64", cov.t_64},
@@ -270,12 +371,25 @@ void run_programs(Mode mode) {
                           {"trap 17 alone", cov.trap_alone[1]},
                           {"trap 18 alone", cov.trap_alone[2]},
                           {"trap 19 alone", cov.trap_alone[3]},
-                          {"trap 22 alone", cov.trap_alone[4]}},
+                          {"trap 22 alone", cov.trap_alone[4]},
+                          {"V mode", cov.v_mode},
+                          {"V mode, dst after the spans", cov.dst_after},
+                          {"VQ V", cov.vq_v},
+                          {"p < 0 (clamped to 0)", cov.p_neg},
+                          {"p > 65536 (clamped)", cov.p_big},
+                          {"p = 65536", cov.p_65536},
+                          {"V: a sum that saturates", cov.v_sat},
+                          {"V: a tie of rnd", cov.v_ties},
+                          {"V mode: trap 20 alone", cov.trap_v[0]},
+                          {"V mode: trap 22 alone", cov.trap_v[1]}},
                          kSeed);
-  std::cout << "[ chip     ] " << kPrograms << " random VMATR K programs (" << run.traps << " end in a trap, codes "
+  std::cout << "[ chip     ] " << kPrograms << " random VMATR programs (" << run.traps << " end in a trap, codes "
             << run.codes << "; " << cov.vmatrs + cov.reads_vq << " valid VMATRs, " << cov.reads_vq
             << " read what a VQ wrote; of the others' " << cov.scores << " scores: e < 16 " << cov.e_lt16 << ", e >= 16 "
-            << cov.e_ge16 << ", saturated up " << cov.sat_up << ", down " << cov.sat_down << ", rnd ties " << cov.ties << "; "
+            << cov.e_ge16 << ", saturated up " << cov.sat_up << ", down " << cov.sat_down << ", rnd ties " << cov.ties << "; V mode "
+            << cov.v_mode << " (" << cov.v_known << " on initial words: p < 0 " << cov.p_neg << ", > 65536 " << cov.p_big
+            << ", = 65536 " << cov.p_65536 << ", saturated " << cov.v_sat << ", ties " << cov.v_ties << "); " << cov.vq_v
+            << " VQ V, "
             << cov.vq_k << " VQ K, " << cov.vq_act << " VQ ACT, " << cov.vews << " VEW ADDs), " << to_string(mode) << ": "
             << run.steps << " steps compared, 0 mismatches (seed " << kSeed << ")\n";
 }

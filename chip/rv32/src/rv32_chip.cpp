@@ -145,7 +145,7 @@ void when(LayerBuilder& L, const std::vector<Lin>& conds, const SparseVec& outs)
 // Token kinds (trace.md section 2).
 enum Kind : std::uint32_t {
   kCtrl = 0, kW0 = 1, kA0 = 5, kS0 = 9, kBr = 13, kDq = 14, kCf = 15, kAc0 = 16, kOut = 28, kErr = 29,
-  kNop = 30, kExit = 31, kTrap = 32, kVmc0 = 33, kVmh = 39, kVrd = 41, kVqe = 42, kVwg = 43, kPcl = 44, kPch0 = 45, kOi = 49, kOih = 50, kVlg = 56, kVlb0 = 57,
+  kNop = 30, kExit = 31, kTrap = 32, kVmc0 = 33, kVmh = 39, kVmv = 40, kVrd = 41, kVqe = 42, kVwg = 43, kPcl = 44, kPch0 = 45, kOi = 49, kOih = 50, kVlg = 56, kVlb0 = 57,
   kVy0 = 51, kVyn3 = 55, kVw00 = 61, kVxm0 = 77  // VMC_j = 33 + j, VY_m = 51 + m, VW_qm = 61 + 4 q + m (vector.md section 5)
 };
 constexpr std::uint32_t vw(std::uint32_t q, std::uint32_t m) { return kVw00 + 4 * q + m; }
@@ -288,6 +288,7 @@ class Compiler {
     vexp();
     vmat();
     vmatr();
+    vmatr_v();
     when(L(9), {cls(ECALL), k(kPcl), EQ64[0], FDOK[0], Lin::constant(1) - LEN0[0], Lin::constant(1) - LENBIG[0], WBAD[0]},
          token_out(kTrap, 5));
     divide();
@@ -1410,8 +1411,8 @@ class Compiler {
     when(L(10), run, token_out(kVmc0, 0));
     run.back() = E(r_k);  // VMATR K mode: VWG(0) (vmatr())
     when(L(10), run, token_out(kVwg, 0));
-    none.push_back(E(r_v));
-    when(L(10), none, token_out(kTrap, 1));
+    run.back() = E(r_v);  // VMATR V mode: VMV(0) (vmatr_v())
+    when(L(10), run, token_out(kVmv, 0));
   }
   // ---- VR and the word streams (vector.md sections 2, 5) -------------------------------------
   // Value of a one-hot (entry v stands for v).
@@ -1677,6 +1678,9 @@ class Compiler {
                  {ends, PRE[VMATR], masked(field_oh(VIN, 0, 16), 2)[0]}, kw);
     }
     const FieldRef PARK = last_parity_;
+    index_sum("vmatr_v_w_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw,
+              {ends, PRE[VMATR], masked(field_oh(VIN, 0, 16), 2)[2]}, kw);  // VMATR V: dst + e
+    const FieldRef PARV = last_parity_;
     const FieldRef VAL = vld_product();
     // the words that are written (layer 6): the stream's word (byte slots and the VW_q3 token's
     // payload) in the bank of its index, ROT's pending word in the other, or VLD's word
@@ -1696,6 +1700,7 @@ class Compiler {
         when(L(6), {i < 96 ? VWBS[i] : VW3[i - 96], PARS[b]}, {{VB[b].dim(i), 1.0}});
         when(L(6), {i < 96 ? VYB_[i] : VY3N_[i - 96], PARM[b]}, {{VB[b].dim(i), 1.0}});
         when(L(6), {i < 96 ? VWBS[i] : VW3[i - 96], PARK[b]}, {{VB[b].dim(i), 1.0}});
+        when(L(6), {i < 96 ? VWBS[i] : VW3[i - 96], PARV[b]}, {{VB[b].dim(i), 1.0}});
       }
     }
     // the value steps of ROT and of VFN's functions, one dimension each (layer 6; from f7's
@@ -1716,7 +1721,7 @@ class Compiler {
     when(L(6), {ends, cls(VEXP)}, {{WR.dim(), 1.0}});         // VEXP's p and S_g
     when(L(6), {vlb, seen, cls(VLD)}, {{WR.dim(), 1.0}});
     when(L(6), {k(kVy0 + 3), cls(VMAT), f7_pred([](unsigned x) { return (x & 8) == 0; })}, {{WR.dim(), 1.0}});  // VMAT write mode
-    when(L(6), {ends, cls(VMATR), f7_pred([](unsigned x) { return (x & 1) == 0; })}, {{WR.dim(), 1.0}});  // VMATR K
+    when(L(6), {ends, cls(VMATR)}, {{WR.dim(), 1.0}});  // VMATR K and V
     VRX = B.field("vr_x", 128);
     VRY = B.field("vr_y", 128);
     VRYS = B.field("vr_y_muls", 128);
@@ -1766,6 +1771,11 @@ class Compiler {
           std::tuple{NS0, NS12, VRYS, "vr_port_s", 8u}})
       for (std::uint32_t b = 0; b < 2; ++b)
         bank(layer, name, b, [&, N0 = N0, N12 = N12](std::uint32_t w) { return N0[w & 15] + N12[w >> 4] - 1.0; }, out);
+    // VMATR V's reads (vmatr_v()): one head per register c and parity b, into VVP_'s block c & 7
+    for (std::uint32_t c = 0; c < 16; ++c)
+      for (std::uint32_t b = 0; b < 2; ++b)
+        vr_head(7, "vr_register" + std::to_string(c) + "_bank" + std::to_string(b), 64 * c + b, 2, 32, VVQ_, Activation::Relu,
+                VVP_, 128 * (c & 7));
     // VRED's span read (vred()): the words of group k's span, [lo, hi) (VSPAN_, layer 6), both
     // banks into one field: per nibble i and value v, the number of words of the span whose
     // nibble i is v (<= 64)
@@ -2053,7 +2063,7 @@ class Compiler {
     when(L(10), {ev, EQW[0], EQW[1], EQW[2]}, {{LASTW.dim(), 1.0}});
     // the next kind (VEW, VFN and VMATR K mode, whose stream is the 8 T elements 0 .. 8 T - 1:
     // vmatr() adds its last element to LASTW)
-    const Lin seq = ev + VKM_[0];
+    const Lin seq = ev + VKM_[0] + VVM_[0];
     when(l9, {seq, k(kVwg)}, {{NK.dim(vw(0, 0)), 1.0}});
     for (std::uint32_t q = 0; q < 4; ++q)
       for (std::uint32_t m = 0; m < 3; ++m) when(l9, {seq, k(vw(q, m))}, {{NK.dim(vw(q, m + 1)), 1.0}});
@@ -2884,7 +2894,32 @@ class Compiler {
   // argmax mode (MAXN_: y_r's bytes, written when VYN3 is consumed, read where VY2 is) and its
   // row (RSN_: the VMC and VMH slots, written with it).
   FieldRef MCS_, HSN_, VYB_, VY3N_, MAXN_, RSN_, VQEK_, VKM_, AB_, ASHO_, QBR_;
+  // VMATR V mode (vmatr_v()): [VMATR, VMODE = 1] (layer 6), VMV's payload t as a one-hot
+  // (embedding), the 32 VR heads' reads by c & 7 (layer 7) and their query (set by vmatr_v(),
+  // used by vr_file())
+  FieldRef VVM_, VMVT_, VVP_, PW0_, PW12_;
+  std::function<Lin(std::uint32_t)> VVQ_;
   void vmat_slots() {
+    VVM_ = B.field("vmatr_v_mode", 1);
+    when(L(6), {cls(VMATR), f7_pred([](unsigned x) { return (x & 1) == 1; })}, {{VVM_.dim(), 1.0}});
+    VMVT_ = B.field("vmv_position", 64);
+    for (std::uint32_t t = 0; t < 64; ++t) B.embed(256 * kVmv + t, VMVT_.dim(t), 1);
+    VVP_ = B.field("vmatr_v_words", 8 * 128);
+    // VMATR V (vmatr_v()): w = src + t (t: VMV's payload) as key pieces (layers 5, 6); the 32 VR
+    // heads of vr_file() (register c, parity b) read word 64 c + l where l = w & 63 and c0 <= c <
+    // c0 + 8 (c0 = w >> 6; N12's index n is w >> 4)
+    PW0_ = B.field("vmatr_v_p_key_lo", 16);
+    PW12_ = B.field("vmatr_v_p_key_hi", 64);
+    index_sum_nibbles("vmatr_v_p_index", nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), field_oh(PN, 0, 16),
+                      masked(field_oh(PN, 16, 16), 3), const_oh(4, 0), {k(kVmv), PRE[VMATR]}, KeyOut{{PW0_}, {PW12_}});
+    VVQ_ = [this](std::uint32_t w) {
+      auto c0_of = [](std::uint32_t n) { return ((n & 15) >> 2) + 4 * (n >> 4); };
+      const std::uint32_t l = w & 63, c = w >> 6;
+      Lin q = PW0_[l & 15] - 1.0;
+      for (std::uint32_t n = 0; n < 64; ++n)
+        if ((n & 3) == (l >> 4) && c0_of(n) <= c && c < c0_of(n) + 8) q += PW12_[n];
+      return q;
+    };
     VKM_ = B.field("vmatr_k_mode", 1);  // [VMATR, VMODE = 0] (layer 6)
     when(L(6), {cls(VMATR), f7_pred([](unsigned x) { return (x & 1) == 0; })}, {{VKM_.dim(), 1.0}});
     Lin vmc, vy;
@@ -3288,6 +3323,60 @@ class Compiler {
     when(s9, {mat, k(kW0 + 2)}, token_out(kW0 + 3, 0));
   }
 
+  // KC or VC (32 element heads keyed by row, 8 bits each) and KSH or VSH (a one-hot of 0..25) in
+  // layer 7 (vector.md section 2), initialised from their sections, read into BITS (element j's
+  // bits at 8 j) and SHO with the row key pieces RQ0, RQ12 (row r: ReLU(RQ0[r & 15] + RQ12[r >> 4]
+  // - 1)), and written by VQ with TARGET `target` (section 4.3): row A, element j = 4 g + m (g: the
+  // VLG slot) when VLB_m is consumed, e_0 when VQE is.
+  void cache_heads(const std::string& name, const std::string& cache_section, const std::string& sh_section, unsigned target,
+                   const FieldRef& RQ0, const FieldRef& RQ12, const FieldRef& BITS, const FieldRef& SHO) {
+    LayerBuilder& l5 = L(5);
+    const FieldRef WQ0 = B.field(name + "_write_row_lo", 16), WQ12 = B.field(name + "_write_row_hi", 64);
+    const Lin qk = PRE[VQ] + masked(field_oh(VIN, 0, 16), 6)[2 * target] - 1.0;  // VQ, TARGET (1 or <= 0)
+    const OH zero16 = const_oh(16, 0);
+    index_sum_nibbles(name + "_write_row", nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), zero16, zero16, const_oh(4, 0),
+                      {qk, vlb_any() + k(kVqe)}, KeyOut{{WQ0}, {WQ12}});
+    const FieldRef WLK = B.field(name + "_write_element", 32), WKS = B.field(name + "_write_shift", 1);
+    OH mq(4);
+    for (std::uint32_t m = 0; m < 4; ++m) mq[m] = k(kVlb0 + m);
+    table(l5, {field_oh(VGS, 0, 8), mq}, [&](const std::vector<unsigned>& v) { return SparseVec{{WLK.dim(4 * v[0] + v[1]), 1.0}}; },
+          {qk, vlb_any()});
+    when(l5, {qk, k(kVqe)}, {{WKS.dim(), 1.0}});
+    constexpr std::uint32_t kRows = 320;
+    LayerBuilder& l7 = L(7);
+    auto rowq = [&](std::uint32_t r) { return RQ0[r & 15] + RQ12[r >> 4] - 1.0; };
+    auto rowk = [&](std::uint32_t r) { return WQ0[r & 15] + WQ12[r >> 4] - 1.0; };
+    for (std::uint32_t j = 0; j < 32; ++j) {
+      const std::uint32_t h = l7.add_head(kRows, 8, Activation::Relu, Activation::Relu);
+      HeadBuilder& H = l7.head(h);
+      for (std::uint32_t r = 0; r < kRows; ++r) {
+        H.q[r] = rowq(r);
+        H.k[r] = rowk(r);
+      }
+      for (std::uint32_t b = 0; b < 8; ++b) {
+        Lin bit;  // bit b of the consumed payload
+        for (std::uint32_t v = 0; v < 16; ++v)
+          if ((v >> (b & 3)) & 1) bit += PN[(b < 4 ? 0 : 16) + v];
+        H.v[b] = bit;
+        H.out.emplace_back(b, BITS.dim(8 * j + b), 1.0);
+      }
+      H.beta = WLK[j];
+      section_init(name + "_element" + std::to_string(j), 7, h, 0, cache_section, j, 32, kRows, ByteEncoding::Bits, 1);
+    }
+    const std::uint32_t h = l7.add_head(kRows, 256, Activation::Relu, Activation::Relu);
+    HeadBuilder& H = l7.head(h);
+    for (std::uint32_t r = 0; r < kRows; ++r) {
+      H.q[r] = rowq(r);
+      H.k[r] = rowk(r);
+    }
+    for (std::uint32_t e = 0; e < 26; ++e) {
+      H.v[e] = VQEK_[6 + e];
+      H.out.emplace_back(e, SHO.dim(e), 1.0);
+    }
+    H.beta = WKS[0];
+    section_init(name + "_shift", 7, h, 0, sh_section, 0, 1, kRows, ByteEncoding::OneHot, 1);
+  }
+
   // VMATR K mode (vector.md sections 4.2, 5): the word stream of the 8 T elements e = 8 t + h,
   // value sat32(rnd(s_{h,t} 2^e', 16)) with s_{h,t} = sum_d ACT[64 src + 8h + d] KC[r0 + t][8 (h
   // >> 1) + d] and e' = ASH[src] + KSH[r0 + t] (for e' >= 16 the rounding adds nothing below the
@@ -3323,56 +3412,9 @@ class Compiler {
                {nib(RV2, 1), masked(ghi, 6)}, [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 1); },
                {masked(nib(RV2, 2), 3)}, [](const std::vector<unsigned>& v) { return v[0]; }, {SREAD_, PRE[VMATR], kbit},
                KeyOut{{RQ0}, {RQ12}});
-    // VQ K's row (A) as key pieces, element lanes and the write gates (layers 5, 6)
-    const FieldRef WQ0 = B.field("vq_k_row_key_lo", 16), WQ12 = B.field("vq_k_row_key_hi", 64);
-    const Lin qk = PRE[VQ] + masked(field_oh(VIN, 0, 16), 6)[2] - 1.0;  // VQ, TARGET = 1 (1 or <= 0)
-    const OH zero16 = const_oh(16, 0);
-    index_sum_nibbles("vq_k_row", nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), zero16, zero16, const_oh(4, 0),
-                      {qk, vlb_any() + k(kVqe)}, KeyOut{{WQ0}, {WQ12}});
-    const FieldRef WLK = B.field("vq_k_write_lane", 32);
-    OH mq(4);
-    for (std::uint32_t m = 0; m < 4; ++m) mq[m] = k(kVlb0 + m);
-    table(l5, {field_oh(VGS, 0, 8), mq}, [&](const std::vector<unsigned>& v) { return SparseVec{{WLK.dim(4 * v[0] + v[1]), 1.0}}; },
-          {qk, vlb_any()});  // element j = 4 g + m (g < 8: the VLG slot)
-    const FieldRef WKS = B.field("vq_k_write_shift", 1);
-    when(l5, {qk, k(kVqe)}, {{WKS.dim(), 1.0}});
-    // layer 7: KC (32 element heads) and KSH, keyed by row
-    constexpr std::uint32_t kRows = 320;
-    LayerBuilder& l7 = L(7);
     const FieldRef KB = B.field("vmatr_kc_bits", 256), KSHO = B.field("vmatr_ksh", 26);
-    auto rowq = [&](std::uint32_t r) { return RQ0[r & 15] + RQ12[r >> 4] - 1.0; };
-    auto rowk = [&](std::uint32_t r) { return WQ0[r & 15] + WQ12[r >> 4] - 1.0; };
-    for (std::uint32_t j = 0; j < 32; ++j) {
-      const std::uint32_t h = l7.add_head(kRows, 8, Activation::Relu, Activation::Relu);
-      HeadBuilder& H = l7.head(h);
-      for (std::uint32_t r = 0; r < kRows; ++r) {
-        H.q[r] = rowq(r);
-        H.k[r] = rowk(r);
-      }
-      for (std::uint32_t b = 0; b < 8; ++b) {
-        Lin bit;  // bit b of the consumed payload
-        for (std::uint32_t v = 0; v < 16; ++v)
-          if ((v >> (b & 3)) & 1) bit += PN[(b < 4 ? 0 : 16) + v];
-        H.v[b] = bit;
-        H.out.emplace_back(b, KB.dim(8 * j + b), 1.0);
-      }
-      H.beta = WLK[j];
-      section_init("kcache_element" + std::to_string(j), 7, h, 0, ".lockstep.kcache", j, 32, kRows, ByteEncoding::Bits, 1);
-    }
-    {
-      const std::uint32_t h = l7.add_head(kRows, 256, Activation::Relu, Activation::Relu);
-      HeadBuilder& H = l7.head(h);
-      for (std::uint32_t r = 0; r < kRows; ++r) {
-        H.q[r] = rowq(r);
-        H.k[r] = rowk(r);
-      }
-      for (std::uint32_t e = 0; e < 26; ++e) {
-        H.v[e] = VQEK_[6 + e];
-        H.out.emplace_back(e, KSHO.dim(e), 1.0);
-      }
-      H.beta = WKS[0];
-      section_init("ksh", 7, h, 0, ".lockstep.ksh", 0, 1, kRows, ByteEncoding::OneHot, 1);
-    }
+    cache_heads("kcache", ".lockstep.kcache", ".lockstep.ksh", 1, RQ0, RQ12, KB, KSHO);
+    LayerBuilder& l7 = L(7);
     // layer 7: C_p and e' = ASH + KSH
     const FieldRef CP = B.field("vmatr_k_bit_columns", 15), EO = B.field("vmatr_k_shift", 51);
     for (std::uint32_t h = 0; h < 8; ++h)
@@ -3420,6 +3462,141 @@ class Compiler {
     thr2(0, 1.0);
     thr2(1, -1.0);
     when(L(10), {VKM_[0], EQT[0]}, {{LASTW_.dim(), 1.0}});
+  }
+
+  // VMATR V mode (vector.md sections 4.2, 5): VMV(t) for t < T, then the word stream of the 64
+  // elements e = 8 h + d, value sat32(rnd(o_{h,d}, 16)), o_{h,d} = sum_t p_{h,t} VC[r0 + t][8 (h >>
+  // 1) + d] 2^VSH[r0 + t], p = min(max(VR[src + 64 h + t], 0), 65536), written to VR[dst + e].
+  // - The step that consumes VMV(t) computes position t's contribution to all 64 sums: the words
+  //   src + 64 h + t (h < 8) share the lane w & 63 of w = src + t and lie in the registers c0 ..
+  //   c0 + 7, c0 = w >> 6: 32 VR heads (one per register and parity, vr_file()) read with [lane]
+  //   and [c0 <= c < c0 + 8] (key pieces of w, layers 5, 6), into one field per c & 7 (7); the
+  //   row r0 + t of VC and VSH (7). p_{h,.}'s 17 bits from the copy (c0 + h) & 7, clamped (7); p
+  //   2^VSH as 42 bits (8); per output (h, d) the AND of those bits with VC's (8 (h >> 1) + d)'s
+  //   as 13 nibble columns (|.| <= 120; 9); into the slot of t (10).
+  // - Value steps (element e = 4 g + q): one read of the slots t < T gives the 64 sums' columns
+  //   (layer 10); element e's 13 (+ 2^13 each) (10); presplit() (11, 12), column_digits() modulo
+  //   2^56 (13..15); overflow iff bits 47..55 are not all equal (16); the byte (17).
+  // - The sequence: VMV(t + 1) after VMV(t) while t + 1 < T, then VWG(0) (layer 9); the word
+  //   stream's (vew(), with VVM_); its last element (g = 15, VW33) into LASTW (layer 10).
+  void vmatr_v() {
+    const Lin one = Lin::constant(1);
+    const Lin vbit = masked(field_oh(VIN, 0, 16), 2)[2];  // f7 bit 0 = 1 (custom-1 words)
+    const OH plo = field_oh(PN, 0, 16), phi = field_oh(PN, 16, 16);
+    const std::vector<Lin> gmv = {k(kVmv), PRE[VMATR]};
+    LayerBuilder& l5 = L(5);
+    // r0 + t as key pieces (t: VMV's payload, < 64; w = src + t: vmat_slots())
+    const FieldRef PW12 = PW12_;
+    const FieldRef RQ0 = B.field("vmatr_v_row_key_lo", 16), RQ12 = B.field("vmatr_v_row_key_hi", 64);
+    index_sum_nibbles("vmatr_v_row", nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), plo, masked(phi, 3), const_oh(4, 0), gmv,
+                      KeyOut{{RQ0}, {RQ12}});
+    const FieldRef VB2 = B.field("vmatr_vc_bits", 256), VSHO = B.field("vmatr_vsh", 26);
+    cache_heads("vcache", ".lockstep.vcache", ".lockstep.vsh", 2, RQ0, RQ12, VB2, VSHO);
+    auto c0_of = [](std::uint32_t n) { return ((n & 15) >> 2) + 4 * (n >> 4); };
+    OH rot(8);  // c0 & 7
+    for (std::uint32_t n = 0; n < 64; ++n) rot[c0_of(n) & 7] += PW12[n];
+    // layer 7: p_{h, i} from copy h' = (c0 + h) & 7 with rot = c0 & 7: [bit i] unless the word is
+    // negative or >= 2^16 (Z = number of nonzero nibbles 4..7), bit 16 = [Z >= 1, not negative]
+    const FieldRef PB = B.field("vmatr_v_p_bits", 8 * 17);
+    LayerBuilder& l7 = L(7);
+    for (std::uint32_t hp = 0; hp < 8; ++hp) {
+      Lin z, neg;
+      for (std::uint32_t n = 4; n < 8; ++n)
+        for (std::uint32_t v = 1; v < 16; ++v) z += VVP_[128 * hp + 16 * n + v];
+      for (std::uint32_t v = 8; v < 16; ++v) neg += VVP_[128 * hp + 16 * 7 + v];
+      for (std::uint32_t h = 0; h < 8; ++h) {
+        const Lin r = rot[(hp - h) & 7];
+        for (std::uint32_t i = 0; i < 16; ++i) {
+          Lin bit;
+          for (std::uint32_t v = 0; v < 16; ++v)
+            if ((v >> (i & 3)) & 1) bit += VVP_[128 * hp + 16 * (i >> 2) + v];
+          l7.unit_out(l7.relu_unit(bit + r - 1.0 - z), PB.dim(17 * h + i), 1.0);
+        }
+        const Lin x = z - neg * 5.0 + r * 5.0 - 5.0;
+        threshold(l7, x, 1, PB.dim(17 * h + 16));
+      }
+    }
+    // layer 8: p 2^VSH (bits 0..41); layer 9: per output the nibble columns of p 2^VSH VC[.]
+    const FieldRef PS2 = B.field("vmatr_v_p_shifted", 8 * 42);
+    LayerBuilder& l8 = L(8);
+    for (std::uint32_t h = 0; h < 8; ++h)
+      for (std::uint32_t i = 0; i < 17; ++i)
+        for (std::uint32_t s = 0; s < 26; ++s) when(l8, {PB[17 * h + i], VSHO[s]}, {{PS2.dim(42 * h + i + s), 1.0}});
+    constexpr std::uint32_t kC = 13;
+    const FieldRef XO = B.field("vmatr_v_columns", 64 * kC);
+    LayerBuilder& l9 = L(9);
+    for (std::uint32_t h = 0; h < 8; ++h)
+      for (std::uint32_t d = 0; d < 8; ++d)
+        for (std::uint32_t kb = 0; kb < 42; ++kb)
+          for (std::uint32_t j = 0; j < 8; ++j) {
+            const std::uint32_t q = kb + j;
+            const double w = static_cast<double>(1u << (q & 3)) * (j == 7 ? -1.0 : 1.0);
+            when(l9, {PS2[42 * h + kb], VB2[8 * (8 * (h >> 1) + d) + j]}, {{XO.dim(kC * (8 * h + d) + (q >> 2)), w}});
+          }
+    // layer 10: the position slots (key t), read over t < T on the value steps
+    const FieldRef GV = B.field("vmatr_v_value_steps", 1), EL = B.field("vmatr_v_element", 64), TT = B.field("vmatr_v_positions", 64);
+    when(l5, {SREAD_, PRE[VMATR], vbit}, {{GV.dim(), 1.0}});
+    {
+      const OH glo = field_oh(VWGS, 0, 16), qt = stream_target_q();
+      table(l5, {glo, qt}, [&](const std::vector<unsigned>& v) { return SparseVec{{EL.dim(4 * v[0] + v[1]), 1.0}}; },
+            {SREAD_, PRE[VMATR], vbit});
+    }
+    const Lin T = half(RV2, 1);
+    for (std::uint32_t t = 0; t < 64; ++t) threshold_if(L(6), T, t + 1, 65536, GV[0], TT.dim(t));  // [T > t]
+    const FieldRef OS = B.field("vmatr_v_sums", 64 * kC);
+    {
+      LayerBuilder& l10 = L(10);
+      const std::uint32_t h = l10.add_head(64, 64 * kC, Activation::Relu, Activation::Relu);
+      HeadBuilder& H = l10.head(h);
+      for (std::uint32_t t = 0; t < 64; ++t) {
+        H.k[t] = VMVT_[t] + PRE[VMATR] - 1.0;
+        H.q[t] = TT[t];
+      }
+      for (std::uint32_t r = 0; r < 64 * kC; ++r) {
+        H.v[r] = XO[r];
+        H.out.emplace_back(r, OS.dim(r), 1.0);
+      }
+      H.beta = k(kVmv);
+    }
+    // layer 10: element e's columns (+ 2^13); y + 2^15 modulo 2^56
+    constexpr std::uint32_t kD = 14;
+    const FieldRef SC = B.field("vmatr_v_element_columns", kD);
+    LayerBuilder& l10 = L(10);
+    for (std::uint32_t e = 0; e < 64; ++e)
+      for (std::uint32_t c = 0; c < kC; ++c)
+        l10.unit_out(l10.relu_unit(OS[kC * e + c] + 8192.0 - (one - EL[e]) * 16384.0), SC.dim(c), 1.0);
+    unsigned __int128 ones = 0;  // sum_{c<13} 16^c
+    for (std::uint32_t c = 0; c < kC; ++c) ones = (ones << 4) | 1;
+    const unsigned __int128 konst = (static_cast<unsigned __int128>(1) << 15) - (static_cast<unsigned __int128>(1) << 13) * ones;
+    std::vector<Lin> cols;
+    std::vector<unsigned> max_cs;
+    for (std::uint32_t c = 0; c < kD; ++c) {
+      const unsigned kc = static_cast<unsigned>((konst >> (4 * c)) & 15);
+      cols.push_back(SC[c] + GV[0] * static_cast<double>(kc));
+      max_cs.push_back((c < kC ? 16384 : 0) + kc);
+    }
+    const auto [X2, next] = presplit("vmatr_v", 11, cols, max_cs);
+    std::uint32_t done = 0;
+    const FieldRef DG = column_digits("vmatr_v", 13, X2, next, GV[0], &done);
+    if (done != 15) throw std::logic_error("vmatr_v: the digits are not ready at layer 15");
+    const FieldRef OV = B.field("vmatr_v_overflow", 2);
+    overflow_flags(L(16), DG, 11, kD, OV, GV[0]);
+    emit_rounded(L(17), DG, OV);
+    // the sequence: [t + 1 = T] on VMV steps (layer 6); VMV(t + 1) or VWG(0) (9); the last element
+    const FieldRef LT = B.field("vmatr_v_last_position", 1), EQV = B.field("vmatr_v_last", 1);
+    const Lin tx = oh_value(plo) + oh_value(phi) * 16.0 + 1.0 - T;
+    threshold_if(L(6), tx, 0, 512, k(kVmv), LT.dim(), 1.0);
+    threshold_if(L(6), tx, 1, 512, k(kVmv), LT.dim(), -1.0);
+    LayerBuilder& s9 = L(9);
+    when(s9, {k(kVmv), one - LT[0]}, {{NK.dim(kVmv), 1.0}});
+    table(s9, {plo, OH(phi.begin(), phi.begin() + 4)}, [&](const std::vector<unsigned>& v) {  // t < 64
+      const unsigned t = v[0] + 16 * v[1] + 1;
+      return SparseVec{{NPL.dim(t & 15), 1.0}, {NPH.dim(t >> 4), 1.0}};
+    }, {k(kVmv), one - LT[0]});
+    when(s9, {k(kVmv), LT[0]}, token_out(kVwg, 0));
+    const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
+    when(L(6), {k(vw(3, 3)), glo[15], ghi[0]}, {{EQV.dim(), 1.0}});
+    when(L(10), {VVM_[0], EQV[0]}, {{LASTW_.dim(), 1.0}});
   }
 
   // A "bytes" initialiser from an optional section (vector.md section 2.1: a missing or short
@@ -4763,7 +4940,9 @@ class Compiler {
       // layer 8 holds VRED's group sums (|S| <= 960) and their total (<= 15,360; vred())
       // layer 13 VEXP's sums of p's nibbles (<= 64 * 15)
       // layer 9 VMAT's contribution slots (|Q| <= 2^15) and their sums (<= 6 * 2^15; vmat())
-      for (const char* a : {"mem.v", "mem.state", "mem.o"}) B.bound(a, l, l == 8 ? 16384 : l == 9 ? 262144 : l == 13 ? 1024 : 255);
+      // layer 10 VMATR V's position slots (|.| <= 120) and their sums (<= 64 * 120; vmatr_v())
+      for (const char* a : {"mem.v", "mem.state", "mem.o"})
+        B.bound(a, l, l == 8 ? 16384 : l == 9 ? 262144 : l == 10 ? 8192 : l == 13 ? 1024 : 255);
       // deeper residuals hold byte sums (<= 511); from layer 5 VRED's span bounds (<= 1,088),
       // from layer 7 VRED MAX's (hi, lo) (<= 65,536) and SUM's column sums (<= 15,368; vred())
       // (from layer 5 VMAT's r K + j and c - 64 (c >> 6), < 2^17 even where the VMAT traps)
@@ -4775,8 +4954,9 @@ class Compiler {
       // MAX's (hi, lo) differences (|.| <= 131,072)
       // layer 4 VMAT's r K (|pre| < 2^15); layers 9..11 VMAT's column splits (< 2^23; vmat())
       // layer 5 VMAT's chunk thresholds (|pre| < 2^19)
+      // (layer 12 VMATR V's presplit, < 2^15)
       const double pre = l == 7 || (l >= 9 && l <= 11) ? 16777216 : l == 5 ? 1048576 : l == 4 ? 32768
-                         : (l >= 6 && l <= 8) || l == 13 || l == 14 ? 262144 : 1024;
+                         : (l >= 6 && l <= 8) || (l >= 12 && l <= 14) ? 262144 : 1024;
       for (const char* a : {"mlp.pre", "mlp.u", "mlp.hidden"}) B.bound(a, l, pre);
       B.bound("mlp.resid", l, resid);
     }
