@@ -4,9 +4,9 @@
 //
 // Decoding as fuzz_lockstep_insn (fuzz_program.h): up to 8 initial registers (x1..x31, edge
 // values biased), then up to kMaxWords words, each raw or a row of ref's encoding table with
-// random operand bits. Of the vector unit the chip executes VQ, VEXP, VEW, VFN, VRED and VLD, so
-// VMAT and VMATR words are not generated (DecodeOptions::scalar_only, vector_f3: raw custom-1
-// words with funct3 0 or 1 become custom-0). No `.lockstep.vreg`: VR starts at zero. The program is followed by `li a7, 93; ecall` (exit) and zero
+// random operand bits. The chip executes all eight vector ops, so every custom-1 word is kept. No
+// `.lockstep.*` section: VR and the other vector memories start at zero. The program is followed
+// by `li a7, 93; ecall` (exit) and zero
 // words; a run ends at exit, trap or kMaxSteps steps.
 //
 // The chip is loaded once (LLVMFuzzerInitialize, or the first input under the standalone
@@ -83,8 +83,6 @@ Program split(FuzzedDataProvider& in) {
   fuzz::DecodeOptions opt;
   opt.max_words = kMaxWords;
   opt.edges = {0, 1, 0xffffffffu, 0x80000000u, 0x7fffffffu, kCodeBase, 0x80000u, 0x110000u};
-  opt.scalar_only = true;  // of the vector unit, the chip executes all but VMAT (f3 0) and VMATR (f3 1)
-  opt.vector_f3 = 0xFCu;
   return fuzz::decode_program(in, opt);
 }
 

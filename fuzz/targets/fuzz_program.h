@@ -24,13 +24,6 @@ struct FuzzProgram {
 struct DecodeOptions {
   std::size_t max_words = 256;
   std::array<std::uint32_t, 8> edges{};  ///< register values chosen with probability 1/2
-  /// No vector words (a chip without the vector unit): table rows of the vector class are
-  /// skipped, and a raw word with the custom-1 opcode (0x2B) gets custom-0 (0x0B) instead.
-  bool scalar_only = false;
-  /// With scalar_only: the vector ops whose funct3 is a bit of this mask are kept (those a chip
-  /// executes; docs/chip-design.md section 3.6): their table rows, and raw custom-1 words with
-  /// such a funct3 (vector.md section 4.0: 0 VMAT .. 7 VLD).
-  unsigned vector_f3 = 0;
 };
 
 /// Decodes `in`: up to 8 registers (count, then for each the register 1..31 and either an edge
@@ -51,10 +44,7 @@ inline FuzzProgram decode_program(FuzzedDataProvider& in, const DecodeOptions& o
     std::uint32_t w = in.ConsumeIntegral<std::uint32_t>();
     if (from_table) {
       const ref::Encoding& row = table[in.ConsumeIntegralInRange<std::size_t>(0, table.size() - 1)];
-      if (opt.scalar_only && row.cls == ref::InsnClass::kVector && !((opt.vector_f3 >> ((row.match >> 12) & 7)) & 1)) continue;
       w = (w & ~row.mask) | row.match;
-    } else if (opt.scalar_only && (w & 0x7f) == 0x2b && !((opt.vector_f3 >> ((w >> 12) & 7)) & 1)) {
-      w = (w & ~0x7fu) | 0x0b;
     }
     p.words.push_back(w);
   }

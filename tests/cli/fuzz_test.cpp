@@ -194,8 +194,7 @@ TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
 
 TEST(LockstepFuzz, BadInputExitsTwoWithOneLine) {
   for (const std::vector<std::string>& a : std::vector<std::vector<std::string>>{
-           {"fuzz", "--ops", "vmat"},
-           {"fuzz", "--ops", "vmatr"},
+           {"fuzz", "--ops", "vmat.argmax"},
            {"fuzz", "--ops", "vred.min"},
            {"fuzz", "--ops", "vfn.exp"},
            {"fuzz", "--ops", "nosuchop"},

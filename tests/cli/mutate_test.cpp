@@ -171,9 +171,9 @@ TEST(LockstepMutate, BadInputExitsTwo) {
   r = run({"mutate", "--corpus-programs", "10", "--corpus-pool", "0", "--oracle-programs", "5", "--oracle-program-seed", "1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("must contain the corpus"), std::string::npos) << r.err;
-  r = run({"mutate", "--ops", "vmat"});
+  r = run({"mutate", "--ops", "ebreak"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--ops: vmat is a vector-unit op"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--ops: ebreak is not fuzzed"), std::string::npos) << r.err;
   r = run({"mutate", "--timeout-factor", "-1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--timeout-factor and --min-timeout must be 0 or more"), std::string::npos) << r.err;

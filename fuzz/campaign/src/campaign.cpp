@@ -46,15 +46,11 @@ std::string_view class_name(InsnClass cls) {
 
 namespace {
 
-// The vector ops the chip executes (docs/chip-design.md section 3.6): VLD, VEW (ADD, MUL, MULS,
-// ROT), VFN (RSQRT, RECIP, SILU), VRED (SUMSQ, SUM, MAX), VQ (ACT, K and V rows) and VEXP. They
-// are fuzzed only when asked for (--ops vld, vew, vfn, vred, vq, vexp), so the default mix stays
-// the scalar machine. VMAT and VMATR have only their traps compiled.
-bool fuzzable(const Encoding& e) {
-  return e.cls != InsnClass::kSystem && (e.cls != InsnClass::kVector || e.op == Op::kVld || e.op == Op::kVew ||
-                                         e.op == Op::kVfn || e.op == Op::kVred || e.op == Op::kVq ||
-                                         e.op == Op::kVexp);
-}
+// The vector ops (docs/chip-design.md section 3.6): VLD, VEW (ADD, MUL, MULS, ROT), VFN (RSQRT,
+// RECIP, SILU), VRED (SUMSQ, SUM, MAX), VQ (ACT, K and V rows), VEXP, VMAT (write and argmax
+// mode) and VMATR (K and V mode). They are fuzzed only when asked for (--ops vld, vew, vfn, vred,
+// vq, vexp, vmat, vmatr or the class "vector"), so the default mix stays the scalar machine.
+bool fuzzable(const Encoding& e) { return e.cls != InsnClass::kSystem; }
 constexpr const char* kVredModeNames[] = {"vred.sumsq", "vred.sum", "vred.max"};  // MODE 0, 1, 2
 
 // VEW modes and VFN functions by --ops name (vector.md sections 4.5, 4.6; ref::vector_mnemonic's
@@ -62,15 +58,7 @@ constexpr const char* kVredModeNames[] = {"vred.sumsq", "vred.sum", "vred.max"};
 constexpr const char* kVewModeNames[] = {"vew.add", "vew.mul", "vew.muls", "vew.rot"};
 constexpr const char* kVfnFnNames[] = {"vfn.rsqrt", "vfn.recip", "vfn.silu"};
 
-std::string vector_refusal(const std::string& name) {
-  return "--ops: " + name +
-         " is a vector-unit op whose execution the chip does not compile yet, only its traps (not fuzzed: "
-         "vmat, vmatr; fuzzed: vld, vew.add, vew.mul, vew.muls, vew.rot, vfn.rsqrt, "
-         "vfn.recip, vfn.silu, vred.sumsq, vred.sum, vred.max, vq, vexp)";
-}
-
 std::string refusal(const Encoding& e) {
-  if (e.cls == InsnClass::kVector) return vector_refusal(std::string(e.mnemonic));
   return "--ops: " + std::string(e.mnemonic) + " is not fuzzed (every program ends with the exit ecall)";
 }
 
@@ -237,6 +225,7 @@ format::GuestImage Program::image() const {
   data.flags = format::kPfR | format::kPfW;
   format::GuestImage img = progen::image_from_code(code(), kCodeBase, {data});
   if (!vreg.empty()) img.sections[".lockstep.vreg"] = vreg;
+  for (const auto& [name, bytes] : sections) img.sections[name] = bytes;
   return img;
 }
 
@@ -412,6 +401,8 @@ struct Generator {
         if (row.op == Op::kVred) vred(avoid, land, false);
         if (row.op == Op::kVq) vq(avoid, land, false);
         if (row.op == Op::kVexp) vexp(avoid, land, false);
+        if (row.op == Op::kVmat) vmat(avoid, land, false);
+        if (row.op == Op::kVmatr) vmatr(avoid, land, false);
         return;
       default:
         return;
@@ -969,6 +960,118 @@ struct Generator {
     vector_word(Op::kVexp, rd, f7 | (g - 1), x1, x2, false, false, avoid, land);
   }
 
+  // VMAT (vector.md section 4.1) with its operand registers set just before it: K 1..6, b0 up to
+  // 6 - K (the last block a third of the time), R 1..16 (257..556 one time in 16: rows past 256),
+  // c0 + R K <= 4152 (reaching it a quarter of the time); write mode (dst + R <= 1024) or, two
+  // times in five, argmax mode (rd any of x1..x30 but `avoid`, x0 one time in four). `trap`: one
+  // or more of the conditions of codes 16, 17, 18, 19, 21 instead.
+  void vmat(u32 avoid, bool land, bool trap) {
+    u32 k = 1 + rng.below(6), argmax = rng.below(5) < 2 ? 1 : 0;
+    u32 r = std::min<u32>(rng.chance(16) ? 257 + rng.below(300) : 1 + rng.below(16), argmax ? 4152 / k : std::min(kVr, 4152 / k));
+    u32 b0 = rng.chance(3) ? 6 - k : rng.below(7 - k);
+    u32 c0 = rng.chance(4) ? 4152 - r * k : rng.below(4152 - r * k + 1);
+    u32 dst = argmax ? rng.below(65536) : rng.chance(4) ? kVr - r : rng.below(kVr - r + 1);
+    u32 rd = argmax && !rng.chance(4) ? reg_not({0, 31, avoid}) : 0, f7 = 0;
+    if (trap) {
+      const unsigned mask = rng.chance(2) ? 1u << rng.below(5) : 1 + rng.below(31);
+      if (mask & 2) {  // 17 (write mode)
+        argmax = 0;
+        rd = 0;
+        dst = outside(r);
+      }
+      if (mask & 4) r = 0;                                                       // 18
+      if (mask & 8) b0 = 7 - k + rng.below(rng.chance(2) ? 4 : 60000);           // 19
+      if (mask & 16) c0 = 4152 - r * k + 1 + rng.below(rng.chance(2) ? 8 : 60000);  // 21
+      if (mask & 1) {                                                            // 16
+        switch (rng.below(3)) {
+          case 0: k = rng.chance(2) ? 0 : 7; break;
+          case 1: f7 = (1 + rng.below(7)) << 4; break;
+          default:
+            argmax = 0;
+            rd = reg_not({0, 31, avoid});
+            break;
+        }
+      }
+    } else if (!argmax) {
+      written.push_back({dst, r});
+    }
+    const u32 x1 = (b0 & 0xffff) << 16 | (dst & 0xffff), x2 = (r & 0xffff) << 16 | (c0 & 0xffff);
+    vector_word(Op::kVmat, rd, f7 | argmax << 3 | k, x1, x2, false, false, avoid, land);
+  }
+
+  // VMATR (vector.md section 4.2), K or V mode, with its operand registers set just before it: T
+  // 1..64 (1 and 64 a quarter of the time), r0 + T <= 320 (reaching it a quarter of the time); K:
+  // src 0..5, dst + 448 + T <= 1024; V: the eight probability spans [src + 64 h, + T) and dst's 64
+  // words apart (dst before src or after the last span). `trap`: one or more of the conditions of
+  // codes 16, 17, 18, 19 (K) or 20 (V), 22 instead.
+  void vmatr(u32 avoid, bool land, bool trap) {
+    u32 vmode = rng.chance(2) ? 1 : 0;
+    u32 t = rng.chance(4) ? (rng.chance(2) ? 1 : 64) : 1 + rng.below(64);
+    u32 r0 = rng.chance(4) ? 320 - t : rng.below(321 - t), src, dst, f7 = 0, rd = 0;
+    if (vmode == 0) {
+      src = rng.below(6);
+      dst = rng.chance(4) ? kVr - 448 - t : rng.below(kVr - 448 - t + 1);
+    } else if (rng.chance(2)) {  // dst before src
+      src = 64 + rng.below(kVr - 448 - t - 64 + 1);
+      dst = rng.chance(4) ? src - 64 : rng.below(src - 64 + 1);
+    } else {  // dst after the last span
+      src = rng.below(kVr - 448 - t - 64 + 1);
+      const u32 lo = src + 448 + t;
+      dst = rng.chance(4) ? lo : lo + rng.below(kVr - 64 - lo + 1);
+    }
+    if (trap) {
+      const unsigned mask = rng.chance(2) ? 1u << rng.below(5) : 1 + rng.below(31);
+      if (mask & 2) {  // 17
+        if (vmode == 0) dst = outside(448 + t);
+        else if (rng.chance(2)) src = outside(448 + t);
+        else dst = outside(64);
+      }
+      if (mask & 4) t = rng.chance(2) ? 0 : 65 + rng.below(rng.chance(2) ? 8 : 60000);  // 18
+      if (mask & 8) {  // 19 (K: src > 5) or 20 (V: dst meets a span)
+        if (vmode == 0) src = 6 + rng.below(rng.chance(2) ? 4 : 60000);
+        else dst = src + 64 * rng.below(8) + rng.below(std::max<u32>(t, 1));
+      }
+      if (mask & 16) r0 = 320 - std::min<u32>(t, 320) + 1 + rng.below(rng.chance(2) ? 8 : 60000);  // 22
+      if (mask & 1) {                                                                            // 16
+        if (rng.chance(2)) f7 = (1 + rng.below(63)) << 1;
+        else rd = reg_not({0, 31, avoid});
+      }
+    } else if (vmode == 0) {
+      for (u32 h = 0; h < 8; ++h) written.push_back({dst + 64 * h, t});
+    } else {
+      written.push_back({dst, 64});
+    }
+    const u32 x1 = (src & 0xffff) << 16 | (dst & 0xffff), x2 = (t & 0xffff) << 16 | (r0 & 0xffff);
+    vector_word(Op::kVmatr, rd, f7 | vmode, x1, x2, false, false, avoid, land);
+  }
+
+  // The memories VMAT and VMATR read (vector.md section 2.1), as sections: ACT (edge-biased int8),
+  // ASH, KSH, VSH (0..25, 25 and 0 weighted), WMEM and the caches (random bytes), WSCALE (random,
+  // 65,535 or a power of two); one program in eight has none (all zero).
+  void vector_memories(std::map<std::string, std::vector<std::uint8_t>>& out) {
+    if (rng.chance(8)) return;
+    auto fill = [&](const char* name, u32 n, const std::function<std::uint8_t()>& f) {
+      std::vector<std::uint8_t>& b = out[name];
+      b.resize(n);
+      for (auto& x : b) x = f();
+    };
+    auto shift = [&] { return static_cast<std::uint8_t>(rng.chance(4) ? 25 : rng.chance(4) ? 0 : rng.below(26)); };
+    auto any = [&] { return static_cast<std::uint8_t>(rng.next()); };
+    fill(".lockstep.act", 384, [&] { return static_cast<std::uint8_t>(rng.chance(4) ? (rng.chance(2) ? 0x80 : 0x7F) : rng.next()); });
+    fill(".lockstep.ash", 6, shift);
+    fill(".lockstep.wmem", 32 * 4152, any);
+    std::vector<std::uint8_t>& ws = out[".lockstep.wscale"];
+    for (u32 c = 0; c < 4152; ++c) {
+      const u32 w = rng.chance(4) ? 65535 : rng.chance(3) ? 1u << rng.below(16) : rng.below(65536);
+      ws.push_back(static_cast<std::uint8_t>(w));
+      ws.push_back(static_cast<std::uint8_t>(w >> 8));
+    }
+    fill(".lockstep.kcache", 32 * 320, any);
+    fill(".lockstep.vcache", 32 * 320, any);
+    fill(".lockstep.ksh", 320, shift);
+    fill(".lockstep.vsh", 320, shift);
+  }
+
   Item li(u32 rd, u32 value, bool test = false) {
     Item it;
     it.kind = Item::Kind::kLi;
@@ -1058,6 +1161,8 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   const bool has_vred = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVred; });
   const bool has_vq = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVq; });
   const bool has_vexp = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVexp; });
+  const bool has_vmat = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVmat; });
+  const bool has_vmatr = std::any_of(ops.begin(), ops.end(), [](const Encoding* e) { return e->op == Op::kVmatr; });
   g.vred_modes = (vred_modes & kVredFuzzedModes) ? vred_modes & kVredFuzzedModes : kVredFuzzedModes;
   g.vew_modes = (vew_modes & kVewFuzzedModes) ? vew_modes & kVewFuzzedModes : kVewFuzzedModes;
   g.vfn_fns = !has_vfn ? 0 : (vfn_fns & kVfnFuzzedFns) ? vfn_fns & kVfnFuzzedFns : kVfnFuzzedFns;
@@ -1090,7 +1195,8 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   // VR's initial words (vector.md section 2.1) when VEW or VFN is selected: edge-biased random
   // words; one program in sixteen has none (VR zero), one in sixteen a shorter section.
   bool trap_last = false;
-  if (has_vew || has_vfn || has_vred || has_vq || has_vexp) {
+  if (has_vmat || has_vmatr) g.vector_memories(p.sections);
+  if (has_vew || has_vfn || has_vred || has_vq || has_vexp || has_vmat || has_vmatr) {
     u32 bytes = 4 * Generator::kVr;
     if (rng.chance(8)) bytes = rng.chance(2) ? 0 : 1 + rng.below(bytes - 1);
     for (u32 w = 0; 4 * w < bytes; ++w) {
@@ -1118,7 +1224,11 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
     g.instruction(g.pick(true), 31);
   }
   if (trap_last) {  // the body's last item: no branch or jump skips it
-    if (has_vexp && (!(has_vew || has_vfn || has_vred || has_vq) || rng.chance(2)))
+    if (has_vmat && (!(has_vew || has_vfn || has_vred || has_vq || has_vexp || has_vmatr) || rng.chance(2)))
+      g.vmat(31, true, true);
+    else if (has_vmatr && (!(has_vew || has_vfn || has_vred || has_vq || has_vexp) || rng.chance(2)))
+      g.vmatr(31, true, true);
+    else if (has_vexp && (!(has_vew || has_vfn || has_vred || has_vq) || rng.chance(2)))
       g.vexp(31, true, true);
     else if (has_vq && (!(has_vew || has_vfn || has_vred) || rng.chance(2)))
       g.vq(31, true, true);
@@ -1428,6 +1538,15 @@ ShrinkResult shrink(const Program& failing, const FirstFailing& first_failing, c
     if (!spent() && !cur.vreg.empty()) {  // no .lockstep.vreg: VR all zero
       Program c = cur;
       c.vreg.clear();
+      ++res.runs;
+      if (first_failing({c})) {
+        cur = std::move(c);
+        changed = true;
+      }
+    }
+    if (!spent() && !cur.sections.empty()) {  // no other vector memories: all zero
+      Program c = cur;
+      c.sections.clear();
       ++res.runs;
       if (first_failing({c})) {
         cur = std::move(c);

@@ -68,8 +68,8 @@ inline constexpr unsigned kVredFuzzedModes = kVredSumsq | kVredSum | kVredMax;
 /// functions) or one of "vfn.rsqrt", "vfn.recip", "vfn.silu" (the VFN row,
 /// that function; ref::vector_mnemonic's spellings); "vred" (its three modes)
 /// or one of "vred.sumsq", "vred.sum", "vred.max" (the VRED row, that mode);
-/// "vq" (ACT, K and V rows); "vexp"; "vmat", "vmatr" and the class "vector"
-/// are refused (only their traps are compiled).
+/// "vq" (ACT, K and V rows); "vexp"; "vmat" (write and argmax mode); "vmatr"
+/// (K and V mode); the class "vector" (all eight).
 /// Empty or "all": every row but the vector unit and ecall/ebreak.  In table
 /// order, no duplicates.  `vew_modes`, `vfn_fns` (optional): set to the
 /// selected VEW modes (a kVew* mask) and VFN functions (a kVfn* mask), 0 when
@@ -121,6 +121,10 @@ struct Program {
   /// VR's initial bytes, the `.lockstep.vreg` section (vector.md §2.1: int32
   /// little-endian words, at most 4,096 bytes); empty: no section (VR zero).
   std::vector<std::uint8_t> vreg;
+  /// The vector unit's other memories (vector.md §2.1) by section name
+  /// (`.lockstep.act`, `.ash`, `.wmem`, `.wscale`, `.kcache`, `.ksh`,
+  /// `.vcache`, `.vsh`), when VMAT or VMATR is selected; empty: none (zero).
+  std::map<std::string, std::vector<std::uint8_t>> sections;
 
   /// Code words (the size the reports give).
   std::size_t words() const;
