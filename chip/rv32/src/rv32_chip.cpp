@@ -2,15 +2,15 @@
 // docs/spec/isa.md, bignum.md, vector.md and trace.md (trace-v3); the executor only runs generic
 // layer math.
 //
-// Vocabulary: kinds 0..80, id = 256 kind + payload (trace.md section 2; of the vector kinds VRD,
-// VQE, VLG, VLB0..VLB3, VWG, VW00..VW33 and VXM0..VXM3 are produced: vld(), vew(), vfn(), vred(),
-// vq(), vexp(), vector_traps()). Output:
+// Vocabulary: kinds 0..80, id = 256 kind + payload (trace.md section 2; every vector kind is
+// produced: vld(), vew(), vfn(), vred(), vq(), vexp(), vmat(), vmatr(), vmatr_v(),
+// vector_traps()). Output:
 // logit(k, p) = 2 NKH[k, p >> 4] + 2 NP[p]: the intended token scores 4, every other token at most 2.
 //
-// Vector unit (docs/chip-design.md section 3.6): VLD, VEW (all modes), VFN (all functions), VRED
-// (all modes), VQ (its tokens; the ACT/ASH and cache writes are not compiled) and VEXP execute;
-// VR lives in layer 7 (vr_file()); VMAT and VMATR raise their traps and otherwise emit TRAP(1)
-// (their execution is not compiled).
+// Vector unit (docs/chip-design.md section 3.6): all eight ops execute: VLD, VEW (all modes), VFN
+// (all functions), VRED (all modes), VQ (ACT, K and V rows, with their writes), VEXP, VMAT (write
+// and argmax mode) and VMATR (K and V mode). VR lives in layer 7 (vr_file()), and so do ACT, ASH,
+// WMEM, WSCALE (vmat()), KC, KSH, VC and VSH (cache_heads()).
 //
 // Layer plan (stage = one memory block then one MLP; docs/chip-design.md section 3):
 //   L0  mem: slots of consumed tokens (PCH, PCL, A, W, AC, OI, OIH, DQ bits)
@@ -47,6 +47,18 @@
 //   VRED MAX's lane tournament (m_g); L13 mlp: VXM0; L13 mem: m_g's bytes 1..3; L14 mlp: VXM1..3;
 //   value steps: L7..L9 mlp: m - s + 512 as digits; L10..L11: the index one-hot; L12: EXP's byte;
 //   L13 mem: p's nibbles keyed by element, read as S_g's column sums; L13..L16: digits; L17: bytes
+//   VMAT: chunk steps: L0 mem: the VMC, VMH slots (row r); L4 mlp: r K + j; L5..L6 mlp: the chunk
+//   index's thermometers; L7 mem: WMEM + WSCALE, ACT (64 lane heads), ASH; L7 mlp: the weight-bit
+//   products P_t; L8 mlp: the contribution's bit columns; L9 mem: the slot of j. VY steps: L9 mem:
+//   the slots' sums; L9..L11 mlp: splits; L12..L15: digits; L16: overflow (argmax: nibble
+//   compares with the maximum slot of L1); L17: the byte (argmax: the new-maximum decision); L18:
+//   VYN3
+//   VMATR K: L5..L6 mlp: the row r0 + t; L7 mem: KC, KSH, ACT, ASH; L7 mlp: the product's bit
+//   columns (ANDs with the head's one-hot), the shift; L8: the shifted nibble columns; L9..L12:
+//   digits; L13: overflow; L14: the byte. VMATR V: VMV steps: L7 mem: the 32 VR register heads,
+//   VC, VSH; L7 mlp: p's bits; L8: p 2^VSH; L9: the 64 sums' columns; L10 mem: the slot of t.
+//   Value steps: L10 mem: the slots' sums; L10 mlp: the element's columns; L11..L15: digits; L16:
+//   overflow; L17: the byte
 #include "lockstep/chip/rv32/rv32_chip.hpp"
 
 #include <algorithm>
@@ -254,7 +266,7 @@ std::int64_t sin_entry(unsigned p, unsigned j) {
 
 class Compiler {
  public:
-  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the vector unit's VR, VLD, VEW, VFN, VRED, VQ and VEXP, trace-v3 (docs/chip-design.md)", kVocab,
+  Compiler() : B("rv32: RV32IM + Zba + bignum scalar machine and the whole vector unit (VLD, VEW, VFN, VRED, VQ, VEXP, VMAT, VMATR), trace-v3 (docs/chip-design.md)", kVocab,
                  "lockstep-chip-rv32 0.2") {}
 
   Chip run() {
@@ -1173,10 +1185,8 @@ class Compiler {
 
   // ---- the vector unit's traps (vector.md sections 4.0, 6) --------------------------------
   // Every vector op checks every trap condition of section 6 on its first step and emits
-  // TRAP(code) with the lowest applicable code. Without a trap, VLD, VEW, VFN, VRED, VQ and VEXP
-  // start their tokens (vld(), vew(), vfn(), vred(), vq(), vexp()); the execution of VMAT and
-  // VMATR is not compiled: they emit TRAP(1) (docs/chip-design.md section 5), which the harness
-  // reports as the first divergence at that instruction.
+  // TRAP(code) with the lowest applicable code. Without a trap, each op starts its tokens (vld(),
+  // vew(), vfn(), vred(), vq(), vexp(), vmat(), vmatr(), vmatr_v()).
   // Operands: A = X(rs1) & 0xFFFF, B = X(rs1) >> 16, C = X(rs2) & 0xFFFF, N = X(rs2) >> 16.
   // Layers: 4 gated f7 nibbles; 5 the f7 one-hot; 6 the f7 field checks and operand-range
   // enables; 7 the operand checks (thresholds of linear forms, |x| < 2^23); 8 the ANDs of
@@ -1380,8 +1390,8 @@ class Compiler {
       when(L(8), conds, {{raw(g.code), 1.0}});
     }
     // one flag per code (layer 9), then the lowest code wins (layer 10). No trap: VLD's first
-    // byte (VLB0 of M, read at a); VEW, VFN: VWG(0); VRED: VRD(0); VQ: VQE; VEXP: VXM0; VMAT and
-    // VMATR TRAP(1), their execution is not compiled.
+    // byte (VLB0 of M, read at a); VEW, VFN: VWG(0); VRED: VRD(0); VQ: VQE; VEXP: VXM0; VMAT:
+    // VMC0(0); VMATR K: VWG(0); VMATR V: VMV(0).
     const FieldRef VT = B.field("vec_trap", static_cast<std::uint32_t>(codes.size()));
     for (std::uint32_t i = 0; i < codes.size(); ++i) threshold(L(9), RAW[i], 1, VT.dim(i));
     std::vector<Lin> none = {f};
@@ -2595,7 +2605,7 @@ class Compiler {
   // - The sequence (layer 9): VLG(16 k) after VQE; VLB0 after VLG(g); VLB_{m+1} after VLB_m;
   //   after VLB3, the end at the stream's last element (ACT: g = 16 ceil(n/64) - 1, K/V: g = 7),
   //   else VQE(k + 1) at a group's end (g & 15 = 15), else VLG(g + 1).
-  // The writes of ACT, ASH, KC, VC, KSH and VSH are not compiled yet: no compiled op reads them.
+  // The writes of ACT and ASH (vmat()) and of KC, KSH, VC and VSH (cache_heads()) are made there.
   void vq() {
     const Lin one = Lin::constant(1), vq = cls(VQ), gq = GQ_[0];
     const OH glo = field_oh(VGS, 0, 16), ghi = field_oh(VGS, 16, 16);
