@@ -228,9 +228,9 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       "fuzz", "Random programs on the reference and a chip in lock-step; mismatches are shrunk and saved as cases");
   cmd->add_option("--ops", args->ops,
                   "Comma-separated mnemonics or classes to generate (e.g. add,sub,bn.addc or mul; default: every "
-                  "scalar op). Vector ops the chip executes, only when named: vld, vew (= vew.add, vew.mul, "
-                  "vew.muls, vew.rot), vfn (= vfn.rsqrt, vfn.recip, vfn.silu), vred (= vred.sumsq, vred.sum, vred.max), vq, vexp; "
-                  "not vmat, vmatr (only their traps are compiled)");
+                  "scalar op). Vector ops, only when named: vld, vew (= vew.add, vew.mul, vew.muls, vew.rot), vfn "
+                  "(= vfn.rsqrt, vfn.recip, vfn.silu), vred (= vred.sumsq, vred.sum, vred.max), vq, vexp, vmat, vmatr, "
+                  "or the class vector (all eight)");
   auto* seed_opt = cmd->add_option("--seed", args->seed, "Campaign seed (default: a random one, printed)");
   cmd->add_option("--programs", args->programs, "Programs of the whole campaign (indices FIRST..FIRST+N-1; default 100)");
   cmd->add_option("--time", args->time, "Run for this long instead (90, 90s, 5m, 2h); with --programs, whichever ends first");

@@ -2,13 +2,12 @@
 // VFN, VRED; vector.md section 6) through the built RV32 chip and the reference in lock-step,
 // teacher-forced and free-running, every step compared (issue 8): 0 mismatches.
 //
-// This test claims the ops' decode and trap checks (for VMAT and VMATR, all the chip compiles
-// yet; docs/chip-design.md section 5): each program loads the two operand registers and runs one
+// This test claims the ops' decode and trap checks: each program loads the two operand registers and runs one
 // vector instruction whose operand fields (A, B, C, N), f7 and rd are drawn around every boundary
 // of section 6 (spans at the end of VR, counts 0/1/32/64/65/384/1024, ACT blocks, WMEM and cache
 // rows, overlaps of every kind, reserved f7 bits, rd != x0). The reference (the golden model)
-// classifies each candidate; candidates it runs without a trap are counted and not used (VMAT and
-// VMATR do not execute on the chip; VQ, VEXP, VEW, VFN and VRED have random tests of their own).
+// classifies each candidate; candidates it runs without a trap are counted and not used (every op
+// has a random test of its own for its execution).
 // Every kept program ends in the reference's TRAP(16..23), which the chip must reproduce token for
 // token. Codes seen per op are printed, and every code an op can raise
 // must appear (kPerOp programs per op; the `long` label runs 10,000 per op:

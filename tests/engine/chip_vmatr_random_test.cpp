@@ -1,26 +1,31 @@
-// Random VMATR K-mode programs (vector.md sections 4.2, 5 and 6), with VQ K and VQ ACT rounds that
-// write the cache rows and ACT blocks they read and VEW ADD rounds that change VR, through the
-// built RV32 chip and the reference in lock-step, teacher-forced and free-running, every step
-// compared: 0 mismatches. The reference is the oracle (through the engine); this test only
-// computes the scores of the VMATRs it built, to check that every path of section 4.2 was
-// generated.
+// Random VMATR programs, K and V mode (vector.md sections 4.2, 5 and 6), with VQ K, VQ V and VQ ACT
+// rounds that write the cache rows and ACT blocks they read and VEW ADD rounds that change VR,
+// through the built RV32 chip and the reference in lock-step, teacher-forced and free-running,
+// every step compared: 0 mismatches. The reference is the oracle (through the engine); this test
+// only computes the scores and sums of the VMATRs it built, to check that every path of section
+// 4.2 was generated.
 //
 //   VMATR K  f7 = 0: for t < T and head h < 8, s = sum_d ACT[64 src + 8 h + d] KC[r0 + t][8 (h >> 1)
 //            + d], e = ASH[src] + KSH[r0 + t]; the word stream of e = 8 t + h with the scores
 //            sat32(s 2^(e - 16)) (e >= 16) or sat32(rnd(s, 16 - e)), written to VR[dst + 64 h + t]
+//   VMATR V  f7 = 1: VMV(t) for t < T, then the word stream of the 64 sums sat32(rnd(o_{h,d}, 16)),
+//            o = sum_t clamp(VR[src + 64 h + t], 0, 65536) VC[r0 + t][8 (h >> 1) + d] 2^VSH[r0 + t],
+//            written to VR[dst + 8 h + d]
 //   X(rs1) = dst | src << 16, X(rs2) = r0 | T << 16, rd = x0
 //
-// Each program's ACT, ASH, KC and KSH come from `.lockstep.act`, `.ash`, `.kcache` and `.ksh`
-// sections (section 2.1) drawn from profiles: values anywhere, at -128/127, small or zero; shifts
-// 0..25 (0, 16 and 25 weighted). The program sets x1..x30 to random edge values and points x31 at
-// a 256-byte scratch area, then runs 1..4 rounds of: a random scalar body, `li` of the two operand
-// registers, then a VMATR K, or, one round in four before the last, a VQ K (a cache row and its
-// KSH) or a VQ ACT (blocks and their ASH) that a later VMATR may read, or, one later round in
-// five, a VEW ADD in place. T is 1..64 (1 and 64 weighted), r0 + T reaches 320 and dst + 448 + T
-// reaches 1,024. Programs 4j + 3 (one in four) end with a VMATR that traps (16: a reserved f7 bit
-// or rd != x0; 17: dst + 448 + T > 1024; 18: T = 0 or T > 64; 19: src > 5; 22: r0 + T > 320), one
-// condition alone for even j, else any combination; the code raised must be the lowest of the
-// conditions built.
+// Each program's ACT, ASH, KC, KSH, VC and VSH come from their sections (section 2.1) drawn from
+// profiles: values anywhere, at -128/127, small or zero; shifts 0..25 (0, 16 and 25 weighted); VR
+// holds probabilities 0..65,536, any words, or their edges (65,536, 65,537, -1, 0). The program
+// sets x1..x30 to random edge values and points x31 at a 256-byte scratch area, then runs 1..4
+// rounds of: a random scalar body, `li` of the two operand registers, then a VMATR (V mode half
+// the time), or, one round in four before the last, a VQ K or V (a cache row and its shift) or a
+// VQ ACT (blocks and their ASH) that a later VMATR may read (half the time it does), or, one
+// later round in five, a VEW ADD in place. T is 1..64 (1 and 64 weighted), r0 + T reaches 320,
+// K's dst + 448 + T reaches 1,024, V's dst lies before the probability spans or after the last.
+// Programs 4j + 3 (one in four) end with a VMATR that traps (16: a reserved f7 bit or rd != x0;
+// 17: a span outside VR; 18: T = 0 or T > 64; 19: src > 5 (K); 20: dst meets a probability span
+// (V); 22: r0 + T > 320), one condition alone for even j, else any combination; the code raised
+// must be the lowest of the conditions built.
 // The default suite runs a share (kPrograms); the `long` label runs 10,000 (ctest -L long -R
 // chip_vmatr_random), printing its progress every 128 programs. The seed of each batch is printed
 // on failure.

@@ -5015,9 +5015,10 @@ std::vector<std::string> rv32_coverage() {
       "VRED SUM: VRD(k) per group of 64 (a span read of nibble counts), then the word stream of sat32(rnd(sum, SH)); TRAP(16/17/18)",
       "VRED SUMSQ: VRD(k) per group of 64 (64 lane reads, weighted-query reads), then the word stream of sat32(rnd(sum of squares, 16 + SH))",
       "VRED MAX: VRD(k) per group of 64 (64 lane reads, all-pairs comparison), then the word stream of the maximum (the groups compared)",
-      "VQ ACT, K and V rows: VQE(k, e_k) per group of 64 (64 lane reads, per-lane thresholds of |x|), then the int8 stream of rnd(x, e_k) (zeros past n); the ACT/ASH and cache writes are not compiled; TRAP(16/17/18/19/22)",
+      "VQ ACT, K and V rows: VQE(k, e_k) per group of 64 (64 lane reads, per-lane thresholds of |x|), then the int8 stream of rnd(x, e_k) (zeros past n), written to ACT/ASH or the K/V cache row and its shift; TRAP(16/17/18/19/22)",
       "VEXP: per group VXM0..VXM3 (the lanes' tournament), the word stream of EXP[min(1023, rnd(m - s, 10))], then of the sums S_g (a memory of p keyed by element); TRAP(16/17/18/20)",
-      "VMAT, VMATR: every trap of vector.md section 6 with the lowest code; without a trap TRAP(1) (execution not compiled)",
+      "VMAT write and argmax: VMH, VMC_j per chunk (WMEM/WSCALE, ACT and ASH read; the contribution into the slot of j), VY0..VY3 / VYN3 (sat32(rnd(sum, 16)); the running maximum), W(r*); TRAP(16/17/18/19/21)",
+      "VMATR K: the word stream of sat32(rnd(s 2^(ASH + KSH), 16)) per (t, h) (KC and KSH rows, ACT block); V: VMV(t) per position (32 VR register heads, clamped p 2^VSH times the VC row into the slot of t), then the 64 sums' word stream; TRAP(16/17/18/19/20/22)",
   };
 }
 
