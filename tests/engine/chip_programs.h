@@ -200,6 +200,16 @@ inline std::uint32_t vector_word(unsigned f7, unsigned rs2, unsigned rs1, unsign
   return (f7 << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | 0x2Bu;
 }
 
+/// `li rs1, a | src << 16; li rs2, n << 16` and a VQ (vector.md section 4.3) with TARGET `target`
+/// (0 ACT: a = b0; 1 K, 2 V: a = the cache row, n = 32): a round that writes the memories VMAT and
+/// VMATR read.
+inline void emit_vq(std::vector<std::uint32_t>& code, unsigned rs1, unsigned rs2, unsigned target, std::uint32_t a,
+                    std::uint32_t src, std::uint32_t n) {
+  progen::emit_li(code, rs1, a | (src << 16));
+  progen::emit_li(code, rs2, n << 16);
+  code.push_back(vector_word(target, rs2, rs1, 2, 0));
+}
+
 /// What each generated program drew, by index (filled by the generator before its batch runs):
 /// whether its last vector op was built to trap, and the code it must raise (the lowest of the
 /// conditions that hold).

@@ -259,9 +259,7 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
       const std::uint32_t src = rng.below(kWords - n + 1);
       ++cov.vqs;
       for (std::uint32_t b = b0; b < b0 + nb; ++b) quantised[b] = true;
-      progen::emit_li(code, rs1, b0 | (src << 16));
-      progen::emit_li(code, rs2, n << 16);
-      code.push_back(test::vector_word(0, rs2, rs1, 2, 0));
+      test::emit_vq(code, rs1, rs2, 0, b0, src, n);
       continue;
     }
     unsigned alone = 5;

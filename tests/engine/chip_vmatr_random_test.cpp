@@ -290,16 +290,12 @@ Guest random_program(std::uint64_t seed, unsigned index, Coverage& cov) {
         const unsigned target = rng.chance(2) ? 1 : 2;
         (target == 1 ? cov.vq_k : cov.vq_v)++;
         row_written[row] = true;
-        progen::emit_li(code, rs1, row | (src << 16));
-        progen::emit_li(code, rs2, 32u << 16);
-        code.push_back(test::vector_word(target, rs2, rs1, 2, 0));
+        test::emit_vq(code, rs1, rs2, target, row, src, 32);
       } else {
         const std::uint32_t n = 1 + rng.below(128), nb = (n + 63) / 64, b0 = rng.below(7 - nb);
         ++cov.vq_act;
         for (std::uint32_t b = b0; b < b0 + nb; ++b) act_written[b] = true;
-        progen::emit_li(code, rs1, b0 | (src << 16));
-        progen::emit_li(code, rs2, n << 16);
-        code.push_back(test::vector_word(0, rs2, rs1, 2, 0));
+        test::emit_vq(code, rs1, rs2, 0, b0, src, n);
       }
       continue;
     }

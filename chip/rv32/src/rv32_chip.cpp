@@ -3223,26 +3223,12 @@ class Compiler {
     const FieldRef DG = column_digits("vmat_y", 12, cols, max_cs, gya, &done);
     if (done != 15) throw std::logic_error("vmat: the digits are not ready at layer 15");
     auto dg = [&](std::uint32_t c) { return field_oh(DG, 16 * c, 16); };
-    // layer 16: overflow; the value byte's nibble one-hots; layer 17: the byte or a byte of
-    // 2^31 - 1 / -2^31
-    const FieldRef OV = B.field("vmat_overflow", 2), RN = B.field("vmat_byte_nibbles", 32);
+    // layer 16: overflow; layer 17: the byte or a byte of 2^31 - 1 / -2^31
+    const FieldRef OV = B.field("vmat_overflow", 2);
     LayerBuilder& l16 = L(16);
-    overflow_flags(l16, DG, 11, kDg, OV, gya);
-    for (std::uint32_t m = 0; m < 4; ++m)
-      for (std::uint32_t v = 0; v < 16; ++v) {
-        when(l16, {GY[m], dg(4 + 2 * m)[v]}, {{RN.dim(v), 1.0}});
-        when(l16, {GY[m], dg(5 + 2 * m)[v]}, {{RN.dim(16 + v), 1.0}});
-      }
     LayerBuilder& l17 = L(17);
-    for (std::uint32_t v = 0; v < 16; ++v) {
-      l17.unit_out(l17.relu_unit(RN[v] - OV[0] - OV[1]), NPL.dim(v), 1.0);
-      l17.unit_out(l17.relu_unit(RN[16 + v] - OV[0] - OV[1]), NPH.dim(v), 1.0);
-    }
-    for (std::uint32_t m = 0; m < 4; ++m) {
-      const unsigned hi = m < 3 ? 0xFF : 0x7F, lo = m < 3 ? 0x00 : 0x80;
-      when(l17, {OV[0], GY[m]}, {{NPL.dim(hi & 15), 1.0}, {NPH.dim(hi >> 4), 1.0}});
-      when(l17, {OV[1], GY[m]}, {{NPL.dim(lo & 15), 1.0}, {NPH.dim(lo >> 4), 1.0}});
-    }
+    overflow_flags(l16, DG, 11, kDg, OV, gya);
+    emit_rounded(l17, DG, OV, field_oh(GY, 0, 4), Lin());
     // argmax: y_r > M (layers 16, 17), row 0 (10), M = 2^31 - 1 (16); VYN3 instead of VY3 (18)
     const Lin amf = f7_pred([](unsigned x) { return (x & 8) != 0; });
     const FieldRef CMPG = B.field("vmat_compare_step", 1), R0 = B.field("vmat_row0", 1);
@@ -3869,12 +3855,13 @@ class Compiler {
   // The next token's value byte m of rnd(v, 16) (the word stream's TM_; not after the stream's
   // last element) from the digits of v + 2^15: columns 4 + 2m, 5 + 2m, or a byte of 2^31 - 1 or
   // -2^31 where OVF says the result overflows (VEW MUL, MULS, ROT; VFN SILU).
-  void emit_rounded(LayerBuilder& l, const FieldRef& DG, const FieldRef& OVF) {
-    const OH& tm = TM_;
-    const Lin more = Lin::constant(1) - LASTW_[0];
+  void emit_rounded(LayerBuilder& l, const FieldRef& DG, const FieldRef& OVF) { emit_rounded(l, DG, OVF, TM_, LASTW_[0]); }
+  // The same for the value byte m chosen by tm[m] (0/1 each), nothing where `stop` is 1.
+  void emit_rounded(LayerBuilder& l, const FieldRef& DG, const FieldRef& OVF, const OH& tm, const Lin& stop) {
+    const Lin more = Lin::constant(1) - stop;
     for (std::uint32_t m = 0; m < 4; ++m) {
       for (unsigned v = 0; v < 16; ++v) {
-        const Lin off = tm[m] - OVF[0] - OVF[1] - LASTW_[0] - 1.0;
+        const Lin off = tm[m] - OVF[0] - OVF[1] - stop - 1.0;
         l.unit_out(l.relu_unit(DG[16 * (4 + 2 * m) + v] + off), NPL.dim(v), 1.0);
         l.unit_out(l.relu_unit(DG[16 * (5 + 2 * m) + v] + off), NPH.dim(v), 1.0);
       }
@@ -4941,7 +4928,7 @@ class Compiler {
     B.probe(10, Sublayer::Mlp, {"vmat_split2"});
     B.probe(11, Sublayer::Mlp, {"vmat_digit_sums"});
     B.probe(15, Sublayer::Mlp, {"vmat_y_digits"});
-    B.probe(16, Sublayer::Mlp, {"vmat_overflow", "vmat_byte_nibbles"});
+    B.probe(16, Sublayer::Mlp, {"vmat_overflow"});
     B.bound("embed", -1, 255);
     B.bound("logits", -1, 4);
     for (int l = 0; l < static_cast<int>(kNumLayers); ++l) {
