@@ -4911,7 +4911,7 @@ class Compiler {
     B.probe(7, Sublayer::Memory, {"bn_c", "bn_acc"});
     B.probe(13, Sublayer::Mlp, {"add_a", "add_b", "add_result"});
     B.probe(14, Sublayer::Memory, {"next_pc"});
-    B.probe(17, Sublayer::Mlp, {"next_kind", "next_payload_lo", "next_payload_hi"});
+    B.probe(18, Sublayer::Mlp, {"next_kind", "next_payload_lo", "next_payload_hi"});  // final: layer 19 only reads them
     B.probe(19, Sublayer::Mlp, {"next_kind", "next_payload", "next_kind_payload_hi"});
     B.probe(6, Sublayer::Mlp, {"vred_span", "vred_value_steps", "vred_at_last_group"});
     B.probe(7, Sublayer::Memory, {"vred_nibble_counts"});
