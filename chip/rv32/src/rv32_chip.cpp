@@ -2898,6 +2898,14 @@ class Compiler {
     return l;
   }
 
+  // Bit b (0..7) of the consumed token's payload, linear in its nibble one-hots (PN).
+  Lin payload_bit(std::uint32_t b) const {
+    Lin bit;
+    for (std::uint32_t v = 0; v < 16; ++v)
+      if ((v >> (b & 3)) & 1) bit += PN[(b < 4 ? 0 : 16) + v];
+    return bit;
+  }
+
   // VMAT's slots (layers 0, 1; vmat()): the payload of the last VMC_j (MCS_) and of the last VMH
   // (HSN_, emptied by PCL: r >> 8 = 0), read on VMAT's steps; the bytes of VY0..VY2 (VYB_) and
   // the VY3 / VYN3 payload (VY3N_), read where VY3 or VYN3 is consumed; the running maximum of
@@ -3109,10 +3117,7 @@ class Compiler {
         H.k[b] = WBLK[b];
       }
       for (std::uint32_t r = 0; r < 8; ++r) {
-        Lin bit;  // bit r of the consumed payload
-        for (std::uint32_t v = 0; v < 16; ++v)
-          if ((v >> (r & 3)) & 1) bit += PN[(r < 4 ? 0 : 16) + v];
-        H.v[r] = bit;
+        H.v[r] = payload_bit(r);
         H.out.emplace_back(r, AB.dim(8 * i + r), 1.0);
       }
       H.beta = WLANE[i];
@@ -3350,10 +3355,7 @@ class Compiler {
         H.k[r] = rowk(r);
       }
       for (std::uint32_t b = 0; b < 8; ++b) {
-        Lin bit;  // bit b of the consumed payload
-        for (std::uint32_t v = 0; v < 16; ++v)
-          if ((v >> (b & 3)) & 1) bit += PN[(b < 4 ? 0 : 16) + v];
-        H.v[b] = bit;
+        H.v[b] = payload_bit(b);
         H.out.emplace_back(b, BITS.dim(8 * j + b), 1.0);
       }
       H.beta = WLK[j];
