@@ -1,8 +1,13 @@
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
+#include <xxhash.h>
+
 #include "lockstep/chip/backend.hpp"
+#include "lockstep/chip/error.hpp"
 
 namespace lockstep::chip {
 
@@ -57,6 +62,124 @@ DecisionCoverage ChipBackend::decision_coverage() const {
 }
 
 void ChipBackend::clear_decision_coverage() {}
+
+const ProbeMap::Field* ProbeMap::find(const std::string& name) const {
+  for (const Field& f : fields)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+ProbeMap probe_map_of(const Chip& chip) {
+  const std::uint32_t D = chip.config.d_model;
+  // Residual dimension -> field index (named fields, then the unnamed runs the unembedding reads).
+  ProbeMap pm;
+  std::vector<std::int64_t> owner(D, -1);
+  for (const Field& f : chip.config.fields) {
+    for (std::uint32_t d = f.offset; d < f.offset + f.width && d < D; ++d) owner[d] = static_cast<std::int64_t>(pm.fields.size());
+    pm.fields.push_back({f.name, f.width, {}});
+  }
+  std::vector<bool> read(D, false);
+  for (std::uint32_t d = 0; d < chip.unembed.w.cols && d < D; ++d) read[d] = chip.unembed.w.col_ptr[d + 1] != chip.unembed.w.col_ptr[d];
+  for (std::uint32_t d = 0; d < D;) {
+    if (owner[d] >= 0 || !read[d]) {
+      ++d;
+      continue;
+    }
+    std::uint32_t e = d;
+    while (e < D && owner[e] < 0 && read[e]) owner[e++] = static_cast<std::int64_t>(pm.fields.size());
+    pm.fields.push_back({"dims[" + std::to_string(d) + ".." + std::to_string(e) + ")", e - d, {}});
+    d = e;
+  }
+  auto mark = [&](const LinearMap& m, SublayerRef at) {
+    auto touch = [&](std::uint32_t r) {
+      if (r >= D || owner[r] < 0) return;
+      auto& w = pm.fields[static_cast<std::size_t>(owner[r])].writers;
+      if (w.empty() || !(w.back() == at)) w.push_back(at);
+    };
+    for (std::uint32_t r : m.w.row_idx) touch(r);
+    for (std::uint32_t r = 0; r < m.bias.size(); ++r)
+      if (m.bias[r] != 0.0f) touch(r);
+  };
+  for (int l = 0; l < static_cast<int>(chip.layers.size()); ++l) {
+    const Layer& L = chip.layers[static_cast<std::size_t>(l)];
+    for (const Head& h : L.heads) mark(h.o, {l, Sublayer::Memory});
+    if (L.mlp.kind != MlpKind::None) mark(L.mlp.w2, {l, Sublayer::Mlp});
+  }
+  pm.points = chip.config.probes;
+  std::vector<bool> listed(pm.fields.size(), false);
+  for (std::uint32_t d = 0; d < D; ++d) {
+    if (!read[d] || owner[d] < 0 || listed[static_cast<std::size_t>(owner[d])]) continue;
+    listed[static_cast<std::size_t>(owner[d])] = true;
+    pm.unembed_reads.push_back(pm.fields[static_cast<std::size_t>(owner[d])].name);
+  }
+  return pm;
+}
+
+std::uint32_t ChipBackend::vocab_size() const { return chip().config.vocab_size; }
+
+std::string ChipBackend::identity() const {
+  const std::string cfg = config_json(chip());
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits(cfg.data(), cfg.size())));
+  return hex;
+}
+
+ProbeMap ChipBackend::probe_map() const { return probe_map_of(chip()); }
+
+namespace {
+// Offsets of each entry's tokens in the concatenated inputs/outputs; checks the spans.
+std::vector<std::size_t> entry_offsets(std::span<const StreamId> streams, std::span<const std::uint32_t> counts,
+                                       std::size_t out_size, const char* what) {
+  if (streams.size() != counts.size()) throw UsageError(std::string(what) + ": streams and counts differ in length");
+  std::vector<std::size_t> off(streams.size() + 1, 0);
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    if (counts[i] == 0) throw UsageError(std::string(what) + ": a count of 0");
+    off[i + 1] = off[i] + counts[i];
+  }
+  if (off.back() != out_size) throw UsageError(std::string(what) + ": output size is not the sum of the counts");
+  return off;
+}
+
+// Steps entry i of (streams, counts) counts[i] times, one step_batch per round over the entries
+// that still have steps; the input of entry i's step k is input(i, k), which may read out.
+template <typename Input>
+void step_rounds(ChipBackend& be, std::span<const StreamId> streams, std::span<const std::uint32_t> counts,
+                 const std::vector<std::size_t>& off, std::span<Token> out, Input input) {
+  const std::uint32_t rounds = counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end());
+  std::vector<StreamId> ids;
+  std::vector<Token> in, o;
+  std::vector<std::size_t> at;
+  for (std::uint32_t k = 0; k < rounds; ++k) {
+    ids.clear();
+    in.clear();
+    at.clear();
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+      if (k >= counts[i]) continue;
+      ids.push_back(streams[i]);
+      in.push_back(input(i, k));
+      at.push_back(off[i] + k);
+    }
+    o.assign(ids.size(), 0);
+    be.step_batch(ids, in, o);
+    for (std::size_t j = 0; j < ids.size(); ++j) out[at[j]] = o[j];
+  }
+}
+}  // namespace
+
+void ChipBackend::teacher_forced_batch(std::span<const StreamId> streams, std::span<const std::uint32_t> counts,
+                                       std::span<const Token> inputs, std::span<Token> out) {
+  const auto off = entry_offsets(streams, counts, out.size(), "teacher_forced_batch");
+  if (inputs.size() != out.size()) throw UsageError("teacher_forced_batch: inputs and outputs differ in size");
+  step_rounds(*this, streams, counts, off, out, [&](std::size_t i, std::uint32_t k) { return inputs[off[i] + k]; });
+}
+
+void ChipBackend::free_running_batch(std::span<const StreamId> streams, std::span<const std::uint32_t> counts,
+                                     std::span<const Token> first, std::span<Token> out) {
+  const auto off = entry_offsets(streams, counts, out.size(), "free_running_batch");
+  if (first.size() != streams.size()) throw UsageError("free_running_batch: one first token per stream");
+  step_rounds(*this, streams, counts, off, out,
+              [&](std::size_t i, std::uint32_t k) { return k == 0 ? first[i] : out[off[i] + k - 1]; });
+}
 
 Token ChipBackend::step(StreamId s, Token input) {
   Token out = 0;

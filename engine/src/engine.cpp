@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <limits>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -299,8 +301,9 @@ json RunResult::to_json() const {
 
 namespace {
 
-// LSENGCK2: trace-v2 (the reference state carries the last pc page, trace.md §4.0).
-constexpr char kCheckpointMagic[8] = {'L', 'S', 'E', 'N', 'G', 'C', 'K', '2'};
+// LSENGCK3: a lane also carries the reference's look-ahead (the instructions it executed past
+// the current one for a chunk of steps; LSENGCK2 had none).
+constexpr char kCheckpointMagic[8] = {'L', 'S', 'E', 'N', 'G', 'C', 'K', '3'};
 
 int byte_index_of(std::uint32_t kind) {
   using format::Kind;
@@ -339,12 +342,21 @@ std::string bits_text(std::uint32_t expected, std::uint32_t actual) {
   return os.str();
 }
 
+// An instruction the reference has executed but whose tokens no step has consumed yet (the
+// look-ahead of a chunk, Lane::ahead).
+struct Pending {
+  InstructionRecord record;      // first_step is set when it becomes the current instruction
+  std::string cls;               // instruction_class(word)
+  std::size_t console_before = 0;  // size of the reference's console before it executed
+};
+
 struct Lane {
   std::size_t index = 0;
   chip::StreamId sid = 0;
   ref::Machine ref;
   std::vector<std::uint32_t> queue;  // tokens of the current instruction
   std::size_t qpos = 0;
+  std::deque<Pending> ahead;         // executed after the current instruction, not yet consumed
   InstructionRecord current;
   std::string current_class = "other";
   std::deque<InstructionRecord> history;
@@ -362,35 +374,73 @@ struct Lane {
   std::uint64_t snapshot_step = 0;
 };
 
-// The next reference token of a lane (executing an instruction when the
-// current one has no tokens left); nullopt once the reference has ended.
+// Executes the reference's next instruction; nullopt once the reference has ended.
+std::optional<Pending> execute(Lane& L) {
+  if (!L.ref.active()) return std::nullopt;
+  Pending p;
+  const std::uint32_t pc = L.ref.pc();
+  std::uint32_t word = 0;
+  try {
+    word = L.ref.read_word(pc);
+  } catch (const std::out_of_range&) {
+    word = 0;  // the fetch faults: TRAP(3)
+  }
+  p.console_before = L.ref.console_out().size();
+  const auto toks = L.ref.step();
+  if (toks.empty()) return std::nullopt;
+  p.record.pc = pc;
+  p.record.word = word;
+  p.record.tokens.assign(toks.begin(), toks.end());
+  p.cls = std::string(instruction_class(word));
+  return p;
+}
+
+// The next reference token of a lane (moving to the next instruction, from the look-ahead or
+// executed now, when the current one has no tokens left); nullopt once the reference has ended.
 std::optional<std::uint32_t> next_ref(Lane& L, std::size_t history) {
   if (L.qpos == L.queue.size()) {
-    if (!L.ref.active()) return std::nullopt;
-    const std::uint32_t pc = L.ref.pc();
-    std::uint32_t word = 0;
-    try {
-      word = L.ref.read_word(pc);
-    } catch (const std::out_of_range&) {
-      word = 0;  // the fetch faults: TRAP(3)
+    std::optional<Pending> p;
+    if (!L.ahead.empty()) {
+      p = std::move(L.ahead.front());
+      L.ahead.pop_front();
+    } else {
+      p = execute(L);
     }
-    const auto toks = L.ref.step();
-    if (toks.empty()) return std::nullopt;
+    if (!p) return std::nullopt;
     if (!L.current.tokens.empty()) {
       L.history.push_back(std::move(L.current));
       while (L.history.size() + 1 > std::max<std::size_t>(history, 1)) L.history.pop_front();
     }
-    L.current = InstructionRecord{};
+    L.current = std::move(p->record);
     L.current.first_step = L.ref_steps + 1;
-    L.current.pc = pc;
-    L.current.word = word;
-    L.current.tokens.assign(toks.begin(), toks.end());
-    L.current_class = std::string(instruction_class(word));
+    L.current_class = std::move(p->cls);
     L.class_counter = nullptr;
-    L.queue.assign(toks.begin(), toks.end());
+    L.queue = L.current.tokens;
     L.qpos = 0;
   }
   return L.queue[L.qpos++];
+}
+
+// The reference's next n tokens into `out`, without consuming them (fewer once it ends): the
+// current instruction's rest, then the look-ahead, executing more instructions into it as needed.
+void peek_ref(Lane& L, std::size_t n, std::vector<std::uint32_t>& out) {
+  out.clear();
+  for (std::size_t i = L.qpos; i < L.queue.size() && out.size() < n; ++i) out.push_back(L.queue[i]);
+  for (const Pending& p : L.ahead)
+    for (std::size_t i = 0; i < p.record.tokens.size() && out.size() < n; ++i) out.push_back(p.record.tokens[i]);
+  while (out.size() < n) {
+    auto p = execute(L);
+    if (!p) break;
+    for (std::size_t i = 0; i < p->record.tokens.size() && out.size() < n; ++i) out.push_back(p->record.tokens[i]);
+    L.ahead.push_back(std::move(*p));
+  }
+}
+
+// What the reference wrote to fd 1 up to the lane's current instruction (the look-ahead's
+// output is not part of the compared run).
+std::string consumed_console(const Lane& L) {
+  const std::string& c = L.ref.console_out();
+  return L.ahead.empty() ? c : c.substr(0, L.ahead.front().console_before);
 }
 
 void write_record(detail::Writer& w, const InstructionRecord& r) {
@@ -425,6 +475,12 @@ std::vector<std::uint8_t> serialize_lane(const Lane& L, const chip::ChipBackend&
   w.u64(L.qpos);
   write_record(w, L.current);
   w.str(L.current_class);
+  w.u64(L.ahead.size());
+  for (const Pending& p : L.ahead) {
+    write_record(w, p.record);
+    w.str(p.cls);
+    w.u64(p.console_before);
+  }
   w.u64(L.history.size());
   for (const InstructionRecord& r : L.history) write_record(w, r);
   w.blob(L.ref_digest.save());
@@ -439,7 +495,7 @@ std::vector<std::uint8_t> serialize_lane(const Lane& L, const chip::ChipBackend&
   }
   w.str(L.divergence ? L.divergence->to_json().dump() : std::string());
   detail::write_machine_state(w, L.ref.save());
-  w.blob(be.save(L.sid));
+  w.blob(be.capabilities().save_restore ? be.save(L.sid) : std::vector<std::uint8_t>());
   return std::move(w.bytes());
 }
 
@@ -460,6 +516,16 @@ void restore_lane(Lane& L, chip::ChipBackend& be, std::span<const std::uint8_t> 
   if (L.qpos > L.queue.size()) throw std::runtime_error("checkpoint: bad token queue position");
   L.current = read_record(r);
   L.current_class = r.str();
+  L.ahead.clear();
+  const std::uint64_t na = r.u64();
+  if (na > (1u << 24)) throw std::runtime_error("checkpoint: bad look-ahead");
+  for (std::uint64_t i = 0; i < na; ++i) {
+    Pending p;
+    p.record = read_record(r);
+    p.cls = r.str();
+    p.console_before = r.u64();
+    L.ahead.push_back(std::move(p));
+  }
   L.history.clear();
   const std::uint64_t nh = r.u64();
   if (nh > 4096) throw std::runtime_error("checkpoint: bad history");
@@ -483,7 +549,9 @@ void restore_lane(Lane& L, chip::ChipBackend& be, std::span<const std::uint8_t> 
   L.divergence.reset();
   if (!div.empty()) L.divergence = divergence_from_json(json::parse(div));
   L.ref.restore(detail::read_machine_state(r));
-  be.restore(L.sid, r.blob());
+  const auto chip_state = r.blob();
+  if (!be.capabilities().save_restore) throw std::runtime_error("restore: the chip cannot restore a stream (no SAVE_RESTORE)");
+  be.restore(L.sid, chip_state);
   if (!r.done()) throw std::runtime_error("checkpoint: trailing bytes in a stream record");
 }
 
@@ -578,88 +646,57 @@ std::vector<float> expected_values(const FieldMeaning& m, std::uint32_t token, s
   return v;
 }
 
-// Which residual dimensions each sublayer writes (memory: the heads' o maps
-// and biases; MLP: w2 and its bias), in execution order.  A convention field
-// is compared only where it has its meaning: a next-token field only at a
-// probe point after which no sublayer writes into it (its final value), an
-// input-token field only where no sublayer has written into it yet.
-struct Writers {
-  struct Sub {
-    std::pair<int, int> pos;  // (layer, 1 memory | 2 mlp)
-    std::vector<bool> dims;
-  };
-  std::vector<Sub> subs;
+// A probe point's place in execution order: (-1, 0) after the embedding, (l, 1) after layer l's
+// memory block, (l, 2) after its MLP.
+std::pair<int, int> position(int layer, chip::Sublayer after) {
+  if (after == chip::Sublayer::Embed) return {-1, 0};
+  return {layer, after == chip::Sublayer::Memory ? 1 : 2};
+}
+std::pair<int, int> position(const chip::SublayerRef& w) { return position(w.layer, w.sublayer); }
 
-  explicit Writers(const chip::Chip& chip) {
-    const std::uint32_t D = chip.config.d_model;
-    auto mark = [&](std::vector<bool>& d, const chip::LinearMap& m) {
-      for (std::uint32_t r : m.w.row_idx)
-        if (r < D) d[r] = true;
-      for (std::uint32_t r = 0; r < m.bias.size() && r < D; ++r)
-        if (m.bias[r] != 0.0f) d[r] = true;
-    };
-    for (int l = 0; l < static_cast<int>(chip.layers.size()); ++l) {
-      const chip::Layer& L = chip.layers[static_cast<std::size_t>(l)];
-      Sub mem{{l, 1}, std::vector<bool>(D, false)};
-      for (const chip::Head& h : L.heads) mark(mem.dims, h.o);
-      subs.push_back(std::move(mem));
-      Sub mlp{{l, 2}, std::vector<bool>(D, false)};
-      if (L.mlp.kind != chip::MlpKind::None) mark(mlp.dims, L.mlp.w2);
-      subs.push_back(std::move(mlp));
-    }
-  }
-  static bool touches(const Sub& s, const chip::Field& f) {
-    for (std::uint32_t d = f.offset; d < f.offset + f.width && d < s.dims.size(); ++d)
-      if (s.dims[d]) return true;
-    return false;
-  }
-  static std::string name(const Sub& s) {
-    return "layer " + std::to_string(s.pos.first) + (s.pos.second == 1 ? " (memory)" : " (mlp)");
-  }
-  /// The first sublayer after `pos` writing into f, or nullptr.
-  const Sub* after(std::pair<int, int> pos, const chip::Field& f) const {
-    for (const Sub& s : subs)
-      if (s.pos > pos && touches(s, f)) return &s;
-    return nullptr;
-  }
-  /// The first sublayer at or before `pos` writing into f, or nullptr.
-  const Sub* before(std::pair<int, int> pos, const chip::Field& f) const {
-    for (const Sub& s : subs)
-      if (s.pos <= pos && touches(s, f)) return &s;
-    return nullptr;
-  }
-  /// The last sublayer writing dimension d, or nullptr.
-  const Sub* last_writer(std::uint32_t d) const {
-    for (auto it = subs.rbegin(); it != subs.rend(); ++it)
-      if (d < it->dims.size() && it->dims[d]) return &*it;
-    return nullptr;
-  }
-};
+std::string sublayer_name(const chip::SublayerRef& w) {
+  return "layer " + std::to_string(w.layer) + (w.sublayer == chip::Sublayer::Memory ? " (memory)" : " (mlp)");
+}
+
+// A convention field is compared only where it has its meaning (the probe map says which
+// sublayers write into each field): a next-token field only at a probe point after which no
+// sublayer writes into it (its final value), an input-token field only where no sublayer has
+// written into it yet.
+const chip::SublayerRef* first_writer_after(const chip::ProbeMap::Field& f, std::pair<int, int> at) {
+  for (const chip::SublayerRef& w : f.writers)
+    if (position(w) > at) return &w;
+  return nullptr;
+}
+const chip::SublayerRef* first_writer_at_or_before(const chip::ProbeMap::Field& f, std::pair<int, int> at) {
+  for (const chip::SublayerRef& w : f.writers)
+    if (position(w) <= at) return &w;
+  return nullptr;
+}
 
 Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint32_t input,
                       std::uint32_t expected_next) {
   Attribution a;
-  const chip::Chip* chip = nullptr;
+  if (!be.capabilities().probes) {
+    a.text = "no attribution: the chip has no probes (" + be.name() + " backend without the PROBES capability)";
+    return a;
+  }
+  chip::ProbeMap pm;
   try {
-    chip = &be.chip();
+    pm = be.probe_map();
   } catch (const std::exception& e) {
-    a.text = std::string("no attribution: the backend has no chip (") + e.what() + ")";
+    a.text = std::string("no attribution: no probe map (") + e.what() + ")";
     return a;
   }
   std::vector<const chip::ProbePoint*> points;
-  for (const chip::ProbePoint& p : chip->config.probes) points.push_back(&p);
-  auto key = [](const chip::ProbePoint* p) {
-    const int sub = p->after == chip::Sublayer::Embed ? 0 : p->after == chip::Sublayer::Memory ? 1 : 2;
-    return std::pair<int, int>(p->after == chip::Sublayer::Embed ? -1 : p->layer, sub);
-  };
+  for (const chip::ProbePoint& p : pm.points) points.push_back(&p);
+  auto key = [](const chip::ProbePoint* p) { return position(p->layer, p->after); };
   std::stable_sort(points.begin(), points.end(), [&](auto* x, auto* y) { return key(x) < key(y); });
-  const Writers writers(*chip);
-  std::vector<bool> final_next(chip->config.d_model, false);  // dims shown by a compared next-token field
+  std::set<std::string> final_next;  // fields shown by a compared next-token field
   bool any_next = false;
   int last_layer = -1;
   for (const chip::ProbePoint* p : points) {
     for (const std::string& name : p->fields) {
-      const chip::Field* f = chip->find_field(name);
+      const chip::ProbeMap::Field* f = pm.find(name);
       if (!f) continue;
       const auto m = field_meaning(name, f->width);
       if (!m) continue;
@@ -670,14 +707,14 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
       c.meaning = describe(*m);
       const std::pair<int, int> at = key(p);
       if (m->next) {
-        if (const Writers::Sub* w = writers.after(at, *f)) {
-          c.skipped = "not compared: not final here, " + Writers::name(*w) + " writes into it later";
+        if (const chip::SublayerRef* w = first_writer_after(*f, at)) {
+          c.skipped = "not compared: not final here, " + sublayer_name(*w) + " writes into it later";
           a.checks.push_back(c);
           continue;
         }
       } else if (at.first >= 0) {
-        if (const Writers::Sub* w = writers.before(at, *f)) {
-          c.skipped = "not compared: " + Writers::name(*w) + " writes into it before this point";
+        if (const chip::SublayerRef* w = first_writer_at_or_before(*f, at)) {
+          c.skipped = "not compared: " + sublayer_name(*w) + " writes into it before this point";
           a.checks.push_back(c);
           continue;
         }
@@ -702,8 +739,7 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
         c.actual.clear();
       }
       any_next = any_next || m->next;
-      if (m->next)
-        for (std::uint32_t d = f->offset; d < f->offset + f->width && d < final_next.size(); ++d) final_next[d] = true;
+      if (m->next) final_next.insert(name);
       last_layer = std::max(last_layer, c.layer);
       a.checks.push_back(c);
       if (!c.agrees) {
@@ -737,21 +773,20 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
     return a;
   }
   // Every compared field agrees.  The unembedding is to blame only if every
-  // dimension it reads is shown, final, by a compared next-token field;
+  // field it reads is shown, final, by a compared next-token field;
   // otherwise the wrong token may come from the last sublayer writing such a
-  // dimension (no probe point shows it) or the unembedding.
-  for (std::uint32_t d = 0; d < chip->unembed.w.cols && d < final_next.size(); ++d) {
-    if (final_next[d] || chip->unembed.w.col_ptr[d + 1] == chip->unembed.w.col_ptr[d]) continue;
-    const Writers::Sub* w = writers.last_writer(d);
-    if (!w) continue;  // never written: the embedding's value, the same every step
-    const chip::Field* f = chip->field_at(d);
+  // field (no probe point shows it) or the unembedding.
+  for (const std::string& name : pm.unembed_reads) {
+    if (final_next.count(name)) continue;
+    const chip::ProbeMap::Field* f = pm.find(name);
+    if (!f || f->writers.empty()) continue;  // never written: the embedding's value, the same every step
+    const chip::SublayerRef& w = f->writers.back();
     a.status = "unprobed";
-    a.layer = w->pos.first;
-    a.sublayer = w->pos.second == 1 ? "memory" : "mlp";
-    a.field = f ? f->name : "";
-    a.text = "every compared field agrees, but the unembedding reads " +
-             (f ? "field " + f->name : "dimension " + std::to_string(d)) +
-             ", which no probe point shows in its final form (last written by " + Writers::name(*w) +
+    a.layer = w.layer;
+    a.sublayer = w.sublayer == chip::Sublayer::Memory ? "memory" : "mlp";
+    a.field = name;
+    a.text = "every compared field agrees, but the unembedding reads field " + name +
+             ", which no probe point shows in its final form (last written by " + sublayer_name(w) +
              "): the wrong token comes from the sublayers writing it or the unembedding";
     return a;
   }
@@ -787,10 +822,15 @@ struct Engine::Impl {
     for (const Guest& g2 : guests) images.push_back(to_chip_image(g2.image));
     json gd = json::array();
     for (const Guest& g2 : guests) gd.push_back(image_digest(g2.image));
+    const chip::Capabilities caps = be.capabilities();
+    if (opt.hash_every && !caps.hash)
+      throw std::invalid_argument("--hash-every: the " + be.name() + " backend has no state hash (HASH capability)");
+    if ((opt.checkpoint_every || opt.compare == Compare::kEnd) && !caps.save_restore)
+      throw std::invalid_argument(std::string(opt.compare == Compare::kEnd ? "--compare end" : "--checkpoint-every") +
+                                  ": the " + be.name() + " backend cannot save and restore streams (SAVE_RESTORE capability)");
     std::string chip_hash = "unknown";
     try {
-      const std::string cfg = chip::config_json(be.chip());
-      chip_hash = hex64(XXH3_64bits(cfg.data(), cfg.size()));
+      chip_hash = be.identity();
     } catch (const std::exception&) {
     }
     fingerprint = {{"guests", gd},
@@ -899,16 +939,37 @@ struct Engine::Impl {
 
   // ---------------------------------------------------------- stepping
 
+  // Steps per chip call: Options::chunk, else the backend's preference.
+  std::uint32_t max_chunk() const {
+    return std::max<std::uint32_t>(1, opt.chunk ? opt.chunk : be.preferred_chunk());
+  }
+
   // Steps `set` until every lane is done (or a stop request).  `compare`:
   // whether tokens are compared per step; `main`: the main run (progress,
   // output, hash records and disk checkpoints) rather than a replay.
+  //
+  // Each round takes the reference's next n tokens of every active lane (peek_ref), asks the
+  // chip for n steps of each (one teacher_forced_batch / free_running_batch call per mode), then
+  // consumes and compares them step by step. n ends at every step where something happens
+  // (a snapshot, a hash record, a checkpoint, the step limit, the end of the teacher-forced
+  // prefix), so those happen exactly where a round of one step would put them; active lanes
+  // always share their step count, so they share these boundaries. A lane that diverges inside
+  // a round stops there (its chip stream ran ahead; the replay restores it from a snapshot).
+  // n adapts to the chip's speed: it grows while a round takes under 0.1 s, up to max_chunk().
   void advance(const std::vector<Lane*>& set, Compare compare, bool main) {
+    struct Active {
+      Lane* lane;
+      bool forced;
+      std::vector<std::uint32_t> expected;
+    };
+    std::vector<Active> act;
     std::vector<chip::StreamId> ids;
+    std::vector<std::uint32_t> counts;
     std::vector<Token> in, out;
-    std::vector<Lane*> act;
-    std::vector<std::uint32_t> exp;
     auto last_tick = Clock::now();
     std::uint64_t last_steps = total_steps();
+    const std::uint32_t limit = max_chunk();
+    std::uint32_t chunk = std::min<std::uint32_t>(limit, 64);
     for (;;) {
       if (main && opt.stop && opt.stop->load(std::memory_order_relaxed)) {
         interrupted = true;
@@ -917,57 +978,113 @@ struct Engine::Impl {
           if (!L->done) L->end = "interrupted";
         return;
       }
-      ids.clear();
-      in.clear();
       act.clear();
-      exp.clear();
       for (Lane* L : set) {
         if (L->done) continue;
         if (opt.max_steps && L->steps >= opt.max_steps) {
           finish(*L, "step_limit");
           continue;
         }
-        const auto e = next_ref(*L, opt.history);
-        if (!e) {
+        std::uint64_t n = chunk;
+        const std::uint64_t s = L->steps;
+        if (opt.max_steps) n = std::min(n, opt.max_steps - s);
+        if (opt.snapshot_every && be.capabilities().save_restore) n = std::min(n, opt.snapshot_every - s % opt.snapshot_every);
+        if (main && opt.hash_every) n = std::min(n, opt.hash_every - s % opt.hash_every);
+        if (main && opt.checkpoint_every && !opt.checkpoint_dir.empty())
+          n = std::min(n, opt.checkpoint_every - round % opt.checkpoint_every);
+        if (opt.mode == Mode::kFree && s < opt.teacher_forced_steps) n = std::min(n, opt.teacher_forced_steps - s);
+        Active a{L, forced_at(s + 1), {}};
+        peek_ref(*L, static_cast<std::size_t>(n), a.expected);
+        if (a.expected.empty()) {
           finish(*L, ref_end(L->ref));
           continue;
         }
-        ++L->ref_steps;
-        act.push_back(L);
-        ids.push_back(L->sid);
-        exp.push_back(*e);
-        in.push_back(forced_at(L->steps + 1) ? L->last_ref : L->last_chip);
+        act.push_back(std::move(a));
       }
       if (act.empty()) return;
-      out.assign(act.size(), 0);
-      be.step_batch(ids, in, out);
-      if (main) ++round;
+      const auto t_round = Clock::now();
+      // One call per mode; outputs land in each lane's slice of `out`.
+      std::vector<std::size_t> at(act.size());
+      std::size_t total = 0;
       for (std::size_t i = 0; i < act.size(); ++i) {
-        Lane& L = *act[i];
-        const std::uint32_t e = exp[i], a = out[i];
-        ++L.steps;
-        L.ref_digest.update(e);
-        L.chip_digest.update(a);
-        if (!L.class_counter) L.class_counter = &L.class_steps[L.current_class];
-        ++*L.class_counter;
-        if (compare == Compare::kEveryStep && e != a) {
-          diverge(L, in[i], e, a);
-          continue;
+        at[i] = total;
+        total += act[i].expected.size();
+      }
+      out.assign(total, 0);
+      std::vector<Token> lane_out;
+      for (const bool forced : {true, false}) {
+        ids.clear();
+        counts.clear();
+        in.clear();
+        std::vector<std::size_t> which;
+        for (std::size_t i = 0; i < act.size(); ++i) {
+          if (act[i].forced != forced) continue;
+          const Lane& L = *act[i].lane;
+          which.push_back(i);
+          ids.push_back(L.sid);
+          counts.push_back(static_cast<std::uint32_t>(act[i].expected.size()));
+          if (forced) {
+            in.push_back(L.last_ref);
+            in.insert(in.end(), act[i].expected.begin(), act[i].expected.end() - 1);
+          } else {
+            in.push_back(L.last_chip);
+          }
         }
-        if (main && opt.on_output && (compare == Compare::kEveryStep) && format::kind_of(a) &&
-            format::kind_of(a)->kind == static_cast<std::uint32_t>(format::Kind::OUT)) {
-          opt.on_output(L.index, static_cast<char>(format::payload_of(a)));
+        if (ids.empty()) continue;
+        std::size_t n = 0;
+        for (std::uint32_t c : counts) n += c;
+        lane_out.assign(n, 0);
+        if (forced) be.teacher_forced_batch(ids, counts, in, lane_out);
+        else be.free_running_batch(ids, counts, in, lane_out);
+        std::size_t off = 0;
+        for (std::size_t k = 0; k < which.size(); ++k) {
+          std::copy(lane_out.begin() + static_cast<std::ptrdiff_t>(off),
+                    lane_out.begin() + static_cast<std::ptrdiff_t>(off + counts[k]),
+                    out.begin() + static_cast<std::ptrdiff_t>(at[which[k]]));
+          off += counts[k];
         }
-        L.last_ref = e;
-        L.last_chip = a;
-        if (opt.snapshot_every && L.steps % opt.snapshot_every == 0) take_snapshot(L);
+      }
+      std::uint64_t round_steps = 0;
+      for (std::size_t i = 0; i < act.size(); ++i) {
+        Lane& L = *act[i].lane;
+        const std::vector<std::uint32_t>& ex = act[i].expected;
+        round_steps = std::max<std::uint64_t>(round_steps, ex.size());
+        for (std::size_t j = 0; j < ex.size(); ++j) {
+          const auto e = next_ref(L, opt.history);
+          if (!e || *e != ex[j]) throw std::logic_error("engine: the reference's look-ahead and its tokens differ");
+          ++L.ref_steps;
+          const std::uint32_t a = out[at[i] + j];
+          ++L.steps;
+          L.ref_digest.update(*e);
+          L.chip_digest.update(a);
+          if (!L.class_counter) L.class_counter = &L.class_steps[L.current_class];
+          ++*L.class_counter;
+          if (compare == Compare::kEveryStep && *e != a) {
+            const std::uint32_t input = j == 0 ? (act[i].forced ? L.last_ref : L.last_chip)
+                                               : (act[i].forced ? ex[j - 1] : out[at[i] + j - 1]);
+            diverge(L, input, *e, a);
+            break;
+          }
+          if (main && opt.on_output && (compare == Compare::kEveryStep) && format::kind_of(a) &&
+              format::kind_of(a)->kind == static_cast<std::uint32_t>(format::Kind::OUT)) {
+            opt.on_output(L.index, static_cast<char>(format::payload_of(a)));
+          }
+          L.last_ref = *e;
+          L.last_chip = a;
+        }
+        if (L.done) continue;
+        if (opt.snapshot_every && L.steps % opt.snapshot_every == 0 && be.capabilities().save_restore) take_snapshot(L);
         if (main && opt.hash_every && L.steps % opt.hash_every == 0) {
           L.hashes.push_back({L.steps, be.hash(L.sid), ref_state_hash(L.ref)});
         }
       }
+      if (main) round += round_steps;
       if (main && opt.checkpoint_every && !opt.checkpoint_dir.empty() && round % opt.checkpoint_every == 0) {
         write_checkpoint();
       }
+      const double dt_round = std::chrono::duration<double>(Clock::now() - t_round).count();
+      if (dt_round < 0.1 && chunk < limit) chunk = std::min(limit, chunk * 2);
+      else if (dt_round > 0.5 && chunk > 1) chunk /= 2;
       if (main) {
         const auto now = Clock::now();
         const double dt = std::chrono::duration<double>(now - last_tick).count();
@@ -1019,6 +1136,40 @@ struct Engine::Impl {
     finish(L, "diverged");
   }
 
+  // Up to n teacher-forced steps of the replay lane T, in chip calls of at most max_chunk()
+  // steps; stops before an input the chip's vocabulary cannot express (>= vocab) or after a step
+  // for which visit(expected, actual) returns false. T.steps counts the step when visit runs.
+  template <typename Visit>
+  void forced_replay(Lane& T, std::uint64_t n, std::uint32_t vocab, Visit visit) {
+    std::vector<std::uint32_t> ex;
+    std::vector<Token> in, out;
+    const chip::StreamId sid = T.sid;
+    std::uint64_t made = 0;
+    while (made < n) {
+      peek_ref(T, static_cast<std::size_t>(std::min<std::uint64_t>(n - made, max_chunk())), ex);
+      in.clear();
+      for (std::size_t k = 0; k < ex.size(); ++k) {
+        const std::uint32_t input = k == 0 ? T.last_ref : ex[k - 1];
+        if (input >= vocab) break;
+        in.push_back(input);
+      }
+      if (in.empty()) return;
+      const auto count = static_cast<std::uint32_t>(in.size());
+      out.assign(in.size(), 0);
+      be.teacher_forced_batch(std::span<const chip::StreamId>(&sid, 1), std::span<const std::uint32_t>(&count, 1), in, out);
+      for (std::size_t j = 0; j < in.size(); ++j) {
+        const auto e = next_ref(T, 1);
+        ++T.ref_steps;
+        ++T.steps;
+        ++made;
+        const bool go = visit(*e, out[j]);
+        T.last_ref = *e;
+        if (!go) return;
+      }
+      if (in.size() < ex.size()) return;
+    }
+  }
+
   // Teacher-forced replay from the lane's last snapshot through the divergent
   // step (with probe recording on for that step) and a window after it.
   void replay(Lane& L, Divergence& d, std::uint32_t original_input) {
@@ -1036,24 +1187,21 @@ struct Engine::Impl {
     d.replay_from = T.steps;
     bool reproduced = false;
     std::uint32_t replay_actual = 0;
-    for (;;) {
-      if (T.steps + 1 == d.step) break;
-      const auto e = next_ref(T, 1);
-      if (!e) break;
-      ++T.ref_steps;
-      const std::uint32_t a = be.step(T.sid, T.last_ref);
-      ++T.steps;
-      if (a != *e) {
+    bool earlier = false;
+    if (d.step > T.steps + 1) {
+      forced_replay(T, d.step - 1 - T.steps, ~0u, [&](std::uint32_t e, std::uint32_t a) {
+        if (a == e) return true;
+        earlier = true;
         d.fault = FaultClass::kNotReproduced;
         d.fault_text = "the teacher-forced replay from step " + std::to_string(d.replay_from) +
                        " diverges earlier, at step " + std::to_string(T.steps) + " (" +
-                       format::token_name(*e) + " expected, " + format::token_name(a) +
+                       format::token_name(e) + " expected, " + format::token_name(a) +
                        "): the chip is not deterministic or its checkpoint restore is not exact";
         d.attribution.text = "no attribution: the replay did not reach the divergent step";
-        return;
-      }
-      T.last_ref = *e;
+        return false;
+      });
     }
+    if (earlier) return;
     const auto e = next_ref(T, 1);
     if (!e || *e != d.expected || T.steps + 1 != d.step) {
       d.fault = FaultClass::kNotReproduced;
@@ -1079,22 +1227,17 @@ struct Engine::Impl {
     // long as the chip's vocabulary can express them).
     std::uint32_t vocab = ~0u;
     try {
-      vocab = be.chip().config.vocab_size;
+      vocab = be.vocab_size();
     } catch (const std::exception&) {
     }
-    while (d.replay_window < opt.classify_window && T.last_ref < vocab) {
-      const auto e2 = next_ref(T, 1);
-      if (!e2) break;
-      ++T.ref_steps;
-      const std::uint32_t a = be.step(T.sid, T.last_ref);
-      ++T.steps;
+    forced_replay(T, opt.classify_window, vocab, [&](std::uint32_t e, std::uint32_t a) {
       ++d.replay_window;
-      if (a != *e2) {
+      if (a != e) {
         ++d.replay_mismatches;
         if (d.replay_mismatch_steps.size() < 16) d.replay_mismatch_steps.push_back(T.steps);
       }
-      T.last_ref = *e2;
-    }
+      return true;
+    });
     const std::string from = "teacher-forced replay from step " + std::to_string(d.replay_from);
     if (!reproduced) {
       d.fault = FaultClass::kNotReproduced;
@@ -1200,11 +1343,13 @@ struct Engine::Impl {
     r.ref_steps = L.ref_steps;
     r.mismatches = L.mismatches;
     r.end = L.end;
-    r.exit_status = L.ref.exit_status();
-    r.trap_code = L.ref.trap_code();
+    // A lane that stopped inside a chunk has a reference that ran ahead: what it did there is
+    // not part of the run.
+    r.exit_status = L.ahead.empty() ? L.ref.exit_status() : 0;
+    r.trap_code = L.ahead.empty() ? L.ref.trap_code() : 0;
     r.digest = L.ref_digest.hex();
     r.chip_digest = L.chip_digest.hex();
-    r.console = L.ref.console_out();
+    r.console = consumed_console(L);
     r.class_steps = L.class_steps;
     r.hashes = L.hashes;
     r.divergence = L.divergence;
@@ -1275,6 +1420,8 @@ RunResult Engine::run() {
 RunResult Engine::resume() {
   Impl& I = *impl_;
   if (I.opt.checkpoint_dir.empty()) throw std::runtime_error("resume: no checkpoint folder given");
+  if (!I.be.capabilities().save_restore)
+    throw std::runtime_error("resume: the " + I.be.name() + " backend cannot restore streams (SAVE_RESTORE capability)");
   const auto cps = list_checkpoints(I.opt.checkpoint_dir);
   if (cps.empty()) {
     throw std::runtime_error("resume: no checkpoint in " + I.opt.checkpoint_dir.string());
@@ -1299,7 +1446,7 @@ RunResult Engine::resume() {
       I.throughput.push_back({p.at(0).get<double>(), p.at(1).get<std::uint64_t>()});
     }
     I.resumed_from = I.round;
-    for (auto& L : I.lanes) I.take_snapshot(*L);
+    for (auto& L : I.lanes) I.take_snapshot(*L);  // resume needs SAVE_RESTORE: checked at construction
     return I.go();
   }
   throw std::runtime_error("resume: no readable checkpoint in " + I.opt.checkpoint_dir.string() +

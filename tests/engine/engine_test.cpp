@@ -26,6 +26,7 @@ namespace lockstep::engine {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 using testing::Fault;
 using testing::ScriptedBackend;
 
@@ -326,6 +327,88 @@ TEST(Engine, HashRecordsEveryNSteps) {
   EXPECT_EQ(r.streams[0].hashes[0].step, 50u);
   EXPECT_EQ(r.streams[0].hashes[1].chip, 100u * 0x9E3779B97F4A7C15ull);
   EXPECT_NE(r.streams[0].hashes[0].ref, r.streams[0].hashes[1].ref);
+}
+
+// A run's result without its timings (seconds, rates, throughput samples), for comparing runs.
+json without_timings(const RunResult& r) {
+  json j = r.to_json();
+  for (const char* k : {"seconds", "steps_per_second", "throughput"}) j.erase(k);
+  return j;
+}
+
+// The engine asks the chip for several steps per call (Options::chunk); what it finds must not
+// depend on how many: every scenario gives the same result, divergences and classifications
+// included, with one step per call and with chunks of 3, 64 and 4096 steps.
+TEST(Engine, ChunkedRunsGiveTheSameResultAsSingleSteps) {
+  std::vector<Guest> gs = {testing::make_loop_guest(10, "a"), testing::make_loop_guest(30, "b"),
+                           testing::make_loop_guest(20, "c")};
+  std::vector<std::vector<std::uint32_t>> traces;
+  for (const Guest& g : gs) traces.push_back(testing::reference_trace(g));
+  struct Scenario {
+    std::string name;
+    std::vector<Fault> faults;
+    Mode mode;
+    std::uint64_t teacher_forced = 0, max_steps = 0, hash_every = 0, snapshot_every = 65536;
+  };
+  const std::uint64_t late = traces[1].size() - 20;
+  const std::vector<Scenario> scenarios = {
+      {"exact forced", {}, Mode::kForced},
+      {"exact free, step limit", {}, Mode::kFree, 0, 301},
+      {"flip forced", {{Fault::Kind::kFlip, 77, 1, 1}}, Mode::kForced},
+      {"flip free, snapshots", {{Fault::Kind::kFlip, 150, 0x300, 0}}, Mode::kFree, 0, 0, 0, 64},
+      {"late flip, one stream", {{Fault::Kind::kFlip, late, 1, 1}}, Mode::kFree},
+      {"corrupt from, prefix", {{Fault::Kind::kCorruptFrom, 120, 0, 1}}, Mode::kFree, 100, 0, 0, 50},
+      {"flaky", {{Fault::Kind::kFlaky, 100, 1, 1}}, Mode::kForced},
+      {"hashes", {}, Mode::kFree, 33, 0, 25},
+  };
+  for (const Scenario& sc : scenarios) {
+    json first;
+    for (const std::uint32_t chunk : {1u, 3u, 64u, 4096u}) {
+      ScriptedBackend be(traces, sc.faults);
+      Options o;
+      o.mode = sc.mode;
+      o.teacher_forced_steps = sc.teacher_forced;
+      o.max_steps = sc.max_steps;
+      o.hash_every = sc.hash_every;
+      o.snapshot_every = sc.snapshot_every;
+      o.chunk = chunk;
+      const json r = without_timings(Engine(be, gs, o).run());
+      if (chunk == 1) {
+        first = r;
+        EXPECT_EQ(be.most_steps_per_call, 1u) << sc.name;
+      } else {
+        EXPECT_EQ(r, first) << sc.name << ", chunk " << chunk;
+        EXPECT_GT(be.most_steps_per_call, 1u) << sc.name << ", chunk " << chunk;
+      }
+    }
+  }
+}
+
+// A stream that diverges inside a chunk reports what the reference wrote up to the divergent
+// step, not what its look-ahead executed past it.
+TEST(Engine, ChunkedDivergenceKeepsTheReferenceConsoleAtTheDivergentStep) {
+  const Guest g = testing::make_loop_guest(40);
+  const auto trace = testing::reference_trace(g);
+  // A few steps before the write of "hi\n" (its first OUT token), inside the last chunk.
+  std::uint64_t out_step = 0;
+  for (std::uint64_t n = 1; n <= trace.size() && !out_step; ++n)
+    if (trace[n - 1] >> 8 == static_cast<std::uint32_t>(format::Kind::OUT)) out_step = n;
+  ASSERT_GT(out_step, 10u);
+  const std::uint64_t at = out_step - 8;
+  json first;
+  for (const std::uint32_t chunk : {1u, 4096u}) {
+    ScriptedBackend be({trace}, {{Fault::Kind::kFlip, at, 1, 1}});
+    Options o;
+    o.chunk = chunk;
+    const RunResult r = Engine(be, {g}, o).run();
+    ASSERT_TRUE(r.streams[0].divergence);
+    EXPECT_EQ(r.streams[0].divergence->step, at);
+    EXPECT_EQ(r.streams[0].end, "diverged");
+    EXPECT_EQ(r.streams[0].exit_status, 0u);
+    EXPECT_EQ(r.streams[0].console, "");  // "hi\n" is written at the end
+    if (chunk == 1) first = without_timings(r);
+    else EXPECT_EQ(without_timings(r), first);
+  }
 }
 
 RunResult uninterrupted(const Guest& g, const std::vector<std::uint32_t>& trace, Mode mode,

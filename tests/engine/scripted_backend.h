@@ -6,6 +6,7 @@
 // only in tests/engine/.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -80,6 +81,19 @@ class ScriptedBackend final : public chip::ChipBackend {
     for (std::size_t i = 0; i < ids.size(); ++i) out[i] = step_one(ids[i], in[i]);
   }
 
+  /// Counts the engine's multi-step calls (then steps as the default implementation does).
+  std::uint64_t multi_calls = 0, most_steps_per_call = 0;
+  void teacher_forced_batch(std::span<const chip::StreamId> ids, std::span<const std::uint32_t> counts,
+                            std::span<const chip::Token> in, std::span<chip::Token> out) override {
+    count_multi(counts);
+    ChipBackend::teacher_forced_batch(ids, counts, in, out);
+  }
+  void free_running_batch(std::span<const chip::StreamId> ids, std::span<const std::uint32_t> counts,
+                          std::span<const chip::Token> first, std::span<chip::Token> out) override {
+    count_multi(counts);
+    ChipBackend::free_running_batch(ids, counts, first, out);
+  }
+
   std::uint64_t hash(chip::StreamId s) const override {
     const Stream& st = streams_.at(s);
     return st.k * 0x9E3779B97F4A7C15ull ^ (st.corrupted ? 0xdeadbeefull : 0) ^ (st.desynced ? 0x1234ull : 0);
@@ -137,6 +151,11 @@ class ScriptedBackend final : public chip::ChipBackend {
   Stream& at(chip::StreamId s) {
     if (s >= streams_.size()) throw chip::UsageError("scripted: bad stream");
     return streams_[s];
+  }
+
+  void count_multi(std::span<const std::uint32_t> counts) {
+    ++multi_calls;
+    for (std::uint32_t c : counts) most_steps_per_call = std::max<std::uint64_t>(most_steps_per_call, c);
   }
 
   chip::Token step_one(chip::StreamId s, chip::Token input) {

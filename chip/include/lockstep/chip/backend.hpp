@@ -54,6 +54,51 @@ struct DecisionCoverage {
   void merge(const DecisionCoverage& other);
 };
 
+/// One sublayer of a chip in execution order: layer `layer`'s memory block or its MLP.
+struct SublayerRef {
+  int layer = -1;
+  Sublayer sublayer = Sublayer::Memory;  ///< Memory or Mlp (never Embed)
+  /// Execution order: by layer, the memory block before the MLP.
+  friend bool operator<(const SublayerRef& a, const SublayerRef& b) {
+    return a.layer != b.layer ? a.layer < b.layer : a.sublayer < b.sublayer;
+  }
+  friend bool operator==(const SublayerRef& a, const SublayerRef& b) = default;
+};
+
+/// What the harness needs to attribute a wrong token to a layer (docs/engine.md §3): the named
+/// residual fields, which sublayers write into each, the probe points and the fields the
+/// unembedding reads. A built-in executor derives it from the chip file (probe_map_of); a chip
+/// under test sends it (docs/spec/dut-protocol.md §3.7, PROBE_MAP).
+struct ProbeMap {
+  struct Field {
+    std::string name;
+    std::uint32_t width = 0;             ///< values
+    std::vector<SublayerRef> writers;    ///< sublayers writing into it, in execution order
+  };
+  std::vector<Field> fields;
+  std::vector<ProbePoint> points;        ///< each point's fields by name (names from `fields`)
+  std::vector<std::string> unembed_reads;  ///< fields the unembedding reads (residual order)
+
+  /// The field named `name`, or nullptr.
+  const Field* find(const std::string& name) const;
+};
+
+/// The probe map of a chip file (chip-format.md §3.1 `fields` and `probes`): a field's writers
+/// are the sublayers whose heads' `o` maps or MLP `w2` (weights or non-zero biases) touch one of
+/// its dimensions; `unembed_reads` are the fields holding a dimension the unembedding has a
+/// weight for. Dimensions outside every field are named "dims[a..b)" (a maximal unnamed run).
+ProbeMap probe_map_of(const Chip& chip);
+
+/// What a backend can do beyond stepping (docs/spec/dut-protocol.md §7). The built-in executors
+/// can do everything; a chip under test announces its capabilities in its handshake.
+struct Capabilities {
+  bool multi_step = false;    ///< teacher_forced_batch / free_running_batch are native calls
+  bool probes = true;         ///< probe_map(), set_probe_recording(), probe()
+  bool hash = true;           ///< hash()
+  bool save_restore = true;   ///< save(), restore(): snapshots, checkpoints, resume
+  bool audit = true;          ///< set_audit(), audit_violation()
+};
+
 /// Abstract executor. Streams are independent machines sharing one chip's weights.
 /// Methods throw UsageError for a bad stream id or token, FormatError for bad checkpoint bytes.
 class ChipBackend {
@@ -63,7 +108,21 @@ class ChipBackend {
   virtual std::string name() const = 0;
   /// Takes a validated chip; drops all streams.
   virtual void load(std::shared_ptr<const Chip> chip) = 0;
+  /// The chip file's chip. A chip under test has none: throws UsageError.
   virtual const Chip& chip() const = 0;
+
+  /// What the backend can do (default: everything but native multi-step calls).
+  virtual Capabilities capabilities() const { return {}; }
+  /// Token ids are 0 .. vocab_size() - 1 (default: the chip's vocab_size).
+  virtual std::uint32_t vocab_size() const;
+  /// A string that changes whenever the chip's behaviour may change; run fingerprints and
+  /// checkpoints record it (default: XXH3-64 of config_json(chip()), 16 hex digits).
+  virtual std::string identity() const;
+  /// The probe map (default: probe_map_of(chip())). Throws UsageError without probes.
+  virtual ProbeMap probe_map() const;
+  /// Steps per multi-step call the engine should use (its chunk); 1 for the in-process
+  /// executors, more for a backend whose calls cost a round trip.
+  virtual std::uint32_t preferred_chunk() const { return 1; }
 
   /// Sets the number of streams to n (new streams have zero state, step 0).
   virtual void set_num_streams(std::size_t n) = 0;
@@ -77,6 +136,18 @@ class ChipBackend {
   /// Streams must be distinct. Spans have equal lengths.
   virtual void step_batch(std::span<const StreamId> streams, std::span<const Token> inputs,
                           std::span<Token> out) = 0;
+
+  /// Several teacher-forced steps of several streams (docs/spec/dut-protocol.md §3.5): stream
+  /// streams[i] makes counts[i] steps fed its inputs in order; `inputs` and `out` hold the
+  /// entries' tokens one entry after the other (size sum of counts), out[j] the prediction after
+  /// inputs[j]. Streams distinct, counts >= 1. The default makes one step_batch per round over
+  /// the streams that still have steps: the same tokens and states as single steps.
+  virtual void teacher_forced_batch(std::span<const StreamId> streams, std::span<const std::uint32_t> counts,
+                                    std::span<const Token> inputs, std::span<Token> out);
+  /// Several free-running steps (dut-protocol.md §3.6): stream streams[i] consumes first[i], then
+  /// its own predictions, counts[i] steps; `out` as for teacher_forced_batch.
+  virtual void free_running_batch(std::span<const StreamId> streams, std::span<const std::uint32_t> counts,
+                                  std::span<const Token> first, std::span<Token> out);
 
   /// XXH3-64 of the stream's state floats (chip-format.md, "State hash").
   virtual std::uint64_t hash(StreamId s) const = 0;

@@ -236,6 +236,10 @@ struct Options {
   std::uint64_t snapshot_every = 65536;
   /// Steps replayed teacher-forced after a divergence to classify it.
   std::uint64_t classify_window = 4096;
+  /// Most steps per chip call (ChipBackend::teacher_forced_batch / free_running_batch); 0: the
+  /// backend's preferred_chunk(). The engine starts at 64 (or less) and doubles while a round
+  /// takes under 0.1 s. Results never depend on it: only how often the chip is called.
+  std::uint32_t chunk = 0;
   /// Instructions kept for Divergence::recent.
   std::size_t history = 8;
   /// Rounds expected in all, for the progress ETA (0: unknown).
@@ -255,7 +259,10 @@ struct Options {
 /// Runs guests through a backend.  One Engine, one run.
 class Engine {
  public:
-  /// The backend's streams are resized to guests.size().
+  /// The backend's streams are resized to guests.size(). Throws std::invalid_argument (one
+  /// line) when the options need a capability the backend lacks: hash_every needs a state hash;
+  /// checkpoint_every and Compare::kEnd need save/restore (ChipBackend::capabilities()). Without
+  /// save/restore no snapshots are taken: the replay after a divergence starts from the reset.
   Engine(chip::ChipBackend& backend, std::vector<Guest> guests, Options options);
   ~Engine();
   Engine(const Engine&) = delete;
