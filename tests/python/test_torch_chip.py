@@ -149,6 +149,47 @@ class TorchChipExact(unittest.TestCase):
 
 
 @unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed for this Python: torch_chip tests skipped")
+class TorchChipCorrupted(unittest.TestCase):
+    """A chip file with one weight changed diverges at the same step, with the same expected and
+    actual tokens, through torch_chip as through the CPU executor (issue 26's acceptance)."""
+
+    def test_same_divergence_as_the_cpu_executor(self):
+        if not os.path.exists(helpers.CHIP):
+            self.skipTest(f"{helpers.CHIP} is not built")
+        with tempfile.TemporaryDirectory() as d:
+            with open(helpers.CHIP, "rb") as f:
+                data = bytearray(f.read())
+            (n,) = struct.unpack_from("<Q", data)
+            header = json.loads(data[8:8 + n])
+            tensor, index = "layers.0.mlp.w2.values", 7  # diverges after about 120 steps of hello
+            at = 8 + n + header[tensor]["data_offsets"][0] + 4 * index
+            (value,) = struct.unpack_from("<f", data, at)
+            struct.pack_into("<f", data, at, value + 1)
+            bad = os.path.join(d, "corrupted.chip")
+            with open(bad, "wb") as f:
+                f.write(data)
+            report = os.path.join(d, "run")
+            r = subprocess.run([helpers.LOCKSTEP, "run", helpers.guest("hello"), "--chip", bad, "--mode", "forced",
+                                "--report", report], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.assertEqual(r.returncode, 1, "the CPU executor should diverge on the corrupted chip")
+            with open(os.path.join(report, "summary.json")) as f:
+                div = json.load(f)["run"]["streams"][0]["divergence"]
+            ref = helpers.reference_trace(helpers.guest("hello"), os.path.join(d, "hello.trace"), div["step"])
+            c = chip_client(bad)
+            try:
+                c.hello()
+                c.streams(1)
+                c.reset(0, load_elf(helpers.guest("hello")))
+                got = c.forced([(0, [0] + ref[:-1])])[0]
+                c.bye()
+            finally:
+                c.close()
+            first = next(((i + 1, e, a) for i, (e, a) in enumerate(zip(ref, got)) if e != a), None)
+            self.assertEqual(first, (div["step"], div["expected"], div["actual"]),
+                             f"{tensor}[{index}] {value} -> {value + 1}")
+
+
+@unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed for this Python: torch_chip tests skipped")
 class TorchChipBadInput(unittest.TestCase):
     def run_chip(self, path, *options, python_prefix=()):
         return subprocess.run([sys.executable, *python_prefix, helpers.TORCH_CHIP, path, *options],
