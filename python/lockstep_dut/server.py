@@ -26,7 +26,7 @@ lengths included). That gives the same tokens as single steps by construction an
 the harness one round trip per token; a GPU chip gains more from native ``forced``/``free``.
 
 Errors: raise ``BadArgument`` (code 2), ``Unsupported`` (3), ``ImageError`` (4), or any
-``DutError(code, message)``; any other exception becomes ERROR code 7 (internal error) with
+``DutError(message, code)``; any other exception becomes ERROR code 7 (internal error) with
 one line ``Type: message`` (set ``LOCKSTEP_DUT_TRACEBACK=1`` to get its traceback on stderr).
 """
 
@@ -45,7 +45,7 @@ from .protocol import Image, Malformed, ProbeMap
 
 
 class DutError(Exception):
-    """An error the chip answers with ``ERROR(code, message)`` (§3.10)."""
+    """An error the chip answers with ``ERROR(code, message)`` (§3.10); raise ``DutError(message, code)``."""
 
     code = P.E_INTERNAL
 
