@@ -704,11 +704,6 @@ class Executor:
         rows = self._rows(k, n)
         p = k - rows * n
         dev = self.device
-        # v and beta, dense over (batch position, value row) and (batch position, head)
-        vd = torch.zeros(n * Vt, device=dev)
-        vd[p[b:c] * Vt + rows[b:c] - 2 * Kt] = v[b:c]
-        bd = torch.zeros(n * H, device=dev)
-        bd[p[c:] * H + rows[c:] - 2 * Kt - Vt] = v[c:]
         stream_base = sid * L.state_size
 
         def columns(lo, hi, off):
@@ -716,22 +711,28 @@ class Executor:
             select, its (batch position, value row) index, and the entry's value."""
             g = rows[lo:hi] - off
             pp = p[lo:hi]
-            base = L.kbase.index_select(0, g)
-            pos, (r0, vrow0, val) = self._ranges(stream_base.index_select(0, pp) + base, L.klen.index_select(0, g),
-                                                 stream_base.index_select(0, pp) + base, pp * Vt + L.kvoff.index_select(0, g),
-                                                 v[lo:hi])
+            start = stream_base.index_select(0, pp) + L.kbase.index_select(0, g)
+            pos, (r0, vrow0, val) = self._ranges(start, L.klen.index_select(0, g), start,
+                                                 pp * Vt + L.kvoff.index_select(0, g), v[lo:hi])
             return pos, vrow0 + (pos - r0), val
 
-        # update first: S <- S + beta (v - S k) k^T, on the columns k selects
-        si, vi, kval = columns(0, a, 0)
-        Sk = torch.zeros(n * Vt, device=dev).index_add_(0, vi, S.index_select(0, si) * kval)
-        delta = (vd - Sk) * bd.view(n, H).index_select(1, L.vhead).reshape(-1)
-        S.index_add_(0, si, delta.index_select(0, vi) * kval)
+        if a:  # update first: S <- S + beta (v - S k) k^T, on the columns k selects
+            # v and beta, dense over (batch position, value row) and (batch position, head)
+            vd = torch.zeros(n * Vt, device=dev)
+            vd[p[b:c] * Vt + rows[b:c] - 2 * Kt] = v[b:c]
+            bd = torch.zeros(n * H, device=dev)
+            bd[p[c:] * H + rows[c:] - 2 * Kt - Vt] = v[c:]
+            si, vi, kval = columns(0, a, 0)
+            Sk = torch.zeros(n * Vt, device=dev).index_add_(0, vi, S.index_select(0, si) * kval)
+            delta = (vd - Sk) * bd.view(n, H).index_select(1, L.vhead).reshape(-1)
+            S.index_add_(0, si, delta.index_select(0, vi) * kval)
+        if a == b:  # q = 0: o = 0
+            return self._residual(L.o, k[:0], v[:0], xk, xv, n)
         # then read: o = S q on the columns q selects (it sees this step's write); o is only
         # summed through W_o, so its terms need not be combined first
         si, vi, qval = columns(a, b, Kt)
-        vrow = vi if n == 1 else None
-        if vrow is None:
+        vrow = vi
+        if n > 1:
             pq = torch.div(vi, Vt, rounding_mode="floor")
             vrow = (vi - pq * Vt) * n + pq
         return self._residual(L.o, vrow, S.index_select(0, si) * qval, xk, xv, n)
