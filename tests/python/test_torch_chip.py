@@ -85,7 +85,7 @@ class TorchChipExact(unittest.TestCase):
             self.assertSameTokens(g, "free-running", free[i], self.ref[g])
 
     def test_state_hashes_match_the_cpu_executor(self):
-        steps, every = 1000, 500
+        steps, every = 600, 200
         report = os.path.join(self.tmp, "hash-run")
         subprocess.run([helpers.LOCKSTEP, "run", helpers.guest("hello"), "--mode", "free", "--steps", str(steps),
                         "--hash-every", str(every), "--report", report], check=True,
