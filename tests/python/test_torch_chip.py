@@ -78,11 +78,13 @@ class TorchChipExact(unittest.TestCase):
         for i, g in enumerate(self.guests):
             self.c.reset(i, self.images[g])
             self.c.reset(n + i, self.images[g])
-        forced = self.c.forced([(i, [0] + self.ref[g][:-1]) for i, g in enumerate(self.guests)])
-        free = self.c.free([(n + i, len(self.ref[g]), 0) for i, g in enumerate(self.guests)])
+        # ragged: each guest a different number of steps, so streams leave the batch early
+        ref = {g: self.ref[g][:len(self.ref[g]) - 25 * i] for i, g in enumerate(self.guests)}
+        forced = self.c.forced([(i, [0] + ref[g][:-1]) for i, g in enumerate(self.guests)])
+        free = self.c.free([(n + i, len(ref[g]), 0) for i, g in enumerate(self.guests)])
         for i, g in enumerate(self.guests):
-            self.assertSameTokens(g, "teacher-forced", forced[i], self.ref[g])
-            self.assertSameTokens(g, "free-running", free[i], self.ref[g])
+            self.assertSameTokens(g, "teacher-forced", forced[i], ref[g])
+            self.assertSameTokens(g, "free-running", free[i], ref[g])
 
     def test_state_hashes_match_the_cpu_executor(self):
         steps, every = 600, 200
