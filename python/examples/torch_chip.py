@@ -440,7 +440,7 @@ class Executor:
             L.heads = []  # (K, V, state offset) per head
             if L.H:
                 koff = voff = soff = 0
-                parts, biases, relus = [], [], []
+                parts = []
                 o_parts = []
                 o_bias = torch.zeros(D)
                 kbase, klen, kvoff, vhead = [], [], [], []

@@ -38,10 +38,10 @@ import os
 import socket
 import sys
 import traceback
-from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, BinaryIO, Callable, List, Optional, Sequence, Set, Tuple
 
 from . import protocol as P
-from .protocol import Image, Malformed, ProbeMap
+from .protocol import Malformed, ProbeMap
 
 
 class DutError(Exception):

@@ -3,10 +3,8 @@ handshake, capabilities, streams, multi-step messages against single steps, ever
 of dut-protocol.md §3.10, stdout protection, bad frames, and the socket transports."""
 
 import os
-import socket
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
