@@ -980,8 +980,10 @@ def main(argv=None):
     if args.listen is None:
         lockstep_dut.protect_stdout()  # frames only on fd 1, before anything can print
     if torch is None:
-        print(f"{PROG}: error: PyTorch is not installed for {sys.executable} "
-              "(Debian: apt-get install python3-torch)", file=sys.stderr)
+        hint = "apt-get install python3-torch"
+        if os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") and os.path.exists("/usr/bin/python3"):
+            hint += ", then run it with /usr/bin/python3"
+        print(f"{PROG}: error: PyTorch is not installed for {sys.executable} (Debian: {hint})", file=sys.stderr)
         return 2
     if args.max_streams < 1:
         print(f"{PROG}: error: --max-streams must be at least 1", file=sys.stderr)
