@@ -607,10 +607,11 @@ class Executor:
 
     # -- sparse layer math ---------------------------------------------------------------------
 
-    def _ranges(self, start, count, *carry):
+    def _ranges(self, start, count, *carry, total=None):
         """The ranges ``[start_i, start_i + count_i)`` concatenated: their positions, and each
         ``carry`` tensor with its element ``i`` repeated ``count_i`` times."""
-        total = int(count.sum())
+        if total is None:
+            total = int(count.sum())
         first = torch.cumsum(count, 0) - count
         pos = torch.repeat_interleave(start - first, count, output_size=total) + torch.arange(total, device=self.device)
         return pos, [torch.repeat_interleave(c, count, output_size=total) for c in carry]
@@ -618,13 +619,16 @@ class Executor:
     def _gather(self, m: Csc, keys, vals, n):
         """The terms ``W[:, j] * x_j`` of ``W x`` for sparse ``x`` (keys ``j * n + p``): their
         output keys ``row * n + p`` and values (not yet summed, no bias)."""
-        if keys.numel() == 0:
-            return keys, vals
+        j = keys if n == 1 else torch.div(keys, n, rounding_mode="floor")
+        count = m.cnt.index_select(0, j)
+        total = int(count.sum())
+        if total == 0:  # x has no non-zero value in a column the map reads
+            return keys[:0], vals[:0]
+        start = m.lo.index_select(0, j)
         if n == 1:
-            pos, (w,) = self._ranges(m.lo.index_select(0, keys), m.cnt.index_select(0, keys), vals)
+            pos, (w,) = self._ranges(start, count, vals, total=total)
             return m.row.index_select(0, pos), m.val.index_select(0, pos) * w
-        j = torch.div(keys, n, rounding_mode="floor")
-        pos, (w, p) = self._ranges(m.lo.index_select(0, j), m.cnt.index_select(0, j), vals, keys - j * n)
+        pos, (w, p) = self._ranges(start, count, vals, keys - j * n, total=total)
         return m.row.index_select(0, pos) * n + p, m.val.index_select(0, pos) * w
 
     def _live(self, m: Csc, n):
