@@ -6,9 +6,9 @@ lockstep_dut.client over its stdin/stdout, teacher-forced (FORCED: inputs START,
 free-running (FREE from START), all guests as one batch of streams. Its state hashes are
 compared with the C++ CPU executor's (``lockstep run --hash-every``, summary.json).
 
-``LOCKSTEP_TORCH_STEPS`` caps the steps of each guest (default 1,500; the ``long`` test runs the
-whole directed guests and 30,000 steps of stories_vx). Skips with one line where PyTorch is
-missing.
+``LOCKSTEP_TORCH_STEPS`` caps the steps of each guest (default 1,500; ctest's integration test:
+300; the ``long`` test: 30,000, the whole directed guests and 30,000 steps of stories_vx).
+Skips with one line where PyTorch is missing.
 """
 
 import json
