@@ -1,0 +1,529 @@
+"""The chip side of lockstep-dut/1 (docs/spec/dut-protocol.md): a session loop and ``serve()``.
+
+A chip builder writes an object with the attributes and methods below and calls
+``serve(chip)``; the kit does the framing, the handshake, every check of the spec's rules
+(streams that exist and were reset, token ids below ``vocab_size``, distinct streams, limits)
+and turns exceptions into ERROR frames, so that the chip's code sees only valid requests.
+
+Required:
+  ``vocab_size: int``, ``max_streams: int``, ``name: str``, ``identity: str``
+  ``reset(stream: int, image: Image) -> None``      the machine's reset state for the image (§3.3)
+  ``step(inputs: list[(stream, token)]) -> list[int]``  one step of each listed stream (§3.4)
+
+Optional (each one the chip defines turns on what it serves; capabilities are announced from them):
+  ``streams(n: int) -> None``     STREAMS: drop every stream, make ``0 .. n-1`` (also called with
+                                  ``n = 0`` when a session ends)
+  ``forced(entries: list[(stream, list[int])]) -> list[list[int]]``   FORCED natively (§3.5)
+  ``free(entries: list[(stream, count, first)]) -> list[list[int]]``  FREE natively (§3.6)
+  ``probe_map() -> ProbeMap``, ``probe(stream, layer, after, field) -> list[float]`` and, optional
+  among them, ``probe_record(on: bool)``                              PROBES (§3.7)
+  ``hash(stream) -> int`` (u64)                                       HASH (§3.8)
+  ``save(stream) -> bytes``, ``restore(stream, blob: bytes)``         SAVE_RESTORE (§3.9)
+
+MULTI_STEP is always announced: without ``forced``/``free`` the kit runs them as a loop of
+``step`` calls, one batch per step over every entry that still has steps to make (ragged
+lengths included). That gives the same tokens as single steps by construction and still saves
+the harness one round trip per token; a GPU chip gains more from native ``forced``/``free``.
+
+Errors: raise ``BadArgument`` (code 2), ``Unsupported`` (3), ``ImageError`` (4), or any
+``DutError(message, code)``; any other exception becomes ERROR code 7 (internal error) with
+one line ``Type: message`` (set ``LOCKSTEP_DUT_TRACEBACK=1`` to get its traceback on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import socket
+import sys
+import traceback
+from typing import Any, BinaryIO, Callable, List, Optional, Sequence, Set, Tuple
+
+from . import protocol as P
+from .protocol import Malformed, ProbeMap
+
+
+class DutError(Exception):
+    """An error the chip answers with ``ERROR(code, message)`` (§3.10); raise ``DutError(message, code)``."""
+
+    code = P.E_INTERNAL
+
+    def __init__(self, message: str, code: Optional[int] = None):
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
+class BadArgument(DutError):
+    """ERROR code 2: a stream that does not exist or was not reset, a bad token id, ..."""
+    code = P.E_BAD_ARGUMENT
+
+
+class Unsupported(DutError):
+    """ERROR code 3: a capability the chip does not support."""
+    code = P.E_UNSUPPORTED
+
+
+class ImageError(DutError):
+    """ERROR code 4: the guest image or a blob cannot be used (a missing section, a foreign blob)."""
+    code = P.E_IMAGE
+
+
+def _log(message: str) -> None:
+    sys.stderr.write("lockstep_dut: " + P.one_line(message) + "\n")
+    sys.stderr.flush()
+
+
+def capabilities_of(chip: Any) -> int:
+    """The capability bits (§3.1) announced for ``chip``: from the optional methods it defines."""
+    caps = P.MULTI_STEP
+    if callable(getattr(chip, "probe_map", None)) and callable(getattr(chip, "probe", None)):
+        caps |= P.PROBES
+    if callable(getattr(chip, "hash", None)):
+        caps |= P.HASH_CAP
+    if callable(getattr(chip, "save", None)) and callable(getattr(chip, "restore", None)):
+        caps |= P.SAVE_RESTORE
+    return caps
+
+
+class Session:
+    """One session (§3): turns each request frame into exactly one response frame.
+
+    ``auth``: the shared secret HELLO must carry (§9), or None to accept any.
+    ``check_outputs``: check the chip's answers (list lengths, u32 token ids below
+    ``vocab_size``, probe widths) and answer ERROR 7 instead of sending a bad one; a scripted
+    faulty chip for harness tests turns it off.
+    """
+
+    def __init__(self, chip: Any, auth: Optional[str] = None, check_outputs: bool = True):
+        self.chip = chip
+        self.auth = auth
+        self.check_outputs = check_outputs
+        self.vocab_size = int(chip.vocab_size)
+        self.max_streams = int(chip.max_streams)
+        if self.vocab_size < 1 or self.max_streams < 1:
+            raise ValueError("a chip needs vocab_size >= 1 and max_streams >= 1")
+        self.caps = capabilities_of(chip)
+        self.greeted = False
+        self.closing = False  # set after BYE or a fatal error: the session ends
+        self.n_streams = 0
+        self.was_reset: Set[int] = set()
+        self.recording = False
+        self.recorded: Set[int] = set()  # streams whose last step ran with recording on
+        self._probe_map: Optional[ProbeMap] = None
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def respond(self, type_: int, payload: bytes) -> Tuple[int, bytes]:
+        """The response ``(type, payload)`` to one request frame."""
+        try:
+            return P.RESPONSE | type_, self._dispatch(type_, payload)
+        except Malformed as e:
+            return P.ERROR, P.encode_error(P.E_MALFORMED, str(e))
+        except DutError as e:
+            if e.code == P.E_AUTH:
+                self.closing = True
+            return P.ERROR, P.encode_error(e.code, str(e))
+        except Exception as e:  # the chip's own code failed: internal error, one line
+            if os.environ.get("LOCKSTEP_DUT_TRACEBACK"):
+                traceback.print_exc(file=sys.stderr)
+            message = f"{type(e).__name__}: {e}"
+            _log("internal error: " + message)
+            return P.ERROR, P.encode_error(P.E_INTERNAL, message)
+
+    def run(self, rfile: BinaryIO, send: Callable[[bytes], None]) -> None:
+        """Serves requests from ``rfile`` until end of file, BYE, or a frame that cannot be
+        resynchronised (a length over the limit: answered with ERROR 1, then the session ends)."""
+        try:
+            while not self.closing:
+                try:
+                    frame = P.read_frame(rfile)
+                except P.Truncated:
+                    return
+                except Malformed as e:  # oversized length: answer once, then give up
+                    send(P.encode_frame(P.ERROR, P.encode_error(P.E_MALFORMED, str(e))))
+                    return
+                if frame is None:
+                    return
+                rtype, rpayload = self.respond(*frame)
+                if len(rpayload) > P.MAX_PAYLOAD:
+                    rtype, rpayload = P.ERROR, P.encode_error(
+                        P.E_INTERNAL, f"response of {len(rpayload)} bytes exceeds the frame limit")
+                send(P.encode_frame(rtype, rpayload))
+        finally:
+            if self.n_streams and callable(getattr(self.chip, "streams", None)):
+                try:
+                    self.chip.streams(0)
+                except Exception as e:  # the session is over anyway
+                    _log(f"streams(0) at the end of the session failed: {e}")
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def _dispatch(self, type_: int, payload: bytes) -> bytes:
+        if type_ not in P.REQUEST_NAMES:
+            raise Malformed(f"unknown request type {type_:#x}")
+        if type_ == P.HELLO:
+            return self._hello(payload)
+        if not self.greeted:
+            raise Malformed(f"{P.REQUEST_NAMES[type_]} before a successful HELLO")
+        need = P.REQUEST_CAPABILITY.get(type_)
+        if need and not self.caps & need:
+            raise Unsupported(f"{P.REQUEST_NAMES[type_]} needs capability "
+                              f"{P.CAPABILITY_NAMES[need]}, which this chip does not announce")
+        handler = {
+            P.STREAMS: self._streams, P.RESET: self._reset, P.STEP: self._step,
+            P.FORCED: self._forced, P.FREE: self._free, P.PROBE_MAP: self._probe_map_req,
+            P.PROBE_RECORD: self._probe_record, P.PROBE: self._probe, P.HASH: self._hash,
+            P.SAVE: self._save, P.RESTORE: self._restore, P.BYE: self._bye,
+        }[type_]
+        return handler(payload)
+
+    def _hello(self, payload: bytes) -> bytes:
+        h = P.decode_hello(payload)
+        if self.greeted:
+            raise Malformed("a second HELLO in one session")
+        if self.auth is not None and h.auth != self.auth:
+            raise DutError("authentication failed", P.E_AUTH)
+        if h.protocol_version != P.PROTOCOL_VERSION:
+            raise DutError(f"protocol version {h.protocol_version} is not supported "
+                           f"(this chip speaks {P.PROTOCOL_VERSION})", P.E_VERSION)
+        if h.trace_version != P.TRACE_VERSION:
+            raise DutError(f"trace version {h.trace_version!r} is not supported "
+                           f"(this chip speaks {P.TRACE_VERSION})", P.E_VERSION)
+        self.greeted = True
+        return P.encode_hello_ok(P.HelloOk(P.PROTOCOL_VERSION, P.TRACE_VERSION, self.vocab_size,
+                                           self.max_streams, self.caps, str(self.chip.name),
+                                           str(self.chip.identity)))
+
+    def _streams(self, payload: bytes) -> bytes:
+        n = P.decode_u32(payload, "STREAMS")
+        if not 1 <= n <= self.max_streams:
+            raise BadArgument(f"STREAMS {n}: must be 1 .. {self.max_streams}")
+        self.n_streams = 0
+        self.was_reset.clear()
+        self.recorded.clear()
+        if callable(getattr(self.chip, "streams", None)):
+            self.chip.streams(n)
+        self.n_streams = n
+        return b""
+
+    def _stream(self, stream: int, need_reset: bool = True) -> int:
+        if stream >= self.n_streams:
+            raise BadArgument(f"stream {stream} does not exist ({self.n_streams} streams)")
+        if need_reset and stream not in self.was_reset:
+            raise BadArgument(f"stream {stream} has not been reset")
+        return stream
+
+    def _token(self, token: int) -> int:
+        if token >= self.vocab_size:
+            raise BadArgument(f"token id {token} >= vocab_size {self.vocab_size}")
+        return token
+
+    def _entries(self, streams: Sequence[int], what: str) -> None:
+        if not streams:
+            raise BadArgument(f"{what} with no entries")
+        if len(streams) > self.max_streams:
+            raise Malformed(f"{what}: {len(streams)} entries exceed max_streams {self.max_streams}")
+        if len(set(streams)) != len(streams):
+            raise BadArgument(f"{what}: repeated streams")
+        for s in streams:
+            self._stream(s)
+
+    def _reset(self, payload: bytes) -> bytes:
+        stream, image, names = P.decode_reset(payload)
+        self._stream(stream, need_reset=False)
+        if len(set(names)) != len(names):
+            raise ImageError("RESET: a section name appears twice")
+        self.was_reset.discard(stream)
+        self.recorded.discard(stream)
+        self.chip.reset(stream, image)
+        self.was_reset.add(stream)
+        return b""
+
+    def _check_tokens(self, tokens: Any, count: int, what: str) -> List[int]:
+        tokens = list(tokens)
+        if self.check_outputs:
+            if len(tokens) != count:
+                raise DutError(f"{what} returned {len(tokens)} tokens for {count} steps")
+            for t in tokens:
+                if not isinstance(t, int) or not 0 <= t < self.vocab_size:
+                    raise DutError(f"{what} returned token {t!r}, not an id below {self.vocab_size}")
+        return tokens
+
+    def _stepped(self, streams: Sequence[int]) -> None:
+        if self.recording:
+            self.recorded.update(streams)
+        else:
+            self.recorded.difference_update(streams)
+
+    def _step(self, payload: bytes) -> bytes:
+        entries = P.decode_step(payload)
+        self._entries([s for s, _ in entries], "STEP")
+        for _, t in entries:
+            self._token(t)
+        out = self._check_tokens(self.chip.step(entries), len(entries), "step")
+        self._stepped([s for s, _ in entries])
+        return P.encode_tokens(out)
+
+    def _per_entry(self, result: Any, counts: Sequence[int], what: str) -> List[int]:
+        lists = [list(tokens) for tokens in result]
+        if self.check_outputs:
+            if len(lists) != len(counts):
+                raise DutError(f"{what} returned {len(lists)} lists for {len(counts)} entries")
+            for tokens, count in zip(lists, counts):
+                self._check_tokens(tokens, count, what)
+        return [t for tokens in lists for t in tokens]
+
+    def _forced(self, payload: bytes) -> bytes:
+        entries = P.decode_forced(payload)
+        self._entries([s for s, _ in entries], "FORCED")
+        for _, inputs in entries:
+            if not inputs:
+                raise BadArgument("FORCED: an entry with count 0")
+            for t in inputs:
+                self._token(t)
+        counts = [len(i) for _, i in entries]
+        native = getattr(self.chip, "forced", None)
+        result = native(entries) if callable(native) else self._emulate_forced(entries)
+        out = self._per_entry(result, counts, "forced")
+        self._stepped([s for s, _ in entries])
+        return P.encode_tokens(out)
+
+    def _free(self, payload: bytes) -> bytes:
+        entries = P.decode_free(payload)
+        self._entries([s for s, _, _ in entries], "FREE")
+        for _, count, first in entries:
+            if count < 1:
+                raise BadArgument("FREE: an entry with count 0")
+            self._token(first)
+        counts = [c for _, c, _ in entries]
+        native = getattr(self.chip, "free", None)
+        result = native(entries) if callable(native) else self._emulate_free(entries)
+        out = self._per_entry(result, counts, "free")
+        self._stepped([s for s, _, _ in entries])
+        return P.encode_tokens(out)
+
+    def _emulate_forced(self, entries: List[Tuple[int, List[int]]]) -> List[List[int]]:
+        outs: List[List[int]] = [[] for _ in entries]
+        for i in range(max(len(inputs) for _, inputs in entries)):
+            live = [k for k, (_, inputs) in enumerate(entries) if i < len(inputs)]
+            preds = self._check_tokens(self.chip.step([(entries[k][0], entries[k][1][i]) for k in live]),
+                                       len(live), "step")
+            for k, t in zip(live, preds):
+                outs[k].append(t)
+        return outs
+
+    def _emulate_free(self, entries: List[Tuple[int, int, int]]) -> List[List[int]]:
+        outs: List[List[int]] = [[] for _ in entries]
+        for i in range(max(count for _, count, _ in entries)):
+            live = [k for k, (_, count, _) in enumerate(entries) if i < count]
+            batch = [(entries[k][0], outs[k][-1] if outs[k] else entries[k][2]) for k in live]
+            preds = self._check_tokens(self.chip.step(batch), len(live), "step")
+            for k, t in zip(live, preds):
+                outs[k].append(t)
+        return outs
+
+    def _get_probe_map(self) -> ProbeMap:
+        if self._probe_map is None:
+            m = self.chip.probe_map()
+            if not isinstance(m, ProbeMap):
+                raise DutError(f"probe_map() returned {type(m).__name__}, not a ProbeMap")
+            self._probe_map = m
+        return self._probe_map
+
+    def _probe_map_req(self, payload: bytes) -> bytes:
+        P.decode_empty(payload, "PROBE_MAP")
+        return P.encode_probe_map(self._get_probe_map())
+
+    def _probe_record(self, payload: bytes) -> bytes:
+        on = P.decode_u8(payload, "PROBE_RECORD")
+        if on not in (0, 1):
+            raise BadArgument(f"PROBE_RECORD {on}: must be 0 or 1")
+        hook = getattr(self.chip, "probe_record", None)
+        if callable(hook):
+            hook(bool(on))
+        self.recording = bool(on)
+        return b""
+
+    def _probe(self, payload: bytes) -> bytes:
+        stream, layer, after, name = P.decode_probe(payload)
+        self._stream(stream)
+        m = self._get_probe_map()
+        if not any(p.layer == layer and p.after == after for p in m.points):
+            raise BadArgument(f"PROBE: no probe point (layer {layer}, after {after})")
+        fields = m.field_index()
+        if name not in fields:
+            raise BadArgument(f"PROBE: no field {name!r}")
+        if stream not in self.recorded:
+            raise BadArgument(f"PROBE: recording was off during stream {stream}'s last step")
+        values = list(self.chip.probe(stream, layer, after, name))
+        if self.check_outputs and len(values) != fields[name].width:
+            raise DutError(f"probe returned {len(values)} values for field {name!r} of width "
+                           f"{fields[name].width}")
+        return P.encode_values(values)
+
+    def _hash(self, payload: bytes) -> bytes:
+        stream = self._stream(P.decode_u32(payload, "HASH"))
+        h = int(self.chip.hash(stream))
+        if not 0 <= h < 1 << 64:
+            raise DutError(f"hash returned {h}, not a u64")
+        return P.encode_u64(h)
+
+    def _save(self, payload: bytes) -> bytes:
+        stream = self._stream(P.decode_u32(payload, "SAVE"))
+        blob = bytes(self.chip.save(stream))
+        if len(blob) > P.MAX_BLOB:
+            raise DutError(f"save returned {len(blob)} bytes, over the blob limit {P.MAX_BLOB}")
+        return P.encode_blob(blob)
+
+    def _restore(self, payload: bytes) -> bytes:
+        stream, blob = P.decode_restore(payload)
+        self._stream(stream, need_reset=False)
+        self.was_reset.discard(stream)
+        self.recorded.discard(stream)
+        self.chip.restore(stream, blob)
+        self.was_reset.add(stream)
+        return b""
+
+    def _bye(self, payload: bytes) -> bytes:
+        P.decode_empty(payload, "BYE")
+        self.closing = True
+        return b""
+
+
+# ---------------------------------------------------------------------------------------------
+# Transports (§1)
+
+_frames_out: Optional[int] = None
+
+
+def protect_stdout() -> int:
+    """Keeps fd 1 for frames only (§1): moves the original stdout to a private fd (returned), points
+    fd 1 and ``sys.stdout`` at stderr, so that a stray ``print`` (or a C library's write to fd 1)
+    lands in the log instead of corrupting the frame stream. Idempotent; call it before loading a
+    model that might print."""
+    global _frames_out
+    if _frames_out is None:
+        try:
+            sys.stdout.flush()
+        except Exception:
+            pass
+        _frames_out = os.dup(1)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    return _frames_out
+
+
+def _fd_sender(fd: int) -> Callable[[bytes], None]:
+    def send(data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+    return send
+
+
+def parse_listen(address: str) -> Tuple[str, Any]:
+    """``unix:PATH`` -> ``("unix", PATH)``; ``tcp:HOST:PORT`` -> ``("tcp", (HOST, PORT))``.
+    ValueError with one line otherwise."""
+    if address.startswith("unix:") and len(address) > 5:
+        return "unix", address[5:]
+    if address.startswith("tcp:"):
+        host, sep, port = address[4:].rpartition(":")
+        if sep and host and port.isdigit() and int(port) < 65536:
+            return "tcp", (host.strip("[]"), int(port))
+    raise ValueError(f"listen address {address!r}: expected unix:PATH or tcp:HOST:PORT")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(chip: Any, listen: Optional[str] = None, auth: Optional[str] = None,
+          allow_remote: bool = False, sessions: int = 0, check_outputs: bool = True) -> None:
+    """Serves ``chip`` over the protocol until the harness is done.
+
+    ``listen`` None: one session over stdin/stdout (``--dut 'COMMAND'``); stdout is protected
+    first (``protect_stdout``), and the function returns at end of file or after BYE.
+    ``listen`` ``unix:PATH`` or ``tcp:HOST:PORT``: accepts connections, one session each, one
+    after another, ``sessions`` of them (0: until interrupted); the bound address is logged on
+    stderr as ``lockstep_dut: listening on ADDRESS`` (port 0 picks a free port). A TCP address
+    that is not loopback needs ``allow_remote`` and an ``auth`` secret (§9); ``auth`` is checked
+    in HELLO whenever it is given.
+    """
+    if listen is None:
+        out_fd = protect_stdout()
+        Session(chip, auth, check_outputs).run(sys.stdin.buffer, _fd_sender(out_fd))
+        return
+    kind, where = parse_listen(listen)
+    if kind == "tcp":
+        if not _is_loopback(where[0]) and not (allow_remote and auth):
+            raise ValueError(f"listen address {listen}: not loopback; needs allow_remote and an "
+                             "auth secret (a token file)")
+        family = socket.AF_INET6 if ":" in where[0] else socket.AF_INET
+        server = socket.socket(family, socket.SOCK_STREAM)
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(where)
+        host, port = server.getsockname()[:2]
+        shown = f"tcp:{host}:{port}"
+    else:
+        if os.path.exists(where):
+            import stat
+            if stat.S_ISSOCK(os.stat(where).st_mode):
+                os.unlink(where)
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(where)
+        shown = f"unix:{where}"
+    server.listen(4)
+    _log(f"listening on {shown}")
+    served = 0
+    try:
+        while sessions == 0 or served < sessions:
+            conn, _ = server.accept()
+            with conn:
+                rfile = conn.makefile("rb")
+                try:
+                    Session(chip, auth, check_outputs).run(rfile, conn.sendall)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    rfile.close()
+            served += 1
+    finally:
+        server.close()
+        if kind == "unix":
+            try:
+                os.unlink(where)
+            except OSError:
+                pass
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the kit's transport options to a chip script's parser: ``--listen ADDRESS``,
+    ``--token-file FILE``, ``--allow-remote``, ``--sessions N``."""
+    parser.add_argument("--listen", metavar="ADDRESS",
+                        help="serve on unix:PATH or tcp:HOST:PORT instead of stdin/stdout")
+    parser.add_argument("--token-file", metavar="FILE",
+                        help="shared secret that HELLO must carry (dut-protocol.md §9)")
+    parser.add_argument("--allow-remote", action="store_true",
+                        help="allow a TCP address that is not loopback (needs --token-file)")
+    parser.add_argument("--sessions", type=int, default=0, metavar="N",
+                        help="with --listen: serve N sessions, then exit (default: until stopped)")
+
+
+def serve_from_args(chip: Any, args: argparse.Namespace) -> None:
+    """``serve(chip, ...)`` with the options of ``add_arguments``."""
+    auth = None
+    if args.token_file:
+        with open(args.token_file, "r", encoding="utf-8") as f:
+            auth = f.read()
+        if auth.endswith("\n"):
+            auth = auth[:-1]
+    serve(chip, listen=args.listen, auth=auth, allow_remote=args.allow_remote,
+          sessions=args.sessions)
