@@ -624,14 +624,14 @@ def vred_traps(o):
 
 
 def vred(st, o, ram):
-    """§4.7: over x_i = VR[src + i]: SUMSQ sat32(rnd(sum x^2, 16 + SH)) (the sum exact, < 2^72:
+    """§4.7: over x_i = VR[src + i]: SUMSQ sat32(rnd(sum x^2, 16 + SH)) (the sum exact, <= 2^72:
     a Python integer), SUM sat32(rnd(sum x, SH)), MAX max x.  VR[dst] <- z.  values: z, groups
     (ceil(n / 64), the source groups §5 counts)."""
     mode, sh = o.f7 & 3, o.f7 >> 2
     x = st.vr[o.B:o.B + o.N]
     if mode == 0:
         acc = sum(v * v for v in x.tolist())
-        assert acc < 1 << 72
+        assert acc <= 1 << 72
         z = sat32(rnd(acc, 16 + sh))
     elif mode == 1:
         acc = int(x.sum())
