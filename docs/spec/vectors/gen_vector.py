@@ -1,111 +1,40 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Worked examples of the vector unit (docs/spec/vector.md), written from the spec alone.
 
-A small, independent calculation (Python standard library, exact integers): every op of
-vector.md §4 with the trap checks of §6 and the tokens of §5 (trace-v3: every value an
-instruction writes is on the bus, in word streams (VWG, VW00..VW33) and int8 streams (VLG,
-VLB0..VLB3), each token with its micro-step position).  Each example runs ONE vector instruction
-from a given state, as the first instruction of the run: its steps begin with the pc tokens of
-trace.md §4.0 (PCH_k, PCL).  Many examples also carry values and token texts worked out by hand
-(`want=`); the generator refuses to write the file when the calculation disagrees, or when an
-instruction's token count differs from the count column of vector.md §5.
+A small, independent calculation: the state, traps and values come from `vector_model.py` (this
+folder's executable reading of vector.md §2-§4 and §6, NumPy); this file adds the tokens of §5
+(trace-v3: every value an instruction writes is on the bus, in word streams (VWG, VW00..VW33)
+and int8 streams (VLG, VLB0..VLB3), each token with its micro-step position), built from each
+instruction's outcome.  Each example runs ONE vector instruction from a given state, as the
+first instruction of the run: its steps begin with the pc tokens of trace.md §4.0 (PCH_k, PCL).
+Many examples also carry values and token texts worked out by hand (`want=`); the generator
+refuses to write the file when the calculation disagrees, or when an instruction's token count
+differs from the count column of vector.md §5.
 
-    python3 docs/spec/vectors/gen_vector.py            # rewrite vector_ops.json
-    python3 docs/spec/vectors/gen_vector.py --check    # is vector_ops.json up to date?
-    python3 docs/spec/vectors/gen_vector.py --tables   # print the §3 tables' SHA-256
+    /usr/bin/python3 docs/spec/vectors/gen_vector.py            # rewrite vector_ops.json
+    /usr/bin/python3 docs/spec/vectors/gen_vector.py --check    # is vector_ops.json up to date?
+    /usr/bin/python3 docs/spec/vectors/gen_vector.py --tables   # print the §3 tables' SHA-256
 
-Never produced by ref/ or chip/.
+(Debian's /usr/bin/python3 with python3-numpy, ci/setup.)  Never produced by ref/ or chip/.
 """
 import copy
-import hashlib
 import json
-import math
 import os
-import struct
 import sys
+
+import vector_model as vm
+from vector_model import COS, RCP, RSQ, SIG, SIN, RAM_BASE, RAM_END, TABLE_SHA, rnd, table_lists, sha_of  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "vector_ops.json")
-
-RAM_BASE, RAM_END = 0x10000, 0x110000
-NCHUNK, NROWS = 4152, 320
-
-# ---- §1 conventions --------------------------------------------------------------------------
-
-
-def rnd(x, s):
-    """Round half up: floor((x + 2^(s-1)) / 2^s); Python's >> is a floor shift."""
-    return x if s == 0 else (x + (1 << (s - 1))) >> s
-
-
-def sat32(x):
-    return max(-(1 << 31), min((1 << 31) - 1, x))
-
-
-def lo(x, b):
-    """lo_b(x) = x mod 2^b (§5; the mathematical modulus, also for negative x)."""
-    return x % (1 << b)
-
-
-def s32(u):
-    u &= 0xFFFFFFFF
-    return u - (1 << 32) if u >> 31 else u
-
-
-# ---- §3 tables -------------------------------------------------------------------------------
-
-
-def nearest(x):
-    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
-
-
-def _rsq(i):
-    y = int(2 ** 27 / math.sqrt(i + 0.5))
-    while (2 * y + 1) ** 2 * (2 * i + 1) <= 2 ** 57:
-        y += 1
-    while (2 * y - 1) ** 2 * (2 * i + 1) >= 2 ** 57:
-        y -= 1
-    assert (2 * y - 1) ** 2 * (2 * i + 1) < 2 ** 57 < (2 * y + 1) ** 2 * (2 * i + 1)
-    return y
-
-
-EXP = [nearest(65536 * math.exp(-i / 64)) for i in range(1024)]
-RSQ = {i: _rsq(i) for i in range(64, 256)}
-RCP = {i: (2 ** 39 + 2 * i + 1) // (4 * i + 2) for i in range(128, 256)}
-SIG = [nearest(65536 / (1 + math.exp(-(i - 512) / 64))) for i in range(1024)]
-COS = [[nearest(65536 * math.cos(p * 10.0 ** -j)) for j in range(4)] for p in range(64)]
-SIN = [[nearest(65536 * math.sin(p * 10.0 ** -j)) for j in range(4)] for p in range(64)]
-
-TABLE_SHA = {
-    "EXP": "c26fdf2176392e1aead5d77178e3b9cbf85a7cbf9123ef286913801863464ef6",
-    "RSQ": "5cdab279aceba054bf27e1fea6109f71d6346b53a763d3042cf8fa38bf6624be",
-    "RCP": "8e96bf1297d74ac9d1f25a71caa311bd45e00363a3cda27682a2870faafecab7",
-    "SIG": "db76a69faaeb9466f873c355fb8f113de0bf1067f43be90956ef9e341acff076",
-    "COS": "e97b07cdcd8c1d45b841124e9235cc2a25f76c3d68e991cac3bf7de3ae60f8af",
-    "SIN": "785e46430e76bd9b40b2072bc71c1ad7597a6d942ea8f0a3de04d5156ea39f1f",
-}
-
-
-def table_lists():
-    return {
-        "EXP": EXP,
-        "RSQ": [RSQ[i] for i in range(64, 256)],
-        "RCP": [RCP[i] for i in range(128, 256)],
-        "SIG": SIG,
-        "COS": [v for row in COS for v in row],
-        "SIN": [v for row in SIN for v in row],
-    }
-
-
-def sha_of(vals):
-    return hashlib.sha256(b"".join(struct.pack("<i", v) for v in vals)).hexdigest()
-
 
 # ---- state -----------------------------------------------------------------------------------
 
 
 class State:
-    """Vector memories (§2) as sparse dicts (absent = 0), scalar registers, RAM bytes."""
+    """Vector memories (§2) as sparse dicts (absent = 0: what vector.md §8 lists), scalar
+    registers, RAM bytes.  Executed on vector_model's dense state (to_model); the instruction's
+    writes come back into the dicts, so every word it writes is listed, zero or not."""
 
     def __init__(self):
         self.x = [0] * 32
@@ -117,35 +46,34 @@ class State:
     def VR(self, i):
         return self.vr.get(i, 0)
 
+    # vector_model memory name -> (this state's dict, flat index -> key)
+    def _dicts(self):
+        row = lambda i: (i // vm.ROW, i % vm.ROW)
+        return {"vr": (self.vr, int), "act": (self.act, int), "ash": (self.ash, int),
+                "wmem": (self.w, lambda i: (i // vm.CHUNK, i % vm.CHUNK)), "wscale": (self.ws, int),
+                "kc": (self.kc, row), "ksh": (self.ksh, int), "vc": (self.vc, row), "vsh": (self.vsh, int)}
 
-class Trap(Exception):
-    def __init__(self, code):
-        super().__init__(code)
-        self.code = code
+    def to_model(self):
+        st = vm.State()
+        width = {"wmem": vm.CHUNK, "kc": vm.ROW, "vc": vm.ROW}
+        for name, (d, _) in self._dicts().items():
+            mem = getattr(st, name)
+            for k, v in d.items():
+                mem[k[0] * width[name] + k[1] if isinstance(k, tuple) else k] = v
+        return st
+
+    def take(self, outcome, rd):
+        """The outcome's writes, into the dicts (Python integers); X(rd) <- its rd_value."""
+        dicts = self._dicts()
+        for memory, indices, values in outcome.writes:
+            d, key = dicts[memory]
+            for i, v in zip(indices.tolist(), values.tolist()):
+                d[key(i)] = v
+        if outcome.rd_value is not None:
+            self.x[rd] = outcome.rd_value
 
 
-def floor_log2(u):
-    return u.bit_length() - 1
-
-
-def E(a):
-    e = 0
-    while rnd(a, e) > 127:
-        e += 1
-    return e
-
-
-def conflict(a0, an, b0, bn):
-    """Two spans conflict when they share a word and are not identical."""
-    share = a0 < b0 + bn and b0 < a0 + an
-    return share and not (a0 == b0 and an == bn)
-
-
-def share(a0, an, b0, bn):
-    return a0 < b0 + bn and b0 < a0 + an
-
-
-# ---- §4 the eight ops: returns the token list, changes `st` ----------------------------------
+# ---- §5 tokens of the eight ops, from an instruction's outcome ---------------------------------
 
 # vector.md §5 (trace-v3) and the trace.md §2 kinds the examples use
 KIND = {"VMC%d" % j: 33 + j for j in range(6)}
@@ -164,7 +92,7 @@ HEX_KINDS = set(KIND) - DEC_KINDS
 
 def byte_of(z, m):
     """vector.md §5: byte m of z = lo8(floor(z / 2^m)), the byte of z's 32-bit two's complement."""
-    return lo(z >> (8 * m), 8)
+    return vm.lo8(int(z) >> (8 * m))
 
 
 class WordStream:
@@ -189,7 +117,7 @@ def int8_tok(toks, j, v):
     assert 0 <= j < 1024
     if j & 3 == 0:
         toks.append(("VLG", j >> 2))
-    toks.append(("VLB%d" % (j & 3), lo(v, 8)))
+    toks.append(("VLB%d" % (j & 3), vm.lo8(int(v))))
 
 
 def pc_tokens(pc):
@@ -205,200 +133,6 @@ def W(rd, v):
     return [("W%d" % k, (v >> (8 * k)) & 0xFF) for k in range(4)]
 
 
-def execute(st, word):
-    """Runs the vector instruction `word`; returns (tokens, trap code or None)."""
-    assert word & 0x7F == 0x2B
-    rd, f3 = (word >> 7) & 31, (word >> 12) & 7
-    rs1, rs2, f7 = (word >> 15) & 31, (word >> 20) & 31, word >> 25
-    X1, X2 = st.x[rs1], st.x[rs2]
-    A, B, C, N = X1 & 0xFFFF, X1 >> 16, X2 & 0xFFFF, X2 >> 16
-    codes = set()
-    try:
-        op = [vmat, vmatr, vq, vexp, vew, vfn, vred, vld][f3]
-        plan = op(st, rd, f7, A, B, C, N, X1, X2, codes)
-        if codes:
-            raise Trap(min(codes))
-        return plan(), None
-    except Trap as t:
-        return [("TRAP", t.code)], t.code
-
-
-def need_vr(codes, first, count):
-    if first + count > 1024:
-        codes.add(17)
-
-
-def vmat(st, rd, f7, A, B, C, N, X1, X2, codes):
-    K, argmax = f7 & 7, (f7 >> 3) & 1
-    if K in (0, 7) or f7 >> 4:
-        codes.add(16)
-    if not argmax and rd != 0:
-        codes.add(16)
-    R, b0, c0, dst = N, B, C, A
-    if R == 0:
-        codes.add(18)
-    if b0 + max(K, 1) > 6:
-        codes.add(19)
-    if c0 + R * K > NCHUNK:
-        codes.add(21)
-    if not argmax:
-        need_vr(codes, dst, R)
-
-    def run():
-        toks, ys = [], []
-        for r in range(R):
-            total = 0
-            if r > 0 and r % 256 == 0:
-                toks.append(("VMH", r // 256))
-            for j in range(K):
-                c, b = c0 + r * K + j, b0 + j
-                acc = sum(st.act.get(64 * b + i, 0) * st.w.get((c, i), 0) for i in range(64))
-                assert abs(acc) <= 1 << 16
-                toks.append(("VMC%d" % j, r % 256))
-                total += acc * st.ws.get(c, 0) * (1 << st.ash.get(b, 0))
-            y = sat32(rnd(total, 16))
-            # VY0..VY3 after the row's chunks; argmax mode: VYN3 for byte 3 when y_r is strictly
-            # greater than every earlier row's (always row 0)
-            new_max = argmax and (not ys or y > max(ys))
-            toks += [("VY%d" % m, byte_of(y, m)) for m in range(3)]
-            toks.append(("VYN3" if new_max else "VY3", byte_of(y, 3)))
-            ys.append(y)
-        if argmax:
-            best = max(range(R), key=lambda r: (ys[r], -r))
-            toks += W(rd, best)
-            if rd:
-                st.x[rd] = best
-        else:
-            for r, y in enumerate(ys):
-                st.vr[dst + r] = y
-        return toks
-    return run
-
-
-def vmatr(st, rd, f7, A, B, C, N, X1, X2, codes):
-    vmode = f7 & 1
-    if f7 >> 1 or rd != 0:
-        codes.add(16)
-    dst, src, r0, T = A, B, C, N
-    if not 1 <= T <= 64:
-        codes.add(18)
-    if vmode == 0:
-        if src > 5:
-            codes.add(19)
-        need_vr(codes, dst, 448 + T)
-    else:
-        need_vr(codes, src, 448 + T)
-        need_vr(codes, dst, 64)
-        if any(share(dst, 64, src + 64 * h, T) for h in range(8)):
-            codes.add(20)
-    if r0 + T > NROWS:
-        codes.add(22)
-
-    def run():
-        toks = []
-        ws = WordStream(toks)
-        if vmode == 0:
-            writes = {}
-            for t in range(T):
-                row = r0 + t
-                for h in range(8):
-                    s = sum(st.act.get(64 * src + 8 * h + d, 0) * st.kc.get((row, 8 * (h // 2) + d), 0)
-                            for d in range(8))
-                    e = st.ash.get(src, 0) + st.ksh.get(row, 0)
-                    writes[dst + 64 * h + t] = sat32(s << (e - 16)) if e >= 16 else sat32(rnd(s, 16 - e))
-                    ws.emit(8 * t + h, writes[dst + 64 * h + t])  # element e = 8t + h
-            st.vr.update(writes)
-        else:
-            o = [0] * 64
-            for t in range(T):
-                row = r0 + t
-                for h in range(8):
-                    p = min(max(st.VR(src + 64 * h + t), 0), 65536)
-                    for d in range(8):
-                        o[8 * h + d] += (p * st.vc.get((row, 8 * (h // 2) + d), 0)) << st.vsh.get(row, 0)
-                toks.append(("VMV", t))
-            for e in range(64):  # written after all positions are read; element e = 8h + d
-                st.vr[dst + e] = sat32(rnd(o[e], 16))
-                ws.emit(e, st.vr[dst + e])
-        return toks
-    return run
-
-
-def vq(st, rd, f7, A, B, C, N, X1, X2, codes):
-    target = f7 & 3
-    if target == 3 or f7 >> 2 or rd != 0:
-        codes.add(16)
-    src, n = B, N
-    if target == 0:
-        if not 1 <= n <= 384:
-            codes.add(18)
-        if A + (n + 63) // 64 > 6:
-            codes.add(19)
-    elif target in (1, 2):
-        if n != 32:
-            codes.add(18)
-        if A >= NROWS:
-            codes.add(22)
-    need_vr(codes, src, n)
-
-    def run():
-        toks = []
-        for k in range((n + 63) // 64):
-            idx = range(64 * k, min(n, 64 * k + 64))
-            e = E(max(abs(st.VR(src + i)) for i in idx))
-            toks.append(("VQE", 32 * k + e))
-            if target == 0:
-                vals = [rnd(st.VR(src + i), e) if i < n else 0 for i in range(64 * k, 64 * k + 64)]
-                for j, v in enumerate(vals):
-                    st.act[64 * (A + k) + j] = v
-                st.ash[A + k] = e
-            else:
-                vals = [rnd(st.VR(src + i), e) for i in range(32)]
-                mem, sh = (st.kc, st.ksh) if target == 1 else (st.vc, st.vsh)
-                for j, v in enumerate(vals):
-                    mem[(A, j)] = v
-                sh[A] = e
-            assert all(-127 <= v <= 127 for v in vals)
-            for i, v in enumerate(vals):  # one int8 stream over the instruction, j = 64k + i
-                int8_tok(toks, 64 * k + i, v)
-        return toks
-    return run
-
-
-def vexp(st, rd, f7, A, B, C, N, X1, X2, codes):
-    G = (f7 & 7) + 1
-    if f7 >> 3 or rd != 0:
-        codes.add(16)
-    dst, src, sums, T = A, B, C, N
-    if not 1 <= T <= 64:
-        codes.add(18)
-    need_vr(codes, src, 64 * (G - 1) + T)
-    need_vr(codes, dst, 64 * (G - 1) + T)
-    need_vr(codes, sums, G)
-    if dst != src and any(share(dst + 64 * g, T, src + 64 * h, T) for g in range(G) for h in range(G)):
-        codes.add(20)
-    if any(share(sums, G, base + 64 * g, T) for base in (src, dst) for g in range(G)):
-        codes.add(20)
-
-    def run():
-        toks, S = [], []
-        ws = WordStream(toks)  # one word stream over the whole instruction
-        for g in range(G):
-            s = [st.VR(src + 64 * g + t) for t in range(T)]
-            m = max(s)
-            toks += [("VXM%d" % k, byte_of(m, k)) for k in range(4)]
-            p = [EXP[min(1023, rnd(m - v, 10))] for v in s]
-            for t in range(T):
-                st.vr[dst + 64 * g + t] = p[t]
-                ws.emit(64 * g + t, p[t])
-            S.append(sum(p))
-        for g in range(G):
-            st.vr[sums + g] = S[g]
-            ws.emit(512 + g, S[g])
-        return toks
-    return run
-
-
 def stream_tokens(z):
     """The word stream of the elements e = i, value z_i (VEW, VFN)."""
     toks = []
@@ -408,132 +142,98 @@ def stream_tokens(z):
     return toks
 
 
-def vew(st, rd, f7, A, B, C, N, X1, X2, codes):
-    mode, gs = f7 & 3, (f7 >> 2) & 7
-    if f7 >> 5 or rd != 0 or (mode == 2 and gs == 7) or (mode != 2 and gs != 0):
-        codes.add(16)
-    dst, a, b, n = A, B, C, N
-    if not 1 <= n <= 1024 or (mode == 3 and n % 2):
-        codes.add(18)
-    need_vr(codes, a, n)
-    need_vr(codes, dst, n)
-    if mode in (0, 1):
-        need_vr(codes, b, n)
-    if mode == 2:
-        need_vr(codes, b, ((n - 1) >> gs) + 1)
-    if mode == 3 and b >= 64:
-        codes.add(23)
-    if conflict(dst, n, a, n) or (mode in (0, 1) and conflict(dst, n, b, n)):
-        codes.add(20)
-    if mode == 2 and share(b, ((n - 1) >> gs) + 1, dst, n):
-        codes.add(20)
-
-    def run():
-        x = [st.VR(a + i) for i in range(n)]
-        if mode == 0:
-            z = [sat32(x[i] + st.VR(b + i)) for i in range(n)]
-        elif mode == 1:
-            z = [sat32(rnd(x[i] * st.VR(b + i), 16)) for i in range(n)]
-        elif mode == 2:
-            z = [sat32(rnd(x[i] * st.VR(b + (i >> gs)), 16)) for i in range(n)]
-        else:
-            z = [0] * n
-            for k in range(n // 2):
-                c, s = COS[b][k % 4], SIN[b][k % 4]
-                u, v = x[2 * k], x[2 * k + 1]
-                z[2 * k] = sat32(rnd(u * c - v * s, 16))
-                z[2 * k + 1] = sat32(rnd(u * s + v * c, 16))
-        for i in range(n):
-            st.vr[dst + i] = z[i]
-        return stream_tokens(z)
-    return run
+def vmat_tokens(o, out):
+    """Per row r: VMH(r >> 8) at r & 0xFF = 0 (r > 0), VMC_j(r & 0xFF), the bytes of y_r (argmax
+    mode: VYN3 for byte 3 when y_r is strictly greater than every earlier row's, always row 0);
+    argmax mode then W(r*)."""
+    toks, ys = [], out.values["y"].tolist()
+    argmax = out.values["argmax"]
+    for r, y in enumerate(ys):
+        if r > 0 and r % 256 == 0:
+            toks.append(("VMH", r // 256))
+        toks += [("VMC%d" % j, r % 256) for j in range(o.f7 & 7)]
+        new_max = argmax and (r == 0 or y > max(ys[:r]))
+        toks += [("VY%d" % m, byte_of(y, m)) for m in range(3)]
+        toks.append(("VYN3" if new_max else "VY3", byte_of(y, 3)))
+    if argmax:
+        toks += W(o.rd, ys.index(max(ys)))
+    return toks
 
 
-def fn_value(fn, x):
-    if fn == 0:
-        u = max(x, 1)
-        k = floor_log2(u)
-        k2 = k - k % 2
-        ix = u >> (k2 - 6) if k2 >= 6 else u << (6 - k2)
-        return rnd(RSQ[ix], k2 // 2)
-    if fn == 1:
-        u = max(x, 1)
-        k = floor_log2(u)
-        ix = u >> (k - 7) if k >= 7 else u << (7 - k)
-        return sat32(RCP[ix] << (2 - k)) if k <= 2 else rnd(RCP[ix], k - 2)
-    ix = min(1023, max(0, rnd(x, 10) + 512))
-    return sat32(rnd(x * SIG[ix], 16))
+def vmatr_tokens(o, out):
+    """K mode: the word stream of elements e = 8t + h, value VR[dst + 64h + t]; V mode: VMV(t)
+    per position, then the stream of the 64 elements e = 8h + d."""
+    toks = []
+    ws = WordStream(toks)
+    z = out.values["z"]
+    if o.f7 & 1 == 0:
+        for t in range(o.N):
+            for h in range(8):
+                ws.emit(8 * t + h, z[h, t])
+    else:
+        toks += [("VMV", t) for t in range(o.N)]
+        for e in range(64):
+            ws.emit(e, z[e])
+    return toks
 
 
-def vfn(st, rd, f7, A, B, C, N, X1, X2, codes):
-    if f7 >= 3 or rd != 0:
-        codes.add(16)
-    dst, src, n = A, B, N
-    if not 1 <= n <= 1024:
-        codes.add(18)
-    need_vr(codes, src, n)
-    need_vr(codes, dst, n)
-    if conflict(dst, n, src, n):
-        codes.add(20)
-
-    def run():
-        z = [fn_value(f7, st.VR(src + i)) for i in range(n)]
-        for i in range(n):
-            st.vr[dst + i] = z[i]
-        return stream_tokens(z)
-    return run
+def vq_tokens(o, out):
+    """Per group k: VQE((k << 5) | e_k), then its values in one int8 stream, j = 64k + i."""
+    toks = []
+    for k, (e, q) in enumerate(zip(out.values["e"], out.values["q"])):
+        toks.append(("VQE", 32 * k + e))
+        for i, v in enumerate(q.tolist()):
+            int8_tok(toks, 64 * k + i, v)
+    return toks
 
 
-def vred(st, rd, f7, A, B, C, N, X1, X2, codes):
-    mode, sh = f7 & 3, f7 >> 2
-    if mode == 3 or (mode == 2 and sh != 0) or rd != 0:
-        codes.add(16)
-    dst, src, n = A, B, N
-    if not 1 <= n <= 1024:
-        codes.add(18)
-    need_vr(codes, src, n)
-    need_vr(codes, dst, 1)
-
-    def run():
-        toks, parts = [], []
-        for k in range((n + 63) // 64):
-            x = [st.VR(src + i) for i in range(64 * k, min(n, 64 * k + 64))]
-            c = sum(v * v for v in x) if mode == 0 else sum(x) if mode == 1 else max(x)
-            parts.append(c)  # the group's contribution c_k
-            toks.append(("VRD", k))
-        acc = max(parts) if mode == 2 else sum(parts)
-        z = sat32(rnd(acc, 16 + sh)) if mode == 0 else sat32(rnd(acc, sh)) if mode == 1 else acc
-        st.vr[dst] = z
-        WordStream(toks).emit(0, z)
-        return toks
-    return run
+def vexp_tokens(o, out):
+    """One word stream: per group VXM0..VXM3 (bytes of m_g), then e = 64g + t, value p_{g,t};
+    then e = 512 + g, value S_g."""
+    toks = []
+    ws = WordStream(toks)
+    m, p, S = out.values["m"], out.values["p"], out.values["S"]
+    for g in range(len(m)):
+        toks += [("VXM%d" % k, byte_of(m[g], k)) for k in range(4)]
+        for t in range(o.N):
+            ws.emit(64 * g + t, p[g, t])
+    for g in range(len(m)):
+        ws.emit(512 + g, S[g])
+    return toks
 
 
-def vld(st, rd, f7, A, B, C, N, X1, X2, codes):
-    if f7 != 0 or rd != 0:
-        codes.add(16)
-    a, dst, n = X1, X2 & 0xFFFF, X2 >> 16
-    if not 1 <= n <= 1024:
-        codes.add(18)
-    need_vr(codes, dst, n)
-    if a % 4:
-        codes.add(4)
-    if a < RAM_BASE or a + 4 + n > RAM_END:
-        codes.add(5)
+def vred_tokens(o, out):
+    """VRD(k) per source group, then the one-element word stream of z."""
+    toks = [("VRD", k) for k in range(out.values["groups"])]
+    WordStream(toks).emit(0, out.values["z"])
+    return toks
 
-    def run():
-        rec = [st.ram.get(a + k, 0) for k in range(4 + n)]
-        M = s32(rec[0] | rec[1] << 8 | rec[2] << 16 | rec[3] << 24)
-        for i in range(n):
-            b = rec[4 + i] - 256 if rec[4 + i] > 127 else rec[4 + i]
-            st.vr[dst + i] = sat32(b * M)
-        toks = [("VLB%d" % m, rec[m]) for m in range(4)]  # M at a (a multiple of 4)
-        for i in range(n):
-            if i % 4 == 0:
-                toks.append(("VLG", i // 4))
-            toks.append(("VLB%d" % ((a + 4 + i) % 4), rec[4 + i]))
-        return toks
-    return run
+
+def vld_tokens(o, out):
+    """VLB0..VLB3 of M's bytes (a is a multiple of 4), then the int8 stream of b_0..b_{n-1}."""
+    rec = out.values["record"]
+    toks = [("VLB%d" % m, rec[m]) for m in range(4)]
+    for i in range(len(rec) - 4):
+        if i % 4 == 0:
+            toks.append(("VLG", i // 4))
+        toks.append(("VLB%d" % ((o.x1 + 4 + i) % 4), rec[4 + i]))
+    return toks
+
+
+TOKENS = [vmat_tokens, vmatr_tokens, vq_tokens, vexp_tokens, lambda o, out: stream_tokens(out.values["z"]),
+          lambda o, out: stream_tokens(out.values["z"]), vred_tokens, vld_tokens]  # by f3
+
+
+def execute(st, word):
+    """Runs the vector instruction `word` on `st` (vector_model); returns (tokens, trap code or
+    None)."""
+    model = st.to_model()
+    x1, x2 = st.x[(word >> 15) & 31], st.x[(word >> 20) & 31]
+    out = vm.execute(model, word, x1, x2, ram=lambda a, n: [st.ram.get(a + k, 0) for k in range(n)])
+    if out.trap is not None:
+        return [("TRAP", out.trap)], out.trap
+    st.take(out, (word >> 7) & 31)
+    return TOKENS[(word >> 12) & 7](vm.Operands(word, x1, x2), out), None
 
 
 # ---- encoding and JSON -----------------------------------------------------------------------
@@ -1214,7 +914,7 @@ def build():
 
 
 def main():
-    got = {n: sha_of(v) for n, v in table_lists().items()}
+    got = vm.table_shas()
     if got != TABLE_SHA:
         sys.exit("gen_vector.py: table SHA-256 differ from vector.md §3: %r" % got)
     if "--tables" in sys.argv:
