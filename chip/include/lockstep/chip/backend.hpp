@@ -123,6 +123,12 @@ class ChipBackend {
   /// Steps per multi-step call the engine should use (its chunk); 1 for the in-process
   /// executors, more for a backend whose calls cost a round trip.
   virtual std::uint32_t preferred_chunk() const { return 1; }
+  /// The fault that ended a chip under test's session (dut-protocol.md §8), one line; empty while
+  /// it works and always for the in-process executors. Once set, every further call throws it, so
+  /// a caller that caught one exception (say, a probe) can still see that the chip failed.
+  virtual std::string fault() const { return {}; }
+  /// The most streams set_num_streams() takes (a chip under test announces it; unbounded here).
+  virtual std::size_t max_streams() const { return static_cast<std::size_t>(-1); }
 
   /// Sets the number of streams to n (new streams have zero state, step 0).
   virtual void set_num_streams(std::size_t n) = 0;

@@ -1,0 +1,45 @@
+// `lockstep dut-check`: the conformance checks a chip builder runs on an adapter before anything
+// else (docs/hook-up-your-chip.md). They test the protocol's promises (docs/spec/dut-protocol.md
+// §3, §4): the handshake, reset, independence of batch size and stream order, determinism, the
+// multi-step messages against single steps, the optional capabilities, and the answers to bad
+// frames. Whether the tokens are right is the lock-step run's business, but the agreement of
+// the teacher-forced tokens with the golden model's is reported too.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lockstep/chip/guest_image.hpp"
+#include "lockstep/dut/dut_backend.h"
+
+namespace lockstep::dut {
+
+/// One guest of the checks: its image and the golden model's token stream (trace.md §2 ids;
+/// tokens[0] is the first predicted token, the input of step k is tokens[k-2], START for k = 1).
+struct ConformanceGuest {
+  std::string name;
+  chip::GuestImage image;
+  std::vector<std::uint32_t> tokens;
+};
+
+/// The result of one check, printed as one line.
+struct CheckLine {
+  std::string name;
+  enum class Verdict { kPass, kFail, kSkip } verdict = Verdict::kPass;
+  std::string detail;  ///< why it failed / was skipped, or what was checked
+  std::string to_string() const;  ///< "pass  handshake: ..." / "FAIL  ..." / "skip  ..."
+};
+
+/// Runs every check on the chip of `config` with `guests` (at least 2; each with at least 2
+/// tokens), calling `on_line` as each check ends; returns them all. Each check that needs a
+/// fresh session opens one, so that a fault in one check does not hide the others.
+std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vector<ConformanceGuest>& guests,
+                                       const std::function<void(const CheckLine&)>& on_line);
+
+/// Opens the transport of `config` without a handshake (for raw-frame checks and tests).
+/// Throws DutError.
+std::unique_ptr<Connection> open_connection(const DutConfig& config);
+
+}  // namespace lockstep::dut

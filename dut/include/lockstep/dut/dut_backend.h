@@ -1,0 +1,127 @@
+// DutBackend: a chip under test that Lockstep did not build, reached over the chip-under-test
+// protocol (docs/spec/dut-protocol.md) and driven through the same ChipBackend interface as the
+// built-in executors. Like them it knows nothing about RISC-V: it moves guest images in and
+// token ids out, translating ids through the chip's vocabulary map (§6).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lockstep/chip/backend.hpp"
+#include "lockstep/dut/protocol.h"
+#include "lockstep/dut/transport.h"
+#include "lockstep/dut/vocab.h"
+
+namespace lockstep::dut {
+
+/// A fault of the chip under test (§8): it could not be started or reached, died, timed out,
+/// sent a malformed or wrong frame, answered ERROR, or predicted an id outside its map.
+/// what() is one line starting "chip under test: ".
+class DutError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// How to reach a chip under test (the `--dut*` options).
+struct DutConfig {
+  std::string command;            ///< --dut 'COMMAND ARGS': started as a child process
+  std::string connect;            ///< --dut-connect unix:PATH | tcp:HOST:PORT
+  std::filesystem::path vocab;    ///< --dut-vocab FILE (empty: the chip's ids are the spec's)
+  double timeout_s = 120;         ///< --dut-timeout: seconds a chip may take to answer (> 0)
+  std::filesystem::path token_file;  ///< --dut-token-file: the shared secret sent in HELLO (§9)
+
+  bool empty() const { return command.empty() && connect.empty(); }
+  /// "--dut 'python3 x.py'" / "--dut-connect unix:/tmp/s", for reports and replay commands.
+  std::string describe() const;
+  /// For case files (docs/engine.md "Cases"): {"command", "connect", "vocab", "timeout_s",
+  /// "token_file"} with empty members left out.
+  nlohmann::json to_json() const;
+  /// Throws std::invalid_argument (one line) on a malformed object.
+  static DutConfig from_json(const nlohmann::json& j);
+};
+
+/// The harness side of lockstep-dut/1 behind chip::ChipBackend.
+///
+/// Token ids in and out of the ChipBackend methods are trace.md §2 ids; on the wire they are the
+/// chip's (through the VocabMap). Every failure of the chip throws DutError and is kept: after
+/// the first one, every call throws the same error (fault() returns it), so that a run can never
+/// read a chip that failed mid-run as a pass. UsageError for a bad stream or a capability the chip
+/// did not announce (the harness checks capabilities before asking).
+class DutBackend final : public chip::ChipBackend {
+ public:
+  /// Starts or connects to the chip and runs the handshake (HELLO, §3.1): checks its protocol and
+  /// trace versions and loads the vocabulary map against its vocab_size. Throws DutError.
+  explicit DutBackend(const DutConfig& config);
+  /// Sends BYE and ends the session (§1): the child is waited for, then terminated.
+  ~DutBackend() override;
+
+  std::string name() const override;
+  void load(std::shared_ptr<const chip::Chip>) override;
+  const chip::Chip& chip() const override;
+  chip::Capabilities capabilities() const override;
+  std::uint32_t vocab_size() const override;
+  std::string identity() const override { return hello_.identity; }
+  chip::ProbeMap probe_map() const override;
+  std::uint32_t preferred_chunk() const override;
+  std::string fault() const override { return fault_; }
+  std::size_t max_streams() const override { return hello_.max_streams; }
+
+  void set_num_streams(std::size_t n) override;
+  std::size_t num_streams() const override { return steps_.size(); }
+  void reset(chip::StreamId s, const chip::GuestImage& image) override;
+  void step_batch(std::span<const chip::StreamId> streams, std::span<const chip::Token> inputs,
+                  std::span<chip::Token> out) override;
+  void teacher_forced_batch(std::span<const chip::StreamId> streams, std::span<const std::uint32_t> counts,
+                            std::span<const chip::Token> inputs, std::span<chip::Token> out) override;
+  void free_running_batch(std::span<const chip::StreamId> streams, std::span<const std::uint32_t> counts,
+                          std::span<const chip::Token> first, std::span<chip::Token> out) override;
+  std::uint64_t hash(chip::StreamId s) const override;
+  /// The chip's blob wrapped with the stream's step count ("LKDB", version 1, steps, blob).
+  std::vector<std::uint8_t> save(chip::StreamId s) const override;
+  /// Throws chip::FormatError for bytes that are no save() of a DutBackend; DutError when the chip
+  /// refuses the blob.
+  void restore(chip::StreamId s, const std::vector<std::uint8_t>& bytes) override;
+  std::uint64_t steps(chip::StreamId s) const override;
+  void set_probe_recording(bool on) override;
+  std::vector<float> probe(chip::StreamId s, int layer, chip::Sublayer after, const std::string& field) const override;
+  /// A chip under test has no numerics audit: turning it on throws UsageError.
+  void set_audit(bool on) override;
+  std::optional<chip::AuditViolation> audit_violation(chip::StreamId) const override { return std::nullopt; }
+
+  /// The chip's handshake answer.
+  const HelloOk& hello() const { return hello_; }
+  const DutConfig& config() const { return config_; }
+  const VocabMap& vocab() const { return vocab_; }
+
+  /// Sends one raw frame and returns the chip's answer (for `lockstep dut-check`'s bad-frame
+  /// checks); the session's fault state is not touched. Throws TransportError/Malformed.
+  std::optional<Frame> raw_exchange(std::uint32_t type, std::span<const std::uint8_t> payload);
+
+ private:
+  /// Sends a request and returns the payload of its success response; throws DutError (and
+  /// records the fault) on anything else.
+  std::vector<std::uint8_t> request(std::uint32_t type, const std::vector<std::uint8_t>& payload) const;
+  [[noreturn]] void fail(const std::string& message) const;
+  void check_stream(chip::StreamId s, const char* what) const;
+  chip::Token from_chip(std::uint32_t id, chip::StreamId s, std::uint64_t step) const;
+  Connection::Clock::time_point deadline() const;
+
+  DutConfig config_;
+  std::unique_ptr<Connection> conn_;
+  HelloOk hello_;
+  VocabMap vocab_;
+  std::vector<std::uint64_t> steps_;   ///< per stream: steps since reset
+  std::vector<bool> was_reset_;
+  mutable std::string fault_;
+  mutable std::optional<chip::ProbeMap> probe_map_;
+};
+
+}  // namespace lockstep::dut

@@ -1,0 +1,38 @@
+// The chip side of lockstep-dut/1 over any chip::ChipBackend: `lockstep chip-server` serves the
+// built-in executors with it, and it is the protocol's C++ reference implementation
+// (docs/spec/dut-protocol.md). Each session gets a backend of its own from a factory (streams
+// belong to their session, §1), over the one loaded chip.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string>
+
+#include "lockstep/chip/backend.hpp"
+#include "lockstep/dut/transport.h"
+
+namespace lockstep::dut {
+
+/// What a chip-server announces and accepts.
+struct ServerOptions {
+  std::string name = "lockstep chip-server";  ///< HELLO_OK's name
+  std::uint32_t max_streams = 1024;           ///< HELLO_OK's max_streams (1..65536)
+  std::string auth;                           ///< non-empty: HELLO's auth must equal it (§9)
+};
+
+/// Counts of one session, for the server's log.
+struct SessionStats {
+  std::uint64_t frames = 0, steps = 0, errors = 0;
+  bool said_bye = false;
+  std::string ended;  ///< why the session ended ("BYE", "end of stream", "authentication failed", ...)
+};
+
+/// Serves one session on `conn` until BYE, end of stream, an over-long frame or a failed
+/// authentication; `make_backend` is called once, at HELLO. Never throws for anything the harness
+/// sends (it answers ERROR, §3.10); throws TransportError only when the connection itself fails.
+SessionStats serve_session(Connection& conn, const std::function<std::unique_ptr<chip::ChipBackend>()>& make_backend,
+                           const ServerOptions& options);
+
+}  // namespace lockstep::dut

@@ -1,0 +1,124 @@
+// Byte streams that carry lockstep-dut/1 frames (docs/spec/dut-protocol.md §1): a child process
+// over its stdin/stdout, a Unix or TCP socket, or this process's own stdin/stdout (the chip side
+// of `--dut`). Every read and write waits with poll() against a deadline, so that a chip that
+// stops answering can never hang the harness.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lockstep/dut/protocol.h"
+
+namespace lockstep::dut {
+
+/// A transport failure: the peer cannot be started or reached, closed its side, or died.
+/// what() is one line.
+class TransportError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+/// The peer did not answer (or accept bytes) before the deadline.
+class Timeout : public TransportError {
+ public:
+  using TransportError::TransportError;
+};
+
+/// A parsed `--dut-connect` / `--listen` address: "unix:PATH" or "tcp:HOST:PORT".
+struct Address {
+  enum class Kind { kUnix, kTcp } kind = Kind::kUnix;
+  std::string path;      ///< kUnix: the socket's path (at most 107 bytes)
+  std::string host;      ///< kTcp: a numeric IPv4 address or a name
+  std::uint16_t port = 0;
+  /// True for a Unix socket or a loopback TCP host (127.0.0.0/8, "localhost").
+  bool local() const;
+  std::string to_string() const;
+};
+/// Parses "unix:PATH" or "tcp:HOST:PORT"; throws std::invalid_argument (one line) otherwise.
+Address parse_address(const std::string& text);
+
+/// One frame stream. Not thread-safe.
+class Connection {
+ public:
+  using Clock = std::chrono::steady_clock;
+  virtual ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  /// Writes one frame; throws TransportError (peer gone) or Timeout.
+  virtual void write_frame(std::uint32_t type, std::span<const std::uint8_t> payload, Clock::time_point deadline);
+  /// Writes raw bytes (tests and dut-check's over-long-frame check); throws as write_frame.
+  void write_raw(std::span<const std::uint8_t> bytes, Clock::time_point deadline, const std::string& what = "frame");
+  /// Reads one frame. Returns nullopt at a clean end of stream (between frames). Throws Malformed
+  /// for a length over kMaxPayload (nothing of the payload is read), TransportError for an end of
+  /// stream inside a frame, Timeout past the deadline.
+  virtual std::optional<Frame> read_frame(Clock::time_point deadline);
+
+  /// A one-line description of the peer, for error messages ("chip process 'python3 x.py'").
+  const std::string& peer() const { return peer_; }
+  /// Closes the write side (the peer then reads end of file), keeping the read side open.
+  void close_write();
+  /// For a child process: how it ended ("exited with status 3", "killed by signal 9"), waiting
+  /// up to `wait` for it; "" when it is still running or this is no child.
+  virtual std::string exit_status(std::chrono::milliseconds wait);
+  /// For a child process: ends it at once (SIGKILL) and reaps it; no-op otherwise.
+  virtual void kill_peer() {}
+
+ protected:
+  /// A connection over two file descriptors (the same one for a socket; -1 for a decorator that
+  /// overrides write_frame and read_frame), which the connection closes.
+  Connection(int read_fd, int write_fd, std::string peer);
+  int rfd_ = -1, wfd_ = -1;
+  std::string peer_;
+
+ private:
+  bool read_exact(std::uint8_t* p, std::size_t n, Clock::time_point deadline, bool at_frame_start);
+};
+
+/// Starts `/bin/sh -c 'exec COMMAND'` with pipes on its stdin and stdout; its stderr is this
+/// process's. Throws TransportError when the shell cannot be started. The returned connection
+/// ends the child when destroyed: close stdin, wait up to 5 s, SIGTERM, 2 s more, SIGKILL (§1).
+std::unique_ptr<Connection> spawn_chip(const std::string& command);
+
+/// Connects to a listening chip. Throws TransportError (one line with the address and errno's
+/// text) when it cannot, or Timeout after `timeout`.
+std::unique_ptr<Connection> connect_chip(const Address& address, std::chrono::milliseconds timeout);
+
+/// A connection over file descriptors this process already has (a pipe, a socketpair), which it
+/// then owns and closes; `peer` names the other side in errors.
+std::unique_ptr<Connection> fd_connection(int read_fd, int write_fd, std::string peer);
+
+/// This process's stdin/stdout as a connection (the chip side of `--dut`).
+std::unique_ptr<Connection> stdio_connection();
+
+/// A listening socket (the chip side of `--dut-connect`).
+class Listener {
+ public:
+  /// Binds and listens; a Unix socket's stale file is replaced. Throws TransportError.
+  explicit Listener(const Address& address);
+  ~Listener();
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+  /// Waits for the next connection; nullptr when `stop` was set (checked every 200 ms).
+  std::unique_ptr<Connection> accept(const std::atomic<bool>* stop = nullptr);
+  /// The bound address (with the port the kernel chose for "tcp:HOST:0").
+  const Address& address() const { return address_; }
+
+ private:
+  int fd_ = -1;
+  Address address_;
+};
+
+/// Ignores SIGPIPE for the process (a write to a dead chip then fails with EPIPE instead of
+/// killing the harness). Idempotent.
+void ignore_sigpipe();
+
+}  // namespace lockstep::dut

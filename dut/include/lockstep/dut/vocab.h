@@ -1,0 +1,53 @@
+// The token vocabulary map of a chip under test (docs/spec/dut-protocol.md §6): how the chip
+// numbers the trace tokens of trace.md §2. Plain data over format/'s token table.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace lockstep::dut {
+
+/// A map that breaks a rule of §6; what() is one line naming the file, the line and the rule.
+class VocabError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// One-to-one map between trace-v3 token ids (trace.md §2: 256·kind + payload) and a chip's
+/// ids (0 .. chip_vocab − 1) over every token trace-v3 can produce (18,785 with START).
+class VocabMap {
+ public:
+  /// The default map: the chip's ids are the spec's ids. Throws VocabError when chip_vocab is
+  /// below the spec's vocabulary size (20,736).
+  static VocabMap identity(std::uint32_t chip_vocab);
+  /// Parses `text` (the file format of §6; `source` names it in errors). Throws VocabError when
+  /// a line is malformed, a token is not one trace-v3 can produce, a token is mapped twice, two
+  /// tokens share an id, an id is ≥ chip_vocab, or a producible token is missing.
+  static VocabMap parse(const std::string& text, std::uint32_t chip_vocab, const std::string& source);
+  /// parse() of a file; VocabError also when it cannot be read.
+  static VocabMap load(const std::filesystem::path& path, std::uint32_t chip_vocab);
+
+  bool is_identity() const { return identity_; }
+  /// The chip's id of spec token `spec_id`. Precondition: spec_id is a producible token (or START).
+  std::uint32_t to_chip(std::uint32_t spec_id) const { return identity_ ? spec_id : to_chip_[spec_id]; }
+  /// The spec id of chip id `chip_id`, or nullopt when the map has no token with that id.
+  std::optional<std::uint32_t> to_spec(std::uint32_t chip_id) const;
+  /// Tokens mapped (18,785 for trace-v3).
+  std::size_t size() const;
+
+ private:
+  bool identity_ = true;
+  std::uint32_t chip_vocab_ = 0;
+  std::vector<std::uint32_t> to_chip_;                     ///< spec id -> chip id (non-identity)
+  std::unordered_map<std::uint32_t, std::uint32_t> to_spec_;  ///< chip id -> spec id (non-identity)
+};
+
+/// Every token trace-v3 can produce (START first), in id order.
+std::vector<std::uint32_t> producible_tokens();
+
+}  // namespace lockstep::dut

@@ -1,0 +1,460 @@
+#include "lockstep/dut/conformance.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "lockstep/format/tokens.h"
+
+namespace lockstep::dut {
+
+namespace {
+
+using Tokens = std::vector<chip::Token>;
+
+std::string plural(std::size_t n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); }
+
+// The teacher-forced inputs of a guest: START, then its tokens but the last.
+Tokens forced_inputs(const ConformanceGuest& g) {
+  Tokens in{format::kStartToken};
+  in.insert(in.end(), g.tokens.begin(), g.tokens.end() - 1);
+  return in;
+}
+
+// Where two streams first differ, as text ("" when equal).
+std::string first_difference(const Tokens& want, const Tokens& got) {
+  if (want.size() != got.size()) return plural(got.size(), "token") + " instead of " + std::to_string(want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (want[i] != got[i]) {
+      return "step " + std::to_string(i + 1) + ": " + format::token_name(got[i]) + " instead of " +
+             format::token_name(want[i]);
+    }
+  }
+  return "";
+}
+
+// Teacher-forced, one STEP frame per step, several streams at once: stream sids[i] runs guest
+// gidx[i]; the entries are listed in `order` (indices into sids). Returns tokens per guest index.
+std::vector<Tokens> step_by_step(DutBackend& b, const std::vector<ConformanceGuest>& guests,
+                                 const std::vector<chip::StreamId>& sids, const std::vector<std::size_t>& gidx,
+                                 const std::vector<std::size_t>& order) {
+  std::vector<Tokens> inputs(guests.size()), out(guests.size());
+  for (std::size_t i = 0; i < sids.size(); ++i) {
+    b.reset(sids[i], guests[gidx[i]].image);
+    inputs[gidx[i]] = forced_inputs(guests[gidx[i]]);
+  }
+  for (std::size_t k = 0;; ++k) {
+    std::vector<chip::StreamId> s;
+    std::vector<chip::Token> in;
+    std::vector<std::size_t> which;
+    for (std::size_t o : order) {
+      const std::size_t g = gidx[o];
+      if (k >= inputs[g].size()) continue;
+      s.push_back(sids[o]);
+      in.push_back(inputs[g][k]);
+      which.push_back(g);
+    }
+    if (s.empty()) break;
+    std::vector<chip::Token> res(s.size());
+    b.step_batch(s, in, res);
+    for (std::size_t i = 0; i < s.size(); ++i) out[which[i]].push_back(res[i]);
+  }
+  return out;
+}
+
+// Free-running from START for n steps, one STEP frame per step, on stream `s`.
+Tokens free_by_steps(DutBackend& b, chip::StreamId s, const chip::GuestImage& image, std::size_t n) {
+  b.reset(s, image);
+  Tokens out;
+  chip::Token in = format::kStartToken;
+  for (std::size_t k = 0; k < n; ++k) {
+    in = b.step(s, in);
+    out.push_back(in);
+  }
+  return out;
+}
+
+struct RawSession {
+  std::unique_ptr<Connection> conn;
+  double timeout_s;
+  std::optional<Frame> exchange(std::uint32_t type, const std::vector<std::uint8_t>& payload) {
+    const auto until = Connection::Clock::now() + std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
+    conn->write_frame(type, payload, until);
+    return conn->read_frame(until);
+  }
+};
+
+// "ERROR 2" when `f` is an ERROR frame with that code, else what it was.
+std::string answer_text(const std::optional<Frame>& f) {
+  if (!f) return "end of stream";
+  if (f->type != kError) return type_name(f->type);
+  try {
+    const auto [code, message] = decode_error(f->payload);
+    return "ERROR " + std::to_string(code) + " (" + message + ")";
+  } catch (const Malformed& e) {
+    return std::string("a malformed ERROR (") + e.what() + ")";
+  }
+}
+
+bool is_error(const std::optional<Frame>& f, std::uint32_t code) {
+  if (!f || f->type != kError) return false;
+  try {
+    return decode_error(f->payload).first == code;
+  } catch (const Malformed&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+std::string CheckLine::to_string() const {
+  const char* v = verdict == Verdict::kPass ? "pass" : verdict == Verdict::kFail ? "FAIL" : "skip";
+  return std::string(v) + "  " + name + (detail.empty() ? "" : ": " + detail);
+}
+
+std::unique_ptr<Connection> open_connection(const DutConfig& config) {
+  try {
+    if (!config.command.empty()) return spawn_chip(config.command);
+    return connect_chip(parse_address(config.connect),
+                        std::chrono::milliseconds(static_cast<long long>(config.timeout_s * 1000)));
+  } catch (const std::exception& e) {
+    throw DutError(std::string("chip under test: ") + e.what());
+  }
+}
+
+std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vector<ConformanceGuest>& guests,
+                                       const std::function<void(const CheckLine&)>& on_line) {
+  std::vector<CheckLine> lines;
+  auto emit = [&](std::string name, CheckLine::Verdict v, std::string detail) {
+    lines.push_back({std::move(name), v, std::move(detail)});
+    if (on_line) on_line(lines.back());
+  };
+  const auto kPass = CheckLine::Verdict::kPass, kFail = CheckLine::Verdict::kFail, kSkip = CheckLine::Verdict::kSkip;
+  if (guests.size() < 2) throw std::invalid_argument("dut-check needs at least two guests");
+  for (const auto& g : guests)
+    if (g.tokens.size() < 2) throw std::invalid_argument("dut-check: guest " + g.name + " has fewer than 2 tokens");
+
+  // A check body: runs `f`, which returns "" (pass) or why it failed; a DutError fails it and
+  // ends the session (the rest continue on a fresh one).
+  std::unique_ptr<DutBackend> b;
+  auto session = [&]() -> DutBackend& {
+    if (!b || !b->fault().empty()) b = std::make_unique<DutBackend>(config);
+    return *b;
+  };
+  auto check = [&](const std::string& name, const std::function<std::string()>& f) {
+    try {
+      const std::string why = f();
+      if (why.rfind("skip:", 0) == 0) emit(name, kSkip, why.substr(6));
+      else if (why.rfind("pass:", 0) == 0) emit(name, kPass, why.substr(6));
+      else emit(name, why.empty() ? kPass : kFail, why);
+    } catch (const std::exception& e) {
+      emit(name, kFail, e.what());
+      b.reset();
+    }
+  };
+
+  // 1. Handshake.
+  try {
+    DutBackend& d = session();
+    const HelloOk& h = d.hello();
+    emit("handshake", kPass,
+         "'" + h.name + "', vocab_size " + std::to_string(h.vocab_size) + ", max_streams " +
+             std::to_string(h.max_streams) + ", capabilities " + capability_names(h.capabilities) + ", identity '" +
+             h.identity + "', " + (d.vocab().is_identity() ? "the spec's token ids" : "a vocabulary map of " +
+                                                                                          std::to_string(d.vocab().size()) +
+                                                                                          " tokens"));
+  } catch (const std::exception& e) {
+    emit("handshake", kFail, e.what());
+    return lines;  // nothing else can run
+  }
+  const std::size_t G = std::min<std::size_t>(guests.size(), b->hello().max_streams);
+  const chip::Capabilities caps = b->capabilities();
+
+  // 2. Reset and single steps (the baseline every other check compares with).
+  std::vector<Tokens> single(guests.size());
+  bool have_single = false;
+  check("reset and single steps", [&]() -> std::string {
+    DutBackend& d = session();
+    d.set_num_streams(1);
+    std::size_t steps = 0;
+    for (std::size_t g = 0; g < guests.size(); ++g) {
+      single[g] = step_by_step(d, guests, {0}, {g}, {0})[g];
+      steps += single[g].size();
+    }
+    have_single = true;
+    return "pass: " + plural(guests.size(), "guest") + ", " + plural(steps, "step") + " one STEP frame each";
+  });
+  if (!have_single) return lines;
+
+  // 3. Agreement with the golden model (teacher-forced).
+  {
+    std::size_t agree = 0, total = 0;
+    std::string first;
+    for (std::size_t g = 0; g < guests.size(); ++g) {
+      for (std::size_t k = 0; k < single[g].size(); ++k, ++total) {
+        if (single[g][k] == guests[g].tokens[k]) ++agree;
+        else if (first.empty())
+          first = guests[g].name + " step " + std::to_string(k + 1) + ": " + format::token_name(single[g][k]) +
+                  " instead of " + format::token_name(guests[g].tokens[k]);
+      }
+    }
+    emit("golden model (teacher-forced)", agree == total ? kPass : kFail,
+         std::to_string(agree) + " of " + std::to_string(total) + " tokens agree" +
+             (first.empty() ? "" : "; first difference " + first));
+  }
+
+  // 4. Determinism: the same guest again, on the same stream after a reset.
+  check("determinism", [&]() -> std::string {
+    DutBackend& d = session();
+    d.set_num_streams(1);
+    const Tokens again = step_by_step(d, guests, {0}, {0}, {0})[0];
+    const std::string diff = first_difference(single[0], again);
+    return diff.empty() ? "pass: " + guests[0].name + " reset and run again: the same tokens" : "second run: " + diff;
+  });
+
+  // 5. Batch size: every guest in its own stream, one STEP frame per step (ragged lengths).
+  check("batch of streams", [&]() -> std::string {
+    if (G < 2) return "skip: max_streams is 1";
+    DutBackend& d = session();
+    d.set_num_streams(G);
+    std::vector<chip::StreamId> sids(G);
+    std::vector<std::size_t> gidx(G), order(G);
+    std::iota(sids.begin(), sids.end(), 0);
+    std::iota(gidx.begin(), gidx.end(), 0);
+    std::iota(order.begin(), order.end(), 0);
+    const auto out = step_by_step(d, guests, sids, gidx, order);
+    for (std::size_t g = 0; g < G; ++g) {
+      const std::string diff = first_difference(single[g], out[g]);
+      if (!diff.empty()) return guests[g].name + " in a batch of " + std::to_string(G) + ": " + diff;
+    }
+    return "pass: " + std::to_string(G) + " streams in one frame give each stream's single-stream tokens";
+  });
+
+  // 6. Stream order: guest i in stream G-1-i, entries listed in reverse.
+  check("stream order", [&]() -> std::string {
+    if (G < 2) return "skip: max_streams is 1";
+    DutBackend& d = session();
+    d.set_num_streams(G);
+    std::vector<chip::StreamId> sids(G);
+    std::vector<std::size_t> gidx(G), order(G);
+    for (std::size_t i = 0; i < G; ++i) {
+      sids[i] = static_cast<chip::StreamId>(G - 1 - i);
+      gidx[i] = i;
+      order[i] = G - 1 - i;
+    }
+    const auto out = step_by_step(d, guests, sids, gidx, order);
+    for (std::size_t g = 0; g < G; ++g) {
+      const std::string diff = first_difference(single[g], out[g]);
+      if (!diff.empty()) return guests[g].name + " in stream " + std::to_string(G - 1 - g) + ", entries reversed: " + diff;
+    }
+    return "pass: streams renumbered and entries reversed give the same tokens";
+  });
+
+  // 7. FORCED against single steps.
+  check("FORCED (teacher-forced steps)", [&]() -> std::string {
+    if (!caps.multi_step) return "skip: no MULTI_STEP capability (the harness sends one STEP per step)";
+    DutBackend& d = session();
+    d.set_num_streams(G);
+    std::vector<chip::StreamId> sids;
+    std::vector<std::uint32_t> counts;
+    Tokens in;
+    for (std::size_t g = 0; g < G; ++g) {
+      d.reset(static_cast<chip::StreamId>(g), guests[g].image);
+      sids.push_back(static_cast<chip::StreamId>(g));
+      const Tokens fi = forced_inputs(guests[g]);
+      counts.push_back(static_cast<std::uint32_t>(fi.size()));
+      in.insert(in.end(), fi.begin(), fi.end());
+    }
+    Tokens out(in.size());
+    d.teacher_forced_batch(sids, counts, in, out);
+    std::size_t at = 0;
+    for (std::size_t g = 0; g < G; ++g) {
+      const Tokens got(out.begin() + static_cast<std::ptrdiff_t>(at), out.begin() + static_cast<std::ptrdiff_t>(at + counts[g]));
+      at += counts[g];
+      const std::string diff = first_difference(single[g], got);
+      if (!diff.empty()) return guests[g].name + ": " + diff;
+    }
+    return "pass: one FORCED frame of " + std::to_string(G) + " ragged entries gives the single steps' tokens";
+  });
+
+  // 8. FREE against free-running single steps.
+  check("FREE (free-running steps)", [&]() -> std::string {
+    if (!caps.multi_step) return "skip: no MULTI_STEP capability";
+    DutBackend& d = session();
+    d.set_num_streams(std::min<std::size_t>(2, G));
+    const std::size_t n = guests[0].tokens.size();
+    const Tokens by_steps = free_by_steps(d, 0, guests[0].image, n);
+    d.reset(0, guests[0].image);
+    const Tokens multi = d.free_running(0, format::kStartToken, n);
+    const std::string diff = first_difference(by_steps, multi);
+    return diff.empty() ? "pass: " + plural(n, "step") + " of " + guests[0].name + " in one FREE frame" : "FREE: " + diff;
+  });
+
+  // 9. State hash: equal states give equal hashes, whatever the batch.
+  check("state hash", [&]() -> std::string {
+    if (!caps.hash) return "skip: no HASH capability (the harness rejects --hash-every)";
+    DutBackend& d = session();
+    if (G < 2) return "skip: max_streams is 1";
+    d.set_num_streams(2);
+    const Tokens in = forced_inputs(guests[0]);
+    d.reset(0, guests[0].image);
+    d.reset(1, guests[0].image);
+    if (d.hash(0) != d.hash(1)) return "two streams reset from the same image have different hashes";
+    const std::size_t half = in.size() / 2;
+    for (std::size_t k = 0; k < half; ++k) d.step(0, in[k]);  // stream 0 alone
+    std::vector<chip::StreamId> s{1};
+    Tokens out(half);
+    std::vector<std::uint32_t> c{static_cast<std::uint32_t>(half)};
+    d.teacher_forced_batch(s, c, Tokens(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(half)), out);
+    if (d.hash(0) != d.hash(1)) return "the same steps, one by one and in one call, leave different hashes";
+    d.reset(1, guests[1].image);
+    if (d.hash(0) == d.hash(1)) return "different states give the same hash";
+    return "pass: equal states give equal hashes (after reset and after " + plural(half, "step") + ")";
+  });
+
+  // 10. Save and restore.
+  check("save and restore", [&]() -> std::string {
+    if (!caps.save_restore) return "skip: no SAVE_RESTORE capability (no checkpoints, --resume or --compare end)";
+    DutBackend& d = session();
+    d.set_num_streams(std::min<std::size_t>(2, G));
+    const Tokens in = forced_inputs(guests[0]);
+    const std::size_t half = in.size() / 2;
+    d.reset(0, guests[0].image);
+    for (std::size_t k = 0; k < half; ++k) d.step(0, in[k]);
+    const auto blob = d.save(0);
+    const Tokens rest(in.begin() + static_cast<std::ptrdiff_t>(half), in.end());
+    const Tokens after = d.teacher_forced(0, rest);
+    const chip::StreamId other = G >= 2 ? 1 : 0;
+    if (other != 0) d.reset(other, guests[1].image);
+    d.restore(other, blob);
+    const Tokens again = d.teacher_forced(other, rest);
+    const std::string diff = first_difference(after, again);
+    if (!diff.empty()) return "restored stream " + std::to_string(other) + ": " + diff;
+    const Tokens want(single[0].begin() + static_cast<std::ptrdiff_t>(half), single[0].end());
+    const std::string diff2 = first_difference(want, after);
+    if (!diff2.empty()) return "after SAVE the stream no longer gives its single-stream tokens: " + diff2;
+    return "pass: a stream saved at step " + std::to_string(half) + " and restored into stream " +
+           std::to_string(other) + " gives the same " + plural(rest.size(), "token");
+  });
+
+  // 11. Probes.
+  check("probes", [&]() -> std::string {
+    if (!caps.probes) return "skip: no PROBES capability (no layer attribution)";
+    DutBackend& d = session();
+    const chip::ProbeMap pm = d.probe_map();
+    if (pm.points.empty()) return "PROBE_MAP_OK has no probe points";
+    d.set_num_streams(1);
+    d.reset(0, guests[0].image);
+    d.set_probe_recording(true);
+    d.step(0, format::kStartToken);
+    std::size_t read = 0;
+    for (const chip::ProbePoint& p : pm.points) {
+      for (const std::string& f : p.fields) {
+        const auto v = d.probe(0, p.layer, p.after, f);
+        const auto* field = pm.find(f);
+        if (field && v.size() != field->width) {
+          d.set_probe_recording(false);
+          return "field " + f + " at layer " + std::to_string(p.layer) + ": " + std::to_string(v.size()) +
+                 " values, its width is " + std::to_string(field->width);
+        }
+        ++read;
+      }
+    }
+    d.set_probe_recording(false);
+    return "pass: " + plural(pm.fields.size(), "field") + ", " + plural(pm.points.size(), "point") + ", " +
+           plural(read, "probe") + " read with their widths";
+  });
+  if (b) b.reset();  // BYE
+
+  // 12. Bad frames, each on a raw session: the chip must answer ERROR with the right code and
+  // must neither crash nor hang.
+  const HelloOk hello_ok = [&] {
+    DutBackend d(config);
+    return d.hello();
+  }();
+  auto raw = [&](const std::string& name, bool hello_first,
+                 const std::function<std::string(RawSession&)>& body) {
+    try {
+      RawSession r{open_connection(config), config.timeout_s};
+      if (hello_first) {
+        Hello h;
+        const auto f = r.exchange(kHello, encode_hello(h));
+        if (!f || f->type != (kResponse | kHello)) {
+          emit(name, kFail, "HELLO was answered with " + answer_text(f));
+          return;
+        }
+      }
+      const std::string why = body(r);
+      emit(name, why.empty() ? kPass : kFail, why);
+    } catch (const std::exception& e) {
+      emit(name, kFail, e.what());
+    }
+  };
+  auto expect_code = [](RawSession& r, std::uint32_t type, const std::vector<std::uint8_t>& payload, std::uint32_t code,
+                        bool then_alive) -> std::string {
+    const auto f = r.exchange(type, payload);
+    if (!is_error(f, code)) return "answered with " + answer_text(f) + ", expected ERROR " + std::to_string(code);
+    if (then_alive) {
+      // The session goes on (§2): a well-formed request still works.
+      const auto g = r.exchange(kStreams, encode_u32(1));
+      if (!g || g->type != (kResponse | kStreams)) return "after the ERROR, STREAMS(1) was answered with " + answer_text(g);
+    }
+    return "";
+  };
+  raw("bad frame: request before HELLO", false, [&](RawSession& r) {
+    const auto f = r.exchange(kStreams, encode_u32(1));
+    return is_error(f, kMalformed) ? std::string() : "answered with " + answer_text(f) + ", expected ERROR 1";
+  });
+  raw("bad frame: another protocol version", false, [&](RawSession& r) {
+    Hello h;
+    h.protocol_version = 99;
+    const auto f = r.exchange(kHello, encode_hello(h));
+    return is_error(f, kBadVersion) ? std::string() : "answered with " + answer_text(f) + ", expected ERROR 6";
+  });
+  raw("bad frame: unknown type", true, [&](RawSession& r) { return expect_code(r, 0x77, {}, kMalformed, true); });
+  raw("bad frame: truncated payload", true, [&](RawSession& r) {
+    return expect_code(r, kStreams, {1, 0}, kMalformed, true);
+  });
+  raw("bad frame: bytes left over", true, [&](RawSession& r) {
+    auto p = encode_u32(1);
+    p.push_back(0);
+    return expect_code(r, kStreams, p, kMalformed, true);
+  });
+  raw("bad argument: STREAMS 0", true, [&](RawSession& r) { return expect_code(r, kStreams, encode_u32(0), kBadArgument, true); });
+  raw("bad argument: step of a stream not reset", true, [&](RawSession& r) {
+    const auto f = r.exchange(kStreams, encode_u32(1));
+    if (!f || f->type != (kResponse | kStreams)) return "STREAMS(1) was answered with " + answer_text(f);
+    const StepEntry e{0, 0};
+    return expect_code(r, kStep, encode_step(std::span<const StepEntry>(&e, 1)), kBadArgument, false);
+  });
+  raw("bad argument: input id >= vocab_size", true, [&](RawSession& r) {
+    auto f = r.exchange(kStreams, encode_u32(1));
+    if (!f || f->type != (kResponse | kStreams)) return "STREAMS(1) was answered with " + answer_text(f);
+    f = r.exchange(kReset, encode_reset(0, guests[0].image));
+    if (!f || f->type != (kResponse | kReset)) return "RESET was answered with " + answer_text(f);
+    const StepEntry e{0, hello_ok.vocab_size};
+    return expect_code(r, kStep, encode_step(std::span<const StepEntry>(&e, 1)), kBadArgument, false);
+  });
+  raw("bad argument: stream out of range", true, [&](RawSession& r) {
+    const auto f = r.exchange(kStreams, encode_u32(1));
+    if (!f || f->type != (kResponse | kStreams)) return "STREAMS(1) was answered with " + answer_text(f);
+    return expect_code(r, kReset, encode_reset(1, guests[0].image), kBadArgument, false);
+  });
+  raw("bad frame: length over the limit", true, [&](RawSession& r) -> std::string {
+    // Only the header: the chip must answer ERROR 1 and end the session, reading nothing more.
+    std::uint8_t head[8];
+    const std::uint32_t type = kStep, len = kMaxPayload + 1;
+    std::memcpy(head, &type, 4);
+    std::memcpy(head + 4, &len, 4);
+    const auto until = Connection::Clock::now() + std::chrono::milliseconds(static_cast<long long>(r.timeout_s * 1000));
+    r.conn->write_raw(std::span<const std::uint8_t>(head, 8), until);
+    const auto f = r.conn->read_frame(until);
+    if (!is_error(f, kMalformed)) return "answered with " + answer_text(f) + ", expected ERROR 1";
+    const auto g = r.conn->read_frame(until);
+    if (g) return "the session went on after an over-long length (" + answer_text(g) + ")";
+    return "";
+  });
+  return lines;
+}
+
+}  // namespace lockstep::dut

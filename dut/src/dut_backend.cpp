@@ -1,0 +1,465 @@
+#include "lockstep/dut/dut_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "lockstep/chip/error.hpp"
+#include "lockstep/format/tokens.h"
+
+namespace lockstep::dut {
+
+using nlohmann::json;
+
+namespace {
+constexpr char kBlobMagic[4] = {'L', 'K', 'D', 'B'};
+constexpr std::uint32_t kBlobVersion = 1;
+
+std::string read_token_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw DutError("chip under test: --dut-token-file " + p.string() + ": cannot read it");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  if (s.size() > kMaxStr) throw DutError("chip under test: --dut-token-file " + p.string() + ": longer than 65,535 bytes");
+  return s;
+}
+}  // namespace
+
+// ------------------------------------------------------------------------------------ DutConfig
+
+std::string DutConfig::describe() const {
+  std::string out = command.empty() ? "--dut-connect " + connect : "--dut '" + command + "'";
+  if (!vocab.empty()) out += " --dut-vocab " + vocab.string();
+  return out;
+}
+
+json DutConfig::to_json() const {
+  json j = json::object();
+  if (!command.empty()) j["command"] = command;
+  if (!connect.empty()) j["connect"] = connect;
+  if (!vocab.empty()) j["vocab"] = std::filesystem::absolute(vocab).string();
+  j["timeout_s"] = timeout_s;
+  if (!token_file.empty()) j["token_file"] = std::filesystem::absolute(token_file).string();
+  return j;
+}
+
+DutConfig DutConfig::from_json(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("dut: expected an object");
+  DutConfig c;
+  auto str = [&](const char* key) -> std::string {
+    if (!j.contains(key)) return "";
+    if (!j[key].is_string()) throw std::invalid_argument(std::string("dut.") + key + " must be a string");
+    return j[key].get<std::string>();
+  };
+  c.command = str("command");
+  c.connect = str("connect");
+  c.vocab = str("vocab");
+  c.token_file = str("token_file");
+  if (j.contains("timeout_s")) {
+    if (!j["timeout_s"].is_number()) throw std::invalid_argument("dut.timeout_s must be a number");
+    c.timeout_s = j["timeout_s"].get<double>();
+  }
+  if (c.empty()) throw std::invalid_argument("dut: neither command nor connect");
+  if (!(c.timeout_s > 0 && c.timeout_s <= 86400)) throw std::invalid_argument("dut.timeout_s must be in (0, 86400]");
+  return c;
+}
+
+// ------------------------------------------------------------------------------------ backend
+
+DutBackend::DutBackend(const DutConfig& config) : config_(config) {
+  if (config_.empty()) throw DutError("chip under test: neither --dut nor --dut-connect was given");
+  if (!config_.command.empty() && !config_.connect.empty()) {
+    throw DutError("chip under test: give --dut or --dut-connect, not both");
+  }
+  if (!(config_.timeout_s > 0 && config_.timeout_s <= 86400)) {
+    throw DutError("chip under test: --dut-timeout must be in (0, 86400] seconds");
+  }
+  Hello h;
+  if (!config_.token_file.empty()) h.auth = read_token_file(config_.token_file);
+  try {
+    if (!config_.command.empty()) {
+      conn_ = spawn_chip(config_.command);
+    } else {
+      Address a;
+      try {
+        a = parse_address(config_.connect);
+      } catch (const std::invalid_argument& e) {
+        throw DutError(std::string("chip under test: --dut-connect: ") + e.what());
+      }
+      conn_ = connect_chip(a, std::chrono::milliseconds(static_cast<long long>(config_.timeout_s * 1000)));
+    }
+  } catch (const TransportError& e) {
+    throw DutError(std::string("chip under test: ") + e.what());
+  }
+  const std::vector<std::uint8_t> ok = request(kHello, encode_hello(h));
+  try {
+    hello_ = decode_hello_ok(ok);
+  } catch (const Malformed& e) {
+    fail(std::string("malformed frame: ") + e.what());
+  }
+  if (hello_.protocol_version != kProtocolVersion) {
+    fail("speaks protocol version " + std::to_string(hello_.protocol_version) + ", this harness speaks " +
+         std::to_string(kProtocolVersion) + " (lockstep-dut/1)");
+  }
+  if (hello_.trace_version != kTraceVersion) {
+    fail("speaks trace '" + hello_.trace_version + "', this harness checks " + std::string(kTraceVersion));
+  }
+  if (hello_.max_streams == 0) fail("HELLO_OK announces max_streams 0 (at least 1)");
+  if (hello_.capabilities & ~0xFu) {
+    fail("HELLO_OK sets reserved capability bits (" + std::to_string(hello_.capabilities) + ")");
+  }
+  try {
+    vocab_ = config_.vocab.empty() ? VocabMap::identity(hello_.vocab_size)
+                                   : VocabMap::load(config_.vocab, hello_.vocab_size);
+  } catch (const VocabError& e) {
+    fail(std::string(config_.vocab.empty() ? "" : "--dut-vocab ") + e.what());
+  }
+}
+
+DutBackend::~DutBackend() {
+  if (!conn_) return;
+  if (fault_.empty()) {
+    try {
+      const auto until = Connection::Clock::now() + std::chrono::seconds(5);
+      conn_->write_frame(kBye, {}, until);
+      (void)conn_->read_frame(until);
+    } catch (const std::exception&) {
+    }
+  } else {
+    conn_->kill_peer();
+  }
+  conn_.reset();
+}
+
+Connection::Clock::time_point DutBackend::deadline() const {
+  return Connection::Clock::now() + std::chrono::milliseconds(static_cast<long long>(config_.timeout_s * 1000));
+}
+
+void DutBackend::fail(const std::string& message) const {
+  if (fault_.empty()) fault_ = "chip under test: " + message;
+  throw DutError(fault_);
+}
+
+std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vector<std::uint8_t>& payload) const {
+  if (!fault_.empty()) throw DutError(fault_);
+  std::optional<Frame> f;
+  const std::string what = type_name(type);
+  try {
+    const auto until = deadline();
+    conn_->write_frame(type, payload, until);
+    f = conn_->read_frame(until);
+  } catch (const Timeout& e) {
+    conn_->kill_peer();
+    fail("no answer to " + what + " within --dut-timeout " + json(config_.timeout_s).dump() + " s (" + e.what() + ")");
+  } catch (const Malformed& e) {
+    fail(std::string("malformed frame in answer to ") + what + ": " + e.what());
+  } catch (const TransportError& e) {
+    const std::string st = conn_->exit_status(std::chrono::milliseconds(2000));
+    fail(std::string(e.what()) + (st.empty() ? "" : "; the chip process " + st));
+  }
+  if (!f) {
+    const std::string st = conn_->exit_status(std::chrono::milliseconds(2000));
+    fail(conn_->peer() + " closed its side during " + what + (st.empty() ? "" : " (the chip process " + st + ")"));
+  }
+  if (f->type == kError) {
+    try {
+      const auto [code, message] = decode_error(f->payload);
+      fail("answered " + what + " with ERROR " + std::to_string(code) + " (" + error_code_name(code) + "): " + message);
+    } catch (const Malformed& e) {
+      fail(std::string("malformed ERROR frame in answer to ") + what + ": " + e.what());
+    }
+  }
+  if (f->type != (kResponse | type)) {
+    fail("answered " + what + " with " + type_name(f->type) + " (expected " + type_name(kResponse | type) + ")");
+  }
+  return std::move(f->payload);
+}
+
+std::optional<Frame> DutBackend::raw_exchange(std::uint32_t type, std::span<const std::uint8_t> payload) {
+  const auto until = deadline();
+  conn_->write_frame(type, payload, until);
+  return conn_->read_frame(until);
+}
+
+std::string DutBackend::name() const { return "dut"; }
+
+void DutBackend::load(std::shared_ptr<const chip::Chip>) {
+  throw chip::UsageError("a chip under test is not loaded from a chip file (it runs in its own executor)");
+}
+
+const chip::Chip& DutBackend::chip() const {
+  throw chip::UsageError("a chip under test has no chip file");
+}
+
+chip::Capabilities DutBackend::capabilities() const {
+  chip::Capabilities c;
+  c.multi_step = hello_.capabilities & kMultiStep;
+  c.probes = hello_.capabilities & kProbes;
+  c.hash = hello_.capabilities & kHashCap;
+  c.save_restore = hello_.capabilities & kSaveRestore;
+  c.audit = false;
+  return c;
+}
+
+std::uint32_t DutBackend::vocab_size() const { return format::vocab_size(); }
+
+std::uint32_t DutBackend::preferred_chunk() const { return kHarnessChunk; }
+
+chip::ProbeMap DutBackend::probe_map() const {
+  if (!(hello_.capabilities & kProbes)) throw chip::UsageError("the chip under test has no probes (PROBES capability)");
+  if (!probe_map_) {
+    const auto p = request(kProbeMap, {});
+    try {
+      probe_map_ = decode_probe_map(p);
+    } catch (const Malformed& e) {
+      fail(std::string("malformed frame in answer to PROBE_MAP: ") + e.what());
+    }
+  }
+  return *probe_map_;
+}
+
+void DutBackend::set_num_streams(std::size_t n) {
+  if (n == 0 || n > hello_.max_streams) {
+    throw chip::UsageError("the chip under test runs 1.." + std::to_string(hello_.max_streams) + " streams, not " +
+                           std::to_string(n) + " (its max_streams)");
+  }
+  request(kStreams, encode_u32(static_cast<std::uint32_t>(n)));
+  steps_.assign(n, 0);
+  was_reset_.assign(n, false);
+}
+
+void DutBackend::check_stream(chip::StreamId s, const char* what) const {
+  if (s >= steps_.size()) {
+    throw chip::UsageError(std::string(what) + ": stream " + std::to_string(s) + " out of range (" +
+                           std::to_string(steps_.size()) + " streams)");
+  }
+}
+
+void DutBackend::reset(chip::StreamId s, const chip::GuestImage& image) {
+  check_stream(s, "reset");
+  request(kReset, encode_reset(s, image));
+  steps_[s] = 0;
+  was_reset_[s] = true;
+}
+
+chip::Token DutBackend::from_chip(std::uint32_t id, chip::StreamId s, std::uint64_t step) const {
+  const auto t = vocab_.to_spec(id);
+  if (!t) {
+    fail("stream " + std::to_string(s) + " step " + std::to_string(step) + ": predicted id " + std::to_string(id) +
+         (vocab_.is_identity() ? ", not a token of trace-v3 (below vocab_size " + std::to_string(hello_.vocab_size) +
+                                     ", the default map)"
+                               : ", which the vocabulary map does not name"));
+  }
+  return *t;
+}
+
+void DutBackend::step_batch(std::span<const chip::StreamId> streams, std::span<const chip::Token> inputs,
+                            std::span<chip::Token> out) {
+  if (streams.size() != inputs.size() || streams.size() != out.size()) {
+    throw chip::UsageError("step_batch: spans of different lengths");
+  }
+  if (streams.empty()) return;
+  std::vector<StepEntry> e(streams.size());
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    check_stream(streams[i], "step");
+    e[i] = {streams[i], vocab_.to_chip(inputs[i])};
+  }
+  const auto p = request(kStep, encode_step(e));
+  std::vector<std::uint32_t> ids;
+  try {
+    ids = decode_tokens(p);
+  } catch (const Malformed& ex) {
+    fail(std::string("malformed frame in answer to STEP: ") + ex.what());
+  }
+  if (ids.size() != streams.size()) {
+    fail("answered STEP of " + std::to_string(streams.size()) + " streams with " + std::to_string(ids.size()) +
+         " tokens (the wrong batch size)");
+  }
+  for (std::size_t i = 0; i < streams.size(); ++i) out[i] = from_chip(ids[i], streams[i], ++steps_[streams[i]]);
+}
+
+void DutBackend::teacher_forced_batch(std::span<const chip::StreamId> streams, std::span<const std::uint32_t> counts,
+                                      std::span<const chip::Token> inputs, std::span<chip::Token> out) {
+  if (!(hello_.capabilities & kMultiStep)) {
+    ChipBackend::teacher_forced_batch(streams, counts, inputs, out);
+    return;
+  }
+  // Entry i's tokens start at base[i]; each frame carries at most kHarnessChunk steps of each.
+  const std::size_t n = streams.size();
+  std::vector<std::size_t> base(n), done(n, 0);
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    check_stream(streams[i], "teacher_forced_batch");
+    base[i] = total;
+    total += counts[i];
+  }
+  if (inputs.size() != total || out.size() != total) throw chip::UsageError("teacher_forced_batch: spans do not match counts");
+  for (;;) {
+    std::vector<MultiEntry> e;
+    std::vector<std::uint32_t> in;
+    std::vector<std::size_t> which;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t c = std::min<std::uint32_t>(counts[i] - static_cast<std::uint32_t>(done[i]), kHarnessChunk);
+      if (c == 0) continue;
+      e.push_back({streams[i], c, 0});
+      which.push_back(i);
+      for (std::uint32_t k = 0; k < c; ++k) in.push_back(vocab_.to_chip(inputs[base[i] + done[i] + k]));
+    }
+    if (e.empty()) return;
+    const auto p = request(kForced, encode_forced(e, in));
+    std::vector<std::uint32_t> ids;
+    try {
+      ids = decode_tokens(p);
+    } catch (const Malformed& ex) {
+      fail(std::string("malformed frame in answer to FORCED: ") + ex.what());
+    }
+    if (ids.size() != in.size()) {
+      fail("answered FORCED of " + std::to_string(in.size()) + " steps with " + std::to_string(ids.size()) +
+           " tokens (the wrong batch size)");
+    }
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < e.size(); ++k) {
+      const std::size_t i = which[k];
+      for (std::uint32_t j = 0; j < e[k].count; ++j)
+        out[base[i] + done[i] + j] = from_chip(ids[at++], streams[i], ++steps_[streams[i]]);
+      done[i] += e[k].count;
+    }
+  }
+}
+
+void DutBackend::free_running_batch(std::span<const chip::StreamId> streams, std::span<const std::uint32_t> counts,
+                                    std::span<const chip::Token> first, std::span<chip::Token> out) {
+  if (!(hello_.capabilities & kMultiStep)) {
+    ChipBackend::free_running_batch(streams, counts, first, out);
+    return;
+  }
+  const std::size_t n = streams.size();
+  std::vector<std::size_t> base(n), done(n, 0);
+  std::vector<std::uint32_t> next(n);  // the chip's id each entry consumes next
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    check_stream(streams[i], "free_running_batch");
+    base[i] = total;
+    total += counts[i];
+    next[i] = vocab_.to_chip(first[i]);
+  }
+  if (first.size() != n || out.size() != total) throw chip::UsageError("free_running_batch: spans do not match counts");
+  for (;;) {
+    std::vector<MultiEntry> e;
+    std::vector<std::size_t> which;
+    std::size_t steps = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t c = std::min<std::uint32_t>(counts[i] - static_cast<std::uint32_t>(done[i]), kHarnessChunk);
+      if (c == 0) continue;
+      e.push_back({streams[i], c, next[i]});
+      which.push_back(i);
+      steps += c;
+    }
+    if (e.empty()) return;
+    const auto p = request(kFree, encode_free(e));
+    std::vector<std::uint32_t> ids;
+    try {
+      ids = decode_tokens(p);
+    } catch (const Malformed& ex) {
+      fail(std::string("malformed frame in answer to FREE: ") + ex.what());
+    }
+    if (ids.size() != steps) {
+      fail("answered FREE of " + std::to_string(steps) + " steps with " + std::to_string(ids.size()) +
+           " tokens (the wrong batch size)");
+    }
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < e.size(); ++k) {
+      const std::size_t i = which[k];
+      for (std::uint32_t j = 0; j < e[k].count; ++j) {
+        next[i] = ids[at];
+        out[base[i] + done[i] + j] = from_chip(ids[at++], streams[i], ++steps_[streams[i]]);
+      }
+      done[i] += e[k].count;
+    }
+  }
+}
+
+std::uint64_t DutBackend::hash(chip::StreamId s) const {
+  check_stream(s, "hash");
+  if (!(hello_.capabilities & kHashCap)) throw chip::UsageError("the chip under test has no state hash (HASH capability)");
+  const auto p = request(kHash, encode_u32(s));
+  try {
+    return decode_u64(p, "HASH_OK");
+  } catch (const Malformed& e) {
+    fail(std::string("malformed frame in answer to HASH: ") + e.what());
+  }
+}
+
+std::vector<std::uint8_t> DutBackend::save(chip::StreamId s) const {
+  check_stream(s, "save");
+  if (!(hello_.capabilities & kSaveRestore)) {
+    throw chip::UsageError("the chip under test cannot save streams (SAVE_RESTORE capability)");
+  }
+  const auto p = request(kSave, encode_u32(s));
+  std::vector<std::uint8_t> blob;
+  try {
+    blob = decode_blob(p);
+  } catch (const Malformed& e) {
+    fail(std::string("malformed frame in answer to SAVE: ") + e.what());
+  }
+  std::vector<std::uint8_t> out(16 + blob.size());
+  std::memcpy(out.data(), kBlobMagic, 4);
+  std::memcpy(out.data() + 4, &kBlobVersion, 4);
+  std::memcpy(out.data() + 8, &steps_[s], 8);
+  if (!blob.empty()) std::memcpy(out.data() + 16, blob.data(), blob.size());
+  return out;
+}
+
+void DutBackend::restore(chip::StreamId s, const std::vector<std::uint8_t>& bytes) {
+  check_stream(s, "restore");
+  if (!(hello_.capabilities & kSaveRestore)) {
+    throw chip::UsageError("the chip under test cannot restore streams (SAVE_RESTORE capability)");
+  }
+  std::uint32_t version = 0;
+  if (bytes.size() < 16 || std::memcmp(bytes.data(), kBlobMagic, 4) != 0) {
+    throw chip::FormatError("restore: not a saved stream of a chip under test (no LKDB header)");
+  }
+  std::memcpy(&version, bytes.data() + 4, 4);
+  if (version != kBlobVersion) throw chip::FormatError("restore: saved stream version " + std::to_string(version));
+  std::uint64_t steps = 0;
+  std::memcpy(&steps, bytes.data() + 8, 8);
+  request(kRestore, encode_restore(s, std::span<const std::uint8_t>(bytes).subspan(16)));
+  steps_[s] = steps;
+  was_reset_[s] = true;
+}
+
+std::uint64_t DutBackend::steps(chip::StreamId s) const {
+  check_stream(s, "steps");
+  return steps_[s];
+}
+
+void DutBackend::set_probe_recording(bool on) {
+  if (!(hello_.capabilities & kProbes)) {
+    if (on) throw chip::UsageError("the chip under test has no probes (PROBES capability)");
+    return;
+  }
+  Writer w;
+  w.u8(on ? 1 : 0);
+  request(kProbeRecord, w.payload());
+}
+
+std::vector<float> DutBackend::probe(chip::StreamId s, int layer, chip::Sublayer after, const std::string& field) const {
+  check_stream(s, "probe");
+  if (!(hello_.capabilities & kProbes)) throw chip::UsageError("the chip under test has no probes (PROBES capability)");
+  const auto p = request(kProbe, encode_probe({s, layer, static_cast<std::uint8_t>(after), field}));
+  try {
+    return decode_values(p);
+  } catch (const Malformed& e) {
+    fail(std::string("malformed frame in answer to PROBE: ") + e.what());
+  }
+}
+
+void DutBackend::set_audit(bool on) {
+  if (on) throw chip::UsageError("a chip under test has no numerics audit (chip-format.md) to turn on");
+}
+
+}  // namespace lockstep::dut

@@ -1,0 +1,440 @@
+#include "lockstep/dut/transport.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+namespace lockstep::dut {
+
+namespace {
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+void set_nonblocking(int fd) {
+  const int flags = fcntl(fd, F_GETFL, 0);
+  if (flags >= 0) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+void set_cloexec(int fd) {
+  const int flags = fcntl(fd, F_GETFD, 0);
+  if (flags >= 0) fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
+
+// Milliseconds until the deadline for poll(), at least 0, at most a minute per call.
+int poll_ms(Connection::Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Connection::Clock::now()).count();
+  if (left <= 0) return 0;
+  return static_cast<int>(std::min<long long>(left, 60000));
+}
+
+}  // namespace
+
+void ignore_sigpipe() {
+  struct sigaction sa {};
+  sa.sa_handler = SIG_IGN;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGPIPE, &sa, nullptr);
+}
+
+// ------------------------------------------------------------------------------------ Address
+
+bool Address::local() const {
+  if (kind == Kind::kUnix) return true;
+  if (host == "localhost" || host == "::1") return true;
+  in_addr a{};
+  if (inet_pton(AF_INET, host.c_str(), &a) == 1) return (ntohl(a.s_addr) >> 24) == 127;
+  return false;
+}
+
+std::string Address::to_string() const {
+  return kind == Kind::kUnix ? "unix:" + path : "tcp:" + host + ":" + std::to_string(port);
+}
+
+Address parse_address(const std::string& text) {
+  Address a;
+  if (text.rfind("unix:", 0) == 0) {
+    a.kind = Address::Kind::kUnix;
+    a.path = text.substr(5);
+    if (a.path.empty()) throw std::invalid_argument("address '" + text + "': unix: needs a path");
+    if (a.path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+      throw std::invalid_argument("address '" + text + "': a Unix socket path is at most " +
+                                  std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + " bytes");
+    }
+    return a;
+  }
+  if (text.rfind("tcp:", 0) == 0) {
+    a.kind = Address::Kind::kTcp;
+    const std::string rest = text.substr(4);
+    const auto colon = rest.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
+      throw std::invalid_argument("address '" + text + "': expected tcp:HOST:PORT");
+    }
+    a.host = rest.substr(0, colon);
+    const std::string port = rest.substr(colon + 1);
+    unsigned long v = 0;
+    for (char c : port) {
+      if (c < '0' || c > '9' || v > 65535) throw std::invalid_argument("address '" + text + "': PORT must be 0..65535");
+      v = v * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (v > 65535) throw std::invalid_argument("address '" + text + "': PORT must be 0..65535");
+    a.port = static_cast<std::uint16_t>(v);
+    return a;
+  }
+  throw std::invalid_argument("address '" + text + "': expected unix:PATH or tcp:HOST:PORT");
+}
+
+// ------------------------------------------------------------------------------------ Connection
+
+Connection::Connection(int read_fd, int write_fd, std::string peer)
+    : rfd_(read_fd), wfd_(write_fd), peer_(std::move(peer)) {}
+
+Connection::~Connection() {
+  if (wfd_ >= 0 && wfd_ != rfd_) ::close(wfd_);
+  if (rfd_ >= 0) ::close(rfd_);
+}
+
+void Connection::close_write() {
+  if (wfd_ < 0) return;
+  if (wfd_ == rfd_) {
+    ::shutdown(wfd_, SHUT_WR);
+  } else {
+    ::close(wfd_);
+  }
+  wfd_ = -1;
+}
+
+std::string Connection::exit_status(std::chrono::milliseconds) { return ""; }
+
+void Connection::write_frame(std::uint32_t type, std::span<const std::uint8_t> payload, Clock::time_point deadline) {
+  const std::vector<std::uint8_t> bytes = encode_frame(type, payload);
+  write_raw(bytes, deadline, type_name(type) + " frame");
+}
+
+void Connection::write_raw(std::span<const std::uint8_t> bytes, Clock::time_point deadline, const std::string& what) {
+  if (wfd_ < 0) throw TransportError(peer_ + ": the connection is closed");
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(wfd_, bytes.data() + done, bytes.size() - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{wfd_, POLLOUT, 0};
+      const int ms = poll_ms(deadline);
+      if (ms == 0 && Clock::now() >= deadline) {
+        throw Timeout(peer_ + " did not read its input within the timeout (" + what + ")");
+      }
+      ::poll(&p, 1, ms);
+      continue;
+    }
+    const int e = errno;
+    throw TransportError(peer_ + " closed its side (" + (e == EPIPE ? std::string("broken pipe") : errno_text(e)) +
+                         ") while a " + what + " was sent");
+  }
+}
+
+bool Connection::read_exact(std::uint8_t* p, std::size_t n, Clock::time_point deadline, bool at_frame_start) {
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::read(rfd_, p + got, n - got);
+    if (r > 0) {
+      got += static_cast<std::size_t>(r);
+      continue;
+    }
+    if (r == 0) {
+      if (got == 0 && at_frame_start) return false;
+      throw TransportError(peer_ + " closed its side inside a frame (" + std::to_string(got) + " of " +
+                           std::to_string(n) + " bytes)");
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      const int ms = poll_ms(deadline);
+      if (ms == 0 && Clock::now() >= deadline) throw Timeout(peer_ + " did not answer within the timeout");
+      pollfd pf{rfd_, POLLIN, 0};
+      ::poll(&pf, 1, ms);
+      continue;
+    }
+    const int e = errno;
+    throw TransportError(peer_ + ": read failed: " + errno_text(e));
+  }
+  return true;
+}
+
+std::optional<Frame> Connection::read_frame(Clock::time_point deadline) {
+  if (rfd_ < 0) throw TransportError(peer_ + ": the connection is closed");
+  std::uint8_t head[8];
+  if (!read_exact(head, 8, deadline, true)) return std::nullopt;
+  Frame f;
+  std::uint32_t length = 0;
+  std::memcpy(&f.type, head, 4);
+  std::memcpy(&length, head + 4, 4);
+  if (length > kMaxPayload) {
+    throw Malformed(type_name(f.type) + " frame: length " + std::to_string(length) + " exceeds the limit " +
+                    std::to_string(kMaxPayload));
+  }
+  f.payload.resize(length);
+  if (length) read_exact(f.payload.data(), length, deadline, false);
+  return f;
+}
+
+// ------------------------------------------------------------------------------------ child
+
+namespace {
+
+class ChildConnection final : public Connection {
+ public:
+  ChildConnection(int rfd, int wfd, pid_t pid, std::string command)
+      : Connection(rfd, wfd, "chip process '" + command + "'"), pid_(pid) {}
+
+  ~ChildConnection() override {
+    close_write();
+    if (pid_ > 0 && exit_status(std::chrono::milliseconds(5000)).empty()) {
+      ::kill(pid_, SIGTERM);
+      if (exit_status(std::chrono::milliseconds(2000)).empty()) {
+        ::kill(pid_, SIGKILL);
+        exit_status(std::chrono::milliseconds(5000));
+      }
+    }
+  }
+
+  void kill_peer() override {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    exit_status(std::chrono::milliseconds(5000));
+  }
+
+  std::string exit_status(std::chrono::milliseconds wait) override {
+    if (!status_.empty() || pid_ <= 0) return status_;
+    const auto until = Clock::now() + wait;
+    for (;;) {
+      int st = 0;
+      const pid_t r = ::waitpid(pid_, &st, WNOHANG);
+      if (r == pid_) {
+        if (WIFEXITED(st)) status_ = "exited with status " + std::to_string(WEXITSTATUS(st));
+        else if (WIFSIGNALED(st)) status_ = std::string("killed by signal ") + std::to_string(WTERMSIG(st)) + " (" +
+                                            strsignal(WTERMSIG(st)) + ")";
+        else status_ = "ended";
+        pid_ = -1;
+        return status_;
+      }
+      if (r < 0 && errno != EINTR) {
+        pid_ = -1;
+        return status_ = "ended";
+      }
+      if (Clock::now() >= until) return "";
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::string status_;
+};
+
+class FdConnection final : public Connection {
+ public:
+  FdConnection(int rfd, int wfd, std::string peer, bool owns) : Connection(rfd, wfd, std::move(peer)), owns_(owns) {}
+  ~FdConnection() override {
+    if (!owns_) rfd_ = wfd_ = -1;  // stdin/stdout stay open
+  }
+
+ private:
+  bool owns_;
+};
+
+}  // namespace
+
+std::unique_ptr<Connection> spawn_chip(const std::string& command) {
+  ignore_sigpipe();
+  int to_child[2], from_child[2];
+  if (::pipe(to_child) != 0) throw TransportError("cannot start the chip process: pipe: " + errno_text(errno));
+  if (::pipe(from_child) != 0) {
+    ::close(to_child[0]);
+    ::close(to_child[1]);
+    throw TransportError("cannot start the chip process: pipe: " + errno_text(errno));
+  }
+  const std::string script = "exec " + command;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) ::close(fd);
+    throw TransportError("cannot start the chip process: fork: " + errno_text(e));
+  }
+  if (pid == 0) {
+    ::dup2(to_child[0], 0);
+    ::dup2(from_child[1], 1);
+    for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) ::close(fd);
+    // The default SIGPIPE and signal mask for the chip (the harness ignores SIGPIPE).
+    ::signal(SIGPIPE, SIG_DFL);
+    ::signal(SIGINT, SIG_IGN);  // the harness handles ^C and ends the chip itself
+    ::execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  set_cloexec(to_child[1]);
+  set_cloexec(from_child[0]);
+  set_nonblocking(to_child[1]);
+  set_nonblocking(from_child[0]);
+  return std::make_unique<ChildConnection>(from_child[0], to_child[1], pid, command);
+}
+
+std::unique_ptr<Connection> fd_connection(int read_fd, int write_fd, std::string peer) {
+  ignore_sigpipe();
+  set_nonblocking(read_fd);
+  if (write_fd >= 0) set_nonblocking(write_fd);
+  return std::make_unique<FdConnection>(read_fd, write_fd, std::move(peer), true);
+}
+
+std::unique_ptr<Connection> stdio_connection() {
+  ignore_sigpipe();
+  set_nonblocking(0);
+  set_nonblocking(1);
+  return std::make_unique<FdConnection>(0, 1, "harness (stdin/stdout)", false);
+}
+
+namespace {
+
+// A socket for `a`, connected (connect) or bound and listening (listen). Throws TransportError.
+int open_socket(const Address& a, bool listen, std::chrono::milliseconds timeout, Address* bound) {
+  if (a.kind == Address::Kind::kUnix) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw TransportError(a.to_string() + ": socket: " + errno_text(errno));
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::memcpy(sa.sun_path, a.path.c_str(), a.path.size() + 1);
+    if (listen) {
+      ::unlink(a.path.c_str());
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, 8) != 0) {
+        const int e = errno;
+        ::close(fd);
+        throw TransportError("cannot listen on " + a.to_string() + ": " + errno_text(e));
+      }
+      if (bound) *bound = a;
+    } else if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+      const int e = errno;
+      ::close(fd);
+      throw TransportError("cannot connect to the chip at " + a.to_string() + ": " + errno_text(e));
+    }
+    return fd;
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  if (listen) hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  const std::string port = std::to_string(a.port);
+  const int g = ::getaddrinfo(a.host.c_str(), port.c_str(), &hints, &res);
+  if (g != 0 || !res) {
+    throw TransportError((listen ? "cannot listen on " : "cannot connect to the chip at ") + a.to_string() + ": " +
+                         gai_strerror(g));
+  }
+  const int fd = ::socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
+  if (fd < 0) {
+    freeaddrinfo(res);
+    throw TransportError(a.to_string() + ": socket: " + errno_text(errno));
+  }
+  const int one = 1;
+  if (listen) {
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd, 8) != 0) {
+      const int e = errno;
+      freeaddrinfo(res);
+      ::close(fd);
+      throw TransportError("cannot listen on " + a.to_string() + ": " + errno_text(e));
+    }
+    if (bound) {
+      *bound = a;
+      sockaddr_in sin{};
+      socklen_t len = sizeof sin;
+      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len) == 0) bound->port = ntohs(sin.sin_port);
+    }
+    freeaddrinfo(res);
+    return fd;
+  }
+  set_nonblocking(fd);
+  int rc = ::connect(fd, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  if (rc != 0 && errno == EINPROGRESS) {
+    pollfd p{fd, POLLOUT, 0};
+    rc = ::poll(&p, 1, static_cast<int>(timeout.count()));
+    if (rc == 0) {
+      ::close(fd);
+      throw Timeout("cannot connect to the chip at " + a.to_string() + ": no answer within the timeout");
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    rc = err ? -1 : 0;
+    errno = err;
+  }
+  if (rc != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw TransportError("cannot connect to the chip at " + a.to_string() + ": " + errno_text(e));
+  }
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+class SocketConnection final : public Connection {
+ public:
+  SocketConnection(int fd, std::string peer) : Connection(fd, fd, std::move(peer)) {}
+  ~SocketConnection() override { wfd_ = -1; }  // one fd: closed once, as rfd_
+};
+
+}  // namespace
+
+std::unique_ptr<Connection> connect_chip(const Address& address, std::chrono::milliseconds timeout) {
+  ignore_sigpipe();
+  const int fd = open_socket(address, false, timeout, nullptr);
+  set_nonblocking(fd);
+  return std::make_unique<SocketConnection>(fd, "chip at " + address.to_string());
+}
+
+Listener::Listener(const Address& address) {
+  ignore_sigpipe();
+  fd_ = open_socket(address, true, std::chrono::milliseconds(0), &address_);
+}
+
+Listener::~Listener() {
+  if (fd_ >= 0) ::close(fd_);
+  if (address_.kind == Address::Kind::kUnix && !address_.path.empty()) ::unlink(address_.path.c_str());
+}
+
+std::unique_ptr<Connection> Listener::accept(const std::atomic<bool>* stop) {
+  for (;;) {
+    if (stop && stop->load()) return nullptr;
+    pollfd p{fd_, POLLIN, 0};
+    const int r = ::poll(&p, 1, 200);
+    if (r < 0 && errno != EINTR) throw TransportError("accept on " + address_.to_string() + ": " + errno_text(errno));
+    if (r <= 0) continue;
+    const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED) continue;
+      throw TransportError("accept on " + address_.to_string() + ": " + errno_text(errno));
+    }
+    set_nonblocking(c);
+    if (address_.kind == Address::Kind::kTcp) {
+      const int one = 1;
+      ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    return std::make_unique<SocketConnection>(c, "harness on " + address_.to_string());
+  }
+}
+
+}  // namespace lockstep::dut
