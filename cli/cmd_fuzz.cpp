@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/dut_options.h"
 #include "lockstep/campaign/campaign.h"
 #include "lockstep/campaign/decisions.h"
 #include "lockstep/engine/check.h"
@@ -33,6 +34,7 @@ struct FuzzArgs {
   double shrink_seconds = 120;
   bool no_shrink = false;
   std::vector<std::string> merge;
+  dut::DutConfig dut;
 };
 
 double parse_duration(const std::string& text) {
@@ -237,6 +239,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--first", args->first, "Index of the first program (repeat program K: --first K --programs 1)");
   cmd->add_option("--chip", args->chip, "Compiled chip file (default: the built chip)");
   cmd->add_option("--backend", args->backend, "Executor: cpu | cuda")->capture_default_str();
+  add_dut_options(cmd, args->dut);
   cmd->add_option("--shard", args->shard,
                   "Run only programs k with k mod N == I; 'mpi': I and N from Open MPI's rank and size, the report "
                   "in REPORT/shard-I")
@@ -266,6 +269,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     else throw UsageError("--mode must be forced, free or both (got '" + args->mode + "')");
     if (args->backend != "cpu" && args->backend != "cuda")
       throw UsageError("--backend must be cpu or cuda (got '" + args->backend + "')");
+    const bool dut = check_dut_options(args->dut, args->chip, args->backend);
     if (args->batch == 0) throw UsageError("--batch must be at least 1");
     const auto [shard_i, shard_n] = parse_shard(args->shard);
     const double time_limit = parse_duration(args->time);
@@ -286,9 +290,15 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     engine::LoadedChip chip;
     std::unique_ptr<chip::ChipBackend> backend;  // every batch runs on it (the engine resets each stream)
     try {
-      if (args->backend == "cuda") engine::make_backend("cuda", nullptr);
-      chip = engine::load_chip_or_built(args->chip);
-      backend = engine::make_backend(args->backend, chip.chip);
+      if (dut) {
+        backend = engine::make_dut_backend(args->dut);
+        chip.source = "dut " + args->dut.describe();
+        chip.hash = backend->identity();
+      } else {
+        if (args->backend == "cuda") engine::make_backend("cuda", nullptr);
+        chip = engine::load_chip_or_built(args->chip);
+        backend = engine::make_backend(args->backend, chip.chip);
+      }
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());
     }
@@ -336,6 +346,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     json failures = json::array();
     double last_progress = 0;
     bool interrupted = false;
+    std::string fault;  // a chip under test that failed: the campaign ends, its results so far kept
     constexpr std::uint64_t kMaxSteps = 200000;
 
     auto save_failure = [&](const Failure& f) {
@@ -352,7 +363,10 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         campaign::ShrinkOptions so;
         so.max_runs = args->shrink_runs;
         so.max_seconds = args->shrink_seconds;
-        sr = campaign::shrink(f.original, campaign::chip_oracle(chip.chip, args->backend, f.mode, 20000), so);
+        sr = campaign::shrink(f.original,
+                              dut ? campaign::chip_oracle(*backend, f.mode, 20000)
+                                  : campaign::chip_oracle(chip.chip, args->backend, f.mode, 20000),
+                              so);
         shrink_seconds += sr.seconds;
       }
       const fs::path dir = report / ("fail-" + std::to_string(f.original.index) + "-" + mode_name);
@@ -383,6 +397,11 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       req.the_case.guest_path = dir / "program.elf";
       req.the_case.chip_path = args->chip;
       req.the_case.backend = args->backend;
+      if (dut) {
+        req.the_case.backend = "dut";
+        req.the_case.dut = args->dut;
+        req.backend = backend.get();  // the campaign's session (the case records how to start it)
+      }
       req.the_case.mode = f.mode;
       req.report_dir = dir;
       req.options.classify_window = 64;
@@ -438,6 +457,10 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
           res = campaign::run_lockstep(chip.chip, args->backend, batch, m, kMaxSteps, args->batch, 64, backend.get());
         } catch (const engine::CheckError& e) {
           throw InputError(e.what());
+        } catch (const std::exception& e) {
+          if (backend->fault().empty()) throw;
+          fault = backend->fault();  // the batch's steps are lost with it; every earlier one is kept
+          break;
         }
         lockstep_seconds += std::chrono::duration<double>(clock::now() - t1).count();
         for (std::size_t i = 0; i < res.size(); ++i) {
@@ -454,6 +477,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
           }
         }
       }
+      if (!fault.empty()) break;
       for (const campaign::Program& p : batch) coverage.add(p, kMaxSteps);
       done += batch.size();
       if (tsv.is_open()) {
@@ -509,6 +533,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                        {"steps_per_second", sps},
                        {"program_seed", "campaign::program_seed(seed, index)"},
                        {"interrupted", interrupted},
+                       {"error", fault.empty() ? json() : json(fault)},
                        {"coverage", coverage.to_json()},
                        {"decision_coverage", decisions.to_json()}};
     if (always_report || !failures.empty()) {
@@ -528,6 +553,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("coverage", coverage.to_json());
     ctx.summary.set("decision_coverage", decisions.to_json());
     if (always_report || !failures.empty()) ctx.summary.set("report", report.string());
+    if (!fault.empty()) throw InputError(fault + " (after " + std::to_string(done) + " programs, seed " + std::to_string(seed) + ")");
     if (interrupted) throw InputError("interrupted after " + std::to_string(done) + " programs (seed " + std::to_string(seed) + ")");
   });
 }

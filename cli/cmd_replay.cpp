@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/dut_options.h"
 #include "lockstep/engine/check.h"
 
 namespace lockstep::cli {
@@ -11,26 +12,42 @@ namespace lockstep::cli {
 void add_replay_command(CLI::App& app, Context& ctx) {
   struct Args {
     std::string path, report, backend;
+    dut::DutConfig dut;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("replay", "Run a saved case (case.json, or a run folder holding one) again");
   cmd->add_option("case", args->path, "Case file or folder")->required();
   cmd->add_option("--report", args->report, "Write a report of the replay into DIR");
   cmd->add_option("--backend", args->backend, "Override the case's backend: cpu | cuda");
+  add_dut_options(cmd, args->dut);
   cmd->callback([&ctx, args] {
+    const bool dut = check_dut_options(args->dut, "", args->backend);
     engine::CheckRequest req;
     req.command = "replay";
     engine::CheckOutcome out;
     try {
       req.the_case = engine::Case::read(args->path);
-      if (!args->backend.empty()) req.the_case.backend = args->backend;
+      if (!args->backend.empty()) {
+        req.the_case.backend = args->backend;
+        if (req.the_case.dut) req.the_case.chip_hash.clear();  // the identity of a chip under test
+        req.the_case.dut.reset();
+      }
+      if (dut) {  // the case on another chip under test (or the same one, reached another way)
+        req.the_case.backend = "dut";
+        req.the_case.dut = args->dut;
+        req.the_case.chip_hash.clear();
+      }
       req.the_case.checkpoint_every = 0;
       req.report_dir = args->report;
       req.options.stop = engine::install_stop_handlers();
       out = engine::run_check(req, std::cerr);
+    } catch (const engine::RunFailed& e) {
+      report_partial(ctx, e);
+      throw InputError(e.what());
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());
     }
+    print_capability_notes(ctx, out.capability_notes);
     const engine::RunResult& r = out.result;
     ctx.summary.add_steps(r.steps);
     ctx.summary.add_mismatches(r.mismatches);

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/dut_options.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/guest.h"
 
@@ -15,6 +16,7 @@ namespace {
 struct RunArgs {
   std::string program, chip, backend = "cpu", mode = "forced", compare = "step", report, resume;
   std::uint64_t steps = 0, checkpoint_every = 0, teacher_forced = 0, hash_every = 0, window = 4096;
+  dut::DutConfig dut;
 };
 
 }  // namespace
@@ -45,7 +47,9 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--resume", args->resume,
                   "Continue the interrupted run in DIR (its case.json and checkpoints)");
+  add_dut_options(cmd, args->dut);
   cmd->callback([&ctx, args] {
+    const bool dut = check_dut_options(args->dut, args->chip, args->backend);
     engine::CheckRequest req;
     req.command = "run";
     try {
@@ -53,6 +57,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
         if (!args->report.empty() && args->report != args->resume) {
           throw UsageError("--resume DIR continues in DIR; --report must be absent or the same folder");
         }
+        if (dut) throw UsageError("--resume DIR runs the chip the interrupted run ran (its case.json); leave out --dut");
         req.the_case = engine::Case::read(args->resume);
         if (!args->program.empty()) {
           const engine::Guest g = engine::read_guest(args->program);
@@ -80,6 +85,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
         c.guest_path = args->program;
         c.chip_path = args->chip;
         c.backend = args->backend;
+        if (dut) {
+          c.backend = "dut";
+          c.dut = args->dut;
+        }
         c.mode = *mode;
         c.teacher_forced_steps = args->teacher_forced;
         c.compare = *compare;
@@ -103,11 +112,16 @@ void add_run_command(CLI::App& app, Context& ctx) {
     engine::CheckOutcome out;
     try {
       out = engine::run_check(req, std::cerr);
+    } catch (const engine::RunFailed& e) {
+      progress.clear();
+      report_partial(ctx, e);
+      throw InputError(e.what());
     } catch (const engine::CheckError& e) {
       progress.clear();
       throw InputError(e.what());
     }
     progress.clear();
+    if (!out.capability_notes.empty()) ctx.summary.set("capability_notes", out.capability_notes);
     const engine::RunResult& r = out.result;
     ctx.summary.add_steps(r.steps);
     ctx.summary.add_mismatches(r.mismatches);
@@ -124,6 +138,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
       ctx.summary.set("end", s.end);
     }
+    print_capability_notes(ctx, out.capability_notes);
     ctx.out() << engine::result_text(r) << std::flush;
     if (r.interrupted) {
       throw InputError("interrupted after " + std::to_string(r.steps) + " steps" +

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/dut_options.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/elf.h"
@@ -25,6 +26,7 @@ struct StoryArgs {
   std::string chip, build = "vx", guest, backend = "cpu", report, resume;
   std::uint64_t tokens = 0, teacher_forced = 30000, steps = 0, checkpoint_every = 0;
   bool reference_only = false;
+  dut::DutConfig dut;
 };
 
 // Folders searched for the story guests, in order.
@@ -103,7 +105,12 @@ void add_story_command(CLI::App& app, Context& ctx) {
                   "Continue the interrupted story check in DIR (its case.json and checkpoints)");
   cmd->add_flag("--reference-only", args->reference_only,
                 "Run the reference alone: print the story, its steps and digest");
+  add_dut_options(cmd, args->dut);
   cmd->callback([&ctx, args] {
+    const bool dut = check_dut_options(args->dut, args->chip, args->backend);
+    if (dut && !args->resume.empty()) {
+      throw UsageError("--resume DIR runs the chip the interrupted check ran (its case.json); leave out --dut");
+    }
     if (args->build != "vx" && args->build != "c") {
       throw UsageError("--build must be vx or c (got '" + args->build + "')");
     }
@@ -173,6 +180,10 @@ void add_story_command(CLI::App& app, Context& ctx) {
       c.guest_path = path;
       c.chip_path = args->chip;
       c.backend = args->backend;
+      if (dut) {
+        c.backend = "dut";
+        c.dut = args->dut;
+      }
       c.mode = engine::Mode::kFree;
       c.teacher_forced_steps = args->teacher_forced;
       c.steps = args->steps;
@@ -180,7 +191,8 @@ void add_story_command(CLI::App& app, Context& ctx) {
       req.report_dir = args->report;
     }
     // The chip must exist and be able to express every token the story uses.
-    try {
+    // (A chip under test maps every token of trace-v3, checked at its handshake.)
+    if (!c.dut) try {
       const engine::LoadedChip chip = engine::load_chip_or_built(c.chip_path);
       if (chip.chip->config.vocab_size <= ref.max_token) {
         throw InputError("the chip (" + chip.source + ") cannot run the story: its vocabulary has " +
@@ -209,11 +221,17 @@ void add_story_command(CLI::App& app, Context& ctx) {
     engine::CheckOutcome res;
     try {
       res = engine::run_check(req, std::cerr);
+    } catch (const engine::RunFailed& e) {
+      progress.clear();
+      if (!live) out << story;
+      report_partial(ctx, e);
+      throw InputError(e.what());
     } catch (const engine::CheckError& e) {
       progress.clear();
       throw InputError(e.what());
     }
     progress.clear();
+    if (!res.capability_notes.empty()) ctx.summary.set("capability_notes", res.capability_notes);
     if (!live) out << story;
     const engine::RunResult& r = res.result;
     ctx.summary.add_steps(r.steps);
@@ -223,7 +241,9 @@ void add_story_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("tokens_per_second", r.steps_per_second);
     for (const engine::StreamResult& s : r.streams)
       if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
-    out << "\n" << engine::result_text(r);
+    out << "\n";
+    print_capability_notes(ctx, res.capability_notes);
+    out << engine::result_text(r);
     char line[160];
     std::snprintf(line, sizeof line, "story: %llu steps compared, %llu mismatches, %.0f tokens/s\n",
                   static_cast<unsigned long long>(r.steps), static_cast<unsigned long long>(r.mismatches),

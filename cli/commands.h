@@ -43,5 +43,9 @@ void add_compile_command(CLI::App& app, Context& ctx);
 /// `lockstep bench [--quick]`: speed figures beside their anchors (docs/performance.md).
 void add_bench_command(CLI::App& app, Context& ctx);
 void add_mutate_command(CLI::App& app, Context& ctx);
+/// `lockstep chip-server CHIP`: the built-in executors over the chip-under-test protocol.
+void add_chip_server_command(CLI::App& app, Context& ctx);
+/// `lockstep dut-check --dut CMD`: conformance checks of a chip under test's adapter.
+void add_dut_check_command(CLI::App& app, Context& ctx);
 
 }  // namespace lockstep::cli

@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
                                   add_compile_command,
                                   add_bench_command,
                                   add_mutate_command,
+                                  add_chip_server_command,
+                                  add_dut_check_command,
                                   // one line per subcommand; see commands.h
                               });
 }

@@ -98,6 +98,26 @@ std::unique_ptr<chip::ChipBackend> make_backend(const std::string& name,
   throw CheckError("--backend must be cpu or cuda (got '" + name + "')");
 }
 
+std::vector<std::string> capability_notes(const chip::Capabilities& caps) {
+  std::vector<std::string> out;
+  if (!caps.probes) out.push_back("no PROBES: no layer attribution of a divergence");
+  if (!caps.hash) out.push_back("no HASH: no state hashes (--hash-every is refused)");
+  if (!caps.save_restore) {
+    out.push_back("no SAVE_RESTORE: no snapshots (the replay after a divergence starts from the reset), "
+                  "no checkpoints, --resume or --compare end");
+  }
+  if (!caps.multi_step) out.push_back("no MULTI_STEP: one STEP round trip per step (slower, same results)");
+  return out;
+}
+
+std::unique_ptr<chip::ChipBackend> make_dut_backend(const dut::DutConfig& config) {
+  try {
+    return std::make_unique<dut::DutBackend>(config);
+  } catch (const dut::DutError& e) {
+    throw CheckError(e.what());
+  }
+}
+
 Guest read_guest(const fs::path& path) {
   Guest g;
   g.name = path.stem().string();
@@ -162,7 +182,7 @@ std::vector<std::uint8_t> unbase64(const std::string& in) {
 json Case::to_json() const {
   json g = {{"name", guest_name}, {"path", guest_path.string()}, {"digest", guest_digest}};
   if (!guest_elf.empty()) g["elf_base64"] = base64(guest_elf);
-  return {{"lockstep_case", 1},
+  json j = {{"lockstep_case", 1},
           {"guest", g},
           {"chip", {{"path", chip_path.empty() ? json() : json(chip_path)}, {"hash", chip_hash}}},
           {"backend", backend},
@@ -172,6 +192,8 @@ json Case::to_json() const {
           {"steps", steps},
           {"checkpoint_every", checkpoint_every},
           {"expect", expect}};
+  if (dut) j["dut"] = dut->to_json();
+  return j;
 }
 
 Case Case::from_json(const json& j) {
@@ -190,6 +212,16 @@ Case Case::from_json(const json& j) {
     if (ch.contains("path") && ch["path"].is_string()) c.chip_path = ch["path"].get<std::string>();
     c.chip_hash = ch.value("hash", "");
     c.backend = j.value("backend", "cpu");
+    if (j.contains("dut") && !j["dut"].is_null()) {
+      try {
+        c.dut = dut::DutConfig::from_json(j["dut"]);
+      } catch (const std::invalid_argument& e) {
+        throw CheckError(std::string("case: ") + e.what());
+      }
+      c.backend = "dut";
+    } else if (c.backend == "dut") {
+      throw CheckError("case: backend dut without a \"dut\" object");
+    }
     const auto m = parse_mode(j.value("mode", "forced"));
     if (!m) throw CheckError("case: mode must be forced or free");
     c.mode = *m;
@@ -356,6 +388,14 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   chip::ChipBackend* backend = req.backend;
   if (backend) {
     chip.source = "backend " + backend->name();
+  } else if (c.dut) {
+    owned = make_dut_backend(*c.dut);
+    backend = owned.get();
+    chip.source = "dut " + c.dut->describe();
+    chip.hash = backend->identity();
+    if (!c.chip_hash.empty() && c.chip_hash != chip.hash) {
+      throw CheckError("the chip under test has identity '" + chip.hash + "', the case expects '" + c.chip_hash + "'");
+    }
   } else {
     chip = load_chip_or_built(c.chip_path);
     if (!c.chip_hash.empty() && c.chip_hash != chip.hash) {
@@ -366,6 +406,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   }
   out.chip_source = chip.source;
   out.chip_hash = chip.hash;
+  if (c.dut || backend->name() == "dut") out.capability_notes = capability_notes(backend->capabilities());
   Guest guest = c.guest();
 
   Options opt = req.options;
@@ -380,6 +421,9 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   if (!req.report_dir.empty()) {
     opt.checkpoint_dir = req.report_dir / "checkpoints";
     if (opt.compare == Compare::kEveryStep && opt.keep_checkpoints == 0) opt.keep_checkpoints = 3;
+    // A chip that cannot save streams gets no checkpoints unless they were asked for (the
+    // engine refuses those with one line).
+    if (!backend->capabilities().save_restore && opt.checkpoint_every == 0 && !req.resume) opt.checkpoint_dir.clear();
   } else if (opt.checkpoint_every > 0 || req.resume) {
     throw CheckError("--checkpoint-every and --resume need a run folder (--report DIR)");
   }
@@ -402,33 +446,66 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     detail::write_file_atomic(req.report_dir / "case.json",
                               std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
   };
-  if (!req.resume) write_case(json());
-
-  Engine engine(*backend, {guest}, opt);
-  try {
-    out.result = req.resume ? engine.resume() : engine.run();
-  } catch (const std::exception& e) {
+  auto with_notes = [&](json s) {
+    if (!out.capability_notes.empty()) s["capability_notes"] = out.capability_notes;
+    if (c.dut) {
+      s["dut"] = c.dut->to_json();
+      s["dut"]["identity"] = chip.hash;
+    }
+    return s;
+  };
+  // A failure after the run started: the partial result goes into the report (when it can be
+  // written) and out with the exception.
+  auto failed = [&](const std::string& what, const RunResult& partial) -> RunFailed {
+    json s = with_notes(summary_json(req.command, partial, chip.source, chip.hash));
+    s["status"] = "error";
+    s["error"] = what;
     if (!req.report_dir.empty()) {
       try {
-        json s = summary_json(req.command, engine.partial_result(), chip.source, chip.hash);
-        s["status"] = "error";
-        s["error"] = e.what();
         reports::write_report(req.report_dir, s);
       } catch (const std::exception& e2) {
         err << "lockstep: warn: could not write the report: " << e2.what() << "\n";
       }
     }
-    throw;
+    return RunFailed(what, partial, s);
+  };
+  try {
+    if (!req.resume) write_case(json());
+  } catch (const std::exception& e) {
+    throw CheckError("cannot write the run folder " + req.report_dir.string() + ": " + e.what());
   }
-  out.summary = summary_json(req.command, out.result, chip.source, chip.hash);
+
+  std::unique_ptr<Engine> engine;
+  try {
+    engine = std::make_unique<Engine>(*backend, std::vector<Guest>{guest}, opt);
+  } catch (const std::invalid_argument& e) {
+    throw CheckError(e.what());
+  }
+  try {
+    out.result = req.resume ? engine->resume() : engine->run();
+  } catch (const std::exception& e) {
+    const std::string fault = backend->fault();
+    throw failed(fault.empty() ? std::string(e.what()) : fault, engine->partial_result());
+  }
+  // A chip under test that failed inside a step the engine caught (a probe, a replay) still
+  // ends the run as an error: its verdict cannot be trusted.
+  if (const std::string fault = backend->fault(); !fault.empty()) throw failed(fault, out.result);
+  out.summary = with_notes(summary_json(req.command, out.result, chip.source, chip.hash));
   if (!req.report_dir.empty()) {
-    json expect = {{"digest", out.result.digest}, {"steps", out.result.steps}};
-    for (const StreamResult& s : out.result.streams) {
-      if (s.divergence) expect["first_divergence"] = s.divergence->step;
+    try {
+      json expect = {{"digest", out.result.digest}, {"steps", out.result.steps}};
+      for (const StreamResult& s : out.result.streams) {
+        if (s.divergence) expect["first_divergence"] = s.divergence->step;
+      }
+      write_case(expect);
+      const auto files = reports::write_report(req.report_dir, out.summary);
+      if (!files.plot_note.empty()) err << "lockstep: " << files.plot_note << "\n";
+    } catch (const std::exception& e) {
+      json s = out.summary;
+      s["status"] = "error";
+      s["error"] = std::string("cannot write the report to ") + req.report_dir.string() + ": " + e.what();
+      throw RunFailed(s["error"].get<std::string>(), out.result, s);
     }
-    write_case(expect);
-    const auto files = reports::write_report(req.report_dir, out.summary);
-    if (!files.plot_note.empty()) err << "lockstep: " << files.plot_note << "\n";
   }
   return out;
 }

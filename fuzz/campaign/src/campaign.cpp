@@ -1406,6 +1406,8 @@ std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip:
                                                std::uint64_t max_steps, unsigned batch, std::uint64_t classify_window,
                                                chip::ChipBackend* reuse) {
   std::vector<engine::StreamResult> out;
+  if (reuse) batch = static_cast<unsigned>(std::min<std::size_t>(batch, reuse->max_streams()));
+  batch = std::max(batch, 1u);
   for (std::size_t first = 0; first < programs.size(); first += batch) {
     std::vector<engine::Guest> guests;
     for (std::size_t i = first; i < programs.size() && i < first + batch; ++i) guests.push_back(programs[i].guest());
@@ -1436,6 +1438,23 @@ FirstFailing chip_oracle(const std::shared_ptr<const chip::Chip>& chip, const st
     }
     if (runnable.empty()) return std::nullopt;
     const auto res = run_lockstep(chip, backend, runnable, mode, max_steps, 32, 0, be.get());
+    for (std::size_t k = 0; k < res.size(); ++k)
+      if (res[k].mismatches > 0) return where[k];
+    return std::nullopt;
+  };
+}
+
+FirstFailing chip_oracle(chip::ChipBackend& backend, engine::Mode mode, std::uint64_t max_steps) {
+  return [&backend, mode, max_steps](const std::vector<Program>& cands) -> std::optional<std::size_t> {
+    std::vector<Program> runnable;
+    std::vector<std::size_t> where;
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      if (!reference_exits(cands[i], max_steps)) continue;
+      runnable.push_back(cands[i]);
+      where.push_back(i);
+    }
+    if (runnable.empty()) return std::nullopt;
+    const auto res = run_lockstep(nullptr, backend.name(), runnable, mode, max_steps, 32, 0, &backend);
     for (std::size_t k = 0; k < res.size(); ++k)
       if (res[k].mismatches > 0) return where[k];
     return std::nullopt;

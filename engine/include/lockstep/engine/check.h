@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lockstep/chip/backend.hpp"
+#include "lockstep/dut/dut_backend.h"
 #include "lockstep/engine/engine.h"
 
 namespace lockstep::engine {
@@ -26,6 +27,18 @@ namespace lockstep::engine {
 class CheckError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+/// A check that started and then failed (a chip under test that died, answered ERROR or timed
+/// out; a report folder that could not be written): what() is the one line, `partial` holds
+/// every step compared before the failure, so that the caller can still print and summarise it
+/// (docs/spec/dut-protocol.md §8: the steps compared before a fault are kept).
+class RunFailed : public CheckError {
+ public:
+  RunFailed(const std::string& what, RunResult partial_result, nlohmann::json summary_json)
+      : CheckError(what), partial(std::move(partial_result)), summary(std::move(summary_json)) {}
+  RunResult partial;
+  nlohmann::json summary;  ///< the summary written (or that could not be written), status "error"
 };
 
 /// Whether this build contains the compiled scalar chip (lockstep_chip_rv32).
@@ -60,7 +73,8 @@ struct Case {
   std::string guest_digest;            ///< image_digest of the guest
   std::string chip_path;               ///< empty: the built chip
   std::string chip_hash;               ///< LoadedChip::hash (checked on replay when set)
-  std::string backend = "cpu";
+  std::string backend = "cpu";         ///< "cpu", "cuda", or "dut" (then `dut` says how)
+  std::optional<dut::DutConfig> dut;   ///< a chip under test (docs/spec/dut-protocol.md)
   Mode mode = Mode::kForced;
   std::uint64_t teacher_forced_steps = 0;
   Compare compare = Compare::kEveryStep;
@@ -125,14 +139,25 @@ struct CheckOutcome {
   RunResult result;
   nlohmann::json summary;  ///< the report's summary.json
   std::string chip_source, chip_hash;
+  /// One line per capability the chip under test lacks, saying what that ruled out (empty for
+  /// the built-in executors; docs/spec/dut-protocol.md §7).
+  std::vector<std::string> capability_notes;
 };
 
-/// Runs a check: loads the chip and guest of the case, runs (or resumes) the
-/// engine with checkpoints in report_dir/checkpoints when asked, and writes
-/// the report (summary.json, junit.xml, report.html, case.json) to
-/// report_dir -- also when the run is interrupted or throws (then with status
-/// "interrupted" / "error" and the steps done so far, and the exception is
-/// rethrown).
+/// The lines of CheckOutcome::capability_notes for a backend's capabilities.
+std::vector<std::string> capability_notes(const chip::Capabilities& caps);
+
+/// A backend for a chip under test; throws CheckError (one line) when it cannot be started,
+/// reached or spoken to.
+std::unique_ptr<chip::ChipBackend> make_dut_backend(const dut::DutConfig& config);
+
+/// Runs a check: loads the chip and guest of the case (or starts the chip under test of
+/// `the_case.dut`), runs (or resumes) the engine with checkpoints in report_dir/checkpoints when
+/// asked, and writes the report (summary.json, junit.xml, report.html, case.json) to report_dir
+/// -- also when the run is interrupted or fails (then with status "interrupted" / "error" and
+/// the steps done so far). Throws CheckError for bad input found before the run starts, and
+/// RunFailed (with the partial result) when the run fails after it started, when the chip under
+/// test faulted, or when the report cannot be written.
 CheckOutcome run_check(const CheckRequest& request, std::ostream& err);
 
 /// The closing text of a check: each divergence's report, then one line

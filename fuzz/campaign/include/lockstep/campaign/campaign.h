@@ -221,5 +221,8 @@ ShrinkResult shrink(const Program& failing, const FirstFailing& first_failing, c
 /// The FirstFailing of a chip and mode (reference_exits + run_lockstep).
 FirstFailing chip_oracle(const std::shared_ptr<const chip::Chip>& chip, const std::string& backend, engine::Mode mode,
                          std::uint64_t max_steps);
+/// The same over a backend the caller keeps alive (a chip under test: one session for the
+/// campaign and its shrinking).
+FirstFailing chip_oracle(chip::ChipBackend& backend, engine::Mode mode, std::uint64_t max_steps);
 
 }  // namespace lockstep::campaign

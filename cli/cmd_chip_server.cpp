@@ -1,0 +1,140 @@
+// `lockstep chip-server CHIP`: Lockstep's own executors served over the chip-under-test
+// protocol (docs/spec/dut-protocol.md), its C++ reference implementation. A chip loaded once can
+// then serve many harness runs (`--dut-connect`), or run on a GPU machine while the harness runs
+// elsewhere; `--stdio` makes it a `--dut` child.
+#include <atomic>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "lockstep/dut/server.h"
+#include "lockstep/engine/check.h"
+
+namespace lockstep::cli {
+
+namespace {
+struct ServerArgs {
+  std::string chip, backend = "cpu", listen, token_file;
+  bool stdio = false, allow_remote = false;
+  std::uint32_t max_streams = 1024;
+  std::uint64_t sessions = 0;
+};
+}  // namespace
+
+void add_chip_server_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<ServerArgs>();
+  auto* cmd = app.add_subcommand(
+      "chip-server", "Serve a chip file on the built-in executors over the chip-under-test protocol (lockstep-dut/1)");
+  cmd->add_option("chip", args->chip, "Chip file (default: the built chip)");
+  cmd->add_option("--backend", args->backend, "Executor: cpu | cuda")->capture_default_str();
+  cmd->add_option("--listen", args->listen, "Listen on unix:PATH or tcp:127.0.0.1:PORT (PORT 0: any free port)");
+  cmd->add_flag("--stdio", args->stdio, "Serve one session on stdin/stdout (as a --dut child)");
+  cmd->add_flag("--allow-remote", args->allow_remote,
+                "Allow a --listen address that is not a Unix socket or loopback (needs --token-file)");
+  cmd->add_option("--token-file", args->token_file,
+                  "Shared secret a harness must send (--dut-token-file) before it may drive the chip");
+  cmd->add_option("--max-streams", args->max_streams, "Streams one session may use (1..65536)")->capture_default_str();
+  cmd->add_option("--sessions", args->sessions, "Exit after N sessions (default: serve until SIGINT/SIGTERM)");
+  cmd->callback([&ctx, args] {
+    if (args->stdio == !args->listen.empty()) throw UsageError("chip-server: give exactly one of --listen ADDRESS and --stdio");
+    if (args->stdio && ctx.options.json) throw UsageError("chip-server --stdio: stdout carries the protocol, so no --json");
+    if (args->max_streams < 1 || args->max_streams > dut::kMaxEntries) {
+      throw UsageError("--max-streams must be 1..65536 (got " + std::to_string(args->max_streams) + ")");
+    }
+    dut::Address address;
+    if (!args->listen.empty()) {
+      try {
+        address = dut::parse_address(args->listen);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--listen: ") + e.what());
+      }
+      if (!address.local() && !args->allow_remote) {
+        throw UsageError("--listen " + args->listen +
+                         " is reachable from other machines: pass --allow-remote and --token-file FILE, or listen on "
+                         "a Unix socket or 127.0.0.1");
+      }
+      if (!address.local() && args->token_file.empty()) {
+        throw UsageError("--allow-remote needs --token-file FILE (a shared secret the harness sends)");
+      }
+    }
+    dut::ServerOptions so;
+    so.max_streams = args->max_streams;
+    if (!args->token_file.empty()) {
+      std::ifstream in(args->token_file, std::ios::binary);
+      if (!in) throw InputError("--token-file " + args->token_file + ": cannot read it");
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      so.auth = ss.str();
+      while (!so.auth.empty() && (so.auth.back() == '\n' || so.auth.back() == '\r')) so.auth.pop_back();
+      if (so.auth.empty()) throw InputError("--token-file " + args->token_file + ": empty (the secret must not be)");
+    }
+    engine::LoadedChip chip;
+    try {
+      chip = engine::load_chip_or_built(args->chip);
+      engine::make_backend(args->backend, chip.chip);  // the backend exists and takes this chip
+    } catch (const engine::CheckError& e) {
+      throw InputError(e.what());
+    }
+    const std::string backend_name = args->backend;
+    const std::function<std::unique_ptr<chip::ChipBackend>()> make = [chip, backend_name] {
+      return engine::make_backend(backend_name, chip.chip);
+    };
+    so.name = "lockstep chip-server " + chip.source;
+    std::uint64_t sessions = 0, steps = 0;
+    auto log_session = [&](const dut::SessionStats& st) {
+      ++sessions;
+      steps += st.steps;
+      spdlog::info("chip-server: session {} ended ({}): {} frames, {} steps, {} errors", sessions, st.ended, st.frames,
+                   st.steps, st.errors);
+    };
+    if (args->stdio) {
+      auto conn = dut::stdio_connection();
+      try {
+        log_session(dut::serve_session(*conn, make, so));
+      } catch (const dut::TransportError& e) {
+        throw InputError(std::string("chip-server: ") + e.what());
+      }
+    } else {
+      const std::atomic<bool>* stop = engine::install_stop_handlers();
+      std::unique_ptr<dut::Listener> owned;
+      try {
+        owned = std::make_unique<dut::Listener>(address);
+      } catch (const dut::TransportError& e) {
+        throw InputError(std::string("chip-server: ") + e.what());
+      }
+      dut::Listener& listener = *owned;
+      std::cerr << "lockstep: chip-server: chip " << chip.source << " (" << chip.hash << "), " << args->backend
+                << " executor, listening on " << listener.address().to_string() << "\n"
+                << std::flush;
+      // One thread per session: a harness that keeps its session open never blocks the next.
+      std::mutex mu;
+      std::vector<std::thread> threads;
+      for (std::uint64_t accepted = 0; args->sessions == 0 || accepted < args->sessions; ++accepted) {
+        auto conn = listener.accept(stop);
+        if (!conn) break;
+        threads.emplace_back([&, c = std::shared_ptr<dut::Connection>(std::move(conn))] {
+          try {
+            const dut::SessionStats st = dut::serve_session(*c, make, so);
+            std::lock_guard<std::mutex> lock(mu);
+            log_session(st);
+          } catch (const std::exception& e) {
+            std::lock_guard<std::mutex> lock(mu);
+            spdlog::warn("chip-server: session ended: {}", e.what());
+            ++sessions;
+          }
+        });
+      }
+      for (std::thread& t : threads) t.join();
+    }
+    ctx.summary.set("sessions", sessions);
+    ctx.summary.set("steps_served", steps);
+  });
+}
+
+}  // namespace lockstep::cli

@@ -1,0 +1,104 @@
+// `lockstep dut-check --dut CMD`: the conformance checks of the chip-under-test protocol, one
+// line each (docs/hook-up-your-chip.md, dut/include/lockstep/dut/conformance.h).
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "cli/dut_options.h"
+#include "lockstep/campaign/campaign.h"
+#include "lockstep/dut/conformance.h"
+#include "lockstep/engine/check.h"
+#include "lockstep/engine/guest.h"
+#include "lockstep/ref/machine.h"
+
+namespace lockstep::cli {
+
+namespace {
+struct DutCheckArgs {
+  dut::DutConfig dut;
+  std::vector<std::string> guests;
+  std::uint64_t steps = 2000, seed = 1;
+};
+
+// The golden model's first `steps` tokens of `image`.
+std::vector<std::uint32_t> reference_tokens(const format::GuestImage& image, std::uint64_t steps) {
+  ref::Machine m;
+  m.load(image);
+  std::vector<std::uint32_t> out;
+  while (out.size() < steps) {
+    const auto t = m.next_token();
+    if (!t) break;
+    out.push_back(*t);
+  }
+  return out;
+}
+}  // namespace
+
+void add_dut_check_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<DutCheckArgs>();
+  auto* cmd = app.add_subcommand("dut-check",
+                                 "Conformance checks of a chip under test's protocol adapter (lockstep-dut/1), one "
+                                 "line each");
+  add_dut_options(cmd, args->dut);
+  cmd->add_option("--guest", args->guests,
+                  "Guest ELF to check with (repeatable; default: four generated programs, scalar and vector)");
+  cmd->add_option("--steps", args->steps, "Steps per guest (1..100000)")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed of the generated programs")->capture_default_str();
+  cmd->callback([&ctx, args] {
+    if (!check_dut_options(args->dut, "", "")) throw UsageError("dut-check: give --dut 'COMMAND' or --dut-connect ADDRESS");
+    if (args->steps < 2 || args->steps > 100000) throw UsageError("--steps must be 2..100000");
+    std::vector<dut::ConformanceGuest> guests;
+    if (args->guests.empty()) {
+      const auto scalar = campaign::select_ops("");
+      const auto vector = campaign::select_ops("vector");
+      for (std::uint64_t i = 0; i < 4; ++i) {
+        const campaign::Program p = campaign::generate(campaign::program_seed(args->seed, i), i, i < 2 ? scalar : vector);
+        dut::ConformanceGuest g;
+        g.name = (i < 2 ? "scalar-" : "vector-") + p.name;
+        const format::GuestImage image = p.image();
+        g.image = engine::to_chip_image(image);
+        g.tokens = reference_tokens(image, args->steps);
+        guests.push_back(std::move(g));
+      }
+    } else {
+      for (const std::string& path : args->guests) {
+        engine::Guest g;
+        try {
+          g = engine::read_guest(path);
+        } catch (const engine::CheckError& e) {
+          throw InputError(e.what());
+        }
+        guests.push_back({g.name, engine::to_chip_image(g.image), reference_tokens(g.image, args->steps)});
+      }
+      if (guests.size() < 2) guests.push_back(guests.front());
+    }
+    for (const auto& g : guests)
+      if (g.tokens.size() < 2) throw InputError("guest " + g.name + " ends before its second token: use another");
+    std::ostream& out = ctx.out();
+    out << "lockstep dut-check: " << args->dut.describe() << ", " << guests.size() << " guests, up to " << args->steps
+        << " steps each\n"
+        << std::flush;
+    std::size_t pass = 0, fail = 0, skip = 0;
+    const auto lines = dut::run_conformance(args->dut, guests, [&](const dut::CheckLine& l) {
+      out << l.to_string() << "\n" << std::flush;
+      (l.verdict == dut::CheckLine::Verdict::kPass ? pass : l.verdict == dut::CheckLine::Verdict::kFail ? fail : skip)++;
+    });
+    nlohmann::json checks = nlohmann::json::array();
+    for (const auto& l : lines) {
+      checks.push_back({{"check", l.name},
+                        {"verdict", l.verdict == dut::CheckLine::Verdict::kPass   ? "pass"
+                                    : l.verdict == dut::CheckLine::Verdict::kFail ? "fail"
+                                                                                   : "skip"},
+                        {"detail", l.detail}});
+    }
+    ctx.summary.set("checks", checks);
+    ctx.summary.set("passed", pass);
+    ctx.summary.set("failed", fail);
+    ctx.summary.set("skipped", skip);
+    out << "dut-check: " << pass << " passed, " << fail << " failed, " << skip << " skipped\n" << std::flush;
+    if (fail) throw InputError("dut-check: " + std::to_string(fail) + " check(s) failed (lines above)");
+  });
+}
+
+}  // namespace lockstep::cli

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""minimal_chip: the smallest adapter that plugs a chip into Lockstep (docs/hook-up-your-chip.md).
+
+    python3 python/examples/minimal_chip.py CHIP_FILE        # then: lockstep run ... --dut '...'
+
+"Your model" here is torch_chip's Executor over a compiled chip file; put your own model's
+forward step in its place. To show a vocabulary map, the adapter numbers the trace tokens the
+way a host language model might: after 50,000 host tokens (see minimal_chip.vocab, passed to
+Lockstep with --dut-vocab).
+"""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import lockstep_dut  # noqa: E402
+from torch_chip import Executor, read_chip  # noqa: E402  (your model instead)
+
+FIRST_TRACE_ID = 50000  # the model's id of trace token 0 (START); trace id t is FIRST_TRACE_ID + t
+
+
+class MinimalChip:
+    max_streams = 16
+
+    def __init__(self, path):
+        cfg, maps, digest, _ = read_chip(path)            # load your weights
+        self.model = Executor(cfg, maps, "cpu")          # your model
+        self.vocab_size = FIRST_TRACE_ID + cfg["vocab_size"]
+        self.name = "minimal_chip (torch_chip's executor)"
+        self.identity = "minimal_chip sha256:" + digest  # changes when the weights change
+
+    def streams(self, n):                                # STREAMS: n fresh streams
+        self.model.streams(n)
+
+    def reset(self, stream, image):                      # RESET: the guest image -> the stream's state
+        self.model.reset(stream, image)
+
+    def step(self, inputs):                              # STEP: one token in, one out, per stream
+        if any(t < FIRST_TRACE_ID for _, t in inputs):
+            raise lockstep_dut.BadArgument("an input below %d is a host token (run Lockstep with "
+                                           "--dut-vocab python/examples/minimal_chip.vocab)" % FIRST_TRACE_ID)
+        sids = torch.tensor([s for s, _ in inputs])
+        tokens = torch.tensor([t - FIRST_TRACE_ID for _, t in inputs])
+        return [t + FIRST_TRACE_ID for t in self.model.step(sids, tokens).tolist()]
+
+
+if __name__ == "__main__":
+    lockstep_dut.protect_stdout()                        # frames only on stdout
+    lockstep_dut.serve(MinimalChip(sys.argv[1]))

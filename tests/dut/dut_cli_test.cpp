@@ -1,0 +1,220 @@
+// `--dut`, `--dut-connect`, `chip-server` and `dut-check` end to end through the lockstep
+// executable (docs/spec/dut-protocol.md): the built chip served over the protocol gives the
+// in-process run's results; every fault of §8, scripted by tests/dut/faulty_chip.cpp, ends the run
+// with one line, exit 2 and the steps compared before it kept in the summary and the report.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "../cli/cli_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using lockstep::cli_test::Result;
+using lockstep::cli_test::run_lockstep;
+using lockstep::cli_test::slurp;
+
+const std::string kExe = LOCKSTEP_EXE;
+const std::string kChip = LOCKSTEP_BUILT_CHIP;
+const std::string kFaulty = LOCKSTEP_FAULTY_CHIP;
+
+fs::path guest(const std::string& name) {
+  for (const fs::path& d : {fs::path(LOCKSTEP_BINARY_DIR) / "guests", fs::path(LOCKSTEP_SOURCE_DIR) / "build" / "guests"})
+    if (fs::exists(d / (name + ".elf"))) return d / (name + ".elf");
+  return {};
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("lockstep-dut-cli-" + std::to_string(::getpid())) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string server_cmd() { return kExe + " chip-server " + kChip + " --stdio --log-level warn"; }
+
+json summary_of(const Result& r) {
+  try {
+    return json::parse(r.out);
+  } catch (const std::exception&) {
+    ADD_FAILURE() << "stdout is not one JSON object: " << r.out << "\nstderr: " << r.err;
+    return json::object();
+  }
+}
+
+// Lines of stderr that start "lockstep: error:".
+std::vector<std::string> error_lines(const std::string& err) {
+  std::vector<std::string> out;
+  std::istringstream in(err);
+  for (std::string l; std::getline(in, l);)
+    if (l.rfind("lockstep: error:", 0) == 0) out.push_back(l);
+  return out;
+}
+
+class DutCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    crc32_ = guest("crc32");
+    if (crc32_.empty()) GTEST_SKIP() << "directed guests not built (no crc32.elf)";
+  }
+  fs::path crc32_;
+};
+
+TEST_F(DutCli, ChipServerOverAPipeGivesTheInProcessResult) {
+  for (const char* mode : {"forced", "free"}) {
+    const Result a = run_lockstep({"run", crc32_.string(), "--mode", mode, "--steps", "20000", "--json"});
+    const Result b =
+        run_lockstep({"run", crc32_.string(), "--mode", mode, "--steps", "20000", "--json", "--dut", server_cmd()});
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    const json sa = summary_of(a), sb = summary_of(b);
+    EXPECT_EQ(sb["status"], "exact");
+    EXPECT_EQ(sa["steps"], sb["steps"]) << mode;
+    EXPECT_EQ(sa["digest"], sb["digest"]) << mode;
+    EXPECT_EQ(sb["steps"], 20000);
+    EXPECT_EQ(sb["backend"], "dut");
+  }
+}
+
+TEST_F(DutCli, ChipServerOnAUnixSocketServesSeveralRuns) {
+  const fs::path dir = fresh_dir("socket");
+  const std::string sock = (dir / "chip.sock").string();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::freopen("/dev/null", "w", stdout);
+    ::execl(kExe.c_str(), kExe.c_str(), "chip-server", kChip.c_str(), "--listen", ("unix:" + sock).c_str(),
+            "--sessions", "2", "--log-level", "warn", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 600 && !fs::exists(sock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(fs::exists(sock)) << "chip-server did not listen";
+  const Result ref = run_lockstep({"run", crc32_.string(), "--mode", "free", "--steps", "5000", "--json"});
+  for (int i = 0; i < 2; ++i) {
+    const Result r = run_lockstep(
+        {"run", crc32_.string(), "--mode", "free", "--steps", "5000", "--json", "--dut-connect", "unix:" + sock});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(summary_of(r)["digest"], summary_of(ref)["digest"]);
+    EXPECT_EQ(summary_of(r)["steps"], 5000);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "chip-server ended with " << status;
+}
+
+TEST_F(DutCli, ReplayOfADutCaseStartsTheChipAgain) {
+  const fs::path dir = fresh_dir("replay");
+  const Result r = run_lockstep({"run", crc32_.string(), "--mode", "free", "--steps", "3000", "--report",
+                                 dir.string(), "--dut", server_cmd(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json c = json::parse(slurp(dir / "case.json"));
+  EXPECT_EQ(c["backend"], "dut");
+  EXPECT_EQ(c["dut"]["command"], server_cmd());
+  const Result p = run_lockstep({"replay", dir.string(), "--json"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_EQ(summary_of(p)["digest"], summary_of(r)["digest"]);
+  EXPECT_TRUE(summary_of(p)["reproduced"].get<bool>());
+}
+
+TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
+  struct Fault {
+    std::string mode;
+    int n;
+    std::string says;  // in the error line
+  };
+  const std::vector<Fault> faults = {
+      {"exit", 3, "exited with status 3"},
+      {"crash", 3, "killed by signal 11"},
+      {"hang", 3, "no answer to FORCED within --dut-timeout 2"},
+      {"garbage", 3, "malformed frame"},
+      {"oversize", 3, "exceeds the limit 67108864"},
+      {"short", 3, "the wrong batch size"},
+      {"badid", 3, "predicted id 16777215, not a token of trace-v3"},
+      {"error", 3, "ERROR 7 (internal error of the chip): simulated failure of the chip"},
+      {"wrongtype", 3, "with OK (RESET) (expected TOKENS (FORCED))"},
+      {"version", 0, "speaks protocol version 2"},
+  };
+  for (const Fault& f : faults) {
+    SCOPED_TRACE(f.mode);
+    const fs::path dir = fresh_dir("fault-" + f.mode);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Result r = run_lockstep({"run", crc32_.string(), "--mode", "forced", "--steps", "20000", "--json", "--report", dir.string(),
+                                   "--dut-timeout", "2", "--dut",
+                                   kFaulty + " " + f.mode + " " + std::to_string(f.n) + " " + kChip});
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_LT(seconds, 60) << "the harness must not hang";
+    const auto lines = error_lines(r.err);
+    ASSERT_EQ(lines.size(), 1u) << r.err;
+    EXPECT_EQ(lines[0].rfind("lockstep: error: chip under test: ", 0), 0u) << lines[0];
+    EXPECT_NE(lines[0].find(f.says), std::string::npos) << lines[0];
+    const json s = summary_of(r);
+    EXPECT_EQ(s["status"], "error");
+    if (f.n > 0) {
+      // The first two answers (64 + 128 steps) were compared before the fault, and kept.
+      EXPECT_EQ(s["steps"], 192) << s.dump();
+      EXPECT_EQ(s["mismatches"], 0);
+      const json rep = json::parse(slurp(dir / "summary.json"));
+      EXPECT_EQ(rep["status"], "error");
+      EXPECT_EQ(rep["steps"], 192);
+      EXPECT_EQ(rep["error"], lines[0].substr(std::string("lockstep: error: ").size()));
+    }
+  }
+}
+
+TEST_F(DutCli, AChipThatCannotStartIsOneLine) {
+  const Result r = run_lockstep({"run", crc32_.string(), "--steps", "100", "--json", "--dut", "/nonexistent/chip --flag"});
+  EXPECT_EQ(r.exit_code, 2);
+  const auto lines = error_lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find("chip under test:"), std::string::npos);
+  EXPECT_NE(lines[0].find("exited with status 127"), std::string::npos) << lines[0];
+  const Result c = run_lockstep({"run", crc32_.string(), "--dut-connect", "tcp:127.0.0.1:1"});
+  EXPECT_EQ(c.exit_code, 2);
+  EXPECT_NE(c.err.find("lockstep: error: chip under test: cannot connect to the chip at tcp:127.0.0.1:1"),
+            std::string::npos)
+      << c.err;
+  const Result both = run_lockstep({"run", crc32_.string(), "--dut", "x", "--dut-connect", "unix:/x"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("give --dut or --dut-connect, not both"), std::string::npos);
+  const Result chip = run_lockstep({"run", crc32_.string(), "--dut", "x", "--chip", kChip});
+  EXPECT_EQ(chip.exit_code, 2);
+}
+
+TEST_F(DutCli, DutCheckPassesOnChipServerAndFailsOnAFaultyChip) {
+  const Result ok = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut", server_cmd()});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const json s = summary_of(ok);
+  EXPECT_EQ(s["failed"], 0);
+  EXPECT_EQ(s["passed"], 21);
+  const Result bad = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut-timeout", "5", "--dut",
+                                   kFaulty + " short 2 " + kChip});
+  EXPECT_EQ(bad.exit_code, 2);
+  const json sb = summary_of(bad);
+  EXPECT_GT(sb["failed"].get<int>(), 0) << bad.err;
+  bool named = false;
+  for (const json& c : sb["checks"])
+    if (c["verdict"] == "fail" && c["detail"].get<std::string>().find("wrong batch size") != std::string::npos) named = true;
+  EXPECT_TRUE(named) << sb["checks"].dump(1);
+}
+
+TEST_F(DutCli, FuzzThroughTheProtocolIsExact) {
+  const Result a = run_lockstep({"fuzz", "--programs", "8", "--seed", "3", "--ops", "vector,add,mul,lw,sw,beq", "--json"});
+  const Result b = run_lockstep(
+      {"fuzz", "--programs", "8", "--seed", "3", "--ops", "vector,add,mul,lw,sw,beq", "--json", "--dut", server_cmd()});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(summary_of(a)["steps"], summary_of(b)["steps"]);
+  EXPECT_EQ(summary_of(b)["status"], "exact");
+}
+
+}  // namespace

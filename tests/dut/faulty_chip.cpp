@@ -1,0 +1,115 @@
+// TEST-ONLY: a chip under test that fails on purpose (docs/spec/dut-protocol.md §8), for the
+// fault tests of tests/dut/dut_cli_test.cpp. It serves CHIP_FILE on the CPU executor over
+// stdin/stdout (as `lockstep chip-server --stdio` does) and misbehaves at the N-th TOKENS answer
+// (N = 0: at HELLO):
+//   faulty_chip MODE N CHIP_FILE
+// MODE: exit (exits with status 3), crash (SIGSEGV), hang (answers nothing), garbage (writes text
+// to stdout), oversize (a frame header over 64 MiB), short (one token fewer), badid (an id
+// outside the map), error (ERROR 7), wrongtype (OK instead of TOKENS), version (HELLO_OK with
+// protocol 2), none (a correct chip).
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "lockstep/chip/cpu_executor.hpp"
+#include "lockstep/dut/server.h"
+
+namespace {
+
+using namespace lockstep;
+
+class Faulty final : public dut::Connection {
+ public:
+  Faulty(std::unique_ptr<dut::Connection> inner, std::string mode, int n)
+      : dut::Connection(-1, -1, "faulty"), in_(std::move(inner)), mode_(std::move(mode)), n_(n) {}
+
+  std::optional<dut::Frame> read_frame(Clock::time_point deadline) override { return in_->read_frame(deadline); }
+
+  void write_frame(std::uint32_t type, std::span<const std::uint8_t> payload, Clock::time_point deadline) override {
+    const bool tokens = type == (dut::kResponse | dut::kStep) || type == (dut::kResponse | dut::kForced) ||
+                        type == (dut::kResponse | dut::kFree);
+    const bool hello = type == (dut::kResponse | dut::kHello);
+    if (tokens) ++answers_;
+    const bool now = (n_ == 0 && hello) || (n_ > 0 && tokens && answers_ == n_);
+    if (!now || mode_ == "none") {
+      in_->write_frame(type, payload, deadline);
+      return;
+    }
+    std::cerr << "faulty_chip: " << mode_ << " now\n";
+    if (mode_ == "exit") ::_exit(3);
+    if (mode_ == "crash") {
+      std::signal(SIGSEGV, SIG_DFL);
+      ::raise(SIGSEGV);
+    }
+    if (mode_ == "hang") {
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    if (mode_ == "garbage") {
+      const char text[] = "debug: logits computed\n";
+      in_->write_raw(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(text), sizeof text - 1), deadline);
+      return;
+    }
+    if (mode_ == "oversize") {
+      std::uint8_t head[8];
+      const std::uint32_t len = dut::kMaxPayload + 1;
+      std::memcpy(head, &type, 4);
+      std::memcpy(head + 4, &len, 4);
+      in_->write_raw(std::span<const std::uint8_t>(head, 8), deadline);
+      return;
+    }
+    if (mode_ == "short" || mode_ == "badid") {
+      std::vector<std::uint32_t> t = dut::decode_tokens(payload);
+      if (mode_ == "short") t.pop_back();
+      else t.back() = 0x00FFFFFF;
+      in_->write_frame(type, dut::encode_tokens(t), deadline);
+      return;
+    }
+    if (mode_ == "error") {
+      in_->write_frame(dut::kError, dut::encode_error(dut::kInternal, "simulated failure of the chip"), deadline);
+      return;
+    }
+    if (mode_ == "wrongtype") {
+      in_->write_frame(dut::kResponse | dut::kReset, {}, deadline);
+      return;
+    }
+    if (mode_ == "version") {
+      dut::HelloOk h = dut::decode_hello_ok(payload);
+      h.protocol_version = 2;
+      in_->write_frame(type, dut::encode_hello_ok(h), deadline);
+      return;
+    }
+    in_->write_frame(type, payload, deadline);
+  }
+
+ private:
+  std::unique_ptr<dut::Connection> in_;
+  std::string mode_;
+  int n_;
+  int answers_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::cerr << "usage: faulty_chip MODE N CHIP_FILE\n";
+    return 2;
+  }
+  auto chip = std::make_shared<const chip::Chip>(chip::load_chip(argv[3]));
+  Faulty conn(dut::stdio_connection(), argv[1], std::atoi(argv[2]));
+  const std::function<std::unique_ptr<chip::ChipBackend>()> make = [chip] {
+    return std::make_unique<chip::CpuExecutor>(chip, 1);
+  };
+  dut::ServerOptions o;
+  o.name = "faulty_chip";
+  try {
+    dut::serve_session(conn, make, o);
+  } catch (const std::exception& e) {
+    std::cerr << "faulty_chip: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
