@@ -13,6 +13,7 @@
 
 #include "lockstep/chip/chip.hpp"
 #include "lockstep/chip/machines/accumulator.hpp"
+#include "lockstep/dut/protocol.h"
 #include "lockstep/format/elf.h"
 #include "llama2c.h"
 
@@ -192,6 +193,56 @@ void insn_seeds() {
 
 }  // namespace
 
+// fuzz_dut_frame: byte 0 picks the request (1 + b % 13), then frames as a chip would answer it.
+void dut_seeds() {
+  using namespace lockstep::dut;
+  auto seed = [](const std::string& name, std::uint32_t request, std::vector<Bytes> frames) {
+    Bytes b{static_cast<std::uint8_t>(request - 1)};
+    for (const Bytes& f : frames) b.insert(b.end(), f.begin(), f.end());
+    put("dut/" + name, b);
+  };
+  auto frame = [](std::uint32_t type, const Bytes& payload) { return encode_frame(type, payload); };
+  HelloOk ok;
+  ok.vocab_size = 20736;
+  ok.max_streams = 64;
+  ok.capabilities = 0xF;
+  ok.name = "seed chip";
+  ok.identity = "0123456789abcdef";
+  seed("hello_ok", kHello, {frame(kResponse | kHello, encode_hello_ok(ok))});
+  const std::vector<std::uint32_t> toks{0x104, 0x0D01, 0x1C41, 0x1F00};
+  seed("tokens", kStep, {frame(kResponse | kStep, encode_tokens(toks)), frame(kResponse | kStep, encode_tokens(toks))});
+  seed("tokens_forced", kForced, {frame(kResponse | kForced, encode_tokens(toks))});
+  lockstep::chip::ProbeMap pm;
+  pm.fields.push_back({"next_kind", 81, {{3, lockstep::chip::Sublayer::Mlp}, {7, lockstep::chip::Sublayer::Memory}}});
+  pm.fields.push_back({"in_payload_oh", 256, {}});
+  pm.points.push_back({-1, lockstep::chip::Sublayer::Embed, {"in_payload_oh"}});
+  pm.points.push_back({3, lockstep::chip::Sublayer::Mlp, {"next_kind"}});
+  pm.unembed_reads = {"next_kind"};
+  seed("probe_map", kProbeMap, {frame(kResponse | kProbeMap, encode_probe_map(pm))});
+  seed("values", kProbe, {frame(kResponse | kProbe, encode_values(std::vector<float>{0, 1, -1, 0.5f}))});
+  seed("hash", kHash, {frame(kResponse | kHash, encode_u64(0x0123456789abcdefull))});
+  seed("blob", kSave, {frame(kResponse | kSave, encode_blob(Bytes{'L', 'K', 'C', 'S', 1, 0, 0, 0}))});
+  seed("ok", kReset, {frame(kResponse | kReset, {}), frame(kResponse | kStreams, {})});
+  seed("error", kStep, {frame(kError, encode_error(kInternal, "out of memory on the GPU"))});
+  // Faults the harness must survive: a wrong type, a wrong count, a length over the limit, a
+  // truncated frame, stray text on stdout.
+  seed("wrong_type", kStep, {frame(kResponse | kReset, {})});
+  Bytes bad_count;
+  put32(bad_count, 1000000);
+  put32(bad_count, 1);
+  seed("bad_count", kStep, {frame(kResponse | kStep, bad_count)});
+  Bytes over;
+  put32(over, kResponse | kStep);
+  put32(over, kMaxPayload + 1);
+  seed("over_limit", kStep, {over});
+  seed("truncated", kStep, {truncated(frame(kResponse | kStep, encode_tokens(toks)), 13)});
+  const std::string text = "loading weights... done\n";
+  seed("stray_text", kHello, {Bytes(text.begin(), text.end())});
+  Bytes pm_bad = encode_probe_map(pm);
+  pm_bad[pm_bad.size() - 1] = 0x7F;  // an unembed read index out of range
+  seed("probe_map_bad_index", kProbeMap, {frame(kResponse | kProbeMap, pm_bad)});
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: fuzz_make_corpus OUT_DIR (e.g. fuzz/corpus)\n");
@@ -202,5 +253,6 @@ int main(int argc, char** argv) {
   chip_seeds();
   model_seeds();
   insn_seeds();
+  dut_seeds();
   return 0;
 }
