@@ -42,6 +42,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/dut_options.h"
+#include "lockstep/dut/dut_backend.h"
 #include "lockstep/chip/chip.hpp"
 #include "lockstep/chip/cpu_executor.hpp"
 #include "lockstep/chip/cuda_executor.hpp"
@@ -72,6 +74,7 @@ struct BenchArgs {
   std::uint64_t steps = 0;    // 0: 20,000 (--quick) or 100,000
   std::uint64_t streams = 8;  // batched streams
   std::uint64_t cuda_streams = 0;  // 0: 1,024 (--quick: 256) streams of the batched CUDA run
+  dut::DutConfig dut;              // --dut: measure this chip under test too
 };
 
 double seconds_since(Clock::time_point t0) {
@@ -525,6 +528,107 @@ void run_bench(const BenchArgs& args, Context& ctx) {
     j["cuda"] = jg;
   }
 
+  // ----------------------------------------------------- chip under test
+  // The protocol's cost (docs/spec/dut-protocol.md): the built-in CPU executor served by
+  // `lockstep chip-server --stdio` over a pipe, against the same executor in process, in this run:
+  // one stream and 64 streams free-running through the multi-step messages. Then the PyTorch
+  // executor (python/examples/torch_chip.py, CPU) and the chip of --dut, when given. Every token
+  // is checked against the reference outside the timed parts.
+  {
+    ordered_json jd;
+    // Free-runs `streams` streams of the guest for `per` steps each on `be`; tokens/s, and the
+    // first step where a stream differs from the reference (0: none).
+    auto free_run = [&](chip::ChipBackend& be, std::size_t streams, std::uint64_t per, std::uint64_t& diff) {
+      be.set_num_streams(streams);
+      std::vector<chip::StreamId> ids(streams);
+      for (std::size_t i = 0; i < streams; ++i) {
+        ids[i] = static_cast<chip::StreamId>(i);
+        be.reset(ids[i], img);
+      }
+      const std::vector<std::uint32_t> counts(streams, static_cast<std::uint32_t>(per));
+      const std::vector<chip::Token> first(streams, format::kStartToken);
+      std::vector<chip::Token> out(streams * per);
+      const auto t0 = Clock::now();
+      be.free_running_batch(ids, counts, first, out);
+      const double s = seconds_since(t0);
+      diff = 0;
+      for (std::size_t i = 0; i < streams && diff == 0; ++i)
+        diff = first_difference(std::vector<chip::Token>(out.begin() + static_cast<std::ptrdiff_t>(i * per),
+                                                         out.begin() + static_cast<std::ptrdiff_t>((i + 1) * per)));
+      return static_cast<double>(streams * per) / s;
+    };
+    auto measure = [&](const std::string& label, chip::ChipBackend& be, std::size_t batch, std::uint64_t single_steps,
+                       std::uint64_t batch_steps, const std::string& beside) {
+      ordered_json r;
+      std::uint64_t d1 = 0, dn = 0;
+      const double t1 = free_run(be, 1, single_steps, d1);
+      const std::size_t b = std::min<std::size_t>(batch, be.max_streams());
+      const double tn = free_run(be, b, batch_steps, dn);
+      r["single"] = {{"steps", single_steps}, {"tokens_per_second", t1}, {"agrees_with_reference", d1 == 0}};
+      r["batched"] = {{"streams", b}, {"steps_per_stream", batch_steps}, {"tokens_per_second", tn},
+                      {"agrees_with_reference", dn == 0}};
+      table.add(label + ", 1 stream", si(t1, "tokens/s") + " (" + std::to_string(single_steps) + " steps; " +
+                                          agreement(d1) + ")", beside);
+      table.add(label + ", " + std::to_string(b) + " streams",
+                si(tn, "tokens/s") + " total (" + std::to_string(batch_steps) + " steps each; " +
+                    (dn ? agreement(dn) : std::string("every stream equal to the reference")) + ")",
+                beside);
+      return r;
+    };
+    const std::uint64_t per64 = std::max<std::uint64_t>(chip_steps / 64, 1);
+    if (!chip_path.empty() && !ctx.executable().empty()) {
+      try {
+        dut::DutConfig server;
+        server.command = ctx.executable().string() + " chip-server " + chip_path.string() + " --stdio --log-level warn";
+        dut::DutBackend over_pipe(server);
+        chip::CpuExecutor in_process(chip, 1);
+        std::uint64_t d = 0;
+        const double in1 = free_run(in_process, 1, chip_steps, d);
+        const double in64 = free_run(in_process, 64, per64, d);
+        ordered_json r = measure("protocol: chip-server over a pipe", over_pipe, 64, chip_steps, per64, "");
+        const double p1 = r["single"]["tokens_per_second"], p64 = r["batched"]["tokens_per_second"];
+        r["in_process"] = {{"single_tokens_per_second", in1}, {"batched_tokens_per_second", in64}};
+        r["cost_single"] = 1 - p1 / in1;
+        r["cost_batched"] = 1 - p64 / in64;
+        table.add("protocol cost (same executor, this run)",
+                  fmt("%.1f%%", 100 * (1 - p1 / in1)) + " of the in-process rate on 1 stream, " +
+                      fmt("%.1f%%", 100 * (1 - p64 / in64)) + " on 64 streams (in process: " + si(in1, "tokens/s") +
+                      ", " + si(in64, "tokens/s") + ")",
+                  "target: at most 10% with 64 streams and the multi-step messages");
+        jd["protocol"] = r;
+      } catch (const std::exception& e) {
+        jd["protocol"] = {{"skipped", e.what()}};
+        table.add("protocol cost", "skipped", e.what());
+      }
+    }
+    const fs::path torch_chip = ctx.source_root() / "python" / "examples" / "torch_chip.py";
+    std::error_code ec;
+    if (!chip_path.empty() && fs::is_regular_file(torch_chip, ec) && fs::exists("/usr/bin/python3", ec)) {
+      try {
+        dut::DutConfig tc;
+        tc.command = "/usr/bin/python3 " + torch_chip.string() + " " + chip_path.string();
+        dut::DutBackend torch(tc);
+        jd["torch_chip"] = measure("PyTorch executor (torch_chip.py, CPU)", torch, 16, args.quick ? 100 : 2000,
+                                   args.quick ? 20 : 200, "an independent executor of chip-format.md");
+        jd["torch_chip"]["name"] = torch.hello().name;
+      } catch (const std::exception& e) {
+        jd["torch_chip"] = {{"skipped", e.what()}};
+        table.add("PyTorch executor (torch_chip.py)", "skipped", e.what());
+      }
+    }
+    if (!args.dut.empty()) {
+      try {
+        dut::DutBackend d(args.dut);
+        jd["dut"] = measure("chip under test (" + d.hello().name + ")", d, 64, chip_steps, per64, args.dut.describe());
+        jd["dut"]["name"] = d.hello().name;
+        jd["dut"]["identity"] = d.identity();
+      } catch (const std::exception& e) {
+        throw InputError(e.what());
+      }
+    }
+    j["dut"] = jd;
+  }
+
   // -------------------------------------------------------------- stories
   ordered_json js;
   auto skip_story = [&](const char* name, const std::string& why) {
@@ -652,7 +756,9 @@ void add_bench_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--streams", args->streams, "Streams of the batched chip run")->capture_default_str();
   cmd->add_option("--cuda-streams", args->cuda_streams,
                   "Streams of the batched CUDA run (default 1,024; 256 with --quick; about 45 MB of device memory each)");
+  add_dut_options(cmd, args->dut);
   cmd->callback([&ctx, args, steps] {
+    check_dut_options(args->dut, "", "");
     if (steps->count() && args->steps == 0) throw UsageError("--steps must be at least 1");
     if (args->streams == 0 || args->streams > 4096) throw UsageError("--streams must be 1..4096");
     if (args->cuda_streams > 4096) throw UsageError("--cuda-streams must be 1..4096");
