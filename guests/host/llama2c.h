@@ -22,6 +22,15 @@ class ModelError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The BOS token id of llama2.c's sentencepiece vocabulary.
+inline constexpr int kBosToken = 1;
+
+/// What greedy decoding does when the model generates BOS (docs/guests.md).
+enum class AtBos {
+  kStop,      ///< llama2.c: BOS delimits stories, the story ends (BOS is not part of it)
+  kContinue,  ///< keep decoding through BOS (a sequence for teacher-forced measurements)
+};
+
 /// Shapes from the checkpoint header.
 struct Config {
   int dim = 0;         ///< transformer width (stories260K: 64)
