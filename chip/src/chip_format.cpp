@@ -10,6 +10,7 @@
 #include <set>
 
 #include "lockstep/chip/chip.hpp"
+#include "strict_json.hpp"
 
 namespace lockstep::chip {
 
@@ -674,7 +675,7 @@ Chip parse_chip(const std::vector<std::uint8_t>& bytes) {
   json aliases = json::object();
   if (auto a = st.metadata.find(kAliasKey); a != st.metadata.end()) {
     try {
-      aliases = json::parse(a->second);
+      aliases = parse_strict_json(a->second, "chip: map aliases JSON");
     } catch (const json::exception& e) {
       fail(std::string("map aliases JSON: ") + e.what());
     }
@@ -684,7 +685,7 @@ Chip parse_chip(const std::vector<std::uint8_t>& bytes) {
   if (meta == st.metadata.end()) fail(std::string("metadata lacks \"") + kMetadataKey + "\" (not a chip file)");
   Chip chip;
   try {
-    config_from_json(json::parse(meta->second), chip);
+    config_from_json(parse_strict_json(meta->second, "chip: configuration JSON"), chip);
   } catch (const json::exception& e) {
     fail(std::string("configuration JSON: ") + e.what());
   }
@@ -720,7 +721,7 @@ Chip parse_chip(const std::vector<std::uint8_t>& bytes) {
 
 Chip load_chip(const std::string& path) {
   try {
-    return parse_chip(read_file_bytes(path));
+    return parse_chip(read_safetensors_file(path));
   } catch (const FormatError& e) {
     throw FormatError(path + ": " + e.what());
   }

@@ -6,8 +6,11 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string_view>
 
 #include "lockstep/chip/error.hpp"
+#include "strict_json.hpp"
 
 static_assert(std::endian::native == std::endian::little, "lockstep assumes a little-endian host");
 
@@ -17,7 +20,57 @@ namespace {
 
 const char* dtype_name(DType d) { return d == DType::F32 ? "F32" : "U32"; }
 
+// Thrown from the parser callback on a repeated key (turned into a FormatError by the caller).
+struct DuplicateKey {
+  std::string key;
+  int depth;
+};
+
+// Printable form of a header key for messages (control bytes and quotes escaped, cut at 64).
+std::string printable(const std::string& key) {
+  std::string out;
+  for (char ch : key.substr(0, 64)) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f || c == '\\' || c == '\'') {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return key.size() > 64 ? out + "..." : out;
+}
+
 }  // namespace
+
+nlohmann::json parse_strict_json(std::string_view text, std::string_view what) {
+  const std::string where(what);
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos)
+    throw FormatError(where + ": NUL byte at offset " + std::to_string(nul));
+  // One set of keys per open object; the callback sees the keys in order.
+  std::vector<std::set<std::string>> open;
+  const auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) {
+      open.emplace_back();
+    } else if (event == E::object_end) {
+      if (!open.empty()) open.pop_back();
+    } else if (event == E::key && !open.empty()) {
+      std::string key = parsed.get<std::string>();
+      if (!open.back().insert(key).second) throw DuplicateKey{std::move(key), depth};
+    }
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true,
+                                 /*ignore_comments=*/false);
+  } catch (const DuplicateKey& d) {
+    throw FormatError(where + ": duplicate key '" + printable(d.key) + "' (depth " + std::to_string(d.depth) + ")");
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(where + " is not valid JSON: " + e.what());
+  }
+}
 
 std::uint64_t Tensor::numel() const {
   std::uint64_t n = 1;
@@ -57,19 +110,38 @@ Tensor Tensor::from_u32(const std::vector<std::uint32_t>& v, std::vector<std::ui
   return t;
 }
 
+std::uint64_t check_header_length(std::uint64_t n, std::uint64_t file_size) {
+  if (n > kMaxHeaderBytes)
+    throw FormatError("safetensors: header length N " + std::to_string(n) + " exceeds the cap of " +
+                      std::to_string(kMaxHeaderBytes) + " bytes");
+  if (file_size < 8 || n > file_size - 8)
+    throw FormatError("safetensors: file truncated: header length N " + std::to_string(n) +
+                      " exceeds file size " + std::to_string(file_size));
+  return n;
+}
+
 SafeTensors parse_safetensors(const std::vector<std::uint8_t>& bytes) {
   if (bytes.size() < 8) throw FormatError("safetensors: file truncated: shorter than 8-byte header length");
   std::uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
-  if (n > bytes.size() - 8)
-    throw FormatError("safetensors: file truncated: header length " + std::to_string(n) +
-                      " exceeds file size " + std::to_string(bytes.size()));
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
-  } catch (const nlohmann::json::exception& e) {
-    throw FormatError(std::string("safetensors: header is not valid JSON: ") + e.what());
+  check_header_length(n, bytes.size());
+  // chip-format.md §3: '{' at byte 8, one JSON object, then only spaces (0x20) up to 8 + N.
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()) + 8, n);
+  if (text.empty() || text.front() != '{')
+    throw FormatError(std::string("safetensors: header does not start with '{' (first byte ") +
+                      (text.empty() ? "absent: N is 0" : std::to_string(static_cast<unsigned char>(text.front()))) +
+                      ")");
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos)
+    throw FormatError("safetensors: header: NUL byte at offset " + std::to_string(nul));
+  std::size_t end = text.size();
+  while (end > 0 && text[end - 1] == ' ') --end;
+  if (text[end - 1] != '}') {
+    const std::size_t at = end - 1;
+    throw FormatError("safetensors: header byte " + std::to_string(at) + " after the JSON object is " +
+                      std::to_string(static_cast<unsigned char>(text[at])) +
+                      ", only space (32) padding may follow it");
   }
+  const nlohmann::json header = parse_strict_json(text.substr(0, end), "safetensors: header");
   if (!header.is_object()) throw FormatError("safetensors: header is not a JSON object");
   const std::uint64_t data_start = 8 + n;
   const std::uint64_t data_size = bytes.size() - data_start;
@@ -164,6 +236,25 @@ std::vector<std::uint8_t> serialize_safetensors(const SafeTensors& st) {
     at += t.data.size();
   }
   return out;
+}
+
+std::vector<std::uint8_t> read_safetensors_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw FormatError("cannot open '" + path + "' for reading");
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  f.seekg(0, std::ios::beg);
+  if (!f || size < 0) throw FormatError("error reading '" + path + "'");
+  std::uint8_t prefix[8] = {};
+  if (size < 8 || !f.read(reinterpret_cast<char*>(prefix), 8))
+    throw FormatError("safetensors: file truncated: shorter than 8-byte header length");
+  std::uint64_t n = 0;
+  std::memcpy(&n, prefix, 8);
+  check_header_length(n, static_cast<std::uint64_t>(size));  // before anything is allocated
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
+  std::memcpy(bytes.data(), prefix, 8);
+  if (!f.read(reinterpret_cast<char*>(bytes.data()) + 8, size - 8)) throw FormatError("error reading '" + path + "'");
+  return bytes;
 }
 
 std::vector<std::uint8_t> read_file_bytes(const std::string& path) {

@@ -32,7 +32,7 @@ struct StrTab {
 
 }  // namespace
 
-std::vector<std::uint8_t> write_elf(const GuestImage& image) {
+std::vector<std::uint8_t> write_elf(const GuestImage& image, const ElfWriteOptions& options) {
   const std::size_t nseg = image.segments.size();
   std::vector<std::uint8_t> out(sizeof(Elf32_Ehdr) + nseg * sizeof(Elf32_Phdr), 0);
 
@@ -139,6 +139,16 @@ std::vector<std::uint8_t> write_elf(const GuestImage& image) {
   eh.e_shentsize = sizeof(Elf32_Shdr);
   eh.e_shnum = static_cast<Elf32_Half>(sh.size());
   eh.e_shstrndx = shstrndx;
+  if (options.extended_numbering) {
+    // Section 0 carries the real counts (gABI "Extended Section Numbering").
+    sh[0].sh_size = eh.e_shnum;
+    sh[0].sh_link = eh.e_shstrndx;
+    sh[0].sh_info = eh.e_phnum;
+    put(out, shoff, sh[0]);
+    eh.e_shnum = 0;
+    eh.e_shstrndx = SHN_XINDEX;
+    eh.e_phnum = PN_XNUM;
+  }
   put(out, 0, eh);
   for (std::size_t i = 0; i < nseg; ++i) put(out, sizeof(Elf32_Ehdr) + i * sizeof(Elf32_Phdr), ph[i]);
   return out;

@@ -2,12 +2,15 @@
 // format change:  build/bin/fuzz_make_corpus fuzz/corpus).  Deterministic: fixed programs,
 // the accumulator chip of chip/machines, tiny llama2.c checkpoints and tokenizers, and
 // instruction inputs from a fixed seed; plus truncated and corrupted variants of each.
+#include <elf.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <array>
 #include <string>
 #include <vector>
 
@@ -82,6 +85,68 @@ lockstep::format::GuestImage program(const std::vector<std::uint32_t>& code, std
   return img;
 }
 
+// Issue 28 (isa.md §3): extended section numbering and the loader's other rules.  A program
+// with a non-alloc section, written with extended numbering, then edited field by field.
+Elf32_Ehdr& ehdr_of(Bytes& b) { return *reinterpret_cast<Elf32_Ehdr*>(b.data()); }
+Elf32_Shdr& shdr_of(Bytes& b, unsigned i) {
+  return *reinterpret_cast<Elf32_Shdr*>(b.data() + ehdr_of(b).e_shoff + i * sizeof(Elf32_Shdr));
+}
+Elf32_Phdr& phdr_of(Bytes& b, unsigned i) {
+  return *reinterpret_cast<Elf32_Phdr*>(b.data() + ehdr_of(b).e_phoff + i * sizeof(Elf32_Phdr));
+}
+
+void elf_regression_seeds() {
+  using lockstep::format::write_elf;
+  // Sections: 0 null, 1 .text, 2 .comment, 3 .symtab, 4 .strtab, 5 .shstrtab.
+  auto img = program({addi(kA0, 0, 7), addi(kA7, 0, 93), kEcall});
+  img.sections[".comment"] = {'s', 'e', 'e', 'd', 0};
+  const Bytes ext = write_elf(img, {.extended_numbering = true});
+  put("elf/ext_numbering.elf", ext);  // valid: exits 7
+  Bytes shdrs_only = ext;  // extended section numbering only, e_phnum as usual
+  ehdr_of(shdrs_only).e_phnum = 1;
+  shdr_of(shdrs_only, 0).sh_info = 0;
+  put("elf/ext_numbering_sections.elf", shdrs_only);
+  // The outside report: section 0 is the name table (e_shstrndx 0), .comment (named ".text")
+  // far outside the file.
+  Bytes report = shdrs_only;
+  ehdr_of(report).e_shstrndx = 0;
+  shdr_of(report, 0).sh_type = SHT_STRTAB;
+  shdr_of(report, 0).sh_offset = shdr_of(report, 5).sh_offset;
+  shdr_of(report, 0).sh_link = 0;
+  for (unsigned i = 1; i < 6; ++i) shdr_of(report, i).sh_name = i == 2 ? 1 : 0;
+  shdr_of(report, 2).sh_offset = 0x7ff00000;
+  put("elf/ext_section_far.elf", report);
+  Bytes past = ext;  // in-file offset, size running past the end
+  shdr_of(past, 2).sh_offset = std::uint32_t(past.size() - 2);
+  shdr_of(past, 2).sh_size = 16;
+  put("elf/ext_section_past_end.elf", past);
+  Bytes count = ext;  // 2^32 - 1 sections claimed by section 0
+  shdr_of(count, 0).sh_size = 0xffffffffu;
+  put("elf/ext_count_huge.elf", count);
+  Bytes phcount = ext;  // 2^27 program headers claimed by section 0
+  shdr_of(phcount, 0).sh_info = 0x08000000;
+  put("elf/ext_phnum_huge.elf", phcount);
+  Bytes version = ext;
+  version[EI_VERSION] = 0;
+  put("elf/ei_version0.elf", version);
+  Bytes phent = ext;
+  ehdr_of(phent).e_phentsize = 56;
+  put("elf/phentsize56.elf", phent);
+  Bytes note = write_elf(img);  // a non-PT_LOAD segment whose range wraps in 32 bits
+  phdr_of(note, 0).p_type = PT_NOTE;
+  phdr_of(note, 0).p_offset = 0xfffffff0u;
+  phdr_of(note, 0).p_filesz = 0x20;
+  put("elf/note_outside.elf", note);
+  auto empty = img;  // empty PT_LOADs at 0 and at the text's start (ignored): exits 7
+  empty.segments.insert(empty.segments.begin(), lockstep::format::Segment{0, 0, lockstep::format::kPfR, {}});
+  empty.segments.push_back(lockstep::format::Segment{0x10000, 0, lockstep::format::kPfR, {}});
+  put("elf/empty_loads.elf", write_elf(empty));
+  auto bss = img;  // entry in the zero-filled tail of the text segment
+  bss.segments[0].memsz = 0x100;
+  bss.entry = 0x10010;
+  put("elf/entry_in_bss_tail.elf", write_elf(bss));
+}
+
 void elf_seeds() {
   using lockstep::format::write_elf;
   // exit(7)
@@ -109,6 +174,39 @@ void elf_seeds() {
   Bytes entry = exit7;  // e_entry outside RAM
   entry[24 + 3] = 0x80;
   put("elf/entry_outside.elf", entry);
+  elf_regression_seeds();
+}
+
+// Issue 28 (chip-format.md §3): the header text is '{', one JSON object (no NUL, no key
+// twice), then only spaces; N is capped.  Variants of the accumulator chip's header.
+Bytes with_header_text(const Bytes& chip, const std::string& h) {
+  std::uint64_t hlen = 0;
+  for (int i = 0; i < 8; ++i) hlen |= std::uint64_t(chip[i]) << (8 * i);
+  Bytes out(8);
+  const std::uint64_t n = h.size();
+  for (int i = 0; i < 8; ++i) out[std::size_t(i)] = std::uint8_t(n >> (8 * i));
+  out.insert(out.end(), h.begin(), h.end());
+  out.insert(out.end(), chip.begin() + 8 + long(hlen), chip.end());
+  return out;
+}
+
+void chip_regression_seeds(const Bytes& chip) {
+  std::uint64_t hlen = 0;
+  for (int i = 0; i < 8; ++i) hlen |= std::uint64_t(chip[i]) << (8 * i);
+  std::string json(chip.begin() + 8, chip.begin() + 8 + long(hlen));
+  while (!json.empty() && json.back() == ' ') json.pop_back();
+  put("chip/header_nul_garbage.chip", with_header_text(chip, json + std::string("\0garbage{{", 10) + "      "));
+  put("chip/header_newline_pad.chip", with_header_text(chip, json + "\n   "));
+  put("chip/header_leading_space.chip", with_header_text(chip, " " + json));
+  const std::size_t at = json.find("\"embed.bias_idx\":");
+  const std::size_t end = json.find('}', at) + 1;
+  std::string twice = json;
+  twice.insert(end, "," + json.substr(at, end - at));
+  put("chip/header_duplicate_key.chip", with_header_text(chip, twice));
+  Bytes capped = chip;  // N = 100,000,001: over the cap
+  const std::uint64_t n = 100'000'001;
+  for (int i = 0; i < 8; ++i) capped[std::size_t(i)] = std::uint8_t(n >> (8 * i));
+  put("chip/header_over_cap.chip", capped);
 }
 
 void chip_seeds() {
@@ -124,6 +222,7 @@ void chip_seeds() {
   put("chip/json_flip.chip", flipped(chip, 8 + std::size_t(hlen / 2), 0x20));
   put("chip/data_flip.chip", flipped(chip, chip.size() - 3, 0x40));
   put("chip/empty.chip", Bytes{});
+  chip_regression_seeds(lockstep::chip::serialize_chip(lockstep::chip::machines::compile_accumulator(1).chip));
 }
 
 lockstep::host::Checkpoint tiny_checkpoint(bool shared) {
@@ -166,6 +265,20 @@ void model_seeds() {
   Bytes big = truncated(shared, 28);  // header claiming 65536 x 65536 layers
   for (int i = 0; i < 3; ++i) big[4 * i + 0] = 0, big[4 * i + 1] = 0, big[4 * i + 2] = 1, big[4 * i + 3] = 0;
   put("model/ckpt_huge_header.bin", with_prefix(0, big));
+  // Issue 28: header mode (first byte 2): 28 header bytes, then a claimed file size (u64).
+  auto layout = [](std::array<std::int32_t, 7> h, std::uint64_t size) {
+    Bytes b{2};
+    for (std::int32_t v : h) put32(b, std::uint32_t(v));
+    put32(b, std::uint32_t(size)), put32(b, std::uint32_t(size >> 32));
+    return b;
+  };
+  // dim 65536, n_heads = n_kv_heads = 32768: kv_dim overflowed an int; the size it computed
+  // (1,835,044 bytes) and the true one (68,721,311,780 bytes).
+  put("model/layout_kvdim_overflow_wrapped.bin", layout({65536, 1, 1, 32768, 32768, 1, 1}, 1835044));
+  put("model/layout_kvdim_overflow_true.bin", layout({65536, 1, 1, 32768, 32768, 1, 1}, 68721311780ull));
+  // 65536 layers and positions of a dim-2 model: a 7 MB file, 2^34 floats of K/V cache.
+  put("model/layout_run_state.bin", layout({2, 1, 65536, 1, 1, 1, 65536}, 28 + 4 * 1835012ull));
+  put("model/layout_tiny.bin", layout({2, 3, 1, 1, 1, 4, 2}, shared.size()));  // valid: parses
   // tokenizer: max_token_length, then per piece: float score, int32 length, bytes
   Bytes tok;
   put32(tok, 6);

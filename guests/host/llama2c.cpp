@@ -1,6 +1,7 @@
 // llama2.c checkpoint and tokenizer reader (see llama2c.h).
 #include "llama2c.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -36,14 +37,15 @@ void store_u32(std::vector<std::uint8_t>& out, std::uint32_t v) {
 
 }  // namespace
 
-Checkpoint parse_checkpoint(std::span<const std::uint8_t> bytes, std::string_view name) {
-  if (bytes.size() < 28)
-    fail(name, "checkpoint truncated: " + std::to_string(bytes.size()) +
+CheckpointLayout checkpoint_layout(std::span<const std::uint8_t> header, std::uint64_t file_size,
+                                   std::string_view name) {
+  if (header.size() < 28 || file_size < 28)
+    fail(name, "checkpoint truncated: " + std::to_string(std::min<std::uint64_t>(file_size, header.size())) +
                    " bytes, shorter than the 28-byte header");
   std::array<std::int32_t, 7> h{};
-  for (int i = 0; i < 7; ++i) h[i] = load_i32(bytes.data() + 4 * i);
-  Checkpoint ck;
-  Config& c = ck.config;
+  for (int i = 0; i < 7; ++i) h[i] = load_i32(header.data() + 4 * i);
+  CheckpointLayout out;
+  Config& c = out.config;
   c.dim = h[0];
   c.hidden_dim = h[1];
   c.n_layers = h[2];
@@ -69,43 +71,79 @@ Checkpoint parse_checkpoint(std::span<const std::uint8_t> bytes, std::string_vie
   if (c.head_size() % 2 != 0)
     fail(name, "bad header: head size " + std::to_string(c.head_size()) + " is odd");
 
-  const std::uint64_t D = c.dim, H = c.hidden_dim, L = c.n_layers, V = c.vocab_size,
-                      KV = c.kv_dim(), S = c.seq_len, HS = c.head_size();
+  // Every size in 64 bits, every product and sum checked (the values are at most 2^16, so no
+  // product of three overflows; the checks keep it so if the bounds above ever change).
+  const auto mul = [&](std::initializer_list<std::uint64_t> factors, const char* what) {
+    std::uint64_t r = 1;
+    for (std::uint64_t f : factors)
+      if (__builtin_mul_overflow(r, f, &r)) fail(name, std::string("bad header: ") + what + " overflows 64 bits");
+    return r;
+  };
+  const auto add = [&](std::uint64_t a, std::uint64_t b, const char* what) {
+    std::uint64_t r;
+    if (__builtin_add_overflow(a, b, &r)) fail(name, std::string("bad header: ") + what + " overflows 64 bits");
+    return r;
+  };
+  const std::uint64_t D = static_cast<std::uint64_t>(c.dim), H = static_cast<std::uint64_t>(c.hidden_dim),
+                      L = static_cast<std::uint64_t>(c.n_layers), V = static_cast<std::uint64_t>(c.vocab_size),
+                      S = static_cast<std::uint64_t>(c.seq_len), NH = static_cast<std::uint64_t>(c.n_heads),
+                      HS = D / NH, KV = HS * static_cast<std::uint64_t>(c.n_kv_heads);
+  out.tensor_floats = {mul({V, D}, "token_embedding size"), mul({L, D}, "rms_att size"),
+                       mul({L, D, D}, "wq size"),          mul({L, KV, D}, "wk size"),
+                       mul({L, KV, D}, "wv size"),         mul({L, D, D}, "wo size"),
+                       mul({L, D}, "rms_ffn size"),        mul({L, H, D}, "w1 size"),
+                       mul({L, D, H}, "w2 size"),          mul({L, H, D}, "w3 size"),
+                       D,                                  mul({S, HS}, "rope table size")};
+  if (!c.shared_classifier) out.tensor_floats.push_back(mul({V, D}, "wcls size"));
+  std::uint64_t floats = 0;
+  for (std::uint64_t n : out.tensor_floats) floats = add(floats, n, "tensor size sum");
+  out.file_bytes = add(28, mul({4, floats}, "file size"), "file size");
+  if (file_size != out.file_bytes)
+    fail(name, "wrong file size " + std::to_string(file_size) + " bytes; the header (dim " +
+                   std::to_string(c.dim) + ", hidden " + std::to_string(c.hidden_dim) + ", layers " +
+                   std::to_string(c.n_layers) + ", heads " + std::to_string(c.n_heads) + ", kv_heads " +
+                   std::to_string(c.n_kv_heads) + ", vocab " + std::to_string(h[5]) + ", seq_len " +
+                   std::to_string(c.seq_len) + ") implies " + std::to_string(out.file_bytes));
+  out.run_state_floats = add(mul({2, L, S, KV}, "K/V cache size"), mul({NH, S}, "attention size"), "run state size");
+  if (out.run_state_floats > kMaxRunStateFloats)
+    fail(name, "bad header: n_layers " + std::to_string(c.n_layers) + ", seq_len " + std::to_string(c.seq_len) +
+                   ", kv_dim " + std::to_string(KV) + " and n_heads " + std::to_string(c.n_heads) + " need a run state of " +
+                   std::to_string(out.run_state_floats) + " floats, above the limit of " +
+                   std::to_string(kMaxRunStateFloats));
+  return out;
+}
+
+Checkpoint parse_checkpoint(std::span<const std::uint8_t> bytes, std::string_view name) {
+  const CheckpointLayout layout = checkpoint_layout(bytes, bytes.size(), name);
+  Checkpoint ck;
+  ck.config = layout.config;
+  Weights& w = ck.w;
+  std::vector<float> rope;  // legacy freq_cis_real + freq_cis_imag, ignored
   struct Tensor {
     const char* name;
     std::vector<float>* dst;
-    std::uint64_t count;
   };
-  Weights& w = ck.w;
-  std::vector<float> rope;  // legacy freq_cis_real + freq_cis_imag, ignored
   std::vector<Tensor> tensors = {
-      {"token_embedding", &w.token_embedding, V * D}, {"rms_att", &w.rms_att, L * D},
-      {"wq", &w.wq, L * D * D},                       {"wk", &w.wk, L * KV * D},
-      {"wv", &w.wv, L * KV * D},                      {"wo", &w.wo, L * D * D},
-      {"rms_ffn", &w.rms_ffn, L * D},                 {"w1", &w.w1, L * H * D},
-      {"w2", &w.w2, L * D * H},                       {"w3", &w.w3, L * H * D},
-      {"rms_final", &w.rms_final, D},                 {"rope_tables", &rope, S * HS}};
-  if (!c.shared_classifier) tensors.push_back({"wcls", &w.wcls, V * D});
-  std::uint64_t floats = 0;
-  for (const auto& t : tensors) floats += t.count;
-  const std::uint64_t expect = 28 + 4 * floats;
-  if (bytes.size() != expect)
-    fail(name, "wrong file size " + std::to_string(bytes.size()) + " bytes; the header (dim " +
-                   std::to_string(c.dim) + ", hidden " + std::to_string(c.hidden_dim) +
-                   ", layers " + std::to_string(c.n_layers) + ", vocab " +
-                   std::to_string(h[5]) + ", seq_len " + std::to_string(c.seq_len) +
-                   ") implies " + std::to_string(expect));
+      {"token_embedding", &w.token_embedding}, {"rms_att", &w.rms_att}, {"wq", &w.wq},
+      {"wk", &w.wk},                           {"wv", &w.wv},           {"wo", &w.wo},
+      {"rms_ffn", &w.rms_ffn},                 {"w1", &w.w1},           {"w2", &w.w2},
+      {"w3", &w.w3},                           {"rms_final", &w.rms_final},
+      {"rope_tables", &rope}};
+  if (!ck.config.shared_classifier) tensors.push_back({"wcls", &w.wcls});
+  // The file size equals 28 + 4 * the floats (checked): every tensor below is inside `bytes`.
   const std::uint8_t* p = bytes.data() + 28;
-  for (const auto& t : tensors) {
-    t.dst->resize(t.count);
-    for (std::uint64_t i = 0; i < t.count; ++i, p += 4) {
+  for (std::size_t k = 0; k < tensors.size(); ++k) {
+    const Tensor& t = tensors[k];
+    const std::uint64_t count = layout.tensor_floats[k];
+    t.dst->resize(static_cast<std::size_t>(count));
+    for (std::uint64_t i = 0; i < count; ++i, p += 4) {
       float f = load_f32(p);
       if (!std::isfinite(f) && t.dst != &rope)
         fail(name, std::string("non-finite value in ") + t.name + "[" + std::to_string(i) + "]");
       (*t.dst)[i] = f;
     }
   }
-  if (c.shared_classifier) w.wcls = w.token_embedding;
+  if (ck.config.shared_classifier) w.wcls = w.token_embedding;
   return ck;
 }
 

@@ -22,6 +22,15 @@ class ModelError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The BOS token id of llama2.c's sentencepiece vocabulary.
+inline constexpr int kBosToken = 1;
+
+/// What greedy decoding does when the model generates BOS (docs/guests.md).
+enum class AtBos {
+  kStop,      ///< llama2.c: BOS delimits stories, the story ends (BOS is not part of it)
+  kContinue,  ///< keep decoding through BOS (a sequence for teacher-forced measurements)
+};
+
 /// Shapes from the checkpoint header.
 struct Config {
   int dim = 0;         ///< transformer width (stories260K: 64)
@@ -34,8 +43,35 @@ struct Config {
   bool shared_classifier = true;  ///< header vocab_size > 0: classifier = token embedding
 
   int head_size() const { return dim / n_heads; }
-  int kv_dim() const { return dim * n_kv_heads / n_heads; }
+  /// head_size() * n_kv_heads, computed in 64 bits (dim * n_kv_heads overflows an int at
+  /// dim = 65536, n_kv_heads = 32768); never above dim when n_kv_heads divides n_heads.
+  int kv_dim() const {
+    return static_cast<int>(static_cast<std::int64_t>(dim) * n_kv_heads / n_heads);
+  }
 };
+
+/// The largest run state a checkpoint may imply (floats): the float model's K and V caches
+/// (2 * n_layers * seq_len * kv_dim) plus its attention scores (n_heads * seq_len).  2^28
+/// floats = 1 GiB; stories260K needs 167,936.  Larger headers are rejected before anything is
+/// allocated (the file size alone does not bound seq_len * n_layers).
+inline constexpr std::uint64_t kMaxRunStateFloats = std::uint64_t{1} << 28;
+
+/// What a checkpoint header implies, every size computed in 64 bits with overflow checks.
+struct CheckpointLayout {
+  Config config;
+  /// Floats of each tensor in file order: token_embedding, rms_att, wq, wk, wv, wo, rms_ffn, w1,
+  /// w2, w3, rms_final, the legacy RoPE tables, and wcls when the classifier is not shared.
+  std::vector<std::uint64_t> tensor_floats;
+  std::uint64_t file_bytes = 0;        ///< 28 + 4 * (sum of tensor_floats)
+  std::uint64_t run_state_floats = 0;  ///< 2 * n_layers * seq_len * kv_dim + n_heads * seq_len
+};
+
+/// Validates the 28-byte header `header` of a checkpoint file of `file_size` bytes without
+/// reading (or allocating) the tensors: header values as parse_checkpoint says, the implied
+/// file size equal to `file_size`, the run state at most kMaxRunStateFloats.  Throws ModelError
+/// (one line naming `name` and the field) otherwise.
+CheckpointLayout checkpoint_layout(std::span<const std::uint8_t> header, std::uint64_t file_size,
+                                   std::string_view name);
 
 /// Float32 weights, row-major, shapes as in llama2.c run.c.
 struct Weights {
@@ -62,7 +98,9 @@ struct Checkpoint {
 /// Parses a checkpoint image; `name` is used in error messages.  Throws ModelError on: a file
 /// shorter than the header; a header value out of range (non-positive shapes, dim not divisible
 /// by n_heads, n_heads not divisible by n_kv_heads, odd head size, any shape above 2^16); a file
-/// size different from the one the header implies; a non-finite float (named by tensor and index).
+/// size different from the one the header implies (checkpoint_layout: 64-bit, overflow-checked);
+/// a run state above kMaxRunStateFloats; a non-finite float (named by tensor and index).
+/// Nothing is allocated before the header and the file size have been checked.
 Checkpoint parse_checkpoint(std::span<const std::uint8_t> bytes, std::string_view name);
 
 /// Reads and parses a checkpoint file (ModelError also when it cannot be read).

@@ -99,9 +99,10 @@ std::string decode_from_bos(const Tokenizer& tok, const std::vector<int>& toks, 
 QualityReport measure_quality(const Checkpoint& ck, const Tokenizer& tok, int positions) {
   QualityReport q;
   const VxImage img = convert_vx(ck);
-  q.float_tokens = greedy_float(ck, std::max(positions, 256));
+  // Teacher-forcing sequences, not stories: decoding continues through a generated BOS.
+  q.float_tokens = greedy_float(ck, std::max(positions, 256), AtBos::kContinue);
   q.float_text = decode_from_bos(tok, q.float_tokens, 63);
-  q.vx_tokens = greedy_vx(img, 63);
+  q.vx_tokens = greedy_vx(img, 63, kCachePositions, AtBos::kContinue);
   q.vx_text = decode_from_bos(tok, q.vx_tokens, 63);
   while (q.greedy_common_prefix < 63 && q.vx_tokens[static_cast<std::size_t>(q.greedy_common_prefix)] ==
                                             q.float_tokens[static_cast<std::size_t>(q.greedy_common_prefix)])

@@ -46,7 +46,7 @@ struct QualityReport {
   std::string model;
   std::vector<int> float_tokens;    ///< float32 greedy, 256 tokens from BOS (not stopped)
   std::string float_text;           ///< first 63 tokens decoded
-  std::vector<int> vx_tokens;       ///< vx hardware build (64 positions) greedy, 63 tokens
+  std::vector<int> vx_tokens;       ///< vx hardware build (64 positions) greedy, 63 tokens (not stopped)
   std::string vx_text;
   int long_positions = 0;           ///< host long-cache variant: positions measured
   int long_agree = 0;               ///< of those, vx top-1 == float top-1 (teacher-forced)

@@ -170,12 +170,13 @@ int argmax(const std::vector<float>& v) {
   return best;
 }
 
-std::vector<int> greedy_float(const Checkpoint& ck, int n) {
+std::vector<int> greedy_float(const Checkpoint& ck, int n, AtBos at_bos) {
   FloatModel m(ck);
   std::vector<int> out;
-  int token = 1;
+  int token = kBosToken;
   for (int pos = 0; pos < n && pos < ck.config.seq_len; ++pos) {
     token = argmax(m.forward(token, pos));
+    if (token == kBosToken && at_bos == AtBos::kStop) break;  // BOS delimits stories (llama2.c)
     out.push_back(token);
   }
   return out;

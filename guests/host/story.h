@@ -56,7 +56,9 @@ class FloatModel {
 /// Index of the largest value; ties: the lowest index.
 int argmax(const std::vector<float>& v);
 
-/// Greedy decoding from BOS (id 1): the `n` tokens following BOS, not stopped at BOS/EOS.
-std::vector<int> greedy_float(const Checkpoint& ck, int n);
+/// Greedy decoding from BOS (id 1): at most `n` tokens following BOS (and at most seq_len).
+/// With AtBos::kStop (llama2.c) a generated BOS ends the story and is not returned, so fewer
+/// than `n` tokens may come back; with kContinue exactly min(n, seq_len).  EOS does not stop.
+std::vector<int> greedy_float(const Checkpoint& ck, int n, AtBos at_bos = AtBos::kStop);
 
 }  // namespace lockstep::host

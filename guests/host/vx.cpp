@@ -742,12 +742,13 @@ int VxModel::forward(int token, int pos) {
   return u.vmat(0, 0, kClassifierChunk, 512, 1, true);
 }
 
-std::vector<int> greedy_vx(const VxImage& img, int n, int positions) {
+std::vector<int> greedy_vx(const VxImage& img, int n, int positions, AtBos at_bos) {
   VxModel m(img, positions);
   std::vector<int> out;
-  int token = 1;
+  int token = kBosToken;
   for (int pos = 0; pos < n && pos < positions; ++pos) {
     token = m.forward(token, pos);
+    if (token == kBosToken && at_bos == AtBos::kStop) break;  // BOS delimits stories (llama2.c)
     out.push_back(token);
   }
   return out;

@@ -128,7 +128,10 @@ class VxModel {
   int positions_;
 };
 
-/// Greedy decoding with the vx build from BOS: `n` tokens (n <= positions).
-std::vector<int> greedy_vx(const VxImage& img, int n, int positions = kCachePositions);
+/// Greedy decoding with the vx build from BOS: at most `n` tokens (n <= positions).  With
+/// AtBos::kStop (llama2.c, the stories_vx guest) a generated BOS ends the story and is not
+/// returned; with kContinue exactly `n` tokens.
+std::vector<int> greedy_vx(const VxImage& img, int n, int positions = kCachePositions,
+                           AtBos at_bos = AtBos::kStop);
 
 }  // namespace lockstep::host

@@ -361,6 +361,7 @@ int stories_run(const uint8_t *image) {
     int best = 0;
     for (int i = 1; i < hd->vocab_size; i++)
       if (logits[i] > logits[best]) best = i;
+    if (best == hd->bos) break; /* BOS delimits stories (llama2.c): the story ends */
     emit_piece(token, best);
     stories_tokens[stories_token_count++] = best;
     token = best;

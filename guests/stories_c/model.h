@@ -13,9 +13,11 @@
 /* Output sink: the guest writes to fd 1 (buffered), the host to stdout. */
 void stories_emit(const char *bytes, int n);
 
-/* Decodes greedily from BOS for the image's n_steps tokens and emits
+/* Decodes greedily from BOS for at most the image's n_steps tokens and emits
  *   "<story text>\n"
  *   "tokens: <id> <id> ...\n"
+ * A generated BOS ends the story, as in llama2.c: it is neither printed nor
+ * listed, and no further token is generated.
  * Returns the exit status: 0, or 2 (after an "error: ..." line) when the
  * image is malformed or exceeds the static buffers. */
 int stories_run(const uint8_t *image);

@@ -21,3 +21,16 @@ if(TARGET lockstep_image_c AND TARGET lockstep_story)
     LIBS lockstep_image_c lockstep_story
     LABELS unit)
 endif()
+
+# A generated BOS ends the story (issue 28): stories_c_host and the guest on the reference, with
+# the BOS-preferring model of tests/host/bos_model.h.  Needs only stories_c_synthetic.elf.
+if(TARGET stories_c_host AND TARGET guest_stories_c_synthetic AND TARGET lockstep_image_c AND TARGET lockstep_ref)
+  lockstep_add_gtest(NAME guests_stories_c_bos_test
+    SOURCES stories_c_bos_test.cpp
+    LIBS lockstep_image_c lockstep_story lockstep_ref lockstep_format
+    LABELS integration
+    DEFINITIONS LOCKSTEP_STORIES_HOST="$<TARGET_FILE:stories_c_host>"
+                LOCKSTEP_STORIES_C_ELF="${LOCKSTEP_GUEST_DIR}/stories_c_synthetic.elf")
+  target_include_directories(guests_stories_c_bos_test PRIVATE ${PROJECT_SOURCE_DIR}/tests/host)
+  add_dependencies(guests_stories_c_bos_test stories_c_host guest_stories_c_synthetic)
+endif()

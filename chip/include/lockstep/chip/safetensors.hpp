@@ -34,14 +34,29 @@ struct SafeTensors {
   std::map<std::string, Tensor> tensors;
 };
 
-/// Parses a safetensors byte buffer. Validates: header length inside the buffer, JSON syntax,
-/// known dtypes, shape/offset consistency, offsets contiguous, in order and covering the data
-/// exactly (no holes, no overlaps, no trailing bytes). Throws FormatError (one line) otherwise.
+/// The largest header length N a reader accepts (chip-format.md §3; as the safetensors
+/// reference implementation: 100,000,000 bytes).  Checked before the header is parsed, and by
+/// read_safetensors_file before the file is read.
+inline constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+
+/// Checks a header length N against kMaxHeaderBytes and against a file of `file_size` bytes;
+/// returns N or throws FormatError (one line naming N).
+std::uint64_t check_header_length(std::uint64_t n, std::uint64_t file_size);
+
+/// Parses a safetensors byte buffer. Validates (chip-format.md §3): header length N within
+/// kMaxHeaderBytes and the buffer; the N header bytes are '{', one JSON object (no NUL byte, no
+/// key twice in any object), then only spaces; known dtypes, shape/offset consistency, offsets
+/// contiguous, in order and covering the data exactly (no holes, no overlaps, no trailing
+/// bytes). Throws FormatError (one line) otherwise.
 SafeTensors parse_safetensors(const std::vector<std::uint8_t>& bytes);
 
 /// Serialises deterministically (tensors in name order; header padded with spaces to a
 /// multiple of 8 bytes).
 std::vector<std::uint8_t> serialize_safetensors(const SafeTensors& st);
+
+/// Reads a safetensors file whole after checking its 8-byte header length against
+/// kMaxHeaderBytes and the file size (so a bad N allocates nothing).  Throws FormatError.
+std::vector<std::uint8_t> read_safetensors_file(const std::string& path);
 
 /// Whole-file helpers. Throw FormatError when the file cannot be read or written.
 std::vector<std::uint8_t> read_file_bytes(const std::string& path);

@@ -2,9 +2,11 @@
 // for tests and program generators.
 //
 // Only the *file-level* checks of isa.md §3 are done here (class, data
-// encoding, type, machine, truncation, headers outside the file,
-// p_filesz > p_memsz, overlapping PT_LOAD segments, entry not inside a PF_X
-// segment, no PT_LOAD).  Checks against the machine's memory map (RAM
+// encoding, EI_VERSION, type, machine, header entry sizes, truncation,
+// headers and any section or segment data outside the file, with the real
+// counts of extended numbering, p_filesz > p_memsz, overlapping non-empty
+// PT_LOAD segments, entry not inside the file-backed part of a PF_X segment,
+// no non-empty PT_LOAD).  Checks against the machine's memory map (RAM
 // bounds, entry alignment) are machine semantics and belong to the loaders
 // of ref/ and chip/.
 #pragma once
@@ -56,13 +58,24 @@ struct GuestImage {
   std::vector<SectionHeader> section_headers;
 };
 
-/// Parses and validates an ELF32 image held in memory.  Throws FormatError
-/// with a one-line message starting "ELF: " naming the first problem found.
+/// Parses and validates an ELF32 image held in memory (isa.md §3).  Empty
+/// PT_LOADs (p_memsz 0) are dropped from `segments`.  Throws FormatError
+/// with a one-line message starting "ELF: " naming the first problem found
+/// (and the field).
 GuestImage parse_elf(std::span<const std::uint8_t> file);
 
 /// Reads `path` and parses it with parse_elf.  Throws FormatError when the
 /// file cannot be read (message names the path) or is malformed.
 GuestImage read_elf_file(const std::filesystem::path& path);
+
+/// Layout choices of write_elf that do not change the image.
+struct ElfWriteOptions {
+  /// Use extended section numbering (ELF gABI, isa.md §3): e_shnum = 0 with the section count
+  /// in section 0's sh_size, e_shstrndx = SHN_XINDEX with the name table index in section 0's
+  /// sh_link, and e_phnum = PN_XNUM with the program header count in section 0's sh_info.
+  /// Real files do this only past 0xff00 sections; tests and fuzz seeds use it on small images.
+  bool extended_numbering = false;
+};
 
 /// Serialises `image` as a static little-endian ELF32 RISC-V executable
 /// (ET_EXEC, EM_RISCV, e_flags 0): one PT_LOAD per segment (p_align 4096,
@@ -71,8 +84,8 @@ GuestImage read_elf_file(const std::filesystem::path& path);
 /// otherwise, so objdump can disassemble), the non-alloc sections, and a
 /// .symtab of absolute global symbols.  Performs no validation beyond what
 /// is needed to write the file (throws std::invalid_argument when a segment
-/// has more bytes than memsz).
-std::vector<std::uint8_t> write_elf(const GuestImage& image);
+/// has more bytes than memsz).  `options` picks the header layout.
+std::vector<std::uint8_t> write_elf(const GuestImage& image, const ElfWriteOptions& options = {});
 
 /// write_elf to a file, made executable (u+x, g+x, o+x).  Throws FormatError
 /// when the file cannot be written.
