@@ -16,18 +16,29 @@ read -r -a extra_cmake_args <<<"${LOCKSTEP_CMAKE_ARGS:-}"
 # step MESSAGE: one visible line between phases.
 step() { echo "== ci/$(basename "$0"): $*" >&2; }
 
-# configure_and_build DIR [CMAKE ARGS...]: Ninja, RelWithDebInfo, then build all.
+# configure_and_build DIR [CMAKE ARGS...] [-- BUILD ARGS...]: Ninja, RelWithDebInfo, then build
+# all (or what the build arguments after `--` say, e.g. --target tests-unit).
 configure_and_build() {
   local dir=$1
   shift
+  local configure=() build=()
+  while (($#)); do
+    if [ "$1" = "--" ]; then
+      shift
+      build=("$@")
+      break
+    fi
+    configure+=("$1")
+    shift
+  done
   step "configure $dir"
   mkdir -p "$dir"
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    ${extra_cmake_args[@]+"${extra_cmake_args[@]}"} "$@" >"$dir/lockstep-configure.log" 2>&1 || {
+    ${extra_cmake_args[@]+"${extra_cmake_args[@]}"} ${configure[@]+"${configure[@]}"} >"$dir/lockstep-configure.log" 2>&1 || {
     cat "$dir/lockstep-configure.log" >&2
     echo "$(basename "$0"): configure of $dir failed (log above)" >&2
     return 1
   }
-  step "build $dir (-j $jobs)"
-  cmake --build "$dir" -j "$jobs"
+  step "build $dir (-j $jobs) ${build[*]}"
+  cmake --build "$dir" -j "$jobs" ${build[@]+"${build[@]}"}
 }

@@ -10,7 +10,9 @@
 
 #include "cli/commands.h"
 #include "lockstep/chip/chip.hpp"
+#if LOCKSTEP_HAVE_CHIP_RV32
 #include "lockstep/chip/rv32/rv32_chip.hpp"
+#endif
 
 namespace lockstep::cli {
 
@@ -21,7 +23,12 @@ void add_compile_command(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, out_path] {
     const std::string& out = *out_path;
     const auto t0 = std::chrono::steady_clock::now();
+#if LOCKSTEP_HAVE_CHIP_RV32
     const chip::Chip c = chip::rv32::compile_rv32_chip();
+#else
+    const chip::Chip c;
+    throw InputError("this build has no chip compiler (configured with -DLOCKSTEP_COMPILE_CHIP=OFF)");
+#endif
     try {
       chip::save_chip(c, out);
     } catch (const std::exception& e) {

@@ -20,6 +20,29 @@ set(LOCKSTEP_TEST_TIMEOUT_long 86400)
 # Test executables go beside each other, away from the user-facing build/bin.
 set(LOCKSTEP_TEST_BIN_DIR ${CMAKE_BINARY_DIR}/test-bin)
 
+# lockstep_label_targets(<target> LABELS <label>...): <target> is what the tests of those labels
+# run; the custom target tests-<label> (made by lockstep_add_label_targets() at the end of the
+# top-level CMakeLists) builds every such target and nothing else, so that ci/test's sanitizer
+# stage builds only what `ctest -L 'unit|fuzz-smoke'` runs.
+function(lockstep_label_targets target)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "LABELS")
+  foreach(label IN LISTS ARG_LABELS)
+    set_property(GLOBAL APPEND PROPERTY LOCKSTEP_LABEL_TARGETS_${label} ${target})
+  endforeach()
+endfunction()
+
+# lockstep_add_label_targets(): the tests-<label> targets (call once, after every add_subdirectory).
+function(lockstep_add_label_targets)
+  foreach(label IN LISTS LOCKSTEP_TEST_LABELS)
+    get_property(targets GLOBAL PROPERTY LOCKSTEP_LABEL_TARGETS_${label})
+    add_custom_target(tests-${label})
+    if(targets)
+      list(REMOVE_DUPLICATES targets)
+      add_dependencies(tests-${label} ${targets})
+    endif()
+  endforeach()
+endfunction()
+
 # lockstep_check_labels(<label>...): fails the configure on an unknown label.
 function(lockstep_check_labels)
   if(NOT ARGN)
@@ -71,6 +94,7 @@ function(lockstep_add_gtest)
 
   add_executable(${ARG_NAME} ${ARG_SOURCES})
   lockstep_target_defaults(${ARG_NAME})
+  lockstep_label_targets(${ARG_NAME} LABELS ${ARG_LABELS})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_LIBS} GTest::gtest_main)
   target_compile_definitions(${ARG_NAME} PRIVATE
     LOCKSTEP_SOURCE_DIR="${PROJECT_SOURCE_DIR}"

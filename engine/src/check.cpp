@@ -31,9 +31,14 @@ namespace fs = std::filesystem;
 
 // ------------------------------------------------------------------ chips
 
+// The built chip: this build's chip compiler (chip/rv32) and the file it wrote, or, in a build
+// configured without the compiler (-DLOCKSTEP_COMPILE_CHIP=OFF), the prebuilt file it was given.
 bool have_built_chip() {
 #ifdef LOCKSTEP_BUILT_CHIP
   return true;
+#elif defined(LOCKSTEP_BUILT_CHIP_FILE)
+  std::error_code ec;
+  return fs::exists(LOCKSTEP_BUILT_CHIP_FILE, ec);
 #else
   return false;
 #endif
@@ -50,27 +55,28 @@ LoadedChip load_chip_or_built(const std::string& path) {
     }
     out.source = path;
   } else {
-#ifdef LOCKSTEP_BUILT_CHIP
     // The build's chip file (chip/rv32/CMakeLists.txt); compiled here when it is missing (e.g. a
     // binary moved away from its build tree). A file that exists but does not load is an error.
-    std::error_code ec;
+    bool loaded = false;
 #ifdef LOCKSTEP_BUILT_CHIP_FILE
+    std::error_code ec;
     if (fs::exists(LOCKSTEP_BUILT_CHIP_FILE, ec)) {
       try {
         c = chip::load_chip(LOCKSTEP_BUILT_CHIP_FILE);
       } catch (const std::exception& e) {
         throw CheckError(std::string("the built chip file: ") + e.what() + " (rebuild, or pass --chip FILE)");
       }
-    } else {
-      c = chip::rv32::compile_rv32_chip();
+      loaded = true;
     }
-#else
-    c = chip::rv32::compile_rv32_chip();
 #endif
+    if (!loaded) {
+#ifdef LOCKSTEP_BUILT_CHIP
+      c = chip::rv32::compile_rv32_chip();
+#else
+      throw CheckError("no built chip in this build: pass --chip FILE");
+#endif
+    }
     out.source = "built";
-#else
-    throw CheckError("no built chip yet: pass --chip FILE");
-#endif
   }
   const auto bytes = chip::serialize_chip(c);
   out.hash = hex64(xxh3(bytes));
