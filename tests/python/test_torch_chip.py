@@ -189,6 +189,43 @@ class TorchChipCorrupted(unittest.TestCase):
             first = next(((i + 1, e, a) for i, (e, a) in enumerate(zip(ref, got)) if e != a), None)
             self.assertEqual(first, (div["step"], div["expected"], div["actual"]),
                              f"{tensor}[{index}] {value} -> {value + 1}")
+            # The same through the whole harness: `lockstep run --dut` reports the same divergence
+            # (step, instruction, tokens) and, through torch_chip's probes, the same layer.
+            report2 = os.path.join(d, "run-dut")
+            r2 = subprocess.run([helpers.LOCKSTEP, "run", helpers.guest("hello"), "--mode", "forced", "--report",
+                                 report2, "--dut", f"{sys.executable} {helpers.TORCH_CHIP} {bad}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            self.assertEqual(r2.returncode, 1, r2.stderr.decode())
+            with open(os.path.join(report2, "summary.json")) as f:
+                div2 = json.load(f)["run"]["streams"][0]["divergence"]
+            for key in ("step", "pc", "word", "field", "expected", "actual", "fault"):
+                self.assertEqual(div2[key], div[key], key)
+            self.assertEqual(div2["attribution"]["status"], div["attribution"]["status"])
+            self.assertEqual(div2["attribution"].get("layer"), div["attribution"].get("layer"))
+
+
+@unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed for this Python: torch_chip tests skipped")
+class TorchChipThroughLockstep(unittest.TestCase):
+    """`lockstep run --dut 'torch_chip CHIP'` gives the in-process run's steps and digest, both modes
+    (issue 26's acceptance), LOCKSTEP_TORCH_STEPS steps of each directed guest."""
+
+    def test_directed_guests_both_modes(self):
+        for path in (helpers.CHIP, helpers.LOCKSTEP):
+            if not os.path.exists(path):
+                self.skipTest(f"{path} is not built")
+        dut = f"{sys.executable} {helpers.TORCH_CHIP} {helpers.CHIP}"
+        for g in ("hello", "crc32", "muldiv", "vector_ops"):
+            if not os.path.exists(helpers.guest(g)):
+                continue
+            for mode in ("forced", "free"):
+                common = ["run", helpers.guest(g), "--mode", mode, "--steps", str(CAP), "--json"]
+                a = subprocess.run([helpers.LOCKSTEP, *common], capture_output=True)
+                b = subprocess.run([helpers.LOCKSTEP, *common, "--dut", dut], capture_output=True)
+                self.assertEqual(a.returncode, 0, a.stderr.decode())
+                self.assertEqual(b.returncode, 0, b.stderr.decode())
+                sa, sb = json.loads(a.stdout), json.loads(b.stdout)
+                self.assertEqual((sb["status"], sb["steps"], sb["digest"]), ("exact", sa["steps"], sa["digest"]),
+                                 f"{g} {mode}")
 
 
 @unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed for this Python: torch_chip tests skipped")
