@@ -1,5 +1,7 @@
 #include "cli/app.h"
 
+#include <charconv>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -60,7 +62,58 @@ int report_error(Context& ctx, const std::string& message) {
   return static_cast<int>(ExitCode::error);
 }
 
+// A FLOAT or INT option's text: the whole of it a number (every FLOAT of lockstep's is a
+// non-negative amount: seconds, a fraction, a factor).
+CLI::Validator numeric_validator(const std::string& type) {
+  return CLI::Validator(
+      [type](std::string& text) -> std::string {
+        const char* b = text.data();
+        const char* e = b + text.size();
+        if (type == "INT") {
+          std::int64_t v = 0;
+          const auto [p, ec] = std::from_chars(b, e, v);
+          if (text.empty() || ec != std::errc() || p != e) return "must be a whole number (got '" + text + "')";
+          return {};
+        }
+        double v = 0;
+        const auto [p, ec] = std::from_chars(b, e, v);
+        if (text.empty() || ec != std::errc() || p != e || !std::isfinite(v) || v < 0) {
+          return "must be a non-negative number (got '" + text + "')";
+        }
+        return {};
+      },
+      "", "numeric");
+}
+
 }  // namespace
+
+CLI::Validator count_range(std::uint64_t lo, std::uint64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        std::uint64_t v = 0;
+        const char* b = text.data();
+        const auto [p, ec] = std::from_chars(b, b + text.size(), v);
+        if (text.empty() || ec != std::errc() || p != b + text.size() || v < lo || v > hi) {
+          return "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) + " (got '" +
+                 text + "')";
+        }
+        return {};
+      },
+      "", "range");
+}
+
+void check_numeric_options(CLI::App& app) {
+  for (CLI::Option* o : app.get_options()) {
+    const std::string t = o->get_type_name();
+    for (const char* kind : {"UINT", "INT", "FLOAT"}) {
+      if (t == kind || t.rfind(std::string(kind) + ":", 0) == 0) {
+        o->check(std::string(kind) == "UINT" ? count_range(0, UINT64_MAX) : numeric_validator(kind));
+        break;
+      }
+    }
+  }
+  for (CLI::App* sub : app.get_subcommands({})) check_numeric_options(*sub);
+}
 
 int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registrars) {
   Context ctx(LOCKSTEP_SOURCE_ROOT, executable_path(argc > 0 ? argv[0] : nullptr));
@@ -85,7 +138,7 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
     app.add_option("--models", ctx.options.models_dir,
                    "Folder holding stories260K.bin and tok512.bin, or 'synthetic' "
                    "(default: $LOCKSTEP_MODELS, then ../shared/models)");
-    app.footer("Exit status: 0 exact, 1 mismatch, 2 bad input or usage.");
+    app.footer("Exit status: 0 exact, 1 mismatch, 2 bad input, usage or error, 3 interrupted (docs/ci.md).");
     // Runs after all options are parsed, before the subcommand's callback.
     app.parse_complete_callback([&ctx, &app] {
       setup_logging(ctx.options.log_level);
@@ -94,6 +147,7 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
     });
 
     for (const auto& add : registrars) add(app, ctx);
+    check_numeric_options(app);
 
     try {
       app.parse(argc, argv);  // runs the chosen subcommand's callback
@@ -116,6 +170,10 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
       if (what.empty()) what = e.get_name();
       code = report_error(ctx, what + " (see lockstep --help)");
     }
+  } catch (const Interrupted& e) {
+    ctx.summary.interrupt(e.what());
+    std::cerr << "lockstep: interrupted: " << one_line(e.what()) << '\n' << std::flush;
+    code = static_cast<int>(ctx.summary.exit_code());
   } catch (const UsageError& e) {
     code = report_error(ctx, e.what());
   } catch (const InputError& e) {

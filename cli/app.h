@@ -2,15 +2,14 @@
 // registration, error mapping and the --json summary.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "cli/context.h"
 
-namespace CLI {
-class App;
-}
+#include <CLI/CLI.hpp>
 
 namespace lockstep::cli {
 
@@ -24,9 +23,23 @@ std::string version_line();
 /// The trace specification version, e.g. "trace-v3".
 std::string trace_spec_version();
 
+/// Most steps any step-count option takes: 10^15 steps are about 470 years at the chip's
+/// 67,000 steps/s; a larger number is a typo, not a plan.
+inline constexpr std::uint64_t kMaxStepsOption = 1'000'000'000'000'000ull;
+
+/// A CLI11 check for an unsigned option: its text is a plain decimal number (no sign, no
+/// exponent) from `lo` to `hi`; else "must be a whole number from LO to HI (got 'TEXT')".
+CLI::Validator count_range(std::uint64_t lo, std::uint64_t hi);
+
+/// Adds to every numeric option of `app` and its subcommands (CLI11 type UINT, INT or FLOAT) a
+/// check that its text is a plain number of that kind that fits (UINT: 0..2^64-1, no sign; FLOAT:
+/// finite and not negative), so that "-1", "99999999999999999999" or "1e20" is one usage error
+/// naming the option instead of a wrapped value. Commands add their own narrower ranges.
+void check_numeric_options(CLI::App& app);
+
 /// Runs the lockstep command line: parses argv with every registrar's
 /// subcommand, runs the chosen one, prints the summary (under --json) and
-/// returns the process exit code (0 exact, 1 mismatch, 2 error; see errors.h).
+/// returns the process exit code (0 exact, 1 mismatch, 2 error, 3 interrupted; see errors.h).
 /// Never throws.
 int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registrars);
 

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "lockstep/reports/files.h"
 #include "lockstep/dut/server.h"
 #include "lockstep/engine/check.h"
 
@@ -66,11 +67,11 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
     dut::ServerOptions so;
     so.max_streams = args->max_streams;
     if (!args->token_file.empty()) {
-      std::ifstream in(args->token_file, std::ios::binary);
-      if (!in) throw InputError("--token-file " + args->token_file + ": cannot read it");
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      so.auth = ss.str();
+      try {
+        so.auth = reports::read_file_text(args->token_file);
+      } catch (const std::runtime_error& e) {
+        throw InputError(std::string("--token-file: ") + e.what());
+      }
       while (!so.auth.empty() && (so.auth.back() == '\n' || so.auth.back() == '\r')) so.auth.pop_back();
       if (so.auth.empty()) throw InputError("--token-file " + args->token_file + ": empty (the secret must not be)");
     }

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -12,12 +14,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/dut_options.h"
 #include "lockstep/campaign/campaign.h"
 #include "lockstep/campaign/decisions.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/format/elf.h"
+#include "lockstep/reports/files.h"
 #include "lockstep/reports/report.h"
 
 namespace lockstep::cli {
@@ -94,15 +98,21 @@ std::string hex(std::uint64_t v) {
 }
 
 void write_text(const fs::path& p, const std::string& s) {
-  std::ofstream out(p, std::ios::binary);
-  out << s;
-  if (!out) throw InputError("cannot write " + p.string());
+  try {
+    reports::write_file_text(p, s);
+  } catch (const std::runtime_error& e) {
+    throw InputError(e.what());
+  }
 }
 
 // DIR/summary.json, junit.xml and report.html of a campaign (reports::write_report): the HTML
 // shows the opcode x operand-class table and the decision units per layer.
 void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching) {
-  json summary = {{"status", mismatching ? "mismatch" : "exact"},
+  // One status everywhere (docs/ci.md): a mismatch outranks an interruption, a failed chip
+  // under test outranks both.
+  const bool interrupted = fuzz.value("interrupted", false);
+  const bool failed = fuzz.contains("error") && fuzz["error"].is_string();
+  json summary = {{"status", failed ? "error" : mismatching ? "mismatch" : interrupted ? "interrupted" : "exact"},
                   {"command", "fuzz"},
                   {"steps", fuzz.value("steps", std::uint64_t{0})},
                   {"mismatches", mismatching},
@@ -112,6 +122,11 @@ void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching
                   {"fuzz", {{"seed", fuzz.value("seed", json())}, {"programs", fuzz.value("programs", json())},
                             {"shard", fuzz.value("shard", json())}, {"mode", fuzz.value("mode", json())},
                             {"failures", fuzz.value("failures", json::array())}}}};
+  if (failed) summary["error"] = fuzz["error"];
+  if (interrupted) {
+    summary["interrupted"] = true;
+    summary["run"] = {{"interrupted", true}, {"seconds", fuzz.value("seconds", 0.0)}};
+  }
   try {
     reports::write_report(dir, summary);
   } catch (const std::exception& e) {
@@ -132,7 +147,8 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   bool all_tsv = true;
   for (const std::string& d : dirs) {
     const fs::path file = fs::is_directory(d) ? fs::path(d) / "fuzz.json" : fs::path(d);
-    if (std::ifstream tin{file.parent_path() / "programs.tsv"}) {
+    std::error_code tec;
+    if (std::ifstream tin{file.parent_path() / "programs.tsv"}; tin && !fs::is_directory(file.parent_path() / "programs.tsv", tec)) {
       std::string line;
       std::getline(tin, tsv_header);
       while (std::getline(tin, line))
@@ -140,11 +156,15 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     } else {
       all_tsv = false;
     }
-    std::ifstream in(file);
-    if (!in) throw InputError("--merge: cannot read " + file.string());
+    std::string text;
+    try {
+      text = reports::read_file_text(file);
+    } catch (const std::runtime_error& e) {
+      throw InputError(std::string("--merge: ") + e.what());
+    }
     json j;
     try {
-      j = json::parse(in);
+      j = json::parse(text);
     } catch (const json::exception& e) {
       throw InputError("--merge: " + file.string() + " is not JSON: " + e.what());
     }
@@ -234,9 +254,11 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                   "(= vfn.rsqrt, vfn.recip, vfn.silu), vred (= vred.sumsq, vred.sum, vred.max), vq, vexp, vmat, vmatr, "
                   "or the class vector (all eight)");
   auto* seed_opt = cmd->add_option("--seed", args->seed, "Campaign seed (default: a random one, printed)");
-  cmd->add_option("--programs", args->programs, "Programs of the whole campaign (indices FIRST..FIRST+N-1; default 100)");
+  cmd->add_option("--programs", args->programs, "Programs of the whole campaign (indices FIRST..FIRST+N-1; default 100)")
+      ->check(count_range(0, 1'000'000'000'000));
   cmd->add_option("--time", args->time, "Run for this long instead (90, 90s, 5m, 2h); with --programs, whichever ends first");
-  cmd->add_option("--first", args->first, "Index of the first program (repeat program K: --first K --programs 1)");
+  cmd->add_option("--first", args->first, "Index of the first program (repeat program K: --first K --programs 1)")
+      ->check(count_range(0, 1'000'000'000'000));
   cmd->add_option("--chip", args->chip, "Compiled chip file (default: the built chip)");
   cmd->add_option("--backend", args->backend, "Executor: cpu | cuda")->capture_default_str();
   add_dut_options(cmd, args->dut);
@@ -248,8 +270,11 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--report", args->report,
                   "Folder for fuzz.json, programs.tsv and one case folder per failure (default for failures: "
                   "lockstep-fuzz-<seed>)");
-  cmd->add_option("--batch", args->batch, "Programs run together as streams of one engine run")->capture_default_str();
+  cmd->add_option("--batch", args->batch, "Programs run together as streams of one engine run")
+      ->check(count_range(1, 65536))
+      ->capture_default_str();
   cmd->add_option("--shrink-runs", args->shrink_runs, "Most candidate runs while shrinking one failure")
+      ->check(count_range(0, 100'000'000))
       ->capture_default_str();
   cmd->add_option("--shrink-time", args->shrink_seconds, "Most seconds spent shrinking one failure")
       ->capture_default_str();
@@ -257,6 +282,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--merge", args->merge,
                   "Add up the fuzz.json of shard folders (counts, failures, coverage) instead of running");
   cmd->callback([&ctx, args, seed_opt] {
+    const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work (chip loading included)
     if (!args->merge.empty()) {
       merge_reports(ctx, args->merge, args->report);
       return;
@@ -322,6 +348,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       fs::create_directories(report, ec);
       if (ec) throw InputError("--report: cannot create " + report.string() + ": " + ec.message());
       tsv.open(report / "programs.tsv");
+      if (!tsv) throw InputError("--report: cannot write " + (report / "programs.tsv").string() + ": " + std::strerror(errno));
       tsv << "index\tseed\twords\tsteps\tforced\tfree\n";
     }
 
@@ -336,7 +363,6 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
-    const std::atomic<bool>* stop = engine::install_stop_handlers();
     campaign::Coverage coverage;
     std::uint64_t steps = 0, done = 0, next = args->first, failing_streams = 0;
     double lockstep_seconds = 0, shrink_seconds = 0;
@@ -554,7 +580,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("decision_coverage", decisions.to_json());
     if (always_report || !failures.empty()) ctx.summary.set("report", report.string());
     if (!fault.empty()) throw InputError(fault + " (after " + std::to_string(done) + " programs, seed " + std::to_string(seed) + ")");
-    if (interrupted) throw InputError("interrupted after " + std::to_string(done) + " programs (seed " + std::to_string(seed) + ")");
+    if (interrupted) throw Interrupted("after " + std::to_string(done) + " programs (seed " + std::to_string(seed) + ")");
   });
 }
 

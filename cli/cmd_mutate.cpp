@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "lockstep/reports/files.h"
 #include "lockstep/campaign/campaign.h"
 #include "lockstep/campaign/mutants.h"
 #include "lockstep/engine/check.h"
@@ -333,9 +334,11 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     if (!a->report.empty()) {
       std::error_code ec;
       fs::create_directories(a->report, ec);
-      std::ofstream f(fs::path(a->report) / "mutate.json");
-      f << j.dump(2) << "\n";
-      if (!f) throw InputError("cannot write " + (fs::path(a->report) / "mutate.json").string());
+      try {
+        reports::write_file_text(fs::path(a->report) / "mutate.json", j.dump(2) + "\n");
+      } catch (const std::runtime_error& e) {
+        throw InputError(e.what());
+      }
     }
     for (const char* k : {"seed", "planted", "non_equivalent", "caught", "score", "survivors"}) ctx.summary.set(k, j[k]);
     // Exit 1 (status "mismatch", mismatches = survivors) only when the score is below the target.

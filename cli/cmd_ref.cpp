@@ -9,20 +9,26 @@
 //
 // Status and exit code: a run that the model carried out is "exact" (exit
 // code 0) however the guest ended -- exit with any status, a trap, or the
-// step limit: those are results, reported in "end".  Bad input (unreadable
+// step limit: those are results, reported in "end". SIGINT/SIGTERM ends it
+// early: "interrupted" (end "interrupted"), exit code 3.  Bad input (unreadable
 // or malformed ELF, image outside RAM, missing signature symbols) is
 // "error" with exit code 2 and one line on stderr.
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "lockstep/engine/check.h"
+#include "lockstep/reports/files.h"
 #include "lockstep/format/elf.h"
 #include "lockstep/format/tokens.h"
 #include "lockstep/format/trace_file.h"
@@ -38,31 +44,6 @@ struct RefOptions {
   std::string signature;
 };
 
-// Console bytes as valid UTF-8 (each byte of an invalid sequence becomes U+FFFD).
-std::string utf8_text(const std::string& s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    bool ok = n > 0 && i + n <= s.size();
-    for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
-    if (ok && n > 1) {  // reject overlong forms and surrogates cheaply: let the checked codepoint decide
-      std::uint32_t cp = c & (0x7f >> n);
-      for (std::size_t k = 1; k < n; ++k) cp = cp << 6 | (static_cast<unsigned char>(s[i + k]) & 0x3f);
-      ok = !(n == 2 && cp < 0x80) && !(n == 3 && cp < 0x800) && !(n == 4 && (cp < 0x10000 || cp > 0x10ffff)) &&
-           !(cp >= 0xd800 && cp <= 0xdfff);
-    }
-    if (ok) {
-      out.append(s, i, n);
-      i += n;
-    } else {
-      out += "\xef\xbf\xbd";
-      i += 1;
-    }
-  }
-  return out;
-}
-
 void write_signature(const ref::Machine& m, const format::GuestImage& image, const std::string& path) {
   const auto b = image.symbols.find("begin_signature"), e = image.symbols.find("end_signature");
   if (b == image.symbols.end() || e == image.symbols.end()) {
@@ -71,8 +52,7 @@ void write_signature(const ref::Machine& m, const format::GuestImage& image, con
   if (e->second < b->second || (e->second - b->second) % 4 != 0) {
     throw InputError("--signature: [begin_signature, end_signature) is not a whole number of words");
   }
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) throw InputError("--signature: cannot write " + path);
+  std::ostringstream out;
   for (std::uint32_t a = b->second; a < e->second; a += 4) {
     std::uint32_t w;
     try {
@@ -84,10 +64,14 @@ void write_signature(const ref::Machine& m, const format::GuestImage& image, con
     std::snprintf(line, sizeof line, "%08x\n", w);
     out << line;
   }
-  if (!out) throw InputError("--signature: cannot write " + path);
+  try {
+    reports::write_file_text(path, out.str());
+  } catch (const std::runtime_error& e) {
+    throw InputError(std::string("--signature: ") + e.what());
+  }
 }
 
-void run_ref(const RefOptions& opt, Context& ctx) {
+void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop) {
   format::GuestImage image;
   ref::Machine m;
   try {
@@ -100,18 +84,31 @@ void run_ref(const RefOptions& opt, Context& ctx) {
   }
 
   std::unique_ptr<format::TraceFileWriter> trace;
-  ref::RunResult r;
+  ref::RunResult r{ref::Stop::kStepLimit, 0, 0};
+  bool interrupted = false;
   try {
-    if (opt.trace.empty()) {
-      r = m.run(opt.max_steps);
-    } else {
-      trace = std::make_unique<format::TraceFileWriter>(opt.trace);  // streamed: constant memory
-      r = m.run(opt.max_steps, [&](std::span<const std::uint32_t> t) { trace->append(t); });
+    if (!opt.trace.empty()) trace = std::make_unique<format::TraceFileWriter>(opt.trace);  // streamed: constant memory
+    // In slices, so that SIGINT/SIGTERM (stop) ends the run between two of them.
+    constexpr std::uint64_t kSlice = 1u << 22;
+    std::uint64_t left = opt.max_steps;
+    while (left > 0) {
+      if (stop && stop->load()) {
+        interrupted = true;
+        break;
+      }
+      const std::uint64_t n = std::min(left, kSlice);
+      r = trace ? m.run(n, [&](std::span<const std::uint32_t> t) { trace->append(t); }) : m.run(n);
+      left -= r.steps;
+      if (r.stop != ref::Stop::kStepLimit) break;
     }
   } catch (const format::FormatError& e) {
     throw InputError(e.what());
   }
-  const char* end = r.stop == ref::Stop::kExit ? "exit" : r.stop == ref::Stop::kTrap ? "trap" : "step_limit";
+  if (opt.max_steps == 0) r.stop = ref::Stop::kStepLimit;
+  const char* end = interrupted                    ? "interrupted"
+                    : r.stop == ref::Stop::kExit ? "exit"
+                    : r.stop == ref::Stop::kTrap ? "trap"
+                                                 : "step_limit";
 
   ctx.summary.add_steps(m.steps());
   ctx.summary.set("program", opt.program);
@@ -145,8 +142,8 @@ void run_ref(const RefOptions& opt, Context& ctx) {
   }
 
   if (ctx.options.json) {
-    ctx.summary.set("stdout", utf8_text(m.console_out()));
-    ctx.summary.set("stderr", utf8_text(m.console_err()));
+    ctx.summary.set("stdout", valid_utf8(m.console_out()));
+    ctx.summary.set("stderr", valid_utf8(m.console_err()));
   } else {
     std::cout << m.console_out() << std::flush;
     std::cerr << m.console_err();
@@ -158,12 +155,15 @@ void run_ref(const RefOptions& opt, Context& ctx) {
     char pc[16];
     std::snprintf(pc, sizeof pc, "0x%08x", m.pc());
     line += "trap " + std::to_string(m.trap_code()) + " " + std::string(format::trap_name(m.trap_code())) + " at pc " + pc;
+  } else if (interrupted) {
+    line += "interrupted";
   } else {
     line += "step limit reached";
   }
   line += ", " + std::to_string(m.instructions_retired()) + " instructions retired, " + std::to_string(m.steps()) +
           " trace steps";
   std::cerr << line << "\n";
+  if (interrupted) throw Interrupted("after " + std::to_string(m.steps()) + " trace steps");
 }
 
 }  // namespace
@@ -172,11 +172,14 @@ void add_ref_command(CLI::App& app, Context& ctx) {
   auto opt = std::make_shared<RefOptions>();
   auto* cmd = app.add_subcommand("ref", "Run a guest ELF on the reference model (ref/)");
   cmd->add_option("program", opt->program, "Guest program (static ELF32 RISC-V executable)")->required();
-  cmd->add_option("--max-steps", opt->max_steps, "Stop after this many trace steps (default: no limit)");
+  cmd->add_option("--max-steps", opt->max_steps, "Stop after this many trace steps (default: no limit)")->check(count_range(0, kMaxStepsOption));
   cmd->add_option("--trace", opt->trace, "Write the trace to FILE (trace.md §6 format)");
   cmd->add_option("--signature", opt->signature,
                   "Write the words in [begin_signature, end_signature) to FILE, 8 hex digits a line");
-  cmd->callback([opt, &ctx] { run_ref(*opt, ctx); });
+  cmd->callback([opt, &ctx] {
+    const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
+    run_ref(*opt, ctx, stop);
+  });
 }
 
 }  // namespace lockstep::cli

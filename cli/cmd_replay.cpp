@@ -21,6 +21,7 @@ void add_replay_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--backend", args->backend, "Override the case's backend: cpu | cuda");
   add_dut_options(cmd, args->dut);
   cmd->callback([&ctx, args] {
+    const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
     const bool dut = check_dut_options(args->dut, "", args->backend);
     engine::CheckRequest req;
     req.command = "replay";
@@ -39,7 +40,7 @@ void add_replay_command(CLI::App& app, Context& ctx) {
       }
       req.the_case.checkpoint_every = 0;
       req.report_dir = args->report;
-      req.options.stop = engine::install_stop_handlers();
+      req.options.stop = stop;
       out = engine::run_check(req, std::cerr);
     } catch (const engine::RunFailed& e) {
       report_partial(ctx, e);
@@ -70,7 +71,11 @@ void add_replay_command(CLI::App& app, Context& ctx) {
                 << "\n";
     }
     ctx.out() << std::flush;
-    if (r.interrupted) throw InputError("interrupted after " + std::to_string(r.steps) + " steps");
+    if (!req.report_dir.empty()) {
+      ctx.summary.set("replay", "lockstep replay " + req.report_dir.string());
+      print_replay_hint(r, req.report_dir);
+    }
+    if (r.interrupted) throw Interrupted("after " + std::to_string(r.steps) + " steps");
   });
 }
 

@@ -1,6 +1,8 @@
 // `lockstep report DIR`: renders junit.xml and report.html again from DIR/summary.json.
 #include <CLI/CLI.hpp>
 
+#include <ostream>
+
 #include "cli/commands.h"
 #include "lockstep/reports/report.h"
 
@@ -22,6 +24,19 @@ void add_report_command(CLI::App& app, Context& ctx) {
                                {"plots", f.plot_note.empty()}, {"plot_note", f.plot_note}});
     ctx.out() << "wrote " << f.html.string() << " and " << f.junit.string() << "\n";
     if (!f.plot_note.empty()) ctx.out() << f.plot_note << "\n";
+    // The answer is the run's verdict (status, steps, mismatches, exit code), not "the pages
+    // were rendered": `lockstep report DIR` in a CI job fails as the run did.
+    const nlohmann::json& s = f.summary_json;
+    const std::string status = s.value("status", std::string("error"));
+    ctx.summary.add_steps(s.value("steps", std::uint64_t{0}));
+    ctx.summary.add_mismatches(s.value("mismatches", std::uint64_t{0}));
+    if (s.contains("digest")) ctx.summary.set("digest", s["digest"]);
+    if (s.contains("replay")) ctx.summary.set("replay", s["replay"]);
+    ctx.out() << "the run's status: " << status << "\n";
+    if (status == "interrupted") ctx.summary.interrupt("the run in " + *dir + " was interrupted");
+    if (status == "error") {
+      throw InputError("the run in " + *dir + " ended in an error: " + s.value("error", std::string("?")));
+    }
   });
 }
 

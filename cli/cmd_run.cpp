@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/dut_options.h"
 #include "lockstep/engine/check.h"
@@ -30,9 +31,9 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--backend", args->backend, "Executor: cpu | cuda")->capture_default_str();
   cmd->add_option("--mode", args->mode, "forced (teacher-forced) | free (free-running)")
       ->capture_default_str();
-  cmd->add_option("--steps", args->steps, "Steps to compare (default: until exit or trap)");
+  cmd->add_option("--steps", args->steps, "Steps to compare (default: until exit or trap)")->check(count_range(0, kMaxStepsOption));
   cmd->add_option("--teacher-forced-steps", args->teacher_forced,
-                  "With --mode free: teacher-force the first N steps");
+                  "With --mode free: teacher-force the first N steps")->check(count_range(0, kMaxStepsOption));
   cmd->add_option("--compare", args->compare,
                   "step: compare every step | end: compare the whole streams' digests at the end "
                   "and bisect over the checkpoints on a difference")
@@ -40,15 +41,17 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--report", args->report,
                   "Run folder: summary.json, junit.xml, report.html, case.json, checkpoints/");
   cmd->add_option("--checkpoint-every", args->checkpoint_every,
-                  "Checkpoint both sides every N steps into DIR/checkpoints (needs --report)");
-  cmd->add_option("--hash-every", args->hash_every, "Record both sides' state hashes every N steps");
+                  "Checkpoint both sides every N steps into DIR/checkpoints (needs --report)")->check(count_range(0, kMaxStepsOption));
+  cmd->add_option("--hash-every", args->hash_every, "Record both sides' state hashes every N steps")->check(count_range(0, kMaxStepsOption));
   cmd->add_option("--classify-window", args->window,
                   "Steps replayed teacher-forced after a divergence to classify it")
+      ->check(count_range(0, 100'000'000))
       ->capture_default_str();
   cmd->add_option("--resume", args->resume,
                   "Continue the interrupted run in DIR (its case.json and checkpoints)");
   add_dut_options(cmd, args->dut);
-  cmd->callback([&ctx, args] {
+  cmd->callback([&ctx, args, cmd] {
+    const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work (chip loading included)
     const bool dut = check_dut_options(args->dut, args->chip, args->backend);
     engine::CheckRequest req;
     req.command = "run";
@@ -59,6 +62,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
         }
         if (dut) throw UsageError("--resume DIR runs the chip the interrupted run ran (its case.json); leave out --dut");
         req.the_case = engine::Case::read(args->resume);
+        reject_with_resume(cmd,
+                           {"--steps", "--mode", "--teacher-forced-steps", "--compare", "--checkpoint-every", "--chip",
+                            "--backend"},
+                           args->resume, req.the_case);
         if (!args->program.empty()) {
           const engine::Guest g = engine::read_guest(args->program);
           if (engine::image_digest(g.image) != req.the_case.guest_digest) {
@@ -103,17 +110,35 @@ void add_run_command(CLI::App& app, Context& ctx) {
     }
     req.options.hash_every = args->hash_every;
     req.options.classify_window = args->window;
-    req.options.stop = engine::install_stop_handlers();
+    req.options.stop = stop;
     engine::ProgressLine progress(std::cerr, engine::stderr_is_terminal());
     req.options.progress_interval = progress.interval();
     req.options.expected_rounds = req.the_case.steps;
     req.options.on_progress = [&progress](const engine::Progress& p) { progress.update(p); };
-    req.on_output = [&progress](std::size_t, char c) { progress.output(c); };
+    // What the guest prints on the chip: live, unless the progress line shares the terminal
+    // (then at the end, so that the line never erases a half-printed one).
+    ChipConsole console;
+    const bool live = !ctx.options.json && !progress.terminal();
+    req.on_console = [&](std::size_t, int fd, char c) {
+      (fd == 1 ? console.out : console.err) += c;
+      if (fd == 1) progress.output(c);
+      if (live) (fd == 1 ? std::cout : std::cerr) << c << std::flush;
+    };
+    // Shown before the closing text (a last line without '\n' is ended).
+    auto show_console = [&] {
+      if (!ctx.options.json && !live) {
+        std::cout << console.out << std::flush;
+        std::cerr << console.err << std::flush;
+      }
+      if (!ctx.options.json && !console.out.empty() && console.out.back() != '\n') std::cout << '\n' << std::flush;
+    };
     engine::CheckOutcome out;
     try {
       out = engine::run_check(req, std::cerr);
     } catch (const engine::RunFailed& e) {
       progress.clear();
+      show_console();
+      console.record(ctx.summary, e.partial);
       report_partial(ctx, e);
       throw InputError(e.what());
     } catch (const engine::CheckError& e) {
@@ -121,8 +146,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
       throw InputError(e.what());
     }
     progress.clear();
+    show_console();
     if (!out.capability_notes.empty()) ctx.summary.set("capability_notes", out.capability_notes);
     const engine::RunResult& r = out.result;
+    console.record(ctx.summary, r);
+    if (const std::string line = console.stopped_matching(r); !line.empty()) std::cerr << "lockstep: " << line << "\n";
     ctx.summary.add_steps(r.steps);
     ctx.summary.add_mismatches(r.mismatches);
     ctx.summary.set("digest", r.digest);
@@ -134,14 +162,17 @@ void add_run_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("steps_per_second", r.steps_per_second);
     if (!req.report_dir.empty()) ctx.summary.set("report", req.report_dir.string());
     if (r.resumed_from) ctx.summary.set("resumed_from", r.resumed_from);
+    if (!r.skipped_checkpoints.empty()) ctx.summary.set("skipped_checkpoints", r.skipped_checkpoints);
+    if (!req.report_dir.empty()) ctx.summary.set("replay", "lockstep replay " + req.report_dir.string());
     for (const engine::StreamResult& s : r.streams) {
       if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
       ctx.summary.set("end", s.end);
     }
     print_capability_notes(ctx, out.capability_notes);
     ctx.out() << engine::result_text(r) << std::flush;
+    print_replay_hint(r, req.report_dir);
     if (r.interrupted) {
-      throw InputError("interrupted after " + std::to_string(r.steps) + " steps" +
+      throw Interrupted("after " + std::to_string(r.steps) + " steps" +
                        (req.report_dir.empty() ? std::string()
                                                : "; continue with: lockstep run --resume " + req.report_dir.string()));
     }

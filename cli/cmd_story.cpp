@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/dut_options.h"
 #include "lockstep/engine/check.h"
@@ -94,19 +95,21 @@ void add_story_command(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--guest", args->guest, "Story guest ELF (default: found by --build)");
   cmd->add_option("--backend", args->backend, "Executor: cpu | cuda")->capture_default_str();
-  cmd->add_option("--tokens", args->tokens, "Story tokens to generate (stories_c images only)");
+  cmd->add_option("--tokens", args->tokens, "Story tokens to generate (stories_c images only)")->check(count_range(1, 4096));
   cmd->add_option("--teacher-forced-steps", args->teacher_forced, "Teacher-forced steps before free running")
+      ->check(count_range(0, kMaxStepsOption))
       ->capture_default_str();
-  cmd->add_option("--steps", args->steps, "Stop after N steps (default: the whole story)");
+  cmd->add_option("--steps", args->steps, "Stop after N steps (default: the whole story)")->check(count_range(0, kMaxStepsOption));
   cmd->add_option("--report", args->report, "Write a report (and case.json) into DIR");
   cmd->add_option("--checkpoint-every", args->checkpoint_every,
-                  "Checkpoint both sides every N steps into DIR/checkpoints (needs --report)");
+                  "Checkpoint both sides every N steps into DIR/checkpoints (needs --report)")->check(count_range(0, kMaxStepsOption));
   cmd->add_option("--resume", args->resume,
                   "Continue the interrupted story check in DIR (its case.json and checkpoints)");
   cmd->add_flag("--reference-only", args->reference_only,
                 "Run the reference alone: print the story, its steps and digest");
   add_dut_options(cmd, args->dut);
-  cmd->callback([&ctx, args] {
+  cmd->callback([&ctx, args, cmd] {
+    const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
     const bool dut = check_dut_options(args->dut, args->chip, args->backend);
     if (dut && !args->resume.empty()) {
       throw UsageError("--resume DIR runs the chip the interrupted check ran (its case.json); leave out --dut");
@@ -130,6 +133,10 @@ void add_story_command(CLI::App& app, Context& ctx) {
     try {
       if (!args->resume.empty()) {
         resumed = engine::Case::read(args->resume);
+        reject_with_resume(cmd,
+                           {"--steps", "--teacher-forced-steps", "--checkpoint-every", "--chip", "--backend", "--build",
+                            "--guest", "--tokens", "--reference-only"},
+                           args->resume, *resumed);
         guest = resumed->guest();
         path = resumed->guest_path;
       } else {
@@ -141,7 +148,6 @@ void add_story_command(CLI::App& app, Context& ctx) {
     }
     if (args->tokens && !resumed) set_story_tokens(guest.image, args->tokens);
     ctx.summary.set("guest", path.string());
-    const std::atomic<bool>* stop = engine::install_stop_handlers();
     const bool live = !(isatty(1) && engine::stderr_is_terminal()) || args->reference_only;
     std::ostream& out = ctx.out();
 
@@ -156,13 +162,16 @@ void add_story_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("reference_steps", ref.steps);
     ctx.summary.set("reference_digest", ref.digest);
     ctx.summary.set("reference_end", ref.end);
-    if (ref.end == "interrupted") throw InputError("interrupted after " + std::to_string(ref.steps) + " reference steps");
+    if (ref.end == "interrupted") throw Interrupted("after " + std::to_string(ref.steps) + " reference steps");
     if (args->reference_only) {
       char line[200];
       std::snprintf(line, sizeof line, "\nreference: %llu steps, end %s, digest %s (%.2f s, %.0f steps/s)\n",
                     static_cast<unsigned long long>(ref.steps), ref.end.c_str(), ref.digest.c_str(), ref_seconds,
                     ref_seconds > 0 ? static_cast<double>(ref.steps) / ref_seconds : 0.0);
       out << line << std::flush;
+      // "steps" are the reference's here: nothing was compared, but these steps ran (and
+      // reference_only says that no chip did).
+      ctx.summary.add_steps(ref.steps);
       ctx.summary.set("digest", ref.digest);
       ctx.summary.set("reference_only", true);
       return;
@@ -238,20 +247,24 @@ void add_story_command(CLI::App& app, Context& ctx) {
     ctx.summary.add_mismatches(r.mismatches);
     ctx.summary.set("digest", r.digest);
     ctx.summary.set("chip", res.chip_source);
-    ctx.summary.set("tokens_per_second", r.steps_per_second);
+    ctx.summary.set("steps_per_second", r.steps_per_second);
+    if (r.resumed_from) ctx.summary.set("resumed_from", r.resumed_from);
+    if (!r.skipped_checkpoints.empty()) ctx.summary.set("skipped_checkpoints", r.skipped_checkpoints);
+    if (!req.report_dir.empty()) ctx.summary.set("replay", "lockstep replay " + req.report_dir.string());
     for (const engine::StreamResult& s : r.streams)
       if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
     out << "\n";
     print_capability_notes(ctx, res.capability_notes);
     out << engine::result_text(r);
     char line[160];
-    std::snprintf(line, sizeof line, "story: %llu steps compared, %llu mismatches, %.0f tokens/s\n",
+    std::snprintf(line, sizeof line, "story: %llu steps compared, %llu mismatches, %.0f steps/s\n",
                   static_cast<unsigned long long>(r.steps), static_cast<unsigned long long>(r.mismatches),
                   r.steps_per_second);
     out << line << std::flush;
+    print_replay_hint(r, req.report_dir);
     if (r.interrupted) {
       const bool resumable = c.checkpoint_every != 0 && !req.report_dir.empty();
-      throw InputError("interrupted after " + std::to_string(r.steps) + " steps" +
+      throw Interrupted("after " + std::to_string(r.steps) + " steps" +
                        (resumable ? "; continue with: lockstep story --resume " + req.report_dir.string()
                                   : std::string()));
     }

@@ -13,10 +13,10 @@ namespace lockstep::cli {
 Summary::Summary() : fields_(nlohmann::ordered_json::object()) {}
 
 void Summary::set(const std::string& key, nlohmann::json value) {
-  if (key == "status" || key == "steps" || key == "mismatches" || key == "error") {
+  if (key == "status" || key == "steps" || key == "mismatches" || key == "error" || key == "interrupted") {
     throw std::logic_error("Summary::set: '" + key +
                            "' is maintained by the summary itself (use add_steps, "
-                           "add_mismatches or fail)");
+                           "add_mismatches, fail or interrupt)");
   }
   fields_[key] = nlohmann::ordered_json(std::move(value));
 }
@@ -27,14 +27,18 @@ void Summary::add_mismatches(std::uint64_t n) { mismatches_ += n; }
 
 void Summary::fail(const std::string& message) { error_ = one_line(message); }
 
+void Summary::interrupt(const std::string& message) { interrupted_ = one_line(message); }
+
 std::string Summary::status() const {
   if (error_) return "error";
-  return mismatches_ > 0 ? "mismatch" : "exact";
+  if (mismatches_ > 0) return "mismatch";
+  return interrupted_ ? "interrupted" : "exact";
 }
 
 ExitCode Summary::exit_code() const {
   if (error_) return ExitCode::error;
-  return mismatches_ > 0 ? ExitCode::mismatch : ExitCode::exact;
+  if (mismatches_ > 0) return ExitCode::mismatch;
+  return interrupted_ ? ExitCode::interrupted : ExitCode::exact;
 }
 
 nlohmann::ordered_json Summary::to_json() const {
@@ -43,6 +47,7 @@ nlohmann::ordered_json Summary::to_json() const {
   out["steps"] = steps_;
   out["mismatches"] = mismatches_;
   if (error_) out["error"] = *error_;
+  if (interrupted_) out["interrupted"] = *interrupted_;
   for (const auto& [key, value] : fields_.items()) out[key] = value;
   return out;
 }
@@ -103,6 +108,30 @@ std::shared_ptr<spdlog::logger> setup_logging(const std::string& level) {
   }
   logger->set_level(spdlog::level::from_str(level));
   return logger;
+}
+
+std::string valid_utf8(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
+    if (ok && n > 1) {  // reject overlong forms and surrogates cheaply: let the checked codepoint decide
+      std::uint32_t cp = c & (0x7f >> n);
+      for (std::size_t k = 1; k < n; ++k) cp = cp << 6 | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+      ok = !(n == 2 && cp < 0x80) && !(n == 3 && cp < 0x800) && !(n == 4 && (cp < 0x10000 || cp > 0x10ffff)) &&
+           !(cp >= 0xd800 && cp <= 0xdfff);
+    }
+    if (ok) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      out += "\xef\xbf\xbd";
+      i += 1;
+    }
+  }
+  return out;
 }
 
 std::string one_line(const std::string& message) {

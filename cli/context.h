@@ -7,6 +7,8 @@
 //   1  at least one mismatch was recorded (Summary::add_mismatches)
 //   2  bad input or usage (UsageError, InputError, CLI11 parse errors, or any
 //      other exception); stderr carries exactly one line "lockstep: error: ...".
+//   3  interrupted (SIGINT/SIGTERM) before the end with no mismatch so far
+//      (Interrupted); stderr carries one line "lockstep: interrupted: ...".
 #pragma once
 
 #include <cstdint>
@@ -38,11 +40,13 @@ struct GlobalOptions {
 };
 
 /// The run summary: a JSON object with at least
-///   status      "exact" | "mismatch" | "error"
+///   status      "exact" | "mismatch" | "interrupted" | "error"
 ///   steps       number of trace tokens compared (unsigned)
 ///   mismatches  number of trace tokens that differed (unsigned)
 /// plus any fields a command adds with set().  The status is derived: "error"
-/// once fail() was called, else "mismatch" when mismatches > 0, else "exact".
+/// once fail() was called, else "mismatch" when mismatches > 0, else
+/// "interrupted" once interrupt() was called, else "exact".  An interrupted
+/// summary also carries "interrupted": "<one line>" (also beside "mismatch").
 /// The driver (run_main) emits it exactly once, also when a command throws, so
 /// a partial summary (e.g. steps compared before the error) is never lost.
 class Summary {
@@ -58,10 +62,14 @@ class Summary {
   void add_mismatches(std::uint64_t n);
   /// Marks the run as failed with a one-line reason (status "error").
   void fail(const std::string& message);
+  /// Marks the run as stopped by a signal before its end, with a one-line note (status
+  /// "interrupted" unless a mismatch or error outranks it).
+  void interrupt(const std::string& message);
+  bool interrupted() const { return interrupted_.has_value(); }
 
   std::uint64_t steps() const { return steps_; }
   std::uint64_t mismatches() const { return mismatches_; }
-  /// "exact", "mismatch" or "error".
+  /// "exact", "mismatch", "interrupted" or "error".
   std::string status() const;
   /// The exit code that matches status().
   ExitCode exit_code() const;
@@ -79,6 +87,7 @@ class Summary {
   std::uint64_t steps_ = 0;
   std::uint64_t mismatches_ = 0;
   std::optional<std::string> error_;
+  std::optional<std::string> interrupted_;
   bool emitted_ = false;
 };
 
@@ -119,6 +128,9 @@ class Context {
 /// to stdout.  `level` is one of trace|debug|info|warn|error|off; throws
 /// UsageError otherwise.  Returns the logger.
 std::shared_ptr<spdlog::logger> setup_logging(const std::string& level);
+
+/// Console bytes as valid UTF-8 (each byte of an invalid sequence becomes U+FFFD), for JSON.
+std::string valid_utf8(const std::string& bytes);
 
 /// Replaces newlines and other control characters with spaces so an error
 /// message fits the one-line stderr contract.

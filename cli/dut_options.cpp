@@ -1,6 +1,9 @@
 #include "cli/dut_options.h"
 
+#include <iostream>
 #include <ostream>
+
+#include "lockstep/format/tokens.h"
 
 #include "cli/errors.h"
 
@@ -34,6 +37,70 @@ bool check_dut_options(const dut::DutConfig& c, const std::string& chip, const s
     throw UsageError("--backend " + backend + " picks a built-in executor; a chip under test (--dut) runs in its own");
   }
   return true;
+}
+
+void reject_with_resume(const CLI::App* cmd, const std::vector<std::string>& names, const std::string& dir,
+                        const engine::Case& c) {
+  for (const std::string& n : names) {
+    const CLI::Option* o = cmd->get_option_no_throw(n);
+    if (!o || o->count() == 0) continue;
+    std::string as;
+    if (n == "--steps") as = " (steps " + (c.steps ? std::to_string(c.steps) : std::string("0: to the end")) + ")";
+    else if (n == "--checkpoint-every") as = " (checkpoint every " + std::to_string(c.checkpoint_every) + ")";
+    else if (n == "--mode") as = " (mode " + std::string(engine::to_string(c.mode)) + ")";
+    else if (n == "--teacher-forced-steps") as = " (teacher-forced steps " + std::to_string(c.teacher_forced_steps) + ")";
+    throw UsageError(n + " cannot be given with --resume: the run continues as " +
+                     (std::filesystem::path(dir) / "case.json").string() + " says" + as +
+                     "; start a new run to change it");
+  }
+}
+
+void print_replay_hint(const engine::RunResult& r, const std::filesystem::path& report_dir) {
+  if (r.mismatches == 0) return;
+  if (!report_dir.empty()) {
+    std::cerr << "lockstep: replay it: lockstep replay " << report_dir.string() << "\n" << std::flush;
+  } else {
+    std::cerr << "lockstep: to save a replayable case, run it again with --report DIR (then: lockstep replay DIR)"
+              << "\n"
+              << std::flush;
+  }
+}
+
+std::string ChipConsole::stopped_matching(const engine::RunResult& r) const {
+  const engine::Divergence* d = nullptr;
+  for (const engine::StreamResult& s : r.streams)
+    if (s.divergence) d = &*s.divergence;
+  if (!d) return {};
+  auto fd_of = [](std::uint32_t t) {
+    const auto k = format::kind_of(t);
+    if (!k) return 0;
+    if (k->kind == static_cast<std::uint32_t>(format::Kind::OUT)) return 1;
+    if (k->kind == static_cast<std::uint32_t>(format::Kind::ERR)) return 2;
+    return 0;
+  };
+  std::string line = "the chip's output matched the reference's for " + std::to_string(out.size()) +
+                     " bytes on fd 1 and " + std::to_string(err.size()) + " on fd 2, up to step " +
+                     std::to_string(d->step) + ", where ";
+  const int fe = fd_of(d->expected), fa = fd_of(d->actual);
+  if (fe) {
+    const std::size_t at = (fe == 1 ? out.size() : err.size()) + 1;
+    line += "the reference printed byte " + std::to_string(at) + " on fd " + std::to_string(fe) + " (" +
+            d->expected_text + ") and the chip " + (fa ? "printed " : "emitted ") + d->actual_text;
+  } else if (fa) {
+    line += "the chip printed " + d->actual_text + " on fd " + std::to_string(fa) + " where the reference has " +
+            d->expected_text;
+  } else {
+    line += "the run diverged (" + d->field + ": expected " + d->expected_text + ", got " + d->actual_text +
+            "); nothing the chip printed after it is shown";
+  }
+  return line;
+}
+
+void ChipConsole::record(Summary& summary, const engine::RunResult& r) const {
+  summary.set("stdout", valid_utf8(out));
+  summary.set("stderr", valid_utf8(err));
+  const std::string line = stopped_matching(r);
+  if (!line.empty()) summary.set("output_stopped_matching", line);
 }
 
 void print_capability_notes(Context& ctx, const std::vector<std::string>& notes) {

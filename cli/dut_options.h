@@ -5,6 +5,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
+#include <string>
+#include <vector>
+
 #include "cli/context.h"
 #include "lockstep/dut/dut_backend.h"
 #include "lockstep/engine/check.h"
@@ -25,6 +29,27 @@ bool check_dut_options(const dut::DutConfig& config, const std::string& chip, co
 /// summary, its closing text and the capability notes to ctx.out(); the caller then throws the
 /// one-line error.
 void report_partial(Context& ctx, const engine::RunFailed& failed);
+
+/// --resume DIR continues the run as DIR/case.json says: throws UsageError naming the first of
+/// `names` (options of `cmd`) that was given beside it, e.g. "--steps cannot be given with
+/// --resume: the run continues as DIR/case.json says (steps 5000)".
+void reject_with_resume(const CLI::App* cmd, const std::vector<std::string>& names, const std::string& dir,
+                        const engine::Case& the_case);
+
+/// After a run with mismatches, one stderr line with the command that reruns it: "lockstep:
+/// replay it: lockstep replay DIR" (or, without a report folder, how to get one).
+void print_replay_hint(const engine::RunResult& result, const std::filesystem::path& report_dir);
+
+/// What the guest printed on the chip, as decoded from the chip's own trace (Options::on_console):
+/// fd 1 and fd 2 bytes of stream 0, compared with the reference's before they are kept.
+struct ChipConsole {
+  std::string out, err;  ///< fd 1, fd 2
+  /// One line saying where the chip's output stopped matching the reference's, or "" when the
+  /// run did not diverge.
+  std::string stopped_matching(const engine::RunResult& result) const;
+  /// Summary fields: "stdout", "stderr" (valid UTF-8), and "output_stopped_matching" when diverged.
+  void record(Summary& summary, const engine::RunResult& result) const;
+};
 
 /// The capability notes of a chip under test, one "note: ..." line each, to ctx.out().
 void print_capability_notes(Context& ctx, const std::vector<std::string>& notes);

@@ -1,5 +1,6 @@
 #include "lockstep/engine/check.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -16,6 +17,7 @@
 #include "lockstep/engine/digest.h"
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/error.h"
+#include "lockstep/reports/files.h"
 #include "lockstep/reports/report.h"
 #include "serial.h"
 
@@ -247,11 +249,16 @@ Case Case::from_json(const json& j) {
 Case Case::read(const fs::path& path) {
   fs::path file = path;
   if (fs::is_directory(path)) file = path / "case.json";
-  std::ifstream in(file);
-  if (!in) throw CheckError("case: cannot read " + file.string());
+  std::string text;
+  try {
+    text = reports::read_file_text(file);
+  } catch (const std::runtime_error& e) {
+    throw CheckError(std::string("case: ") + e.what());
+  }
+  if (text.empty()) throw CheckError("case: " + file.string() + " is empty (0 bytes): corrupt");
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(text);
   } catch (const json::exception& e) {
     throw CheckError("case: " + file.string() + " is not JSON: " + e.what());
   }
@@ -318,6 +325,26 @@ const std::atomic<bool>* install_stop_handlers() {
   return &g_stop;
 }
 
+int terminal_columns() {
+  struct winsize ws{};
+  if (::ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  if (const char* c = std::getenv("COLUMNS")) {
+    const int n = std::atoi(c);
+    if (n > 0) return n;
+  }
+  return 80;
+}
+
+std::string fit_columns(const std::string& line, int columns) {
+  if (columns <= 0) return {};
+  int chars = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    if ((static_cast<unsigned char>(line[i]) & 0xc0) == 0x80) continue;  // a continuation byte
+    if (++chars > columns) return line.substr(0, i);
+  }
+  return line;
+}
+
 bool stderr_is_terminal() {
   const char* term = std::getenv("TERM");
   return isatty(2) == 1 && !(term && std::string(term) == "dumb");
@@ -327,8 +354,10 @@ ProgressLine::ProgressLine(std::ostream& err, bool terminal, double plain_interv
     : err_(err), terminal_(terminal), plain_interval_(plain_interval) {}
 
 void ProgressLine::output(char c) {
-  tail_ += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+  const auto u = static_cast<unsigned char>(c);
+  tail_ += (u < 0x20 || u == 0x7f) ? ' ' : c;  // no control byte reaches the terminal
   if (tail_.size() > 48) tail_.erase(0, tail_.size() - 48);
+  while (!tail_.empty() && (static_cast<unsigned char>(tail_[0]) & 0xc0) == 0x80) tail_.erase(0, 1);
 }
 
 void ProgressLine::update(const Progress& p) {
@@ -344,7 +373,8 @@ void ProgressLine::update(const Progress& p) {
   if (p.active > 1) os << "  streams " << p.active;
   if (!tail_.empty()) os << "  | " << tail_;
   if (terminal_) {
-    err_ << "\r\033[K" << os.str() << std::flush;
+    // One column short of the width: a line that fills the last column wraps on some terminals.
+    err_ << "\r\033[K" << fit_columns(os.str(), terminal_columns() - 1) << std::flush;
     shown_ = true;
   } else {
     err_ << "lockstep: progress: " << os.str() << "\n" << std::flush;
@@ -434,6 +464,8 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     throw CheckError("--checkpoint-every and --resume need a run folder (--report DIR)");
   }
   if (req.on_output) opt.on_output = req.on_output;
+  if (req.on_console) opt.on_console = req.on_console;
+  if (!opt.on_note) opt.on_note = [&err](const std::string& line) { err << "lockstep: " << line << "\n" << std::flush; };
 
   Case saved = c;
   saved.chip_hash = chip.hash;
@@ -454,6 +486,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   };
   auto with_notes = [&](json s) {
     if (!out.capability_notes.empty()) s["capability_notes"] = out.capability_notes;
+    if (!req.report_dir.empty()) s["replay"] = "lockstep replay " + req.report_dir.string();
     if (c.dut) {
       s["dut"] = c.dut->to_json();
       s["dut"]["identity"] = chip.hash;
@@ -489,6 +522,9 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   }
   try {
     out.result = req.resume ? engine->resume() : engine->run();
+  } catch (const ResumeError& e) {
+    // Nothing ran: the folder keeps the summary of the run it holds.
+    throw CheckError(std::string(e.what()) + " (" + req.report_dir.string() + " left as it was)");
   } catch (const std::exception& e) {
     const std::string fault = backend->fault();
     throw failed(fault.empty() ? std::string(e.what()) : fault, engine->partial_result());

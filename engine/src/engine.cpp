@@ -292,6 +292,7 @@ json RunResult::to_json() const {
           {"interrupted", interrupted},
           {"resumed_from", resumed_from},
           {"checkpoints_written", checkpoints_written},
+          {"skipped_checkpoints", skipped_checkpoints},
           {"digest", digest},
           {"throughput", t},
           {"streams", s}};
@@ -1065,9 +1066,14 @@ struct Engine::Impl {
             diverge(L, input, *e, a);
             break;
           }
-          if (main && opt.on_output && (compare == Compare::kEveryStep) && format::kind_of(a) &&
-              format::kind_of(a)->kind == static_cast<std::uint32_t>(format::Kind::OUT)) {
-            opt.on_output(L.index, static_cast<char>(format::payload_of(a)));
+          if (main && (opt.on_output || opt.on_console) && compare == Compare::kEveryStep && format::kind_of(a)) {
+            const std::uint32_t kind = format::kind_of(a)->kind;
+            if (kind == static_cast<std::uint32_t>(format::Kind::OUT)) {
+              if (opt.on_output) opt.on_output(L.index, static_cast<char>(format::payload_of(a)));
+              if (opt.on_console) opt.on_console(L.index, 1, static_cast<char>(format::payload_of(a)));
+            } else if (kind == static_cast<std::uint32_t>(format::Kind::ERR) && opt.on_console) {
+              opt.on_console(L.index, 2, static_cast<char>(format::payload_of(a)));
+            }
           }
           L.last_ref = *e;
           L.last_chip = a;
@@ -1419,24 +1425,29 @@ RunResult Engine::run() {
 
 RunResult Engine::resume() {
   Impl& I = *impl_;
-  if (I.opt.checkpoint_dir.empty()) throw std::runtime_error("resume: no checkpoint folder given");
+  if (I.opt.checkpoint_dir.empty()) throw ResumeError("resume: no checkpoint folder given");
   if (!I.be.capabilities().save_restore)
-    throw std::runtime_error("resume: the " + I.be.name() + " backend cannot restore streams (SAVE_RESTORE capability)");
+    throw ResumeError("resume: the " + I.be.name() + " backend cannot restore streams (SAVE_RESTORE capability)");
   const auto cps = list_checkpoints(I.opt.checkpoint_dir);
   if (cps.empty()) {
-    throw std::runtime_error("resume: no checkpoint in " + I.opt.checkpoint_dir.string());
+    throw ResumeError("resume: no checkpoint in " + I.opt.checkpoint_dir.string());
   }
   I.setup_lanes();
   std::string why;
+  std::vector<std::string> skipped, notes;  // said only when a resume happens (else the error says why)
   for (auto it = cps.rbegin(); it != cps.rend(); ++it) {
     Impl::CheckpointData d;
     try {
       d = I.read_checkpoint(*it);
     } catch (const std::runtime_error& e) {
       const std::string what = e.what();
-      if (what.find("was written for") != std::string::npos) throw;
+      if (what.find("was written for") != std::string::npos) throw ResumeError(what);
       why = what;
-      continue;  // a damaged file (e.g. killed while written): try an older one
+      // A damaged file (e.g. killed while written): say so, and try an older one.
+      skipped.push_back(I.checkpoint_path(*it).string() + ": " + what);
+      notes.push_back("skipped checkpoint " + I.checkpoint_path(*it).filename().string() + " (step " +
+                      std::to_string(*it) + "): " + what);
+      continue;
     }
     for (std::size_t i = 0; i < I.lanes.size(); ++i) restore_lane(*I.lanes[i], I.be, d.lanes[i]);
     I.round = d.meta.value("round", std::uint64_t{0});
@@ -1447,9 +1458,16 @@ RunResult Engine::resume() {
     }
     I.resumed_from = I.round;
     for (auto& L : I.lanes) I.take_snapshot(*L);  // resume needs SAVE_RESTORE: checked at construction
-    return I.go();
+    if (I.opt.on_note) {
+      for (const std::string& n : notes) I.opt.on_note(n);
+      I.opt.on_note("resumed from step " + std::to_string(I.round) + " (" +
+                    I.checkpoint_path(*it).filename().string() + ")");
+    }
+    RunResult r = I.go();
+    r.skipped_checkpoints = skipped;
+    return r;
   }
-  throw std::runtime_error("resume: no readable checkpoint in " + I.opt.checkpoint_dir.string() +
+  throw ResumeError("resume: no readable checkpoint in " + I.opt.checkpoint_dir.string() +
                            " (" + why + ")");
 }
 

@@ -9,6 +9,8 @@
 
 #include <zstd.h>
 
+#include "lockstep/reports/files.h"
+
 namespace lockstep::engine::detail {
 
 void write_machine_state(Writer& w, const ref::MachineState& s) {
@@ -105,9 +107,8 @@ void write_file_atomic(const std::filesystem::path& path, std::span<const std::u
 }
 
 std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  const std::string text = reports::read_file_text(path);  // names the file and the reason
+  return std::vector<std::uint8_t>(text.begin(), text.end());
 }
 
 }  // namespace lockstep::engine::detail

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -60,9 +61,9 @@ void write_text(const fs::path& path, const std::string& text) {
   const fs::path tmp = path.string() + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("report: cannot write " + tmp.string());
+    if (!out) throw std::runtime_error("report: cannot write " + tmp.string() + ": " + std::strerror(errno));
     out << text;
-    if (!out.flush()) throw std::runtime_error("report: cannot write " + tmp.string());
+    if (!out.flush()) throw std::runtime_error("report: cannot write " + tmp.string() + ": " + std::strerror(errno));
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
@@ -157,13 +158,19 @@ std::string junit_xml(const json& summary) {
     c.text = text.str();
     cases.push_back(c);
   }
-  if (cases.empty() || status == "error") {
+  bool red = false;
+  for (const Case& c : cases) red = red || !c.kind.empty();
+  if (cases.empty() || status == "error" || (status == "interrupted" && !red)) {
     Case c;
     c.name = command;
     c.time = seconds;
     if (status == "error") {
       c.kind = "error";
       c.message = str(summary, "error", "error");
+    } else if (status == "interrupted") {
+      // Never green: a run stopped before its end has not shown the rest exact.
+      c.kind = "error";
+      c.message = "interrupted after " + std::to_string(summary.value("steps", 0ull)) + " steps";
     } else if (status == "mismatch") {
       c.kind = "failure";
       c.message = std::to_string(summary.value("mismatches", 0ull)) + " mismatches";
@@ -240,16 +247,17 @@ std::vector<Plot> render_plots(const json& summary, const fs::path& work_dir, st
       ps = s;
       pn = n;
     }
-    if (rows == 0) data << run.value("seconds", 0.0) << " " << run.value("steps_per_second", 0.0) << " "
-                        << summary.value("steps", 0ull) << "\n";
-    write_text(work_dir / "throughput.dat", data.str());
-    script << "set output " << gp_quote(work_dir / "throughput.svg") << "\n"
-           << "set title 'Throughput over the run'\nset xlabel 'seconds'\nset ylabel 'steps/s'\n"
-           << "set y2label 'steps compared'\nset y2tics\nset ytics nomirror\n"
-           << "plot " << gp_quote(work_dir / "throughput.dat")
-           << " using 1:2 with linespoints title 'steps/s', '' using 1:3 axes x1y2 with lines title 'steps'\n"
-           << "unset y2tics\nunset y2label\nset ytics mirror\n";
-    plots.push_back({"throughput", "Throughput over the run", ""});
+    // One point (a short run) is a plot of nothing: the table has steps/s.
+    if (rows >= 2) {
+      write_text(work_dir / "throughput.dat", data.str());
+      script << "set output " << gp_quote(work_dir / "throughput.svg") << "\n"
+             << "set title 'Throughput over the run'\nset xlabel 'seconds'\nset ylabel 'steps/s'\n"
+             << "set y2label 'steps compared'\nset y2tics\nset ytics nomirror\n"
+             << "plot " << gp_quote(work_dir / "throughput.dat")
+             << " using 1:2 with linespoints title 'steps/s', '' using 1:3 axes x1y2 with lines title 'steps'\n"
+             << "unset y2tics\nunset y2label\nset ytics mirror\n";
+      plots.push_back({"throughput", "Throughput over the run", ""});
+    }
   }
   // 2. steps per instruction class (all streams).
   {
@@ -260,14 +268,15 @@ std::vector<Plot> render_plots(const json& summary, const fs::path& work_dir, st
     }
     std::ostringstream data;
     for (const auto& [k, v] : cls) data << "\"" << k << "\" " << v << "\n";
-    if (cls.empty()) data << "\"none\" 0\n";
-    write_text(work_dir / "classes.dat", data.str());
-    script << "set output " << gp_quote(work_dir / "classes.svg") << "\n"
-           << "set title 'Steps per instruction class'\nset xlabel ''\nset ylabel 'steps'\n"
-           << "set style fill solid 0.6\nset boxwidth 0.7\nset xtics rotate by -30\nset yrange [0:*]\n"
-           << "plot " << gp_quote(work_dir / "classes.dat") << " using 0:2:xtic(1) with boxes notitle\n"
-           << "set xtics norotate\nset autoscale y\n";
-    plots.push_back({"classes", "Steps per instruction class", ""});
+    if (cls.size() >= 2) {  // one bar says no more than the steps in the table
+      write_text(work_dir / "classes.dat", data.str());
+      script << "set output " << gp_quote(work_dir / "classes.svg") << "\n"
+             << "set title 'Steps per instruction class'\nset xlabel ''\nset ylabel 'steps'\n"
+             << "set style fill solid 0.6\nset boxwidth 0.7\nset xtics rotate by -30\nset yrange [0:*]\n"
+             << "plot " << gp_quote(work_dir / "classes.dat") << " using 0:2:xtic(1) with boxes notitle\n"
+             << "set xtics norotate\nset autoscale y\n";
+      plots.push_back({"classes", "Steps per instruction class", ""});
+    }
   }
   // 3. where divergences happened: one bar per stream, a cross at the divergence.
   {
@@ -281,19 +290,22 @@ std::vector<Plot> render_plots(const json& summary, const fs::path& work_dir, st
       }
       ++i;
     }
-    if (i == 0) bars << "0 0 \"none\"\n";
-    if (n_div == 0) marks << "NaN NaN\n";
-    write_text(work_dir / "streams.dat", bars.str());
-    write_text(work_dir / "divergences.dat", marks.str());
-    script << "set output " << gp_quote(work_dir / "divergence.svg") << "\n"
-           << "set title 'Where divergences happened (" << n_div << ")'\nset xlabel 'step'\nset ylabel ''\n"
-           << "set yrange [-1:" << std::max<std::size_t>(i, 1) << "]\nset xrange [0:*]\n"
-           << "plot " << gp_quote(work_dir / "streams.dat")
-           << " using 2:1:(0):2:ytic(3) with xerrorbars title 'steps compared', "
-           << gp_quote(work_dir / "divergences.dat")
-           << " using 1:2 with points pt 2 ps 2 lc rgb 'red' title 'first divergence'\n";
-    plots.push_back({"divergence", "Where divergences happened", ""});
+    // One stream ends at its divergence: its bar and cross say what the table says.
+    if (i >= 2) {
+      if (n_div == 0) marks << "NaN NaN\n";
+      write_text(work_dir / "streams.dat", bars.str());
+      write_text(work_dir / "divergences.dat", marks.str());
+      script << "set output " << gp_quote(work_dir / "divergence.svg") << "\n"
+             << "set title 'Where divergences happened (" << n_div << ")'\nset xlabel 'step'\nset ylabel ''\n"
+             << "set yrange [-1:" << std::max<std::size_t>(i, 1) << "]\nset xrange [0:*]\n"
+             << "plot " << gp_quote(work_dir / "streams.dat")
+             << " using 2:1:(0):2:ytic(3) with xerrorbars title 'steps compared', "
+             << gp_quote(work_dir / "divergences.dat")
+             << " using 1:2 with points pt 2 ps 2 lc rgb 'red' title 'first divergence'\n";
+      plots.push_back({"divergence", "Where divergences happened", ""});
+    }
   }
+  if (plots.empty()) return plots;  // nothing worth a plot: gnuplot is not run
   const fs::path script_path = work_dir / "plots.gp";
   write_text(script_path, script.str());
   const int rc = run_gnuplot(gnuplot, script_path, work_dir / "gnuplot.log");
@@ -389,6 +401,7 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
                            " steps; resume with --resume");
   }
   row("error", str(summary, "error"));
+  row("replay", str(summary, "replay"));
   os << "</table>\n";
   os << "<h2>Streams</h2>\n<table><tr><th>guest</th><th>steps</th><th>end</th><th>mismatches</th>"
         "<th>digest</th><th>chip digest</th></tr>\n";
@@ -426,7 +439,9 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
     os << "</pre>\n";
   }
   coverage_sections(os, summary);
-  os << "<h2>Plots</h2>\n";
+  bool any_plot = false;
+  for (const Plot& p : plots) any_plot = any_plot || !p.svg.empty();
+  if (any_plot || !plot_note.empty()) os << "<h2>Plots</h2>\n";
   if (!plot_note.empty()) os << "<p class=\"note\">" << escape_xml(plot_note) << "</p>\n";
   for (const Plot& p : plots) {
     if (p.svg.empty()) continue;
@@ -440,7 +455,9 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
     os << "<h2>Console output: " << escape_xml(str(s, "guest")) << "</h2>\n<pre>" << escape_xml(console)
        << "</pre>\n";
   }
-  os << "<h2>Summary JSON</h2>\n<pre>" << escape_xml(summary.dump(2)) << "</pre>\n</body></html>\n";
+  // Folded: the raw summary is for machines (and summary.json beside this page has it too).
+  os << "<details><summary>Summary JSON (as in summary.json)</summary>\n<pre>" << escape_xml(summary.dump(2))
+     << "</pre>\n</details>\n</body></html>\n";
   return os.str();
 }
 
@@ -452,6 +469,7 @@ ReportFiles write_report(const fs::path& dir, const json& summary) {
   f.summary = dir / kSummaryFile;
   f.junit = dir / kJUnitFile;
   f.html = dir / kHtmlFile;
+  f.summary_json = summary;
   write_text(f.summary, summary.dump(2) + "\n");
   write_text(f.junit, junit_xml(summary));
   try {
@@ -465,8 +483,28 @@ ReportFiles write_report(const fs::path& dir, const json& summary) {
 }
 
 ReportFiles render_report(const fs::path& dir) {
-  const std::string text = read_text(dir / kSummaryFile);
-  if (text.empty()) throw std::runtime_error("report: no " + (dir / kSummaryFile).string());
+  const fs::path file = dir / kSummaryFile;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) throw std::runtime_error("report: " + dir.string() + " does not exist");
+  if (!fs::is_directory(dir, ec)) throw std::runtime_error("report: " + dir.string() + " is not a folder (give a run's report folder)");
+  if (!fs::exists(file, ec)) throw std::runtime_error("report: no " + file.string() + " (not a report folder, or its run never finished writing one)");
+  if (fs::is_directory(file, ec)) throw std::runtime_error("report: " + file.string() + " is a directory, not a file");
+  std::string text;
+  {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw std::runtime_error("report: cannot read " + file.string() + ": " + std::strerror(errno));
+    try {
+      std::ostringstream os;
+      os << in.rdbuf();
+      text = os.str();
+    } catch (const std::exception& e) {
+      throw std::runtime_error("report: cannot read " + file.string() + ": " + e.what());
+    }
+  }
+  if (text.empty()) {
+    throw std::runtime_error("report: " + file.string() +
+                             " is empty (0 bytes): corrupt, e.g. its disk filled up or its run was killed while writing it");
+  }
   json summary;
   try {
     summary = json::parse(text);
@@ -478,6 +516,7 @@ ReportFiles render_report(const fs::path& dir) {
   f.summary = dir / kSummaryFile;
   f.junit = dir / kJUnitFile;
   f.html = dir / kHtmlFile;
+  f.summary_json = summary;
   write_text(f.junit, junit_xml(summary));
   try {
     f.plots = render_plots(summary, dir / "plots", f.plot_note);

@@ -5,8 +5,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <pty.h>
+#include <termios.h>
+
+#include <sys/ioctl.h>
+
 #include <chrono>
 #include <csignal>
+#include <functional>
+#include <optional>
 #include <filesystem>
 #include <cstdio>
 #include <fstream>
@@ -17,10 +25,12 @@
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
+#include "lockstep/chip/chip.hpp"
 #include "lockstep/chip/cuda_executor.hpp"
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/digest.h"
 #include "lockstep/format/elf.h"
+#include "lockstep/format/tokens.h"
 #include "test_files.h"
 #include "test_guest.h"
 
@@ -204,7 +214,7 @@ TEST(RunCommand, ReportReplayAndReportAgree) {
   EXPECT_NE(r.out.find("the case reproduces"), std::string::npos) << r.out;
   fs::remove(dir / "report.html");
   const Proc rr = run({"report", dir.string()}, {"LOCKSTEP_GNUPLOT=none"});
-  EXPECT_EQ(rr.rc, 0) << rr.err;
+  EXPECT_EQ(rr.rc, p.rc) << rr.err;  // the run's verdict
   EXPECT_NE(slurp(dir / "report.html").find("plots not rendered: gnuplot was not found"), std::string::npos);
 }
 
@@ -297,6 +307,360 @@ TEST(BuiltChip, DirectedGuestsInBothModes) {
                 << (p.rc == 0 ? std::string("exact") : "diverges at step " + s["divergence"]["step"].dump()) << "\n";
       EXPECT_EQ(p.rc, 0) << cmdline(args) << "\n" << p.out;
     }
+  }
+}
+
+
+// ------------------------------------------------------------------ issue 27
+
+// Whether `pid` has a handler installed for `sig` (/proc/PID/status, SigCgt).
+bool catches(pid_t pid, int sig) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("SigCgt:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1) & 1) != 0;
+  }
+  return false;
+}
+
+// Starts `lockstep ARGS` (with SIGINT ignored on entry when `ignore_sigint`, as a background job
+// of a non-interactive shell has it), waits until it has installed its SIGINT handler and then
+// `delay`, sends `sig`, and waits (at most 60 s) for it to end.
+Proc run_and_signal(const std::vector<std::string>& args, int sig, std::chrono::milliseconds delay,
+                    bool ignore_sigint = false, const std::function<bool()>& ready = {}) {
+  const fs::path d = fs::path(LOCKSTEP_BINARY_DIR) / "test-tmp" / "engine-cli";
+  fs::create_directories(d);
+  const fs::path o = d / ("sig-out-" + std::to_string(getpid())), e = d / ("sig-err-" + std::to_string(getpid()));
+  if (ignore_sigint) std::signal(SIGINT, SIG_IGN);  // inherited by the child through exec
+  const pid_t pid = spawn(args, o, e);
+  if (ignore_sigint) std::signal(SIGINT, SIG_DFL);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!catches(pid, SIGINT) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(delay);
+  while (ready && !ready() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  kill(pid, sig);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline + std::chrono::seconds(30)) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Proc p;
+  p.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  p.out = slurp(o);
+  p.err = slurp(e);
+  return p;
+}
+
+// The last line of `text`.
+std::string last_line(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  const auto nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+// Item 2: every numeric option of every subcommand refuses a negative, an overflowing, an
+// exponent or a fractional value with one line naming the option (CLI11 wrapped "-1" to 2^64-1).
+TEST(NumericOptions, EveryOptionRefusesValuesThatWouldWrap) {
+  const std::string elf = loop_elf(5).string();
+  struct Row {
+    std::vector<std::string> cmd;
+    std::string option;
+    bool floating = false;
+  };
+  const std::vector<Row> rows = {
+      {{"run", elf}, "--steps"}, {{"run", elf}, "--teacher-forced-steps"}, {{"run", elf}, "--checkpoint-every"},
+      {{"run", elf}, "--hash-every"}, {{"run", elf}, "--classify-window"}, {{"run", elf}, "--dut-timeout", true},
+      {{"story", "--guest", elf}, "--steps"}, {{"story", "--guest", elf}, "--teacher-forced-steps"},
+      {{"story", "--guest", elf}, "--checkpoint-every"}, {{"story", "--guest", elf}, "--tokens"},
+      {{"ref", elf}, "--max-steps"},
+      {{"fuzz"}, "--programs"}, {{"fuzz"}, "--first"}, {{"fuzz"}, "--seed"}, {{"fuzz"}, "--batch"},
+      {{"fuzz"}, "--shrink-runs"}, {{"fuzz"}, "--shrink-time", true},
+      {{"bench"}, "--steps"}, {{"bench"}, "--streams"}, {{"bench"}, "--cuda-streams"},
+      {{"mutate"}, "--mutants"}, {{"mutate"}, "--corpus-steps"}, {{"mutate"}, "--target", true},
+      {{"dut-check", "--dut", "true"}, "--steps"}, {{"dut-check", "--dut", "true"}, "--seed"},
+      {{"chip-server"}, "--sessions"}, {{"chip-server"}, "--max-streams"},
+  };
+  int checked = 0;
+  for (const Row& row : rows) {
+    const std::vector<std::string> values =
+        row.floating ? std::vector<std::string>{"-1", "abc", "inf", "nan"}
+                     : std::vector<std::string>{"-1", "99999999999999999999", "1e20", "1.5", "abc", "+3"};
+    for (const std::string& v : values) {
+      std::vector<std::string> args = row.cmd;
+      args.insert(args.end(), {row.option, v});
+      const Proc p = run(args);
+      EXPECT_EQ(p.rc, 2) << cmdline(args) << ": " << p.err;
+      EXPECT_EQ(p.err.rfind("lockstep: error: " + row.option + ": must be a ", 0), 0u) << cmdline(args) << ": " << p.err;
+      EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << cmdline(args) << ": " << p.err;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 3 * 4 + 24 * 6);
+  // The ranges of the options themselves.
+  expect_one_error_line(run({"run", elf, "--steps", "1000000000000001"}), "from 0 to 1000000000000000");
+  expect_one_error_line(run({"fuzz", "--batch", "0"}), "--batch: must be a whole number from 1 to 65536");
+  expect_one_error_line(run({"story", "--guest", elf, "--tokens", "0"}), "--tokens: must be a whole number from 1");
+}
+
+// Item 3: SIGINT or SIGTERM to a running check: status "interrupted" and exit 3 everywhere:
+// --json stdout, summary.json, JUnit (an error, never green), the HTML page, one stderr line.
+TEST(Interruption, OneStatusAndExitCodeInEveryPlace) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path elf = loop_elf(50'000'000);
+  for (const int sig : {SIGINT, SIGTERM}) {
+    const fs::path dir = temp_dir(std::string("interrupted-") + (sig == SIGINT ? "int" : "term"));
+    // SIGINT ignored on entry, as `lockstep run ... --json &` in a script has it.
+    // Signalled 1 s after the run started (its case.json is written just before the engine starts).
+    std::optional<std::chrono::steady_clock::time_point> started;
+    const Proc p = run_and_signal({"run", elf.string(), "--report", dir.string(), "--json"}, sig,
+                                  std::chrono::milliseconds(0), true, [&] {
+                                    if (!started && fs::exists(dir / "case.json")) started = std::chrono::steady_clock::now();
+                                    return started && std::chrono::steady_clock::now() - *started > std::chrono::seconds(1);
+                                  });
+    ASSERT_EQ(p.rc, 3) << p.err;
+    const json j = json::parse(p.out);
+    EXPECT_EQ(j["status"], "interrupted");
+    EXPECT_GT(j["steps"].get<std::uint64_t>(), 0u);
+    EXPECT_EQ(last_line(p.err).rfind("lockstep: interrupted: after " + j["steps"].dump() + " steps", 0), 0u) << p.err;
+    const json s = json::parse(slurp(dir / "summary.json"));
+    EXPECT_EQ(s["status"], "interrupted");
+    EXPECT_EQ(s["steps"], j["steps"]);
+    const std::string junit = slurp(dir / "junit.xml");
+    EXPECT_NE(junit.find("errors=\"1\""), std::string::npos) << junit;
+    EXPECT_NE(junit.find("<error message=\"interrupted after"), std::string::npos) << junit;
+    EXPECT_NE(slurp(dir / "report.html").find("<span class=\"interrupted\">interrupted</span>"), std::string::npos);
+  }
+  // A signal during the chip's loading, right after the handler is in place: the same answer.
+  const Proc early = run_and_signal({"run", elf.string(), "--json"}, SIGINT, std::chrono::milliseconds(0));
+  ASSERT_EQ(early.rc, 3) << early.err;
+  EXPECT_EQ(json::parse(early.out)["status"], "interrupted");
+  // The reference alone.
+  const Proc r = run_and_signal({"ref", elf.string(), "--json"}, SIGINT, std::chrono::milliseconds(300));
+  ASSERT_EQ(r.rc, 3) << r.err;
+  const json rj = json::parse(r.out);
+  EXPECT_EQ(rj["status"], "interrupted");
+  EXPECT_EQ(rj["end"], "interrupted");
+  EXPECT_GT(rj["steps"].get<std::uint64_t>(), 0u);
+  // A fuzz campaign: summary.json and JUnit must not read as a pass.
+  const fs::path fdir = temp_dir("interrupted-fuzz");
+  const Proc f = run_and_signal({"fuzz", "--seed", "27", "--programs", "1000000", "--mode", "forced", "--no-shrink",
+                                 "--report", fdir.string(), "--json"},
+                                SIGINT, std::chrono::milliseconds(0), false, [&] {
+                                  const std::string t = slurp(fdir / "programs.tsv");
+                                  return std::count(t.begin(), t.end(), '\n') > 1;
+                                });
+  ASSERT_EQ(f.rc, 3) << f.err;
+  EXPECT_EQ(json::parse(f.out)["status"], "interrupted");
+  const json fs_ = json::parse(slurp(fdir / "summary.json"));
+  EXPECT_EQ(fs_["status"], "interrupted");
+  EXPECT_NE(slurp(fdir / "junit.xml").find("errors=\"1\""), std::string::npos) << slurp(fdir / "junit.xml");
+}
+
+// Item 6: `report` answers with the run's verdict; an empty summary is called empty; the HTML
+// page folds the raw JSON, shows the replay command and draws no plot of a single point.
+TEST(ReportCommand, VerdictEmptySummaryAndPage) {
+  const fs::path dir = temp_dir("report-verdict");
+  std::ofstream(dir / "summary.json") << json{{"status", "mismatch"}, {"command", "run"}, {"steps", 42},
+                                              {"mismatches", 1}, {"digest", "00000000000000aa"},
+                                              {"replay", "lockstep replay " + dir.string()}}
+                                             .dump();
+  const Proc p = run({"report", dir.string(), "--json"});
+  EXPECT_EQ(p.rc, 1) << p.err;
+  const json j = json::parse(p.out);
+  EXPECT_EQ(j["status"], "mismatch");
+  EXPECT_EQ(j["steps"], 42);
+  EXPECT_EQ(j["mismatches"], 1);
+  const std::string html = slurp(dir / "report.html");
+  EXPECT_NE(html.find("<details><summary>Summary JSON"), std::string::npos);
+  EXPECT_NE(html.find("lockstep replay " + dir.string()), std::string::npos);
+  EXPECT_EQ(html.find("<h2>Plots</h2>"), std::string::npos) << "nothing here is worth a plot";
+  std::ofstream(dir / "summary.json", std::ios::trunc).close();
+  expect_one_error_line(run({"report", dir.string()}), (dir / "summary.json").string() + " is empty (0 bytes)");
+}
+
+// Item 6: a short run's page (no one-point plots, gnuplot never complains), the replay command
+// on stderr at a mismatch, story's steps/s, and story --reference-only's steps.
+TEST(RunCommand, ShortRunPageAndStoryFigures) {
+  const fs::path elf = loop_elf(30);
+  const Proc ro = run({"story", "--guest", elf.string(), "--reference-only", "--json"});
+  ASSERT_EQ(ro.rc, 0) << ro.err;
+  const json r = json::parse(ro.out);
+  EXPECT_EQ(r["steps"], r["reference_steps"]);
+  EXPECT_GT(r["steps"].get<std::uint64_t>(), 0u);
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const Proc st = run({"story", "--guest", elf.string()});
+  ASSERT_TRUE(st.rc == 0 || st.rc == 1) << st.err;
+  EXPECT_NE(st.out.find(" steps/s\n"), std::string::npos) << st.out;
+  EXPECT_EQ(st.out.find("tokens/s"), std::string::npos) << st.out;
+  const fs::path dir = temp_dir("short-page");
+  const Proc p = run({"run", elf.string(), "--report", dir.string()});
+  ASSERT_TRUE(p.rc == 0 || p.rc == 1) << p.err;
+  EXPECT_EQ(p.err.find("plot"), std::string::npos) << p.err;
+  // One throughput sample and one stream: no throughput or divergence plot; the steps per
+  // class (several classes) stay. gnuplot has nothing to complain about ("empty x range").
+  EXPECT_EQ(slurp(dir / "plots" / "gnuplot.log"), "");
+  EXPECT_FALSE(fs::exists(dir / "plots" / "throughput.svg"));
+  EXPECT_FALSE(fs::exists(dir / "plots" / "divergence.svg"));
+  const std::string html = slurp(dir / "report.html");
+  EXPECT_EQ(html.find("Throughput over the run"), std::string::npos);
+  EXPECT_EQ(html.find("Where divergences happened"), std::string::npos);
+  EXPECT_NE(html.find("<th>replay</th><td>lockstep replay " + dir.string() + "</td>"), std::string::npos);
+  EXPECT_EQ(json::parse(slurp(dir / "summary.json"))["replay"], "lockstep replay " + dir.string());
+}
+
+// The built chip with OUT('i') made unreachable (its unembedding bias far below every other
+// token's): the loop guest, which prints "hi\n", diverges at its second output byte.
+fs::path chip_that_cannot_print_i() {
+  static fs::path path;
+  if (!path.empty()) return path;
+  chip::Chip c = *load_chip_or_built("").chip;
+  c.unembed.bias.at(format::token_id(format::Kind::OUT, 'i')) -= 1e6f;
+  path = temp_dir("broken-chip") / "no-i.chip";
+  chip::save_chip(c, path.string());
+  return path;
+}
+
+// Item 9: what the guest printed on the chip, live on stdout and in --json; and at a divergence
+// one line saying where the chip's output stopped matching, and the replay command.
+TEST(RunCommand, ShowsWhatTheGuestPrintedOnTheChip) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path elf = loop_elf(30);
+  const Proc p = run({"run", elf.string(), "--mode", "free"});
+  ASSERT_EQ(p.rc, 0) << p.err;
+  EXPECT_EQ(p.out.rfind("hi\n", 0), 0u) << p.out;
+  const Proc j = run({"run", elf.string(), "--mode", "free", "--json"});
+  ASSERT_EQ(j.rc, 0) << j.err;
+  const json s = json::parse(j.out);
+  EXPECT_EQ(s["stdout"], "hi\n");
+  EXPECT_EQ(s["stderr"], "");
+  EXPECT_FALSE(s.contains("output_stopped_matching"));
+
+  const fs::path chip = chip_that_cannot_print_i();
+  const fs::path dir = temp_dir("output-diverged");
+  const Proc b = run({"run", elf.string(), "--mode", "free", "--chip", chip.string(), "--json", "--report", dir.string(),
+                      "--classify-window", "16"});
+  ASSERT_EQ(b.rc, 1) << b.err;
+  const json bs = json::parse(b.out);
+  EXPECT_EQ(bs["stdout"], "h");
+  const std::string line = bs["output_stopped_matching"];
+  EXPECT_EQ(line.rfind("the chip's output matched the reference's for 1 bytes on fd 1 and 0 on fd 2, up to step " +
+                           bs["divergence"]["step"].dump() + ", where the reference printed byte 2 on fd 1 (OUT(0x69)",
+                       0),
+            0u)
+      << line;
+  EXPECT_NE(b.err.find("lockstep: " + line + "\n"), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find("lockstep: replay it: lockstep replay " + dir.string() + "\n"), std::string::npos) << b.err;
+}
+
+// Item 8: resume says where it resumed from and which corrupt checkpoint it skipped, refuses
+// --steps, and a refused resume leaves the folder's summary.json as it was.
+TEST(RunCommand, ResumeSaysWhatItDidAndARefusalKeepsTheSummary) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path elf = loop_elf(1000);
+  const fs::path dir = temp_dir("resume-notes");
+  const Proc full = run({"run", elf.string(), "--report", dir.string(), "--checkpoint-every", "500", "--json"});
+  ASSERT_TRUE(full.rc == 0 || full.rc == 1) << full.err;
+  const json fj = json::parse(full.out);
+  const std::vector<std::uint64_t> cps = list_checkpoints(dir / "checkpoints");
+  ASSERT_GE(cps.size(), 2u);
+  expect_one_error_line(run({"run", "--resume", dir.string(), "--steps", "5"}),
+                        "--steps cannot be given with --resume: the run continues as " + (dir / "case.json").string());
+  // The newest checkpoint truncated: skipped, with a line saying so; resumed from the one before.
+  char name[32];
+  std::snprintf(name, sizeof name, "ckpt-%012llu.lsck", static_cast<unsigned long long>(cps.back()));
+  fs::resize_file(dir / "checkpoints" / name, 100);
+  const Proc r = run({"run", "--resume", dir.string(), "--json"});
+  ASSERT_EQ(r.rc, full.rc) << r.err;
+  EXPECT_NE(r.err.find("lockstep: skipped checkpoint " + std::string(name) + " (step " + std::to_string(cps.back()) + "): "),
+            std::string::npos)
+      << r.err;
+  std::snprintf(name, sizeof name, "ckpt-%012llu.lsck", static_cast<unsigned long long>(cps[cps.size() - 2]));
+  EXPECT_NE(r.err.find("lockstep: resumed from step " + std::to_string(cps[cps.size() - 2]) + " (" + name + ")"),
+            std::string::npos)
+      << r.err;
+  const json rj = json::parse(r.out);
+  EXPECT_EQ(rj["resumed_from"], cps[cps.size() - 2]);
+  EXPECT_EQ(rj["digest"], fj["digest"]);
+  EXPECT_EQ(rj["skipped_checkpoints"].size(), 1u);
+  // Every checkpoint unreadable: refused, and the good summary stays.
+  const std::string summary = slurp(dir / "summary.json");
+  for (const auto& e : fs::directory_iterator(dir / "checkpoints")) fs::resize_file(e.path(), 10);
+  const Proc refused = run({"run", "--resume", dir.string()});
+  expect_one_error_line(refused, "no readable checkpoint");
+  EXPECT_EQ(slurp(dir / "summary.json"), summary);
+}
+
+// Item 7: on a narrow terminal the live progress line is cut to its width: every refresh fits.
+TEST(RunCommand, ProgressLineFitsANarrowTerminal) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path elf = loop_elf(50'000'000);
+  struct winsize ws{};
+  ws.ws_col = 30;
+  ws.ws_row = 24;
+  int master = -1;
+  const pid_t pid = forkpty(&master, nullptr, nullptr, &ws);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("TERM", "xterm", 1);
+    unsetenv("COLUMNS");
+    std::string exe = LOCKSTEP_EXE, a1 = "run", a2 = elf.string(), a3 = "--steps", a4 = "100000000";
+    char* argv[] = {exe.data(), a1.data(), a2.data(), a3.data(), a4.data(), nullptr};
+    execv(exe.c_str(), argv);
+    _exit(127);
+  }
+  std::string screen;
+  // Until three refreshes were shown (the chip loads first), at most 60 s.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  fcntl(master, F_SETFL, O_NONBLOCK);
+  char buf[4096];
+  auto refreshes = [&screen] {
+    std::size_t n = 0;
+    for (std::size_t at = 0; (at = screen.find("\r\033[Kstep", at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  while (std::chrono::steady_clock::now() < until && refreshes() < 3) {
+    const ssize_t n = read(master, buf, sizeof buf);
+    if (n > 0) screen.append(buf, static_cast<std::size_t>(n));
+    else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(master);
+  std::size_t lines = 0, at = 0;
+  const std::string clear = "\r\033[K";
+  while ((at = screen.find(clear, at)) != std::string::npos) {
+    at += clear.size();
+    const std::size_t end = std::min(screen.find('\r', at), screen.find('\n', at));
+    const std::string shown = screen.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (shown.empty()) continue;
+    ++lines;
+    EXPECT_LE(shown.size(), 29u) << "'" << shown << "'";
+    EXPECT_EQ(shown.rfind("step ", 0), 0u) << "'" << shown << "'";
+  }
+  EXPECT_GE(lines, 2u) << screen;
+}
+
+// Item 10: file errors name the file and say what was wrong, never the C++ library's words.
+TEST(FileErrors, NameTheFileAndTheReason) {
+  const fs::path dir = temp_dir("file-errors");
+  fs::create_directories(dir / "summary.json");
+  expect_one_error_line(run({"report", dir.string()}), (dir / "summary.json").string() + " is a directory");
+  fs::create_directories(dir / "case.json");
+  expect_one_error_line(run({"replay", dir.string()}), "cannot read " + (dir / "case.json").string() + ": it is a directory");
+  fs::create_directories(dir / "m" / "fuzz.json");
+  expect_one_error_line(run({"fuzz", "--merge", (dir / "m").string()}),
+                        "cannot read " + (dir / "m" / "fuzz.json").string() + ": it is a directory");
+  for (const auto& args : std::vector<std::vector<std::string>>{{"report", dir.string()}, {"replay", dir.string()}}) {
+    const Proc p = run(args);
+    EXPECT_EQ(p.err.find("basic_filebuf"), std::string::npos) << p.err;
   }
 }
 

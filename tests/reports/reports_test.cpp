@@ -86,6 +86,34 @@ TEST(JUnit, ErrorAndInterruptedRuns) {
   EXPECT_NE(x.find("<error message=\"interrupted after 70 steps\""), std::string::npos) << x;
 }
 
+// A campaign's summary has no streams: interrupted is still an error, never a pass (issue 27).
+TEST(JUnit, InterruptedRunWithoutStreamsIsAnError) {
+  const json s = {{"status", "interrupted"}, {"command", "fuzz"}, {"steps", 900}, {"mismatches", 0}};
+  const std::string x = junit_xml(s);
+  EXPECT_NE(x.find("errors=\"1\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<error message=\"interrupted after 900 steps\""), std::string::npos) << x;
+}
+
+// A short run (one throughput sample, one instruction class, one stream): no plot is drawn and
+// gnuplot is not run; the raw JSON is folded behind <details> (issue 27).
+TEST(Html, ShortRunHasNoPlotsAndFoldsTheJson) {
+  const fs::path dir = temp_dir("short-run");
+  const json s = {{"status", "exact"}, {"command", "run"}, {"steps", 12}, {"mismatches", 0},
+                  {"run", {{"throughput", json::array({{0.01, 12}})},
+                           {"streams", json::array({{{"guest", "g"}, {"steps", 12}, {"end", "exit"},
+                                                     {"class_steps", {{"alu", 12}}}}})}}}};
+  std::string note;
+  const auto plots = render_plots(s, dir / "plots", note);
+  EXPECT_TRUE(plots.empty());
+  if (note.find("not found") == std::string::npos) {
+    EXPECT_EQ(note, "");
+  }
+  EXPECT_FALSE(fs::exists(dir / "plots" / "gnuplot.log"));
+  const std::string html = html_report(s, plots, "");
+  EXPECT_EQ(html.find("<h2>Plots</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<details><summary>Summary JSON"), std::string::npos);
+}
+
 TEST(Html, RendersWithPlotsFromGnuplot) {
   const fs::path dir = temp_dir("with-gnuplot");
   unsetenv("LOCKSTEP_GNUPLOT");

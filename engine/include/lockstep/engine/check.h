@@ -96,8 +96,10 @@ struct Case {
 const std::atomic<bool>* install_stop_handlers();
 
 /// The live progress line on stderr: on a terminal one line rewritten in
-/// place (steps, steps/s, ETA, the tail of the story so far); otherwise a
-/// plain line every `plain_interval` seconds.
+/// place (steps, steps/s, ETA, the tail of the story so far), cut to the
+/// terminal's width (terminal_columns(), read again at every refresh) so that
+/// it never wraps and "\r\033[K" always erases all of it; otherwise a plain
+/// line every `plain_interval` seconds.
 class ProgressLine {
  public:
   explicit ProgressLine(std::ostream& err, bool terminal, double plain_interval = 10.0);
@@ -119,6 +121,13 @@ class ProgressLine {
   bool shown_ = false;
 };
 
+/// The width of the terminal on stderr: ioctl(TIOCGWINSZ), else $COLUMNS, else 80.
+int terminal_columns();
+
+/// `line` cut to at most `columns` characters (UTF-8 sequences count as one, and are never
+/// split).
+std::string fit_columns(const std::string& line, int columns);
+
 /// True when stderr is a terminal (and TERM is not "dumb").
 bool stderr_is_terminal();
 
@@ -130,6 +139,8 @@ struct CheckRequest {
   std::filesystem::path report_dir;       ///< empty: no report
   bool resume = false;                    ///< continue from report_dir/checkpoints
   std::function<void(std::size_t, char)> on_output;  ///< chip stream's OUT bytes
+  /// The chip stream's console bytes once compared: (stream, fd 1 or 2, byte); Options::on_console.
+  std::function<void(std::size_t, int, char)> on_console;
   /// When set, used instead of loading the case's chip and backend (tests).
   chip::ChipBackend* backend = nullptr;
 };
@@ -155,7 +166,11 @@ std::unique_ptr<chip::ChipBackend> make_dut_backend(const dut::DutConfig& config
 /// `the_case.dut`), runs (or resumes) the engine with checkpoints in report_dir/checkpoints when
 /// asked, and writes the report (summary.json, junit.xml, report.html, case.json) to report_dir
 /// -- also when the run is interrupted or fails (then with status "interrupted" / "error" and
-/// the steps done so far). Throws CheckError for bad input found before the run starts, and
+/// the steps done so far). A refused --resume (no usable checkpoint, or one written for another
+/// run) throws CheckError and leaves the folder as it was. On resume, "lockstep: resumed from
+/// step N (FILE)" and every skipped checkpoint go to `err`, one line each. With a report folder
+/// the summary has "replay": "lockstep replay DIR". Throws CheckError for bad input found
+/// before the run starts, and
 /// RunFailed (with the partial result) when the run fails after it started, when the chip under
 /// test faulted, or when the report cannot be written.
 CheckOutcome run_check(const CheckRequest& request, std::ostream& err);

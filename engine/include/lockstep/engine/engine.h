@@ -199,6 +199,9 @@ struct RunResult {
   bool interrupted = false;
   std::uint64_t resumed_from = 0;   ///< step of the checkpoint resumed from (0: fresh)
   std::uint64_t checkpoints_written = 0;
+  /// Checkpoints that --resume passed over, newest first: "FILE: why" (a truncated or corrupt
+  /// file, e.g. one being written when the run was killed).
+  std::vector<std::string> skipped_checkpoints;
   /// One stream: its digest.  Several: XXH3-64 of their digests (u64 LE each).
   std::string digest;
   std::vector<ThroughputSample> throughput;
@@ -254,6 +257,20 @@ struct Options {
   /// Called for each OUT byte of a stream's chip stream once it is compared
   /// (the story as the chip writes it).
   std::function<void(std::size_t stream, char byte)> on_output;
+  /// Called for each byte the chip stream writes, once compared: fd 1 for OUT tokens, fd 2 for
+  /// ERR tokens (what the guest's write calls printed, as decoded from the chip's own trace).
+  std::function<void(std::size_t stream, int fd, char byte)> on_console;
+  /// Called with one line for each unreadable checkpoint resume() passed over ("skipped
+  /// checkpoint FILE (step N): why") and for the one it continues from ("resumed from step N
+  /// (FILE)"), when it does continue.
+  std::function<void(const std::string& line)> on_note;
+};
+
+/// Engine::resume() found nothing to continue from (no checkpoint, none readable, or written
+/// for other guests, another chip or other options): nothing ran, nothing should be written.
+class ResumeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 /// Runs guests through a backend.  One Engine, one run.
@@ -271,7 +288,8 @@ class Engine {
   /// Runs from reset.
   RunResult run();
   /// Continues from the newest valid checkpoint in options.checkpoint_dir
-  /// (a truncated or corrupt newer file is skipped).  Throws std::runtime_error
+  /// (a truncated or corrupt newer file is skipped, and said through
+  /// options.on_note and RunResult::skipped_checkpoints).  Throws ResumeError
   /// when there is none, or when it was written for other guests, another chip
   /// or other options.
   RunResult resume();

@@ -38,6 +38,8 @@ struct ReportFiles {
   std::vector<Plot> plots;
   /// Empty when every plot rendered; else one line saying why not.
   std::string plot_note;
+  /// The summary the files were rendered from.
+  nlohmann::json summary_json;
 };
 
 /// JUnit XML of a summary: one <testsuite> ("lockstep <command>"), one
@@ -46,7 +48,10 @@ struct ReportFiles {
 std::string junit_xml(const nlohmann::json& summary);
 
 /// Renders the plots of a summary with gnuplot into `work_dir` (data and
-/// script files stay there).  Returns the plots; `note` says why plots are
+/// script files stay there).  Only plots that carry information are drawn:
+/// throughput with at least two samples, steps per class with at least two
+/// classes, divergences with at least two streams (none: gnuplot is not run,
+/// and `note` stays empty when gnuplot is present).  Returns the plots; `note` says why plots are
 /// missing (gnuplot not found, or it failed).  $LOCKSTEP_GNUPLOT names the
 /// program ("none" disables plotting).
 std::vector<Plot> render_plots(const nlohmann::json& summary, const std::filesystem::path& work_dir,
@@ -62,7 +67,9 @@ std::string html_report(const nlohmann::json& summary, const std::vector<Plot>& 
 ReportFiles write_report(const std::filesystem::path& dir, const nlohmann::json& summary);
 
 /// Reads DIR/summary.json and writes junit.xml and report.html again.
-/// Throws std::runtime_error (one line) when the summary is missing or not JSON.
+/// Throws std::runtime_error (one line, naming the file) when DIR is not a
+/// folder, or the summary is missing, a directory, unreadable, empty (0
+/// bytes: corrupt) or not a JSON object.
 ReportFiles render_report(const std::filesystem::path& dir);
 
 }  // namespace lockstep::reports
