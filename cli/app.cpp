@@ -135,7 +135,7 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
         ->capture_default_str();
     app.add_flag("--json", ctx.options.json,
                  "Print one JSON summary object on stdout (status, steps, mismatches, ...)");
-    app.add_option("--models", ctx.options.models_dir,
+    CLI::Option* models_opt = app.add_option("--models", ctx.options.models_dir,
                    "Folder holding stories260K.bin and tok512.bin, or 'synthetic' "
                    "(default: $LOCKSTEP_MODELS, then ../shared/models)");
     app.footer("Exit status: 0 exact, 1 mismatch, 2 bad input, usage or error, 3 interrupted (docs/ci.md).");
@@ -147,6 +147,20 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
     });
 
     for (const auto& add : registrars) add(app, ctx);
+    // --models chooses the stories260K checkpoint; only `models` and `story` read it. Checked when
+    // a subcommand's options are parsed (a global option after its name included), before it runs.
+    for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      const std::string name = sub->get_name();
+      if (name == "models" || name == "story") continue;
+      // (The option's count, not its variable: CLI11 stores a global option given after the
+      // subcommand's name only after the subcommand's callbacks.)
+      sub->parse_complete_callback([models_opt, name] {
+        if (models_opt->count() > 0) {
+          throw UsageError("--models chooses the stories260K checkpoint of `lockstep story` and `lockstep models`; `" +
+                           name + "` does not use a model");
+        }
+      });
+    }
     check_numeric_options(app);
 
     try {

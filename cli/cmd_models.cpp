@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "llama2c.h"
 
 namespace lockstep::cli {
 
@@ -10,12 +11,32 @@ void add_models_command(CLI::App& app, Context& ctx) {
       "models", "Show which model directory (or the synthetic model) would be used");
   cmd->callback([&ctx] {
     const ModelChoice& choice = ctx.models();
+    // The files must be what the converter accepts (guests/host/llama2c.h): a 0-byte or random
+    // stories260K.bin is bad input, not a model.
+    std::string sha256, tok_sha256;
+    bool genuine = false;
+    if (!choice.synthetic()) {
+      try {
+        const auto bytes = host::read_file_bytes(choice.checkpoint());
+        const host::Checkpoint ck = host::parse_checkpoint(bytes, choice.checkpoint().string());
+        sha256 = host::sha256_hex(bytes);
+        const auto tok = host::read_file_bytes(choice.tokenizer());
+        (void)host::parse_tokenizer(tok, ck.config.vocab_size, choice.tokenizer().string());
+        tok_sha256 = host::sha256_hex(tok);
+        genuine = sha256 == host::kStories260KSha256 && tok_sha256 == host::kTok512Sha256;
+      } catch (const host::ModelError& e) {
+        throw InputError(e.what());
+      }
+    }
     nlohmann::json files = nlohmann::json::array();
     for (const auto& f : choice.files) files.push_back({{"name", f.name}, {"bytes", f.bytes}});
     ctx.summary.set("models", {{"source", to_string(choice.source)},
                                {"synthetic", choice.synthetic()},
                                {"dir", choice.synthetic() ? "" : choice.dir.string()},
-                               {"files", files}});
+                               {"files", files},
+                               {"checkpoint_sha256", sha256},
+                               {"tokenizer_sha256", tok_sha256},
+                               {"genuine_stories260K", genuine}});
 
     auto& out = ctx.out();
     if (choice.synthetic()) {
@@ -24,6 +45,8 @@ void add_models_command(CLI::App& app, Context& ctx) {
       out << "models: " << choice.dir.string() << " (from " << to_string(choice.source)
           << ")\n";
       for (const auto& f : choice.files) out << "  " << f.name << "  " << f.bytes << " bytes\n";
+      out << "  checkpoint sha256 " << sha256 << (genuine ? " (the genuine stories260K)" : " (not the genuine stories260K)")
+          << "\n";
     }
   });
 }

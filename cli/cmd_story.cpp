@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -12,6 +13,7 @@
 
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "llama2c.h"
 #include "cli/dut_options.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/guest.h"
@@ -39,10 +41,14 @@ std::vector<fs::path> guest_dirs(const Context& ctx) {
   return dirs;
 }
 
-fs::path find_story_guest(const Context& ctx, const std::string& build) {
+// The story guest of `build`: `model` "real" (the guest built from a real checkpoint), "synthetic"
+// (the one built from the synthetic model), or "" (the real one if it was built, else the
+// synthetic one).
+fs::path find_story_guest(const Context& ctx, const std::string& build, const std::string& model) {
+  const std::string stem = build == "vx" ? "stories_vx" : "stories_c";
   std::vector<std::string> names;
-  if (build == "vx") names = {"stories_vx.elf", "stories_vx_synthetic.elf"};
-  else names = {"stories_c.elf", "stories_c_synthetic.elf"};
+  if (model != "synthetic") names.push_back(stem + ".elf");
+  if (model != "real") names.push_back(stem + "_synthetic.elf");
   std::string searched;
   for (const std::string& n : names) {
     for (const fs::path& d : guest_dirs(ctx)) {
@@ -51,8 +57,23 @@ fs::path find_story_guest(const Context& ctx, const std::string& build) {
       searched += (searched.empty() ? "" : ", ") + (d / n).string();
     }
   }
-  throw InputError("story guest for --build " + build + " not found (searched " + searched +
+  throw InputError("story guest for --build " + build + (model.empty() ? "" : " and the " + model + " model") +
+                   " not found (searched " + searched +
                    "; build the guests, set LOCKSTEP_GUEST_DIR, or pass --guest FILE)");
+}
+
+// Which checkpoint a story guest was built from: the "model" line of the manifest the image
+// converter wrote beside it (guests/stories_vx/convert.cmake), or "" when there is none.
+std::string guest_model(const fs::path& guest) {
+  const fs::path manifest = guest.parent_path() / guest.stem() / "manifest.json";
+  std::ifstream in(manifest);
+  if (!in) return "";
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    return j.value("model", "");
+  } catch (const std::exception&) {
+    return "";
+  }
 }
 
 // --tokens N: rewrites n_steps (offset 40) of the stories_c image header the
@@ -140,8 +161,32 @@ void add_story_command(CLI::App& app, Context& ctx) {
         guest = resumed->guest();
         path = resumed->guest_path;
       } else {
-        path = args->guest.empty() ? find_story_guest(ctx, args->build) : fs::path(args->guest);
+        // --models (or $LOCKSTEP_MODELS) picks the checkpoint: the guest built from it.
+        std::string model;
+        std::string want_sha;
+        const char* env = std::getenv("LOCKSTEP_MODELS");
+        if (args->guest.empty() && (!ctx.options.models_dir.empty() || (env && *env))) {
+          const ModelChoice& choice = ctx.models();  // InputError for a folder that is not usable
+          model = choice.synthetic() ? "synthetic" : "real";
+          if (!choice.synthetic()) {
+            try {
+              want_sha = host::sha256_hex(host::read_file_bytes(choice.checkpoint()));
+            } catch (const host::ModelError& e) {
+              throw InputError(e.what());
+            }
+          }
+        }
+        path = args->guest.empty() ? find_story_guest(ctx, args->build, model) : fs::path(args->guest);
         guest = engine::read_guest(path);
+        const std::string built_from = guest_model(path);
+        ctx.summary.set("guest_model", built_from);
+        if (!built_from.empty()) ctx.log().info("story guest {}: built from {}", path.filename().string(), built_from);
+        if (!want_sha.empty() && built_from.find(want_sha) == std::string::npos) {
+          ctx.log().warn("--models {}: its stories260K.bin (sha256 {}) is not the checkpoint {} was built from ({}); "
+                         "reconfigure the build with that folder as $LOCKSTEP_MODELS to check it",
+                         ctx.models().dir.string(), want_sha, path.filename().string(),
+                         built_from.empty() ? "unknown" : built_from);
+        }
       }
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());

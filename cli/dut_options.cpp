@@ -18,6 +18,9 @@ void add_dut_options(CLI::App* cmd, dut::DutConfig& c) {
   cmd->add_option("--dut-vocab", c.vocab, "The chip's token ids: a vocabulary map file (dut-protocol.md §6)");
   cmd->add_option("--dut-timeout", c.timeout_s, "Seconds the chip under test may take to answer one request")
       ->capture_default_str();
+  cmd->add_option("--dut-start-timeout", c.start_timeout_s,
+                  "Seconds the chip under test may take to start and answer the handshake (loading its weights)")
+      ->capture_default_str();
   cmd->add_option("--dut-token-file", c.token_file, "Shared secret for a chip-server that asks for one (§9)");
 }
 
@@ -31,6 +34,9 @@ bool check_dut_options(const dut::DutConfig& c, const std::string& chip, const s
   }
   if (!(c.timeout_s > 0 && c.timeout_s <= 86400)) {
     throw UsageError("--dut-timeout must be more than 0 and at most 86400 seconds");
+  }
+  if (!(c.start_timeout_s > 0 && c.start_timeout_s <= 86400)) {
+    throw UsageError("--dut-start-timeout must be more than 0 and at most 86400 seconds");
   }
   if (!chip.empty()) throw UsageError("--chip names a chip file for the built-in executors; a chip under test (--dut) runs its own");
   if (!backend.empty() && backend != "cpu") {

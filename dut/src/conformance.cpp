@@ -76,9 +76,11 @@ Tokens free_by_steps(DutBackend& b, chip::StreamId s, const chip::GuestImage& im
 
 struct RawSession {
   std::unique_ptr<Connection> conn;
-  double timeout_s;
+  double timeout_s, start_timeout_s;
   std::optional<Frame> exchange(std::uint32_t type, const std::vector<std::uint8_t>& payload) {
-    const auto until = Connection::Clock::now() + std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
+    // HELLO may wait for the chip to load; every other request gets the request timeout.
+    const double t = type == kHello ? start_timeout_s : timeout_s;
+    const auto until = Connection::Clock::now() + std::chrono::milliseconds(static_cast<long long>(t * 1000));
     conn->write_frame(type, payload, until);
     return conn->read_frame(until);
   }
@@ -114,9 +116,9 @@ std::string CheckLine::to_string() const {
 
 std::unique_ptr<Connection> open_connection(const DutConfig& config) {
   try {
-    if (!config.command.empty()) return spawn_chip(config.command);
+    if (!config.command.empty()) return spawn_chip(config.command, config.workdir);
     return connect_chip(parse_address(config.connect),
-                        std::chrono::milliseconds(static_cast<long long>(config.timeout_s * 1000)));
+                        std::chrono::milliseconds(static_cast<long long>(config.start_timeout_s * 1000)));
   } catch (const std::exception& e) {
     throw DutError(std::string("chip under test: ") + e.what());
   }
@@ -375,7 +377,7 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
   auto raw = [&](const std::string& name, bool hello_first,
                  const std::function<std::string(RawSession&)>& body) {
     try {
-      RawSession r{open_connection(config), config.timeout_s};
+      RawSession r{open_connection(config), config.timeout_s, config.start_timeout_s};
       if (hello_first) {
         Hello h;
         const auto f = r.exchange(kHello, encode_hello(h));

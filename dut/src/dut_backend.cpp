@@ -39,10 +39,14 @@ std::string DutConfig::describe() const {
 
 json DutConfig::to_json() const {
   json j = json::object();
-  if (!command.empty()) j["command"] = command;
+  if (!command.empty()) {
+    j["command"] = command;
+    j["workdir"] = std::filesystem::absolute(workdir.empty() ? std::filesystem::current_path() : workdir).string();
+  }
   if (!connect.empty()) j["connect"] = connect;
   if (!vocab.empty()) j["vocab"] = std::filesystem::absolute(vocab).string();
   j["timeout_s"] = timeout_s;
+  j["start_timeout_s"] = start_timeout_s;
   if (!token_file.empty()) j["token_file"] = std::filesystem::absolute(token_file).string();
   return j;
 }
@@ -59,12 +63,14 @@ DutConfig DutConfig::from_json(const json& j) {
   c.connect = str("connect");
   c.vocab = str("vocab");
   c.token_file = str("token_file");
-  if (j.contains("timeout_s")) {
-    if (!j["timeout_s"].is_number()) throw std::invalid_argument("dut.timeout_s must be a number");
-    c.timeout_s = j["timeout_s"].get<double>();
+  c.workdir = str("workdir");
+  for (auto [key, field] : {std::pair<const char*, double*>{"timeout_s", &c.timeout_s}, {"start_timeout_s", &c.start_timeout_s}}) {
+    if (!j.contains(key)) continue;
+    if (!j[key].is_number()) throw std::invalid_argument(std::string("dut.") + key + " must be a number");
+    *field = j[key].get<double>();
+    if (!(*field > 0 && *field <= 86400)) throw std::invalid_argument(std::string("dut.") + key + " must be in (0, 86400]");
   }
   if (c.empty()) throw std::invalid_argument("dut: neither command nor connect");
-  if (!(c.timeout_s > 0 && c.timeout_s <= 86400)) throw std::invalid_argument("dut.timeout_s must be in (0, 86400]");
   return c;
 }
 
@@ -78,11 +84,14 @@ DutBackend::DutBackend(const DutConfig& config) : config_(config) {
   if (!(config_.timeout_s > 0 && config_.timeout_s <= 86400)) {
     throw DutError("chip under test: --dut-timeout must be in (0, 86400] seconds");
   }
+  if (!(config_.start_timeout_s > 0 && config_.start_timeout_s <= 86400)) {
+    throw DutError("chip under test: --dut-start-timeout must be in (0, 86400] seconds");
+  }
   Hello h;
   if (!config_.token_file.empty()) h.auth = read_token_file(config_.token_file);
   try {
     if (!config_.command.empty()) {
-      conn_ = spawn_chip(config_.command);
+      conn_ = spawn_chip(config_.command, config_.workdir);
     } else {
       Address a;
       try {
@@ -90,12 +99,13 @@ DutBackend::DutBackend(const DutConfig& config) : config_(config) {
       } catch (const std::invalid_argument& e) {
         throw DutError(std::string("chip under test: --dut-connect: ") + e.what());
       }
-      conn_ = connect_chip(a, std::chrono::milliseconds(static_cast<long long>(config_.timeout_s * 1000)));
+      conn_ = connect_chip(a, std::chrono::milliseconds(static_cast<long long>(config_.start_timeout_s * 1000)));
     }
   } catch (const TransportError& e) {
     throw DutError(std::string("chip under test: ") + e.what());
   }
-  const std::vector<std::uint8_t> ok = request(kHello, encode_hello(h));
+  // The handshake waits --dut-start-timeout: a chip may load gigabytes of weights first.
+  const std::vector<std::uint8_t> ok = request(kHello, encode_hello(h), config_.start_timeout_s);
   try {
     hello_ = decode_hello_ok(ok);
   } catch (const Malformed& e) {
@@ -135,8 +145,8 @@ DutBackend::~DutBackend() {
   conn_.reset();
 }
 
-Connection::Clock::time_point DutBackend::deadline() const {
-  return Connection::Clock::now() + std::chrono::milliseconds(static_cast<long long>(config_.timeout_s * 1000));
+Connection::Clock::time_point DutBackend::deadline(double seconds) const {
+  return Connection::Clock::now() + std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
 }
 
 void DutBackend::fail(const std::string& message) const {
@@ -144,17 +154,20 @@ void DutBackend::fail(const std::string& message) const {
   throw DutError(fault_);
 }
 
-std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vector<std::uint8_t>& payload) const {
+std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vector<std::uint8_t>& payload,
+                                              double timeout_s) const {
   if (!fault_.empty()) throw DutError(fault_);
+  if (timeout_s <= 0) timeout_s = config_.timeout_s;
   std::optional<Frame> f;
   const std::string what = type_name(type);
   try {
-    const auto until = deadline();
+    const auto until = deadline(timeout_s);
     conn_->write_frame(type, payload, until);
     f = conn_->read_frame(until);
   } catch (const Timeout& e) {
     conn_->kill_peer();
-    fail("no answer to " + what + " within --dut-timeout " + json(config_.timeout_s).dump() + " s (" + e.what() + ")");
+    fail("no answer to " + what + " within " + (type == kHello ? "--dut-start-timeout " : "--dut-timeout ") +
+         json(timeout_s).dump() + " s (" + e.what() + ")");
   } catch (const Malformed& e) {
     fail(std::string("malformed frame in answer to ") + what + ": " + e.what());
   } catch (const TransportError& e) {
@@ -180,7 +193,7 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
 }
 
 std::optional<Frame> DutBackend::raw_exchange(std::uint32_t type, std::span<const std::uint8_t> payload) {
-  const auto until = deadline();
+  const auto until = deadline(config_.timeout_s);
   conn_->write_frame(type, payload, until);
   return conn_->read_frame(until);
 }

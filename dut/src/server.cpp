@@ -132,10 +132,13 @@ class Session {
       if (!opt_.auth.empty() && h.auth != opt_.auth) refuse(kAuthFailed, "authentication failed");
       backend_ = make_();
       caps_ = backend_->capabilities();
+      caps_.probes = caps_.probes && (opt_.capabilities & kProbes);
+      caps_.hash = caps_.hash && (opt_.capabilities & kHashCap);
+      caps_.save_restore = caps_.save_restore && (opt_.capabilities & kSaveRestore);
       HelloOk ok;
       ok.vocab_size = backend_->vocab_size();
       ok.max_streams = opt_.max_streams;
-      ok.capabilities = std::uint32_t{kMultiStep} | (caps_.probes ? std::uint32_t{kProbes} : 0u) |
+      ok.capabilities = (opt_.capabilities & std::uint32_t{kMultiStep}) | (caps_.probes ? std::uint32_t{kProbes} : 0u) |
                         (caps_.hash ? std::uint32_t{kHashCap} : 0u) |
                         (caps_.save_restore ? std::uint32_t{kSaveRestore} : 0u);
       ok.name = opt_.name + " (" + backend_->name() + ")";
@@ -179,6 +182,7 @@ class Session {
         return encode_tokens(out);
       }
       case kForced: {
+        need_capability(opt_.capabilities & kMultiStep, "MULTI_STEP");
         std::vector<MultiEntry> e;
         std::vector<std::uint32_t> inputs;
         decode_forced(p, e, inputs);
@@ -196,6 +200,7 @@ class Session {
         return encode_tokens(out);
       }
       case kFree: {
+        need_capability(opt_.capabilities & kMultiStep, "MULTI_STEP");
         const std::vector<MultiEntry> e = decode_free(p);
         std::vector<std::uint32_t> streams, counts, first;
         std::size_t total = 0;

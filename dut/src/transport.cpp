@@ -258,7 +258,7 @@ class FdConnection final : public Connection {
 
 }  // namespace
 
-std::unique_ptr<Connection> spawn_chip(const std::string& command) {
+std::unique_ptr<Connection> spawn_chip(const std::string& command, const std::filesystem::path& workdir) {
   ignore_sigpipe();
   int to_child[2], from_child[2];
   if (::pipe(to_child) != 0) throw TransportError("cannot start the chip process: pipe: " + errno_text(errno));
@@ -281,6 +281,11 @@ std::unique_ptr<Connection> spawn_chip(const std::string& command) {
     // The default SIGPIPE and signal mask for the chip (the harness ignores SIGPIPE).
     ::signal(SIGPIPE, SIG_DFL);
     ::signal(SIGINT, SIG_IGN);  // the harness handles ^C and ends the chip itself
+    if (!workdir.empty() && ::chdir(workdir.c_str()) != 0) {
+      const std::string m = "lockstep: chip process: cannot enter " + workdir.string() + ": " + std::strerror(errno) + "\n";
+      (void)!::write(2, m.data(), m.size());
+      _exit(126);
+    }
     ::execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -318,6 +323,17 @@ int open_socket(const Address& a, bool listen, std::chrono::milliseconds timeout
     sa.sun_family = AF_UNIX;
     std::memcpy(sa.sun_path, a.path.c_str(), a.path.size() + 1);
     if (listen) {
+      // A socket file that still answers belongs to a running chip: never take it over. One
+      // that does not is stale (a server that was killed) and is replaced.
+      const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (probe >= 0) {
+        const bool live = ::connect(probe, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
+        ::close(probe);
+        if (live) {
+          ::close(fd);
+          throw TransportError("cannot listen on " + a.to_string() + ": another process is listening there");
+        }
+      }
       ::unlink(a.path.c_str());
       if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, 8) != 0) {
         const int e = errno;

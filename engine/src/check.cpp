@@ -425,7 +425,23 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   if (backend) {
     chip.source = "backend " + backend->name();
   } else if (c.dut) {
-    owned = make_dut_backend(*c.dut);
+    try {
+      owned = make_dut_backend(*c.dut);
+    } catch (const CheckError& e) {
+      // A chip that cannot be started or spoken to: the run folder still says so (status error,
+      // 0 steps), as every failed run's does (docs/spec/dut-protocol.md §8).
+      json s = summary_json(req.command, RunResult{}, "dut " + c.dut->describe(), "");
+      s["status"] = "error";
+      s["error"] = e.what();
+      if (!req.report_dir.empty()) {
+        try {
+          reports::write_report(req.report_dir, s);
+        } catch (const std::exception& e2) {
+          err << "lockstep: warn: could not write the report: " << e2.what() << "\n";
+        }
+      }
+      throw RunFailed(e.what(), RunResult{}, s);
+    }
     backend = owned.get();
     chip.source = "dut " + c.dut->describe();
     chip.hash = backend->identity();

@@ -1216,13 +1216,16 @@ struct Engine::Impl {
     }
     ++T.ref_steps;
     const std::uint32_t in = T.last_ref;
+    // Probes are recorded only by a chip that has them (a chip under test may not: then the
+    // divergence is reported without attribution, docs/spec/dut-protocol.md §7).
+    const bool probes = be.capabilities().probes;
     try {
-      be.set_probe_recording(true);
+      if (probes) be.set_probe_recording(true);
       replay_actual = be.step(T.sid, in);
-      be.set_probe_recording(false);
+      if (probes) be.set_probe_recording(false);
       d.attribution = attribute(be, T.sid, in, *e);
     } catch (...) {
-      be.set_probe_recording(false);
+      if (probes) be.set_probe_recording(false);
       throw;
     }
     (void)original_input;

@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
 """minimal_chip: the smallest adapter that plugs a chip into Lockstep (docs/hook-up-your-chip.md).
 
-    python3 python/examples/minimal_chip.py CHIP_FILE        # then: lockstep run ... --dut '...'
+    python3 python/examples/minimal_chip.py CHIP_FILE [--listen unix:PATH]
 
 "Your model" here is torch_chip's Executor over a compiled chip file; put your own model's
 forward step in its place. To show a vocabulary map, the adapter numbers the trace tokens the
-way a host language model might: after 50,000 host tokens (see minimal_chip.vocab, passed to
-Lockstep with --dut-vocab).
+way a host language model might: after 50,000 host tokens (python/examples/minimal_chip.vocab,
+passed to Lockstep with --dut-vocab).
 """
+import argparse
 import os
 import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, ".."), HERE]  # lockstep_dut (python/), torch_chip (python/examples/)
 import lockstep_dut  # noqa: E402
 from torch_chip import Executor, read_chip  # noqa: E402  (your model instead)
 
@@ -46,5 +48,10 @@ class MinimalChip:
 
 
 if __name__ == "__main__":
-    lockstep_dut.protect_stdout()                        # frames only on stdout
-    lockstep_dut.serve(MinimalChip(sys.argv[1]))
+    parser = argparse.ArgumentParser(description="minimal_chip: a chip under test for Lockstep")
+    parser.add_argument("chip_file")
+    lockstep_dut.add_arguments(parser)                   # --listen, --token-file, --sessions, ...
+    args = parser.parse_args()
+    if args.listen is None:
+        lockstep_dut.protect_stdout()                    # --dut: frames only on stdout
+    lockstep_dut.serve_from_args(MinimalChip(args.chip_file), args)

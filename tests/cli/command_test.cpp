@@ -102,10 +102,14 @@ TEST(LockstepCommand, ModelsJsonSynthetic) {
 }
 
 TEST(LockstepCommand, ModelsJsonWithDirectory) {
+  // The real checkpoint and tokenizer, copied into a folder of their own (skipped without them).
+  const fs::path shared = fs::path(LOCKSTEP_SOURCE_DIR).parent_path() / "shared" / "models";
+  if (!fs::exists(shared / "stories260K.bin") || !fs::exists(shared / "tok512.bin"))
+    GTEST_SKIP() << "no stories260K.bin / tok512.bin in " << shared;
   const fs::path dir = fs::temp_directory_path() / ("lockstep-models-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  std::ofstream(dir / "stories260K.bin") << std::string(1234, 'w');
-  std::ofstream(dir / "tok512.bin") << std::string(56, 't');
+  fs::copy_file(shared / "stories260K.bin", dir / "stories260K.bin", fs::copy_options::overwrite_existing);
+  fs::copy_file(shared / "tok512.bin", dir / "tok512.bin", fs::copy_options::overwrite_existing);
   // Global option after the subcommand name, as well as before it.
   for (const auto& args : {std::vector<std::string>{"models", "--json", "--models", dir.string()},
                            std::vector<std::string>{"--json", "--models", dir.string(), "models"}}) {
@@ -116,10 +120,51 @@ TEST(LockstepCommand, ModelsJsonWithDirectory) {
     EXPECT_EQ(j["models"]["source"], "flag");
     EXPECT_EQ(j["models"]["dir"], dir.string());
     EXPECT_EQ(j["models"]["files"][0]["name"], "stories260K.bin");
-    EXPECT_EQ(j["models"]["files"][0]["bytes"], 1234);
-    EXPECT_EQ(j["models"]["files"][1]["bytes"], 56);
+    EXPECT_EQ(j["models"]["files"][0]["bytes"], fs::file_size(shared / "stories260K.bin"));
+    EXPECT_EQ(j["models"]["checkpoint_sha256"], "b0a507e7ad0f626624f17112325e66691f9076d622e1d3274d103d00299f2696");
+    EXPECT_EQ(j["models"]["genuine_stories260K"], true);
   }
   fs::remove_all(dir);
+}
+
+TEST(LockstepCommand, ModelsRejectsFilesTheConverterRejects) {
+  // A 0-byte checkpoint and random bytes are bad input (issue 27), named in one line.
+  const fs::path dir = fs::temp_directory_path() / ("lockstep-badmodels-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "tok512.bin") << std::string(56, 't');
+  for (const std::string& content : {std::string(), std::string(1234, 'w')}) {
+    std::ofstream(dir / "stories260K.bin", std::ios::trunc) << content;
+    const auto r = run({"models", "--json", "--models", dir.string()});
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("stories260K.bin"), std::string::npos) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["status"], "error");
+  }
+  // --models where no model is read is refused, not ignored.
+  const auto r = run({"run", "x.elf", "--models", "synthetic"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("`run` does not use a model"), std::string::npos) << r.err;
+  // story --models /nonexistent is the one-line error of an unusable folder.
+  const auto s = run({"story", "--models", "/nonexistent/models", "--reference-only"});
+  EXPECT_EQ(s.exit_code, 2);
+  EXPECT_NE(s.err.find("/nonexistent/models"), std::string::npos) << s.err;
+  fs::remove_all(dir);
+}
+
+TEST(LockstepCommand, StoryHonoursModels) {
+  const fs::path guests = fs::path(LOCKSTEP_BINARY_DIR) / "guests";
+  if (!fs::exists(guests / "stories_vx_synthetic.elf")) GTEST_SKIP() << "story guests not built";
+  const auto r = run({"story", "--models", "synthetic", "--reference-only", "--steps", "2000", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_NE(j["guest"].get<std::string>().find("stories_vx_synthetic.elf"), std::string::npos) << j.dump();
+  EXPECT_EQ(j["guest_model"], "synthetic model (SplitMix64 seed 0x4C4F434B53544550)");
+  if (fs::exists(guests / "stories_vx.elf")) {
+    const auto real = run({"story", "--reference-only", "--steps", "2000", "--json"});
+    ASSERT_EQ(real.exit_code, 0) << real.err;
+    const auto k = nlohmann::json::parse(real.out);
+    EXPECT_NE(k["digest"], j["digest"]) << "--models synthetic ran the real model's guest";
+  }
 }
 
 TEST(LockstepCommand, UnusableModelsDirIsInputErrorWithJsonSummary) {

@@ -171,6 +171,25 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
   }
 }
 
+TEST_F(DutCli, AChipWithoutProbesStillGetsADivergenceReport) {
+  // MULTI_STEP only, and one wrong token in its third answer: a mismatch (exit 1) with the report,
+  // no attribution ("no probes"), the replay from the reset, and one note per missing capability.
+  const fs::path dir = fresh_dir("plain");
+  const Result r = run_lockstep({"run", crc32_.string(), "--mode", "free", "--steps", "20000", "--json", "--report",
+                                 dir.string(), "--dut", kFaulty + " wrongtoken 3 " + kChip + " plain"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const json s = summary_of(r);
+  EXPECT_EQ(s["status"], "mismatch");
+  ASSERT_TRUE(s.contains("divergence")) << s.dump();
+  EXPECT_EQ(s["divergence"]["step"], 64 + 128 + 256);  // the last token of the third answer
+  EXPECT_EQ(s["divergence"]["attribution"]["status"], "unavailable");
+  EXPECT_NE(s["divergence"]["attribution"]["text"].get<std::string>().find("no probes"), std::string::npos);
+  EXPECT_EQ(s["capability_notes"].size(), 3u) << s.dump();
+  const json rep = json::parse(slurp(dir / "summary.json"));
+  EXPECT_EQ(rep["status"], "mismatch");
+  EXPECT_EQ(rep["steps"], 64 + 128 + 256);
+}
+
 TEST_F(DutCli, AChipThatCannotStartIsOneLine) {
   const Result r = run_lockstep({"run", crc32_.string(), "--steps", "100", "--json", "--dut", "/nonexistent/chip --flag"});
   EXPECT_EQ(r.exit_code, 2);

@@ -6,7 +6,9 @@
 // MODE: exit (exits with status 3), crash (SIGSEGV), hang (answers nothing), garbage (writes text
 // to stdout), oversize (a frame header over 64 MiB), short (one token fewer), badid (an id
 // outside the map), error (ERROR 7), wrongtype (OK instead of TOKENS), version (HELLO_OK with
-// protocol 2), none (a correct chip).
+// protocol 2), wrongtoken (one token of the answer replaced by another token of trace-v3: a
+// mismatch, not a protocol fault), none (a correct chip). A fourth argument `plain` announces
+// MULTI_STEP only (no PROBES, HASH, SAVE_RESTORE).
 #include <unistd.h>
 
 #include <csignal>
@@ -60,6 +62,12 @@ class Faulty final : public dut::Connection {
       in_->write_raw(std::span<const std::uint8_t>(head, 8), deadline);
       return;
     }
+    if (mode_ == "wrongtoken") {
+      std::vector<std::uint32_t> t = dut::decode_tokens(payload);
+      t.back() = t.back() == 256u * 31 ? 256u * 31 + 1 : 256u * 31;  // EXIT(0) / EXIT(1)
+      in_->write_frame(type, dut::encode_tokens(t), deadline);
+      return;
+    }
     if (mode_ == "short" || mode_ == "badid") {
       std::vector<std::uint32_t> t = dut::decode_tokens(payload);
       if (mode_ == "short") t.pop_back();
@@ -94,8 +102,8 @@ class Faulty final : public dut::Connection {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::cerr << "usage: faulty_chip MODE N CHIP_FILE\n";
+  if (argc != 4 && argc != 5) {
+    std::cerr << "usage: faulty_chip MODE N CHIP_FILE [plain]\n";
     return 2;
   }
   auto chip = std::make_shared<const chip::Chip>(chip::load_chip(argv[3]));
@@ -105,6 +113,7 @@ int main(int argc, char** argv) {
   };
   dut::ServerOptions o;
   o.name = "faulty_chip";
+  if (argc == 5 && std::string(argv[4]) == "plain") o.capabilities = dut::kMultiStep;
   try {
     dut::serve_session(conn, make, o);
   } catch (const std::exception& e) {

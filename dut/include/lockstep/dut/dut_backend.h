@@ -35,14 +35,19 @@ struct DutConfig {
   std::string command;            ///< --dut 'COMMAND ARGS': started as a child process
   std::string connect;            ///< --dut-connect unix:PATH | tcp:HOST:PORT
   std::filesystem::path vocab;    ///< --dut-vocab FILE (empty: the chip's ids are the spec's)
-  double timeout_s = 120;         ///< --dut-timeout: seconds a chip may take to answer (> 0)
+  double timeout_s = 120;         ///< --dut-timeout: seconds a chip may take to answer a request (> 0)
+  double start_timeout_s = 600;   ///< --dut-start-timeout: seconds to start (or reach) and answer HELLO,
+                                  ///< loading its weights included (> 0)
+  std::filesystem::path workdir;  ///< --dut: the folder the command runs in (empty: the harness's)
   std::filesystem::path token_file;  ///< --dut-token-file: the shared secret sent in HELLO (§9)
 
   bool empty() const { return command.empty() && connect.empty(); }
   /// "--dut 'python3 x.py'" / "--dut-connect unix:/tmp/s", for reports and replay commands.
   std::string describe() const;
-  /// For case files (docs/engine.md "Cases"): {"command", "connect", "vocab", "timeout_s",
-  /// "token_file"} with empty members left out.
+  /// For case files (docs/engine.md "Cases"): {"command", "workdir", "connect", "vocab",
+  /// "timeout_s", "start_timeout_s", "token_file"} with empty members left out; a command's
+  /// workdir is made absolute (the harness's folder when empty), so that a replay from another
+  /// folder starts the chip the same way.
   nlohmann::json to_json() const;
   /// Throws std::invalid_argument (one line) on a malformed object.
   static DutConfig from_json(const nlohmann::json& j);
@@ -108,11 +113,13 @@ class DutBackend final : public chip::ChipBackend {
  private:
   /// Sends a request and returns the payload of its success response; throws DutError (and
   /// records the fault) on anything else.
-  std::vector<std::uint8_t> request(std::uint32_t type, const std::vector<std::uint8_t>& payload) const;
+  /// `timeout_s` <= 0: --dut-timeout.
+  std::vector<std::uint8_t> request(std::uint32_t type, const std::vector<std::uint8_t>& payload,
+                                    double timeout_s = 0) const;
   [[noreturn]] void fail(const std::string& message) const;
   void check_stream(chip::StreamId s, const char* what) const;
   chip::Token from_chip(std::uint32_t id, chip::StreamId s, std::uint64_t step) const;
-  Connection::Clock::time_point deadline() const;
+  Connection::Clock::time_point deadline(double seconds) const;
 
   DutConfig config_;
   std::unique_ptr<Connection> conn_;

@@ -20,6 +20,9 @@ struct ServerOptions {
   std::string name = "lockstep chip-server";  ///< HELLO_OK's name
   std::uint32_t max_streams = 1024;           ///< HELLO_OK's max_streams (1..65536)
   std::string auth;                           ///< non-empty: HELLO's auth must equal it (§9)
+  /// Capabilities to announce at most (a kMultiStep | kProbes | kHashCap | kSaveRestore mask; the
+  /// backend's own are announced when set here): to test a harness against a plainer chip.
+  std::uint32_t capabilities = 0xF;
 };
 
 /// Counts of one session, for the server's log.

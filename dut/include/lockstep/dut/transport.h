@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
@@ -83,10 +84,10 @@ class Connection {
   bool read_exact(std::uint8_t* p, std::size_t n, Clock::time_point deadline, bool at_frame_start);
 };
 
-/// Starts `/bin/sh -c 'exec COMMAND'` with pipes on its stdin and stdout; its stderr is this
+/// Starts `/bin/sh -c 'exec COMMAND'` (in `workdir` when given) with pipes on its stdin and stdout; its stderr is this
 /// process's. Throws TransportError when the shell cannot be started. The returned connection
 /// ends the child when destroyed: close stdin, wait up to 5 s, SIGTERM, 2 s more, SIGKILL (§1).
-std::unique_ptr<Connection> spawn_chip(const std::string& command);
+std::unique_ptr<Connection> spawn_chip(const std::string& command, const std::filesystem::path& workdir = {});
 
 /// Connects to a listening chip. Throws TransportError (one line with the address and errno's
 /// text) when it cannot, or Timeout after `timeout`.
