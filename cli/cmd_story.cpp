@@ -169,8 +169,10 @@ void add_story_command(CLI::App& app, Context& ctx) {
           const ModelChoice& choice = ctx.models();  // InputError for a folder that is not usable
           model = choice.synthetic() ? "synthetic" : "real";
           if (!choice.synthetic()) {
-            try {
-              want_sha = host::sha256_hex(host::read_file_bytes(choice.checkpoint()));
+            try {  // the converter's own checks: a file it would refuse is bad input here too
+              const auto bytes = host::read_file_bytes(choice.checkpoint());
+              (void)host::parse_checkpoint(bytes, choice.checkpoint().string());
+              want_sha = host::sha256_hex(bytes);
             } catch (const host::ModelError& e) {
               throw InputError(e.what());
             }

@@ -139,6 +139,10 @@ TEST(LockstepCommand, ModelsRejectsFilesTheConverterRejects) {
     EXPECT_EQ(count_lines(r.err), 1) << r.err;
     EXPECT_NE(r.err.find("stories260K.bin"), std::string::npos) << r.err;
     EXPECT_EQ(nlohmann::json::parse(r.out)["status"], "error");
+    // story reads the same folder with the same checks.
+    const auto st = run({"story", "--models", dir.string(), "--reference-only", "--steps", "10"});
+    EXPECT_EQ(st.exit_code, 2) << st.out;
+    EXPECT_NE(st.err.find("stories260K.bin"), std::string::npos) << st.err;
   }
   // --models where no model is read is refused, not ignored.
   const auto r = run({"run", "x.elf", "--models", "synthetic"});
