@@ -36,11 +36,16 @@ class Faulty final : public dut::Connection {
     const bool hello = type == (dut::kResponse | dut::kHello);
     if (tokens) ++answers_;
     const bool now = (n_ == 0 && hello) || (n_ > 0 && tokens && answers_ == n_);
+    const std::size_t count = tokens ? dut::decode_tokens(payload).size() : 0;
     if (!now || mode_ == "none") {
+      steps_ += count;
       in_->write_frame(type, payload, deadline);
       return;
     }
-    std::cerr << "faulty_chip: " << mode_ << " now\n";
+    // The tests read this line: the steps answered before the fault, and the faulty answer's size.
+    std::cerr << "faulty_chip: " << mode_ << " now, after " << steps_ << " steps, in an answer of " << count
+              << " tokens\n"
+              << std::flush;
     if (mode_ == "exit") ::_exit(3);
     if (mode_ == "crash") {
       std::signal(SIGSEGV, SIG_DFL);
@@ -97,6 +102,7 @@ class Faulty final : public dut::Connection {
   std::string mode_;
   int n_;
   int answers_ = 0;
+  std::uint64_t steps_ = 0;  // tokens answered before the fault
 };
 
 }  // namespace
