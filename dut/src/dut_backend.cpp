@@ -242,7 +242,6 @@ void DutBackend::set_num_streams(std::size_t n) {
   }
   request(kStreams, encode_u32(static_cast<std::uint32_t>(n)));
   steps_.assign(n, 0);
-  was_reset_.assign(n, false);
 }
 
 void DutBackend::check_stream(chip::StreamId s, const char* what) const {
@@ -256,7 +255,6 @@ void DutBackend::reset(chip::StreamId s, const chip::GuestImage& image) {
   check_stream(s, "reset");
   request(kReset, encode_reset(s, image));
   steps_[s] = 0;
-  was_reset_[s] = true;
 }
 
 chip::Token DutBackend::from_chip(std::uint32_t id, chip::StreamId s, std::uint64_t step) const {
@@ -442,7 +440,6 @@ void DutBackend::restore(chip::StreamId s, const std::vector<std::uint8_t>& byte
   std::memcpy(&steps, bytes.data() + 8, 8);
   request(kRestore, encode_restore(s, std::span<const std::uint8_t>(bytes).subspan(16)));
   steps_[s] = steps;
-  was_reset_[s] = true;
 }
 
 std::uint64_t DutBackend::steps(chip::StreamId s) const {

@@ -126,7 +126,6 @@ class DutBackend final : public chip::ChipBackend {
   HelloOk hello_;
   VocabMap vocab_;
   std::vector<std::uint64_t> steps_;   ///< per stream: steps since reset
-  std::vector<bool> was_reset_;
   mutable std::string fault_;
   mutable std::optional<chip::ProbeMap> probe_map_;
 };
