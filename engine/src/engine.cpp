@@ -302,9 +302,11 @@ json RunResult::to_json() const {
 
 namespace {
 
-// LSENGCK3: a lane also carries the reference's look-ahead (the instructions it executed past
-// the current one for a chunk of steps; LSENGCK2 had none).
-constexpr char kCheckpointMagic[8] = {'L', 'S', 'E', 'N', 'G', 'C', 'K', '3'};
+// LSENGCK4: the reference's state includes its vector unit (VR, ACT, WMEM, caches, shifts);
+// LSENGCK3 lost it, so a snapshot, a replay or a resume of a vector guest restarted with an
+// empty vector unit. LSENGCK3: a lane also carries the reference's look-ahead (the
+// instructions it executed past the current one for a chunk of steps; LSENGCK2 had none).
+constexpr char kCheckpointMagic[8] = {'L', 'S', 'E', 'N', 'G', 'C', 'K', '4'};
 
 int byte_index_of(std::uint32_t kind) {
   using format::Kind;
@@ -923,6 +925,10 @@ struct Engine::Impl {
     detail::Reader rd(bytes);
     char magic[8];
     rd.raw(magic, 8);
+    if (std::memcmp(magic, kCheckpointMagic, 7) == 0 && magic[7] != kCheckpointMagic[7])
+      throw std::runtime_error(std::string("checkpoint: format ") + std::string(magic, 8) +
+                               " of another lockstep version (this one reads " + std::string(kCheckpointMagic, 8) +
+                               "); start the run again");
     if (std::memcmp(magic, kCheckpointMagic, 8) != 0) throw std::runtime_error("checkpoint: bad magic");
     CheckpointData d;
     d.meta = json::parse(rd.str());
