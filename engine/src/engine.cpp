@@ -799,6 +799,11 @@ std::string describe_candidates(const std::set<int>& cand, const chip::ProbeMap&
   return out;
 }
 
+// "after the embedding", "after layer 3 (mlp)".
+std::string after_point(const std::string& point) {
+  return point == "embedding" ? "after the embedding" : "after " + point;
+}
+
 void set_candidates(Attribution& a, const std::set<int>& cand, const chip::ProbeMap& pm) {
   a.candidates.clear();
   for (int k : cand) a.candidates.push_back(key_name(k));
@@ -900,7 +905,7 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
            << ", at index";
         for (std::uint32_t i : c.differing) os << " " << i;
         os << " (last agreeing probe: "
-           << (a.last_agreeing.empty() ? std::string("none") : "after the " + a.last_agreeing) << ")";
+           << (a.last_agreeing.empty() ? std::string("none") : after_point(a.last_agreeing)) << ")";
         a.layer = c.layer;
         a.sublayer = c.after;
         a.field = name;
@@ -936,7 +941,7 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
     a.layer = w.layer;
     a.sublayer = w.sublayer == chip::Sublayer::Memory ? "memory" : "mlp";
     a.field = name;
-    a.text = "every compared field agrees (last agreeing probe: after the " + a.last_agreeing +
+    a.text = "every compared field agrees (last agreeing probe: " + after_point(a.last_agreeing) +
              "), but the unembedding reads field " + name + ", which no probe point shows in its final form (last written by " +
              sublayer_name(w) + ")";
     set_candidates(a, cand, pm);
@@ -1395,10 +1400,12 @@ struct Engine::Impl {
       vocab = be.vocab_size();
     } catch (const std::exception&) {
     }
+    bool same_pair = true;  // every later mismatch is the divergence's own (expected, actual)
     forced_replay(T, opt.classify_window, vocab, [&](std::uint32_t e, std::uint32_t a) {
       ++d.replay_window;
       if (a != e) {
         ++d.replay_mismatches;
+        same_pair = same_pair && e == d.expected && a == d.actual;
         if (d.replay_mismatch_steps.size() < 16) d.replay_mismatch_steps.push_back(T.steps);
       }
       return true;
@@ -1420,8 +1427,11 @@ struct Engine::Impl {
                      std::to_string(d.replay_mismatches) + " of the " +
                      std::to_string(d.replay_window) + " following steps still disagree (first at step " +
                      std::to_string(d.replay_mismatch_steps.front()) +
-                     ") although fed the reference's tokens: the chip's state was corrupted "
-                     "(at this step or earlier)";
+                     ") although fed the reference's tokens: " +
+                     (same_pair ? "each is the same wrong token (" + d.actual_text + " for " + d.expected_text +
+                                      "), so the same fault recurs whenever that token is due, or the chip's state "
+                                      "was corrupted (at this step or earlier)"
+                                : std::string("the chip's state was corrupted (at this step or earlier)"));
     }
   }
 
