@@ -9,7 +9,7 @@ its paragraph: `<op>_traps(o)` (the §6 conditions on the operands, a set of cod
 registry by f3.  Trace tokens (§5) are not modelled here: `gen_vector.py` builds them from an
 `Outcome`'s named values.
 
-Users: `gen_vector.py` (the worked examples, vector_ops.json) and `check_ref.py` (the
+Users: `gen_vector.py` (the worked examples, vector_<op>.json) and `check_ref.py` (the
 differential test of the reference against this model over random programs).
 
 Numbers.  Every stored value is an int64 NumPy array element; §1.1 says every intermediate has
