@@ -55,7 +55,7 @@ const VectorTables& vector_tables() {
   return tables;
 }
 
-// ------------------------------------------------------------------ §2.6 sections
+// ------------------------------------------------------------------ §2.1 sections
 void load_vector_sections(const format::GuestImage& image, VectorState& s) {
   s = VectorState{};
   struct Info {

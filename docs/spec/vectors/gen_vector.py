@@ -11,7 +11,7 @@ One file per op, `vector_<op>.json` (vector.md §8, the op's page docs/spec/vect
 op named by the f3 field of the example's instruction word.
 Many examples also carry values and token texts worked out by hand (`want=`); the generator
 refuses to write the files when the calculation disagrees, or when an instruction's token count
-differs from the count column of vector.md §5.
+differs from the count column of the op's page (docs/spec/vector/<op>.md §2).
 
     /usr/bin/python3 docs/spec/vectors/gen_vector.py            # rewrite vector_<op>.json
     /usr/bin/python3 docs/spec/vectors/gen_vector.py --check    # are the vector_<op>.json up to date?
@@ -269,7 +269,7 @@ def tok_text(kind, p):
 
 
 def count_5(word, x):
-    """The count column of vector.md §5 for a non-trapping instruction (tokens after the pc
+    """The count column of the op's page (docs/spec/vector/<op>.md §2) for a non-trapping instruction (tokens after the pc
     tokens), written out from the table, independently of the token code above."""
     f3, rd, f7 = (word >> 12) & 7, (word >> 7) & 31, word >> 25
     X2 = x[(word >> 20) & 31]
@@ -333,7 +333,7 @@ def example(name, op_note, word, desc, setup, edge=False, want=None, pc=0x10000)
     init = copy.deepcopy(st)
     toks, trap = execute(st, word)
     if trap is None and len(toks) != count_5(word, init.x):
-        sys.exit("gen_vector.py: %s: %d tokens, the count column of vector.md §5 says %d"
+        sys.exit("gen_vector.py: %s: %d tokens, the count column of docs/spec/vector/<op>.md §2 says %d"
                  % (name, len(toks), count_5(word, init.x)))
     assert pc % 4 == 0 and RAM_BASE <= pc and pc + 4 <= RAM_END and pc not in init.ram, name
     if want:

@@ -29,7 +29,7 @@ alone): the kind and position sequence §5 gives for its operands (VMH/VMC_j
 per chunk, VY0..VY3 or argmax's VYN3 after each row's chunks, VMV(t),
 VRD(k), VQE(k << 5 | e), VXM0..VXM3 per group; word streams with VWG(e >> 2)
 at the first element and each e & 3 = 0, then VW_q0..VW_q3; int8 streams
-with VLG(j >> 2) and VLB_{j & 3}), the count of §5's count column, and the
+with VLG(j >> 2) and VLB_{j & 3}), the count of the op page's count column (§2), and the
 values on the bus: each streamed word or byte equals what the final state
 holds where the instruction writes it, VYN3 marks exactly the rows greater
 than all earlier ones and W(r*) is the first maximum, VXM is the maximum of
@@ -196,7 +196,7 @@ def _sat32(x):
 
 
 def _count(f3, f7, rd, N):
-    """vector.md §5, the count column (tokens after the pc tokens)."""
+    """The count column of the op's page, docs/spec/vector/<op>.md §2 (tokens after the pc tokens)."""
     cdiv = lambda a, b: -(-a // b)
     if f3 == 0:
         return N * ((f7 & 7) + 4) + (N - 1) // 256 + ((4 if rd else 1) if f7 & 8 else 0)
@@ -278,7 +278,7 @@ def vector_tokens(word, x, toks, ini, fin):
 
     errs = []
     if len(toks) != _count(f3, f7, rd, N):
-        errs.append("%d tokens, the count column of vector.md §5 says %d" % (len(toks), _count(f3, f7, rd, N)))
+        errs.append("%d tokens, the count column of docs/spec/vector/<op>.md §2 says %d" % (len(toks), _count(f3, f7, rd, N)))
     for i, ((k, p), (wk, wp)) in enumerate(zip(toks, want)):
         kind_ok = k in wk if isinstance(wk, set) else k == wk
         pay_ok = wp is None or (p in wp if isinstance(wp, frozenset) else p == wp)

@@ -46,7 +46,7 @@ struct VectorTables {
 const VectorTables& vector_tables();
 
 /// Initialises `state` (reset to zero first) from the `.lockstep.*`
-/// sections of `image` (vector.md §2.6).  Throws LoadError (one line naming
+/// sections of `image` (vector.md §2.1).  Throws LoadError (one line naming
 /// the section) for an unknown `.lockstep.` name, a duplicate, SHF_ALLOC or
 /// not SHT_PROGBITS, longer than its maximum, or a shift byte above 25.
 void load_vector_sections(const format::GuestImage& image, VectorState& state);
