@@ -1,6 +1,7 @@
 #include "lockstep/ref/encoding.h"
 
 #include <array>
+#include <iterator>
 #include <stdexcept>
 #include <vector>
 
@@ -128,6 +129,16 @@ const OpcodeIndex& index() {
 }  // namespace
 
 std::span<const Encoding> encoding_table() { return table(); }
+
+std::string_view insn_class_name(InsnClass cls) {
+  // InsnClass order (encoding.h); the static_assert catches a class added without a name.
+  static constexpr std::string_view kNames[] = {"alu",    "alu-imm", "upper", "mul",    "div",
+                                                "zba",    "load",    "store", "branch", "jal",
+                                                "jalr",   "fence",   "system", "bignum", "vector"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(InsnClass::kVector) + 1);
+  const auto i = static_cast<std::size_t>(cls);
+  return i < std::size(kNames) ? kNames[i] : "other";
+}
 
 const Encoding& encoding_of(Op op) {
   const Encoding* e = index().by_op[static_cast<std::size_t>(op)];

@@ -2,6 +2,10 @@
 // every row decodes to itself, illegal words, and disassembly.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string_view>
+#include <utility>
+
 #include "lockstep/ref/encoding.h"
 #include "lockstep/ref/machine.h"
 #include "lockstep/ref/vector.h"
@@ -168,6 +172,23 @@ TEST(VectorRegistry, EightRowsInF3OrderAreTheEncodingTablesCustom1Rows) {
   std::size_t custom1 = 0;
   for (const Encoding& e : table) custom1 += (e.match & 0x7f) == 0x2b;
   EXPECT_EQ(custom1, 8u);
+}
+
+// The shared class-name table: one name per class, unique, spelled as the fuzz campaign's
+// --ops lists and the engine's reports use them.
+TEST(EncodingTable, EveryClassHasOneUniqueName) {
+  const std::pair<InsnClass, const char*> kWant[] = {
+      {InsnClass::kAlu, "alu"},     {InsnClass::kAluImm, "alu-imm"}, {InsnClass::kUpper, "upper"},
+      {InsnClass::kMul, "mul"},     {InsnClass::kDiv, "div"},        {InsnClass::kZba, "zba"},
+      {InsnClass::kLoad, "load"},   {InsnClass::kStore, "store"},    {InsnClass::kBranch, "branch"},
+      {InsnClass::kJal, "jal"},     {InsnClass::kJalr, "jalr"},      {InsnClass::kFence, "fence"},
+      {InsnClass::kSystem, "system"}, {InsnClass::kBignum, "bignum"}, {InsnClass::kVector, "vector"}};
+  std::set<std::string_view> seen;
+  for (const auto& [cls, name] : kWant) {
+    EXPECT_EQ(insn_class_name(cls), name);
+    EXPECT_TRUE(seen.insert(insn_class_name(cls)).second) << name;
+  }
+  for (const Encoding& e : encoding_table()) EXPECT_NE(insn_class_name(e.cls), "other") << e.mnemonic;
 }
 
 // vector.md §4.0's f7 fields, spelled by each row's disassembly (worked by hand from the table).
