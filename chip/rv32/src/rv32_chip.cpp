@@ -78,9 +78,7 @@ namespace {
 
 // ---- one-hot predicates -------------------------------------------------------------------
 
-using OH = std::vector<Lin>;  // one-hot predicate vector: at most one entry is 1, others 0
-
-bool is_zero(const Lin& l) { return l.terms.empty() && l.c == 0; }
+using OH = OneHot;  // one-hot predicate vector (primitives.hpp): at most one entry is 1, others 0
 
 OH field_oh(const FieldRef& f, std::uint32_t first, std::uint32_t n) {
   OH o;
@@ -115,41 +113,6 @@ Lin byte_value(const OH& lo, const OH& hi) {
     l += hi[v] * static_cast<double>(16 * v);
   }
   return l;
-}
-
-// Table over one-hot parts: for every combination of part values (skipping constant-zero
-// predicates) with a non-empty fn result, one unit ReLU(sum predicates + sum gates - (n - 1))
-// that is 1 exactly when every part has that value and every gate is 1; its output is fn(values).
-void table(LayerBuilder& L, const std::vector<OH>& parts,
-           const std::function<SparseVec(const std::vector<unsigned>&)>& fn, const std::vector<Lin>& gates = {}) {
-  std::vector<unsigned> vals(parts.size(), 0);
-  const double n = static_cast<double>(parts.size() + gates.size());
-  std::function<void(std::size_t, Lin)> rec = [&](std::size_t p, Lin acc) {
-    if (p == parts.size()) {
-      const SparseVec out = fn(vals);
-      if (out.empty()) return;
-      Lin pre = acc;
-      for (const Lin& g : gates) pre += g;
-      pre = pre - (n - 1);
-      const std::uint32_t u = L.relu_unit(pre);
-      for (const auto& [d, v] : out) L.unit_out(u, d, v);
-      return;
-    }
-    for (unsigned v = 0; v < parts[p].size(); ++v) {
-      if (is_zero(parts[p][v])) continue;
-      vals[p] = v;
-      rec(p + 1, acc + parts[p][v]);
-    }
-  };
-  rec(0, Lin());
-}
-
-// x[out] += coef * [all conditions] for 0/1 conditions (one unit).
-void when(LayerBuilder& L, const std::vector<Lin>& conds, const SparseVec& outs) {
-  Lin s;
-  for (const Lin& c : conds) s += c;
-  const std::uint32_t u = L.relu_unit(s - static_cast<double>(conds.size() - 1));
-  for (const auto& [d, v] : outs) L.unit_out(u, d, v);
 }
 
 // ---- the machine -------------------------------------------------------------------------
