@@ -233,7 +233,7 @@ struct Machine {
   // VLD (vector.md section 4.8): slot, gated register ports, traps, last element, byte reads
   FieldRef VLGN, RV1, RV2;
   FieldRef VEG, VGE, RDM, RDE, ADNV;
-  // VRED (vred()): k of the consumed VRD(k) (embedding); the span of group k (layers 5, 6); (n - 1)
+  // VRED (compile_vred()): k of the consumed VRD(k) (embedding); the span of group k (layers 5, 6); (n - 1)
   // >> 6, the last group (layer 5); the value steps of the word stream, by byte m (layer 6)
   FieldRef VRDK_;
   static constexpr std::array<Cls, 3> cf_cls = {BN_ADDC, BN_SUBB, BN_XCHGC};
@@ -297,31 +297,31 @@ struct Machine {
                    const std::function<std::vector<std::uint32_t>(std::uint32_t)>& kinds, const Lin& beta, const Lin& read,
                    const FieldRef& out);
   OH wnib(std::uint32_t n) const;
-  void layer0();
+  void slots_and_keys();
   void ram(const FieldRef& out);
   void byte_decode(const FieldRef& bytes, std::uint32_t first, const FieldRef& hi, const FieldRef& los, const FieldRef& out);
-  void layer1_2();
+  void ram_and_latches();
 
   // ---- chip/rv32/src/decode.cpp
   OH imm_i(std::uint32_t n) const;
   OH sign_oh() const;
   OH imm_s(std::uint32_t n) const;
   OH imm_u(std::uint32_t n) const;
-  void layer3();
+  void decode_fields();
   void reg_port(const std::string& name, const std::function<Lin(std::uint32_t)>& q, const FieldRef& out,
                 Activation act_q = Activation::Identity);
-  void layer4();
+  void registers_and_class();
 
   // ---- chip/rv32/src/scalar/alu.cpp
-  void layer5();
-  void layer6();
+  void operand_checks();
+  void step_cases();
   OH a_src(ASrc s, std::uint32_t n) const;
   OH b_src(BSrc s, std::uint32_t n) const;
   void select_operand(LayerBuilder& l, const std::function<OH(std::uint32_t)>& src, std::uint32_t gate_dim,
                       std::uint32_t i, const FieldRef& cur, const FieldRef& prev);
-  void layer7();
-  void layer8();
-  void layer9_10();
+  void operands_and_compares();
+  void carries_and_payloads();
+  void byte_adder_and_branch();
 
   // ---- chip/rv32/src/scalar/shift.cpp
   void shift_amount();
@@ -361,9 +361,9 @@ struct Machine {
 // The vector unit (docs/chip-design.md section 3.6; docs/spec vector.md): its shared floors
 // (VR in layer 7 with its read ports and banked write keys, the word and int8 streams and their
 // slots, the group spans, the traps of section 6, the digit arithmetic) and its eight ops, one
-// file each under chip/rv32/src/vector/. An op's own fields are declared with its functions'
-// group below; the fields other files read are the floors' interface (e.g. the VR write values
-// of vmat_slots(), the span queries of vred_span()), and their comments name the writer.
+// file each under chip/rv32/src/vector/ (compile_<op>()). Its fields are grouped below by the
+// file that writes them, with the files that read them: everything an op file uses from
+// another file goes through those declared fields (the scalar machine's, from Machine).
 struct VectorUnit : Machine {
   // VR's key pieces for one index: N0 = the low nibble (16), N12 = (n1, n2) (64); word w's key is
   // ReLU(N0[w & 15] + N12[w >> 4] - 1). A write index is banked (docs/chip-design.md, VR): the
@@ -375,44 +375,62 @@ struct VectorUnit : Machine {
   // One product term of product_digits(): (x's nibble one-hots, y's nibble one-hots), the last of each signed.
   using Term = std::pair<std::vector<OH>, std::vector<OH>>;
 
-  // ---- fields (residual dimensions), by the stage that writes them
-  // VLD (vector.md section 4.8): slot, gated register ports, traps, last element, byte reads
-  FieldRef VGS, VK, VZ, VSH, VOK, VC0, VC1, VZ45, VC2, VGT, VEQ, VLAST;
-  // VR and the word streams (vector.md sections 2, 5): slots, the register file's two read ports
-  Lin EADD;                      // [VEW, MODE = ADD] (an operand-range enable of vector_traps(), layer 6)
-  std::array<Lin, 3> EFN;        // [VFN, FN = RSQRT / RECIP / SILU]
-  OH TM_;                        // the word stream's next token is value byte m (vew())
-  Lin SREAD_;                    // the next token is a value byte of a word stream (1 dim; vr_file())
-  Lin GROT_, GVFN_, GSILU_;      // ... of VEW ROT, of VFN RSQRT/RECIP, of VFN SILU (1 dim each, layer 6)
-  FieldRef LASTW_;               // the consumed token ends the stream's last element (vew())
-  FieldRef VWGS, VWBS, VRX, VRY, VRYS;
-  FieldRef VIN;  // f7's nibbles (inst nibbles 6, 7) on custom-1 words only (layer 4; vector_traps())
-  FieldRef F7X_;  // f7 as a one-hot (128), on custom-1 words only (layer 5; vector_traps())
-  // VRED (vred()): k of the consumed VRD(k) (embedding); the span of group k (layers 5, 6); (n - 1)
-  // >> 6, the last group (layer 5); the value steps of the word stream, by byte m (layer 6)
-  FieldRef VSPAN_, VKL_, VRG_, VRCNT_;
-  // VRED SUMSQ: [SUMSQ's VRD step] (layer 6; vred_span()), the lanes (layer 7), the square reads
-  // (layer 8; vr_file())
-  FieldRef VRQ_, VLANE_, VRSQ_;
-  // VQ (vq()): the steps that emit VQE(k) (k one-hot KQ_ and their sum GQ_, layer 5; KG_: the
-  // same without the class, layer 1), [the next token is VQE] (VQF_, layers 9..10), [the next
-  // token is a value byte] (VQR_, layer 0 without the class; VQV_, layer 5)
-  FieldRef KG_, KQ_, GQ_, VQF_, VQR_, VQV_;
-  // VEXP (vexp()): [the consumed VW_q3 ends a group's last score] (LX_, layer 5), [the next token
-  // is VXM0] (XFN_, layers 9..10), the MAX tournament's gate (GMX_, layer 6; vred_max()), the
-  // VXM bytes (VXMS_, layer 0)
-  FieldRef LX_, XG0_, XFN_, GMX_, VXMS_, GOH_;
-  FieldRef last_parity_;  // the parity field of the last sum_pieces() (banked sums)
-  // VMAT's slots (layers 0, 1; vmat()): the payload of the last VMC_j (MCS_) and of the last VMH
-  // (HSN_, emptied by PCL: r >> 8 = 0), read on VMAT's steps; the bytes of VY0..VY2 (VYB_) and
-  // the VY3 / VYN3 payload (VY3N_), read where VY3 or VYN3 is consumed; the running maximum of
-  // argmax mode (MAXN_: y_r's bytes, written when VYN3 is consumed, read where VY2 is) and its
-  // row (RSN_: the VMC and VMH slots, written with it).
-  FieldRef MCS_, HSN_, VYB_, VY3N_, MAXN_, RSN_, VQEK_, VKM_, AB_, ASHO_, QBR_;
-  // VMATR V mode (vmatr_v()): [VMATR, VMODE = 1] (layer 6), VMV's payload t as a one-hot
-  // (embedding), the 32 VR heads' reads by c & 7 (layer 7) and their query (set by vmatr_v(),
-  // used by vr_file())
-  FieldRef VVM_, VMVT_, VVP_, PW0_, PW12_;
+  // ---- fields, grouped by the file that writes them; "->" names the other files that read
+  // them (the floors' interface). A group without "->" is its op's own.
+  // vector/vld.cpp (compile_vld()): the VLG slot (layer 0: g and [a VLG seen since PCL]), the
+  // record checks (traps.cpp), the last element (n - 1)'s nibbles and group
+  FieldRef VGS;             // -> spans, vq, vmat, vmatr, vr_file (the int8 stream's g)
+  FieldRef VSH, VOK, VZ;    // -> traps (VLD's trap 5)
+  FieldRef VC0, VGT;        // -> vew (the word stream's last element, same (g, q) form)
+  FieldRef VK, VC1, VZ45, VC2, VEQ, VLAST;
+  // vector/traps.cpp (vector_traps()): f7 on custom-1 words, operand-range enables, first tokens
+  FieldRef VIN;             // f7's nibbles (inst nibbles 6, 7), layer 4 -> vew, vmat, vmatr, vr_file
+  FieldRef F7X_;            // f7 as a one-hot (128), layer 5 -> vexp, vred, vr_file
+  Lin EADD;                 // [VEW, MODE = ADD] (layer 6) -> vew
+  std::array<Lin, 3> EFN;   // [VFN, FN = RSQRT / RECIP / SILU] (layer 6) -> vfn
+  FieldRef VQF_;            // [the next token is VQE] (layers 9..10) -> vq
+  FieldRef XFN_;            // [the next token is VXM0] (layers 9..10) -> vexp
+  // vector/vr_file.cpp (vr_file(), vwg_slot()): the word streams' slots and VR's ports
+  FieldRef VWGS;            // the VWG slot (layer 0) -> spans, vew, vexp, vmatr
+  Lin SREAD_;               // the next token is a value byte of a word stream (layer 0) -> vew, vfn, vexp, vmat, vmatr
+  Lin GROT_, GVFN_, GSILU_; // ... of VEW ROT, of VFN RSQRT/RECIP, of VFN SILU (layer 6) -> vew, vfn
+  FieldRef VRX, VRY, VRYS;  // VR's read ports x, y (layer 7) and MULS's s (layer 8) -> vew, vfn, vexp, vq
+  FieldRef VQR_;            // [the next token is an int8 value byte] (layer 0) -> vq
+  FieldRef VRCNT_;          // the span's nibble counts (layer 7) -> vred (SUM)
+  FieldRef VLANE_;          // the 64 lanes' words (layer 7) -> vq, vred (SUMSQ, MAX)
+  FieldRef VRSQ_;           // the square reads (layer 8) -> vred (SUMSQ)
+  FieldRef VWBS;
+  FieldRef last_parity_;    // the parity field of the last sum_pieces() (banked sums)
+  // vector/spans.cpp (vred_span()): group spans and the steps that read them
+  FieldRef VSPAN_;          // [lo <= w < hi] per word (layer 6) -> vr_file
+  FieldRef VKL_;            // the last group (n - 1) >> 6 (layer 5) -> vq, vred
+  FieldRef VRQ_;            // [SUMSQ's VRD step] (layer 6) -> vr_file, vred
+  FieldRef KQ_, GQ_;        // the steps that emit VQE(k): k one-hot and their sum (layer 5) -> vq
+  FieldRef LX_;             // [the consumed VW_q3 ends a VEXP group's last score] (layer 5) -> vexp
+  FieldRef KG_, XG0_;
+  // vector/vew.cpp (compile_vew()): the word stream's sequence (VEW, VFN, VMATR K)
+  OH TM_;                   // the next token is value byte m -> digits, vfn, vexp
+  FieldRef LASTW_;          // the consumed token ends the stream's last element -> digits, vfn, vmatr
+  // vector/vred.cpp (compile_vred(), vred_max()): VRED's value steps; MAX's lane tournament,
+  // which VEXP reuses for m_g
+  FieldRef GMX_;            // the tournament's gate (layer 6; written by vexp too) -> vexp
+  FieldRef GOH_;            // the maximum's nibble one-hots (layer 12) -> vexp
+  FieldRef VRG_;
+  // vector/vq.cpp, vector/vexp.cpp: their own
+  FieldRef VQV_;
+  FieldRef VXMS_;
+  // vector/vmat.cpp (vmat_slots(), compile_vmat()): the last VMC_j payload (MCS_) and VMH
+  // payload (HSN_, emptied by PCL: r >> 8 = 0), the bytes of VY0..VY2 (VYB_) and the VY3 / VYN3
+  // payload (VY3N_) -> vr_file (y_r's write); ACT's bits, ASH (AB_, ASHO_) -> vmatr; VQE's
+  // payload as one-hots (VQEK_) -> vmatr (the caches' writes); the running maximum of argmax
+  // mode (MAXN_) and its row (RSN_)
+  FieldRef MCS_, HSN_, VYB_, VY3N_, AB_, ASHO_, VQEK_;
+  FieldRef MAXN_, RSN_, QBR_;
+  // vector/vmatr.cpp (vmatr_slots()): [VMATR, VMODE = 0 / 1] (layer 6) -> vew (the stream's
+  // sequence); V mode: VMV's payload one-hot, the 32 VR register heads' reads (VVP_, filled by
+  // vr_file() with the query VVQ_) and the word keys
+  FieldRef VKM_, VVM_;
+  FieldRef VMVT_, VVP_, PW0_, PW12_;
   std::function<Lin(std::uint32_t)> VVQ_;
 
   // ---- small accessors
@@ -436,7 +454,7 @@ struct VectorUnit : Machine {
   }
 
   // ---- chip/rv32/src/vector/vld.cpp
-  void vld();
+  void compile_vld();
   FieldRef vld_product();
 
   // ---- chip/rv32/src/vector/traps.cpp
@@ -533,36 +551,37 @@ struct VectorUnit : Machine {
   void emit_rounded(LayerBuilder& l, const FieldRef& DG, const FieldRef& OVF, const OH& tm, const Lin& stop);
 
   // ---- chip/rv32/src/vector/vew.cpp
-  void vew();
+  void compile_vew();
 
   // ---- chip/rv32/src/vector/vfn.cpp
   static std::int64_t rnd_shift(std::int64_t x, int s);
-  void vfn();
+  void compile_vfn();
   void silu();
 
   // ---- chip/rv32/src/vector/spans.cpp
   void vred_span();
 
   // ---- chip/rv32/src/vector/vred.cpp
-  void vred();
+  void compile_vred();
   void vred_max(const FieldRef& VRGM);
   void vred_sumsq(const FieldRef& VRGQ);
 
   // ---- chip/rv32/src/vector/vq.cpp
-  void vq();
+  void compile_vq();
 
   // ---- chip/rv32/src/vector/vexp.cpp
-  void vexp();
+  void compile_vexp();
 
   // ---- chip/rv32/src/vector/vmat.cpp
   void vmat_slots();
-  void vmat();
+  void compile_vmat();
 
   // ---- chip/rv32/src/vector/vmatr.cpp
+  void vmatr_slots();
   void cache_heads(const std::string& name, const std::string& cache_section, const std::string& sh_section, unsigned target,
                    const FieldRef& RQ0, const FieldRef& RQ12, const FieldRef& BITS, const FieldRef& SHO);
-  void vmatr();
-  void vmatr_v();
+  void compile_vmatr();
+  void compile_vmatr_v();
 };
 
 }  // namespace lockstep::chip::rv32::detail

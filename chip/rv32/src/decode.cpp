@@ -26,7 +26,7 @@ OH Machine::imm_s(std::uint32_t n) const {
 
 OH Machine::imm_u(std::uint32_t n) const { return n < 3 ? const_oh(16, 0) : nib(IN, n); }
 
-void Machine::layer3() {
+void Machine::decode_fields() {
   LayerBuilder& l3 = L(4);
   RD = B.field("rd", 32);
   RS1 = B.field("rs1", 32);
@@ -109,7 +109,7 @@ void Machine::reg_port(const std::string& name, const std::function<Lin(std::uin
   B.initialiser(z);
 }
 
-void Machine::layer4() {
+void Machine::registers_and_class() {
   R1 = B.field("rs1_value", 128);
   R2 = B.field("rs2_value", 128);
   RA1 = B.field("a1_value", 128);

@@ -57,7 +57,7 @@ void Machine::embedding() {
   }
   for (std::uint32_t kd = kW0; kd < kW0 + 3; ++kd)
     for (std::uint32_t p = 0; p < 256; ++p) B.embed(256 * kd + p, ALLQ.dim(), 1);
-  // VRED: VRD(k)'s group k as a one-hot (k = 0..15; vred())
+  // VRED: VRD(k)'s group k as a one-hot (k = 0..15; compile_vred())
   VRDK_ = B.field("vrd_group", 16);
   for (std::uint32_t p = 0; p < 16; ++p) B.embed(256 * kVrd + p, VRDK_.dim(p), 1);
   for (std::uint32_t kd = 0; kd < kNumKinds; ++kd)

@@ -81,7 +81,7 @@ OH Machine::wnib(std::uint32_t n) const {
   }
 }
 
-void Machine::layer0() {
+void Machine::slots_and_keys() {
   LayerBuilder& l0 = L(0);
   PCN = B.field("pc_nibbles", 128);
   ADDR = B.field("addr_nibbles", 128);
@@ -225,7 +225,7 @@ void Machine::byte_decode(const FieldRef& bytes, std::uint32_t first, const Fiel
   }
 }
 
-void Machine::layer1_2() {
+void Machine::ram_and_latches() {
   IWB = B.field("ram_bytes", 4);  // the word read this step: the instruction (fetch) or the load data (A3)
   ram(IWB);
   // LATCH (layer 2): the instruction word (written at the fetch) and the data word (written when

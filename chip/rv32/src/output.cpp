@@ -63,14 +63,14 @@ void Machine::declare() {
   for (int l = 0; l < static_cast<int>(kNumLayers); ++l) {
     for (const char* a : {"mem.k", "mem.beta"}) B.bound(a, l, 1);
     B.bound("mem.q", l, l == 8 ? 16 : 1);  // layer 8: VRED SUMSQ's weighted queries (|q| <= 15)
-    // layer 8 holds VRED's group sums (|S| <= 960) and their total (<= 15,360; vred())
+    // layer 8 holds VRED's group sums (|S| <= 960) and their total (<= 15,360; compile_vred())
     // layer 13 VEXP's sums of p's nibbles (<= 64 * 15)
-    // layer 9 VMAT's contribution slots (|Q| <= 2^15) and their sums (<= 6 * 2^15; vmat())
-    // layer 10 VMATR V's position slots (|.| <= 120) and their sums (<= 64 * 120; vmatr_v())
+    // layer 9 VMAT's contribution slots (|Q| <= 2^15) and their sums (<= 6 * 2^15; compile_vmat())
+    // layer 10 VMATR V's position slots (|.| <= 120) and their sums (<= 64 * 120; compile_vmatr_v())
     for (const char* a : {"mem.v", "mem.state", "mem.o"})
       B.bound(a, l, l == 8 ? 16384 : l == 9 ? 262144 : l == 10 ? 8192 : l == 13 ? 1024 : 255);
     // deeper residuals hold byte sums (<= 511); from layer 5 VRED's span bounds (<= 1,088),
-    // from layer 7 VRED MAX's (hi, lo) (<= 65,536) and SUM's column sums (<= 15,368; vred())
+    // from layer 7 VRED MAX's (hi, lo) (<= 65,536) and SUM's column sums (<= 15,368; compile_vred())
     // (from layer 5 VMAT's r K + j and c - 64 (c >> 6), < 2^17 even where the VMAT traps)
     const double resid = l == 0 ? 255 : l < 4 ? 1024 : l < 5 ? 32768 : 262144;
     B.bound("mem.resid", l, resid);
@@ -78,7 +78,7 @@ void Machine::declare() {
     // bounds (|pre| < 2^18); layer 7 the vector ops' operand checks (|pre| < 2^24,
     // vector_traps()); layers 8..10 VRED's column splits (<= 15,368), layers 8, 13, 14 VRED
     // MAX's (hi, lo) differences (|.| <= 131,072)
-    // layer 4 VMAT's r K (|pre| < 2^15); layers 9..11 VMAT's column splits (< 2^23; vmat())
+    // layer 4 VMAT's r K (|pre| < 2^15); layers 9..11 VMAT's column splits (< 2^23; compile_vmat())
     // layer 5 VMAT's chunk thresholds (|pre| < 2^19)
     // (layer 12 VMATR V's presplit, < 2^15)
     const double pre = l == 7 || (l >= 9 && l <= 11) ? 16777216 : l == 5 ? 1048576 : l == 4 ? 32768

@@ -81,46 +81,52 @@ namespace {
 struct Compiler : VectorUnit {
   Chip run() {
     for (std::uint32_t l = 0; l < kNumLayers; ++l) B.add_layer();
-    embedding();
-    layer0();
-    layer1_2();
-    layer3();
-    layer4();
-    layer5();
-    shift_amount();
-    layer6();
-    zba_shift();
-    shift_cases();
-    layer7();
-    shift_windows();
-    layer8();
-    shift_tables();
-    layer9_10();
-    write_buffer_check();
-    vld();
-    vector_traps();
-    vwg_slot();
-    vred_span();
-    vmat_slots();
-    vr_file();
-    vew();
-    vfn();
-    vred();
-    vq();
-    vexp();
-    vmat();
-    vmatr();
-    vmatr_v();
+    // ---- the scalar machine, fetch to decode (fetch.cpp, decode.cpp)
+    embedding();              // K, PN, PS and the payload placements of the slots
+    slots_and_keys();         // L0: slots of consumed tokens, pc, RAM word keys, store lane, i + 1
+    ram_and_latches();        // L1: RAM; L2: latched words; L2, L3: bytes -> nibble one-hots
+    decode_fields();          // L4: rd, rs1, rs2, class candidates, f7, imm_s
+    registers_and_class();    // L5: register ports and write-back, the class one-hot
+    // ---- the scalar step cases, interleaved with the shifts (scalar/alu.cpp, scalar/shift.cpp)
+    operand_checks();         // L6: jump alignment, ECALL checks, compare operand
+    shift_amount();           // L6
+    step_cases();             // L6, L7: next kind per class and step, nibble compares
+    zba_shift();              // L6, L7
+    shift_cases();            // L7
+    operands_and_compares();  // L8
+    shift_windows();          // L6, L8
+    carries_and_payloads();   // L9
+    shift_tables();           // L9, L10
+    byte_adder_and_branch();  // L10..L12
+    write_buffer_check();     // L6..L8 (scalar/ecall.cpp)
+    // ---- the vector unit (vector/): floors and the eight ops
+    compile_vld();            // vector/vld.cpp
+    vector_traps();           // vector/traps.cpp: L4..L10, TRAP(code) or each op's first token
+    vwg_slot();               // vector/vr_file.cpp: L0
+    vred_span();              // vector/spans.cpp: L1, L5, L6
+    vmatr_slots();            // vector/vmatr.cpp: L5, L6 (VMATR's mode flags, V mode's word keys)
+    vmat_slots();             // vector/vmat.cpp: L0, L1 (VMAT's slots)
+    vr_file();                // vector/vr_file.cpp: L0..L8, VR in L7
+    compile_vew();            // vector/vew.cpp
+    compile_vfn();            // vector/vfn.cpp
+    compile_vred();           // vector/vred.cpp
+    compile_vq();             // vector/vq.cpp
+    compile_vexp();           // vector/vexp.cpp
+    compile_vmat();           // vector/vmat.cpp
+    compile_vmatr();          // vector/vmatr.cpp (K mode, the caches)
+    compile_vmatr_v();        // vector/vmatr.cpp (V mode)
+    // ---- ECALL write with a bad buffer: TRAP(5) (isa.md section 5)
     when(L(9), {cls(ECALL), k(kPcl), EQ64[0], FDOK[0], Lin::constant(1) - LEN0[0], Lin::constant(1) - LENBIG[0], WBAD[0]},
          token_out(kTrap, 5));
-    divide();
-    multiply();
-    commits();
-    next_pc();
-    pc_tokens();
-    write_bytes();
-    emission();
-    declare();
+    // ---- the scalar machine, divider to output
+    divide();                 // scalar/div.cpp: L6..L10
+    multiply();               // scalar/mul.cpp: L8..L18
+    commits();                // scalar/commit.cpp: L6, L7, L10 (c, acc, CF)
+    next_pc();                // scalar/commit.cpp: L10..L14
+    pc_tokens();              // scalar/commit.cpp: L14..L17
+    write_bytes();            // scalar/ecall.cpp: L6..L9, L14..L17
+    emission();               // output.cpp: L19 and the unembedding
+    declare();                // output.cpp: probes and numerics bounds
     return B.build();
   }
 };

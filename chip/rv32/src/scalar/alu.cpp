@@ -7,7 +7,7 @@
 
 namespace lockstep::chip::rv32::detail {
 
-void Machine::layer5() {
+void Machine::operand_checks() {
   LayerBuilder& l5 = L(6);
   MISJ = B.field("jump_misaligned", 1);
   // JAL: imm_j[1] = inst[21]; JALR: bit 1 of (rs1 + imm_i) (bit 0 is cleared, bit 1 decides).
@@ -46,7 +46,7 @@ void Machine::layer5() {
   }
 }
 
-void Machine::layer6() {
+void Machine::step_cases() {
   LayerBuilder& l6 = L(7);
   NK = B.field("next_kind", kNumKinds);
   NPL = B.field("next_payload_lo", 16);
@@ -210,7 +210,7 @@ void Machine::layer6() {
     when(l6, {cls(SW), k(kS0 + 3)}, {{ENDI.dim(), 1.0}});
   }
   // CF of bn.addc / bn.subb / bn.xchgc is computed on the fetch step (the operands may be
-  // overwritten by the write-back on W3) and kept in a slot; see layer8() and commits().
+  // overwritten by the write-back on W3) and kept in a slot; see carries_and_payloads() and commits().
   CFF = B.field("bn_cf_fetch_gate", 3);
   for (std::uint32_t c = 0; c < 3; ++c) when(l6, {cls(cf_cls[c]), start}, {{CFF.dim(c), 1.0}});
 
@@ -282,7 +282,7 @@ void Machine::select_operand(LayerBuilder& l, const std::function<OH(std::uint32
   }
 }
 
-void Machine::layer7() {
+void Machine::operands_and_compares() {
   LayerBuilder& l7 = L(8);
   ACUR = B.field("alu_a", 32);
   BCUR = B.field("alu_b", 32);
@@ -354,7 +354,7 @@ void Machine::layer7() {
     }
 }
 
-void Machine::layer8() {
+void Machine::carries_and_payloads() {
   LayerBuilder& l8 = L(9);
   // Carry into byte i (i >= 1): the consumed token is byte i-1 of the result, r = (a + b + c) mod 256,
   // so carry out = [a + b - r >= 1]. Byte 0: the SUB carry-in.
@@ -406,7 +406,7 @@ void Machine::layer8() {
   when(l8, {ZEXT[0]}, {{NPL.dim(0), 1.0}, {NPH.dim(0), 1.0}});
 }
 
-void Machine::layer9_10() {
+void Machine::byte_adder_and_branch() {
   LayerBuilder& l9 = L(10);
   LayerBuilder& l10 = L(11);
   // Byte adder: nibble sums without carries (layer 10: every unit has only two one-hot parts, so

@@ -18,7 +18,7 @@ void VectorUnit::vred_span() {
   pass(l5, Bv + kv * 64.0 + g * M - M, LH.dim(0));
   pass(l5, Bv + kv * 64.0 + 64.0 + g * M - M, LH.dim(1));
   pass(l5, kv * 64.0 + 64.0 - N + g * M - M, LH.dim(1), -1);  // min(lo + 64, src + n) = lo + 64 - ReLU(64 k + 64 - n)
-  // VQ (vq()): the step that emits VQE(k) reads group k: the fetch step (k = 0) and the step
+  // VQ (compile_vq()): the step that emits VQE(k) reads group k: the fetch step (k = 0) and the step
   // that consumes VLB3 of element 64 k - 1 (g = 16 k - 1: g & 15 = 15, k = (g >> 4) + 1 <= 5);
   // KG_[k] (layer 1) without the class, then KQ_[k] = [VQ] KG_[k] and GQ_ = sum_k KQ_[k]
   // (layer 5). After the last group the span is empty: hi = lo when 64 k >= n.
@@ -40,7 +40,7 @@ void VectorUnit::vred_span() {
       pass(l5, Lin::constant(base) - N + off, LH.dim(1));
     }
   }
-  // VEXP (vexp()): the step that emits VXM0 of group g reads the group's scores [src + 64 g,
+  // VEXP (compile_vexp()): the step that emits VXM0 of group g reads the group's scores [src + 64 g,
   // src + 64 g + min(T, 64)): the fetch step (g = 0) and the step that consumes the VW_q3 of a
   // group's last score (g = (e >> 6) + 1 = ghi + 1 of the VWG slot). Which VW_q3 ends a group
   // is known only at layer 5 (LX_: (e & 63) + 1 = T, e = 4 g' + q), so the bounds are formed on

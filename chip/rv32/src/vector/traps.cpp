@@ -6,12 +6,12 @@ namespace lockstep::chip::rv32::detail {
 
 // ---- the vector unit's traps (vector.md sections 4.0, 6) --------------------------------
 // Every vector op checks every trap condition of section 6 on its first step and emits
-// TRAP(code) with the lowest applicable code. Without a trap, each op starts its tokens (vld(),
-// vew(), vfn(), vred(), vq(), vexp(), vmat(), vmatr(), vmatr_v()).
+// TRAP(code) with the lowest applicable code. Without a trap, each op starts its tokens (compile_vld(),
+// compile_vew(), compile_vfn(), compile_vred(), compile_vq(), compile_vexp(), compile_vmat(), compile_vmatr(), compile_vmatr_v()).
 // Operands: A = X(rs1) & 0xFFFF, B = X(rs1) >> 16, C = X(rs2) & 0xFFFF, N = X(rs2) >> 16.
 // Layers: 4 gated f7 nibbles; 5 the f7 one-hot; 6 the f7 field checks and operand-range
 // enables; 7 the operand checks (thresholds of linear forms, |x| < 2^23); 8 the ANDs of
-// interval tests (and VLD's RAM check, vld()); 9 one flag per code; 10 the decision.
+// interval tests (and VLD's RAM check, compile_vld()); 9 one flag per code; 10 the decision.
 void VectorUnit::vector_traps() {
   const std::array<Cls, 8> ops = {VMAT, VMATR, VQ, VEXP, VEW, VFN, VRED, VLD};
   const Lin one = Lin::constant(1), f = fetch();
@@ -61,7 +61,7 @@ void VectorUnit::vector_traps() {
     if (ops[i] == VMAT) when(L(6), {cls(VMAT), one - RD[0], one - argmax}, {{raw(16), 1.0}});
     else when(L(6), {cls(ops[i]), one - RD[0]}, {{raw(16), 1.0}});
   }
-  // VLD (section 4.8): 4 a mod 4 != 0; 5 the record outside RAM (sums: vld()); 17 [dst, dst + n) outside
+  // VLD (section 4.8): 4 a mod 4 != 0; 5 the record outside RAM (sums: compile_vld()); 17 [dst, dst + n) outside
   // VR (layer 7 below)
   when(L(6), {cls(VLD), any_of(nib(RV1, 0), [](unsigned j) { return (j & 3) != 0; })}, {{raw(4), 1.0}});
   // the record is in RAM iff a >= RAM_BASE and (s_hi <= 16 or s = 17 * 2^16): raw(5) = VLD - that
@@ -228,21 +228,21 @@ void VectorUnit::vector_traps() {
   when(L(10), run, {{NK.dim(kVlb0), 1.0}, {LANEX.dim(0), 1.0}, {RDM.dim(), 1.0}});
   EADD = E(w_m[0]);
   for (unsigned fn = 0; fn < 3; ++fn) EFN[fn] = E(fn_e[fn]);
-  run.back() = cls(VEW) + cls(VFN);  // VEW, VFN: the word stream starts with VWG(0) (vew(), vfn())
+  run.back() = cls(VEW) + cls(VFN);  // VEW, VFN: the word stream starts with VWG(0) (compile_vew(), compile_vfn())
   when(L(10), run, token_out(kVwg, 0));
-  run.back() = E(red_sum) + E(red_sq) + E(red_max);  // VRED: VRD(0) (vred())
+  run.back() = E(red_sum) + E(red_sq) + E(red_max);  // VRED: VRD(0) (compile_vred())
   when(L(10), run, token_out(kVrd, 0));
   VQF_ = B.field("vq_next_is_vqe", 1);
-  run.back() = E(q_act) + E(q_kv);  // VQ: VQE(0 | e_0), its payload from vq() (layer 11)
+  run.back() = E(q_act) + E(q_kv);  // VQ: VQE(0 | e_0), its payload from compile_vq() (layer 11)
   when(L(10), run, {{NK.dim(kVqe), 1.0}, {VQF_.dim(), 1.0}});
   XFN_ = B.field("vexp_next_is_vxm0", 1);
-  run.back() = cls(VEXP);  // VEXP: VXM0 (byte 0 of m_0), its payload from vexp() (layer 13)
+  run.back() = cls(VEXP);  // VEXP: VXM0 (byte 0 of m_0), its payload from compile_vexp() (layer 13)
   when(L(10), run, {{NK.dim(kVxm0), 1.0}, {XFN_.dim(), 1.0}});
-  run.back() = cls(VMAT);  // VMAT: VMC0(0), the first chunk of row 0 (vmat())
+  run.back() = cls(VMAT);  // VMAT: VMC0(0), the first chunk of row 0 (compile_vmat())
   when(L(10), run, token_out(kVmc0, 0));
-  run.back() = E(r_k);  // VMATR K mode: VWG(0) (vmatr())
+  run.back() = E(r_k);  // VMATR K mode: VWG(0) (compile_vmatr())
   when(L(10), run, token_out(kVwg, 0));
-  run.back() = E(r_v);  // VMATR V mode: VMV(0) (vmatr_v())
+  run.back() = E(r_v);  // VMATR V mode: VMV(0) (compile_vmatr_v())
   when(L(10), run, token_out(kVmv, 0));
 }
 

@@ -14,8 +14,8 @@ namespace lockstep::chip::rv32::detail {
 //   bytes of 2^31 - 1 or -2^31.
 // Sequence: VWG(0) on the fetch step (vector_traps()), VW_{q,m+1} after VW_qm, VW_{q+1,0} after
 // VW_q3 (q < 3), VWG(g + 1) after VW_33, the instruction's end after element n - 1 (the
-// (g, q) of n - 1 from vld()'s VGT and VC0).
-void VectorUnit::vew() {
+// (g, q) of n - 1 from compile_vld()'s VGT and VC0).
+void VectorUnit::compile_vew() {
   const Lin one = Lin::constant(1), ea = EADD, ev = cls(VEW) + cls(VFN);
   OH tm(4);  // the next token is value byte m
   for (std::uint32_t q = 0; q < 4; ++q) {
@@ -86,7 +86,7 @@ void VectorUnit::vew() {
   for (std::uint32_t q = 0; q < 4; ++q) when(l9, {k(vw(q, 3)), cm[q]}, {{EQW.dim(2), 1.0}});
   when(L(10), {ev, EQW[0], EQW[1], EQW[2]}, {{LASTW.dim(), 1.0}});
   // the next kind (VEW, VFN and VMATR K mode, whose stream is the 8 T elements 0 .. 8 T - 1:
-  // vmatr() adds its last element to LASTW)
+  // compile_vmatr() adds its last element to LASTW)
   const Lin seq = ev + VKM_[0] + VVM_[0];
   when(l9, {seq, k(kVwg)}, {{NK.dim(vw(0, 0)), 1.0}});
   for (std::uint32_t q = 0; q < 4; ++q)

@@ -24,7 +24,7 @@ namespace lockstep::chip::rv32::detail {
 //   last VWG's high nibble, reset by PCL); the word-stream steps as usual, except after a
 //   group's last score: VXM0 of the next group, or VWG(128) after the last group; the end
 //   after S_{G-1}.
-void VectorUnit::vexp() {
+void VectorUnit::compile_vexp() {
   const Lin one = Lin::constant(1), ex = cls(VEXP);
   const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
   const Lin ghi8 = ghi[8], reads = SREAD_;

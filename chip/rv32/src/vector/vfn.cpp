@@ -3,7 +3,7 @@
 
 namespace lockstep::chip::rv32::detail {
 
-// VFN RSQRT and RECIP (vector.md section 4.6), on the word stream vew() sequences: from x =
+// VFN RSQRT and RECIP (vector.md section 4.6), on the word stream compile_vew() sequences: from x =
 // VR[src + e] (port x),
 // - layer 7: x gated to these steps; layer 8: the leading nonzero nibble of a positive x
 //   (one-hot; none for x <= 0);
@@ -15,7 +15,7 @@ namespace lockstep::chip::rv32::detail {
 // - layer 12: byte m of z for the next token.
 std::int64_t VectorUnit::rnd_shift(std::int64_t x, int s) { return s == 0 ? x : (x + (1LL << (s - 1))) >> s; }
 
-void VectorUnit::vfn() {
+void VectorUnit::compile_vfn() {
   const Lin one = Lin::constant(1);
   const OH& tm = TM_;
   const Lin more = one - LASTW_[0];

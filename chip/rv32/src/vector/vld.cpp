@@ -12,7 +12,7 @@ namespace lockstep::chip::rv32::detail {
 // phase at a itself (RV1), in the element phase at a + 4 + 4g from the lookahead adder (steps
 // that consume VLG or VLB0..VLB2). The lane is the byte's m (a is 4-aligned once the traps pass).
 // The last element i = n - 1 is found by comparing (g, m) with ((n - 1) >> 2, (n - 1) & 3).
-void VectorUnit::vld() {
+void VectorUnit::compile_vld() {
   const Lin v = cls(VLD), f = fetch(), one = Lin::constant(1);
   // the element group g of the last VLG and whether one was consumed since PCL: a slot written
   // on VLG and PCL, read (layer 6) only on VLD's steps
@@ -102,7 +102,7 @@ void VectorUnit::vld() {
 
 // VLD's word sat32(sext8(b) M) (vector.md section 4.8) on its element steps, as nibble one-hots
 // (128) in layer 6's output, for VR's write. M: a slot per byte (layer 1), written by VLB_m in
-// the M phase (no VLG since PCL: vld()'s slot, layer 0), read on VLB steps; b: the consumed
+// the M phase (no VLG since PCL: compile_vld()'s slot, layer 0), read on VLB steps; b: the consumed
 // payload. The product (|b M| <= 2^38) modulo 2^40 by product_digits() (layers 1..4), overflow
 // from bits 31..39 (layer 5), then the digits of nibbles 0..7 or the bytes of 2^31 - 1 or
 // -2^31 (layer 6).

@@ -4,29 +4,9 @@
 
 namespace lockstep::chip::rv32::detail {
 
+// VMAT's slots and payload embeddings (layers 0, 1; the fields MCS_ .. RSN_ and VQEK_ in
+// compiler_context.hpp), before vr_file(), which writes y_r from VYB_ and VY3N_ at dst + r.
 void VectorUnit::vmat_slots() {
-  VVM_ = B.field("vmatr_v_mode", 1);
-  when(L(6), {cls(VMATR), f7_pred([](unsigned x) { return (x & 1) == 1; })}, {{VVM_.dim(), 1.0}});
-  VMVT_ = B.field("vmv_position", 64);
-  for (std::uint32_t t = 0; t < 64; ++t) B.embed(256 * kVmv + t, VMVT_.dim(t), 1);
-  VVP_ = B.field("vmatr_v_words", 8 * 128);
-  // VMATR V (vmatr_v()): w = src + t (t: VMV's payload) as key pieces (layers 5, 6); the 32 VR
-  // heads of vr_file() (register c, parity b) read word 64 c + l where l = w & 63 and c0 <= c <
-  // c0 + 8 (c0 = w >> 6; N12's index n is w >> 4)
-  PW0_ = B.field("vmatr_v_p_key_lo", 16);
-  PW12_ = B.field("vmatr_v_p_key_hi", 64);
-  index_sum_nibbles("vmatr_v_p_index", nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), field_oh(PN, 0, 16),
-                    masked(field_oh(PN, 16, 16), 3), const_oh(4, 0), {k(kVmv), PRE[VMATR]}, KeyOut{{PW0_}, {PW12_}});
-  VVQ_ = [this](std::uint32_t w) {
-    auto c0_of = [](std::uint32_t n) { return ((n & 15) >> 2) + 4 * (n >> 4); };
-    const std::uint32_t l = w & 63, c = w >> 6;
-    Lin q = PW0_[l & 15] - 1.0;
-    for (std::uint32_t n = 0; n < 64; ++n)
-      if ((n & 3) == (l >> 4) && c0_of(n) <= c && c < c0_of(n) + 8) q += PW12_[n];
-    return q;
-  };
-  VKM_ = B.field("vmatr_k_mode", 1);  // [VMATR, VMODE = 0] (layer 6)
-  when(L(6), {cls(VMATR), f7_pred([](unsigned x) { return (x & 1) == 0; })}, {{VKM_.dim(), 1.0}});
   Lin vmc, vy;
   for (std::uint32_t j = 0; j < 6; ++j) vmc += k(kVmc0 + j);
   for (std::uint32_t m = 0; m < 4; ++m) vy += k(kVy0 + m);
@@ -87,7 +67,7 @@ void VectorUnit::vmat_slots() {
 // - The sequence (layer 9): VMC_{j+1}(p) or VY0 after VMC_j(p); VY_{m+1} after VY_m; after VY3 /
 //   VYN3: VMC0(p + 1), VMH(h + 1) (p = 255), or at the last row (r + 1 = R) the end (write
 //   mode) or W(r*) (argmax: W0 = r* & 0xFF, W1 = r* >> 8, W2 = W3 = 0; NOP(0) for rd = x0).
-void VectorUnit::vmat() {
+void VectorUnit::compile_vmat() {
   const Lin one = Lin::constant(1), mat = cls(VMAT);
   Lin vmc;
   for (std::uint32_t j = 0; j < 6; ++j) vmc += k(kVmc0 + j);

@@ -4,6 +4,34 @@
 
 namespace lockstep::chip::rv32::detail {
 
+// VMATR's mode flags and V mode's word keys (layers 5, 6), before vr_file() (which reads VVP_
+// through VVQ_) and vew() (whose word-stream sequence runs VMATR K's stream too): [VMATR, VMODE
+// = 1] (VVM_) and = 0 (VKM_), VMV's payload t as a one-hot (VMVT_).
+void VectorUnit::vmatr_slots() {
+  VVM_ = B.field("vmatr_v_mode", 1);
+  when(L(6), {cls(VMATR), f7_pred([](unsigned x) { return (x & 1) == 1; })}, {{VVM_.dim(), 1.0}});
+  VMVT_ = B.field("vmv_position", 64);
+  for (std::uint32_t t = 0; t < 64; ++t) B.embed(256 * kVmv + t, VMVT_.dim(t), 1);
+  VVP_ = B.field("vmatr_v_words", 8 * 128);
+  // VMATR V (compile_vmatr_v()): w = src + t (t: VMV's payload) as key pieces (layers 5, 6); the 32 VR
+  // heads of vr_file() (register c, parity b) read word 64 c + l where l = w & 63 and c0 <= c <
+  // c0 + 8 (c0 = w >> 6; N12's index n is w >> 4)
+  PW0_ = B.field("vmatr_v_p_key_lo", 16);
+  PW12_ = B.field("vmatr_v_p_key_hi", 64);
+  index_sum_nibbles("vmatr_v_p_index", nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), field_oh(PN, 0, 16),
+                    masked(field_oh(PN, 16, 16), 3), const_oh(4, 0), {k(kVmv), PRE[VMATR]}, KeyOut{{PW0_}, {PW12_}});
+  VVQ_ = [this](std::uint32_t w) {
+    auto c0_of = [](std::uint32_t n) { return ((n & 15) >> 2) + 4 * (n >> 4); };
+    const std::uint32_t l = w & 63, c = w >> 6;
+    Lin q = PW0_[l & 15] - 1.0;
+    for (std::uint32_t n = 0; n < 64; ++n)
+      if ((n & 3) == (l >> 4) && c0_of(n) <= c && c < c0_of(n) + 8) q += PW12_[n];
+    return q;
+  };
+  VKM_ = B.field("vmatr_k_mode", 1);  // [VMATR, VMODE = 0] (layer 6)
+  when(L(6), {cls(VMATR), f7_pred([](unsigned x) { return (x & 1) == 0; })}, {{VKM_.dim(), 1.0}});
+}
+
 // KC or VC (32 element heads keyed by row, 8 bits each) and KSH or VSH (a one-hot of 0..25) in
 // layer 7 (vector.md section 2), initialised from their sections, read into BITS (element j's
 // bits at 8 j) and SHO with the row key pieces RQ0, RQ12 (row r: ReLU(RQ0[r & 15] + RQ12[r >> 4]
@@ -62,17 +90,17 @@ void VectorUnit::cache_heads(const std::string& name, const std::string& cache_s
 // - Value steps (the next token is a value byte; VWG(g) or VW_q(m-1) consumed, e = 4 g + q):
 //   t = g >> 1, h = 4 (g & 1) + q. The row r0 + t as key pieces (layers 5, 6); KC (32 element
 //   heads keyed by row, 8 bits each) and KSH (a one-hot) read (7), ACT block src and ASH
-//   (vmat(), 7). The product's bit columns C_p = sum over i + j = p of +-[bit i of a][bit j of
+//   (compile_vmat(), 7). The product's bit columns C_p = sum over i + j = p of +-[bit i of a][bit j of
 //   kc] (p < 15, |C_p| <= 64; 4,096 three-input ANDs with the one-hot of h) and e' as a one-hot
 //   (a table of ASH and KSH) (7); the columns moved to bits p + e' as nibble columns X_c (c <
 //   17, |X_c| <= 960) (8); X_c + 2^10 with the offsets and the rounding bit as constant nibbles,
 //   modulo 2^68, by column_digits() (9..12); overflow iff bits 47..67 are not all equal (13);
 //   the byte (14, emit_rounded()).
-// - The sequence is the word stream's (vew(), with VKM_); the last element (g = 2 T - 1, VW33)
+// - The sequence is the word stream's (compile_vew(), with VKM_); the last element (g = 2 T - 1, VW33)
 //   is added to LASTW (layer 10).
 // - VQ K (TARGET = 1) writes KC[row] (element j = 4 g + m when VLB_m is consumed) and KSH[row]
 //   (e_0, when VQE is consumed).
-void VectorUnit::vmatr() {
+void VectorUnit::compile_vmatr() {
   const Lin one = Lin::constant(1);
   const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
   const OH qt = stream_target_q();
@@ -156,14 +184,14 @@ void VectorUnit::vmatr() {
 //   (layer 10); element e's 13 (+ 2^13 each) (10); presplit() (11, 12), column_digits() modulo
 //   2^56 (13..15); overflow iff bits 47..55 are not all equal (16); the byte (17).
 // - The sequence: VMV(t + 1) after VMV(t) while t + 1 < T, then VWG(0) (layer 9); the word
-//   stream's (vew(), with VVM_); its last element (g = 15, VW33) into LASTW (layer 10).
-void VectorUnit::vmatr_v() {
+//   stream's (compile_vew(), with VVM_); its last element (g = 15, VW33) into LASTW (layer 10).
+void VectorUnit::compile_vmatr_v() {
   const Lin one = Lin::constant(1);
   const Lin vbit = masked(field_oh(VIN, 0, 16), 2)[2];  // f7 bit 0 = 1 (custom-1 words)
   const OH plo = field_oh(PN, 0, 16), phi = field_oh(PN, 16, 16);
   const std::vector<Lin> gmv = {k(kVmv), PRE[VMATR]};
   LayerBuilder& l5 = L(5);
-  // r0 + t as key pieces (t: VMV's payload, < 64; w = src + t: vmat_slots())
+  // r0 + t as key pieces (t: VMV's payload, < 64; w = src + t: vmatr_slots())
   const FieldRef PW12 = PW12_;
   const FieldRef RQ0 = B.field("vmatr_v_row_key_lo", 16), RQ12 = B.field("vmatr_v_row_key_hi", 64);
   index_sum_nibbles("vmatr_v_row", nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), plo, masked(phi, 3), const_oh(4, 0), gmv,

@@ -23,8 +23,8 @@ namespace lockstep::chip::rv32::detail {
 // - The sequence (layer 9): VLG(16 k) after VQE; VLB0 after VLG(g); VLB_{m+1} after VLB_m;
 //   after VLB3, the end at the stream's last element (ACT: g = 16 ceil(n/64) - 1, K/V: g = 7),
 //   else VQE(k + 1) at a group's end (g & 15 = 15), else VLG(g + 1).
-// The writes of ACT and ASH (vmat()) and of KC, KSH, VC and VSH (cache_heads()) are made there.
-void VectorUnit::vq() {
+// The writes of ACT and ASH (compile_vmat()) and of KC, KSH, VC and VSH (cache_heads()) are made there.
+void VectorUnit::compile_vq() {
   const Lin one = Lin::constant(1), vq = cls(VQ), gq = GQ_[0];
   const OH glo = field_oh(VGS, 0, 16), ghi = field_oh(VGS, 16, 16);
   // ---- e_k (the VQE steps)

@@ -183,7 +183,7 @@ void VectorUnit::vr_file() {
   index_sum("vr_pending_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qp, {ends_odd, vew, rot},
             kw);  // ROT: dst + e - 1
   const FieldRef PARP = last_parity_;
-  // VEXP (vexp()): the scores s = VR[src + e] on port x (e < 512); the writes p -> dst + e (e <
+  // VEXP (compile_vexp()): the scores s = VR[src + e] on port x (e < 512); the writes p -> dst + e (e <
   // 512) and S_g -> sums + g (e = 512 + g: the VWG slot with g' - 128, i.e. ghi 8 -> 0)
   const Lin ghi8 = VWGS[16 + 8];
   index_sum("vexp_x_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qt, {reads, PRE[VEXP]}, kx);  // src + e
@@ -196,12 +196,12 @@ void VectorUnit::vr_file() {
   index_sum("vexp_sum_index", XWG, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qw, {ends, PRE[VEXP], ghi8},
             kw);  // sums + (e - 512)
   const FieldRef PARS = last_parity_;
-  // VLD: dst = X(rs2) & 0xFFFF, element i = 4 g + m (g: vld()'s VLG slot)
+  // VLD: dst = X(rs2) & 0xFFFF, element i = 4 g + m (g: compile_vld()'s VLG slot)
   OH qv(4);
   for (std::uint32_t m = 0; m < 4; ++m) qv[m] = k(kVlb0 + m);
   const Lin vlb = vlb_any(), seen = VGS[32];
   index_sum("vr_vld_index", VGS, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qv, {vlb, seen, PRE[VLD]}, kw);
-  // VQ (vq()): x_j = VR[src + j] on port x, j = 4 g + m the element of the next value byte
+  // VQ (compile_vq()): x_j = VR[src + j] on port x, j = 4 g + m the element of the next value byte
   // (consuming VLG(g): m = 0; VLB_{m-1}: m)
   OH qr(4);
   qr[0] = k(kVlg);
@@ -209,7 +209,7 @@ void VectorUnit::vr_file() {
   VQR_ = B.field("vq_value_read", 1);
   pass(L(0), qr[0] + qr[1] + qr[2] + qr[3], VQR_.dim());
   index_sum("vr_vq_index", VGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qr, {VQR_[0], PRE[VQ]}, kx);  // src + j
-  // VMAT write mode (vmat()): y_r -> dst + r when VY3 is consumed, r = 256 h + p (the VMC and
+  // VMAT write mode (compile_vmat()): y_r -> dst + r when VY3 is consumed, r = 256 h + p (the VMC and
   // VMH slots; r < 1,024 where the write is valid, so h <= 3)
   OH h2(4);
   h2[0] = one;  // h = 0: the slot is empty (reset by PCL; VMH's payload is >= 1)
@@ -219,7 +219,7 @@ void VectorUnit::vr_file() {
   index_sum_nibbles("vmat_w_index", nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), field_oh(MCS_, 0, 16),
                     field_oh(MCS_, 16, 16), h2, {k(kVy0 + 3), PRE[VMAT]}, kw);  // dst + r
   const FieldRef PARM = last_parity_;
-  // VMATR K mode (vmatr()): the element e = 4 g + q that ends -> dst + 64 h + t (t = g >> 1, h =
+  // VMATR K mode (compile_vmatr()): the element e = 4 g + q that ends -> dst + 64 h + t (t = g >> 1, h =
   // 4 (g & 1) + q)
   {
     const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
@@ -324,17 +324,17 @@ void VectorUnit::vr_file() {
         std::tuple{NS0, NS12, VRYS, "vr_port_s", 8u}})
     for (std::uint32_t b = 0; b < 2; ++b)
       bank(layer, name, b, [&, N0 = N0, N12 = N12](std::uint32_t w) { return N0[w & 15] + N12[w >> 4] - 1.0; }, out);
-  // VMATR V's reads (vmatr_v()): one head per register c and parity b, into VVP_'s block c & 7
+  // VMATR V's reads (compile_vmatr_v()): one head per register c and parity b, into VVP_'s block c & 7
   for (std::uint32_t c = 0; c < 16; ++c)
     for (std::uint32_t b = 0; b < 2; ++b)
       vr_head(7, "vr_register" + std::to_string(c) + "_bank" + std::to_string(b), 64 * c + b, 2, 32, VVQ_, Activation::Relu,
               VVP_, 128 * (c & 7));
-  // VRED's span read (vred()): the words of group k's span, [lo, hi) (VSPAN_, layer 6), both
+  // VRED's span read (compile_vred()): the words of group k's span, [lo, hi) (VSPAN_, layer 6), both
   // banks into one field: per nibble i and value v, the number of words of the span whose
   // nibble i is v (<= 64)
   VRCNT_ = B.field("vred_nibble_counts", 128);
   for (std::uint32_t b = 0; b < 2; ++b) bank(7, "vr_span", b, [&](std::uint32_t w) { return VSPAN_[w]; }, VRCNT_);
-  // VRED SUMSQ (vred()): 64 lane heads (lane l holds the words 64 c + l), read with the span
+  // VRED SUMSQ (compile_vred()): 64 lane heads (lane l holds the words 64 c + l), read with the span
   // mask (a group's span has at most one word per lane): the group's words side by side
   // (layer 7); then, per nibble j, the query q_j(w) = s_j(w), word w's nibble j (nibble 7
   // signed) where w is in the span (layer 7's MLP, on SUMSQ's VRD steps only), and 8 heads

@@ -20,7 +20,7 @@ namespace lockstep::chip::rv32::detail {
 // The sequence: VRD(k + 1) after VRD(k) until k = (n - 1) >> 6, then VWG(0), VW00..VW03; after
 // VW03 the instruction ends (its word is written by vr_file()). SUMSQ: vred_sumsq(); MAX:
 // vred_max().
-void VectorUnit::vred() {
+void VectorUnit::compile_vred() {
   const Lin one = Lin::constant(1), red = cls(VRED);
   VRG_ = B.field("vred_value_steps", 4);  // [VRED SUM, the next token is value byte m] (layer 6)
   const FieldRef VRGQ = B.field("vred_sumsq_value_steps", 4);  // ... of VRED SUMSQ
@@ -132,7 +132,7 @@ void VectorUnit::vred() {
   vred_max(VRGM);
 }
 
-// VRED MAX (vector.md section 4.7): z = max_i x_i, on vred()'s sequence, by all-pairs
+// VRED MAX (vector.md section 4.7): z = max_i x_i, on compile_vred()'s sequence, by all-pairs
 // comparison twice: of the group's words on each VRD(k) step, of the groups' maxima on the value
 // steps. Words compare as (hi, lo): hi = x >> 16 (signed) + 32,769 for a word that is there (0
 // for a lane outside the span: it loses to every word), lo = x & 0xFFFF, both exact scalars; x_a
@@ -148,7 +148,7 @@ void VectorUnit::vred() {
 //   the maximum (18).
 void VectorUnit::vred_max(const FieldRef& VRGM) {
   const Lin red = cls(VRED);
-  // [MAX's VRD step] (layer 6); also VEXP's VXM0 steps (vexp(): the same lane tournament)
+  // [MAX's VRD step] (layer 6); also VEXP's VXM0 steps (compile_vexp(): the same lane tournament)
   const FieldRef GMX = B.field("vred_max_group_step", 1);
   GMX_ = GMX;
   when(L(6), {k(kVrd), red, f7_mode(2)}, {{GMX.dim(), 1.0}});
@@ -252,7 +252,7 @@ void VectorUnit::vred_max(const FieldRef& VRGM) {
       }
 }
 
-// VRED SUMSQ (vector.md section 4.7): z = sat32(rnd(sum_i x_i^2, 16 + SH)), on vred()'s sequence.
+// VRED SUMSQ (vector.md section 4.7): z = sat32(rnd(sum_i x_i^2, 16 + SH)), on compile_vred()'s sequence.
 // - VRD(k) step: vr_file()'s square reads give R_j[i][a] = sum over the group's span of
 //   s_j(w) [d_i(w) = a] (layer 8), so the group's sum of squares sum_{i,j} 16^(i+j) sum_a
 //   s_i(a) R_j[i][a] is linear in them (s: a nibble's value, nibble 7 signed): column sums per
