@@ -434,7 +434,6 @@ struct VectorUnit : Machine {
   std::function<Lin(std::uint32_t)> VVQ_;
 
   // ---- small accessors
-  // ---- VR and the word streams (vector.md sections 2, 5) -------------------------------------
   // Value of a one-hot (entry v stands for v).
   static Lin oh_value(const OH& o) {
     Lin l;
