@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "lockstep/format/insn_class.h"
 #include "lockstep/ref/vector.h"
 
 namespace lockstep::ref {
@@ -131,13 +132,10 @@ const OpcodeIndex& index() {
 std::span<const Encoding> encoding_table() { return table(); }
 
 std::string_view insn_class_name(InsnClass cls) {
-  // InsnClass order (encoding.h); the static_assert catches a class added without a name.
-  static constexpr std::string_view kNames[] = {"alu",    "alu-imm", "upper", "mul",    "div",
-                                                "zba",    "load",    "store", "branch", "jal",
-                                                "jalr",   "fence",   "system", "bignum", "vector"};
-  static_assert(std::size(kNames) == static_cast<std::size_t>(InsnClass::kVector) + 1);
-  const auto i = static_cast<std::size_t>(cls);
-  return i < std::size(kNames) ? kNames[i] : "other";
+  // The names are plain data shared with the engine and the fuzz campaign (format/insn_class.h);
+  // the table lists the classes in InsnClass order, and a class added without a name is caught here.
+  static_assert(format::kInsnClassNames.size() == static_cast<std::size_t>(InsnClass::kVector) + 1);
+  return format::insn_class_name(static_cast<unsigned>(cls));
 }
 
 const Encoding& encoding_of(Op op) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "lockstep/engine/check.h"
+#include "lockstep/format/insn_class.h"
 #include "lockstep/progen/progen.h"
 #include "lockstep/ref/machine.h"
 #include "lockstep/ref/vector.h"
@@ -23,26 +24,7 @@ using nlohmann::json;
 
 // ------------------------------------------------------------------ ops
 
-std::string_view class_name(InsnClass cls) {
-  switch (cls) {
-    case InsnClass::kAlu: return "alu";
-    case InsnClass::kAluImm: return "alu-imm";
-    case InsnClass::kUpper: return "upper";
-    case InsnClass::kMul: return "mul";
-    case InsnClass::kDiv: return "div";
-    case InsnClass::kZba: return "zba";
-    case InsnClass::kLoad: return "load";
-    case InsnClass::kStore: return "store";
-    case InsnClass::kBranch: return "branch";
-    case InsnClass::kJal: return "jal";
-    case InsnClass::kJalr: return "jalr";
-    case InsnClass::kFence: return "fence";
-    case InsnClass::kSystem: return "system";
-    case InsnClass::kBignum: return "bignum";
-    case InsnClass::kVector: return "vector";
-  }
-  return "other";
-}
+std::string_view class_name(InsnClass cls) { return format::insn_class_name(static_cast<unsigned>(cls)); }
 
 namespace {
 
