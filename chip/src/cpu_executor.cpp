@@ -12,6 +12,9 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace lockstep::chip {
 
@@ -313,11 +316,17 @@ struct PreparedHead {
   std::uint32_t same_k = 0, same_q = 0, same_v = 0, same_beta = 0;
 };
 
-// True when the 8 floats at p are all +0 or -0 (bit patterns OR-ed, sign bits masked).
-inline bool all_zero8(const float* p) {
-  std::uint64_t w[4];
-  std::memcpy(w, p, sizeof w);
-  return ((w[0] | w[1] | w[2] | w[3]) & 0x7FFFFFFF7FFFFFFFull) == 0;
+// Bit i set when p[i] is neither +0 nor -0, for i < n <= 64 (SSE2: four floats a compare).
+inline std::uint64_t nonzero_mask(const float* p, std::uint32_t n) {
+  std::uint64_t m = 0;
+  std::uint32_t i = 0;
+#if defined(__SSE2__)
+  const __m128 zero = _mm_setzero_ps();
+  for (; i + 4 <= n; i += 4)
+    m |= static_cast<std::uint64_t>(_mm_movemask_ps(_mm_cmpneq_ps(_mm_loadu_ps(p + i), zero))) << i;
+#endif
+  for (; i < n; ++i) m |= static_cast<std::uint64_t>(p[i] != 0.0f) << i;
+  return m;
 }
 
 // Equality of two maps' content (activation, shape, weights, bias).
@@ -440,6 +449,10 @@ struct CpuExecutor::Impl {
   // memory_block scratch per head of the current layer (PreparedHead::same_*)
   std::vector<float> head_beta;
   std::vector<std::uint8_t> head_reads;  // per head of the current layer: its query is not zero (or the audit is on)
+  // per head of the current layer that reads: o = head_src[0 .. value_dim) * head_scale (a
+  // query with one non-zero entry reads its state column in place; else head_src is its o)
+  std::vector<const float*> head_src;
+  std::vector<float> head_scale;
   std::vector<std::vector<std::pair<std::uint32_t, float>>> head_k, head_q;
   std::vector<std::vector<float>> head_v;
   std::vector<std::uint8_t> k_done, v_done;
@@ -555,6 +568,8 @@ struct CpuExecutor::Impl {
     for (Accum* a : {&a0, &a1, &a2, &a3, &aabs}) a->ensure(max_rows);
     head_beta.assign(max_heads, 0.0f);
     head_reads.assign(max_heads, 0);
+    head_src.assign(max_heads, nullptr);
+    head_scale.assign(max_heads, 1.0f);
     head_k.assign(max_heads, {});
     head_q.assign(max_heads, {});
     head_v.assign(max_heads, std::vector<float>(max_head_value_dim, 0.0f));
@@ -881,7 +896,14 @@ struct CpuExecutor::Impl {
       float* o = s.o.data() + o_off;
       // a zero query reads zero: such a head (most heads on most steps) adds only its output bias
       head_reads[h] = !qnz_c.empty() || audit;
-      if (head_reads[h]) {
+      head_src[h] = o;
+      head_scale[h] = 1.0f;
+      if (head_reads[h] && qnz_c.size() == 1 && !audit) {
+        // o = S[:, r] q_r: W_o reads the column in place, times q_r (its non-zero entries are
+        // those of the column; each product equals o's entry 0 + S[i, r] q_r exactly)
+        head_src[h] = S + static_cast<std::size_t>(qnz_c[0].first) * V;
+        head_scale[h] = qnz_c[0].second;
+      } else if (head_reads[h]) {
         std::fill(o, o + V, 0.0f);
         for (const auto& [r, qj] : qnz_c) {
           const float* col = S + static_cast<std::size_t>(r) * V;
@@ -904,21 +926,21 @@ struct CpuExecutor::Impl {
       }
       rabs_check(s, l, kMemResid);
     }
-    o_off = 0;
     for (std::size_t h = 0; h < P.heads.size(); ++h) {
       PreparedHead& H = P.heads[h];
-      const float* o = s.o.data() + o_off;
       const SparseMatrix& W = H.o.m->w;
       const std::uint32_t V = H.value_dim;
-      for (std::uint32_t i0 = 0; i0 < V && head_reads[h]; i0 += 8) {
-        if (i0 + 8 <= V && all_zero8(o + i0)) continue;  // most read-outs are sparse one-hots
-        for (std::uint32_t i = i0; i < std::min(V, i0 + 8); ++i) {
-          if (o[i] == 0.0f) continue;
-          for (std::uint32_t p = W.col_ptr[i]; p < W.col_ptr[i + 1]; ++p) s.add(W.row_idx[p], W.values[p] * o[i]);
-        }
+      if (head_reads[h]) {
+        const float* src = head_src[h];
+        const float scale = head_scale[h];
+        for (std::uint32_t i0 = 0; i0 < V; i0 += 64)  // most read-outs are sparse one-hots
+          for (std::uint64_t nzm = nonzero_mask(src + i0, std::min<std::uint32_t>(64, V - i0)); nzm != 0; nzm &= nzm - 1) {
+            const std::uint32_t i = i0 + static_cast<std::uint32_t>(std::countr_zero(nzm));
+            const float oi = src[i] * scale;
+            for (std::uint32_t p = W.col_ptr[i]; p < W.col_ptr[i + 1]; ++p) s.add(W.row_idx[p], W.values[p] * oi);
+          }
       }
       for (std::uint32_t r : H.o.seeds) s.add(r, H.o.m->bias[r]);
-      o_off += H.value_dim;
     }
     if (audit) audit_residual(s, l, kMemResid);
     if (record_probes) record(s, P.probes_after_mem);
