@@ -187,15 +187,17 @@ void eval_abs(Accum& a, const PreparedMap& pm, const float* x, const std::uint32
 
 // Rows of a ReLU map that differ only in their bias (threshold ladders such as
 // ReLU(y - 16 j), j = 0 .. n, all reading one form y) share one dot product. The map is
-// evaluated as a smaller map with one *unit* row per distinct weight row and no bias: the
-// unit's value is d = w . x. Its member rows, sorted by bias descending, have the values
-// d + b_r, and only those with d + b_r > 0 are visited (the rest are zero after the ReLU), so
-// a ladder of n thresholds costs one dot product and the rungs it passes. Exact: d is a
-// partial sum of each member's dot product and d + b_r is its value, both exact under
-// chip-format.md section 1.3, whatever the order.
+// evaluated as a smaller map with one *unit* row per distinct weight row, whose bias is its
+// highest member bias b_0: the unit's value is v_0 = d + b_0 with d = w . x, its first
+// member's value. Its member rows, sorted by bias descending, have the values d + b_r with
+// d = v_0 - b_0, and only those with d + b_r > 0 are visited (the rest are zero after the
+// ReLU), so a ladder of n thresholds costs one dot product and the rungs it passes, and a unit
+// whose first member is not positive costs what a plain row costs. Exact: d is a partial sum
+// of each member's dot product, so v_0, d = v_0 - b_0 and d + b_r are exact under
+// chip-format.md section 1.3, whatever the order, and equal the plain evaluation's values.
 struct SharedRows {
-  LinearMap units;  // (units x cols): a unit's weights are its members' (equal) weights; bias 0
-  PreparedMap pm;   // prepared on `units`; seeds: units with a member whose bias > 0
+  LinearMap units;  // (units x cols), ReLU: a unit's weights are its members' (equal) weights, its bias b_0
+  PreparedMap pm;   // prepared on `units` (seeds: units with b_0 > 0)
   std::vector<std::uint32_t> first;  // (units + 1): unit u's members are [first[u], first[u + 1])
   std::vector<std::uint32_t> row;    // member rows, by bias descending within a unit
   std::vector<float> bias;           // their biases
@@ -260,8 +262,7 @@ struct SharedRows {
     for (std::uint32_t i = 0; i < order.size(); ++i) renum[order[i]] = i;
     const std::uint32_t U = static_cast<std::uint32_t>(rep.size());
     units = LinearMap{};
-    units.act = Activation::Identity;
-    units.bias.assign(U, 0.0f);
+    units.act = Activation::Relu;
     units.w.rows = U;
     units.w.cols = W.cols;
     units.w.col_ptr.assign(W.col_ptr.size(), 0);
@@ -286,18 +287,21 @@ struct SharedRows {
       }
       first[i + 1] = static_cast<std::uint32_t>(row.size());
     }
+    units.bias.resize(U);
+    for (std::uint32_t u = 0; u < U; ++u) units.bias[u] = bias[first[u]];
     pm.prepare(units);
-    pm.seeds.clear();
-    for (std::uint32_t u = 0; u < U; ++u)
-      if (bias[first[u]] > 0.0f) pm.seeds.push_back(u);
     return true;
   }
 
   // The non-zero entries (row, ReLU(value)) of the map, from the units evaluated in `a`.
   void expand(const Accum& a, std::vector<std::pair<std::uint32_t, float>>& out) const {
     for (std::uint32_t u : a.rows()) {
-      const float d = a.vals(u);
-      for (std::uint32_t i = first[u]; i < first[u + 1]; ++i) {
+      const float v0 = a.vals(u);
+      if (!(v0 > 0.0f)) continue;
+      const std::uint32_t f = first[u], e = first[u + 1];
+      out.emplace_back(row[f], v0);
+      const float d = v0 - bias[f];
+      for (std::uint32_t i = f + 1; i < e; ++i) {
         const float v = d + bias[i];
         if (!(v > 0.0f)) break;
         out.emplace_back(row[i], v);
