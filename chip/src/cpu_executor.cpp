@@ -221,7 +221,7 @@ struct SharedRows {
     auto same_row = [&](std::uint32_t a, std::uint32_t b) {
       const std::uint32_t n = rp[a + 1] - rp[a];
       return n == rp[b + 1] - rp[b] && std::equal(rc.begin() + rp[a], rc.begin() + rp[a] + n, rc.begin() + rp[b]) &&
-             std::memcmp(rv.data() + rp[a], rv.data() + rp[b], n * sizeof(float)) == 0;
+             (n == 0 || std::memcmp(rv.data() + rp[a], rv.data() + rp[b], n * sizeof(float)) == 0);
     };
     // rows by (hash of their weights, row); equal weights are adjacent after a check of equality
     std::vector<std::pair<std::uint64_t, std::uint32_t>> by_hash(R);
