@@ -8,6 +8,9 @@
 //   - the chip's CPU executor free-running the guest alone: one stream, and B
 //     streams of the same guest stepped together (total tokens/s), as a ratio
 //     to the single stream;
+//   - the harness's lock-step rate (reference and CPU executor, every step compared, as
+//     `lockstep run ELF --mode free --steps N`) on the scalar guest and on the first N steps of
+//     stories_vx, in the same run, and the story's rate over the scalar one;
 //   - the CUDA executor when a device is present (one stream a launch per step, one stream and
 //     --cuda-streams streams free-running in one launch), else one line saying why not;
 //   - trace tokens per story token of stories_c and stories_vx on the
@@ -76,6 +79,7 @@ struct BenchArgs {
   std::uint64_t steps = 0;    // 0: 20,000 (--quick) or 100,000
   std::uint64_t streams = 8;  // batched streams
   std::uint64_t cuda_streams = 0;  // 0: 1,024 (--quick: 256) streams of the batched CUDA run
+  std::uint64_t lockstep_steps = 0;  // 0: 300,000 (--quick: 20,000) steps of each lock-step run
   dut::DutConfig dut;              // --dut: measure this chip under test too
 };
 
@@ -534,6 +538,67 @@ void run_bench(const BenchArgs& args, Context& ctx) {
     j["cuda"] = jg;
   }
 
+  // ------------------------------------------------------- lock-step rate
+  // The harness's own rate: the reference and the CPU executor in lock-step (`lockstep run ELF
+  // --mode free --steps N`, every step compared), on the scalar guest and on the story's first N
+  // steps (stories_vx), in the same run, and their ratio (issue 30's target: at least 0.7).
+  {
+    ordered_json jl;
+    const std::uint64_t n = args.lockstep_steps;
+    // Runs `g` free for n steps through run_check, as `lockstep run` does (no report folder).
+    auto lockstep_rate = [&](const engine::Guest& g, const fs::path& path, ordered_json& r) {
+      chip::CpuExecutor be(chip, 1);
+      engine::CheckRequest req;
+      req.command = "bench";
+      req.the_case.guest_name = g.name;
+      req.the_case.guest_path = path;
+      req.the_case.mode = engine::Mode::kFree;
+      req.the_case.steps = n;
+      req.backend = &be;
+      std::ostringstream quiet;
+      const double c0 = cpu_seconds();
+      const auto t0 = Clock::now();
+      const engine::CheckOutcome o = engine::run_check(req, quiet);
+      const double s = seconds_since(t0), cpu = cpu_seconds() - c0;
+      const double per_cpu = static_cast<double>(o.result.steps) / cpu;
+      r = {{"guest", path.string()},
+           {"steps", o.result.steps},
+           {"mismatches", o.result.mismatches},
+           {"seconds", s},
+           {"steps_per_second", static_cast<double>(o.result.steps) / s},
+           {"steps_per_cpu_second", per_cpu},
+           {"digest", o.result.digest}};
+      table.add("lock-step, " + g.name + ", " + std::to_string(o.result.steps) + " steps",
+                si(static_cast<double>(o.result.steps) / s, "steps/s") + " (" + si(per_cpu, "per CPU second") + "; " +
+                    std::to_string(o.result.mismatches) + " mismatches)",
+                "lockstep run " + path.filename().string() + " --mode free --steps " + std::to_string(n));
+      return o.result.mismatches == 0 ? per_cpu : 0.0;
+    };
+    ordered_json scalar, story;
+    const double scalar_rate = lockstep_rate(guest, guest_path, scalar);
+    jl["scalar"] = scalar;
+    const fs::path vx = find_guest(ctx, {"stories_vx.elf"});
+    if (vx.empty()) {
+      jl["story"] = {{"skipped", "stories_vx.elf not found (build the guests with the model present)"}};
+      table.add("lock-step, stories_vx", "skipped", "stories_vx.elf not found (build the guests with the model present)");
+    } else {
+      engine::Guest g;
+      try {
+        g = engine::read_guest(vx);
+      } catch (const engine::CheckError& e) {
+        throw InputError(e.what());
+      }
+      const double story_rate = lockstep_rate(g, vx, story);
+      jl["story"] = story;
+      if (scalar_rate > 0 && story_rate > 0) {
+        jl["story_over_scalar"] = story_rate / scalar_rate;
+        table.add("lock-step, story / scalar rate", fmt("%.3f", story_rate / scalar_rate) + " (per CPU second, this run)",
+                  "target: at least 0.7 (issue 30)");
+      }
+    }
+    j["lockstep"] = jl;
+  }
+
   // ----------------------------------------------------- chip under test
   // The protocol's cost (docs/spec/dut-protocol.md): the built-in CPU executor served by
   // `lockstep chip-server --stdio` over a pipe, against the same executor in process, in this run:
@@ -782,6 +847,9 @@ void add_bench_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--streams", args->streams, "Streams of the batched chip run")->capture_default_str();
   cmd->add_option("--cuda-streams", args->cuda_streams,
                   "Streams of the batched CUDA run (default 1,024; 256 with --quick; about 45 MB of device memory each)");
+  cmd->add_option("--lockstep-steps", args->lockstep_steps,
+                  "Steps of each lock-step run, the scalar guest's and the story's (default 300,000; 20,000 with "
+                  "--quick)");
   add_dut_options(cmd, args->dut);
   cmd->callback([&ctx, args, steps] {
     check_dut_options(args->dut, "", "");
@@ -789,6 +857,7 @@ void add_bench_command(CLI::App& app, Context& ctx) {
     if (args->streams == 0 || args->streams > 4096) throw UsageError("--streams must be 1..4096");
     if (args->cuda_streams > 4096) throw UsageError("--cuda-streams must be 1..4096");
     if (args->cuda_streams == 0) args->cuda_streams = args->quick ? 256 : 1024;
+    if (args->lockstep_steps == 0) args->lockstep_steps = args->quick ? 20000 : 300000;
     run_bench(*args, ctx);
   });
 }

@@ -113,6 +113,20 @@ TEST(LockstepBench, QuickJsonHasEveryFigure) {
       expect_positive(j, std::string("stories.") + s + ".trace_tokens_per_story_token");
     }
   }
+  // The lock-step rates (reference and CPU executor, every step compared): the scalar guest's 20,000
+  // steps with 0 mismatches, and the story's first 20,000 beside it, or why not.
+  ASSERT_TRUE(j["lockstep"].is_object()) << j.dump();
+  EXPECT_EQ(j["lockstep"]["scalar"]["steps"], 20000) << j["lockstep"].dump();
+  EXPECT_EQ(j["lockstep"]["scalar"]["mismatches"], 0) << j["lockstep"].dump();
+  expect_positive(j, "lockstep.scalar.steps_per_cpu_second");
+  if (j["lockstep"]["story"].contains("skipped")) {
+    expect_skipped(j["lockstep"]["story"], "lockstep.story");
+  } else {
+    EXPECT_EQ(j["lockstep"]["story"]["steps"], 20000) << j["lockstep"].dump();
+    EXPECT_EQ(j["lockstep"]["story"]["mismatches"], 0) << j["lockstep"].dump();
+    expect_positive(j, "lockstep.story.steps_per_cpu_second");
+    expect_positive(j, "lockstep.story_over_scalar");
+  }
   ASSERT_TRUE(j["story_check"].is_object());
   if (!j["story_check"].contains("skipped")) {
     expect_positive(j, "story_check.steps");
