@@ -16,6 +16,7 @@
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/tokens.h"
 #include "../engine/test_guest.h"
+#include "test_env.h"
 
 namespace {
 
@@ -25,13 +26,12 @@ using chip::StreamId;
 using chip::Token;
 
 std::shared_ptr<const chip::Chip> built_chip() {
-  static const std::shared_ptr<const chip::Chip> c = engine::load_chip_or_built("").chip;
+  static const std::shared_ptr<const chip::Chip> c = cuda_test::load_test_chip().chip;
   return c;
 }
 
 chip::GuestImage image(const std::string& name) {
-  for (const fs::path& d : {fs::path(LOCKSTEP_BINARY_DIR) / "guests", fs::path(LOCKSTEP_SOURCE_DIR) / "build" / "guests"})
-    if (fs::exists(d / (name + ".elf"))) return engine::to_chip_image(engine::read_guest(d / (name + ".elf")).image);
+  if (const auto elf = cuda_test::find_guest_elf(name)) return engine::to_chip_image(engine::read_guest(*elf).image);
   std::cout << "[ guest    ] " << name << ".elf not built: using the in-memory loop guest\n";
   return engine::to_chip_image(engine::testing::make_loop_guest(40, "loop40").image);
 }
