@@ -75,6 +75,7 @@ constexpr double kPublicVmTokensPerSecondCpu = 30000;
 
 struct BenchArgs {
   bool quick = false;
+  bool cuda_only = false;  // the reference, the chip file and the CUDA executor alone
   std::string chip, guest;
   std::uint64_t steps = 0;    // 0: 20,000 (--quick) or 100,000
   std::uint64_t streams = 8;  // batched streams
@@ -312,7 +313,10 @@ void run_bench(const BenchArgs& args, Context& ctx) {
   // ----------------------------------------------------------------- qemu
   const fs::path qemu = on_path("qemu-riscv32");
   std::string qemu_beside = "qemu-riscv32 not found";
-  if (qemu.empty()) {
+  if (args.cuda_only) {
+    j["qemu"] = {{"skipped", "--cuda-only"}};
+    qemu_beside = "qemu-riscv32 not run (--cuda-only)";
+  } else if (qemu.empty()) {
     j["qemu"] = {{"found", false}, {"skipped", "qemu-riscv32 not found"}};
   } else {
     int rc = 0;
@@ -401,6 +405,8 @@ void run_bench(const BenchArgs& args, Context& ctx) {
                 : std::string("every token equal to the reference's");
   };
   double single_tps = 0;
+  if (args.cuda_only) jc["skipped"] = "--cuda-only";
+  if (!args.cuda_only) {
   {
     chip::CpuExecutor ex(chip, 1);
     ex.reset(0, img);
@@ -460,6 +466,7 @@ void run_bench(const BenchArgs& args, Context& ctx) {
                   (diff ? agreement(diff) : std::string("every stream equal to the reference")) + ")",
               fmt("%.2fx", tps / single_tps) + " the single stream");
   }
+  }  // !--cuda-only
   j["chip"] = jc;
 
   // ----------------------------------------------------------------- CUDA
@@ -605,7 +612,7 @@ void run_bench(const BenchArgs& args, Context& ctx) {
   // one stream and 64 streams free-running through the multi-step messages. Then the PyTorch
   // executor (python/examples/torch_chip.py, CPU) and the chip of --dut, when given. Every token
   // is checked against the reference outside the timed parts.
-  {
+  if (!args.cuda_only) {  // (--cuda-only: none of this)
     ordered_json jd;
     // Free-runs `streams` streams of the guest for `per` steps each on `be`; tokens/s, and the
     // first step where a stream differs from the reference (0: none).
@@ -743,6 +750,9 @@ void run_bench(const BenchArgs& args, Context& ctx) {
     }
     return true;
   };
+  if (args.cuda_only) {
+    js["skipped"] = "--cuda-only";
+  } else {
   {  // stories_vx: the whole story on the reference = `lockstep story --reference-only`.
     engine::Guest g;
     std::string why;
@@ -823,6 +833,7 @@ void run_bench(const BenchArgs& args, Context& ctx) {
       skip_story("stories_c", why);
     }
   }
+  }  // !--cuda-only
   j["stories"] = js;
   j["anchors"] = {{"original_trace_tokens_per_story_token", kOriginalTokensPerStoryToken},
                   {"original_tokens_per_second_l4", kOriginalTokensPerSecondL4},
@@ -840,6 +851,9 @@ void add_bench_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand(
       "bench", "Measure the reference (beside qemu-riscv32), the chip's CPU executor and the story guests in one run");
   cmd->add_flag("--quick", args->quick, "Keep the whole run under about 20 s (shorter measurements)");
+  cmd->add_flag("--cuda-only", args->cuda_only,
+                "Measure the CUDA executor alone (with the reference it is checked against): no qemu, "
+                "CPU executor, protocol or story figures");
   cmd->add_option("--chip", args->chip, "Chip file (default: the build's chips/rv32.chip)");
   cmd->add_option("--guest", args->guest, "Guest ELF (default: the directed guest muldiv.elf, else crc32.elf)");
   auto* steps = cmd->add_option("--steps", args->steps,

@@ -137,6 +137,30 @@ TEST(LockstepBench, QuickJsonHasEveryFigure) {
   EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
 }
 
+// --cuda-only (the device pack's bench): the reference, the chip file and the CUDA executor (or
+// why it was skipped); qemu, the CPU executor, the protocol and the stories are left out.
+TEST(LockstepBench, CudaOnlyLeavesTheRestOut) {
+  if (!have_directed_guest()) GTEST_SKIP() << "no directed guest built in " << LOCKSTEP_BINARY_DIR << "/guests";
+  const Result r = run({"bench", "--quick", "--cuda-only", "--steps", "2000", "--cuda-streams", "4", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["status"], "exact");
+  expect_positive(j, "reference.trace_tokens_per_second");
+  expect_positive(j, "chip.d_model");
+  EXPECT_EQ(j["qemu"]["skipped"], "--cuda-only") << j["qemu"].dump();
+  EXPECT_EQ(j["chip"]["skipped"], "--cuda-only") << j["chip"].dump();
+  EXPECT_FALSE(j["chip"].contains("single")) << j["chip"].dump();
+  EXPECT_FALSE(j.contains("dut")) << j.dump();
+  EXPECT_EQ(j["stories"]["skipped"], "--cuda-only") << j["stories"].dump();
+  ASSERT_TRUE(j["cuda"].is_object());
+  if (j["cuda"].contains("skipped")) {
+    expect_skipped(j["cuda"], "cuda");
+  } else {
+    expect_positive(j, "cuda.single_device_run.tokens_per_second");
+    expect_positive(j, "cuda.batched_device_run.tokens_per_second");
+  }
+}
+
 TEST(LockstepBench, BadInputIsOneLineExitTwo) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"bench", "--steps", "0"}, {"bench", "--streams", "0"},
