@@ -549,7 +549,9 @@ void run_bench(const BenchArgs& args, Context& ctx) {
   // The harness's own rate: the reference and the CPU executor in lock-step (`lockstep run ELF
   // --mode free --steps N`, every step compared), on the scalar guest and on the story's first N
   // steps (stories_vx), in the same run, and their ratio (issue 30's target: at least 0.7).
-  {
+  if (args.cuda_only) {
+    j["lockstep"] = {{"skipped", "--cuda-only"}};
+  } else {
     ordered_json jl;
     const std::uint64_t n = args.lockstep_steps;
     // Runs `g` free for n steps through run_check, as `lockstep run` does (no report folder).

@@ -152,6 +152,7 @@ TEST(LockstepBench, CudaOnlyLeavesTheRestOut) {
   EXPECT_FALSE(j["chip"].contains("single")) << j["chip"].dump();
   EXPECT_FALSE(j.contains("dut")) << j.dump();
   EXPECT_EQ(j["stories"]["skipped"], "--cuda-only") << j["stories"].dump();
+  EXPECT_EQ(j["lockstep"]["skipped"], "--cuda-only") << j["lockstep"].dump();
   ASSERT_TRUE(j["cuda"].is_object());
   if (j["cuda"].contains("skipped")) {
     expect_skipped(j["cuda"], "cuda");
