@@ -50,9 +50,7 @@
 #include "lockstep/chip/chip.hpp"
 #include "lockstep/chip/cpu_executor.hpp"
 #include "lockstep/chip/cuda_executor.hpp"
-#if LOCKSTEP_HAVE_CHIP_RV32
-#include "lockstep/chip/rv32/rv32_chip.hpp"
-#endif
+#include "lockstep/engine/backend_factory.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/elf.h"
@@ -372,11 +370,12 @@ void run_bench(const BenchArgs& args, Context& ctx) {
     table.add("chip file", fmt("%.1f MB", bytes / 1e6) + ", loaded in " + fmt("%.3f s", load_s),
               "original: 26.7 GB checkpoint (" + fmt("%.0fx", kOriginalCheckpointBytes / bytes) + " ours)");
   } else {
-#if LOCKSTEP_HAVE_CHIP_RV32
-    chip = std::make_shared<const chip::Chip>(chip::rv32::compile_rv32_chip());
-#else
-    throw InputError("no chip file found and no chip compiler in this build: pass --chip FILE");
-#endif
+    // The built chip's compiler, registered by main.cpp (cli/builtin_chip.h).
+    const engine::BackendFactory& factory = engine::backend_factory();
+    if (!factory.has_chip(engine::kBuiltChipName)) {
+      throw InputError("no chip file found and no chip compiler in this build: pass --chip FILE");
+    }
+    chip = std::make_shared<const chip::Chip>(factory.compile_chip(engine::kBuiltChipName));
     const double compile_s = seconds_since(c0);
     jc["file"] = nullptr;
     jc["compile_seconds"] = compile_s;

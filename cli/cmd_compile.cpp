@@ -10,9 +10,7 @@
 
 #include "cli/commands.h"
 #include "lockstep/chip/chip.hpp"
-#if LOCKSTEP_HAVE_CHIP_RV32
-#include "lockstep/chip/rv32/rv32_chip.hpp"
-#endif
+#include "lockstep/engine/backend_factory.h"
 
 namespace lockstep::cli {
 
@@ -23,12 +21,12 @@ void add_compile_command(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, out_path] {
     const std::string& out = *out_path;
     const auto t0 = std::chrono::steady_clock::now();
-#if LOCKSTEP_HAVE_CHIP_RV32
-    const chip::Chip c = chip::rv32::compile_rv32_chip();
-#else
-    const chip::Chip c;
-    throw InputError("this build has no chip compiler (configured with -DLOCKSTEP_COMPILE_CHIP=OFF)");
-#endif
+    // The built chip's compiler, registered by main.cpp (cli/builtin_chip.h).
+    const engine::BackendFactory& factory = engine::backend_factory();
+    if (!factory.has_chip(engine::kBuiltChipName)) {
+      throw InputError("this build has no chip compiler (configured with -DLOCKSTEP_COMPILE_CHIP=OFF)");
+    }
+    const chip::Chip c = factory.compile_chip(engine::kBuiltChipName);
     try {
       chip::save_chip(c, out);
     } catch (const std::exception& e) {

@@ -18,7 +18,7 @@
 #include "cli/commands.h"
 #include "cli/dut_options.h"
 #include "lockstep/campaign/campaign.h"
-#include "lockstep/campaign/decisions.h"
+#include "lockstep/mutate/decisions.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/format/elf.h"
 #include "lockstep/reports/files.h"
@@ -138,7 +138,7 @@ void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching
 void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std::string& report) {
   json merged;
   campaign::Coverage coverage;
-  campaign::DecisionSummary decisions;
+  mutate::DecisionSummary decisions;
   json failures = json::array(), shards = json::array();
   std::uint64_t programs = 0, steps = 0, mismatching = 0;
   double lockstep_seconds = 0;
@@ -188,8 +188,8 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     coverage.merge(campaign::Coverage::from_json(j["coverage"]));
     try {
       decisions.merge(j.contains("decision_coverage")
-                          ? campaign::DecisionSummary::from_json(j["decision_coverage"])
-                          : campaign::DecisionSummary::unavailable("a report without decision coverage"));
+                          ? mutate::DecisionSummary::from_json(j["decision_coverage"])
+                          : mutate::DecisionSummary::unavailable("a report without decision coverage"));
     } catch (const std::invalid_argument& e) {
       throw InputError("--merge: " + file.string() + ": " + e.what());
     }
@@ -525,9 +525,9 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     const double seconds = elapsed();
     const double pps = lockstep_seconds > 0 ? static_cast<double>(done) / lockstep_seconds : 0;
     const double sps = lockstep_seconds > 0 ? static_cast<double>(steps) / lockstep_seconds : 0;
-    const campaign::DecisionSummary decisions = no_decisions.empty()
-                                                    ? campaign::DecisionSummary::from(backend->decision_coverage())
-                                                    : campaign::DecisionSummary::unavailable(no_decisions);
+    const mutate::DecisionSummary decisions = no_decisions.empty()
+                                                    ? mutate::DecisionSummary::from(backend->decision_coverage())
+                                                    : mutate::DecisionSummary::unavailable(no_decisions);
     out << coverage.text(ops) << decisions.text();
     char line[320];
     std::snprintf(line, sizeof line,

@@ -11,7 +11,7 @@ void add_models_command(CLI::App& app, Context& ctx) {
       "models", "Show which model directory (or the synthetic model) would be used");
   cmd->callback([&ctx] {
     const ModelChoice& choice = ctx.models();
-    // The files must be what the converter accepts (guests/host/llama2c.h): a 0-byte or random
+    // The files must be what the converter accepts (golden/llama2c.h): a 0-byte or random
     // stories260K.bin is bad input, not a model.
     std::string sha256, tok_sha256;
     bool genuine = false;

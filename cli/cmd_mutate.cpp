@@ -1,5 +1,5 @@
 // `lockstep mutate`: the mutation score of the default corpus against mutants of a compiled chip
-// (docs/quality.md, "Mutation score"; the generator is campaign/mutants.h).
+// (docs/quality.md, "Mutation score"; the generator is mutate/mutants.h).
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -11,7 +11,7 @@
 #include "cli/commands.h"
 #include "lockstep/reports/files.h"
 #include "lockstep/campaign/campaign.h"
-#include "lockstep/campaign/mutants.h"
+#include "lockstep/mutate/mutants.h"
 #include "lockstep/engine/check.h"
 
 namespace lockstep::cli {
@@ -118,7 +118,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     std::vector<std::string> kinds = split(a->kinds);
     for (const std::string& k : kinds) {
       bool known = false;
-      for (const auto& mk : campaign::mutant_kinds()) known = known || mk.name == k;
+      for (const auto& mk : mutate::mutant_kinds()) known = known || mk.name == k;
       if (!known) throw UsageError("--kinds: unknown fault kind '" + k + "'");
     }
     engine::LoadedChip chip;
@@ -165,7 +165,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       return std::vector<engine::Guest>(programs.begin() + static_cast<std::ptrdiff_t>(from),
                                         programs.begin() + static_cast<std::ptrdiff_t>(to));
     };
-    campaign::Workload corpus, oracle;
+    mutate::Workload corpus, oracle;
     corpus.parts.push_back({directed, a->corpus_steps});
     corpus.parts.push_back({slice(0, a->corpus_programs), 200000});
     std::size_t distilled = 0;
@@ -173,7 +173,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       const std::vector<engine::Guest> pool = slice(a->corpus_programs, a->corpus_pool);
       std::vector<std::size_t> kept;
       try {
-        kept = campaign::distill_corpus(chip.chip, corpus, pool, 200000, a->batch);
+        kept = mutate::distill_corpus(chip.chip, corpus, pool, 200000, a->batch);
       } catch (const std::runtime_error& e) {
         throw InputError(e.what());
       }
@@ -197,9 +197,9 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
         << "; oracle: the same guests' first " << a->oracle_steps << " steps + programs 0.." << a->oracle_programs
         << "-1 of program seed " << a->oracle_program_seed << "; teacher-forced\n"
         << std::flush;
-    campaign::ActivityProfile profile;
+    mutate::ActivityProfile profile;
     try {
-      profile = campaign::profile_workload(chip.chip, corpus);
+      profile = mutate::profile_workload(chip.chip, corpus);
     } catch (const std::runtime_error& e) {
       throw InputError(e.what());
     }
@@ -210,9 +210,9 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
         << std::flush;
     json gap_json;
     if (a->coverage_gap) {
-      campaign::ActivityProfile op;
+      mutate::ActivityProfile op;
       try {
-        op = campaign::profile_workload(chip.chip, oracle);
+        op = mutate::profile_workload(chip.chip, oracle);
       } catch (const std::runtime_error& e) {
         throw InputError(e.what());
       }
@@ -235,7 +235,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
           << " of them never fire in the corpus" << (by_layer.empty() ? "" : " (" + by_layer + ")") << "\n"
           << std::flush;
     }
-    campaign::MutationOptions mo;
+    mutate::MutationOptions mo;
     mo.seed = seed;
     mo.first = a->first;
     mo.count = a->mutants;
@@ -244,8 +244,8 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     mo.save_survivors = a->save_survivors;
     mo.timeout_factor = a->timeout_factor;
     mo.min_timeout_seconds = a->min_timeout;
-    const campaign::MutationReport rep = campaign::run_mutants(
-        chip.chip, profile, corpus, oracle, mo, [&](const campaign::MutantResult& m) {
+    const mutate::MutationReport rep = mutate::run_mutants(
+        chip.chip, profile, corpus, oracle, mo, [&](const mutate::MutantResult& m) {
           out << "mutant " << m.index << " " << m.kind << ": ";
           if (!m.planted) out << "not planted (" << m.error << ")\n";
           else
@@ -304,7 +304,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       opt("--min-timeout", num(a->min_timeout), num(d.min_timeout));
     }
     json survivors = json::array();
-    for (const campaign::MutantResult& m : rep.mutants)
+    for (const mutate::MutantResult& m : rep.mutants)
       if (m.non_equivalent && !m.caught) {
         const std::string repeat = "lockstep mutate --seed " + std::to_string(seed) + " --first " + std::to_string(m.index) +
                                    " --mutants 1" + (a->kinds.empty() ? "" : " --kinds " + a->kinds) + workload_options +

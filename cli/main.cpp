@@ -1,9 +1,12 @@
-// The `lockstep` executable: the list of subcommands, nothing else.
+// The `lockstep` executable: the built chip's registration and the list of subcommands, nothing
+// else.
 #include "cli/app.h"
+#include "cli/builtin_chip.h"
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
   using namespace lockstep::cli;
+  register_rv32_backend();  // the built chip, for `run`, `compile`, `bench`... (builtin_chip.h)
   return run_main(argc, argv, {
                                   add_models_command,
                                   add_run_command,

@@ -12,8 +12,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "lockstep/chip/cpu_executor.hpp"
-#include "lockstep/chip/cuda_executor.hpp"
+#include "lockstep/engine/backend_factory.h"
 #include "lockstep/engine/digest.h"
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/error.h"
@@ -23,11 +22,6 @@
 #include "lockstep/reports/report.h"
 #include "serial.h"
 
-#if defined(LOCKSTEP_HAVE_CHIP_RV32) && __has_include("lockstep/chip/rv32/rv32_chip.hpp")
-#include "lockstep/chip/rv32/rv32_chip.hpp"
-#define LOCKSTEP_BUILT_CHIP 1
-#endif
-
 namespace lockstep::engine {
 
 using nlohmann::json;
@@ -35,12 +29,13 @@ namespace fs = std::filesystem;
 
 // ------------------------------------------------------------------ chips
 
-// The built chip: this build's chip compiler (chip/rv32) and the file it wrote, or, in a build
-// configured without the compiler (-DLOCKSTEP_COMPILE_CHIP=OFF), the prebuilt file it was given.
+// The built chip: the file this build's chip compiler (chip/rv32) wrote, or, in a build
+// configured without the compiler (-DLOCKSTEP_COMPILE_CHIP=OFF), the prebuilt file it was given;
+// failing that, the chip registered as kBuiltChipName in the backend factory (the `lockstep`
+// main registers chip/rv32's compiler there), compiled on demand.
 bool have_built_chip() {
-#ifdef LOCKSTEP_BUILT_CHIP
-  return true;
-#elif defined(LOCKSTEP_BUILT_CHIP_FILE)
+  if (backend_factory().has_chip(kBuiltChipName)) return true;
+#ifdef LOCKSTEP_BUILT_CHIP_FILE
   std::error_code ec;
   return fs::exists(LOCKSTEP_BUILT_CHIP_FILE, ec);
 #else
@@ -74,11 +69,9 @@ LoadedChip load_chip_or_built(const std::string& path) {
     }
 #endif
     if (!loaded) {
-#ifdef LOCKSTEP_BUILT_CHIP
-      c = chip::rv32::compile_rv32_chip();
-#else
-      throw CheckError("no built chip in this build: pass --chip FILE");
-#endif
+      const BackendFactory& factory = backend_factory();
+      if (!factory.has_chip(kBuiltChipName)) throw CheckError("no built chip in this build: pass --chip FILE");
+      c = factory.compile_chip(kBuiltChipName);
     }
     out.source = "built";
   }
@@ -90,22 +83,18 @@ LoadedChip load_chip_or_built(const std::string& path) {
 
 std::unique_ptr<chip::ChipBackend> make_backend(const std::string& name,
                                                 std::shared_ptr<const chip::Chip> c) {
-  if (name == "cpu") return std::make_unique<chip::CpuExecutor>(std::move(c), 1);
-  if (name == "cuda") {
-    if (!c) {  // only asked whether the backend exists here
-      std::string why;
-      if (!chip::cuda_available(&why)) throw CheckError("--backend cuda: " + why + " (use --backend cpu)");
-      return nullptr;
+  try {
+    return backend_factory().make_backend(name, std::move(c));
+  } catch (const UnknownNameError& e) {
+    // "--backend must be cpu or cuda (got 'x')": the registered names, the last after "or".
+    const std::vector<std::string>& known = e.known();
+    std::string list;
+    for (std::size_t i = 0; i < known.size(); ++i) {
+      if (i > 0) list += i + 1 == known.size() ? " or " : ", ";
+      list += known[i];
     }
-    try {
-      return chip::make_cuda_executor(std::move(c), 1);
-    } catch (const chip::UsageError& e) {
-      std::string m = e.what();
-      if (m.rfind("cuda backend: ", 0) == 0) m = m.substr(14);
-      throw CheckError("--backend cuda: " + m + " (use --backend cpu)");
-    }
+    throw CheckError("--backend must be " + list + " (got '" + name + "')");
   }
-  throw CheckError("--backend must be cpu or cuda (got '" + name + "')");
 }
 
 std::vector<std::string> capability_notes(const chip::Capabilities& caps) {

@@ -1,5 +1,5 @@
 // fuzz_model_converter: bytes -> the llama2.c checkpoint reader of the model converter
-// (guests/host/llama2c.h), in one of three modes chosen by the first byte:
+// (golden/llama2c.h), in one of three modes chosen by the first byte:
 //   bit 0 set      the tokenizer reader (parse_tokenizer), 1 + (byte >> 1) pieces;
 //   bit 1 set      the header alone (checkpoint_layout): the next 28 bytes are the header and
 //                  the 8 after them a claimed file size (u64 little-endian; missing bytes are

@@ -4,8 +4,8 @@
 // attribution naming the first probe point that sees the fault; a fault that
 // changes no token must give "no divergence".
 //
-// For each fault kind (the mutation generator's, campaign::mutant_kinds() in
-// fuzz/campaign) a target (an embedding column, an MLP unit that fires in
+// For each fault kind (the mutation generator's, mutate::mutant_kinds() in
+// mutate/) a target (an embedding column, an MLP unit that fires in
 // the guest, a memory head that writes, an initialiser...) is chosen from a
 // seeded generator (LOCKSTEP_FAULT_SEED, printed with every failure) over an
 // activity profile of the guest on the unmodified chip.  A copy of the chip is
@@ -55,7 +55,7 @@
 #include <string>
 #include <vector>
 
-#include "lockstep/campaign/mutants.h"
+#include "lockstep/mutate/mutants.h"
 #include "lockstep/chip/cpu_executor.hpp"
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/engine.h"
@@ -79,7 +79,7 @@ std::uint64_t seed() {
   return kDefaultSeed;
 }
 
-using Rng = campaign::SplitMix64;
+using Rng = mutate::SplitMix64;
 
 // ------------------------------------------------------------ guests
 
@@ -184,7 +184,7 @@ std::vector<ConventionPoint> convention_points(const Chip& c) {
 // What the guest exercises on the unmodified chip (teacher-forced): the
 // tokens consumed and produced, the MLP units that fire, the heads whose beta
 // is positive, and the residual dimensions the MLPs write.
-struct Profile : campaign::ActivityProfile {
+struct Profile : mutate::ActivityProfile {
   std::vector<std::uint32_t> trace;  // t_1..t_N
 };
 
@@ -265,7 +265,7 @@ Profile profile(const Chip& original, const Guest& g) {
 
 // ------------------------------------------------------------ faults
 
-// The fault kinds are the mutation generator's (fuzz/campaign, campaign::mutant_kinds()).
+// The fault kinds are the mutation generator's (mutate/, mutate::mutant_kinds()).
 struct Fault {
   std::string kind;
   std::string target;  // what exactly was corrupted
@@ -273,7 +273,7 @@ struct Fault {
   std::shared_ptr<Chip> chip;
 };
 
-const std::vector<campaign::MutantKind>& fault_kinds() { return campaign::mutant_kinds(); }
+const std::vector<mutate::MutantKind>& fault_kinds() { return mutate::mutant_kinds(); }
 
 // ------------------------------------------------------------ the oracle
 
@@ -469,12 +469,12 @@ void run_suite(const std::vector<std::string>& only, const std::vector<std::stri
     // The unmodified chip must be exact (else the suite proves nothing).
     ASSERT_EQ(first_difference(original, *g, prof.trace, Mode::kFree), 0u) << "the built chip itself diverges on " << g->name;
     Rng rng{sd ^ std::hash<std::string>{}(gname)};
-    for (const campaign::MutantKind& k : fault_kinds()) {
+    for (const mutate::MutantKind& k : fault_kinds()) {
       Rng r{rng.next()};  // one stream per kind: a subset makes the same choices
       if (!only.empty() && std::find(only.begin(), only.end(), k.name) == only.end()) continue;
       std::optional<Fault> f;
       try {
-        campaign::Mutant m = k.make(*original, prof, r);
+        mutate::Mutant m = k.make(*original, prof, r);
         f = Fault{m.kind, m.target, Pos{m.layer, m.sublayer}, m.chip};
         f->chip->validate();
       } catch (const std::exception& e) {

@@ -1,6 +1,6 @@
 // A generated BOS ends the stories_c story (issue 28, class 4; docs/guests.md), on the host
 // golden model (stories_c_host: model.c for the host) and on the RISC-V guest run by the
-// reference model.  The model is tests/host/bos_model.h's (the synthetic checkpoint whose
+// reference model.  The model is tests/golden/bos_model.h's (the synthetic checkpoint whose
 // classifier prefers BOS after a few tokens), written as an int8 image by lockstep_image_c;
 // the guest is stories_c_synthetic.elf with that image written over its own (same size).
 #include <gtest/gtest.h>

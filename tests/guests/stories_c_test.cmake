@@ -23,7 +23,7 @@ if(TARGET lockstep_image_c AND TARGET lockstep_story)
 endif()
 
 # A generated BOS ends the story (issue 28): stories_c_host and the guest on the reference, with
-# the BOS-preferring model of tests/host/bos_model.h.  Needs only stories_c_synthetic.elf.
+# the BOS-preferring model of tests/golden/bos_model.h.  Needs only stories_c_synthetic.elf.
 if(TARGET stories_c_host AND TARGET guest_stories_c_synthetic AND TARGET lockstep_image_c AND TARGET lockstep_ref)
   lockstep_add_gtest(NAME guests_stories_c_bos_test
     SOURCES stories_c_bos_test.cpp
@@ -31,6 +31,6 @@ if(TARGET stories_c_host AND TARGET guest_stories_c_synthetic AND TARGET lockste
     LABELS integration
     DEFINITIONS LOCKSTEP_STORIES_HOST="$<TARGET_FILE:stories_c_host>"
                 LOCKSTEP_STORIES_C_ELF="${LOCKSTEP_GUEST_DIR}/stories_c_synthetic.elf")
-  target_include_directories(guests_stories_c_bos_test PRIVATE ${PROJECT_SOURCE_DIR}/tests/host)
+  target_include_directories(guests_stories_c_bos_test PRIVATE ${PROJECT_SOURCE_DIR}/tests/golden)
   add_dependencies(guests_stories_c_bos_test stories_c_host guest_stories_c_synthetic)
 endif()

@@ -1,6 +1,6 @@
 // stories_vx (stories260K on the vector unit, docs/spec/vector.md §7) on the reference model,
 // run in-process (lockstep_ref), against the independent host golden model
-// (guests/host/vx.cpp, lockstep_story):
+// (golden/vx.cpp, lockstep_story):
 //   - the golden model runs vector.md §7.3 over the image files the build linked into the
 //     guest (wmem.bin, wscale.bin, emb.bin) and gives the token ids and, per story token, the
 //     vector-unit trace tokens (vector.md §5, trace-v3: kinds 33..43 and 51..80) it emits; its ids

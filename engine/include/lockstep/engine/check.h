@@ -18,6 +18,7 @@
 
 #include "lockstep/chip/backend.hpp"
 #include "lockstep/dut/dut_backend.h"
+#include "lockstep/engine/backend_factory.h"
 #include "lockstep/engine/engine.h"
 
 namespace lockstep::engine {
@@ -41,7 +42,9 @@ class RunFailed : public CheckError {
   nlohmann::json summary;  ///< the summary written (or that could not be written), status "error"
 };
 
-/// Whether this build contains the compiled scalar chip (lockstep_chip_rv32).
+/// Whether there is a built chip: the chip file this build compiled (or the prebuilt one it was
+/// configured with) exists, or a chip is registered as kBuiltChipName in backend_factory()
+/// (backend_factory.h; the `lockstep` main registers chip/rv32's compiler).
 bool have_built_chip();
 
 /// A chip ready to run, and where it came from.
@@ -51,13 +54,18 @@ struct LoadedChip {
   std::string hash;    ///< XXH3-64 (hex) of the serialised chip
 };
 
-/// Loads `path` (a chip file), or, when path is empty, the built chip.
-/// Throws CheckError "no built chip yet: pass --chip FILE" when there is none.
+/// Loads `path` (a chip file), or, when path is empty, the built chip: the build's chip file
+/// when it exists, else the chip registered as kBuiltChipName in backend_factory(), compiled.
+/// Throws CheckError "--chip: ..." when `path` does not load, "the built chip file: ..." when
+/// the build's file exists but does not load, and "no built chip in this build: pass --chip
+/// FILE" when there is neither a file nor a registered chip.
 LoadedChip load_chip_or_built(const std::string& path);
 
-/// A backend over `chip` with one stream: "cpu", or "cuda" (chip/cuda_executor.hpp; throws
-/// CheckError with one line when this build has no CUDA support or no device is present; with
-/// a null `chip` it only checks that and returns nullptr).  Throws CheckError for other names.
+/// A backend over `chip` with one stream, made by backend_factory() (backend_factory.h): "cpu",
+/// or "cuda" (chip/cuda_executor.hpp; throws CheckError with one line when this build has no
+/// CUDA support or no device is present; with a null `chip` it only checks that and returns
+/// nullptr).  Throws CheckError "--backend must be cpu or cuda (got 'NAME')" (every registered
+/// backend named) for a name the factory does not know.
 std::unique_ptr<chip::ChipBackend> make_backend(const std::string& name,
                                                 std::shared_ptr<const chip::Chip> chip);
 

@@ -1,4 +1,4 @@
-// Cross-check: the host golden model (guests/host/vx.cpp) against the worked examples of
+// Cross-check: the host golden model (golden/vx.cpp) against the worked examples of
 // docs/spec/vectors/vector_<op>.json (gen_vector.py, an independent calculation from the spec;
 // one file per op). Trap examples are skipped here: the golden model runs only valid story
 // programs.

@@ -13,7 +13,7 @@
 
 #include "lockstep/chip/backend.hpp"
 
-namespace lockstep::campaign {
+namespace lockstep::mutate {
 
 struct DecisionSummary {
   struct Layer {
@@ -52,4 +52,4 @@ struct DecisionSummary {
   std::string text() const;
 };
 
-}  // namespace lockstep::campaign
+}  // namespace lockstep::mutate

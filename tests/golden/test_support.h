@@ -1,4 +1,4 @@
-// Helpers shared by the guests/host tests: where the real model lives.
+// Helpers shared by the golden/ tests: where the real model lives.
 #pragma once
 
 #include <filesystem>

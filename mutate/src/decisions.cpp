@@ -1,11 +1,11 @@
 // Chip decision-unit coverage of a campaign (decisions.h).
-#include "lockstep/campaign/decisions.h"
+#include "lockstep/mutate/decisions.h"
 
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
 
-namespace lockstep::campaign {
+namespace lockstep::mutate {
 
 namespace {
 
@@ -172,4 +172,4 @@ std::string DecisionSummary::text() const {
   return line;
 }
 
-}  // namespace lockstep::campaign
+}  // namespace lockstep::mutate

@@ -1,6 +1,6 @@
 // Mutants of a compiled chip (mutants.h): the fault kinds (moved here from
 // tests/engine/planted_faults_test.cpp, unchanged in their choices) and the mutation score.
-#include "lockstep/campaign/mutants.h"
+#include "lockstep/mutate/mutants.h"
 
 #include <algorithm>
 #include <atomic>
@@ -15,7 +15,7 @@
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/tokens.h"
 
-namespace lockstep::campaign {
+namespace lockstep::mutate {
 
 namespace {
 
@@ -690,4 +690,4 @@ MutationReport run_mutants(const std::shared_ptr<const Chip>& original, const Ac
   return rep;
 }
 
-}  // namespace lockstep::campaign
+}  // namespace lockstep::mutate

@@ -21,7 +21,7 @@
 #include "lockstep/chip/chip.hpp"
 #include "lockstep/engine/engine.h"
 
-namespace lockstep::campaign {
+namespace lockstep::mutate {
 
 /// splitmix64: the same choices on every platform.
 struct SplitMix64 {
@@ -164,4 +164,4 @@ MutationReport run_mutants(const std::shared_ptr<const chip::Chip>& chip, const 
                            const Workload& corpus, const Workload& oracle, const MutationOptions& options,
                            const std::function<void(const MutantResult&)>& progress = {});
 
-}  // namespace lockstep::campaign
+}  // namespace lockstep::mutate
