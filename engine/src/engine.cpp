@@ -15,6 +15,7 @@
 #include "lockstep/chip/chip.hpp"
 #include "lockstep/engine/digest.h"
 #include "lockstep/engine/guest.h"
+#include "lockstep/format/insn_class.h"
 #include "lockstep/format/tokens.h"
 #include "lockstep/ref/encoding.h"
 #include "lockstep/ref/machine.h"
@@ -52,23 +53,7 @@ std::string_view to_string(FaultClass f) {
 std::string_view instruction_class(std::uint32_t word) {
   const ref::Decoded d = ref::decode(word);
   if (d.op == ref::Op::kIllegal || d.op == ref::Op::kUndecoded) return "other";
-  switch (ref::encoding_of(d.op).cls) {
-    case ref::InsnClass::kAlu: return "alu";
-    case ref::InsnClass::kAluImm: return "alu-imm";
-    case ref::InsnClass::kUpper: return "upper";
-    case ref::InsnClass::kMul: return "mul";
-    case ref::InsnClass::kDiv: return "div";
-    case ref::InsnClass::kZba: return "zba";
-    case ref::InsnClass::kLoad: return "load";
-    case ref::InsnClass::kStore: return "store";
-    case ref::InsnClass::kBranch: return "branch";
-    case ref::InsnClass::kJal: return "jal";
-    case ref::InsnClass::kJalr: return "jalr";
-    case ref::InsnClass::kFence: return "fence";
-    case ref::InsnClass::kSystem: return "system";
-    case ref::InsnClass::kBignum: return "bignum";
-    default: return "other";  // classes added later (e.g. the vector unit)
-  }
+  return format::insn_class_name(static_cast<unsigned>(ref::encoding_of(d.op).cls));
 }
 
 // ------------------------------------------------------------------ JSON of results

@@ -307,7 +307,8 @@ std::vector<std::uint64_t> list_checkpoints(const std::filesystem::path& dir);
 
 /// The instruction class of a word for the per-class statistics: "alu",
 /// "alu-imm", "upper", "mul", "div", "zba", "load", "store", "branch", "jal",
-/// "jalr", "fence", "system", "bignum", or "other".
+/// "jalr", "fence", "system", "bignum", "vector" (format::kInsnClassNames), or
+/// "other" (a word that decodes to no row).
 std::string_view instruction_class(std::uint32_t word);
 
 /// Runs the reference alone (fast path) over `image` for at most max_steps
