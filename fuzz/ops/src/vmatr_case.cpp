@@ -1,0 +1,147 @@
+// VMATR (vector.md section 4.2) as a test case: attention reads over T cache rows from r0.
+//   X(rs1) = src << 16 | dst, X(rs2) = T << 16 | r0; f7 = VMODE (0 K, 1 V), bits 6..1 reserved
+//   K: scores of ACT block src against K rows -> 8 heads [dst + 64 h, + T)
+//   V: the 8 probability spans [src + 64 h, + T) against V rows -> [dst, dst + 64)
+#include <algorithm>
+
+#include "lockstep/ops/op_case.h"
+
+namespace lockstep::ops {
+namespace {
+
+constexpr u32 kRows = 320;  // K/V cache rows
+
+struct Vmatr {
+  u32 vmode = 0, t = 1, r0 = 0, src = 0, dst = 0, extra = 0, rd = 0;
+  Fields fields() const {
+    Fields f;
+    f.a = dst, f.b = src, f.c = r0, f.n = t, f.f7 = extra | vmode, f.rd = rd;
+    return f;
+  }
+};
+
+class VmatrCase final : public OpCase {
+ public:
+  std::string_view name() const override { return "vmatr"; }
+  ref::Op op() const override { return ref::Op::kVmatr; }
+  std::vector<std::string_view> modes() const override { return {"vmatr.k", "vmatr.v"}; }
+  u32 mode_of(const Fields& f) const override { return f.f7 & 1; }
+  std::vector<unsigned> codes() const override { return {16, 17, 18, 19, 20, 22}; }
+
+  std::string vars(const Fields& f) const override {
+    return std::string(modes()[f.f7 & 1]) + " " +
+           format_vars({{"t", f.n}, {"r0", f.c}, {"src", f.b}, {"dst", f.a}, {"f7", f.f7}, {"rd", f.rd}});
+  }
+
+  unsigned trap_code(const Fields& f) const override {
+    const u32 vmode = f.f7 & 1, dst = f.a, src = f.b, r0 = f.c, t = f.n;
+    if ((f.f7 >> 1) != 0 || f.rd != 0) return 16;
+    if (vmode == 0 ? dst + 448 + t > kVrWords : src + 448 + t > kVrWords || dst + 64 > kVrWords) return 17;
+    if (t == 0 || t > 64) return 18;
+    if (vmode == 0 && src > 5) return 19;
+    if (vmode == 1)
+      for (u32 h = 0; h < 8; ++h)
+        if (dst < src + 64 * h + t && src + 64 * h < dst + 64) return 20;
+    if (r0 + t > kRows) return 22;
+    return 0;
+  }
+
+  std::vector<Span> writes(const Fields& f) const override {
+    if (f.f7 & 1) return {{f.a, 64}};
+    std::vector<Span> w;
+    for (u32 h = 0; h < 8; ++h) w.push_back({f.a + 64 * h, f.n});
+    return w;
+  }
+
+  Fields draw_valid(DrawContext& ctx) const override { return base(ctx).fields(); }
+
+  // One or more of the conditions of codes 16, 17, 18, 19 (K) or 20 (V), 22: one alone half the
+  // time, else any combination; `code`: that condition alone (19: K mode, 20: V mode).
+  Fields draw_trapping(DrawContext& ctx, unsigned code) const override {
+    progen::Random& rng = ctx.rng;
+    Vmatr v = base(ctx);
+    if ((code == 19 && v.vmode == 1) || (code == 20 && v.vmode == 0)) v = other_mode(v);
+    unsigned mask = code == 16 ? 1 : code == 17 ? 2 : code == 18 ? 4 : code == 19 || code == 20 ? 8 : code == 22 ? 16 : 0;
+    if (mask == 0) mask = rng.chance(2) ? 1u << rng.below(5) : 1 + rng.below(31);
+    if (mask & 2) {  // 17
+      if (v.vmode == 0) v.dst = ctx.outside(448 + v.t);
+      else if (rng.chance(2)) v.src = ctx.outside(448 + v.t);
+      else v.dst = ctx.outside(64);
+    }
+    if (mask & 4) v.t = rng.chance(2) || code == 18 ? 0 : 65 + rng.below(rng.chance(2) ? 8 : 60000);  // 18
+    if (mask & 8) {  // 19 (K: src > 5) or 20 (V: dst meets a span)
+      if (v.vmode == 0) v.src = 6 + rng.below(rng.chance(2) ? 4 : 60000);
+      else v.dst = v.src + 64 * rng.below(8) + rng.below(std::max<u32>(v.t, 1));
+      if (code == 20 && trap_code(v.fields()) != 20) v.dst = v.src;  // dst + 64 past VR: 17
+    }
+    if (mask & 16) v.r0 = kRows - std::min<u32>(v.t, kRows) + 1 + rng.below(rng.chance(2) ? 8 : 60000);  // 22
+    if (mask & 1) {                                                                                     // 16
+      if (rng.chance(2)) v.extra = (1 + rng.below(63)) << 1;
+      else v.rd = ctx.dest_reg();
+    }
+    return v.fields();
+  }
+
+  std::vector<std::string> buckets(u32) const override {
+    return {"vmatr.k", "vmatr.v", "t=1", "t=64", "r0 + t = 320", "v: dst before src", "v: dst after the spans"};
+  }
+
+  void count(const Executed& e, Buckets& out) const override {
+    const Fields& f = e.fields;
+    const u32 vmode = f.f7 & 1, dst = f.a, src = f.b, r0 = f.c, t = f.n;
+    ++out[std::string(modes()[vmode])];
+    out["t=1"] += t == 1;
+    out["t=64"] += t == 64;
+    out["r0 + t = 320"] += r0 + t == kRows;
+    if (vmode == 1) (dst < src ? out["v: dst before src"] : out["v: dst after the spans"])++;
+  }
+
+ private:
+  // `v` in the other mode, its operands valid again (src 0..5 in K mode; in V mode, dst after the
+  // spans).
+  static Vmatr other_mode(Vmatr v) {
+    if (v.vmode == 1) {
+      v.vmode = 0;
+      v.src %= 6;
+      v.dst = std::min(v.dst, kVrWords - 448 - v.t);
+    } else {
+      v.vmode = 1;
+      v.src = 0;
+      v.dst = 448 + v.t + std::min(v.dst, kVrWords - 64 - 448 - v.t);
+      v.dst = std::min(v.dst, kVrWords - 64);
+    }
+    return v;
+  }
+
+  // A valid VMATR, K or V mode: T 1..64 (1 and 64 a quarter of the time), r0 + T <= 320 (reaching
+  // it a quarter of the time); K: src 0..5, dst + 448 + T <= 1024; V: the eight probability spans
+  // [src + 64 h, + T) and dst's 64 words apart (dst before src or after the last span).
+  Vmatr base(DrawContext& ctx) const {
+    progen::Random& rng = ctx.rng;
+    Vmatr v;
+    v.vmode = rng.chance(2) ? 1 : 0;
+    v.t = rng.chance(4) ? (rng.chance(2) ? 1 : 64) : 1 + rng.below(64);
+    v.r0 = rng.chance(4) ? kRows - v.t : rng.below(kRows + 1 - v.t);
+    if (v.vmode == 0) {
+      v.src = rng.below(6);
+      v.dst = rng.chance(4) ? kVrWords - 448 - v.t : rng.below(kVrWords - 448 - v.t + 1);
+    } else if (rng.chance(2)) {  // dst before src
+      v.src = 64 + rng.below(kVrWords - 448 - v.t - 64 + 1);
+      v.dst = rng.chance(4) ? v.src - 64 : rng.below(v.src - 64 + 1);
+    } else {  // dst after the last span
+      v.src = rng.below(kVrWords - 448 - v.t - 64 + 1);
+      const u32 lo = v.src + 448 + v.t;
+      v.dst = rng.chance(4) ? lo : lo + rng.below(kVrWords - 64 - lo + 1);
+    }
+    return v;
+  }
+};
+
+}  // namespace
+
+const OpCase& vmatr_case() {
+  static const VmatrCase c;
+  return c;
+}
+
+}  // namespace lockstep::ops
