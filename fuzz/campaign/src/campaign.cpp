@@ -611,7 +611,7 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   base.fixed = true;
   g.add(base);
   const std::size_t body_begin = g.items.size();
-  const unsigned length = 16 + rng.below(48);
+  const unsigned length = o.min_body + rng.below(std::max(o.min_body, o.max_body) - o.min_body + 1);
   while (g.items.size() - body_begin < length) {
     if (rng.chance(8)) {
       switch (rng.below(3)) {

@@ -172,6 +172,9 @@ struct DrawOptions {
   /// The one condition it breaks (a code of that op's case, so that it raises exactly that code;
   /// 0: one or more, drawn by the case).
   unsigned trap_code = 0;
+  /// The body's length in items (instructions, `li` pairs, streams), drawn uniformly from
+  /// [min_body, max_body] (min_body <= max_body); a stream may end it a few items later.
+  unsigned min_body = 16, max_body = 63;
 };
 /// generate() with every option; throws OpsError when trap_op is not a selected vector op.
 Program generate(std::uint64_t seed, std::uint64_t index, std::span<const ref::Encoding* const> ops,
