@@ -128,14 +128,15 @@ TEST(CampaignGenerate, TestWordsComeFromTheSelection) {
 // (Program::trap_code) both give, one of the op's codes; more than half the programs exit, three
 // in four carry a `.lockstep.vreg` (and half, with VMAT or VMATR, the memories' sections); every
 // bucket of every selected op (OpCase::buckets for the selected modes) is reached, "reads an
-// earlier destination" at least `min_chained` times, and each op of `all_codes` raises every one
-// of its codes (OpCase::codes). Replaces one loop per op (VRED, VQ, VEXP, VMAT/VMATR, VEW/VFN).
+// earlier destination" at least `min_chained` times, ROT takes at least `min_rot_positions`
+// positions, and each op of `all_codes` raises every one of its codes (OpCase::codes). Replaces one loop per op (VRED, VQ, VEXP, VMAT/VMATR, VEW/VFN).
 struct OpsRun {
   std::string list;
   std::uint64_t seed, programs;
   std::vector<std::string> all_codes;  // ops that must raise every code of theirs
   std::uint64_t min_chained = 1;       // "reads an earlier destination" at least this often, per op
   std::uint64_t min_executed = 1;      // valid instructions of each selected op, at least
+  unsigned min_rot_positions = 0;      // distinct VEW ROT positions ("rot p=K" buckets), at least
 };
 
 void PrintTo(const OpsRun& r, std::ostream* os) { *os << "--ops " << r.list << " seed " << r.seed; }
@@ -210,6 +211,11 @@ TEST_P(CampaignVectorOps, EveryInstructionIsItsCaseAndEveryBucketIsReached) {
         if (bucket == all[m] && !(selected_modes(*c) >> m & 1)) ADD_FAILURE() << name << ": " << bucket << " was not selected";
       }
     }
+    if (c->op() == ref::Op::kVew) {
+      EXPECT_GE(static_cast<unsigned>(std::count_if(b.begin(), b.end(), [](const auto& kv) { return kv.first.rfind("rot p=", 0) == 0; })),
+                run.min_rot_positions)
+          << "distinct ROT positions";
+    }
     if (b.count("reads an earlier destination")) {
       EXPECT_GE(b["reads an earlier destination"], run.min_chained) << name;
     }
@@ -223,10 +229,10 @@ INSTANTIATE_TEST_SUITE_P(
     Lists, CampaignVectorOps,
     ::testing::Values(OpsRun{"vred,add,vld", 23, 160, {"vred"}, 1, 160}, OpsRun{"vq,vew.add,add", 29, 320, {"vq"}},
                       OpsRun{"vexp,vq,add", 31, 320, {"vexp"}}, OpsRun{"vmatr,vmat,add", 32, 480, {"vmat", "vmatr"}},
-                      OpsRun{"vew", 21, 320, {"vew"}, 21}, OpsRun{"vew.mul", 21, 96, {}, 21},
-                      OpsRun{"vew.add,vew.muls", 21, 128, {}, 21}, OpsRun{"vew.rot", 21, 128, {"vew"}, 21},
+                      OpsRun{"vew", 21, 320, {"vew"}, 21, 1, 17}, OpsRun{"vew.mul", 21, 96, {}, 21},
+                      OpsRun{"vew.add,vew.muls", 21, 128, {}, 21}, OpsRun{"vew.rot", 21, 128, {"vew"}, 21, 1, 17},
                       OpsRun{"vld,vew,add,mul", 21, 128, {}, 21}, OpsRun{"vfn", 21, 160, {"vfn"}, 21},
-                      OpsRun{"vfn.silu", 21, 96, {"vfn"}, 21}, OpsRun{"vfn,vew.rot", 21, 160, {"vew"}, 21},
+                      OpsRun{"vfn.silu", 21, 96, {"vfn"}, 21}, OpsRun{"vfn,vew.rot", 21, 160, {"vew"}, 21, 1, 17},
                       OpsRun{"vld", 37, 160, {"vld"}}),
     [](const ::testing::TestParamInfo<OpsRun>& info) {
       std::string n;

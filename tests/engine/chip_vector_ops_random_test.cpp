@@ -60,7 +60,7 @@ void PrintTo(const OpRun& r, std::ostream* os) { *os << r.op << " (--ops " << r.
 const OpRun kRuns[] = {
     {"vmat", "vmat,vq,vew.add", 96, 32, 0x5eed'07ed'0015ull},   {"vmatr", "vmatr,vq,vew.add", 96, 32, 0x5eed'07ed'0016ull},
     {"vq", "vq,vew.add", 256, 64, 0x5eed'07ed'0014ull},         {"vexp", "vexp,vew.add", 192, 64, 0x5eed'07ed'0015ull},
-    {"vew", "vew,vld,alu", 36, 32, 0x5eed'0e3a'0010ull},        {"vfn", "vfn,vew.add,vew.mul", 48, 48, 0x5eed'0f70'0012ull},
+    {"vew", "vew,vld", 36, 32, 0x5eed'0e3a'0010ull},            {"vfn", "vfn,vew.add,vew.mul", 48, 48, 0x5eed'0f70'0012ull},
     {"vred", "vred,vew.add", 256, 64, 0x5eed'07ed'0013ull},     {"vld", "vld,alu,load,store", 64, 32, 0x5eed'0f1d'0008ull},
 };
 

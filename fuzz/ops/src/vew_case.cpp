@@ -122,10 +122,7 @@ class VewCase final : public OpCase {
     b.insert(b.end(), {"in place", "n > 512", "reads an earlier destination", "saturates", "does not saturate"});
     if (modes >> kMuls & 1)
       for (u32 gs = 0; gs <= 6; ++gs) b.push_back("muls gs=" + std::to_string(gs));
-    if (modes >> kRot & 1) {
-      b.insert(b.end(), {"rot p=0", "rot p=63"});
-      for (u32 k = 0; k < 8; ++k) b.push_back("rot p in " + std::to_string(8 * k) + ".." + std::to_string(8 * k + 7));
-    }
+    if (modes >> kRot & 1) b.insert(b.end(), {"rot p=0", "rot p=63", "rot p in 1..31", "rot p in 32..62"});
     return b;
   }
 
@@ -138,9 +135,9 @@ class VewCase final : public OpCase {
     out["reads an earlier destination"] +=
         reads_written(a, n, e.written) || (mode != kRot && reads_written(b, mode == kMuls ? muls_len(n, gs) : n, e.written));
     if (mode == kMuls) ++out["muls gs=" + std::to_string(gs)];
-    if (mode == kRot) {
-      if (b == 0 || b == 63) ++out["rot p=" + std::to_string(b)];
-      ++out["rot p in " + std::to_string(b / 8 * 8) + ".." + std::to_string(b / 8 * 8 + 7)];
+    if (mode == kRot) {  // every position, and the two halves of the interior
+      ++out["rot p=" + std::to_string(b)];
+      if (b != 0 && b != 63) ++out[b < 32 ? "rot p in 1..31" : "rot p in 32..62"];
     }
     const ref::VectorTables& tab = ref::vector_tables();
     std::uint64_t sat = 0, elements = 0;
