@@ -2,21 +2,22 @@
 // properties over ref::execute_vector. Every expected value is computed here from the spec's
 // formulas (exact integers), never taken from the reference.
 //
-//   VMAT   a one-hot activation returns the hot column of the chunks, scaled exactly as §4.1
+//   VMAT   a one-hot activation returns the hot column of the chunks, scaled exactly as vmat.md §1
 //          (WSCALE = 1 and ASH = 16: the int4 weights themselves); argmax mode returns the
 //          lowest index of the maximum of what write mode writes (ties made on purpose)
 //   VQ     quantise then dequantise: |x - q·2^e| <= 2^(e-1) (q = x when e = 0), |q| <= 127,
-//          e is the smallest such shift (§4.3), padding zeros, K/V rows likewise
+//          e is the smallest such shift (vq.md §1), padding zeros, K/V rows likewise
 //   VEW    ADD commutes and is sat32(x + y); MUL by 65536 (1.0) and MULS by a scalar 65536 are
 //          the identity; ROT at position 0 is the identity
 //   VRED   SUM = sat32(rnd(Σx, SH)), SUMSQ = sat32(rnd(Σx², 16 + SH)), MAX = max (sums here)
 //   VEXP   every p in 0..65536, each group's maximum score gives 65536, S_g = Σ p, p is
 //          non-increasing in (m - s)
 //   VLD    with M = 1 the bytes sign-extended
-//   tokens (trace-v3, §5) each op emits the count of §5's count column, every id is in the
-//          vocabulary (format::is_valid_token), and the values on the bus, decoded here from
-//          §5's layouts (word streams, int8 streams, VMAT row bytes, VEXP maxima), are exactly
-//          what the op wrote (read back from the reference's state) or, for VMAT argmax and
+//   tokens (trace-v3, §5) each op emits the count of its page's count column
+//          (vector/<op>.md §2), every id is in the vocabulary (format::is_valid_token),
+//          and the values on the bus, decoded here from §5's layouts (word streams, int8
+//          streams, VMAT row bytes, VEXP maxima), are exactly what the op wrote (read back
+//          from the reference's state) or, for VMAT argmax and
 //          VEXP's maxima, what §4 computes from the inputs
 //
 // RapidCheck prints its seed ("Using configuration: seed=...") and on failure a reproduce
@@ -192,7 +193,7 @@ std::vector<std::int32_t> words(unsigned n) { return *rc::gen::container<std::ve
 
 // ------------------------------------------------------------------ VMAT
 
-// §4.1 with ACT zero except ACT[64(b0+jh) + ih] = a: acc_{r,j} = a·W[c_{r,jh}][ih] for j = jh,
+// vmat.md §1 with ACT zero except ACT[64(b0+jh) + ih] = a: acc_{r,j} = a·W[c_{r,jh}][ih] for j = jh,
 // 0 otherwise, so y_r = sat32(rnd(a·W[c0 + rK + jh][ih]·WSCALE·2^ASH[b0+jh], 16)).
 RC_GTEST_PROP(VmatLaws, OneHotActivationReturnsTheChunkColumn, ()) {
   VectorState s;
@@ -266,7 +267,7 @@ RC_GTEST_PROP(VmatLaws, ArgmaxIsTheLowestIndexOfTheMaximum, ()) {
   RC_ASSERT(m.vr == s.vr);  // argmax mode writes no register word
   const auto best = std::max_element(w.vr.begin(), w.vr.begin() + R);  // the first maximum
   RC_ASSERT(em.rd_value == static_cast<u32>(best - w.vr.begin()));
-  // Independently of write mode: the formula of §4.1.
+  // Independently of write mode: the formula of vmat.md §1.
   std::vector<i64> y(R);
   for (unsigned r = 0; r < R; ++r) {
     i128 sum = 0;

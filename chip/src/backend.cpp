@@ -69,6 +69,84 @@ const ProbeMap::Field* ProbeMap::find(const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+// ProbeMap::Dataflow of a chip file: every dimension's readers and writers, gathered into parts.
+ProbeMap::Dataflow dataflow_of(const Chip& chip) {
+  const std::uint32_t D = chip.config.d_model;
+  ProbeMap::Dataflow df;
+  std::vector<std::int64_t> owner(D, -1);
+  for (const Field& f : chip.config.fields) {
+    for (std::uint32_t d = f.offset; d < f.offset + f.width && d < D; ++d) owner[d] = static_cast<std::int64_t>(df.parts.size());
+    df.parts.push_back({f.name, {}, {}, false, false});
+  }
+  // Per dimension: touched by anything; then unnamed touched runs become parts.
+  std::vector<std::vector<SublayerRef>> readers(D), writers(D);
+  std::vector<char> embedded(D, 0), unembedded(D, 0);
+  auto add = [](std::vector<SublayerRef>& v, SublayerRef at) {
+    if (v.empty() || !(v.back() == at)) v.push_back(at);
+  };
+  auto reads = [&](const LinearMap& m, SublayerRef at) {
+    for (std::uint32_t c = 0; c < m.w.cols && c < D; ++c)
+      if (m.w.col_ptr[c + 1] != m.w.col_ptr[c]) add(readers[c], at);
+  };
+  auto writes = [&](const LinearMap& m, SublayerRef at) {
+    for (std::uint32_t r : m.w.row_idx)
+      if (r < D) add(writers[r], at);
+    for (std::uint32_t r = 0; r < m.bias.size() && r < D; ++r)
+      if (m.bias[r] != 0.0f) add(writers[r], at);
+  };
+  for (std::uint32_t r : chip.embed.w.row_idx)
+    if (r < D) embedded[r] = 1;
+  for (std::uint32_t r = 0; r < chip.embed.bias.size() && r < D; ++r)
+    if (chip.embed.bias[r] != 0.0f) embedded[r] = 1;
+  for (std::uint32_t c = 0; c < chip.unembed.w.cols && c < D; ++c)
+    unembedded[c] = chip.unembed.w.col_ptr[c + 1] != chip.unembed.w.col_ptr[c];
+  for (int l = 0; l < static_cast<int>(chip.layers.size()); ++l) {
+    const Layer& L = chip.layers[static_cast<std::size_t>(l)];
+    const SublayerRef mem{l, Sublayer::Memory}, mlp{l, Sublayer::Mlp};
+    if (!L.heads.empty()) df.sublayers.push_back(mem);
+    for (const Head& h : L.heads) {
+      for (const LinearMap* m : {&h.k, &h.q, &h.v, &h.beta}) reads(*m, mem);
+      writes(h.o, mem);
+    }
+    if (L.mlp.kind == MlpKind::None) continue;
+    df.sublayers.push_back(mlp);
+    for (const LinearMap* m : {&L.mlp.w1, &L.mlp.wu, &L.mlp.wg}) reads(*m, mlp);
+    writes(L.mlp.w2, mlp);
+  }
+  auto touched = [&](std::uint32_t d) {
+    return embedded[d] || unembedded[d] || !readers[d].empty() || !writers[d].empty();
+  };
+  for (std::uint32_t d = 0; d < D;) {
+    if (owner[d] >= 0 || !touched(d)) {
+      ++d;
+      continue;
+    }
+    std::uint32_t e = d;
+    while (e < D && owner[e] < 0 && touched(e)) owner[e++] = static_cast<std::int64_t>(df.parts.size());
+    df.parts.push_back({"dims[" + std::to_string(d) + ".." + std::to_string(e) + ")", {}, {}, false, false});
+    d = e;
+  }
+  auto merge = [](std::vector<SublayerRef>& into, const std::vector<SublayerRef>& from) {
+    into.insert(into.end(), from.begin(), from.end());
+  };
+  for (std::uint32_t d = 0; d < D; ++d) {
+    if (owner[d] < 0) continue;
+    ProbeMap::Dataflow::Part& p = df.parts[static_cast<std::size_t>(owner[d])];
+    merge(p.readers, readers[d]);
+    merge(p.writers, writers[d]);
+    p.embedded = p.embedded || embedded[d];
+    p.unembedded = p.unembedded || unembedded[d];
+  }
+  for (ProbeMap::Dataflow::Part& p : df.parts)
+    for (auto* v : {&p.readers, &p.writers}) {
+      std::sort(v->begin(), v->end());
+      v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
+  return df;
+}
+}  // namespace
+
 ProbeMap probe_map_of(const Chip& chip) {
   const std::uint32_t D = chip.config.d_model;
   // Residual dimension -> field index (named fields, then the unnamed runs the unembedding reads).
@@ -106,6 +184,7 @@ ProbeMap probe_map_of(const Chip& chip) {
     if (L.mlp.kind != MlpKind::None) mark(L.mlp.w2, {l, Sublayer::Mlp});
   }
   pm.points = chip.config.probes;
+  pm.dataflow = dataflow_of(chip);
   std::vector<bool> listed(pm.fields.size(), false);
   for (std::uint32_t d = 0; d < D; ++d) {
     if (!read[d] || owner[d] < 0 || listed[static_cast<std::size_t>(owner[d])]) continue;

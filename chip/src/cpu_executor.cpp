@@ -12,6 +12,9 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace lockstep::chip {
 
@@ -32,6 +35,8 @@ struct PreparedMap {
   std::vector<std::uint32_t> cols;   // input dimensions with at least one weight
   std::vector<std::uint64_t> colmask;  // bit j: column j has a weight
   std::vector<std::uint32_t> mask_words;  // indices of the non-zero words of colmask
+  // the summary of colmask: (k, bits) with bit i set when word 64 k + i of colmask is non-zero
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> summary;
   void prepare(const LinearMap& map) {
     m = &map;
     seeds.clear();
@@ -45,6 +50,11 @@ struct PreparedMap {
     mask_words.clear();
     for (std::uint32_t w = 0; w < colmask.size(); ++w)
       if (colmask[w]) mask_words.push_back(w);
+    summary.clear();
+    for (std::uint32_t w : mask_words) {
+      if (summary.empty() || summary.back().first != w >> 6) summary.emplace_back(w >> 6, 0);
+      summary.back().second |= std::uint64_t{1} << (w & 63);
+    }
     for (std::uint32_t r = 0; r < map.bias.size(); ++r) {
       const float b = map.bias[r];
       if (map.act == Activation::Relu ? b > 0.0f : b != 0.0f) seeds.push_back(r);
@@ -107,14 +117,25 @@ struct Accum {
   bool touched(std::uint32_t r) const { return cells[r].stamp == cur; }
 };
 
-// y = W x + b (before activation) for sparse x given by (x dense, nz candidate list, xbits its
-// bitmap). Visits the columns that both have a weight and are candidates: by walking the
-// candidates (few of them) or by intersecting the bitmaps word by word over the map's non-zero
-// mask words. x is zero outside the candidates, so both visit the same non-zero terms (in
+// The residual's candidates in three forms: x dense, nz the list of candidate dimensions, bits
+// their bitmap and sum its summary (bit i of sum[k]: word 64 k + i of bits is non-zero).
+struct Candidates {
+  const float* x;
+  const std::uint32_t* nz;
+  std::size_t n_nz;
+  const std::uint64_t* bits;
+  const std::uint64_t* sum;
+};
+
+// y = W x + b (before activation) for the sparse x of `c`. Visits the columns that both have a
+// weight and are candidates: by walking the candidates (few of them) or by intersecting the
+// two-level bitmaps (summary words, then the words both summaries mark), which costs the map's
+// summary words (at most d_model / 4096) plus the words where the map and x meet, however many
+// candidates x has. x is zero outside the candidates, so both visit the same non-zero terms (in
 // another order; every partial sum is exact, chip-format.md section 1.3, so the result is the
 // same).
-void eval(Accum& a, const PreparedMap& pm, const float* x, const std::uint32_t* nz, std::size_t n_nz,
-          const std::uint64_t* xbits) {
+void eval(Accum& a, const PreparedMap& pm, const Candidates& c) {
+  const float* x = c.x;
   const LinearMap& m = *pm.m;
   a.begin(m);
   for (std::uint32_t r : pm.seeds) a.touch(r);
@@ -127,15 +148,18 @@ void eval(Accum& a, const PreparedMap& pm, const float* x, const std::uint32_t* 
     if (xj == 0.0f) return;
     for (std::uint32_t p = cp[j]; p < cp[j + 1]; ++p) a.add(ri[p], wv[p] * xj);
   };
-  if (n_nz < 2 * pm.mask_words.size()) {
-    for (std::size_t i = 0; i < n_nz; ++i) {
-      const std::uint32_t j = nz[i];
+  if (c.n_nz < 4 * pm.summary.size()) {
+    for (std::size_t i = 0; i < c.n_nz; ++i) {
+      const std::uint32_t j = c.nz[i];
       if ((mask[j >> 6] >> (j & 63)) & 1) column(j);
     }
   } else {
-    for (std::uint32_t w : pm.mask_words)
-      for (std::uint64_t b = mask[w] & xbits[w]; b != 0; b &= b - 1)
-        column(64 * w + static_cast<std::uint32_t>(std::countr_zero(b)));
+    for (const auto& [k, sb] : pm.summary)
+      for (std::uint64_t ws = sb & c.sum[k]; ws != 0; ws &= ws - 1) {
+        const std::uint32_t w = 64 * k + static_cast<std::uint32_t>(std::countr_zero(ws));
+        for (std::uint64_t b = mask[w] & c.bits[w]; b != 0; b &= b - 1)
+          column(64 * w + static_cast<std::uint32_t>(std::countr_zero(b)));
+      }
   }
 }
 
@@ -161,6 +185,131 @@ void eval_abs(Accum& a, const PreparedMap& pm, const float* x, const std::uint32
   }
 }
 
+// Rows of a ReLU map that differ only in their bias (threshold ladders such as
+// ReLU(y - 16 j), j = 0 .. n, all reading one form y) share one dot product. The map is
+// evaluated as a smaller map with one *unit* row per distinct weight row, whose bias is its
+// highest member bias b_0: the unit's value is v_0 = d + b_0 with d = w . x, its first
+// member's value. Its member rows, sorted by bias descending, have the values d + b_r with
+// d = v_0 - b_0, and only those with d + b_r > 0 are visited (the rest are zero after the
+// ReLU), so a ladder of n thresholds costs one dot product and the rungs it passes, and a unit
+// whose first member is not positive costs what a plain row costs. Exact: d is a partial sum
+// of each member's dot product, so v_0, d = v_0 - b_0 and d + b_r are exact under
+// chip-format.md section 1.3, whatever the order, and equal the plain evaluation's values.
+struct SharedRows {
+  LinearMap units;  // (units x cols), ReLU: a unit's weights are its members' (equal) weights, its bias b_0
+  PreparedMap pm;   // prepared on `units` (seeds: units with b_0 > 0)
+  std::vector<std::uint32_t> first;  // (units + 1): unit u's members are [first[u], first[u + 1])
+  std::vector<std::uint32_t> row;    // member rows, by bias descending within a unit
+  std::vector<float> bias;           // their biases
+
+  // Builds the units of a ReLU map; false (and nothing built) when no two rows share weights.
+  bool build(const LinearMap& m) {
+    const SparseMatrix& W = m.w;
+    const std::uint32_t R = W.rows;
+    // the map's rows (CSR): entries by column
+    std::vector<std::uint32_t> rp(R + 1, 0);
+    for (std::uint32_t r : W.row_idx) ++rp[r + 1];
+    for (std::uint32_t r = 0; r < R; ++r) rp[r + 1] += rp[r];
+    std::vector<std::uint32_t> rc(W.row_idx.size()), fill(rp.begin(), rp.end() - 1);
+    std::vector<float> rv(W.row_idx.size());
+    for (std::uint32_t j = 0; j + 1 < W.col_ptr.size(); ++j)
+      for (std::uint32_t p = W.col_ptr[j]; p < W.col_ptr[j + 1]; ++p) {
+        const std::uint32_t q = fill[W.row_idx[p]]++;
+        rc[q] = j;
+        rv[q] = W.values[p];
+      }
+    auto same_row = [&](std::uint32_t a, std::uint32_t b) {
+      const std::uint32_t n = rp[a + 1] - rp[a];
+      return n == rp[b + 1] - rp[b] && std::equal(rc.begin() + rp[a], rc.begin() + rp[a] + n, rc.begin() + rp[b]) &&
+             (n == 0 || std::memcmp(rv.data() + rp[a], rv.data() + rp[b], n * sizeof(float)) == 0);
+    };
+    // rows by (hash of their weights, row); equal weights are adjacent after a check of equality
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> by_hash(R);
+    for (std::uint32_t r = 0; r < R; ++r) {
+      const std::uint64_t hc = XXH3_64bits(rc.data() + rp[r], (rp[r + 1] - rp[r]) * sizeof(std::uint32_t));
+      const std::uint64_t hv = XXH3_64bits(rv.data() + rp[r], (rp[r + 1] - rp[r]) * sizeof(float));
+      by_hash[r] = {hc ^ (hv * 0x9E3779B97F4A7C15ull), r};
+    }
+    std::sort(by_hash.begin(), by_hash.end());
+    std::vector<std::uint32_t> unit_of(R, UINT32_MAX), rep;  // rep[u]: the unit's first row
+    std::vector<std::vector<std::uint32_t>> members;
+    for (std::size_t i = 0; i < R;) {
+      std::size_t e = i;
+      while (e < R && by_hash[e].first == by_hash[i].first) ++e;
+      for (std::size_t a = i; a < e; ++a) {  // split the run into classes of truly equal rows
+        const std::uint32_t r = by_hash[a].second;
+        if (unit_of[r] != UINT32_MAX) continue;
+        const std::uint32_t u = static_cast<std::uint32_t>(rep.size());
+        rep.push_back(r);
+        members.push_back({r});
+        unit_of[r] = u;
+        for (std::size_t b = a + 1; b < e; ++b) {
+          const std::uint32_t r2 = by_hash[b].second;
+          if (unit_of[r2] == UINT32_MAX && same_row(r, r2)) {
+            unit_of[r2] = u;
+            members.back().push_back(r2);
+          }
+        }
+      }
+      i = e;
+    }
+    if (rep.size() == R) return false;
+    // units in order of their first row (so that each column's unit indices increase)
+    std::vector<std::uint32_t> order(rep.size());
+    for (std::uint32_t u = 0; u < order.size(); ++u) order[u] = u;
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return rep[a] < rep[b]; });
+    std::vector<std::uint32_t> renum(rep.size());
+    for (std::uint32_t i = 0; i < order.size(); ++i) renum[order[i]] = i;
+    const std::uint32_t U = static_cast<std::uint32_t>(rep.size());
+    units = LinearMap{};
+    units.act = Activation::Relu;
+    units.w.rows = U;
+    units.w.cols = W.cols;
+    units.w.col_ptr.assign(W.col_ptr.size(), 0);
+    for (std::uint32_t j = 0; j + 1 < W.col_ptr.size(); ++j) {
+      for (std::uint32_t p = W.col_ptr[j]; p < W.col_ptr[j + 1]; ++p) {
+        const std::uint32_t r = W.row_idx[p], u = unit_of[r];
+        if (rep[u] != r) continue;
+        units.w.row_idx.push_back(renum[u]);
+        units.w.values.push_back(W.values[p]);
+      }
+      units.w.col_ptr[j + 1] = static_cast<std::uint32_t>(units.w.row_idx.size());
+    }
+    first.assign(U + 1, 0);
+    row.clear();
+    bias.clear();
+    for (std::uint32_t i = 0; i < U; ++i) {
+      std::vector<std::uint32_t>& mem = members[order[i]];
+      std::stable_sort(mem.begin(), mem.end(), [&](std::uint32_t a, std::uint32_t b) { return m.bias[a] > m.bias[b]; });
+      for (std::uint32_t r : mem) {
+        row.push_back(r);
+        bias.push_back(m.bias[r]);
+      }
+      first[i + 1] = static_cast<std::uint32_t>(row.size());
+    }
+    units.bias.resize(U);
+    for (std::uint32_t u = 0; u < U; ++u) units.bias[u] = bias[first[u]];
+    pm.prepare(units);
+    return true;
+  }
+
+  // The non-zero entries (row, ReLU(value)) of the map, from the units evaluated in `a`.
+  void expand(const Accum& a, std::vector<std::pair<std::uint32_t, float>>& out) const {
+    for (std::uint32_t u : a.rows()) {
+      const float v0 = a.vals(u);
+      if (!(v0 > 0.0f)) continue;
+      const std::uint32_t f = first[u], e = first[u + 1];
+      out.emplace_back(row[f], v0);
+      const float d = v0 - bias[f];
+      for (std::uint32_t i = f + 1; i < e; ++i) {
+        const float v = d + bias[i];
+        if (!(v > 0.0f)) break;
+        out.emplace_back(row[i], v);
+      }
+    }
+  }
+};
+
 struct PreparedHead {
   PreparedMap k, q, v, beta, o;
   std::size_t state_offset = 0;
@@ -171,11 +320,17 @@ struct PreparedHead {
   std::uint32_t same_k = 0, same_q = 0, same_v = 0, same_beta = 0;
 };
 
-// True when the 8 floats at p are all +0 or -0 (bit patterns OR-ed, sign bits masked).
-inline bool all_zero8(const float* p) {
-  std::uint64_t w[4];
-  std::memcpy(w, p, sizeof w);
-  return ((w[0] | w[1] | w[2] | w[3]) & 0x7FFFFFFF7FFFFFFFull) == 0;
+// Bit i set when p[i] is neither +0 nor -0, for i < n <= 64 (SSE2: four floats a compare).
+inline std::uint64_t nonzero_mask(const float* p, std::uint32_t n) {
+  std::uint64_t m = 0;
+  std::uint32_t i = 0;
+#if defined(__SSE2__)
+  const __m128 zero = _mm_setzero_ps();
+  for (; i + 4 <= n; i += 4)
+    m |= static_cast<std::uint64_t>(_mm_movemask_ps(_mm_cmpneq_ps(_mm_loadu_ps(p + i), zero))) << i;
+#endif
+  for (; i < n; ++i) m |= static_cast<std::uint64_t>(p[i] != 0.0f) << i;
+  return m;
 }
 
 // Equality of two maps' content (activation, shape, weights, bias).
@@ -209,6 +364,7 @@ struct PreparedLayer {
   std::vector<PreparedHead> heads;
   std::vector<HeadGroup> groups;  // covers only runs of at least kMinGroup heads
   PreparedMap w1, wu, wg, w2;
+  std::unique_ptr<SharedRows> w1_shared;  // w1 by shared dot products (SharedRows); null: none share
   MlpKind kind = MlpKind::None;
   double limit = 0;
   std::vector<std::size_t> probes_after_mem, probes_after_mlp;  // indices into config.probes
@@ -231,6 +387,7 @@ struct Stream {
   // residual of the current step
   std::vector<float> x;
   std::vector<std::uint64_t> xbits;  // bit d: d is in xnz
+  std::vector<std::uint64_t> xsum;   // bit i of word k: word 64 k + i of xbits is non-zero
   std::vector<std::uint32_t> xnz;
   // per-step scratch: memory outputs of every head of the current layer
   std::vector<float> o;  // concatenated value_dim of the layer's heads
@@ -259,6 +416,7 @@ struct Stream {
     const std::uint64_t bit = std::uint64_t{1} << (d & 63);
     if (!(w & bit)) {
       w |= bit;
+      xsum[d >> 12] |= std::uint64_t{1} << ((d >> 6) & 63);
       xnz.push_back(d);
     }
     x[d] += v;
@@ -267,9 +425,11 @@ struct Stream {
     for (std::uint32_t d : xnz) {
       x[d] = 0.0f;
       xbits[d >> 6] = 0;
+      xsum[d >> 12] = 0;
     }
     xnz.clear();
   }
+  Candidates candidates() const { return {x.data(), xnz.data(), xnz.size(), xbits.data(), xsum.data()}; }
 };
 
 }  // namespace
@@ -293,6 +453,10 @@ struct CpuExecutor::Impl {
   // memory_block scratch per head of the current layer (PreparedHead::same_*)
   std::vector<float> head_beta;
   std::vector<std::uint8_t> head_reads;  // per head of the current layer: its query is not zero (or the audit is on)
+  // per head of the current layer that reads: o = head_src[0 .. value_dim) * head_scale (a
+  // query with one non-zero entry reads its state column in place; else head_src is its o)
+  std::vector<const float*> head_src;
+  std::vector<float> head_scale;
   std::vector<std::vector<std::pair<std::uint32_t, float>>> head_k, head_q;
   std::vector<std::vector<float>> head_v;
   std::vector<std::uint8_t> k_done, v_done;
@@ -314,7 +478,8 @@ struct CpuExecutor::Impl {
     unembed.prepare(ch.unembed);
     std::size_t max_rows = std::max<std::size_t>(ch.config.d_model, ch.config.vocab_size);
     std::size_t off = 0;
-    layers.assign(ch.layers.size(), {});
+    layers.clear();
+    layers.resize(ch.layers.size());
     max_value_dim = 0;
     std::size_t max_heads = 0, max_head_value_dim = 0;
     for (std::size_t l = 0; l < ch.layers.size(); ++l) {
@@ -392,7 +557,11 @@ struct CpuExecutor::Impl {
         max_heads = std::max(max_heads, L.heads.size());
         for (const Head& hd : L.heads) max_head_value_dim = std::max<std::size_t>(max_head_value_dim, hd.value_dim);
       }
-      if (L.mlp.kind == MlpKind::Relu) P.w1.prepare(L.mlp.w1);
+      if (L.mlp.kind == MlpKind::Relu) {
+        P.w1.prepare(L.mlp.w1);
+        auto sr = std::make_unique<SharedRows>();
+        if (sr->build(L.mlp.w1)) P.w1_shared = std::move(sr);
+      }
       if (L.mlp.kind == MlpKind::Gated) {
         P.wu.prepare(L.mlp.wu);
         P.wg.prepare(L.mlp.wg);
@@ -403,6 +572,8 @@ struct CpuExecutor::Impl {
     for (Accum* a : {&a0, &a1, &a2, &a3, &aabs}) a->ensure(max_rows);
     head_beta.assign(max_heads, 0.0f);
     head_reads.assign(max_heads, 0);
+    head_src.assign(max_heads, nullptr);
+    head_scale.assign(max_heads, 1.0f);
     head_k.assign(max_heads, {});
     head_q.assign(max_heads, {});
     head_v.assign(max_heads, std::vector<float>(max_head_value_dim, 0.0f));
@@ -487,6 +658,7 @@ struct CpuExecutor::Impl {
     s.steps = 0;
     s.x.assign(ch.config.d_model, 0.0f);
     s.xbits.assign((ch.config.d_model + 63) / 64, 0);
+    s.xsum.assign((ch.config.d_model + 4095) / 4096, 0);
     s.xnz.clear();
     s.o.assign(max_value_dim, 0.0f);
     s.probe_vals.assign(ch.config.probes.size(), {});
@@ -615,7 +787,7 @@ struct CpuExecutor::Impl {
       out.clear();
       return;
     }
-    eval(a0, pm, s.x.data(), s.xnz.data(), s.xnz.size(), s.xbits.data());
+    eval(a0, pm, s.candidates());
     if (audit) audit_map(s, a0, pm, l, act_id, hi, false);
     out.clear();
     for (std::uint32_t r : a0.rows()) {
@@ -630,10 +802,8 @@ struct CpuExecutor::Impl {
       if (record_probes) record(s, P.probes_after_mem);
       return;
     }
-    const float* x = s.x.data();
-    const std::uint32_t* nz = s.xnz.data();
-    const std::size_t n_nz = s.xnz.size();
     const std::uint64_t* xb = s.xbits.data();
+    const Candidates xc = s.candidates();
     std::size_t o_off = 0;
     // Results of this step's k, q, v maps per head (shared by heads with equal maps, which all
     // read the same x; with the audit on every head evaluates its own maps).
@@ -666,7 +836,7 @@ struct CpuExecutor::Impl {
       if (!audit && H.same_beta != h) {
         beta = head_beta[H.same_beta];
       } else {
-        eval(a1, H.beta, x, nz, n_nz, xb);
+        eval(a1, H.beta, xc);
         if (audit) audit_map(s, a1, H.beta, l, kMemBeta, hi, false);
         beta = act(H.beta.m->act, a1.value(0));
       }
@@ -691,7 +861,7 @@ struct CpuExecutor::Impl {
         const std::uint32_t c = audit ? static_cast<std::uint32_t>(h) : H.same_v;
         float* vc = head_v[c].data();
         if (!v_done[c]) {
-          eval(a2, H.v, x, nz, n_nz, xb);
+          eval(a2, H.v, xc);
           if (audit) audit_map(s, a2, H.v, l, kMemV, hi, false);
           for (std::uint32_t i = 0; i < V; ++i) vc[i] = a2.value(i);
           v_done[c] = 1;
@@ -730,7 +900,14 @@ struct CpuExecutor::Impl {
       float* o = s.o.data() + o_off;
       // a zero query reads zero: such a head (most heads on most steps) adds only its output bias
       head_reads[h] = !qnz_c.empty() || audit;
-      if (head_reads[h]) {
+      head_src[h] = o;
+      head_scale[h] = 1.0f;
+      if (head_reads[h] && qnz_c.size() == 1 && !audit) {
+        // o = S[:, r] q_r: W_o reads the column in place, times q_r (its non-zero entries are
+        // those of the column; each product equals o's entry 0 + S[i, r] q_r exactly)
+        head_src[h] = S + static_cast<std::size_t>(qnz_c[0].first) * V;
+        head_scale[h] = qnz_c[0].second;
+      } else if (head_reads[h]) {
         std::fill(o, o + V, 0.0f);
         for (const auto& [r, qj] : qnz_c) {
           const float* col = S + static_cast<std::size_t>(r) * V;
@@ -753,21 +930,21 @@ struct CpuExecutor::Impl {
       }
       rabs_check(s, l, kMemResid);
     }
-    o_off = 0;
     for (std::size_t h = 0; h < P.heads.size(); ++h) {
       PreparedHead& H = P.heads[h];
-      const float* o = s.o.data() + o_off;
       const SparseMatrix& W = H.o.m->w;
       const std::uint32_t V = H.value_dim;
-      for (std::uint32_t i0 = 0; i0 < V && head_reads[h]; i0 += 8) {
-        if (i0 + 8 <= V && all_zero8(o + i0)) continue;  // most read-outs are sparse one-hots
-        for (std::uint32_t i = i0; i < std::min(V, i0 + 8); ++i) {
-          if (o[i] == 0.0f) continue;
-          for (std::uint32_t p = W.col_ptr[i]; p < W.col_ptr[i + 1]; ++p) s.add(W.row_idx[p], W.values[p] * o[i]);
-        }
+      if (head_reads[h]) {
+        const float* src = head_src[h];
+        const float scale = head_scale[h];
+        for (std::uint32_t i0 = 0; i0 < V; i0 += 64)  // most read-outs are sparse one-hots
+          for (std::uint64_t nzm = nonzero_mask(src + i0, std::min<std::uint32_t>(64, V - i0)); nzm != 0; nzm &= nzm - 1) {
+            const std::uint32_t i = i0 + static_cast<std::uint32_t>(std::countr_zero(nzm));
+            const float oi = src[i] * scale;
+            for (std::uint32_t p = W.col_ptr[i]; p < W.col_ptr[i + 1]; ++p) s.add(W.row_idx[p], W.values[p] * oi);
+          }
       }
       for (std::uint32_t r : H.o.seeds) s.add(r, H.o.m->bias[r]);
-      o_off += H.value_dim;
     }
     if (audit) audit_residual(s, l, kMemResid);
     if (record_probes) record(s, P.probes_after_mem);
@@ -781,23 +958,27 @@ struct CpuExecutor::Impl {
       if (record_probes) record(s, P.probes_after_mlp);
       return;
     }
-    const float* x = s.x.data();
-    const std::uint32_t* nz = s.xnz.data();
-    const std::size_t n_nz = s.xnz.size();
-    const std::uint64_t* xb = s.xbits.data();
+    const Candidates xc = s.candidates();
     // hidden activations h (non-zero ones) into a3.rows/tmp pairs
     knz.clear();
-    if (P.kind == MlpKind::Relu) {
-      eval(a0, P.w1, x, nz, n_nz, xb);
+    if (P.kind == MlpKind::Relu && P.w1_shared && !audit) {
+      // rows that share weights share one dot product (SharedRows); the audit, which checks
+      // every touched row's value, takes the plain path below
+      eval(a0, P.w1_shared->pm, xc);
+      P.w1_shared->expand(a0, knz);
+      if (coverage)  // the touched rows with a positive value: exactly knz's
+        for (const auto& [r, h] : knz) ++cov.layers[static_cast<std::size_t>(l)].active[r];
+    } else if (P.kind == MlpKind::Relu) {
+      eval(a0, P.w1, xc);
       if (audit) audit_map(s, a0, P.w1, l, kMlpPre, -1, false);
       if (coverage) count_decisions(l, a0);
       for (std::uint32_t r : a0.rows())
         if (a0.vals(r) > 0.0f) knz.emplace_back(r, a0.vals(r));
     } else {
-      eval(a0, P.wg, x, nz, n_nz, xb);
+      eval(a0, P.wg, xc);
       if (audit) audit_map(s, a0, P.wg, l, kMlpPre, -1, false);
       if (coverage) count_decisions(l, a0);
-      eval(a1, P.wu, x, nz, n_nz, xb);
+      eval(a1, P.wu, xc);
       if (audit) audit_map(s, a1, P.wu, l, kMlpU, -1, false);
       for (std::uint32_t r : a0.rows()) {
         const float g = a0.vals(r);
@@ -823,7 +1004,7 @@ struct CpuExecutor::Impl {
 
   // logits = W_U x + b_U ; argmax, lowest id wins a tie.
   Token unembed_argmax(Stream& s) {
-    eval(a0, unembed, s.x.data(), s.xnz.data(), s.xnz.size(), s.xbits.data());
+    eval(a0, unembed, s.candidates());
     if (audit) {
       audit_map(s, a0, unembed, -1, kLogits, -1, false);  // every touched logit
       for (Token t : bad_bias_tokens)                      // untouched logits are their biases

@@ -1,10 +1,44 @@
 #include "lockstep/chip/compiler/primitives.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <stdexcept>
 
 namespace lockstep::chip::compiler {
+
+bool is_zero(const Lin& l) { return l.terms.empty() && l.c == 0; }
+
+void when(LayerBuilder& L, const std::vector<Lin>& conds, const SparseVec& outs) {
+  Lin s;
+  for (const Lin& c : conds) s += c;
+  const std::uint32_t u = L.relu_unit(s - static_cast<double>(conds.size() - 1));
+  for (const auto& [d, v] : outs) L.unit_out(u, d, v);
+}
+
+void table(LayerBuilder& L, const std::vector<OneHot>& parts,
+           const std::function<SparseVec(const std::vector<unsigned>&)>& fn, const std::vector<Lin>& gates) {
+  std::vector<unsigned> vals(parts.size(), 0);
+  const double n = static_cast<double>(parts.size() + gates.size());
+  std::function<void(std::size_t, Lin)> rec = [&](std::size_t p, Lin acc) {
+    if (p == parts.size()) {
+      const SparseVec out = fn(vals);
+      if (out.empty()) return;
+      Lin pre = acc;
+      for (const Lin& g : gates) pre += g;
+      pre = pre - (n - 1);
+      const std::uint32_t u = L.relu_unit(pre);
+      for (const auto& [d, v] : out) L.unit_out(u, d, v);
+      return;
+    }
+    for (unsigned v = 0; v < parts[p].size(); ++v) {
+      if (is_zero(parts[p][v])) continue;
+      vals[p] = v;
+      rec(p + 1, acc + parts[p][v]);
+    }
+  };
+  rec(0, Lin());
+}
 
 void decode_lookup(LayerBuilder& L, const Lin& x, const std::vector<SparseVec>& table) {
   const int n = static_cast<int>(table.size());

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <functional>
+#include <map>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -100,8 +102,16 @@ json ProbeCheck::to_json() const {
 json Attribution::to_json() const {
   json c = json::array();
   for (const ProbeCheck& p : checks) c.push_back(p.to_json());
-  return {{"status", status}, {"layer", layer}, {"sublayer", sublayer}, {"field", field},
-          {"text", text}, {"checks", c}};
+  return {{"status", status},
+          {"layer", layer},
+          {"sublayer", sublayer},
+          {"field", field},
+          {"text", text},
+          {"last_agreeing", last_agreeing},
+          {"first_disagreeing", first_disagreeing},
+          {"candidates", candidates},
+          {"dataflow_known", dataflow_known},
+          {"checks", c}};
 }
 
 json Divergence::to_json() const {
@@ -170,6 +180,10 @@ Divergence divergence_from_json(const json& j) {
   d.attribution.sublayer = a.value("sublayer", "");
   d.attribution.field = a.value("field", "");
   d.attribution.text = a.value("text", "");
+  d.attribution.last_agreeing = a.value("last_agreeing", "");
+  d.attribution.first_disagreeing = a.value("first_disagreeing", "");
+  d.attribution.candidates = a.value("candidates", std::vector<std::string>{});
+  d.attribution.dataflow_known = a.value("dataflow_known", false);
   for (const json& c : a.value("checks", json::array())) {
     ProbeCheck p;
     p.layer = c.value("layer", -1);
@@ -206,11 +220,13 @@ std::string divergence_note(std::uint32_t expected, std::uint32_t actual) {
   };
   if (chip_traps && !ref_traps)
     return "the chip raises " + named(actual) + " where the reference does not trap (it emits " +
-           format::token_name(expected) + "): the chip does not implement this instruction (a chip that compiles "
-           "part of the machine raises TRAP(1) on the rest) or decodes it wrongly";
+           format::token_name(expected) + "): either the chip does not implement this instruction (a chip that "
+           "compiles part of the machine raises TRAP(1) on the rest) or decodes it wrongly, or a fault upstream "
+           "sends it to the trap (the layer line lists the candidates)";
   if (ref_traps && !chip_traps)
     return "the reference raises " + named(expected) + " and the chip does not (" + format::token_name(actual) +
-           "): the chip misses this trap check";
+           "): either the chip misses this trap check, or a fault upstream hides the trap (the layer line lists "
+           "the candidates)";
   return "";
 }
 
@@ -287,9 +303,11 @@ json RunResult::to_json() const {
 
 namespace {
 
-// LSENGCK3: a lane also carries the reference's look-ahead (the instructions it executed past
-// the current one for a chunk of steps; LSENGCK2 had none).
-constexpr char kCheckpointMagic[8] = {'L', 'S', 'E', 'N', 'G', 'C', 'K', '3'};
+// LSENGCK4: the reference's state includes its vector unit (VR, ACT, WMEM, caches, shifts);
+// LSENGCK3 lost it, so a snapshot, a replay or a resume of a vector guest restarted with an
+// empty vector unit. LSENGCK3: a lane also carries the reference's look-ahead (the
+// instructions it executed past the current one for a chunk of steps; LSENGCK2 had none).
+constexpr char kCheckpointMagic[8] = {'L', 'S', 'E', 'N', 'G', 'C', 'K', '4'};
 
 int byte_index_of(std::uint32_t kind) {
   using format::Kind;
@@ -659,6 +677,127 @@ const chip::SublayerRef* first_writer_at_or_before(const chip::ProbeMap::Field& 
   return nullptr;
 }
 
+// ------------------------------------------------ candidate sublayers (docs/engine.md §3)
+
+// Sublayer keys in execution order: 0 the embedding, 3l+1 layer l's memory block, 3l+2 its MLP,
+// kUnembedKey the unembedding. A value "read at key r" is the residual as sublayer r reads it:
+// the sum of what keys < r wrote.
+constexpr int kUnembedKey = std::numeric_limits<int>::max();
+int key_of(const chip::SublayerRef& w) { return 3 * w.layer + (w.sublayer == chip::Sublayer::Memory ? 1 : 2); }
+int key_of_point(int layer, const std::string& after) {
+  if (after == "embed") return 0;
+  return 3 * layer + (after == "memory" ? 1 : 2);
+}
+std::string key_name(int k) {
+  if (k == 0) return "embedding";
+  if (k == kUnembedKey) return "unembedding";
+  return "layer " + std::to_string((k - 1) / 3) + ((k - 1) % 3 == 0 ? " (memory)" : " (mlp)");
+}
+
+// Every key that can have produced the value of the named parts as read at `r` (see
+// Attribution::candidates). `checks` are the probe comparisons made so far: a convention field
+// compared equal is correct wherever it holds that same value (an input-token field before its
+// first writer, a next-token field after its last).
+std::set<int> candidate_keys(const chip::ProbeMap& pm, const std::vector<ProbeCheck>& checks,
+                             const std::vector<std::string>& start, int r) {
+  std::set<std::string> agreed;
+  for (const ProbeCheck& c : checks)
+    if (c.skipped.empty() && c.agrees) agreed.insert(c.field);
+  auto verified = [&](const std::string& name, int at) {
+    if (!agreed.count(name)) return false;
+    const chip::ProbeMap::Field* f = pm.find(name);
+    const auto m = f ? field_meaning(name, f->width) : std::nullopt;
+    if (!m) return false;
+    for (const chip::SublayerRef& w : f->writers)
+      if (m->next ? key_of(w) >= at : key_of(w) < at) return false;
+    return true;
+  };
+  std::set<int> cand;
+  const auto& df = pm.dataflow;
+  if (!df.known()) {  // writers only: every sublayer before r
+    int last = -1;
+    for (const chip::ProbeMap::Field& f : pm.fields)
+      for (const chip::SublayerRef& w : f.writers) last = std::max(last, w.layer);
+    for (const chip::ProbePoint& p : pm.points) last = std::max(last, p.layer);
+    cand.insert(0);
+    for (int l = 0; l <= last; ++l)
+      for (int k : {3 * l + 1, 3 * l + 2})
+        if (k < r) cand.insert(k);
+    return cand;
+  }
+  std::map<int, std::vector<std::size_t>> reads_of;
+  std::map<std::string, std::size_t> part_of;
+  for (std::size_t i = 0; i < df.parts.size(); ++i) {
+    part_of[df.parts[i].name] = i;
+    for (const chip::SublayerRef& w : df.parts[i].readers) reads_of[key_of(w)].push_back(i);
+  }
+  std::set<std::pair<std::size_t, int>> seen;
+  std::function<void(int)> add;
+  std::function<void(std::size_t, int)> need = [&](std::size_t p, int at) {
+    if (!seen.insert({p, at}).second) return;
+    const chip::ProbeMap::Dataflow::Part& part = df.parts[p];
+    if (verified(part.name, at)) return;
+    if (part.embedded) cand.insert(0);
+    for (const chip::SublayerRef& w : part.writers)
+      if (key_of(w) < at) add(key_of(w));
+  };
+  add = [&](int k) {
+    if (!cand.insert(k).second) return;
+    for (std::size_t p : reads_of[k]) need(p, k);
+  };
+  for (const std::string& name : start) {
+    const auto it = part_of.find(name);
+    if (it != part_of.end()) need(it->second, r);
+  }
+  if (r == kUnembedKey) {
+    cand.insert(kUnembedKey);
+    for (std::size_t i = 0; i < df.parts.size(); ++i)
+      if (df.parts[i].unembedded) need(i, r);
+  }
+  return cand;
+}
+
+// The candidates as runs over the chip's sublayers: "embedding, layer 0 (memory) to layer 3 (mlp),
+// layer 5 (mlp)".
+std::string describe_candidates(const std::set<int>& cand, const chip::ProbeMap& pm) {
+  std::vector<int> order{0};
+  if (pm.dataflow.known()) {
+    for (const chip::SublayerRef& w : pm.dataflow.sublayers) order.push_back(key_of(w));
+  } else {
+    for (int k : cand)
+      if (k != 0 && k != kUnembedKey) order.push_back(k);
+  }
+  order.push_back(kUnembedKey);
+  std::string out;
+  for (std::size_t i = 0; i < order.size();) {
+    if (!cand.count(order[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j + 1 < order.size() && cand.count(order[j + 1])) ++j;
+    if (!out.empty()) out += ", ";
+    out += key_name(order[i]);
+    if (j > i) out += " to " + key_name(order[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// "after the embedding", "after layer 3 (mlp)".
+std::string after_point(const std::string& point) {
+  return point == "embedding" ? "after the embedding" : "after " + point;
+}
+
+void set_candidates(Attribution& a, const std::set<int>& cand, const chip::ProbeMap& pm) {
+  a.candidates.clear();
+  for (int k : cand) a.candidates.push_back(key_name(k));
+  a.dataflow_known = pm.dataflow.known();
+  a.text += "; " + std::to_string(cand.size()) + (cand.size() == 1 ? " candidate sublayer" : " candidate sublayers") +
+            (a.dataflow_known ? "" : " (the chip's dataflow is unknown: every one up to that point)") + ": " +
+            describe_candidates(cand, pm);
+}
+
 Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint32_t input,
                       std::uint32_t expected_next) {
   Attribution a;
@@ -680,6 +819,9 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
   std::set<std::string> final_next;  // fields shown by a compared next-token field
   bool any_next = false;
   int last_layer = -1;
+  auto point_name = [](const ProbeCheck& c) {
+    return c.layer < 0 ? std::string("embedding") : key_name(key_of_point(c.layer, c.after));
+  };
   for (const chip::ProbePoint* p : points) {
     for (const std::string& name : p->fields) {
       const chip::ProbeMap::Field* f = pm.find(name);
@@ -723,6 +865,7 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
       if (c.agrees) {
         c.expected.clear();
         c.actual.clear();
+        a.last_agreeing = point_name(c);
       }
       any_next = any_next || m->next;
       if (m->next) final_next.insert(name);
@@ -730,19 +873,29 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
       a.checks.push_back(c);
       if (!c.agrees) {
         std::ostringstream os;
+        a.first_disagreeing = point_name(c);
         if (c.layer < 0) {
           a.status = "embedding";
           os << "embedding: field " << name << " (" << c.meaning << ") disagrees";
-        } else {
-          a.status = "layer";
-          os << "layer " << c.layer << " (" << c.after << "): field " << name << " (" << c.meaning
-             << ") disagrees at index";
-          for (std::uint32_t i : c.differing) os << " " << i;
+          // Only the embedding writes before its probe point.
+          a.text = os.str();
+          a.layer = c.layer;
+          a.sublayer = c.after;
+          a.field = name;
+          set_candidates(a, {0}, pm);
+          return a;
         }
+        a.status = "layer";
+        os << "field " << name << " (" << c.meaning << ") first disagrees after " << a.first_disagreeing
+           << ", at index";
+        for (std::uint32_t i : c.differing) os << " " << i;
+        os << " (last agreeing probe: "
+           << (a.last_agreeing.empty() ? std::string("none") : after_point(a.last_agreeing)) << ")";
         a.layer = c.layer;
         a.sublayer = c.after;
         a.field = name;
         a.text = os.str();
+        set_candidates(a, candidate_keys(pm, a.checks, {name}, key_of_point(c.layer, c.after) + 1), pm);
         return a;
       }
     }
@@ -762,6 +915,8 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
   // field it reads is shown, final, by a compared next-token field;
   // otherwise the wrong token may come from the last sublayer writing such a
   // field (no probe point shows it) or the unembedding.
+  a.first_disagreeing = "unembedding";
+  const std::set<int> cand = candidate_keys(pm, a.checks, {}, kUnembedKey);
   for (const std::string& name : pm.unembed_reads) {
     if (final_next.count(name)) continue;
     const chip::ProbeMap::Field* f = pm.find(name);
@@ -771,15 +926,17 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
     a.layer = w.layer;
     a.sublayer = w.sublayer == chip::Sublayer::Memory ? "memory" : "mlp";
     a.field = name;
-    a.text = "every compared field agrees, but the unembedding reads field " + name +
-             ", which no probe point shows in its final form (last written by " + sublayer_name(w) +
-             "): the wrong token comes from the sublayers writing it or the unembedding";
+    a.text = "every compared field agrees (last agreeing probe: " + after_point(a.last_agreeing) +
+             "), but the unembedding reads field " + name + ", which no probe point shows in its final form (last written by " +
+             sublayer_name(w) + ")";
+    set_candidates(a, cand, pm);
     return a;
   }
   a.status = "unembedding";
   a.layer = last_layer;
   a.text = "every probed next-token field agrees (last at layer " + std::to_string(last_layer) +
            "): the wrong token comes from the unembedding / argmax";
+  set_candidates(a, cand, pm);
   return a;
 }
 
@@ -908,6 +1065,10 @@ struct Engine::Impl {
     detail::Reader rd(bytes);
     char magic[8];
     rd.raw(magic, 8);
+    if (std::memcmp(magic, kCheckpointMagic, 7) == 0 && magic[7] != kCheckpointMagic[7])
+      throw std::runtime_error(std::string("checkpoint: format ") + std::string(magic, 8) +
+                               " of another lockstep version (this one reads " + std::string(kCheckpointMagic, 8) +
+                               "); start the run again");
     if (std::memcmp(magic, kCheckpointMagic, 8) != 0) throw std::runtime_error("checkpoint: bad magic");
     CheckpointData d;
     d.meta = json::parse(rd.str());
@@ -1224,10 +1385,12 @@ struct Engine::Impl {
       vocab = be.vocab_size();
     } catch (const std::exception&) {
     }
+    bool same_pair = true;  // every later mismatch is the divergence's own (expected, actual)
     forced_replay(T, opt.classify_window, vocab, [&](std::uint32_t e, std::uint32_t a) {
       ++d.replay_window;
       if (a != e) {
         ++d.replay_mismatches;
+        same_pair = same_pair && e == d.expected && a == d.actual;
         if (d.replay_mismatch_steps.size() < 16) d.replay_mismatch_steps.push_back(T.steps);
       }
       return true;
@@ -1249,8 +1412,11 @@ struct Engine::Impl {
                      std::to_string(d.replay_mismatches) + " of the " +
                      std::to_string(d.replay_window) + " following steps still disagree (first at step " +
                      std::to_string(d.replay_mismatch_steps.front()) +
-                     ") although fed the reference's tokens: the chip's state was corrupted "
-                     "(at this step or earlier)";
+                     ") although fed the reference's tokens: " +
+                     (same_pair ? "each is the same wrong token (" + d.actual_text + " for " + d.expected_text +
+                                      "), so the same fault recurs whenever that token is due, or the chip's state "
+                                      "was corrupted (at this step or earlier)"
+                                : std::string("the chip's state was corrupted (at this step or earlier)"));
     }
   }
 

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 
@@ -29,6 +31,18 @@ void write_machine_state(Writer& w, const ref::MachineState& s) {
   for (std::uint32_t t : s.pending) w.u32(t);
   w.str(s.console_out);
   w.str(s.console_err);
+  // The vector unit (vector.md §2): every array whole, each behind its byte length.
+  const ref::VectorState& v = s.vector;
+  auto arr = [&](const auto& a) { w.blob({reinterpret_cast<const std::uint8_t*>(a.data()), sizeof(a[0]) * a.size()}); };
+  arr(v.vr);
+  arr(v.act);
+  arr(v.ash);
+  arr(v.wmem);
+  arr(v.wscale);
+  arr(v.kc);
+  arr(v.vc);
+  arr(v.ksh);
+  arr(v.vsh);
 }
 
 ref::MachineState read_machine_state(Reader& r) {
@@ -56,6 +70,28 @@ ref::MachineState read_machine_state(Reader& r) {
   for (std::uint32_t& t : s.pending) t = r.u32();
   s.console_out = r.str();
   s.console_err = r.str();
+  ref::VectorState& v = s.vector;
+  auto arr = [&](auto& a, const char* what) {
+    const std::vector<std::uint8_t> b = r.blob();
+    if (b.size() != sizeof(a[0]) * a.size())
+      throw std::runtime_error(std::string("checkpoint: reference vector state ") + what + " has the wrong size");
+    std::memcpy(a.data(), b.data(), b.size());
+  };
+  arr(v.vr, "VR");
+  arr(v.act, "ACT");
+  arr(v.ash, "ASH");
+  arr(v.wmem, "WMEM");
+  arr(v.wscale, "WSCALE");
+  arr(v.kc, "KC");
+  arr(v.vc, "VC");
+  arr(v.ksh, "KSH");
+  arr(v.vsh, "VSH");
+  // vector.md §2: shifts 0..25, int4 weights -8..7.
+  auto shifts_ok = [](const auto& a) { return std::all_of(a.begin(), a.end(), [](std::uint8_t x) { return x <= 25; }); };
+  if (!shifts_ok(v.ash) || !shifts_ok(v.ksh) || !shifts_ok(v.vsh))
+    throw std::runtime_error("checkpoint: a reference vector shift above 25");
+  if (!std::all_of(v.wmem.begin(), v.wmem.end(), [](std::int8_t x) { return x >= -8 && x <= 7; }))
+    throw std::runtime_error("checkpoint: a reference int4 weight outside -8..7");
   return s;
 }
 

@@ -48,7 +48,7 @@ std::string disassemble(std::uint32_t word, std::uint32_t pc) {
       ops = r(d.rd) + ", " + target(d.imm);
       break;
     case InsnClass::kVector:
-      out = vector_mnemonic((word >> 12) & 7, d.imm);
+      out = vector_op((word >> 12) & 7).disasm(d.imm);  // the registry row's disassembly
       ops = r(d.rd) + ", " + r(d.rs1) + ", " + r(d.rs2);
       break;
     case InsnClass::kUpper:

@@ -1,8 +1,12 @@
 #include "lockstep/ref/encoding.h"
 
 #include <array>
+#include <iterator>
 #include <stdexcept>
 #include <vector>
+
+#include "lockstep/format/insn_class.h"
+#include "lockstep/ref/vector.h"
 
 namespace lockstep::ref {
 namespace {
@@ -22,8 +26,9 @@ constexpr std::uint32_t kLoad = 0x03, kStore = 0x23, kOpImm = 0x13, kOpReg = 0x3
 using F = Format;
 using C = InsnClass;
 
-// isa.md §4.1, bignum.md §1.  Order is irrelevant (rows never overlap).
-constexpr Encoding kTable[] = {
+// isa.md §4.1, bignum.md §1.  Order is irrelevant to decoding (rows never overlap); the program
+// generator draws from the table in this order, so new rows go at the end.
+constexpr Encoding kScalarTable[] = {
     {Op::kLui, "lui", kOpc, 0x37, F::kU, RD, C::kUpper},
     {Op::kAuipc, "auipc", kOpc, 0x17, F::kU, RD, C::kUpper},
     {Op::kJal, "jal", kOpc, 0x6f, F::kJ, RD, C::kJal},
@@ -83,23 +88,33 @@ constexpr Encoding kTable[] = {
     {Op::kBnMac, "bn.mac", kOpc | kF3 | kF7 | kRdF, op_f3(kCustom0, 3), F::kR, RS1 | RS2, C::kBignum},
     {Op::kBnAccrd, "bn.accrd", kOpc | kF3 | kF7 | kRs1F | kRs2F, op_f3(kCustom0, 4), F::kR, RD, C::kBignum},
     {Op::kBnAccclr, "bn.accclr", 0xffffffffu, op_f3(kCustom0, 5), F::kR, 0, C::kBignum},
-    // vector.md §4.0: custom-1, f3 selects the op; f7 and rd checks are traps (§6).
-    {Op::kVmat, "vmat", kOpc | kF3, op_f3(kCustom1, 0), F::kV, RD | RS1 | RS2, C::kVector},
-    {Op::kVmatr, "vmatr", kOpc | kF3, op_f3(kCustom1, 1), F::kV, RD | RS1 | RS2, C::kVector},
-    {Op::kVq, "vq", kOpc | kF3, op_f3(kCustom1, 2), F::kV, RD | RS1 | RS2, C::kVector},
-    {Op::kVexp, "vexp", kOpc | kF3, op_f3(kCustom1, 3), F::kV, RD | RS1 | RS2, C::kVector},
-    {Op::kVew, "vew", kOpc | kF3, op_f3(kCustom1, 4), F::kV, RD | RS1 | RS2, C::kVector},
-    {Op::kVfn, "vfn", kOpc | kF3, op_f3(kCustom1, 5), F::kV, RD | RS1 | RS2, C::kVector},
-    {Op::kVred, "vred", kOpc | kF3, op_f3(kCustom1, 6), F::kV, RD | RS1 | RS2, C::kVector},
-    {Op::kVld, "vld", kOpc | kF3, op_f3(kCustom1, 7), F::kV, RD | RS1 | RS2, C::kVector},
 };
 
-// Row indices by major opcode (bits [6:0]), built once from kTable.
+// vector.md §4.0: custom-1, f3 selects the op; every f7 and rd is the op's (invalid ones are
+// traps, vector.md §6), so the mask is opcode and f3 only.  One row per row of the vector-op
+// registry (vector_ops(), ref/src/vector/<op>.cpp), which gives the mnemonic; Op::kVmat + f3 is
+// the op.
+Encoding vector_row(const VectorOpRow& v) {
+  return {static_cast<Op>(static_cast<unsigned>(Op::kVmat) + v.f3), v.mnemonic, kOpc | kF3, op_f3(kCustom1, v.f3),
+          F::kV, RD | RS1 | RS2, C::kVector};
+}
+
+// The whole table: the scalar rows, then the vector rows in f3 order.
+const std::vector<Encoding>& table() {
+  static const std::vector<Encoding> rows = [] {
+    std::vector<Encoding> t(std::begin(kScalarTable), std::end(kScalarTable));
+    for (const VectorOpRow& v : vector_ops()) t.push_back(vector_row(v));
+    return t;
+  }();
+  return rows;
+}
+
+// Row indices by major opcode (bits [6:0]), built once from table().
 struct OpcodeIndex {
   std::array<std::vector<const Encoding*>, 128> rows;
   std::array<const Encoding*, static_cast<std::size_t>(Op::kCount)> by_op{};
   OpcodeIndex() {
-    for (const Encoding& e : kTable) {
+    for (const Encoding& e : table()) {
       by_op[static_cast<std::size_t>(e.op)] = &e;
       for (std::uint32_t opc = 0; opc < 128; ++opc) {
         if (((opc ^ e.match) & e.mask & kOpc) == 0) rows[opc].push_back(&e);
@@ -114,7 +129,14 @@ const OpcodeIndex& index() {
 
 }  // namespace
 
-std::span<const Encoding> encoding_table() { return kTable; }
+std::span<const Encoding> encoding_table() { return table(); }
+
+std::string_view insn_class_name(InsnClass cls) {
+  // The names are plain data shared with the engine and the fuzz campaign (format/insn_class.h);
+  // the table lists the classes in InsnClass order, and a class added without a name is caught here.
+  static_assert(format::kInsnClassNames.size() == static_cast<std::size_t>(InsnClass::kVector) + 1);
+  return format::insn_class_name(static_cast<unsigned>(cls));
+}
 
 const Encoding& encoding_of(Op op) {
   const Encoding* e = index().by_op[static_cast<std::size_t>(op)];

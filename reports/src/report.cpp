@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +46,26 @@ std::string escape_xml(const std::string& s) {
 std::string str(const json& j, const char* key, const std::string& def = "") {
   if (!j.is_object() || !j.contains(key) || j[key].is_null()) return def;
   return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+// A number for people: `digits` decimals for values under 1000, thousands separated by commas
+// above (1.61, 8,650); "" when the key is missing or not a number.
+std::string num(const json& j, const char* key, int digits) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return str(j, key);
+  const double v = j[key].get<double>();
+  char buf[64];
+  if (std::abs(v) < 1000) {
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf, "%.0f", v);
+  std::string digitsonly = buf, out;
+  const std::size_t lead = digitsonly[0] == '-' ? 1 : 0;
+  for (std::size_t i = 0; i < digitsonly.size(); ++i) {
+    if (i > lead && (digitsonly.size() - i) % 3 == 0) out += ',';
+    out += digitsonly[i];
+  }
+  return out;
 }
 
 const json& run_of(const json& s) {
@@ -385,15 +406,15 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
   auto row = [&](const std::string& k, const std::string& v) {
     if (!v.empty()) os << "<tr><th>" << escape_xml(k) << "</th><td>" << escape_xml(v) << "</td></tr>\n";
   };
-  row("steps compared", std::to_string(summary.value("steps", 0ull)));
+  row("steps compared", num(summary, "steps", 0));
   row("mismatches", std::to_string(summary.value("mismatches", 0ull)));
   row("digest (XXH3-64 of the trace)", str(summary, "digest"));
   row("mode", str(run, "mode"));
   row("compare", str(run, "compare"));
   row("backend", str(run, "backend"));
   row("chip", str(summary, "chip"));
-  row("seconds", str(run, "seconds"));
-  row("steps/s", str(run, "steps_per_second"));
+  row("seconds", num(run, "seconds", 2));
+  row("steps/s", num(run, "steps_per_second", 1));
   if (run.value("resumed_from", 0ull) > 0) row("resumed from step", str(run, "resumed_from"));
   row("checkpoints written", str(run, "checkpoints_written"));
   if (status == "interrupted" || run.value("interrupted", false)) {

@@ -90,8 +90,9 @@ struct DenseChip {
   }
 };
 
-// Random sparse integer chip.
-Chip random_chip(std::mt19937_64& rng) {
+// Random sparse integer chip. With `ladders`, some MLP units come as threshold ladders: rungs
+// with equal weights and different biases (the executor's shared dot products).
+Chip random_chip(std::mt19937_64& rng, bool ladders = false) {
   auto pick = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo + 1)); };
   auto sparse_lin = [&](std::uint32_t D, double density) {
     Lin l;
@@ -126,6 +127,18 @@ Chip random_chip(std::mt19937_64& rng) {
     const int units = pick(0, 8);
     const bool gated = rng() % 2;
     for (int u = 0; u < units; ++u) {
+      if (ladders && !gated && rng() % 2) {  // rungs ReLU(y + c_i): one form y, biases from -4 to 3, repeats allowed
+        Lin y = sparse_lin(D, 0.4);
+        const int rungs = pick(2, 9);
+        for (int i = 0; i < rungs; ++i) {
+          Lin rung = y;
+          rung.c = pick(-4, 3);
+          const std::uint32_t id = L.relu_unit(rung);
+          for (std::uint32_t d = 0; d < D; ++d)
+            if (rng() % 4 == 0) L.unit_out(id, d, pick(-2, 2));
+        }
+        continue;
+      }
       const std::uint32_t id = gated && rng() % 2 ? L.gated_unit(sparse_lin(D, 0.3), sparse_lin(D, 0.3)) : L.relu_unit(sparse_lin(D, 0.3));
       for (std::uint32_t d = 0; d < D; ++d)
         if (rng() % 4 == 0) L.unit_out(id, d, pick(-2, 2));
@@ -169,6 +182,72 @@ TEST(CpuExecutor, MatchesDenseReferenceOnRandomChips) {
   }
   std::printf("compared %zu of %zu planned steps exactly\n", compared, planned);
   EXPECT_GT(compared, planned / 3) << "too few exact steps: the random chips are too wild to test anything";
+}
+
+// Rows of a ReLU map with equal weights share one dot product when the audit is off
+// (cpu_executor.cpp, SharedRows); the audit takes the plain path. Both against the dense
+// reference, state and decision coverage included, on random chips full of threshold ladders.
+TEST(CpuExecutor, SharedDotProductsMatchDenseReferenceAndThePlainPath) {
+  const std::uint64_t seed = test::seed_for("CpuExecutor.SharedDotProductsMatchDenseReferenceAndThePlainPath", 23);
+  std::mt19937_64 rng(seed);
+  std::size_t compared = 0, planned = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const auto chip = std::make_shared<const Chip>(random_chip(rng, true));
+    CpuExecutor fast(chip, 1), plain(chip, 1);
+    plain.set_audit(true);
+    fast.set_decision_coverage(true);
+    plain.set_decision_coverage(true);
+    fast.reset(0, GuestImage{});
+    plain.reset(0, GuestImage{});
+    DenseChip ref(*chip);
+    Token in = static_cast<Token>(rng() % chip->config.vocab_size);
+    for (int step = 0; step < 24; ++step) {
+      ++planned;
+      const Token want = ref.step(in);
+      const Token got = fast.step(0, in);
+      const Token got_plain = plain.step(0, in);
+      if (plain.audit_violation(0)) break;  // exactness is promised only while the audit is clean
+      ++compared;
+      ASSERT_EQ(got, want) << "trial " << trial << " step " << step << " seed " << seed;
+      ASSERT_EQ(got_plain, want) << "trial " << trial << " step " << step << " seed " << seed;
+      const auto st = fast.state(0);
+      std::size_t off = 0;
+      for (const auto& layer : ref.S)
+        for (const auto& s : layer)
+          for (double v : s) ASSERT_EQ(static_cast<double>(st[off++]), v) << "state, trial " << trial << " step " << step;
+      const DecisionCoverage a = fast.decision_coverage(), b = plain.decision_coverage();
+      for (std::size_t l = 0; l < a.layers.size(); ++l)
+        ASSERT_EQ(a.layers[l].active, b.layers[l].active) << "coverage, layer " << l << " trial " << trial << " step " << step;
+      in = rng() % 4 == 0 ? static_cast<Token>(rng() % chip->config.vocab_size) : got;
+    }
+  }
+  std::printf("compared %zu of %zu planned steps exactly\n", compared, planned);
+  EXPECT_GT(compared, planned / 3) << "too few exact steps: the random chips are too wild to test anything";
+}
+
+// A ladder by hand: y = 3 f; rungs ReLU(y - j) for j = 0..9 (one of them twice), each adding 1
+// to g, and a rung with a positive bias (fires with y = 0). g = number of rungs below y + its
+// excess: sum_j max(y - j, 0) + max(y + 2, 0).
+TEST(CpuExecutor, ThresholdLadderSharesOneDotProduct) {
+  ChipBuilder B("ladder", 12);
+  const auto f = B.field("f", 1), g = B.field("g", 1);
+  auto& L = B.add_layer();
+  std::vector<int> js{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 4};
+  for (int j : js) L.unit_out(L.relu_unit(f[0] * 3.0 - static_cast<double>(j)), g.dim(), 1);
+  L.unit_out(L.relu_unit(f[0] * 3.0 + 2.0), g.dim(), 1);
+  for (Token t = 0; t < 12; ++t)
+    if (t) B.embed(t, f.dim(), static_cast<double>(t % 4));
+  B.probe(0, Sublayer::Mlp, {"g"});
+  auto chip = std::make_shared<const Chip>(B.build());
+  CpuExecutor ex(chip, 1);
+  ex.set_probe_recording(true);
+  for (Token t = 0; t < 4; ++t) {
+    ex.step(0, t);
+    const int y = 3 * static_cast<int>(t);
+    int want = std::max(y + 2, 0);
+    for (int j : js) want += std::max(y - j, 0);
+    EXPECT_EQ(ex.probe(0, 0, Sublayer::Mlp, "g"), std::vector<float>{static_cast<float>(want)}) << "f = " << t;
+  }
 }
 
 TEST(CpuExecutor, ArgmaxLowestIdWinsTiesIncludingUntouchedTokens) {

@@ -215,6 +215,81 @@ TEST(Primitives, AndOfBits) {
   expect_clean_audit(rig);
 }
 
+TEST(Primitives, WhenIsTheAndOfItsConditions) {
+  // Three 0/1 conditions, a negated one (1 - c) and a constant: every combination.
+  Rig rig({{0, 1}, {0, 1}, {0, 1}}, [&](ChipBuilder& B, const std::vector<Lin>& in) {
+    B.add_layer();
+    const FieldRef all3 = B.field("all3", 2), one = B.field("one", 1), neg = B.field("neg", 1);
+    when(B.layer(1), {in[0], in[1], in[2]}, {{all3.dim(0), 1.0}, {all3.dim(1), -5.0}});
+    when(B.layer(1), {in[1]}, {{one.dim(), 3.0}});
+    when(B.layer(1), {in[0], Lin::constant(1) - in[1], Lin::constant(1)}, {{neg.dim(), 2.0}});
+    EXPECT_EQ(B.layer(1).num_units(), 3u);  // one unit per when()
+    return ProbeSpec{1, Sublayer::Mlp, {"all3", "one", "neg"}};
+  });
+  for (int a = 0; a <= 1; ++a)
+    for (int b = 0; b <= 1; ++b)
+      for (int c = 0; c <= 1; ++c) {
+        rig.set(0, a);
+        rig.set(1, b);
+        rig.set(2, c);
+        const auto all3 = rig.out("all3");
+        ASSERT_EQ(all3[0], static_cast<float>(a & b & c)) << a << b << c;
+        ASSERT_EQ(all3[1], static_cast<float>(-5 * (a & b & c))) << a << b << c;
+        ASSERT_EQ(rig.out1("one"), static_cast<float>(3 * b)) << a << b << c;
+        ASSERT_EQ(rig.out1("neg"), static_cast<float>(2 * (a & (1 - b)))) << a << b << c;
+      }
+  expect_clean_audit(rig);
+}
+
+TEST(Primitives, TableOverOneHotPartsAndGates) {
+  // Parts: x in [0, 3) and y in [0, 4) as one-hots (outside: no value), y masked to its low bit
+  // in a second table; gate g in {0, 1}. fn is empty for (x, y) = (1, 2): no unit, no output.
+  auto fn = [](unsigned x, unsigned y) { return static_cast<int>(7 * x + y) - 4; };
+  std::uint32_t units = 0, units_xy = 0;
+  Rig rig({{-1, 3}, {-1, 4}, {0, 1}}, [&](ChipBuilder& B, const std::vector<Lin>& in) {
+    B.add_layer();
+    const FieldRef x = B.field("x_oh", 3), y = B.field("y_oh", 4);
+    onehot_decode(B.layer(1), in[0], x);
+    onehot_decode(B.layer(1), in[1], y);
+    B.add_layer();
+    const FieldRef out = B.field("out", 2), low = B.field("low", 2);
+    OneHot xo, yo;
+    for (std::uint32_t i = 0; i < 3; ++i) xo.push_back(x[i]);
+    for (std::uint32_t i = 0; i < 4; ++i) yo.push_back(y[i]);
+    LayerBuilder& l2 = B.layer(2);
+    table(l2, {xo, yo}, [&](const std::vector<unsigned>& v) {
+      if (v[0] == 1 && v[1] == 2) return SparseVec{};
+      return SparseVec{{out.dim(0), static_cast<double>(fn(v[0], v[1]))}, {out.dim(1), 1.0}};
+    }, {in[2]});
+    units = units_xy = l2.num_units();
+    // y's low bit: entries 2, 3 fold into 0, 1; the constant-0 entries 2, 3 are skipped
+    OneHot ylow(4);
+    for (unsigned j = 0; j < 4; ++j) ylow[j & 1] += yo[j];
+    table(l2, {ylow}, [&](const std::vector<unsigned>& v) { return SparseVec{{low.dim(v[0]), 1.0}}; });
+    units = l2.num_units() - units;
+    return ProbeSpec{2, Sublayer::Mlp, {"out", "low"}};
+  });
+  EXPECT_EQ(units_xy, 3u * 4u - 1u);  // one unit per combination with a non-empty result
+  EXPECT_EQ(units, 2u);               // one unit per non-constant entry of ylow
+  for (int g = 0; g <= 1; ++g)
+    for (int x = -1; x <= 3; ++x)
+      for (int y = -1; y <= 4; ++y) {
+        rig.set(2, g);
+        rig.set(0, x);
+        rig.set(1, y);
+        const bool valid = x >= 0 && x < 3 && y >= 0 && y < 4;
+        const bool hit = g == 1 && valid && !(x == 1 && y == 2);
+        const auto out = rig.out("out");
+        ASSERT_EQ(out[0], hit ? static_cast<float>(fn(x, y)) : 0.0f) << "g=" << g << " x=" << x << " y=" << y;
+        ASSERT_EQ(out[1], hit ? 1.0f : 0.0f) << "g=" << g << " x=" << x << " y=" << y;
+        const auto low = rig.out("low");
+        const bool yv = y >= 0 && y < 4;
+        ASSERT_EQ(low[0], yv && (y & 1) == 0 ? 1.0f : 0.0f) << "y=" << y;
+        ASSERT_EQ(low[1], yv && (y & 1) == 1 ? 1.0f : 0.0f) << "y=" << y;
+      }
+  expect_clean_audit(rig);
+}
+
 TEST(Primitives, MemoryRowWriteThenReadAcrossHeads) {
   // 40 slots in heads of 16 columns: write slot w := v when e, read slot r, every step.
   const int slots = 40;

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "vector_examples.h"
+
 #include "lockstep/chip/cpu_executor.hpp"
 #include "lockstep/chip/rv32/rv32_chip.hpp"
 #include "rv32_test_util.hpp"
@@ -152,16 +154,13 @@ std::string test_name(const ::testing::TestParamInfo<std::size_t>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Vectors, ScalarExample, ::testing::Range<std::size_t>(0, examples().size()), test_name);
 
-// The vector unit's examples (docs/spec/vectors/vector_ops.json): every example of every op (the
+// The vector unit's examples (docs/spec/vectors/vector_<op>.json): every example of every op (the
 // chip compiles all eight, docs/chip-design.md section 3.6), with VR, ACT, ASH, WMEM, WSCALE and
 // the caches from the example's initial state (as the sections of vector.md section 2.1).
 std::vector<Example> load_vector_examples() {
-  const std::string path = std::string(LOCKSTEP_SOURCE_DIR) + "/docs/spec/vectors/vector_ops.json";
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  const json doc = json::parse(in);
   std::vector<Example> out;
-  for (const json& e : doc.at("examples")) out.push_back({"vector", e.at("name").get<std::string>(), e});
+  for (const json& e : test_support::load_vector_examples(LOCKSTEP_SOURCE_DIR))
+    out.push_back({"vector", e.at("name").get<std::string>(), e});
   return out;
 }
 
@@ -184,7 +183,7 @@ std::string vector_test_name(const ::testing::TestParamInfo<std::size_t>& info) 
 INSTANTIATE_TEST_SUITE_P(Vectors, VectorExample, ::testing::Range<std::size_t>(0, vector_examples().size()), vector_test_name);
 
 TEST(VectorExamples, AllLoad) {
-  // vector_ops.json: 43 examples of the eight ops (VMAT 8, VEW 7, VRED 6, VQ 5, VLD 5, VMATR 4,
+  // vector_<op>.json: 43 examples of the eight ops (VMAT 8, VEW 7, VRED 6, VQ 5, VLD 5, VMATR 4,
   // VEXP 4, VFN 4), every one loaded; never fewer
   EXPECT_GE(vector_examples().size(), 43u);
 }

@@ -597,6 +597,37 @@ TEST(RunCommand, ResumeSaysWhatItDidAndARefusalKeepsTheSummary) {
   EXPECT_EQ(slurp(dir / "summary.json"), summary);
 }
 
+// A checkpoint of a vector guest carries the reference's vector unit (VR, ACT, WMEM, caches):
+// resumed from each of its checkpoints in turn, vector_ops gives the uninterrupted run's digest
+// (LSENGCK3 lost the vector unit, and a resume then diverged at the first vector read).
+TEST(RunCommand, AVectorGuestResumesExactlyFromEveryCheckpoint) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  fs::path elf;
+  for (const fs::path& d : {fs::path(LOCKSTEP_BINARY_DIR) / "guests", fs::path(LOCKSTEP_SOURCE_DIR) / "build" / "guests"})
+    if (elf.empty() && fs::exists(d / "vector_ops.elf")) elf = d / "vector_ops.elf";
+  if (elf.empty()) GTEST_SKIP() << "vector_ops.elf not built (no RISC-V toolchain)";
+  const fs::path dir = temp_dir("resume-vector");
+  const Proc full = run({"run", elf.string(), "--mode", "free", "--report", dir.string(), "--checkpoint-every", "1000", "--json"});
+  ASSERT_EQ(full.rc, 0) << full.err;
+  const json fj = json::parse(full.out);
+  std::vector<std::uint64_t> cps = list_checkpoints(dir / "checkpoints");
+  ASSERT_GE(cps.size(), 3u) << "vector_ops should run past 3,000 steps";
+  for (auto target = cps.rbegin(); target != cps.rend(); ++target) {
+    // A resumed run writes its later checkpoints again: keep only those up to the target.
+    for (std::uint64_t c : list_checkpoints(dir / "checkpoints")) {
+      char name[32];
+      std::snprintf(name, sizeof name, "ckpt-%012llu.lsck", static_cast<unsigned long long>(c));
+      if (c > *target) fs::remove(dir / "checkpoints" / name);
+    }
+    const Proc r = run({"run", "--resume", dir.string(), "--json"});
+    ASSERT_EQ(r.rc, 0) << "resumed from step " << *target << ": " << r.err;
+    const json rj = json::parse(r.out);
+    EXPECT_EQ(rj["resumed_from"], *target);
+    EXPECT_EQ(rj["steps"], fj["steps"]);
+    EXPECT_EQ(rj["digest"], fj["digest"]) << "resumed from step " << *target;
+  }
+}
+
 // Item 7: on a narrow terminal the live progress line is cut to its width: every refresh fits.
 TEST(RunCommand, ProgressLineFitsANarrowTerminal) {
   if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";

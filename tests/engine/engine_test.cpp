@@ -105,12 +105,13 @@ TEST_P(EngineTest, ExactRunComparesEveryStepAndDigestsTheTrace) {
 TEST(DivergenceNote, TrapOnOneSideOnly) {
   const std::uint32_t vrd0 = format::token_id(format::Kind::VRD, 0), trap1 = format::token_id(format::Kind::TRAP, 1);
   EXPECT_EQ(divergence_note(vrd0, trap1),
-            "the chip raises TRAP(1) ILLEGAL_INSTRUCTION where the reference does not trap (it emits VRD(0)): the "
-            "chip does not implement this instruction (a chip that compiles part of the machine raises TRAP(1) on "
-            "the rest) or decodes it wrongly");
+            "the chip raises TRAP(1) ILLEGAL_INSTRUCTION where the reference does not trap (it emits VRD(0)): either "
+            "the chip does not implement this instruction (a chip that compiles part of the machine raises TRAP(1) "
+            "on the rest) or decodes it wrongly, or a fault upstream sends it to the trap (the layer line lists the "
+            "candidates)");
   EXPECT_EQ(divergence_note(format::token_id(format::Kind::TRAP, 20), format::token_id(format::Kind::VWG, 0)),
-            "the reference raises TRAP(20) VEC_OVERLAP and the chip does not (VWG(0)): the chip misses this trap "
-            "check");
+            "the reference raises TRAP(20) VEC_OVERLAP and the chip does not (VWG(0)): either the chip misses this "
+            "trap check, or a fault upstream hides the trap (the layer line lists the candidates)");
   EXPECT_EQ(divergence_note(trap1, format::token_id(format::Kind::TRAP, 17)), "") << "both trap: the codes differ";
   EXPECT_EQ(divergence_note(format::token_id(format::Kind::W1, 5), format::token_id(format::Kind::W1, 7)), "");
 }

@@ -313,7 +313,8 @@ std::vector<std::vector<std::vector<float>>> probe_at(std::shared_ptr<const Chip
 }
 
 struct Tally {
-  int faults = 0, runs = 0, diverged = 0, exact = 0, at_site = 0;
+  int faults = 0, runs = 0, diverged = 0, exact = 0, at_site = 0, attributed = 0;
+  std::size_t candidates = 0;  // summed over the attributed runs
   std::map<std::string, int> statuses;
 };
 
@@ -392,6 +393,13 @@ void check_fault(const Fault& f, const Guest& g, const Profile& p, std::shared_p
     EXPECT_TRUE(a.status == (covered ? "unembedding" : "unprobed")) << a.text;
   }
   if (named == f.site || (a.status == "unembedding" && f.site.sub == 3)) ++tally.at_site;
+  // The interval (docs/engine.md §3): the corrupted sublayer is always among the candidates,
+  // which the built chip's dataflow narrows (issue 27 item 5).
+  EXPECT_TRUE(a.dataflow_known);
+  EXPECT_NE(std::find(a.candidates.begin(), a.candidates.end(), f.site.text()), a.candidates.end())
+      << "the corrupted " << f.site.text() << " is not among the candidates: " << a.text;
+  tally.candidates += a.candidates.size();
+  ++tally.attributed;
 }
 
 // strip_final_probe: check a copy of the chip whose probe map lacks its last
@@ -482,7 +490,9 @@ void run_suite(const std::vector<std::string>& only, const std::vector<std::stri
             << " changed a token (all caught at the first differing step unless reported above), " << tally.exact
             << " changed none; attribution at the corrupted sublayer " << tally.at_site << "; statuses:";
   for (const auto& [s, n] : tally.statuses) std::cout << " " << s << " " << n;
-  std::cout << "; " << secs << " s\n";
+  std::cout << "; mean candidate sublayers "
+            << (tally.attributed ? static_cast<double>(tally.candidates) / tally.attributed : 0.0) << " of "
+            << loaded.chip->layers.size() * 2 + 2 << "; " << secs << " s\n";
   if (only.empty()) {
     EXPECT_GE(fault_kinds().size(), 20u);
   }

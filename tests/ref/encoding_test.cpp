@@ -2,8 +2,13 @@
 // every row decodes to itself, illegal words, and disassembly.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string_view>
+#include <utility>
+
 #include "lockstep/ref/encoding.h"
 #include "lockstep/ref/machine.h"
+#include "lockstep/ref/vector.h"
 
 namespace lockstep::ref {
 namespace {
@@ -135,6 +140,96 @@ TEST(Disassemble, ObjdumpLikeSyntax) {
   EXPECT_EQ(disassemble(0x0000450bu), "bn.accrd a0");
   EXPECT_EQ(disassemble(0x0000500bu), "bn.accclr");
   EXPECT_EQ(disassemble(0x00000000u), ".word 0x00000000");
+}
+
+// The vector-op registry (ref/src/vector/<op>.cpp, one row each) is the single source of the
+// encoding table's custom-1 rows and of the vector disassembly (vector.md §4.0).
+TEST(VectorRegistry, EightRowsInF3OrderAreTheEncodingTablesCustom1Rows) {
+  const auto ops = vector_ops();
+  ASSERT_EQ(ops.size(), 8u);
+  const char* const kNames[] = {"vmat", "vmatr", "vq", "vexp", "vew", "vfn", "vred", "vld"};  // §4.0's table
+  for (unsigned f3 = 0; f3 < 8; ++f3) {
+    const VectorOpRow& v = ops[f3];
+    EXPECT_EQ(v.f3, f3);
+    EXPECT_EQ(v.mnemonic, kNames[f3]);
+    EXPECT_EQ(&vector_op(f3), &v);
+    ASSERT_NE(v.execute, nullptr) << v.mnemonic;
+    ASSERT_NE(v.disasm, nullptr) << v.mnemonic;
+    const Op op = static_cast<Op>(static_cast<unsigned>(Op::kVmat) + f3);
+    const Encoding& e = encoding_of(op);
+    EXPECT_EQ(e.mnemonic, v.mnemonic);
+    EXPECT_EQ(e.mask, 0x707fu) << v.mnemonic << ": opcode and f3 only (f7, rd are the op's traps)";
+    EXPECT_EQ(e.match, 0x2bu | f3 << 12) << v.mnemonic;
+    EXPECT_EQ(e.format, Format::kV);
+    EXPECT_EQ(e.cls, InsnClass::kVector);
+    EXPECT_EQ(e.operands, kOpdRd | kOpdRs1 | kOpdRs2);
+  }
+  // the custom-1 rows are the table's last eight, in f3 order (the program generator draws
+  // from the table in its order)
+  const auto table = encoding_table();
+  ASSERT_GE(table.size(), 8u);
+  for (unsigned f3 = 0; f3 < 8; ++f3) EXPECT_EQ(table[table.size() - 8 + f3].mnemonic, kNames[f3]);
+  std::size_t custom1 = 0;
+  for (const Encoding& e : table) custom1 += (e.match & 0x7f) == 0x2b;
+  EXPECT_EQ(custom1, 8u);
+}
+
+// The shared class-name table: one name per class, unique, spelled as the fuzz campaign's
+// --ops lists and the engine's reports use them.
+TEST(EncodingTable, EveryClassHasOneUniqueName) {
+  const std::pair<InsnClass, const char*> kWant[] = {
+      {InsnClass::kAlu, "alu"},     {InsnClass::kAluImm, "alu-imm"}, {InsnClass::kUpper, "upper"},
+      {InsnClass::kMul, "mul"},     {InsnClass::kDiv, "div"},        {InsnClass::kZba, "zba"},
+      {InsnClass::kLoad, "load"},   {InsnClass::kStore, "store"},    {InsnClass::kBranch, "branch"},
+      {InsnClass::kJal, "jal"},     {InsnClass::kJalr, "jalr"},      {InsnClass::kFence, "fence"},
+      {InsnClass::kSystem, "system"}, {InsnClass::kBignum, "bignum"}, {InsnClass::kVector, "vector"}};
+  std::set<std::string_view> seen;
+  for (const auto& [cls, name] : kWant) {
+    EXPECT_EQ(insn_class_name(cls), name);
+    EXPECT_TRUE(seen.insert(insn_class_name(cls)).second) << name;
+  }
+  for (const Encoding& e : encoding_table()) EXPECT_NE(insn_class_name(e.cls), "other") << e.mnemonic;
+}
+
+// vector.md §4.0's f7 fields, spelled by each row's disassembly (worked by hand from the table).
+TEST(Disassemble, VectorMnemonicsSpellTheF7Fields) {
+  const auto w = [](unsigned f3, unsigned f7, unsigned rd) { return f7 << 25 | 12u << 20 | 11u << 15 | f3 << 12 | rd << 7 | 0x2bu; };
+  EXPECT_EQ(disassemble(w(0, 3, 0)), "vmat.k3 zero, a1, a2");
+  EXPECT_EQ(disassemble(w(0, 9, 10)), "vmat.k1.argmax a0, a1, a2");
+  EXPECT_EQ(disassemble(w(0, 0, 0)), "vmat.f7=0x00 zero, a1, a2") << "K = 0";
+  EXPECT_EQ(disassemble(w(0, 7, 0)), "vmat.f7=0x07 zero, a1, a2") << "K = 7";
+  EXPECT_EQ(disassemble(w(0, 0x11, 0)), "vmat.f7=0x11 zero, a1, a2") << "bit 4";
+  EXPECT_EQ(disassemble(w(1, 0, 0)), "vmatr.k zero, a1, a2");
+  EXPECT_EQ(disassemble(w(1, 1, 0)), "vmatr.v zero, a1, a2");
+  EXPECT_EQ(disassemble(w(1, 2, 0)), "vmatr.f7=0x02 zero, a1, a2");
+  EXPECT_EQ(disassemble(w(2, 0, 0)), "vq.act zero, a1, a2");
+  EXPECT_EQ(disassemble(w(2, 1, 0)), "vq.k zero, a1, a2");
+  EXPECT_EQ(disassemble(w(2, 2, 0)), "vq.v zero, a1, a2");
+  EXPECT_EQ(disassemble(w(2, 3, 0)), "vq.f7=0x03 zero, a1, a2") << "TARGET = 3";
+  EXPECT_EQ(disassemble(w(3, 0, 0)), "vexp.g1 zero, a1, a2");
+  EXPECT_EQ(disassemble(w(3, 7, 0)), "vexp.g8 zero, a1, a2");
+  EXPECT_EQ(disassemble(w(3, 8, 0)), "vexp.f7=0x08 zero, a1, a2");
+  EXPECT_EQ(disassemble(w(4, 0, 0)), "vew.add zero, a1, a2");
+  EXPECT_EQ(disassemble(w(4, 1, 0)), "vew.mul zero, a1, a2");
+  EXPECT_EQ(disassemble(w(4, 2 | 6 << 2, 0)), "vew.muls.gs6 zero, a1, a2");
+  EXPECT_EQ(disassemble(w(4, 2 | 7 << 2, 0)), "vew.f7=0x1e zero, a1, a2") << "GS = 7";
+  EXPECT_EQ(disassemble(w(4, 1 | 1 << 2, 0)), "vew.f7=0x05 zero, a1, a2") << "GS outside MULS";
+  EXPECT_EQ(disassemble(w(4, 3, 0)), "vew.rot zero, a1, a2");
+  EXPECT_EQ(disassemble(w(4, 0x7f, 0)), "vew.f7=0x7f zero, a1, a2");
+  EXPECT_EQ(disassemble(w(5, 0, 0)), "vfn.rsqrt zero, a1, a2");
+  EXPECT_EQ(disassemble(w(5, 1, 0)), "vfn.recip zero, a1, a2");
+  EXPECT_EQ(disassemble(w(5, 2, 0)), "vfn.silu zero, a1, a2");
+  EXPECT_EQ(disassemble(w(5, 3, 0)), "vfn.f7=0x03 zero, a1, a2");
+  EXPECT_EQ(disassemble(w(6, 0 | 6 << 2, 0)), "vred.sumsq.sh6 zero, a1, a2");
+  EXPECT_EQ(disassemble(w(6, 1, 0)), "vred.sum.sh0 zero, a1, a2");
+  EXPECT_EQ(disassemble(w(6, 2, 0)), "vred.max zero, a1, a2");
+  EXPECT_EQ(disassemble(w(6, 2 | 1 << 2, 0)), "vred.f7=0x06 zero, a1, a2") << "MAX with SH != 0";
+  EXPECT_EQ(disassemble(w(6, 3, 0)), "vred.f7=0x03 zero, a1, a2") << "MODE = 3";
+  EXPECT_EQ(disassemble(w(7, 0, 0)), "vld zero, a1, a2");
+  EXPECT_EQ(disassemble(w(7, 1, 5)), "vld.f7=0x01 t0, a1, a2");
+  for (unsigned f3 = 0; f3 < 8; ++f3) {
+    for (unsigned f7 = 0; f7 < 128; ++f7) EXPECT_EQ(vector_mnemonic(f3, f7), vector_op(f3).disasm(f7));
+  }
 }
 
 TEST(Encode, InvertsDecode) {

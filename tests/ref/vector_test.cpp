@@ -2,7 +2,8 @@
 // with hand-computed values (rounding half up, saturation, argmax ties),
 // traps (§6, lowest code wins), tokens (§5, trace-v3: every value written is on the bus, each
 // token carries its micro-step position; after the instruction's pc tokens, trace.md §4.0) and
-// section loading (§2.6).  Every token expectation is worked by hand from vector.md §5.
+// section loading (§2.1).  Every token expectation is worked by hand from vector.md §5 and the
+// op's page (docs/spec/vector/<op>.md §2).
 #include <elf.h>
 
 #include <cstring>
@@ -267,7 +268,7 @@ TEST(Vmat, RowHighPartBeforeRows256And512) {
 
 TEST(Vmat, SpecExampleK2R300) {
   V v;
-  // vector.md §5's example: K = 2, R = 300 (zero state, y = 0): rows 0..255 are 6 tokens each
+  // vector/vmat.md §2's example: K = 2, R = 300 (zero state, y = 0): rows 0..255 are 6 tokens each
   // (1536), then VMH(1) VMC0(0) VMC1(0) VY0 .. VY3 ... up to VMC1(43) VY0 .. VY3: 1,801 tokens
   // = R(K + 4) + floor(299/256).
   const auto t = v.run(vword(0, 2), ab(0, 0), ab(0, 300));
@@ -601,7 +602,7 @@ TEST(Vew, AddMulMulsSaturateAndRound) {
 
 TEST(Vew, StreamOfFiveCrossesAQuad) {
   V v;
-  // vector.md §5's example: n = 5 is VWG(0), words 0..3 on VW00..VW33, VWG(1), word 4 on
+  // vector/vew.md §2's example: n = 5 is VWG(0), words 0..3 on VW00..VW33, VWG(1), word 4 on
   // VW00..VW03: 22 tokens.  ADD with z = 1 (01 00 00 00), -1 (ff ff ff ff), 256 (00 01 00 00),
   // 0x01020304 (04 03 02 01), 127 + 128 = 255 (ff 00 00 00).
   const auto t = v.run(vword(4, 0), ab(20, 0), ab(8, 5), [](VectorState& s) {
@@ -672,7 +673,7 @@ TEST(Vfn, RsqrtRecipSilu) {
     s.vr[1] = 0;   // u = max(x, 1) = 1: k = 0, ix = 64, z = RSQ[64]
     s.vr[2] = -7;  // same
   });
-  EXPECT_EQ(v.vr(10), 65281) << "vector.md §4.6: u = 65536 gives 65,281";
+  EXPECT_EQ(v.vr(10), 65281) << "vector/vfn.md §1: u = 65536 gives 65,281";
   EXPECT_EQ(v.vr(11), 16712062);
   EXPECT_EQ(v.vr(12), 16712062);
   // 65281 = 0xff01 (01 ff 00 00), 16712062 = 0xff017e (7e 01 ff 00): ceil(3/4) + 12 = 13.
@@ -681,7 +682,7 @@ TEST(Vfn, RsqrtRecipSilu) {
     s.vr[0] = 65536;
     s.vr[1] = 0;  // k = 0: RCP[128] * 4 saturates
   });
-  EXPECT_EQ(v.vr(10), 65281) << "vector.md §4.6: u = 65536 gives 65,281";
+  EXPECT_EQ(v.vr(10), 65281) << "vector/vfn.md §1: u = 65536 gives 65,281";
   EXPECT_EQ(v.vr(11), INT32_MAX);
   t = v.run(vword(5, 2), ab(10, 0), ab(0, 3), [](VectorState& s) {
     s.vr[0] = 0;
@@ -803,7 +804,7 @@ TEST(VectorDecode, CustomOneIsAlwaysVectorAndDisassembles) {
   EXPECT_EQ(disassemble(vword(7, 0)), "vld zero, a1, a2");
 }
 
-// ------------------------------------------------------------------ §2.6 sections
+// ------------------------------------------------------------------ §2.1 sections
 TEST(VectorSections, LoadAndReject) {
   auto img = progen::image_from_code({kEbreak});
   img.sections[".lockstep.wmem"] = {0x8f, 0x17};  // W[0][0] = -1, W[0][1] = -8, W[0][2] = 7, W[0][3] = 1

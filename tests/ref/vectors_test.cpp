@@ -3,6 +3,7 @@
 // layout; a malformed file fails.  With no files yet the suite passes only
 // because the folder has none.
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -231,6 +232,33 @@ TEST(SpecVectorsFolder, EmptyOnlyWhenThereAreNoFiles) {
   } else {
     SUCCEED() << vector_files().size() << " files";
   }
+}
+
+// vector.md §8: each op of the registry (ref/src/vector/<op>.cpp) has its worked examples in
+// vector_<op>.json, at least three, one of them an edge case, every one running that op; 43 in
+// all when vector_ops.json was split into one file per op (never fewer).
+TEST(SpecVectorsFolder, EachVectorOpHasItsOwnFile) {
+  std::size_t total = 0;
+  for (const VectorOpRow& op : vector_ops()) {
+    const fs::path path = vectors_dir() / ("vector_" + std::string(op.mnemonic) + ".json");
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << "no worked examples for " << op.mnemonic << ": " << path;
+    const json doc = json::parse(in);
+    EXPECT_EQ(doc.value("class", ""), op.mnemonic) << path;
+    std::size_t n = 0, edge = 0;
+    for (const json& ex : doc.at("examples")) {
+      const u32 word = hex32(ex.at("code").at(0));
+      EXPECT_EQ(word & 0x7f, 0x2bu) << path << ": " << ex.value("name", "?");
+      EXPECT_EQ((word >> 12) & 7, op.f3) << path << ": " << ex.value("name", "?") << " runs another op";
+      ++n;
+      edge += ex.value("edge", false);
+    }
+    EXPECT_GE(n, 3u) << op.mnemonic;
+    EXPECT_GE(edge, 1u) << op.mnemonic;
+    total += n;
+  }
+  EXPECT_GE(total, 43u);
+  std::printf("%zu vector examples in %zu vector_<op>.json files\n", total, vector_ops().size());
 }
 
 }  // namespace

@@ -114,7 +114,7 @@ void trace_program(const lockstep::campaign::Program& p, std::uint64_t max_steps
     const unsigned rd = (word >> 7) & 31, rs1 = (word >> 15) & 31, rs2 = (word >> 20) & 31, f3 = (word >> 12) & 7;
     const std::uint32_t x1 = m.reg(rs1), x2 = m.reg(rs2), rd_before = m.reg(rd);
     json line = {{"pc", pc}, {"word", word}, {"x1", x1}, {"x2", x2}, {"rd_before", rd_before}};
-    if (f3 == 7) {  // VLD (vector.md section 4.8): the record, when it lies inside RAM
+    if (f3 == 7) {  // VLD (vector/vld.md §1): the record, when it lies inside RAM
       const std::uint64_t n = x2 >> 16, end = std::uint64_t{x1} + 4 + n;
       if (n >= 1 && x1 >= ref::kRamBase && end <= ref::kRamEnd)
         line["ram"] = hex(m.read_memory(x1, static_cast<std::uint32_t>(4 + n)));

@@ -7,17 +7,20 @@ folder's executable reading of vector.md §2-§4 and §6, NumPy); this file adds
 and int8 streams (VLG, VLB0..VLB3), each token with its micro-step position), built from each
 instruction's outcome.  Each example runs ONE vector instruction from a given state, as the
 first instruction of the run: its steps begin with the pc tokens of trace.md §4.0 (PCH_k, PCL).
+One file per op, `vector_<op>.json` (vector.md §8, the op's page docs/spec/vector/<op>.md), the
+op named by the f3 field of the example's instruction word.
 Many examples also carry values and token texts worked out by hand (`want=`); the generator
-refuses to write the file when the calculation disagrees, or when an instruction's token count
-differs from the count column of vector.md §5.
+refuses to write the files when the calculation disagrees, or when an instruction's token count
+differs from the count column of the op's page (docs/spec/vector/<op>.md §2).
 
-    /usr/bin/python3 docs/spec/vectors/gen_vector.py            # rewrite vector_ops.json
-    /usr/bin/python3 docs/spec/vectors/gen_vector.py --check    # is vector_ops.json up to date?
+    /usr/bin/python3 docs/spec/vectors/gen_vector.py            # rewrite vector_<op>.json
+    /usr/bin/python3 docs/spec/vectors/gen_vector.py --check    # are the vector_<op>.json up to date?
     /usr/bin/python3 docs/spec/vectors/gen_vector.py --tables   # print the §3 tables' SHA-256
 
 (Debian's /usr/bin/python3 with python3-numpy, ci/setup.)  Never produced by ref/ or chip/.
 """
 import copy
+import glob
 import json
 import os
 import sys
@@ -26,7 +29,11 @@ import vector_model as vm
 from vector_model import COS, RCP, RSQ, SIG, SIN, RAM_BASE, RAM_END, TABLE_SHA, rnd, table_lists, sha_of  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "vector_ops.json")
+
+
+def out_path(op):
+    """The example file of op (lower case, one of FILE_OPS): vector_<op>.json."""
+    return os.path.join(HERE, "vector_%s.json" % op)
 
 # ---- state -----------------------------------------------------------------------------------
 
@@ -239,6 +246,7 @@ def execute(st, word):
 # ---- encoding and JSON -----------------------------------------------------------------------
 
 OPS = ["VMAT", "VMATR", "VQ", "VEXP", "VEW", "VFN", "VRED", "VLD"]
+FILE_OPS = [op.lower() for op in OPS]   # the example files: vector_<op>.json, one per op
 
 
 def enc(f3, f7, rd=0, rs1=11, rs2=12):
@@ -261,7 +269,7 @@ def tok_text(kind, p):
 
 
 def count_5(word, x):
-    """The count column of vector.md §5 for a non-trapping instruction (tokens after the pc
+    """The count column of the op's page (docs/spec/vector/<op>.md §2) for a non-trapping instruction (tokens after the pc
     tokens), written out from the table, independently of the token code above."""
     f3, rd, f7 = (word >> 12) & 7, (word >> 7) & 31, word >> 25
     X2 = x[(word >> 20) & 31]
@@ -325,7 +333,7 @@ def example(name, op_note, word, desc, setup, edge=False, want=None, pc=0x10000)
     init = copy.deepcopy(st)
     toks, trap = execute(st, word)
     if trap is None and len(toks) != count_5(word, init.x):
-        sys.exit("gen_vector.py: %s: %d tokens, the count column of vector.md §5 says %d"
+        sys.exit("gen_vector.py: %s: %d tokens, the count column of docs/spec/vector/<op>.md §2 says %d"
                  % (name, len(toks), count_5(word, init.x)))
     assert pc % 4 == 0 and RAM_BASE <= pc and pc + 4 <= RAM_END and pc not in init.ram, name
     if want:
@@ -909,8 +917,21 @@ def build():
     example("vld_trap_out_of_ram", "n = 1", enc(7, 0),
             "a + 4 + n = 0x110001 > RAM_END: TRAP(5).", s, edge=True, want={"trap": 5})
 
-    return {"spec": "machine-v1", "trace_version": "trace-v3", "class": "vector",
-            "generator": "docs/spec/vectors/gen_vector.py", "examples": EXAMPLES}
+    return EXAMPLES
+
+
+def per_op_docs(examples):
+    """The examples split by op (the f3 field of each example's one instruction word), in
+    generation order within an op: {op: document}, one document per op of FILE_OPS."""
+    by_op = {op: [] for op in FILE_OPS}
+    for ex in examples:
+        assert len(ex["code"]) == 1, ex["name"]
+        op = FILE_OPS[(int(ex["code"][0], 16) >> 12) & 7]
+        assert ex["name"].startswith(op + "_"), (ex["name"], op)
+        by_op[op].append(ex)
+    return {op: {"spec": "machine-v1", "trace_version": "trace-v3", "class": op,
+                 "generator": "docs/spec/vectors/gen_vector.py", "examples": exs}
+            for op, exs in by_op.items()}
 
 
 def main():
@@ -922,17 +943,30 @@ def main():
             print(n, len(v), sha_of(v))
             print(" ", v)
         return
-    doc = build()
-    text = json.dumps(doc, indent=1) + "\n"
+    docs = per_op_docs(build())
+    total = sum(len(d["examples"]) for d in docs.values())
+    counts = ", ".join("%s %d" % (op, len(d["examples"])) for op, d in docs.items())
+    stray = sorted(set(glob.glob(os.path.join(HERE, "vector_*.json"))) - {out_path(op) for op in FILE_OPS})
     if "--check" in sys.argv:
-        with open(OUT) as f:
-            if f.read() != text:
-                sys.exit("gen_vector.py: vector_ops.json is out of date")
-        print("vector_ops.json up to date (%d examples)" % len(doc["examples"]))
+        for op, doc in docs.items():
+            try:
+                with open(out_path(op)) as f:
+                    current = f.read()
+            except FileNotFoundError:
+                sys.exit("gen_vector.py: %s is missing" % os.path.basename(out_path(op)))
+            if current != json.dumps(doc, indent=1) + "\n":
+                sys.exit("gen_vector.py: %s is out of date" % os.path.basename(out_path(op)))
+        if stray:
+            sys.exit("gen_vector.py: %s not written by this generator (one file per op of %s)"
+                     % (", ".join(os.path.basename(p) for p in stray), FILE_OPS))
+        print("vector_<op>.json up to date (%d examples: %s)" % (total, counts))
         return
-    with open(OUT, "w") as f:
-        f.write(text)
-    print("wrote %s (%d examples)" % (OUT, len(doc["examples"])))
+    for op, doc in docs.items():
+        with open(out_path(op), "w") as f:
+            f.write(json.dumps(doc, indent=1) + "\n")
+    print("wrote %d files vector_<op>.json in %s (%d examples: %s)" % (len(docs), HERE, total, counts))
+    for p in stray:
+        print("gen_vector.py: note: %s is not one of this generator's files" % os.path.basename(p))
 
 
 if __name__ == "__main__":

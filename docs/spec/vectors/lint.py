@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Acceptance check for docs/spec/vectors/scalar_*.json (README.md).
+"""Acceptance check for docs/spec/vectors/scalar_*.json and vector_*.json (README.md).
 
 Checks, for every file and example:
   * the schema of README.md (keys, types, hex spellings, no unknown keys);
@@ -21,14 +21,15 @@ Checks, for every file and example:
     instruction class (a row of isa.md §4.1, or one bignum op) has at least
     three examples and at least one edge case; every file has at least three.
 
-Vector files (vector_*.json, vector.md §8; pass them as arguments): the
+Vector files (vector_<op>.json, one per op, vector.md §8): the file's
+`class` is its op and every example's instruction is that op (f3); the
 kinds of vector.md §5 (trace-v3) with their payload ranges and spellings, the
 pc tokens as above, and every vector instruction's tokens (or TRAP(code)
 alone): the kind and position sequence §5 gives for its operands (VMH/VMC_j
 per chunk, VY0..VY3 or argmax's VYN3 after each row's chunks, VMV(t),
 VRD(k), VQE(k << 5 | e), VXM0..VXM3 per group; word streams with VWG(e >> 2)
 at the first element and each e & 3 = 0, then VW_q0..VW_q3; int8 streams
-with VLG(j >> 2) and VLB_{j & 3}), the count of §5's count column, and the
+with VLG(j >> 2) and VLB_{j & 3}), the count of the op page's count column (§2), and the
 values on the bus: each streamed word or byte equals what the final state
 holds where the instruction writes it, VYN3 marks exactly the rows greater
 than all earlier ones and W(r*) is the first maximum, VXM is the maximum of
@@ -37,7 +38,7 @@ numerators, VLD's bytes are the record's; at least three examples and one
 edge case per op.
 
 Standard library only. Usage:
-    python3 docs/spec/vectors/lint.py [FILE.json ...]   (default scalar_*.json)
+    python3 docs/spec/vectors/lint.py [FILE.json ...]   (default scalar_*.json and vector_*.json)
 Exit status 0 when everything passes.
 """
 
@@ -195,7 +196,7 @@ def _sat32(x):
 
 
 def _count(f3, f7, rd, N):
-    """vector.md §5, the count column (tokens after the pc tokens)."""
+    """The count column of the op's page, docs/spec/vector/<op>.md §2 (tokens after the pc tokens)."""
     cdiv = lambda a, b: -(-a // b)
     if f3 == 0:
         return N * ((f7 & 7) + 4) + (N - 1) // 256 + ((4 if rd else 1) if f7 & 8 else 0)
@@ -277,7 +278,7 @@ def vector_tokens(word, x, toks, ini, fin):
 
     errs = []
     if len(toks) != _count(f3, f7, rd, N):
-        errs.append("%d tokens, the count column of vector.md §5 says %d" % (len(toks), _count(f3, f7, rd, N)))
+        errs.append("%d tokens, the count column of docs/spec/vector/<op>.md §2 says %d" % (len(toks), _count(f3, f7, rd, N)))
     for i, ((k, p), (wk, wp)) in enumerate(zip(toks, want)):
         kind_ok = k in wk if isinstance(wk, set) else k == wk
         pay_ok = wp is None or (p in wp if isinstance(wp, frozenset) else p == wp)
@@ -531,7 +532,8 @@ def check_example(L, path, ex, seen):
 
 
 def main():
-    files = sys.argv[1:] or sorted(glob.glob(os.path.join(HERE, "scalar_*.json")))
+    files = sys.argv[1:] or (sorted(glob.glob(os.path.join(HERE, "scalar_*.json"))) +
+                             sorted(glob.glob(os.path.join(HERE, "vector_*.json"))))
     L = Lint()
     seen = set()
     per_class = {tuple(row): [0, 0] for row in CLASSES}     # examples, edge examples
@@ -545,6 +547,14 @@ def main():
         L.check(doc.get("spec") == "machine-v1" and doc.get("trace_version") == "trace-v3",
                 where, "spec/trace_version")
         exs = doc.get("examples", [])
+        if where.startswith("vector_"):   # vector.md §8: one file per op, vector_<op>.json
+            op = where[len("vector_"):-len(".json")]
+            L.check(op.upper() in V_OPS, where, "vector_<op>.json names no op of %s" % V_OPS)
+            L.check(doc.get("class") == op, where, "class must be the file's op %r" % op)
+            for ex in exs:
+                code = ex.get("code") or ["0x0"]
+                L.check(V_OPS[(int(code[0], 16) >> 12) & 7] == op.upper() and int(code[0], 16) & 0x7F == 0x2B,
+                        "%s:%s" % (where, ex.get("name", "?")), "the instruction is not %s" % op.upper())
         L.check(len(exs) >= 3, where, "at least three examples per file")
         L.check(any(e.get("edge") for e in exs), where, "at least one edge case per file")
         for ex in exs:
@@ -559,7 +569,9 @@ def main():
                     per_class[tuple(row)][1] += bool(ex.get("edge"))
     vec_files = [p for p in files if os.path.basename(p).startswith("vector_")]
     if vec_files:                       # vector.md §8: >= 3 examples per op, >= 1 edge case
-        counts = {op: [0, 0] for op in V_OPS}
+        # the ops whose files were given (all eight by default, checked below)
+        counts = {op: [0, 0] for op in V_OPS
+                  if any(os.path.basename(p) == "vector_%s.json" % op.lower() for p in vec_files)}
         for path in vec_files:
             with open(path) as f:
                 for ex in json.load(f).get("examples", []):
@@ -572,6 +584,9 @@ def main():
             L.check(n >= 3 and e >= 1, "coverage", "vector op %s: %d examples, %d edge (need 3, 1)"
                     % (op, n, e))
     if not sys.argv[1:]:
+        for op in V_OPS:
+            L.check(os.path.join(HERE, "vector_%s.json" % op.lower()) in files, "coverage",
+                    "vector op %s has no file vector_%s.json" % (op, op.lower()))
         for m in sorted(MNEMONICS - mnemonics_seen):
             L.err("coverage", "mnemonic %s appears in no example" % m)
         for row, (n, e) in per_class.items():

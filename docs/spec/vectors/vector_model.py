@@ -1,15 +1,15 @@
 """An executable reading of docs/spec/vector.md: the vector unit as a small model (NumPy).
 
-Written from vector.md alone (and isa.md §2 for RAM's bounds), never from ref/, chip/ or
-guests/.  It holds the unit's memories (§2), initialised from the `.lockstep.*` section bytes of
+Written from vector.md and its op pages docs/spec/vector/<op>.md alone (and isa.md §2 for RAM's
+bounds), never from ref/, chip/ or guests/.  It holds the unit's memories (§2), initialised from the `.lockstep.*` section bytes of
 §2.1, computes the fixed tables of §3 and checks them against their SHA-256, and executes the
 eight instructions of §4 with the trap checks of §6.  Each op is two functions that read like
-its paragraph: `<op>_traps(o)` (the §6 conditions on the operands, a set of codes) and
-`<op>(st, o, ram)` (the §4 arithmetic, an `Outcome` listing what it writes); `OPS` is the
+its page: `<op>_traps(o)` (the conditions of <op>.md §3 on the operands, a set of codes) and
+`<op>(st, o, ram)` (the arithmetic of <op>.md §1, an `Outcome` listing what it writes); `OPS` is the
 registry by f3.  Trace tokens (§5) are not modelled here: `gen_vector.py` builds them from an
 `Outcome`'s named values.
 
-Users: `gen_vector.py` (the worked examples, vector_ops.json) and `check_ref.py` (the
+Users: `gen_vector.py` (the worked examples, vector_<op>.json) and `check_ref.py` (the
 differential test of the reference against this model over random programs).
 
 Numbers.  Every stored value is an int64 NumPy array element; §1.1 says every intermediate has
@@ -71,7 +71,7 @@ def sext8(b):
 
 
 def floor_log2(u):
-    """§4.6 floor_log2(u): the index of the highest set bit of u >= 1 (int64 array)."""
+    """vfn.md §1 floor_log2(u): the index of the highest set bit of u >= 1 (int64 array)."""
     k = np.zeros_like(u)
     for i in range(1, 63):
         k += (u >> i) > 0
@@ -79,7 +79,7 @@ def floor_log2(u):
 
 
 def E(a):
-    """§4.3 E(a): the smallest e >= 0 with rnd(a, e) <= 127, for 0 <= a <= 2^31 (0..25)."""
+    """vq.md §1 E(a): the smallest e >= 0 with rnd(a, e) <= 127, for 0 <= a <= 2^31 (0..25)."""
     e = 0
     while rnd(a, e) > 127:
         e += 1
@@ -303,7 +303,7 @@ def _span(codes, first, count):
         codes.add(17)
 
 
-# ---- §4.1 VMAT --------------------------------------------------------------------------------
+# ---- vmat.md §1 VMAT --------------------------------------------------------------------------------
 
 
 def vmat_traps(o):
@@ -324,7 +324,7 @@ def vmat_traps(o):
 
 
 def vmat(st, o, ram):
-    """§4.1: row r is the K chunks c0 + rK + j, chunk j against ACT block b0 + j;
+    """vmat.md §1: row r is the K chunks c0 + rK + j, chunk j against ACT block b0 + j;
     acc_{r,j} = sum_i ACT[64(b0+j) + i] W[c][i], y_r = sat32(rnd(sum_j acc_{r,j} WSCALE[c]
     2^ASH[b0+j], 16)).  Write mode: VR[dst + r] <- y_r.  Argmax mode: X(rd) <- r*, the lowest r
     with the largest y_r.  values: y (the R row results), argmax (bool)."""
@@ -346,7 +346,7 @@ def vmat(st, o, ram):
     return out
 
 
-# ---- §4.2 VMATR -------------------------------------------------------------------------------
+# ---- vmatr.md §1 VMATR -------------------------------------------------------------------------------
 
 HEAD_KV = np.arange(8) // 2  # query head h reads KV head floor(h / 2)
 
@@ -374,7 +374,7 @@ def vmatr_traps(o):
 
 
 def vmatr(st, o, ram):
-    """§4.2.  K mode: s_{h,t} = sum_d ACT[64 src + 8h + d] KC[r0+t][8 floor(h/2) + d], e =
+    """vmatr.md §1.  K mode: s_{h,t} = sum_d ACT[64 src + 8h + d] KC[r0+t][8 floor(h/2) + d], e =
     ASH[src] + KSH[r0+t], VR[dst + 64h + t] <- sat32(s 2^(e-16)) if e >= 16, else
     sat32(rnd(s, 16 - e)).  V mode: p_{h,t} = min(max(VR[src + 64h + t], 0), 65536),
     o_{h,d} = sum_t p_{h,t} VC[r0+t][8 floor(h/2) + d] 2^VSH[r0+t], VR[dst + 8h + d] <-
@@ -405,7 +405,7 @@ def vmatr(st, o, ram):
     return out
 
 
-# ---- §4.3 VQ ----------------------------------------------------------------------------------
+# ---- vq.md §1 VQ ----------------------------------------------------------------------------------
 
 
 def vq_traps(o):
@@ -428,7 +428,7 @@ def vq_traps(o):
 
 
 def vq(st, o, ram):
-    """§4.3: groups k of 64 sources x_i = VR[src + i]; e_k = E(max |x_i|), q_i = rnd(x_i, e_k).
+    """vq.md §1: groups k of 64 sources x_i = VR[src + i]; e_k = E(max |x_i|), q_i = rnd(x_i, e_k).
     ACT: block A + k gets the group's q (zeros past n), ASH[A + k] <- e_k.  K/V (n = 32):
     KC[A] (VC[A]) <- q, KSH[A] (VSH[A]) <- e_0.  values: e (list of e_k), q (per group, the
     values the block or row receives, padding included)."""
@@ -454,7 +454,7 @@ def vq(st, o, ram):
     return out
 
 
-# ---- §4.4 VEXP --------------------------------------------------------------------------------
+# ---- vexp.md §1 VEXP --------------------------------------------------------------------------------
 
 
 def vexp_traps(o):
@@ -476,7 +476,7 @@ def vexp_traps(o):
 
 
 def vexp(st, o, ram):
-    """§4.4: group g's scores s_{g,t} = VR[src + 64g + t]; m_g = max_t s; i = min(1023,
+    """vexp.md §1: group g's scores s_{g,t} = VR[src + 64g + t]; m_g = max_t s; i = min(1023,
     rnd(m_g - s, 10)); p = EXP[i]; S_g = sum_t p.  VR[dst + 64g + t] <- p, VR[sums + g] <- S_g.
     values: m (G maxima), p (G, T), S (G)."""
     G, dst, src, sums, T = (o.f7 & 7) + 1, o.A, o.B, o.C, o.N
@@ -493,7 +493,7 @@ def vexp(st, o, ram):
     return out
 
 
-# ---- §4.5 VEW ---------------------------------------------------------------------------------
+# ---- vew.md §1 VEW ---------------------------------------------------------------------------------
 
 
 def muls_span(n, gs):
@@ -527,7 +527,7 @@ def vew_traps(o):
 
 
 def vew(st, o, ram):
-    """§4.5: x_i = VR[a + i]; ADD sat32(x + VR[b + i]); MUL sat32(rnd(x VR[b + i], 16)); MULS
+    """vew.md §1: x_i = VR[a + i]; ADD sat32(x + VR[b + i]); MUL sat32(rnd(x VR[b + i], 16)); MULS
     sat32(rnd(x VR[b + (i >> GS)], 16)); ROT pairs (u, v) = (x_2k, x_2k+1) with c = COS[p][k mod
     4], s = SIN[p][k mod 4]: sat32(rnd(uc - vs, 16)), sat32(rnd(us + vc, 16)).  VR[dst + i] <-
     z_i.  values: z."""
@@ -552,7 +552,7 @@ def vew(st, o, ram):
     return out
 
 
-# ---- §4.6 VFN ---------------------------------------------------------------------------------
+# ---- vfn.md §1 VFN ---------------------------------------------------------------------------------
 
 
 def vfn_traps(o):
@@ -570,7 +570,7 @@ def vfn_traps(o):
 
 
 def rsqrt(x):
-    """§4.6 RSQRT: u = max(x, 1), k2 = k - (k mod 2) for k = floor_log2(u), ix = u >> (k2 - 6) or
+    """vfn.md §1 RSQRT: u = max(x, 1), k2 = k - (k mod 2) for k = floor_log2(u), ix = u >> (k2 - 6) or
     u << (6 - k2) (64..255), z = rnd(RSQ[ix], k2 / 2)."""
     u = np.maximum(x, 1)
     k = floor_log2(u)
@@ -581,7 +581,7 @@ def rsqrt(x):
 
 
 def recip(x):
-    """§4.6 RECIP: u = max(x, 1), k = floor_log2(u), ix = u >> (k - 7) or u << (7 - k)
+    """vfn.md §1 RECIP: u = max(x, 1), k = floor_log2(u), ix = u >> (k - 7) or u << (7 - k)
     (128..255), z = sat32(RCP[ix] 2^(2-k)) if k <= 2, else rnd(RCP[ix], k - 2)."""
     u = np.maximum(x, 1)
     k = floor_log2(u)
@@ -592,7 +592,7 @@ def recip(x):
 
 
 def silu(x):
-    """§4.6 SILU: ix = min(1023, max(0, rnd(x, 10) + 512)), z = sat32(rnd(x SIG[ix], 16))."""
+    """vfn.md §1 SILU: ix = min(1023, max(0, rnd(x, 10) + 512)), z = sat32(rnd(x SIG[ix], 16))."""
     ix = np.clip(rnd(x, 10) + 512, 0, 1023)
     return sat32(rnd(x * SIG[ix], 16))
 
@@ -601,14 +601,14 @@ FUNCTIONS = [rsqrt, recip, silu]  # by FN
 
 
 def vfn(st, o, ram):
-    """§4.6: VR[dst + i] <- f(VR[src + i]) for the function FN.  values: z."""
+    """vfn.md §1: VR[dst + i] <- f(VR[src + i]) for the function FN.  values: z."""
     z = FUNCTIONS[o.f7](st.vr[o.B:o.B + o.N])
     out = Outcome(values={"z": z})
     out.write("vr", o.A + np.arange(o.N), z)
     return out
 
 
-# ---- §4.7 VRED --------------------------------------------------------------------------------
+# ---- vred.md §1 VRED --------------------------------------------------------------------------------
 
 
 def vred_traps(o):
@@ -624,7 +624,7 @@ def vred_traps(o):
 
 
 def vred(st, o, ram):
-    """§4.7: over x_i = VR[src + i]: SUMSQ sat32(rnd(sum x^2, 16 + SH)) (the sum exact, <= 2^72:
+    """vred.md §1: over x_i = VR[src + i]: SUMSQ sat32(rnd(sum x^2, 16 + SH)) (the sum exact, <= 2^72:
     a Python integer), SUM sat32(rnd(sum x, SH)), MAX max x.  VR[dst] <- z.  values: z, groups
     (ceil(n / 64), the source groups §5 counts)."""
     mode, sh = o.f7 & 3, o.f7 >> 2
@@ -644,7 +644,7 @@ def vred(st, o, ram):
     return out
 
 
-# ---- §4.8 VLD ---------------------------------------------------------------------------------
+# ---- vld.md §1 VLD ---------------------------------------------------------------------------------
 
 
 def vld_traps(o):
@@ -663,7 +663,7 @@ def vld_traps(o):
 
 
 def vld(st, o, ram):
-    """§4.8: the record at a = X(rs1): int32 M (bytes a..a+3), then bytes b_0..b_{n-1};
+    """vld.md §1: the record at a = X(rs1): int32 M (bytes a..a+3), then bytes b_0..b_{n-1};
     VR[dst + i] <- sat32(sext8(b_i) M).  `ram(addr, count)` returns RAM's bytes.  values:
     record (the 4 + n bytes read)."""
     a, dst, n = o.x1, o.x2 & 0xFFFF, o.x2 >> 16

@@ -29,7 +29,7 @@ def ops(A, B):
 
 class Bounds(unittest.TestCase):
     def test_vred_sumsq_sum_of_squares_is_2_pow_72(self):
-        # 1,024 words of -2^31: acc = 2^10 * 2^62 = 2^72 (§4.7: <= 2^72).  SH = 0:
+        # 1,024 words of -2^31: acc = 2^10 * 2^62 = 2^72 (vred.md §1: <= 2^72).  SH = 0:
         # rnd(2^72, 16) = 2^56 saturates to 2^31 - 1; SH = 31: rnd(2^72, 47) = 2^25.
         for sh, want in ((0, MAX), (31, 1 << 25)):
             st = vm.State()
@@ -63,14 +63,14 @@ class Bounds(unittest.TestCase):
         self.assertTrue((st.vr[:64] == MIN).all())
 
     def test_vew_add_is_minus_2_pow_32(self):
-        # -2^31 + -2^31 = -2^32 (§4.5: magnitude <= 2^32) saturates to -2^31.
+        # -2^31 + -2^31 = -2^32 (vew.md §1: magnitude <= 2^32) saturates to -2^31.
         st = vm.State()
         st.vr[0], st.vr[1] = MIN, MIN
         vm.execute(st, enc(4, 0), ops(2, 0), ops(1, 1))  # dst 2, a 0, b 1, n 1
         self.assertEqual(st.vr[2], MIN)
 
     def test_vew_mul_is_2_pow_62(self):
-        # -2^31 * -2^31 = 2^62 (§4.5: <= 2^62); rnd(2^62, 16) = 2^46 saturates to 2^31 - 1.
+        # -2^31 * -2^31 = 2^62 (vew.md §1: <= 2^62); rnd(2^62, 16) = 2^46 saturates to 2^31 - 1.
         st = vm.State()
         st.vr[0], st.vr[1] = MIN, MIN
         vm.execute(st, enc(4, 1), ops(2, 0), ops(1, 1))
@@ -92,7 +92,7 @@ class Bounds(unittest.TestCase):
             self.assertEqual(st.vr[10], want)
 
     def test_vld_is_2_pow_38(self):
-        # M = -2^31 and the byte -128: 2^38 (§4.8) saturates to 2^31 - 1; the byte 1 gives -2^31.
+        # M = -2^31 and the byte -128: 2^38 (vld.md §1) saturates to 2^31 - 1; the byte 1 gives -2^31.
         record = bytes([0x00, 0x00, 0x00, 0x80, 0x80, 0x01])
         st = vm.State()
         vm.execute(st, enc(7, 0), 0x20000, ops(0, 2), ram=lambda a, n: record[:n])

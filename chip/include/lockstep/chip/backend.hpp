@@ -75,9 +75,30 @@ struct ProbeMap {
     std::uint32_t width = 0;             ///< values
     std::vector<SublayerRef> writers;    ///< sublayers writing into it, in execution order
   };
+  /// Which sublayers read and write which part of the residual: what the harness needs to
+  /// name every sublayer that can have produced a wrong value (docs/engine.md §3, the candidate
+  /// set). Known for a chip file (probe_map_of); empty for a chip under test, whose protocol
+  /// carries writers only: the harness then counts every sublayer before the point as a candidate.
+  struct Dataflow {
+    /// A part of the residual: a named field (same name as in `fields`), or a maximal run of
+    /// unnamed dimensions that something reads or writes, "dims[a..b)". Readers and writers are
+    /// the unions over its dimensions (a superset of each dimension's: conservative).
+    struct Part {
+      std::string name;
+      std::vector<SublayerRef> readers;  ///< heads' k/q/v/beta maps or MLP w1/wu/wg read it
+      std::vector<SublayerRef> writers;  ///< heads' o maps or MLP w2 (weights or biases) write it
+      bool embedded = false;             ///< the embedding writes a dimension of it
+      bool unembedded = false;           ///< the unembedding reads a dimension of it
+    };
+    std::vector<SublayerRef> sublayers;  ///< every sublayer of the chip, execution order
+    std::vector<Part> parts;
+    bool known() const { return !sublayers.empty(); }
+  };
+
   std::vector<Field> fields;
   std::vector<ProbePoint> points;        ///< each point's fields by name (names from `fields`)
   std::vector<std::string> unembed_reads;  ///< fields the unembedding reads (residual order)
+  Dataflow dataflow;                     ///< empty when unknown
 
   /// The field named `name`, or nullptr.
   const Field* find(const std::string& name) const;
@@ -87,6 +108,7 @@ struct ProbeMap {
 /// are the sublayers whose heads' `o` maps or MLP `w2` (weights or non-zero biases) touch one of
 /// its dimensions; `unembed_reads` are the fields holding a dimension the unembedding has a
 /// weight for. Dimensions outside every field are named "dims[a..b)" (a maximal unnamed run).
+/// `dataflow` is filled from every map's non-zero entries (and non-zero biases for writes).
 ProbeMap probe_map_of(const Chip& chip);
 
 /// What a backend can do beyond stepping (docs/spec/dut-protocol.md §7). The built-in executors

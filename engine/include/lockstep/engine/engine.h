@@ -106,6 +106,17 @@ struct Attribution {
   std::string field;
   std::string text;      ///< one line
   std::vector<ProbeCheck> checks;  ///< in execution order, up to the first disagreement
+  /// The interval (docs/engine.md §3): the last probe point, before the first disagreeing one,
+  /// where a compared field agrees ("embedding", "layer 3 (mlp)"; "" when none), and the point
+  /// where the first field disagrees ("unembedding" when every compared field agrees).
+  std::string last_agreeing, first_disagreeing;
+  /// Every sublayer that can have produced the wrong value, in execution order ("embedding",
+  /// "layer 4 (memory)", "layer 4 (mlp)", "unembedding"): the writers of the differing field up
+  /// to the disagreeing point, and, recursively, the writers of every field they read, except
+  /// a field a compared probe shows correct where it is read. With the chip's dataflow unknown (a
+  /// chip under test: its probe map has writers only), every sublayer up to the point.
+  std::vector<std::string> candidates;
+  bool dataflow_known = false;  ///< candidates come from the chip's readers and writers
   nlohmann::json to_json() const;
 };
 

@@ -67,6 +67,11 @@ enum class InsnClass : std::uint8_t {
   kVector,  ///< vector unit: every custom-1 word (invalid f7/rd are traps, not illegal)
 };
 
+/// The one table of class names (lower case), for reports, coverage and `--ops` lists: "alu",
+/// "alu-imm", "upper", "mul", "div", "zba", "load", "store", "branch", "jal", "jalr", "fence",
+/// "system", "bignum", "vector" (InsnClass order).  Every class has a name; names are unique.
+std::string_view insn_class_name(InsnClass cls);
+
 /// Register operand bits of Encoding::operands.
 inline constexpr std::uint8_t kOpdRd = 1, kOpdRs1 = 2, kOpdRs2 = 4;
 

@@ -98,7 +98,7 @@ class Machine {
   Machine();
 
   /// Resets and loads `image` (isa.md §3: segments copied, rest zero,
-  /// pc = e_entry; vector.md §2.6: vector memories from `.lockstep.*`
+  /// pc = e_entry; vector.md §2.1: vector memories from `.lockstep.*`
   /// sections).  Throws LoadError when a segment is not inside RAM, the
   /// entry is not a multiple of 4 or not in a PF_X segment, or a vector
   /// section is invalid (file-level checks are format::parse_elf's).

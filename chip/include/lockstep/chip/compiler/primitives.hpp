@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,31 @@ namespace lockstep::chip::compiler {
 
 /// A sparse residual vector: (dimension, value) pairs.
 using SparseVec = std::vector<std::pair<std::uint32_t, double>>;
+
+/// A one-hot predicate vector: entry v is a 0/1 linear form that is 1 when the encoded value is
+/// v; at most one entry is 1 (all may be 0: no value). Entries that are the constant 0 (see
+/// is_zero()) mark values that cannot occur and cost nothing in table().
+using OneHot = std::vector<Lin>;
+
+/// True when l is the constant 0 (no terms, c = 0).
+bool is_zero(const Lin& l);
+
+/// Condition (AND of 0/1 conditions): x[d] += v * [all conditions are 1] for every (d, v) of
+/// `outs`, with one unit ReLU(sum conds - (n - 1)), n = conds.size() >= 1. Precondition: every
+/// condition is an integer <= 1 (0/1, or a difference of 0/1 forms that is <= 1); a condition <= 0
+/// makes the output 0. The unit's value is 1 when all hold and 0 otherwise.
+void when(LayerBuilder& L, const std::vector<Lin>& conds, const SparseVec& outs);
+
+/// Table over one-hot parts: for every combination (v_0, ..., v_{p-1}) of part values (skipping
+/// entries that are the constant 0) whose fn(values) is non-empty, one unit
+///   ReLU(sum_i parts[i][v_i] + sum gates - (p + g - 1))
+/// that is 1 exactly when every part has that value and every gate is 1; its output is
+/// fn(values). So x += fn(v) when each part i encodes v_i and all gates are 1, and nothing when a
+/// part encodes no value or a gate is 0. Preconditions: parts are one-hots (OneHot), gates are
+/// 0/1. Cost: one unit per combination with a non-empty result (the product of the part sizes at
+/// most), so callers mask parts down to the bits they need.
+void table(LayerBuilder& L, const std::vector<OneHot>& parts,
+           const std::function<SparseVec(const std::vector<unsigned>&)>& fn, const std::vector<Lin>& gates = {});
 
 /// Table of a small integer: out += table[x] for integer x in [0, n) where n = table.size();
 /// adds 0 for integer x <= -1 or x >= n. n + 2 ReLU units r_j = ReLU(x - j), j = -1..n, using
