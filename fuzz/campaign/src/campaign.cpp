@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <array>
 #include <set>
 #include <sstream>
 
@@ -395,6 +396,14 @@ struct Generator {
     }
   }
 
+  // +-k 2^15, k = 0..15: two adjacent ones make VEW ROT's exact results u c - v s and u s + v c
+  // end in 0x8000 (a tie of rnd(., 16)) where COS or SIN is odd (and MUL's products of such a
+  // word and an odd one).
+  u32 multiple_of_2_15() {
+    const u32 sign = rng.chance(2) ? 0 : 0xFFFFFFFFu;
+    return ((rng.below(16) * 0x8000u) ^ sign) - sign;
+  }
+
   // One instruction of a vector op (its case in fuzz/ops draws the fields) with its operand
   // registers set just before it; `trap`: one drawn to trap (recorded in `trap_code`, `trap_vars`),
   // with the one condition of `code` (0: drawn).
@@ -587,15 +596,38 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   // words; one program in sixteen has none (VR zero), one in sixteen a shorter section. One
   // program in four ends its body with an instruction of one of the selected vector ops drawn to
   // trap.
+  // With a selected op that has profiles of its own (OpCase::fill_memories, fill_vr: the value
+  // classes of its arithmetic), one of those ops redraws the memories it reads (when the program
+  // has memories) and, three programs in four, VR.
   bool trap_last = false;
-  if (has(Op::kVmat) || has(Op::kVmatr)) g.vector_memories(p.sections);
+  std::vector<const ops::OpCase*> vr_cases, memory_cases;
+  for (const ops::OpCase* c : vector_cases) {
+    if (c->draws_vr()) vr_cases.push_back(c);
+    if (c->draws_memories()) memory_cases.push_back(c);
+  }
+  if (has(Op::kVmat) || has(Op::kVmatr)) {
+    g.vector_memories(p.sections);
+    if (!p.sections.empty() && !memory_cases.empty())  // the sections that op reads, redrawn
+      memory_cases[rng.below(static_cast<u32>(memory_cases.size()))]->fill_memories(g.ctx, p.sections);
+  }
   if (!vector_cases.empty()) {
     u32 bytes = 4 * ops::kVrWords;
     if (rng.chance(8)) bytes = rng.chance(2) ? 0 : 1 + rng.below(bytes - 1);
-    for (u32 w = 0; 4 * w < bytes; ++w) {
-      const u32 x = g.vr_word(has(Op::kVew), has(Op::kVfn));
-      for (int b = 0; b < 4; ++b) p.vreg.push_back(static_cast<std::uint8_t>(x >> (8 * b)));
+    std::array<u32, ops::kVrWords> words{};
+    if (!vr_cases.empty() && !rng.chance(4)) {
+      vr_cases[rng.below(static_cast<u32>(vr_cases.size()))]->fill_vr(g.ctx, words);
+    } else {
+      for (u32 w = 0; 4 * w < bytes; ++w) {
+        if (has(Op::kVew) && w + 1 < ops::kVrWords && rng.chance(16)) {  // a pair of words for ROT's ties
+          words[w] = g.multiple_of_2_15();
+          words[++w] = g.multiple_of_2_15();
+          continue;
+        }
+        words[w] = g.vr_word(has(Op::kVew), has(Op::kVfn));
+      }
     }
+    for (u32 w = 0; 4 * w < bytes; ++w)
+      for (int b = 0; b < 4; ++b) p.vreg.push_back(static_cast<std::uint8_t>(words[w] >> (8 * b)));
     p.vreg.resize(bytes);
     trap_last = rng.chance(4);
   }
@@ -712,11 +744,12 @@ VectorRun run_vector_ops(const Program& p, std::uint64_t max_steps) {
   VectorRun run;
   ref::Machine m;
   const std::vector<bool> test = p.test_words();
-  // The last vector instruction visited: it ran without a trap once another one is visited.
+  // The last vector instruction visited: it ran without a trap once another one is visited. Its
+  // buckets are counted when it is visited (the vector state before it) and kept once it ran.
   struct Pending {
     const ops::OpCase* op = nullptr;
     ops::Fields fields;
-    std::array<std::int32_t, ops::kVrWords> vr{};
+    ops::Buckets buckets;
     std::size_t slot = 0;
     bool test = false;
   } pending;
@@ -729,7 +762,8 @@ VectorRun run_vector_ops(const Program& p, std::uint64_t max_steps) {
                                   " ran without a trap; its case says " + std::to_string(code));
     if (pending.test) {
       ++run.executed[std::string(c.name())];
-      c.count({pending.fields, pending.vr, written}, run.buckets[std::string(c.name())]);
+      ops::Buckets& b = run.buckets[std::string(c.name())];
+      for (const auto& [name, n] : pending.buckets) b[name] += n;
     }
     for (const ops::Span& w : c.writes(pending.fields)) written.push_back(w);
     pending.op = nullptr;
@@ -742,9 +776,13 @@ VectorRun run_vector_ops(const Program& p, std::uint64_t max_steps) {
     if (!c) return;
     pending.op = c;
     pending.fields = ops::Fields::of(m.reg(d.rs1), m.reg(d.rs2), w >> 25, d.rd);
-    pending.vr = m.vector().vr;
+    pending.buckets.clear();
     pending.slot = slot;
     pending.test = test[slot];
+    if (pending.test && c->trap_code(pending.fields) == 0) {  // one that traps reads nothing
+      const ref::VectorState& st = m.vector();
+      c->count({pending.fields, st.vr, written, st}, pending.buckets);
+    }
   });
   if (m.status() == ref::Status::kExited) {
     commit();

@@ -21,6 +21,7 @@
 
 #include "lockstep/progen/progen.h"
 #include "lockstep/ref/encoding.h"
+#include "lockstep/ref/vector.h"
 
 namespace lockstep::ops {
 
@@ -84,12 +85,19 @@ struct DrawContext {
 using Buckets = std::map<std::string, std::uint64_t>;
 
 /// What one executed instruction read, for its coverage buckets: its fields, VR just before it
-/// ran, and the VR spans that earlier valid vector ops of the program wrote.
+/// ran, the VR spans that earlier valid vector ops of the program wrote, and the whole vector
+/// state just before it ran (ACT, ASH, WMEM, WSCALE, KC/VC, KSH/VSH as the reference holds them;
+/// the value classes of VMAT, VMATR read them). A case only reads the state: its value classes
+/// compute their own intermediate values from vector.md, not through ref's semantics.
 struct Executed {
   const Fields& fields;
   std::span<const std::int32_t> vr;  ///< 1,024 words
   std::span<const Span> written;
+  const ref::VectorState& state;     ///< the vector unit before the instruction (state.vr is `vr`)
 };
+
+/// The sections of a program's vector memories (".lockstep.act" -> bytes; vector.md section 2.1).
+using Sections = std::map<std::string, std::vector<std::uint8_t>>;
 
 /// One vector op as a test case.
 class OpCase {
@@ -127,6 +135,18 @@ class OpCase {
   virtual std::vector<std::string> buckets(u32 modes) const = 0;
   /// Adds one executed valid instruction to its buckets.
   virtual void count(const Executed& e, Buckets& b) const = 0;
+  /// Whether the op draws a program's initial VR for its value classes (fill_vr).
+  virtual bool draws_vr() const { return false; }
+  /// Draws a program's initial VR (1,024 words) for the op's value classes (ties, thresholds,
+  /// clamps of its arithmetic, as its buckets name them), when draws_vr(). The generator calls it
+  /// for one of the selected ops that draw VR, in most programs.
+  virtual void fill_vr(DrawContext& ctx, std::span<u32> vr) const { (void)ctx, (void)vr; }
+  /// Whether the op draws the memories it reads besides VR (fill_memories).
+  virtual bool draws_memories() const { return false; }
+  /// Draws the memories the op reads besides VR (ACT, ASH, WMEM, WSCALE, the caches and their
+  /// shifts) as sections for its value classes, when draws_memories(). The generator calls it for
+  /// one of the selected ops that draw memories.
+  virtual void fill_memories(DrawContext& ctx, Sections& out) const { (void)ctx, (void)out; }
 
   /// vars() with the op's name in front: "vq act b0=1,src=5,n=64" (for failure lines).
   std::string describe(const Fields& f) const;
@@ -145,6 +165,12 @@ const OpCase* find(std::string_view name);
 /// powers of two, INT32_MAX, final-rounding ties; SILU: the clamp of ix, ties of rnd(x, 10) and of
 /// the product), for a program's initial VR when VFN is fuzzed.
 u32 vfn_input_word(DrawContext& ctx);
+
+/// rnd(x, s) of vector.md section 1 (round half up: floor((x + 2^(s-1)) / 2^s); x for s = 0), for
+/// the cases' value classes; |x| < 2^62, s <= 62.
+inline std::int64_t rnd(std::int64_t x, unsigned s) { return s == 0 ? x : (x + (std::int64_t{1} << (s - 1))) >> s; }
+/// Whether rnd(x, s) meets a tie (s >= 1: x mod 2^s = 2^(s-1)).
+inline bool rnd_tie(std::int64_t x, unsigned s) { return s >= 1 && (x & ((std::int64_t{1} << s) - 1)) == std::int64_t{1} << (s - 1); }
 
 /// "k=v,k=v" of the pairs (helper for vars()).
 std::string format_vars(std::initializer_list<std::pair<std::string_view, std::int64_t>> vars);
