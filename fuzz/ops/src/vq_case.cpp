@@ -87,22 +87,98 @@ class VqCase final : public OpCase {
     return v.fields();
   }
 
+  // Besides the targets and layouts, the value classes of section 4.3 (the old chip_vq_random
+  // test's): groups with e_k = 0, 1, 2, 8, 16, 24, 25; amax at a threshold of E (E(amax - 1) <
+  // E(amax)); amax from a negative word only; a value that is a tie of rnd(x, e_k).
   std::vector<std::string> buckets(u32) const override {
-    std::vector<std::string> b = {"vq.act", "vq.k", "vq.v", "reads an earlier destination", "row 0 or 319"};
+    std::vector<std::string> b = {"vq.act", "vq.k", "vq.v", "reads an earlier destination", "row 0 or 319",
+                                  "act padded", "act into block 5", "n=1", "n=384", "source ends at 1023",
+                                  "amax at a threshold of E", "amax from a negative word", "a tie of rnd"};
     for (u32 g = 1; g <= 6; ++g) b.push_back("act groups=" + std::to_string(g));
+    for (const u32 e : {0u, 1u, 2u, 8u, 16u, 24u, 25u}) b.push_back("e=" + std::to_string(e));
     return b;
   }
 
   void count(const Executed& e, Buckets& out) const override {
     const Fields& f = e.fields;
-    const u32 target = f.f7 & 3;
+    const u32 target = f.f7 & 3, src = f.b, n = f.n;
     ++out[std::string(modes()[target])];
-    if (target == kAct) ++out["act groups=" + std::to_string(blocks(f.n))];
-    else out["row 0 or 319"] += f.a == 0 || f.a == 319;
-    out["reads an earlier destination"] += reads_written(f.b, f.n, e.written);
+    if (target == kAct) {
+      ++out["act groups=" + std::to_string(blocks(n))];
+      out["act padded"] += n % 64 != 0;
+      out["act into block 5"] += f.a + blocks(n) == 6;
+    } else {
+      out["row 0 or 319"] += f.a == 0 || f.a == 319;
+    }
+    out["n=1"] += n == 1;
+    out["n=384"] += n == 384;
+    out["source ends at 1023"] += src + n == kVrWords;
+    out["reads an earlier destination"] += reads_written(src, n, e.written);
+    for (u32 k = 0; k < blocks(n); ++k) {  // group k: e_k = E(amax_k)
+      const u32 lo = src + 64 * k, hi = std::min(src + n, lo + 64);
+      std::int64_t amax = 0;
+      for (u32 w = lo; w < hi; ++w) amax = std::max(amax, magnitude(e.vr[w]));
+      const unsigned ek = shift_of(amax);
+      ++out["e=" + std::to_string(ek)];
+      out["amax at a threshold of E"] += amax > 0 && shift_of(amax - 1) < ek;
+      bool from_neg = amax > 0;  // no word is +amax
+      bool tie = false;
+      for (u32 w = lo; w < hi; ++w) {
+        from_neg = from_neg && e.vr[w] != amax;
+        tie = tie || rnd_tie(e.vr[w], ek);
+      }
+      out["amax from a negative word"] += from_neg;
+      out["a tie of rnd"] += tie;
+    }
+  }
+
+  bool draws_vr() const override { return true; }
+
+  // One of ten profiles per program, with a magnitude `scale` (0..31) (the old chip_vq_random
+  // test's): any words; small words (-300..300: e_k 0..2); the edges of E (+-(255 2^s + d), s =
+  // scale mod 24 or one less, d = -1 or 0 (also 1 for an odd scale), and +-127, +-128, so that
+  // amax sits on either side of a threshold); ties of rnd for e = 1 + scale mod 24 (j 2^e +
+  // 2^(e-1)); powers of two and their negatives; INT32_MIN (e_k = 25) and INT32_MAX; a mix of
+  // those; zeros and a few words; words below 2^scale in magnitude.
+  void fill_vr(DrawContext& ctx, std::span<u32> vr) const override {
+    const u32 profile = ctx.rng.below(10), scale = ctx.rng.below(32);
+    for (u32& w : vr) w = vr_word(ctx.rng, profile, scale);
   }
 
  private:
+  static std::int64_t magnitude(std::int32_t x) { return x < 0 ? -std::int64_t{x} : x; }
+
+  // E(a): the smallest e >= 0 with rnd(a, e) <= 127 (section 4.3), for 0 <= a <= 2^31.
+  static unsigned shift_of(std::int64_t a) {
+    unsigned e = 0;
+    while (rnd(a, e) > 127) ++e;
+    return e;
+  }
+
+  static u32 vr_word(progen::Random& rng, u32 profile, u32 scale) {
+    auto sign = [&](std::int64_t x) { return static_cast<u32>(rng.chance(2) ? x : -x); };
+    switch (profile) {
+      case 1: return static_cast<u32>(static_cast<std::int32_t>(rng.below(601)) - 300);
+      case 2: {  // the edges of E
+        if (rng.chance(8)) return sign(127 + rng.below(2));
+        const u32 sc = scale % 24;
+        const std::int64_t t = std::int64_t{255} << (sc - (sc > 0 && rng.chance(2) ? 1 : 0));
+        const std::int64_t d = static_cast<std::int64_t>(rng.below(scale % 2 == 0 ? 2 : 3)) - 1;
+        return sign(std::min<std::int64_t>(t + d, 0x7FFFFFFF));
+      }
+      case 3: {  // ties of rnd: j 2^e + 2^(e-1)
+        const u32 e = 1 + scale % 24;
+        return sign((static_cast<std::int64_t>(rng.below(256)) << e) + (std::int64_t{1} << (e - 1)));
+      }
+      case 4: return sign(std::int64_t{1} << rng.below(31));
+      case 5: return rng.chance(2) ? 0x80000000u : rng.chance(2) ? 0x7FFFFFFFu : static_cast<u32>(rng.next());
+      case 6: return vr_word(rng, rng.below(9), scale);
+      case 7: return rng.chance(16) ? static_cast<u32>(rng.next()) : 0u;
+      case 8: return sign(static_cast<std::int64_t>(rng.next() & ((std::uint64_t{1} << scale) - 1)));
+      default: return static_cast<u32>(rng.next());
+    }
+  }
+
   // `v` as an ACT of the same source span (n cut to 384).
   static Vq act_of(Vq v) {
     v.target = kAct;
