@@ -2,6 +2,7 @@
 //   X(rs1) = b0 << 16 | dst, X(rs2) = R << 16 | c0; f7 = K (bits 2..0) | ARGMAX << 3, bits 6..4 reserved
 //   write mode: VR[dst + r] <- y_r; argmax mode: X(rd) <- the first r of the largest y_r
 #include <algorithm>
+#include <cstdint>
 
 #include "lockstep/ops/op_case.h"
 
@@ -77,23 +78,104 @@ class VmatCase final : public OpCase {
     return v.fields();
   }
 
+  // Besides the modes and layouts, the value classes of section 4.1 (the old chip_vmat_random
+  // test's), computed from ACT, ASH, WMEM and WSCALE before the instruction: a row's y_r
+  // saturating up or down, a tie of rnd(., 16), and in argmax mode a row equal to the running
+  // maximum (the lower index wins) and a new maximum after such a tie.
   std::vector<std::string> buckets(u32) const override {
     std::vector<std::string> b = {"vmat.write", "vmat.argmax", "argmax with rd = x0", "rows past 256", "r=1",
-                                  "c0 + r k = 4152", "b0 + k = 6"};
+                                  "c0 + r k = 4152", "b0 + k = 6", "dst + r = 1024", "y saturates up",
+                                  "y saturates down", "a tie of rnd", "argmax: a row equal to the maximum",
+                                  "argmax: a new maximum after a tie"};
     for (u32 k = 1; k <= 6; ++k) b.push_back("k=" + std::to_string(k));
     return b;
   }
-
   void count(const Executed& e, Buckets& out) const override {
     const Fields& f = e.fields;
-    const u32 k = f.f7 & 7, argmax = f.f7 >> 3 & 1;
+    const u32 k = f.f7 & 7, argmax = f.f7 >> 3 & 1, b0 = f.b, c0 = f.c, rows = f.n;
     ++out[std::string(modes()[argmax])];
     ++out["k=" + std::to_string(k)];
     out["argmax with rd = x0"] += argmax && f.rd == 0;
-    out["rows past 256"] += f.n > 256;
-    out["r=1"] += f.n == 1;
-    out["c0 + r k = 4152"] += f.c + f.n * k == kChunks;
-    out["b0 + k = 6"] += f.b + k == 6;
+    out["rows past 256"] += rows > 256;
+    out["r=1"] += rows == 1;
+    out["c0 + r k = 4152"] += c0 + rows * k == kChunks;
+    out["b0 + k = 6"] += b0 + k == 6;
+    out["dst + r = 1024"] += !argmax && f.a + rows == kVrWords;
+    const ref::VectorState& st = e.state;
+    std::int64_t best = 0;
+    bool tie_seen = false, later_max = false;
+    for (u32 r = 0; r < rows; ++r) {
+      std::int64_t sum = 0;  // |sum| < 2^60 (section 4.1)
+      for (u32 j = 0; j < k; ++j) {
+        const u32 c = c0 + r * k + j, b = b0 + j;
+        std::int64_t acc = 0;
+        for (u32 i = 0; i < 64; ++i) acc += std::int64_t{st.act[64 * b + i]} * st.wmem[64 * c + i];
+        sum += acc * st.wscale[c] * (std::int64_t{1} << st.ash[b]);
+      }
+      const std::int64_t y = rnd(sum, 16);
+      out["y saturates up"] += y > 0x7FFFFFFF;
+      out["y saturates down"] += y < -0x80000000LL;
+      out["a tie of rnd"] += rnd_tie(sum, 16);
+      if (!argmax) continue;
+      const std::int64_t ys = std::clamp<std::int64_t>(y, -0x80000000LL, 0x7FFFFFFF);
+      if (r > 0 && ys == best) tie_seen = true;
+      if (r > 0 && ys > best && tie_seen) later_max = true;
+      if (r == 0 || ys > best) best = ys;
+    }
+    out["argmax: a row equal to the maximum"] += tie_seen;
+    out["argmax: a new maximum after a tie"] += later_max;
+  }
+
+  bool draws_memories() const override { return true; }
+
+  // The old chip_vmat_random test's profiles, one per memory per program: activations anywhere,
+  // at -128/127, small or zero; shifts 0..25 (25 and 0 weighted); weights anywhere, at -8/7, or
+  // chunks copied from a pool of 4 (so that rows tie: by c mod 4 or at random); scales anywhere,
+  // 65,535, powers of two (ties of rnd) or 0..3.
+  void fill_memories(DrawContext& ctx, Sections& out) const override {
+    progen::Random& rng = ctx.rng;
+    const u32 pa = rng.below(4), pw = rng.below(4), ps = rng.below(4);
+    std::vector<std::uint8_t>& act = out[".lockstep.act"];
+    act.resize(384);
+    for (std::uint8_t& a : act) {
+      switch (pa) {
+        case 0: a = static_cast<std::uint8_t>(rng.next()); break;
+        case 1: a = rng.chance(2) ? 0x80 : 0x7F; break;
+        case 2: a = static_cast<std::uint8_t>(static_cast<int>(rng.below(9)) - 4); break;
+        default: a = rng.chance(4) ? static_cast<std::uint8_t>(rng.next()) : 0; break;
+      }
+    }
+    std::vector<std::uint8_t>& ash = out[".lockstep.ash"];
+    ash.resize(6);
+    for (std::uint8_t& x : ash) x = static_cast<std::uint8_t>(rng.chance(4) ? 25 : rng.chance(4) ? 0 : rng.below(26));
+    std::int8_t pool[4][64];
+    for (auto& c : pool)
+      for (std::int8_t& x : c) x = static_cast<std::int8_t>(static_cast<int>(rng.below(16)) - 8);
+    std::vector<std::uint8_t>& w = out[".lockstep.wmem"];
+    w.assign(32 * kChunks, 0);
+    std::vector<std::uint8_t>& ws = out[".lockstep.wscale"];
+    ws.clear();
+    for (u32 c = 0; c < kChunks; ++c) {
+      for (u32 i = 0; i < 64; ++i) {
+        std::int8_t x = 0;
+        switch (pw) {
+          case 0: x = static_cast<std::int8_t>(static_cast<int>(rng.below(16)) - 8); break;
+          case 1: x = rng.chance(2) ? -8 : 7; break;
+          case 2: x = pool[c % 4][i]; break;
+          default: x = pool[rng.below(4)][i]; break;
+        }
+        w[32 * c + i / 2] |= static_cast<std::uint8_t>((x & 15) << (4 * (i & 1)));
+      }
+      u32 scale = 0;
+      switch (ps) {
+        case 0: scale = rng.below(65536); break;
+        case 1: scale = 65535; break;
+        case 2: scale = 1u << rng.below(16); break;
+        default: scale = rng.below(4); break;
+      }
+      ws.push_back(static_cast<std::uint8_t>(scale));
+      ws.push_back(static_cast<std::uint8_t>(scale >> 8));
+    }
   }
 
  private:
