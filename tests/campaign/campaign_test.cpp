@@ -227,7 +227,7 @@ TEST_P(CampaignVectorOps, EveryInstructionIsItsCaseAndEveryBucketIsReached) {
 
 INSTANTIATE_TEST_SUITE_P(
     Lists, CampaignVectorOps,
-    ::testing::Values(OpsRun{"vred,add,vld", 23, 160, {"vred"}, 1, 160}, OpsRun{"vq,vew.add,add", 29, 320, {"vq"}},
+    ::testing::Values(OpsRun{"vred,add,vld", 23, 240, {"vred"}, 1, 160}, OpsRun{"vq,vew.add,add", 29, 320, {"vq"}},
                       OpsRun{"vexp,vq,add", 31, 320, {"vexp"}}, OpsRun{"vmatr,vmat,add", 32, 480, {"vmat", "vmatr"}},
                       OpsRun{"vew", 21, 320, {"vew"}, 21, 1, 17}, OpsRun{"vew.mul", 21, 96, {}, 21},
                       OpsRun{"vew.add,vew.muls", 21, 128, {}, 21}, OpsRun{"vew.rot", 21, 128, {"vew"}, 21, 1, 17},
