@@ -120,9 +120,21 @@ class VewCase final : public OpCase {
     for (u32 m = 0; m < 4; ++m)
       if (modes >> m & 1) b.emplace_back(modes_names(m));
     b.insert(b.end(), {"in place", "n > 512", "reads an earlier destination", "saturates", "does not saturate"});
+    for (u32 r = 0; r < 4; ++r)  // ROT's n is even
+      if (r % 2 == 0 || (modes & ~(1u << kRot)) != 0) b.push_back("n mod 4=" + std::to_string(r));
     if (modes >> kMuls & 1)
       for (u32 gs = 0; gs <= 6; ++gs) b.push_back("muls gs=" + std::to_string(gs));
+    if (modes >> kMuls & 1)
+      for (u32 gs = 1; gs <= 6; ++gs) b.push_back("muls gs=" + std::to_string(gs) + ", n mod 2^gs != 0");
     if (modes >> kRot & 1) b.insert(b.end(), {"rot p=0", "rot p=63", "rot p in 1..31", "rot p in 32..62"});
+    for (u32 m = 0; m < 4; ++m) {  // the value classes (the old chip_vew_random test's)
+      if (!(modes >> m & 1)) continue;
+      b.push_back(modes_names(m) + " saturates up");
+      b.push_back(modes_names(m) + " saturates down");
+      if (m == kAdd) continue;  // MUL, MULS, ROT round
+      b.push_back(modes_names(m) + " a positive tie of rnd");
+      b.push_back(modes_names(m) + " a negative tie of rnd");
+    }
     return b;
   }
 
@@ -134,29 +146,44 @@ class VewCase final : public OpCase {
     out["n > 512"] += n > 512;
     out["reads an earlier destination"] +=
         reads_written(a, n, e.written) || (mode != kRot && reads_written(b, mode == kMuls ? muls_len(n, gs) : n, e.written));
+    ++out["n mod 4=" + std::to_string(n % 4)];
     if (mode == kMuls) ++out["muls gs=" + std::to_string(gs)];
+    if (mode == kMuls && gs > 0) out["muls gs=" + std::to_string(gs) + ", n mod 2^gs != 0"] += n % (1u << gs) != 0;
     if (mode == kRot) {  // every position, and the two halves of the interior
       ++out["rot p=" + std::to_string(b)];
       if (b != 0 && b != 63) ++out[b < 32 ? "rot p in 1..31" : "rot p in 32..62"];
     }
     const ref::VectorTables& tab = ref::vector_tables();
-    std::uint64_t sat = 0, elements = 0;
+    // Per element: its exact value before rnd (MUL, MULS: x y; ROT: u c - v s, u s + v c; ADD: x +
+    // y, not rounded), whether sat32 cuts it up or down, and (but ADD) a tie of rnd(., 16).
+    std::uint64_t up = 0, down = 0, tie_pos = 0, tie_neg = 0, elements = 0;
+    auto element = [&](std::int64_t exact) {
+      const std::int64_t z = mode == kAdd ? exact : rnd16(exact);
+      up += z > INT32_MAX;
+      down += z < INT32_MIN;
+      if (mode != kAdd && (exact & 0xFFFF) == 0x8000) ++(exact > 0 ? tie_pos : tie_neg);
+      ++elements;
+    };
     for (u32 i = 0; i < n; ++i) {
       const std::int64_t x = e.vr[a + i];
       if (mode == kRot) {
         if (i % 2) continue;
         const std::int64_t v = e.vr[a + i + 1], cs = tab.cos[b][(i / 2) % 4], sn = tab.sin[b][(i / 2) % 4];
-        for (const std::int64_t z : {rnd16(x * cs - v * sn), rnd16(x * sn + v * cs)}) sat += z > INT32_MAX || z < INT32_MIN;
-        elements += 2;
+        element(x * cs - v * sn);
+        element(x * sn + v * cs);
         continue;
       }
       const std::int64_t y = e.vr[mode == kMuls ? b + (i >> gs) : b + i];
-      const std::int64_t z = mode == kAdd ? x + y : rnd16(x * y);
-      sat += z > INT32_MAX || z < INT32_MIN;
-      ++elements;
+      element(mode == kAdd ? x + y : x * y);
     }
-    out["saturates"] += sat;
-    out["does not saturate"] += elements - sat;
+    out["saturates"] += up + down;
+    out["does not saturate"] += elements - up - down;
+    out[modes_names(mode) + " saturates up"] += up;
+    out[modes_names(mode) + " saturates down"] += down;
+    if (mode != kAdd) {
+      out[modes_names(mode) + " a positive tie of rnd"] += tie_pos;
+      out[modes_names(mode) + " a negative tie of rnd"] += tie_neg;
+    }
   }
 
  private:
@@ -193,16 +220,21 @@ class VewCase final : public OpCase {
     return v;
   }
 
-  // A valid VEW of the selected modes: dst span identical to or disjoint from the a span and (ADD,
-  // MUL) the b span, MULS's scalar span disjoint from it, ROT's n even and position 0..63; sources
+  // A valid VEW of the selected modes (MULS, with its seven GS, a quarter of the time more than
+  // the others): dst span identical to or disjoint from the a span and (ADD,
+  // MUL) the b span, MULS's scalar span disjoint from it (its last group ragged, n not a multiple
+  // of 2^GS, at least half the time), ROT's n even and position 0..63; sources
   // at or inside earlier destinations half the time (chains), in place, a = b, rs1 = rs2, rs1 = x0.
   Vew base(DrawContext& ctx) const {
     progen::Random& rng = ctx.rng;
     Vew v;
-    v.mode = ctx.pick_bit(ctx.modes_of(op(), all_modes()));
+    const u32 selected = ctx.modes_of(op(), all_modes());
+    v.mode = ctx.pick_bit(selected);
+    if (v.mode != kMuls && (selected >> kMuls & 1) && rng.chance(4)) v.mode = kMuls;  // MULS's seven GS more often
     const bool rot = v.mode == kRot;
     v.gs = v.mode == kMuls ? rng.below(7) : 0;
     v.n = ctx.element_count(rot);
+    if (v.gs > 0 && v.n % (1u << v.gs) == 0 && rng.chance(2)) v.n -= 1;  // MULS: a ragged last group
     if (((v.mode < kMuls && v.n <= 512) || (rot && v.n < 64)) && rng.chance(16)) {  // rs1 = rs2: dst = C = b, a = N = n
       v.dst = v.a = v.b = v.n;
       v.same = true;
