@@ -12,6 +12,9 @@ namespace {
 
 std::int64_t rnd(std::int64_t x, unsigned s) { return s == 0 ? x : (x + (std::int64_t{1} << (s - 1))) >> s; }
 bool tie(std::int64_t x, unsigned s) { return s >= 1 && (x & ((std::int64_t{1} << s) - 1)) == std::int64_t{1} << (s - 1); }
+// SILU's words on either side of the points where ix = rnd(x, 10) + 512 reaches 1023 (x >= 522752)
+// and 0 (x <= -523777).
+constexpr std::int64_t kSiluEdges[] = {522751, 522752, -523776, -523777};
 unsigned log2(std::int64_t u) { return 63u - static_cast<unsigned>(__builtin_clzll(static_cast<std::uint64_t>(u))); }
 
 // Inputs x whose final rounding is a tie: RSQRT's rnd(RSQ[ix], k2/2) and RECIP's rnd(RCP[ix], k - 2)
@@ -120,11 +123,24 @@ class VfnCase final : public OpCase {
       const std::string m(this->modes()[fn]);
       b.push_back(m);
       for (const char* path : {"x<=0", "pow2", "int-max"}) b.push_back(m + " " + path);
-      if (fn == 2)
+      if (fn == 2) {
         for (const char* path : {"clamp-edge", "tie-ix", "tie-product"}) b.push_back(m + " " + path);
-      else
+        for (const char* path : {"ix at 0", "ix at 1023", "a positive tie of rnd(x, 10)", "a negative tie of rnd(x, 10)"})
+          b.push_back(m + " " + path);
+        for (const std::int64_t x : kSiluEdges) b.push_back(m + " x=" + std::to_string(x));
+      } else {
         b.push_back(m + " tie");
+        for (u32 k = 0; k <= 30; ++k) {  // floor_log2 k, 2^k, 2^k + 1, 2^k - 1 (the old chip_vfn_random test's)
+          const std::string ks = std::to_string(k);
+          b.push_back(m + " log2=" + ks);
+          b.push_back(m + " x=2^" + ks);
+          b.push_back(m + " x=2^" + ks + "+1");
+          if (k > 0) b.push_back(m + " x=2^" + ks + "-1");
+        }
+      }
     }
+    b.insert(b.end(), {"x=INT32_MIN", "x=INT32_MAX"});
+    for (u32 r = 0; r < 4; ++r) b.push_back("n mod 4=" + std::to_string(r));
     return b;
   }
 
@@ -138,8 +154,11 @@ class VfnCase final : public OpCase {
     out["n > 512"] += n > 512;
     out["reads an earlier destination"] += reads_written(src, n, e.written);
     const ref::VectorTables& tab = ref::vector_tables();
+    ++out["n mod 4=" + std::to_string(n % 4)];
     for (u32 i = 0; i < n; ++i) {
       const std::int64_t x = e.vr[src + i];
+      out["x=INT32_MIN"] += x == INT32_MIN;
+      out["x=INT32_MAX"] += x == INT32_MAX;
       out[m + " x<=0"] += x <= 0;
       out[m + " pow2"] += x > 0 && (x & (x - 1)) == 0;
       out[m + " int-max"] += x == INT32_MAX;
@@ -148,7 +167,19 @@ class VfnCase final : public OpCase {
         out[m + " clamp-edge"] += ix == -1 || ix == 0 || ix == 1023 || ix == 1024;
         out[m + " tie-ix"] += tie(x, 10);
         out[m + " tie-product"] += tie(x * tab.sig[static_cast<std::size_t>(std::clamp<std::int64_t>(ix, 0, 1023))], 16);
+        out[m + " ix at 0"] += ix <= 0;
+        out[m + " ix at 1023"] += ix >= 1023;
+        if (tie(x, 10)) ++out[m + (x > 0 ? " a positive tie of rnd(x, 10)" : " a negative tie of rnd(x, 10)")];
+        for (const std::int64_t edge : kSiluEdges)
+          if (x == edge) ++out[m + " x=" + std::to_string(edge)];
         continue;
+      }
+      if (x > 0) {
+        const std::string ks = std::to_string(log2(x));
+        ++out[m + " log2=" + ks];
+        if ((x & (x - 1)) == 0) ++out[m + " x=2^" + ks];
+        if (x > 1 && ((x - 1) & (x - 2)) == 0) ++out[m + " x=2^" + std::to_string(log2(x - 1)) + "+1"];
+        if (((x + 1) & x) == 0 && x + 1 <= (std::int64_t{1} << 30)) ++out[m + " x=2^" + std::to_string(log2(x + 1)) + "-1"];
       }
       const std::int64_t u = std::max<std::int64_t>(x, 1);
       const unsigned kk = log2(u), k2 = kk - kk % 2;
@@ -167,12 +198,20 @@ class VfnCase final : public OpCase {
   // ties (ties()), log-uniform. SILU: the clamp edges of ix (x around -523,776, -524,800, 522,752
   // and 523,776), the ties of rnd(x, 10) (x = 1024k + 512), the ties of rnd(x * SIG[ix], 16)
   // (2-adic valuation of x = 15 - that of SIG[ix]), INT32_MAX/MIN, log-uniform.
+  bool draws_vr() const override { return true; }
+
+  // Every word from input_word() (the old chip_vfn_random test's VR was all input classes).
+  void fill_vr(DrawContext& ctx, std::span<u32> vr) const override {
+    for (u32& w : vr) w = input_word(ctx);
+  }
+
   u32 input_word(DrawContext& ctx) const {
     progen::Random& rng = ctx.rng;
     const u32 fn = ctx.pick_bit(ctx.modes_of(op(), all_modes()));
     if (fn == 2) {
       switch (rng.below(10)) {
         case 0: case 1: {
+          if (rng.chance(3)) return static_cast<u32>(static_cast<std::int32_t>(kSiluEdges[rng.below(4)]));  // ix reaches 0, 1023
           static constexpr std::int32_t kEdges[] = {-524800, -523776, 522752, 523776};
           return static_cast<u32>(kEdges[rng.below(4)] + (rng.chance(2) ? static_cast<std::int32_t>(rng.below(9)) - 4
                                                                          : static_cast<std::int32_t>(rng.below(2049)) - 1024));
@@ -195,12 +234,12 @@ class VfnCase final : public OpCase {
         default: return ctx.log_uniform();
       }
     }
-    switch (rng.below(10)) {
+    switch (rng.below(13)) {
       case 0: {  // x <= 0
         static constexpr u32 kLe0[] = {0, 0xffffffffu, 0x80000000u, 0x80000001u};
         return rng.chance(2) ? kLe0[rng.below(4)] : 0u - (1 + (static_cast<u32>(rng.next()) >> (1 + rng.below(31))));
       }
-      case 1: case 2: {  // 2^k, 2^k +- 1
+      case 1: case 2: case 10: case 11: case 12: {  // 2^k, 2^k +- 1 (each of the 93 a bucket)
         const u32 p = 1u << rng.below(31);
         return p + rng.below(3) - 1;
       }
