@@ -5,17 +5,27 @@
 //
 // The programs are the fuzz campaign's (campaign::generate, the op's case drawing its words) over
 // an --ops list of the op and the ops that feed it (kRuns): random edge values in x1..x30, a
-// 256-byte scratch area at x31, an edge-biased `.lockstep.vreg` (and the memories VMAT and VMATR
-// read), a short body (kMinBody..kMaxBody items) of loops, scalar instructions and the ops' words
-// whose sources read earlier destinations, then the exit. Programs 4j + 3 (one in four) end their body with an instruction of
-// the op under test drawn to trap: the one condition of code codes()[(j / 2) mod |codes|] alone
-// for even j (so that each code is raised alone), any combination for odd j.
+// 256-byte scratch area at x31, a `.lockstep.vreg` (and the memories VMAT and VMATR read) drawn
+// for the value classes of the selected ops (OpCase::fill_vr, fill_memories: the profiles of the
+// per-op tests this one replaced: thresholds and ties of VQ's E and rnd, VEXP's index clamps and
+// ties, VMAT's and VMATR's saturating and tied sums, VRED's saturating, tied and MAX-tied
+// reductions) or edge-biased, a short body (kMinBody..kMaxBody items) of loops, scalar
+// instructions and the ops' words whose sources read earlier destinations, then the exit.
+// Programs 4j + 3 (one in four) end their body with an instruction of the op under test drawn to
+// trap: the one condition of code codes()[(j / 2) mod |codes|] alone for even j (so that each
+// code is raised alone), any combination for odd j.
 //
 // Checks: 0 mismatches; each program ends in "exit", or in "trap" exactly when it was drawn to,
 // with the code that the op's case and the reference both give (campaign::run_vector_ops: every
 // vector word the reference ran is one its case calls valid); every code of the op was raised;
-// every coverage bucket of the op (OpCase::buckets) was reached. A failure line names the op, the
-// run seed, the program, and the trapping instruction's parameters (OpCase::describe).
+// every coverage bucket of the op (OpCase::buckets) was reached: its modes and operand layouts and
+// the value classes of its arithmetic, which the case computes from vector.md over the vector
+// state just before each instruction (ops::Executed): e.g. VQ groups with e_k = 0, 1, 2, 8, 16,
+// 24, 25, VEXP indices i = 1023 unclamped and clamped, VMAT's argmax ties, VMATR V's clamped
+// probabilities, VRED's MAX ties, VEW's saturation and ties per mode, VFN's powers of two (the
+// per-op tests' coverage assertions, one bucket each). A failure line names the op, the run seed,
+// the program, and the trapping instruction's parameters (OpCase::describe); a bucket not reached
+// names the op, the bucket and the seed.
 //
 // The default suite runs each op's share (kRuns); the `long` label runs 10,000 programs per op
 // (ctest -L long -R chip_vector_ops_random), printing its progress every 1,024 programs.
