@@ -8,6 +8,9 @@
 //   - the chip's CPU executor free-running the guest alone: one stream, and B
 //     streams of the same guest stepped together (total tokens/s), as a ratio
 //     to the single stream;
+//   - the harness's lock-step rate (reference and CPU executor, every step compared, as
+//     `lockstep run ELF --mode free --steps N`) on the scalar guest and on the first N steps of
+//     stories_vx, in the same run, and the story's rate over the scalar one;
 //   - the CUDA executor when a device is present (one stream a launch per step, one stream and
 //     --cuda-streams streams free-running in one launch), else one line saying why not;
 //   - trace tokens per story token of stories_c and stories_vx on the
@@ -72,10 +75,12 @@ constexpr double kPublicVmTokensPerSecondCpu = 30000;
 
 struct BenchArgs {
   bool quick = false;
+  bool cuda_only = false;  // the reference, the chip file and the CUDA executor alone
   std::string chip, guest;
   std::uint64_t steps = 0;    // 0: 20,000 (--quick) or 100,000
   std::uint64_t streams = 8;  // batched streams
   std::uint64_t cuda_streams = 0;  // 0: 1,024 (--quick: 256) streams of the batched CUDA run
+  std::uint64_t lockstep_steps = 0;  // 0: 300,000 (--quick: 20,000) steps of each lock-step run
   dut::DutConfig dut;              // --dut: measure this chip under test too
 };
 
@@ -308,7 +313,10 @@ void run_bench(const BenchArgs& args, Context& ctx) {
   // ----------------------------------------------------------------- qemu
   const fs::path qemu = on_path("qemu-riscv32");
   std::string qemu_beside = "qemu-riscv32 not found";
-  if (qemu.empty()) {
+  if (args.cuda_only) {
+    j["qemu"] = {{"skipped", "--cuda-only"}};
+    qemu_beside = "qemu-riscv32 not run (--cuda-only)";
+  } else if (qemu.empty()) {
     j["qemu"] = {{"found", false}, {"skipped", "qemu-riscv32 not found"}};
   } else {
     int rc = 0;
@@ -397,6 +405,8 @@ void run_bench(const BenchArgs& args, Context& ctx) {
                 : std::string("every token equal to the reference's");
   };
   double single_tps = 0;
+  if (args.cuda_only) jc["skipped"] = "--cuda-only";
+  if (!args.cuda_only) {
   {
     chip::CpuExecutor ex(chip, 1);
     ex.reset(0, img);
@@ -456,6 +466,7 @@ void run_bench(const BenchArgs& args, Context& ctx) {
                   (diff ? agreement(diff) : std::string("every stream equal to the reference")) + ")",
               fmt("%.2fx", tps / single_tps) + " the single stream");
   }
+  }  // !--cuda-only
   j["chip"] = jc;
 
   // ----------------------------------------------------------------- CUDA
@@ -534,13 +545,76 @@ void run_bench(const BenchArgs& args, Context& ctx) {
     j["cuda"] = jg;
   }
 
+  // ------------------------------------------------------- lock-step rate
+  // The harness's own rate: the reference and the CPU executor in lock-step (`lockstep run ELF
+  // --mode free --steps N`, every step compared), on the scalar guest and on the story's first N
+  // steps (stories_vx), in the same run, and their ratio (issue 30's target: at least 0.7).
+  if (args.cuda_only) {
+    j["lockstep"] = {{"skipped", "--cuda-only"}};
+  } else {
+    ordered_json jl;
+    const std::uint64_t n = args.lockstep_steps;
+    // Runs `g` free for n steps through run_check, as `lockstep run` does (no report folder).
+    auto lockstep_rate = [&](const engine::Guest& g, const fs::path& path, ordered_json& r) {
+      chip::CpuExecutor be(chip, 1);
+      engine::CheckRequest req;
+      req.command = "bench";
+      req.the_case.guest_name = g.name;
+      req.the_case.guest_path = path;
+      req.the_case.mode = engine::Mode::kFree;
+      req.the_case.steps = n;
+      req.backend = &be;
+      std::ostringstream quiet;
+      const double c0 = cpu_seconds();
+      const auto t0 = Clock::now();
+      const engine::CheckOutcome o = engine::run_check(req, quiet);
+      const double s = seconds_since(t0), cpu = cpu_seconds() - c0;
+      const double per_cpu = static_cast<double>(o.result.steps) / cpu;
+      r = {{"guest", path.string()},
+           {"steps", o.result.steps},
+           {"mismatches", o.result.mismatches},
+           {"seconds", s},
+           {"steps_per_second", static_cast<double>(o.result.steps) / s},
+           {"steps_per_cpu_second", per_cpu},
+           {"digest", o.result.digest}};
+      table.add("lock-step, " + g.name + ", " + std::to_string(o.result.steps) + " steps",
+                si(static_cast<double>(o.result.steps) / s, "steps/s") + " (" + si(per_cpu, "per CPU second") + "; " +
+                    std::to_string(o.result.mismatches) + " mismatches)",
+                "lockstep run " + path.filename().string() + " --mode free --steps " + std::to_string(n));
+      return o.result.mismatches == 0 ? per_cpu : 0.0;
+    };
+    ordered_json scalar, story;
+    const double scalar_rate = lockstep_rate(guest, guest_path, scalar);
+    jl["scalar"] = scalar;
+    const fs::path vx = find_guest(ctx, {"stories_vx.elf"});
+    if (vx.empty()) {
+      jl["story"] = {{"skipped", "stories_vx.elf not found (build the guests with the model present)"}};
+      table.add("lock-step, stories_vx", "skipped", "stories_vx.elf not found (build the guests with the model present)");
+    } else {
+      engine::Guest g;
+      try {
+        g = engine::read_guest(vx);
+      } catch (const engine::CheckError& e) {
+        throw InputError(e.what());
+      }
+      const double story_rate = lockstep_rate(g, vx, story);
+      jl["story"] = story;
+      if (scalar_rate > 0 && story_rate > 0) {
+        jl["story_over_scalar"] = story_rate / scalar_rate;
+        table.add("lock-step, story / scalar rate", fmt("%.3f", story_rate / scalar_rate) + " (per CPU second, this run)",
+                  "target: at least 0.7 (issue 30)");
+      }
+    }
+    j["lockstep"] = jl;
+  }
+
   // ----------------------------------------------------- chip under test
   // The protocol's cost (docs/spec/dut-protocol.md): the built-in CPU executor served by
   // `lockstep chip-server --stdio` over a pipe, against the same executor in process, in this run:
   // one stream and 64 streams free-running through the multi-step messages. Then the PyTorch
   // executor (python/examples/torch_chip.py, CPU) and the chip of --dut, when given. Every token
   // is checked against the reference outside the timed parts.
-  {
+  if (!args.cuda_only) {  // (--cuda-only: none of this)
     ordered_json jd;
     // Free-runs `streams` streams of the guest for `per` steps each on `be`; tokens/s, and the
     // first step where a stream differs from the reference (0: none).
@@ -678,6 +752,9 @@ void run_bench(const BenchArgs& args, Context& ctx) {
     }
     return true;
   };
+  if (args.cuda_only) {
+    js["skipped"] = "--cuda-only";
+  } else {
   {  // stories_vx: the whole story on the reference = `lockstep story --reference-only`.
     engine::Guest g;
     std::string why;
@@ -758,6 +835,7 @@ void run_bench(const BenchArgs& args, Context& ctx) {
       skip_story("stories_c", why);
     }
   }
+  }  // !--cuda-only
   j["stories"] = js;
   j["anchors"] = {{"original_trace_tokens_per_story_token", kOriginalTokensPerStoryToken},
                   {"original_tokens_per_second_l4", kOriginalTokensPerSecondL4},
@@ -775,6 +853,9 @@ void add_bench_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand(
       "bench", "Measure the reference (beside qemu-riscv32), the chip's CPU executor and the story guests in one run");
   cmd->add_flag("--quick", args->quick, "Keep the whole run under about 20 s (shorter measurements)");
+  cmd->add_flag("--cuda-only", args->cuda_only,
+                "Measure the CUDA executor alone (with the reference it is checked against): no qemu, "
+                "CPU executor, protocol or story figures");
   cmd->add_option("--chip", args->chip, "Chip file (default: the build's chips/rv32.chip)");
   cmd->add_option("--guest", args->guest, "Guest ELF (default: the directed guest muldiv.elf, else crc32.elf)");
   auto* steps = cmd->add_option("--steps", args->steps,
@@ -782,6 +863,9 @@ void add_bench_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--streams", args->streams, "Streams of the batched chip run")->capture_default_str();
   cmd->add_option("--cuda-streams", args->cuda_streams,
                   "Streams of the batched CUDA run (default 1,024; 256 with --quick; about 45 MB of device memory each)");
+  cmd->add_option("--lockstep-steps", args->lockstep_steps,
+                  "Steps of each lock-step run, the scalar guest's and the story's (default 300,000; 20,000 with "
+                  "--quick)");
   add_dut_options(cmd, args->dut);
   cmd->callback([&ctx, args, steps] {
     check_dut_options(args->dut, "", "");
@@ -789,6 +873,7 @@ void add_bench_command(CLI::App& app, Context& ctx) {
     if (args->streams == 0 || args->streams > 4096) throw UsageError("--streams must be 1..4096");
     if (args->cuda_streams > 4096) throw UsageError("--cuda-streams must be 1..4096");
     if (args->cuda_streams == 0) args->cuda_streams = args->quick ? 256 : 1024;
+    if (args->lockstep_steps == 0) args->lockstep_steps = args->quick ? 20000 : 300000;
     run_bench(*args, ctx);
   });
 }

@@ -255,7 +255,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                   "or the class vector (all eight)");
   auto* seed_opt = cmd->add_option("--seed", args->seed, "Campaign seed (default: a random one, printed)");
   cmd->add_option("--programs", args->programs, "Programs of the whole campaign (indices FIRST..FIRST+N-1; default 100)")
-      ->check(count_range(0, 1'000'000'000'000));
+      ->check(count_range(1, 1'000'000'000'000));
   cmd->add_option("--time", args->time, "Run for this long instead (90, 90s, 5m, 2h); with --programs, whichever ends first");
   cmd->add_option("--first", args->first, "Index of the first program (repeat program K: --first K --programs 1)")
       ->check(count_range(0, 1'000'000'000'000));

@@ -18,6 +18,7 @@ struct RunArgs {
   std::string program, chip, backend = "cpu", mode = "forced", compare = "step", report, resume;
   std::uint64_t steps = 0, checkpoint_every = 0, teacher_forced = 0, hash_every = 0, window = 4096;
   dut::DutConfig dut;
+  bool allow_trap = false;  // --allow-trap
 };
 
 }  // namespace
@@ -49,12 +50,15 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--resume", args->resume,
                   "Continue the interrupted run in DIR (its case.json and checkpoints)");
+  cmd->add_flag("--allow-trap", args->allow_trap,
+                "A guest that ends in a trap (with no mismatch) is exact; without it that is an error, exit 2");
   add_dut_options(cmd, args->dut);
   cmd->callback([&ctx, args, cmd] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work (chip loading included)
     const bool dut = check_dut_options(args->dut, args->chip, args->backend);
     engine::CheckRequest req;
     req.command = "run";
+    req.trap_is_error = !args->allow_trap;
     try {
       if (!args->resume.empty()) {
         if (!args->report.empty() && args->report != args->resume) {

@@ -274,6 +274,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
       progress.output(ch);
       if (live) out << ch << std::flush;
     };
+    req.trap_is_error = true;  // the story's guest ends with exit; a trap is never a pass
     engine::CheckOutcome res;
     try {
       res = engine::run_check(req, std::cerr);

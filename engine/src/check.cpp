@@ -17,6 +17,8 @@
 #include "lockstep/engine/digest.h"
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/error.h"
+#include "lockstep/format/tokens.h"
+#include "lockstep/ref/machine.h"
 #include "lockstep/reports/files.h"
 #include "lockstep/reports/report.h"
 #include "serial.h"
@@ -404,6 +406,35 @@ json summary_json(const std::string& command, const RunResult& r, const std::str
           {"run", r.to_json()}};
 }
 
+std::string trap_end_line(const Guest& guest, const StreamResult& stream) {
+  std::string where;
+  try {
+    ref::Machine m;
+    m.load(guest.image);
+    m.run(stream.ref_steps + 64);
+    if (m.status() == ref::Status::kTrapped) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " at pc 0x%08x", m.pc());
+      where = buf;
+      try {
+        std::snprintf(buf, sizeof buf, " (word 0x%08x)", m.read_word(m.pc()));
+        where += buf;
+      } catch (const std::exception&) {
+        // the pc is outside memory: the trap is the fetch's own
+      }
+    }
+  } catch (const std::exception&) {
+    // the image loaded for the run; a second load cannot fail, but the line must not
+  }
+  std::string line = "the guest ended in trap " + std::to_string(stream.trap_code) + " " +
+                     std::string(format::trap_name(stream.trap_code)) + where + " after " +
+                     std::to_string(stream.steps) + " steps, the chip agreeing with the reference on every step";
+  if (guest.image.e_flags & format::kEfRiscvRvc)
+    line += "; the ELF is marked RVC (compressed instructions, not part of this machine: build with -march=rv32im or "
+            "rv32im_zba)";
+  return line + "; pass --allow-trap when the guest is meant to trap";
+}
+
 std::string result_text(const RunResult& r) {
   std::ostringstream os;
   for (const StreamResult& s : r.streams)
@@ -548,6 +579,9 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   // A chip under test that failed inside a step the engine caught (a probe, a replay) still
   // ends the run as an error: its verdict cannot be trusted.
   if (const std::string fault = backend->fault(); !fault.empty()) throw failed(fault, out.result);
+  if (req.trap_is_error && out.result.mismatches == 0 && !out.result.interrupted)
+    for (const StreamResult& s : out.result.streams)
+      if (s.end == "trap") throw failed(trap_end_line(guest, s), out.result);
   out.summary = with_notes(summary_json(req.command, out.result, chip.source, chip.hash));
   if (!req.report_dir.empty()) {
     try {

@@ -171,6 +171,7 @@ GuestImage parse_elf(std::span<const std::uint8_t> file) {
 
   GuestImage image;
   image.entry = eh.e_entry;
+  image.e_flags = eh.e_flags;
   Elf32_Phdr* ph = elf32_getphdr(elf.get());
   if (!ph) fail(std::string("libelf: program headers: ") + elf_errmsg(-1));
   struct Range {

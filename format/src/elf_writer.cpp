@@ -132,7 +132,7 @@ std::vector<std::uint8_t> write_elf(const GuestImage& image, const ElfWriteOptio
   eh.e_entry = image.entry;
   eh.e_phoff = nseg ? sizeof(Elf32_Ehdr) : 0;
   eh.e_shoff = shoff;
-  eh.e_flags = 0;
+  eh.e_flags = image.e_flags;
   eh.e_ehsize = sizeof(Elf32_Ehdr);
   eh.e_phentsize = sizeof(Elf32_Phdr);
   eh.e_phnum = static_cast<Elf32_Half>(nseg);

@@ -16,6 +16,7 @@
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/tokens.h"
 #include "../engine/test_guest.h"
+#include "test_env.h"
 
 namespace {
 
@@ -25,13 +26,12 @@ using chip::StreamId;
 using chip::Token;
 
 std::shared_ptr<const chip::Chip> built_chip() {
-  static const std::shared_ptr<const chip::Chip> c = engine::load_chip_or_built("").chip;
+  static const std::shared_ptr<const chip::Chip> c = cuda_test::load_test_chip().chip;
   return c;
 }
 
 chip::GuestImage image(const std::string& name) {
-  for (const fs::path& d : {fs::path(LOCKSTEP_BINARY_DIR) / "guests", fs::path(LOCKSTEP_SOURCE_DIR) / "build" / "guests"})
-    if (fs::exists(d / (name + ".elf"))) return engine::to_chip_image(engine::read_guest(d / (name + ".elf")).image);
+  if (const auto elf = cuda_test::find_guest_elf(name)) return engine::to_chip_image(engine::read_guest(*elf).image);
   std::cout << "[ guest    ] " << name << ".elf not built: using the in-memory loop guest\n";
   return engine::to_chip_image(engine::testing::make_loop_guest(40, "loop40").image);
 }
@@ -184,6 +184,93 @@ TEST_F(CudaEquivalence, ProbesEqualTheCpuExecutors) {
   }
   EXPECT_GT(compared, 0u);
 }
+
+// The vector unit on the device: the first 30,000 steps of stories_vx (stories260K on the vector
+// unit), free-running on the device in pieces of 5,000 steps (one launch each); every token and the
+// state hash after each piece equal to the CPU executor's.
+TEST_F(CudaEquivalence, StoriesVxFirst30000Steps) {
+  const auto elf = cuda_test::find_guest_elf("stories_vx");
+  if (!elf) GTEST_SKIP() << "stories_vx.elf not built";
+  const chip::GuestImage img = engine::to_chip_image(engine::read_guest(*elf).image);
+  constexpr std::size_t kSteps = 30000, kPiece = 5000;
+  chip::CpuExecutor cpu(built_chip(), 1);
+  chip::CudaExecutor gpu(built_chip(), 1);
+  cpu.reset(0, img);
+  gpu.reset(0, img);
+  ASSERT_EQ(cpu.hash(0), gpu.hash(0)) << "after reset";
+  const std::vector<StreamId> one = {0};
+  Token next = format::kStartToken;
+  for (std::size_t done = 0; done < kSteps; done += kPiece) {
+    const std::vector<Token> want = cpu.free_running(0, next, kPiece);
+    const std::vector<Token> first = {next};
+    const std::vector<Token> got = gpu.free_run_batch(one, first, kPiece);
+    ASSERT_EQ(want.size(), got.size());
+    for (std::size_t t = 0; t < kPiece; ++t) ASSERT_EQ(want[t], got[t]) << "stories_vx step " << done + t;
+    ASSERT_EQ(cpu.hash(0), gpu.hash(0)) << "stories_vx state hash after step " << done + kPiece;
+    next = want.back();
+  }
+  ASSERT_EQ(gpu.steps(0), kSteps);
+}
+
+// Batches wide enough for the narrower launch configurations (chip/src/gpu/cuda_kernels.cu: 1,024
+// threads a block while every stream has an SM of its own, 256 up to four streams an SM, 128
+// beyond): 200 streams are two an SM on a GPU of 100 to 199 SMs (132 on an H200: 256 threads),
+// 600 are five or more an SM on up to 149 SMs (128 threads). Stream s runs guest s % |guests|
+// (stories_vx among them when built): host-stepped batches with the order shuffled every step,
+// then free running on the device in one launch; every token and every stream's final state hash
+// are compared with one CPU stream per guest.
+void wide_batch(std::size_t B, std::size_t host_steps, std::size_t device_steps, std::uint64_t seed) {
+  SCOPED_TRACE("wide batch " + std::to_string(B) + ", seed " + std::to_string(seed));
+  std::vector<std::string> guests = kGuests;
+  if (cuda_test::find_guest_elf("stories_vx")) guests.push_back("stories_vx");
+  const std::size_t G = guests.size(), n = host_steps + device_steps;
+  std::cout << "[ batch    ] " << B << " streams of " << G << " guests, " << host_steps << " host-stepped + "
+            << device_steps << " device steps, shuffle seed " << seed << "\n";
+  std::vector<chip::GuestImage> images;
+  for (const std::string& g : guests) images.push_back(image(g));
+  // The CPU executor's tokens and final hash, once per guest.
+  chip::CpuExecutor cpu(built_chip(), G);
+  std::vector<std::vector<Token>> want(G);
+  std::vector<std::uint64_t> want_hash(G);
+  for (StreamId g = 0; g < G; ++g) {
+    cpu.reset(g, images[g]);
+    want[g] = cpu.free_running(g, format::kStartToken, n);
+    want_hash[g] = cpu.hash(g);
+  }
+  chip::CudaExecutor gpu(built_chip(), B);
+  for (StreamId s = 0; s < B; ++s) gpu.reset(s, images[s % G]);
+  std::mt19937_64 rng(seed);
+  std::vector<StreamId> order(B);
+  std::iota(order.begin(), order.end(), 0u);
+  std::vector<Token> last(B, format::kStartToken);
+  for (std::size_t t = 0; t < host_steps; ++t) {
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<Token> in(B), out(B);
+    for (std::size_t i = 0; i < B; ++i) in[i] = last[order[i]];
+    gpu.step_batch(order, in, out);
+    for (std::size_t i = 0; i < B; ++i) {
+      ASSERT_EQ(want[order[i] % G][t], out[i]) << "stream " << order[i] << " (" << guests[order[i] % G] << ") step " << t;
+      last[order[i]] = out[i];
+    }
+  }
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<Token> firsts(B);
+  for (std::size_t i = 0; i < B; ++i) firsts[i] = last[order[i]];
+  const std::vector<Token> got = gpu.free_run_batch(order, firsts, device_steps);
+  for (std::size_t i = 0; i < B; ++i) {
+    const std::size_t g = order[i] % G;
+    for (std::size_t t = 0; t < device_steps; ++t)
+      ASSERT_EQ(want[g][host_steps + t], got[i * device_steps + t])
+          << "stream " << order[i] << " (" << guests[g] << ") device step " << host_steps + t;
+  }
+  for (StreamId s = 0; s < B; ++s) {
+    ASSERT_EQ(gpu.steps(s), n);
+    ASSERT_EQ(want_hash[s % G], gpu.hash(s)) << "final state hash, stream " << s << " (" << guests[s % G] << ")";
+  }
+}
+
+TEST_F(CudaEquivalence, Batch200Wide256Threads) { wide_batch(200, 60, 500, 200200); }
+TEST_F(CudaEquivalence, Batch600Wide128Threads) { wide_batch(600, 40, 400, 600600); }
 
 TEST_F(CudaEquivalence, BadUseIsAUsageError) {
   chip::CudaExecutor gpu(built_chip(), 2);

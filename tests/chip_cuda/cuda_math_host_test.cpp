@@ -16,6 +16,7 @@
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/tokens.h"
 #include "../engine/test_guest.h"
+#include "test_env.h"
 
 namespace {
 
@@ -37,7 +38,7 @@ struct Prepared {
 const Prepared& prepared() {
   static const Prepared p = [] {
     Prepared q;
-    q.chip = engine::load_chip_or_built("").chip;
+    q.chip = cuda_test::load_test_chip().chip;
     q.image = std::make_unique<ChipImage>(*q.chip);
     q.arena.resize(q.image->bytes() + 16);
     const std::uintptr_t base = (reinterpret_cast<std::uintptr_t>(q.arena.data()) + 15) / 16 * 16;
@@ -49,8 +50,7 @@ const Prepared& prepared() {
 }
 
 engine::Guest guest(const std::string& name) {
-  for (const fs::path& d : {fs::path(LOCKSTEP_BINARY_DIR) / "guests", fs::path(LOCKSTEP_SOURCE_DIR) / "build" / "guests"})
-    if (fs::exists(d / (name + ".elf"))) return engine::read_guest(d / (name + ".elf"));
+  if (const auto elf = cuda_test::find_guest_elf(name)) return engine::read_guest(*elf);
   std::cout << "[ guest    ] " << name << ".elf not built: using the in-memory loop guest\n";
   return engine::testing::make_loop_guest(40, "loop40");
 }

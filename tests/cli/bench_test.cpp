@@ -113,6 +113,20 @@ TEST(LockstepBench, QuickJsonHasEveryFigure) {
       expect_positive(j, std::string("stories.") + s + ".trace_tokens_per_story_token");
     }
   }
+  // The lock-step rates (reference and CPU executor, every step compared): the scalar guest's 20,000
+  // steps with 0 mismatches, and the story's first 20,000 beside it, or why not.
+  ASSERT_TRUE(j["lockstep"].is_object()) << j.dump();
+  EXPECT_EQ(j["lockstep"]["scalar"]["steps"], 20000) << j["lockstep"].dump();
+  EXPECT_EQ(j["lockstep"]["scalar"]["mismatches"], 0) << j["lockstep"].dump();
+  expect_positive(j, "lockstep.scalar.steps_per_cpu_second");
+  if (j["lockstep"]["story"].contains("skipped")) {
+    expect_skipped(j["lockstep"]["story"], "lockstep.story");
+  } else {
+    EXPECT_EQ(j["lockstep"]["story"]["steps"], 20000) << j["lockstep"].dump();
+    EXPECT_EQ(j["lockstep"]["story"]["mismatches"], 0) << j["lockstep"].dump();
+    expect_positive(j, "lockstep.story.steps_per_cpu_second");
+    expect_positive(j, "lockstep.story_over_scalar");
+  }
   ASSERT_TRUE(j["story_check"].is_object());
   if (!j["story_check"].contains("skipped")) {
     expect_positive(j, "story_check.steps");
@@ -121,6 +135,31 @@ TEST(LockstepBench, QuickJsonHasEveryFigure) {
   // The human table went to stderr.
   EXPECT_NE(r.err.find("reference, untraced"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
+}
+
+// --cuda-only (the device pack's bench): the reference, the chip file and the CUDA executor (or
+// why it was skipped); qemu, the CPU executor, the protocol and the stories are left out.
+TEST(LockstepBench, CudaOnlyLeavesTheRestOut) {
+  if (!have_directed_guest()) GTEST_SKIP() << "no directed guest built in " << LOCKSTEP_BINARY_DIR << "/guests";
+  const Result r = run({"bench", "--quick", "--cuda-only", "--steps", "2000", "--cuda-streams", "4", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["status"], "exact");
+  expect_positive(j, "reference.trace_tokens_per_second");
+  expect_positive(j, "chip.d_model");
+  EXPECT_EQ(j["qemu"]["skipped"], "--cuda-only") << j["qemu"].dump();
+  EXPECT_EQ(j["chip"]["skipped"], "--cuda-only") << j["chip"].dump();
+  EXPECT_FALSE(j["chip"].contains("single")) << j["chip"].dump();
+  EXPECT_FALSE(j.contains("dut")) << j.dump();
+  EXPECT_EQ(j["stories"]["skipped"], "--cuda-only") << j["stories"].dump();
+  EXPECT_EQ(j["lockstep"]["skipped"], "--cuda-only") << j["lockstep"].dump();
+  ASSERT_TRUE(j["cuda"].is_object());
+  if (j["cuda"].contains("skipped")) {
+    expect_skipped(j["cuda"], "cuda");
+  } else {
+    expect_positive(j, "cuda.single_device_run.tokens_per_second");
+    expect_positive(j, "cuda.batched_device_run.tokens_per_second");
+  }
 }
 
 TEST(LockstepBench, BadInputIsOneLineExitTwo) {

@@ -136,6 +136,37 @@ TEST(RunCommand, BadInputIsExitTwoWithOneLine) {
   }
 }
 
+// A guest that stops at an illegal instruction is never read as a pass: with chip and reference
+// agreeing, `lockstep run` ends with one error line naming the trap, its pc and word (and, for an
+// ELF marked RVC, the compressed-instruction hint), exit 2, and a run folder whose status is
+// "error" with the steps compared; --allow-trap makes the same run exact.
+TEST(RunCommand, AGuestThatTrapsIsAnErrorUnlessAllowed) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build";
+  Guest g = testing::make_loop_guest(2);
+  g.image.segments[0].bytes[8 * 4 + 0] = 0xff;  // word 8 (the loop's lw, pc 0x10020) becomes 0xffffffff
+  g.image.segments[0].bytes[8 * 4 + 1] = 0xff;
+  g.image.segments[0].bytes[8 * 4 + 2] = 0xff;
+  g.image.segments[0].bytes[8 * 4 + 3] = 0xff;
+  g.image.e_flags = format::kEfRiscvRvc;
+  const fs::path elf = temp_dir("trap-guest") / "illegal.elf";
+  format::write_elf_file(elf, g.image);
+  const fs::path dir = temp_dir("trap-run");
+  const Proc p = run({"run", elf.string(), "--report", dir.string()});
+  expect_one_error_line(p, "the guest ended in trap 1 ILLEGAL_INSTRUCTION at pc 0x00010020 (word 0xffffffff)");
+  EXPECT_NE(p.err.find("the ELF is marked RVC"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("--allow-trap"), std::string::npos) << p.err;
+  const json s = json::parse(slurp(dir / "summary.json"));
+  EXPECT_EQ(s["status"], "error") << s.dump();
+  EXPECT_EQ(s["mismatches"], 0) << s.dump();
+  EXPECT_GT(s["steps"].get<std::uint64_t>(), 0u) << s.dump();
+  EXPECT_NE(s["error"].get<std::string>().find("trap 1"), std::string::npos) << s.dump();
+  for (const char* mode : {"forced", "free"}) {
+    const Proc ok = run({"run", elf.string(), "--allow-trap", "--mode", mode});
+    EXPECT_EQ(ok.rc, 0) << mode << ": " << ok.err;
+    EXPECT_NE(ok.out.find("mismatches 0"), std::string::npos) << ok.out;
+  }
+}
+
 TEST(StoryCommand, ReferenceOnlyPrintsTheStoryStepsAndDigest) {
   const fs::path elf = loop_elf(30);
   const Proc p = run({"story", "--guest", elf.string(), "--reference-only"});

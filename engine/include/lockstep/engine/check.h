@@ -143,7 +143,19 @@ struct CheckRequest {
   std::function<void(std::size_t, int, char)> on_console;
   /// When set, used instead of loading the case's chip and backend (tests).
   chip::ChipBackend* backend = nullptr;
+  /// A guest that ends in a trap (isa.md §6, vector.md §6) with no mismatch ends the check as an
+  /// error: status "error", one line naming the trap, its pc and word, and the steps compared (all
+  /// exact), so that a guest that stopped at an illegal instruction is never read as a pass. Set
+  /// by `lockstep run` and `story` unless --allow-trap; replays and campaigns, whose programs may
+  /// be drawn to trap, leave it off.
+  bool trap_is_error = false;
 };
+
+/// The one line for a guest that ended in a trap with chip and reference agreeing: "the guest
+/// ended in trap CODE NAME at pc 0x... (word 0x...) after N steps, ...". Runs the reference on
+/// `guest` again to find the pc (cheap: the reference runs at about 10^8 steps/s). Adds a hint
+/// when the ELF is marked RVC (compressed instructions, which the machine does not have).
+std::string trap_end_line(const Guest& guest, const StreamResult& stream);
 
 /// What a check produced.
 struct CheckOutcome {

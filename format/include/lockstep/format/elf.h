@@ -22,6 +22,9 @@
 
 namespace lockstep::format {
 
+/// EF_RISCV_RVC in e_flags: the file may contain compressed (C extension) instructions.
+inline constexpr std::uint32_t kEfRiscvRvc = 1;
+
 /// ELF program-header flag bits (p_flags).
 inline constexpr std::uint32_t kPfX = 1, kPfW = 2, kPfR = 4;
 
@@ -45,6 +48,9 @@ struct SectionHeader {
 /// A static ELF32 RISC-V executable as plain data.
 struct GuestImage {
   std::uint32_t entry = 0;        ///< e_entry
+  /// e_flags (RISC-V psABI: bit 0 EF_RISCV_RVC marks compressed instructions, which the machine
+  /// does not have; bits 1-2 the float ABI). Informative: the machine ignores it.
+  std::uint32_t e_flags = 0;
   std::vector<Segment> segments;  ///< PT_LOAD segments in program-header order
   /// Named sections without SHF_ALLOC and of type SHT_PROGBITS (e.g. the
   /// vector-unit memories of vector.md §2): name -> contents (the first one
