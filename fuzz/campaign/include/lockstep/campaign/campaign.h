@@ -31,6 +31,7 @@
 #include "lockstep/chip/chip.hpp"
 #include "lockstep/engine/engine.h"
 #include "lockstep/format/elf.h"
+#include "lockstep/ops/op_case.h"
 #include "lockstep/ref/encoding.h"
 
 namespace lockstep::campaign {
@@ -41,7 +42,7 @@ class OpsError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-/// Class names accepted by --ops (engine::instruction_class's names).
+/// The class's name (format::kInsnClassNames; the names --ops accepts).
 std::string_view class_name(ref::InsnClass cls);
 
 /// VEW modes (vector.md §4.5) as a bit mask, bit m for MODE m: ADD (0),
@@ -125,6 +126,11 @@ struct Program {
   /// (`.lockstep.act`, `.ash`, `.wmem`, `.wscale`, `.kcache`, `.ksh`,
   /// `.vcache`, `.vsh`), when VMAT or VMATR is selected; empty: none (zero).
   std::map<std::string, std::vector<std::uint8_t>> sections;
+  /// When the body's last instruction was drawn to trap (one in four programs with a vector op):
+  /// the code it raises (ops::OpCase::trap_code: the lowest of its conditions) and its parameters
+  /// (ops::OpCase::describe); 0 and empty otherwise.
+  unsigned trap_code = 0;
+  std::string trap_vars;
 
   /// Code words (the size the reports give).
   std::size_t words() const;
@@ -145,14 +151,34 @@ struct Program {
 /// non-empty subset of kVewFuzzedModes; 0: all); when it has the VFN row, the
 /// functions of `vfn_fns` (a non-empty subset of kVfnFuzzedFns; 0: all); the
 /// VRED row, the modes of `vred_modes` (a non-empty subset of kVredFuzzedModes;
-/// 0: all); the VQ row, ACT, K and V rows; the VEXP row.  With any of them,
-/// the program gets a `.lockstep.vreg` (Program::vreg) and one in four
-/// programs ends its body with a trapping VEW, VFN, VRED, VQ or VEXP (VEXP,
-/// else VQ, half the time when there are others; codes 16, 17, 18, 20, and
-/// 23 for ROT; 19 and 22 for VQ; fuzz/README.md).
+/// 0: all).  Vector instructions are drawn by their op's case (fuzz/ops:
+/// ops::OpCase::draw_valid).  With any vector op, the program gets a
+/// `.lockstep.vreg` (Program::vreg) and one in four programs ends its body with
+/// an instruction of one of the selected vector ops (uniformly) drawn to trap
+/// (ops::OpCase::draw_trapping; Program::trap_code; fuzz/README.md).
 Program generate(std::uint64_t seed, std::uint64_t index, std::span<const ref::Encoding* const> ops,
                  unsigned vew_modes = kVewFuzzedModes, unsigned vfn_fns = kVfnFuzzedFns,
                  unsigned vred_modes = kVredFuzzedModes);
+
+/// What generate() draws beyond the ops: the modes of VEW, VFN and VRED, and (for tests that must
+/// reach every trap code of one op) the plan of the trapping instruction.
+struct DrawOptions {
+  unsigned vew_modes = kVewFuzzedModes, vfn_fns = kVfnFuzzedFns, vred_modes = kVredFuzzedModes;
+  /// Whether the body ends with a vector instruction drawn to trap (default: one program in four,
+  /// when a vector op is selected; true needs one).
+  std::optional<bool> trap;
+  /// Its op ("vq", a selected vector op; empty: one of the selected ones, uniformly).
+  std::string trap_op;
+  /// The one condition it breaks (a code of that op's case, so that it raises exactly that code;
+  /// 0: one or more, drawn by the case).
+  unsigned trap_code = 0;
+  /// The body's length in items (instructions, `li` pairs, streams), drawn uniformly from
+  /// [min_body, max_body] (min_body <= max_body); a stream may end it a few items later.
+  unsigned min_body = 16, max_body = 63;
+};
+/// generate() with every option; throws OpsError when trap_op is not a selected vector op.
+Program generate(std::uint64_t seed, std::uint64_t index, std::span<const ref::Encoding* const> ops,
+                 const DrawOptions& options);
 
 /// Operand value classes, in the order they are tested (the first that
 /// matches): 0, 1, -1, INT_MIN, INT_MAX, another power of two, other.
@@ -170,6 +196,9 @@ struct Coverage {
   };
   std::map<std::string, Row> rows;  ///< by mnemonic
   std::uint64_t programs = 0, instructions = 0;
+  /// By vector op name ("vq"): its coverage buckets (ops::OpCase::buckets), counted over the
+  /// valid test instructions of the op that the reference executed (ops::OpCase::count).
+  std::map<std::string, ops::Buckets> buckets;
 
   /// Runs `p` on a fresh reference machine (at most max_steps tokens) and
   /// counts its test instructions.
@@ -180,6 +209,24 @@ struct Coverage {
   /// The table; mnemonics of `ops` never executed are listed at the end.
   std::string text(std::span<const ref::Encoding* const> ops) const;
 };
+
+/// What the reference did with a program's vector instructions, each read through its op's case
+/// (fuzz/ops), and where the case and the reference disagree.
+struct VectorRun {
+  std::string end;                          ///< "exit", "trap", or "steps" (max_steps ran out)
+  unsigned trap_code = 0;                   ///< the reference's code when end is "trap"
+  std::size_t trap_word = 0;                ///< the code word (index from kCodeBase) that trapped
+  const ops::OpCase* trap_op = nullptr;     ///< its op's case when it was a vector op
+  ops::Fields trap_fields;                  ///< its fields then
+  std::map<std::string, std::uint64_t> executed;  ///< valid test instructions by op name
+  std::map<std::string, ops::Buckets> buckets;    ///< their buckets by op name (ops::OpCase::count)
+  /// One line per disagreement: a vector instruction that ran without a trap where its case's
+  /// trap_code() is not 0, or that trapped with another code than trap_code() says.
+  std::vector<std::string> disagreements;
+};
+/// Runs `p` on a fresh reference machine (at most max_steps tokens) and reads every vector
+/// instruction it reaches through its op's case.
+VectorRun run_vector_ops(const Program& p, std::uint64_t max_steps = 1'000'000);
 
 /// Whether the reference runs the program to its exit within max_steps.
 bool reference_exits(const Program& p, std::uint64_t max_steps);
