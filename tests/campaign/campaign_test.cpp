@@ -204,7 +204,12 @@ TEST_P(CampaignVectorOps, EveryInstructionIsItsCaseAndEveryBucketIsReached) {
     for (const auto& [bucket, n] : b) std::cout << " [" << bucket << "] " << n;
     std::cout << "\n";
     EXPECT_GE(executed[name], run.min_executed) << name;
-    for (const std::string& bucket : c->buckets(selected_modes(*c))) EXPECT_GT(b[bucket], 0u) << name << ": never [" << bucket << "]";
+    // (the register-edge layouts are the random chip test's: its VEW and VFN runs draw with them)
+    const std::vector<std::string> edges = c->register_edge_buckets(selected_modes(*c));
+    for (const std::string& bucket : c->buckets(selected_modes(*c))) {
+      if (std::find(edges.begin(), edges.end(), bucket) != edges.end()) continue;
+      EXPECT_GT(b[bucket], 0u) << name << ": never [" << bucket << "]";
+    }
     for (const auto& [bucket, n] : b) {  // a mode that was not selected
       const auto all = c->modes();
       for (unsigned m = 0; m < all.size(); ++m) {

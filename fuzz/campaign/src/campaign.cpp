@@ -564,6 +564,7 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   g.ctx.modes[Op::kVew] = vew_modes & kVewFuzzedModes;
   g.ctx.modes[Op::kVfn] = vfn_fns & kVfnFuzzedFns;
   g.ctx.modes[Op::kVred] = vred_modes & kVredFuzzedModes;
+  g.ctx.register_edges = o.register_edges;
   g.ctx.scratch_base = kScratchBase;
   g.ctx.scratch_bytes = kScratchBytes;
   // Weighted mix: every class its weight (shared by its rows), one focus class x6.
@@ -776,6 +777,8 @@ VectorRun run_vector_ops(const Program& p, std::uint64_t max_steps) {
     if (!c) return;
     pending.op = c;
     pending.fields = ops::Fields::of(m.reg(d.rs1), m.reg(d.rs2), w >> 25, d.rd);
+    pending.fields.same = d.rs1 == d.rs2;  // the register numbers, for the layout buckets
+    pending.fields.x0 = d.rs1 == 0;
     pending.buckets.clear();
     pending.slot = slot;
     pending.test = test[slot];

@@ -127,6 +127,13 @@ class VewCase final : public OpCase {
     if (modes >> kMuls & 1)
       for (u32 gs = 1; gs <= 6; ++gs) b.push_back("muls gs=" + std::to_string(gs) + ", n mod 2^gs != 0");
     if (modes >> kRot & 1) b.insert(b.end(), {"rot p=0", "rot p=63", "rot p in 1..31", "rot p in 32..62"});
+    // The layouts (the old chip_vew_random test's classes that the fields alone decide).
+    b.insert(b.end(), {"n 1..5", "n 63..65", "n 255..257", "n 1021..1024", "rs1 = rs2", "rs1 = x0",
+                       "a span ends at 1023"});
+    if (modes & (1u << kAdd | 1u << kMul)) b.insert(b.end(), {"dst = b", "a = b", "dst = a = b"});
+    if (modes >> kMuls & 1) b.push_back("muls dst = a");
+    if (modes >> kRot & 1)
+      b.insert(b.end(), {"rot in place", "rot disjoint", "rot a odd", "rot n = 2", "rot n >= 1022", "rot span ends at 1023"});
     for (u32 m = 0; m < 4; ++m) {  // the value classes (the old chip_vew_random test's)
       if (!(modes >> m & 1)) continue;
       b.push_back(modes_names(m) + " saturates up");
@@ -135,6 +142,12 @@ class VewCase final : public OpCase {
       b.push_back(modes_names(m) + " a positive tie of rnd");
       b.push_back(modes_names(m) + " a negative tie of rnd");
     }
+    return b;
+  }
+
+  std::vector<std::string> register_edge_buckets(u32 modes) const override {
+    std::vector<std::string> b = {"n 1021..1024"};
+    if (modes >> kRot & 1) b.push_back("rot n >= 1022");
     return b;
   }
 
@@ -147,6 +160,27 @@ class VewCase final : public OpCase {
     out["reads an earlier destination"] +=
         reads_written(a, n, e.written) || (mode != kRot && reads_written(b, mode == kMuls ? muls_len(n, gs) : n, e.written));
     ++out["n mod 4=" + std::to_string(n % 4)];
+    out["n 1..5"] += n <= 5;
+    out["n 63..65"] += n >= 63 && n <= 65;
+    out["n 255..257"] += n >= 255 && n <= 257;
+    out["n 1021..1024"] += n >= 1021;
+    out["rs1 = rs2"] += f.same;
+    out["rs1 = x0"] += f.x0;
+    out["a span ends at 1023"] += a + n == kVrWords;
+    if (mode == kAdd || mode == kMul) {
+      out["dst = b"] += dst == b;
+      out["a = b"] += a == b;
+      out["dst = a = b"] += dst == a && a == b;
+    }
+    if (mode == kMuls) out["muls dst = a"] += dst == a;
+    if (mode == kRot) {
+      out["rot in place"] += dst == a;
+      out["rot disjoint"] += !shares(dst, n, a, n);
+      out["rot a odd"] += a % 2 == 1;
+      out["rot n = 2"] += n == 2;
+      out["rot n >= 1022"] += n >= 1022;
+      out["rot span ends at 1023"] += a + n == kVrWords || dst + n == kVrWords;
+    }
     if (mode == kMuls) ++out["muls gs=" + std::to_string(gs)];
     if (mode == kMuls && gs > 0) out["muls gs=" + std::to_string(gs) + ", n mod 2^gs != 0"] += n % (1u << gs) != 0;
     if (mode == kRot) {  // every position, and the two halves of the interior

@@ -117,7 +117,10 @@ class VfnCase final : public OpCase {
   }
 
   std::vector<std::string> buckets(u32 modes) const override {
-    std::vector<std::string> b = {"in place", "n > 512", "reads an earlier destination"};
+    std::vector<std::string> b = {"in place", "n > 512", "reads an earlier destination",
+                                  // the layouts (the old chip_vfn_random test's classes the fields decide)
+                                  "n 1..5", "n=1021", "n=1022", "n=1023", "n=1024", "dst next to src",
+                                  "rs1 = rs2", "rs1 = x0", "span ends at 1023"};
     for (u32 fn = 0; fn < 3; ++fn) {
       if (!(modes >> fn & 1)) continue;
       const std::string m(this->modes()[fn]);
@@ -145,6 +148,8 @@ class VfnCase final : public OpCase {
   }
 
   // The paths of section 4.6's formulas that each input element takes.
+  std::vector<std::string> register_edge_buckets(u32) const override { return {"n=1021", "n=1022", "n=1023", "n=1024"}; }
+
   void count(const Executed& e, Buckets& out) const override {
     const Fields& f = e.fields;
     const u32 dst = f.a, src = f.b, n = f.n;
@@ -153,6 +158,12 @@ class VfnCase final : public OpCase {
     out["in place"] += dst == src;
     out["n > 512"] += n > 512;
     out["reads an earlier destination"] += reads_written(src, n, e.written);
+    out["n 1..5"] += n <= 5;
+    if (n >= 1021) ++out["n=" + std::to_string(n)];
+    out["dst next to src"] += dst + n == src || src + n == dst;
+    out["rs1 = rs2"] += f.same;
+    out["rs1 = x0"] += f.x0;
+    out["span ends at 1023"] += src + n == kVrWords || dst + n == kVrWords;
     const ref::VectorTables& tab = ref::vector_tables();
     ++out["n mod 4=" + std::to_string(n % 4)];
     for (u32 i = 0; i < n; ++i) {

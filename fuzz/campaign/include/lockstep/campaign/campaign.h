@@ -175,6 +175,10 @@ struct DrawOptions {
   /// The body's length in items (instructions, `li` pairs, streams), drawn uniformly from
   /// [min_body, max_body] (min_body <= max_body); a stream may end it a few items later.
   unsigned min_body = 16, max_body = 63;
+  /// The program's first VEW/VFN element count (outside a loop) is one of the register edges
+  /// (2, 63..65, 255..257, 1021..1024; ops::DrawContext::register_edges): for short runs
+  /// that must reach those layouts (the random chip test's VEW and VFN runs).
+  bool register_edges = false;
 };
 /// generate() with every option; throws OpsError when trap_op is not a selected vector op.
 Program generate(std::uint64_t seed, std::uint64_t index, std::span<const ref::Encoding* const> ops,

@@ -60,6 +60,9 @@ struct DrawContext {
   u32 avoid = 31;                ///< a register an instruction must not write (besides x31: the scratch base)
   u32 scratch_base = 0x80000;    ///< the program's scratch area (VLD reads records there half the time)
   u32 scratch_bytes = 256;       ///< its size, a multiple of 4, at least 8
+  /// element_count() draws the program's first count outside a loop from the register edges (2, 63..65,
+  /// 255..257, 1021..1024; campaign::DrawOptions::register_edges).
+  bool register_edges = false;
 
   static constexpr u32 kElementBudget = 1024;  ///< VEW/VFN elements per program (about 4,400 steps)
 
@@ -133,6 +136,10 @@ class OpCase {
   /// The coverage buckets that a run of the op's valid instructions must each reach (count() adds
   /// to them), for the modes of `modes`.
   virtual std::vector<std::string> buckets(u32 modes) const = 0;
+  /// The buckets of buckets(modes) that only programs drawn with the register edges reach
+  /// (DrawContext::register_edges: counts of 1021..1024 words); a campaign drawn without them
+  /// need not reach these.
+  virtual std::vector<std::string> register_edge_buckets(u32 /*modes*/) const { return {}; }
   /// Adds one executed valid instruction to its buckets.
   virtual void count(const Executed& e, Buckets& b) const = 0;
   /// Whether the op draws a program's initial VR for its value classes (fill_vr).
