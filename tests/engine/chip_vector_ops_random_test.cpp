@@ -36,7 +36,6 @@
 #include <iostream>
 #include <map>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "chip_programs.h"
@@ -89,7 +88,7 @@ void ChipVectorOpsRandom::run_programs(Mode mode) {
   const auto selected = campaign::select_ops(run.list, &draw.vew_modes, &draw.vfn_fns, &draw.vred_modes);
   draw.trap_op = run.op;
   draw.min_body = kMinBody;
-  draw.register_edges = std::string_view(run.op) == "vew" || std::string_view(run.op) == "vfn";  // their layout buckets
+  draw.register_edges = !c->register_edge_buckets(c->all_modes()).empty();  // VEW, VFN: their layout buckets
   draw.max_body = kMaxBody;
   const std::vector<unsigned> codes = c->codes();
   const unsigned count = kFull ? kFullPrograms : run.programs;

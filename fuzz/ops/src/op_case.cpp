@@ -90,19 +90,17 @@ u32 DrawContext::outside(u32 len) {
 
 u32 DrawContext::element_count(bool even) {
   static constexpr u32 kEdges[] = {1, 2, 3, 4, 5, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1021, 1022, 1023, 1024};
-  u32 n;
   static constexpr u32 kRegisterEdges[] = {2, 63, 64, 65, 255, 256, 257, 1021, 1022, 1023, 1024};
-  if (register_edges && elements == 0 && !in_loop) {
+  u32 n;
+  if (register_edges && elements == 0 && !in_loop) {  // the whole budget is left: no cut below
     n = kRegisterEdges[rng.below(sizeof kRegisterEdges / sizeof kRegisterEdges[0])];
-    if (even && n % 2) n = n == kVrWords - 1 || rng.chance(2) ? n + 1 : n - 1;
-    elements += n;
-    return n;
-  }
-  switch (rng.below(8)) {
-    case 0: case 1: n = kEdges[rng.below(sizeof kEdges / sizeof kEdges[0])]; break;
-    case 2: case 3: n = 1 + rng.below(16); break;
-    case 4: case 5: n = 1 + rng.below(128); break;
-    default: n = 1 + rng.below(kVrWords); break;
+  } else {
+    switch (rng.below(8)) {
+      case 0: case 1: n = kEdges[rng.below(sizeof kEdges / sizeof kEdges[0])]; break;
+      case 2: case 3: n = 1 + rng.below(16); break;
+      case 4: case 5: n = 1 + rng.below(128); break;
+      default: n = 1 + rng.below(kVrWords); break;
+    }
   }
   const u32 times = in_loop ? 6 : 1;
   const u32 left = elements < kElementBudget ? (kElementBudget - elements) / times : 0;
