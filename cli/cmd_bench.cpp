@@ -115,6 +115,25 @@ fs::path find_guest(const Context& ctx, const std::vector<std::string>& names, s
   return {};
 }
 
+// The real-model build of story guest `name` ("stories_vx") into `g`; false with `why` (not
+// built, only the synthetic-model build, unreadable) when there is none.
+bool story_guest(const Context& ctx, const std::string& name, engine::Guest& g, std::string& why) {
+  const fs::path real = find_guest(ctx, {name + ".elf"});
+  if (real.empty()) {
+    const fs::path synth = find_guest(ctx, {name + "_synthetic.elf"});
+    why = synth.empty() ? name + ".elf not found (build the guests)"
+                        : "the model was absent when the guests were built (only " + synth.filename().string() + ")";
+    return false;
+  }
+  try {
+    g = engine::read_guest(real);
+  } catch (const engine::CheckError& e) {
+    why = e.what();
+    return false;
+  }
+  return true;
+}
+
 // Rewrites n_steps (offset 40) of the stories_c image header at symbol
 // `stories_image` (guests/stories_c/image_c.h), as `lockstep story --tokens`
 // does.  Returns false when the guest is not a resizable stories_c image.
@@ -554,12 +573,12 @@ void run_bench(const BenchArgs& args, Context& ctx) {
     ordered_json jl;
     const std::uint64_t n = args.lockstep_steps;
     // Runs `g` free for n steps through run_check, as `lockstep run` does (no report folder).
-    auto lockstep_rate = [&](const engine::Guest& g, const fs::path& path, ordered_json& r) {
+    auto lockstep_rate = [&](const engine::Guest& g, ordered_json& r) {
       chip::CpuExecutor be(chip, 1);
       engine::CheckRequest req;
       req.command = "bench";
       req.the_case.guest_name = g.name;
-      req.the_case.guest_path = path;
+      req.the_case.guest_path = g.path;
       req.the_case.mode = engine::Mode::kFree;
       req.the_case.steps = n;
       req.backend = &be;
@@ -569,7 +588,7 @@ void run_bench(const BenchArgs& args, Context& ctx) {
       const engine::CheckOutcome o = engine::run_check(req, quiet);
       const double s = seconds_since(t0), cpu = cpu_seconds() - c0;
       const double per_cpu = static_cast<double>(o.result.steps) / cpu;
-      r = {{"guest", path.string()},
+      r = {{"guest", g.path.string()},
            {"steps", o.result.steps},
            {"mismatches", o.result.mismatches},
            {"seconds", s},
@@ -579,24 +598,19 @@ void run_bench(const BenchArgs& args, Context& ctx) {
       table.add("lock-step, " + g.name + ", " + std::to_string(o.result.steps) + " steps",
                 si(static_cast<double>(o.result.steps) / s, "steps/s") + " (" + si(per_cpu, "per CPU second") + "; " +
                     std::to_string(o.result.mismatches) + " mismatches)",
-                "lockstep run " + path.filename().string() + " --mode free --steps " + std::to_string(n));
+                "lockstep run " + g.path.filename().string() + " --mode free --steps " + std::to_string(n));
       return o.result.mismatches == 0 ? per_cpu : 0.0;
     };
     ordered_json scalar, story;
-    const double scalar_rate = lockstep_rate(guest, guest_path, scalar);
+    const double scalar_rate = lockstep_rate(guest, scalar);
     jl["scalar"] = scalar;
-    const fs::path vx = find_guest(ctx, {"stories_vx.elf"});
-    if (vx.empty()) {
-      jl["story"] = {{"skipped", "stories_vx.elf not found (build the guests with the model present)"}};
-      table.add("lock-step, stories_vx", "skipped", "stories_vx.elf not found (build the guests with the model present)");
+    engine::Guest g;
+    std::string why;
+    if (!story_guest(ctx, "stories_vx", g, why)) {
+      jl["story"] = {{"skipped", why}};
+      table.add("lock-step, stories_vx", "skipped", why);
     } else {
-      engine::Guest g;
-      try {
-        g = engine::read_guest(vx);
-      } catch (const engine::CheckError& e) {
-        throw InputError(e.what());
-      }
-      const double story_rate = lockstep_rate(g, vx, story);
+      const double story_rate = lockstep_rate(g, story);
       jl["story"] = story;
       if (scalar_rate > 0 && story_rate > 0) {
         jl["story_over_scalar"] = story_rate / scalar_rate;
@@ -734,30 +748,13 @@ void run_bench(const BenchArgs& args, Context& ctx) {
     js[name] = {{"skipped", why}};
     table.add(std::string("trace tokens per story token, ") + name, "skipped", why);
   };
-  auto story_guest = [&](const std::string& name, engine::Guest& g, std::string& why) {
-    const fs::path real = find_guest(ctx, {name + ".elf"});
-    if (real.empty()) {
-      const fs::path synth = find_guest(ctx, {name + "_synthetic.elf"});
-      why = synth.empty() ? name + ".elf not found (build the guests)"
-                          : "the model was absent when the guests were built (only " + synth.filename().string() +
-                                ")";
-      return false;
-    }
-    try {
-      g = engine::read_guest(real);
-    } catch (const engine::CheckError& e) {
-      why = e.what();
-      return false;
-    }
-    return true;
-  };
   if (args.cuda_only) {
     js["skipped"] = "--cuda-only";
   } else {
   {  // stories_vx: the whole story on the reference = `lockstep story --reference-only`.
     engine::Guest g;
     std::string why;
-    if (story_guest("stories_vx", g, why)) {
+    if (story_guest(ctx, "stories_vx", g, why)) {
       const auto t0 = Clock::now();
       const engine::StreamResult r = engine::run_reference(g, 0);
       const double s = seconds_since(t0);
@@ -792,7 +789,7 @@ void run_bench(const BenchArgs& args, Context& ctx) {
   {  // stories_c: --quick: the marginal cost of story token 2 (two short runs); else the whole story.
     engine::Guest g;
     std::string why;
-    if (story_guest("stories_c", g, why)) {
+    if (story_guest(ctx, "stories_c", g, why)) {
       auto run = [&](std::int32_t tokens, std::uint64_t& steps, std::uint64_t& n) {
         engine::Guest sized = g;
         if (tokens > 0 && !set_story_tokens(sized.image, tokens)) return false;
