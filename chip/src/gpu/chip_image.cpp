@@ -43,6 +43,13 @@ void rel(PhaseMap& m, std::uintptr_t base) {
   rel(m.bias, base);
   rel(m.seeds, base);
 }
+void rel(GatedMap& m, std::uintptr_t base) {
+  rel(m.w, base);
+  rel(m.bias, base);
+  rel(m.unit_base, base);
+  rel(m.seeds, base);
+  rel(m.seed_ptr, base);
+}
 void rel(ResidualMap& m, std::uintptr_t base) {
   rel(m.w, base);
   rel(m.seed_rows, base);
@@ -59,16 +66,33 @@ Csc put_csc(Arena& a, const SparseMatrix& m) {
   return c;
 }
 
-// Maps reading the same input (cols = d), stacked by rows: part i's rows start at offs[i].
+// A map stacked into a larger one (cols = d): its rows start at row0.
 struct Part {
   const LinearMap* m = nullptr;
   bool relu = false;
+  std::uint32_t row0 = 0;
 };
 
-PhaseMap put_phase(Arena& a, const std::vector<Part>& parts, std::uint32_t d) {
-  std::vector<std::uint32_t> offs(parts.size() + 1, 0);
-  for (std::size_t i = 0; i < parts.size(); ++i) offs[i + 1] = offs[i] + parts[i].m->w.rows;
-  const std::uint32_t rows = offs.back();
+// Parts placed one after another from row 0 (row0 set); returns the rows in all.
+std::uint32_t place_consecutive(std::vector<Part>& parts) {
+  std::uint32_t rows = 0;
+  for (Part& p : parts) {
+    p.row0 = rows;
+    rows += p.m->w.rows;
+  }
+  return rows;
+}
+
+// Whether row r of part p is touched on every evaluation (the CPU executor's seeds): its bias
+// alone makes it non-zero after the activation.
+bool is_seed(const Part& p, std::uint32_t r) {
+  const float b = p.m->bias[r];
+  return p.relu ? b > 0.0f : b != 0.0f;
+}
+
+// The parts' weights as one CSC over d columns (parts by row0 increasing, rows not overlapping,
+// so each column's rows stay increasing).
+Csc put_stacked(Arena& a, const std::vector<Part>& parts, std::uint32_t d, std::uint32_t rows) {
   std::vector<std::uint32_t> cp(d + 1, 0);
   for (const Part& p : parts)
     for (std::uint32_t j = 0; j < d; ++j) cp[j + 1] += p.m->w.col_ptr[j + 1] - p.m->w.col_ptr[j];
@@ -76,33 +100,73 @@ PhaseMap put_phase(Arena& a, const std::vector<Part>& parts, std::uint32_t d) {
   std::vector<std::uint32_t> ri(cp.back());
   std::vector<float> vals(cp.back());
   std::vector<std::uint32_t> fill(cp.begin(), cp.end() - 1);
-  for (std::size_t i = 0; i < parts.size(); ++i) {  // parts in order: rows stay increasing
-    const SparseMatrix& w = parts[i].m->w;
+  for (const Part& part : parts) {  // parts in row order: rows stay increasing
+    const SparseMatrix& w = part.m->w;
     for (std::uint32_t j = 0; j < d; ++j)
       for (std::uint32_t p = w.col_ptr[j]; p < w.col_ptr[j + 1]; ++p) {
-        ri[fill[j]] = w.row_idx[p] + offs[i];
+        ri[fill[j]] = w.row_idx[p] + part.row0;
         vals[fill[j]++] = w.values[p];
       }
   }
+  Csc c;
+  c.col_ptr = a.put(cp);
+  c.row_idx = a.put(ri);
+  c.values = a.put(vals);
+  c.rows = rows;
+  c.cols = d;
+  return c;
+}
+
+// The parts' biases as one dense vector of `rows` (rows no part covers: 0).
+std::vector<float> stacked_bias(const std::vector<Part>& parts, std::uint32_t rows) {
   std::vector<float> bias(rows, 0.0f);
+  for (const Part& p : parts)
+    for (std::uint32_t r = 0; r < p.m->bias.size(); ++r) bias[p.row0 + r] = p.m->bias[r];
+  return bias;
+}
+
+// Maps reading the same input (cols = d), stacked by rows at their row0 (rows in all), with
+// `bias` (an arena pointer to the dense bias of all rows; null: the parts' own, built here).
+PhaseMap put_phase(Arena& a, const std::vector<Part>& parts, std::uint32_t d, std::uint32_t rows,
+                   const float* bias = nullptr) {
   std::vector<std::uint32_t> seeds;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const std::vector<float>& b = parts[i].m->bias;
-    for (std::uint32_t r = 0; r < b.size(); ++r) {
-      bias[offs[i] + r] = b[r];
-      if (parts[i].relu ? b[r] > 0.0f : b[r] != 0.0f) seeds.push_back(offs[i] + r);
-    }
-  }
+  for (const Part& p : parts)
+    for (std::uint32_t r = 0; r < p.m->bias.size(); ++r)
+      if (is_seed(p, r)) seeds.push_back(p.row0 + r);
   PhaseMap pm;
-  pm.w.col_ptr = a.put(cp);
-  pm.w.row_idx = a.put(ri);
-  pm.w.values = a.put(vals);
-  pm.w.rows = rows;
-  pm.w.cols = d;
-  pm.bias = a.put(bias);
+  pm.w = put_stacked(a, parts, d, rows);
+  pm.bias = bias ? bias : a.put(stacked_bias(parts, rows));
   pm.seeds = a.put(seeds);
   pm.n_seeds = static_cast<std::uint32_t>(seeds.size());
   return pm;
+}
+
+// Maps placed one after another.
+PhaseMap put_phase(Arena& a, std::vector<Part> parts, std::uint32_t d) {
+  const std::uint32_t rows = place_consecutive(parts);
+  return put_phase(a, parts, d, rows);
+}
+
+// Maps of which a step evaluates some units (GatedMap): parts by row0 increasing; unit u owns
+// the rows [unit_base[u], unit_base[u + 1]) and every part inside them.
+GatedMap put_gated(Arena& a, const std::vector<Part>& parts, std::uint32_t d, std::uint32_t rows,
+                   const float* bias, const std::vector<std::uint32_t>& unit_base) {
+  std::vector<std::uint32_t> seeds, seed_ptr{0};
+  std::size_t i = 0;
+  for (std::size_t u = 0; u + 1 < unit_base.size(); ++u) {
+    for (; i < parts.size() && parts[i].row0 < unit_base[u + 1]; ++i)
+      for (std::uint32_t r = 0; r < parts[i].m->bias.size(); ++r)
+        if (is_seed(parts[i], r)) seeds.push_back(parts[i].row0 + r);
+    seed_ptr.push_back(static_cast<std::uint32_t>(seeds.size()));
+  }
+  GatedMap gm;
+  gm.w = put_stacked(a, parts, d, rows);
+  gm.bias = bias;
+  gm.unit_base = a.put(unit_base);
+  gm.seeds = a.put(seeds);
+  gm.seed_ptr = a.put(seed_ptr);
+  gm.n_units = static_cast<std::uint32_t>(unit_base.size() - 1);
+  return gm;
 }
 
 // Maps whose inputs are concatenated (rows = d each): columns side by side.
@@ -191,7 +255,7 @@ ChipImage::ChipImage(const Chip& chip) {
     V.n_heads = static_cast<std::uint32_t>(L.heads.size());
     std::vector<HeadView> hv;
     std::vector<std::uint32_t> head_base, o_base;
-    std::vector<Part> parts;
+    std::vector<Part> bq, kv;  // beta and q; k and v (at their rows in the head's layout)
     std::vector<const LinearMap*> wo;
     std::uint32_t base = 0, o = 0;
     for (const Head& h : L.heads) {
@@ -207,10 +271,10 @@ ChipImage::ChipImage(const Chip& chip) {
       hv.push_back(H);
       head_base.push_back(base);
       o_base.push_back(o);
-      parts.push_back({&h.beta, h.beta.act == Activation::Relu});
-      parts.push_back({&h.k, h.k.act == Activation::Relu});
-      parts.push_back({&h.q, h.q.act == Activation::Relu});
-      parts.push_back({&h.v, false});
+      bq.push_back({&h.beta, h.beta.act == Activation::Relu, base});
+      kv.push_back({&h.k, h.k.act == Activation::Relu, base + 1});
+      bq.push_back({&h.q, h.q.act == Activation::Relu, base + 1 + h.key_dim});
+      kv.push_back({&h.v, false, base + 1 + 2 * h.key_dim});
       wo.push_back(&h.o);
       base += 1 + 2 * h.key_dim + h.value_dim;
       o += h.value_dim;
@@ -223,7 +287,11 @@ ChipImage::ChipImage(const Chip& chip) {
     V.o_base = a.put(o_base);
     V.o_total = o;
     if (!L.heads.empty()) {
-      V.mem = put_phase(a, parts, D);
+      std::vector<Part> all(bq);
+      all.insert(all.end(), kv.begin(), kv.end());
+      const float* bias = a.put(stacked_bias(all, base));  // one dense bias for both
+      V.mem = put_phase(a, bq, D, base, bias);
+      V.kv = put_gated(a, kv, D, base, bias, head_base);
       V.wo = put_residual(a, wo, D);
     }
     R.acc_rows = std::max(R.acc_rows, base);
@@ -267,6 +335,7 @@ std::vector<std::uint8_t> ChipImage::relocated(std::uintptr_t base, ChipView& ro
     rel(V.head_base, base);
     rel(V.o_base, base);
     rel(V.mem, base);
+    rel(V.kv, base);
     rel(V.wo, base);
     rel(V.mlp_in, base);
     rel(V.w2, base);
@@ -294,6 +363,7 @@ StreamLayout::StreamLayout(const ChipView& c) {
   take(o, c.o_rows, 4);
   take(sk, c.o_rows, 4);
   take(beta, c.max_heads, 4);
+  take(heads, c.max_heads, 4);
   take(probes, c.probe_floats, 4);
   bytes = off;
 }
@@ -311,6 +381,7 @@ StreamView StreamLayout::at(std::uintptr_t base) const {
   v.o = reinterpret_cast<float*>(base + o);
   v.sk = reinterpret_cast<float*>(base + sk);
   v.beta = reinterpret_cast<float*>(base + beta);
+  v.heads = reinterpret_cast<std::uint32_t*>(base + heads);
   v.probes = reinterpret_cast<float*>(base + probes);
   return v;
 }

@@ -7,9 +7,12 @@
 // CPU executor (tests/chip_cuda/cuda_math_host_test.cpp). It implements the layer math of
 // docs/spec/chip-format.md section 1.2 on the prepared chip of chip_image.hpp:
 //
-//   * a "phase matrix" stacks every map that reads the same residual x (all k, q, v, beta maps
-//     of a layer's heads; w1, or wg and wu, of its MLP; the unembedding) so one sparse
-//     scatter over the residual's touched dimensions evaluates them all;
+//   * a "phase matrix" stacks every map that reads the same residual x (the beta and q maps of
+//     a layer's heads; w1, or wg and wu, of its MLP; the unembedding) so one sparse scatter
+//     over the residual's touched dimensions evaluates them all;
+//   * a layer's k and v maps are stacked too, but evaluated (a "gated" scatter) only for the
+//     heads whose beta is non-zero, as the CPU executor does: with beta = 0 the update is the
+//     identity and k, v are never read;
 //   * accumulators are dense arrays that are zero between uses, with a bitmap and a list of
 //     the rows touched; a row's bias is added when the row is first touched (or always, for
 //     rows whose bias alone can make them non-zero: the CPU executor's "seeds");
@@ -54,6 +57,20 @@ struct PhaseMap {
   std::uint32_t n_seeds = 0;
 };
 
+/// Maps of which a step evaluates only some *units* (a layer's k and v maps, unit = head, of the
+/// heads that write): CSC over d_model columns, stacked by rows; unit u owns the rows
+/// [unit_base[u], unit_base[u + 1]) and, since each column's rows increase, one contiguous run of
+/// every column's entries. bias: dense (w.rows), added on a row's first touch; seeds[seed_ptr[u]
+/// .. seed_ptr[u + 1]): unit u's rows touched whenever u is evaluated (as PhaseMap::seeds).
+struct GatedMap {
+  Csc w;
+  const float* bias = nullptr;               ///< (w.rows)
+  const std::uint32_t* unit_base = nullptr;  ///< (n_units + 1), non-decreasing
+  const std::uint32_t* seeds = nullptr;      ///< (seed_ptr[n_units]), grouped by unit
+  const std::uint32_t* seed_ptr = nullptr;   ///< (n_units + 1)
+  std::uint32_t n_units = 0;
+};
+
 /// A residual update x += W in + sum of biases: W is d_model x (inputs); the bias entries
 /// (row, value) are every non-zero bias of the maps stacked into W (one entry per map and row).
 struct ResidualMap {
@@ -63,8 +80,9 @@ struct ResidualMap {
   std::uint32_t n_seeds = 0;
 };
 
-/// One memory head inside its layer's phase matrix. Rows of the head, from `base`:
-/// beta (1), k (key_dim), q (key_dim), v (value_dim).
+/// One memory head inside its layer's accumulator rows. Rows of the head, from `base`:
+/// beta (1), k (key_dim), q (key_dim), v (value_dim); beta and q are rows of the layer's phase
+/// matrix (LayerView::mem), k and v rows of its gated map (LayerView::kv, unit = head index).
 struct HeadView {
   std::uint32_t base = 0;
   std::uint32_t key_dim = 0, value_dim = 0;
@@ -86,7 +104,8 @@ struct LayerView {
   const std::uint32_t* head_base = nullptr;  ///< (n_heads + 1): heads[h].base, then mem.w.rows
   const std::uint32_t* o_base = nullptr;     ///< (n_heads + 1): heads[h].o_off, then o_total
   std::uint32_t o_total = 0;              ///< sum of value_dim
-  PhaseMap mem;                           ///< all heads' beta, k, q, v
+  PhaseMap mem;                           ///< all heads' beta and q (rows as HeadView; k, v rows empty)
+  GatedMap kv;                            ///< all heads' k and v (same rows; unit h = head h)
   ResidualMap wo;                         ///< every head's W_o side by side (d_model x o_total)
   std::uint8_t mlp_kind = kMlpNone;
   std::uint32_t hidden = 0;
@@ -127,6 +146,7 @@ struct StreamView {
   float* o = nullptr;              ///< (o_rows)
   float* sk = nullptr;             ///< (o_rows): S k, then u = beta (v - S k)
   float* beta = nullptr;           ///< (max_heads)
+  std::uint32_t* heads = nullptr;  ///< (max_heads): this layer's heads with beta != 0 (any order)
   float* probes = nullptr;         ///< (probe_floats)
 };
 
@@ -134,6 +154,7 @@ struct StreamView {
 /// it can live in __shared__); value-initialise it (Counters{}) before each step.
 struct Counters {
   std::uint32_t n_x, n_acc, n_k, n_q, n_h;
+  std::uint32_t n_w;            ///< heads that write (StreamView::heads)
   std::uint32_t first;          ///< first untouched position in bias_order
   unsigned long long best;      ///< argmax key over touched logits
   std::uint32_t result;         ///< the step's output token
@@ -249,6 +270,51 @@ LOCKSTEP_HD void eval_phase(G& g, const PhaseMap& M, const StreamView& s, Counte
   g.sync();  // n_x == 0 skips balanced_for's synchronisation
 }
 
+/// First i in [lo, hi) with a[i] >= key (a increasing), else hi.
+LOCKSTEP_HD_INLINE std::uint32_t lower_index(const std::uint32_t* a, std::uint32_t lo, std::uint32_t hi,
+                                             std::uint32_t key) {
+  while (lo < hi) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/// acc += M x restricted to the rows of units[0 .. n_units), over the touched dims of x (the
+/// units' seeds and first-touched rows get their bias): one balanced scatter over (unit, x dim)
+/// pairs, each pair's entries found by two binary searches in the column. The rows are disjoint
+/// from any other map evaluated into acc before the next clear. Ends synchronised.
+template <class G>
+LOCKSTEP_HD void eval_gated(G& g, const GatedMap& M, const std::uint32_t* units, std::uint32_t n_units,
+                            const StreamView& s, Counters& c) {
+  for (std::uint32_t a = 0; a < n_units; ++a) {
+    const std::uint32_t u = units[a];
+    for (std::uint32_t i = M.seed_ptr[u] + g.rank(); i < M.seed_ptr[u + 1]; i += g.size())
+      touch_add(g, s.acc, s.acc_bits, s.acc_list, &c.n_acc, M.bias, M.seeds[i], 0.0f);
+  }
+  const std::uint32_t n_x = c.n_x;
+  const std::uint32_t* cp = M.w.col_ptr;
+  balanced_for(
+      g, n_units * n_x,
+      [&](std::uint32_t i) {
+        const std::uint32_t u = units[i / n_x], j = s.x_list[i % n_x];
+        LenAux la;
+        if (s.x[j] != 0.0f) {
+          const std::uint32_t lo = lower_index(M.w.row_idx, cp[j], cp[j + 1], M.unit_base[u]);
+          la.len = lower_index(M.w.row_idx, lo, cp[j + 1], M.unit_base[u + 1]) - lo;
+          la.aux = lo;
+        }
+        return la;
+      },
+      [&](std::uint32_t i, std::uint32_t begin, std::uint32_t k) {
+        const std::uint32_t p = begin + k;
+        touch_add(g, s.acc, s.acc_bits, s.acc_list, &c.n_acc, M.bias, M.w.row_idx[p],
+                  M.w.values[p] * s.x[s.x_list[i % n_x]]);
+      });
+  g.sync();  // n_units * n_x == 0 skips balanced_for's synchronisation
+}
+
 /// x += W in + biases, for the inputs in[0 .. n_in) (zero inputs skipped). Ends synchronised.
 template <class G>
 LOCKSTEP_HD void residual_update(G& g, const ResidualMap& R, const float* in, std::uint32_t n_in,
@@ -303,12 +369,19 @@ LOCKSTEP_HD void record_probes(G& g, const ProbeCopy* p, std::uint32_t n, const 
 /// first, then the read; x += sum_h W_o o_h + b_o. Ends synchronised.
 template <class G>
 LOCKSTEP_HD void memory_block(G& g, const LayerView& L, const StreamView& s, Counters& c) {
-  eval_phase(g, L.mem, s, c);
-  // beta per head (untouched row: its bias is 0, or negative under ReLU: beta 0 either way)
-  for (std::uint32_t h = g.rank(); h < L.n_heads; h += g.size())
-    s.beta[h] = act(L.heads[h].relu_beta, s.acc[L.heads[h].base]);
+  if (g.rank() == 0) c.n_w = 0;
+  eval_phase(g, L.mem, s, c);  // beta and q rows (synchronises first: n_w is seen zeroed)
+  // beta per head (untouched row: its bias is 0, or negative under ReLU: beta 0 either way);
+  // the heads with beta != 0 are the ones that write
+  for (std::uint32_t h = g.rank(); h < L.n_heads; h += g.size()) {
+    const float b = act(L.heads[h].relu_beta, s.acc[L.heads[h].base]);
+    s.beta[h] = b;
+    if (b != 0.0f) s.heads[g.fetch_inc(&c.n_w)] = h;
+  }
   if (g.rank() == 0) c.n_k = c.n_q = 0;
   g.sync();
+  // k and v rows of the heads that write only (the others' k and v are never read)
+  eval_gated(g, L.kv, s.heads, c.n_w, s, c);
   // non-zero k rows of heads with beta != 0; non-zero q rows; Sk and o zeroed
   {
     const std::uint32_t n = c.n_acc;
