@@ -364,6 +364,9 @@ StreamLayout::StreamLayout(const ChipView& c) {
   take(sk, c.o_rows, 4);
   take(beta, c.max_heads, 4);
   take(heads, c.max_heads, 4);
+  take(readers, c.max_heads, 4);
+  take(head_reads, c.max_heads, 4);
+  take(o_cols, c.o_rows, 4);
   take(probes, c.probe_floats, 4);
   bytes = off;
 }
@@ -382,6 +385,9 @@ StreamView StreamLayout::at(std::uintptr_t base) const {
   v.sk = reinterpret_cast<float*>(base + sk);
   v.beta = reinterpret_cast<float*>(base + beta);
   v.heads = reinterpret_cast<std::uint32_t*>(base + heads);
+  v.readers = reinterpret_cast<std::uint32_t*>(base + readers);
+  v.head_reads = reinterpret_cast<std::uint32_t*>(base + head_reads);
+  v.o_cols = reinterpret_cast<std::uint32_t*>(base + o_cols);
   v.probes = reinterpret_cast<float*>(base + probes);
   return v;
 }

@@ -47,7 +47,8 @@ struct StreamLayout {
 
  private:
   std::size_t state = 0, x = 0, x_bits = 0, x_list = 0, acc = 0, acc_bits = 0, acc_list = 0, sel = 0,
-              o = 0, sk = 0, beta = 0, heads = 0, probes = 0;
+              o = 0, sk = 0, beta = 0, heads = 0, readers = 0,
+              head_reads = 0, o_cols = 0, probes = 0;
 };
 
 /// One stream on the host: a zeroed allocation of StreamLayout(shape).bytes bytes.

@@ -133,7 +133,7 @@ struct ChipView {
   std::uint64_t state_size = 0;    ///< floats of one stream's state
 };
 
-/// One stream's buffers. Between steps x, acc and both bitmaps are all zero.
+/// One stream's buffers. Between steps x, acc, o, head_reads and both bitmaps are all zero.
 struct StreamView {
   float* state = nullptr;          ///< (state_size), chip-format.md layout
   float* x = nullptr;              ///< (d_model) residual
@@ -143,10 +143,13 @@ struct StreamView {
   std::uint32_t* acc_bits = nullptr;  ///< (acc_rows / 32 + 1)
   std::uint32_t* acc_list = nullptr;  ///< (acc_rows)
   std::uint32_t* sel = nullptr;    ///< (acc_rows): non-zero k rows from the front, q from the back
-  float* o = nullptr;              ///< (o_rows)
+  float* o = nullptr;              ///< (o_rows), zero between steps
   float* sk = nullptr;             ///< (o_rows): S k, then u = beta (v - S k)
   float* beta = nullptr;           ///< (max_heads)
   std::uint32_t* heads = nullptr;  ///< (max_heads): this layer's heads with beta != 0 (any order)
+  std::uint32_t* readers = nullptr;     ///< (max_heads): this layer's heads with a non-zero query
+  std::uint32_t* head_reads = nullptr;  ///< (max_heads): per head, its non-zero query rows; 0 between uses
+  std::uint32_t* o_cols = nullptr;      ///< (o_rows): the entries of o the readers own
   float* probes = nullptr;         ///< (probe_floats)
 };
 
@@ -155,6 +158,7 @@ struct StreamView {
 struct Counters {
   std::uint32_t n_x, n_acc, n_k, n_q, n_h;
   std::uint32_t n_w;            ///< heads that write (StreamView::heads)
+  std::uint32_t n_r, n_o;       ///< heads that read (StreamView::readers), their o entries (o_cols)
   std::uint32_t first;          ///< first untouched position in bias_order
   unsigned long long best;      ///< argmax key over touched logits
   std::uint32_t result;         ///< the step's output token
@@ -369,8 +373,8 @@ LOCKSTEP_HD void record_probes(G& g, const ProbeCopy* p, std::uint32_t n, const 
 /// first, then the read; x += sum_h W_o o_h + b_o. Ends synchronised.
 template <class G>
 LOCKSTEP_HD void memory_block(G& g, const LayerView& L, const StreamView& s, Counters& c) {
-  if (g.rank() == 0) c.n_w = 0;
-  eval_phase(g, L.mem, s, c);  // beta and q rows (synchronises first: n_w is seen zeroed)
+  if (g.rank() == 0) c.n_w = c.n_r = c.n_o = 0;
+  eval_phase(g, L.mem, s, c);  // beta and q rows (synchronises first: the counts are seen zeroed)
   // beta per head (untouched row: its bias is 0, or negative under ReLU: beta 0 either way);
   // the heads with beta != 0 are the ones that write
   for (std::uint32_t h = g.rank(); h < L.n_heads; h += g.size()) {
@@ -382,7 +386,7 @@ LOCKSTEP_HD void memory_block(G& g, const LayerView& L, const StreamView& s, Cou
   g.sync();
   // k and v rows of the heads that write only (the others' k and v are never read)
   eval_gated(g, L.kv, s.heads, c.n_w, s, c);
-  // non-zero k rows of heads with beta != 0; non-zero q rows; Sk and o zeroed
+  // non-zero k rows of heads with beta != 0; non-zero q rows, whose heads read (listed once)
   {
     const std::uint32_t n = c.n_acc;
     for (std::uint32_t i = g.rank(); i < n; i += g.size()) {
@@ -394,13 +398,25 @@ LOCKSTEP_HD void memory_block(G& g, const LayerView& L, const StreamView& s, Cou
       if (rel <= H.key_dim) {
         if (s.beta[h] != 0.0f && act(H.relu_k, s.acc[r]) != 0.0f) s.sel[g.fetch_inc(&c.n_k)] = r;
       } else if (rel <= 2 * H.key_dim) {
-        if (act(H.relu_q, s.acc[r]) != 0.0f) s.sel[L.mem.w.rows - 1 - g.fetch_inc(&c.n_q)] = r;
+        if (act(H.relu_q, s.acc[r]) != 0.0f) {
+          s.sel[L.mem.w.rows - 1 - g.fetch_inc(&c.n_q)] = r;
+          if (g.fetch_inc(&s.head_reads[h]) == 0) s.readers[g.fetch_inc(&c.n_r)] = h;
+        }
       }
     }
-    for (std::uint32_t i = g.rank(); i < L.o_total; i += g.size()) s.sk[i] = s.o[i] = 0.0f;
   }
   g.sync();
-  const std::uint32_t n_k = c.n_k, n_q = c.n_q;
+  const std::uint32_t n_k = c.n_k, n_q = c.n_q, n_w = c.n_w, n_r = c.n_r;
+  auto value_rows = [&](std::uint32_t h) {
+    LenAux la;
+    la.len = L.heads[h].value_dim;
+    la.aux = h;
+    return la;
+  };
+  // Sk zeroed for the heads that write (only they use it)
+  balanced_for(
+      g, n_w, [&](std::uint32_t i) { return value_rows(s.heads[i]); },
+      [&](std::uint32_t, std::uint32_t h, std::uint32_t k) { s.sk[L.heads[h].o_off + k] = 0.0f; });
   // per (k row, i): Sk_h[i] += S_h[j, i] k_j
   auto head_len = [&](std::uint32_t r) {
     LenAux la;
@@ -417,13 +433,14 @@ LOCKSTEP_HD void memory_block(G& g, const LayerView& L, const StreamView& s, Cou
         const float kj = act(H.relu_k, s.acc[r]);
         g.add(&s.sk[H.o_off + k], s.state[H.state_offset + static_cast<std::uint64_t>(j) * H.value_dim + k] * kj);
       });
-  // u_i = beta (v_i - Sk_i) for heads that write
-  for (std::uint32_t i = g.rank(); i < L.o_total; i += g.size()) {
-    const std::uint32_t h = upper_index(L.o_base, L.n_heads + 1, i);
-    const HeadView& H = L.heads[h];
-    if (s.beta[h] != 0.0f) s.sk[i] = s.beta[h] * (s.acc[H.base + 1 + 2 * H.key_dim + (i - H.o_off)] - s.sk[i]);
-  }
-  g.sync();
+  // u_i = beta (v_i - Sk_i) for the heads that write
+  balanced_for(
+      g, n_w, [&](std::uint32_t i) { return value_rows(s.heads[i]); },
+      [&](std::uint32_t, std::uint32_t h, std::uint32_t k) {
+        const HeadView& H = L.heads[h];
+        const std::uint32_t i = H.o_off + k;
+        s.sk[i] = s.beta[h] * (s.acc[H.base + 1 + 2 * H.key_dim + k] - s.sk[i]);
+      });
   // S_h[j, i] += u_i k_j
   balanced_for(
       g, n_k, [&](std::uint32_t i) { return head_len(s.sel[i]); },
@@ -434,7 +451,8 @@ LOCKSTEP_HD void memory_block(G& g, const LayerView& L, const StreamView& s, Cou
         const float kj = act(H.relu_k, s.acc[r]);
         s.state[H.state_offset + static_cast<std::uint64_t>(j) * H.value_dim + k] += s.sk[H.o_off + k] * kj;
       });
-  // o_h[i] += S_h[j, i] q_j (after the update: the read sees this step's write)
+  // o_h[i] += S_h[j, i] q_j (after the update: the read sees this step's write). o is zero
+  // between steps, so only the heads that read need their entries of o (and W_o's columns)
   balanced_for(
       g, n_q, [&](std::uint32_t i) { return head_len(s.sel[L.mem.w.rows - 1 - i]); },
       [&](std::uint32_t i, std::uint32_t h, std::uint32_t k) {
@@ -446,7 +464,15 @@ LOCKSTEP_HD void memory_block(G& g, const LayerView& L, const StreamView& s, Cou
       });
   g.sync();
   clear_acc(g, s.acc, s.acc_bits, s.acc_list, &c.n_acc);
-  residual_update(g, L.wo, s.o, L.o_total, static_cast<const std::uint32_t*>(nullptr), s, c);
+  // the entries of o of the heads that read, as a list of W_o's columns
+  balanced_for(
+      g, n_r, [&](std::uint32_t i) { return value_rows(s.readers[i]); },
+      [&](std::uint32_t, std::uint32_t h, std::uint32_t k) { s.o_cols[g.fetch_inc(&c.n_o)] = L.heads[h].o_off + k; });
+  residual_update(g, L.wo, s.o, c.n_o, s.o_cols, s, c);
+  // o and the read marks back to zero
+  for (std::uint32_t i = g.rank(); i < c.n_o; i += g.size()) s.o[s.o_cols[i]] = 0.0f;
+  for (std::uint32_t i = g.rank(); i < n_r; i += g.size()) s.head_reads[s.readers[i]] = 0;
+  g.sync();
 }
 
 /// The MLP of one layer (plain: x += W2 ReLU(W1 x + b1) + b2; gated: x += W2 (u (.) ReLU(g)) + b2).
