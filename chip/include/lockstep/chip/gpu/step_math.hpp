@@ -13,6 +13,11 @@
 //   * a layer's k and v maps are stacked too, but evaluated (a "gated" scatter) only for the
 //     heads whose beta is non-zero, as the CPU executor does: with beta = 0 the update is the
 //     identity and k, v are never read;
+//   * a layer's equal maps (map aliases: the RAM lane heads' keys and queries, shared register
+//     keys, ...) are stacked once; the heads using one share its rows, so it is evaluated once
+//     a step, and the selection pairs each of its non-zero rows with those heads;
+//   * only the heads that write (beta != 0) or read (a non-zero query) are scanned after the
+//     scatters: their value rows, their entries of o and W_o's columns;
 //   * accumulators are dense arrays that are zero between uses, with a bitmap and a list of
 //     the rows touched; a row's bias is added when the row is first touched (or always, for
 //     rows whose bias alone can make them non-zero: the CPU executor's "seeds");
@@ -57,8 +62,8 @@ struct PhaseMap {
   std::uint32_t n_seeds = 0;
 };
 
-/// Maps of which a step evaluates only some *units* (a layer's k and v maps, unit = head, of the
-/// heads that write): CSC over d_model columns, stacked by rows; unit u owns the rows
+/// Maps of which a step evaluates only some *units* (a layer's distinct k and v maps, one unit
+/// each, of the heads that write): CSC over d_model columns, stacked by rows; unit u owns the rows
 /// [unit_base[u], unit_base[u + 1]) and, since each column's rows increase, one contiguous run of
 /// every column's entries. bias: dense (w.rows), added on a row's first touch; seeds[seed_ptr[u]
 /// .. seed_ptr[u + 1]): unit u's rows touched whenever u is evaluated (as PhaseMap::seeds).
@@ -80,16 +85,20 @@ struct ResidualMap {
   std::uint32_t n_seeds = 0;
 };
 
-/// One memory head inside its layer's accumulator rows. Rows of the head, from `base`:
-/// beta (1), k (key_dim), q (key_dim), v (value_dim); beta and q are rows of the layer's phase
-/// matrix (LayerView::mem), k and v rows of its gated map (LayerView::kv, unit = head index).
+/// One memory head. Its maps are rows of its layer's accumulator: beta (1 row) and q (key_dim
+/// rows) of the layer's phase matrix (LayerView::mem), k (key_dim) and v (value_dim) of its gated
+/// map (LayerView::kv, units k_unit and v_unit). Heads whose maps are equal (map aliases,
+/// chip-format.md section 3.2, or equal content) share those rows: the map is evaluated once.
 struct HeadView {
-  std::uint32_t base = 0;
+  std::uint32_t beta_row = 0, k_row = 0, q_row = 0, v_row = 0;  ///< first row of each map
+  std::uint32_t k_unit = 0, v_unit = 0;  ///< units of k and v in LayerView::kv
   std::uint32_t key_dim = 0, value_dim = 0;
   std::uint32_t o_off = 0;         ///< offset of o_h in the layer's concatenated o (and Sk)
   std::uint64_t state_offset = 0;  ///< first float of S_h in the stream's state
   std::uint8_t relu_k = 0, relu_q = 0, relu_beta = 0;
 };
+
+enum : std::uint8_t { kSlotBeta = 0, kSlotK = 1, kSlotQ = 2, kSlotV = 3 };
 
 /// Copy residual x[src .. src + width) to the stream's probe buffer at dst.
 struct ProbeCopy {
@@ -101,11 +110,19 @@ enum : std::uint8_t { kMlpNone = 0, kMlpRelu = 1, kMlpGated = 2 };
 struct LayerView {
   std::uint32_t n_heads = 0;
   const HeadView* heads = nullptr;        ///< (n_heads)
-  const std::uint32_t* head_base = nullptr;  ///< (n_heads + 1): heads[h].base, then mem.w.rows
-  const std::uint32_t* o_base = nullptr;     ///< (n_heads + 1): heads[h].o_off, then o_total
   std::uint32_t o_total = 0;              ///< sum of value_dim
-  PhaseMap mem;                           ///< all heads' beta and q (rows as HeadView; k, v rows empty)
-  GatedMap kv;                            ///< all heads' k and v (same rows; unit h = head h)
+  /// The layer's distinct maps ("slots"), each stored once: slot i owns the accumulator rows
+  /// [slot_base[i], slot_base[i + 1]) (the beta and q slots first, then the k and v slots, which
+  /// are kv's units in order), is of kind slot_kind[i] (kSlotBeta ...), and is used by the heads
+  /// slot_users[slot_user_ptr[i] .. slot_user_ptr[i + 1]).
+  std::uint32_t n_slots = 0;
+  const std::uint32_t* slot_base = nullptr;      ///< (n_slots + 1); the last is mem.w.rows
+  const std::uint8_t* slot_kind = nullptr;       ///< (n_slots)
+  const std::uint32_t* slot_user_ptr = nullptr;  ///< (n_slots + 1)
+  const std::uint32_t* slot_users = nullptr;     ///< (slot_user_ptr[n_slots])
+  std::uint32_t pair_rows = 0;            ///< sum of 2 key_dim: bound on (head, k or q row) pairs
+  PhaseMap mem;                           ///< the beta and q slots (all the layer's rows; k, v rows empty)
+  GatedMap kv;                            ///< the k and v slots (same rows), one unit each
   ResidualMap wo;                         ///< every head's W_o side by side (d_model x o_total)
   std::uint8_t mlp_kind = kMlpNone;
   std::uint32_t hidden = 0;
@@ -130,6 +147,8 @@ struct ChipView {
   std::uint32_t acc_rows = 0;      ///< rows of the largest phase matrix (accumulator size)
   std::uint32_t o_rows = 0;        ///< largest o_total (at least 1)
   std::uint32_t max_heads = 0;     ///< largest n_heads (at least 1)
+  std::uint32_t max_units = 0;     ///< largest kv.n_units (at least 1)
+  std::uint32_t sel_rows = 0;      ///< max(acc_rows, largest pair_rows): StreamView::sel's size
   std::uint64_t state_size = 0;    ///< floats of one stream's state
 };
 
@@ -142,7 +161,11 @@ struct StreamView {
   float* acc = nullptr;            ///< (acc_rows)
   std::uint32_t* acc_bits = nullptr;  ///< (acc_rows / 32 + 1)
   std::uint32_t* acc_list = nullptr;  ///< (acc_rows)
-  std::uint32_t* sel = nullptr;    ///< (acc_rows): non-zero k rows from the front, q from the back
+  std::uint32_t* sel = nullptr;    ///< (sel_rows): rows of (head, k row) pairs from the front, q from the back
+  std::uint32_t* sel_h = nullptr;  ///< (sel_rows): the pairs' heads
+  std::uint32_t* nz = nullptr;     ///< (acc_rows): non-zero k rows from the front, q rows from the back
+  std::uint32_t* units = nullptr;       ///< (max_units): kv units of the heads that write
+  std::uint32_t* unit_mark = nullptr;   ///< (max_units): per unit, heads listing it; 0 between uses
   float* o = nullptr;              ///< (o_rows), zero between steps
   float* sk = nullptr;             ///< (o_rows): S k, then u = beta (v - S k)
   float* beta = nullptr;           ///< (max_heads)
@@ -159,6 +182,8 @@ struct Counters {
   std::uint32_t n_x, n_acc, n_k, n_q, n_h;
   std::uint32_t n_w;            ///< heads that write (StreamView::heads)
   std::uint32_t n_r, n_o;       ///< heads that read (StreamView::readers), their o entries (o_cols)
+  std::uint32_t n_u;            ///< units to evaluate (StreamView::units)
+  std::uint32_t n_kr, n_qr;     ///< non-zero k rows, q rows (StreamView::nz)
   std::uint32_t first;          ///< first untouched position in bias_order
   unsigned long long best;      ///< argmax key over touched logits
   std::uint32_t result;         ///< the step's output token
@@ -373,39 +398,72 @@ LOCKSTEP_HD void record_probes(G& g, const ProbeCopy* p, std::uint32_t n, const 
 /// first, then the read; x += sum_h W_o o_h + b_o. Ends synchronised.
 template <class G>
 LOCKSTEP_HD void memory_block(G& g, const LayerView& L, const StreamView& s, Counters& c) {
-  if (g.rank() == 0) c.n_w = c.n_r = c.n_o = 0;
-  eval_phase(g, L.mem, s, c);  // beta and q rows (synchronises first: the counts are seen zeroed)
+  if (g.rank() == 0) c.n_w = c.n_r = c.n_o = c.n_u = c.n_kr = c.n_qr = c.n_k = c.n_q = 0;
+  eval_phase(g, L.mem, s, c);  // beta and q slots (synchronises first: the counts are seen zeroed)
   // beta per head (untouched row: its bias is 0, or negative under ReLU: beta 0 either way);
-  // the heads with beta != 0 are the ones that write
+  // the heads with beta != 0 are the ones that write: their k and v units are listed once
   for (std::uint32_t h = g.rank(); h < L.n_heads; h += g.size()) {
-    const float b = act(L.heads[h].relu_beta, s.acc[L.heads[h].base]);
+    const HeadView& H = L.heads[h];
+    const float b = act(H.relu_beta, s.acc[H.beta_row]);
     s.beta[h] = b;
-    if (b != 0.0f) s.heads[g.fetch_inc(&c.n_w)] = h;
+    if (b != 0.0f) {
+      s.heads[g.fetch_inc(&c.n_w)] = h;
+      if (g.fetch_inc(&s.unit_mark[H.k_unit]) == 0) s.units[g.fetch_inc(&c.n_u)] = H.k_unit;
+      if (g.fetch_inc(&s.unit_mark[H.v_unit]) == 0) s.units[g.fetch_inc(&c.n_u)] = H.v_unit;
+    }
   }
-  if (g.rank() == 0) c.n_k = c.n_q = 0;
   g.sync();
-  // k and v rows of the heads that write only (the others' k and v are never read)
-  eval_gated(g, L.kv, s.heads, c.n_w, s, c);
-  // non-zero k rows of heads with beta != 0; non-zero q rows, whose heads read (listed once)
+  // k and v of the heads that write only (the others' k and v are never read), each slot once
+  eval_gated(g, L.kv, s.units, c.n_u, s, c);
+  for (std::uint32_t i = g.rank(); i < c.n_u; i += g.size()) s.unit_mark[s.units[i]] = 0;
+  // non-zero rows of the k and q slots
+  auto slot_of = [&](std::uint32_t r) { return upper_index(L.slot_base, L.n_slots + 1, r); };
+  auto slot_act = [&](std::uint32_t slot, std::uint32_t r) {
+    const HeadView& H = L.heads[L.slot_users[L.slot_user_ptr[slot]]];  // users share the map, act included
+    return act(L.slot_kind[slot] == kSlotK ? H.relu_k : H.relu_q, s.acc[r]);
+  };
   {
     const std::uint32_t n = c.n_acc;
     for (std::uint32_t i = g.rank(); i < n; i += g.size()) {
       const std::uint32_t r = s.acc_list[i];
-      const std::uint32_t h = upper_index(L.head_base, L.n_heads + 1, r);
-      const HeadView& H = L.heads[h];
-      const std::uint32_t rel = r - H.base;
-      if (rel == 0) continue;  // beta
-      if (rel <= H.key_dim) {
-        if (s.beta[h] != 0.0f && act(H.relu_k, s.acc[r]) != 0.0f) s.sel[g.fetch_inc(&c.n_k)] = r;
-      } else if (rel <= 2 * H.key_dim) {
-        if (act(H.relu_q, s.acc[r]) != 0.0f) {
-          s.sel[L.mem.w.rows - 1 - g.fetch_inc(&c.n_q)] = r;
-          if (g.fetch_inc(&s.head_reads[h]) == 0) s.readers[g.fetch_inc(&c.n_r)] = h;
-        }
+      const std::uint32_t slot = slot_of(r);
+      const std::uint8_t kind = L.slot_kind[slot];
+      if (kind == kSlotK) {
+        if (slot_act(slot, r) != 0.0f) s.nz[g.fetch_inc(&c.n_kr)] = r;
+      } else if (kind == kSlotQ) {
+        if (slot_act(slot, r) != 0.0f) s.nz[L.mem.w.rows - 1 - g.fetch_inc(&c.n_qr)] = r;
       }
     }
   }
   g.sync();
+  // (head, row) pairs: a non-zero k row with each of its slot's heads that write; a non-zero q
+  // row with each of its slot's heads (which then read: listed once)
+  auto users = [&](std::uint32_t r) {
+    LenAux la;
+    la.aux = slot_of(r);
+    la.len = L.slot_user_ptr[la.aux + 1] - L.slot_user_ptr[la.aux];
+    return la;
+  };
+  balanced_for(
+      g, c.n_kr, [&](std::uint32_t i) { return users(s.nz[i]); },
+      [&](std::uint32_t i, std::uint32_t slot, std::uint32_t k) {
+        const std::uint32_t h = L.slot_users[L.slot_user_ptr[slot] + k];
+        if (s.beta[h] != 0.0f) {
+          const std::uint32_t p = g.fetch_inc(&c.n_k);
+          s.sel[p] = s.nz[i];
+          s.sel_h[p] = h;
+        }
+      });
+  balanced_for(
+      g, c.n_qr, [&](std::uint32_t i) { return users(s.nz[L.mem.w.rows - 1 - i]); },
+      [&](std::uint32_t i, std::uint32_t slot, std::uint32_t k) {
+        const std::uint32_t h = L.slot_users[L.slot_user_ptr[slot] + k];
+        const std::uint32_t p = L.pair_rows - 1 - g.fetch_inc(&c.n_q);
+        s.sel[p] = s.nz[L.mem.w.rows - 1 - i];
+        s.sel_h[p] = h;
+        if (g.fetch_inc(&s.head_reads[h]) == 0) s.readers[g.fetch_inc(&c.n_r)] = h;
+      });
+  g.sync();  // balanced_for does not synchronise when it has no items
   const std::uint32_t n_k = c.n_k, n_q = c.n_q, n_w = c.n_w, n_r = c.n_r;
   auto value_rows = [&](std::uint32_t h) {
     LenAux la;
@@ -417,19 +475,13 @@ LOCKSTEP_HD void memory_block(G& g, const LayerView& L, const StreamView& s, Cou
   balanced_for(
       g, n_w, [&](std::uint32_t i) { return value_rows(s.heads[i]); },
       [&](std::uint32_t, std::uint32_t h, std::uint32_t k) { s.sk[L.heads[h].o_off + k] = 0.0f; });
-  // per (k row, i): Sk_h[i] += S_h[j, i] k_j
-  auto head_len = [&](std::uint32_t r) {
-    LenAux la;
-    la.aux = upper_index(L.head_base, L.n_heads + 1, r);
-    la.len = L.heads[la.aux].value_dim;
-    return la;
-  };
+  // per (head, k row j, i): Sk_h[i] += S_h[j, i] k_j
   balanced_for(
-      g, n_k, [&](std::uint32_t i) { return head_len(s.sel[i]); },
+      g, n_k, [&](std::uint32_t i) { return value_rows(s.sel_h[i]); },
       [&](std::uint32_t i, std::uint32_t h, std::uint32_t k) {
         const HeadView& H = L.heads[h];
         const std::uint32_t r = s.sel[i];
-        const std::uint32_t j = r - H.base - 1;
+        const std::uint32_t j = r - H.k_row;
         const float kj = act(H.relu_k, s.acc[r]);
         g.add(&s.sk[H.o_off + k], s.state[H.state_offset + static_cast<std::uint64_t>(j) * H.value_dim + k] * kj);
       });
@@ -439,26 +491,26 @@ LOCKSTEP_HD void memory_block(G& g, const LayerView& L, const StreamView& s, Cou
       [&](std::uint32_t, std::uint32_t h, std::uint32_t k) {
         const HeadView& H = L.heads[h];
         const std::uint32_t i = H.o_off + k;
-        s.sk[i] = s.beta[h] * (s.acc[H.base + 1 + 2 * H.key_dim + k] - s.sk[i]);
+        s.sk[i] = s.beta[h] * (s.acc[H.v_row + k] - s.sk[i]);
       });
   // S_h[j, i] += u_i k_j
   balanced_for(
-      g, n_k, [&](std::uint32_t i) { return head_len(s.sel[i]); },
+      g, n_k, [&](std::uint32_t i) { return value_rows(s.sel_h[i]); },
       [&](std::uint32_t i, std::uint32_t h, std::uint32_t k) {
         const HeadView& H = L.heads[h];
         const std::uint32_t r = s.sel[i];
-        const std::uint32_t j = r - H.base - 1;
+        const std::uint32_t j = r - H.k_row;
         const float kj = act(H.relu_k, s.acc[r]);
         s.state[H.state_offset + static_cast<std::uint64_t>(j) * H.value_dim + k] += s.sk[H.o_off + k] * kj;
       });
   // o_h[i] += S_h[j, i] q_j (after the update: the read sees this step's write). o is zero
   // between steps, so only the heads that read need their entries of o (and W_o's columns)
   balanced_for(
-      g, n_q, [&](std::uint32_t i) { return head_len(s.sel[L.mem.w.rows - 1 - i]); },
+      g, n_q, [&](std::uint32_t i) { return value_rows(s.sel_h[L.pair_rows - 1 - i]); },
       [&](std::uint32_t i, std::uint32_t h, std::uint32_t k) {
         const HeadView& H = L.heads[h];
-        const std::uint32_t r = s.sel[L.mem.w.rows - 1 - i];
-        const std::uint32_t j = r - H.base - 1 - H.key_dim;
+        const std::uint32_t r = s.sel[L.pair_rows - 1 - i];
+        const std::uint32_t j = r - H.q_row;
         const float qj = act(H.relu_q, s.acc[r]);
         g.add(&s.o[H.o_off + k], s.state[H.state_offset + static_cast<std::uint64_t>(j) * H.value_dim + k] * qj);
       });
