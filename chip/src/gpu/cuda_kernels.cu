@@ -64,7 +64,11 @@ std::size_t head_smem_bytes(std::uint32_t max_heads) {
   return b <= kBudget ? b : 0;
 }
 
-__global__ void __launch_bounds__(kMaxThreads)
+// Launch bounds: up to 1,024 threads, at least one block an SM (run() sizes its blocks for at
+// most 64 registers a thread: one block of 1,024 threads an SM, four of 256 or eight of 128).
+// Without the minimum, ptxas (CUDA 13, sm_90) cut the kernel to 32 registers and spilled; with
+// it: 52 registers, no spills.
+__global__ void __launch_bounds__(kMaxThreads, 1)
     step_kernel(ChipView C, const StreamView* streams, const std::uint32_t* ids, const std::uint32_t* inputs,
                 std::uint32_t* outputs, std::uint32_t n_steps, int free_run, int record, int heads_shared) {
   __shared__ std::uint32_t off[kMaxThreads], aux[kMaxThreads], wsum[32];
