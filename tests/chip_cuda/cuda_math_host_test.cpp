@@ -138,7 +138,9 @@ TEST(CudaStepMathOnHost, ImageShape) {
   EXPECT_EQ(P.view.vocab, P.chip->config.vocab_size);
   EXPECT_EQ(P.view.n_layers, P.chip->layers.size());
   EXPECT_EQ(P.view.state_size, P.chip->state_size());
-  std::cout << "[ image    ] " << P.image->bytes() << " bytes, accumulator rows " << P.view.acc_rows << "\n";
+  std::cout << "[ image    ] " << P.image->bytes() << " bytes, accumulator rows " << P.view.acc_rows
+            << ", selection rows " << P.view.sel_rows << ", " << chip::gpu::StreamLayout(P.view).bytes
+            << " bytes a stream\n";
 }
 
 TEST(CudaStepMathOnHost, MuldivMatchesCpuExecutor) { compare("muldiv", 3000); }
