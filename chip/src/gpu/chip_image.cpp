@@ -1,9 +1,13 @@
 // ChipImage: a chip's maps stacked into the phase matrices of step_math.hpp, in one arena.
 #include "lockstep/chip/gpu/chip_image.hpp"
 
+#include <xxhash.h>
+
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <numeric>
+#include <unordered_map>
 
 namespace lockstep::chip::gpu {
 
@@ -43,6 +47,13 @@ void rel(PhaseMap& m, std::uintptr_t base) {
   rel(m.bias, base);
   rel(m.seeds, base);
 }
+void rel(GatedMap& m, std::uintptr_t base) {
+  rel(m.w, base);
+  rel(m.bias, base);
+  rel(m.unit_base, base);
+  rel(m.seeds, base);
+  rel(m.seed_ptr, base);
+}
 void rel(ResidualMap& m, std::uintptr_t base) {
   rel(m.w, base);
   rel(m.seed_rows, base);
@@ -59,16 +70,33 @@ Csc put_csc(Arena& a, const SparseMatrix& m) {
   return c;
 }
 
-// Maps reading the same input (cols = d), stacked by rows: part i's rows start at offs[i].
+// A map stacked into a larger one (cols = d): its rows start at row0.
 struct Part {
   const LinearMap* m = nullptr;
   bool relu = false;
+  std::uint32_t row0 = 0;
 };
 
-PhaseMap put_phase(Arena& a, const std::vector<Part>& parts, std::uint32_t d) {
-  std::vector<std::uint32_t> offs(parts.size() + 1, 0);
-  for (std::size_t i = 0; i < parts.size(); ++i) offs[i + 1] = offs[i] + parts[i].m->w.rows;
-  const std::uint32_t rows = offs.back();
+// Parts placed one after another from row 0 (row0 set); returns the rows in all.
+std::uint32_t place_consecutive(std::vector<Part>& parts) {
+  std::uint32_t rows = 0;
+  for (Part& p : parts) {
+    p.row0 = rows;
+    rows += p.m->w.rows;
+  }
+  return rows;
+}
+
+// Whether row r of part p is touched on every evaluation (the CPU executor's seeds): its bias
+// alone makes it non-zero after the activation.
+bool is_seed(const Part& p, std::uint32_t r) {
+  const float b = p.m->bias[r];
+  return p.relu ? b > 0.0f : b != 0.0f;
+}
+
+// The parts' weights as one CSC over d columns (parts by row0 increasing, rows not overlapping,
+// so each column's rows stay increasing).
+Csc put_stacked(Arena& a, const std::vector<Part>& parts, std::uint32_t d, std::uint32_t rows) {
   std::vector<std::uint32_t> cp(d + 1, 0);
   for (const Part& p : parts)
     for (std::uint32_t j = 0; j < d; ++j) cp[j + 1] += p.m->w.col_ptr[j + 1] - p.m->w.col_ptr[j];
@@ -76,33 +104,73 @@ PhaseMap put_phase(Arena& a, const std::vector<Part>& parts, std::uint32_t d) {
   std::vector<std::uint32_t> ri(cp.back());
   std::vector<float> vals(cp.back());
   std::vector<std::uint32_t> fill(cp.begin(), cp.end() - 1);
-  for (std::size_t i = 0; i < parts.size(); ++i) {  // parts in order: rows stay increasing
-    const SparseMatrix& w = parts[i].m->w;
+  for (const Part& part : parts) {  // parts in row order: rows stay increasing
+    const SparseMatrix& w = part.m->w;
     for (std::uint32_t j = 0; j < d; ++j)
       for (std::uint32_t p = w.col_ptr[j]; p < w.col_ptr[j + 1]; ++p) {
-        ri[fill[j]] = w.row_idx[p] + offs[i];
+        ri[fill[j]] = w.row_idx[p] + part.row0;
         vals[fill[j]++] = w.values[p];
       }
   }
+  Csc c;
+  c.col_ptr = a.put(cp);
+  c.row_idx = a.put(ri);
+  c.values = a.put(vals);
+  c.rows = rows;
+  c.cols = d;
+  return c;
+}
+
+// The parts' biases as one dense vector of `rows` (rows no part covers: 0).
+std::vector<float> stacked_bias(const std::vector<Part>& parts, std::uint32_t rows) {
   std::vector<float> bias(rows, 0.0f);
+  for (const Part& p : parts)
+    for (std::uint32_t r = 0; r < p.m->bias.size(); ++r) bias[p.row0 + r] = p.m->bias[r];
+  return bias;
+}
+
+// Maps reading the same input (cols = d), stacked by rows at their row0 (rows in all), with
+// `bias` (an arena pointer to the dense bias of all rows; null: the parts' own, built here).
+PhaseMap put_phase(Arena& a, const std::vector<Part>& parts, std::uint32_t d, std::uint32_t rows,
+                   const float* bias = nullptr) {
   std::vector<std::uint32_t> seeds;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const std::vector<float>& b = parts[i].m->bias;
-    for (std::uint32_t r = 0; r < b.size(); ++r) {
-      bias[offs[i] + r] = b[r];
-      if (parts[i].relu ? b[r] > 0.0f : b[r] != 0.0f) seeds.push_back(offs[i] + r);
-    }
-  }
+  for (const Part& p : parts)
+    for (std::uint32_t r = 0; r < p.m->bias.size(); ++r)
+      if (is_seed(p, r)) seeds.push_back(p.row0 + r);
   PhaseMap pm;
-  pm.w.col_ptr = a.put(cp);
-  pm.w.row_idx = a.put(ri);
-  pm.w.values = a.put(vals);
-  pm.w.rows = rows;
-  pm.w.cols = d;
-  pm.bias = a.put(bias);
+  pm.w = put_stacked(a, parts, d, rows);
+  pm.bias = bias ? bias : a.put(stacked_bias(parts, rows));
   pm.seeds = a.put(seeds);
   pm.n_seeds = static_cast<std::uint32_t>(seeds.size());
   return pm;
+}
+
+// Maps placed one after another.
+PhaseMap put_phase(Arena& a, std::vector<Part> parts, std::uint32_t d) {
+  const std::uint32_t rows = place_consecutive(parts);
+  return put_phase(a, parts, d, rows);
+}
+
+// Maps of which a step evaluates some units (GatedMap): parts by row0 increasing; unit u owns
+// the rows [unit_base[u], unit_base[u + 1]) and every part inside them.
+GatedMap put_gated(Arena& a, const std::vector<Part>& parts, std::uint32_t d, std::uint32_t rows,
+                   const float* bias, const std::vector<std::uint32_t>& unit_base) {
+  std::vector<std::uint32_t> seeds, seed_ptr{0};
+  std::size_t i = 0;
+  for (std::size_t u = 0; u + 1 < unit_base.size(); ++u) {
+    for (; i < parts.size() && parts[i].row0 < unit_base[u + 1]; ++i)
+      for (std::uint32_t r = 0; r < parts[i].m->bias.size(); ++r)
+        if (is_seed(parts[i], r)) seeds.push_back(parts[i].row0 + r);
+    seed_ptr.push_back(static_cast<std::uint32_t>(seeds.size()));
+  }
+  GatedMap gm;
+  gm.w = put_stacked(a, parts, d, rows);
+  gm.bias = bias;
+  gm.unit_base = a.put(unit_base);
+  gm.seeds = a.put(seeds);
+  gm.seed_ptr = a.put(seed_ptr);
+  gm.n_units = static_cast<std::uint32_t>(unit_base.size() - 1);
+  return gm;
 }
 
 // Maps whose inputs are concatenated (rows = d each): columns side by side.
@@ -138,6 +206,57 @@ ResidualMap put_residual(Arena& a, const std::vector<const LinearMap*>& maps, st
   return rm;
 }
 
+// One distinct map of a memory layer (step_math.hpp's slots) and the heads that use it.
+struct Slot {
+  const LinearMap* m = nullptr;
+  std::uint8_t kind = kSlotBeta;
+  std::vector<std::uint32_t> users;
+  std::uint32_t row0 = 0;
+};
+
+// Equality of two maps' content: activation, shape and the bits of every weight and bias.
+bool same_map(const LinearMap& a, const LinearMap& b) {
+  auto same_bits = [](const auto& x, const auto& y) {
+    return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(x[0])) == 0);
+  };
+  return &a == &b || (a.act == b.act && a.w.rows == b.w.rows && a.w.cols == b.w.cols && same_bits(a.bias, b.bias) &&
+                      same_bits(a.w.col_ptr, b.w.col_ptr) && same_bits(a.w.row_idx, b.w.row_idx) &&
+                      same_bits(a.w.values, b.w.values));
+}
+
+std::uint64_t map_hash(const LinearMap& m, std::uint8_t kind) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  const std::uint32_t head[4] = {kind, static_cast<std::uint32_t>(m.act), m.w.rows, m.w.cols};
+  XXH3_64bits_update(st, head, sizeof head);
+  XXH3_64bits_update(st, m.bias.data(), m.bias.size() * sizeof(float));
+  XXH3_64bits_update(st, m.w.col_ptr.data(), m.w.col_ptr.size() * sizeof(std::uint32_t));
+  XXH3_64bits_update(st, m.w.row_idx.data(), m.w.row_idx.size() * sizeof(std::uint32_t));
+  XXH3_64bits_update(st, m.w.values.data(), m.w.values.size() * sizeof(float));
+  const std::uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return h;
+}
+
+using SlotIndex = std::unordered_multimap<std::uint64_t, std::uint32_t>;  // (hash, slot)
+
+// The slot of map m (of `kind`) used by head h: an earlier slot with an equal map, else a new one.
+std::uint32_t slot_for(std::vector<Slot>& slots, SlotIndex& index, const LinearMap& m, std::uint8_t kind,
+                       std::uint32_t h) {
+  const std::uint64_t key = map_hash(m, kind);
+  for (auto [it, end] = index.equal_range(key); it != end; ++it) {
+    Slot& sl = slots[it->second];
+    if (sl.kind == kind && same_map(*sl.m, m)) {
+      sl.users.push_back(h);
+      return it->second;
+    }
+  }
+  const std::uint32_t i = static_cast<std::uint32_t>(slots.size());
+  slots.push_back({&m, kind, {h}, 0});
+  index.emplace(key, i);
+  return i;
+}
+
 }  // namespace
 
 ChipImage::ChipImage(const Chip& chip) {
@@ -160,6 +279,7 @@ ChipImage::ChipImage(const Chip& chip) {
   R.acc_rows = std::max<std::uint32_t>(T, 1);
   R.o_rows = 1;
   R.max_heads = 1;
+  R.max_units = 1;
 
   // probe buffer: every (point, field), in order
   const auto& probes = chip.config.probes;
@@ -189,44 +309,80 @@ ChipImage::ChipImage(const Chip& chip) {
     const Layer& L = chip.layers[l];
     LayerView& V = layers[l];
     V.n_heads = static_cast<std::uint32_t>(L.heads.size());
+    // The layer's distinct maps (slots): beta and q slots (the phase matrix), then k and v
+    // slots (the gated map's units); a map equal to an earlier one of its kind is shared.
+    std::vector<Slot> bq, kv;
+    SlotIndex bq_index, kv_index;
     std::vector<HeadView> hv;
-    std::vector<std::uint32_t> head_base, o_base;
-    std::vector<Part> parts;
+    std::vector<std::array<std::uint32_t, 4>> head_slot;  // beta, k, q, v slot of each head
     std::vector<const LinearMap*> wo;
-    std::uint32_t base = 0, o = 0;
-    for (const Head& h : L.heads) {
+    std::uint32_t o = 0, pair_rows = 0;
+    for (std::uint32_t h = 0; h < L.heads.size(); ++h) {
+      const Head& hd = L.heads[h];
       HeadView H;
-      H.base = base;
-      H.key_dim = h.key_dim;
-      H.value_dim = h.value_dim;
+      H.key_dim = hd.key_dim;
+      H.value_dim = hd.value_dim;
       H.o_off = o;
       H.state_offset = state_off;
-      H.relu_k = h.k.act == Activation::Relu;
-      H.relu_q = h.q.act == Activation::Relu;
-      H.relu_beta = h.beta.act == Activation::Relu;
+      H.relu_k = hd.k.act == Activation::Relu;
+      H.relu_q = hd.q.act == Activation::Relu;
+      H.relu_beta = hd.beta.act == Activation::Relu;
       hv.push_back(H);
-      head_base.push_back(base);
-      o_base.push_back(o);
-      parts.push_back({&h.beta, h.beta.act == Activation::Relu});
-      parts.push_back({&h.k, h.k.act == Activation::Relu});
-      parts.push_back({&h.q, h.q.act == Activation::Relu});
-      parts.push_back({&h.v, false});
-      wo.push_back(&h.o);
-      base += 1 + 2 * h.key_dim + h.value_dim;
-      o += h.value_dim;
-      state_off += static_cast<std::uint64_t>(h.key_dim) * h.value_dim;
+      head_slot.push_back({slot_for(bq, bq_index, hd.beta, kSlotBeta, h), slot_for(kv, kv_index, hd.k, kSlotK, h),
+                           slot_for(bq, bq_index, hd.q, kSlotQ, h), slot_for(kv, kv_index, hd.v, kSlotV, h)});
+      wo.push_back(&hd.o);
+      o += hd.value_dim;
+      pair_rows += 2 * hd.key_dim;
+      state_off += static_cast<std::uint64_t>(hd.key_dim) * hd.value_dim;
     }
-    head_base.push_back(base);
-    o_base.push_back(o);
+    // rows: the bq slots, then the kv slots
+    std::vector<Part> bq_parts, kv_parts, all;
+    std::vector<std::uint32_t> slot_base, slot_user_ptr{0}, slot_users, unit_base;
+    std::vector<std::uint8_t> slot_kind;
+    std::uint32_t rows = 0;
+    for (std::vector<Slot>* slots : {&bq, &kv})
+      for (Slot& sl : *slots) {
+        sl.row0 = rows;
+        // v is used without its activation (as the CPU executor does): seeded wherever its bias is non-zero
+        const bool relu = sl.kind != kSlotV && sl.m->act == Activation::Relu;
+        (slots == &bq ? bq_parts : kv_parts).push_back({sl.m, relu, rows});
+        if (slots == &kv) unit_base.push_back(rows);
+        slot_base.push_back(rows);
+        slot_kind.push_back(sl.kind);
+        slot_users.insert(slot_users.end(), sl.users.begin(), sl.users.end());
+        slot_user_ptr.push_back(static_cast<std::uint32_t>(slot_users.size()));
+        rows += sl.m->w.rows;
+      }
+    slot_base.push_back(rows);
+    unit_base.push_back(rows);
+    for (std::uint32_t h = 0; h < hv.size(); ++h) {
+      HeadView& H = hv[h];
+      H.beta_row = bq[head_slot[h][0]].row0;
+      H.k_row = kv[head_slot[h][1]].row0;
+      H.q_row = bq[head_slot[h][2]].row0;
+      H.v_row = kv[head_slot[h][3]].row0;
+      H.k_unit = head_slot[h][1];
+      H.v_unit = head_slot[h][3];
+    }
     V.heads = a.put(hv);
-    V.head_base = a.put(head_base);
-    V.o_base = a.put(o_base);
     V.o_total = o;
+    V.n_slots = static_cast<std::uint32_t>(slot_kind.size());
+    V.slot_base = a.put(slot_base);
+    V.slot_kind = a.put(slot_kind);
+    V.slot_user_ptr = a.put(slot_user_ptr);
+    V.slot_users = a.put(slot_users);
+    V.pair_rows = pair_rows;
     if (!L.heads.empty()) {
-      V.mem = put_phase(a, parts, D);
+      all = bq_parts;
+      all.insert(all.end(), kv_parts.begin(), kv_parts.end());
+      const float* bias = a.put(stacked_bias(all, rows));  // one dense bias for both
+      V.mem = put_phase(a, bq_parts, D, rows, bias);
+      V.kv = put_gated(a, kv_parts, D, rows, bias, unit_base);
       V.wo = put_residual(a, wo, D);
     }
-    R.acc_rows = std::max(R.acc_rows, base);
+    R.acc_rows = std::max(R.acc_rows, rows);
+    R.sel_rows = std::max(R.sel_rows, pair_rows);
+    R.max_units = std::max(R.max_units, static_cast<std::uint32_t>(kv.size()));
     R.o_rows = std::max(R.o_rows, o);
     R.max_heads = std::max(R.max_heads, V.n_heads);
     V.hidden = L.mlp.hidden;
@@ -246,6 +402,7 @@ ChipImage::ChipImage(const Chip& chip) {
     V.probe_mlp = a.put(pmlp[l]);
     V.n_probe_mlp = static_cast<std::uint32_t>(pmlp[l].size());
   }
+  R.sel_rows = std::max(R.sel_rows, R.acc_rows);
   R.layers = a.put(layers);
   layers_off_ = reinterpret_cast<std::uintptr_t>(R.layers);
   arena_ = std::move(a.data);
@@ -264,9 +421,12 @@ std::vector<std::uint8_t> ChipImage::relocated(std::uintptr_t base, ChipView& ro
     LayerView V;
     std::memcpy(&V, out.data() + layers_off_ + l * sizeof(LayerView), sizeof(LayerView));
     rel(V.heads, base);
-    rel(V.head_base, base);
-    rel(V.o_base, base);
+    rel(V.slot_base, base);
+    rel(V.slot_kind, base);
+    rel(V.slot_user_ptr, base);
+    rel(V.slot_users, base);
     rel(V.mem, base);
+    rel(V.kv, base);
     rel(V.wo, base);
     rel(V.mlp_in, base);
     rel(V.w2, base);
@@ -290,10 +450,18 @@ StreamLayout::StreamLayout(const ChipView& c) {
   take(acc, c.acc_rows, 4);
   take(acc_bits, c.acc_rows / 32 + 1, 4);
   take(acc_list, c.acc_rows, 4);
-  take(sel, c.acc_rows, 4);
+  take(sel, c.sel_rows, 4);
+  take(sel_h, c.sel_rows, 4);
+  take(nz, c.acc_rows, 4);
+  take(units, c.max_units, 4);
+  take(unit_mark, c.max_units, 4);
   take(o, c.o_rows, 4);
   take(sk, c.o_rows, 4);
   take(beta, c.max_heads, 4);
+  take(heads, c.max_heads, 4);
+  take(readers, c.max_heads, 4);
+  take(head_reads, c.max_heads, 4);
+  take(o_cols, c.o_rows, 4);
   take(probes, c.probe_floats, 4);
   bytes = off;
 }
@@ -308,9 +476,17 @@ StreamView StreamLayout::at(std::uintptr_t base) const {
   v.acc_bits = reinterpret_cast<std::uint32_t*>(base + acc_bits);
   v.acc_list = reinterpret_cast<std::uint32_t*>(base + acc_list);
   v.sel = reinterpret_cast<std::uint32_t*>(base + sel);
+  v.sel_h = reinterpret_cast<std::uint32_t*>(base + sel_h);
+  v.nz = reinterpret_cast<std::uint32_t*>(base + nz);
+  v.units = reinterpret_cast<std::uint32_t*>(base + units);
+  v.unit_mark = reinterpret_cast<std::uint32_t*>(base + unit_mark);
   v.o = reinterpret_cast<float*>(base + o);
   v.sk = reinterpret_cast<float*>(base + sk);
   v.beta = reinterpret_cast<float*>(base + beta);
+  v.heads = reinterpret_cast<std::uint32_t*>(base + heads);
+  v.readers = reinterpret_cast<std::uint32_t*>(base + readers);
+  v.head_reads = reinterpret_cast<std::uint32_t*>(base + head_reads);
+  v.o_cols = reinterpret_cast<std::uint32_t*>(base + o_cols);
   v.probes = reinterpret_cast<float*>(base + probes);
   return v;
 }

@@ -3,6 +3,7 @@
 // launch for any number of streams, and n free-running steps are one launch too (docs/cuda.md).
 #include <cuda_runtime.h>
 
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -54,22 +55,58 @@ struct DeviceGroup {
   }
 };
 
-__global__ void __launch_bounds__(kMaxThreads)
+/// Bytes of dynamic shared memory for the per-head vectors of a chip with `max_heads` heads in a
+/// layer (beta, heads, readers, head_reads: 4 bytes each a head), or 0 when they do not fit the
+/// budget (they then stay in the stream's device memory).
+std::size_t head_smem_bytes(std::uint32_t max_heads) {
+  constexpr std::size_t kBudget = 16 * 1024;  // with the 8.4 KB static: well under the 48 KB default
+  const std::size_t b = static_cast<std::size_t>(max_heads) * 16u;
+  return b <= kBudget ? b : 0;
+}
+
+// Launch bounds: up to 1,024 threads, at least one block an SM (run() sizes its blocks for at
+// most 64 registers a thread: one block of 1,024 threads an SM, four of 256 or eight of 128).
+// Without the minimum, ptxas (CUDA 13, sm_90) cut the kernel to 32 registers and spilled; with
+// it: 52 registers, no spills.
+__global__ void __launch_bounds__(kMaxThreads, 1)
     step_kernel(ChipView C, const StreamView* streams, const std::uint32_t* ids, const std::uint32_t* inputs,
-                std::uint32_t* outputs, std::uint32_t n_steps, int free_run, int record) {
+                std::uint32_t* outputs, std::uint32_t n_steps, int free_run, int record, int heads_shared) {
   __shared__ std::uint32_t off[kMaxThreads], aux[kMaxThreads], wsum[32];
   __shared__ Counters c;
+  __shared__ std::uint32_t next_tok;
+  // the stream's buffers, read from shared memory rather than held in registers (raw storage:
+  // a __shared__ variable gets no constructor; thread 0 copy-constructs it below)
+  __shared__ alignas(alignof(StreamView)) unsigned char s_raw[sizeof(StreamView)];
+  StreamView& s = *reinterpret_cast<StreamView*>(s_raw);
+  extern __shared__ std::uint32_t head_smem[];  // (4 * max_heads) when heads_shared
   DeviceGroup g{off, aux, wsum};
   const std::uint32_t b = blockIdx.x;
-  const StreamView s = streams[ids[b]];
-  std::uint32_t tok = free_run ? inputs[b] : inputs[static_cast<std::size_t>(b) * n_steps];
+  // ids, inputs and outputs are mapped host memory: one thread reads them and shares the values
+  if (threadIdx.x == 0) {
+    ::new (static_cast<void*>(s_raw)) StreamView(streams[ids[b]]);
+    next_tok = free_run ? inputs[b] : inputs[static_cast<std::size_t>(b) * n_steps];
+    if (heads_shared) {  // the layer's small per-head vectors in shared memory
+      const std::uint32_t H = C.max_heads;
+      s.beta = reinterpret_cast<float*>(head_smem);
+      s.heads = head_smem + H;
+      s.readers = head_smem + 2 * H;
+      s.head_reads = head_smem + 3 * H;
+    }
+  }
+  __syncthreads();
+  if (heads_shared)
+    for (std::uint32_t i = threadIdx.x; i < C.max_heads; i += blockDim.x) s.head_reads[i] = 0u;  // zero between uses
+  std::uint32_t tok = next_tok;
   for (std::uint32_t t = 0; t < n_steps; ++t) {
     if (threadIdx.x == 0) c = Counters{};
     __syncthreads();
     const std::uint32_t out = step_stream(g, C, s, c, tok, record && t + 1 == n_steps);
-    if (threadIdx.x == 0) outputs[static_cast<std::size_t>(b) * n_steps + t] = out;
-    tok = free_run ? out : (t + 1 < n_steps ? inputs[static_cast<std::size_t>(b) * n_steps + t + 1] : 0u);
+    if (threadIdx.x == 0) {
+      outputs[static_cast<std::size_t>(b) * n_steps + t] = out;
+      next_tok = free_run ? out : (t + 1 < n_steps ? inputs[static_cast<std::size_t>(b) * n_steps + t + 1] : 0u);
+    }
     __syncthreads();
+    tok = next_tok;  // written again after step_stream's synchronisations: every thread has read it
   }
 }
 
@@ -148,8 +185,9 @@ void run(const Launch& l) {
   check(cudaHostGetDevicePointer(reinterpret_cast<void**>(const_cast<std::uint32_t**>(&inputs)),
                                  const_cast<std::uint32_t*>(l.inputs), 0), "cudaHostGetDevicePointer");
   check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&outputs), l.outputs, 0), "cudaHostGetDevicePointer");
-  step_kernel<<<l.n_blocks, threads>>>(l.chip, l.streams, ids, inputs, outputs, l.n_steps, l.free_run ? 1 : 0,
-                                       l.record ? 1 : 0);
+  const std::size_t smem = head_smem_bytes(l.chip.max_heads);
+  step_kernel<<<l.n_blocks, threads, smem>>>(l.chip, l.streams, ids, inputs, outputs, l.n_steps, l.free_run ? 1 : 0,
+                                             l.record ? 1 : 0, smem != 0 ? 1 : 0);
   check(cudaGetLastError(), "step kernel launch");
   check(cudaDeviceSynchronize(), "step kernel");
 }

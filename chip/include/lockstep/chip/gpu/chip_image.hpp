@@ -13,8 +13,9 @@
 namespace lockstep::chip::gpu {
 
 /// A chip's phase matrices, residual maps, head tables and probe copies in one arena.
-/// Memory: about 8 bytes per stacked weight (the RV32 chip: about 100 MB, mostly its four RAM
-/// lane heads' key and query maps, which chip files store once as aliases).
+/// Memory: about 8 bytes per stacked weight. A memory layer's maps that are equal (chip files
+/// store them once, as map aliases) are stacked once and shared by their heads (the RV32 chip:
+/// 68 MB; 98 MB when its four RAM lane heads each kept their own key and query maps).
 class ChipImage {
  public:
   /// Prepares a validated chip (Chip::validate() must have passed; not re-checked here).
@@ -46,8 +47,10 @@ struct StreamLayout {
   StreamView at(std::uintptr_t base) const;
 
  private:
-  std::size_t state = 0, x = 0, x_bits = 0, x_list = 0, acc = 0, acc_bits = 0, acc_list = 0, sel = 0,
-              o = 0, sk = 0, beta = 0, probes = 0;
+  std::size_t state = 0, x = 0, x_bits = 0, x_list = 0, acc = 0, acc_bits = 0, acc_list = 0, sel = 0, sel_h = 0,
+              nz = 0, units = 0, unit_mark = 0,
+              o = 0, sk = 0, beta = 0, heads = 0, readers = 0,
+              head_reads = 0, o_cols = 0, probes = 0;
 };
 
 /// One stream on the host: a zeroed allocation of StreamLayout(shape).bytes bytes.

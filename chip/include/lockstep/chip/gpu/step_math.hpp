@@ -7,9 +7,17 @@
 // CPU executor (tests/chip_cuda/cuda_math_host_test.cpp). It implements the layer math of
 // docs/spec/chip-format.md section 1.2 on the prepared chip of chip_image.hpp:
 //
-//   * a "phase matrix" stacks every map that reads the same residual x (all k, q, v, beta maps
-//     of a layer's heads; w1, or wg and wu, of its MLP; the unembedding) so one sparse
-//     scatter over the residual's touched dimensions evaluates them all;
+//   * a "phase matrix" stacks every map that reads the same residual x (the beta and q maps of
+//     a layer's heads; w1, or wg and wu, of its MLP; the unembedding) so one sparse scatter
+//     over the residual's touched dimensions evaluates them all;
+//   * a layer's k and v maps are stacked too, but evaluated (a "gated" scatter) only for the
+//     heads whose beta is non-zero, as the CPU executor does: with beta = 0 the update is the
+//     identity and k, v are never read;
+//   * a layer's equal maps (map aliases: the RAM lane heads' keys and queries, shared register
+//     keys, ...) are stacked once; the heads using one share its rows, so it is evaluated once
+//     a step, and the selection pairs each of its non-zero rows with those heads;
+//   * only the heads that write (beta != 0) or read (a non-zero query) are scanned after the
+//     scatters: their value rows, their entries of o and W_o's columns;
 //   * accumulators are dense arrays that are zero between uses, with a bitmap and a list of
 //     the rows touched; a row's bias is added when the row is first touched (or always, for
 //     rows whose bias alone can make them non-zero: the CPU executor's "seeds");
@@ -54,6 +62,20 @@ struct PhaseMap {
   std::uint32_t n_seeds = 0;
 };
 
+/// Maps of which a step evaluates only some *units* (a layer's distinct k and v maps, one unit
+/// each, of the heads that write): CSC over d_model columns, stacked by rows; unit u owns the rows
+/// [unit_base[u], unit_base[u + 1]) and, since each column's rows increase, one contiguous run of
+/// every column's entries. bias: dense (w.rows), added on a row's first touch; seeds[seed_ptr[u]
+/// .. seed_ptr[u + 1]): unit u's rows touched whenever u is evaluated (as PhaseMap::seeds).
+struct GatedMap {
+  Csc w;
+  const float* bias = nullptr;               ///< (w.rows)
+  const std::uint32_t* unit_base = nullptr;  ///< (n_units + 1), non-decreasing
+  const std::uint32_t* seeds = nullptr;      ///< (seed_ptr[n_units]), grouped by unit
+  const std::uint32_t* seed_ptr = nullptr;   ///< (n_units + 1)
+  std::uint32_t n_units = 0;
+};
+
 /// A residual update x += W in + sum of biases: W is d_model x (inputs); the bias entries
 /// (row, value) are every non-zero bias of the maps stacked into W (one entry per map and row).
 struct ResidualMap {
@@ -63,15 +85,20 @@ struct ResidualMap {
   std::uint32_t n_seeds = 0;
 };
 
-/// One memory head inside its layer's phase matrix. Rows of the head, from `base`:
-/// beta (1), k (key_dim), q (key_dim), v (value_dim).
+/// One memory head. Its maps are rows of its layer's accumulator: beta (1 row) and q (key_dim
+/// rows) of the layer's phase matrix (LayerView::mem), k (key_dim) and v (value_dim) of its gated
+/// map (LayerView::kv, units k_unit and v_unit). Heads whose maps are equal (map aliases,
+/// chip-format.md section 3.2, or equal content) share those rows: the map is evaluated once.
 struct HeadView {
-  std::uint32_t base = 0;
+  std::uint32_t beta_row = 0, k_row = 0, q_row = 0, v_row = 0;  ///< first row of each map
+  std::uint32_t k_unit = 0, v_unit = 0;  ///< units of k and v in LayerView::kv
   std::uint32_t key_dim = 0, value_dim = 0;
   std::uint32_t o_off = 0;         ///< offset of o_h in the layer's concatenated o (and Sk)
   std::uint64_t state_offset = 0;  ///< first float of S_h in the stream's state
   std::uint8_t relu_k = 0, relu_q = 0, relu_beta = 0;
 };
+
+enum : std::uint8_t { kSlotBeta = 0, kSlotK = 1, kSlotQ = 2, kSlotV = 3 };
 
 /// Copy residual x[src .. src + width) to the stream's probe buffer at dst.
 struct ProbeCopy {
@@ -83,10 +110,19 @@ enum : std::uint8_t { kMlpNone = 0, kMlpRelu = 1, kMlpGated = 2 };
 struct LayerView {
   std::uint32_t n_heads = 0;
   const HeadView* heads = nullptr;        ///< (n_heads)
-  const std::uint32_t* head_base = nullptr;  ///< (n_heads + 1): heads[h].base, then mem.w.rows
-  const std::uint32_t* o_base = nullptr;     ///< (n_heads + 1): heads[h].o_off, then o_total
   std::uint32_t o_total = 0;              ///< sum of value_dim
-  PhaseMap mem;                           ///< all heads' beta, k, q, v
+  /// The layer's distinct maps ("slots"), each stored once: slot i owns the accumulator rows
+  /// [slot_base[i], slot_base[i + 1]) (the beta and q slots first, then the k and v slots, which
+  /// are kv's units in order), is of kind slot_kind[i] (kSlotBeta ...), and is used by the heads
+  /// slot_users[slot_user_ptr[i] .. slot_user_ptr[i + 1]).
+  std::uint32_t n_slots = 0;
+  const std::uint32_t* slot_base = nullptr;      ///< (n_slots + 1); the last is mem.w.rows
+  const std::uint8_t* slot_kind = nullptr;       ///< (n_slots)
+  const std::uint32_t* slot_user_ptr = nullptr;  ///< (n_slots + 1)
+  const std::uint32_t* slot_users = nullptr;     ///< (slot_user_ptr[n_slots])
+  std::uint32_t pair_rows = 0;            ///< sum of 2 key_dim: bound on (head, k or q row) pairs
+  PhaseMap mem;                           ///< the beta and q slots (all the layer's rows; k, v rows empty)
+  GatedMap kv;                            ///< the k and v slots (same rows), one unit each
   ResidualMap wo;                         ///< every head's W_o side by side (d_model x o_total)
   std::uint8_t mlp_kind = kMlpNone;
   std::uint32_t hidden = 0;
@@ -111,10 +147,12 @@ struct ChipView {
   std::uint32_t acc_rows = 0;      ///< rows of the largest phase matrix (accumulator size)
   std::uint32_t o_rows = 0;        ///< largest o_total (at least 1)
   std::uint32_t max_heads = 0;     ///< largest n_heads (at least 1)
+  std::uint32_t max_units = 0;     ///< largest kv.n_units (at least 1)
+  std::uint32_t sel_rows = 0;      ///< max(acc_rows, largest pair_rows): StreamView::sel's size
   std::uint64_t state_size = 0;    ///< floats of one stream's state
 };
 
-/// One stream's buffers. Between steps x, acc and both bitmaps are all zero.
+/// One stream's buffers. Between steps x, acc, o, head_reads and both bitmaps are all zero.
 struct StreamView {
   float* state = nullptr;          ///< (state_size), chip-format.md layout
   float* x = nullptr;              ///< (d_model) residual
@@ -123,10 +161,18 @@ struct StreamView {
   float* acc = nullptr;            ///< (acc_rows)
   std::uint32_t* acc_bits = nullptr;  ///< (acc_rows / 32 + 1)
   std::uint32_t* acc_list = nullptr;  ///< (acc_rows)
-  std::uint32_t* sel = nullptr;    ///< (acc_rows): non-zero k rows from the front, q from the back
-  float* o = nullptr;              ///< (o_rows)
+  std::uint32_t* sel = nullptr;    ///< (sel_rows): rows of (head, k row) pairs from the front, q from the back
+  std::uint32_t* sel_h = nullptr;  ///< (sel_rows): the pairs' heads
+  std::uint32_t* nz = nullptr;     ///< (acc_rows): non-zero k rows from the front, q rows from the back
+  std::uint32_t* units = nullptr;       ///< (max_units): kv units of the heads that write
+  std::uint32_t* unit_mark = nullptr;   ///< (max_units): per unit, heads listing it; 0 between uses
+  float* o = nullptr;              ///< (o_rows), zero between steps
   float* sk = nullptr;             ///< (o_rows): S k, then u = beta (v - S k)
   float* beta = nullptr;           ///< (max_heads)
+  std::uint32_t* heads = nullptr;  ///< (max_heads): this layer's heads with beta != 0 (any order)
+  std::uint32_t* readers = nullptr;     ///< (max_heads): this layer's heads with a non-zero query
+  std::uint32_t* head_reads = nullptr;  ///< (max_heads): per head, its non-zero query rows; 0 between uses
+  std::uint32_t* o_cols = nullptr;      ///< (o_rows): the entries of o the readers own
   float* probes = nullptr;         ///< (probe_floats)
 };
 
@@ -134,6 +180,10 @@ struct StreamView {
 /// it can live in __shared__); value-initialise it (Counters{}) before each step.
 struct Counters {
   std::uint32_t n_x, n_acc, n_k, n_q, n_h;
+  std::uint32_t n_w;            ///< heads that write (StreamView::heads)
+  std::uint32_t n_r, n_o;       ///< heads that read (StreamView::readers), their o entries (o_cols)
+  std::uint32_t n_u;            ///< units to evaluate (StreamView::units)
+  std::uint32_t n_kr, n_qr;     ///< non-zero k rows, q rows (StreamView::nz)
   std::uint32_t first;          ///< first untouched position in bias_order
   unsigned long long best;      ///< argmax key over touched logits
   std::uint32_t result;         ///< the step's output token
@@ -249,6 +299,51 @@ LOCKSTEP_HD void eval_phase(G& g, const PhaseMap& M, const StreamView& s, Counte
   g.sync();  // n_x == 0 skips balanced_for's synchronisation
 }
 
+/// First i in [lo, hi) with a[i] >= key (a increasing), else hi.
+LOCKSTEP_HD_INLINE std::uint32_t lower_index(const std::uint32_t* a, std::uint32_t lo, std::uint32_t hi,
+                                             std::uint32_t key) {
+  while (lo < hi) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/// acc += M x restricted to the rows of units[0 .. n_units), over the touched dims of x (the
+/// units' seeds and first-touched rows get their bias): one balanced scatter over (unit, x dim)
+/// pairs, each pair's entries found by two binary searches in the column. The rows are disjoint
+/// from any other map evaluated into acc before the next clear. Ends synchronised.
+template <class G>
+LOCKSTEP_HD void eval_gated(G& g, const GatedMap& M, const std::uint32_t* units, std::uint32_t n_units,
+                            const StreamView& s, Counters& c) {
+  for (std::uint32_t a = 0; a < n_units; ++a) {
+    const std::uint32_t u = units[a];
+    for (std::uint32_t i = M.seed_ptr[u] + g.rank(); i < M.seed_ptr[u + 1]; i += g.size())
+      touch_add(g, s.acc, s.acc_bits, s.acc_list, &c.n_acc, M.bias, M.seeds[i], 0.0f);
+  }
+  const std::uint32_t n_x = c.n_x;
+  const std::uint32_t* cp = M.w.col_ptr;
+  balanced_for(
+      g, n_units * n_x,
+      [&](std::uint32_t i) {
+        const std::uint32_t u = units[i / n_x], j = s.x_list[i % n_x];
+        LenAux la;
+        if (s.x[j] != 0.0f) {
+          const std::uint32_t lo = lower_index(M.w.row_idx, cp[j], cp[j + 1], M.unit_base[u]);
+          la.len = lower_index(M.w.row_idx, lo, cp[j + 1], M.unit_base[u + 1]) - lo;
+          la.aux = lo;
+        }
+        return la;
+      },
+      [&](std::uint32_t i, std::uint32_t begin, std::uint32_t k) {
+        const std::uint32_t p = begin + k;
+        touch_add(g, s.acc, s.acc_bits, s.acc_list, &c.n_acc, M.bias, M.w.row_idx[p],
+                  M.w.values[p] * s.x[s.x_list[i % n_x]]);
+      });
+  g.sync();  // n_units * n_x == 0 skips balanced_for's synchronisation
+}
+
 /// x += W in + biases, for the inputs in[0 .. n_in) (zero inputs skipped). Ends synchronised.
 template <class G>
 LOCKSTEP_HD void residual_update(G& g, const ResidualMap& R, const float* in, std::uint32_t n_in,
@@ -303,77 +398,133 @@ LOCKSTEP_HD void record_probes(G& g, const ProbeCopy* p, std::uint32_t n, const 
 /// first, then the read; x += sum_h W_o o_h + b_o. Ends synchronised.
 template <class G>
 LOCKSTEP_HD void memory_block(G& g, const LayerView& L, const StreamView& s, Counters& c) {
-  eval_phase(g, L.mem, s, c);
-  // beta per head (untouched row: its bias is 0, or negative under ReLU: beta 0 either way)
-  for (std::uint32_t h = g.rank(); h < L.n_heads; h += g.size())
-    s.beta[h] = act(L.heads[h].relu_beta, s.acc[L.heads[h].base]);
-  if (g.rank() == 0) c.n_k = c.n_q = 0;
+  if (g.rank() == 0) c.n_w = c.n_r = c.n_o = c.n_u = c.n_kr = c.n_qr = c.n_k = c.n_q = 0;
+  eval_phase(g, L.mem, s, c);  // beta and q slots (synchronises first: the counts are seen zeroed)
+  // beta per head (untouched row: its bias is 0, or negative under ReLU: beta 0 either way);
+  // the heads with beta != 0 are the ones that write: their k and v units are listed once
+  for (std::uint32_t h = g.rank(); h < L.n_heads; h += g.size()) {
+    const HeadView& H = L.heads[h];
+    const float b = act(H.relu_beta, s.acc[H.beta_row]);
+    s.beta[h] = b;
+    if (b != 0.0f) {
+      s.heads[g.fetch_inc(&c.n_w)] = h;
+      if (g.fetch_inc(&s.unit_mark[H.k_unit]) == 0) s.units[g.fetch_inc(&c.n_u)] = H.k_unit;
+      if (g.fetch_inc(&s.unit_mark[H.v_unit]) == 0) s.units[g.fetch_inc(&c.n_u)] = H.v_unit;
+    }
+  }
   g.sync();
-  // non-zero k rows of heads with beta != 0; non-zero q rows; Sk and o zeroed
+  // k and v of the heads that write only (the others' k and v are never read), each slot once
+  eval_gated(g, L.kv, s.units, c.n_u, s, c);
+  for (std::uint32_t i = g.rank(); i < c.n_u; i += g.size()) s.unit_mark[s.units[i]] = 0;
+  // non-zero rows of the k and q slots
+  auto slot_of = [&](std::uint32_t r) { return upper_index(L.slot_base, L.n_slots + 1, r); };
+  auto slot_act = [&](std::uint32_t slot, std::uint32_t r) {
+    const HeadView& H = L.heads[L.slot_users[L.slot_user_ptr[slot]]];  // users share the map, act included
+    return act(L.slot_kind[slot] == kSlotK ? H.relu_k : H.relu_q, s.acc[r]);
+  };
   {
     const std::uint32_t n = c.n_acc;
     for (std::uint32_t i = g.rank(); i < n; i += g.size()) {
       const std::uint32_t r = s.acc_list[i];
-      const std::uint32_t h = upper_index(L.head_base, L.n_heads + 1, r);
-      const HeadView& H = L.heads[h];
-      const std::uint32_t rel = r - H.base;
-      if (rel == 0) continue;  // beta
-      if (rel <= H.key_dim) {
-        if (s.beta[h] != 0.0f && act(H.relu_k, s.acc[r]) != 0.0f) s.sel[g.fetch_inc(&c.n_k)] = r;
-      } else if (rel <= 2 * H.key_dim) {
-        if (act(H.relu_q, s.acc[r]) != 0.0f) s.sel[L.mem.w.rows - 1 - g.fetch_inc(&c.n_q)] = r;
+      const std::uint32_t slot = slot_of(r);
+      const std::uint8_t kind = L.slot_kind[slot];
+      if (kind == kSlotK) {
+        if (slot_act(slot, r) != 0.0f) s.nz[g.fetch_inc(&c.n_kr)] = r;
+      } else if (kind == kSlotQ) {
+        if (slot_act(slot, r) != 0.0f) s.nz[L.mem.w.rows - 1 - g.fetch_inc(&c.n_qr)] = r;
       }
     }
-    for (std::uint32_t i = g.rank(); i < L.o_total; i += g.size()) s.sk[i] = s.o[i] = 0.0f;
   }
   g.sync();
-  const std::uint32_t n_k = c.n_k, n_q = c.n_q;
-  // per (k row, i): Sk_h[i] += S_h[j, i] k_j
-  auto head_len = [&](std::uint32_t r) {
+  // (head, row) pairs: a non-zero k row with each of its slot's heads that write; a non-zero q
+  // row with each of its slot's heads (which then read: listed once)
+  auto users = [&](std::uint32_t r) {
     LenAux la;
-    la.aux = upper_index(L.head_base, L.n_heads + 1, r);
-    la.len = L.heads[la.aux].value_dim;
+    la.aux = slot_of(r);
+    la.len = L.slot_user_ptr[la.aux + 1] - L.slot_user_ptr[la.aux];
     return la;
   };
   balanced_for(
-      g, n_k, [&](std::uint32_t i) { return head_len(s.sel[i]); },
+      g, c.n_kr, [&](std::uint32_t i) { return users(s.nz[i]); },
+      [&](std::uint32_t i, std::uint32_t slot, std::uint32_t k) {
+        const std::uint32_t h = L.slot_users[L.slot_user_ptr[slot] + k];
+        if (s.beta[h] != 0.0f) {
+          const std::uint32_t p = g.fetch_inc(&c.n_k);
+          s.sel[p] = s.nz[i];
+          s.sel_h[p] = h;
+        }
+      });
+  balanced_for(
+      g, c.n_qr, [&](std::uint32_t i) { return users(s.nz[L.mem.w.rows - 1 - i]); },
+      [&](std::uint32_t i, std::uint32_t slot, std::uint32_t k) {
+        const std::uint32_t h = L.slot_users[L.slot_user_ptr[slot] + k];
+        const std::uint32_t p = L.pair_rows - 1 - g.fetch_inc(&c.n_q);
+        s.sel[p] = s.nz[L.mem.w.rows - 1 - i];
+        s.sel_h[p] = h;
+        if (g.fetch_inc(&s.head_reads[h]) == 0) s.readers[g.fetch_inc(&c.n_r)] = h;
+      });
+  g.sync();  // balanced_for does not synchronise when it has no items
+  const std::uint32_t n_k = c.n_k, n_q = c.n_q, n_w = c.n_w, n_r = c.n_r;
+  auto value_rows = [&](std::uint32_t h) {
+    LenAux la;
+    la.len = L.heads[h].value_dim;
+    la.aux = h;
+    return la;
+  };
+  // Sk zeroed for the heads that write (only they use it)
+  balanced_for(
+      g, n_w, [&](std::uint32_t i) { return value_rows(s.heads[i]); },
+      [&](std::uint32_t, std::uint32_t h, std::uint32_t k) { s.sk[L.heads[h].o_off + k] = 0.0f; });
+  // per (head, k row j, i): Sk_h[i] += S_h[j, i] k_j
+  balanced_for(
+      g, n_k, [&](std::uint32_t i) { return value_rows(s.sel_h[i]); },
       [&](std::uint32_t i, std::uint32_t h, std::uint32_t k) {
         const HeadView& H = L.heads[h];
         const std::uint32_t r = s.sel[i];
-        const std::uint32_t j = r - H.base - 1;
+        const std::uint32_t j = r - H.k_row;
         const float kj = act(H.relu_k, s.acc[r]);
         g.add(&s.sk[H.o_off + k], s.state[H.state_offset + static_cast<std::uint64_t>(j) * H.value_dim + k] * kj);
       });
-  // u_i = beta (v_i - Sk_i) for heads that write
-  for (std::uint32_t i = g.rank(); i < L.o_total; i += g.size()) {
-    const std::uint32_t h = upper_index(L.o_base, L.n_heads + 1, i);
-    const HeadView& H = L.heads[h];
-    if (s.beta[h] != 0.0f) s.sk[i] = s.beta[h] * (s.acc[H.base + 1 + 2 * H.key_dim + (i - H.o_off)] - s.sk[i]);
-  }
-  g.sync();
+  // u_i = beta (v_i - Sk_i) for the heads that write
+  balanced_for(
+      g, n_w, [&](std::uint32_t i) { return value_rows(s.heads[i]); },
+      [&](std::uint32_t, std::uint32_t h, std::uint32_t k) {
+        const HeadView& H = L.heads[h];
+        const std::uint32_t i = H.o_off + k;
+        s.sk[i] = s.beta[h] * (s.acc[H.v_row + k] - s.sk[i]);
+      });
   // S_h[j, i] += u_i k_j
   balanced_for(
-      g, n_k, [&](std::uint32_t i) { return head_len(s.sel[i]); },
+      g, n_k, [&](std::uint32_t i) { return value_rows(s.sel_h[i]); },
       [&](std::uint32_t i, std::uint32_t h, std::uint32_t k) {
         const HeadView& H = L.heads[h];
         const std::uint32_t r = s.sel[i];
-        const std::uint32_t j = r - H.base - 1;
+        const std::uint32_t j = r - H.k_row;
         const float kj = act(H.relu_k, s.acc[r]);
         s.state[H.state_offset + static_cast<std::uint64_t>(j) * H.value_dim + k] += s.sk[H.o_off + k] * kj;
       });
-  // o_h[i] += S_h[j, i] q_j (after the update: the read sees this step's write)
+  // o_h[i] += S_h[j, i] q_j (after the update: the read sees this step's write). o is zero
+  // between steps, so only the heads that read need their entries of o (and W_o's columns)
   balanced_for(
-      g, n_q, [&](std::uint32_t i) { return head_len(s.sel[L.mem.w.rows - 1 - i]); },
+      g, n_q, [&](std::uint32_t i) { return value_rows(s.sel_h[L.pair_rows - 1 - i]); },
       [&](std::uint32_t i, std::uint32_t h, std::uint32_t k) {
         const HeadView& H = L.heads[h];
-        const std::uint32_t r = s.sel[L.mem.w.rows - 1 - i];
-        const std::uint32_t j = r - H.base - 1 - H.key_dim;
+        const std::uint32_t r = s.sel[L.pair_rows - 1 - i];
+        const std::uint32_t j = r - H.q_row;
         const float qj = act(H.relu_q, s.acc[r]);
         g.add(&s.o[H.o_off + k], s.state[H.state_offset + static_cast<std::uint64_t>(j) * H.value_dim + k] * qj);
       });
   g.sync();
   clear_acc(g, s.acc, s.acc_bits, s.acc_list, &c.n_acc);
-  residual_update(g, L.wo, s.o, L.o_total, static_cast<const std::uint32_t*>(nullptr), s, c);
+  // the entries of o of the heads that read, as a list of W_o's columns
+  balanced_for(
+      g, n_r, [&](std::uint32_t i) { return value_rows(s.readers[i]); },
+      [&](std::uint32_t, std::uint32_t h, std::uint32_t k) { s.o_cols[g.fetch_inc(&c.n_o)] = L.heads[h].o_off + k; });
+  residual_update(g, L.wo, s.o, c.n_o, s.o_cols, s, c);
+  // o and the read marks back to zero
+  for (std::uint32_t i = g.rank(); i < c.n_o; i += g.size()) s.o[s.o_cols[i]] = 0.0f;
+  for (std::uint32_t i = g.rank(); i < n_r; i += g.size()) s.head_reads[s.readers[i]] = 0;
+  g.sync();
 }
 
 /// The MLP of one layer (plain: x += W2 ReLU(W1 x + b1) + b2; gated: x += W2 (u (.) ReLU(g)) + b2).
