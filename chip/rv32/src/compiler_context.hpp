@@ -394,6 +394,8 @@ struct VectorUnit : Machine {
   FieldRef VWGS;            // the VWG slot (layer 0) -> spans, vew, vexp, vmatr
   Lin SREAD_;               // the next token is a value byte of a word stream (layer 0) -> vew, vfn, vexp, vmat, vmatr
   Lin GROT_, GVFN_, GSILU_; // ... of VEW ROT, of VFN RSQRT/RECIP, of VFN SILU (layer 6) -> vew, vfn
+  Lin GROT1_, GVFN1_, GSILU1_; // the same on a word's first value step only (byte 0 next; layer 6) -> vew, vfn
+  Lin SFIRST_;              // the next token is byte 0 of a word stream's word (layer 0 kinds) -> vew, vfn
   FieldRef VRX, VRY, VRYS;  // VR's read ports x, y (layer 7) and MULS's s (layer 8) -> vew, vfn, vexp, vq
   FieldRef VQR_;            // [the next token is an int8 value byte] (layer 0) -> vq
   FieldRef VRCNT_;          // the span's nibble counts (layer 7) -> vred (SUM)
@@ -542,6 +544,17 @@ struct VectorUnit : Machine {
   // carries out of the top column are dropped, as modulo 2^(4 cols)).
   std::pair<std::vector<Lin>, std::vector<unsigned>> presplit(const std::string& name, std::uint32_t l, const std::vector<Lin>& X,
                                                                const std::vector<unsigned>& max_cs);
+  // Compute a word once (issue 30, lever 2): a slot of layer `l` keeps the digit one-hots of
+  // columns lo..cols-1 of DG (16 rows each) that the pipeline formed on the step where `first`
+  // is 1, and returns them into the same rows of DG on the steps where `later` is 1 (the
+  // pipeline's gate being 0 there, DG is otherwise 0 on those steps), so that the layers which
+  // read DG (overflow, the value byte, compares) see the same digits on every value step of the
+  // word while the layers that form DG run once. `first` and `later` are 0/1 and never both 1.
+  void hold_digits(LayerBuilder& l, const FieldRef& DG, std::uint32_t lo, std::uint32_t cols, const Lin& first,
+                   const Lin& later);
+  // The same for rows from .. from + rows - 1 of any field holding 0/1 values (a word's one-hots).
+  void hold_rows(LayerBuilder& l, const FieldRef& f, std::uint32_t from, std::uint32_t rows, const Lin& first,
+                 const Lin& later);
   // The next token's value byte m of rnd(v, 16) (the word stream's TM_; not after the stream's
   // last element) from the digits of v + 2^15: columns 4 + 2m, 5 + 2m, or a byte of 2^31 - 1 or
   // -2^31 where OVF says the result overflows (VEW MUL, MULS, ROT; VFN SILU).

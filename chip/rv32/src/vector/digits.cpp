@@ -147,6 +147,24 @@ std::pair<std::vector<Lin>, std::vector<unsigned>> VectorUnit::presplit(const st
   return {out, next};
 }
 
+void VectorUnit::hold_digits(LayerBuilder& l, const FieldRef& DG, std::uint32_t lo, std::uint32_t cols, const Lin& first,
+                             const Lin& later) {
+  hold_rows(l, DG, 16 * lo, 16 * (cols - lo), first, later);
+}
+
+void VectorUnit::hold_rows(LayerBuilder& l, const FieldRef& f, std::uint32_t from, std::uint32_t rows, const Lin& first,
+                           const Lin& later) {
+  const std::uint32_t h = l.add_head(1, rows);
+  HeadBuilder& H = l.head(h);
+  H.k[0] = Lin::constant(1);
+  H.beta = first;  // S = v where `first` is 1 (the delta rule with a one-dimension key of 1)
+  H.q[0] = later;  // read after the write: never on the step that writes
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    H.v[r] = f[from + r];
+    H.out.emplace_back(r, f.dim(from + r), 1.0);
+  }
+}
+
 void VectorUnit::emit_rounded(LayerBuilder& l, const FieldRef& DG, const FieldRef& OVF) { emit_rounded(l, DG, OVF, TM_, LASTW_[0]); }
 
 void VectorUnit::emit_rounded(LayerBuilder& l, const FieldRef& DG, const FieldRef& OVF, const OH& tm, const Lin& stop) {

@@ -114,10 +114,13 @@ void VectorUnit::compile_vew() {
   // (product_digits(), layers 7..10), overflow from bits 47..63 (11), then byte m of the result
   // is columns 4 + 2m and 5 + 2m, or a byte of 2^31 - 1 or -2^31 (12).
   // (x and y gated to MUL/MULS steps first: layers 7, 8; MULS's y from port s, layer 8)
-  const FieldRef GMF = B.field("vew_mul_steps", 1);  // MUL or MULS value step (layer 6)
+  // The word is formed on its first value step only (byte 0 next: GMF[1]); its digits wait in a
+  // slot of layer 13 for the other three (hold_digits(), issue 30's lever 2).
+  const FieldRef GMF = B.field("vew_mul_steps", 2);  // MUL or MULS value step; the first of a word (layer 6)
   const OH f7m = masked(field_oh(VIN, 0, 16), 6);
-  when(L(6), {SREAD_, PRE[VEW], f7m[2] + f7m[4]}, {{GMF.dim(), 1.0}});
-  const Lin gm = GMF[0];
+  when(L(6), {SREAD_, PRE[VEW], f7m[2] + f7m[4]}, {{GMF.dim(0), 1.0}});
+  when(L(6), {SREAD_, SFIRST_, PRE[VEW], f7m[2] + f7m[4]}, {{GMF.dim(1), 1.0}});
+  const Lin gm = GMF[1];
   const FieldRef XM = gated_copy(7, "vew_mul_x", {VRX}, gm), YM = gated_copy(8, "vew_mul_y", {VRY, VRYS}, gm);
   std::vector<OH> xn, ymn;
   for (std::uint32_t i = 0; i < 8; ++i) {
@@ -128,6 +131,7 @@ void VectorUnit::compile_vew() {
   const FieldRef MD = product_digits("vew_mul", 9, {{xn, ymn}}, 16, 1ULL << 15, gm, &done);
   if (done != 12) throw std::logic_error("vew: MUL's digits are not ready at layer 12");
   const FieldRef MOV = B.field("vew_mul_overflow", 2);
+  hold_digits(L(13), MD, 4, 16, gm, GMF[0] - GMF[1]);
   overflow_flags(L(13), MD, 11, 16, MOV, one);
   emit_rounded(L(14), MD, MOV);
   // ROT: z_e = rnd(x c + y s', 16) with x = VR[a + e], y = VR[a + (e ^ 1)] (the pair's other
@@ -147,20 +151,21 @@ void VectorUnit::compile_vew() {
       out.push_back({CSN.dim(80 + 16 * n + static_cast<unsigned>((static_cast<unsigned long long>(sp) >> (4 * n)) & 15)), 1.0});
     }
     return out;
-  }, {SREAD_, PRE[VEW], rotw});
+  }, {SREAD_, SFIRST_, PRE[VEW], rotw});
   std::vector<OH> cn, sn, xr, yr;
   for (std::uint32_t n = 0; n < 5; ++n) {
     cn.push_back(field_oh(CSN, 16 * n, 16));
     sn.push_back(field_oh(CSN, 80 + 16 * n, 16));
   }
-  const FieldRef XR = gated_copy(7, "vew_rot_x", {VRX}, GROT_), YR = gated_copy(7, "vew_rot_y", {VRY}, GROT_);
+  const FieldRef XR = gated_copy(7, "vew_rot_x", {VRX}, GROT1_), YR = gated_copy(7, "vew_rot_y", {VRY}, GROT1_);
   for (std::uint32_t i = 0; i < 8; ++i) {
     xr.push_back(nib(XR, i));
     yr.push_back(nib(YR, i));
   }
-  const FieldRef RD_ = product_digits("vew_rot", 8, {{xr, cn}, {yr, sn}}, 13, 1ULL << 15, GROT_, &done);
+  const FieldRef RD_ = product_digits("vew_rot", 8, {{xr, cn}, {yr, sn}}, 13, 1ULL << 15, GROT1_, &done);
   if (done != 12) throw std::logic_error("vew: ROT's digits are not ready at layer 12");
   const FieldRef ROV = B.field("vew_rot_overflow", 2);
+  hold_digits(L(13), RD_, 4, 13, GROT1_, GROT_ - GROT1_);
   overflow_flags(L(13), RD_, 11, 13, ROV, one);
   emit_rounded(L(14), RD_, ROV);
 }

@@ -38,16 +38,21 @@ void VectorUnit::compile_vexp() {
   };
   // ---- flags (layer 6): VXM0 of a later group (XF), the value steps of p (GXP; S: GXS, layer
   // 7), the end of the sums (SL)
-  const FieldRef XF = B.field("vexp_next_group", 1), GV = B.field("vexp_value_steps", 2), SL = B.field("vexp_sums_last", 1);
+  // GV: a score's value step (0), a sum's (1), and the same on a word's first value step (2, 3),
+  // the only one that forms the word: its byte one-hots wait in a slot for the other three
+  // (hold_rows(), issue 30's lever 2)
+  const FieldRef XF = B.field("vexp_next_group", 1), GV = B.field("vexp_value_steps", 4), SL = B.field("vexp_sums_last", 1);
   LayerBuilder& l6 = L(6);
   for (std::uint32_t j = 0; j < 7; ++j)
     when(l6, {LX_[0], ghi[j], f7g([j](unsigned G) { return G >= j + 2; })}, {{XF.dim(), 1.0}, {GMX_.dim(), 1.0}});
   when(l6, {fetch(), ex}, {{GMX_.dim(), 1.0}});
   when(l6, {reads, ex, one - ghi8, one - LX_[0]}, {{GV.dim(0), 1.0}});
+  when(l6, {reads, SFIRST_, ex, one - ghi8, one - LX_[0]}, {{GV.dim(2), 1.0}});
   for (std::uint32_t g = 0; g < 8; ++g)
     when(l6, {ex, ghi8, glo[g >> 2], k(vw(g & 3, 3)), f7g([g](unsigned G) { return G == g + 1; })}, {{SL.dim(), 1.0}});
   when(L(7), {reads, ex, ghi8, one - SL[0]}, {{GV.dim(1), 1.0}});  // layer 7: not after S_{G-1}
-  const Lin gxp = GV[0], gxs = GV[1];
+  when(L(7), {reads, SFIRST_, ex, ghi8, one - SL[0]}, {{GV.dim(3), 1.0}});
+  const Lin gxp = GV[2], gxs = GV[3];  // the first value steps
   // ---- the sequence (layer 9)
   const FieldRef XGS = B.field("vexp_vwg_high_slot", 17);  // the last VWG's high nibble; [seen since PCL]
   const FieldRef XGN = B.field("vwg_high_nibble", 17);
@@ -126,18 +131,25 @@ void VectorUnit::compile_vexp() {
   pass(l11, OVX[0], I.dim(1023));
   // layer 12: byte m of EXP[i]; p's nibbles as scalars (for S)
   LayerBuilder& l12 = L(12);
-  const FieldRef PV = B.field("vexp_p_nibbles", 5);
+  const FieldRef PV = B.field("vexp_p_nibbles", 5), PN8 = B.field("vexp_p_onehots", 128);
   std::array<Lin, 5> pv;
+  std::array<Lin, 128> pn8;  // p's eight nibbles as one-hots
   for (std::uint32_t i = 0; i < 1024; ++i) {
     const std::uint32_t e = static_cast<std::uint32_t>(exp_entry(static_cast<int>(i)));
-    for (std::uint32_t m = 0; m < 4; ++m) {
-      const std::uint32_t b = (e >> (8 * m)) & 0xFF;
-      when(l12, {I[i], tm[m]}, {{NPL.dim(b & 15), 1.0}, {NPH.dim(b >> 4), 1.0}});
-    }
+    for (std::uint32_t n = 0; n < 8; ++n) pn8[16 * n + ((e >> (4 * n)) & 15)] += I[i];
     for (std::uint32_t c = 0; c < 5; ++c)
       if ((e >> (4 * c)) & 15) pv[c] += I[i] * static_cast<double>((e >> (4 * c)) & 15);
   }
   for (std::uint32_t c = 0; c < 5; ++c) pass(l12, pv[c], PV.dim(c));
+  for (std::uint32_t r = 0; r < 128; ++r)
+    if (!is_zero(pn8[r])) pass(l12, pn8[r], PN8.dim(r));
+  // p's byte m (layer 13), its one-hots from the slot on the word's later value steps
+  hold_rows(L(13), PN8, 0, 128, gxp, GV[0] - gxp);
+  for (std::uint32_t m = 0; m < 4; ++m)
+    for (std::uint32_t v = 0; v < 16; ++v) {
+      when(L(13), {PN8[16 * (2 * m) + v], tm[m]}, {{NPL.dim(v), 1.0}});
+      when(L(13), {PN8[16 * (2 * m + 1) + v], tm[m]}, {{NPH.dim(v), 1.0}});
+    }
   // ---- S_g: the memory of p's nibbles keyed by e (layer 13); keys (layer 6): e & 15 = 4 (g' &
   // 3) + q, e >> 4 = (g' >> 2) = (glo >> 2) + 4 ghi; the query on the sums' steps (layer 6):
   // [e >> 6 = g] [e & 63 < T], g = 4 (g' & 1) + q
@@ -149,7 +161,7 @@ void VectorUnit::compile_vexp() {
         [&](const std::vector<unsigned>& v) { return SparseVec{{KEH.dim((v[0] >> 2) + 4 * v[1]), 1.0}}; },
         {reads, ex, one - ghi8});
   table(l6, {masked(glo, 1), qt}, [&](const std::vector<unsigned>& v) { return SparseVec{{GG.dim(4 * v[0] + v[1]), 1.0}}; },
-        {reads, ex, ghi8});
+        {reads, SFIRST_, ex, ghi8});
   const Lin T = half(RV2, 1);
   for (std::uint32_t t = 0; t < 64; ++t) threshold_if(l6, T, t + 1, 65535, ex, TT.dim(t));
   const FieldRef XS = B.field("vexp_sum_columns", 5);
@@ -172,6 +184,7 @@ void VectorUnit::compile_vexp() {
   }
   const FieldRef SD = column_digits("vexp_sum", 13, SX, smax, gxs, &done);
   if (done != 16) throw std::logic_error("vexp: the sum's digits are not ready at layer 16");
+  hold_digits(L(17), SD, 0, 8, gxs, GV[1] - gxs);
   LayerBuilder& l17 = L(17);
   for (std::uint32_t m = 0; m < 4; ++m)
     for (std::uint32_t v = 0; v < 16; ++v) {

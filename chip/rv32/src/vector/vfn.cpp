@@ -19,11 +19,13 @@ void VectorUnit::compile_vfn() {
   const Lin one = Lin::constant(1);
   const OH& tm = TM_;
   const Lin more = one - LASTW_[0];
-  const FieldRef XV = gated_copy(7, "vfn_x", {VRX}, GVFN_);  // x on RSQRT/RECIP steps only
+  // z is formed on a word's first value step only; its one-hots wait in a slot of layer 12 for
+  // the other three (hold_rows(), issue 30's lever 2)
+  const FieldRef XV = gated_copy(7, "vfn_x", {VRX}, GVFN1_);  // x on RSQRT/RECIP first value steps only
   auto bit = [&](int b) {  // bit b of x, linear in its nibble one-hots (0 outside 0..31)
     return b < 0 || b > 31 ? Lin() : digit_bit(XV, static_cast<std::uint32_t>(b));
   };
-  const Lin g = GVFN_;  // an RSQRT or RECIP value step
+  const Lin g = GVFN1_;  // an RSQRT or RECIP word's first value step
   const FieldRef LN = B.field("vfn_lead_nibble", 8);
   for (std::uint32_t i = 0; i < 8; ++i) {
     std::vector<Lin> conds = {any_of(nib(XV, i), [i](unsigned v) { return v != 0 && (i < 7 || v < 8); }), g};
@@ -54,7 +56,7 @@ void VectorUnit::compile_vfn() {
     }
   }
   // x <= 0 (no leading nibble): u = 1, so RSQRT's ix = 1 << 6 (RECIP's: the implicit leading 1, 128)
-  L(10).unit_out(L(10).relu_unit(SREAD_ + EFN[0] - 1.0 - lead), IXS.dim(6), 1.0);
+  L(10).unit_out(L(10).relu_unit(g + EFN[0] - 1.0 - lead), IXS.dim(6), 1.0);
   const FieldRef Z = B.field("vfn_z", 128);
   auto word_out = [&](std::uint32_t z) {
     SparseVec o;
@@ -86,6 +88,7 @@ void VectorUnit::compile_vfn() {
     return word_out(static_cast<std::uint32_t>(rnd_shift(rsq_entry(ix), kk2 / 2)));
   }, {EFN[0]});
   LayerBuilder& l12 = L(12);
+  hold_rows(l12, Z, 0, 128, g, GVFN_ - g);
   for (std::uint32_t m = 0; m < 4; ++m)
     for (unsigned v = 0; v < 16; ++v) {
       l12.unit_out(l12.relu_unit(Z[16 * (2 * m) + v] + tm[m] + more - 2.0), NPL.dim(v), 1.0);
@@ -105,7 +108,7 @@ void VectorUnit::compile_vfn() {
 //   15: byte m of the result.
 void VectorUnit::silu() {
   const Lin one = Lin::constant(1);
-  const Lin gs = GSILU_;  // a SILU value step
+  const Lin gs = GSILU1_;  // a SILU word's first value step (the other three: the digits' slot)
   const FieldRef XS = gated_copy(7, "vfn_silu_x", {VRX}, gs);  // x on SILU steps only
   auto x = [&](std::uint32_t n) { return nib(XS, n); };
   auto isv = [&](std::uint32_t n, const std::function<bool(unsigned)>& p) { return any_of(x(n), p); };
@@ -153,6 +156,7 @@ void VectorUnit::silu() {
   const FieldRef DG = product_digits("vfn_silu", 10, {{xn, sn}}, 13, 1ULL << 15, gs, &done);
   if (done != 13) throw std::logic_error("silu: the digits are not ready at layer 13");
   const FieldRef OV = B.field("vfn_silu_overflow", 2);
+  hold_digits(L(14), DG, 4, 13, gs, GSILU_ - gs);
   overflow_flags(L(14), DG, 11, 13, OV, one);
   emit_rounded(L(15), DG, OV);
 }

@@ -61,6 +61,8 @@ void VectorUnit::vmat_slots() {
 //   X_c = sum_t 2^t D_{4c+t} + 2^22 (>= 0, < 2^23) with the offsets and the rounding bit as
 //   constant nibbles; splits at 2^16 (layer 9), 2^8 (10) and 2^4 (11); column_digits()
 //   (12..15). y is bits 16..47; overflow iff bits 47..63 are not all equal (16); the byte (17).
+//   Layers 9..15 run on the first value step only (consuming VMC_{K-1}); a slot of layer 16
+//   keeps y's digits for the other three (hold_digits(), issue 30's lever 2).
 // - Argmax (on the step consuming VY2): y_r > M (the running maximum, slot MAXN_) by nibble
 //   compares of the 48-bit y with M sign-extended (16, 17), and M != 2^31 - 1 (sat32 is
 //   monotone); row 0 is always a new maximum (18).
@@ -170,7 +172,7 @@ void VectorUnit::compile_vmat() {
   // VMATR K mode reads block src on its value steps (QBR_, layer 5)
   QBR_ = B.field("vmatr_act_block", 6);
   for (std::uint32_t b = 0; b < 6; ++b)
-    when(l5, {nib(RV1, 4)[b], SREAD_, PRE[VMATR], masked(field_oh(VIN, 0, 16), 2)[0], nib(RV1, 5)[0], nib(RV1, 6)[0],
+    when(l5, {nib(RV1, 4)[b], SREAD_, SFIRST_, PRE[VMATR], masked(field_oh(VIN, 0, 16), 2)[0], nib(RV1, 5)[0], nib(RV1, 6)[0],
               nib(RV1, 7)[0]},
          {{QBR_.dim(b), 1.0}});
   const FieldRef AB = B.field("vmat_act_bits", 512), ASHO = B.field("vmat_ash", 26);
@@ -238,7 +240,7 @@ void VectorUnit::compile_vmat() {
     HeadBuilder& H = l9.head(h);
     for (std::uint32_t j = 0; j < 6; ++j) {
       H.k[j] = jn[j] + CE[0] - 1.0;
-      H.q[j] = f7_pred([j](unsigned x) { return (x & 7) > j && (x & 7) <= 6; }) + gya - 1.0;
+      H.q[j] = f7_pred([j](unsigned x) { return (x & 7) > j && (x & 7) <= 6; }) + GY[0] - 1.0;
     }
     for (std::uint32_t e = 0; e < kCols; ++e) {
       H.v[e] = Q[e];
@@ -262,7 +264,7 @@ void VectorUnit::compile_vmat() {
   LayerBuilder& l10 = L(10);
   LayerBuilder& l11 = L(11);
   for (std::uint32_t c = 0; c < kX; ++c) {
-    Lin x = gya * 1048576.0;
+    Lin x = GY[0] * 1048576.0;
     for (std::uint32_t t = 0; t < 4; ++t) x += D[4 * c + t] * static_cast<double>(1u << t);
     Lin h1, h2;
     for (unsigned m = 1; m <= nh1; ++m) {
@@ -286,14 +288,18 @@ void VectorUnit::compile_vmat() {
   }
   for (std::uint32_t c = 0; c < kDg; ++c) {
     const unsigned kc = static_cast<unsigned>((konst >> (4 * c)) & 15);
-    if (kc != 0) pass(l9, gya * static_cast<double>(kc), CS.dim(c));
+    if (kc != 0) pass(l9, GY[0] * static_cast<double>(kc), CS.dim(c));
     max_cs[c] += kc;
   }
   std::vector<Lin> cols;
   for (std::uint32_t c = 0; c < kDg; ++c) cols.push_back(CS[c]);
   std::uint32_t done = 0;
-  const FieldRef DG = column_digits("vmat_y", 12, cols, max_cs, gya, &done);
+  const FieldRef DG = column_digits("vmat_y", 12, cols, max_cs, GY[0], &done);
   if (done != 15) throw std::logic_error("vmat: the digits are not ready at layer 15");
+  // y_r is formed once, on the step that consumes VMC_{K-1}; its digits 4..15 wait in a slot of
+  // layer 16 for the steps that consume VY0..VY2 (the overflow, the byte and argmax's compare
+  // read them there)
+  hold_digits(L(16), DG, 4, kDg, GY[0], GY[1] + GY[2] + GY[3]);
   auto dg = [&](std::uint32_t c) { return field_oh(DG, 16 * c, 16); };
   // layer 16: overflow; layer 17: the byte or a byte of 2^31 - 1 / -2^31
   const FieldRef OV = B.field("vmat_overflow", 2);

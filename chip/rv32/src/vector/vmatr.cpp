@@ -105,18 +105,22 @@ void VectorUnit::compile_vmatr() {
   const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
   const OH qt = stream_target_q();
   const Lin kbit = masked(field_oh(VIN, 0, 16), 2)[0];  // f7 bit 0 = 0 (inst bit 25; custom-1 words)
-  const FieldRef GK = B.field("vmatr_k_value_steps", 1), HH = B.field("vmatr_k_head", 8);
+  // GK[0]: a value step; GK[1]: a word's first value step, the only one that forms the word (the
+  // cache row and ACT block are read, the product and its digits formed); its digits wait in a
+  // slot of layer 13 for the other three (hold_digits(), issue 30's lever 2)
+  const FieldRef GK = B.field("vmatr_k_value_steps", 2), HH = B.field("vmatr_k_head", 8);
   LayerBuilder& l5 = L(5);
-  when(l5, {SREAD_, PRE[VMATR], kbit}, {{GK.dim(), 1.0}});
+  when(l5, {SREAD_, PRE[VMATR], kbit}, {{GK.dim(0), 1.0}});
+  when(l5, {SREAD_, SFIRST_, PRE[VMATR], kbit}, {{GK.dim(1), 1.0}});
   table(l5, {masked(glo, 1), qt}, [&](const std::vector<unsigned>& v) { return SparseVec{{HH.dim(4 * v[0] + v[1]), 1.0}}; },
-        {SREAD_, PRE[VMATR], kbit});
+        {SREAD_, SFIRST_, PRE[VMATR], kbit});
   // the row r0 + t (t = g >> 1 < 64): key pieces (layers 5, 6)
   const FieldRef RQ0 = B.field("vmatr_row_key_lo", 16), RQ12 = B.field("vmatr_row_key_hi", 64);
   sum_pieces("vmatr_row", {nib(RV2, 0), masked(glo, 0xE), masked(ghi, 1)},
              [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 1) + ((v[2] & 1) << 3); },
              oh_value(nib(RV2, 0)) + oh_value(masked(glo, 0xE)) * 0.5 + oh_value(masked(ghi, 1)) * 8.0,
              {nib(RV2, 1), masked(ghi, 6)}, [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 1); },
-             {masked(nib(RV2, 2), 3)}, [](const std::vector<unsigned>& v) { return v[0]; }, {SREAD_, PRE[VMATR], kbit},
+             {masked(nib(RV2, 2), 3)}, [](const std::vector<unsigned>& v) { return v[0]; }, {SREAD_, SFIRST_, PRE[VMATR], kbit},
              KeyOut{{RQ0}, {RQ12}});
   const FieldRef KB = B.field("vmatr_kc_bits", 256), KSHO = B.field("vmatr_ksh", 26);
   cache_heads("kcache", ".lockstep.kcache", ".lockstep.ksh", 1, RQ0, RQ12, KB, KSHO);
@@ -131,7 +135,7 @@ void VectorUnit::compile_vmatr() {
           when(l7, {AB_[8 * (8 * h + d) + i], KB[8 * (8 * (h >> 1) + d) + j], HH[h]}, {{CP.dim(i + j), sg}});
         }
   table(l7, {field_oh(ASHO_, 0, 26), field_oh(KSHO, 0, 26)},
-        [&](const std::vector<unsigned>& v) { return SparseVec{{EO.dim(v[0] + v[1]), 1.0}}; }, {GK[0]});
+        [&](const std::vector<unsigned>& v) { return SparseVec{{EO.dim(v[0] + v[1]), 1.0}}; }, {GK[1]});
   // layer 8: the nibble columns of s 2^e' (+ 2^10 each)
   constexpr std::uint32_t kXc = 17;
   const FieldRef X = B.field("vmatr_k_columns", kXc);
@@ -150,13 +154,14 @@ void VectorUnit::compile_vmatr() {
   const unsigned __int128 konst = (static_cast<unsigned __int128>(1) << 15) - (static_cast<unsigned __int128>(1) << 10) * ones;
   for (std::uint32_t c = 0; c < kXc; ++c) {
     const unsigned kc = static_cast<unsigned>((konst >> (4 * c)) & 15);
-    cols.push_back(X[c] + GK[0] * (1024.0 + kc));
+    cols.push_back(X[c] + GK[1] * (1024.0 + kc));
     max_cs.push_back(1024 + 960 + kc);
   }
   std::uint32_t done = 0;
-  const FieldRef DG = column_digits("vmatr_k", 9, cols, max_cs, GK[0], &done);
+  const FieldRef DG = column_digits("vmatr_k", 9, cols, max_cs, GK[1], &done);
   if (done != 12) throw std::logic_error("vmatr: the digits are not ready at layer 12");
   const FieldRef OV = B.field("vmatr_k_overflow", 2);
+  hold_digits(L(13), DG, 4, kXc, GK[1], GK[0] - GK[1]);
   overflow_flags(L(13), DG, 11, kXc, OV, GK[0]);
   emit_rounded(L(14), DG, OV);
   // the last element: VW33 with g = 2 T - 1 (layer 6), into LASTW (layer 10)
@@ -240,15 +245,19 @@ void VectorUnit::compile_vmatr_v() {
           when(l9, {PS2[42 * h + kb], VB2[8 * (8 * (h >> 1) + d) + j]}, {{XO.dim(kC * (8 * h + d) + (q >> 2)), w}});
         }
   // layer 10: the position slots (key t), read over t < T on the value steps
-  const FieldRef GV = B.field("vmatr_v_value_steps", 1), EL = B.field("vmatr_v_element", 64), TT = B.field("vmatr_v_positions", 64);
-  when(l5, {SREAD_, PRE[VMATR], vbit}, {{GV.dim(), 1.0}});
+  // GV[0]: a value step; GV[1]: a word's first value step, the only one that reads the sums and
+  // forms the word; its digits wait in a slot of layer 16 for the other three (hold_digits(),
+  // issue 30's lever 2)
+  const FieldRef GV = B.field("vmatr_v_value_steps", 2), EL = B.field("vmatr_v_element", 64), TT = B.field("vmatr_v_positions", 64);
+  when(l5, {SREAD_, PRE[VMATR], vbit}, {{GV.dim(0), 1.0}});
+  when(l5, {SREAD_, SFIRST_, PRE[VMATR], vbit}, {{GV.dim(1), 1.0}});
   {
     const OH glo = field_oh(VWGS, 0, 16), qt = stream_target_q();
     table(l5, {glo, qt}, [&](const std::vector<unsigned>& v) { return SparseVec{{EL.dim(4 * v[0] + v[1]), 1.0}}; },
-          {SREAD_, PRE[VMATR], vbit});
+          {SREAD_, SFIRST_, PRE[VMATR], vbit});
   }
   const Lin T = half(RV2, 1);
-  for (std::uint32_t t = 0; t < 64; ++t) threshold_if(L(6), T, t + 1, 65536, GV[0], TT.dim(t));  // [T > t]
+  for (std::uint32_t t = 0; t < 64; ++t) threshold_if(L(6), T, t + 1, 65536, GV[1], TT.dim(t));  // [T > t]
   const FieldRef OS = B.field("vmatr_v_sums", 64 * kC);
   {
     LayerBuilder& l10 = L(10);
@@ -278,14 +287,15 @@ void VectorUnit::compile_vmatr_v() {
   std::vector<unsigned> max_cs;
   for (std::uint32_t c = 0; c < kD; ++c) {
     const unsigned kc = static_cast<unsigned>((konst >> (4 * c)) & 15);
-    cols.push_back(SC[c] + GV[0] * static_cast<double>(kc));
+    cols.push_back(SC[c] + GV[1] * static_cast<double>(kc));
     max_cs.push_back((c < kC ? 16384 : 0) + kc);
   }
   const auto [X2, next] = presplit("vmatr_v", 11, cols, max_cs);
   std::uint32_t done = 0;
-  const FieldRef DG = column_digits("vmatr_v", 13, X2, next, GV[0], &done);
+  const FieldRef DG = column_digits("vmatr_v", 13, X2, next, GV[1], &done);
   if (done != 15) throw std::logic_error("vmatr_v: the digits are not ready at layer 15");
   const FieldRef OV = B.field("vmatr_v_overflow", 2);
+  hold_digits(L(16), DG, 4, kD, GV[1], GV[0] - GV[1]);
   overflow_flags(L(16), DG, 11, kD, OV, GV[0]);
   emit_rounded(L(17), DG, OV);
   // the sequence: [t + 1 = T] on VMV steps (layer 6); VMV(t + 1) or VWG(0) (9); the last element

@@ -258,14 +258,29 @@ void VectorUnit::vr_file() {
   }
   // the value steps of ROT and of VFN's functions, one dimension each (layer 6; from f7's
   // custom-1 copy, so that the tables they gate in layers 7.. have a one-term gate)
-  const FieldRef GV = B.field("vector_value_steps", 3);
+  // and the same on a word's first value step only (byte 0 is next: VWG or VW_q3, q < 3,
+  // consumed), where those ops form the whole word; the other three steps take its digits from a
+  // slot (hold_digits(); issue 30's lever 2)
+  const FieldRef GV = B.field("vector_value_steps", 3), GV1 = B.field("vector_first_value_steps", 3);
   const OH f7m = masked(f7lo, 0xE), f7h = masked(field_oh(VIN, 16, 16), 1);
-  when(L(6), {reads, PRE[VEW], rot}, {{GV.dim(0), 1.0}});
-  when(L(6), {reads, PRE[VFN], f7m[0] + f7m[2], f7h[0]}, {{GV.dim(1), 1.0}});
-  when(L(6), {reads, PRE[VFN], f7m[4], f7h[0]}, {{GV.dim(2), 1.0}});
+  SFIRST_ = k(kVwg) + k(vw(0, 3)) + k(vw(1, 3)) + k(vw(2, 3));
+  for (const bool first : {false, true}) {
+    const FieldRef& g = first ? GV1 : GV;
+    auto conds = [&](std::vector<Lin> c) {
+      c.push_back(reads);
+      if (first) c.push_back(SFIRST_);
+      return c;
+    };
+    when(L(6), conds({PRE[VEW], rot}), {{g.dim(0), 1.0}});
+    when(L(6), conds({PRE[VFN], f7m[0] + f7m[2], f7h[0]}), {{g.dim(1), 1.0}});
+    when(L(6), conds({PRE[VFN], f7m[4], f7h[0]}), {{g.dim(2), 1.0}});
+  }
   GROT_ = GV[0];
   GVFN_ = GV[1];
   GSILU_ = GV[2];
+  GROT1_ = GV1[0];
+  GVFN1_ = GV1[1];
+  GSILU1_ = GV1[2];
   const FieldRef WR = B.field("vr_write", 1);
   when(L(6), {ends_odd, cls(VEW) + cls(VFN)}, {{WR.dim(), 1.0}});
   when(L(6), {ends_even, cls(VEW), one - rot}, {{WR.dim(), 1.0}});  // ROT: with the pair's second word
