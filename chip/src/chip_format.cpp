@@ -157,20 +157,6 @@ struct MapWriter {
   void put(const std::string& name, const LinearMap& m);
 };
 
-std::uint64_t content_hash(const LinearMap& m) {
-  XXH3_state_t* st = XXH3_createState();
-  XXH3_64bits_reset(st);
-  const std::uint32_t shape[2] = {m.w.rows, m.w.cols};
-  XXH3_64bits_update(st, shape, sizeof shape);
-  XXH3_64bits_update(st, m.w.col_ptr.data(), m.w.col_ptr.size() * sizeof(std::uint32_t));
-  XXH3_64bits_update(st, m.w.row_idx.data(), m.w.row_idx.size() * sizeof(std::uint32_t));
-  XXH3_64bits_update(st, m.w.values.data(), m.w.values.size() * sizeof(float));
-  XXH3_64bits_update(st, m.bias.data(), m.bias.size() * sizeof(float));
-  const std::uint64_t h = XXH3_64bits_digest(st);
-  XXH3_freeState(st);
-  return h;
-}
-
 void put_map(SafeTensors& st, const std::string& name, const LinearMap& m) {
   const auto& w = m.w;
   if (w.values.size() < w.col_ptr.size()) {  // fewer entries than columns: each entry's column
@@ -196,11 +182,9 @@ void put_map(SafeTensors& st, const std::string& name, const LinearMap& m) {
 }
 
 void MapWriter::put(const std::string& name, const LinearMap& m) {
-  const std::uint64_t h = content_hash(m);
+  const std::uint64_t h = weights_hash(m);
   for (auto [it, end] = written.equal_range(h); it != end; ++it) {
-    const LinearMap* p = it->second.second;
-    if (p->w.rows == m.w.rows && p->w.cols == m.w.cols && p->w.col_ptr == m.w.col_ptr && p->w.row_idx == m.w.row_idx &&
-        p->w.values == m.w.values && p->bias == m.bias) {
+    if (same_weights(*it->second.second, m)) {
       aliases[name] = it->second.first;
       return;
     }
@@ -728,5 +712,28 @@ Chip load_chip(const std::string& path) {
 }
 
 void save_chip(const Chip& chip, const std::string& path) { write_file_bytes(path, serialize_chip(chip)); }
+
+std::uint64_t weights_hash(const LinearMap& m) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  const std::uint32_t shape[2] = {m.w.rows, m.w.cols};
+  XXH3_64bits_update(st, shape, sizeof shape);
+  XXH3_64bits_update(st, m.w.col_ptr.data(), m.w.col_ptr.size() * sizeof(std::uint32_t));
+  XXH3_64bits_update(st, m.w.row_idx.data(), m.w.row_idx.size() * sizeof(std::uint32_t));
+  XXH3_64bits_update(st, m.w.values.data(), m.w.values.size() * sizeof(float));
+  XXH3_64bits_update(st, m.bias.data(), m.bias.size() * sizeof(float));
+  const std::uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return h;
+}
+
+bool same_weights(const LinearMap& a, const LinearMap& b) {
+  auto same_bits = [](const auto& x, const auto& y) {
+    return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(x[0])) == 0);
+  };
+  return &a == &b || (a.w.rows == b.w.rows && a.w.cols == b.w.cols && same_bits(a.w.col_ptr, b.w.col_ptr) &&
+                      same_bits(a.w.row_idx, b.w.row_idx) && same_bits(a.w.values, b.w.values) &&
+                      same_bits(a.bias, b.bias));
+}
 
 }  // namespace lockstep::chip

@@ -334,23 +334,7 @@ inline std::uint64_t nonzero_mask(const float* p, std::uint32_t n) {
 }
 
 // Equality of two maps' content (activation, shape, weights, bias).
-bool same_map(const LinearMap& a, const LinearMap& b) {
-  return &a == &b || (a.act == b.act && a.bias == b.bias && a.w.col_ptr == b.w.col_ptr &&
-                      a.w.row_idx == b.w.row_idx && a.w.values == b.w.values);
-}
-std::uint64_t map_hash(const LinearMap& m) {
-  XXH3_state_t* st = XXH3_createState();
-  XXH3_64bits_reset(st);
-  const int act = static_cast<int>(m.act);
-  XXH3_64bits_update(st, &act, sizeof act);
-  XXH3_64bits_update(st, m.bias.data(), m.bias.size() * sizeof(float));
-  XXH3_64bits_update(st, m.w.col_ptr.data(), m.w.col_ptr.size() * sizeof(std::uint32_t));
-  XXH3_64bits_update(st, m.w.row_idx.data(), m.w.row_idx.size() * sizeof(std::uint32_t));
-  XXH3_64bits_update(st, m.w.values.data(), m.w.values.size() * sizeof(float));
-  const std::uint64_t h = XXH3_64bits_digest(st);
-  XXH3_freeState(st);
-  return h;
-}
+bool same_map(const LinearMap& a, const LinearMap& b) { return a.act == b.act && same_weights(a, b); }
 
 // A run of consecutive heads [first, last) whose q, beta and o maps have no bias: when no input
 // column of their q or beta maps (the union `mask`, as (word, bits) pairs) is a candidate on a
@@ -537,7 +521,7 @@ struct CpuExecutor::Impl {
         std::vector<std::array<std::uint64_t, 4>> hs;
         for (std::size_t h = 0; h < L.heads.size(); ++h) {
           const Head& hd = L.heads[h];
-          hs.push_back({map_hash(hd.k), map_hash(hd.q), map_hash(hd.v), map_hash(hd.beta)});
+          hs.push_back({weights_hash(hd.k), weights_hash(hd.q), weights_hash(hd.v), weights_hash(hd.beta)});
           PreparedHead& ph = P.heads[h];
           std::uint32_t* same[4] = {&ph.same_k, &ph.same_q, &ph.same_v, &ph.same_beta};
           const LinearMap* mine[4] = {&hd.k, &hd.q, &hd.v, &hd.beta};

@@ -1,7 +1,6 @@
 // ChipImage: a chip's maps stacked into the phase matrices of step_math.hpp, in one arena.
 #include "lockstep/chip/gpu/chip_image.hpp"
 
-#include <xxhash.h>
 
 #include <algorithm>
 #include <array>
@@ -215,35 +214,14 @@ struct Slot {
 };
 
 // Equality of two maps' content: activation, shape and the bits of every weight and bias.
-bool same_map(const LinearMap& a, const LinearMap& b) {
-  auto same_bits = [](const auto& x, const auto& y) {
-    return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(x[0])) == 0);
-  };
-  return &a == &b || (a.act == b.act && a.w.rows == b.w.rows && a.w.cols == b.w.cols && same_bits(a.bias, b.bias) &&
-                      same_bits(a.w.col_ptr, b.w.col_ptr) && same_bits(a.w.row_idx, b.w.row_idx) &&
-                      same_bits(a.w.values, b.w.values));
-}
-
-std::uint64_t map_hash(const LinearMap& m, std::uint8_t kind) {
-  XXH3_state_t* st = XXH3_createState();
-  XXH3_64bits_reset(st);
-  const std::uint32_t head[4] = {kind, static_cast<std::uint32_t>(m.act), m.w.rows, m.w.cols};
-  XXH3_64bits_update(st, head, sizeof head);
-  XXH3_64bits_update(st, m.bias.data(), m.bias.size() * sizeof(float));
-  XXH3_64bits_update(st, m.w.col_ptr.data(), m.w.col_ptr.size() * sizeof(std::uint32_t));
-  XXH3_64bits_update(st, m.w.row_idx.data(), m.w.row_idx.size() * sizeof(std::uint32_t));
-  XXH3_64bits_update(st, m.w.values.data(), m.w.values.size() * sizeof(float));
-  const std::uint64_t h = XXH3_64bits_digest(st);
-  XXH3_freeState(st);
-  return h;
-}
+bool same_map(const LinearMap& a, const LinearMap& b) { return a.act == b.act && same_weights(a, b); }
 
 using SlotIndex = std::unordered_multimap<std::uint64_t, std::uint32_t>;  // (hash, slot)
 
 // The slot of map m (of `kind`) used by head h: an earlier slot with an equal map, else a new one.
 std::uint32_t slot_for(std::vector<Slot>& slots, SlotIndex& index, const LinearMap& m, std::uint8_t kind,
                        std::uint32_t h) {
-  const std::uint64_t key = map_hash(m, kind);
+  const std::uint64_t key = weights_hash(m);  // the kind and activation are compared below
   for (auto [it, end] = index.equal_range(key); it != end; ++it) {
     Slot& sl = slots[it->second];
     if (sl.kind == kind && same_map(*sl.m, m)) {

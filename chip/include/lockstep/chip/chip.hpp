@@ -46,6 +46,15 @@ struct LinearMap {
   Activation act = Activation::Identity;
 };
 
+/// XXH3-64 of a map's weights: its shape, CSC arrays and bias as bits (not its activation).
+/// Maps with the same_weights() hash alike.
+std::uint64_t weights_hash(const LinearMap& m);
+
+/// True when a and b have the same shape, CSC arrays and bias, bit for bit (so +0 and -0
+/// differ); the activation is not compared. The test behind map aliases (chip-format.md
+/// section 3.2) and behind the executors' evaluating equal maps once.
+bool same_weights(const LinearMap& a, const LinearMap& b);
+
 /// One delta-rule memory head. State S is (value_dim x key_dim) fp32.
 ///   k = act_k(W_k x + b_k)      (key_dim)        q = act_q(W_q x + b_q)   (key_dim)
 ///   v = W_v x + b_v             (value_dim)      beta = act_beta(w_beta . x + b_beta) (scalar)
