@@ -395,7 +395,7 @@ struct VectorUnit : Machine {
   Lin SREAD_;               // the next token is a value byte of a word stream (layer 0) -> vew, vfn, vexp, vmat, vmatr
   Lin GROT_, GVFN_, GSILU_; // ... of VEW ROT, of VFN RSQRT/RECIP, of VFN SILU (layer 6) -> vew, vfn
   Lin GROT1_, GVFN1_, GSILU1_; // the same on a word's first value step only (byte 0 next; layer 6) -> vew, vfn
-  Lin SFIRST_;              // the next token is byte 0 of a word stream's word (layer 0 kinds) -> vew, vfn
+  Lin SFIRST_;              // TM_[0]: the next token is byte 0 of a word stream's word -> vew, vfn, vexp, vmat, vmatr
   FieldRef VRX, VRY, VRYS;  // VR's read ports x, y (layer 7) and MULS's s (layer 8) -> vew, vfn, vexp, vq
   FieldRef VQR_;            // [the next token is an int8 value byte] (layer 0) -> vq
   FieldRef VRCNT_;          // the span's nibble counts (layer 7) -> vred (SUM)
@@ -411,7 +411,7 @@ struct VectorUnit : Machine {
   FieldRef LX_;             // [the consumed VW_q3 ends a VEXP group's last score] (layer 5) -> vexp
   FieldRef KG_, XG0_;
   // vector/vew.cpp (compile_vew()): the word stream's sequence (VEW, VFN, VMATR K)
-  OH TM_;                   // the next token is value byte m -> digits, vfn, vexp
+  OH TM_;                   // the next token is value byte m (vr_file(), from the consumed kind) -> vew, digits, vfn, vexp
   FieldRef LASTW_;          // the consumed token ends the stream's last element -> digits, vfn, vmatr
   // vector/vred.cpp (compile_vred(), vred_max()): VRED's value steps; MAX's lane tournament,
   // which VEXP reuses for m_g

@@ -154,15 +154,10 @@ void VectorUnit::hold_digits(LayerBuilder& l, const FieldRef& DG, std::uint32_t 
 
 void VectorUnit::hold_rows(LayerBuilder& l, const FieldRef& f, std::uint32_t from, std::uint32_t rows, const Lin& first,
                            const Lin& later) {
-  const std::uint32_t h = l.add_head(1, rows);
-  HeadBuilder& H = l.head(h);
-  H.k[0] = Lin::constant(1);
-  H.beta = first;  // S = v where `first` is 1 (the delta rule with a one-dimension key of 1)
-  H.q[0] = later;  // read after the write: never on the step that writes
-  for (std::uint32_t r = 0; r < rows; ++r) {
-    H.v[r] = f[from + r];
-    H.out.emplace_back(r, f.dim(from + r), 1.0);
-  }
+  // one slot (key 1: S = v where `first` is 1), read where `later` is 1 (after the write, so
+  // never on the step that writes), into the very rows it holds
+  const FieldRef held{f.name, f.offset + from, rows};
+  slot_head(l, 1, [&](std::uint32_t) { return first; }, [&](std::uint32_t r) { return held[r]; }, held, later);
 }
 
 void VectorUnit::emit_rounded(LayerBuilder& l, const FieldRef& DG, const FieldRef& OVF) { emit_rounded(l, DG, OVF, TM_, LASTW_[0]); }

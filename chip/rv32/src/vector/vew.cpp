@@ -17,12 +17,7 @@ namespace lockstep::chip::rv32::detail {
 // (g, q) of n - 1 from compile_vld()'s VGT and VC0).
 void VectorUnit::compile_vew() {
   const Lin one = Lin::constant(1), ea = EADD, ev = cls(VEW) + cls(VFN);
-  OH tm(4);  // the next token is value byte m
-  for (std::uint32_t q = 0; q < 4; ++q) {
-    if (q < 3) tm[0] += k(vw(q, 3));
-    for (std::uint32_t m = 1; m < 4; ++m) tm[m] += k(vw(q, m - 1));
-  }
-  tm[0] += k(kVwg);
+  const OH& tm = TM_;  // the next token is value byte m (vr_file())
   LayerBuilder& l7 = L(7);
   const FieldRef GP = B.field("vew_add_gp", 16);  // G_i (i < 8), P_i (8 + i) of nibble sums
   for (std::uint32_t i = 0; i < 8; ++i) {
@@ -75,7 +70,6 @@ void VectorUnit::compile_vew() {
   // the last element: (g, q) = ((n - 1) >> 2, (n - 1) & 3) on a VW_q3 step
   const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
   const FieldRef EQW = B.field("vew_last_eq", 3), LASTW = B.field("vew_last", 1);
-  TM_ = tm;
   LASTW_ = LASTW;
   LayerBuilder& l9 = L(9);
   for (unsigned j = 0; j < 16; ++j) {

@@ -263,7 +263,13 @@ void VectorUnit::vr_file() {
   // slot (hold_digits(); issue 30's lever 2)
   const FieldRef GV = B.field("vector_value_steps", 3), GV1 = B.field("vector_first_value_steps", 3);
   const OH f7m = masked(f7lo, 0xE), f7h = masked(field_oh(VIN, 16, 16), 1);
-  SFIRST_ = k(kVwg) + k(vw(0, 3)) + k(vw(1, 3)) + k(vw(2, 3));
+  TM_ = OH(4);  // the next token is value byte m of a word: VWG or VW_q3 (q < 3), VW_q(m-1) consumed
+  for (std::uint32_t q = 0; q < 4; ++q) {
+    if (q < 3) TM_[0] += k(vw(q, 3));
+    for (std::uint32_t m = 1; m < 4; ++m) TM_[m] += k(vw(q, m - 1));
+  }
+  TM_[0] += k(kVwg);
+  SFIRST_ = TM_[0];
   for (const bool first : {false, true}) {
     const FieldRef& g = first ? GV1 : GV;
     auto conds = [&](std::vector<Lin> c) {
