@@ -260,6 +260,13 @@ void ChipBackend::free_running_batch(std::span<const StreamId> streams, std::spa
               [&](std::size_t i, std::uint32_t k) { return k == 0 ? first[i] : out[off[i] + k - 1]; });
 }
 
+void ChipBackend::free_running_batch_expecting(std::span<const StreamId> streams, std::span<const std::uint32_t> counts,
+                                               std::span<const Token> first, std::span<const Token> expected,
+                                               std::span<Token> out) {
+  if (expected.size() != out.size()) throw UsageError("free_running_batch_expecting: expected and out differ in size");
+  free_running_batch(streams, counts, first, out);
+}
+
 Token ChipBackend::step(StreamId s, Token input) {
   Token out = 0;
   step_batch(std::span<const StreamId>(&s, 1), std::span<const Token>(&input, 1), std::span<Token>(&out, 1));

@@ -11,7 +11,13 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
 #include <sstream>
+#include <thread>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -367,7 +373,14 @@ constexpr std::size_t kPageFloats = 1024;  // 4 KiB of state per dirty-tracking 
 
 struct Stream {
   std::vector<float> state;
+  // The state a pass reads and writes: `state`, or (a pipeline's back half, Pipeline below)
+  // another stream's.
+  float* alias = nullptr;
+  float* state_data() { return alias ? alias : state.data(); }
   std::uint64_t steps = 0;
+  // A free-running call stopped at a mispredicted step while its shallower layers had run ahead
+  // (CpuExecutor::free_running_batch_expecting): unusable until reset() or restore().
+  bool ran_ahead = false;
   // residual of the current step
   std::vector<float> x;
   std::vector<std::uint64_t> xbits;  // bit d: d is in xnz
@@ -416,15 +429,15 @@ struct Stream {
   Candidates candidates() const { return {x.data(), xnz.data(), xnz.size(), xbits.data(), xsum.data()}; }
 };
 
-}  // namespace
-
-struct CpuExecutor::Impl {
+// What every forward pass reads: the chip, its maps prepared for sparse evaluation, and the
+// executor's modes. Read-only while streams step, except `cov`, which only a serial pass counts
+// (a pipelined step runs with coverage, the audit and probes off).
+struct Shared {
   std::shared_ptr<const Chip> chip;
   std::vector<PreparedLayer> layers;
   PreparedMap embed, unembed;
   std::vector<Token> bias_order;  // tokens by (unembed bias desc, id asc)
   std::vector<Token> bad_bias_tokens;  // tokens whose bias alone fails the "logits" bound
-  std::vector<Stream> streams;
   std::uint64_t fingerprint = 0;
   std::vector<std::vector<BoundInfo>> bounds;  // [layer + 1][act]; row 0 = global (embed, logits)
   std::vector<std::size_t> probes_after_embed;
@@ -432,26 +445,8 @@ struct CpuExecutor::Impl {
   bool audit = false;
   bool coverage = false;  // decision coverage (DecisionCoverage): counted in mlp()/memory_block()
   DecisionCoverage cov;
-  // shared scratch (streams are processed one at a time within a layer)
-  Accum a0, a1, a2, a3, aabs;
-  // memory_block scratch per head of the current layer (PreparedHead::same_*)
-  std::vector<float> head_beta;
-  std::vector<std::uint8_t> head_reads;  // per head of the current layer: its query is not zero (or the audit is on)
-  // per head of the current layer that reads: o = head_src[0 .. value_dim) * head_scale (a
-  // query with one non-zero entry reads its state column in place; else head_src is its o)
-  std::vector<const float*> head_src;
-  std::vector<float> head_scale;
-  std::vector<std::vector<std::pair<std::uint32_t, float>>> head_k, head_q;
-  std::vector<std::vector<float>> head_v;
-  std::vector<std::uint8_t> k_done, v_done;
-  const std::vector<std::pair<std::uint32_t, float>> no_entries{};  // {}: clang-14 needs an initialiser
-  std::vector<std::pair<std::uint32_t, float>> knz, qnz;
-  std::vector<float> tmp, tmp_abs;
   std::size_t max_value_dim = 0;
-  // audit: |x_old| + sum |terms| of residual updates, per touched residual dimension
-  std::vector<double> rabs;
-  std::vector<std::uint8_t> rabs_mark;
-  std::vector<std::uint32_t> rabs_rows;
+  std::size_t scratch_rows = 0, scratch_heads = 0, scratch_head_value_dim = 0;  // a Pass's scratch sizes
 
   void prepare(std::shared_ptr<const Chip> c) {
     chip = std::move(c);
@@ -553,22 +548,10 @@ struct CpuExecutor::Impl {
       if (L.mlp.kind != MlpKind::None) P.w2.prepare(L.mlp.w2);
       max_rows = std::max<std::size_t>(max_rows, L.mlp.hidden);
     }
-    for (Accum* a : {&a0, &a1, &a2, &a3, &aabs}) a->ensure(max_rows);
-    head_beta.assign(max_heads, 0.0f);
-    head_reads.assign(max_heads, 0);
-    head_src.assign(max_heads, nullptr);
-    head_scale.assign(max_heads, 1.0f);
-    head_k.assign(max_heads, {});
-    head_q.assign(max_heads, {});
-    head_v.assign(max_heads, std::vector<float>(max_head_value_dim, 0.0f));
-    k_done.assign(max_heads, 0);
-    v_done.assign(max_heads, 0);
     clear_coverage();
-    tmp.assign(max_rows, 0.0f);
-    tmp_abs.assign(max_rows, 0.0f);
-    rabs.assign(ch.config.d_model, 0.0);
-    rabs_mark.assign(ch.config.d_model, 0);
-    rabs_rows.clear();
+    scratch_rows = max_rows;
+    scratch_heads = max_heads;
+    scratch_head_value_dim = max_head_value_dim;
     bias_order.resize(ch.config.vocab_size);
     for (Token t = 0; t < ch.config.vocab_size; ++t) bias_order[t] = t;
     const auto& ub = ch.unembed.bias;
@@ -613,14 +596,6 @@ struct CpuExecutor::Impl {
       cov.layers[l].head_writes.assign(chip->layers[l].heads.size(), 0);
     }
   }
-  // A unit the sparse evaluation did not touch has pre-activation = its bias <= 0 (a positive
-  // bias makes it a seed, always touched): inactive. So the touched rows decide every unit.
-  void count_decisions(int l, const Accum& pre) {
-    DecisionCoverage::Layer& c = cov.layers[static_cast<std::size_t>(l)];
-    for (std::uint32_t r : pre.rows())
-      if (pre.vals(r) > 0.0f) ++c.active[r];
-  }
-
   void init_stream(Stream& s) const {
     const Chip& ch = *chip;
     const std::size_t pages = (ch.state_size() + kPageFloats - 1) / kPageFloats;
@@ -639,6 +614,7 @@ struct CpuExecutor::Impl {
       s.dirty_pages.clear();
     }
     s.all_dirty = false;
+    s.ran_ahead = false;
     s.steps = 0;
     s.x.assign(ch.config.d_model, 0.0f);
     s.xbits.assign((ch.config.d_model + 63) / 64, 0);
@@ -649,20 +625,65 @@ struct CpuExecutor::Impl {
     s.probes_valid = false;
     s.violation.reset();
   }
+};
 
-  Stream& stream(StreamId id) {
-    if (id >= streams.size()) throw UsageError("stream " + std::to_string(id) + " out of range");
-    return streams[id];
+// One thread's forward pass over streams: the layer math of chip-format.md ("Layer math") and
+// its scratch. The executor has one for step_batch and a second for the pipeline's deeper
+// layers (Pipeline, below); both read one Shared.
+struct Pass {
+  explicit Pass(Shared& s) : sh(s) {}
+  Shared& sh;
+  // scratch (a pass steps its streams one at a time within a layer)
+  Accum a0, a1, a2, a3, aabs;
+  // memory_block scratch per head of the current layer (PreparedHead::same_*)
+  std::vector<float> head_beta;
+  std::vector<std::uint8_t> head_reads;  // per head of the current layer: its query is not zero (or the audit is on)
+  // per head of the current layer that reads: o = head_src[0 .. value_dim) * head_scale (a
+  // query with one non-zero entry reads its state column in place; else head_src is its o)
+  std::vector<const float*> head_src;
+  std::vector<float> head_scale;
+  std::vector<std::vector<std::pair<std::uint32_t, float>>> head_k, head_q;
+  std::vector<std::vector<float>> head_v;
+  std::vector<std::uint8_t> k_done, v_done;
+  const std::vector<std::pair<std::uint32_t, float>> no_entries{};  // {}: clang-14 needs an initialiser
+  std::vector<std::pair<std::uint32_t, float>> knz, qnz;
+  std::vector<float> tmp, tmp_abs;
+  // audit: |x_old| + sum |terms| of residual updates, per touched residual dimension
+  std::vector<double> rabs;
+  std::vector<std::uint8_t> rabs_mark;
+  std::vector<std::uint32_t> rabs_rows;
+
+  // Sizes the scratch for sh's chip (after Shared::prepare).
+  void size() {
+    for (Accum* a : {&a0, &a1, &a2, &a3, &aabs}) a->ensure(sh.scratch_rows);
+    head_beta.assign(sh.scratch_heads, 0.0f);
+    head_reads.assign(sh.scratch_heads, 0);
+    head_src.assign(sh.scratch_heads, nullptr);
+    head_scale.assign(sh.scratch_heads, 1.0f);
+    head_k.assign(sh.scratch_heads, {});
+    head_q.assign(sh.scratch_heads, {});
+    head_v.assign(sh.scratch_heads, std::vector<float>(sh.scratch_head_value_dim, 0.0f));
+    k_done.assign(sh.scratch_heads, 0);
+    v_done.assign(sh.scratch_heads, 0);
+    tmp.assign(sh.scratch_rows, 0.0f);
+    tmp_abs.assign(sh.scratch_rows, 0.0f);
+    rabs.assign(sh.chip->config.d_model, 0.0);
+    rabs_mark.assign(sh.chip->config.d_model, 0);
+    rabs_rows.clear();
   }
-  const Stream& stream(StreamId id) const {
-    if (id >= streams.size()) throw UsageError("stream " + std::to_string(id) + " out of range");
-    return streams[id];
+
+  // A unit the sparse evaluation did not touch has pre-activation = its bias <= 0 (a positive
+  // bias makes it a seed, always touched): inactive. So the touched rows decide every unit.
+  void count_decisions(int l, const Accum& pre) {
+    DecisionCoverage::Layer& c = sh.cov.layers[static_cast<std::size_t>(l)];
+    for (std::uint32_t r : pre.rows())
+      if (pre.vals(r) > 0.0f) ++c.active[r];
   }
 
   // ---- audit ----
   void check(Stream& s, double v, int layer, int a, int head, std::uint32_t index, bool residual) {
     if (s.violation) return;
-    const BoundInfo& b = bounds[static_cast<std::size_t>(layer + 1)][a];
+    const BoundInfo& b = sh.bounds[static_cast<std::size_t>(layer + 1)][a];
     std::string reason;
     const double scaled = v * b.scale;
     if (!std::isfinite(v)) reason = "not finite";
@@ -679,7 +700,7 @@ struct CpuExecutor::Impl {
   }
   void check_abs(Stream& s, double abs_sum, int layer, int a, int head, std::uint32_t index, bool residual) {
     if (s.violation) return;
-    const BoundInfo& b = bounds[static_cast<std::size_t>(layer + 1)][a];
+    const BoundInfo& b = sh.bounds[static_cast<std::size_t>(layer + 1)][a];
     if (abs_sum * b.scale >= b.limit)
       report(s, abs_sum, layer, a, head, index, residual,
              "a partial sum may leave the exact range 2^" + std::to_string(std::ilogb(b.limit)) +
@@ -694,7 +715,7 @@ struct CpuExecutor::Impl {
     av.head = head;
     av.index = index;
     if (residual)
-      if (const Field* f = chip->field_at(index)) av.field = f->name + "[" + std::to_string(index - f->offset) + "]";
+      if (const Field* f = sh.chip->field_at(index)) av.field = f->name + "[" + std::to_string(index - f->offset) + "]";
     av.value = v;
     av.reason = reason;
     s.violation = av;
@@ -735,7 +756,7 @@ struct CpuExecutor::Impl {
   }
 
   void record(Stream& s, const std::vector<std::size_t>& points) {
-    const Chip& ch = *chip;
+    const Chip& ch = *sh.chip;
     for (std::size_t pi : points) {
       const ProbePoint& p = ch.config.probes[pi];
       auto& dst = s.probe_vals[pi];
@@ -752,10 +773,10 @@ struct CpuExecutor::Impl {
   // x = E[token]
   void embed_token(Stream& s, Token t) {
     s.clear_residual();
-    const SparseMatrix& E = chip->embed.w;
+    const SparseMatrix& E = sh.chip->embed.w;
     for (std::uint32_t p = E.col_ptr[t]; p < E.col_ptr[t + 1]; ++p) s.add(E.row_idx[p], E.values[p]);
-    if (audit) audit_residual(s, -1, kEmbed);
-    if (record_probes) record(s, probes_after_embed);
+    if (sh.audit) audit_residual(s, -1, kEmbed);
+    if (sh.record_probes) record(s, sh.probes_after_embed);
   }
 
   // x += sum_h W_o,h o_h, with S_h <- S_h + beta (v - S_h k) k^T ; o_h = S_h q, per head.
@@ -765,14 +786,14 @@ struct CpuExecutor::Impl {
                     std::vector<std::pair<std::uint32_t, float>>& out) {
     // A map with a few input columns and no bias is zero unless one of them is: checked first
     // (a head per lane of a wide memory reads on few steps)
-    if (!audit && pm.seeds.empty() && pm.mask_words.size() <= 16 &&
+    if (!sh.audit && pm.seeds.empty() && pm.mask_words.size() <= 16 &&
         std::none_of(pm.mask_words.begin(), pm.mask_words.end(),
                      [&](std::uint32_t w) { return (pm.colmask[w] & s.xbits[w]) != 0; })) {
       out.clear();
       return;
     }
     eval(a0, pm, s.candidates());
-    if (audit) audit_map(s, a0, pm, l, act_id, hi, false);
+    if (sh.audit) audit_map(s, a0, pm, l, act_id, hi, false);
     out.clear();
     for (std::uint32_t r : a0.rows()) {
       const float v = act(pm.m->act, a0.vals(r));
@@ -781,9 +802,9 @@ struct CpuExecutor::Impl {
   }
 
   void memory_block(Stream& s, int l) {
-    PreparedLayer& P = layers[static_cast<std::size_t>(l)];
+    PreparedLayer& P = sh.layers[static_cast<std::size_t>(l)];
     if (P.heads.empty()) {  // the block adds nothing; its probe point still sees the residual
-      if (record_probes) record(s, P.probes_after_mem);
+      if (sh.record_probes) record(s, P.probes_after_mem);
       return;
     }
     const std::uint64_t* xb = s.xbits.data();
@@ -797,7 +818,7 @@ struct CpuExecutor::Impl {
     for (std::size_t h = 0; h < P.heads.size(); ++h) {
       if (next_group < P.groups.size() && P.groups[next_group].first == h) {
         const HeadGroup& g = P.groups[next_group++];
-        if (!audit && std::none_of(g.mask.begin(), g.mask.end(), [&](const std::pair<std::uint32_t, std::uint64_t>& wm) {
+        if (!sh.audit && std::none_of(g.mask.begin(), g.mask.end(), [&](const std::pair<std::uint32_t, std::uint64_t>& wm) {
               return (wm.second & xb[wm.first]) != 0;
             })) {
           for (std::uint32_t x = g.first; x < g.last; ++x) {  // beta = 0, q = 0: nothing written, nothing read
@@ -812,24 +833,24 @@ struct CpuExecutor::Impl {
       }
       PreparedHead& H = P.heads[h];
       const int hi = static_cast<int>(h);
-      float* S = s.state.data() + H.state_offset;  // column c: S[c * value_dim .. +value_dim)
+      float* S = s.state_data() + H.state_offset;  // column c: S[c * value_dim .. +value_dim)
       const std::uint32_t V = H.value_dim;
       // beta = act(w_beta . x + b_beta); with beta = 0 the update is the identity, so k and v
       // are only evaluated when beta != 0 (or the audit wants them)
       float beta;
-      if (!audit && H.same_beta != h) {
+      if (!sh.audit && H.same_beta != h) {
         beta = head_beta[H.same_beta];
       } else {
         eval(a1, H.beta, xc);
-        if (audit) audit_map(s, a1, H.beta, l, kMemBeta, hi, false);
+        if (sh.audit) audit_map(s, a1, H.beta, l, kMemBeta, hi, false);
         beta = act(H.beta.m->act, a1.value(0));
       }
       head_beta[h] = beta;
-      if (coverage && beta != 0.0f) ++cov.layers[static_cast<std::size_t>(l)].head_writes[h];
+      if (sh.coverage && beta != 0.0f) ++sh.cov.layers[static_cast<std::size_t>(l)].head_writes[h];
       // k = act(W_k x + b_k): its non-zero entries
       const std::vector<std::pair<std::uint32_t, float>>* kp = &no_entries;
-      if (beta != 0.0f || audit) {
-        const std::uint32_t c = audit ? static_cast<std::uint32_t>(h) : H.same_k;
+      if (beta != 0.0f || sh.audit) {
+        const std::uint32_t c = sh.audit ? static_cast<std::uint32_t>(h) : H.same_k;
         auto& knz_c = head_k[c];
         if (!k_done[c]) {
           eval_nonzero(s, H.k, l, kMemK, hi, knz_c);
@@ -840,13 +861,13 @@ struct CpuExecutor::Impl {
       const auto& knz = *kp;
       const bool write = beta != 0.0f && !knz.empty();
       const float* vv = nullptr;
-      if (write || audit) {
+      if (write || sh.audit) {
         // v = W_v x + b_v
-        const std::uint32_t c = audit ? static_cast<std::uint32_t>(h) : H.same_v;
+        const std::uint32_t c = sh.audit ? static_cast<std::uint32_t>(h) : H.same_v;
         float* vc = head_v[c].data();
         if (!v_done[c]) {
           eval(a2, H.v, xc);
-          if (audit) audit_map(s, a2, H.v, l, kMemV, hi, false);
+          if (sh.audit) audit_map(s, a2, H.v, l, kMemV, hi, false);
           for (std::uint32_t i = 0; i < V; ++i) vc[i] = a2.value(i);
           v_done[c] = 1;
         }
@@ -860,7 +881,7 @@ struct CpuExecutor::Impl {
           const float* col = S + static_cast<std::size_t>(j) * V;
           for (std::uint32_t i = 0; i < V; ++i) Sk[i] += col[i] * kj;
         }
-        if (audit) {
+        if (sh.audit) {
           std::fill(tmp_abs.begin(), tmp_abs.begin() + V, 0.0f);
           for (const auto& [j, kj] : knz) {
             const float* col = S + static_cast<std::size_t>(j) * V;
@@ -873,20 +894,20 @@ struct CpuExecutor::Impl {
           float* col = S + static_cast<std::size_t>(j) * V;
           s.mark(H.state_offset + static_cast<std::size_t>(j) * V, V);
           for (std::uint32_t i = 0; i < V; ++i) col[i] += Sk[i] * kj;
-          if (audit)
+          if (sh.audit)
             for (std::uint32_t i = 0; i < V; ++i) check(s, col[i], l, kMemState, hi, j * V + i, false);
         }
       }
       // q = act(W_q x + b_q); o = S q (q is computed after this head's update, but from x)
-      const std::uint32_t cq = audit ? static_cast<std::uint32_t>(h) : H.same_q;
+      const std::uint32_t cq = sh.audit ? static_cast<std::uint32_t>(h) : H.same_q;
       auto& qnz_c = head_q[cq];
       if (cq == h) eval_nonzero(s, H.q, l, kMemQ, hi, qnz_c);
       float* o = s.o.data() + o_off;
       // a zero query reads zero: such a head (most heads on most steps) adds only its output bias
-      head_reads[h] = !qnz_c.empty() || audit;
+      head_reads[h] = !qnz_c.empty() || sh.audit;
       head_src[h] = o;
       head_scale[h] = 1.0f;
-      if (head_reads[h] && qnz_c.size() == 1 && !audit) {
+      if (head_reads[h] && qnz_c.size() == 1 && !sh.audit) {
         // o = S[:, r] q_r: W_o reads the column in place, times q_r (its non-zero entries are
         // those of the column; each product equals o's entry 0 + S[i, r] q_r exactly)
         head_src[h] = S + static_cast<std::size_t>(qnz_c[0].first) * V;
@@ -898,12 +919,12 @@ struct CpuExecutor::Impl {
           for (std::uint32_t i = 0; i < V; ++i) o[i] += col[i] * qj;
         }
       }
-      if (audit)
+      if (sh.audit)
         for (std::uint32_t i = 0; i < V; ++i) check(s, o[i], l, kMemO, hi, i, false);
       o_off += V;
     }
     // x += sum_h W_o,h o_h (after every head has read the block's input x)
-    if (audit) {
+    if (sh.audit) {
       o_off = 0;
       for (std::size_t h = 0; h < P.heads.size(); ++h) {
         const PreparedHead& H = P.heads[h];
@@ -930,40 +951,40 @@ struct CpuExecutor::Impl {
       }
       for (std::uint32_t r : H.o.seeds) s.add(r, H.o.m->bias[r]);
     }
-    if (audit) audit_residual(s, l, kMemResid);
-    if (record_probes) record(s, P.probes_after_mem);
+    if (sh.audit) audit_residual(s, l, kMemResid);
+    if (sh.record_probes) record(s, P.probes_after_mem);
   }
 
   // Plain: x += W2 ReLU(W1 x + b1) + b2.  Gated: x += W2 (u (.) ReLU(g)) + b2.
   void mlp(Stream& s, int l) {
-    PreparedLayer& P = layers[static_cast<std::size_t>(l)];
-    if (coverage) ++cov.layers[static_cast<std::size_t>(l)].evaluations;
+    PreparedLayer& P = sh.layers[static_cast<std::size_t>(l)];
+    if (sh.coverage) ++sh.cov.layers[static_cast<std::size_t>(l)].evaluations;
     if (P.kind == MlpKind::None) {  // no MLP; its probe point still sees the residual
-      if (record_probes) record(s, P.probes_after_mlp);
+      if (sh.record_probes) record(s, P.probes_after_mlp);
       return;
     }
     const Candidates xc = s.candidates();
     // hidden activations h (non-zero ones) into a3.rows/tmp pairs
     knz.clear();
-    if (P.kind == MlpKind::Relu && P.w1_shared && !audit) {
+    if (P.kind == MlpKind::Relu && P.w1_shared && !sh.audit) {
       // rows that share weights share one dot product (SharedRows); the audit, which checks
       // every touched row's value, takes the plain path below
       eval(a0, P.w1_shared->pm, xc);
       P.w1_shared->expand(a0, knz);
-      if (coverage)  // the touched rows with a positive value: exactly knz's
-        for (const auto& [r, h] : knz) ++cov.layers[static_cast<std::size_t>(l)].active[r];
+      if (sh.coverage)  // the touched rows with a positive value: exactly knz's
+        for (const auto& [r, h] : knz) ++sh.cov.layers[static_cast<std::size_t>(l)].active[r];
     } else if (P.kind == MlpKind::Relu) {
       eval(a0, P.w1, xc);
-      if (audit) audit_map(s, a0, P.w1, l, kMlpPre, -1, false);
-      if (coverage) count_decisions(l, a0);
+      if (sh.audit) audit_map(s, a0, P.w1, l, kMlpPre, -1, false);
+      if (sh.coverage) count_decisions(l, a0);
       for (std::uint32_t r : a0.rows())
         if (a0.vals(r) > 0.0f) knz.emplace_back(r, a0.vals(r));
     } else {
       eval(a0, P.wg, xc);
-      if (audit) audit_map(s, a0, P.wg, l, kMlpPre, -1, false);
-      if (coverage) count_decisions(l, a0);
+      if (sh.audit) audit_map(s, a0, P.wg, l, kMlpPre, -1, false);
+      if (sh.coverage) count_decisions(l, a0);
       eval(a1, P.wu, xc);
-      if (audit) audit_map(s, a1, P.wu, l, kMlpU, -1, false);
+      if (sh.audit) audit_map(s, a1, P.wu, l, kMlpU, -1, false);
       for (std::uint32_t r : a0.rows()) {
         const float g = a0.vals(r);
         if (g <= 0.0f) continue;
@@ -971,9 +992,9 @@ struct CpuExecutor::Impl {
         if (h != 0.0f) knz.emplace_back(r, h);
       }
     }
-    if (audit)
+    if (sh.audit)
       for (const auto& [r, h] : knz) check(s, h, l, kMlpHidden, -1, r, false);
-    if (audit) {
+    if (sh.audit) {
       for (const auto& [j, h] : knz) rabs_scatter(s, P.w2, j, h);
       rabs_bias(s, P.w2);
       rabs_check(s, l, kMlpResid);
@@ -982,16 +1003,16 @@ struct CpuExecutor::Impl {
     for (const auto& [j, h] : knz)
       for (std::uint32_t p = W.col_ptr[j]; p < W.col_ptr[j + 1]; ++p) s.add(W.row_idx[p], W.values[p] * h);
     for (std::uint32_t r : P.w2.seeds) s.add(r, P.w2.m->bias[r]);
-    if (audit) audit_residual(s, l, kMlpResid);
-    if (record_probes) record(s, P.probes_after_mlp);
+    if (sh.audit) audit_residual(s, l, kMlpResid);
+    if (sh.record_probes) record(s, P.probes_after_mlp);
   }
 
   // logits = W_U x + b_U ; argmax, lowest id wins a tie.
   Token unembed_argmax(Stream& s) {
-    eval(a0, unembed, s.candidates());
-    if (audit) {
-      audit_map(s, a0, unembed, -1, kLogits, -1, false);  // every touched logit
-      for (Token t : bad_bias_tokens)                      // untouched logits are their biases
+    eval(a0, sh.unembed, s.candidates());
+    if (sh.audit) {
+      audit_map(s, a0, sh.unembed, -1, kLogits, -1, false);  // every touched logit
+      for (Token t : sh.bad_bias_tokens)                      // untouched logits are their biases
         if (!a0.touched(t)) check(s, a0.value(t), -1, kLogits, -1, t, false);
     }
     bool have = false;
@@ -1005,9 +1026,9 @@ struct CpuExecutor::Impl {
         best_t = r;
       }
     }
-    for (Token t : bias_order) {  // best untouched token: its logit is its bias
+    for (Token t : sh.bias_order) {  // best untouched token: its logit is its bias
       if (a0.touched(t)) continue;
-      const float v = chip->unembed.bias[t];
+      const float v = sh.chip->unembed.bias[t];
       if (!have || v > best || (v == best && t < best_t)) {
         best = v;
         best_t = t;
@@ -1015,6 +1036,312 @@ struct CpuExecutor::Impl {
       break;
     }
     return best_t;
+  }
+};
+
+#if defined(__SSE2__)
+inline void cpu_relax() { _mm_pause(); }
+#else
+inline void cpu_relax() {}
+#endif
+
+// A counter one thread bumps after each change the other may wait for; the other spins a
+// little, then sleeps on it (std::atomic::wait, a futex), so a waiting thread gives its core
+// back on a busy machine.
+struct Signal {
+  std::atomic<std::uint32_t> seq{0};
+  void bump() {
+    seq.fetch_add(1, std::memory_order_release);
+    seq.notify_one();
+  }
+};
+
+// Returns once ready(); the changes that make it true are followed by a bump() of `sig`. Spins
+// for up to 50 us first: a half step is about 10 us, and a futex sleep and wake costs several.
+template <class Ready>
+void wait_until(Signal& sig, Ready&& ready) {
+  using Clock = std::chrono::steady_clock;
+  const auto spin_end = Clock::now() + std::chrono::microseconds(50);
+  for (int i = 1;; ++i) {
+    if (ready()) return;
+    cpu_relax();
+    if (i % 64 == 0 && Clock::now() >= spin_end) break;
+  }
+  for (;;) {
+    const std::uint32_t seen = sig.seq.load(std::memory_order_acquire);
+    if (ready()) return;
+    sig.seq.wait(seen, std::memory_order_acquire);
+  }
+}
+
+// One stream stepped by two threads through inputs known in advance. The calling thread (the
+// front) embeds step j's input and runs layers [0, split); the worker (the back) runs layers
+// [split, L) and the unembedding of step j while the front goes on with step j + 1. Every layer
+// is run by one thread, in step order, and reads and writes only its own heads' state, so every
+// value is the serial pass's (step_batch's): the layer math is the same Pass code, on the same
+// state, in the same order per layer. The residual after layer split - 1 of each step goes from
+// front to back through a ring of kRing slots (as written: values and candidate order). The
+// back's marks of dirty state pages go to its own stream (`shadow`) and are merged afterwards.
+//
+// `split` balances the two halves: every 16th step both threads time each of their layers, and
+// each call starts at the split that minimises the larger half of those (decaying) costs.
+class Pipeline {
+ public:
+  explicit Pipeline(Shared& sh) : sh_(sh), back_(sh) {
+    back_.size();
+    const Chip& ch = *sh.chip;
+    shadow_.x.assign(ch.config.d_model, 0.0f);
+    shadow_.xbits.assign((ch.config.d_model + 63) / 64, 0);
+    shadow_.xsum.assign((ch.config.d_model + 4095) / 4096, 0);
+    shadow_.o.assign(sh.max_value_dim, 0.0f);
+    shadow_.page_dirty.assign((ch.state_size() + kPageFloats - 1) / kPageFloats, 0);
+    cost_.assign(ch.layers.size() + 2, 0.0);  // [0]: embed, [l + 1]: layer l, [L + 1]: unembed
+    worker_ = std::thread([this] { work(); });
+  }
+  ~Pipeline() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Steps s through in[0 .. n): out[j] = the token after in[j], with `front` as the front's
+  // pass. With stop_on_miss, the back stops after the first step j < n - 1 whose output is not
+  // in[j + 1] (a free-running step fed in[j + 1] would have been fed out[j] instead), and the
+  // front stops soon after. Returns the number of steps with their outputs in `out` (n, or
+  // j + 1 after a miss); after a miss the front has run up to kRing steps further than the
+  // back, so s's state is no machine's state (s.ran_ahead is set; also when either thread
+  // threw, which is rethrown here). s.steps counts the completed steps.
+  std::size_t run(Pass& front, Stream& s, std::span<const Token> in, std::span<Token> out, bool stop_on_miss) {
+    split_ = choose_split();
+    for (double& c : cost_) c *= 0.5;
+    shadow_.alias = s.state_data();
+    job_in_ = in;
+    job_out_ = out;
+    stop_on_miss_ = stop_on_miss;
+    produced_.store(0, std::memory_order_relaxed);
+    consumed_.store(0, std::memory_order_relaxed);
+    completed_ = 0;
+    miss_.store(false, std::memory_order_relaxed);
+    front_end_.store(false, std::memory_order_relaxed);
+    back_error_ = nullptr;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      ++job_;
+    }
+    cv_.notify_all();
+    std::exception_ptr front_error;
+    try {
+      for (std::size_t j = 0; j < in.size(); ++j) {
+        wait_until(back_sig_, [&] {
+          return j - consumed_.load(std::memory_order_acquire) < kRing || miss_.load(std::memory_order_acquire);
+        });
+        if (miss_.load(std::memory_order_acquire)) break;
+        const bool timed = j % kSampleEvery == 0;
+        auto t0 = Clock::now();
+        front.embed_token(s, in[j]);
+        if (timed) t0 = lap(0, t0);
+        for (int l = 0; l < split_; ++l) {
+          front.memory_block(s, l);
+          front.mlp(s, l);
+          if (timed) t0 = lap(static_cast<std::size_t>(l) + 1, t0);
+        }
+        auto& slot = ring_[j % kRing];
+        slot.clear();
+        for (std::uint32_t d : s.xnz) slot.emplace_back(d, s.x[d]);
+        produced_.store(j + 1, std::memory_order_release);
+        front_sig_.bump();
+      }
+    } catch (...) {
+      front_error = std::current_exception();
+    }
+    front_end_.store(true, std::memory_order_release);
+    front_sig_.bump();
+    {
+      std::unique_lock<std::mutex> lk(m_);
+      cv_done_.wait(lk, [&] { return done_ == job_; });
+    }
+    // merge the back's dirty pages
+    for (std::uint32_t p : shadow_.dirty_pages) {
+      shadow_.page_dirty[p] = 0;
+      s.mark(std::size_t{p} * kPageFloats, 1);
+    }
+    shadow_.dirty_pages.clear();
+    shadow_.alias = nullptr;
+    s.steps += completed_;
+    if (miss_.load(std::memory_order_relaxed) || front_error || back_error_) s.ran_ahead = true;
+    if (front_error) std::rethrow_exception(front_error);
+    if (back_error_) std::rethrow_exception(back_error_);
+    return completed_;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::size_t kRing = 8;
+  static constexpr std::size_t kSampleEvery = 16;
+
+  Clock::time_point lap(std::size_t i, Clock::time_point t0) {
+    const auto t1 = Clock::now();
+    cost_[i] += std::chrono::duration<double>(t1 - t0).count();
+    return t1;
+  }
+
+  // The split in [0, L] whose larger half (embedding + layers before it, or layers from it +
+  // unembedding) costs least; L / 2 before any timing.
+  int choose_split() const {
+    const int L = static_cast<int>(sh_.layers.size());
+    double total = 0;
+    for (double c : cost_) total += c;
+    if (total == 0) return L / 2;
+    int best = L / 2;
+    double best_cost = total, front = cost_[0];
+    for (int k = 0; k <= L; ++k) {
+      if (k > 0) front += cost_[static_cast<std::size_t>(k)];
+      const double worst = std::max(front, total - front);
+      if (worst < best_cost) {
+        best_cost = worst;
+        best = k;
+      }
+    }
+    return best;
+  }
+
+  void work() {
+    std::uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lk(m_);
+        cv_.wait(lk, [&] { return quit_ || job_ != seen; });
+        if (quit_) return;
+        seen = job_;
+      }
+      try {
+        back();
+      } catch (...) {
+        back_error_ = std::current_exception();
+        miss_.store(true, std::memory_order_release);  // stops the front
+        back_sig_.bump();
+      }
+      {
+        std::lock_guard<std::mutex> lk(m_);
+        done_ = seen;
+      }
+      cv_done_.notify_all();
+    }
+  }
+
+  void back() {
+    const int L = static_cast<int>(sh_.layers.size());
+    Stream& b = shadow_;
+    for (std::size_t j = 0; j < job_in_.size(); ++j) {
+      wait_until(front_sig_, [&] {
+        return produced_.load(std::memory_order_acquire) > j || front_end_.load(std::memory_order_acquire);
+      });
+      if (produced_.load(std::memory_order_acquire) <= j) return;  // the front stopped (an error)
+      const bool timed = j % kSampleEvery == 0;
+      auto t0 = Clock::now();
+      b.clear_residual();
+      for (const auto& [d, v] : ring_[j % kRing]) {
+        b.add(d, 0.0f);
+        b.x[d] = v;
+      }
+      consumed_.store(j + 1, std::memory_order_release);
+      back_sig_.bump();
+      for (int l = split_; l < L; ++l) {
+        back_.memory_block(b, l);
+        back_.mlp(b, l);
+        if (timed) t0 = lap(static_cast<std::size_t>(l) + 1, t0);
+      }
+      job_out_[j] = back_.unembed_argmax(b);
+      if (timed) lap(static_cast<std::size_t>(L) + 1, t0);
+      completed_ = j + 1;
+      if (stop_on_miss_ && j + 1 < job_in_.size() && job_out_[j] != job_in_[j + 1]) {
+        miss_.store(true, std::memory_order_release);
+        back_sig_.bump();
+        return;
+      }
+    }
+  }
+
+  Shared& sh_;
+  Pass back_;
+  Stream shadow_;
+  std::vector<double> cost_;  // seconds, timed steps only; [0] embed, [l + 1] layer l, [L + 1] unembed
+  int split_ = 0;
+  std::array<std::vector<std::pair<std::uint32_t, float>>, kRing> ring_;
+  // the job (written by the front before it is posted, read by the back)
+  std::span<const Token> job_in_;
+  std::span<Token> job_out_;
+  bool stop_on_miss_ = false;
+  std::size_t completed_ = 0;  // written by the back, read after it is done
+  std::exception_ptr back_error_;
+  std::atomic<std::size_t> produced_{0}, consumed_{0};
+  std::atomic<bool> miss_{false}, front_end_{false};
+  Signal front_sig_, back_sig_;  // bumped by the front (a slot filled, the end) and the back (a slot freed, a miss)
+  std::mutex m_;
+  std::condition_variable cv_, cv_done_;
+  std::uint64_t job_ = 0, done_ = 0;
+  bool quit_ = false;
+  std::thread worker_;
+};
+
+}  // namespace
+
+struct CpuExecutor::Impl : Shared {
+  std::vector<Stream> streams;
+  Pass pass{*this};
+  // Two-thread steps of one stream through known inputs (Pipeline); on by default where the
+  // machine has two or more hardware threads, started on first use.
+  bool pipelining = std::thread::hardware_concurrency() >= 2;
+  std::unique_ptr<Pipeline> pipeline;
+  // Fewer steps than this in one call are stepped serially (a pipeline's fill and drain cost
+  // about one step).
+  static constexpr std::uint32_t kMinPipelineSteps = 8;
+
+  void load(std::shared_ptr<const Chip> c) {
+    pipeline.reset();
+    prepare(std::move(c));
+    pass.size();
+  }
+
+  // Whether `count` steps of one stream may go through the pipeline: the audit, probes and
+  // decision coverage are per-step records of the serial pass.
+  bool may_pipeline(std::size_t n_streams, std::uint32_t count) const {
+    return pipelining && n_streams == 1 && count >= kMinPipelineSteps && !audit && !record_probes && !coverage;
+  }
+  Pipeline& pipe() {
+    if (!pipeline) pipeline = std::make_unique<Pipeline>(*this);
+    return *pipeline;
+  }
+  // The stream `id`, checked to be usable for stepping.
+  const Stream& usable(StreamId id) const {
+    const Stream& s = stream(id);
+    if (s.ran_ahead)
+      throw UsageError("stream " + std::to_string(id) +
+                       ": a free-running call stopped at a mispredicted step with its state run ahead; reset or restore it");
+    return s;
+  }
+  Stream& stepping(StreamId id) {
+    usable(id);
+    return stream(id);
+  }
+  void check_token(Token t) const {
+    if (t >= chip->config.vocab_size)
+      throw UsageError("step_batch: token " + std::to_string(t) + " outside vocabulary of " +
+                       std::to_string(chip->config.vocab_size));
+  }
+
+  Stream& stream(StreamId id) {
+    if (id >= streams.size()) throw UsageError("stream " + std::to_string(id) + " out of range");
+    return streams[id];
+  }
+  const Stream& stream(StreamId id) const {
+    if (id >= streams.size()) throw UsageError("stream " + std::to_string(id) + " out of range");
+    return streams[id];
   }
 };
 
@@ -1029,7 +1356,7 @@ void CpuExecutor::load(std::shared_ptr<const Chip> chip) {
   if (!chip) throw UsageError("CpuExecutor::load: null chip");
   chip->validate();
   impl_->streams.clear();
-  impl_->prepare(std::move(chip));
+  impl_->load(std::move(chip));
 }
 
 const Chip& CpuExecutor::chip() const {
@@ -1059,31 +1386,75 @@ void CpuExecutor::step_batch(std::span<const StreamId> ids, std::span<const Toke
   Impl& I = *impl_;
   const Chip& ch = chip();
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    I.stream(ids[i]);
-    if (inputs[i] >= ch.config.vocab_size)
-      throw UsageError("step_batch: token " + std::to_string(inputs[i]) + " outside vocabulary of " +
-                       std::to_string(ch.config.vocab_size));
+    I.stepping(ids[i]);
+    I.check_token(inputs[i]);
   }
-  for (std::size_t i = 0; i < ids.size(); ++i) I.embed_token(I.streams[ids[i]], inputs[i]);
+  for (std::size_t i = 0; i < ids.size(); ++i) I.pass.embed_token(I.streams[ids[i]], inputs[i]);
   for (int l = 0; l < static_cast<int>(ch.layers.size()); ++l) {
-    for (std::size_t i = 0; i < ids.size(); ++i) I.memory_block(I.streams[ids[i]], l);
-    for (std::size_t i = 0; i < ids.size(); ++i) I.mlp(I.streams[ids[i]], l);
+    for (std::size_t i = 0; i < ids.size(); ++i) I.pass.memory_block(I.streams[ids[i]], l);
+    for (std::size_t i = 0; i < ids.size(); ++i) I.pass.mlp(I.streams[ids[i]], l);
   }
   for (std::size_t i = 0; i < ids.size(); ++i) {
     Stream& s = I.streams[ids[i]];
-    out[i] = I.unembed_argmax(s);
+    out[i] = I.pass.unembed_argmax(s);
     s.probes_valid = I.record_probes;
     ++s.steps;
   }
 }
 
+void CpuExecutor::teacher_forced_batch(std::span<const StreamId> ids, std::span<const std::uint32_t> counts,
+                                       std::span<const Token> inputs, std::span<Token> out) {
+  Impl& I = *impl_;
+  chip();
+  if (ids.size() != 1 || counts.size() != 1 || !I.may_pipeline(1, counts[0]) || inputs.size() != counts[0] ||
+      out.size() != counts[0]) {
+    ChipBackend::teacher_forced_batch(ids, counts, inputs, out);
+    return;
+  }
+  Stream& s = I.stepping(ids[0]);
+  for (Token t : inputs) I.check_token(t);
+  I.pipe().run(I.pass, s, inputs, out, false);
+  s.probes_valid = false;
+}
+
+void CpuExecutor::free_running_batch_expecting(std::span<const StreamId> ids, std::span<const std::uint32_t> counts,
+                                               std::span<const Token> first, std::span<const Token> expected,
+                                               std::span<Token> out) {
+  Impl& I = *impl_;
+  const Chip& ch = chip();
+  const bool in_vocab = std::all_of(expected.begin(), expected.end(), [&](Token t) { return t < ch.config.vocab_size; });
+  if (ids.size() != 1 || counts.size() != 1 || first.size() != 1 || !I.may_pipeline(1, counts[0]) ||
+      expected.size() != counts[0] || out.size() != counts[0] || !in_vocab) {
+    ChipBackend::free_running_batch_expecting(ids, counts, first, expected, out);
+    return;
+  }
+  Stream& s = I.stepping(ids[0]);
+  I.check_token(first[0]);
+  // Step j is fed out[j - 1], which equals expected[j - 1] up to the first miss: teacher-forced
+  // steps fed the expected tokens are the free-running steps up to and including it.
+  std::vector<Token> in(counts[0]);
+  in[0] = first[0];
+  std::copy(expected.begin(), expected.end() - 1, in.begin() + 1);
+  I.pipe().run(I.pass, s, in, out, true);
+  s.probes_valid = false;
+}
+
+std::uint32_t CpuExecutor::preferred_chunk() const { return impl_->pipelining ? 1024 : 1; }
+
+void CpuExecutor::set_pipelining(bool on) {
+  impl_->pipelining = on;
+  if (!on) impl_->pipeline.reset();
+}
+
+bool CpuExecutor::pipelining() const { return impl_->pipelining; }
+
 std::uint64_t CpuExecutor::hash(StreamId id) const {
-  const Stream& s = impl_->stream(id);
+  const Stream& s = impl_->usable(id);
   return XXH3_64bits(s.state.data(), s.state.size() * sizeof(float));
 }
 
 std::vector<std::uint8_t> CpuExecutor::save(StreamId id) const {
-  const Stream& s = impl_->stream(id);
+  const Stream& s = impl_->usable(id);
   return encode_checkpoint(impl_->fingerprint, s.steps, s.state);
 }
 

@@ -1,6 +1,9 @@
 #include "lockstep/engine/backend_factory.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <stdexcept>
 #include <utility>
 
 #include "lockstep/chip/cpu_executor.hpp"
@@ -119,13 +122,24 @@ chip::Chip BackendFactory::compile_chip(const std::string& name) const {
   return compile();
 }
 
+std::optional<bool> cpu_pipelining_from_env() {
+  const char* v = std::getenv("LOCKSTEP_CPU_THREADS");
+  if (!v || !*v) return std::nullopt;
+  const std::string s = v;
+  if (s == "1") return false;
+  if (s == "2") return true;
+  throw std::runtime_error("LOCKSTEP_CPU_THREADS is '" + s + "': 1 (one thread a stream) or 2 (pipelined), or unset");
+}
+
 BackendFactory& backend_factory() {
   // Built on first use (no static-initialisation order to depend on), with the executors of
   // lockstep_chip, which every build links.
   static BackendFactory* const factory = [] {
     auto* f = new BackendFactory;  // never destroyed: backends may be made until exit
     f->add_backend("cpu", [](std::shared_ptr<const chip::Chip> c, const BackendOptions& o) {
-      return std::unique_ptr<chip::ChipBackend>(std::make_unique<chip::CpuExecutor>(std::move(c), o.streams));
+      auto ex = std::make_unique<chip::CpuExecutor>(std::move(c), o.streams);
+      if (const auto on = cpu_pipelining_from_env()) ex->set_pipelining(*on);
+      return std::unique_ptr<chip::ChipBackend>(std::move(ex));
     });
     f->add_backend("cuda", make_cuda);
     return f;

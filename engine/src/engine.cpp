@@ -1159,10 +1159,12 @@ struct Engine::Impl {
       }
       out.assign(total, 0);
       std::vector<Token> lane_out;
+      std::vector<Token> expect;
       for (const bool forced : {true, false}) {
         ids.clear();
         counts.clear();
         in.clear();
+        expect.clear();
         std::vector<std::size_t> which;
         for (std::size_t i = 0; i < act.size(); ++i) {
           if (act[i].forced != forced) continue;
@@ -1175,6 +1177,7 @@ struct Engine::Impl {
             in.insert(in.end(), act[i].expected.begin(), act[i].expected.end() - 1);
           } else {
             in.push_back(L.last_chip);
+            expect.insert(expect.end(), act[i].expected.begin(), act[i].expected.end());
           }
         }
         if (ids.empty()) continue;
@@ -1182,6 +1185,10 @@ struct Engine::Impl {
         for (std::uint32_t c : counts) n += c;
         lane_out.assign(n, 0);
         if (forced) be.teacher_forced_batch(ids, counts, in, lane_out);
+        // Compared step by step, a lane ends at its first miss, so the backend may run the steps
+        // with the expected tokens as their inputs (ChipBackend::free_running_batch_expecting):
+        // the same tokens up to and including that miss.
+        else if (compare == Compare::kEveryStep) be.free_running_batch_expecting(ids, counts, in, expect, lane_out);
         else be.free_running_batch(ids, counts, in, lane_out);
         std::size_t off = 0;
         for (std::size_t k = 0; k < which.size(); ++k) {

@@ -471,6 +471,80 @@ TEST(CpuExecutor, DecisionCoverageCountsEachUnitsSideExactly) {
   EXPECT_THROW(twice.merge(other), UsageError);
 }
 
+// The two-thread pipeline (cpu_executor.cpp, Pipeline) runs each layer's math as the serial
+// pass does, in the same order, so its tokens and state are bit-identical to serial steps on any
+// chip, exact or not. Several calls per executor, so the split between the threads moves.
+TEST(CpuExecutor, PipelinedTeacherForcedStepsEqualSerialSteps) {
+  const std::uint64_t seed = test::seed_for("CpuExecutor.PipelinedTeacherForcedStepsEqualSerialSteps", 29);
+  std::mt19937_64 rng(seed);
+  std::size_t steps = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const auto chip = std::make_shared<const Chip>(random_chip(rng, trial % 2 == 1));
+    CpuExecutor piped(chip, 1), serial(chip, 1);
+    piped.set_pipelining(true);
+    serial.set_pipelining(false);
+    piped.reset(0, GuestImage{});
+    serial.reset(0, GuestImage{});
+    for (int call = 0; call < 4; ++call) {
+      const std::uint32_t n = 8 + static_cast<std::uint32_t>(rng() % 57);
+      std::vector<Token> in(n), out(n), want(n);
+      for (Token& t : in) t = static_cast<Token>(rng() % chip->config.vocab_size);
+      const StreamId id = 0;
+      piped.teacher_forced_batch({&id, 1}, {&n, 1}, in, out);
+      for (std::uint32_t j = 0; j < n; ++j) want[j] = serial.step(0, in[j]);
+      steps += n;
+      ASSERT_EQ(out, want) << "trial " << trial << " call " << call << " seed " << seed;
+      ASSERT_EQ(piped.hash(0), serial.hash(0)) << "state, trial " << trial << " call " << call << " seed " << seed;
+      ASSERT_EQ(piped.steps(0), serial.steps(0));
+    }
+  }
+  std::printf("compared %zu pipelined steps\n", steps);
+}
+
+// free_running_batch_expecting: with every expectation right, the free-running tokens and
+// state; with one wrong at entry m, the free-running tokens through m, then a stream that
+// refuses every use but reset() or restore().
+TEST(CpuExecutor, FreeRunningExpectingIsFreeRunningThroughTheFirstMiss) {
+  const std::uint64_t seed = test::seed_for("CpuExecutor.FreeRunningExpectingIsFreeRunningThroughTheFirstMiss", 31);
+  std::mt19937_64 rng(seed);
+  int misses = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const auto chip = std::make_shared<const Chip>(random_chip(rng));
+    const std::uint32_t vocab = chip->config.vocab_size;
+    CpuExecutor piped(chip, 1), serial(chip, 1);
+    piped.set_pipelining(true);
+    serial.set_pipelining(false);
+    piped.reset(0, GuestImage{});
+    serial.reset(0, GuestImage{});
+    const std::uint32_t n = 8 + static_cast<std::uint32_t>(rng() % 57);
+    const Token first = static_cast<Token>(rng() % vocab);
+    const std::vector<Token> free = serial.free_running(0, first, n);
+    std::vector<Token> expected = free, out(n);
+    const bool miss = vocab > 1 && rng() % 2 == 0;
+    const std::uint32_t m = static_cast<std::uint32_t>(rng() % n);
+    if (miss) expected[m] = (expected[m] + 1 + static_cast<Token>(rng() % (vocab - 1))) % vocab;
+    const StreamId id = 0;
+    piped.free_running_batch_expecting({&id, 1}, {&n, 1}, {&first, 1}, expected, out);
+    const std::uint32_t valid = miss ? m + 1 : n;
+    for (std::uint32_t j = 0; j < valid; ++j)
+      ASSERT_EQ(out[j], free[j]) << "trial " << trial << " entry " << j << " miss at " << m << " seed " << seed;
+    if (!miss || m + 1 == n) {
+      ASSERT_EQ(piped.hash(0), serial.hash(0)) << "trial " << trial << " seed " << seed;
+      ASSERT_EQ(piped.steps(0), n);
+      continue;
+    }
+    ++misses;
+    EXPECT_THROW(piped.step(0, first), UsageError) << "trial " << trial;
+    EXPECT_THROW(piped.hash(0), UsageError);
+    EXPECT_THROW(piped.save(0), UsageError);
+    piped.reset(0, GuestImage{});
+    serial.reset(0, GuestImage{});
+    ASSERT_EQ(piped.step(0, first), serial.step(0, first));
+    ASSERT_EQ(piped.hash(0), serial.hash(0));
+  }
+  EXPECT_GT(misses, 40) << "seed " << seed;
+}
+
 TEST(CpuExecutor, UsageErrors) {
   ChipBuilder B("u", 2);
   B.field("f", 1);

@@ -177,6 +177,17 @@ class ChipBackend {
   virtual void free_running_batch(std::span<const StreamId> streams, std::span<const std::uint32_t> counts,
                                   std::span<const Token> first, std::span<Token> out);
 
+  /// free_running_batch for a caller that knows what each output should be (`expected`, one
+  /// token per entry of `out`, in the same layout): `out` is exactly free_running_batch's up to
+  /// and including each stream's first entry that differs from its expected token. After such a
+  /// miss the stream's later entries and its state are unspecified: the caller must reset() or
+  /// restore() it before using it again (the engine does: a divergence ends the lane and its
+  /// replay restores a snapshot). A backend may use the expected tokens to run the steps with
+  /// their inputs known in advance (the CPU executor pipelines them); the default ignores them.
+  virtual void free_running_batch_expecting(std::span<const StreamId> streams, std::span<const std::uint32_t> counts,
+                                            std::span<const Token> first, std::span<const Token> expected,
+                                            std::span<Token> out);
+
   /// XXH3-64 of the stream's state floats (chip-format.md, "State hash").
   virtual std::uint64_t hash(StreamId s) const = 0;
   /// Checkpoint of one stream (chip-format.md, "Stream checkpoint").

@@ -22,6 +22,23 @@ class CpuExecutor final : public ChipBackend {
   void reset(StreamId s, const GuestImage& image) override;
   void step_batch(std::span<const StreamId> streams, std::span<const Token> inputs,
                   std::span<Token> out) override;
+  /// One stream's steps (counts.size() == 1, at least 8 of them, audit, probes and coverage
+  /// off) go through a two-thread pipeline when pipelining() is on: the same tokens and state as
+  /// serial steps. Anything else: ChipBackend's serial default.
+  void teacher_forced_batch(std::span<const StreamId> streams, std::span<const std::uint32_t> counts,
+                            std::span<const Token> inputs, std::span<Token> out) override;
+  /// Pipelined as teacher_forced_batch, fed `first` and then the expected tokens; stops at the
+  /// first miss. After a miss the stream's state has run ahead of it: every step, hash() and
+  /// save() of the stream throws UsageError until reset() or restore().
+  void free_running_batch_expecting(std::span<const StreamId> streams, std::span<const std::uint32_t> counts,
+                                    std::span<const Token> first, std::span<const Token> expected,
+                                    std::span<Token> out) override;
+  /// 1024 steps per call with pipelining on (the engine's rounds, fed to the pipeline), else 1.
+  std::uint32_t preferred_chunk() const override;
+  /// Pipelining: on by default where std::thread::hardware_concurrency() >= 2. Off: every step
+  /// runs on the calling thread (no worker thread is started).
+  void set_pipelining(bool on);
+  bool pipelining() const;
   std::uint64_t hash(StreamId s) const override;
   std::vector<std::uint8_t> save(StreamId s) const override;
   void restore(StreamId s, const std::vector<std::uint8_t>& bytes) override;

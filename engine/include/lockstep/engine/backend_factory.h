@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,6 +19,12 @@
 #include "lockstep/chip/chip.hpp"
 
 namespace lockstep::engine {
+
+/// $LOCKSTEP_CPU_THREADS for the "cpu" backend: "1" -> false (every step on the calling thread),
+/// "2" -> true (one stream's known steps pipelined over two threads, CpuExecutor's default where
+/// the machine has two hardware threads), unset or empty -> nullopt (the default). Throws
+/// std::runtime_error, one line naming the accepted values, for any other value.
+std::optional<bool> cpu_pipelining_from_env();
 
 /// The name the built chip is registered under (the RV32 machine of chip/rv32).
 inline constexpr char kBuiltChipName[] = "rv32";
