@@ -1057,11 +1057,12 @@ struct Signal {
 };
 
 // Returns once ready(); the changes that make it true are followed by a bump() of `sig`. Spins
-// for up to 50 us first: a half step is about 10 us, and a futex sleep and wake costs several.
+// for up to 200 us first (a vector step's half takes up to about 60 us; a futex sleep and wake
+// costs 10 us or more in a VM, and waking late starves the other side), then sleeps.
 template <class Ready>
 void wait_until(Signal& sig, Ready&& ready) {
   using Clock = std::chrono::steady_clock;
-  const auto spin_end = Clock::now() + std::chrono::microseconds(50);
+  const auto spin_end = Clock::now() + std::chrono::microseconds(200);
   for (int i = 1;; ++i) {
     if (ready()) return;
     cpu_relax();
