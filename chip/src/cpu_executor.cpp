@@ -11,6 +11,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -117,6 +118,11 @@ struct Accum {
     }
   }
   std::span<const std::uint32_t> rows() const { return {row_buf.data(), n_rows}; }
+  // DenseGroups scratch: per group (stamp, sum of its dense columns' terms) and the groups a
+  // call has summed
+  std::vector<std::pair<std::uint32_t, float>> group_sum;
+  std::vector<std::uint32_t> active_groups;
+  std::uint32_t group_cur = 0;
   float& vals(std::uint32_t r) { return cells[r].v; }
   float vals(std::uint32_t r) const { return cells[r].v; }
   float value(std::uint32_t r) const { return cells[r].stamp == cur ? cells[r].v : m->bias[r]; }
@@ -133,6 +139,34 @@ struct Candidates {
   const std::uint64_t* sum;
 };
 
+// Scatters the columns of `m` that are candidates of `c` and set in `mask` (its summary as
+// PreparedMap::summary) into `a`.
+void scatter(Accum& a, const LinearMap& m, const std::uint64_t* mask,
+             const std::vector<std::pair<std::uint32_t, std::uint64_t>>& summary, const Candidates& c) {
+  const float* x = c.x;
+  const std::uint32_t* cp = m.w.col_ptr.data();
+  const std::uint32_t* ri = m.w.row_idx.data();
+  const float* wv = m.w.values.data();
+  auto column = [&](std::uint32_t j) {
+    const float xj = x[j];
+    if (xj == 0.0f) return;
+    for (std::uint32_t p = cp[j]; p < cp[j + 1]; ++p) a.add(ri[p], wv[p] * xj);
+  };
+  if (c.n_nz < 4 * summary.size()) {
+    for (std::size_t i = 0; i < c.n_nz; ++i) {
+      const std::uint32_t j = c.nz[i];
+      if ((mask[j >> 6] >> (j & 63)) & 1) column(j);
+    }
+  } else {
+    for (const auto& [k, sb] : summary)
+      for (std::uint64_t ws = sb & c.sum[k]; ws != 0; ws &= ws - 1) {
+        const std::uint32_t w = 64 * k + static_cast<std::uint32_t>(std::countr_zero(ws));
+        for (std::uint64_t b = mask[w] & c.bits[w]; b != 0; b &= b - 1)
+          column(64 * w + static_cast<std::uint32_t>(std::countr_zero(b)));
+      }
+  }
+}
+
 // y = W x + b (before activation) for the sparse x of `c`. Visits the columns that both have a
 // weight and are candidates: by walking the candidates (few of them) or by intersecting the
 // two-level bitmaps (summary words, then the words both summaries mark), which costs the map's
@@ -141,31 +175,155 @@ struct Candidates {
 // another order; every partial sum is exact, chip-format.md section 1.3, so the result is the
 // same).
 void eval(Accum& a, const PreparedMap& pm, const Candidates& c) {
-  const float* x = c.x;
+  a.begin(*pm.m);
+  for (std::uint32_t r : pm.seeds) a.touch(r);
+  scatter(a, *pm.m, pm.colmask.data(), pm.summary, c);
+}
+
+// A ReLU map's dense columns (at least `threshold` weights each: a gate or a small part that
+// every unit of a table reads) evaluated by groups instead of scattered. A row's weights in the
+// dense columns are its *signature*; rows with equal signatures form a group, whose dense sum
+// s_g = sum over its signature of w x_j is computed once a call (from the dense columns that
+// are candidates). Then a row touched by a sparse column (or a seed) gets value + s_g, and an
+// untouched row of the group has the value b_r + s_g exactly, so it is touched only when that is
+// positive (rows by bias descending: the walk stops at the first that is not). A row left
+// untouched has value() = its bias <= 0 (not a seed) and a true value <= 0: after the ReLU both
+// are 0, so every consumer that applies the ReLU sees the plain evaluation's values; and the
+// touched rows' values are the plain evaluation's (sums of the same exact terms). Equal to
+// eval() after the ReLU; the audit, which checks every pre-activation, uses eval().
+struct DenseGroups {
+  std::vector<std::uint64_t> sparse_mask;  // colmask without the dense columns
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> sparse_summary, dense_summary;
+  std::vector<std::uint64_t> dense_mask;
+  std::vector<std::uint32_t> dense_cols;                   // sorted
+  std::vector<std::uint32_t> dcol_ptr;                     // (dense_cols + 1): entries of dcol
+  std::vector<std::pair<std::uint32_t, float>> dcol;       // (group, weight) per dense column
+  std::vector<std::uint32_t> group_of;                     // per row; kNone: no dense weights
+  std::vector<std::uint32_t> group_ptr, group_rows;        // a group's rows, by bias descending
+  std::vector<float> group_max_bias;
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+
+  // Builds the groups of pm's map; false (nothing built) when it has no dense column or is not ReLU.
+  bool build(const PreparedMap& pm, std::uint32_t threshold) {
+    const LinearMap& m = *pm.m;
+    if (m.act != Activation::Relu) return false;
+    const SparseMatrix& W = m.w;
+    dense_cols.clear();
+    for (std::uint32_t j = 0; j + 1 < W.col_ptr.size(); ++j)
+      if (W.col_ptr[j + 1] - W.col_ptr[j] >= threshold) dense_cols.push_back(j);
+    if (dense_cols.empty()) return false;
+    const std::uint32_t R = W.rows;
+    std::vector<std::vector<std::pair<std::uint32_t, float>>> sig(R);
+    for (std::uint32_t j : dense_cols)
+      for (std::uint32_t p = W.col_ptr[j]; p < W.col_ptr[j + 1]; ++p) sig[W.row_idx[p]].emplace_back(j, W.values[p]);
+    std::map<std::vector<std::pair<std::uint32_t, float>>, std::uint32_t> ids;
+    group_of.assign(R, kNone);
+    std::vector<std::vector<std::uint32_t>> members;
+    std::vector<const std::vector<std::pair<std::uint32_t, float>>*> sig_of;
+    for (std::uint32_t r = 0; r < R; ++r) {
+      if (sig[r].empty()) continue;
+      auto [it, fresh] = ids.emplace(sig[r], static_cast<std::uint32_t>(members.size()));
+      if (fresh) {
+        members.emplace_back();
+        sig_of.push_back(&it->first);
+      }
+      group_of[r] = it->second;
+      members[it->second].push_back(r);
+    }
+    const std::uint32_t G = static_cast<std::uint32_t>(members.size());
+    group_ptr.assign(G + 1, 0);
+    group_rows.clear();
+    group_max_bias.assign(G, 0.0f);
+    for (std::uint32_t g = 0; g < G; ++g) {
+      auto& mem = members[g];
+      std::stable_sort(mem.begin(), mem.end(), [&](std::uint32_t a, std::uint32_t b) { return m.bias[a] > m.bias[b]; });
+      group_rows.insert(group_rows.end(), mem.begin(), mem.end());
+      group_ptr[g + 1] = static_cast<std::uint32_t>(group_rows.size());
+      group_max_bias[g] = m.bias[mem.front()];
+    }
+    std::vector<std::vector<std::pair<std::uint32_t, float>>> by_col(dense_cols.size());
+    for (std::uint32_t g = 0; g < G; ++g)
+      for (const auto& [j, w] : *sig_of[g]) {
+        const auto k = static_cast<std::size_t>(std::lower_bound(dense_cols.begin(), dense_cols.end(), j) - dense_cols.begin());
+        by_col[k].emplace_back(g, w);
+      }
+    dcol_ptr.assign(dense_cols.size() + 1, 0);
+    dcol.clear();
+    for (std::size_t k = 0; k < by_col.size(); ++k) {
+      dcol.insert(dcol.end(), by_col[k].begin(), by_col[k].end());
+      dcol_ptr[k + 1] = static_cast<std::uint32_t>(dcol.size());
+    }
+    sparse_mask = pm.colmask;
+    dense_mask.assign(pm.colmask.size(), 0);
+    for (std::uint32_t j : dense_cols) {
+      sparse_mask[j >> 6] &= ~(std::uint64_t{1} << (j & 63));
+      dense_mask[j >> 6] |= std::uint64_t{1} << (j & 63);
+    }
+    auto summarise = [](const std::vector<std::uint64_t>& mask) {
+      std::vector<std::pair<std::uint32_t, std::uint64_t>> s;
+      for (std::uint32_t w = 0; w < mask.size(); ++w) {
+        if (!mask[w]) continue;
+        if (s.empty() || s.back().first != w >> 6) s.emplace_back(w >> 6, 0);
+        s.back().second |= std::uint64_t{1} << (w & 63);
+      }
+      return s;
+    };
+    sparse_summary = summarise(sparse_mask);
+    dense_summary = summarise(dense_mask);
+    return true;
+  }
+  std::uint32_t groups() const { return static_cast<std::uint32_t>(group_max_bias.size()); }
+};
+
+// eval() of a ReLU map with dense columns (DenseGroups): the same values after the ReLU.
+void eval_grouped(Accum& a, const PreparedMap& pm, const DenseGroups& dg, const Candidates& c) {
   const LinearMap& m = *pm.m;
   a.begin(m);
   for (std::uint32_t r : pm.seeds) a.touch(r);
-  const std::uint32_t* cp = m.w.col_ptr.data();
-  const std::uint32_t* ri = m.w.row_idx.data();
-  const float* wv = m.w.values.data();
-  const std::uint64_t* mask = pm.colmask.data();
-  auto column = [&](std::uint32_t j) {
-    const float xj = x[j];
-    if (xj == 0.0f) return;
-    for (std::uint32_t p = cp[j]; p < cp[j + 1]; ++p) a.add(ri[p], wv[p] * xj);
-  };
-  if (c.n_nz < 4 * pm.summary.size()) {
-    for (std::size_t i = 0; i < c.n_nz; ++i) {
-      const std::uint32_t j = c.nz[i];
-      if ((mask[j >> 6] >> (j & 63)) & 1) column(j);
-    }
-  } else {
-    for (const auto& [k, sb] : pm.summary)
-      for (std::uint64_t ws = sb & c.sum[k]; ws != 0; ws &= ws - 1) {
-        const std::uint32_t w = 64 * k + static_cast<std::uint32_t>(std::countr_zero(ws));
-        for (std::uint64_t b = mask[w] & c.bits[w]; b != 0; b &= b - 1)
-          column(64 * w + static_cast<std::uint32_t>(std::countr_zero(b)));
+  scatter(a, m, dg.sparse_mask.data(), dg.sparse_summary, c);
+  if (a.group_sum.size() < dg.groups()) a.group_sum.resize(dg.groups(), {0, 0.0f});
+  if (++a.group_cur == 0) {
+    for (auto& gs : a.group_sum) gs.first = 0;
+    a.group_cur = 1;
+  }
+  a.active_groups.clear();
+  // the groups' dense sums, from the dense columns that are candidates
+  for (const auto& [k, sb] : dg.dense_summary)
+    for (std::uint64_t ws = sb & c.sum[k]; ws != 0; ws &= ws - 1) {
+      const std::uint32_t w = 64 * k + static_cast<std::uint32_t>(std::countr_zero(ws));
+      for (std::uint64_t b = dg.dense_mask[w] & c.bits[w]; b != 0; b &= b - 1) {
+        const std::uint32_t j = 64 * w + static_cast<std::uint32_t>(std::countr_zero(b));
+        const float xj = c.x[j];
+        if (xj == 0.0f) continue;
+        const auto i = static_cast<std::size_t>(std::lower_bound(dg.dense_cols.begin(), dg.dense_cols.end(), j) - dg.dense_cols.begin());
+        for (std::uint32_t p = dg.dcol_ptr[i]; p < dg.dcol_ptr[i + 1]; ++p) {
+          const auto [g, wgt] = dg.dcol[p];
+          auto& gs = a.group_sum[g];
+          if (gs.first != a.group_cur) {
+            gs = {a.group_cur, 0.0f};
+            a.active_groups.push_back(g);
+          }
+          gs.second += wgt * xj;
+        }
       }
+    }
+  if (a.active_groups.empty()) return;
+  // touched rows: + their group's sum
+  const std::size_t touched = a.n_rows;
+  for (std::size_t i = 0; i < touched; ++i) {
+    const std::uint32_t r = a.row_buf[i];
+    const std::uint32_t g = dg.group_of[r];
+    if (g != DenseGroups::kNone && a.group_sum[g].first == a.group_cur) a.vals(r) += a.group_sum[g].second;
+  }
+  // untouched rows whose value b_r + s_g is positive
+  for (std::uint32_t g : a.active_groups) {
+    const float s = a.group_sum[g].second;
+    if (!(dg.group_max_bias[g] + s > 0.0f)) continue;
+    for (std::uint32_t p = dg.group_ptr[g]; p < dg.group_ptr[g + 1]; ++p) {
+      const std::uint32_t r = dg.group_rows[p];
+      if (!(m.bias[r] + s > 0.0f)) break;
+      if (!a.touched(r)) a.add(r, s);
+    }
   }
 }
 
@@ -355,6 +513,7 @@ struct PreparedLayer {
   std::vector<HeadGroup> groups;  // covers only runs of at least kMinGroup heads
   PreparedMap w1, wu, wg, w2;
   std::unique_ptr<SharedRows> w1_shared;  // w1 by shared dot products (SharedRows); null: none share
+  std::unique_ptr<DenseGroups> w1_dense;  // the dense columns of the map mlp() evaluates (w1_shared's units, else w1); null: none
   MlpKind kind = MlpKind::None;
   double limit = 0;
   std::vector<std::size_t> probes_after_mem, probes_after_mlp;  // indices into config.probes
@@ -447,6 +606,10 @@ struct Shared {
   DecisionCoverage cov;
   std::size_t max_value_dim = 0;
   std::size_t scratch_rows = 0, scratch_heads = 0, scratch_head_value_dim = 0;  // a Pass's scratch sizes
+  // MLP columns with at least this many weights are evaluated by groups (DenseGroups); 0: none.
+  // 256: the fewest instructions of 32, 128, 256, 512 and 1,024 on stories_vx (lower thresholds
+  // take in tables' parts, whose rows' signatures differ: groups of one row; docs/performance.md).
+  std::uint32_t dense_threshold = 256;
 
   void prepare(std::shared_ptr<const Chip> c) {
     chip = std::move(c);
@@ -540,6 +703,9 @@ struct Shared {
         P.w1.prepare(L.mlp.w1);
         auto sr = std::make_unique<SharedRows>();
         if (sr->build(L.mlp.w1)) P.w1_shared = std::move(sr);
+        auto dg = std::make_unique<DenseGroups>();
+        if (dense_threshold > 0 && dg->build(P.w1_shared ? P.w1_shared->pm : P.w1, dense_threshold))
+          P.w1_dense = std::move(dg);
       }
       if (L.mlp.kind == MlpKind::Gated) {
         P.wu.prepare(L.mlp.wu);
@@ -969,12 +1135,14 @@ struct Pass {
     if (P.kind == MlpKind::Relu && P.w1_shared && !sh.audit) {
       // rows that share weights share one dot product (SharedRows); the audit, which checks
       // every touched row's value, takes the plain path below
-      eval(a0, P.w1_shared->pm, xc);
+      if (P.w1_dense) eval_grouped(a0, P.w1_shared->pm, *P.w1_dense, xc);
+      else eval(a0, P.w1_shared->pm, xc);
       P.w1_shared->expand(a0, knz);
       if (sh.coverage)  // the touched rows with a positive value: exactly knz's
         for (const auto& [r, h] : knz) ++sh.cov.layers[static_cast<std::size_t>(l)].active[r];
     } else if (P.kind == MlpKind::Relu) {
-      eval(a0, P.w1, xc);
+      if (P.w1_dense && !sh.audit) eval_grouped(a0, P.w1, *P.w1_dense, xc);  // the audit checks every pre-activation
+      else eval(a0, P.w1, xc);
       if (sh.audit) audit_map(s, a0, P.w1, l, kMlpPre, -1, false);
       if (sh.coverage) count_decisions(l, a0);
       for (std::uint32_t r : a0.rows())
@@ -1451,6 +1619,8 @@ void CpuExecutor::set_pipelining(bool on) {
 }
 
 bool CpuExecutor::pipelining() const { return impl_->pipelining; }
+
+void CpuExecutor::set_dense_column_threshold(std::uint32_t nnz) { impl_->dense_threshold = nnz; }
 
 std::uint64_t CpuExecutor::hash(StreamId id) const {
   const Stream& s = impl_->usable(id);

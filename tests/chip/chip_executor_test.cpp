@@ -7,6 +7,7 @@
 #include <random>
 
 #include "lockstep/chip/compiler/builder.hpp"
+#include "lockstep/chip/compiler/primitives.hpp"
 #include "lockstep/chip/cpu_executor.hpp"
 #include "test_util.hpp"
 
@@ -223,6 +224,80 @@ TEST(CpuExecutor, SharedDotProductsMatchDenseReferenceAndThePlainPath) {
   }
   std::printf("compared %zu of %zu planned steps exactly\n", compared, planned);
   EXPECT_GT(compared, planned / 3) << "too few exact steps: the random chips are too wild to test anything";
+}
+
+// An MLP's dense columns (cpu_executor.cpp, DenseGroups: columns with at least `threshold`
+// weights, summed once per group of rows with equal weights in them) against the dense
+// reference and the plain path (audit on), tokens, state and decision coverage, on random chips
+// with and without threshold ladders (so on SharedRows' units too). The thresholds are small so
+// that the small random chips have dense columns, and rows with several of them.
+TEST(CpuExecutor, DenseColumnGroupsMatchDenseReferenceAndThePlainPath) {
+  const std::uint64_t seed = test::seed_for("CpuExecutor.DenseColumnGroupsMatchDenseReferenceAndThePlainPath", 37);
+  std::mt19937_64 rng(seed);
+  std::size_t compared = 0, planned = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    const auto chip = std::make_shared<const Chip>(random_chip(rng, trial % 2 == 0));
+    const std::uint32_t threshold = 1 + static_cast<std::uint32_t>(trial % 3);
+    CpuExecutor grouped, plain(chip, 1);
+    grouped.set_dense_column_threshold(threshold);
+    grouped.load(chip);
+    grouped.set_num_streams(1);
+    plain.set_audit(true);
+    grouped.set_decision_coverage(true);
+    plain.set_decision_coverage(true);
+    grouped.reset(0, GuestImage{});
+    plain.reset(0, GuestImage{});
+    DenseChip ref(*chip);
+    Token in = static_cast<Token>(rng() % chip->config.vocab_size);
+    for (int step = 0; step < 24; ++step) {
+      ++planned;
+      const Token want = ref.step(in);
+      const Token got = grouped.step(0, in);
+      plain.step(0, in);
+      if (plain.audit_violation(0)) break;  // exactness is promised only while the audit is clean
+      ++compared;
+      ASSERT_EQ(got, want) << "trial " << trial << " step " << step << " threshold " << threshold << " seed " << seed;
+      ASSERT_EQ(grouped.hash(0), plain.hash(0)) << "state, trial " << trial << " step " << step << " seed " << seed;
+      const DecisionCoverage a = grouped.decision_coverage(), b = plain.decision_coverage();
+      for (std::size_t l = 0; l < a.layers.size(); ++l)
+        ASSERT_EQ(a.layers[l].active, b.layers[l].active) << "coverage, layer " << l << " trial " << trial << " step " << step;
+      in = rng() % 4 == 0 ? static_cast<Token>(rng() % chip->config.vocab_size) : got;
+    }
+  }
+  std::printf("compared %zu of %zu planned steps exactly\n", compared, planned);
+  EXPECT_GT(compared, planned / 3) << "too few exact steps: the random chips are too wild to test anything";
+}
+
+// A gated table by hand (compiler::table: two one-hot parts of 4 values and a gate, 16 units
+// each adding a distinct amount): with the gate's and the parts' columns grouped (threshold 2),
+// every combination gives the table's value when the gate is 1 and nothing when it is 0.
+TEST(CpuExecutor, DenseColumnGroupsEvaluateAGatedTable) {
+  ChipBuilder B("gated-table", 33);
+  const auto p0 = B.field("p0", 4), p1 = B.field("p1", 4), gate = B.field("gate", 1), out = B.field("out", 1);
+  auto& L = B.add_layer();
+  compiler::table(L, {{p0[0], p0[1], p0[2], p0[3]}, {p1[0], p1[1], p1[2], p1[3]}},
+                  [&](const std::vector<unsigned>& v) { return compiler::SparseVec{{out.dim(), 1.0 + v[0] + 4.0 * v[1]}}; },
+                  {gate[0]});
+  // token 2 (4 a + b) + g: p0 = a, p1 = b, gate = g; token 32: nothing
+  for (Token t = 0; t < 32; ++t) {
+    B.embed(t, p0.dim((t / 2) / 4), 1);
+    B.embed(t, p1.dim((t / 2) % 4), 1);
+    if (t % 2) B.embed(t, gate.dim(), 1);
+  }
+  B.probe(0, Sublayer::Mlp, {"out"});
+  const auto chip = std::make_shared<const Chip>(B.build());
+  for (const std::uint32_t threshold : {0u, 2u}) {
+    CpuExecutor ex;
+    ex.set_dense_column_threshold(threshold);
+    ex.load(chip);
+    ex.set_num_streams(1);
+    ex.set_probe_recording(true);
+    for (Token t = 0; t <= 32; ++t) {
+      ex.step(0, t);
+      const float want = t < 32 && t % 2 ? 1.0f + static_cast<float>((t / 2) / 4) + 4.0f * static_cast<float>((t / 2) % 4) : 0.0f;
+      EXPECT_EQ(ex.probe(0, 0, Sublayer::Mlp, "out"), std::vector<float>{want}) << "token " << t << " threshold " << threshold;
+    }
+  }
 }
 
 // A ladder by hand: y = 3 f; rungs ReLU(y - j) for j = 0..9 (one of them twice), each adding 1

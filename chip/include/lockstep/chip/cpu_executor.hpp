@@ -39,6 +39,11 @@ class CpuExecutor final : public ChipBackend {
   /// runs on the calling thread (no worker thread is started).
   void set_pipelining(bool on);
   bool pipelining() const;
+  /// An MLP's input columns with at least `nnz` weights (default 256; 0: none) are not scattered:
+  /// the rows that read them are evaluated by groups of equal dense weights (cpu_executor.cpp,
+  /// DenseGroups), with the same values after the ReLU. Takes effect at the next load(). For
+  /// tests (a small threshold exercises it on small chips) and measurements.
+  void set_dense_column_threshold(std::uint32_t nnz);
   std::uint64_t hash(StreamId s) const override;
   std::vector<std::uint8_t> save(StreamId s) const override;
   void restore(StreamId s, const std::vector<std::uint8_t>& bytes) override;
