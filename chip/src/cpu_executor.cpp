@@ -1244,16 +1244,17 @@ void wait_until(Signal& sig, Ready&& ready) {
 }
 
 // One stream stepped by two threads through inputs known in advance. The calling thread (the
-// front) embeds step j's input and runs layers [0, split); the worker (the back) runs layers
-// [split, L) and the unembedding of step j while the front goes on with step j + 1. Every layer
-// is run by one thread, in step order, and reads and writes only its own heads' state, so every
-// value is the serial pass's (step_batch's): the layer math is the same Pass code, on the same
-// state, in the same order per layer. The residual after layer split - 1 of each step goes from
-// front to back through a ring of kRing slots (as written: values and candidate order). The
-// back's marks of dirty state pages go to its own stream (`shadow`) and are merged afterwards.
+// front) embeds step j's input and runs sublayers [0, split) (sublayer 2 l: layer l's memory
+// block, 2 l + 1: its MLP); the worker (the back) runs sublayers [split, 2 L) and the
+// unembedding of step j while the front goes on with step j + 1. Every sublayer is run by one
+// thread, in step order, and reads and writes only its own heads' state, so every value is the
+// serial pass's (step_batch's): the layer math is the same Pass code, on the same state, in the
+// same order per sublayer. The residual after sublayer split - 1 of each step goes from front
+// to back through a ring of kRing slots (as written: values and candidate order). The back's
+// marks of dirty state pages go to its own stream (`shadow`) and are merged afterwards.
 //
-// `split` balances the two halves: every 16th step both threads time each of their layers, and
-// each call starts at the split that minimises the larger half of those (decaying) costs.
+// `split` balances the two halves: every 16th step both threads time each of their sublayers,
+// and each call starts at the split that minimises the larger half of those (decaying) costs.
 class Pipeline {
  public:
   explicit Pipeline(Shared& sh) : sh_(sh), back_(sh) {
@@ -1264,7 +1265,7 @@ class Pipeline {
     shadow_.xsum.assign((ch.config.d_model + 4095) / 4096, 0);
     shadow_.o.assign(sh.max_value_dim, 0.0f);
     shadow_.page_dirty.assign((ch.state_size() + kPageFloats - 1) / kPageFloats, 0);
-    cost_.assign(ch.layers.size() + 2, 0.0);  // [0]: embed, [l + 1]: layer l, [L + 1]: unembed
+    cost_.assign(2 * ch.layers.size() + 2, 0.0);  // [0]: embed, [i + 1]: sublayer i, [2 L + 1]: unembed
     worker_ = std::thread([this] { work(); });
   }
   ~Pipeline() {
@@ -1314,10 +1315,9 @@ class Pipeline {
         auto t0 = Clock::now();
         front.embed_token(s, in[j]);
         if (timed) t0 = lap(0, t0);
-        for (int l = 0; l < split_; ++l) {
-          front.memory_block(s, l);
-          front.mlp(s, l);
-          if (timed) t0 = lap(static_cast<std::size_t>(l) + 1, t0);
+        for (int i = 0; i < split_; ++i) {
+          sublayer(front, s, i);
+          if (timed) t0 = lap(static_cast<std::size_t>(i) + 1, t0);
         }
         auto& slot = ring_[j % kRing];
         slot.clear();
@@ -1362,16 +1362,22 @@ class Pipeline {
     return t1;
   }
 
-  // The split in [0, L] whose larger half (embedding + layers before it, or layers from it +
-  // unembedding) costs least; L / 2 before any timing.
+  // Sublayer i of a step: layer i / 2's memory block (i even) or its MLP (i odd).
+  static void sublayer(Pass& p, Stream& s, int i) {
+    if (i % 2 == 0) p.memory_block(s, i / 2);
+    else p.mlp(s, i / 2);
+  }
+
+  // The split in [0, 2 L] whose larger half (embedding + sublayers before it, or sublayers from
+  // it + unembedding) costs least; L (the middle) before any timing.
   int choose_split() const {
-    const int L = static_cast<int>(sh_.layers.size());
+    const int n = 2 * static_cast<int>(sh_.layers.size());
     double total = 0;
     for (double c : cost_) total += c;
-    if (total == 0) return L / 2;
-    int best = L / 2;
+    if (total == 0) return n / 2;
+    int best = n / 2;
     double best_cost = total, front = cost_[0];
-    for (int k = 0; k <= L; ++k) {
+    for (int k = 0; k <= n; ++k) {
       if (k > 0) front += cost_[static_cast<std::size_t>(k)];
       const double worst = std::max(front, total - front);
       if (worst < best_cost) {
@@ -1407,7 +1413,7 @@ class Pipeline {
   }
 
   void back() {
-    const int L = static_cast<int>(sh_.layers.size());
+    const int n = 2 * static_cast<int>(sh_.layers.size());
     Stream& b = shadow_;
     for (std::size_t j = 0; j < job_in_.size(); ++j) {
       wait_until(front_sig_, [&] {
@@ -1415,7 +1421,6 @@ class Pipeline {
       });
       if (produced_.load(std::memory_order_acquire) <= j) return;  // the front stopped (an error)
       const bool timed = j % kSampleEvery == 0;
-      auto t0 = Clock::now();
       b.clear_residual();
       for (const auto& [d, v] : ring_[j % kRing]) {
         b.add(d, 0.0f);
@@ -1423,13 +1428,13 @@ class Pipeline {
       }
       consumed_.store(j + 1, std::memory_order_release);
       back_sig_.bump();
-      for (int l = split_; l < L; ++l) {
-        back_.memory_block(b, l);
-        back_.mlp(b, l);
-        if (timed) t0 = lap(static_cast<std::size_t>(l) + 1, t0);
+      auto t0 = Clock::now();  // the handover (copies on both sides) is left out of the costs
+      for (int i = split_; i < n; ++i) {
+        sublayer(back_, b, i);
+        if (timed) t0 = lap(static_cast<std::size_t>(i) + 1, t0);
       }
       job_out_[j] = back_.unembed_argmax(b);
-      if (timed) lap(static_cast<std::size_t>(L) + 1, t0);
+      if (timed) lap(static_cast<std::size_t>(n) + 1, t0);
       completed_ = j + 1;
       if (stop_on_miss_ && j + 1 < job_in_.size() && job_out_[j] != job_in_[j + 1]) {
         miss_.store(true, std::memory_order_release);
@@ -1442,7 +1447,7 @@ class Pipeline {
   Shared& sh_;
   Pass back_;
   Stream shadow_;
-  std::vector<double> cost_;  // seconds, timed steps only; [0] embed, [l + 1] layer l, [L + 1] unembed
+  std::vector<double> cost_;  // seconds, timed steps only; [0] embed, [i + 1] sublayer i, [2 L + 1] unembed
   int split_ = 0;
   std::array<std::vector<std::pair<std::uint32_t, float>>, kRing> ring_;
   // the job (written by the front before it is posted, read by the back)
