@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
+#include <string>
 
 #include "lockstep/chip/compiler/builder.hpp"
 #include "lockstep/chip/compiler/primitives.hpp"
@@ -185,16 +187,22 @@ TEST(CpuExecutor, MatchesDenseReferenceOnRandomChips) {
   EXPECT_GT(compared, planned / 3) << "too few exact steps: the random chips are too wild to test anything";
 }
 
-// Rows of a ReLU map with equal weights share one dot product when the audit is off
-// (cpu_executor.cpp, SharedRows); the audit takes the plain path. Both against the dense
-// reference, state and decision coverage included, on random chips full of threshold ladders.
-TEST(CpuExecutor, SharedDotProductsMatchDenseReferenceAndThePlainPath) {
-  const std::uint64_t seed = test::seed_for("CpuExecutor.SharedDotProductsMatchDenseReferenceAndThePlainPath", 23);
+// Random chips (with threshold ladders when ladders(trial)) stepped by an executor with the
+// audit off and MLP columns of at least threshold(trial) weights grouped (DenseGroups), and by
+// one with the audit on (the plain path), both against the dense reference: tokens, the state
+// float by float, and decision coverage, while the audit is clean (exactness is promised only
+// then). Seeded by test::seed_for(name, default_seed).
+void expect_fast_paths_exact(const char* name, std::uint64_t default_seed, int trials,
+                             const std::function<bool(int)>& ladders, const std::function<std::uint32_t(int)>& threshold) {
+  const std::uint64_t seed = test::seed_for(name, default_seed);
   std::mt19937_64 rng(seed);
   std::size_t compared = 0, planned = 0;
-  for (int trial = 0; trial < 400; ++trial) {
-    const auto chip = std::make_shared<const Chip>(random_chip(rng, true));
-    CpuExecutor fast(chip, 1), plain(chip, 1);
+  for (int trial = 0; trial < trials; ++trial) {
+    const auto chip = std::make_shared<const Chip>(random_chip(rng, ladders(trial)));
+    CpuExecutor fast, plain(chip, 1);
+    fast.set_dense_column_threshold(threshold(trial));
+    fast.load(chip);
+    fast.set_num_streams(1);
     plain.set_audit(true);
     fast.set_decision_coverage(true);
     plain.set_decision_coverage(true);
@@ -207,23 +215,35 @@ TEST(CpuExecutor, SharedDotProductsMatchDenseReferenceAndThePlainPath) {
       const Token want = ref.step(in);
       const Token got = fast.step(0, in);
       const Token got_plain = plain.step(0, in);
-      if (plain.audit_violation(0)) break;  // exactness is promised only while the audit is clean
+      if (plain.audit_violation(0)) break;
       ++compared;
-      ASSERT_EQ(got, want) << "trial " << trial << " step " << step << " seed " << seed;
-      ASSERT_EQ(got_plain, want) << "trial " << trial << " step " << step << " seed " << seed;
+      const std::string at = "trial " + std::to_string(trial) + " step " + std::to_string(step) + " threshold " +
+                             std::to_string(threshold(trial)) + " seed " + std::to_string(seed);
+      ASSERT_EQ(got, want) << at;
+      ASSERT_EQ(got_plain, want) << at;
       const auto st = fast.state(0);
       std::size_t off = 0;
       for (const auto& layer : ref.S)
         for (const auto& s : layer)
-          for (double v : s) ASSERT_EQ(static_cast<double>(st[off++]), v) << "state, trial " << trial << " step " << step;
+          for (double v : s) ASSERT_EQ(static_cast<double>(st[off++]), v) << "state, " << at;
+      ASSERT_EQ(fast.hash(0), plain.hash(0)) << "state, " << at;
       const DecisionCoverage a = fast.decision_coverage(), b = plain.decision_coverage();
       for (std::size_t l = 0; l < a.layers.size(); ++l)
-        ASSERT_EQ(a.layers[l].active, b.layers[l].active) << "coverage, layer " << l << " trial " << trial << " step " << step;
+        ASSERT_EQ(a.layers[l].active, b.layers[l].active) << "coverage, layer " << l << ", " << at;
       in = rng() % 4 == 0 ? static_cast<Token>(rng() % chip->config.vocab_size) : got;
     }
   }
   std::printf("compared %zu of %zu planned steps exactly\n", compared, planned);
   EXPECT_GT(compared, planned / 3) << "too few exact steps: the random chips are too wild to test anything";
+}
+
+// Rows of a ReLU map with equal weights share one dot product when the audit is off
+// (cpu_executor.cpp, SharedRows); the audit takes the plain path. Both against the dense
+// reference, state and decision coverage included, on random chips full of threshold ladders
+// (the default dense-column threshold, 256: no column of these small chips reaches it).
+TEST(CpuExecutor, SharedDotProductsMatchDenseReferenceAndThePlainPath) {
+  expect_fast_paths_exact("CpuExecutor.SharedDotProductsMatchDenseReferenceAndThePlainPath", 23, 400,
+                          [](int) { return true; }, [](int) { return 256u; });
 }
 
 // An MLP's dense columns (cpu_executor.cpp, DenseGroups: columns with at least `threshold`
@@ -232,40 +252,9 @@ TEST(CpuExecutor, SharedDotProductsMatchDenseReferenceAndThePlainPath) {
 // with and without threshold ladders (so on SharedRows' units too). The thresholds are small so
 // that the small random chips have dense columns, and rows with several of them.
 TEST(CpuExecutor, DenseColumnGroupsMatchDenseReferenceAndThePlainPath) {
-  const std::uint64_t seed = test::seed_for("CpuExecutor.DenseColumnGroupsMatchDenseReferenceAndThePlainPath", 37);
-  std::mt19937_64 rng(seed);
-  std::size_t compared = 0, planned = 0;
-  for (int trial = 0; trial < 600; ++trial) {
-    const auto chip = std::make_shared<const Chip>(random_chip(rng, trial % 2 == 0));
-    const std::uint32_t threshold = 1 + static_cast<std::uint32_t>(trial % 3);
-    CpuExecutor grouped, plain(chip, 1);
-    grouped.set_dense_column_threshold(threshold);
-    grouped.load(chip);
-    grouped.set_num_streams(1);
-    plain.set_audit(true);
-    grouped.set_decision_coverage(true);
-    plain.set_decision_coverage(true);
-    grouped.reset(0, GuestImage{});
-    plain.reset(0, GuestImage{});
-    DenseChip ref(*chip);
-    Token in = static_cast<Token>(rng() % chip->config.vocab_size);
-    for (int step = 0; step < 24; ++step) {
-      ++planned;
-      const Token want = ref.step(in);
-      const Token got = grouped.step(0, in);
-      plain.step(0, in);
-      if (plain.audit_violation(0)) break;  // exactness is promised only while the audit is clean
-      ++compared;
-      ASSERT_EQ(got, want) << "trial " << trial << " step " << step << " threshold " << threshold << " seed " << seed;
-      ASSERT_EQ(grouped.hash(0), plain.hash(0)) << "state, trial " << trial << " step " << step << " seed " << seed;
-      const DecisionCoverage a = grouped.decision_coverage(), b = plain.decision_coverage();
-      for (std::size_t l = 0; l < a.layers.size(); ++l)
-        ASSERT_EQ(a.layers[l].active, b.layers[l].active) << "coverage, layer " << l << " trial " << trial << " step " << step;
-      in = rng() % 4 == 0 ? static_cast<Token>(rng() % chip->config.vocab_size) : got;
-    }
-  }
-  std::printf("compared %zu of %zu planned steps exactly\n", compared, planned);
-  EXPECT_GT(compared, planned / 3) << "too few exact steps: the random chips are too wild to test anything";
+  expect_fast_paths_exact("CpuExecutor.DenseColumnGroupsMatchDenseReferenceAndThePlainPath", 37, 600,
+                          [](int trial) { return trial % 2 == 0; },
+                          [](int trial) { return 1 + static_cast<std::uint32_t>(trial % 3); });
 }
 
 // A gated table by hand (compiler::table: two one-hot parts of 4 values and a gate, 16 units
