@@ -323,6 +323,19 @@ def vmat_traps(o):
     return codes
 
 
+def vmat_rows(st, b0, chunks):
+    """vmat.md §1's row values: `chunks` (R, K) int64, row r's chunk j against ACT block b0 + j;
+    acc_{r,j} = sum_i ACT[64(b0+j) + i] W[c][i], y_r = sat32(rnd(sum_j acc_{r,j} WSCALE[c]
+    2^ASH[b0+j], 16)).  Returns y, shape (R,).  (Also vector-fused.md's VMATROW.)"""
+    K = chunks.shape[1]
+    W = st.wmem.reshape(NCHUNK, CHUNK)[chunks]                      # (R, K, 64)
+    act = st.act.reshape(ACT_BLOCKS, BLOCK)[b0:b0 + K]              # (K, 64)
+    acc = np.einsum("rki,ki->rk", W, act)
+    assert np.abs(acc).max() <= 1 << 16
+    terms = acc * st.wscale[chunks] * (1 << st.ash[b0:b0 + K])      # each < 2^57
+    return sat32(rnd(terms.sum(axis=1), 16))                        # sum < 2^60
+
+
 def vmat(st, o, ram):
     """vmat.md §1: row r is the K chunks c0 + rK + j, chunk j against ACT block b0 + j;
     acc_{r,j} = sum_i ACT[64(b0+j) + i] W[c][i], y_r = sat32(rnd(sum_j acc_{r,j} WSCALE[c]
@@ -330,13 +343,7 @@ def vmat(st, o, ram):
     with the largest y_r.  values: y (the R row results), argmax (bool)."""
     K, argmax = o.f7 & 7, (o.f7 >> 3) & 1
     dst, b0, c0, R = o.A, o.B, o.C, o.N
-    chunks = np.arange(c0, c0 + R * K).reshape(R, K)
-    W = st.wmem.reshape(NCHUNK, CHUNK)[chunks]                      # (R, K, 64)
-    act = st.act.reshape(ACT_BLOCKS, BLOCK)[b0:b0 + K]              # (K, 64)
-    acc = np.einsum("rki,ki->rk", W, act)
-    assert np.abs(acc).max() <= 1 << 16
-    terms = acc * st.wscale[chunks] * (1 << st.ash[b0:b0 + K])      # each < 2^57
-    y = sat32(rnd(terms.sum(axis=1), 16))                           # sum < 2^60
+    y = vmat_rows(st, b0, np.arange(c0, c0 + R * K).reshape(R, K))
     out = Outcome(values={"y": y, "argmax": bool(argmax)})
     if argmax:
         if o.rd != 0:
@@ -373,6 +380,18 @@ def vmatr_traps(o):
     return codes
 
 
+def vmatr_k_words(st, src, r0, T):
+    """vmatr.md §1 K mode's words, shape (8, T) by (h, t): s_{h,t} = sum_d ACT[64 src + 8h + d]
+    KC[r0+t][8 floor(h/2) + d], e = ASH[src] + KSH[r0+t], sat32(s 2^(e-16)) if e >= 16, else
+    sat32(rnd(s, 16 - e)).  (Also vector-fused.md §3.3's s_{h,t}.)"""
+    q = st.act[64 * src:64 * src + 64].reshape(8, 8)                         # (h, d)
+    k = st.kc[ROW * r0:ROW * (r0 + T)].reshape(T, 4, 8)[:, HEAD_KV, :]        # (t, h, d)
+    s = np.einsum("hd,thd->ht", q, k)
+    assert np.abs(s).max() <= 1 << 17
+    e = st.ash[src] + st.ksh[r0:r0 + T][None, :]                              # (1, T), 0..50
+    return sat32(np.where(e >= 16, s << np.maximum(e - 16, 0), rnd(s, np.maximum(16 - e, 0))))
+
+
 def vmatr(st, o, ram):
     """vmatr.md §1.  K mode: s_{h,t} = sum_d ACT[64 src + 8h + d] KC[r0+t][8 floor(h/2) + d], e =
     ASH[src] + KSH[r0+t], VR[dst + 64h + t] <- sat32(s 2^(e-16)) if e >= 16, else
@@ -385,12 +404,7 @@ def vmatr(st, o, ram):
     h = np.arange(8)[:, None]
     t = np.arange(T)[None, :]
     if vmode == 0:
-        q = st.act[64 * src:64 * src + 64].reshape(8, 8)                     # (h, d)
-        k = st.kc[ROW * r0:ROW * (r0 + T)].reshape(T, 4, 8)[:, HEAD_KV, :]    # (t, h, d)
-        s = np.einsum("hd,thd->ht", q, k)
-        assert np.abs(s).max() <= 1 << 17
-        e = st.ash[src] + st.ksh[r0:r0 + T][None, :]                          # (1, T), 0..50
-        z = sat32(np.where(e >= 16, s << np.maximum(e - 16, 0), rnd(s, np.maximum(16 - e, 0))))
+        z = vmatr_k_words(st, src, r0, T)
         out = Outcome(values={"z": z})
         out.write("vr", dst + 64 * h + t, z)
         return out
@@ -526,6 +540,18 @@ def vew_traps(o):
     return codes
 
 
+def rot(x, p):
+    """vew.md §1 ROT of an even-length int64 array x at position p (0..63): pairs (u, v) =
+    (x_2k, x_2k+1), c = COS[p][k mod 4], s = SIN[p][k mod 4]; z_2k = sat32(rnd(uc - vs, 16)),
+    z_2k+1 = sat32(rnd(us + vc, 16)).  Returns z, the shape of x."""
+    j = np.arange(len(x) // 2) % 4
+    c, s, u, v = COS[p][j], SIN[p][j], x[0::2], x[1::2]
+    z = np.empty(len(x), dtype=np.int64)
+    z[0::2] = sat32(rnd(u * c - v * s, 16))
+    z[1::2] = sat32(rnd(u * s + v * c, 16))
+    return z
+
+
 def vew(st, o, ram):
     """vew.md §1: x_i = VR[a + i]; ADD sat32(x + VR[b + i]); MUL sat32(rnd(x VR[b + i], 16)); MULS
     sat32(rnd(x VR[b + (i >> GS)], 16)); ROT pairs (u, v) = (x_2k, x_2k+1) with c = COS[p][k mod
@@ -542,11 +568,7 @@ def vew(st, o, ram):
     elif mode == 2:
         z = sat32(rnd(x * st.vr[b + (i >> gs)], 16))
     else:
-        j = np.arange(n // 2) % 4
-        c, s, u, v = COS[b][j], SIN[b][j], x[0::2], x[1::2]
-        z = np.empty(n, dtype=np.int64)
-        z[0::2] = sat32(rnd(u * c - v * s, 16))
-        z[1::2] = sat32(rnd(u * s + v * c, 16))
+        z = rot(x, b)
     out = Outcome(values={"z": z})
     out.write("vr", dst + i, z)
     return out
