@@ -62,6 +62,15 @@ int report_error(Context& ctx, const std::string& message) {
   return static_cast<int>(ExitCode::error);
 }
 
+// A run stopped by SIGINT/SIGTERM (Interrupted; or an error met while stopping, e.g. a chip
+// under test ended by the same signal): one "lockstep: interrupted:" line, exit status 3 (or 1
+// when a mismatch was already found).
+int report_interrupted(Context& ctx, const std::string& message) {
+  ctx.summary.interrupt(message);
+  std::cerr << "lockstep: interrupted: " << one_line(message) << '\n' << std::flush;
+  return static_cast<int>(ctx.summary.exit_code());
+}
+
 // A FLOAT or INT option's text: the whole of it a number (every FLOAT of lockstep's is a
 // non-negative amount: seconds, a fraction, a factor).
 CLI::Validator numeric_validator(const std::string& type) {
@@ -102,9 +111,20 @@ CLI::Validator count_range(std::uint64_t lo, std::uint64_t hi) {
       "", "range");
 }
 
+// A text option given with an empty value (`--dut ""`, `--chip "$UNSET"`) is refused: left as it
+// is it would read as "not given" and pick the default (the built chip instead of the user's).
+static CLI::Validator nonempty_validator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "is empty (give a value, or leave the option out for its default)" : "";
+      },
+      "", "nonempty");
+}
+
 void check_numeric_options(CLI::App& app) {
   for (CLI::Option* o : app.get_options()) {
     const std::string t = o->get_type_name();
+    if (o->get_type_size() != 0 && t.rfind("TEXT", 0) == 0) o->check(nonempty_validator());
     for (const char* kind : {"UINT", "INT", "FLOAT"}) {
       if (t == kind || t.rfind(std::string(kind) + ":", 0) == 0) {
         o->check(std::string(kind) == "UINT" ? count_range(0, UINT64_MAX) : numeric_validator(kind));
@@ -185,19 +205,17 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
       code = report_error(ctx, what + " (see lockstep --help)");
     }
   } catch (const Interrupted& e) {
-    ctx.summary.interrupt(e.what());
-    std::cerr << "lockstep: interrupted: " << one_line(e.what()) << '\n' << std::flush;
-    code = static_cast<int>(ctx.summary.exit_code());
+    code = report_interrupted(ctx, e.what());
   } catch (const UsageError& e) {
     code = report_error(ctx, e.what());
   } catch (const InputError& e) {
-    code = report_error(ctx, e.what());
+    code = ctx.stop && ctx.stop->load() ? report_interrupted(ctx, e.what()) : report_error(ctx, e.what());
   } catch (const std::logic_error& e) {
     code = report_error(ctx, std::string("internal error: ") + e.what());
   } catch (const std::exception& e) {
     // Library errors (e.g. a malformed file) are bad input as far as the
     // exit status goes; their messages already say what was wrong.
-    code = report_error(ctx, e.what());
+    code = ctx.stop && ctx.stop->load() ? report_interrupted(ctx, e.what()) : report_error(ctx, e.what());
   } catch (...) {
     code = report_error(ctx, "internal error: unknown exception");
   }

@@ -283,6 +283,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                   "Add up the fuzz.json of shard folders (counts, failures, coverage) instead of running");
   cmd->callback([&ctx, args, seed_opt] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work (chip loading included)
+    ctx.stop = stop;
     if (!args->merge.empty()) {
       merge_reports(ctx, args->merge, args->report);
       return;
@@ -317,6 +318,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     std::unique_ptr<chip::ChipBackend> backend;  // every batch runs on it (the engine resets each stream)
     try {
       if (dut) {
+        args->dut.stop = stop;  // SIGINT/SIGTERM ends a wait for the chip under test's answer
         backend = engine::make_dut_backend(args->dut);
         chip.source = "dut " + args->dut.describe();
         chip.hash = backend->identity();
@@ -484,6 +486,10 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         } catch (const engine::CheckError& e) {
           throw InputError(e.what());
         } catch (const std::exception& e) {
+          if (stop->load()) {  // stopped mid-batch (a chip under test's wait given up): as between batches
+            interrupted = true;
+            break;
+          }
           if (backend->fault().empty()) throw;
           fault = backend->fault();  // the batch's steps are lost with it; every earlier one is kept
           break;
@@ -503,7 +509,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
           }
         }
       }
-      if (!fault.empty()) break;
+      if (!fault.empty() || interrupted) break;
       for (const campaign::Program& p : batch) coverage.add(p, kMaxSteps);
       done += batch.size();
       if (tsv.is_open()) {

@@ -178,6 +178,7 @@ void add_ref_command(CLI::App& app, Context& ctx) {
                   "Write the words in [begin_signature, end_signature) to FILE, 8 hex digits a line");
   cmd->callback([opt, &ctx] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
+    ctx.stop = stop;
     run_ref(*opt, ctx, stop);
   });
 }

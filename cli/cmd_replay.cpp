@@ -22,6 +22,7 @@ void add_replay_command(CLI::App& app, Context& ctx) {
   add_dut_options(cmd, args->dut);
   cmd->callback([&ctx, args] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
+    ctx.stop = stop;
     const bool dut = check_dut_options(args->dut, "", args->backend);
     engine::CheckRequest req;
     req.command = "replay";

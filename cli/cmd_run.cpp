@@ -55,6 +55,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
   add_dut_options(cmd, args->dut);
   cmd->callback([&ctx, args, cmd] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work (chip loading included)
+    ctx.stop = stop;
     const bool dut = check_dut_options(args->dut, args->chip, args->backend);
     engine::CheckRequest req;
     req.command = "run";
@@ -176,9 +177,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
     ctx.out() << engine::result_text(r) << std::flush;
     print_replay_hint(r, req.report_dir);
     if (r.interrupted) {
+      // Resumable only from a checkpoint (written every --checkpoint-every steps and on the stop).
+      const bool resumable = req.the_case.checkpoint_every != 0 && !req.report_dir.empty();
       throw Interrupted("after " + std::to_string(r.steps) + " steps" +
-                       (req.report_dir.empty() ? std::string()
-                                               : "; continue with: lockstep run --resume " + req.report_dir.string()));
+                       (resumable ? "; continue with: lockstep run --resume " + req.report_dir.string()
+                                  : std::string()));
     }
   });
 }

@@ -131,6 +131,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
   add_dut_options(cmd, args->dut);
   cmd->callback([&ctx, args, cmd] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
+    ctx.stop = stop;
     const bool dut = check_dut_options(args->dut, args->chip, args->backend);
     if (dut && !args->resume.empty()) {
       throw UsageError("--resume DIR runs the chip the interrupted check ran (its case.json); leave out --dut");

@@ -148,6 +148,15 @@ std::string one_line(const std::string& message) {
     space = false;
     out += c;
   }
+  // A library's message can quote its whole input (a JSON parser's "last read: '...'" of a
+  // damaged chip header: hundreds of kilobytes); the line keeps its start and its end.
+  constexpr std::size_t kHead = 600, kTail = 200;
+  if (out.size() > kHead + kTail + 64) {
+    std::size_t h = kHead, t = out.size() - kTail;
+    while (h > 0 && (static_cast<unsigned char>(out[h]) & 0xC0) == 0x80) --h;  // UTF-8 boundaries
+    while (t < out.size() && (static_cast<unsigned char>(out[t]) & 0xC0) == 0x80) ++t;
+    out = out.substr(0, h) + " [... " + std::to_string(t - h) + " characters left out ...] " + out.substr(t);
+  }
   return out;
 }
 

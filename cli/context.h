@@ -11,6 +11,7 @@
 //      (Interrupted); stderr carries one line "lockstep: interrupted: ...".
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
@@ -100,6 +101,10 @@ class Context {
 
   GlobalOptions options;
   Summary summary;
+  /// The flag SIGINT/SIGTERM sets (engine::install_stop_handlers()), once a command installed
+  /// the handlers; nullptr before. An error thrown after it is set (a chip under test ended by
+  /// the same signal, a wait given up) ends the run as interrupted (exit 3), not as an error.
+  const std::atomic<bool>* stop = nullptr;
 
   /// The "lockstep" logger (writes to stderr; level from --log-level).
   spdlog::logger& log() const;
@@ -133,7 +138,8 @@ std::shared_ptr<spdlog::logger> setup_logging(const std::string& level);
 std::string valid_utf8(const std::string& bytes);
 
 /// Replaces newlines and other control characters with spaces so an error
-/// message fits the one-line stderr contract.
+/// message fits the one-line stderr contract; a message over 864 bytes keeps its first 600 and
+/// last 200 bytes (at UTF-8 boundaries) around a "[... N characters left out ...]" marker.
 std::string one_line(const std::string& message);
 
 }  // namespace lockstep::cli

@@ -104,6 +104,7 @@ DutBackend::DutBackend(const DutConfig& config) : config_(config) {
   } catch (const TransportError& e) {
     throw DutError(std::string("chip under test: ") + e.what());
   }
+  conn_->set_stop(config_.stop);
   // The handshake waits --dut-start-timeout: a chip may load gigabytes of weights first.
   const std::vector<std::uint8_t> ok = request(kHello, encode_hello(h), config_.start_timeout_s);
   try {
@@ -164,6 +165,10 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
     const auto until = deadline(timeout_s);
     conn_->write_frame(type, payload, until);
     f = conn_->read_frame(until);
+  } catch (const Stopped& e) {
+    // The session is broken mid-request: the chip process goes at once (no BYE, no grace).
+    conn_->kill_peer();
+    fail("stopped by SIGINT/SIGTERM while waiting on " + what + " (" + e.what() + ")");
   } catch (const Timeout& e) {
     conn_->kill_peer();
     fail("no answer to " + what + " within " + (type == kHello ? "--dut-start-timeout " : "--dut-timeout ") +

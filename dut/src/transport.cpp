@@ -134,17 +134,27 @@ void Connection::write_raw(std::span<const std::uint8_t> bytes, Clock::time_poin
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       pollfd p{wfd_, POLLOUT, 0};
-      const int ms = poll_ms(deadline);
+      const int ms = wait_ms(deadline);
       if (ms == 0 && Clock::now() >= deadline) {
         throw Timeout(peer_ + " did not read its input within the timeout (" + what + ")");
       }
       ::poll(&p, 1, ms);
+      stopped("while it was sent a " + what);
       continue;
     }
     const int e = errno;
     throw TransportError(peer_ + " closed its side (" + (e == EPIPE ? std::string("broken pipe") : errno_text(e)) +
                          ") while a " + what + " was sent");
   }
+}
+
+int Connection::wait_ms(Clock::time_point deadline) const {
+  const int ms = poll_ms(deadline);
+  return stop_ ? std::min(ms, 100) : ms;
+}
+
+void Connection::stopped(const std::string& what) const {
+  if (stop_ && stop_->load(std::memory_order_relaxed)) throw Stopped(peer_ + ": given up " + what);
 }
 
 bool Connection::read_exact(std::uint8_t* p, std::size_t n, Clock::time_point deadline, bool at_frame_start) {
@@ -162,10 +172,11 @@ bool Connection::read_exact(std::uint8_t* p, std::size_t n, Clock::time_point de
     }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      const int ms = poll_ms(deadline);
+      const int ms = wait_ms(deadline);
       if (ms == 0 && Clock::now() >= deadline) throw Timeout(peer_ + " did not answer within the timeout");
       pollfd pf{rfd_, POLLIN, 0};
       ::poll(&pf, 1, ms);
+      stopped("while waiting for its answer");
       continue;
     }
     const int e = errno;

@@ -75,6 +75,14 @@ LoadedChip load_chip_or_built(const std::string& path) {
     }
     out.source = "built";
   }
+  // A chip file's token ids are trace.md section 2's (only a chip under test may number its own,
+  // through --dut-vocab): one that cannot take every trace token is refused here, by name, not
+  // at the first input it cannot take.
+  if (c.config.vocab_size < format::vocab_size()) {
+    throw CheckError((path.empty() ? std::string("the built chip") : "--chip " + path) + ": vocab_size " +
+                     std::to_string(c.config.vocab_size) + " is below trace-v3's " +
+                     std::to_string(format::vocab_size()) + " (a chip file takes the trace's token ids, trace.md §2)");
+  }
   const auto bytes = chip::serialize_chip(c);
   out.hash = hex64(xxh3(bytes));
   out.chip = std::make_shared<const chip::Chip>(std::move(c));
@@ -123,6 +131,10 @@ Guest read_guest(const fs::path& path) {
   g.path = path;
   try {
     g.image = format::read_elf_file(path);
+    // The machine's own load checks (segments inside RAM, the entry point, vector sections),
+    // now and naming the file, rather than after the chip's load.
+    ref::Machine m;
+    m.load(g.image);
   } catch (const std::exception& e) {
     throw CheckError(path.string() + ": " + e.what());
   }
@@ -195,22 +207,51 @@ json Case::to_json() const {
   return j;
 }
 
+namespace {
+
+// case.json's fields, each checked for its type: a wrong one is named in one line.
+[[noreturn]] void bad_case_field(const std::string& key, const json& v, const std::string& want) {
+  throw CheckError("case: \"" + key + "\" is " + v.dump() + ", not " + want);
+}
+std::string case_text(const json& o, const char* key, const std::string& def, const std::string& where = "") {
+  const auto it = o.find(key);
+  if (it == o.end()) return def;
+  if (!it->is_string()) bad_case_field(where + key, *it, "text");
+  return it->get<std::string>();
+}
+std::uint64_t case_count(const json& o, const char* key) {
+  const auto it = o.find(key);
+  if (it == o.end()) return 0;
+  if (!it->is_number_unsigned()) bad_case_field(key, *it, "a whole number >= 0");
+  return it->get<std::uint64_t>();
+}
+
+}  // namespace
+
 Case Case::from_json(const json& j) {
   try {
-    if (!j.is_object() || j.value("lockstep_case", 0) != 1) {
+    if (!j.is_object() || !j.contains("lockstep_case")) {
       throw CheckError("case: not a lockstep case (\"lockstep_case\": 1 missing)");
     }
+    if (j["lockstep_case"] != 1) {
+      throw CheckError("case: \"lockstep_case\" is " + j["lockstep_case"].dump() +
+                       ": this harness reads version 1 (a case from another version of lockstep?)");
+    }
     Case c;
-    const json& g = j.at("guest");
-    c.guest_name = g.value("name", "");
-    c.guest_path = g.value("path", "");
-    c.guest_digest = g.value("digest", "");
-    if (g.contains("elf_base64")) c.guest_elf = unbase64(g.at("elf_base64").get<std::string>());
+    const auto gi = j.find("guest");
+    if (gi == j.end()) throw CheckError("case: no \"guest\"");
+    if (!gi->is_object()) bad_case_field("guest", *gi, "an object");
+    const json& g = *gi;
+    c.guest_name = case_text(g, "name", "", "guest.");
+    c.guest_path = case_text(g, "path", "", "guest.");
+    c.guest_digest = case_text(g, "digest", "", "guest.");
+    if (g.contains("elf_base64")) c.guest_elf = unbase64(case_text(g, "elf_base64", "", "guest."));
     if (c.guest_path.empty() && c.guest_elf.empty()) throw CheckError("case: guest has neither path nor elf_base64");
     const json ch = j.value("chip", json::object());
-    if (ch.contains("path") && ch["path"].is_string()) c.chip_path = ch["path"].get<std::string>();
-    c.chip_hash = ch.value("hash", "");
-    c.backend = j.value("backend", "cpu");
+    if (!ch.is_object()) bad_case_field("chip", ch, "an object");
+    if (ch.contains("path") && !ch["path"].is_null()) c.chip_path = case_text(ch, "path", "", "chip.");
+    c.chip_hash = case_text(ch, "hash", "", "chip.");
+    c.backend = case_text(j, "backend", "cpu");
     if (j.contains("dut") && !j["dut"].is_null()) {
       try {
         c.dut = dut::DutConfig::from_json(j["dut"]);
@@ -221,19 +262,20 @@ Case Case::from_json(const json& j) {
     } else if (c.backend == "dut") {
       throw CheckError("case: backend dut without a \"dut\" object");
     }
-    const auto m = parse_mode(j.value("mode", "forced"));
+    const auto m = parse_mode(case_text(j, "mode", "forced"));
     if (!m) throw CheckError("case: mode must be forced or free");
     c.mode = *m;
-    c.teacher_forced_steps = j.value("teacher_forced_steps", std::uint64_t{0});
-    const auto cmp = parse_compare(j.value("compare", "step"));
+    c.teacher_forced_steps = case_count(j, "teacher_forced_steps");
+    const auto cmp = parse_compare(case_text(j, "compare", "step"));
     if (!cmp) throw CheckError("case: compare must be step or end");
     c.compare = *cmp;
-    c.steps = j.value("steps", std::uint64_t{0});
-    c.checkpoint_every = j.value("checkpoint_every", std::uint64_t{0});
+    c.steps = case_count(j, "steps");
+    c.checkpoint_every = case_count(j, "checkpoint_every");
     c.expect = j.value("expect", json());
+    if (!c.expect.is_null() && !c.expect.is_object()) bad_case_field("expect", c.expect, "an object");
     return c;
   } catch (const json::exception& e) {
-    throw CheckError(std::string("case: ") + e.what());
+    throw CheckError(std::string("case: a field of the wrong type (") + e.what() + ")");
   }
 }
 
@@ -446,12 +488,15 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     chip.source = "backend " + backend->name();
   } else if (c.dut) {
     try {
-      owned = make_dut_backend(*c.dut);
+      dut::DutConfig config = *c.dut;
+      config.stop = req.options.stop;
+      owned = make_dut_backend(config);
     } catch (const CheckError& e) {
       // A chip that cannot be started or spoken to: the run folder still says so (status error,
-      // 0 steps), as every failed run's does (docs/spec/dut-protocol.md §8).
+      // 0 steps), as every failed run's does (docs/spec/dut-protocol.md §8); "interrupted" when
+      // SIGINT/SIGTERM ended the wait.
       json s = summary_json(req.command, RunResult{}, "dut " + c.dut->describe(), "");
-      s["status"] = "error";
+      s["status"] = req.options.stop && req.options.stop->load() ? "interrupted" : "error";
       s["error"] = e.what();
       if (!req.report_dir.empty()) {
         try {
@@ -562,12 +607,18 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     // Nothing ran: the folder keeps the summary of the run it holds.
     throw CheckError(std::string(e.what()) + " (" + req.report_dir.string() + " left as it was)");
   } catch (const std::exception& e) {
-    const std::string fault = backend->fault();
-    throw failed(fault.empty() ? std::string(e.what()) : fault, engine->partial_result());
+    // Stopped while the chip worked (a chip under test's wait given up, or its process ended by
+    // the same SIGINT): an interruption, reported with the steps compared so far.
+    if (req.options.stop && req.options.stop->load()) {
+      out.result = engine->interrupted_result();
+    } else {
+      const std::string fault = backend->fault();
+      throw failed(fault.empty() ? std::string(e.what()) : fault, engine->partial_result());
+    }
   }
   // A chip under test that failed inside a step the engine caught (a probe, a replay) still
   // ends the run as an error: its verdict cannot be trusted.
-  if (const std::string fault = backend->fault(); !fault.empty()) throw failed(fault, out.result);
+  if (const std::string fault = backend->fault(); !fault.empty() && !out.result.interrupted) throw failed(fault, out.result);
   if (req.trap_is_error && out.result.mismatches == 0 && !out.result.interrupted)
     for (const StreamResult& s : out.result.streams)
       if (s.end == "trap") throw failed(trap_end_line(guest, s), out.result);

@@ -952,7 +952,9 @@ struct Engine::Impl {
   std::vector<std::unique_ptr<Lane>> lanes;
   std::uint64_t round = 0;
   double seconds_before = 0;
-  Clock::time_point t0;
+  // The run's start: go() sets it again; set here too, for a run that fails before go() (a
+  // chip's reset), whose partial result would otherwise count the seconds since boot.
+  Clock::time_point t0 = Clock::now();
   std::vector<ThroughputSample> throughput;
   std::uint64_t resumed_from = 0, checkpoints_written = 0;
   bool interrupted = false;
@@ -1633,6 +1635,13 @@ RunResult Engine::resume() {
 }
 
 RunResult Engine::partial_result() const { return impl_->result(); }
+
+RunResult Engine::interrupted_result() {
+  impl_->interrupted = true;
+  for (auto& L : impl_->lanes)
+    if (!L->done) L->end = "interrupted";
+  return impl_->result();
+}
 
 std::vector<std::uint64_t> list_checkpoints(const std::filesystem::path& dir) {
   std::vector<std::uint64_t> out;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -503,6 +504,37 @@ ReportFiles write_report(const fs::path& dir, const json& summary) {
   return f;
 }
 
+namespace {
+
+// The top-level fields every run's summary has (summary_json(), cli::Summary): a status of the
+// four, whole step and mismatch counts that agree with it, and text where text is written.
+void check_summary(const json& s, const fs::path& file) {
+  auto bad = [&](const std::string& what) { throw std::runtime_error("report: " + file.string() + ": " + what); };
+  const auto st = s.find("status");
+  if (st == s.end()) bad("no \"status\" (not a run's summary)");
+  static const std::set<std::string> kStatuses = {"exact", "mismatch", "error", "interrupted"};
+  if (!st->is_string() || !kStatuses.count(st->get<std::string>())) {
+    bad("\"status\" is " + st->dump() + ", not one of \"exact\", \"mismatch\", \"error\", \"interrupted\"");
+  }
+  for (const char* k : {"steps", "mismatches"}) {
+    const auto it = s.find(k);
+    if (it == s.end()) bad(std::string("no \"") + k + "\"");
+    if (!it->is_number_unsigned()) bad(std::string("\"") + k + "\" is " + it->dump() + ", not a whole number >= 0");
+  }
+  const std::string status = st->get<std::string>();
+  const std::uint64_t mismatches = s["mismatches"].get<std::uint64_t>();
+  if ((status == "exact" || status == "interrupted") && mismatches > 0) {
+    bad("\"status\" \"" + status + "\" with " + std::to_string(mismatches) + " mismatches");
+  }
+  if (status == "mismatch" && mismatches == 0) bad("\"status\" \"mismatch\" with 0 mismatches");
+  for (const char* k : {"command", "chip", "chip_hash", "digest", "error", "replay"}) {
+    const auto it = s.find(k);
+    if (it != s.end() && !it->is_string()) bad(std::string("\"") + k + "\" is " + it->dump() + ", not text");
+  }
+}
+
+}  // namespace
+
 ReportFiles render_report(const fs::path& dir) {
   const fs::path file = dir / kSummaryFile;
   std::error_code ec;
@@ -533,18 +565,29 @@ ReportFiles render_report(const fs::path& dir) {
     throw std::runtime_error("report: " + (dir / kSummaryFile).string() + " is not JSON: " + e.what());
   }
   if (!summary.is_object()) throw std::runtime_error("report: " + (dir / kSummaryFile).string() + " is not a JSON object");
+  check_summary(summary, file);
   ReportFiles f;
   f.summary = dir / kSummaryFile;
   f.junit = dir / kJUnitFile;
   f.html = dir / kHtmlFile;
   f.summary_json = summary;
-  write_text(f.junit, junit_xml(summary));
+  // Fields below the top level (the run's details, coverage) are read as written; one of the
+  // wrong type is named here rather than reported as a library error.
+  std::string junit, html;
   try {
-    f.plots = render_plots(summary, dir / "plots", f.plot_note);
-  } catch (const std::exception& e) {
-    f.plot_note = std::string("plots not rendered: ") + e.what();
+    junit = junit_xml(summary);
+    try {
+      f.plots = render_plots(summary, dir / "plots", f.plot_note);
+    } catch (const std::exception& e) {
+      f.plot_note = std::string("plots not rendered: ") + e.what();
+    }
+    html = html_report(summary, f.plots, f.plot_note);
+  } catch (const json::exception& e) {
+    throw std::runtime_error("report: " + file.string() + ": a field of the wrong type or shape (" + e.what() +
+                             "): not a summary this version wrote, or edited");
   }
-  write_text(f.html, html_report(summary, f.plots, f.plot_note));
+  write_text(f.junit, junit);
+  write_text(f.html, html);
   return f;
 }
 

@@ -198,6 +198,27 @@ TEST(OneLine, CollapsesControlCharacters) {
   EXPECT_EQ(one_line("\nx"), "x");
 }
 
+// A message quoting its whole input (a JSON parser's "last read" of a damaged 200 KB chip
+// header) keeps its start and end; a short one is unchanged.
+TEST(OneLine, KeepsTheStartAndEndOfAVeryLongMessage) {
+  const std::string start = "safetensors: header is not valid JSON: last read: '";
+  const std::string middle(226'000, 'x');
+  const std::string end = "' (at byte 225816)";
+  const std::string line = one_line(start + middle + end);
+  EXPECT_LT(line.size(), 900u);
+  EXPECT_EQ(line.rfind(start, 0), 0u);
+  EXPECT_EQ(line.substr(line.size() - end.size()), end);
+  EXPECT_NE(line.find(" characters left out ...] "), std::string::npos) << line.substr(0, 900);
+  const std::string short_one(864, 'y');
+  EXPECT_EQ(one_line(short_one), short_one);
+  // Multi-byte UTF-8 characters are not cut in half.
+  std::string utf;
+  for (int i = 0; i < 2000; ++i) utf += "\xc2\xa7";  // U+00A7
+  const std::string cut = one_line(utf);
+  EXPECT_LT(cut.size(), utf.size());
+  EXPECT_EQ(cut.find("\xc2\xa7 ["), 598u);
+}
+
 TEST(Version, NamesProjectAndTraceSpec) {
   EXPECT_EQ(version_line(), "lockstep 0.1.0 (trace spec trace-v3)");
   EXPECT_EQ(trace_spec_version(), "trace-v3");

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -182,6 +183,110 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
       EXPECT_EQ(rep["steps"], before);
       EXPECT_EQ(rep["error"], lines[0].substr(std::string("lockstep: error: ").size()));
     }
+  }
+}
+
+// Whether `pid` has a handler installed for `sig` (/proc/PID/status, SigCgt).
+bool catches(pid_t pid, int sig) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("SigCgt:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1) & 1) != 0;
+  return false;
+}
+
+// Starts `lockstep ARGS` with stdout and stderr in files under `dir`, waits until it catches
+// `sig` and its stderr
+// holds `when` (or 30 s), then 300 ms, sends `sig`, and waits at most 30 s more for it to end.
+// Returns {exit code (128 + signal when killed), seconds from the signal to the end, stdout, stderr}.
+struct Signalled {
+  int rc = -1;
+  double seconds = 0;
+  std::string out, err;
+};
+Signalled run_and_signal(const std::vector<std::string>& args, const fs::path& dir, const std::string& when, int sig) {
+  const fs::path o = dir / "stdout", e = dir / "stderr";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!std::freopen(o.c_str(), "w", stdout) || !std::freopen(e.c_str(), "w", stderr)) ::_exit(127);
+    std::vector<char*> argv{const_cast<char*>(kExe.c_str())};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(kExe.c_str(), argv.data());
+    ::_exit(127);
+  }
+  const auto wait_for = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!catches(pid, sig) && std::chrono::steady_clock::now() < wait_for)  // its handlers are in
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (slurp(e).find(when) == std::string::npos && std::chrono::steady_clock::now() < wait_for)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto t0 = std::chrono::steady_clock::now();
+  ::kill(pid, sig);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > t0 + std::chrono::seconds(30)) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Signalled r;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(o);
+  r.err = slurp(e);
+  return r;
+}
+
+// SIGINT or SIGTERM while the harness waits on a chip that has stopped answering ends the run at
+// once as interrupted (exit 3), with the steps compared before it in the summary and the report,
+// not after --dut-timeout as an error (found by an outside tester: the wait ignored the signal).
+TEST_F(DutCli, AStopWhileTheChipHangsIsAnInterruptionWithTheStepsKept) {
+  for (const int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(sig == SIGINT ? "SIGINT" : "SIGTERM");
+    const fs::path dir = fresh_dir(sig == SIGINT ? "stop-int" : "stop-term");
+    const fs::path rep = dir / "run";
+    const Signalled r = run_and_signal({"run", crc32_.string(), "--mode", "forced", "--steps", "20000", "--json",
+                                        "--report", rep.string(), "--dut-timeout", "300", "--dut",
+                                        kFaulty + " hang 3 " + kChip},
+                                       dir, "faulty_chip: hang now", sig);
+    EXPECT_EQ(r.rc, 3) << r.err;
+    EXPECT_LT(r.seconds, 10) << "the wait must end with the signal, not at --dut-timeout";
+    EXPECT_NE(r.err.find("lockstep: interrupted: "), std::string::npos) << r.err;
+    EXPECT_TRUE(error_lines(r.err).empty()) << r.err;
+    const auto [before, count] = fault_point(r.err);
+    ASSERT_GT(before, 0u) << r.err;
+    const json s = summary_of(Result{r.rc, r.out, r.err});
+    EXPECT_EQ(s["status"], "interrupted") << s.dump();
+    EXPECT_EQ(s["steps"], before) << s.dump();
+    const json saved = json::parse(slurp(rep / "summary.json"));
+    EXPECT_EQ(saved["status"], "interrupted") << saved.dump();
+    EXPECT_EQ(saved["steps"], before);
+  }
+  // During the handshake: a command that never answers HELLO.
+  const fs::path dir = fresh_dir("stop-hello");
+  const Signalled h = run_and_signal({"run", crc32_.string(), "--steps", "100", "--json", "--report",
+                                      (dir / "run").string(), "--dut-start-timeout", "300", "--dut", "sleep 300"},
+                                     dir, "", SIGTERM);
+  EXPECT_EQ(h.rc, 3) << h.err;
+  EXPECT_LT(h.seconds, 10);
+  EXPECT_NE(h.err.find("lockstep: interrupted: chip under test: stopped by SIGINT/SIGTERM while waiting on HELLO"),
+            std::string::npos)
+      << h.err;
+  EXPECT_EQ(json::parse(slurp(dir / "run" / "summary.json"))["status"], "interrupted");
+}
+
+TEST_F(DutCli, AnEmptyChipOptionIsRefusedNotReadAsTheBuiltChip) {
+  // `--dut "$DUT"` with DUT unset must not test the built chip and pass.
+  for (const char* opt : {"--dut", "--dut-connect", "--chip"}) {
+    SCOPED_TRACE(opt);
+    const Result r = run_lockstep({"run", crc32_.string(), "--steps", "100", "--json", opt, ""});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    const auto lines = error_lines(r.err);
+    ASSERT_EQ(lines.size(), 1u) << r.err;
+    EXPECT_EQ(lines[0], std::string("lockstep: error: ") + opt +
+                            ": is empty (give a value, or leave the option out for its default) (see lockstep --help)");
   }
 }
 

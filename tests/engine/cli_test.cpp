@@ -460,6 +460,8 @@ TEST(Interruption, OneStatusAndExitCodeInEveryPlace) {
     EXPECT_EQ(j["status"], "interrupted");
     EXPECT_GT(j["steps"].get<std::uint64_t>(), 0u);
     EXPECT_EQ(last_line(p.err).rfind("lockstep: interrupted: after " + j["steps"].dump() + " steps", 0), 0u) << p.err;
+    // No --checkpoint-every: nothing to resume from, so no "continue with: lockstep run --resume".
+    EXPECT_EQ(p.err.find("--resume"), std::string::npos) << p.err;
     const json s = json::parse(slurp(dir / "summary.json"));
     EXPECT_EQ(s["status"], "interrupted");
     EXPECT_EQ(s["steps"], j["steps"]);
@@ -556,6 +558,31 @@ fs::path chip_that_cannot_print_i() {
   path = temp_dir("broken-chip") / "no-i.chip";
   chip::save_chip(c, path.string());
   return path;
+}
+
+// A chip file whose vocabulary cannot hold every trace token is refused at load, by name, in
+// both modes (before: forced mode failed at step 0 with the executor's "token outside
+// vocabulary", free mode reported a mismatch).
+TEST(RunCommand, AChipWithTooSmallAVocabularyIsRefusedAtLoad) {
+  chip::Chip c;
+  c.config.d_model = 1;
+  c.config.vocab_size = 2;
+  c.embed.w = {1, 2, {0, 0, 0}, {}, {}};
+  c.embed.bias = {0.0f};
+  c.unembed.w = {2, 1, {0, 0}, {}, {}};
+  c.unembed.bias = {0.0f, 0.0f};
+  const fs::path path = temp_dir("small-vocab") / "two-tokens.chip";
+  chip::save_chip(c, path.string());
+  const fs::path elf = loop_elf(5);
+  for (const char* mode : {"forced", "free"}) {
+    SCOPED_TRACE(mode);
+    const Proc p = run({"run", elf.string(), "--mode", mode, "--chip", path.string()});
+    EXPECT_EQ(p.rc, 2) << p.err;
+    EXPECT_EQ(last_line(p.err), "lockstep: error: --chip " + path.string() +
+                                    ": vocab_size 2 is below trace-v3's 20736 (a chip file takes the trace's token "
+                                    "ids, trace.md \u00a72)")
+        << p.err;
+  }
 }
 
 // Item 9: what the guest printed on the chip, live on stdout and in --json; and at a divergence

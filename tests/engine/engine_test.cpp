@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <thread>
 
@@ -651,6 +652,46 @@ TEST(Cases, RoundTripWithTheEmbeddedGuest) {
   bad["guest"] = nlohmann::json::object();
   EXPECT_THROW(Case::from_json(bad), CheckError);
   EXPECT_THROW(Case::from_json(nlohmann::json::array()), CheckError);
+}
+
+// Every field of case.json is checked for its type: a wrong one is one line naming it (before,
+// library messages such as "cannot use value() with null", and "steps": -1 ran).
+TEST(Cases, AFieldOfTheWrongTypeIsNamed) {
+  Case c;
+  c.guest_name = "loop7";
+  c.guest_path = "loop7.elf";
+  const nlohmann::json j = c.to_json();
+  struct Row {
+    const char* name;
+    std::function<void(nlohmann::json&)> edit;
+    std::string says;
+  };
+  const std::vector<Row> rows = {
+      {"chip null", [](auto& x) { x["chip"] = nullptr; }, "case: \"chip\" is null, not an object"},
+      {"no guest", [](auto& x) { x.erase("guest"); }, "case: no \"guest\""},
+      {"guest list", [](auto& x) { x["guest"] = nlohmann::json::array(); }, "case: \"guest\" is [], not an object"},
+      {"guest path number", [](auto& x) { x["guest"]["path"] = 3; }, "case: \"guest.path\" is 3, not text"},
+      {"steps text", [](auto& x) { x["steps"] = "many"; }, "case: \"steps\" is \"many\", not a whole number >= 0"},
+      {"steps negative", [](auto& x) { x["steps"] = -1; }, "case: \"steps\" is -1, not a whole number >= 0"},
+      {"checkpoint huge", [](auto& x) { x["checkpoint_every"] = 1e300; },
+       "case: \"checkpoint_every\" is 1e+300, not a whole number >= 0"},
+      {"mode number", [](auto& x) { x["mode"] = 2; }, "case: \"mode\" is 2, not text"},
+      {"expect text", [](auto& x) { x["expect"] = "x"; }, "case: \"expect\" is \"x\", not an object"},
+      {"version 99", [](auto& x) { x["lockstep_case"] = 99; },
+       "case: \"lockstep_case\" is 99: this harness reads version 1"},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    nlohmann::json bad = j;
+    r.edit(bad);
+    try {
+      (void)Case::from_json(bad);
+      ADD_FAILURE() << "accepted " << bad.dump();
+    } catch (const CheckError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(r.says, 0), 0u) << e.what();
+    }
+  }
+  EXPECT_NO_THROW((void)Case::from_json(j));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "lockstep/engine/check.h"
@@ -175,9 +176,15 @@ class Throwing final : public chip::ChipBackend {
   const chip::Chip& chip() const override { return inner_.chip(); }
   void set_num_streams(std::size_t n) override { inner_.set_num_streams(n); }
   std::size_t num_streams() const override { return inner_.num_streams(); }
-  void reset(chip::StreamId s, const chip::GuestImage& g) override { inner_.reset(s, g); }
+  void reset(chip::StreamId s, const chip::GuestImage& g) override {
+    if (at_ == 0) throw std::runtime_error("executor failed at reset");
+    inner_.reset(s, g);
+  }
   void step_batch(std::span<const chip::StreamId> s, std::span<const chip::Token> in, std::span<chip::Token> out) override {
-    if (inner_.steps(s[0]) + 1 == at_) throw std::runtime_error("executor failed at step " + std::to_string(at_));
+    if (inner_.steps(s[0]) + 1 == at_) {
+      if (stop_first) stop_first->store(true);  // as SIGINT reaching a chip process and the harness
+      throw std::runtime_error("executor failed at step " + std::to_string(at_));
+    }
     inner_.step_batch(s, in, out);
   }
   std::uint64_t hash(chip::StreamId s) const override { return inner_.hash(s); }
@@ -190,6 +197,8 @@ class Throwing final : public chip::ChipBackend {
   }
   void set_audit(bool on) override { inner_.set_audit(on); }
   std::optional<chip::AuditViolation> audit_violation(chip::StreamId s) const override { return inner_.audit_violation(s); }
+
+  std::atomic<bool>* stop_first = nullptr;  ///< set before the failure when not null
 
  private:
   engine::testing::ScriptedBackend& inner_;
@@ -249,6 +258,101 @@ TEST(CheckReports, FailingRunLeavesAnErrorReportAndRethrows) {
   EXPECT_EQ(s["error"], "executor failed at step 200");
   EXPECT_EQ(s["steps"], 199);
   EXPECT_NE(slurp(dir / kJUnitFile).find("<error message=\"executor failed at step 200\""), std::string::npos);
+}
+
+// A chip call that fails after SIGINT/SIGTERM set the stop flag (a chip under test killed by the
+// same signal, a wait given up) ends the run as interrupted with the steps compared so far: no
+// error, no exception.
+TEST(CheckReports, AChipFailureAfterTheStopIsAnInterruption) {
+  setenv("LOCKSTEP_GNUPLOT", "none", 1);
+  const fs::path dir = temp_dir("stopped-failure");
+  const auto guest = engine::testing::make_loop_guest(50);
+  format::write_elf_file(dir.parent_path() / "loop50s.elf", guest.image);
+  engine::testing::ScriptedBackend inner({engine::testing::reference_trace(guest)});
+  Throwing be(inner, 200);
+  std::atomic<bool> stop{false};
+  be.stop_first = &stop;
+  engine::CheckRequest req = request_for(dir.parent_path() / "loop50s.elf", dir);
+  req.backend = &be;
+  req.options.stop = &stop;
+  std::ostringstream err;
+  const engine::CheckOutcome out = engine::run_check(req, err);
+  unsetenv("LOCKSTEP_GNUPLOT");
+  EXPECT_TRUE(out.result.interrupted);
+  EXPECT_EQ(out.result.steps, 199u);
+  const json s = json::parse(slurp(dir / kSummaryFile));
+  EXPECT_EQ(s["status"], "interrupted");
+  EXPECT_EQ(s["steps"], 199);
+  EXPECT_FALSE(s.contains("error")) << s.dump();
+  EXPECT_EQ(s["run"]["streams"][0]["end"], "interrupted");
+}
+
+// A run that fails before its first step (here: the chip's reset) reports the seconds it ran,
+// not the time since boot (the engine's clock was unset until the first round).
+TEST(CheckReports, AFailureAtTheFirstStepReportsItsOwnSeconds) {
+  setenv("LOCKSTEP_GNUPLOT", "none", 1);
+  const fs::path dir = temp_dir("error-first");
+  const auto guest = engine::testing::make_loop_guest(50);
+  format::write_elf_file(dir.parent_path() / "loop50f.elf", guest.image);
+  engine::testing::ScriptedBackend inner({engine::testing::reference_trace(guest)});
+  Throwing be(inner, 0);
+  engine::CheckRequest req = request_for(dir.parent_path() / "loop50f.elf", dir);
+  req.backend = &be;
+  std::ostringstream err;
+  EXPECT_THROW(engine::run_check(req, err), std::runtime_error);
+  unsetenv("LOCKSTEP_GNUPLOT");
+  const json s = json::parse(slurp(dir / kSummaryFile));
+  EXPECT_EQ(s["status"], "error");
+  EXPECT_EQ(s["error"], "executor failed at reset");
+  EXPECT_EQ(s["steps"], 0);
+  ASSERT_TRUE(s["run"].contains("seconds")) << s.dump();
+  EXPECT_GE(s["run"]["seconds"].get<double>(), 0.0);
+  EXPECT_LT(s["run"]["seconds"].get<double>(), 60.0) << s.dump();
+}
+
+// `lockstep report DIR` renders only a summary it can read as one: a wrong status, a count that
+// is not a whole number, a status that contradicts the counts, or a field of the wrong type is
+// one line naming the file and the field (before, "weird" was reported as a mismatch and a
+// string count as a library message).
+TEST(Render, RefusesASummaryWithAWrongField) {
+  setenv("LOCKSTEP_GNUPLOT", "none", 1);
+  struct Row {
+    std::string name;
+    std::function<void(json&)> edit;
+    std::string says;
+  };
+  const std::vector<Row> rows = {
+      {"weird-status", [](json& s) { s["status"] = "weird"; }, "\"status\" is \"weird\", not one of"},
+      {"no-status", [](json& s) { s.erase("status"); }, "no \"status\""},
+      {"string-steps", [](json& s) { s["steps"] = "3"; }, "\"steps\" is \"3\", not a whole number >= 0"},
+      {"negative-mismatches", [](json& s) { s["mismatches"] = -1; }, "\"mismatches\" is -1, not a whole number"},
+      {"huge-steps", [](json& s) { s["steps"] = 1e300; }, "\"steps\" is 1e+300, not a whole number"},
+      {"chip-number", [](json& s) { s["chip"] = 5; }, "\"chip\" is 5, not text"},
+      {"exact-with-mismatches", [](json& s) { s["status"] = "exact"; s["mismatches"] = 3; },
+       "\"status\" \"exact\" with 3 mismatches"},
+      {"seconds-text", [](json& s) { s["run"]["seconds"] = "slow"; }, "a field of the wrong type or shape"},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    const fs::path dir = temp_dir("render-" + r.name);
+    json s = sample_summary();
+    r.edit(s);
+    std::ofstream(dir / kSummaryFile) << s.dump();
+    try {
+      render_report(dir);
+      ADD_FAILURE() << "rendered " << s.dump();
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind("report: " + (dir / kSummaryFile).string() + ": ", 0), 0u) << what;
+      EXPECT_NE(what.find(r.says), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+  unsetenv("LOCKSTEP_GNUPLOT");
+  // The unedited summary still renders.
+  const fs::path ok = temp_dir("render-ok");
+  std::ofstream(ok / kSummaryFile) << sample_summary().dump();
+  EXPECT_NO_THROW(render_report(ok));
 }
 
 }  // namespace

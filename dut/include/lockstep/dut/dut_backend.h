@@ -4,6 +4,7 @@
 // token ids out, translating ids through the chip's vocabulary map (§6).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -40,6 +41,10 @@ struct DutConfig {
                                   ///< loading its weights included (> 0)
   std::filesystem::path workdir;  ///< --dut: the folder the command runs in (empty: the harness's)
   std::filesystem::path token_file;  ///< --dut-token-file: the shared secret sent in HELLO (§9)
+  /// Set by SIGINT/SIGTERM (engine::install_stop_handlers()): a wait for the chip's answer ends
+  /// within 100 ms of it (DutError "... stopped ..."; the chip process is killed). Not saved in
+  /// case files; nullptr: waits end only at --dut-timeout / --dut-start-timeout.
+  const std::atomic<bool>* stop = nullptr;
 
   bool empty() const { return command.empty() && connect.empty(); }
   /// "--dut 'python3 x.py'" / "--dut-connect unix:/tmp/s", for reports and replay commands.

@@ -33,6 +33,12 @@ class Timeout : public TransportError {
   using TransportError::TransportError;
 };
 
+/// The wait was given up because the stop flag (Connection::set_stop: SIGINT/SIGTERM) was set.
+class Stopped : public TransportError {
+ public:
+  using TransportError::TransportError;
+};
+
 /// A parsed `--dut-connect` / `--listen` address: "unix:PATH" or "tcp:HOST:PORT".
 struct Address {
   enum class Kind { kUnix, kTcp } kind = Kind::kUnix;
@@ -72,6 +78,10 @@ class Connection {
   virtual std::string exit_status(std::chrono::milliseconds wait);
   /// For a child process: ends it at once (SIGKILL) and reaps it; no-op otherwise.
   virtual void kill_peer() {}
+  /// A flag (set from a signal handler) that ends every wait of this connection: a read or
+  /// write waiting for the peer checks it at least every 100 ms and throws Stopped once it is
+  /// true. nullptr (the default): waits end only at their deadline.
+  void set_stop(const std::atomic<bool>* stop) { stop_ = stop; }
 
  protected:
   /// A connection over two file descriptors (the same one for a socket; -1 for a decorator that
@@ -79,6 +89,11 @@ class Connection {
   Connection(int read_fd, int write_fd, std::string peer);
   int rfd_ = -1, wfd_ = -1;
   std::string peer_;
+  const std::atomic<bool>* stop_ = nullptr;
+  /// poll()'s timeout until `deadline`: at most 100 ms with a stop flag (checked by stopped()).
+  int wait_ms(Clock::time_point deadline) const;
+  /// Throws Stopped (naming `what`) when the stop flag is set.
+  void stopped(const std::string& what) const;
 
  private:
   bool read_exact(std::uint8_t* p, std::size_t n, Clock::time_point deadline, bool at_frame_start);

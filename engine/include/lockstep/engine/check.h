@@ -58,7 +58,8 @@ struct LoadedChip {
 /// when it exists, else the chip registered as kBuiltChipName in backend_factory(), compiled.
 /// Throws CheckError "--chip: ..." when `path` does not load, "the built chip file: ..." when
 /// the build's file exists but does not load, and "no built chip in this build: pass --chip
-/// FILE" when there is neither a file nor a registered chip.
+/// FILE" when there is neither a file nor a registered chip; "--chip PATH: vocab_size N is below
+/// trace-v3's 20736 ..." for a chip whose vocabulary cannot hold every trace token (trace.md §2).
 LoadedChip load_chip_or_built(const std::string& path);
 
 /// A backend over `chip` with one stream, made by backend_factory() (backend_factory.h): "cpu",
@@ -69,7 +70,8 @@ LoadedChip load_chip_or_built(const std::string& path);
 std::unique_ptr<chip::ChipBackend> make_backend(const std::string& name,
                                                 std::shared_ptr<const chip::Chip> chip);
 
-/// Reads a guest ELF file.  Throws CheckError naming the file on any problem.
+/// Reads a guest ELF file and loads it on a reference machine (its segments inside RAM, its entry
+/// point, its vector sections: ref::Machine::load).  Throws CheckError naming the file on any problem.
 Guest read_guest(const std::filesystem::path& path);
 
 /// A replayable case (docs/engine.md, "Cases"): everything needed to run a

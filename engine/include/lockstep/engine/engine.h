@@ -306,6 +306,11 @@ class Engine {
   RunResult resume();
   /// The result so far (for a report after an exception).
   RunResult partial_result() const;
+  /// The result so far of a run whose chip call failed because the run was being stopped
+  /// (SIGINT/SIGTERM: a chip under test's wait given up, or its process ended by the signal):
+  /// `interrupted` set and every unfinished stream's end "interrupted", as when the stop comes
+  /// between two rounds. No checkpoint is written (the chip's state is mid-request).
+  RunResult interrupted_result();
 
  private:
   struct Impl;
