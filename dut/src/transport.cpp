@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -345,7 +346,17 @@ int open_socket(const Address& a, bool listen, std::chrono::milliseconds timeout
           throw TransportError("cannot listen on " + a.to_string() + ": another process is listening there");
         }
       }
-      ::unlink(a.path.c_str());
+      // Only a socket is ever removed: a regular file, a folder or anything else at the path is
+      // the user's, and is refused (an outside tester's --listen unix:FILE deleted the file).
+      struct stat st {};
+      if (::lstat(a.path.c_str(), &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+          ::close(fd);
+          throw TransportError("cannot listen on " + a.to_string() + ": the path exists and is not a socket (" +
+                               (S_ISDIR(st.st_mode) ? "a folder" : "a file") + "); give a new path");
+        }
+        ::unlink(a.path.c_str());
+      }
       if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, 8) != 0) {
         const int e = errno;
         ::close(fd);

@@ -2,6 +2,8 @@
 // vocabulary map's rules, addresses, and the harness side (DutBackend) against the chip side
 // (serve_session) over a Unix socket, with a TEST-ONLY fake chip (fake_chip.h).
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -486,6 +488,41 @@ TEST(DutSession, UnreachableChipIsOneLine) {
   } catch (const DutError& e) {
     EXPECT_NE(std::string(e.what()).find("exited with status 3"), std::string::npos) << e.what();
   }
+}
+
+// --listen unix:PATH replaces only a stale socket: a file or a folder at PATH is the user's and
+// is refused, and left as it was (an outside tester's regular file was deleted).
+TEST(DutSession, ListeningNeverRemovesAFileThatIsNotASocket) {
+  const fs::path dir = fs::temp_directory_path() / ("lockstep-dut-listen-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "folder");
+  std::ofstream(dir / "file.txt") << "precious\n";
+  for (const char* name : {"file.txt", "folder"}) {
+    SCOPED_TRACE(name);
+    try {
+      Listener l(parse_address("unix:" + (dir / name).string()));
+      ADD_FAILURE() << "listened on " << name;
+    } catch (const TransportError& e) {
+      EXPECT_NE(std::string(e.what()).find("the path exists and is not a socket"), std::string::npos) << e.what();
+    }
+  }
+  std::ifstream in(dir / "file.txt");
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "precious");
+  EXPECT_TRUE(fs::is_directory(dir / "folder"));
+  // A stale socket (its server gone) is replaced.
+  const std::string sock = "unix:" + (dir / "s").string();
+  { Listener first(parse_address(sock)); }  // removes its socket on exit; leave one behind instead:
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::strcpy(sa.sun_path, (dir / "s").c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ::close(fd);  // bound, never listening: a stale socket file
+  ASSERT_TRUE(fs::is_socket(dir / "s"));
+  EXPECT_NO_THROW(Listener again(parse_address(sock)));
+  fs::remove_all(dir);
 }
 
 }  // namespace
