@@ -215,6 +215,24 @@ engine::CheckRequest request_for(const fs::path& elf, const fs::path& dir) {
   return req;
 }
 
+// A check of the 50-iteration loop guest, reported into temp_dir(name), on a backend that throws
+// at step `at` (0: at its reset).
+struct ThrowingCheck {
+  ThrowingCheck(const std::string& name, std::uint64_t at)
+      : dir(temp_dir(name)), guest(engine::testing::make_loop_guest(50)),
+        inner({engine::testing::reference_trace(guest)}), be(inner, at) {
+    format::write_elf_file(dir.parent_path() / (name + ".elf"), guest.image);
+    req = request_for(dir.parent_path() / (name + ".elf"), dir);
+    req.backend = &be;
+  }
+  json summary() const { return json::parse(slurp(dir / kSummaryFile)); }
+  fs::path dir;
+  engine::Guest guest;
+  engine::testing::ScriptedBackend inner;
+  Throwing be;
+  engine::CheckRequest req;
+};
+
 TEST(CheckReports, InterruptedRunLeavesAReportOfHowFarItGot) {
   setenv("LOCKSTEP_GNUPLOT", "none", 1);
   const fs::path dir = temp_dir("interrupted");
@@ -243,21 +261,15 @@ TEST(CheckReports, InterruptedRunLeavesAReportOfHowFarItGot) {
 
 TEST(CheckReports, FailingRunLeavesAnErrorReportAndRethrows) {
   setenv("LOCKSTEP_GNUPLOT", "none", 1);
-  const fs::path dir = temp_dir("error");
-  const auto guest = engine::testing::make_loop_guest(50);
-  format::write_elf_file(dir.parent_path() / "loop50e.elf", guest.image);
-  engine::testing::ScriptedBackend inner({engine::testing::reference_trace(guest)});
-  Throwing be(inner, 200);
-  engine::CheckRequest req = request_for(dir.parent_path() / "loop50e.elf", dir);
-  req.backend = &be;
+  ThrowingCheck c("error", 200);
   std::ostringstream err;
-  EXPECT_THROW(engine::run_check(req, err), std::runtime_error);
+  EXPECT_THROW(engine::run_check(c.req, err), std::runtime_error);
   unsetenv("LOCKSTEP_GNUPLOT");
-  const json s = json::parse(slurp(dir / kSummaryFile));
+  const json s = c.summary();
   EXPECT_EQ(s["status"], "error");
   EXPECT_EQ(s["error"], "executor failed at step 200");
   EXPECT_EQ(s["steps"], 199);
-  EXPECT_NE(slurp(dir / kJUnitFile).find("<error message=\"executor failed at step 200\""), std::string::npos);
+  EXPECT_NE(slurp(c.dir / kJUnitFile).find("<error message=\"executor failed at step 200\""), std::string::npos);
 }
 
 // A chip call that fails after SIGINT/SIGTERM set the stop flag (a chip under test killed by the
@@ -265,22 +277,16 @@ TEST(CheckReports, FailingRunLeavesAnErrorReportAndRethrows) {
 // error, no exception.
 TEST(CheckReports, AChipFailureAfterTheStopIsAnInterruption) {
   setenv("LOCKSTEP_GNUPLOT", "none", 1);
-  const fs::path dir = temp_dir("stopped-failure");
-  const auto guest = engine::testing::make_loop_guest(50);
-  format::write_elf_file(dir.parent_path() / "loop50s.elf", guest.image);
-  engine::testing::ScriptedBackend inner({engine::testing::reference_trace(guest)});
-  Throwing be(inner, 200);
+  ThrowingCheck c("stopped-failure", 200);
   std::atomic<bool> stop{false};
-  be.stop_first = &stop;
-  engine::CheckRequest req = request_for(dir.parent_path() / "loop50s.elf", dir);
-  req.backend = &be;
-  req.options.stop = &stop;
+  c.be.stop_first = &stop;
+  c.req.options.stop = &stop;
   std::ostringstream err;
-  const engine::CheckOutcome out = engine::run_check(req, err);
+  const engine::CheckOutcome out = engine::run_check(c.req, err);
   unsetenv("LOCKSTEP_GNUPLOT");
   EXPECT_TRUE(out.result.interrupted);
   EXPECT_EQ(out.result.steps, 199u);
-  const json s = json::parse(slurp(dir / kSummaryFile));
+  const json s = c.summary();
   EXPECT_EQ(s["status"], "interrupted");
   EXPECT_EQ(s["steps"], 199);
   EXPECT_FALSE(s.contains("error")) << s.dump();
@@ -291,17 +297,11 @@ TEST(CheckReports, AChipFailureAfterTheStopIsAnInterruption) {
 // not the time since boot (the engine's clock was unset until the first round).
 TEST(CheckReports, AFailureAtTheFirstStepReportsItsOwnSeconds) {
   setenv("LOCKSTEP_GNUPLOT", "none", 1);
-  const fs::path dir = temp_dir("error-first");
-  const auto guest = engine::testing::make_loop_guest(50);
-  format::write_elf_file(dir.parent_path() / "loop50f.elf", guest.image);
-  engine::testing::ScriptedBackend inner({engine::testing::reference_trace(guest)});
-  Throwing be(inner, 0);
-  engine::CheckRequest req = request_for(dir.parent_path() / "loop50f.elf", dir);
-  req.backend = &be;
+  ThrowingCheck c("error-first", 0);
   std::ostringstream err;
-  EXPECT_THROW(engine::run_check(req, err), std::runtime_error);
+  EXPECT_THROW(engine::run_check(c.req, err), std::runtime_error);
   unsetenv("LOCKSTEP_GNUPLOT");
-  const json s = json::parse(slurp(dir / kSummaryFile));
+  const json s = c.summary();
   EXPECT_EQ(s["status"], "error");
   EXPECT_EQ(s["error"], "executor failed at reset");
   EXPECT_EQ(s["steps"], 0);

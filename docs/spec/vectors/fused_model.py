@@ -31,25 +31,12 @@ from vector_model import (ACT_BLOCKS, EXP, HEAD_KV, NCHUNK, NROWS, ROW, E, Outco
 CUSTOM_2 = 0x5B  # op = 1011011 (vector-fused.md §2)
 
 
-@dataclass
-class Operands:
-    """vector-fused.md §2: an R-type custom-2 word and the two registers it reads.
-
-    x1 = X(rs1), x2 = X(rs2) as unsigned 32-bit values; A = x1 & 0xFFFF, B = x1 >> 16,
-    C = x2 & 0xFFFF, N = x2 >> 16 (vector.md §4.0's fields)."""
-    word: int
-    x1: int
-    x2: int
-
-    def __post_init__(self):
-        w = self.word
-        assert w & 0x7F == CUSTOM_2, "not a custom-2 word: 0x%08x" % w
-        self.rd, self.f3 = (w >> 7) & 31, (w >> 12) & 7
-        self.rs1, self.rs2, self.f7 = (w >> 15) & 31, (w >> 20) & 31, w >> 25
-        self.x1 &= 0xFFFFFFFF
-        self.x2 &= 0xFFFFFFFF
-        self.A, self.B = self.x1 & 0xFFFF, self.x1 >> 16
-        self.C, self.N = self.x2 & 0xFFFF, self.x2 >> 16
+class Operands(vm.Operands):
+    """vector-fused.md §2: an R-type custom-2 word and the two registers it reads; the fields are
+    vector_model.Operands' (vector.md §4.0: A = x1 & 0xFFFF, B = x1 >> 16, C = x2 & 0xFFFF,
+    N = x2 >> 16)."""
+    OPCODE = CUSTOM_2
+    OPCODE_NAME = "custom-2"
 
 
 def encode(f3, f7, rd=0, rs1=11, rs2=12):

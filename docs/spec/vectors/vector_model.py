@@ -258,14 +258,17 @@ class Operands:
     """The fields of a vector instruction word (§4.0) and the two registers it reads.
 
     x1 = X(rs1), x2 = X(rs2) as unsigned 32-bit values; A = x1 & 0xFFFF, B = x1 >> 16,
-    C = x2 & 0xFFFF, N = x2 >> 16."""
+    C = x2 & 0xFFFF, N = x2 >> 16.  OPCODE / OPCODE_NAME: the major opcode the word must have
+    (custom-1; fused_model.Operands: custom-2)."""
+    OPCODE = 0x2B
+    OPCODE_NAME = "custom-1"
     word: int
     x1: int
     x2: int
 
     def __post_init__(self):
         w = self.word
-        assert w & 0x7F == 0x2B, "not a custom-1 word: 0x%08x" % w
+        assert w & 0x7F == self.OPCODE, "not a %s word: 0x%08x" % (self.OPCODE_NAME, w)
         self.rd, self.f3 = (w >> 7) & 31, (w >> 12) & 7
         self.rs1, self.rs2, self.f7 = (w >> 15) & 31, (w >> 20) & 31, w >> 25
         self.x1 &= 0xFFFFFFFF
