@@ -94,19 +94,11 @@ double cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// Folders searched for guests, in order (as `lockstep story` searches them).
-std::vector<fs::path> guest_dirs(const Context& ctx) {
-  std::vector<fs::path> dirs;
-  if (const char* e = std::getenv("LOCKSTEP_GUEST_DIR")) dirs.emplace_back(e);
-  if (!ctx.executable().empty()) dirs.push_back(ctx.executable().parent_path().parent_path() / "guests");
-  dirs.push_back(ctx.source_root() / "build" / "guests");
-  return dirs;
-}
 
 // The first of `names` found in the guest folders; empty when none is.
 fs::path find_guest(const Context& ctx, const std::vector<std::string>& names, std::string* searched = nullptr) {
   for (const std::string& n : names) {
-    for (const fs::path& d : guest_dirs(ctx)) {
+    for (const fs::path& d : ctx.guest_dirs()) {
       std::error_code ec;
       if (fs::is_regular_file(d / n, ec)) return d / n;
       if (searched) *searched += (searched->empty() ? "" : ", ") + (d / n).string();
@@ -857,15 +849,18 @@ void add_bench_command(CLI::App& app, Context& ctx) {
   auto* steps = cmd->add_option("--steps", args->steps,
                                 "Chip steps to free-run (default: 40,000 with --quick, else 200,000)");
   cmd->add_option("--streams", args->streams, "Streams of the batched chip run")->capture_default_str();
-  cmd->add_option("--cuda-streams", args->cuda_streams,
+  auto* cuda_streams = cmd->add_option("--cuda-streams", args->cuda_streams,
                   "Streams of the batched CUDA run (default 1,024; 256 with --quick; about 45 MB of device memory each)");
-  cmd->add_option("--lockstep-steps", args->lockstep_steps,
+  auto* lockstep_steps = cmd->add_option("--lockstep-steps", args->lockstep_steps,
                   "Steps of each lock-step run, the scalar guest's and the story's (default 300,000; 20,000 with "
                   "--quick)");
   add_dut_options(cmd, args->dut);
-  cmd->callback([&ctx, args, steps] {
+  cmd->callback([&ctx, args, steps, cuda_streams, lockstep_steps] {
     check_dut_options(args->dut, "", "");
+    // An explicit 0 is refused, never read as "the default".
     if (steps->count() && args->steps == 0) throw UsageError("--steps must be at least 1");
+    if (lockstep_steps->count() && args->lockstep_steps == 0) throw UsageError("--lockstep-steps must be at least 1");
+    if (cuda_streams->count() && args->cuda_streams == 0) throw UsageError("--cuda-streams must be 1..4096");
     if (args->streams == 0 || args->streams > 4096) throw UsageError("--streams must be 1..4096");
     if (args->cuda_streams > 4096) throw UsageError("--cuda-streams must be 1..4096");
     if (args->cuda_streams == 0) args->cuda_streams = args->quick ? 256 : 1024;

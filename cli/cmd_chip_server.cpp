@@ -3,6 +3,8 @@
 // then serve many harness runs (`--dut-connect`), or run on a GPU machine while the harness runs
 // elsewhere; `--stdio` makes it a `--dut` child.
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -12,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "cli/app.h"
 #include "cli/commands.h"
 #include "lockstep/reports/files.h"
 #include "lockstep/dut/server.h"
@@ -41,7 +44,9 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--token-file", args->token_file,
                   "Shared secret a harness must send (--dut-token-file) before it may drive the chip");
   cmd->add_option("--max-streams", args->max_streams, "Streams one session may use (1..65536)")->capture_default_str();
-  cmd->add_option("--sessions", args->sessions, "Exit after N sessions (default: serve until SIGINT/SIGTERM)");
+  cmd->add_option("--sessions", args->sessions,
+                  "Exit after N sessions that sent HELLO (default: serve until SIGINT/SIGTERM)")
+      ->check(count_range(1, UINT64_MAX));
   cmd->callback([&ctx, args] {
     if (args->stdio == !args->listen.empty()) throw UsageError("chip-server: give exactly one of --listen ADDRESS and --stdio");
     if (args->stdio && ctx.options.json) throw UsageError("chip-server --stdio: stdout carries the protocol, so no --json");
@@ -114,21 +119,49 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
                 << " executor, listening on " << listener.address().to_string() << "\n"
                 << std::flush;
       // One thread per session: a harness that keeps its session open never blocks the next.
+      // --sessions N counts the sessions that sent HELLO (or failed in transport): a connection
+      // closed unused (a port probe, a health check) is logged but not counted, so it never takes
+      // the place of the harness the server waits for.
       std::mutex mu;
+      std::condition_variable done;
+      std::uint64_t counted = 0, running = 0;
       std::vector<std::thread> threads;
-      for (std::uint64_t accepted = 0; args->sessions == 0 || accepted < args->sessions; ++accepted) {
+      for (;;) {
+        if (args->sessions) {
+          std::unique_lock<std::mutex> lock(mu);
+          // Wait while the sessions running could still make up the N.
+          while (counted + running >= args->sessions && counted < args->sessions && !stop->load())
+            done.wait_for(lock, std::chrono::milliseconds(100));
+          if (counted >= args->sessions || stop->load()) break;
+        }
         auto conn = listener.accept(stop);
         if (!conn) break;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          ++running;
+        }
         threads.emplace_back([&, c = std::shared_ptr<dut::Connection>(std::move(conn))] {
+          bool count = true;
+          std::string note;
+          dut::SessionStats st;
           try {
-            const dut::SessionStats st = dut::serve_session(*c, make, so);
-            std::lock_guard<std::mutex> lock(mu);
-            log_session(st);
+            st = dut::serve_session(*c, make, so);
+            count = st.hello;
           } catch (const std::exception& e) {
-            std::lock_guard<std::mutex> lock(mu);
-            spdlog::warn("chip-server: session ended: {}", e.what());
-            ++sessions;
+            note = e.what();
           }
+          std::lock_guard<std::mutex> lock(mu);
+          if (!note.empty()) {
+            spdlog::warn("chip-server: session ended: {}", note);
+            ++sessions;
+          } else if (count) {
+            log_session(st);
+          } else {
+            spdlog::info("chip-server: a connection closed without HELLO ({}); not counted as a session", st.ended);
+          }
+          counted += count;
+          --running;
+          done.notify_all();
         });
       }
       for (std::thread& t : threads) t.join();

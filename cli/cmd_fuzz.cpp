@@ -2,6 +2,7 @@
 // chip in lock-step, coverage of what the reference executed, and every
 // mismatch shrunk and saved as a replayable case (fuzz/README.md).
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -67,7 +69,15 @@ std::pair<std::uint64_t, std::uint64_t> mpi_shard() {
   const char* n = std::getenv("OMPI_COMM_WORLD_SIZE");
   if (!r || !n)
     throw UsageError("--shard mpi: OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE are not set (run it under Open MPI's mpirun)");
-  return {std::strtoull(r, nullptr, 10), std::strtoull(n, nullptr, 10)};
+  auto number = [](const char* name, const char* text) {
+    std::uint64_t v = 0;
+    const char* end = text + std::strlen(text);
+    const auto [p, ec] = std::from_chars(text, end, v);
+    if (*text == '\0' || ec != std::errc() || p != end)
+      throw UsageError(std::string("--shard mpi: ") + name + " is '" + text + "', not a whole number");
+    return v;
+  };
+  return {number("OMPI_COMM_WORLD_RANK", r), number("OMPI_COMM_WORLD_SIZE", n)};
 }
 
 std::pair<std::uint64_t, std::uint64_t> parse_shard(const std::string& text) {
@@ -145,8 +155,17 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   std::vector<std::pair<std::uint64_t, std::string>> tsv_rows;  // programs.tsv rows of every shard
   std::string tsv_header;
   bool all_tsv = true;
+  std::map<std::string, std::string> seen_files;           // canonical path -> as given
+  std::map<std::uint64_t, std::string> seen_shards;        // shard index -> report
+  std::uint64_t shard_count = 0;                           // N of the shards' I/N (0: not yet known)
   for (const std::string& d : dirs) {
     const fs::path file = fs::is_directory(d) ? fs::path(d) / "fuzz.json" : fs::path(d);
+    {  // a report given twice would be counted twice
+      std::error_code ec;
+      const fs::path canon = fs::weakly_canonical(file, ec);
+      const auto [it, fresh] = seen_files.emplace(ec ? file.string() : canon.string(), d);
+      if (!fresh) throw InputError("--merge: " + d + " and " + it->second + " are the same report (" + file.string() + ")");
+    }
     std::error_code tec;
     if (std::ifstream tin{file.parent_path() / "programs.tsv"}; tin && !fs::is_directory(file.parent_path() / "programs.tsv", tec)) {
       std::string line;
@@ -179,6 +198,22 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
                            ") than the first report (" + merged[k].dump() + "): not shards of one campaign");
         }
     }
+    // Shards of one campaign: one N, each I once (two copies of one shard would be counted twice).
+    if (const auto sh = j.find("shard"); sh != j.end() && sh->is_array() && sh->size() == 2 &&
+                                          (*sh)[0].is_number_unsigned() && (*sh)[1].is_number_unsigned()) {
+      const std::uint64_t i = (*sh)[0].get<std::uint64_t>(), n = (*sh)[1].get<std::uint64_t>();
+      if (n == 0 || i >= n) throw InputError("--merge: " + file.string() + " has shard " + sh->dump() + ", not I/N with I < N");
+      if (shard_count && n != shard_count) {
+        throw InputError("--merge: " + file.string() + " is shard " + std::to_string(i) + "/" + std::to_string(n) +
+                         ", the others are shards of " + std::to_string(shard_count) + ": not shards of one campaign");
+      }
+      shard_count = n;
+      const auto [it, fresh] = seen_shards.emplace(i, file.string());
+      if (!fresh) {
+        throw InputError("--merge: " + file.string() + " and " + it->second + " are both shard " + std::to_string(i) +
+                         "/" + std::to_string(n) + ": its programs would be counted twice");
+      }
+    }
     programs += j.value("programs", std::uint64_t{0});
     steps += j.value("steps", std::uint64_t{0});
     mismatching += j.value("mismatching_runs", std::uint64_t{0});
@@ -208,6 +243,19 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   out << "merged " << dirs.size() << " reports: programs " << programs << ", steps compared " << steps
       << ", mismatching runs " << mismatching << "; seed " << merged["seed"].dump() << "\n"
       << std::flush;
+  // Shards missing from the merge: the campaign is partial, never read as a pass.
+  std::string missing;
+  json missing_json = json::array();
+  for (std::uint64_t i = 0; i < shard_count; ++i)
+    if (!seen_shards.count(i)) {
+      missing += (missing.empty() ? "" : ",") + std::to_string(i);
+      missing_json.push_back(i);
+      if (missing_json.size() == 64 && shard_count > 64) {
+        missing += ",...";
+        break;
+      }
+    }
+  if (!missing.empty()) merged["missing_shards"] = missing_json;
   merged["programs"] = programs;
   merged["steps"] = steps;
   merged["mismatching_runs"] = mismatching;
@@ -234,6 +282,11 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   ctx.summary.set("failures", failures);
   ctx.summary.set("coverage", coverage.to_json());
   ctx.summary.set("decision_coverage", decisions.to_json());
+  if (!missing.empty()) {
+    ctx.summary.set("missing_shards", missing_json);
+    throw Interrupted("merged " + std::to_string(seen_shards.size()) + " of the campaign's " +
+                      std::to_string(shard_count) + " shards (missing: " + missing + "): a partial campaign");
+  }
 }
 
 struct Failure {
@@ -302,6 +355,13 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     const double time_limit = parse_duration(args->time);
     std::uint64_t programs = args->programs;
     if (programs == 0 && time_limit == 0) programs = 100;
+    // A shard that holds none of the campaign's programs would compare nothing and pass.
+    if (programs && args->first + (shard_i + shard_n - args->first % shard_n) % shard_n >= args->first + programs) {
+      throw UsageError("--shard " + std::to_string(shard_i) + "/" + std::to_string(shard_n) +
+                       " holds none of the campaign's " + std::to_string(programs) + " programs (indices " +
+                       std::to_string(args->first) + ".." + std::to_string(args->first + programs - 1) +
+                       "): use at most as many shards as programs");
+    }
     std::vector<const ref::Encoding*> ops;
     unsigned vew_modes = 0, vfn_fns = 0, vred_modes = 0;
     try {

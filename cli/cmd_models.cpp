@@ -6,6 +6,21 @@
 
 namespace lockstep::cli {
 
+ModelDigests check_model_files(const ModelChoice& choice) {
+  ModelDigests d;
+  try {
+    const auto bytes = host::read_file_bytes(choice.checkpoint());
+    const host::Checkpoint ck = host::parse_checkpoint(bytes, choice.checkpoint().string());
+    d.checkpoint_sha256 = host::sha256_hex(bytes);
+    const auto tok = host::read_file_bytes(choice.tokenizer());
+    (void)host::parse_tokenizer(tok, ck.config.vocab_size, choice.tokenizer().string());
+    d.tokenizer_sha256 = host::sha256_hex(tok);
+  } catch (const host::ModelError& e) {
+    throw InputError(e.what());
+  }
+  return d;
+}
+
 void add_models_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand(
       "models", "Show which model directory (or the synthetic model) would be used");
@@ -16,17 +31,10 @@ void add_models_command(CLI::App& app, Context& ctx) {
     std::string sha256, tok_sha256;
     bool genuine = false;
     if (!choice.synthetic()) {
-      try {
-        const auto bytes = host::read_file_bytes(choice.checkpoint());
-        const host::Checkpoint ck = host::parse_checkpoint(bytes, choice.checkpoint().string());
-        sha256 = host::sha256_hex(bytes);
-        const auto tok = host::read_file_bytes(choice.tokenizer());
-        (void)host::parse_tokenizer(tok, ck.config.vocab_size, choice.tokenizer().string());
-        tok_sha256 = host::sha256_hex(tok);
-        genuine = sha256 == host::kStories260KSha256 && tok_sha256 == host::kTok512Sha256;
-      } catch (const host::ModelError& e) {
-        throw InputError(e.what());
-      }
+      const ModelDigests d = check_model_files(choice);
+      sha256 = d.checkpoint_sha256;
+      tok_sha256 = d.tokenizer_sha256;
+      genuine = sha256 == host::kStories260KSha256 && tok_sha256 == host::kTok512Sha256;
     }
     nlohmann::json files = nlohmann::json::array();
     for (const auto& f : choice.files) files.push_back({{"name", f.name}, {"bytes", f.bytes}});

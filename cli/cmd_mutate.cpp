@@ -1,6 +1,10 @@
 // `lockstep mutate`: the mutation score of the default corpus against mutants of a compiled chip
 // (docs/quality.md, "Mutation score"; the generator is mutate/mutants.h).
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -8,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/app.h"
 #include "cli/commands.h"
 #include "lockstep/reports/files.h"
 #include "lockstep/campaign/campaign.h"
@@ -44,14 +49,6 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-// Folders searched for guests, as `lockstep bench` and `lockstep story` search them.
-std::vector<fs::path> guest_dirs(const Context& ctx) {
-  std::vector<fs::path> dirs;
-  if (const char* e = std::getenv("LOCKSTEP_GUEST_DIR")) dirs.emplace_back(e);
-  if (!ctx.executable().empty()) dirs.push_back(ctx.executable().parent_path().parent_path() / "guests");
-  dirs.push_back(ctx.source_root() / "build" / "guests");
-  return dirs;
-}
 
 }  // namespace
 
@@ -59,13 +56,17 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<MutateArgs>();
   auto* cmd = app.add_subcommand(
       "mutate", "Mutation score: plant faults in copies of a chip and count those the default corpus catches");
-  cmd->add_option("--mutants", a->mutants, "Mutants to plant and run")->capture_default_str();
+  cmd->add_option("--mutants", a->mutants, "Mutants to plant and run")
+      ->check(count_range(1, 1'000'000'000))
+      ->capture_default_str();
   auto* seed_opt = cmd->add_option("--seed", a->seed, "Seed of the mutants' sites (default: a random one, printed)");
   cmd->add_option("--first", a->first, "Index of the first mutant (repeat mutant K: --first K --mutants 1)");
-  cmd->add_option("--kinds", a->kinds, "Comma-separated fault kinds (default: all 26, in turn)");
+  auto* kinds_opt = cmd->add_option("--kinds", a->kinds, "Comma-separated fault kinds (default: all 26, in turn)");
   cmd->add_option("--chip", a->chip, "Compiled chip file (default: the built chip)");
-  cmd->add_option("--guests", a->guests, "Directed guests of the corpus and oracle (those found are used)")
-      ->capture_default_str();
+  auto* guests_opt =
+      cmd->add_option("--guests", a->guests,
+                      "Directed guests of the corpus and oracle (given: each must be found; default: those found)")
+          ->capture_default_str();
   auto* oracle_seed_opt =
       cmd->add_option("--oracle-program-seed", a->oracle_program_seed,
                       "Campaign seed of the oracle's fuzz programs (default: --program-seed + 1, programs the corpus "
@@ -98,7 +99,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
                 "(where survivors can hide)");
   cmd->add_option("--save-survivors", a->save_survivors,
                   "Write each survivor's chip to DIR/mutant-<index>.chip (inspect it with lockstep run GUEST --chip FILE)");
-  cmd->callback([&ctx, a, seed_opt, oracle_seed_opt] {
+  cmd->callback([&ctx, a, seed_opt, oracle_seed_opt, kinds_opt, guests_opt] {
     if (oracle_seed_opt->count() == 0) a->oracle_program_seed = a->program_seed + 1;
     const bool same_programs = a->oracle_program_seed == a->program_seed;
     if ((same_programs && a->corpus_programs > a->oracle_programs) || a->corpus_steps > a->oracle_steps)
@@ -116,6 +117,17 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       seed = (static_cast<std::uint64_t>(rd()) << 32 | rd()) & 0xffffffffffffull;
     }
     std::vector<std::string> kinds = split(a->kinds);
+    if (kinds_opt->count() && kinds.empty()) throw UsageError("--kinds '" + a->kinds + "' names no fault kind");
+    if (guests_opt->count() && split(a->guests).empty() && a->guests != "none")
+      throw UsageError("--guests '" + a->guests + "' names no guest (--guests none: fuzz programs only)");
+    // mutate.json's folder is made and checked before the run, not after it.
+    if (!a->report.empty()) {
+      std::error_code ec;
+      fs::create_directories(a->report, ec);
+      if (ec || ::access(a->report.c_str(), W_OK) != 0)
+        throw InputError("--report: cannot write into " + a->report + ": " +
+                         (ec ? ec.message() : std::string(std::strerror(errno))));
+    }
     for (const std::string& k : kinds) {
       bool known = false;
       for (const auto& mk : mutate::mutant_kinds()) known = known || mk.name == k;
@@ -130,9 +142,10 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     // The corpus and the oracle workload (docs/quality.md): directed guests (first K steps) and
     // the fuzz programs 0..P-1 of campaign seed --program-seed over --ops (default: every scalar op).
     std::vector<engine::Guest> directed;
-    std::string found;
-    for (const std::string& g : split(a->guests)) {
-      for (const fs::path& d : guest_dirs(ctx)) {
+    std::string found, missing;
+    for (const std::string& g : a->guests == "none" ? std::vector<std::string>{} : split(a->guests)) {
+      bool here = false;
+      for (const fs::path& d : ctx.guest_dirs()) {
         std::error_code ec;
         if (!fs::is_regular_file(d / (g + ".elf"), ec)) continue;
         try {
@@ -141,8 +154,17 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
           throw InputError(e.what());
         }
         found += (found.empty() ? "" : ",") + g;
+        here = true;
         break;
       }
+      if (!here) missing += (missing.empty() ? "" : ", ") + g;
+    }
+    // Guests the user named must all be there: a corpus silently smaller than asked for would
+    // give a score of another workload.
+    if (guests_opt->count() && !missing.empty()) {
+      std::string searched;
+      for (const fs::path& d : ctx.guest_dirs()) searched += (searched.empty() ? "" : ", ") + d.string();
+      throw InputError("--guests: " + missing + " not found (searched " + searched + " for NAME.elf)");
     }
     std::vector<const ref::Encoding*> ops;
     unsigned vew_modes = 0, vfn_fns = 0, vred_modes = 0;  // single modes (vfn.silu) as fuzz takes them
@@ -260,15 +282,17 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
                 << "\n";
           out << std::flush;
         });
+    char score[64] = "undefined";
+    if (rep.non_equivalent) std::snprintf(score, sizeof score, "%.1f%%", 100 * rep.score());
     char line[400];
     std::snprintf(line, sizeof line,
                   "mutants %zu (%llu planted): %llu change a token on the oracle workload, %llu of them caught by the "
-                  "corpus; %llu change none; mutation score %llu/%llu = %.1f%% (target %.1f%%); %.1f s; seed %llu\n",
+                  "corpus; %llu change none; mutation score %llu/%llu = %s (target %.1f%%); %.1f s; seed %llu\n",
                   rep.mutants.size(), static_cast<unsigned long long>(rep.planted),
                   static_cast<unsigned long long>(rep.non_equivalent), static_cast<unsigned long long>(rep.caught),
                   static_cast<unsigned long long>(rep.planted - rep.non_equivalent),
                   static_cast<unsigned long long>(rep.caught), static_cast<unsigned long long>(rep.non_equivalent),
-                  100 * rep.score(), 100 * a->target, rep.seconds, static_cast<unsigned long long>(seed));
+                  score, 100 * a->target, rep.seconds, static_cast<unsigned long long>(seed));
     out << line;
     if (a->timeout_factor > 0) {
       std::snprintf(line, sizeof line,
@@ -320,6 +344,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       }
     out << std::flush;
     json j = rep.to_json();
+    if (rep.non_equivalent == 0) j["score"] = nullptr;  // 0/0: undefined, not 100%
     j["seed"] = seed;
     j["chip"] = chip.source;
     j["chip_hash"] = chip.hash;
@@ -341,6 +366,12 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       }
     }
     for (const char* k : {"seed", "planted", "non_equivalent", "caught", "score", "survivors"}) ctx.summary.set(k, j[k]);
+    // No mutant that changes a token: the score is 0/0, nothing was measured, and that is no pass.
+    if (rep.non_equivalent == 0) {
+      throw InputError("no mutant measured: none of the " + std::to_string(rep.planted) +
+                       " planted mutants changes a token on the oracle workload, so the score is undefined (plant more "
+                       "--mutants, or widen the oracle)");
+    }
     // Exit 1 (status "mismatch", mismatches = survivors) only when the score is below the target.
     if (rep.score() < a->target) ctx.summary.add_mismatches(rep.non_equivalent - rep.caught);
   });

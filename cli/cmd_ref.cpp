@@ -172,7 +172,7 @@ void add_ref_command(CLI::App& app, Context& ctx) {
   auto opt = std::make_shared<RefOptions>();
   auto* cmd = app.add_subcommand("ref", "Run a guest ELF on the reference model (ref/)");
   cmd->add_option("program", opt->program, "Guest program (static ELF32 RISC-V executable)")->required();
-  cmd->add_option("--max-steps", opt->max_steps, "Stop after this many trace steps (default: no limit)")->check(count_range(0, kMaxStepsOption));
+  cmd->add_option("--max-steps", opt->max_steps, "Stop after this many trace steps (default: no limit)")->check(count_range(1, kMaxStepsOption));
   cmd->add_option("--trace", opt->trace, "Write the trace to FILE (trace.md §6 format)");
   cmd->add_option("--signature", opt->signature,
                   "Write the words in [begin_signature, end_signature) to FILE, 8 hex digits a line");

@@ -13,7 +13,6 @@
 
 #include "cli/app.h"
 #include "cli/commands.h"
-#include "llama2c.h"
 #include "cli/dut_options.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/guest.h"
@@ -32,14 +31,6 @@ struct StoryArgs {
   dut::DutConfig dut;
 };
 
-// Folders searched for the story guests, in order.
-std::vector<fs::path> guest_dirs(const Context& ctx) {
-  std::vector<fs::path> dirs;
-  if (const char* e = std::getenv("LOCKSTEP_GUEST_DIR")) dirs.emplace_back(e);
-  if (!ctx.executable().empty()) dirs.push_back(ctx.executable().parent_path().parent_path() / "guests");
-  dirs.push_back(ctx.source_root() / "build" / "guests");
-  return dirs;
-}
 
 // The story guest of `build`: `model` "real" (the guest built from a real checkpoint), "synthetic"
 // (the one built from the synthetic model), or "" (the real one if it was built, else the
@@ -51,7 +42,7 @@ fs::path find_story_guest(const Context& ctx, const std::string& build, const st
   if (model != "real") names.push_back(stem + "_synthetic.elf");
   std::string searched;
   for (const std::string& n : names) {
-    for (const fs::path& d : guest_dirs(ctx)) {
+    for (const fs::path& d : ctx.guest_dirs()) {
       std::error_code ec;
       if (fs::is_regular_file(d / n, ec)) return d / n;
       searched += (searched.empty() ? "" : ", ") + (d / n).string();
@@ -120,7 +111,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--teacher-forced-steps", args->teacher_forced, "Teacher-forced steps before free running")
       ->check(count_range(0, kMaxStepsOption))
       ->capture_default_str();
-  cmd->add_option("--steps", args->steps, "Stop after N steps (default: the whole story)")->check(count_range(0, kMaxStepsOption));
+  cmd->add_option("--steps", args->steps, "Stop after N steps (default: the whole story)")->check(count_range(1, kMaxStepsOption));
   cmd->add_option("--report", args->report, "Write a report (and case.json) into DIR");
   cmd->add_option("--checkpoint-every", args->checkpoint_every,
                   "Checkpoint both sides every N steps into DIR/checkpoints (needs --report)")->check(count_range(0, kMaxStepsOption));
@@ -169,18 +160,21 @@ void add_story_command(CLI::App& app, Context& ctx) {
         if (args->guest.empty() && (!ctx.options.models_dir.empty() || (env && *env))) {
           const ModelChoice& choice = ctx.models();  // InputError for a folder that is not usable
           model = choice.synthetic() ? "synthetic" : "real";
-          if (!choice.synthetic()) {
-            try {  // the converter's own checks: a file it would refuse is bad input here too
-              const auto bytes = host::read_file_bytes(choice.checkpoint());
-              (void)host::parse_checkpoint(bytes, choice.checkpoint().string());
-              want_sha = host::sha256_hex(bytes);
-            } catch (const host::ModelError& e) {
-              throw InputError(e.what());
-            }
-          }
+          // The converter's own checks, as `lockstep models` makes them: a file it would refuse
+          // is bad input here too.
+          if (!choice.synthetic()) want_sha = check_model_files(choice).checkpoint_sha256;
         }
         path = args->guest.empty() ? find_story_guest(ctx, args->build, model) : fs::path(args->guest);
         guest = engine::read_guest(path);
+        // The story check is for a story guest: a guest ELF with symbols but neither story image
+        // (stories_c's stories_image, stories_vx's stories_vx_tokens) is another program, which
+        // `lockstep run` checks. (A stripped ELF cannot be told apart and is taken as given.)
+        const auto& syms = guest.image.symbols;
+        if (!args->guest.empty() && !syms.empty() && !syms.count("stories_image") && !syms.count("stories_vx_tokens")) {
+          throw InputError("--guest " + args->guest +
+                           " is not a story guest (it has neither a stories_image nor a stories_vx_tokens symbol); "
+                           "check other guests with lockstep run " + args->guest);
+        }
         const std::string built_from = guest_model(path);
         ctx.summary.set("guest_model", built_from);
         if (!built_from.empty()) ctx.log().info("story guest {}: built from {}", path.filename().string(), built_from);

@@ -25,6 +25,17 @@ namespace lockstep::cli {
 /// `lockstep models`: which model directory (or the synthetic model) a run
 /// would use, with the file sizes.
 void add_models_command(CLI::App& app, Context& ctx);
+
+/// The SHA-256 (hex) of a model folder's two files, once both passed the converter's own checks
+/// (golden/llama2c.h: parse_checkpoint, parse_tokenizer against the checkpoint's vocab_size).
+struct ModelDigests {
+  std::string checkpoint_sha256, tokenizer_sha256;
+};
+/// Checks `choice`'s stories260K.bin and tok512.bin as `lockstep models` does; every command
+/// that reads a model folder uses it, so no command accepts files another refuses. Throws
+/// InputError (one line naming the file) for a file the converter would refuse, and
+/// std::logic_error for the synthetic model.
+ModelDigests check_model_files(const ModelChoice& choice);
 /// `lockstep run PROGRAM.elf`: reference and chip in lock-step (docs/engine.md).
 void add_run_command(CLI::App& app, Context& ctx);
 /// `lockstep story`: the story guest teacher-forced, then free-running (docs/engine.md).

@@ -64,6 +64,23 @@ bool Summary::emit(std::ostream& out) {
 Context::Context(std::filesystem::path source_root, std::filesystem::path executable)
     : source_root_(std::move(source_root)), executable_(std::move(executable)) {}
 
+std::vector<std::filesystem::path> Context::guest_dirs() const {
+  std::vector<std::filesystem::path> dirs, seen;
+  auto add = [&](const std::filesystem::path& d) {
+    std::error_code ec;
+    std::filesystem::path key = std::filesystem::weakly_canonical(d, ec);
+    if (ec) key = d.lexically_normal();
+    for (const auto& s : seen)
+      if (s == key) return;
+    seen.push_back(key);
+    dirs.push_back(d);
+  };
+  if (const char* e = std::getenv("LOCKSTEP_GUEST_DIR"); e && *e) add(e);
+  if (!executable_.empty()) add(executable_.parent_path().parent_path() / "guests");
+  add(source_root_ / "build" / "guests");
+  return dirs;
+}
+
 spdlog::logger& Context::log() const {
   auto logger = spdlog::get("lockstep");
   if (!logger) logger = setup_logging(options.log_level);

@@ -19,6 +19,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/logger.h>
@@ -118,6 +119,10 @@ class Context {
   /// one line, once.  Throws InputError when --models or $LOCKSTEP_MODELS
   /// names a directory that is not usable.
   const ModelChoice& models();
+
+  /// Folders searched for guest ELFs (story, bench, mutate), in order and each once:
+  /// $LOCKSTEP_GUEST_DIR, the executable's ../guests, then the source tree's build/guests.
+  std::vector<std::filesystem::path> guest_dirs() const;
 
   const std::filesystem::path& source_root() const { return source_root_; }
   const std::filesystem::path& executable() const { return executable_; }

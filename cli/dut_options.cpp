@@ -47,6 +47,11 @@ bool check_dut_options(const dut::DutConfig& c, const std::string& chip, const s
 
 void reject_with_resume(const CLI::App* cmd, const std::vector<std::string>& names, const std::string& dir,
                         const engine::Case& c) {
+  if (!c.command.empty() && c.command != cmd->get_name()) {
+    throw UsageError("--resume " + dir + ": its case.json was written by `lockstep " + c.command +
+                     "`; continue it with lockstep " + c.command + " --resume " + dir +
+                     (c.command == "run" || c.command == "story" ? std::string() : " (or lockstep replay " + dir + ")"));
+  }
   for (const std::string& n : names) {
     const CLI::Option* o = cmd->get_option_no_throw(n);
     if (!o || o->count() == 0) continue;
@@ -127,7 +132,8 @@ void report_partial(Context& ctx, const engine::RunFailed& f) {
     ctx.summary.set("capability_notes", f.summary["capability_notes"]);
     print_capability_notes(ctx, f.summary["capability_notes"].get<std::vector<std::string>>());
   }
-  ctx.out() << engine::result_text(r) << std::flush;
+  // Nothing ran (the chip failed at its start): no closing "steps compared 0" line.
+  if (r.steps > 0) ctx.out() << engine::result_text(r) << std::flush;
 }
 
 }  // namespace lockstep::cli

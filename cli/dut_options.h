@@ -30,7 +30,8 @@ bool check_dut_options(const dut::DutConfig& config, const std::string& chip, co
 /// one-line error.
 void report_partial(Context& ctx, const engine::RunFailed& failed);
 
-/// --resume DIR continues the run as DIR/case.json says: throws UsageError naming the first of
+/// --resume DIR continues the run as DIR/case.json says: throws UsageError when the case was
+/// written by another command than `cmd` (a `run` folder given to `story --resume`), or naming the first of
 /// `names` (options of `cmd`) that was given beside it, e.g. "--steps cannot be given with
 /// --resume: the run continues as DIR/case.json says (steps 5000)".
 void reject_with_resume(const CLI::App* cmd, const std::vector<std::string>& names, const std::string& dir,

@@ -18,6 +18,9 @@ constexpr char kBlobMagic[4] = {'L', 'K', 'D', 'B'};
 constexpr std::uint32_t kBlobVersion = 1;
 
 std::string read_token_file(const std::filesystem::path& p) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(p, ec))
+    throw DutError("chip under test: --dut-token-file " + p.string() + ": it is a directory, not a file");
   std::ifstream in(p, std::ios::binary);
   if (!in) throw DutError("chip under test: --dut-token-file " + p.string() + ": cannot read it");
   std::ostringstream ss;
@@ -25,6 +28,7 @@ std::string read_token_file(const std::filesystem::path& p) {
   std::string s = ss.str();
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   if (s.size() > kMaxStr) throw DutError("chip under test: --dut-token-file " + p.string() + ": longer than 65,535 bytes");
+  if (s.empty()) throw DutError("chip under test: --dut-token-file " + p.string() + ": empty (the secret must not be)");
   return s;
 }
 }  // namespace

@@ -120,6 +120,7 @@ class Session {
 
   std::vector<std::uint8_t> handle(std::uint32_t type, const std::vector<std::uint8_t>& p) {
     if (type == kHello) {
+      stats_.hello = true;
       const Hello h = decode_hello(p);
       if (backend_) refuse(kMalformed, "a second HELLO in one session");
       if (h.protocol_version != kProtocolVersion) {

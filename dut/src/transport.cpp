@@ -83,6 +83,13 @@ Address parse_address(const std::string& text) {
       throw std::invalid_argument("address '" + text + "': expected tcp:HOST:PORT");
     }
     a.host = rest.substr(0, colon);
+    // A host of digits and dots is an IPv4 address and must be a valid one (999.1.1.1 is not a
+    // name to look up); anything else is a host name.
+    if (a.host.find_first_not_of("0123456789.") == std::string::npos) {
+      in_addr addr{};
+      if (inet_pton(AF_INET, a.host.c_str(), &addr) != 1)
+        throw std::invalid_argument("address '" + text + "': '" + a.host + "' is not an IPv4 address (four numbers 0..255)");
+    }
     const std::string port = rest.substr(colon + 1);
     unsigned long v = 0;
     for (char c : port) {

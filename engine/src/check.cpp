@@ -204,6 +204,7 @@ json Case::to_json() const {
           {"checkpoint_every", checkpoint_every},
           {"expect", expect}};
   if (dut) j["dut"] = dut->to_json();
+  if (!command.empty()) j["command"] = command;
   return j;
 }
 
@@ -238,6 +239,7 @@ Case Case::from_json(const json& j) {
                        ": this harness reads version 1 (a case from another version of lockstep?)");
     }
     Case c;
+    c.command = case_text(j, "command", "");
     const auto gi = j.find("guest");
     if (gi == j.end()) throw CheckError("case: no \"guest\"");
     if (!gi->is_object()) bad_case_field("guest", *gi, "an object");
@@ -549,6 +551,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   if (!opt.on_note) opt.on_note = [&err](const std::string& line) { err << "lockstep: " << line << "\n" << std::flush; };
 
   Case saved = c;
+  if (saved.command.empty() && req.command != "replay") saved.command = req.command;
   saved.chip_hash = chip.hash;
   saved.guest_digest = image_digest(guest.image);
   if (saved.guest_elf.empty() && !guest.path.empty()) {

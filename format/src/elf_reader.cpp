@@ -10,6 +10,7 @@
 #include <string>
 
 #include "lockstep/format/elf.h"
+#include "lockstep/format/file.h"
 
 namespace lockstep::format {
 namespace {
@@ -264,10 +265,7 @@ GuestImage parse_elf(std::span<const std::uint8_t> file) {
 }
 
 GuestImage read_elf_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FormatError("ELF: cannot open " + path.string());
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw FormatError("ELF: cannot read " + path.string());
+  const std::vector<std::uint8_t> bytes = read_input_file(path, "ELF", std::uint64_t{256} << 20);
   try {
     return parse_elf(bytes);
   } catch (const FormatError& e) {

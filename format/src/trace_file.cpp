@@ -1,4 +1,5 @@
 #include "lockstep/format/trace_file.h"
+#include "lockstep/format/file.h"
 
 #include <cstring>
 #include <fstream>
@@ -99,10 +100,7 @@ void TraceFileWriter::finish(nlohmann::json header) {
 }
 
 TraceFile read_trace_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open " + path.string());
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return decode_trace_file(bytes);
+  return decode_trace_file(read_input_file(path, "trace file"));
 }
 
 }  // namespace lockstep::format

@@ -165,6 +165,7 @@ TEST(LockstepBench, CudaOnlyLeavesTheRestOut) {
 TEST(LockstepBench, BadInputIsOneLineExitTwo) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"bench", "--steps", "0"}, {"bench", "--streams", "0"},
+        {"bench", "--lockstep-steps", "0"}, {"bench", "--cuda-streams", "0"},
         {"bench", "--guest", "/nonexistent/guest.elf"}}) {
     const Result r = run(args);
     EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err;

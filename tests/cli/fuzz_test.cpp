@@ -190,6 +190,23 @@ TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
   EXPECT_EQ(jm["decision_coverage"], ja["decision_coverage"]);
   EXPECT_GT(jm["decision_coverage"]["both_sides"].get<std::uint64_t>(), 0u);
   EXPECT_EQ(slurp(m / "programs.tsv"), slurp(all / "programs.tsv"));
+  // A report given twice, or two copies of one shard, would be counted twice: refused.
+  auto r2 = run({"fuzz", "--merge", s0.string(), s0.string() + "/"});
+  EXPECT_EQ(r2.exit_code, 2) << r2.err;
+  EXPECT_NE(r2.err.find("are the same report"), std::string::npos) << r2.err;
+  const fs::path copy = scratch_dir("s0-copy");
+  fs::copy(s0, copy, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  r2 = run({"fuzz", "--merge", s0.string(), copy.string()});
+  EXPECT_EQ(r2.exit_code, 2) << r2.err;
+  EXPECT_NE(r2.err.find("are both shard 0/2: its programs would be counted twice"), std::string::npos) << r2.err;
+  // Shards missing: a partial campaign, exit 3 (never read as a pass), the gap in the summary.
+  r2 = run({"fuzz", "--merge", s0.string(), "--json"});
+  EXPECT_EQ(r2.exit_code, 3) << r2.err;
+  EXPECT_NE(r2.err.find("lockstep: interrupted: merged 1 of the campaign's 2 shards (missing: 1)"), std::string::npos)
+      << r2.err;
+  const json js = json::parse(r2.out);
+  EXPECT_EQ(js["status"], "interrupted");
+  EXPECT_EQ(js["missing_shards"], json::array({1}));
 }
 
 TEST(LockstepFuzz, BadInputExitsTwoWithOneLine) {

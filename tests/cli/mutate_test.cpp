@@ -177,6 +177,37 @@ TEST(LockstepMutate, BadInputExitsTwo) {
   r = run({"mutate", "--timeout-factor", "-1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--timeout-factor: must be a non-negative number (got '-1')"), std::string::npos) << r.err;
+  // Options that would silently widen or empty the workload, and a report folder that cannot be
+  // written, are refused before any mutant runs.
+  r = run({"mutate", "--kinds", ","});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--kinds ',' names no fault kind"), std::string::npos) << r.err;
+  r = run({"mutate", "--guests", "hello,no_such_guest"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--guests: no_such_guest not found"), std::string::npos) << r.err;
+  r = run({"mutate", "--report", "/proc/version/mutate"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--report: cannot write into /proc/version/mutate"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("lockstep mutate: seed"), std::string::npos) << "refused before the run: " << r.out;
+  r = run({"mutate", "--mutants", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--mutants: must be a whole number from 1"), std::string::npos) << r.err;
+}
+
+// No mutant that changes a token: the score is 0/0, undefined, and the run is no pass (it used to
+// say 100%). Seed 7's first embed.flip_sign mutant negates START's embedding, which a 10-step
+// oracle of hello never distinguishes.
+TEST(LockstepMutate, NothingMeasuredIsNoPass) {
+  const fs::path report = scratch("nothing");
+  const auto r = run({"mutate", "--seed", "7", "--mutants", "1", "--kinds", "embed.flip_sign", "--guests", "hello",
+                      "--corpus-programs", "0", "--corpus-pool", "0", "--oracle-programs", "0", "--corpus-steps", "1",
+                      "--oracle-steps", "10", "--timeout-factor", "0", "--report", report.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("mutation score 0/0 = undefined"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("no mutant measured: none of the 1 planted mutants changes a token"), std::string::npos) << r.err;
+  const json j = json::parse(lockstep::cli_test::slurp(report / "mutate.json"));
+  EXPECT_TRUE(j["score"].is_null()) << j["score"];
+  EXPECT_EQ(j["non_equivalent"], 0);
 }
 #else
 // Two mutants of each of the 26 kinds with the default corpus and oracle (docs/quality.md).

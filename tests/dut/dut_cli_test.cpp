@@ -4,11 +4,14 @@
 // with one line, exit 2 and the steps compared before it kept in the summary and the report.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -111,6 +114,17 @@ TEST_F(DutCli, ChipServerOnAUnixSocketServesSeveralRuns) {
   }
   for (int i = 0; i < 600 && !fs::exists(sock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_TRUE(fs::exists(sock)) << "chip-server did not listen";
+  // A connection that closes without HELLO (a port probe, a health check) is not one of the
+  // two sessions: both runs below are still served.
+  {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock.c_str());
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0) << std::strerror(errno);
+    ::close(fd);
+  }
   const Result ref = run_lockstep({"run", crc32_.string(), "--mode", "free", "--steps", "5000", "--json"});
   for (int i = 0; i < 2; ++i) {
     const Result r = run_lockstep(
@@ -172,6 +186,10 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
     EXPECT_NE(lines[0].find(f.says), std::string::npos) << lines[0];
     const json s = summary_of(r);
     EXPECT_EQ(s["status"], "error");
+    // A chip that failed before any step: no closing "steps compared 0" line.
+    if (f.n == 0) {
+      EXPECT_EQ(r.err.find("steps compared"), std::string::npos) << r.err;
+    }
     if (f.n > 0) {
       // The steps of the two answers before the fault were compared, and kept.
       const auto [before, count] = fault_point(r.err);

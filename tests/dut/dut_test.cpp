@@ -244,6 +244,17 @@ TEST(DutTransport, Addresses) {
   EXPECT_THROW(parse_address("http://x"), std::invalid_argument);
   EXPECT_THROW(parse_address("unix:"), std::invalid_argument);
   EXPECT_THROW(parse_address("unix:" + std::string(200, 'a')), std::invalid_argument);
+  // Digits and dots are an IPv4 address, and must be a valid one (never a name to look up, nor
+  // "reachable from other machines").
+  for (const char* bad : {"tcp:999.1.1.1:7000", "tcp:1.2.3:7000", "tcp:1.2.3.4.5:7000", "tcp:256.0.0.1:7000"}) {
+    try {
+      parse_address(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("is not an IPv4 address"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(parse_address("tcp:chip-host:7000").host, "chip-host");
 }
 
 // ------------------------------------------------------------------------------------ sessions

@@ -435,7 +435,13 @@ TEST(NumericOptions, EveryOptionRefusesValuesThatWouldWrap) {
   }
   EXPECT_EQ(checked, 3 * 4 + 24 * 6);
   // The ranges of the options themselves.
-  expect_one_error_line(run({"run", elf, "--steps", "1000000000000001"}), "from 0 to 1000000000000000");
+  expect_one_error_line(run({"run", elf, "--steps", "1000000000000001"}), "from 1 to 1000000000000000");
+  // An explicit 0 is refused where leaving the option out means "no limit" (never read as it).
+  expect_one_error_line(run({"run", elf, "--steps", "0"}), "--steps: must be a whole number from 1");
+  expect_one_error_line(run({"story", "--guest", elf, "--steps", "0"}), "--steps: must be a whole number from 1");
+  expect_one_error_line(run({"ref", elf, "--max-steps", "0"}), "--max-steps: must be a whole number from 1");
+  expect_one_error_line(run({"chip-server", "--stdio", "--sessions", "0"}), "--sessions: must be a whole number from 1");
+  expect_one_error_line(run({"mutate", "--mutants", "0"}), "--mutants: must be a whole number from 1");
   expect_one_error_line(run({"fuzz", "--batch", "0"}), "--batch: must be a whole number from 1 to 65536");
   expect_one_error_line(run({"story", "--guest", elf, "--tokens", "0"}), "--tokens: must be a whole number from 1");
 }
@@ -747,10 +753,56 @@ TEST(FileErrors, NameTheFileAndTheReason) {
   fs::create_directories(dir / "m" / "fuzz.json");
   expect_one_error_line(run({"fuzz", "--merge", (dir / "m").string()}),
                         "cannot read " + (dir / "m" / "fuzz.json").string() + ": it is a directory");
-  for (const auto& args : std::vector<std::vector<std::string>>{{"report", dir.string()}, {"replay", dir.string()}}) {
+  // A folder where a guest or chip file is expected (ELF, trace and chip readers alike).
+  const std::string elf = loop_elf(5).string();
+  expect_one_error_line(run({"ref", dir.string()}), "ELF: cannot read " + dir.string() + ": it is a directory, not a file");
+  expect_one_error_line(run({"run", dir.string()}), "ELF: cannot read " + dir.string() + ": it is a directory, not a file");
+  expect_one_error_line(run({"run", elf, "--chip", dir.string()}), "'" + dir.string() + "' is a directory, not a chip file");
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"report", dir.string()}, {"replay", dir.string()}, {"ref", dir.string()}, {"run", elf, "--chip", dir.string()}}) {
     const Proc p = run(args);
     EXPECT_EQ(p.err.find("basic_filebuf"), std::string::npos) << p.err;
+    EXPECT_EQ(p.err.find("safetensors"), std::string::npos) << p.err;
   }
+}
+
+// A case continues only with the command that wrote it (a `run` folder is not a story check to
+// resume), and `story --guest` takes a story guest, never another program checked as one.
+TEST(StoryCommand, RefusesAnotherCommandsCaseAndAGuestThatIsNoStory) {
+  const fs::path elf = loop_elf(5);
+  for (const char* writer : {"run", "story", "fuzz"}) {
+    const fs::path dir = temp_dir(std::string("case-of-") + writer);
+    Case c;
+    c.command = writer;
+    c.guest_path = elf;
+    c.guest_name = "loop5";
+    c.checkpoint_every = 100;
+    std::ofstream(dir / "case.json") << c.to_json().dump(2) << "\n";
+    for (const char* resumer : {"run", "story"}) {
+      if (std::string(writer) == resumer) continue;
+      expect_one_error_line(run({resumer, "--resume", dir.string()}),
+                            "--resume " + dir.string() + ": its case.json was written by `lockstep " + writer +
+                                "`; continue it with lockstep " + writer + " --resume " + dir.string());
+    }
+  }
+  Guest g = testing::make_loop_guest(5);
+  g.image.symbols["main"] = g.image.entry;  // a program with symbols, none of them a story image
+  const fs::path named = fs::path(LOCKSTEP_BINARY_DIR) / "test-tmp" / "engine-cli" / "loop5-main.elf";
+  format::write_elf_file(named, g.image);
+  expect_one_error_line(run({"story", "--guest", named.string()}),
+                        "--guest " + named.string() + " is not a story guest");
+}
+
+// Open MPI's rank and size must be numbers; a shard that holds no program is refused (it would
+// compare nothing and pass).
+TEST(FuzzCommand, ShardsThatWouldRunNothingAreRefused) {
+  expect_one_error_line(run({"fuzz", "--shard", "5/10", "--programs", "4"}),
+                        "--shard 5/10 holds none of the campaign's 4 programs (indices 0..3)");
+  expect_one_error_line(run({"fuzz", "--shard", "1/3", "--programs", "1", "--first", "9"}),
+                        "--shard 1/3 holds none of the campaign's 1 programs (indices 9..9)");
+  expect_one_error_line(run({"fuzz", "--shard", "mpi", "--report", temp_dir("mpi-rank").string()},
+                            {"OMPI_COMM_WORLD_RANK=one", "OMPI_COMM_WORLD_SIZE=2"}),
+                        "--shard mpi: OMPI_COMM_WORLD_RANK is 'one', not a whole number");
 }
 
 }  // namespace

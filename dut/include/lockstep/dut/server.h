@@ -29,6 +29,9 @@ struct ServerOptions {
 struct SessionStats {
   std::uint64_t frames = 0, steps = 0, errors = 0;
   bool said_bye = false;
+  /// A HELLO arrived (answered or refused): a harness, not a connection that closed unused
+  /// (a port probe), which `chip-server --sessions N` does not count.
+  bool hello = false;
   std::string ended;  ///< why the session ended ("BYE", "end of stream", "authentication failed", ...)
 };
 

@@ -77,6 +77,9 @@ Guest read_guest(const std::filesystem::path& path);
 /// A replayable case (docs/engine.md, "Cases"): everything needed to run a
 /// check again.
 struct Case {
+  /// The command that wrote the case ("run", "story", ...); empty in cases written before
+  /// lockstep recorded it. `--resume` continues a case only with the command that wrote it.
+  std::string command;
   std::string guest_name;
   std::filesystem::path guest_path;    ///< may be empty when bytes are embedded
   std::vector<std::uint8_t> guest_elf; ///< the ELF file's bytes (embedded), may be empty
