@@ -124,6 +124,15 @@ TEST(LockstepCommand, ModelsJsonWithDirectory) {
     EXPECT_EQ(j["models"]["checkpoint_sha256"], "b0a507e7ad0f626624f17112325e66691f9076d622e1d3274d103d00299f2696");
     EXPECT_EQ(j["models"]["genuine_stories260K"], true);
   }
+  // A broken tokenizer beside the genuine checkpoint: `models` and `story` refuse it alike.
+  std::ofstream(dir / "tok512.bin", std::ios::trunc) << std::string(56, 't');
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"models", "--models", dir.string()},
+                                              {"story", "--models", dir.string(), "--reference-only", "--steps", "10"}}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.out;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("tok512.bin"), std::string::npos) << r.err;
+  }
   fs::remove_all(dir);
 }
 
