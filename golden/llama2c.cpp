@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,9 @@ float load_f32(const std::uint8_t* p) {
   std::memcpy(&f, &u, 4);
   return f;
 }
+
+// " (<strerror>)" for a nonzero errno, else "".
+std::string reason(int err) { return err != 0 ? std::string(" (") + std::strerror(err) + ")" : std::string(); }
 
 void store_u32(std::vector<std::uint8_t>& out, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
@@ -148,11 +152,45 @@ Checkpoint parse_checkpoint(std::span<const std::uint8_t> bytes, std::string_vie
 }
 
 std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (st.type() == std::filesystem::file_type::not_found)
+    throw ModelError(path.string() + ": cannot open file (no such file)");
+  if (st.type() == std::filesystem::file_type::directory)
+    throw ModelError(path.string() + ": is a directory, not a file");
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ModelError(path.string() + ": cannot open file");
-  std::vector<std::uint8_t> data((std::istreambuf_iterator<char>(in)),
-                                 std::istreambuf_iterator<char>());
+  if (!in) throw ModelError(path.string() + ": cannot open file" + reason(errno));
+  std::vector<std::uint8_t> data;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    data.insert(data.end(), buf, buf + in.gcount());
+    if (!in) break;
+  }
+  if (in.bad()) throw ModelError(path.string() + ": cannot read file" + reason(errno));
   return data;
+}
+
+void write_file_bytes(const std::filesystem::path& path, std::span<const std::uint8_t> bytes) {
+  write_file_text(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+void write_file_text(const std::filesystem::path& path, std::string_view text) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ModelError(path.string() + ": cannot write (is a directory)");
+  errno = 0;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw ModelError(path.string() + ": cannot write" + reason(errno));
+  errno = 0;
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.flush();
+  out.close();
+  if (!out) {
+    const int err = errno;
+    if (std::filesystem::is_regular_file(path, ec)) std::filesystem::remove(path, ec);
+    throw ModelError(path.string() + ": cannot write" + reason(err));
+  }
 }
 
 Checkpoint read_checkpoint(const std::filesystem::path& path) {

@@ -127,8 +127,20 @@ struct Tokenizer {
 Tokenizer parse_tokenizer(std::span<const std::uint8_t> bytes, int vocab_size, std::string_view name);
 Tokenizer read_tokenizer(const std::filesystem::path& path, int vocab_size);
 
-/// Reads a whole file (ModelError when it cannot be opened).
+/// Reads a whole regular file.  Throws a one-line ModelError naming `path` (and the system's
+/// reason) when it is missing, a directory or anything else that is not a file, or cannot be
+/// opened or read.
 std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path);
+
+/// Writes `bytes` to `path` (created or truncated), flushing and closing it before returning.
+/// Throws a one-line ModelError "<path>: cannot write (<reason>)" when the file cannot be
+/// created (missing parent folder, a directory at `path`, no permission) or a write fails (a
+/// full disk, /dev/full); a partly written regular file is then removed so that no truncated
+/// output is left looking complete.
+void write_file_bytes(const std::filesystem::path& path, std::span<const std::uint8_t> bytes);
+
+/// write_file_bytes for text (JSON, manifests).
+void write_file_text(const std::filesystem::path& path, std::string_view text);
 
 /// Lower-case hex SHA-256 of `bytes` (FIPS 180-4).
 std::string sha256_hex(std::span<const std::uint8_t> bytes);

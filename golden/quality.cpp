@@ -2,6 +2,7 @@
 #include "quality.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <ostream>
 #include <sstream>
 
@@ -52,6 +53,31 @@ LoadedModel load_model(const std::filesystem::path& dir, bool force_synthetic, s
   return m;
 }
 
+ModelsFolder find_models_folder(const std::optional<std::string>& flag, const std::filesystem::path& source_root) {
+  if (flag) return {*flag, "--models"};
+  if (const char* env = std::getenv("LOCKSTEP_MODELS"); env && *env) return {env, "LOCKSTEP_MODELS"};
+  return {source_root / ".." / "shared" / "models", ""};
+}
+
+LoadedModel load_model(const ModelsFolder& folder, bool force_synthetic, std::ostream& log) {
+  if (!force_synthetic && !folder.named_by.empty()) {
+    const std::string named = folder.named_by + " " + folder.dir.string();
+    std::error_code ec;
+    const auto st = std::filesystem::status(folder.dir, ec);
+    if (st.type() == std::filesystem::file_type::not_found)
+      throw ModelError(named + ": no such folder (expected one holding stories260K.bin and tok512.bin; "
+                       "--synthetic for the synthetic model)");
+    if (st.type() != std::filesystem::file_type::directory)
+      throw ModelError(named + ": not a folder (expected one holding stories260K.bin and tok512.bin)");
+    std::string missing;
+    for (const char* f : {"stories260K.bin", "tok512.bin"})
+      if (!std::filesystem::exists(folder.dir / f, ec)) missing += (missing.empty() ? "" : " and ") + std::string(f);
+    if (!missing.empty())
+      throw ModelError(named + ": lacks " + missing + " (--synthetic for the synthetic model)");
+  }
+  return load_model(folder.dir, force_synthetic, log);
+}
+
 std::vector<std::uint8_t> pieces_blob(const Tokenizer& tok) {
   std::vector<std::string> dec;
   for (std::size_t i = 0; i < tok.pieces.size(); ++i) dec.push_back(tok.decode(0, static_cast<int>(i)));
@@ -97,6 +123,12 @@ std::string decode_from_bos(const Tokenizer& tok, const std::vector<int>& toks, 
 }  // namespace
 
 QualityReport measure_quality(const Checkpoint& ck, const Tokenizer& tok, int positions) {
+  if (positions < 1 || positions > ck.config.seq_len)
+    throw ModelError("quality: positions " + std::to_string(positions) + " outside 1.." +
+                     std::to_string(ck.config.seq_len) + " (the checkpoint's seq_len)");
+  if (ck.config.seq_len < 4 * kCachePositions)
+    throw ModelError("quality: the checkpoint's seq_len " + std::to_string(ck.config.seq_len) +
+                     " is under the 256 positions of the four hardware windows");
   QualityReport q;
   const VxImage img = convert_vx(ck);
   // Teacher-forcing sequences, not stories: decoding continues through a generated BOS.

@@ -4,6 +4,7 @@
 
 #include <iosfwd>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,25 @@ struct LoadedModel {
 /// (logging one line to `log`) when the checkpoint is absent or `force_synthetic`.  A present
 /// but malformed file is an error (ModelError), never a silent fallback.
 LoadedModel load_model(const std::filesystem::path& dir, bool force_synthetic, std::ostream& log);
+
+/// A models folder and who chose it: `named_by` is "--models" or "LOCKSTEP_MODELS" when the user
+/// named it, empty for the default `<source>/../shared/models`.
+struct ModelsFolder {
+  std::filesystem::path dir;
+  std::string named_by;
+};
+
+/// The models folder of the host tools: `flag` (a given --models value) when set, else
+/// $LOCKSTEP_MODELS when set and non-empty, else `<source_root>/../shared/models` (the default,
+/// the only one that may silently lack the model).  The same order as the `lockstep` CLI.
+ModelsFolder find_models_folder(const std::optional<std::string>& flag, const std::filesystem::path& source_root);
+
+/// Loads the model from `folder`.  A folder the user named (named_by non-empty) must be a
+/// directory holding stories260K.bin and tok512.bin: otherwise a one-line ModelError names the
+/// folder and what is missing, never the synthetic model.  With `force_synthetic` the folder is
+/// not looked at; from the default folder this is load_model (synthetic when the checkpoint is
+/// absent, logged).
+LoadedModel load_model(const ModelsFolder& folder, bool force_synthetic, std::ostream& log);
 
 /// The synthetic tokenizer: piece 0 "<unk>", 1 "\n<s>\n", 2 "\n</s>\n", 3..258 "<0xHH>",
 /// i >= 259 " w<i>" (decimal); scores 0; max_token_length 16.
@@ -56,8 +76,13 @@ struct QualityReport {
   int greedy_common_prefix = 0;     ///< tokens of the two greedy stories that agree from the start
 };
 
+/// Measures the figures of docs/quality.md; `positions` is the length of the long-cache
+/// measurement.  Throws ModelError when `positions` is outside 1..seq_len or the checkpoint's
+/// seq_len is under the 256 positions of the hardware windows (no figure is then defined).
 QualityReport measure_quality(const Checkpoint& ck, const Tokenizer& tok, int positions);
+/// The figures as the text lines `lockstep-model quality` prints.
 std::string format_quality(const QualityReport& q);
+/// The figures as the JSON object of `lockstep-model quality --json`.
 nlohmann::json quality_json(const QualityReport& q);
 
 }  // namespace lockstep::host

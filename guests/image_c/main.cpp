@@ -3,9 +3,11 @@
 //   lockstep-image-c [--models DIR] [--synthetic] [--steps N] -o IMAGE.bin
 //
 // Loads DIR/stories260K.bin and tok512.bin (DIR: --models, else
-// $LOCKSTEP_MODELS, else <source>/../shared/models); falls back to the
-// synthetic model and tokenizer when the checkpoint is absent or with
-// --synthetic.  Prints one line naming the model used.
+// $LOCKSTEP_MODELS, else <source>/../shared/models).  A folder the user named
+// must hold both files (else exit 2); only the default folder may lack the
+// checkpoint, and then, as with --synthetic, the synthetic model and tokenizer
+// are used.  Prints one line naming the model used.  Bad input or usage: one
+// stderr line naming the flag or path, exit 2 (golden/tool_cli.h).
 #include <CLI/CLI.hpp>
 
 #include <fstream>
@@ -13,31 +15,39 @@
 
 #include "convert.h"
 #include "quality.h"
+#include "tool_cli.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Writes the stories_c int8 model image (guests/stories_c/image_c.h)"};
   std::string models, output;
   bool synthetic = false;
   lockstep::image_c::ImageOptions opt;
-  app.add_option("--models", models, "models folder (default: $LOCKSTEP_MODELS or ../shared/models)");
-  app.add_flag("--synthetic", synthetic, "use the synthetic model even when the checkpoint exists");
+  namespace tool = lockstep::host::tool;
+  CLI::Option* models_opt =
+      app.add_option("--models", models,
+                     "models folder (default: $LOCKSTEP_MODELS, else ../shared/models; a folder "
+                     "named here or there must hold stories260K.bin and tok512.bin)")
+          ->check(tool::nonempty());
+  app.add_flag("--synthetic", synthetic, "use the synthetic model (the models folder is not read)");
   app.add_option("--steps", opt.n_steps, "story tokens to generate after BOS")->check(CLI::Range(0, 63));
-  app.add_option("-o,--output", output, "image file to write")->required();
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("-o,--output", output, "image file to write")->required()->check(tool::nonempty());
+  if (const auto code = tool::parse(app, argc, argv, "lockstep-image-c")) return *code;
   try {
-    std::filesystem::path dir =
-        models.empty() ? lockstep::host::models_dir(LOCKSTEP_SOURCE_DIR) : std::filesystem::path(models);
-    lockstep::host::LoadedModel m = lockstep::host::load_model(dir, synthetic, std::cerr);
+    const lockstep::host::ModelsFolder folder = lockstep::host::find_models_folder(
+        models_opt->count() ? std::optional<std::string>(models) : std::nullopt, LOCKSTEP_SOURCE_DIR);
+    lockstep::host::LoadedModel m = lockstep::host::load_model(folder, synthetic, std::cerr);
     opt.real_model = m.real;
     std::vector<std::uint8_t> image = lockstep::image_c::build_image(m.ck, m.tok, opt);
-    std::ofstream out(output, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(image.data()), static_cast<std::streamsize>(image.size()));
-    if (!out) throw std::runtime_error("cannot write " + output);
+    lockstep::host::write_file_bytes(output, image);
     std::cout << "lockstep-image-c: " << m.description << " -> " << output << " (" << image.size()
               << " bytes, " << opt.n_steps << " steps)\n";
+    tool::finish_stdout();
+  } catch (const std::bad_alloc&) {
+    std::cerr << "lockstep-image-c: out of memory\n";
+    return tool::kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "lockstep-image-c: " << e.what() << "\n";
-    return 2;
+    return tool::kExitBadInput;
   }
   return 0;
 }
