@@ -416,7 +416,11 @@ def protect_stdout() -> int:
             sys.stdout.flush()
         except Exception:
             pass
-        _frames_out = os.dup(1)
+        try:
+            _frames_out = os.dup(1)
+        except OSError:
+            raise SetupError("stdout is closed: the frames have nowhere to go (give it a pipe, "
+                             "or serve with --listen)") from None
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     return _frames_out
@@ -558,6 +562,9 @@ def serve(chip: Any, listen: Optional[str] = None, auth: Optional[str] = None,
         if sessions:
             raise SetupError("sessions: only with a listen address (stdin/stdout is one session)")
         out_fd = protect_stdout()
+        if sys.stdin is None:
+            raise SetupError("stdin is closed: no requests can come (give it a pipe, or serve "
+                             "with --listen)")
         try:
             Session(chip, auth, check_outputs).run(sys.stdin.buffer, _fd_sender(out_fd))
         except BrokenPipeError:

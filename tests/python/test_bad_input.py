@@ -126,6 +126,11 @@ class KitOptions(OneLine):
         self.toy("--allow-remote", texts=("--allow-remote", "--listen"))
         self.toy("--no-such-option", texts=("--no-such-option",))
 
+    def test_closed_stdin_or_stdout(self):
+        for redirect, text in ((">&-", "stdout is closed"), ("<&-", "stdin is closed")):
+            argv = ["/bin/sh", "-c", 'exec "$@" ' + redirect, "sh", *helpers.toy_command()]
+            self.assertOneLine(argv, "toy_chip", text)
+
 
 class Interrupt(unittest.TestCase):
     """Ctrl-C: a listener serving until stopped ends with status 0 and removes its socket; one
