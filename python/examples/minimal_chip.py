@@ -8,17 +8,15 @@ forward step in its place. To show a vocabulary map, the adapter numbers the tra
 way a host language model might: after 50,000 host tokens (python/examples/minimal_chip.vocab,
 passed to Lockstep with --dut-vocab).
 """
-import argparse
 import os
 import sys
-
-import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, ".."), HERE]  # lockstep_dut (python/), torch_chip (python/examples/)
 import lockstep_dut  # noqa: E402
-from torch_chip import Executor, read_chip  # noqa: E402  (your model instead)
+from torch_chip import ChipFormatError, Executor, read_chip, torch  # noqa: E402  (your model instead)
 
+PROG = "minimal_chip"
 FIRST_TRACE_ID = 50000  # the model's id of trace token 0 (START); trace id t is FIRST_TRACE_ID + t
 
 
@@ -47,11 +45,22 @@ class MinimalChip:
         return [t + FIRST_TRACE_ID for t in self.model.step(sids, tokens).tolist()]
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description="minimal_chip: a chip under test for Lockstep")
+def main():
+    parser = lockstep_dut.ArgumentParser(prog=PROG, description="minimal_chip: a chip under test for Lockstep")
     parser.add_argument("chip_file")
     lockstep_dut.add_arguments(parser)                   # --listen, --token-file, --sessions, ...
     args = parser.parse_args()
     if args.listen is None:
         lockstep_dut.protect_stdout()                    # --dut: frames only on stdout
-    lockstep_dut.serve_from_args(MinimalChip(args.chip_file), args)
+    lockstep_dut.check_arguments(args)                   # bad options fail before the model loads
+    if torch is None:
+        raise lockstep_dut.SetupError(f"PyTorch is not installed for {sys.executable}")
+    try:
+        chip = MinimalChip(args.chip_file)
+    except ChipFormatError as e:                         # a missing, truncated or garbage chip file
+        raise lockstep_dut.SetupError(str(e))
+    lockstep_dut.serve_from_args(chip, args)
+
+
+if __name__ == "__main__":
+    lockstep_dut.run_main(PROG, main)   # bad input: one line "minimal_chip: error: ...", exit 2

@@ -32,6 +32,8 @@ import hashlib
 import json
 import math
 import os
+import re
+import stat
 import struct
 import sys
 
@@ -42,6 +44,7 @@ from lockstep_dut import AFTER_EMBED, AFTER_MEMORY, AFTER_MLP, ProbeField, Probe
 
 VERSION = "0.1"
 PROG = "torch_chip"
+MAX_STREAMS_LIMIT = lockstep_dut.protocol.MAX_ENTRIES  # a batch's entries (dut-protocol.md limits)
 
 try:
     import torch
@@ -238,12 +241,22 @@ def _representable(values, fmt) -> bool:
 
 def read_chip(path):
     """Reads and validates a chip file (§3). Returns ``(config, maps, sha256 hex, config JSON)``
-    with ``maps[name] = Map`` for every map name, aliases resolved. ChipFormatError otherwise."""
+    with ``maps[name] = Map`` for every map name, aliases resolved. ChipFormatError otherwise,
+    one line that starts with the path."""
+    try:
+        return _read_chip(path)
+    except ChipFormatError as e:
+        raise ChipFormatError(f"{path}: {e}") from None
+
+
+def _read_chip(path):
     try:
         with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ChipFormatError("not a regular file")
             data = bytearray(f.read())
     except OSError as e:
-        raise ChipFormatError(f"cannot read {path}: {e.strerror}")
+        raise ChipFormatError(f"cannot read it ({e.strerror or e})")
     digest = hashlib.sha256(data).hexdigest()
     need(len(data) >= 8, f"file of {len(data)} bytes is shorter than the 8-byte header length")
     (hlen,) = struct.unpack_from("<Q", data, 0)
@@ -973,12 +986,29 @@ class TorchChip:
         self.ex.snapshots.pop(stream, None)
 
 
+def check_device(name):
+    """``--device``: cpu, cuda or cuda:N of a device this PyTorch sees. SetupError otherwise
+    (never another torch device type: they would not compute, or not exactly)."""
+    m = re.fullmatch(r"cpu|cuda(?::(\d+))?", name)
+    if not m:
+        raise lockstep_dut.SetupError(f"--device {name}: unknown device (cpu, cuda or cuda:N)")
+    if name == "cpu":
+        return
+    if not torch.cuda.is_available():
+        raise lockstep_dut.SetupError(f"--device {name}: this PyTorch sees no CUDA device")
+    n = torch.cuda.device_count()
+    if m.group(1) is not None and int(m.group(1)) >= n:
+        raise lockstep_dut.SetupError(f"--device {name}: this PyTorch sees {n} CUDA device"
+                                      f"{'s' if n != 1 else ''} (cuda:0 .. cuda:{n - 1})")
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog=PROG, description="A chip-format.md executor on PyTorch, "
-                                     "served over lockstep-dut/1 (stdin/stdout by default).")
+    parser = lockstep_dut.ArgumentParser(prog=PROG, description="A chip-format.md executor on PyTorch, "
+                                         "served over lockstep-dut/1 (stdin/stdout by default).")
     parser.add_argument("chip", metavar="CHIP_FILE", help="compiled chip file (safetensors, chip-format.md §3)")
     parser.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N (default cpu)")
-    parser.add_argument("--max-streams", type=int, default=64, help="largest batch of streams (default 64)")
+    parser.add_argument("--max-streams", type=int, default=64,
+                        help=f"largest batch of streams, 1 .. {MAX_STREAMS_LIMIT} (default 64)")
     lockstep_dut.add_arguments(parser)
     args = parser.parse_args(argv)
     if args.listen is None:
@@ -987,31 +1017,18 @@ def main(argv=None):
         hint = "apt-get install python3-torch"
         if os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") and os.path.exists("/usr/bin/python3"):
             hint += ", then run it with /usr/bin/python3"
-        print(f"{PROG}: error: PyTorch is not installed for {sys.executable} (Debian: {hint})", file=sys.stderr)
-        return 2
-    if args.max_streams < 1:
-        print(f"{PROG}: error: --max-streams must be at least 1", file=sys.stderr)
-        return 2
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        print(f"{PROG}: error: --device {args.device}: this PyTorch sees no CUDA device", file=sys.stderr)
-        return 2
+        raise lockstep_dut.SetupError(f"PyTorch is not installed for {sys.executable} (Debian: {hint})")
+    if not 1 <= args.max_streams <= MAX_STREAMS_LIMIT:
+        raise lockstep_dut.SetupError(f"--max-streams {args.max_streams}: must be 1 .. {MAX_STREAMS_LIMIT}")
+    check_device(args.device)
+    lockstep_dut.check_arguments(args)  # --listen, --token-file, --sessions: before the chip loads
     try:
         chip = TorchChip(args.chip, args.device, args.max_streams)
-    except ChipFormatError as e:
-        print(f"{PROG}: error: {args.chip}: {e}", file=sys.stderr)
-        return 2
-    except (RuntimeError, ValueError) as e:  # e.g. a device that does not exist
-        print(f"{PROG}: error: {lockstep_dut.protocol.one_line(str(e))}", file=sys.stderr)
-        return 2
-    try:
-        lockstep_dut.serve_from_args(chip, args)
-    except (OSError, ValueError) as e:
-        print(f"{PROG}: error: {lockstep_dut.protocol.one_line(str(e))}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 0
+    except ChipFormatError as e:  # starts with the path
+        raise lockstep_dut.SetupError(str(e))
+    lockstep_dut.serve_from_args(chip, args)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    lockstep_dut.run_main(PROG, main)  # bad input: one line "torch_chip: error: ...", exit 2

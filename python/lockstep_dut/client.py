@@ -92,7 +92,7 @@ class Client:
         """Connects to ``unix:PATH`` or ``tcp:HOST:PORT``, retrying for up to ``wait`` seconds
         while the chip is not listening yet."""
         from .server import parse_listen
-        kind, where = parse_listen(address)
+        kind, where = parse_listen(address, "address")
         deadline = time.monotonic() + wait
         while True:
             if kind == "unix":
@@ -103,10 +103,10 @@ class Client:
             try:
                 sock.connect(where)
                 break
-            except OSError:
+            except OSError as e:
                 sock.close()
-                if time.monotonic() >= deadline:
-                    raise
+                if time.monotonic() >= deadline:  # the same OSError, naming the address
+                    raise OSError(e.errno, f"cannot connect to {address}: {e.strerror or e}") from None
                 time.sleep(0.05)
         return cls(sock.fileno(), sock.fileno(), sock=sock, timeout=timeout)
 

@@ -35,12 +35,16 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import signal
 import socket
+import stat
 import sys
+import threading
 import traceback
 from typing import Any, BinaryIO, Callable, List, Optional, Sequence, Set, Tuple
 
 from . import protocol as P
+from .cli import SetupError
 from .protocol import Malformed, ProbeMap
 
 
@@ -97,13 +101,16 @@ class Session:
     """
 
     def __init__(self, chip: Any, auth: Optional[str] = None, check_outputs: bool = True):
+        if auth is not None and not auth:
+            raise ValueError("an empty auth secret would let any harness in: give a secret, or None")
         self.chip = chip
         self.auth = auth
         self.check_outputs = check_outputs
         self.vocab_size = int(chip.vocab_size)
         self.max_streams = int(chip.max_streams)
-        if self.vocab_size < 1 or self.max_streams < 1:
-            raise ValueError("a chip needs vocab_size >= 1 and max_streams >= 1")
+        if self.vocab_size < 1 or not 1 <= self.max_streams <= P.MAX_ENTRIES:
+            raise ValueError(f"a chip needs vocab_size >= 1 and max_streams 1 .. {P.MAX_ENTRIES} "
+                             f"(vocab_size {self.vocab_size}, max_streams {self.max_streams})")
         self.caps = capabilities_of(chip)
         self.greeted = False
         self.closing = False  # set after BYE or a fatal error: the session ends
@@ -409,7 +416,11 @@ def protect_stdout() -> int:
             sys.stdout.flush()
         except Exception:
             pass
-        _frames_out = os.dup(1)
+        try:
+            _frames_out = os.dup(1)
+        except OSError:
+            raise SetupError("stdout is closed: the frames have nowhere to go (give it a pipe, "
+                             "or serve with --listen)") from None
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     return _frames_out
@@ -424,16 +435,19 @@ def _fd_sender(fd: int) -> Callable[[bytes], None]:
     return send
 
 
-def parse_listen(address: str) -> Tuple[str, Any]:
+def parse_listen(address: str, what: str = "listen address") -> Tuple[str, Any]:
     """``unix:PATH`` -> ``("unix", PATH)``; ``tcp:HOST:PORT`` -> ``("tcp", (HOST, PORT))``.
-    ValueError with one line otherwise."""
+    ``SetupError`` (a ValueError) with one line otherwise."""
     if address.startswith("unix:") and len(address) > 5:
-        return "unix", address[5:]
+        path = address[5:]
+        if len(os.fsencode(path)) > 107:
+            raise SetupError(f"{what} {address}: a Unix socket path is at most 107 bytes")
+        return "unix", path
     if address.startswith("tcp:"):
         host, sep, port = address[4:].rpartition(":")
         if sep and host and port.isdigit() and int(port) < 65536:
             return "tcp", (host.strip("[]"), int(port))
-    raise ValueError(f"listen address {address!r}: expected unix:PATH or tcp:HOST:PORT")
+    raise SetupError(f"{what} {address!r}: expected unix:PATH or tcp:HOST:PORT")
 
 
 def _is_loopback(host: str) -> bool:
@@ -445,47 +459,134 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _listen_socket(listen: str, auth: Optional[str], allow_remote: bool) -> Tuple[socket.socket, str, Any]:
+    """A listening socket for ``listen``: ``(socket, kind, where)``. ``SetupError`` naming the
+    address when it cannot be had (a bad host, a path that is not a stale socket, an address in
+    use, no permission)."""
+    kind, where = parse_listen(listen)
+
+    def cannot(e: OSError) -> SetupError:
+        return SetupError(f"listen address {listen}: cannot listen there ({e.strerror or e})")
+
+    if kind == "tcp":
+        host = where[0]
+        if host != "localhost":
+            try:
+                ipaddress.ip_address(host)
+            except ValueError:
+                raise SetupError(f"listen address {listen}: {host!r} is not an IP address "
+                                 "(or localhost)") from None
+        if not _is_loopback(host) and not (allow_remote and auth):
+            raise SetupError(f"listen address {listen}: not loopback; needs allow_remote and an "
+                             "auth secret (--allow-remote and --token-file FILE)")
+        server = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            server.bind(where)
+            server.listen(4)
+        except OSError as e:
+            server.close()
+            raise cannot(e) from None
+        return server, kind, where
+    try:
+        st = os.lstat(where)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise cannot(e) from None
+    if st is not None:
+        # Like lockstep chip-server: only a stale socket (nobody answers) is replaced; a live
+        # one is another server's, and a file or folder at the path is the user's.
+        if not stat.S_ISSOCK(st.st_mode):
+            what = "a folder" if stat.S_ISDIR(st.st_mode) else "a file"
+            raise SetupError(f"listen address {listen}: the path exists and is not a socket "
+                             f"({what}); give a new path")
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(where)
+            live = True
+        except OSError:
+            live = False
+        finally:
+            probe.close()
+        if live:
+            raise SetupError(f"listen address {listen}: another process is listening there")
+        try:
+            os.unlink(where)
+        except OSError as e:
+            raise cannot(e) from None
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(where)
+        server.listen(4)
+    except OSError as e:
+        server.close()
+        raise cannot(e) from None
+    return server, kind, where
+
+
+def _stop_on_sigterm() -> Any:
+    """While a listener serves, SIGTERM stops it as Ctrl-C does (as lockstep chip-server), so that
+    the socket file is removed. Returns the previous handler (None when not in the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, stop)
+
+
 def serve(chip: Any, listen: Optional[str] = None, auth: Optional[str] = None,
           allow_remote: bool = False, sessions: int = 0, check_outputs: bool = True) -> None:
     """Serves ``chip`` over the protocol until the harness is done.
 
     ``listen`` None: one session over stdin/stdout (``--dut 'COMMAND'``); stdout is protected
-    first (``protect_stdout``), and the function returns at end of file or after BYE.
+    first (``protect_stdout``), and the function returns at end of file, after BYE, or when the
+    harness closes its side.
     ``listen`` ``unix:PATH`` or ``tcp:HOST:PORT``: accepts connections, one session each, one
-    after another, ``sessions`` of them (0: until interrupted); the bound address is logged on
-    stderr as ``lockstep_dut: listening on ADDRESS`` (port 0 picks a free port). A TCP address
-    that is not loopback needs ``allow_remote`` and an ``auth`` secret (§9); ``auth`` is checked
-    in HELLO whenever it is given.
+    after another, ``sessions`` of them (0: until stopped: Ctrl-C or SIGTERM between sessions
+    then returns normally; otherwise they raise KeyboardInterrupt); the bound address is logged on stderr as ``lockstep_dut: listening on ADDRESS``
+    (port 0 picks a free port). A TCP address that is not loopback needs ``allow_remote`` and an
+    ``auth`` secret (§9); ``auth`` is checked in HELLO whenever it is given, and an empty one is
+    refused (it would let any harness in).
+
+    ``SetupError`` (one line naming the address or value) when the address cannot be listened
+    on, ``auth`` is empty or ``sessions`` is negative.
     """
+    if auth is not None and not auth:
+        raise SetupError("the auth secret is empty: it would let any harness in")
+    if sessions < 0:
+        raise SetupError(f"sessions {sessions}: must be 0 (until stopped) or more")
     if listen is None:
+        if sessions:
+            raise SetupError("sessions: only with a listen address (stdin/stdout is one session)")
         out_fd = protect_stdout()
-        Session(chip, auth, check_outputs).run(sys.stdin.buffer, _fd_sender(out_fd))
+        if sys.stdin is None:
+            raise SetupError("stdin is closed: no requests can come (give it a pipe, or serve "
+                             "with --listen)")
+        try:
+            Session(chip, auth, check_outputs).run(sys.stdin.buffer, _fd_sender(out_fd))
+        except BrokenPipeError:
+            _log("the harness closed its side")
         return
-    kind, where = parse_listen(listen)
-    if kind == "tcp":
-        if not _is_loopback(where[0]) and not (allow_remote and auth):
-            raise ValueError(f"listen address {listen}: not loopback; needs allow_remote and an "
-                             "auth secret (a token file)")
-        family = socket.AF_INET6 if ":" in where[0] else socket.AF_INET
-        server = socket.socket(family, socket.SOCK_STREAM)
-        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        server.bind(where)
-        host, port = server.getsockname()[:2]
-        shown = f"tcp:{host}:{port}"
-    else:
-        if os.path.exists(where):
-            import stat
-            if stat.S_ISSOCK(os.stat(where).st_mode):
-                os.unlink(where)
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        server.bind(where)
-        shown = f"unix:{where}"
-    server.listen(4)
-    _log(f"listening on {shown}")
-    served = 0
+    server, kind, where = _listen_socket(listen, auth, allow_remote)
+    old_term = _stop_on_sigterm()
     try:
+        if kind == "tcp":
+            host, port = server.getsockname()[:2]
+            _log(f"listening on tcp:{host}:{port}")
+        else:
+            _log(f"listening on unix:{where}")
+        served = 0
         while sessions == 0 or served < sessions:
-            conn, _ = server.accept()
+            try:
+                conn, _ = server.accept()
+            except KeyboardInterrupt:
+                if sessions:
+                    raise  # stopped before the sessions asked for: interrupted
+                _log(f"stopped after {served} session{'s' if served != 1 else ''}")
+                return
             with conn:
                 rfile = conn.makefile("rb")
                 try:
@@ -496,6 +597,8 @@ def serve(chip: Any, listen: Optional[str] = None, auth: Optional[str] = None,
                     rfile.close()
             served += 1
     finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
         server.close()
         if kind == "unix":
             try:
@@ -510,20 +613,57 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", metavar="ADDRESS",
                         help="serve on unix:PATH or tcp:HOST:PORT instead of stdin/stdout")
     parser.add_argument("--token-file", metavar="FILE",
-                        help="shared secret that HELLO must carry (dut-protocol.md §9)")
+                        help="shared secret that HELLO must carry (dut-protocol.md §9); "
+                             "must not be empty")
     parser.add_argument("--allow-remote", action="store_true",
                         help="allow a TCP address that is not loopback (needs --token-file)")
     parser.add_argument("--sessions", type=int, default=0, metavar="N",
                         help="with --listen: serve N sessions, then exit (default: until stopped)")
 
 
+def read_token_file(path: str) -> str:
+    """The shared secret in ``path`` (dut-protocol.md §9): the file's UTF-8 text without its
+    final line ends (CR and LF, as ``lockstep`` reads it). ``SetupError`` naming the file when it
+    cannot be read, is not UTF-8, is longer than a protocol string or is empty: an empty secret
+    would turn authentication off."""
+    if not path:
+        raise SetupError("--token-file: the path is empty")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(P.MAX_STR + 3)
+    except OSError as e:
+        raise SetupError(f"--token-file {path}: cannot read it ({e.strerror or e})") from None
+    try:
+        secret = raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise SetupError(f"--token-file {path}: not UTF-8 text") from None
+    if len(secret.encode("utf-8")) > P.MAX_STR:
+        raise SetupError(f"--token-file {path}: longer than {P.MAX_STR:,} bytes")
+    if not secret:
+        raise SetupError(f"--token-file {path}: empty (the secret must not be: an empty one "
+                         "would let any harness in)")
+    return secret
+
+
+def check_arguments(args: argparse.Namespace) -> Optional[str]:
+    """Checks the options of ``add_arguments`` before a script loads its chip, so that bad input
+    fails fast: ``SetupError`` naming the option. Returns the shared secret (None without
+    ``--token-file``)."""
+    if args.sessions < 0:
+        raise SetupError(f"--sessions {args.sessions}: must be 0 (until stopped) or more")
+    if args.listen is None:
+        for flag, given in (("--sessions", args.sessions), ("--allow-remote", args.allow_remote)):
+            if given:
+                raise SetupError(f"{flag} only means something with --listen")
+    else:
+        parse_listen(args.listen)
+    return None if args.token_file is None else read_token_file(args.token_file)
+
+
 def serve_from_args(chip: Any, args: argparse.Namespace) -> None:
-    """``serve(chip, ...)`` with the options of ``add_arguments``."""
-    auth = None
-    if args.token_file:
-        with open(args.token_file, "r", encoding="utf-8") as f:
-            auth = f.read()
-        if auth.endswith("\n"):
-            auth = auth[:-1]
+    """``serve(chip, ...)`` with the options of ``add_arguments`` (checked by ``check_arguments``).
+    Raises ``SetupError`` on bad input: run a script's main through ``lockstep_dut.run_main``
+    to turn it into one line and exit status 2."""
+    auth = check_arguments(args)
     serve(chip, listen=args.listen, auth=auth, allow_remote=args.allow_remote,
           sessions=args.sessions)

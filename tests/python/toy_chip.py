@@ -86,7 +86,7 @@ class Toy:
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = lockstep_dut.ArgumentParser(prog="toy_chip")
     parser.add_argument("--vocab", type=int, default=20736)
     parser.add_argument("--max-streams", type=int, default=8)
     parser.add_argument("--single", action="store_true")
@@ -100,4 +100,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    lockstep_dut.run_main("toy_chip", main)
