@@ -564,7 +564,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     if (req.report_dir.empty()) return;
     fs::create_directories(req.report_dir);
     saved.expect = expect;
-    const std::string text = saved.to_json().dump(2) + "\n";
+    const std::string text = saved.to_json().dump(2, ' ', false, json::error_handler_t::replace) + "\n";
     detail::write_file_atomic(req.report_dir / "case.json",
                               std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
   };

@@ -497,7 +497,7 @@ std::vector<std::uint8_t> serialize_lane(const Lane& L, const chip::ChipBackend&
     w.u64(h.chip);
     w.u64(h.ref);
   }
-  w.str(L.divergence ? L.divergence->to_json().dump() : std::string());
+  w.str(L.divergence ? L.divergence->to_json().dump(-1, ' ', false, json::error_handler_t::replace) : std::string());
   detail::write_machine_state(w, L.ref.save());
   w.blob(be.capabilities().save_restore ? be.save(L.sid) : std::vector<std::uint8_t>());
   return std::move(w.bytes());
@@ -1292,7 +1292,16 @@ struct Engine::Impl {
     d.recent.assign(L.history.begin(), L.history.end());
     d.recent.push_back(L.current);
     L.mismatches = 1;
-    replay(L, d, input);
+    try {
+      replay(L, d, input);
+    } catch (...) {
+      // The chip failed while the divergence was being classified (a chip under test that
+      // timed out or died on the replay): the divergence itself is kept, never lost with it.
+      d.fault = FaultClass::kNotReproduced;
+      L.divergence = std::move(d);
+      finish(L, "diverged");
+      throw;
+    }
     L.divergence = std::move(d);
     finish(L, "diverged");
   }
@@ -1306,8 +1315,12 @@ struct Engine::Impl {
     std::vector<Token> in, out;
     const chip::StreamId sid = T.sid;
     std::uint64_t made = 0;
+    // Calls sized to the chip's speed as advance() sizes them (64 steps first, doubling while a
+    // call takes under 0.1 s, halving past 0.5 s): a slow chip under test is never sent one
+    // max_chunk() call that outlasts its --dut-timeout.
+    std::uint32_t chunk = std::min<std::uint32_t>(max_chunk(), 64);
     while (made < n) {
-      peek_ref(T, static_cast<std::size_t>(std::min<std::uint64_t>(n - made, max_chunk())), ex);
+      peek_ref(T, static_cast<std::size_t>(std::min<std::uint64_t>(n - made, chunk)), ex);
       in.clear();
       for (std::size_t k = 0; k < ex.size(); ++k) {
         const std::uint32_t input = k == 0 ? T.last_ref : ex[k - 1];
@@ -1317,7 +1330,11 @@ struct Engine::Impl {
       if (in.empty()) return;
       const auto count = static_cast<std::uint32_t>(in.size());
       out.assign(in.size(), 0);
+      const auto t0 = Clock::now();
       be.teacher_forced_batch(std::span<const chip::StreamId>(&sid, 1), std::span<const std::uint32_t>(&count, 1), in, out);
+      const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (took < 0.1) chunk = std::min(max_chunk(), chunk * 2);
+      else if (took > 0.5) chunk = std::max<std::uint32_t>(1, chunk / 2);
       for (std::size_t j = 0; j < in.size(); ++j) {
         const auto e = next_ref(T, 1);
         ++T.ref_steps;

@@ -478,7 +478,7 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
        << "</pre>\n";
   }
   // Folded: the raw summary is for machines (and summary.json beside this page has it too).
-  os << "<details><summary>Summary JSON (as in summary.json)</summary>\n<pre>" << escape_xml(summary.dump(2))
+  os << "<details><summary>Summary JSON (as in summary.json)</summary>\n<pre>" << escape_xml(summary.dump(2, ' ', false, json::error_handler_t::replace))
      << "</pre>\n</details>\n</body></html>\n";
   return os.str();
 }
@@ -492,7 +492,7 @@ ReportFiles write_report(const fs::path& dir, const json& summary) {
   f.junit = dir / kJUnitFile;
   f.html = dir / kHtmlFile;
   f.summary_json = summary;
-  write_text(f.summary, summary.dump(2) + "\n");
+  write_text(f.summary, summary.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   write_text(f.junit, junit_xml(summary));
   try {
     f.plots = render_plots(summary, dir / "plots", f.plot_note);

@@ -793,6 +793,30 @@ TEST(StoryCommand, RefusesAnotherCommandsCaseAndAGuestThatIsNoStory) {
                         "--guest " + named.string() + " is not a story guest");
 }
 
+// A guest that prints bytes that are not UTF-8 (0xff): the run folder is still written (the
+// console's bad bytes become U+FFFD in JSON), and the run's verdict is kept (was: exit 2, no
+// summary.json, and a mismatch would have been reported as an error).
+TEST(RunCommand, BinaryConsoleOutputStillGivesAReport) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build";
+  Guest g = testing::make_loop_guest(2);
+  bool patched = false;
+  for (auto& s : g.image.segments)
+    if (s.bytes.size() == 3 && s.bytes[0] == 'h') {
+      s.bytes[0] = 0xff;
+      patched = true;
+    }
+  ASSERT_TRUE(patched) << "the loop guest's \"hi\\n\" segment moved";
+  const fs::path elf = fs::path(LOCKSTEP_BINARY_DIR) / "test-tmp" / "engine-cli" / "binary-console.elf";
+  format::write_elf_file(elf, g.image);
+  const fs::path dir = temp_dir("binary-console");
+  const Proc p = run({"run", elf.string(), "--report", dir.string()});
+  EXPECT_EQ(p.rc, 0) << p.err;
+  const json s = json::parse(slurp(dir / "summary.json"));
+  EXPECT_EQ(s["status"], "exact");
+  EXPECT_TRUE(fs::exists(dir / "junit.xml"));
+  EXPECT_NE(slurp(dir / "summary.json").find("\xef\xbf\xbdi\\n"), std::string::npos) << slurp(dir / "summary.json");
+}
+
 // Open MPI's rank and size must be numbers; a shard that holds no program is refused (it would
 // compare nothing and pass).
 TEST(FuzzCommand, ShardsThatWouldRunNothingAreRefused) {
