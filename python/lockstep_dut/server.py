@@ -468,6 +468,15 @@ def _listen_socket(listen: str, auth: Optional[str], allow_remote: bool) -> Tupl
     def cannot(e: OSError) -> SetupError:
         return SetupError(f"listen address {listen}: cannot listen there ({e.strerror or e})")
 
+    def bound(server: socket.socket) -> Tuple[socket.socket, str, Any]:
+        try:
+            server.bind(where)
+            server.listen(4)
+        except OSError as e:
+            server.close()
+            raise cannot(e) from None
+        return server, kind, where
+
     if kind == "tcp":
         host = where[0]
         if host != "localhost":
@@ -480,14 +489,8 @@ def _listen_socket(listen: str, auth: Optional[str], allow_remote: bool) -> Tupl
             raise SetupError(f"listen address {listen}: not loopback; needs allow_remote and an "
                              "auth secret (--allow-remote and --token-file FILE)")
         server = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            server.bind(where)
-            server.listen(4)
-        except OSError as e:
-            server.close()
-            raise cannot(e) from None
-        return server, kind, where
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        return bound(server)
     try:
         st = os.lstat(where)
     except FileNotFoundError:
@@ -515,14 +518,7 @@ def _listen_socket(listen: str, auth: Optional[str], allow_remote: bool) -> Tupl
             os.unlink(where)
         except OSError as e:
             raise cannot(e) from None
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        server.bind(where)
-        server.listen(4)
-    except OSError as e:
-        server.close()
-        raise cannot(e) from None
-    return server, kind, where
+    return bound(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
 
 
 def _stop_on_sigterm() -> Any:
