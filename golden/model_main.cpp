@@ -39,14 +39,8 @@ void make_out_dir(const std::string& dir) {
 int main(int argc, char** argv) {
   CLI::App app{"lockstep-model: stories260K host tools (checkpoint reader, golden models, vx image)"};
   app.require_subcommand(1);
-  std::string models;
-  bool synthetic = false;
-  CLI::Option* models_opt =
-      app.add_option("--models", models,
-                     "folder holding stories260K.bin and tok512.bin (default: $LOCKSTEP_MODELS, "
-                     "else ../shared/models; a folder named here or there must hold both)")
-          ->check(tool::nonempty());
-  app.add_flag("--synthetic", synthetic, "use the synthetic model (the models folder is not read)");
+  tool::ModelOptions model;
+  model.add(app);
 
   auto* convert = app.add_subcommand("convert", "write the vector build's model image files");
   std::string build = "vx", out_dir;
@@ -71,10 +65,8 @@ int main(int argc, char** argv) {
 
   if (const auto code = tool::parse(app, argc, argv, "lockstep-model")) return *code;
   try {
-    const ModelsFolder folder =
-        find_models_folder(models_opt->count() ? std::optional<std::string>(models) : std::nullopt, LOCKSTEP_SOURCE_DIR);
     if (*convert) make_out_dir(out_dir);  // before the model: a bad --out fails at once
-    LoadedModel m = load_model(folder, synthetic, std::cerr);
+    LoadedModel m = model.load(LOCKSTEP_SOURCE_DIR, std::cerr);
     if (*convert) {
       const VxImage img = convert_vx(m.ck);
       const std::filesystem::path d = out_dir;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "llama2c.h"
+#include "quality.h"
 
 namespace lockstep::host::tool {
 
@@ -24,6 +25,29 @@ inline CLI::Validator nonempty() {
       },
       "", "nonempty");
 }
+
+/// The model options both tools take: `--models DIR` and `--synthetic`.
+struct ModelOptions {
+  std::string dir;
+  bool synthetic = false;
+  CLI::Option* dir_option = nullptr;
+
+  /// Adds --models (a folder that must hold the model when named) and --synthetic to `app`.
+  void add(CLI::App& app) {
+    dir_option = app.add_option("--models", dir,
+                                "folder holding stories260K.bin and tok512.bin (default: $LOCKSTEP_MODELS, else "
+                                "../shared/models; a folder named here or there must hold both)")
+                     ->check(nonempty());
+    app.add_flag("--synthetic", synthetic, "use the synthetic model (the models folder is not read)");
+  }
+
+  /// The model the options choose: find_models_folder (the given --models, else $LOCKSTEP_MODELS,
+  /// else `source_root`/../shared/models), then load_model.  Throws ModelError as load_model does.
+  LoadedModel load(const std::filesystem::path& source_root, std::ostream& log) const {
+    const std::optional<std::string> named = dir_option && dir_option->count() ? std::optional<std::string>(dir) : std::nullopt;
+    return load_model(find_models_folder(named, source_root), synthetic, log);
+  }
+};
 
 /// Parses the command line.  Returns nothing when the tool should go on; otherwise its exit
 /// status: 0 after --help (printed by CLI11), 2 after any parse error (an unknown flag, a

@@ -19,23 +19,16 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"Writes the stories_c int8 model image (guests/stories_c/image_c.h)"};
-  std::string models, output;
-  bool synthetic = false;
+  std::string output;
   lockstep::image_c::ImageOptions opt;
   namespace tool = lockstep::host::tool;
-  CLI::Option* models_opt =
-      app.add_option("--models", models,
-                     "models folder (default: $LOCKSTEP_MODELS, else ../shared/models; a folder "
-                     "named here or there must hold stories260K.bin and tok512.bin)")
-          ->check(tool::nonempty());
-  app.add_flag("--synthetic", synthetic, "use the synthetic model (the models folder is not read)");
+  tool::ModelOptions model;
+  model.add(app);
   app.add_option("--steps", opt.n_steps, "story tokens to generate after BOS")->check(CLI::Range(0, 63));
   app.add_option("-o,--output", output, "image file to write")->required()->check(tool::nonempty());
   if (const auto code = tool::parse(app, argc, argv, "lockstep-image-c")) return *code;
   try {
-    const lockstep::host::ModelsFolder folder = lockstep::host::find_models_folder(
-        models_opt->count() ? std::optional<std::string>(models) : std::nullopt, LOCKSTEP_SOURCE_DIR);
-    lockstep::host::LoadedModel m = lockstep::host::load_model(folder, synthetic, std::cerr);
+    lockstep::host::LoadedModel m = model.load(LOCKSTEP_SOURCE_DIR, std::cerr);
     opt.real_model = m.real;
     std::vector<std::uint8_t> image = lockstep::image_c::build_image(m.ck, m.tok, opt);
     lockstep::host::write_file_bytes(output, image);
