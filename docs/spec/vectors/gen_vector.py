@@ -574,6 +574,22 @@ def build():
                               hq(3, Z4, Z4, "10 f5 ff ff", "80 f3 ff ff")]})
 
     def s(st):
+        for i in range(64):
+            st.act[64 * 3 + i] = -128
+        st.ash[3] = 25
+        for j in range(32):
+            st.kc[(319, j)] = -128
+        st.ksh[319] = 25
+        st.x[11], st.x[12] = ops_word(0, 3), ops_word(319, 1)
+    example("vmatr_k_top", "K mode, the largest score", enc(1, 0),
+            "Query block 3 and cache row 319 hold -128 in every byte, ASH[3] = KSH[319] = 25: every head has "
+            "s = 8 * (-128)(-128) = 2^17 and e = 50, so s * 2^(e - 16) = 2^51, the top of vmatr.md section 1's "
+            "bound, saturates to 2^31 - 1 = 0x7fffffff in the 8 words 64h (h < 8). 34T = 34 tokens.",
+            s, edge=True,
+            want={"vr": {64 * h: 0x7FFFFFFF for h in range(8)},
+                  "text": [hq(0, *["ff ff ff 7f"] * 4), hq(1, *["ff ff ff 7f"] * 4)]})
+
+    def s(st):
         for h in range(8):
             st.vr[512 + 64 * h] = 65536 if h < 4 else 100000
             st.vr[512 + 64 * h + 1] = -5 if h == 0 else 32768

@@ -87,11 +87,11 @@ class VmatrCase final : public OpCase {
   // test's), computed from ACT, ASH, KC, KSH, VC, VSH and VR before the instruction. K: scores
   // with e < 16 and e >= 16, a score saturating up or down, a tie of rnd(s, 16 - e); V: a
   // probability P < 0 (clamped to 0), P > 65536 (clamped), P = 65536, a sum that saturates, a tie
-  // of rnd(o, 16).
+  // of rnd(o, 16); and K mode's largest score, s = 2^17 at e = 50 (2^51 before sat32).
   std::vector<std::string> buckets(u32) const override {
     return {"vmatr.k", "vmatr.v", "t=1", "t=64", "r0 + t = 320", "r0=0", "k: src=5", "k: dst + 448 + t = 1024",
             "v: dst before src", "v: dst after the spans", "k: e < 16", "k: e >= 16", "k: a score saturates up",
-            "k: a score saturates down", "k: a tie of rnd", "v: p < 0 clamped", "v: p > 65536 clamped",
+            "k: a score saturates down", "k: the top, s 2^(e-16) = 2^51", "k: a tie of rnd", "v: p < 0 clamped", "v: p > 65536 clamped",
             "v: p = 65536", "v: a sum saturates", "v: a tie of rnd"};
   }
   void count(const Executed& e, Buckets& out) const override {
@@ -136,6 +136,7 @@ class VmatrCase final : public OpCase {
         const std::int64_t y = ex >= 16 ? sc * (std::int64_t{1} << (ex - 16)) : rnd(sc, 16 - ex);  // |.| <= 2^51
         out["k: a score saturates up"] += y > 0x7FFFFFFF;
         out["k: a score saturates down"] += y < -0x80000000LL;
+        out["k: the top, s 2^(e-16) = 2^51"] += y == std::int64_t{1} << 51;
         out["k: a tie of rnd"] += ex < 16 && rnd_tie(sc, 16 - ex);
       }
   }
@@ -162,17 +163,20 @@ class VmatrCase final : public OpCase {
   bool draws_memories() const override { return true; }
 
   // The old chip_vmatr_random test's profiles: ACT and the caches' values anywhere, at -128/127,
-  // small or zero (one profile for ACT, one for both caches); the shifts 0..25 (25, 0 and 16
-  // weighted).
+  // small or zero, or -128 in every byte (one profile for ACT, one for both caches); the shifts
+  // 0..25 (25, 0 and 16 weighted). -128 everywhere with both shifts 25 is K mode's top,
+  // s 2^(e-16) = 2^17 2^34 = 2^51 (vmatr.md section 1's bound, reached only from ELF sections:
+  // VQ never writes -128), and V mode's sums of -128 at the largest shifts.
   void fill_memories(DrawContext& ctx, Sections& out) const override {
     progen::Random& rng = ctx.rng;
-    const u32 pa = rng.below(4), pk = rng.below(4);
+    const u32 pa = rng.below(5), pk = rng.below(5);
     auto value = [&](u32 p) -> std::uint8_t {
       switch (p) {
         case 0: return static_cast<std::uint8_t>(rng.next());
         case 1: return rng.chance(2) ? 0x80 : 0x7F;
         case 2: return static_cast<std::uint8_t>(static_cast<int>(rng.below(9)) - 4);
-        default: return rng.chance(4) ? static_cast<std::uint8_t>(rng.next()) : 0;
+        case 3: return rng.chance(4) ? static_cast<std::uint8_t>(rng.next()) : 0;
+        default: return 0x80;
       }
     };
     auto shift = [&] {

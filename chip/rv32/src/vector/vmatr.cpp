@@ -94,7 +94,10 @@ void VectorUnit::cache_heads(const std::string& name, const std::string& cache_s
 //   kc] (p < 15, |C_p| <= 64; 4,096 three-input ANDs with the one-hot of h) and e' as a one-hot
 //   (a table of ASH and KSH) (7); the columns moved to bits p + e' as nibble columns X_c (c <
 //   17, |X_c| <= 960) (8); X_c + 2^10 with the offsets and the rounding bit as constant nibbles,
-//   modulo 2^68, by column_digits() (9..12); overflow iff bits 47..67 are not all equal (13);
+//   and an 18th column of constants only, modulo 2^72, by column_digits() (9..12); overflow iff
+//   bits 47..71 are not all equal (13). s 2^e' + 2^15 lies in [-130,048 2^50, 2^67 + 2^15]: the
+//   top, s = 2^17 (every product (-128)(-128)) at e' = 50, needs the 72nd bit (modulo 2^68 it
+//   read as -2^67, INT_MIN for 0x7FFFFFFF);
 //   the byte (14, emit_rounded()).
 // - The sequence is the word stream's (compile_vew(), with VKM_); the last element (g = 2 T - 1, VW33)
 //   is added to LASTW (layer 10).
@@ -136,8 +139,9 @@ void VectorUnit::compile_vmatr() {
         }
   table(l7, {field_oh(ASHO_, 0, 26), field_oh(KSHO, 0, 26)},
         [&](const std::vector<unsigned>& v) { return SparseVec{{EO.dim(v[0] + v[1]), 1.0}}; }, {GK[1]});
-  // layer 8: the nibble columns of s 2^e' (+ 2^10 each)
-  constexpr std::uint32_t kXc = 17;
+  // layer 8: the nibble columns of s 2^e' (+ 2^10 each); bits p + e' <= 64 reach column 16, and
+  // column 17 holds only the constants (the sign of s 2^e' = 2^67 is bit 71, not 67)
+  constexpr std::uint32_t kXc = 18;
   const FieldRef X = B.field("vmatr_k_columns", kXc);
   LayerBuilder& l8 = L(8);
   for (std::uint32_t p = 0; p < 15; ++p)
@@ -149,13 +153,13 @@ void VectorUnit::compile_vmatr() {
     }
   std::vector<Lin> cols;
   std::vector<unsigned> max_cs;
-  unsigned __int128 ones = 0;  // sum_{c<17} 16^c
+  unsigned __int128 ones = 0;  // sum_{c<18} 16^c
   for (std::uint32_t c = 0; c < kXc; ++c) ones = (ones << 4) | 1;
   const unsigned __int128 konst = (static_cast<unsigned __int128>(1) << 15) - (static_cast<unsigned __int128>(1) << 10) * ones;
   for (std::uint32_t c = 0; c < kXc; ++c) {
     const unsigned kc = static_cast<unsigned>((konst >> (4 * c)) & 15);
     cols.push_back(X[c] + GK[1] * (1024.0 + kc));
-    max_cs.push_back(1024 + 960 + kc);
+    max_cs.push_back(1024 + (c + 1 < kXc ? 960 : 0) + kc);
   }
   std::uint32_t done = 0;
   const FieldRef DG = column_digits("vmatr_k", 9, cols, max_cs, GK[1], &done);
