@@ -293,6 +293,11 @@ struct Failure {
   campaign::Program original;
   engine::Mode mode;
   engine::StreamResult result;
+  /// The engine run it failed in: programs first_index..last_index of the shard, `batch_size`
+  /// of them, this one as stream `stream` (a chip whose bug depends on the other streams or on
+  /// the stream index fails only there).
+  std::uint64_t first_index = 0, last_index = 0;
+  std::size_t stream = 0, batch_size = 1;
 };
 
 }  // namespace
@@ -437,6 +442,29 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     std::string fault;  // a chip under test that failed: the campaign ends, its results so far kept
     constexpr std::uint64_t kMaxSteps = 200000;
 
+    // The options that choose the chip, for repeat commands (the built chip: none).
+    std::string chip_options;
+    if (dut) {
+      chip_options = " " + args->dut.describe();
+      if (!args->dut.token_file.empty()) chip_options += " --dut-token-file " + args->dut.token_file.string();
+    } else {
+      if (!args->chip.empty()) chip_options += " --chip " + args->chip;
+      if (args->backend != "cpu") chip_options += " --backend " + args->backend;
+    }
+    const std::string ops_option = args->ops.empty() ? std::string() : " --ops " + args->ops;
+    // One program alone, as stream 0 of a one-program run.
+    auto repeat_alone = [&](std::uint64_t index, const std::string& mode_name) {
+      return "lockstep fuzz --seed " + std::to_string(seed) + " --first " + std::to_string(index) +
+             " --programs 1 --mode " + mode_name + ops_option + chip_options;
+    };
+    // The engine run a failure happened in: the same programs as the same streams.
+    auto repeat_batch = [&](const Failure& f, const std::string& mode_name) {
+      return "lockstep fuzz --seed " + std::to_string(seed) + " --first " + std::to_string(f.first_index) +
+             " --programs " + std::to_string(f.last_index - f.first_index + 1) + " --batch " +
+             std::to_string(args->batch) +
+             (shard_n > 1 ? " --shard " + std::to_string(shard_i) + "/" + std::to_string(shard_n) : std::string()) +
+             " --mode " + mode_name + ops_option + chip_options;
+    };
     auto save_failure = [&](const Failure& f) {
       const std::string mode_name(engine::to_string(f.mode));
       const engine::Divergence& d = *f.result.divergence;
@@ -451,10 +479,17 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         campaign::ShrinkOptions so;
         so.max_runs = args->shrink_runs;
         so.max_seconds = args->shrink_seconds;
-        sr = campaign::shrink(f.original,
-                              dut ? campaign::chip_oracle(*backend, f.mode, 20000)
-                                  : campaign::chip_oracle(chip.chip, args->backend, f.mode, 20000),
-                              so);
+        const campaign::FirstFailing oracle = dut ? campaign::chip_oracle(*backend, f.mode, 20000)
+                                                  : campaign::chip_oracle(chip.chip, args->backend, f.mode, 20000);
+        // Every candidate runs alone: a failure that needs its batch would spend the whole
+        // budget on candidates that cannot fail, so the original is tried alone first.
+        const auto t_alone = clock::now();
+        if (oracle({f.original})) {
+          sr = campaign::shrink(f.original, oracle, so);
+        } else {
+          sr.runs = 1;
+          sr.seconds = std::chrono::duration<double>(clock::now() - t_alone).count();
+        }
         shrink_seconds += sr.seconds;
       }
       const fs::path dir = report / ("fail-" + std::to_string(f.original.index) + "-" + mode_name);
@@ -474,9 +509,12 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                          {"shrink_seconds", sr.seconds},
                          {"shrink_budget_exhausted", sr.budget_exhausted},
                          {"original_divergence", d.to_json()},
-                         {"repeat", "lockstep fuzz --seed " + std::to_string(seed) + " --first " +
-                                        std::to_string(f.original.index) + " --programs 1 --mode " + mode_name +
-                                        (args->ops.empty() ? std::string() : " --ops " + args->ops)}};
+                         {"batch", {{"first_index", f.first_index},
+                                    {"last_index", f.last_index},
+                                    {"programs", f.batch_size},
+                                    {"stream", f.stream}}},
+                         {"repeat", repeat_alone(f.original.index, mode_name)},
+                         {"repeat_batch", repeat_batch(f, mode_name)}};
       write_text(dir / "fuzz.json", info.dump(2) + "\n");
       // The case (case.json, summary.json, junit.xml, report.html) as `lockstep run --report` writes it.
       engine::CheckRequest req;
@@ -508,6 +546,22 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
           << (at ? "diverges at step " + std::to_string(at) : std::string("does NOT diverge")) << "; lockstep replay "
           << dir.string() << "\n"
           << std::flush;
+      if (!at) {
+        // Run alone (one stream, stream 0) the program passes: the chip's bug depends on the
+        // programs run beside it or on the stream index. The case folder cannot hold a batch, so
+        // say so where the user looks (here, fuzz.json, and a note in the folder) and give the
+        // command that reruns the very engine run that failed.
+        const std::string why =
+            "program " + std::to_string(f.original.index) + " fails only in its batch: run alone it passes, but as stream " +
+            std::to_string(f.stream) + " of the " + std::to_string(f.batch_size) + " programs " +
+            std::to_string(f.first_index) + ".." + std::to_string(f.last_index) +
+            " run together it diverged (the chip's bug depends on the other streams or on the stream index; or the "
+            "chip is not deterministic)";
+        out << "  " << why << "; repeat the batch: " << repeat_batch(f, mode_name) << "\n" << std::flush;
+        write_text(dir / "NOT-REPRODUCED-ALONE.txt",
+                   why + ".\n`lockstep replay` of this folder runs the program alone and passes.\nRepeat the batch: " +
+                       repeat_batch(f, mode_name) + "\n");
+      }
       failures.push_back({{"index", f.original.index},
                           {"program_seed", f.original.seed},
                           {"mode", mode_name},
@@ -515,7 +569,9 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                           {"step", d.step},
                           {"original_words", sr.original_words},
                           {"shrunk_words", sr.shrunk_words},
-                          {"case_diverges_at", at}});
+                          {"case_diverges_at", at},
+                          {"reproduces_alone", at != 0},
+                          {"repeat_batch", repeat_batch(f, mode_name)}});
     };
 
     while (next < end) {
@@ -565,7 +621,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
           status[2 * i + (m == engine::Mode::kFree)] = bad ? "mismatch" : res[i].end;
           if (bad) {
             ++failing_streams;
-            fails.push_back({batch[i], m, res[i]});
+            fails.push_back({batch[i], m, res[i], batch.front().index, batch.back().index, i, batch.size()});
           }
         }
       }

@@ -376,3 +376,42 @@ TEST_F(DutCli, FuzzThroughTheProtocolIsExact) {
 }
 
 }  // namespace
+
+// A chip whose bug shows only beside another stream (faulty_chip stream1: stream 1's EXIT(0) is
+// answered as EXIT(1)). Program 1 fails as stream 1 of its batch; run alone (stream 0) it passes,
+// so its saved case cannot show the bug: fuzz must say so, and give the command that reruns the
+// batch, rather than leave a "fail" folder whose replay passes with nothing said.
+TEST_F(DutCli, FuzzFailureThatNeedsItsBatchIsNamedWithTheBatchRepeat) {
+  const fs::path dir = fresh_dir("fuzz-batch");
+  const std::string chip = kFaulty + " stream1 0 " + kChip;
+  const Result r = run_lockstep({"fuzz", "--programs", "2", "--batch", "2", "--seed", "5", "--ops", "add", "--mode",
+                                 "forced", "--report", (dir / "r").string(), "--dut", chip});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("FAIL program 1 "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("FAIL program 0 "), std::string::npos) << r.out;
+  // Shrinking tried the original alone once and stopped (its candidates run alone too).
+  EXPECT_NE(r.out.find("(1 candidate runs, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the saved case does NOT diverge"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("program 1 fails only in its batch: run alone it passes, but as stream 1 of the 2 programs 0..1"),
+            std::string::npos)
+      << r.out;
+  const std::string batch_cmd =
+      "lockstep fuzz --seed 5 --first 0 --programs 2 --batch 2 --mode forced --ops add --dut '" + chip + "'";
+  EXPECT_NE(r.out.find("repeat the batch: " + batch_cmd), std::string::npos) << r.out;
+  const fs::path fail = dir / "r" / "fail-1-forced";
+  EXPECT_TRUE(fs::exists(fail / "NOT-REPRODUCED-ALONE.txt"));
+  const json info = json::parse(slurp(fail / "fuzz.json"));
+  EXPECT_EQ(info["batch"]["stream"], 1);
+  EXPECT_EQ(info["batch"]["programs"], 2);
+  EXPECT_EQ(info["repeat_batch"], batch_cmd);
+  EXPECT_EQ(info["repeat"], "lockstep fuzz --seed 5 --first 1 --programs 1 --mode forced --ops add --dut '" + chip + "'");
+  const json rep = json::parse(slurp(dir / "r" / "fuzz.json"));
+  ASSERT_EQ(rep["failures"].size(), 1u) << rep.dump(1);
+  EXPECT_EQ(rep["failures"][0]["reproduces_alone"], false);
+  // The batch repeat reproduces it: the same programs as the same streams fail again.
+  const Result again = run_lockstep({"fuzz", "--seed", "5", "--first", "0", "--programs", "2", "--batch", "2", "--mode",
+                                     "forced", "--ops", "add", "--no-shrink", "--report", (dir / "again").string(),
+                                     "--dut", chip});
+  EXPECT_EQ(again.exit_code, 1) << again.out << again.err;
+  EXPECT_NE(again.out.find("FAIL program 1 "), std::string::npos) << again.out;
+}

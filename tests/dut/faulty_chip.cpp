@@ -7,7 +7,9 @@
 // to stdout), oversize (a frame header over 64 MiB), short (one token fewer), badid (an id
 // outside the map), error (ERROR 7), wrongtype (OK instead of TOKENS), version (HELLO_OK with
 // protocol 2), wrongtoken (one token of the answer replaced by another token of trace-v3: a
-// mismatch, not a protocol fault), none (a correct chip). A fourth argument `plain` announces
+// mismatch, not a protocol fault), stream1 (every EXIT(s) answered for stream 1 becomes
+// EXIT(s ^ 1), whatever N: a chip whose bug shows only beside another stream, for fuzz's batch-dependent
+// failures), none (a correct chip). A fourth argument `plain` announces
 // MULTI_STEP only (no PROBES, HASH, SAVE_RESTORE).
 #include <unistd.h>
 
@@ -15,6 +17,8 @@
 #include <cstring>
 #include <iostream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "lockstep/chip/cpu_executor.hpp"
 #include "lockstep/dut/server.h"
@@ -28,14 +32,41 @@ class Faulty final : public dut::Connection {
   Faulty(std::unique_ptr<dut::Connection> inner, std::string mode, int n)
       : dut::Connection(-1, -1, "faulty"), in_(std::move(inner)), mode_(std::move(mode)), n_(n) {}
 
-  std::optional<dut::Frame> read_frame(Clock::time_point deadline) override { return in_->read_frame(deadline); }
+  std::optional<dut::Frame> read_frame(Clock::time_point deadline) override {
+    std::optional<dut::Frame> f = in_->read_frame(deadline);
+    if (f && mode_ == "stream1") {  // the streams (and their token counts) the answer will hold
+      request_.clear();
+      if (f->type == dut::kStep)
+        for (const dut::StepEntry& e : dut::decode_step(f->payload)) request_.push_back({e.stream, 1});
+      else if (f->type == dut::kFree)
+        for (const dut::MultiEntry& e : dut::decode_free(f->payload)) request_.push_back({e.stream, e.count});
+      else if (f->type == dut::kForced) {
+        std::vector<dut::MultiEntry> entries;
+        std::vector<std::uint32_t> inputs;
+        dut::decode_forced(f->payload, entries, inputs);
+        for (const dut::MultiEntry& e : entries) request_.push_back({e.stream, e.count});
+      }
+    }
+    return f;
+  }
 
   void write_frame(std::uint32_t type, std::span<const std::uint8_t> payload, Clock::time_point deadline) override {
     const bool tokens = type == (dut::kResponse | dut::kStep) || type == (dut::kResponse | dut::kForced) ||
                         type == (dut::kResponse | dut::kFree);
+    if (mode_ == "stream1" && tokens) {
+      std::vector<std::uint32_t> t = dut::decode_tokens(payload);
+      std::size_t at = 0;
+      for (const auto& [stream, count] : request_) {
+        for (std::size_t k = at; k < at + count && k < t.size(); ++k)
+          if (stream == 1 && (t[k] >> 8) == 31) t[k] ^= 1;  // EXIT(s) -> EXIT(s ^ 1)
+        at += count;
+      }
+      in_->write_frame(type, dut::encode_tokens(t), deadline);
+      return;
+    }
     const bool hello = type == (dut::kResponse | dut::kHello);
     if (tokens) ++answers_;
-    const bool now = (n_ == 0 && hello) || (n_ > 0 && tokens && answers_ == n_);
+    const bool now = mode_ != "stream1" && ((n_ == 0 && hello) || (n_ > 0 && tokens && answers_ == n_));
     const std::size_t count = tokens ? dut::decode_tokens(payload).size() : 0;
     if (!now || mode_ == "none") {
       steps_ += count;
@@ -102,6 +133,7 @@ class Faulty final : public dut::Connection {
   std::string mode_;
   int n_;
   int answers_ = 0;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> request_;  // stream1: (stream, tokens) of the last request
   std::uint64_t steps_ = 0;  // tokens answered before the fault
 };
 
