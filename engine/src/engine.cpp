@@ -48,6 +48,7 @@ std::string_view to_string(FaultClass f) {
     case FaultClass::kSingleStep: return "single-step";
     case FaultClass::kCorruptedState: return "corrupted-state";
     case FaultClass::kNotReproduced: return "not-reproduced";
+    case FaultClass::kRequestDependent: return "request-dependent";
   }
   return "?";
 }
@@ -198,9 +199,10 @@ Divergence divergence_from_json(const json& j) {
     d.attribution.checks.push_back(std::move(p));
   }
   const std::string f = j.value("fault", "not-reproduced");
-  d.fault = f == "single-step"       ? FaultClass::kSingleStep
-            : f == "corrupted-state" ? FaultClass::kCorruptedState
-                                     : FaultClass::kNotReproduced;
+  d.fault = f == "single-step"         ? FaultClass::kSingleStep
+            : f == "corrupted-state"   ? FaultClass::kCorruptedState
+            : f == "request-dependent" ? FaultClass::kRequestDependent
+                                       : FaultClass::kNotReproduced;
   d.fault_text = j.value("fault_text", "");
   d.replay_from = j.value("replay_from", std::uint64_t{0});
   d.replay_window = j.value("replay_window", std::uint64_t{0});
@@ -376,6 +378,10 @@ struct Lane {
   std::optional<Divergence> divergence;
   std::vector<std::uint8_t> snapshot;  // serialised lane at snapshot_step; empty: the lane as reset (step 0)
   std::uint64_t snapshot_step = 0;
+  // The chip's HASH when the snapshot was taken (a chip with the HASH capability): equal states
+  // give equal hashes (dut-protocol.md §3.8), so a different HASH after RESTORE shows an inexact
+  // restore.
+  std::optional<std::uint64_t> snapshot_hash;
 };
 
 // Executes the reference's next instruction; nullopt once the reference has ended.
@@ -1012,6 +1018,30 @@ struct Engine::Impl {
   void take_snapshot(Lane& L) {
     L.snapshot = serialize_lane(L, be);
     L.snapshot_step = L.steps;
+    L.snapshot_hash.reset();
+    if (be.capabilities().hash && be.capabilities().save_restore) L.snapshot_hash = be.hash(L.sid);
+  }
+
+  // Puts replay lane T (stream and reference) where L's last snapshot was: the reset state when
+  // there is none. Returns "" or one line saying that the chip's RESTORE was not exact (its HASH
+  // after RESTORE differs from the HASH taken at the snapshot).
+  std::string restore_for_replay(Lane& T, const Lane& L) {
+    T.index = L.index;
+    T.sid = L.sid;
+    if (L.snapshot.empty()) {
+      // The snapshot of step 0 is the reset itself (Engine::run takes none: for short programs
+      // serialising 8.5 MB of chip state cost more than the run).
+      T.ref.load(guests[L.index].image);
+      be.reset(T.sid, images[L.index]);
+      return "";
+    }
+    restore_lane(T, be, L.snapshot);
+    if (!L.snapshot_hash || !be.capabilities().hash) return "";
+    const std::uint64_t h = be.hash(T.sid);
+    if (h == *L.snapshot_hash) return "";
+    return "the chip's RESTORE is not exact: its HASH after restoring the snapshot of step " +
+           std::to_string(L.snapshot_step) + " is " + hex64(h) + ", but was " + hex64(*L.snapshot_hash) +
+           " when that snapshot was saved (equal states give equal hashes, dut-protocol.md §3.8)";
   }
 
   void finish(Lane& L, const std::string& end) {
@@ -1352,16 +1382,7 @@ struct Engine::Impl {
   // step (with probe recording on for that step) and a window after it.
   void replay(Lane& L, Divergence& d, std::uint32_t original_input) {
     Lane T;
-    T.index = L.index;
-    T.sid = L.sid;
-    if (L.snapshot.empty()) {
-      // The snapshot of step 0 is the reset itself (Engine::run takes none: for short programs
-      // serialising 8.5 MB of chip state cost more than the run).
-      T.ref.load(guests[L.index].image);
-      be.reset(T.sid, images[L.index]);
-    } else {
-      restore_lane(T, be, L.snapshot);
-    }
+    const std::string bad_restore = restore_for_replay(T, L);
     d.replay_from = T.steps;
     bool reproduced = false;
     std::uint32_t replay_actual = 0;
@@ -1373,8 +1394,9 @@ struct Engine::Impl {
         d.fault = FaultClass::kNotReproduced;
         d.fault_text = "the teacher-forced replay from step " + std::to_string(d.replay_from) +
                        " diverges earlier, at step " + std::to_string(T.steps) + " (" +
-                       format::token_name(e) + " expected, " + format::token_name(a) +
-                       "): the chip is not deterministic or its checkpoint restore is not exact";
+                       format::token_name(e) + " expected, " + format::token_name(a) + "): " +
+                       (bad_restore.empty() ? "the chip is not deterministic or its checkpoint restore is not exact"
+                                            : bad_restore);
         d.attribution.text = "no attribution: the replay did not reach the divergent step";
         return false;
       });
@@ -1425,8 +1447,23 @@ struct Engine::Impl {
     if (!reproduced) {
       d.fault = FaultClass::kNotReproduced;
       d.fault_text = from + " gives " + format::token_name(replay_actual) + " at step " +
-                     std::to_string(d.step) + ", not " + d.actual_text +
-                     ": the chip is not deterministic or its checkpoint restore is not exact";
+                     std::to_string(d.step) + ", not " + d.actual_text + ": ";
+      if (!bad_restore.empty()) {
+        d.fault_text += bad_restore;
+      } else if (be.capabilities().multi_step && forced_call_reproduces(L, d)) {
+        // The replay's divergent step is one STEP request; the run's was part of a FORCED or
+        // FREE call. The same steps sent as FORCED calls give the wrong token again.
+        d.fault = FaultClass::kRequestDependent;
+        d.fault_text = from + ": one STEP request at step " + std::to_string(d.step) + " gives " +
+                       format::token_name(replay_actual) + ", but the same steps sent as FORCED requests give " +
+                       d.actual_text + " again: the chip answers the same input differently by request (its "
+                       "FORCED/FREE path and its STEP path disagree; the reference's token is " +
+                       d.expected_text + ")";
+      } else {
+        d.fault_text += "the chip is not deterministic or its checkpoint restore is not exact";
+        if (be.capabilities().multi_step)
+          d.fault_text += " (sent as FORCED requests, the same steps do not give it either)";
+      }
     } else if (d.replay_mismatches == 0) {
       d.fault = FaultClass::kSingleStep;
       d.fault_text = from + " reproduces the wrong token at step " + std::to_string(d.step) +
@@ -1444,6 +1481,23 @@ struct Engine::Impl {
                                       "was corrupted (at this step or earlier)"
                                 : std::string("the chip's state was corrupted (at this step or earlier)"));
     }
+    if (reproduced && !bad_restore.empty()) d.fault_text += " (but " + bad_restore + ")";
+  }
+
+  // Restores L's snapshot again and replays teacher-forced through the divergent step with
+  // FORCED calls only (forced_replay): whether that step gives the divergence's wrong token.
+  bool forced_call_reproduces(const Lane& L, const Divergence& d) {
+    Lane T;
+    if (!restore_for_replay(T, L).empty() || d.step <= T.steps) return false;
+    bool again = false;
+    forced_replay(T, d.step - T.steps, ~0u, [&](std::uint32_t e, std::uint32_t a) {
+      if (T.steps == d.step) {
+        again = a == d.actual;
+        return false;
+      }
+      return a == e;
+    });
+    return again;
   }
 
   // ---------------------------------------------------------- bisection

@@ -253,6 +253,59 @@ TEST(Engine, NondeterministicFaultIsNotReproduced) {
   EXPECT_EQ(r.streams[0].divergence->fault, FaultClass::kNotReproduced);
 }
 
+// A chip whose FORCED/FREE path is wrong at one step and whose STEP path is right: the replay's
+// one STEP request does not reproduce it, the same steps as FORCED requests do. That is a third
+// cause beside nondeterminism and an inexact restore, and it is named.
+TEST(Engine, ForcedOnlyFaultIsRequestDependent) {
+  const Guest g = testing::make_loop_guest(20);
+  const auto trace = testing::reference_trace(g);
+  for (const Mode m : {Mode::kForced, Mode::kFree}) {
+    ScriptedBackend be({trace}, {{Fault::Kind::kForcedOnly, 100, 1, 1}});
+    Options o;
+    o.mode = m;
+    Engine e(be, {g}, o);
+    const RunResult r = e.run();
+    ASSERT_TRUE(r.streams[0].divergence) << to_string(m);
+    const Divergence& d = *r.streams[0].divergence;
+    EXPECT_EQ(d.step, 100u);
+    EXPECT_EQ(d.actual, trace[99] ^ 1);
+    EXPECT_EQ(d.fault, FaultClass::kRequestDependent) << d.fault_text;
+    EXPECT_NE(d.fault_text.find("one STEP request at step 100 gives " + format::token_name(trace[99]) +
+                                ", but the same steps sent as FORCED requests give " + d.actual_text + " again"),
+              std::string::npos)
+        << d.fault_text;
+    EXPECT_EQ(d.to_json()["fault"], "request-dependent");
+  }
+}
+
+// An inexact RESTORE (the stream restored from the snapshot is not the saved one) shows in the
+// chip's HASH; the replay that then diverges earlier says so instead of guessing.
+TEST(Engine, InexactRestoreIsNamedByTheHash) {
+  const Guest g = testing::make_loop_guest(20);
+  const auto trace = testing::reference_trace(g);
+  ScriptedBackend be({trace}, {{Fault::Kind::kFlip, 300, 1, 1}, {Fault::Kind::kBadRestore, 0, 0, 1}});
+  Options o;
+  o.snapshot_every = 128;
+  Engine e(be, {g}, o);
+  const RunResult r = e.run();
+  ASSERT_TRUE(r.streams[0].divergence);
+  const Divergence& d = *r.streams[0].divergence;
+  EXPECT_EQ(d.step, 300u);
+  EXPECT_EQ(d.replay_from, 256u);
+  EXPECT_EQ(d.fault, FaultClass::kNotReproduced) << d.fault_text;
+  EXPECT_NE(d.fault_text.find("diverges earlier, at step 257"), std::string::npos) << d.fault_text;
+  EXPECT_NE(d.fault_text.find("the chip's RESTORE is not exact: its HASH after restoring the snapshot of step 256 is "),
+            std::string::npos)
+      << d.fault_text;
+  // The same chip with an exact restore: a single-step fault, and no word of RESTORE.
+  ScriptedBackend good({trace}, {{Fault::Kind::kFlip, 300, 1, 1}});
+  Engine e2(good, {g}, o);
+  const RunResult r2 = e2.run();
+  ASSERT_TRUE(r2.streams[0].divergence);
+  EXPECT_EQ(r2.streams[0].divergence->fault, FaultClass::kSingleStep);
+  EXPECT_EQ(r2.streams[0].divergence->fault_text.find("RESTORE"), std::string::npos);
+}
+
 TEST(Engine, AttributionBlamesTheKindLayerOrTheUnembedding) {
   const Guest g = testing::make_loop_guest(20);
   const auto trace = testing::reference_trace(g);

@@ -28,6 +28,11 @@ struct Fault {
     kFlip,         ///< the prediction of step `step` is XORed with `mask` (every time)
     kCorruptFrom,  ///< from step `step` on, every W0 prediction has payload bit 0 flipped
     kFlaky,        ///< like kFlip, but only the first time step `step` is predicted
+    kForcedOnly,   ///< like kFlip, but only in teacher_forced_batch/free_running_batch calls (a
+                   ///< chip whose FORCED/FREE path is wrong and STEP right); the backend then
+                   ///< announces multi_step
+    kBadRestore,   ///< restore() leaves the stream desynced (every later prediction ^ 2): an
+                   ///< inexact RESTORE, which hash() shows
   };
   Kind kind = Kind::kFlip;
   std::uint64_t step = 0;
@@ -86,12 +91,21 @@ class ScriptedBackend final : public chip::ChipBackend {
   void teacher_forced_batch(std::span<const chip::StreamId> ids, std::span<const std::uint32_t> counts,
                             std::span<const chip::Token> in, std::span<chip::Token> out) override {
     count_multi(counts);
+    in_multi_ = true;
     ChipBackend::teacher_forced_batch(ids, counts, in, out);
+    in_multi_ = false;
   }
   void free_running_batch(std::span<const chip::StreamId> ids, std::span<const std::uint32_t> counts,
                           std::span<const chip::Token> first, std::span<chip::Token> out) override {
     count_multi(counts);
+    in_multi_ = true;
     ChipBackend::free_running_batch(ids, counts, first, out);
+    in_multi_ = false;
+  }
+  chip::Capabilities capabilities() const override {
+    chip::Capabilities c;
+    c.multi_step = has(Fault::Kind::kForcedOnly);
+    return c;
   }
 
   std::uint64_t hash(chip::StreamId s) const override {
@@ -112,7 +126,7 @@ class ScriptedBackend final : public chip::ChipBackend {
     st = Stream{};
     std::memcpy(&st.k, b.data(), 8);
     st.corrupted = b[8];
-    st.desynced = b[9];
+    st.desynced = b[9] || has(Fault::Kind::kBadRestore);
   }
   std::uint64_t steps(chip::StreamId s) const override { return streams_.at(s).k; }
   void set_probe_recording(bool on) override { record_ = on; }
@@ -153,6 +167,10 @@ class ScriptedBackend final : public chip::ChipBackend {
     return streams_[s];
   }
 
+  bool has(Fault::Kind k) const {
+    return std::any_of(faults_.begin(), faults_.end(), [k](const Fault& f) { return f.kind == k; });
+  }
+
   void count_multi(std::span<const std::uint32_t> counts) {
     ++multi_calls;
     for (std::uint32_t c : counts) most_steps_per_call = std::max<std::uint64_t>(most_steps_per_call, c);
@@ -169,6 +187,7 @@ class ScriptedBackend final : public chip::ChipBackend {
     st.fault_layer = 99;
     for (const Fault& f : faults_) {
       const bool hit = (f.kind == Fault::Kind::kFlip && n == f.step) ||
+                       (f.kind == Fault::Kind::kForcedOnly && n == f.step && in_multi_) ||
                        (f.kind == Fault::Kind::kFlaky && n == f.step && !flaky_fired_) ||
                        (f.kind == Fault::Kind::kCorruptFrom && n >= f.step);
       if (f.kind == Fault::Kind::kCorruptFrom && n >= f.step) st.corrupted = true;
@@ -197,6 +216,7 @@ class ScriptedBackend final : public chip::ChipBackend {
   std::vector<Stream> streams_;
   bool record_ = false;
   bool flaky_fired_ = false;
+  bool in_multi_ = false;  // inside teacher_forced_batch / free_running_batch
 };
 
 }  // namespace lockstep::engine::testing

@@ -125,8 +125,11 @@ enum class FaultClass {
   kSingleStep,      ///< reproduced at the step; every later step of the window agrees
   kCorruptedState,  ///< reproduced, and later steps still disagree when fed correct tokens
   kNotReproduced,   ///< the replay from the snapshot does not reproduce the divergence
+  /// Not reproduced by the replay's one STEP request at the divergent step, but reproduced when
+  /// the same steps are sent as FORCED requests (a chip with MULTI_STEP whose paths disagree).
+  kRequestDependent,
 };
-/// "single-step" / "corrupted-state" / "not-reproduced".
+/// "single-step" / "corrupted-state" / "not-reproduced" / "request-dependent".
 std::string_view to_string(FaultClass fault);
 
 /// What a divergence's two tokens say by their kinds alone, as one line, or "":
