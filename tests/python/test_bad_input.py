@@ -120,7 +120,9 @@ class KitOptions(OneLine):
 
     def test_option_values(self):
         sock = "unix:" + os.path.join(self.d, "s")
-        self.toy("--listen", sock, "--sessions", "-1", texts=("--sessions -1",))
+        # As lockstep chip-server: 0 is refused (not "until stopped": leave the option out)
+        self.toy("--listen", sock, "--sessions", "0", texts=("--sessions", "'0'", "from 1", "--help"))
+        self.toy("--listen", sock, "--sessions", "-1", texts=("--sessions", "'-1'", "from 1"))
         self.toy("--listen", sock, "--sessions", "x", texts=("--sessions", "'x'", "--help"))
         self.toy("--sessions", "2", texts=("--sessions", "--listen"))
         self.toy("--allow-remote", texts=("--allow-remote", "--listen"))
