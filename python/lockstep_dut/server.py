@@ -651,8 +651,8 @@ def _session_count(text: str) -> int:
 
 
 def read_token_file(path: str) -> str:
-    """The shared secret in ``path`` (dut-protocol.md §9): the file's UTF-8 text without its
-    final line ends (CR and LF, as ``lockstep`` reads it). ``SetupError`` naming the file when it
+    """The shared secret in ``path`` (dut-protocol.md §9): the file's UTF-8 text with every
+    trailing CR and LF removed (as ``lockstep`` reads it). ``SetupError`` naming the file when it
     cannot be read, is not UTF-8, is longer than a protocol string or is empty: an empty secret
     would turn authentication off."""
     if not path:
