@@ -1,4 +1,4 @@
-/* Vector memories of vector_ops (vector.md 2.6): non-allocated sections. */
+/* Vector memories of vector_ops (vector.md §2.1): non-allocated sections. */
 /* WMEM: 4 chunks of 64 int4 weights, two per byte (low nibble first). */
     .section .lockstep.wmem, "", @progbits
     .fill 32, 1, 0x11      /* chunk 0: all +1 */

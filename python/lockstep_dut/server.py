@@ -114,6 +114,11 @@ class Session:
         self.caps = capabilities_of(chip)
         self.greeted = False
         self.closing = False  # set after BYE or a fatal error: the session ends
+        # A HELLO arrived (answered or refused): a harness, not a connection that closed unused
+        # (a port probe, a health check), which ``serve(sessions=N)`` does not count.
+        self.hello = False
+        self.ended = ""  # why ``run`` returned: "BYE", "end of stream", "authentication failed", ...
+        self.failed = False  # the connection failed (closed inside a frame): counted like a HELLO
         self.n_streams = 0
         self.was_reset: Set[int] = set()
         self.recording = False
@@ -131,6 +136,7 @@ class Session:
         except DutError as e:
             if e.code == P.E_AUTH:
                 self.closing = True
+                self.ended = "authentication failed"
             return P.ERROR, P.encode_error(e.code, str(e))
         except Exception as e:  # the chip's own code failed: internal error, one line
             if os.environ.get("LOCKSTEP_DUT_TRACEBACK"):
@@ -147,11 +153,15 @@ class Session:
                 try:
                     frame = P.read_frame(rfile)
                 except P.Truncated:
+                    self.ended = "closed inside a frame"
+                    self.failed = True
                     return
                 except Malformed as e:  # oversized length: answer once, then give up
+                    self.ended = "over-long frame"
                     send(P.encode_frame(P.ERROR, P.encode_error(P.E_MALFORMED, str(e))))
                     return
                 if frame is None:
+                    self.ended = "end of stream"
                     return
                 rtype, rpayload = self.respond(*frame)
                 if len(rpayload) > P.MAX_PAYLOAD:
@@ -187,6 +197,7 @@ class Session:
         return handler(payload)
 
     def _hello(self, payload: bytes) -> bytes:
+        self.hello = True  # even one refused or malformed: a harness tried (see serve's sessions)
         h = P.decode_hello(payload)
         if self.greeted:
             raise Malformed("a second HELLO in one session")
@@ -396,6 +407,7 @@ class Session:
     def _bye(self, payload: bytes) -> bytes:
         P.decode_empty(payload, "BYE")
         self.closing = True
+        self.ended = "BYE"
         return b""
 
 
@@ -534,28 +546,33 @@ def _stop_on_sigterm() -> Any:
 
 
 def serve(chip: Any, listen: Optional[str] = None, auth: Optional[str] = None,
-          allow_remote: bool = False, sessions: int = 0, check_outputs: bool = True) -> None:
+          allow_remote: bool = False, sessions: Optional[int] = None, check_outputs: bool = True) -> None:
     """Serves ``chip`` over the protocol until the harness is done.
 
     ``listen`` None: one session over stdin/stdout (``--dut 'COMMAND'``); stdout is protected
     first (``protect_stdout``), and the function returns at end of file, after BYE, or when the
     harness closes its side.
     ``listen`` ``unix:PATH`` or ``tcp:HOST:PORT``: accepts connections, one session each, one
-    after another, ``sessions`` of them (0: until stopped: Ctrl-C or SIGTERM between sessions
-    then returns normally; otherwise they raise KeyboardInterrupt); the bound address is logged on stderr as ``lockstep_dut: listening on ADDRESS``
-    (port 0 picks a free port). A TCP address that is not loopback needs ``allow_remote`` and an
+    after another, until ``sessions`` of them sent HELLO (or failed in transport), as
+    ``lockstep chip-server --sessions N`` counts: a connection that closes without HELLO (a port
+    probe, a health check) is logged and not counted. ``sessions`` None: until stopped (Ctrl-C
+    or SIGTERM between sessions then returns normally; otherwise they raise KeyboardInterrupt).
+    The bound address is logged on stderr as ``lockstep_dut: listening on ADDRESS`` (port 0
+    picks a free port). A TCP address that is not loopback needs ``allow_remote`` and an
     ``auth`` secret (§9); ``auth`` is checked in HELLO whenever it is given, and an empty one is
     refused (it would let any harness in).
 
     ``SetupError`` (one line naming the address or value) when the address cannot be listened
-    on, ``auth`` is empty or ``sessions`` is negative.
+    on, ``auth`` is empty or ``sessions`` is not None and below 1 (0 is refused, not read as
+    "until stopped": leave it None for that).
     """
     if auth is not None and not auth:
         raise SetupError("the auth secret is empty: it would let any harness in")
-    if sessions < 0:
-        raise SetupError(f"sessions {sessions}: must be 0 (until stopped) or more")
+    if sessions is not None and (isinstance(sessions, bool) or not isinstance(sessions, int) or sessions < 1):
+        raise SetupError(f"sessions {sessions!r}: must be a whole number from 1 up "
+                         "(None: serve until stopped)")
     if listen is None:
-        if sessions:
+        if sessions is not None:
             raise SetupError("sessions: only with a listen address (stdin/stdout is one session)")
         out_fd = protect_stdout()
         if sys.stdin is None:
@@ -574,24 +591,29 @@ def serve(chip: Any, listen: Optional[str] = None, auth: Optional[str] = None,
             _log(f"listening on tcp:{host}:{port}")
         else:
             _log(f"listening on unix:{where}")
-        served = 0
-        while sessions == 0 or served < sessions:
+        served = 0  # sessions that sent HELLO or failed in transport (as lockstep chip-server)
+        while sessions is None or served < sessions:
             try:
                 conn, _ = server.accept()
             except KeyboardInterrupt:
-                if sessions:
+                if sessions is not None:
                     raise  # stopped before the sessions asked for: interrupted
                 _log(f"stopped after {served} session{'s' if served != 1 else ''}")
                 return
+            session = Session(chip, auth, check_outputs)
             with conn:
                 rfile = conn.makefile("rb")
                 try:
-                    Session(chip, auth, check_outputs).run(rfile, conn.sendall)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                    session.run(rfile, conn.sendall)
+                except (BrokenPipeError, ConnectionResetError) as e:
+                    session.failed = True
+                    session.ended = f"{type(e).__name__}: {e}"
                 finally:
                     rfile.close()
-            served += 1
+            if session.hello or session.failed:
+                served += 1
+            else:
+                _log(f"a connection closed without HELLO ({session.ended}); not counted as a session")
     finally:
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)
@@ -613,13 +635,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "must not be empty")
     parser.add_argument("--allow-remote", action="store_true",
                         help="allow a TCP address that is not loopback (needs --token-file)")
-    parser.add_argument("--sessions", type=int, default=0, metavar="N",
-                        help="with --listen: serve N sessions, then exit (default: until stopped)")
+    parser.add_argument("--sessions", type=_session_count, metavar="N",
+                        help="with --listen: exit after N sessions that sent HELLO (a connection "
+                             "that closes without HELLO, a port probe, is not counted; "
+                             "default: serve until stopped)")
+
+
+def _session_count(text: str) -> int:
+    """``--sessions N``: a whole number from 1 up, as ``lockstep chip-server --sessions``; 0 is
+    refused (not read as "until stopped": leave the option out for that)."""
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from 1 up (got '{text}'); leave it out to serve until stopped")
+    return int(text)
 
 
 def read_token_file(path: str) -> str:
-    """The shared secret in ``path`` (dut-protocol.md §9): the file's UTF-8 text without its
-    final line ends (CR and LF, as ``lockstep`` reads it). ``SetupError`` naming the file when it
+    """The shared secret in ``path`` (dut-protocol.md §9): the file's UTF-8 text with every
+    trailing CR and LF removed (as ``lockstep`` reads it). ``SetupError`` naming the file when it
     cannot be read, is not UTF-8, is longer than a protocol string or is empty: an empty secret
     would turn authentication off."""
     if not path:
@@ -645,10 +678,12 @@ def check_arguments(args: argparse.Namespace) -> Optional[str]:
     """Checks the options of ``add_arguments`` before a script loads its chip, so that bad input
     fails fast: ``SetupError`` naming the option. Returns the shared secret (None without
     ``--token-file``)."""
-    if args.sessions < 0:
-        raise SetupError(f"--sessions {args.sessions}: must be 0 (until stopped) or more")
+    if args.sessions is not None and (isinstance(args.sessions, bool) or not isinstance(args.sessions, int)
+                                      or args.sessions < 1):
+        raise SetupError(f"--sessions {args.sessions!r}: must be a whole number from 1 up; leave it "
+                         "out to serve until stopped")
     if args.listen is None:
-        for flag, given in (("--sessions", args.sessions), ("--allow-remote", args.allow_remote)):
+        for flag, given in (("--sessions", args.sessions is not None), ("--allow-remote", args.allow_remote)):
             if given:
                 raise SetupError(f"{flag} only means something with --listen")
     else:

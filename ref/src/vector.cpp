@@ -72,7 +72,7 @@ void load_vector_sections(const format::GuestImage& image, VectorState& s) {
   std::map<std::string, int> seen;
   for (const auto& h : image.section_headers) {
     if (!ours(h.name)) continue;
-    if (!kMax.count(h.name)) fail(h.name, "unknown vector-unit section (vector.md §2.6)");
+    if (!kMax.count(h.name)) fail(h.name, "unknown vector-unit section (vector.md §2.1)");
     if (++seen[h.name] > 1) fail(h.name, "appears twice");
     if (h.flags & SHF_ALLOC) fail(h.name, "has SHF_ALLOC (vector memories must not be allocated)");
     if (h.type != SHT_PROGBITS) fail(h.name, "is not SHT_PROGBITS");
@@ -84,7 +84,7 @@ void load_vector_sections(const format::GuestImage& image, VectorState& s) {
     const std::string& name = section.first;
     const auto& bytes = section.second;
     if (!ours(name)) continue;
-    if (!kMax.count(name)) fail(name, "unknown vector-unit section (vector.md §2.6)");
+    if (!kMax.count(name)) fail(name, "unknown vector-unit section (vector.md §2.1)");
     if (bytes.size() > kMax.at(name)) fail(name, std::to_string(bytes.size()) + " bytes, more than its maximum " + std::to_string(kMax.at(name)));
     const auto shifts = [&](std::uint8_t* out) {
       for (std::size_t i = 0; i < bytes.size(); ++i) {

@@ -1,5 +1,5 @@
 // The vx golden model: tables equal vector.md §3, ops on hand-worked values (vector.md §4),
-// tokens (§5, trace-v3) and their counts (§7.3), image layout (§2.6, §7.1), and the story's first tokens.
+// tokens (§5, trace-v3) and their counts (§7.3), image layout (§2.1, §7.1), and the story's first tokens.
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -120,7 +120,9 @@ class KitOptions(OneLine):
 
     def test_option_values(self):
         sock = "unix:" + os.path.join(self.d, "s")
-        self.toy("--listen", sock, "--sessions", "-1", texts=("--sessions -1",))
+        # As lockstep chip-server: 0 is refused (not "until stopped": leave the option out)
+        self.toy("--listen", sock, "--sessions", "0", texts=("--sessions", "'0'", "from 1", "--help"))
+        self.toy("--listen", sock, "--sessions", "-1", texts=("--sessions", "'-1'", "from 1"))
         self.toy("--listen", sock, "--sessions", "x", texts=("--sessions", "'x'", "--help"))
         self.toy("--sessions", "2", texts=("--sessions", "--listen"))
         self.toy("--allow-remote", texts=("--allow-remote", "--listen"))
@@ -186,8 +188,19 @@ class Interrupt(unittest.TestCase):
 
 
 class TokenStillChecked(unittest.TestCase):
+    def test_every_trailing_line_end_is_stripped(self):
+        # dut-protocol.md §9: every trailing CR and LF goes, as the C++ sides strip them
+        from lockstep_dut import read_token_file
+        with tempfile.TemporaryDirectory() as d:
+            token = os.path.join(d, "token")
+            for data, secret in ((b"s3cret", "s3cret"), (b"s3cret\n", "s3cret"), (b"s3cret\r\n", "s3cret"),
+                                 (b"s3cret\n\n\r\n", "s3cret"), (b"a\nb\r\n", "a\nb")):
+                with open(token, "wb") as f:
+                    f.write(data)
+                self.assertEqual(read_token_file(token), secret, data)
+
     def test_crlf_token_is_the_secret_without_line_ends(self):
-        # as lockstep --dut-token-file reads the same file: the final CR/LF are not part of it
+        # as lockstep --dut-token-file reads it (§9): no trailing CR or LF is part of the secret
         with tempfile.TemporaryDirectory() as d:
             token = os.path.join(d, "token")
             with open(token, "wb") as f:

@@ -255,6 +255,62 @@ class Listeners(unittest.TestCase):
             c.close()
             self.finish(proc)
 
+    def test_a_connection_without_hello_is_not_a_session(self):
+        # As lockstep chip-server --sessions N: a port probe or a health check (connects and
+        # closes, or sends a request that is not HELLO) does not use up a session.
+        for listen in ("tcp:127.0.0.1:0", "unix"):
+            with self.subTest(listen=listen), tempfile.TemporaryDirectory() as d:
+                if listen == "unix":
+                    listen = "unix:" + os.path.join(d, "chip.sock")
+                proc, address = self.serve("--listen", listen, "--sessions", "1")
+                try:
+                    probe = Client.connect(address, timeout=30)  # a port probe: nothing sent
+                    probe.close()
+                    probe = Client.connect(address, timeout=30)  # a health check: no HELLO
+                    probe.send_frame(P.STREAMS, struct.pack("<I", 1))
+                    self.assertEqual(probe.read_frame()[0], P.ERROR)  # STREAMS before HELLO
+                    probe.close()
+                    time.sleep(0.3)
+                    self.assertIsNone(proc.poll(), "a connection without HELLO was counted")
+                    c = Client.connect(address, timeout=30)  # the harness it waits for
+                    c.hello()
+                    c.streams(1)
+                    c.reset(0, IMAGE)
+                    self.assertEqual(len(c.free([(0, 4, 0)])[0]), 4)
+                    c.bye()
+                    c.close()
+                    self.assertEqual(proc.wait(10), 0)
+                    err = proc.stderr.read().decode()
+                    self.assertEqual(err.count("without HELLO"), 2, err)
+                    self.assertIn("not counted as a session", err)
+                    self.assertNotIn("Traceback", err)
+                finally:
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+                    proc.stderr.close()
+
+    def test_a_refused_hello_is_a_session(self):
+        # A HELLO that is refused (a wrong secret) is a harness that tried: it counts.
+        with tempfile.TemporaryDirectory() as d:
+            token = os.path.join(d, "token")
+            with open(token, "w") as f:
+                f.write("s3cret\n")
+            proc, address = self.serve("--listen", "unix:" + os.path.join(d, "s"), "--token-file", token,
+                                       "--sessions", "1")
+            c = Client.connect(address, timeout=30)
+            with self.assertRaises(ChipError):
+                c.hello(auth="wrong")
+            c.close()
+            self.finish(proc)
+
+    def test_sessions_zero_is_refused_by_the_api(self):
+        from lockstep_dut import SetupError, serve
+        for bad in (0, -1, True, 1.5):
+            with self.subTest(sessions=bad), self.assertRaises(SetupError) as cm:
+                serve(object(), listen="tcp:127.0.0.1:0", sessions=bad)
+            self.assertIn("from 1 up", str(cm.exception))
+
     def test_remote_address_needs_allow_remote_and_a_token(self):
         r = subprocess.run(helpers.toy_command("--listen", "tcp:0.0.0.0:0"), capture_output=True, timeout=30)
         self.assertNotEqual(r.returncode, 0)

@@ -9,7 +9,7 @@
  * (VR, ACT, caches) is invisible to the compiler and VLD reads RAM.
  *
  * Vector memories are initialised from non-allocated sections
- * (vector.md 2.6), e.g. in a .S file:
+ * (vector.md §2.1), e.g. in a .S file:
  *     .section .lockstep.wmem, "", @progbits
  *     .incbin "wmem.bin"
  * qemu-riscv32 cannot execute these instructions.
