@@ -174,6 +174,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ctx.summary.set("end", s.end);
     }
     print_capability_notes(ctx, out.capability_notes);
+    note_free_running_steps(ctx, req.the_case, r);
     ctx.out() << engine::result_text(r) << std::flush;
     print_replay_hint(r, req.report_dir);
     if (r.interrupted) {

@@ -298,6 +298,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
       if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
     out << "\n";
     print_capability_notes(ctx, res.capability_notes);
+    note_free_running_steps(ctx, c, r);
     out << engine::result_text(r);
     char line[160];
     std::snprintf(line, sizeof line, "story: %llu steps compared, %llu mismatches, %.0f steps/s\n",

@@ -118,6 +118,16 @@ void print_capability_notes(Context& ctx, const std::vector<std::string>& notes)
   for (const std::string& n : notes) ctx.out() << "note: chip under test: " << n << "\n";
 }
 
+void note_free_running_steps(Context& ctx, const engine::Case& c, const engine::RunResult& r) {
+  if (c.mode != engine::Mode::kFree) return;
+  const std::uint64_t free = r.steps > c.teacher_forced_steps ? r.steps - c.teacher_forced_steps : 0;
+  ctx.summary.set("free_running_steps", free);
+  if (free == 0 && r.steps > 0)
+    ctx.out() << "note: no free-running step was compared: all " << r.steps
+              << " steps compared were within the first " << c.teacher_forced_steps
+              << " (--teacher-forced-steps), which are teacher-forced\n";
+}
+
 void report_partial(Context& ctx, const engine::RunFailed& f) {
   const engine::RunResult& r = f.partial;
   ctx.summary.add_steps(r.steps);

@@ -55,4 +55,10 @@ struct ChipConsole {
 /// The capability notes of a chip under test, one "note: ..." line each, to ctx.out().
 void print_capability_notes(Context& ctx, const std::vector<std::string>& notes);
 
+/// A free-running run (`c.mode` free) whose compared steps all fell within its first
+/// `c.teacher_forced_steps` (teacher-forced) steps compared no free-running step: the summary's
+/// "free_running_steps" says how many it compared, and a run with none says so in one
+/// "note: ..." line to ctx.out(), so that a teacher-forced check is never read as a free one.
+void note_free_running_steps(Context& ctx, const engine::Case& c, const engine::RunResult& r);
+
 }  // namespace lockstep::cli

@@ -817,6 +817,29 @@ TEST(RunCommand, BinaryConsoleOutputStillGivesAReport) {
   EXPECT_NE(slurp(dir / "summary.json").find("\xef\xbf\xbdi\\n"), std::string::npos) << slurp(dir / "summary.json");
 }
 
+// A free-running run whose steps all lie in its teacher-forced prefix compared no free step: it
+// says so, and the summary counts the free-running steps it did compare.
+TEST(RunCommand, FreeRunThatNeverRanFreeSaysSo) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build";
+  const fs::path elf = loop_elf(20);
+  const Proc all_forced = run({"run", elf.string(), "--mode", "free", "--teacher-forced-steps", "100000", "--json"});
+  ASSERT_EQ(all_forced.rc, 0) << all_forced.err;
+  const json a = json::parse(all_forced.out.substr(all_forced.out.find('{')));
+  const std::uint64_t n = a["steps"].get<std::uint64_t>();
+  ASSERT_GT(n, 100u);
+  EXPECT_EQ(a["free_running_steps"], 0);
+  const Proc text = run({"run", elf.string(), "--mode", "free", "--teacher-forced-steps", "100000"});
+  EXPECT_NE(text.out.find("note: no free-running step was compared: all " + std::to_string(n) +
+                          " steps compared were within the first 100000 (--teacher-forced-steps)"),
+            std::string::npos)
+      << text.out;
+  const Proc some_free = run({"run", elf.string(), "--mode", "free", "--teacher-forced-steps", "10", "--json"});
+  ASSERT_EQ(some_free.rc, 0) << some_free.err;
+  const json b = json::parse(some_free.out.substr(some_free.out.find('{')));
+  EXPECT_EQ(b["free_running_steps"], n - 10);
+  EXPECT_EQ(some_free.out.find("note: no free-running step"), std::string::npos);
+}
+
 // Open MPI's rank and size must be numbers; a shard that holds no program is refused (it would
 // compare nothing and pass).
 TEST(FuzzCommand, ShardsThatWouldRunNothingAreRefused) {
