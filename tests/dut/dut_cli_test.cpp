@@ -162,7 +162,11 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
       {"exit", 3, "exited with status 3"},
       {"crash", 3, "killed by signal 11"},
       {"hang", 3, "no answer to FORCED within --dut-timeout 2"},
-      {"garbage", 3, "malformed frame"},
+      // Text on the chip's stdout is named as text, quoted, with the fix (found by an outside
+      // tester: it was "malformed frame ... type 0x75626564", the bytes "debu").
+      {"garbage", 3,
+       "wrote text where a frame belongs, in answer to FORCED: \"debug: logits computed\" (a chip must write only "
+       "frames to its stdout; print debug output to stderr)"},
       {"oversize", 3, "exceeds the limit 67108864"},
       {"short", 3, "the wrong batch size"},
       {"badid", 3, "predicted id 16777215, not a token of trace-v3"},
@@ -189,6 +193,13 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
     // A chip that failed before any step: no closing "steps compared 0" line.
     if (f.n == 0) {
       EXPECT_EQ(r.err.find("steps compared"), std::string::npos) << r.err;
+    }
+    if (f.mode == "hang") {
+      // The timeout names the frame left unanswered and the steps it asked for.
+      const auto [before, count] = fault_point(r.err);
+      EXPECT_NE(lines[0].find("no answer to FORCED of " + std::to_string(count) + " steps (1 stream) within --dut-timeout 2"),
+                std::string::npos)
+          << lines[0];
     }
     if (f.n > 0) {
       // The steps of the two answers before the fault were compared, and kept.

@@ -153,6 +153,19 @@ TEST(DutCodec, RejectsMalformedPayloads) {
   EXPECT_EQ(decode_reset(w8.payload()).repeated_section, ".a");
 }
 
+// Timeouts name the request with the steps it asked for.
+TEST(DutCodec, RequestTextNamesTheSteps) {
+  const std::vector<StepEntry> step{{0, 5}, {1, 6}};
+  EXPECT_EQ(request_text(kStep, encode_step(step)), "STEP of 2 steps (2 streams)");
+  const std::vector<MultiEntry> forced{{0, 256, 0}};
+  EXPECT_EQ(request_text(kForced, encode_forced(forced, std::vector<std::uint32_t>(256, 1))),
+            "FORCED of 256 steps (1 stream)");
+  const std::vector<MultiEntry> free{{0, 3, 0}, {2, 1, 0}};
+  EXPECT_EQ(request_text(kFree, encode_free(free)), "FREE of 4 steps (2 streams)");
+  EXPECT_EQ(request_text(kHash, encode_u32(0)), "HASH");
+  EXPECT_EQ(request_text(kForced, {}), "FORCED");
+}
+
 TEST(DutCodec, TypeAndCapabilityNames) {
   EXPECT_EQ(type_name(kStep), "STEP");
   EXPECT_EQ(type_name(kResponse | kForced), "TOKENS (FORCED)");
