@@ -290,6 +290,7 @@ json RunResult::to_json() const {
           {"mismatches", mismatches},
           {"seconds", seconds},
           {"steps_per_second", steps_per_second},
+          {"diagnosis_seconds", diagnosis_seconds},
           {"interrupted", interrupted},
           {"resumed_from", resumed_from},
           {"checkpoints_written", checkpoints_written},
@@ -952,6 +953,9 @@ struct Engine::Impl {
   std::vector<std::unique_ptr<Lane>> lanes;
   std::uint64_t round = 0;
   double seconds_before = 0;
+  // Seconds spent replaying divergences (classification and attribution): part of seconds(), not
+  // of the comparing that steps_per_second measures.
+  double diagnosis_seconds = 0;
   // The run's start: go() sets it again; set here too, for a run that fails before go() (a
   // chip's reset), whose partial result would otherwise count the seconds since boot.
   Clock::time_point t0 = Clock::now();
@@ -1292,6 +1296,12 @@ struct Engine::Impl {
     d.recent.assign(L.history.begin(), L.history.end());
     d.recent.push_back(L.current);
     L.mismatches = 1;
+    const auto replay_start = Clock::now();
+    struct Timed {  // adds the replay's time to diagnosis_seconds, also when it throws
+      double& total;
+      Clock::time_point start;
+      ~Timed() { total += std::chrono::duration<double>(Clock::now() - start).count(); }
+    } timed{diagnosis_seconds, replay_start};
     try {
       replay(L, d, input);
     } catch (...) {
@@ -1553,7 +1563,9 @@ struct Engine::Impl {
       r.mismatches += r.streams.back().mismatches;
     }
     r.seconds = seconds();
-    r.steps_per_second = r.seconds > 0 ? static_cast<double>(r.steps) / r.seconds : 0;
+    r.diagnosis_seconds = std::min(diagnosis_seconds, r.seconds);
+    const double comparing = r.seconds - r.diagnosis_seconds;
+    r.steps_per_second = comparing > 0 ? static_cast<double>(r.steps) / comparing : 0;
     r.interrupted = interrupted;
     r.resumed_from = resumed_from;
     r.checkpoints_written = checkpoints_written;

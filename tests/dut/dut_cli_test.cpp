@@ -338,6 +338,13 @@ TEST_F(DutCli, AChipWithoutProbesStillGetsADivergenceReport) {
   const json rep = json::parse(slurp(dir / "summary.json"));
   EXPECT_EQ(rep["status"], "mismatch");
   EXPECT_EQ(rep["steps"], before + count);
+  // The rate is the comparing's: the divergence's replay (4,096 steps through the protocol here)
+  // is timed apart and left out of it, and the closing line says so.
+  const double seconds = s["seconds"], diagnosis = s["diagnosis_seconds"], rate = s["steps_per_second"];
+  EXPECT_GT(diagnosis, 0.0);
+  EXPECT_LT(diagnosis, seconds);
+  EXPECT_NEAR(rate, static_cast<double>(before + count) / (seconds - diagnosis), 1e-6 * rate);
+  EXPECT_NE(r.err.find(" diagnosing the divergence)"), std::string::npos) << r.err;
 }
 
 TEST_F(DutCli, AChipThatCannotStartIsOneLine) {

@@ -206,7 +206,12 @@ struct RunResult {
   std::string mode, compare, backend;
   std::vector<StreamResult> streams;
   std::uint64_t steps = 0, mismatches = 0;
-  double seconds = 0, steps_per_second = 0;
+  double seconds = 0;  ///< the whole run, diagnosis included
+  /// Of `seconds`, the time spent diagnosing divergences (the teacher-forced replay that classifies
+  /// a divergence and attributes it to a layer).
+  double diagnosis_seconds = 0;
+  /// Steps compared per second of comparing: steps / (seconds - diagnosis_seconds).
+  double steps_per_second = 0;
   bool interrupted = false;
   std::uint64_t resumed_from = 0;   ///< step of the checkpoint resumed from (0: fresh)
   std::uint64_t checkpoints_written = 0;
