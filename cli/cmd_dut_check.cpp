@@ -97,7 +97,13 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("failed", fail);
     ctx.summary.set("skipped", skip);
     out << "dut-check: " << pass << " passed, " << fail << " failed, " << skip << " skipped\n" << std::flush;
-    if (fail) throw InputError("dut-check: " + std::to_string(fail) + " check(s) failed (lines above)");
+    // Exit codes as everywhere (docs/ci.md): a chip that cannot be started, reached or spoken to
+    // (the handshake failed, nothing else was checked) is a broken job, exit 2; a failed check
+    // is a finding about the chip, status "mismatch" and exit 1 ("mismatches" counts the failed
+    // checks).
+    if (!lines.empty() && lines.front().verdict == dut::CheckLine::Verdict::kFail)
+      throw InputError("dut-check: the handshake failed, nothing was checked: " + lines.front().detail);
+    ctx.summary.add_mismatches(fail);
   });
 }
 

@@ -366,21 +366,59 @@ TEST_F(DutCli, AChipThatCannotStartIsOneLine) {
   EXPECT_EQ(chip.exit_code, 2);
 }
 
+// The verdict of dut-check's check `name` in its --json summary, and its detail.
+std::pair<std::string, std::string> check_of(const json& summary, const std::string& name) {
+  for (const json& c : summary["checks"])
+    if (c["check"] == name) return {c["verdict"], c["detail"]};
+  return {"absent", ""};
+}
+
 TEST_F(DutCli, DutCheckPassesOnChipServerAndFailsOnAFaultyChip) {
   const Result ok = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut", server_cmd()});
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   const json s = summary_of(ok);
   EXPECT_EQ(s["failed"], 0);
   EXPECT_EQ(s["passed"], 21);
+  // A failed check is a finding about the chip: exit 1 and status "mismatch", as a divergence
+  // (it was 2, the code of a broken job).
   const Result bad = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut-timeout", "5", "--dut",
                                    kFaulty + " short 2 " + kChip});
-  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.exit_code, 1) << bad.err;
   const json sb = summary_of(bad);
+  EXPECT_EQ(sb["status"], "mismatch");
   EXPECT_GT(sb["failed"].get<int>(), 0) << bad.err;
+  EXPECT_EQ(sb["mismatches"], sb["failed"]);
+  EXPECT_TRUE(error_lines(bad.err).empty()) << bad.err;
   bool named = false;
   for (const json& c : sb["checks"])
     if (c["verdict"] == "fail" && c["detail"].get<std::string>().find("wrong batch size") != std::string::npos) named = true;
   EXPECT_TRUE(named) << sb["checks"].dump(1);
+}
+
+// A chip that cannot be started fails the handshake, and nothing is checked: a broken job, exit 2
+// with one line.
+TEST_F(DutCli, DutCheckOfAChipThatCannotStartIsAnError) {
+  const Result r = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut", "/nonexistent/chip --flag"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(summary_of(r)["status"], "error");
+  const auto lines = error_lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_EQ(lines[0].rfind("lockstep: error: dut-check: the handshake failed, nothing was checked: chip under test: ", 0),
+            0u)
+      << lines[0];
+}
+
+// A chip whose FREE is wrong and whose STEP and FORCED are right: dut-check sends FREE frames, so
+// its FREE check fails, and only it (it sent STEP frames and passed such a chip).
+TEST_F(DutCli, DutCheckFailsAChipWhoseFreeIsWrong) {
+  const Result r = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut", kFaulty + " freebug 0 " + kChip});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json s = summary_of(r);
+  EXPECT_EQ(s["failed"], 1) << s["checks"].dump(1);
+  const auto [verdict, detail] = check_of(s, "FREE (free-running steps)");
+  EXPECT_EQ(verdict, "fail");
+  EXPECT_NE(detail.find(" in one FREE frame: step 299: EXIT("), std::string::npos) << detail;
+  EXPECT_EQ(check_of(s, "FORCED (teacher-forced steps)").first, "pass");
 }
 
 TEST_F(DutCli, FuzzThroughTheProtocolIsExact) {
