@@ -161,7 +161,7 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
   const std::vector<Fault> faults = {
       {"exit", 3, "exited with status 3"},
       {"crash", 3, "killed by signal 11"},
-      {"hang", 3, "no answer to FORCED within --dut-timeout 2"},
+      {"hang", 3, " steps (1 stream) within --dut-timeout 2"},  // the request: below
       // Text on the chip's stdout is named as text, quoted, with the fix (found by an outside
       // tester: it was "malformed frame ... type 0x75626564", the bytes "debu").
       {"garbage", 3,
