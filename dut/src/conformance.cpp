@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
+#include <sstream>
 
 #include "lockstep/format/tokens.h"
 
@@ -134,7 +136,8 @@ std::unique_ptr<Connection> open_connection(const DutConfig& config) {
 }
 
 std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vector<ConformanceGuest>& guests,
-                                       const std::function<void(const CheckLine&)>& on_line) {
+                                       const std::function<void(const CheckLine&)>& on_line,
+                                       const ProbeJudge& judge) {
   std::vector<CheckLine> lines;
   auto emit = [&](std::string name, CheckLine::Verdict v, std::string detail) {
     lines.push_back({std::move(name), v, std::move(detail)});
@@ -398,8 +401,10 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
     d.set_num_streams(1);
     d.reset(0, guests[0].image);
     d.set_probe_recording(true);
-    d.step(0, format::kStartToken);
-    std::size_t read = 0;
+    const chip::Token predicted = d.step(0, format::kStartToken);
+    std::size_t read = 0, values = 0;
+    std::optional<float> first;
+    bool constant = true;
     for (const chip::ProbePoint& p : pm.points) {
       for (const std::string& f : p.fields) {
         const auto v = d.probe(0, p.layer, p.after, f);
@@ -409,12 +414,36 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
           return "field " + f + " at layer " + std::to_string(p.layer) + ": " + std::to_string(v.size()) +
                  " values, its width is " + std::to_string(field->width);
         }
+        for (float x : v) {
+          if (!first) first = x;
+          constant = constant && x == *first;
+          ++values;
+        }
         ++read;
       }
     }
+    if (constant && values >= 2) {
+      d.set_probe_recording(false);
+      std::ostringstream os;
+      os << "every one of the " << values << " values of the " << plural(read, "probe") << " read is " << *first
+         << ": the probes show no values the chip computed, and a run would blame a layer on them";
+      return os.str();
+    }
+    std::string judged = "; not judged against the tokens";
+    if (judge && predicted == guests[0].tokens[0]) {
+      const std::string why = judge(d, 0, format::kStartToken, predicted);
+      if (!why.empty()) {
+        d.set_probe_recording(false);
+        return "the probes of " + guests[0].name + "'s first step, which the chip predicted right, disagree with " +
+               "its tokens: " + why + " (a run would blame a layer on them)";
+      }
+      judged = "; the convention fields agree with the first step's tokens";
+    } else if (judge) {
+      judged = "; not judged against the tokens (the chip's first token of " + guests[0].name + " is wrong)";
+    }
     d.set_probe_recording(false);
     return "pass: " + plural(pm.fields.size(), "field") + ", " + plural(pm.points.size(), "point") + ", " +
-           plural(read, "probe") + " read with their widths";
+           plural(read, "probe") + " read with their widths" + judged;
   });
   if (b) b.reset();  // BYE
 

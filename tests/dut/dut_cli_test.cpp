@@ -347,6 +347,21 @@ TEST_F(DutCli, AChipWithoutProbesStillGetsADivergenceReport) {
   EXPECT_NE(r.err.find(" diagnosing the divergence)"), std::string::npos) << r.err;
 }
 
+// A chip whose probes are all zeros: the run gives no layer (it blamed "embedding"), and says why.
+TEST_F(DutCli, AllZeroProbesLocateNothing) {
+  const Result r = run_lockstep({"run", crc32_.string(), "--mode", "forced", "--steps", "20000", "--json", "--dut",
+                                 kFaulty + " zeroprobes 3 " + kChip});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const json a = summary_of(r)["divergence"]["attribution"];
+  EXPECT_EQ(a["status"], "unavailable") << a.dump();
+  EXPECT_EQ(a["text"].get<std::string>().rfind("no attribution: the chip's probes do not locate the divergence (every "
+                                               "value of the ",
+                                               0),
+            0u)
+      << a.dump();
+  EXPECT_NE(a["text"].get<std::string>().find(" is 0 ("), std::string::npos) << a.dump();
+}
+
 TEST_F(DutCli, AChipThatCannotStartIsOneLine) {
   const Result r = run_lockstep({"run", crc32_.string(), "--steps", "100", "--json", "--dut", "/nonexistent/chip --flag"});
   EXPECT_EQ(r.exit_code, 2);
@@ -379,6 +394,9 @@ TEST_F(DutCli, DutCheckPassesOnChipServerAndFailsOnAFaultyChip) {
   const json s = summary_of(ok);
   EXPECT_EQ(s["failed"], 0);
   EXPECT_EQ(s["passed"], 21);
+  EXPECT_NE(check_of(s, "probes").second.find("the convention fields agree with the first step's tokens"),
+            std::string::npos)
+      << s["checks"].dump(1);
   // A failed check is a finding about the chip: exit 1 and status "mismatch", as a divergence
   // (it was 2, the code of a broken job).
   const Result bad = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut-timeout", "5", "--dut",
@@ -419,6 +437,18 @@ TEST_F(DutCli, DutCheckFailsAChipWhoseFreeIsWrong) {
   EXPECT_EQ(verdict, "fail");
   EXPECT_NE(detail.find(" in one FREE frame: step 299: EXIT("), std::string::npos) << detail;
   EXPECT_EQ(check_of(s, "FORCED (teacher-forced steps)").first, "pass");
+}
+
+// A chip whose probes are all zeros fails dut-check's probes check.
+TEST_F(DutCli, DutCheckFailsAllZeroProbes) {
+  const Result r = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut", kFaulty + " zeroprobes 0 " + kChip});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json s = summary_of(r);
+  EXPECT_EQ(s["failed"], 1) << s["checks"].dump(1);
+  const auto [verdict, detail] = check_of(s, "probes");
+  EXPECT_EQ(verdict, "fail");
+  EXPECT_EQ(detail.rfind("every one of the ", 0), 0u) << detail;
+  EXPECT_NE(detail.find(" read is 0: the probes show no values the chip computed"), std::string::npos) << detail;
 }
 
 TEST_F(DutCli, FuzzThroughTheProtocolIsExact) {

@@ -494,6 +494,42 @@ TEST(DutSession, ConformanceChecksPassOnACorrectAdapter) {
   EXPECT_EQ(pass, 21u);
 }
 
+// dut-check's probes check asks the judge about the first step, which the chip predicted right,
+// and fails with the judge's reason.
+TEST(DutSession, ConformanceProbesCheckFailsWhatTheJudgeRejects) {
+  FakeServer server;
+  std::vector<ConformanceGuest> guests;
+  for (int g = 0; g < 2; ++g) {
+    chip::GuestImage im = sample_image();
+    im.entry += 4 * static_cast<std::uint64_t>(g);
+    testing::FakeChip f;
+    f.set_num_streams(1);
+    f.reset(0, im);
+    std::vector<std::uint32_t> tokens;
+    chip::Token in = 0;
+    for (int k = 0; k < 20; ++k) tokens.push_back(in = f.step(0, in));
+    guests.push_back({"g" + std::to_string(g), im, tokens});
+  }
+  std::vector<std::pair<chip::Token, chip::Token>> asked;
+  const auto lines = run_conformance(server.config(), guests, {},
+                                     [&](const chip::ChipBackend&, chip::StreamId, chip::Token in, chip::Token next) {
+                                       asked.emplace_back(in, next);
+                                       return std::string("field in_kind disagrees");
+                                     });
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].first, 0u);  // START
+  EXPECT_EQ(asked[0].second, guests[0].tokens[0]);
+  std::size_t failed = 0;
+  for (const CheckLine& l : lines) {
+    if (l.verdict != CheckLine::Verdict::kFail) continue;
+    ++failed;
+    EXPECT_EQ(l.name, "probes");
+    EXPECT_EQ(l.detail, "the probes of g0's first step, which the chip predicted right, disagree with its tokens: field "
+                        "in_kind disagrees (a run would blame a layer on them)");
+  }
+  EXPECT_EQ(failed, 1u);
+}
+
 TEST(DutSession, UnreachableChipIsOneLine) {
   DutConfig c;
   c.connect = "unix:/nonexistent-dir/chip.sock";
