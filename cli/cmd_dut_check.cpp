@@ -9,6 +9,7 @@
 #include "lockstep/campaign/campaign.h"
 #include "lockstep/dut/conformance.h"
 #include "lockstep/engine/check.h"
+#include "lockstep/engine/engine.h"
 #include "lockstep/engine/guest.h"
 #include "lockstep/ref/machine.h"
 
@@ -80,10 +81,13 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
         << " steps each\n"
         << std::flush;
     std::size_t pass = 0, fail = 0, skip = 0;
-    const auto lines = dut::run_conformance(args->dut, guests, [&](const dut::CheckLine& l) {
-      out << l.to_string() << "\n" << std::flush;
-      (l.verdict == dut::CheckLine::Verdict::kPass ? pass : l.verdict == dut::CheckLine::Verdict::kFail ? fail : skip)++;
-    });
+    const auto lines = dut::run_conformance(
+        args->dut, guests,
+        [&](const dut::CheckLine& l) {
+          out << l.to_string() << "\n" << std::flush;
+          (l.verdict == dut::CheckLine::Verdict::kPass ? pass : l.verdict == dut::CheckLine::Verdict::kFail ? fail : skip)++;
+        },
+        engine::probe_inconsistency);
     nlohmann::json checks = nlohmann::json::array();
     for (const auto& l : lines) {
       checks.push_back({{"check", l.name},
@@ -97,7 +101,13 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("failed", fail);
     ctx.summary.set("skipped", skip);
     out << "dut-check: " << pass << " passed, " << fail << " failed, " << skip << " skipped\n" << std::flush;
-    if (fail) throw InputError("dut-check: " + std::to_string(fail) + " check(s) failed (lines above)");
+    // Exit codes as everywhere (docs/ci.md): a chip that cannot be started, reached or spoken to
+    // (the handshake failed, nothing else was checked) is a broken job, exit 2; a failed check
+    // is a finding about the chip, status "mismatch" and exit 1 ("mismatches" counts the failed
+    // checks).
+    if (!lines.empty() && lines.front().verdict == dut::CheckLine::Verdict::kFail)
+      throw InputError("dut-check: the handshake failed, nothing was checked: " + lines.front().detail);
+    ctx.summary.add_mismatches(fail);
   });
 }
 

@@ -164,7 +164,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("mode", r.mode);
     ctx.summary.set("backend", r.backend);
     ctx.summary.set("seconds", r.seconds);
-    ctx.summary.set("steps_per_second", r.steps_per_second);
+    ctx.summary.set("steps_per_second", r.steps_per_second);  // of the comparing alone
+    ctx.summary.set("diagnosis_seconds", r.diagnosis_seconds);
     if (!req.report_dir.empty()) ctx.summary.set("report", req.report_dir.string());
     if (r.resumed_from) ctx.summary.set("resumed_from", r.resumed_from);
     if (!r.skipped_checkpoints.empty()) ctx.summary.set("skipped_checkpoints", r.skipped_checkpoints);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
+#include <sstream>
 
 #include "lockstep/format/tokens.h"
 
@@ -74,6 +76,15 @@ Tokens free_by_steps(DutBackend& b, chip::StreamId s, const chip::GuestImage& im
   return out;
 }
 
+// "one FREE frame" / "3 FREE frames": how many frames DutBackend sends for these counts (at most
+// kHarnessChunk steps per entry in each).
+std::string frames_of(const std::vector<std::uint32_t>& counts, const char* type) {
+  std::uint32_t most = 0;
+  for (std::uint32_t c : counts) most = std::max(most, c);
+  const std::uint32_t frames = (most + kHarnessChunk - 1) / kHarnessChunk;
+  return frames == 1 ? std::string("one ") + type + " frame" : std::to_string(frames) + " " + type + " frames";
+}
+
 struct RawSession {
   std::unique_ptr<Connection> conn;
   double timeout_s, start_timeout_s;
@@ -125,7 +136,8 @@ std::unique_ptr<Connection> open_connection(const DutConfig& config) {
 }
 
 std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vector<ConformanceGuest>& guests,
-                                       const std::function<void(const CheckLine&)>& on_line) {
+                                       const std::function<void(const CheckLine&)>& on_line,
+                                       const ProbeJudge& judge) {
   std::vector<CheckLine> lines;
   auto emit = [&](std::string name, CheckLine::Verdict v, std::string detail) {
     lines.push_back({std::move(name), v, std::move(detail)});
@@ -252,20 +264,23 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
     return "pass: streams renumbered and entries reversed give the same tokens";
   });
 
-  // 7. FORCED against single steps.
+  // 7. FORCED against single steps: one FORCED frame of every guest's teacher-forced inputs but
+  // the last (ragged entries), then one STEP of the last input, which must give the single
+  // steps' last token (FORCED leaves the state the single steps leave, §3.6).
   check("FORCED (teacher-forced steps)", [&]() -> std::string {
     if (!caps.multi_step) return "skip: no MULTI_STEP capability (the harness sends one STEP per step)";
     DutBackend& d = session();
     d.set_num_streams(G);
     std::vector<chip::StreamId> sids;
     std::vector<std::uint32_t> counts;
-    Tokens in;
+    Tokens in, last;
     for (std::size_t g = 0; g < G; ++g) {
       d.reset(static_cast<chip::StreamId>(g), guests[g].image);
       sids.push_back(static_cast<chip::StreamId>(g));
       const Tokens fi = forced_inputs(guests[g]);
-      counts.push_back(static_cast<std::uint32_t>(fi.size()));
-      in.insert(in.end(), fi.begin(), fi.end());
+      counts.push_back(static_cast<std::uint32_t>(fi.size() - 1));
+      in.insert(in.end(), fi.begin(), fi.end() - 1);
+      last.push_back(fi.back());
     }
     Tokens out(in.size());
     d.teacher_forced_batch(sids, counts, in, out);
@@ -273,23 +288,61 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
     for (std::size_t g = 0; g < G; ++g) {
       const Tokens got(out.begin() + static_cast<std::ptrdiff_t>(at), out.begin() + static_cast<std::ptrdiff_t>(at + counts[g]));
       at += counts[g];
-      const std::string diff = first_difference(single[g], got);
-      if (!diff.empty()) return guests[g].name + ": " + diff;
+      const std::string diff = first_difference(Tokens(single[g].begin(), single[g].end() - 1), got);
+      if (!diff.empty()) return guests[g].name + " in " + frames_of(counts, "FORCED") + ": " + diff;
     }
-    return "pass: one FORCED frame of " + std::to_string(G) + " ragged entries gives the single steps' tokens";
+    Tokens after(G);
+    d.step_batch(sids, last, after);
+    for (std::size_t g = 0; g < G; ++g) {
+      if (after[g] != single[g].back()) {
+        return guests[g].name + ": the STEP after the FORCED frame predicts " + format::token_name(after[g]) +
+               " instead of " + format::token_name(single[g].back()) + " (FORCED left another state than single steps)";
+      }
+    }
+    return "pass: " + frames_of(counts, "FORCED") + " of " + std::to_string(G) + " ragged entries" +
+           " gives the single steps' tokens, and the state they leave (a STEP after it agrees)";
   });
 
-  // 8. FREE against free-running single steps.
+  // 8. FREE against free-running single steps: every guest free-running from START, one STEP
+  // frame per step, then the same in one FREE frame of ragged entries (n_g - 1 steps each) and one
+  // STEP of the last prediction, which must agree too (FREE leaves the single steps' state).
   check("FREE (free-running steps)", [&]() -> std::string {
     if (!caps.multi_step) return "skip: no MULTI_STEP capability";
     DutBackend& d = session();
-    d.set_num_streams(std::min<std::size_t>(2, G));
-    const std::size_t n = guests[0].tokens.size();
-    const Tokens by_steps = free_by_steps(d, 0, guests[0].image, n);
-    d.reset(0, guests[0].image);
-    const Tokens multi = d.free_running(0, format::kStartToken, n);
-    const std::string diff = first_difference(by_steps, multi);
-    return diff.empty() ? "pass: " + plural(n, "step") + " of " + guests[0].name + " in one FREE frame" : "FREE: " + diff;
+    d.set_num_streams(G);
+    std::vector<Tokens> by_steps(G);
+    std::vector<chip::StreamId> sids;
+    std::vector<std::uint32_t> counts;
+    for (std::size_t g = 0; g < G; ++g) {
+      by_steps[g] = free_by_steps(d, static_cast<chip::StreamId>(g), guests[g].image, guests[g].tokens.size());
+      sids.push_back(static_cast<chip::StreamId>(g));
+      counts.push_back(static_cast<std::uint32_t>(guests[g].tokens.size() - 1));
+    }
+    for (std::size_t g = 0; g < G; ++g) d.reset(sids[g], guests[g].image);
+    std::size_t total = 0;
+    for (std::uint32_t c : counts) total += c;
+    Tokens out(total);
+    const Tokens first(G, format::kStartToken);
+    d.free_running_batch(sids, counts, first, out);
+    std::size_t at = 0;
+    Tokens last(G);
+    for (std::size_t g = 0; g < G; ++g) {
+      const Tokens got(out.begin() + static_cast<std::ptrdiff_t>(at), out.begin() + static_cast<std::ptrdiff_t>(at + counts[g]));
+      at += counts[g];
+      const std::string diff = first_difference(Tokens(by_steps[g].begin(), by_steps[g].end() - 1), got);
+      if (!diff.empty()) return guests[g].name + " in " + frames_of(counts, "FREE") + ": " + diff + " (one STEP per step gives the latter)";
+      last[g] = got.back();
+    }
+    Tokens after(G);
+    d.step_batch(sids, last, after);
+    for (std::size_t g = 0; g < G; ++g) {
+      if (after[g] != by_steps[g].back()) {
+        return guests[g].name + ": the STEP after the FREE frame predicts " + format::token_name(after[g]) +
+               " instead of " + format::token_name(by_steps[g].back()) + " (FREE left another state than single steps)";
+      }
+    }
+    return "pass: " + frames_of(counts, "FREE") + " of " + std::to_string(G) + " ragged entries (" + plural(total, "step") +
+           ") gives the free-running single steps' tokens, and the state they leave (a STEP after it agrees)";
   });
 
   // 9. State hash: equal states give equal hashes, whatever the batch.
@@ -348,8 +401,10 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
     d.set_num_streams(1);
     d.reset(0, guests[0].image);
     d.set_probe_recording(true);
-    d.step(0, format::kStartToken);
-    std::size_t read = 0;
+    const chip::Token predicted = d.step(0, format::kStartToken);
+    std::size_t read = 0, values = 0;
+    std::optional<float> first;
+    bool constant = true;
     for (const chip::ProbePoint& p : pm.points) {
       for (const std::string& f : p.fields) {
         const auto v = d.probe(0, p.layer, p.after, f);
@@ -359,12 +414,36 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
           return "field " + f + " at layer " + std::to_string(p.layer) + ": " + std::to_string(v.size()) +
                  " values, its width is " + std::to_string(field->width);
         }
+        for (float x : v) {
+          if (!first) first = x;
+          constant = constant && x == *first;
+          ++values;
+        }
         ++read;
       }
     }
+    if (constant && values >= 2) {
+      d.set_probe_recording(false);
+      std::ostringstream os;
+      os << "every one of the " << values << " values of the " << plural(read, "probe") << " read is " << *first
+         << ": the probes show no values the chip computed, and a run would blame a layer on them";
+      return os.str();
+    }
+    std::string judged = "; not judged against the tokens";
+    if (judge && predicted == guests[0].tokens[0]) {
+      const std::string why = judge(d, 0, format::kStartToken, predicted);
+      if (!why.empty()) {
+        d.set_probe_recording(false);
+        return "the probes of " + guests[0].name + "'s first step, which the chip predicted right, disagree with " +
+               "its tokens: " + why + " (a run would blame a layer on them)";
+      }
+      judged = "; the convention fields agree with the first step's tokens";
+    } else if (judge) {
+      judged = "; not judged against the tokens (the chip's first token of " + guests[0].name + " is wrong)";
+    }
     d.set_probe_recording(false);
     return "pass: " + plural(pm.fields.size(), "field") + ", " + plural(pm.points.size(), "point") + ", " +
-           plural(read, "probe") + " read with their widths";
+           plural(read, "probe") + " read with their widths" + judged;
   });
   if (b) b.reset();  // BYE
 

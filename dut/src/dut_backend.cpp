@@ -175,8 +175,14 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
     fail("stopped by SIGINT/SIGTERM while waiting on " + what + " (" + e.what() + ")");
   } catch (const Timeout& e) {
     conn_->kill_peer();
-    fail("no answer to " + what + " within " + (type == kHello ? "--dut-start-timeout " : "--dut-timeout ") +
-         json(timeout_s).dump() + " s (" + e.what() + ")");
+    fail("no answer to " + request_text(type, payload) + " within " +
+         (type == kHello ? "--dut-start-timeout " : "--dut-timeout ") + json(timeout_s).dump() + " s (" + e.what() +
+         ")");
+  } catch (const StrayText& e) {
+    fail("wrote text where a frame belongs, in answer to " + what + ": \"" + e.line() + "\" (" +
+         (config_.command.empty() ? "a chip must write only frames to its connection; write debug output elsewhere"
+                                  : "a chip must write only frames to its stdout; print debug output to stderr") +
+         ")");
   } catch (const Malformed& e) {
     fail(std::string("malformed frame in answer to ") + what + ": " + e.what());
   } catch (const TransportError& e) {
@@ -185,7 +191,8 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
   }
   if (!f) {
     const std::string st = conn_->exit_status(std::chrono::milliseconds(2000));
-    fail(conn_->peer() + " closed its side during " + what + (st.empty() ? "" : " (the chip process " + st + ")"));
+    fail(conn_->peer() + " closed its side during " + request_text(type, payload) +
+         (st.empty() ? "" : " (the chip process " + st + ")"));
   }
   if (f->type == kError) {
     try {

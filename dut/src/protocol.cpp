@@ -59,6 +59,30 @@ std::string type_name(std::uint32_t type) {
   return "type " + hex(type);
 }
 
+std::string request_text(std::uint32_t type, std::span<const std::uint8_t> payload) {
+  const std::string name = type_name(type);
+  if (type != kStep && type != kForced && type != kFree) return name;
+  auto u32_at = [&](std::size_t at, std::uint32_t& v) {
+    if (at + 4 > payload.size()) return false;
+    std::memcpy(&v, payload.data() + at, 4);
+    return true;
+  };
+  std::uint32_t n = 0;
+  if (!u32_at(0, n) || n > payload.size()) return name;
+  // Entries: STEP (stream, input), FORCED (stream, count), FREE (stream, count, first).
+  const std::size_t entry = type == kFree ? 12 : 8;
+  std::uint64_t steps = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::uint32_t count = 1;
+    if (type != kStep && !u32_at(4 + entry * i + 4, count)) return name;
+    steps += count;
+  }
+  auto plural = [](std::uint64_t k, const char* what) {
+    return std::to_string(k) + " " + what + (k == 1 ? "" : "s");
+  };
+  return name + " of " + plural(steps, "step") + " (" + plural(n, "stream") + ")";
+}
+
 std::string capability_names(std::uint32_t bits) {
   std::string out;
   const std::pair<std::uint32_t, const char*> names[] = {

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -201,6 +202,26 @@ std::optional<Frame> Connection::read_frame(Clock::time_point deadline) {
   std::uint32_t length = 0;
   std::memcpy(&f.type, head, 4);
   std::memcpy(&length, head + 4, 4);
+  const auto is_text = [](std::uint8_t c) { return (c >= 0x20 && c < 0x7f) || c == '\t' || c == '\n' || c == '\r'; };
+  if (std::all_of(head, head + 8, is_text)) {
+    // Not a frame but text (a type's upper bytes are 0): quote its first line.
+    constexpr std::size_t kQuote = 60;
+    std::string line(reinterpret_cast<const char*>(head), 8);
+    const auto until = std::min(deadline, Clock::now() + std::chrono::milliseconds(200));
+    try {
+      std::uint8_t c = 0;
+      while (line.find('\n') == std::string::npos && line.size() <= kQuote && read_exact(&c, 1, until, false))
+        line.push_back(static_cast<char>(c));
+    } catch (const TransportError&) {
+      // the text ended (or paused): quote what came
+    }
+    line = line.substr(0, line.find_first_of("\r\n"));
+    std::string shown;
+    for (char c : line) shown += is_text(static_cast<std::uint8_t>(c)) && c != '\t' ? c : ' ';
+    const bool cut = shown.size() > kQuote;
+    if (cut) shown = shown.substr(0, kQuote);
+    throw StrayText(peer_ + " wrote text where a frame belongs: \"" + shown + (cut ? "...\"" : "\""), shown);
+  }
   if (length > kMaxPayload) {
     throw Malformed(type_name(f.type) + " frame: length " + std::to_string(length) + " exceeds the limit " +
                     std::to_string(kMaxPayload));

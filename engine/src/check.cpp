@@ -472,10 +472,20 @@ std::string result_text(const RunResult& r) {
   std::ostringstream os;
   for (const StreamResult& s : r.streams)
     if (s.divergence) os << s.divergence->to_text();
-  char line[256];
-  std::snprintf(line, sizeof line, "steps compared %llu, mismatches %llu, digest %s (%.2f s, %.0f steps/s)%s\n",
-                static_cast<unsigned long long>(r.steps), static_cast<unsigned long long>(r.mismatches),
-                r.digest.c_str(), r.seconds, r.steps_per_second, r.interrupted ? ", interrupted" : "");
+  char line[320];
+  if (r.diagnosis_seconds > 0) {
+    // The rate is the comparing's alone: the divergence's replay is not comparing speed.
+    std::snprintf(line, sizeof line,
+                  "steps compared %llu, mismatches %llu, digest %s (%.2f s: %.2f s comparing at %.0f steps/s, %.2f s "
+                  "diagnosing the divergence)%s\n",
+                  static_cast<unsigned long long>(r.steps), static_cast<unsigned long long>(r.mismatches),
+                  r.digest.c_str(), r.seconds, r.seconds - r.diagnosis_seconds, r.steps_per_second,
+                  r.diagnosis_seconds, r.interrupted ? ", interrupted" : "");
+  } else {
+    std::snprintf(line, sizeof line, "steps compared %llu, mismatches %llu, digest %s (%.2f s, %.0f steps/s)%s\n",
+                  static_cast<unsigned long long>(r.steps), static_cast<unsigned long long>(r.mismatches),
+                  r.digest.c_str(), r.seconds, r.steps_per_second, r.interrupted ? ", interrupted" : "");
+  }
   os << line;
   return os.str();
 }

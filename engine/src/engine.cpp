@@ -292,6 +292,7 @@ json RunResult::to_json() const {
           {"mismatches", mismatches},
           {"seconds", seconds},
           {"steps_per_second", steps_per_second},
+          {"diagnosis_seconds", diagnosis_seconds},
           {"interrupted", interrupted},
           {"resumed_from", resumed_from},
           {"checkpoints_written", checkpoints_written},
@@ -804,6 +805,52 @@ void set_candidates(Attribution& a, const std::set<int>& cand, const chip::Probe
             describe_candidates(cand, pm);
 }
 
+// Whether the convention field `f` (meaning m) is compared at probe point `at` (docs/engine.md §3):
+// "" when it is, else why not ("not compared: ...").
+std::string not_compared_why(const chip::ProbeMap::Field& f, const FieldMeaning& m, std::pair<int, int> at) {
+  if (m.next) {
+    if (const chip::SublayerRef* w = first_writer_after(f, at))
+      return "not compared: not final here, " + sublayer_name(*w) + " writes into it later";
+  } else if (at.first >= 0) {
+    if (const chip::SublayerRef* w = first_writer_at_or_before(f, at))
+      return "not compared: " + sublayer_name(*w) + " writes into it before this point";
+  }
+  return "";
+}
+
+// Probes that cannot locate anything: every value of every compared convention field is the same
+// number c (all zeros, typically: a chip that answers PROBE without recording), while the step's
+// tokens imply other values. No layer may be blamed on them. Returns the reason, or "" when the
+// probes vary (or agree with the tokens). Throws what be.probe() throws.
+std::string uninformative_probes(const chip::ChipBackend& be, chip::StreamId sid, const chip::ProbeMap& pm,
+                                 std::uint32_t input, std::uint32_t expected_next) {
+  std::optional<float> c;
+  bool constant = true, implied_other = false;
+  std::size_t fields = 0, values = 0;
+  for (const chip::ProbePoint& p : pm.points) {
+    for (const std::string& name : p.fields) {
+      const chip::ProbeMap::Field* f = pm.find(name);
+      const auto m = f ? field_meaning(name, f->width) : std::nullopt;
+      if (!m || !not_compared_why(*f, *m, position(p.layer, p.after)).empty()) continue;
+      const std::vector<float> got = be.probe(sid, p.layer, p.after, name);
+      const std::vector<float> want = expected_values(*m, m->next ? expected_next : input, f->width);
+      ++fields;
+      for (float v : got) {
+        if (!c) c = v;
+        constant = constant && v == *c;
+        ++values;
+      }
+      for (float v : want) implied_other = implied_other || !c || v != *c;
+    }
+  }
+  if (!constant || !implied_other || values < 2) return "";
+  std::ostringstream os;
+  os << "every value of the " << fields << (fields == 1 ? " compared probe field" : " compared probe fields")
+     << " is " << *c << " (" << values << " values), which the step's tokens do not give: the probes show no "
+     << "values the chip computed";
+  return os.str();
+}
+
 Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint32_t input,
                       std::uint32_t expected_next) {
   Attribution a;
@@ -816,6 +863,16 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
     pm = be.probe_map();
   } catch (const std::exception& e) {
     a.text = std::string("no attribution: no probe map (") + e.what() + ")";
+    return a;
+  }
+  try {
+    const std::string why = uninformative_probes(be, sid, pm, input, expected_next);
+    if (!why.empty()) {
+      a.text = "no attribution: the chip's probes do not locate the divergence (" + why + ")";
+      return a;
+    }
+  } catch (const std::exception& e) {
+    a.text = std::string("no attribution: probing failed: ") + e.what();
     return a;
   }
   std::vector<const chip::ProbePoint*> points;
@@ -839,19 +896,10 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
       c.after = chip::to_string(p->after);
       c.field = name;
       c.meaning = describe(*m);
-      const std::pair<int, int> at = key(p);
-      if (m->next) {
-        if (const chip::SublayerRef* w = first_writer_after(*f, at)) {
-          c.skipped = "not compared: not final here, " + sublayer_name(*w) + " writes into it later";
-          a.checks.push_back(c);
-          continue;
-        }
-      } else if (at.first >= 0) {
-        if (const chip::SublayerRef* w = first_writer_at_or_before(*f, at)) {
-          c.skipped = "not compared: " + sublayer_name(*w) + " writes into it before this point";
-          a.checks.push_back(c);
-          continue;
-        }
+      c.skipped = not_compared_why(*f, *m, key(p));
+      if (!c.skipped.empty()) {
+        a.checks.push_back(c);
+        continue;
       }
       c.expected = expected_values(*m, m->next ? expected_next : input, f->width);
       try {
@@ -948,6 +996,23 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
 
 }  // namespace
 
+std::string probe_inconsistency(const chip::ChipBackend& be, chip::StreamId s, std::uint32_t input,
+                                std::uint32_t next) {
+  const Attribution a = attribute(be, s, input, next);
+  if (a.text.rfind("no attribution: the chip's probes do not locate", 0) == 0) return a.text.substr(16);
+  if (a.text.rfind("no attribution: probing failed", 0) == 0) return a.text.substr(16);
+  if (a.status != "embedding" && a.status != "layer") return "";
+  const ProbeCheck& c = a.checks.back();
+  std::ostringstream os;
+  os << "field " << c.field << " (" << c.meaning << ") " << after_point(a.first_disagreeing) << " is [";
+  for (std::size_t i = 0; i < c.actual.size() && i < 16; ++i) os << (i ? " " : "") << c.actual[i];
+  os << (c.actual.size() > 16 ? " ..." : "") << "], the step's tokens (" << format::token_name(input) << " in, "
+     << format::token_name(next) << " out) give [";
+  for (std::size_t i = 0; i < c.expected.size() && i < 16; ++i) os << (i ? " " : "") << c.expected[i];
+  os << (c.expected.size() > 16 ? " ..." : "") << "]";
+  return os.str();
+}
+
 // ------------------------------------------------------------------ engine
 
 struct Engine::Impl {
@@ -958,6 +1023,9 @@ struct Engine::Impl {
   std::vector<std::unique_ptr<Lane>> lanes;
   std::uint64_t round = 0;
   double seconds_before = 0;
+  // Seconds spent replaying divergences (classification and attribution): part of seconds(), not
+  // of the comparing that steps_per_second measures.
+  double diagnosis_seconds = 0;
   // The run's start: go() sets it again; set here too, for a run that fails before go() (a
   // chip's reset), whose partial result would otherwise count the seconds since boot.
   Clock::time_point t0 = Clock::now();
@@ -1322,6 +1390,12 @@ struct Engine::Impl {
     d.recent.assign(L.history.begin(), L.history.end());
     d.recent.push_back(L.current);
     L.mismatches = 1;
+    const auto replay_start = Clock::now();
+    struct Timed {  // adds the replay's time to diagnosis_seconds, also when it throws
+      double& total;
+      Clock::time_point start;
+      ~Timed() { total += std::chrono::duration<double>(Clock::now() - start).count(); }
+    } timed{diagnosis_seconds, replay_start};
     try {
       replay(L, d, input);
     } catch (...) {
@@ -1607,7 +1681,9 @@ struct Engine::Impl {
       r.mismatches += r.streams.back().mismatches;
     }
     r.seconds = seconds();
-    r.steps_per_second = r.seconds > 0 ? static_cast<double>(r.steps) / r.seconds : 0;
+    r.diagnosis_seconds = std::min(diagnosis_seconds, r.seconds);
+    const double comparing = r.seconds - r.diagnosis_seconds;
+    r.steps_per_second = comparing > 0 ? static_cast<double>(r.steps) / comparing : 0;
     r.interrupted = interrupted;
     r.resumed_from = resumed_from;
     r.checkpoints_written = checkpoints_written;

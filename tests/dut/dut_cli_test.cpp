@@ -161,8 +161,12 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
   const std::vector<Fault> faults = {
       {"exit", 3, "exited with status 3"},
       {"crash", 3, "killed by signal 11"},
-      {"hang", 3, "no answer to FORCED within --dut-timeout 2"},
-      {"garbage", 3, "malformed frame"},
+      {"hang", 3, " steps (1 stream) within --dut-timeout 2"},  // the request: below
+      // Text on the chip's stdout is named as text, quoted, with the fix (found by an outside
+      // tester: it was "malformed frame ... type 0x75626564", the bytes "debu").
+      {"garbage", 3,
+       "wrote text where a frame belongs, in answer to FORCED: \"debug: logits computed\" (a chip must write only "
+       "frames to its stdout; print debug output to stderr)"},
       {"oversize", 3, "exceeds the limit 67108864"},
       {"short", 3, "the wrong batch size"},
       {"badid", 3, "predicted id 16777215, not a token of trace-v3"},
@@ -189,6 +193,13 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
     // A chip that failed before any step: no closing "steps compared 0" line.
     if (f.n == 0) {
       EXPECT_EQ(r.err.find("steps compared"), std::string::npos) << r.err;
+    }
+    if (f.mode == "hang") {
+      // The timeout names the frame left unanswered and the steps it asked for.
+      const auto [before, count] = fault_point(r.err);
+      EXPECT_NE(lines[0].find("no answer to FORCED of " + std::to_string(count) + " steps (1 stream) within --dut-timeout 2"),
+                std::string::npos)
+          << lines[0];
     }
     if (f.n > 0) {
       // The steps of the two answers before the fault were compared, and kept.
@@ -327,6 +338,28 @@ TEST_F(DutCli, AChipWithoutProbesStillGetsADivergenceReport) {
   const json rep = json::parse(slurp(dir / "summary.json"));
   EXPECT_EQ(rep["status"], "mismatch");
   EXPECT_EQ(rep["steps"], before + count);
+  // The rate is the comparing's: the divergence's replay (4,096 steps through the protocol here)
+  // is timed apart and left out of it, and the closing line says so.
+  const double seconds = s["seconds"], diagnosis = s["diagnosis_seconds"], rate = s["steps_per_second"];
+  EXPECT_GT(diagnosis, 0.0);
+  EXPECT_LT(diagnosis, seconds);
+  EXPECT_NEAR(rate, static_cast<double>(before + count) / (seconds - diagnosis), 1e-6 * rate);
+  EXPECT_NE(r.err.find(" diagnosing the divergence)"), std::string::npos) << r.err;
+}
+
+// A chip whose probes are all zeros: the run gives no layer (it blamed "embedding"), and says why.
+TEST_F(DutCli, AllZeroProbesLocateNothing) {
+  const Result r = run_lockstep({"run", crc32_.string(), "--mode", "forced", "--steps", "20000", "--json", "--dut",
+                                 kFaulty + " zeroprobes 3 " + kChip});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const json a = summary_of(r)["divergence"]["attribution"];
+  EXPECT_EQ(a["status"], "unavailable") << a.dump();
+  EXPECT_EQ(a["text"].get<std::string>().rfind("no attribution: the chip's probes do not locate the divergence (every "
+                                               "value of the ",
+                                               0),
+            0u)
+      << a.dump();
+  EXPECT_NE(a["text"].get<std::string>().find(" is 0 ("), std::string::npos) << a.dump();
 }
 
 TEST_F(DutCli, AChipThatCannotStartIsOneLine) {
@@ -348,21 +381,74 @@ TEST_F(DutCli, AChipThatCannotStartIsOneLine) {
   EXPECT_EQ(chip.exit_code, 2);
 }
 
+// The verdict of dut-check's check `name` in its --json summary, and its detail.
+std::pair<std::string, std::string> check_of(const json& summary, const std::string& name) {
+  for (const json& c : summary["checks"])
+    if (c["check"] == name) return {c["verdict"], c["detail"]};
+  return {"absent", ""};
+}
+
 TEST_F(DutCli, DutCheckPassesOnChipServerAndFailsOnAFaultyChip) {
   const Result ok = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut", server_cmd()});
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   const json s = summary_of(ok);
   EXPECT_EQ(s["failed"], 0);
   EXPECT_EQ(s["passed"], 21);
+  EXPECT_NE(check_of(s, "probes").second.find("the convention fields agree with the first step's tokens"),
+            std::string::npos)
+      << s["checks"].dump(1);
+  // A failed check is a finding about the chip: exit 1 and status "mismatch", as a divergence
+  // (it was 2, the code of a broken job).
   const Result bad = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut-timeout", "5", "--dut",
                                    kFaulty + " short 2 " + kChip});
-  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.exit_code, 1) << bad.err;
   const json sb = summary_of(bad);
+  EXPECT_EQ(sb["status"], "mismatch");
   EXPECT_GT(sb["failed"].get<int>(), 0) << bad.err;
+  EXPECT_EQ(sb["mismatches"], sb["failed"]);
+  EXPECT_TRUE(error_lines(bad.err).empty()) << bad.err;
   bool named = false;
   for (const json& c : sb["checks"])
     if (c["verdict"] == "fail" && c["detail"].get<std::string>().find("wrong batch size") != std::string::npos) named = true;
   EXPECT_TRUE(named) << sb["checks"].dump(1);
+}
+
+// A chip that cannot be started fails the handshake, and nothing is checked: a broken job, exit 2
+// with one line.
+TEST_F(DutCli, DutCheckOfAChipThatCannotStartIsAnError) {
+  const Result r = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut", "/nonexistent/chip --flag"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(summary_of(r)["status"], "error");
+  const auto lines = error_lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_EQ(lines[0].rfind("lockstep: error: dut-check: the handshake failed, nothing was checked: chip under test: ", 0),
+            0u)
+      << lines[0];
+}
+
+// A chip whose FREE is wrong and whose STEP and FORCED are right: dut-check sends FREE frames, so
+// its FREE check fails, and only it (it sent STEP frames and passed such a chip).
+TEST_F(DutCli, DutCheckFailsAChipWhoseFreeIsWrong) {
+  const Result r = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut", kFaulty + " freebug 0 " + kChip});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json s = summary_of(r);
+  EXPECT_EQ(s["failed"], 1) << s["checks"].dump(1);
+  const auto [verdict, detail] = check_of(s, "FREE (free-running steps)");
+  EXPECT_EQ(verdict, "fail");
+  EXPECT_NE(detail.find(" in one FREE frame: step 299: EXIT("), std::string::npos) << detail;
+  EXPECT_EQ(check_of(s, "FORCED (teacher-forced steps)").first, "pass");
+}
+
+// A chip whose probes are all zeros fails dut-check's probes check.
+TEST_F(DutCli, DutCheckFailsAllZeroProbes) {
+  const Result r = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut", kFaulty + " zeroprobes 0 " + kChip});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json s = summary_of(r);
+  EXPECT_EQ(s["failed"], 1) << s["checks"].dump(1);
+  const auto [verdict, detail] = check_of(s, "probes");
+  EXPECT_EQ(verdict, "fail");
+  EXPECT_EQ(detail.rfind("every one of the ", 0), 0u) << detail;
+  EXPECT_NE(detail.find(" read is 0: the probes show no values the chip computed"), std::string::npos) << detail;
 }
 
 TEST_F(DutCli, FuzzThroughTheProtocolIsExact) {

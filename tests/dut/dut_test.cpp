@@ -153,6 +153,19 @@ TEST(DutCodec, RejectsMalformedPayloads) {
   EXPECT_EQ(decode_reset(w8.payload()).repeated_section, ".a");
 }
 
+// Timeouts name the request with the steps it asked for.
+TEST(DutCodec, RequestTextNamesTheSteps) {
+  const std::vector<StepEntry> step{{0, 5}, {1, 6}};
+  EXPECT_EQ(request_text(kStep, encode_step(step)), "STEP of 2 steps (2 streams)");
+  const std::vector<MultiEntry> forced{{0, 256, 0}};
+  EXPECT_EQ(request_text(kForced, encode_forced(forced, std::vector<std::uint32_t>(256, 1))),
+            "FORCED of 256 steps (1 stream)");
+  const std::vector<MultiEntry> free{{0, 3, 0}, {2, 1, 0}};
+  EXPECT_EQ(request_text(kFree, encode_free(free)), "FREE of 4 steps (2 streams)");
+  EXPECT_EQ(request_text(kHash, encode_u32(0)), "HASH");
+  EXPECT_EQ(request_text(kForced, {}), "FORCED");
+}
+
 TEST(DutCodec, TypeAndCapabilityNames) {
   EXPECT_EQ(type_name(kStep), "STEP");
   EXPECT_EQ(type_name(kResponse | kForced), "TOKENS (FORCED)");
@@ -479,6 +492,42 @@ TEST(DutSession, ConformanceChecksPassOnACorrectAdapter) {
     pass += l.verdict == CheckLine::Verdict::kPass;
   }
   EXPECT_EQ(pass, 21u);
+}
+
+// dut-check's probes check asks the judge about the first step, which the chip predicted right,
+// and fails with the judge's reason.
+TEST(DutSession, ConformanceProbesCheckFailsWhatTheJudgeRejects) {
+  FakeServer server;
+  std::vector<ConformanceGuest> guests;
+  for (int g = 0; g < 2; ++g) {
+    chip::GuestImage im = sample_image();
+    im.entry += 4 * static_cast<std::uint64_t>(g);
+    testing::FakeChip f;
+    f.set_num_streams(1);
+    f.reset(0, im);
+    std::vector<std::uint32_t> tokens;
+    chip::Token in = 0;
+    for (int k = 0; k < 20; ++k) tokens.push_back(in = f.step(0, in));
+    guests.push_back({"g" + std::to_string(g), im, tokens});
+  }
+  std::vector<std::pair<chip::Token, chip::Token>> asked;
+  const auto lines = run_conformance(server.config(), guests, {},
+                                     [&](const chip::ChipBackend&, chip::StreamId, chip::Token in, chip::Token next) {
+                                       asked.emplace_back(in, next);
+                                       return std::string("field in_kind disagrees");
+                                     });
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].first, 0u);  // START
+  EXPECT_EQ(asked[0].second, guests[0].tokens[0]);
+  std::size_t failed = 0;
+  for (const CheckLine& l : lines) {
+    if (l.verdict != CheckLine::Verdict::kFail) continue;
+    ++failed;
+    EXPECT_EQ(l.name, "probes");
+    EXPECT_EQ(l.detail, "the probes of g0's first step, which the chip predicted right, disagree with its tokens: field "
+                        "in_kind disagrees (a run would blame a layer on them)");
+  }
+  EXPECT_EQ(failed, 1u);
 }
 
 TEST(DutSession, UnreachableChipIsOneLine) {

@@ -7,9 +7,12 @@
 // to stdout), oversize (a frame header over 64 MiB), short (one token fewer), badid (an id
 // outside the map), error (ERROR 7), wrongtype (OK instead of TOKENS), version (HELLO_OK with
 // protocol 2), wrongtoken (one token of the answer replaced by another token of trace-v3: a
-// mismatch, not a protocol fault), stream1 (every EXIT(s) answered for stream 1 becomes
-// EXIT(s ^ 1), whatever N: a chip whose bug shows only beside another stream, for fuzz's batch-dependent
-// failures), none (a correct chip). A fourth argument `plain` announces
+// mismatch, not a protocol fault), none (a correct chip). Three modes plant a bug in every answer
+// of one kind and ignore N: freebug (the last token of every FREE answer replaced as wrongtoken
+// does: STEP and FORCED stay right), stream1 (every EXIT(s) answered for stream 1 becomes
+// EXIT(s ^ 1): a chip whose bug shows only beside another stream, for fuzz's batch-dependent
+// failures) and zeroprobes (every PROBE answer all zeros, its width kept; with N > 0 the N-th
+// TOKENS answer also has a wrong token, as wrongtoken). A fourth argument `plain` announces
 // MULTI_STEP only (no PROBES, HASH, SAVE_RESTORE).
 #include <unistd.h>
 
@@ -65,6 +68,22 @@ class Faulty final : public dut::Connection {
       return;
     }
     const bool hello = type == (dut::kResponse | dut::kHello);
+    if (mode_ == "freebug" && type == (dut::kResponse | dut::kFree)) {
+      std::vector<std::uint32_t> t = dut::decode_tokens(payload);
+      t.back() = t.back() == 256u * 31 ? 256u * 31 + 1 : 256u * 31;  // EXIT(0) / EXIT(1)
+      in_->write_frame(type, dut::encode_tokens(t), deadline);
+      return;
+    }
+    if (mode_ == "zeroprobes" && type == (dut::kResponse | dut::kProbe)) {
+      const std::vector<float> zeros(dut::decode_values(payload).size(), 0.0f);
+      in_->write_frame(type, dut::encode_values(zeros), deadline);
+      return;
+    }
+    if (mode_ == "freebug" || (mode_ == "zeroprobes" && !(n_ > 0 && tokens && answers_ + 1 == n_))) {
+      if (tokens) ++answers_, steps_ += dut::decode_tokens(payload).size();
+      in_->write_frame(type, payload, deadline);
+      return;
+    }
     if (tokens) ++answers_;
     const bool now = mode_ != "stream1" && ((n_ == 0 && hello) || (n_ > 0 && tokens && answers_ == n_));
     const std::size_t count = tokens ? dut::decode_tokens(payload).size() : 0;
@@ -98,7 +117,7 @@ class Faulty final : public dut::Connection {
       in_->write_raw(std::span<const std::uint8_t>(head, 8), deadline);
       return;
     }
-    if (mode_ == "wrongtoken") {
+    if (mode_ == "wrongtoken" || mode_ == "zeroprobes") {
       std::vector<std::uint32_t> t = dut::decode_tokens(payload);
       t.back() = t.back() == 256u * 31 ? 256u * 31 + 1 : 256u * 31;  // EXIT(0) / EXIT(1)
       in_->write_frame(type, dut::encode_tokens(t), deadline);

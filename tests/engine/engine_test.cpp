@@ -330,6 +330,40 @@ TEST(Engine, AttributionBlamesTheKindLayerOrTheUnembedding) {
   }
 }
 
+// dut-check's judge of a chip's probes (engine::probe_inconsistency): the probes of a step agree
+// with its own tokens, and a token they do not show is named with both values.
+TEST(Engine, ProbeInconsistencyNamesTheFieldThatDisagreesWithTheTokens) {
+  const Guest g = testing::make_loop_guest(20);
+  const auto trace = testing::reference_trace(g);
+  ScriptedBackend be({trace});
+  be.set_num_streams(1);
+  be.reset(0, {});
+  be.set_probe_recording(true);
+  ASSERT_EQ(be.step(0, format::kStartToken), trace[0]);
+  EXPECT_EQ(probe_inconsistency(be, 0, format::kStartToken, trace[0]), "");
+  // The probes show the step's own tokens, so against another next token (kind + 3) they disagree.
+  const std::uint32_t other = trace[0] + 0x300;
+  const std::string why = probe_inconsistency(be, 0, format::kStartToken, other);
+  EXPECT_EQ(why.rfind("field next_kind (onehot of the next token's kind) after layer 0 (mlp) is [", 0), 0u) << why;
+  EXPECT_NE(why.find("the step's tokens (START in, " + format::token_name(other) + " out) give ["), std::string::npos)
+      << why;
+}
+
+// Probes that are all zeros locate nothing: no layer is blamed on them.
+TEST(Engine, AllZeroProbesBlameNoLayer) {
+  const Guest g = testing::make_loop_guest(20);
+  const auto trace = testing::reference_trace(g);
+  ScriptedBackend be({trace});
+  be.set_num_streams(1);
+  be.reset(0, {});
+  be.set_probe_recording(true);
+  be.step(0, format::kStartToken);
+  be.zero_probes = true;
+  const std::string why = probe_inconsistency(be, 0, format::kStartToken, trace[0]);
+  EXPECT_EQ(why, "the chip's probes do not locate the divergence (every value of the 5 compared probe fields is 0 "
+                 "(195 values), which the step's tokens do not give: the probes show no values the chip computed)");
+}
+
 TEST(Engine, TeacherForcedPrefixOfAFreeRun) {
   const Guest g = testing::make_loop_guest(20);
   const auto trace = testing::reference_trace(g);
@@ -387,7 +421,7 @@ TEST(Engine, HashRecordsEveryNSteps) {
 // A run's result without its timings (seconds, rates, throughput samples), for comparing runs.
 json without_timings(const RunResult& r) {
   json j = r.to_json();
-  for (const char* k : {"seconds", "steps_per_second", "throughput"}) j.erase(k);
+  for (const char* k : {"seconds", "diagnosis_seconds", "steps_per_second", "throughput"}) j.erase(k);
   return j;
 }
 

@@ -70,6 +70,8 @@ class ScriptedBackend final : public chip::ChipBackend {
   std::atomic<bool>* stop_flag = nullptr;
   std::uint64_t stop_at = 0;
   std::uint64_t batch_calls = 0, multi_stream_batches = 0;
+  /// Every probe answers zeros (its width kept): probes that show nothing.
+  bool zero_probes = false;
 
   std::string name() const override { return "scripted"; }
   void load(std::shared_ptr<const chip::Chip>) override { throw chip::UsageError("scripted: no chips"); }
@@ -132,6 +134,11 @@ class ScriptedBackend final : public chip::ChipBackend {
   void set_probe_recording(bool on) override { record_ = on; }
   std::vector<float> probe(chip::StreamId s, int layer, chip::Sublayer after,
                            const std::string& field) const override {
+    std::vector<float> v = probe_values(s, layer, after, field);
+    if (zero_probes) std::fill(v.begin(), v.end(), 0.0f);
+    return v;
+  }
+  std::vector<float> probe_values(chip::StreamId s, int layer, chip::Sublayer after, const std::string& field) const {
     const Stream& st = streams_.at(s);
     if (!st.recorded) throw chip::UsageError("scripted: recording was off");
     const chip::Token tok = after == chip::Sublayer::Embed ? st.last_in

@@ -32,11 +32,22 @@ struct CheckLine {
   std::string to_string() const;  ///< "pass  handshake: ..." / "FAIL  ..." / "skip  ..."
 };
 
+/// Judges the probes of a stream's last step, recorded, which the chip predicted right (`input` in,
+/// `next` out; trace.md §2 ids): "" when they agree with the tokens as layer attribution reads
+/// them, else one line saying what disagrees. The engine's convention (docs/engine.md §3) lives
+/// in the engine (engine::probe_inconsistency), which this library may not use: the caller
+/// passes it in.
+using ProbeJudge = std::function<std::string(const chip::ChipBackend& backend, chip::StreamId stream,
+                                             chip::Token input, chip::Token next)>;
+
 /// Runs every check on the chip of `config` with `guests` (at least 2; each with at least 2
 /// tokens), calling `on_line` as each check ends; returns them all. Each check that needs a
-/// fresh session opens one, so that a fault in one check does not hide the others.
+/// fresh session opens one, so that a fault in one check does not hide the others. The probes
+/// check fails when every probe value it reads is the same number, and, with `judge`, when the
+/// probes of a step the chip predicted right do not agree with its tokens.
 std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vector<ConformanceGuest>& guests,
-                                       const std::function<void(const CheckLine&)>& on_line);
+                                       const std::function<void(const CheckLine&)>& on_line,
+                                       const ProbeJudge& judge = {});
 
 /// Opens the transport of `config` without a handshake (for raw-frame checks and tests).
 /// Throws DutError.

@@ -39,6 +39,20 @@ class Stopped : public TransportError {
   using TransportError::TransportError;
 };
 
+/// read_frame met text where a frame header belongs: the 8 header bytes are all printable ASCII
+/// (or tab, line feed, carriage return), which no frame of §3 can start with (a type's upper
+/// bytes are 0). The usual cause is a chip that prints debug output to its stdout. what() is one
+/// line; line() is the text's first line as read (at most 60 characters, control characters
+/// removed).
+class StrayText : public Malformed {
+ public:
+  StrayText(const std::string& what, std::string line) : Malformed(what), line_(std::move(line)) {}
+  const std::string& line() const { return line_; }
+
+ private:
+  std::string line_;
+};
+
 /// A parsed `--dut-connect` / `--listen` address: "unix:PATH" or "tcp:HOST:PORT".
 struct Address {
   enum class Kind { kUnix, kTcp } kind = Kind::kUnix;
@@ -64,9 +78,10 @@ class Connection {
   virtual void write_frame(std::uint32_t type, std::span<const std::uint8_t> payload, Clock::time_point deadline);
   /// Writes raw bytes (tests and dut-check's over-long-frame check); throws as write_frame.
   void write_raw(std::span<const std::uint8_t> bytes, Clock::time_point deadline, const std::string& what = "frame");
-  /// Reads one frame. Returns nullopt at a clean end of stream (between frames). Throws Malformed
-  /// for a length over kMaxPayload (nothing of the payload is read), TransportError for an end of
-  /// stream inside a frame, Timeout past the deadline.
+  /// Reads one frame. Returns nullopt at a clean end of stream (between frames). Throws StrayText
+  /// when the header is text (then up to the end of its first line is read, waiting at most
+  /// 200 ms more), Malformed for a length over kMaxPayload (nothing of the payload is read),
+  /// TransportError for an end of stream inside a frame, Timeout past the deadline.
   virtual std::optional<Frame> read_frame(Clock::time_point deadline);
 
   /// A one-line description of the peer, for error messages ("chip process 'python3 x.py'").

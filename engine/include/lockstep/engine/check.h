@@ -201,7 +201,8 @@ std::unique_ptr<chip::ChipBackend> make_dut_backend(const dut::DutConfig& config
 CheckOutcome run_check(const CheckRequest& request, std::ostream& err);
 
 /// The closing text of a check: each divergence's report, then one line
-/// "steps compared N, mismatches M, digest D (T s, R steps/s)".
+/// "steps compared N, mismatches M, digest D (T s, R steps/s)"; after a divergence "(T s: C s
+/// comparing at R steps/s, D s diagnosing the divergence)": the rate never counts the replay.
 std::string result_text(const RunResult& result);
 
 /// The summary JSON of a result (status, steps, mismatches, digest, run...).

@@ -120,6 +120,17 @@ struct Attribution {
   nlohmann::json to_json() const;
 };
 
+/// Whether the probes of stream `s`'s last step (recorded: ChipBackend::set_probe_recording) agree
+/// with that step's tokens, `input` in and `next` out, as layer attribution reads them
+/// (docs/engine.md §3). Meant for a step the chip predicted right (`next` is its prediction and
+/// the reference's): then every compared convention field must agree, and a disagreeing one means
+/// the probes are not the values the chip computes, so a run would blame the wrong layer on them.
+/// Returns "" when they agree (or the map has no comparable field), else one line: the first
+/// disagreeing field with both values, or why the probes are uninformative (every value the
+/// same), or why probing failed.
+std::string probe_inconsistency(const chip::ChipBackend& be, chip::StreamId s, std::uint32_t input,
+                                std::uint32_t next);
+
 /// Result of the teacher-forced replay after a divergence.
 enum class FaultClass {
   kSingleStep,      ///< reproduced at the step; every later step of the window agrees
@@ -209,7 +220,12 @@ struct RunResult {
   std::string mode, compare, backend;
   std::vector<StreamResult> streams;
   std::uint64_t steps = 0, mismatches = 0;
-  double seconds = 0, steps_per_second = 0;
+  double seconds = 0;  ///< the whole run, diagnosis included
+  /// Of `seconds`, the time spent diagnosing divergences (the teacher-forced replay that classifies
+  /// a divergence and attributes it to a layer).
+  double diagnosis_seconds = 0;
+  /// Steps compared per second of comparing: steps / (seconds - diagnosis_seconds).
+  double steps_per_second = 0;
   bool interrupted = false;
   std::uint64_t resumed_from = 0;   ///< step of the checkpoint resumed from (0: fresh)
   std::uint64_t checkpoints_written = 0;
