@@ -85,6 +85,36 @@ std::string frames_of(const std::vector<std::uint32_t>& counts, const char* type
   return frames == 1 ? std::string("one ") + type + " frame" : std::to_string(frames) + " " + type + " frames";
 }
 
+// The ragged answer `out` of one `type` frame (FORCED or FREE: counts[g] tokens of stream
+// sids[g], guest g) against want[g] without its last token; then one STEP of last[g] per stream
+// (an empty `last`: each stream's last answered token, as free running feeds it), which must
+// predict want[g].back(), since the frame must leave the state the single steps leave (§3.5,
+// §3.6). Returns "" or the finding; `hint` follows a difference in the answer.
+std::string ragged_frame_finding(DutBackend& d, const char* type, const std::vector<ConformanceGuest>& guests,
+                                 const std::vector<chip::StreamId>& sids, const std::vector<std::uint32_t>& counts,
+                                 const Tokens& out, const std::vector<Tokens>& want, Tokens last,
+                                 const std::string& hint) {
+  const bool fed_back = last.empty();
+  if (fed_back) last.resize(guests.size());
+  std::size_t at = 0;
+  for (std::size_t g = 0; g < guests.size(); ++g) {
+    const Tokens got(out.begin() + static_cast<std::ptrdiff_t>(at), out.begin() + static_cast<std::ptrdiff_t>(at + counts[g]));
+    at += counts[g];
+    const std::string diff = first_difference(Tokens(want[g].begin(), want[g].end() - 1), got);
+    if (!diff.empty()) return guests[g].name + " in " + frames_of(counts, type) + ": " + diff + hint;
+    if (fed_back) last[g] = got.back();
+  }
+  Tokens after(guests.size());
+  d.step_batch(sids, last, after);
+  for (std::size_t g = 0; g < guests.size(); ++g) {
+    if (after[g] != want[g].back()) {
+      return guests[g].name + ": the STEP after the " + type + " frame predicts " + format::token_name(after[g]) +
+             " instead of " + format::token_name(want[g].back()) + " (" + type + " left another state than single steps)";
+    }
+  }
+  return "";
+}
+
 struct RawSession {
   std::unique_ptr<Connection> conn;
   double timeout_s, start_timeout_s;
@@ -284,21 +314,8 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
     }
     Tokens out(in.size());
     d.teacher_forced_batch(sids, counts, in, out);
-    std::size_t at = 0;
-    for (std::size_t g = 0; g < G; ++g) {
-      const Tokens got(out.begin() + static_cast<std::ptrdiff_t>(at), out.begin() + static_cast<std::ptrdiff_t>(at + counts[g]));
-      at += counts[g];
-      const std::string diff = first_difference(Tokens(single[g].begin(), single[g].end() - 1), got);
-      if (!diff.empty()) return guests[g].name + " in " + frames_of(counts, "FORCED") + ": " + diff;
-    }
-    Tokens after(G);
-    d.step_batch(sids, last, after);
-    for (std::size_t g = 0; g < G; ++g) {
-      if (after[g] != single[g].back()) {
-        return guests[g].name + ": the STEP after the FORCED frame predicts " + format::token_name(after[g]) +
-               " instead of " + format::token_name(single[g].back()) + " (FORCED left another state than single steps)";
-      }
-    }
+    const std::string finding = ragged_frame_finding(d, "FORCED", guests, sids, counts, out, single, last, "");
+    if (!finding.empty()) return finding;
     return "pass: " + frames_of(counts, "FORCED") + " of " + std::to_string(G) + " ragged entries" +
            " gives the single steps' tokens, and the state they leave (a STEP after it agrees)";
   });
@@ -324,23 +341,9 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
     Tokens out(total);
     const Tokens first(G, format::kStartToken);
     d.free_running_batch(sids, counts, first, out);
-    std::size_t at = 0;
-    Tokens last(G);
-    for (std::size_t g = 0; g < G; ++g) {
-      const Tokens got(out.begin() + static_cast<std::ptrdiff_t>(at), out.begin() + static_cast<std::ptrdiff_t>(at + counts[g]));
-      at += counts[g];
-      const std::string diff = first_difference(Tokens(by_steps[g].begin(), by_steps[g].end() - 1), got);
-      if (!diff.empty()) return guests[g].name + " in " + frames_of(counts, "FREE") + ": " + diff + " (one STEP per step gives the latter)";
-      last[g] = got.back();
-    }
-    Tokens after(G);
-    d.step_batch(sids, last, after);
-    for (std::size_t g = 0; g < G; ++g) {
-      if (after[g] != by_steps[g].back()) {
-        return guests[g].name + ": the STEP after the FREE frame predicts " + format::token_name(after[g]) +
-               " instead of " + format::token_name(by_steps[g].back()) + " (FREE left another state than single steps)";
-      }
-    }
+    const std::string finding = ragged_frame_finding(d, "FREE", guests, sids, counts, out, by_steps, {},
+                                                     " (one STEP per step gives the latter)");
+    if (!finding.empty()) return finding;
     return "pass: " + frames_of(counts, "FREE") + " of " + std::to_string(G) + " ragged entries (" + plural(total, "step") +
            ") gives the free-running single steps' tokens, and the state they leave (a STEP after it agrees)";
   });

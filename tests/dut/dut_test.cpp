@@ -466,11 +466,12 @@ TEST(DutSession, AuthenticationIsChecked) {
   }
 }
 
-TEST(DutSession, ConformanceChecksPassOnACorrectAdapter) {
-  FakeServer server;
-  // Guests whose golden tokens are the fake chip's own (it computes no machine).
+// `n` guests g0.. whose golden tokens are the fake chip's own (it computes no machine): guest g
+// has `steps + g * more` tokens, each step fed the one before (teacher-forced on its own tokens,
+// so free-running and forced agree).
+std::vector<ConformanceGuest> fake_chip_guests(int n, int steps, int more) {
   std::vector<ConformanceGuest> guests;
-  for (int g = 0; g < 3; ++g) {
+  for (int g = 0; g < n; ++g) {
     chip::GuestImage im = sample_image();
     im.entry += 4 * static_cast<std::uint64_t>(g);
     testing::FakeChip f;
@@ -478,13 +479,15 @@ TEST(DutSession, ConformanceChecksPassOnACorrectAdapter) {
     f.reset(0, im);
     std::vector<std::uint32_t> tokens;
     chip::Token in = 0;
-    for (int k = 0; k < 40 + 10 * g; ++k) {
-      const chip::Token t = f.step(0, in);
-      tokens.push_back(t);
-      in = t;  // teacher-forced on its own tokens: free-running and forced agree
-    }
+    for (int k = 0; k < steps + more * g; ++k) tokens.push_back(in = f.step(0, in));
     guests.push_back({"g" + std::to_string(g), im, tokens});
   }
+  return guests;
+}
+
+TEST(DutSession, ConformanceChecksPassOnACorrectAdapter) {
+  FakeServer server;
+  const std::vector<ConformanceGuest> guests = fake_chip_guests(3, 40, 10);
   const auto lines = run_conformance(server.config(), guests, {});
   std::size_t pass = 0;
   for (const CheckLine& l : lines) {
@@ -498,18 +501,7 @@ TEST(DutSession, ConformanceChecksPassOnACorrectAdapter) {
 // and fails with the judge's reason.
 TEST(DutSession, ConformanceProbesCheckFailsWhatTheJudgeRejects) {
   FakeServer server;
-  std::vector<ConformanceGuest> guests;
-  for (int g = 0; g < 2; ++g) {
-    chip::GuestImage im = sample_image();
-    im.entry += 4 * static_cast<std::uint64_t>(g);
-    testing::FakeChip f;
-    f.set_num_streams(1);
-    f.reset(0, im);
-    std::vector<std::uint32_t> tokens;
-    chip::Token in = 0;
-    for (int k = 0; k < 20; ++k) tokens.push_back(in = f.step(0, in));
-    guests.push_back({"g" + std::to_string(g), im, tokens});
-  }
+  const std::vector<ConformanceGuest> guests = fake_chip_guests(2, 20, 0);
   std::vector<std::pair<chip::Token, chip::Token>> asked;
   const auto lines = run_conformance(server.config(), guests, {},
                                      [&](const chip::ChipBackend&, chip::StreamId, chip::Token in, chip::Token next) {
