@@ -472,6 +472,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
           << "): step " << d.step << ", pc " << hex(d.pc).substr(10) << " `" << d.disassembly << "`, field " << d.field
           << ": expected " << d.expected_text << ", got " << d.actual_text << "\n"
           << std::flush;
+      const std::string batch_repeat = repeat_batch(f, mode_name);
       campaign::ShrinkResult sr;
       sr.program = f.original;
       sr.original_words = sr.shrunk_words = f.original.words();
@@ -514,7 +515,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                                     {"programs", f.batch_size},
                                     {"stream", f.stream}}},
                          {"repeat", repeat_alone(f.original.index, mode_name)},
-                         {"repeat_batch", repeat_batch(f, mode_name)}};
+                         {"repeat_batch", batch_repeat}};
       write_text(dir / "fuzz.json", info.dump(2) + "\n");
       // The case (case.json, summary.json, junit.xml, report.html) as `lockstep run --report` writes it.
       engine::CheckRequest req;
@@ -557,10 +558,10 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
             std::to_string(f.first_index) + ".." + std::to_string(f.last_index) +
             " run together it diverged (the chip's bug depends on the other streams or on the stream index; or the "
             "chip is not deterministic)";
-        out << "  " << why << "; repeat the batch: " << repeat_batch(f, mode_name) << "\n" << std::flush;
+        out << "  " << why << "; repeat the batch: " << batch_repeat << "\n" << std::flush;
         write_text(dir / "NOT-REPRODUCED-ALONE.txt",
                    why + ".\n`lockstep replay` of this folder runs the program alone and passes.\nRepeat the batch: " +
-                       repeat_batch(f, mode_name) + "\n");
+                       batch_repeat + "\n");
       }
       failures.push_back({{"index", f.original.index},
                           {"program_seed", f.original.seed},
@@ -571,7 +572,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                           {"shrunk_words", sr.shrunk_words},
                           {"case_diverges_at", at},
                           {"reproduces_alone", at != 0},
-                          {"repeat_batch", repeat_batch(f, mode_name)}});
+                          {"repeat_batch", batch_repeat}});
     };
 
     while (next < end) {
