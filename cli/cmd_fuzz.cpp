@@ -509,6 +509,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                          {"shrink_runs", sr.runs},
                          {"shrink_seconds", sr.seconds},
                          {"shrink_budget_exhausted", sr.budget_exhausted},
+                         {"shrink_not_alone", sr.not_alone},
                          {"original_divergence", d.to_json()},
                          {"batch", {{"first_index", f.first_index},
                                     {"last_index", f.last_index},
@@ -543,7 +544,12 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         if (s.divergence) at = s.divergence->step;
       out << "  shrunk " << sr.original_words << " -> " << sr.shrunk_words << " instruction words (" << sr.runs
           << " candidate runs, " << static_cast<int>(sr.seconds * 10) / 10.0 << " s"
-          << (sr.budget_exhausted ? ", budget spent" : "") << "); the saved case "
+          << (sr.budget_exhausted ? ", budget spent" : "")
+          << (sr.not_alone ? ", " + std::to_string(sr.not_alone) +
+                                 " failed only beside other candidates and were not kept: the chip's bug depends on "
+                                 "the streams"
+                           : std::string())
+          << "); the saved case "
           << (at ? "diverges at step " + std::to_string(at) : std::string("does NOT diverge")) << "; lockstep replay "
           << dir.string() << "\n"
           << std::flush;

@@ -339,6 +339,37 @@ TEST(CampaignShrink, DownToTheOneInstructionThatMatters) {
   EXPECT_EQ(checked, 3u);
 }
 
+TEST(CampaignShrink, KeepsOnlyCandidatesThatFailAlone) {
+  // A chip whose bug shows in every program as a later stream of a batch, but alone (stream 0)
+  // only in programs that hold a mulhu: the shrunk case must still hold the mulhu, since it
+  // is saved and replayed alone.
+  auto has_mulhu = [](const Program& p) {
+    for (std::uint32_t w : p.code())
+      if (ref::decode(w).op == ref::Op::kMulhu) return true;
+    return false;
+  };
+  const FirstFailing stream_dependent = [&](const std::vector<Program>& cands) -> std::optional<std::size_t> {
+    for (std::size_t i = 0; i < cands.size(); ++i)
+      if (reference_exits(cands[i], 20000) && (i > 0 || has_mulhu(cands[i]))) return i;
+    return std::nullopt;
+  };
+  const auto ops = select_ops("mul,alu,load,store");
+  unsigned checked = 0, not_alone = 0;
+  for (std::uint64_t k = 0; k < 20 && checked < 3; ++k) {
+    const Program p = campaign::generate(program_seed(5, k), k, ops);
+    if (!has_mulhu(p)) continue;
+    ++checked;
+    const ShrinkResult r = shrink(p, stream_dependent);
+    not_alone += r.not_alone;
+    EXPECT_TRUE(has_mulhu(r.program)) << "program " << k << ":\n" << r.program.listing();
+    EXPECT_EQ(stream_dependent({r.program}), std::optional<std::size_t>(0)) << "program " << k;
+    EXPECT_EQ(r.shrunk_words, 6u) << r.program.listing();  // li x31 (2), mulhu, li a7 (2), ecall
+    EXPECT_FALSE(r.budget_exhausted);
+  }
+  EXPECT_EQ(checked, 3u);
+  EXPECT_GT(not_alone, 0u);  // candidates without the mulhu did fail as later streams
+}
+
 TEST(CampaignShrink, LiValuesGoTowardsZeroAndOne) {
   // Fails while x7 ends odd: what must stay is one li of x7, simplified to 1.
   auto x7_odd = [](const Program& p) {

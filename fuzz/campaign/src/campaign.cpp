@@ -991,7 +991,11 @@ ShrinkResult shrink(const Program& failing, const FirstFailing& first_failing, c
     return false;
   };
   // Tries candidates made by `make(k)` for k = from, from+1, ... < n (nullopt: skip),
-  // in speculative batches; returns the first k whose candidate still mismatches.
+  // in speculative batches; returns the first k whose candidate still mismatches alone.
+  // A candidate that failed as stream i > 0 of a batch is run again alone before it is kept:
+  // a chip whose bug depends on the stream index or on the streams beside it would otherwise
+  // shrink the case into one that passes alone, the way it is saved and replayed. One that
+  // passes alone counts as passing, and the search goes on after it.
   auto first_of = [&](std::size_t from, std::size_t n,
                       const std::function<std::optional<Program>(std::size_t)>& make) -> std::optional<std::pair<std::size_t, Program>> {
     std::size_t k = from;
@@ -1007,7 +1011,13 @@ ShrinkResult shrink(const Program& failing, const FirstFailing& first_failing, c
       }
       if (cands.empty()) break;
       res.runs += static_cast<unsigned>(cands.size());
-      if (auto f = first_failing(cands)) return std::make_pair(ks[*f], std::move(cands[*f]));
+      if (auto f = first_failing(cands)) {
+        if (*f == 0) return std::make_pair(ks[0], std::move(cands[0]));
+        ++res.runs;
+        if (first_failing({cands[*f]})) return std::make_pair(ks[*f], std::move(cands[*f]));
+        ++res.not_alone;
+        k = ks[*f] + 1;
+      }
     }
     return std::nullopt;
   };

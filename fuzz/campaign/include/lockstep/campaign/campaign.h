@@ -250,7 +250,10 @@ std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip:
 /// until nothing changes or
 /// the budget is spent.  A candidate counts as still mismatching only when
 /// the reference still runs it to its exit and the chip still diverges in
-/// `mode`.
+/// `mode` when the candidate runs alone, as stream 0: candidates run
+/// `batch` at a time, and one that fails only as a later stream of its batch
+/// is run again alone before it is kept (ShrinkResult::not_alone counts
+/// those that then passed).
 struct ShrinkOptions {
   unsigned max_runs = 4000;           ///< candidate lock-step runs
   double max_seconds = 120;
@@ -263,6 +266,9 @@ struct ShrinkResult {
   unsigned runs = 0;
   double seconds = 0;
   bool budget_exhausted = false;
+  /// Candidates that mismatched beside other candidates (stream i > 0 of a batch) but not
+  /// alone, and were counted as passing: nonzero means the chip's bug depends on the streams.
+  unsigned not_alone = 0;
 };
 /// `first_failing(cands)`: the index of the first candidate that still
 /// mismatches, or nullopt.
