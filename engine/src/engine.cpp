@@ -49,6 +49,7 @@ std::string_view to_string(FaultClass f) {
     case FaultClass::kCorruptedState: return "corrupted-state";
     case FaultClass::kNotReproduced: return "not-reproduced";
     case FaultClass::kRequestDependent: return "request-dependent";
+    case FaultClass::kTokenMapping: return "token-mapping";
   }
   return "?";
 }
@@ -202,6 +203,7 @@ Divergence divergence_from_json(const json& j) {
   d.fault = f == "single-step"         ? FaultClass::kSingleStep
             : f == "corrupted-state"   ? FaultClass::kCorruptedState
             : f == "request-dependent" ? FaultClass::kRequestDependent
+            : f == "token-mapping"     ? FaultClass::kTokenMapping
                                        : FaultClass::kNotReproduced;
   d.fault_text = j.value("fault_text", "");
   d.replay_from = j.value("replay_from", std::uint64_t{0});
@@ -349,6 +351,49 @@ std::string bits_text(std::uint32_t expected, std::uint32_t actual) {
   return os.str();
 }
 
+// What one expected token was answered with in a teacher-forced replay: how often it was due,
+// and the chip's answers (two distinct ones at most are kept: more says the same).
+struct SubstitutionSeen {
+  std::uint64_t due = 0;
+  std::vector<std::uint32_t> answers;
+  void add(std::uint32_t a) {
+    ++due;
+    if (answers.size() < 2 && std::find(answers.begin(), answers.end(), a) == answers.end()) answers.push_back(a);
+  }
+};
+
+// A fixed substitution of token ids, from what each expected token of a replay (the divergent
+// step and the window after it, fed the reference's tokens) was answered with: every token
+// that was ever answered wrong was answered wrong every time it was due, always with the same
+// other token, no two tokens with the same one, and the substitution recurred (at least two
+// more occurrences than there are substituted tokens). Returns the pairs as text ("W1(0x00)
+// for W0(0x00) x3, ...": the divergent step's expected token first, then the most frequent; 4
+// at most), or "" when the answers are not such a substitution. A
+// chip whose state is corrupted answers a token sometimes right, or with varying wrong tokens;
+// a wrong vocabulary map or unembedding row answers a token wrong every time, the same way.
+std::string fixed_substitution(const std::map<std::uint32_t, SubstitutionSeen>& seen, std::uint32_t divergent) {
+  std::vector<std::pair<std::uint32_t, const SubstitutionSeen*>> wrong;
+  std::set<std::uint32_t> images;
+  std::uint64_t occurrences = 0;
+  for (const auto& [e, s] : seen) {
+    const bool any_wrong = std::any_of(s.answers.begin(), s.answers.end(), [&](std::uint32_t a) { return a != e; });
+    if (!any_wrong) continue;
+    if (s.answers.size() != 1 || !images.insert(s.answers[0]).second) return "";
+    wrong.push_back({e, &s});
+    occurrences += s.due;
+  }
+  if (wrong.empty() || occurrences < wrong.size() + 2) return "";
+  std::sort(wrong.begin(), wrong.end(), [&](const auto& x, const auto& y) {  // the divergence's own pair first
+    return std::make_pair(x.first != divergent, y.second->due) < std::make_pair(y.first != divergent, x.second->due);
+  });
+  std::string text;
+  for (std::size_t i = 0; i < wrong.size() && i < 4; ++i)
+    text += (i ? ", " : "") + format::token_name(wrong[i].second->answers[0]) + " for " +
+            format::token_name(wrong[i].first) + " x" + std::to_string(wrong[i].second->due);
+  if (wrong.size() > 4) text += ", and " + std::to_string(wrong.size() - 4) + " more tokens";
+  return text;
+}
+
 // An instruction the reference has executed but whose tokens no step has consumed yet (the
 // look-ahead of a chunk, Lane::ahead).
 struct Pending {
@@ -375,6 +420,10 @@ struct Lane {
   std::uint64_t mismatches = 0;
   std::map<std::string, std::uint64_t> class_steps;
   std::uint64_t* class_counter = nullptr;  // &class_steps[current_class], set lazily
+  // The token kinds (trace.md §2: id >> 8) that were due at a compared step since the reset;
+  // kinds_known is false in a lane restored from a checkpoint (its earlier steps are not seen).
+  std::uint64_t kinds_due[2] = {0, 0};
+  bool kinds_known = true;
   std::vector<HashRecord> hashes;
   std::optional<Divergence> divergence;
   std::vector<std::uint8_t> snapshot;  // serialised lane at snapshot_step; empty: the lane as reset (step 0)
@@ -546,6 +595,7 @@ void restore_lane(Lane& L, chip::ChipBackend& be, std::span<const std::uint8_t> 
   L.mismatches = r.u64();
   L.class_steps = json::parse(r.str()).get<std::map<std::string, std::uint64_t>>();
   L.class_counter = nullptr;
+  L.kinds_known = false;
   L.hashes.clear();
   const std::uint64_t nhash = r.u64();
   if (nhash > (1ull << 32)) throw std::runtime_error("checkpoint: bad hash log");
@@ -1319,6 +1369,7 @@ struct Engine::Impl {
             diverge(L, input, *e, a);
             break;
           }
+          if (const std::uint32_t kind = *e >> 8; kind < 128) L.kinds_due[kind >> 6] |= 1ull << (kind & 63);
           if (main && (opt.on_output || opt.on_console) && compare == Compare::kEveryStep && format::kind_of(a)) {
             const std::uint32_t kind = format::kind_of(a)->kind;
             if (kind == static_cast<std::uint32_t>(format::Kind::OUT)) {
@@ -1387,6 +1438,17 @@ struct Engine::Impl {
     d.differing_bits = expected ^ actual;
     d.bits_text = bits_text(expected, actual);
     d.note = divergence_note(expected, actual);
+    if (const std::uint32_t kind = expected >> 8;
+        L.kinds_known && kind < 128 && !(L.kinds_due[kind >> 6] >> (kind & 63) & 1) && d.note.empty())
+    {
+      const std::string check = be.name() == "dut"
+                                    ? "check the --dut-vocab lines of " + d.field + " and " + kind_name(actual) +
+                                          ", and the chip's embedding and unembedding of them"
+                                    : "check the embedding and unembedding of " + d.field;
+      d.note = "this is the first " + d.field + " token of the run: every step before it agreed, and none of them "
+               "was a " + d.field + " token. A chip that names a whole kind of token wrongly fails here first (" +
+               check + "), as does an instruction whose result is wrong the first time it is computed";
+    }
     d.recent.assign(L.history.begin(), L.history.end());
     d.recent.push_back(L.current);
     L.mismatches = 1;
@@ -1508,8 +1570,13 @@ struct Engine::Impl {
     } catch (const std::exception&) {
     }
     bool same_pair = true;  // every later mismatch is the divergence's own (expected, actual)
+    // What each expected token was answered with over the divergent step and the window: a
+    // fixed substitution answers every occurrence of a token with the same other token.
+    std::map<std::uint32_t, SubstitutionSeen> seen;
+    seen[d.expected].add(replay_actual);
     forced_replay(T, opt.classify_window, vocab, [&](std::uint32_t e, std::uint32_t a) {
       ++d.replay_window;
+      seen[e].add(a);
       if (a != e) {
         ++d.replay_mismatches;
         same_pair = same_pair && e == d.expected && a == d.actual;
@@ -1543,6 +1610,15 @@ struct Engine::Impl {
       d.fault_text = from + " reproduces the wrong token at step " + std::to_string(d.step) +
                      " and all " + std::to_string(d.replay_window) +
                      " following steps agree: a single-step fault (the state was intact)";
+    } else if (const std::string pairs = fixed_substitution(seen, d.expected); !pairs.empty()) {
+      d.fault = FaultClass::kTokenMapping;
+      d.fault_text = from + " reproduces step " + std::to_string(d.step) + ", and " +
+                     std::to_string(d.replay_mismatches) + " of the " + std::to_string(d.replay_window) +
+                     " following steps still disagree although fed the reference's tokens, each as a fixed "
+                     "substitution: every time the reference's token is due the chip answers the same other "
+                     "token, and every other token agrees (" + pairs +
+                     "). The chip computes the right thing and names it with the wrong id: wrong rows of its "
+                     "unembedding (the map from its output to token ids), not corrupted state";
     } else {
       d.fault = FaultClass::kCorruptedState;
       d.fault_text = from + " reproduces step " + std::to_string(d.step) + " and " +

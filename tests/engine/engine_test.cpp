@@ -238,8 +238,61 @@ TEST(Engine, CorruptedStateIsToldFromASingleStepFault) {
   EXPECT_EQ(d.fault, FaultClass::kCorruptedState) << d.fault_text;
   EXPECT_GT(d.replay_mismatches, 0u);
   ASSERT_FALSE(d.replay_mismatch_steps.empty());
-  EXPECT_EQ(d.replay_mismatch_steps[0], first_w0_at_or_after(trace, d.step + 1));
+  // Every other W0 from step m is wrong: the next W0 is right, the one after it wrong again.
+  EXPECT_EQ(d.replay_mismatch_steps[0], first_w0_at_or_after(trace, first_w0_at_or_after(trace, d.step + 1) + 1));
   EXPECT_EQ(d.attribution.field, "next_payload_lo");
+}
+
+// A divergence at the first token of its kind in the run says so (a chip that names a whole
+// kind wrongly, as a wrong --dut-vocab line does, fails there first); a later one does not.
+TEST(Engine, FirstTokenOfItsKindIsNoted) {
+  const Guest g = testing::make_loop_guest(20);
+  const auto trace = testing::reference_trace(g);
+  const std::uint64_t first = first_w0_at_or_after(trace, 1);
+  const std::uint64_t later = first_w0_at_or_after(trace, first + 1);
+  ASSERT_GT(later, first);
+  for (const std::uint64_t step : {first, later}) {
+    ScriptedBackend be({trace}, {{Fault::Kind::kFlip, step, 1, 1}});
+    const RunResult r = Engine(be, {g}, Options{}).run();
+    ASSERT_TRUE(r.streams[0].divergence);
+    const Divergence& d = *r.streams[0].divergence;
+    EXPECT_EQ(d.step, step);
+    if (step == first) {
+      EXPECT_NE(d.note.find("this is the first W0 token of the run"), std::string::npos) << d.note;
+      EXPECT_NE(d.note.find("check the embedding and unembedding of W0"), std::string::npos) << d.note;
+    } else {
+      EXPECT_EQ(d.note, "");
+    }
+  }
+}
+
+// A chip that names W0 tokens with the wrong ids (a wrong vocabulary map: W0(x) answered as
+// W0(x ^ 1) every time), its state intact: the same later steps disagree as with corrupted
+// state, but always as the same substitution, and that is what the replay says.
+TEST(Engine, FixedSubstitutionOfTokenIdsIsATokenMapping) {
+  const Guest g = testing::make_loop_guest(40);
+  const auto trace = testing::reference_trace(g);
+  const std::uint64_t m = 500;
+  for (const Mode mode : {Mode::kForced, Mode::kFree}) {
+    ScriptedBackend be({trace}, {{Fault::Kind::kMapFrom, m, 1, 1}});
+    Options o;
+    o.mode = mode;
+    o.snapshot_every = 64;
+    Engine e(be, {g}, o);
+    const RunResult r = e.run();
+    ASSERT_TRUE(r.streams[0].divergence) << to_string(mode);
+    const Divergence& d = *r.streams[0].divergence;
+    EXPECT_EQ(d.step, first_w0_at_or_after(trace, m));
+    EXPECT_EQ(d.actual, trace[d.step - 1] ^ 1);
+    EXPECT_EQ(d.fault, FaultClass::kTokenMapping) << d.fault_text;
+    EXPECT_EQ(d.to_json()["fault"], "token-mapping");
+    EXPECT_EQ(d.replay_mismatch_steps.at(0), first_w0_at_or_after(trace, d.step + 1));
+    EXPECT_NE(d.fault_text.find("each as a fixed substitution"), std::string::npos) << d.fault_text;
+    EXPECT_NE(d.fault_text.find(format::token_name(trace[d.step - 1] ^ 1) + " for " + format::token_name(trace[d.step - 1])),
+              std::string::npos)
+        << d.fault_text;
+    EXPECT_NE(d.fault_text.find("unembedding"), std::string::npos) << d.fault_text;
+  }
 }
 
 TEST(Engine, NondeterministicFaultIsNotReproduced) {

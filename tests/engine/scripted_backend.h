@@ -26,7 +26,11 @@ namespace lockstep::engine::testing {
 struct Fault {
   enum class Kind {
     kFlip,         ///< the prediction of step `step` is XORed with `mask` (every time)
-    kCorruptFrom,  ///< from step `step` on, every W0 prediction has payload bit 0 flipped
+    kCorruptFrom,  ///< from step `step` on the state is corrupted: the 1st, 3rd, 5th... W0
+                   ///< prediction at or after `step` has payload bit 0 flipped (so a value is
+                   ///< answered right at one step and wrong at another)
+    kMapFrom,      ///< from step `step` on, every W0 prediction has its payload XORed with `mask`:
+                   ///< a fixed substitution of token ids (a wrong vocabulary map), the state intact
     kFlaky,        ///< like kFlip, but only the first time step `step` is predicted
     kForcedOnly,   ///< like kFlip, but only in teacher_forced_batch/free_running_batch calls (a
                    ///< chip whose FORCED/FREE path is wrong and STEP right); the backend then
@@ -50,6 +54,11 @@ class ScriptedBackend final : public chip::ChipBackend {
   /// scripts[s] is the reference trace t_1..t_N stream s predicts.
   explicit ScriptedBackend(std::vector<std::vector<chip::Token>> scripts, std::vector<Fault> faults = {})
       : scripts_(std::move(scripts)), faults_(std::move(faults)) {
+    for (const auto& script : scripts_) {  // w0_[s][k]: W0 tokens among steps 1..k of stream s
+      std::vector<std::uint64_t> w(script.size() + 1, 0);
+      for (std::size_t k = 0; k < script.size(); ++k) w[k + 1] = w[k] + (script[k] >> 8 == 1);
+      w0_.push_back(std::move(w));
+    }
     chip_ = std::make_shared<chip::Chip>();
     auto& c = chip_->config;
     c.vocab_size = 256 * kKinds;  // trace.md §2: V = 256 * 81, every trace-v3 kind
@@ -196,11 +205,16 @@ class ScriptedBackend final : public chip::ChipBackend {
       const bool hit = (f.kind == Fault::Kind::kFlip && n == f.step) ||
                        (f.kind == Fault::Kind::kForcedOnly && n == f.step && in_multi_) ||
                        (f.kind == Fault::Kind::kFlaky && n == f.step && !flaky_fired_) ||
-                       (f.kind == Fault::Kind::kCorruptFrom && n >= f.step);
+                       ((f.kind == Fault::Kind::kCorruptFrom || f.kind == Fault::Kind::kMapFrom) && n >= f.step);
       if (f.kind == Fault::Kind::kCorruptFrom && n >= f.step) st.corrupted = true;
       if (!hit) continue;
       if (f.kind == Fault::Kind::kCorruptFrom) {
-        if (out >> 8 == 1) out ^= 1;  // W0 payload bit 0
+        const auto& w = w0_.at(s);
+        const std::size_t last = w.size() - 1;
+        const std::uint64_t w0s = w[std::min<std::size_t>(n, last)] - w[std::min<std::size_t>(f.step - 1, last)];
+        if (out >> 8 == 1 && w0s % 2 == 1) out ^= 1;  // W0 payload bit 0, every other W0
+      } else if (f.kind == Fault::Kind::kMapFrom) {
+        if (out >> 8 == 1) out ^= f.mask;  // W0(x) named W0(x ^ mask)
       } else {
         out ^= f.mask;
         if (f.kind == Fault::Kind::kFlaky) flaky_fired_ = true;
@@ -218,6 +232,7 @@ class ScriptedBackend final : public chip::ChipBackend {
   }
 
   std::vector<std::vector<chip::Token>> scripts_;
+  std::vector<std::vector<std::uint64_t>> w0_;  // W0 counts per stream (kCorruptFrom)
   std::vector<Fault> faults_;
   std::shared_ptr<chip::Chip> chip_;
   std::vector<Stream> streams_;

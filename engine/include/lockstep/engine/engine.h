@@ -139,8 +139,12 @@ enum class FaultClass {
   /// Not reproduced by the replay's one STEP request at the divergent step, but reproduced when
   /// the same steps are sent as FORCED requests (a chip with MULTI_STEP whose paths disagree).
   kRequestDependent,
+  /// Reproduced, and later steps still disagree when fed correct tokens, but only as a fixed
+  /// substitution of token ids: every occurrence of a wrong-answered token is answered with the
+  /// same other token and every other token agrees (a wrong vocabulary map or unembedding).
+  kTokenMapping,
 };
-/// "single-step" / "corrupted-state" / "not-reproduced" / "request-dependent".
+/// "single-step" / "corrupted-state" / "not-reproduced" / "request-dependent" / "token-mapping".
 std::string_view to_string(FaultClass fault);
 
 /// What a divergence's two tokens say by their kinds alone, as one line, or "":
