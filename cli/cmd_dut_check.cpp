@@ -72,13 +72,18 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
         }
         guests.push_back({g.name, engine::to_chip_image(g.image), reference_tokens(g.image, args->steps)});
       }
-      if (guests.size() < 2) guests.push_back(guests.front());
+      if (guests.size() < 2) {
+        guests.push_back(guests.front());
+        guests.back().copy = true;
+      }
     }
     for (const auto& g : guests)
       if (g.tokens.size() < 2) throw InputError("guest " + g.name + " ends before its second token: use another");
     std::ostream& out = ctx.out();
-    out << "lockstep dut-check: " << args->dut.describe() << ", " << guests.size() << " guests, up to " << args->steps
-        << " steps each\n"
+    out << "lockstep dut-check: " << args->dut.describe() << ", "
+        << (guests.back().copy ? "1 guest (run as two streams for the batch checks)"
+                               : std::to_string(guests.size()) + " guests")
+        << ", up to " << args->steps << " steps each\n"
         << std::flush;
     std::size_t pass = 0, fail = 0, skip = 0;
     const auto lines = dut::run_conformance(
