@@ -465,21 +465,66 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
              (shard_n > 1 ? " --shard " + std::to_string(shard_i) + "/" + std::to_string(shard_n) : std::string()) +
              " --mode " + mode_name + ops_option + chip_options;
     };
-    auto save_failure = [&](const Failure& f) {
+    auto print_failure = [&](const Failure& f) {
+      const engine::Divergence& d = *f.result.divergence;
+      out << "FAIL program " << f.original.index << " (program seed " << f.original.seed << ", "
+          << engine::to_string(f.mode) << "): step " << d.step << ", pc " << hex(d.pc).substr(10) << " `"
+          << d.disassembly << "`, field " << d.field << ": expected " << d.expected_text << ", got " << d.actual_text
+          << "\n"
+          << std::flush;
+    };
+    // Saves a failure's case folder. `without_chip` non-empty (why the chip cannot be used: it
+    // failed, or the campaign was interrupted): the original program is saved unshrunk, with its
+    // divergence from the campaign, and no chip run (no case.json: it needs the chip's run).
+    auto save_failure = [&](const Failure& f, const std::string& without_chip) {
       const std::string mode_name(engine::to_string(f.mode));
       const engine::Divergence& d = *f.result.divergence;
-      out << "FAIL program " << f.original.index << " (program seed " << f.original.seed << ", " << mode_name
-          << "): step " << d.step << ", pc " << hex(d.pc).substr(10) << " `" << d.disassembly << "`, field " << d.field
-          << ": expected " << d.expected_text << ", got " << d.actual_text << "\n"
-          << std::flush;
       const std::string batch_repeat = repeat_batch(f, mode_name);
       campaign::ShrinkResult sr;
       sr.program = f.original;
       sr.original_words = sr.shrunk_words = f.original.words();
+      const fs::path dir = report / ("fail-" + std::to_string(f.original.index) + "-" + mode_name);
+      if (!without_chip.empty()) {
+        fs::create_directories(dir);
+        format::write_elf_file(dir / "program.elf", f.original.image());
+        format::write_elf_file(dir / "original.elf", f.original.image());
+        write_text(dir / "program.S", f.original.listing());
+        write_text(dir / "original.S", f.original.listing());
+        const json info = {{"seed", seed},
+                           {"program_index", f.original.index},
+                           {"program_seed", f.original.seed},
+                           {"ops", op_names},
+                           {"mode", mode_name},
+                           {"original_words", sr.original_words},
+                           {"not_shrunk", without_chip},
+                           {"original_divergence", d.to_json()},
+                           {"batch", {{"first_index", f.first_index},
+                                      {"last_index", f.last_index},
+                                      {"programs", f.batch_size},
+                                      {"stream", f.stream}}},
+                           {"repeat", repeat_alone(f.original.index, mode_name)},
+                           {"repeat_batch", batch_repeat}};
+        write_text(dir / "fuzz.json", info.dump(2) + "\n");
+        out << "  not shrunk (" << without_chip << "): the original program is saved in " << dir.string()
+            << "; repeat it: " << repeat_alone(f.original.index, mode_name) << "\n"
+            << std::flush;
+        failures.push_back({{"index", f.original.index},
+                            {"program_seed", f.original.seed},
+                            {"mode", mode_name},
+                            {"case", dir.string()},
+                            {"step", d.step},
+                            {"original_words", sr.original_words},
+                            {"shrunk_words", sr.shrunk_words},
+                            {"case_diverges_at", nullptr},
+                            {"not_shrunk", without_chip},
+                            {"repeat_batch", batch_repeat}});
+        return;
+      }
       if (!args->no_shrink) {
         campaign::ShrinkOptions so;
         so.max_runs = args->shrink_runs;
         so.max_seconds = args->shrink_seconds;
+        so.stop = stop;
         const campaign::FirstFailing oracle = dut ? campaign::chip_oracle(*backend, f.mode, 20000)
                                                   : campaign::chip_oracle(chip.chip, args->backend, f.mode, 20000);
         // Every candidate runs alone: a failure that needs its batch would spend the whole
@@ -493,7 +538,6 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         }
         shrink_seconds += sr.seconds;
       }
-      const fs::path dir = report / ("fail-" + std::to_string(f.original.index) + "-" + mode_name);
       fs::create_directories(dir);
       format::write_elf_file(dir / "program.elf", sr.program.image());
       format::write_elf_file(dir / "original.elf", f.original.image());
@@ -641,7 +685,29 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
               << status[2 * i] << "\t" << status[2 * i + 1] << "\n";
         tsv.flush();
       }
-      for (const Failure& f : fails) save_failure(f);
+      // A chip under test that fails while a failure is shrunk or saved (or an interruption)
+      // ends the campaign as it would between batches: this failure and every later one are
+      // saved unshrunk, and the report is written.
+      for (const Failure& f : fails) {
+        print_failure(f);
+        const std::string without_chip = !fault.empty() ? "the chip under test failed: " + fault
+                                         : interrupted  ? std::string("interrupted")
+                                                        : std::string();
+        try {
+          save_failure(f, without_chip);
+        } catch (const std::exception& e) {
+          if (!without_chip.empty()) throw;
+          if (stop->load()) {
+            interrupted = true;
+          } else if (!backend->fault().empty()) {
+            fault = backend->fault();
+          } else {
+            throw;
+          }
+          save_failure(f, interrupted ? std::string("interrupted") : "the chip under test failed: " + fault);
+        }
+      }
+      if (!fault.empty() || interrupted) break;
       if (elapsed() - last_progress >= 10) {
         last_progress = elapsed();
         std::cerr << "lockstep: progress: " << done << " programs, " << steps << " steps, " << failing_streams

@@ -459,6 +459,30 @@ TEST_F(DutCli, DutCheckPassesAChipWithFewerStreamsThanGuests) {
   EXPECT_NE(r.out.find("dut-check: 18 passed, 0 failed, 3 skipped"), std::string::npos) << r.out;
 }
 
+// A chip under test that dies while fuzz shrinks a failure it found (faulty_chip wrongthenexit:
+// one wrong token, then an exit at the next STREAMS request, the shrinker's first): the failure is kept,
+// saved unshrunk with its divergence, and the report is written (before, the command ended
+// with an error and no fuzz.json, summary.json or case folder).
+TEST_F(DutCli, FuzzKeepsAFailureWhoseShrinkingTheChipDidNotSurvive) {
+  const fs::path dir = fresh_dir("fuzz-shrink-exit");
+  const Result r = run_lockstep({"fuzz", "--programs", "1", "--seed", "5", "--ops", "add", "--mode", "forced",
+                                 "--report", dir.string(), "--dut", kFaulty + " wrongthenexit 1 " + kChip});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;  // a failed chip under test outranks the mismatch
+  EXPECT_NE(r.out.find("FAIL program 0 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  not shrunk (the chip under test failed: "), std::string::npos) << r.out;
+  const fs::path fail = dir / "fail-0-forced";
+  EXPECT_TRUE(fs::exists(fail / "program.elf"));
+  const json info = json::parse(slurp(fail / "fuzz.json"));
+  EXPECT_EQ(info["not_shrunk"].get<std::string>().rfind("the chip under test failed: ", 0), 0u) << info.dump(1);
+  EXPECT_EQ(info["original_divergence"]["actual_text"], "EXIT(0x00)") << info.dump(1);
+  const json rep = json::parse(slurp(dir / "fuzz.json"));
+  ASSERT_EQ(rep["failures"].size(), 1u) << rep.dump(1);
+  EXPECT_TRUE(rep["error"].is_string()) << rep.dump(1);
+  const json summary = json::parse(slurp(dir / "summary.json"));
+  EXPECT_EQ(summary["status"], "error");
+  EXPECT_EQ(summary["mismatches"], 1);
+}
+
 TEST_F(DutCli, DutCheckFailsAllZeroProbes) {
   const Result r = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut", kFaulty + " zeroprobes 0 " + kChip});
   EXPECT_EQ(r.exit_code, 1) << r.err;

@@ -7,7 +7,9 @@
 // to stdout), oversize (a frame header over 64 MiB), short (one token fewer), badid (an id
 // outside the map), error (ERROR 7), wrongtype (OK instead of TOKENS), version (HELLO_OK with
 // protocol 2), wrongtoken (one token of the answer replaced by another token of trace-v3: a
-// mismatch, not a protocol fault), none (a correct chip). Three modes plant a bug in every answer
+// mismatch, not a protocol fault), wrongthenexit (wrongtoken, then exits with status 3 at the
+// first STREAMS request after it, as the shrinker sends: a chip that dies while fuzz shrinks), none (a
+// correct chip). Three modes plant a bug in every answer
 // of one kind and ignore N: freebug (the last token of every FREE answer replaced as wrongtoken
 // does: STEP and FORCED stay right), stream1 (every EXIT(s) answered for stream 1 becomes
 // EXIT(s ^ 1): a chip whose bug shows only beside another stream, for fuzz's batch-dependent
@@ -37,6 +39,10 @@ class Faulty final : public dut::Connection {
 
   std::optional<dut::Frame> read_frame(Clock::time_point deadline) override {
     std::optional<dut::Frame> f = in_->read_frame(deadline);
+    if (f && mode_ == "wrongthenexit" && fired_ && f->type == dut::kStreams) {
+      std::cerr << "faulty_chip: wrongthenexit exits at the first STREAMS after its wrong token\n" << std::flush;
+      ::_exit(3);
+    }
     if (f && mode_ == "stream1") {  // the streams (and their token counts) the answer will hold
       request_.clear();
       if (f->type == dut::kStep)
@@ -117,7 +123,8 @@ class Faulty final : public dut::Connection {
       in_->write_raw(std::span<const std::uint8_t>(head, 8), deadline);
       return;
     }
-    if (mode_ == "wrongtoken" || mode_ == "zeroprobes") {
+    if (mode_ == "wrongtoken" || mode_ == "zeroprobes" || mode_ == "wrongthenexit") {
+      fired_ = true;
       std::vector<std::uint32_t> t = dut::decode_tokens(payload);
       t.back() = t.back() == 256u * 31 ? 256u * 31 + 1 : 256u * 31;  // EXIT(0) / EXIT(1)
       in_->write_frame(type, dut::encode_tokens(t), deadline);
@@ -154,6 +161,7 @@ class Faulty final : public dut::Connection {
   int answers_ = 0;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> request_;  // stream1: (stream, tokens) of the last request
   std::uint64_t steps_ = 0;  // tokens answered before the fault
+  bool fired_ = false;       // wrongthenexit: the wrong token was sent
 };
 
 }  // namespace

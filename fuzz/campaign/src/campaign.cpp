@@ -984,7 +984,7 @@ ShrinkResult shrink(const Program& failing, const FirstFailing& first_failing, c
   Program cur = failing;
   auto spent = [&] {
     const double s = std::chrono::duration<double>(clock::now() - t0).count();
-    if (res.runs >= o.max_runs || s >= o.max_seconds) {
+    if (res.runs >= o.max_runs || s >= o.max_seconds || (o.stop && o.stop->load())) {
       res.budget_exhausted = true;
       return true;
     }

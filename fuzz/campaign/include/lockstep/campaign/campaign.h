@@ -15,6 +15,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <cstdint>
@@ -259,6 +260,8 @@ struct ShrinkOptions {
   double max_seconds = 120;
   unsigned batch = 16;                ///< candidates run together (speculatively)
   std::uint64_t max_steps = 20000;    ///< reference step cap for a candidate
+  /// Raised (SIGINT/SIGTERM): shrinking stops as when its budget is spent.
+  const std::atomic<bool>* stop = nullptr;
 };
 struct ShrinkResult {
   Program program;
