@@ -176,6 +176,12 @@ std::string junit_xml(const json& summary) {
     } else if (end == "interrupted" || (interrupted && end == "running")) {
       c.kind = "error";
       c.message = "interrupted after " + std::to_string(s.value("steps", 0ull)) + " steps";
+    } else if (end == "running" && status == "error") {
+      // Never green: the run failed (a chip under test that died or hung) before this guest's
+      // end, so the steps after it were never compared.
+      c.kind = "error";
+      c.message = "the run failed after " + std::to_string(s.value("steps", 0ull)) +
+                  " steps, before this guest's end: " + str(summary, "error", "error");
     }
     c.text = text.str();
     cases.push_back(c);

@@ -87,6 +87,25 @@ TEST(JUnit, ErrorAndInterruptedRuns) {
   EXPECT_NE(x.find("<error message=\"interrupted after 70 steps\""), std::string::npos) << x;
 }
 
+// A run that failed mid-way (a chip under test that died at step 98,240 of a longer guest): the
+// guest's own testcase is an error too, never a pass beside a separate error case.
+TEST(JUnit, GuestCutShortByAFailedRunIsAnError) {
+  const json s = {{"status", "error"}, {"command", "run"}, {"steps", 98240}, {"mismatches", 0},
+                  {"error", "chip under test: chip process exited"},
+                  {"run", {{"streams", json::array({{{"guest", "crc32"}, {"steps", 98240}, {"end", "running"}}})}}}};
+  const std::string x = junit_xml(s);
+  EXPECT_NE(x.find("errors=\"2\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<testcase classname=\"lockstep.run\" name=\"crc32\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<error message=\"the run failed after 98240 steps, before this guest&#39;s end: chip under test: "
+                   "chip process exited\""),
+            std::string::npos)
+      << x;
+  // A guest that did reach its end in the same failed run stays green.
+  json two = s;
+  two["run"]["streams"].push_back({{"guest", "hello"}, {"steps", 500}, {"end", "exit"}});
+  EXPECT_NE(junit_xml(two).find("errors=\"2\""), std::string::npos) << junit_xml(two);
+}
+
 // A campaign's summary has no streams: interrupted is still an error, never a pass (issue 27).
 TEST(JUnit, InterruptedRunWithoutStreamsIsAnError) {
   const json s = {{"status", "interrupted"}, {"command", "fuzz"}, {"steps", 900}, {"mismatches", 0}};
