@@ -277,9 +277,7 @@ chip::Token DutBackend::from_chip(std::uint32_t id, chip::StreamId s, std::uint6
   const auto t = vocab_.to_spec(id);
   if (!t) {
     fail("stream " + std::to_string(s) + " step " + std::to_string(step) + ": predicted id " + std::to_string(id) +
-         (vocab_.is_identity() ? ", not a token of trace-v3 (below vocab_size " + std::to_string(hello_.vocab_size) +
-                                     ", the default map)"
-                               : ", which the vocabulary map does not name"));
+         ", which is not below the vocab_size " + std::to_string(hello_.vocab_size) + " the chip announced in HELLO_OK");
   }
   return *t;
 }

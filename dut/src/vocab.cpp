@@ -64,12 +64,10 @@ VocabMap VocabMap::identity(std::uint32_t chip_vocab) {
 }
 
 std::optional<std::uint32_t> VocabMap::to_spec(std::uint32_t chip_id) const {
-  if (identity_) {
-    if (chip_id < chip_vocab_ && format::is_valid_token(chip_id)) return chip_id;
-    return std::nullopt;
-  }
+  if (chip_id >= chip_vocab_) return std::nullopt;
+  if (identity_) return chip_id < format::vocab_size() ? chip_id : format::kUnmappedChipId | chip_id;
   const auto it = to_spec_.find(chip_id);
-  if (it == to_spec_.end()) return std::nullopt;
+  if (it == to_spec_.end()) return format::kUnmappedChipId | chip_id;
   return it->second;
 }
 

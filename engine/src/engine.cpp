@@ -216,6 +216,13 @@ Divergence divergence_from_json(const json& j) {
 }  // namespace
 
 std::string divergence_note(std::uint32_t expected, std::uint32_t actual) {
+  if (actual & format::kUnmappedChipId)
+    return "the chip predicted its id " + std::to_string(actual & ~format::kUnmappedChipId) +
+           ", which names no token: with the default map a chip's ids are trace.md's, 0.." +
+           std::to_string(format::vocab_size() - 1) + " (a chip that numbers its tokens another way gives its map "
+           "with --dut-vocab); with a --dut-vocab map, the map does not name this id";
+  if (!format::is_valid_token(actual))
+    return "the chip predicted id " + std::to_string(actual) + ", which is no token trace-v3 can produce";
   const auto ek = format::kind_of(expected), ak = format::kind_of(actual);
   const std::uint32_t trap = static_cast<std::uint32_t>(format::Kind::TRAP);
   const bool chip_traps = ak && ak->kind == trap, ref_traps = ek && ek->kind == trap;

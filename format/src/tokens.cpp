@@ -86,6 +86,7 @@ std::uint32_t vocab_size() {
 std::string token_name(std::uint32_t id) {
   char buf[64];
   if (id == kStartToken) return "START";
+  if (id & kUnmappedChipId) return "unmapped chip id " + std::to_string(id & ~kUnmappedChipId);
   auto k = kind_of(id);
   if (!k) {
     std::snprintf(buf, sizeof buf, "?(%u)", id);

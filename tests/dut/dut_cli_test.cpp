@@ -169,7 +169,7 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
        "frames to its stdout; print debug output to stderr)"},
       {"oversize", 3, "exceeds the limit 67108864"},
       {"short", 3, "the wrong batch size"},
-      {"badid", 3, "predicted id 16777215, not a token of trace-v3"},
+      {"badid", 3, "predicted id 16777215, which is not below the vocab_size 20736 the chip announced in HELLO_OK"},
       {"error", 3, "ERROR 7 (internal error of the chip): simulated failure of the chip"},
       {"wrongtype", 3, "with OK (RESET) (expected TOKENS (FORCED))"},
       {"version", 0, "speaks protocol version 2"},
@@ -481,6 +481,21 @@ TEST_F(DutCli, FuzzKeepsAFailureWhoseShrinkingTheChipDidNotSurvive) {
   const json summary = json::parse(slurp(dir / "summary.json"));
   EXPECT_EQ(summary["status"], "error");
   EXPECT_EQ(summary["mismatches"], 1);
+}
+
+// A prediction below vocab_size that is no token (BR(2), as an argmax can pick) is a wrong
+// prediction: a mismatch at its step with a note, exit 1 (it was a protocol error, exit 2, that
+// dropped the steps of its frame; dut-protocol.md section 6).
+TEST_F(DutCli, APredictionThatIsNoTokenIsAMismatch) {
+  const Result r = run_lockstep({"run", crc32_.string(), "--mode", "forced", "--steps", "2000", "--json", "--dut",
+                                 kFaulty + " notoken 1 " + kChip});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const json s = summary_of(r);
+  EXPECT_EQ(s["status"], "mismatch");
+  const json& d = s["divergence"];
+  EXPECT_EQ(d["step"], 64) << d.dump(1);  // the last token of the first FORCED answer (64 steps)
+  EXPECT_EQ(d["actual"], 3330);
+  EXPECT_EQ(d["note"], "the chip predicted id 3330, which is no token trace-v3 can produce") << d.dump(1);
 }
 
 TEST_F(DutCli, DutCheckFailsAllZeroProbes) {

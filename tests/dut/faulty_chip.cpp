@@ -8,7 +8,9 @@
 // outside the map), error (ERROR 7), wrongtype (OK instead of TOKENS), version (HELLO_OK with
 // protocol 2), wrongtoken (one token of the answer replaced by another token of trace-v3: a
 // mismatch, not a protocol fault), wrongthenexit (wrongtoken, then exits with status 3 at the
-// first STREAMS request after it, as the shrinker sends: a chip that dies while fuzz shrinks), none (a
+// first STREAMS request after it, as the shrinker sends: a chip that dies while fuzz shrinks),
+// notoken (the last token of the answer replaced by id 3330, BR(2): an id below vocab_size that
+// trace-v3 cannot produce, a wrong prediction and so a mismatch), none (a
 // correct chip). Three modes plant a bug in every answer
 // of one kind and ignore N: freebug (the last token of every FREE answer replaced as wrongtoken
 // does: STEP and FORCED stay right), stream1 (every EXIT(s) answered for stream 1 becomes
@@ -130,9 +132,10 @@ class Faulty final : public dut::Connection {
       in_->write_frame(type, dut::encode_tokens(t), deadline);
       return;
     }
-    if (mode_ == "short" || mode_ == "badid") {
+    if (mode_ == "short" || mode_ == "badid" || mode_ == "notoken") {
       std::vector<std::uint32_t> t = dut::decode_tokens(payload);
       if (mode_ == "short") t.pop_back();
+      else if (mode_ == "notoken") t.back() = 256u * 13 + 2;  // BR(2): below vocab_size, no token
       else t.back() = 0x00FFFFFF;
       in_->write_frame(type, dut::encode_tokens(t), deadline);
       return;

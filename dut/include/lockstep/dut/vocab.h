@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lockstep/format/tokens.h"
+
 namespace lockstep::dut {
 
 /// A map that breaks a rule of §6; what() is one line naming the file, the line and the rule.
@@ -34,8 +36,15 @@ class VocabMap {
 
   bool is_identity() const { return identity_; }
   /// The chip's id of spec token `spec_id`. Precondition: spec_id is a producible token (or START).
-  std::uint32_t to_chip(std::uint32_t spec_id) const { return identity_ ? spec_id : to_chip_[spec_id]; }
-  /// The spec id of chip id `chip_id`, or nullopt when the map has no token with that id.
+  std::uint32_t to_chip(std::uint32_t spec_id) const {
+    if (spec_id & format::kUnmappedChipId) return spec_id & ~format::kUnmappedChipId;  // to_spec's, back
+    return identity_ ? spec_id : to_chip_[spec_id];
+  }
+  /// The spec id of chip id `chip_id` (§6): the token the map gives it; for an id below the
+  /// chip's vocab_size that names no token (a wrong prediction, as an argmax over the chip's
+  /// logits can make), the id itself under the default map when it is below the spec's
+  /// vocabulary size (it prints as its kind and payload, e.g. "BR(2)"), else
+  /// format::kUnmappedChipId | chip_id. nullopt when chip_id ≥ vocab_size: a protocol error.
   std::optional<std::uint32_t> to_spec(std::uint32_t chip_id) const;
   /// Tokens mapped (18,785 for trace-v3).
   std::size_t size() const;

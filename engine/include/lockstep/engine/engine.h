@@ -151,7 +151,10 @@ std::string_view to_string(FaultClass fault);
 ///  - the chip emits TRAP(c) where the reference emits a token of another kind: the chip does not
 ///    implement the instruction (a chip that compiles only part of the machine raises TRAP(1),
 ///    ILLEGAL_INSTRUCTION, on the rest) or decodes it wrongly;
-///  - the reference emits TRAP(c) and the chip does not: the chip misses a trap check.
+///  - the reference emits TRAP(c) and the chip does not: the chip misses a trap check;
+///  - the chip's prediction is no token at all: an id its vocabulary map does not name
+///    (format::kUnmappedChipId; with the default map, beyond trace.md's ids: --dut-vocab is
+///    missing), or an id of trace.md's range that trace-v3 cannot produce (BR(2)).
 /// `expected`, `actual`: token ids (trace.md section 2).
 std::string divergence_note(std::uint32_t expected, std::uint32_t actual);
 

@@ -93,11 +93,16 @@ bool is_valid_token(std::uint32_t id);
 /// Vocabulary size V = 256 * (highest kind number + 1) (trace.md §2).
 std::uint32_t vocab_size();
 
+/// Marks a chip's prediction that its vocabulary map (dut-protocol.md §6) does not name: the
+/// chip's own id is in the low 31 bits. Such a value is no token of the spec's; it compares
+/// unequal to every token (a wrong prediction) and prints as "unmapped chip id 50256".
+inline constexpr std::uint32_t kUnmappedChipId = 0x80000000u;
+
 /// Human-readable token, spelled as docs/spec/vectors/README.md and
 /// vector.md §8 do: data-byte kinds in hex ("W0(0xff)", "OUT(0x41)",
 /// "VLB0(0x7f)"), the others in decimal ("BR(1)", "DQ(63)", "NOP(0)",
 /// "TRAP(3)", "VMC0(250)"); "START" for id 0; ids outside the vocabulary
-/// print as "?(12345)".
+/// print as "?(12345)"; kUnmappedChipId | n as "unmapped chip id n".
 std::string token_name(std::uint32_t id);
 
 /// Name of a trap code (isa.md §6, vector.md §6), e.g. "FETCH_FAULT";
