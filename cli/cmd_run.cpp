@@ -9,6 +9,7 @@
 #include "cli/dut_options.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/guest.h"
+#include "lockstep/format/tokens.h"
 
 namespace lockstep::cli {
 
@@ -173,9 +174,16 @@ void add_run_command(CLI::App& app, Context& ctx) {
     for (const engine::StreamResult& s : r.streams) {
       if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
       ctx.summary.set("end", s.end);
+      // How the guest ended: a self-checking guest says pass or fail by its exit status.
+      if (s.end == "exit") ctx.summary.set("exit_status", s.exit_status);
+      if (s.end == "trap") {
+        ctx.summary.set("trap_code", s.trap_code);
+        ctx.summary.set("trap_name", std::string(format::trap_name(s.trap_code)));
+      }
     }
     print_capability_notes(ctx, out.capability_notes);
     note_free_running_steps(ctx, req.the_case, r);
+    if (!out.end_text.empty()) ctx.out() << out.end_text << "\n";
     ctx.out() << engine::result_text(r) << std::flush;
     print_replay_hint(r, req.report_dir);
     if (r.interrupted) {

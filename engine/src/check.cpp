@@ -439,6 +439,13 @@ json summary_json(const std::string& command, const RunResult& r, const std::str
           {"run", r.to_json()}};
 }
 
+std::string guest_end_text(const Guest& guest, const StreamResult& stream) {
+  if (stream.end == "exit") return "the guest exited with status " + std::to_string(stream.exit_status);
+  if (stream.end != "trap") return "";
+  std::string line = trap_end_line(guest, stream);
+  return line.substr(0, line.find(" after "));
+}
+
 std::string trap_end_line(const Guest& guest, const StreamResult& stream) {
   std::string where;
   try {
@@ -635,6 +642,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   if (req.trap_is_error && out.result.mismatches == 0 && !out.result.interrupted)
     for (const StreamResult& s : out.result.streams)
       if (s.end == "trap") throw failed(trap_end_line(guest, s), out.result);
+  if (out.result.streams.size() == 1) out.end_text = guest_end_text(guest, out.result.streams[0]);
   out.summary = with_notes(summary_json(req.command, out.result, chip.source, chip.hash));
   if (!req.report_dir.empty()) {
     try {

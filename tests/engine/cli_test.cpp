@@ -164,7 +164,29 @@ TEST(RunCommand, AGuestThatTrapsIsAnErrorUnlessAllowed) {
     const Proc ok = run({"run", elf.string(), "--allow-trap", "--mode", mode});
     EXPECT_EQ(ok.rc, 0) << mode << ": " << ok.err;
     EXPECT_NE(ok.out.find("mismatches 0"), std::string::npos) << ok.out;
+    // Allowed, the trap is still named, with its pc and word, in the text and in --json.
+    EXPECT_NE(ok.out.find("the guest ended in trap 1 ILLEGAL_INSTRUCTION at pc 0x00010020 (word 0xffffffff)\n"),
+              std::string::npos)
+        << ok.out;
   }
+  const Proc j = run({"run", elf.string(), "--allow-trap", "--json"});
+  const json t = json::parse(j.out.substr(j.out.find('{')));
+  EXPECT_EQ(t["end"], "trap") << t.dump();
+  EXPECT_EQ(t["trap_code"], 1) << t.dump();
+  EXPECT_EQ(t["trap_name"], "ILLEGAL_INSTRUCTION") << t.dump();
+}
+
+// A guest's exit status is how a self-checking guest says pass or fail: run shows it (text and
+// --json), though the chip's verdict does not depend on it (isa.md section 5: a0 & 0xff).
+TEST(RunCommand, ShowsTheGuestsExitStatus) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build";
+  const Proc p = run({"run", loop_elf(3).string()});
+  ASSERT_EQ(p.rc, 0) << p.err;
+  EXPECT_NE(p.out.find("the guest exited with status 0\nsteps compared "), std::string::npos) << p.out;
+  const Proc j = run({"run", loop_elf(3).string(), "--json"});
+  const json s = json::parse(j.out.substr(j.out.find('{')));
+  EXPECT_EQ(s["end"], "exit") << s.dump();
+  EXPECT_EQ(s["exit_status"], 0) << s.dump();
 }
 
 TEST(StoryCommand, ReferenceOnlyPrintsTheStoryStepsAndDigest) {

@@ -169,6 +169,10 @@ struct CheckRequest {
 /// `guest` again to find the pc (cheap: the reference runs at about 10^8 steps/s). Adds a hint
 /// when the ELF is marked RVC (compressed instructions, which the machine does not have).
 std::string trap_end_line(const Guest& guest, const StreamResult& stream);
+/// How a stream's guest ended, one line: "the guest exited with status 3" (isa.md §5: a0 &
+/// 0xff), "the guest ended in trap 3 EBREAK at pc 0x00010040 (word 0x00100073)" (isa.md §6),
+/// or "" for any other end (a step limit, a divergence, an interruption).
+std::string guest_end_text(const Guest& guest, const StreamResult& stream);
 
 /// What a check produced.
 struct CheckOutcome {
@@ -178,6 +182,8 @@ struct CheckOutcome {
   /// One line per capability the chip under test lacks, saying what that ruled out (empty for
   /// the built-in executors; docs/spec/dut-protocol.md §7).
   std::vector<std::string> capability_notes;
+  /// How a one-guest run's guest ended, one line (guest_end_text), or "".
+  std::string end_text;
 };
 
 /// The lines of CheckOutcome::capability_notes for a backend's capabilities.
