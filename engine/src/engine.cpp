@@ -401,6 +401,31 @@ std::string fixed_substitution(const std::map<std::uint32_t, SubstitutionSeen>& 
   return text;
 }
 
+// A divergence in an instruction's first token, its pc (PCL or PCH_k): the pc comes from the
+// instruction before it, which `prev` is, so that instruction is named (a taken branch or jump
+// chose the target; any other falls through to pc + 4). "" when the field is not a pc token.
+std::string pc_note(const InstructionRecord& prev, const Divergence& d) {
+  const auto k = format::kind_of(d.expected);
+  using format::Kind;
+  if (!k || (k->kind != static_cast<std::uint32_t>(Kind::PCL) &&
+             (k->kind < static_cast<std::uint32_t>(Kind::PCH0) || k->kind > static_cast<std::uint32_t>(Kind::PCH3))))
+    return "";
+  const ref::Op op = ref::decode(prev.word).op;
+  const bool jump = op == ref::Op::kJal || op == ref::Op::kJalr;
+  const bool branch = op == ref::Op::kBeq || op == ref::Op::kBne || op == ref::Op::kBlt || op == ref::Op::kBge ||
+                      op == ref::Op::kBltu || op == ref::Op::kBgeu;
+  const std::string before = "`" + prev.disassembly() + "` at pc " + hexpc(prev.pc);
+  if (jump)
+    return "this pc token is the first of the instruction at " + hexpc(d.pc) + ", where the jump before it, " +
+           before + ", went on the reference: check the jump's target";
+  if (branch)
+    return "this pc token is the first of the instruction at " + hexpc(d.pc) + ", where the branch before it, " +
+           before + ", went on the reference (" + (d.pc == prev.pc + 4 ? "not taken" : "taken") +
+           "): check the branch's decision and its target";
+  return "this pc token is the first of the instruction at " + hexpc(d.pc) + ", which follows " + before +
+         " (pc + 4): the chip's pc after that instruction is wrong";
+}
+
 // An instruction the reference has executed but whose tokens no step has consumed yet (the
 // look-ahead of a chunk, Lane::ahead).
 struct Pending {
@@ -1445,6 +1470,7 @@ struct Engine::Impl {
     d.differing_bits = expected ^ actual;
     d.bits_text = bits_text(expected, actual);
     d.note = divergence_note(expected, actual);
+    if (d.note.empty() && d.token_in_instruction == 0 && !L.history.empty()) d.note = pc_note(L.history.back(), d);
     if (const std::uint32_t kind = expected >> 8;
         L.kinds_known && kind < 128 && !(L.kinds_due[kind >> 6] >> (kind & 63) & 1) && d.note.empty())
     {

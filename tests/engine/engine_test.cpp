@@ -266,6 +266,34 @@ TEST(Engine, FirstTokenOfItsKindIsNoted) {
   }
 }
 
+// A wrong pc at an instruction's first token names the instruction before it: the branch that
+// chose it (taken), or the instruction it falls through from (found by an outside tester: the
+// report named only the target instruction).
+TEST(Engine, AWrongPcNamesTheInstructionBeforeIt) {
+  const Guest g = testing::make_loop_guest(5);
+  const auto trace = testing::reference_trace(g);
+  const std::uint32_t loop_pcl = 256u * static_cast<std::uint32_t>(format::Kind::PCL) + 6;  // pc 0x10018: word 0x4006
+  std::vector<std::uint64_t> at;
+  for (std::uint64_t n = 1; n <= trace.size(); ++n)
+    if (trace[n - 1] == loop_pcl) at.push_back(n);
+  ASSERT_GE(at.size(), 2u);
+  struct Want {
+    std::uint64_t step;
+    std::string says;
+  };
+  for (const Want& w : {Want{at[0], "which follows `addi t1, zero, 7` at pc 0x10014 (pc + 4)"},
+                        Want{at[1], "where the branch before it, `bne t0, zero, 0x10018` at pc 0x10028, went on "
+                                    "the reference (taken)"}}) {
+    ScriptedBackend be({trace}, {{Fault::Kind::kFlip, w.step, 1, 1}});
+    const RunResult r = Engine(be, {g}, Options{}).run();
+    ASSERT_TRUE(r.streams[0].divergence);
+    const Divergence& d = *r.streams[0].divergence;
+    EXPECT_EQ(d.step, w.step);
+    EXPECT_EQ(d.field, "PCL");
+    EXPECT_NE(d.note.find(w.says), std::string::npos) << d.note;
+  }
+}
+
 // A chip that names W0 tokens with the wrong ids (a wrong vocabulary map: W0(x) answered as
 // W0(x ^ 1) every time), its state intact: the same later steps disagree as with corrupted
 // state, but always as the same substitution, and that is what the replay says.
