@@ -50,6 +50,7 @@ std::string_view to_string(FaultClass f) {
     case FaultClass::kNotReproduced: return "not-reproduced";
     case FaultClass::kRequestDependent: return "request-dependent";
     case FaultClass::kTokenMapping: return "token-mapping";
+    case FaultClass::kSingleInstruction: return "single-instruction";
   }
   return "?";
 }
@@ -204,6 +205,7 @@ Divergence divergence_from_json(const json& j) {
             : f == "corrupted-state"   ? FaultClass::kCorruptedState
             : f == "request-dependent" ? FaultClass::kRequestDependent
             : f == "token-mapping"     ? FaultClass::kTokenMapping
+            : f == "single-instruction" ? FaultClass::kSingleInstruction
                                        : FaultClass::kNotReproduced;
   d.fault_text = j.value("fault_text", "");
   d.replay_from = j.value("replay_from", std::uint64_t{0});
@@ -1603,6 +1605,9 @@ struct Engine::Impl {
     } catch (const std::exception&) {
     }
     bool same_pair = true;  // every later mismatch is the divergence's own (expected, actual)
+    // The divergent instruction's last step: mismatches up to it are the same instruction's.
+    const std::uint64_t insn_end = d.step + (L.queue.size() - L.qpos);
+    std::uint64_t after_insn = 0;  // mismatches of the window after that instruction
     // What each expected token was answered with over the divergent step and the window: a
     // fixed substitution answers every occurrence of a token with the same other token.
     std::map<std::uint32_t, SubstitutionSeen> seen;
@@ -1610,6 +1615,7 @@ struct Engine::Impl {
     forced_replay(T, opt.classify_window, vocab, [&](std::uint32_t e, std::uint32_t a) {
       ++d.replay_window;
       seen[e].add(a);
+      if (a != e && T.steps > insn_end) ++after_insn;
       if (a != e) {
         ++d.replay_mismatches;
         same_pair = same_pair && e == d.expected && a == d.actual;
@@ -1643,6 +1649,14 @@ struct Engine::Impl {
       d.fault_text = from + " reproduces the wrong token at step " + std::to_string(d.step) +
                      " and all " + std::to_string(d.replay_window) +
                      " following steps agree: a single-step fault (the state was intact)";
+    } else if (after_insn == 0 && d.replay_window > insn_end - d.step) {
+      d.fault = FaultClass::kSingleInstruction;
+      d.fault_text = from + " reproduces the wrong token at step " + std::to_string(d.step) + "; " +
+                     std::to_string(d.replay_mismatches) + " more of the same instruction's tokens (steps " +
+                     std::to_string(d.step + 1) + ".." + std::to_string(insn_end) + ") disagree too, and all " +
+                     std::to_string(d.replay_window - (insn_end - d.step)) +
+                     " steps after the instruction agree: a fault in this one instruction's tokens (the state was "
+                     "intact)";
     } else if (const std::string pairs = fixed_substitution(seen, d.expected); !pairs.empty()) {
       d.fault = FaultClass::kTokenMapping;
       d.fault_text = from + " reproduces step " + std::to_string(d.step) + ", and " +

@@ -294,6 +294,33 @@ TEST(Engine, AWrongPcNamesTheInstructionBeforeIt) {
   }
 }
 
+// Two wrong tokens of one instruction (its W0 and W1), every later step right: the replay's
+// later mismatch is the same instruction's, so the fault is one instruction's (it was called
+// corrupted state). A wrong token in a later instruction still is corrupted state.
+TEST(Engine, WrongTokensWithinOneInstructionAreASingleInstructionFault) {
+  const Guest g = testing::make_loop_guest(20);
+  const auto trace = testing::reference_trace(g);
+  const std::uint64_t w0 = first_w0_at_or_after(trace, 200);
+  ASSERT_EQ(trace[w0] >> 8, static_cast<std::uint32_t>(format::Kind::W1));  // W1 follows in the same instruction
+  {
+    ScriptedBackend be({trace}, {{Fault::Kind::kFlip, w0, 1, 1}, {Fault::Kind::kFlip, w0 + 1, 1, 1}});
+    const RunResult r = Engine(be, {g}, Options{}).run();
+    ASSERT_TRUE(r.streams[0].divergence);
+    const Divergence& d = *r.streams[0].divergence;
+    EXPECT_EQ(d.step, w0);
+    EXPECT_EQ(d.fault, FaultClass::kSingleInstruction) << d.fault_text;
+    EXPECT_EQ(d.to_json()["fault"], "single-instruction");
+    EXPECT_NE(d.fault_text.find("1 more of the same instruction's tokens (steps " + std::to_string(w0 + 1) + ".."),
+              std::string::npos)
+        << d.fault_text;
+  }
+  const std::uint64_t later = first_w0_at_or_after(trace, w0 + 8);
+  ScriptedBackend be({trace}, {{Fault::Kind::kFlip, w0, 1, 1}, {Fault::Kind::kFlip, later, 1, 1}});
+  const RunResult r = Engine(be, {g}, Options{}).run();
+  ASSERT_TRUE(r.streams[0].divergence);
+  EXPECT_EQ(r.streams[0].divergence->fault, FaultClass::kCorruptedState) << r.streams[0].divergence->fault_text;
+}
+
 // A chip that names W0 tokens with the wrong ids (a wrong vocabulary map: W0(x) answered as
 // W0(x ^ 1) every time), its state intact: the same later steps disagree as with corrupted
 // state, but always as the same substitution, and that is what the replay says.

@@ -143,8 +143,12 @@ enum class FaultClass {
   /// substitution of token ids: every occurrence of a wrong-answered token is answered with the
   /// same other token and every other token agrees (a wrong vocabulary map or unembedding).
   kTokenMapping,
+  /// Reproduced, and later steps disagree only within the divergent instruction's own tokens;
+  /// every step after the instruction agrees (one instruction's output wrong, the state intact).
+  kSingleInstruction,
 };
-/// "single-step" / "corrupted-state" / "not-reproduced" / "request-dependent" / "token-mapping".
+/// "single-step" / "corrupted-state" / "not-reproduced" / "request-dependent" / "token-mapping" /
+/// "single-instruction".
 std::string_view to_string(FaultClass fault);
 
 /// What a divergence's two tokens say by their kinds alone, as one line, or "":
