@@ -185,14 +185,22 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
     if (!b || !b->fault().empty()) b = std::make_unique<DutBackend>(config);
     return *b;
   };
+  // After the determinism check failed, every later comparison of tokens with the first run is
+  // inconclusive: a difference may be the nondeterminism again, not what the check is about.
+  bool nondeterministic = false;
+  auto failed = [&](const std::string& name, const std::string& why) {
+    if (nondeterministic && name.rfind("bad ", 0) != 0)
+      return "not conclusive, the chip is not deterministic (see determinism): " + why;
+    return why;
+  };
   auto check = [&](const std::string& name, const std::function<std::string()>& f) {
     try {
       const std::string why = f();
       if (why.rfind("skip:", 0) == 0) emit(name, kSkip, why.substr(6));
       else if (why.rfind("pass:", 0) == 0) emit(name, kPass, why.substr(6));
-      else emit(name, why.empty() ? kPass : kFail, why);
+      else emit(name, why.empty() ? kPass : kFail, why.empty() ? why : failed(name, why));
     } catch (const std::exception& e) {
-      emit(name, kFail, e.what());
+      emit(name, kFail, failed(name, e.what()));
       b.reset();
     }
   };
@@ -259,6 +267,7 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
     const std::string diff = first_difference(single[0], again);
     return diff.empty() ? "pass: " + guests[0].name + " reset and run again: the same tokens" : "second run: " + diff;
   });
+  nondeterministic = lines.back().verdict == kFail;
 
   // 5. Batch size: every guest in its own stream, one STEP frame per step (ragged lengths).
   check("batch of streams", [&]() -> std::string {

@@ -284,7 +284,8 @@ TEST(DutTransport, Addresses) {
 // A chip-server of FakeChips on a Unix socket in a thread, serving sessions until destroyed.
 class FakeServer {
  public:
-  explicit FakeServer(std::uint32_t shift = 0, std::uint32_t max_streams = 64, std::string auth = "")
+  explicit FakeServer(std::uint32_t shift = 0, std::uint32_t max_streams = 64, std::string auth = "",
+                      bool nondeterministic = false)
       : dir_(fs::temp_directory_path() / ("lockstep-dut-test-" + std::to_string(::getpid()) + "-" +
                                           std::to_string(counter_++))) {
     fs::create_directories(dir_);
@@ -293,9 +294,9 @@ class FakeServer {
     ServerOptions o;
     o.max_streams = max_streams;
     o.auth = std::move(auth);
-    thread_ = std::thread([this, shift, o] {
-      const std::function<std::unique_ptr<chip::ChipBackend>()> make = [shift] {
-        return std::make_unique<testing::FakeChip>(shift);
+    thread_ = std::thread([this, shift, o, nondeterministic] {
+      const std::function<std::unique_ptr<chip::ChipBackend>()> make = [shift, nondeterministic] {
+        return std::make_unique<testing::FakeChip>(shift, nondeterministic);
       };
       // A session per connection, concurrently (as lockstep chip-server serves them).
       std::vector<std::thread> sessions;
@@ -504,6 +505,65 @@ TEST(DutSession, ConformanceChecksPassOnACorrectAdapter) {
     pass += l.verdict == CheckLine::Verdict::kPass;
   }
   EXPECT_EQ(pass, 21u);
+}
+
+// A chip with fewer streams than dut-check's guests (max_streams 1, natural on a GPU): the
+// ragged FORCED and FREE frames hold only the streams it has. They read past its streams before
+// (an outside tester: a correct chip failed with a garbled token count, then std::bad_alloc).
+TEST(DutSession, ConformancePassesAChipWithFewerStreamsThanGuests) {
+  for (const std::uint32_t streams : {1u, 2u}) {
+    FakeServer server(0, streams);
+    const auto lines = run_conformance(server.config(), fake_chip_guests(3, 40, 10), {});
+    std::size_t pass = 0, skip = 0;
+    for (const CheckLine& l : lines) {
+      EXPECT_NE(l.verdict, CheckLine::Verdict::kFail) << streams << ": " << l.to_string();
+      pass += l.verdict == CheckLine::Verdict::kPass;
+      skip += l.verdict == CheckLine::Verdict::kSkip;
+      if (l.name.rfind("FORCED", 0) == 0 || l.name.rfind("FREE", 0) == 0) {
+        EXPECT_EQ(l.verdict, CheckLine::Verdict::kPass) << l.to_string();
+        EXPECT_NE(l.detail.find(" of " + std::to_string(streams) + " ragged entries"), std::string::npos) << l.detail;
+      }
+    }
+    EXPECT_EQ(pass + skip, 21u);
+    EXPECT_EQ(skip, streams == 1 ? 3u : 0u);  // batch of streams, stream order, state hash need two
+  }
+}
+
+// A single --guest runs twice (the batch checks need two streams); the golden-model check counts
+// its tokens once.
+TEST(DutSession, ConformanceCountsACopiedGuestOnce) {
+  FakeServer server;
+  std::vector<ConformanceGuest> guests = fake_chip_guests(1, 40, 0);
+  guests.push_back(guests.front());
+  guests.back().copy = true;
+  for (const CheckLine& l : run_conformance(server.config(), guests, {})) {
+    if (l.name == "golden model (teacher-forced)") {
+      EXPECT_EQ(l.detail, "40 of 40 tokens agree");
+    }
+    if (l.name == "reset and single steps") {
+      EXPECT_EQ(l.detail.rfind("1 guest (and a second run of it), 80 steps", 0), 0u) << l.detail;
+    }
+  }
+}
+
+// After the determinism check fails, every later check that compares tokens with the first run
+// says it is not conclusive (it used to read as a batching, order, FORCED and FREE bug each).
+TEST(DutSession, ConformanceAfterNondeterminismIsNotConclusive) {
+  FakeServer server(0, 64, "", /*nondeterministic=*/true);
+  const auto lines = run_conformance(server.config(), fake_chip_guests(3, 200, 10), {});
+  bool determinism_failed = false;
+  std::size_t inconclusive = 0;
+  for (const CheckLine& l : lines) {
+    if (l.name == "determinism") {
+      determinism_failed = l.verdict == CheckLine::Verdict::kFail;
+      continue;
+    }
+    if (!determinism_failed || l.verdict != CheckLine::Verdict::kFail) continue;
+    EXPECT_EQ(l.detail.rfind("not conclusive, the chip is not deterministic (see determinism): ", 0), 0u) << l.to_string();
+    ++inconclusive;
+  }
+  EXPECT_TRUE(determinism_failed);
+  EXPECT_GT(inconclusive, 0u);
 }
 
 // dut-check's probes check asks the judge about the first step, which the chip predicted right,

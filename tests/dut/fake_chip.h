@@ -16,8 +16,11 @@ namespace lockstep::dut::testing {
 
 class FakeChip final : public chip::ChipBackend {
  public:
-  /// Token ids on the wire are spec ids + `shift` (0: the spec's ids).
-  explicit FakeChip(std::uint32_t shift = 0) : shift_(shift), tokens_(producible_tokens()) {}
+  /// Token ids on the wire are spec ids + `shift` (0: the spec's ids). `nondeterministic`: every
+  /// 97th prediction this chip makes (over all its streams and calls) is another token, so the
+  /// same stream reset and fed the same inputs does not predict the same tokens (§4's MUST).
+  explicit FakeChip(std::uint32_t shift = 0, bool nondeterministic = false)
+      : shift_(shift), nondeterministic_(nondeterministic), tokens_(producible_tokens()) {}
 
   std::string name() const override { return "fake"; }
   void load(std::shared_ptr<const chip::Chip>) override {}
@@ -57,7 +60,7 @@ class FakeChip final : public chip::ChipBackend {
       need(streams[i]);
       std::uint64_t& st = state_[streams[i]];
       st = mix(st, inputs[i]);
-      out[i] = tokens_[st % tokens_.size()] + shift_;
+      out[i] = tokens_[(st + (nondeterministic_ && ++predictions_ % 97 == 0)) % tokens_.size()] + shift_;
       last_in_ = inputs[i];
       ++steps_[streams[i]];
     }
@@ -94,6 +97,8 @@ class FakeChip final : public chip::ChipBackend {
     if (s >= state_.size()) throw chip::UsageError("fake: stream out of range");
   }
   std::uint32_t shift_;
+  bool nondeterministic_;
+  std::uint64_t predictions_ = 0;
   std::vector<std::uint32_t> tokens_;
   std::vector<std::uint64_t> state_, steps_;
   bool recording_ = false;
