@@ -389,10 +389,12 @@ ProgressLine::ProgressLine(std::ostream& err, bool terminal, double plain_interv
     : err_(err), terminal_(terminal), plain_interval_(plain_interval) {}
 
 void ProgressLine::output(char c) {
+  // Printable ASCII only: no control byte (an escape sequence would drive the user's terminal)
+  // and no byte >= 0x80 (a guest's binary output, or an 8-bit C1 control such as 0x9b, CSI)
+  // reaches the terminal.
   const auto u = static_cast<unsigned char>(c);
-  tail_ += (u < 0x20 || u == 0x7f) ? ' ' : c;  // no control byte reaches the terminal
+  tail_ += (u < 0x20 || u == 0x7f) ? ' ' : u >= 0x80 ? '?' : c;
   if (tail_.size() > 48) tail_.erase(0, tail_.size() - 48);
-  while (!tail_.empty() && (static_cast<unsigned char>(tail_[0]) & 0xc0) == 0x80) tail_.erase(0, 1);
 }
 
 void ProgressLine::update(const Progress& p) {

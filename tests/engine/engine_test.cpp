@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <xxhash.h>
@@ -319,6 +320,19 @@ TEST(Engine, WrongTokensWithinOneInstructionAreASingleInstructionFault) {
   const RunResult r = Engine(be, {g}, Options{}).run();
   ASSERT_TRUE(r.streams[0].divergence);
   EXPECT_EQ(r.streams[0].divergence->fault, FaultClass::kCorruptedState) << r.streams[0].divergence->fault_text;
+}
+
+// The progress line's tail of what the guest printed reaches the terminal as printable ASCII
+// only: a guest's escape sequences and binary bytes (an outside tester's guest wrote 1 MiB of
+// them) are replaced.
+TEST(ProgressLineTail, OnlyPrintableAsciiReachesTheTerminal) {
+  std::ostringstream err;
+  ProgressLine line(err, /*terminal=*/false);
+  for (const char c : std::string("\x1b[2Jok\x9b\xff\x07!")) line.output(c);
+  Progress p;
+  p.round = 10;
+  line.update(p);
+  EXPECT_NE(err.str().find("|  [2Jok?? !\n"), std::string::npos) << err.str();
 }
 
 // A chip that names W0 tokens with the wrong ids (a wrong vocabulary map: W0(x) answered as

@@ -118,7 +118,8 @@ class ProgressLine {
   explicit ProgressLine(std::ostream& err, bool terminal, double plain_interval = 10.0);
   /// Options::on_progress target.
   void update(const Progress& p);
-  /// Appends an output byte to the story tail.
+  /// Appends an output byte to the story tail (the last 48; a control byte shows as a space,
+  /// a byte >= 0x80 as '?': only printable ASCII reaches the terminal).
   void output(char c);
   /// Clears the live line (terminal) before other output.
   void clear();
