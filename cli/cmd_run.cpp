@@ -84,6 +84,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
         if (args->program.empty()) throw UsageError("run: PROGRAM.elf is required (or --resume DIR)");
         const auto mode = engine::parse_mode(args->mode);
         if (!mode) throw UsageError("--mode must be forced or free (got '" + args->mode + "')");
+        if (*mode == engine::Mode::kForced && cmd->count("--teacher-forced-steps")) {
+          throw UsageError("--teacher-forced-steps N is for --mode free (its first N steps teacher-forced, then "
+                           "free-running); in --mode forced, the default, every step is teacher-forced");
+        }
         const auto compare = engine::parse_compare(args->compare);
         if (!compare) throw UsageError("--compare must be step or end (got '" + args->compare + "')");
         if (args->backend != "cpu" && args->backend != "cuda") {

@@ -134,6 +134,9 @@ TEST(RunCommand, BadInputIsExitTwoWithOneLine) {
     const Proc p = run({"run", elf});
     expect_one_error_line(p, "no built chip yet: pass --chip FILE");
   }
+  // An option the mode does not use is refused, not silently ignored (an outside tester).
+  expect_one_error_line(run({"run", loop_elf(3).string(), "--teacher-forced-steps", "10"}),
+                        "--teacher-forced-steps N is for --mode free");
 }
 
 // A guest that stops at an illegal instruction is never read as a pass: with chip and reference
