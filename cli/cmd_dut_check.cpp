@@ -20,6 +20,7 @@ struct DutCheckArgs {
   dut::DutConfig dut;
   std::vector<std::string> guests;
   std::uint64_t steps = 2000, seed = 1;
+  std::string ops;  // --ops: what the generated guests use (default: the scalar machine, and the vector unit)
 };
 
 // The golden model's first `steps` tokens of `image`.
@@ -46,17 +47,38 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
                   "Guest ELF to check with (repeatable; default: four generated programs, scalar and vector)");
   cmd->add_option("--steps", args->steps, "Steps per guest (1..100000)")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the generated programs")->capture_default_str();
+  cmd->add_option("--ops", args->ops,
+                  "What the generated programs use, as lockstep fuzz --ops (e.g. rv32i, rv32im, "
+                  "alu,load,store,branch, vector; default: two scalar programs and two vector ones): for a chip "
+                  "that implements part of the machine");
   cmd->callback([&ctx, args] {
     if (!check_dut_options(args->dut, "", "")) throw UsageError("dut-check: give --dut 'COMMAND' or --dut-connect ADDRESS");
     if (args->steps < 2 || args->steps > 100000) throw UsageError("--steps must be 2..100000");
     std::vector<dut::ConformanceGuest> guests;
+    if (!args->ops.empty() && !args->guests.empty()) throw UsageError("--ops chooses generated programs: leave out --guest");
     if (args->guests.empty()) {
-      const auto scalar = campaign::select_ops("");
-      const auto vector = campaign::select_ops("vector");
+      std::vector<const ref::Encoding*> scalar = campaign::select_ops(""), vector = campaign::select_ops("vector");
+      unsigned vew = campaign::kVewFuzzedModes, vfn = campaign::kVfnFuzzedFns, vred = campaign::kVredFuzzedModes;
+      if (!args->ops.empty()) {
+        std::vector<const ref::Encoding*> chosen;
+        try {
+          chosen = campaign::select_ops(args->ops, &vew, &vfn, &vred);
+        } catch (const campaign::OpsError& e) {
+          throw UsageError(e.what());
+        }
+        scalar.clear();
+        vector.clear();
+        for (const ref::Encoding* e : chosen) (e->cls == ref::InsnClass::kVector ? vector : scalar).push_back(e);
+        if (scalar.empty()) scalar = vector;  // four programs of what was chosen
+        if (vector.empty()) vector = scalar;
+      }
       for (std::uint64_t i = 0; i < 4; ++i) {
-        const campaign::Program p = campaign::generate(campaign::program_seed(args->seed, i), i, i < 2 ? scalar : vector);
+        const campaign::Program p = campaign::generate(campaign::program_seed(args->seed, i), i, i < 2 ? scalar : vector,
+                                                       vew, vfn, vred);
         dut::ConformanceGuest g;
-        g.name = (i < 2 ? "scalar-" : "vector-") + p.name;
+        g.name = (i < 2 ? (scalar.front()->cls == ref::InsnClass::kVector ? "vector-" : "scalar-")
+                        : (vector.front()->cls == ref::InsnClass::kVector ? "vector-" : "scalar-")) +
+                 p.name;
         const format::GuestImage image = p.image();
         g.image = engine::to_chip_image(image);
         g.tokens = reference_tokens(image, args->steps);

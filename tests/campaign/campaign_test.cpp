@@ -11,6 +11,7 @@
 #include <string>
 
 #include "lockstep/campaign/campaign.h"
+#include "lockstep/format/insn_class.h"
 #include "lockstep/ops/op_case.h"
 #include "lockstep/ref/machine.h"
 #include "lockstep/ref/vector.h"
@@ -82,6 +83,28 @@ TEST(CampaignOps, MnemonicsAndClasses) {
   EXPECT_THROW(select_ops("ecall"), OpsError);
   EXPECT_THROW(select_ops("frobnicate"), OpsError);
   EXPECT_THROW(select_ops(","), OpsError);
+}
+
+// The groups for a chip that implements part of the machine: rv32i is the base integer classes,
+// rv32im adds mul and div; neither has Zba, bignum or vector rows.
+TEST(CampaignOps, Rv32iAndRv32imGroups) {
+  const auto i = select_ops("rv32i"), im = select_ops("rv32im");
+  std::set<std::string> classes_i, classes_im;
+  for (const ref::Encoding* e : i) classes_i.insert(std::string(format::insn_class_name(static_cast<unsigned>(e->cls))));
+  for (const ref::Encoding* e : im) classes_im.insert(std::string(format::insn_class_name(static_cast<unsigned>(e->cls))));
+  EXPECT_EQ(classes_i, (std::set<std::string>{"alu", "alu-imm", "upper", "load", "store", "branch", "jal", "jalr", "fence"}));
+  std::set<std::string> want_im = classes_i;
+  want_im.insert({"mul", "div"});
+  EXPECT_EQ(classes_im, want_im);
+  EXPECT_EQ(im.size(), i.size() + 8u);  // mul, mulh, mulhsu, mulhu, div, divu, rem, remu
+  for (std::uint64_t k = 0; k < 20; ++k) {  // every generated word decodes to an rv32i row
+    const Program p = campaign::generate(program_seed(9, k), k, i);
+    for (std::uint32_t w : p.code()) {
+      const ref::Op op = ref::decode(w).op;
+      EXPECT_TRUE(op == ref::Op::kEcall || std::any_of(i.begin(), i.end(), [&](const ref::Encoding* e) { return e->op == op; }))
+          << "program " << k << ": " << ref::disassemble(w, 0);
+    }
+  }
 }
 
 TEST(CampaignGenerate, ReproducibleAndAlwaysEnds) {

@@ -134,6 +134,10 @@ TEST(RunCommand, BadInputIsExitTwoWithOneLine) {
     const Proc p = run({"run", elf});
     expect_one_error_line(p, "no built chip yet: pass --chip FILE");
   }
+  // dut-check --ops: the list is checked before the chip is started.
+  expect_one_error_line(run({"dut-check", "--dut", "true", "--ops", "nosuch"}), "--ops: unknown op or class 'nosuch'");
+  expect_one_error_line(run({"dut-check", "--dut", "true", "--ops", "rv32i", "--guest", elf}),
+                        "--ops chooses generated programs: leave out --guest");
   // An option the mode does not use is refused, not silently ignored (an outside tester).
   expect_one_error_line(run({"run", loop_elf(3).string(), "--teacher-forced-steps", "10"}),
                         "--teacher-forced-steps N is for --mode free");

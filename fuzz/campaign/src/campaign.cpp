@@ -82,6 +82,16 @@ std::vector<const Encoding*> select_ops(const std::string& list, unsigned* vew_m
         if (fuzzable(e) && e.cls != InsnClass::kVector) chosen.insert(&e);
       continue;
     }
+    if (n == "rv32i" || n == "rv32im") {  // the base integer ISA (isa.md), and with M: for partial chips
+      for (const Encoding& e : ref::encoding_table()) {
+        const bool base = e.cls == InsnClass::kAlu || e.cls == InsnClass::kAluImm || e.cls == InsnClass::kUpper ||
+                          e.cls == InsnClass::kLoad || e.cls == InsnClass::kStore || e.cls == InsnClass::kBranch ||
+                          e.cls == InsnClass::kJal || e.cls == InsnClass::kJalr || e.cls == InsnClass::kFence;
+        const bool m = e.cls == InsnClass::kMul || e.cls == InsnClass::kDiv;
+        if (fuzzable(e) && (base || (n == "rv32im" && m))) chosen.insert(&e);
+      }
+      continue;
+    }
     for (const ops::OpCase* c : ops::registry()) {  // one mode of VEW, VFN or VRED
       if (!c->selectable_modes()) continue;
       const auto modes = c->modes();
@@ -109,7 +119,8 @@ std::vector<const Encoding*> select_ops(const std::string& list, unsigned* vew_m
     if (!found) {
       throw OpsError("--ops: unknown op or class '" + n +
                      "' (classes: alu, alu-imm, upper, mul, div, zba, load, store, branch, jal, jalr, fence, "
-                     "bignum; or a mnemonic such as add, sh2add, bn.addc, vld, vew, vew.muls, vfn, vfn.silu)");
+                     "bignum, vector; groups: rv32i, rv32im, scalar, all; or a mnemonic such as add, sh2add, "
+                     "bn.addc, vld, vew, vew.muls, vfn, vfn.silu)");
     }
   }
   std::vector<const Encoding*> out;

@@ -71,8 +71,10 @@ inline constexpr unsigned kVredFuzzedModes = kVredSumsq | kVredSum | kVredMax;
 /// that function; ref::vector_mnemonic's spellings); "vred" (its three modes)
 /// or one of "vred.sumsq", "vred.sum", "vred.max" (the VRED row, that mode);
 /// "vq" (ACT, K and V rows); "vexp"; "vmat" (write and argmax mode); "vmatr"
-/// (K and V mode); the class "vector" (all eight).
-/// Empty or "all": every row but the vector unit and ecall/ebreak.  In table
+/// (K and V mode); the class "vector" (all eight). Groups: "rv32i" (the base
+/// integer classes alu, alu-imm, upper, load, store, branch, jal, jalr,
+/// fence), "rv32im" (and mul, div), for a chip that implements only those.
+/// Empty, "all" or "scalar": every row but the vector unit and ecall/ebreak.  In table
 /// order, no duplicates.  `vew_modes`, `vfn_fns` (optional): set to the
 /// selected VEW modes (a kVew* mask) and VFN functions (a kVfn* mask), 0 when
 /// the row is not selected; `vred_modes` likewise (a kVred* mask).  Throws
