@@ -5,7 +5,11 @@
 // only the summary object: status, steps (trace tokens produced),
 // mismatches (0), then program, end ("exit" | "trap" | "step_limit"),
 // exit_status or trap_code + trap_name, instructions_retired, stdout,
-// stderr (the console bytes as text; invalid UTF-8 replaced by U+FFFD).
+// stderr (the console bytes as text, invalid UTF-8 replaced by U+FFFD: the
+// first kJsonConsoleLimit bytes of each), stdout_bytes, stderr_bytes (how
+// many the guest wrote) and stdout_truncated, stderr_truncated.  Without
+// --json the console is streamed as the guest writes it and nothing of it
+// is kept, so a guest that writes without end runs in constant memory.
 //
 // Status and exit code: a run that the model carried out is "exact" (exit
 // code 0) however the guest ended -- exit with any status, a trap, or the
@@ -22,6 +26,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -36,6 +41,24 @@
 
 namespace lockstep::cli {
 namespace {
+
+/// The most console bytes per fd that --json keeps (and reports in "stdout"/"stderr").
+constexpr std::size_t kJsonConsoleLimit = std::size_t{1} << 20;
+
+/// The start of what the guest wrote to one fd (at most kJsonConsoleLimit bytes) and its total size.
+struct ConsoleHead {
+  std::string kept;
+  std::uint64_t total = 0;
+  void add(std::string_view bytes) {
+    total += bytes.size();
+    if (kept.size() < kJsonConsoleLimit) kept.append(bytes.substr(0, kJsonConsoleLimit - kept.size()));
+  }
+  void record(Summary& summary, const std::string& name) const {
+    summary.set(name, valid_utf8(kept));
+    summary.set(name + "_bytes", total);
+    summary.set(name + "_truncated", total > kept.size());
+  }
+};
 
 struct RefOptions {
   std::string program;
@@ -81,6 +104,21 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
     throw InputError(e.what());
   } catch (const ref::LoadError& e) {
     throw InputError(std::string(e.what()) + " (" + std::filesystem::path(opt.program).filename().string() + ")");
+  }
+
+  // The console: streamed (plain) or its head kept (--json); never all of it in memory.
+  ConsoleHead out_head, err_head;
+  if (ctx.options.json) {
+    m.set_console_sink([&](int fd, std::string_view b) { (fd == 1 ? out_head : err_head).add(b); });
+  } else {
+    m.set_console_sink([](int fd, std::string_view b) {
+      if (fd == 1) {
+        std::cout.write(b.data(), static_cast<std::streamsize>(b.size()));
+      } else {
+        std::cout.flush();  // keep the order of fd 1 and fd 2 bytes on a shared terminal
+        std::cerr.write(b.data(), static_cast<std::streamsize>(b.size()));
+      }
+    });
   }
 
   std::unique_ptr<format::TraceFileWriter> trace;
@@ -142,11 +180,10 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
   }
 
   if (ctx.options.json) {
-    ctx.summary.set("stdout", valid_utf8(m.console_out()));
-    ctx.summary.set("stderr", valid_utf8(m.console_err()));
+    out_head.record(ctx.summary, "stdout");
+    err_head.record(ctx.summary, "stderr");
   } else {
-    std::cout << m.console_out() << std::flush;
-    std::cerr << m.console_err();
+    std::cout << std::flush;
   }
   std::string line = "lockstep ref: " + std::filesystem::path(opt.program).filename().string() + ": ";
   if (r.stop == ref::Stop::kExit) {

@@ -240,7 +240,11 @@ void Machine::ecall() {
   if (len > kMaxWriteLen) return trap<kTrace>(Trap::kBadEcall);
   if (len > 0 && !in_ram(buf, len)) return trap<kTrace>(Trap::kLoadFault);
   const char* bytes = reinterpret_cast<const char*>(ram_.data()) + (buf - kRamBase);
-  (fd == 1 ? console_out_ : console_err_).append(bytes, len);
+  if (console_sink_) {
+    console_sink_(static_cast<int>(fd), std::string_view(bytes, len));
+  } else {
+    (fd == 1 ? console_out_ : console_err_).append(bytes, len);
+  }
   // Tokens (trace.md §4.5): per byte i, OIH(i >> 8) when i > 0 and
   // i & 0xFF = 0, OI(i & 0xFF), OUT/ERR(byte); then W(len) into a0.  An
   // untraced run materialises them when they cross its step limit (they may

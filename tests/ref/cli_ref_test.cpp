@@ -1,5 +1,6 @@
 // `lockstep ref` end to end (label: integration): console pass-through,
 // --json summary, --trace file, --signature, --max-steps, bad input.
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,7 +109,65 @@ TEST_F(LockstepRef, ConsolePassesThroughAndSignature) {
   EXPECT_NE(r.err.find("exit 3"), std::string::npos) << r.err;
   EXPECT_EQ(slurp(dir / "sig"), "000a6968\ndeadbeef\n00000000\n");
   r = run("ref " + path + " --json");
-  EXPECT_EQ(nlohmann::json::parse(r.out)["stdout"], "hi\n");
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["stdout"], "hi\n");
+  EXPECT_EQ(j["stdout_bytes"], 3);
+  EXPECT_EQ(j["stdout_truncated"], false);
+}
+
+// A guest that writes `writes` times 65535 bytes of 'x' to fd 1, then exits 0.
+format::GuestImage spew(u32 writes) {
+  std::vector<u32> code;
+  progen::emit_li(code, 17, 64);
+  progen::emit_li(code, 11, kData);
+  progen::emit_li(code, 12, 65535);
+  progen::emit_li(code, 5, writes);
+  // loop: li a0, 1; ecall; addi t0, t0, -1; bnez t0, loop
+  code.insert(code.end(), {0x00100513u, kEcall, 0xfff28293u, 0xfe029ae3u});
+  progen::emit_li(code, 17, 93);
+  progen::emit_li(code, 10, 0);
+  code.push_back(kEcall);
+  return progen::image_from_code(code, kCode, {format::Segment{kData, 65536, 6, std::vector<std::uint8_t>(65535, 'x')}});
+}
+
+// The largest resident set of any child process waited for so far, in bytes.
+std::uint64_t children_max_rss() {
+  rusage u{};
+  getrusage(RUSAGE_CHILDREN, &u);
+  return std::uint64_t(u.ru_maxrss) * 1024;
+}
+
+TEST_F(LockstepRef, ConsoleIsStreamedAndJsonKeepsABoundedHead) {
+  constexpr std::uint64_t kWrites = 800, kTotal = kWrites * 65535;  // 52.4 MB of output
+  constexpr std::uint64_t kRssLimit = std::uint64_t{32} << 20;      // lockstep ref alone needs ~15 MB
+  const auto path = elf("spew.elf", spew(kWrites));
+  // Plain: to a file, which this process does not read whole (a forked child counts its
+  // parent's resident set towards its own maximum).
+  const std::string cmd = std::string(LOCKSTEP_EXE) + " ref " + path + " >" + (dir / "big").string() + " 2>" +
+                          (dir / "err").string();
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(dir / "err");
+  EXPECT_EQ(fs::file_size(dir / "big"), kTotal);
+  std::string tail(4096, '\0');
+  std::ifstream big(dir / "big", std::ios::binary);
+  big.seekg(-4096, std::ios::end);
+  big.read(tail.data(), 4096);
+  EXPECT_EQ(tail, std::string(4096, 'x'));
+  EXPECT_NE(slurp(dir / "err").find("exit 0"), std::string::npos);
+  // Streamed, not kept: the process never held the 52 MB it wrote.
+  EXPECT_LT(children_max_rss(), kRssLimit);
+
+  const auto r = run("ref " + path + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["end"], "exit");
+  EXPECT_EQ(j["stdout"].get<std::string>(), std::string(std::size_t{1} << 20, 'x')) << "the first 1 MiB";
+  EXPECT_EQ(j["stdout_bytes"], kTotal);
+  EXPECT_EQ(j["stdout_truncated"], true);
+  EXPECT_EQ(j["stderr"], "");
+  EXPECT_EQ(j["stderr_bytes"], 0);
+  EXPECT_EQ(j["stderr_truncated"], false);
+  EXPECT_LT(children_max_rss(), kRssLimit);
 }
 
 TEST_F(LockstepRef, TrapAndStepLimit) {

@@ -393,6 +393,39 @@ TEST(Ecall, WriteExitAndBadCalls) {
   EXPECT_EQ(all.size(), second_at + 7 + 4 * 5 + 2);
 }
 
+TEST(Ecall, ConsoleSinkReceivesWritesAndNothingIsKept) {
+  // write(1, kData, 3) then write(2, kData+3, 1) then exit(0), with a console sink set.
+  std::vector<u32> code;
+  progen::emit_li(code, 17, 64);
+  progen::emit_li(code, 10, 1);
+  progen::emit_li(code, 11, kData);
+  progen::emit_li(code, 12, 3);
+  code.push_back(kEcall);
+  progen::emit_li(code, 10, 2);
+  progen::emit_li(code, 11, kData + 3);
+  progen::emit_li(code, 12, 1);
+  code.push_back(kEcall);
+  progen::emit_li(code, 17, 93);
+  progen::emit_li(code, 10, 0);
+  code.push_back(kEcall);
+  Machine m = machine_with(code, {'h', 'i', '\n', '!'});
+  std::vector<std::pair<int, std::string>> writes;
+  m.set_console_sink([&](int fd, std::string_view b) { writes.emplace_back(fd, std::string(b)); });
+  const Machine plain = m;
+  const RunResult r = m.run(1000);
+  EXPECT_EQ(r.stop, Stop::kExit);
+  EXPECT_EQ(writes, (std::vector<std::pair<int, std::string>>{{1, "hi\n"}, {2, "!"}}));
+  EXPECT_EQ(m.console_out(), "") << "a sink keeps nothing";
+  EXPECT_EQ(m.console_err(), "");
+  // The same run without a sink keeps the bytes, with the same tokens.
+  Machine kept = plain;
+  kept.set_console_sink({});
+  EXPECT_EQ(kept.run(1000).steps, r.steps);
+  EXPECT_EQ(kept.console_out(), "hi\n");
+  EXPECT_EQ(kept.console_err(), "!");
+  EXPECT_EQ(writes.size(), 2u) << "the copy's empty sink does not reach the original's";
+}
+
 TEST(Ecall, BadFdBadBufferUnknownNumber) {
   auto run = [](u32 a7, u32 a0, u32 a1, u32 a2) {
     Machine m = machine_with({kEcall});
