@@ -135,8 +135,10 @@ Guest read_guest(const fs::path& path) {
     // now and naming the file, rather than after the chip's load.
     ref::Machine m;
     m.load(g.image);
+  } catch (const format::FormatError& e) {
+    throw CheckError(e.what());  // read_elf_file's message names the file already
   } catch (const std::exception& e) {
-    throw CheckError(path.string() + ": " + e.what());
+    throw CheckError(std::string(e.what()) + " (" + path.filename().string() + ")");
   }
   return g;
 }

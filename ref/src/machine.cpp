@@ -64,11 +64,11 @@ void Machine::load(const format::GuestImage& image) {
     const format::Segment& s = image.segments[i];
     const u64 end = u64{s.vaddr} + s.memsz;
     if (s.vaddr < kRamBase || end > kRamEnd) {
-      throw LoadError("ELF: segment " + std::to_string(i) + " [" + hex(s.vaddr) + ", " + hex(end) +
-                      ") is not inside RAM [" + hex(kRamBase) + ", " + hex(kRamEnd) + ")");
+      throw LoadError("ELF: " + format::segment_label(image, i) + " [" + hex(s.vaddr) + ", " + hex(end) +
+                      ") is not inside RAM [" + hex(kRamBase) + ", " + hex(kRamEnd) + "); " + std::string(kLinkHint));
     }
     if (s.bytes.size() > s.memsz) {
-      throw LoadError("ELF: segment " + std::to_string(i) + " has more file bytes than p_memsz");
+      throw LoadError("ELF: " + format::segment_label(image, i) + " has more file bytes than p_memsz");
     }
     if (!s.bytes.empty()) std::memcpy(ram_.data() + (s.vaddr - kRamBase), s.bytes.data(), s.bytes.size());
   }

@@ -201,7 +201,19 @@ TEST_F(LockstepRef, BadInputIsOneLineAndExitCode2) {
   const auto low = elf("low.elf", progen::image_from_code({kEbreak}, 0x8000));
   r = run("ref " + low);
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("not inside RAM"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err,
+            "lockstep: error: ELF: program header 0 (PT_LOAD) [0x8000, 0x8004) is not inside RAM [0x10000, 0x110000); "
+            "link for the machine's RAM: see guests/runtime/link.ld (docs/guests.md) (low.elf)\n");
+  for (const char* p : {"guests/runtime/link.ld", "docs/guests.md"})
+    EXPECT_TRUE(fs::exists(fs::path(LOCKSTEP_SOURCE_DIR) / p)) << p << ": the hint names it";
+  // `run` reads the guest the same way and names the file once.
+  r = run("run " + (dir / "junk.elf").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "lockstep: error: ELF: not an ELF file (bad magic) (junk.elf)\n");
+  r = run("run " + low);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("is not inside RAM"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("low.elf"), r.err.rfind("low.elf")) << r.err;
   // No signature symbols.
   const auto plain = elf("plain.elf", progen::image_from_code({kEbreak}));
   r = run("ref " + plain + " --signature " + (dir / "sig2").string());

@@ -560,9 +560,14 @@ TEST(Loader, RamRangeAndEntryChecksAreOneLine) {
       EXPECT_EQ(msg.find('\n'), std::string::npos);
     }
   };
-  expect_load_error(progen::image_from_code({kEbreak}, 0xfffc), "segment 0 [0xfffc, 0x10000) is not inside RAM");
+  expect_load_error(progen::image_from_code({kEbreak}, 0xfffc), "ELF: program header 0 (PT_LOAD) [0xfffc, 0x10000) is not inside RAM [0x10000, 0x110000); link for the machine's RAM: see guests/runtime/link.ld (docs/guests.md)");
   expect_load_error(progen::image_from_code({kEbreak}, 0x10fffc, {format::Segment{0x10fff0, 0x20, 6, {}}}),
-                    "segment 1 [0x10fff0, 0x110010) is not inside RAM");
+                    "program header 1 (PT_LOAD) [0x10fff0, 0x110010) is not inside RAM");
+  // A segment read from a file is named by its program header's index (readelf -l's numbering).
+  auto from_file = progen::image_from_code({kEbreak}, 0x10000, {format::Segment{0x12000, 0x200000, 6, {}}});
+  from_file.segments[0].phdr_index = 1;
+  from_file.segments[1].phdr_index = 2;
+  expect_load_error(from_file, "ELF: program header 2 (PT_LOAD) [0x12000, 0x212000) is not inside RAM");
   auto img = progen::image_from_code({kEbreak, kEbreak});
   img.entry = 0x10002;
   expect_load_error(img, "entry point 0x10002 is not a multiple of 4");

@@ -49,6 +49,10 @@ enum class Trap : std::uint32_t {
   kEbreak = 9,
 };
 
+/// The hint a "not inside RAM" load error ends with: how to link a guest for this memory map.
+inline constexpr std::string_view kLinkHint =
+    "link for the machine's RAM: see guests/runtime/link.ld (docs/guests.md)";
+
 /// A guest image the machine cannot load (segment outside RAM, misaligned
 /// entry, ...).  what() is one line starting "ELF: ".
 class LoadError : public std::runtime_error {
