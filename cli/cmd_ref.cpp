@@ -4,7 +4,9 @@
 // stderr) and a one-line report goes to stderr.  With --json, stdout carries
 // only the summary object: status, steps (trace tokens produced),
 // mismatches (0), then program, end ("exit" | "trap" | "step_limit"),
-// exit_status or trap_code + trap_name, instructions_retired, stdout,
+// exit_status or trap_code + trap_name + pc (+ word, the instruction word, and address, the
+// effective address of a faulting or misaligned load/store or the buffer of a faulting write),
+// instructions_retired (completed instructions: one a step limit cut is not counted), stdout,
 // stderr (the console bytes as text, invalid UTF-8 replaced by U+FFFD: the
 // first kJsonConsoleLimit bytes of each), stdout_bytes, stderr_bytes (how
 // many the guest wrote) and stdout_truncated, stderr_truncated.  Without
@@ -24,6 +26,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -37,6 +40,7 @@
 #include "lockstep/format/elf.h"
 #include "lockstep/format/tokens.h"
 #include "lockstep/format/trace_file.h"
+#include "lockstep/ref/encoding.h"
 #include "lockstep/ref/machine.h"
 
 namespace lockstep::cli {
@@ -59,6 +63,49 @@ struct ConsoleHead {
     summary.set(name + "_truncated", total > kept.size());
   }
 };
+
+// The trap's instruction word and, for a load/store fault or misaligned access, its address, from
+// the state the trap left (isa.md §6: a trap changes no register, so x[rs1] is still the base).
+struct TrapPlace {
+  std::optional<std::uint32_t> word, address;
+  std::string text() const {
+    char buf[96] = "";
+    if (word) std::snprintf(buf, sizeof buf, " (word 0x%08x)", *word);
+    std::string t = buf;
+    if (address) {
+      std::snprintf(buf, sizeof buf, ", address 0x%08x", *address);
+      t += buf;
+    }
+    return t;
+  }
+};
+
+TrapPlace trap_place(const ref::Machine& m) {
+  TrapPlace p;
+  try {
+    p.word = m.read_word(m.pc());
+  } catch (const std::out_of_range&) {
+    return p;  // the fetch itself faulted: no word
+  }
+  const std::uint32_t code = m.trap_code();
+  if (code < static_cast<std::uint32_t>(ref::Trap::kLoadMisaligned) ||
+      code > static_cast<std::uint32_t>(ref::Trap::kStoreFault)) {
+    return p;
+  }
+  const ref::Decoded d = ref::decode(*p.word);
+  switch (d.op) {
+    case ref::Op::kLb: case ref::Op::kLh: case ref::Op::kLw: case ref::Op::kLbu: case ref::Op::kLhu:
+    case ref::Op::kSb: case ref::Op::kSh: case ref::Op::kSw:
+      p.address = m.reg(d.rs1) + d.imm;
+      break;
+    case ref::Op::kEcall:  // write(fd, buf = a1, len): the buffer is outside RAM
+      p.address = m.reg(11);
+      break;
+    default:  // a vector op: its operands are in vector.md's terms, not one address
+      break;
+  }
+  return p;
+}
 
 struct RefOptions {
   std::string program;
@@ -152,12 +199,16 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
   ctx.summary.set("program", opt.program);
   ctx.summary.set("end", end);
   if (r.stop == ref::Stop::kExit) ctx.summary.set("exit_status", m.exit_status());
+  const TrapPlace place = r.stop == ref::Stop::kTrap ? trap_place(m) : TrapPlace{};
   if (r.stop == ref::Stop::kTrap) {
     ctx.summary.set("trap_code", m.trap_code());
     ctx.summary.set("trap_name", std::string(format::trap_name(m.trap_code())));
     ctx.summary.set("pc", m.pc());
+    if (place.word) ctx.summary.set("word", *place.word);
+    if (place.address) ctx.summary.set("address", *place.address);
   }
-  ctx.summary.set("instructions_retired", m.instructions_retired());
+  // isa.md §6: retired means completed; an instruction the step limit cut is not counted.
+  ctx.summary.set("instructions_retired", m.instructions_completed());
   ctx.summary.set("trace_version", trace_spec_version());
 
   if (!opt.trace.empty()) {
@@ -191,13 +242,14 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
   } else if (r.stop == ref::Stop::kTrap) {
     char pc[16];
     std::snprintf(pc, sizeof pc, "0x%08x", m.pc());
-    line += "trap " + std::to_string(m.trap_code()) + " " + std::string(format::trap_name(m.trap_code())) + " at pc " + pc;
+    line += "trap " + std::to_string(m.trap_code()) + " " + std::string(format::trap_name(m.trap_code())) + " at pc " + pc +
+            place.text() + engine::trap_build_hint(image, m.trap_code());
   } else if (interrupted) {
     line += "interrupted";
   } else {
     line += "step limit reached";
   }
-  line += ", " + std::to_string(m.instructions_retired()) + " instructions retired, " + std::to_string(m.steps()) +
+  line += ", " + std::to_string(m.instructions_completed()) + " instructions retired, " + std::to_string(m.steps()) +
           " trace steps";
   std::cerr << line << "\n";
   if (interrupted) throw Interrupted("after " + std::to_string(m.steps()) + " trace steps");

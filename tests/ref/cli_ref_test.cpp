@@ -181,10 +181,60 @@ TEST_F(LockstepRef, TrapAndStepLimit) {
   EXPECT_EQ(j["trap_name"], "EBREAK");
   EXPECT_EQ(j["instructions_retired"], 1);
   EXPECT_EQ(j["steps"], 5) << "PCH0, PCL, NOP; PCL, TRAP(9)";
+  EXPECT_EQ(j["pc"], 0x10004);
+  EXPECT_EQ(j["word"], kEbreak);
+  EXPECT_FALSE(j.contains("address"));
+  r = run("ref " + path);
+  EXPECT_EQ(r.err, "lockstep ref: trap.elf: trap 9 EBREAK at pc 0x00010004 (word 0x00100073), 1 instructions retired, "
+                   "5 trace steps\n");
   r = run("ref " + path + " --json --max-steps 1");
   j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["end"], "step_limit");
   EXPECT_EQ(j["steps"], 1);
+  // isa.md §6: retired means completed. The NOP's third token is its last: at 2 steps it is cut.
+  r = run("ref " + path + " --json --max-steps 2");
+  EXPECT_EQ(nlohmann::json::parse(r.out)["instructions_retired"], 0);
+  r = run("ref " + path + " --max-steps 2");
+  EXPECT_NE(r.err.find("step limit reached, 0 instructions retired, 2 trace steps"), std::string::npos) << r.err;
+  r = run("ref " + path + " --json --max-steps 3");
+  EXPECT_EQ(nlohmann::json::parse(r.out)["instructions_retired"], 1);
+}
+
+// A load or store that faults or is misaligned: the trap line gives its effective address.
+TEST_F(LockstepRef, TrapLineGivesTheWordAndTheAddress) {
+  std::vector<u32> code;
+  progen::emit_li(code, 11, 0x200000);
+  code.push_back(0x0045a503u);  // lw a0, 4(a1): outside RAM
+  auto r = run("ref " + elf("lw.elf", progen::image_from_code(code)) + " --json");
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["trap_name"], "LOAD_FAULT");
+  EXPECT_EQ(j["word"], 0x0045a503u);
+  EXPECT_EQ(j["address"], 0x200004);
+  code.clear();
+  progen::emit_li(code, 11, kData);
+  code.push_back(0x00a5a123u);  // sw a0, 2(a1): misaligned
+  r = run("ref " + elf("sw.elf", progen::image_from_code(code, kCode, {format::Segment{kData, 16, 6, {}}})));
+  EXPECT_NE(r.err.find("trap 6 STORE_MISALIGNED at pc 0x00010008 (word 0x00a5a123), address 0x00020002,"),
+            std::string::npos)
+      << r.err;
+}
+
+// An ELF built for hard float (float ABI in e_flags) that meets an illegal instruction says so.
+TEST_F(LockstepRef, HardFloatElfGetsAHintAtAnIllegalInstruction) {
+  const auto path = elf("f.elf", progen::image_from_code({0x00000000u}));
+  auto r = run("ref " + path);
+  EXPECT_NE(r.err.find("trap 1 ILLEGAL_INSTRUCTION at pc 0x00010000 (word 0x00000000), 0"), std::string::npos)
+      << r.err << "no hint for a soft-float ELF";
+  for (const auto& [flags, abi] : std::vector<std::pair<char, std::string>>{{4, "ilp32d"}, {2, "ilp32f"}}) {
+    std::string bytes = slurp(path);
+    bytes[36] = flags;  // e_flags (ELF32 header offset 36): EF_RISCV_FLOAT_ABI
+    std::ofstream(dir / "hf.elf", std::ios::binary) << bytes;
+    r = run("ref " + (dir / "hf.elf").string());
+    EXPECT_NE(r.err.find("(word 0x00000000); the ELF is built for hard float (" + abi +
+                         ": F/D instructions, not part of this machine: build with -march=rv32im -mabi=ilp32), 0"),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 TEST_F(LockstepRef, BadInputIsOneLineAndExitCode2) {

@@ -393,6 +393,34 @@ TEST(Ecall, WriteExitAndBadCalls) {
   EXPECT_EQ(all.size(), second_at + 7 + 4 * 5 + 2);
 }
 
+// isa.md §6: retired means completed. An instruction a step limit cut (its tokens pending) is
+// executed and counted by instructions_retired(), but not by instructions_completed().
+TEST(Retired, AnInstructionCutByTheStepLimitIsNotCompleted) {
+  Machine m = machine_with({0x00000013u, kEbreak});  // nop: PCH0, PCL, NOP; ebreak: PCL, TRAP(9)
+  EXPECT_EQ(m.run(2).stop, Stop::kStepLimit);
+  EXPECT_EQ(m.instructions_retired(), 1u);
+  EXPECT_EQ(m.instructions_completed(), 0u);
+  m.run(1);
+  EXPECT_EQ(m.instructions_completed(), 1u);
+  m.run(1);  // the ebreak's PCL: its TRAP pending; a trapping instruction never retires
+  EXPECT_EQ(m.instructions_retired(), 1u);
+  EXPECT_EQ(m.instructions_completed(), 1u);
+  EXPECT_EQ(m.run(1).stop, Stop::kTrap);
+  EXPECT_EQ(m.instructions_completed(), 1u);
+  // An exit cut after its pc tokens: retired, not completed until EXIT is delivered.
+  std::vector<u32> code;
+  progen::emit_li(code, 17, 93);
+  code.push_back(kEcall);
+  Machine e = machine_with(code);
+  const std::uint64_t before_exit = 2 + 4 + 1 + 4;  // li = lui (PCH0, PCL, W) + addi (PCL, W)
+  e.run(before_exit + 1);                           // the ecall's PCL; EXIT pending
+  EXPECT_EQ(e.status(), Status::kExited);
+  EXPECT_EQ(e.instructions_retired(), 3u);
+  EXPECT_EQ(e.instructions_completed(), 2u);
+  EXPECT_EQ(e.run(1).stop, Stop::kExit);
+  EXPECT_EQ(e.instructions_completed(), 3u);
+}
+
 TEST(Ecall, ConsoleSinkReceivesWritesAndNothingIsKept) {
   // write(1, kData, 3) then write(2, kData+3, 1) then exit(0), with a console sink set.
   std::vector<u32> code;

@@ -26,6 +26,9 @@ namespace lockstep::format {
 /// EF_RISCV_RVC in e_flags: the file may contain compressed (C extension) instructions.
 inline constexpr std::uint32_t kEfRiscvRvc = 1;
 
+/// EF_RISCV_FLOAT_ABI in e_flags: 0 soft float (ilp32), 2 single (ilp32f), 4 double (ilp32d), 6 quad.
+inline constexpr std::uint32_t kEfRiscvFloatAbi = 6;
+
 /// ELF program-header flag bits (p_flags).
 inline constexpr std::uint32_t kPfX = 1, kPfW = 2, kPfR = 4;
 

@@ -139,6 +139,11 @@ class Machine {
   std::uint32_t trap_code() const { return trap_code_; }
   /// Instructions retired (isa.md §6: completed without a trap; exit counts).
   std::uint64_t instructions_retired() const { return retired_; }
+  /// instructions_retired() less the instruction a step limit cut (tokens still pending),
+  /// when it retires: the instructions completed as seen at the last delivered step.
+  std::uint64_t instructions_completed() const {
+    return retired_ - (head_ != tail_ && status_ != Status::kTrapped ? 1 : 0);
+  }
   /// Tokens delivered so far (trace.md §1 "steps").
   std::uint64_t steps() const { return delivered_; }
 
