@@ -4,8 +4,14 @@
 // stderr) and a one-line report goes to stderr.  With --json, stdout carries
 // only the summary object: status, steps (trace tokens produced),
 // mismatches (0), then program, end ("exit" | "trap" | "step_limit"),
-// exit_status or trap_code + trap_name, instructions_retired, stdout,
-// stderr (the console bytes as text; invalid UTF-8 replaced by U+FFFD).
+// exit_status or trap_code + trap_name + pc (+ word, the instruction word, and address, the
+// effective address of a faulting or misaligned load/store or the buffer of a faulting write),
+// instructions_retired (completed instructions: one a step limit cut is not counted), stdout,
+// stderr (the console bytes as text, invalid UTF-8 replaced by U+FFFD: the
+// first kJsonConsoleLimit bytes of each), stdout_bytes, stderr_bytes (how
+// many the guest wrote) and stdout_truncated, stderr_truncated.  Without
+// --json the console is streamed as the guest writes it and nothing of it
+// is kept, so a guest that writes without end runs in constant memory.
 //
 // Status and exit code: a run that the model carried out is "exact" (exit
 // code 0) however the guest ended -- exit with any status, a trap, or the
@@ -20,8 +26,10 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -32,10 +40,72 @@
 #include "lockstep/format/elf.h"
 #include "lockstep/format/tokens.h"
 #include "lockstep/format/trace_file.h"
+#include "lockstep/ref/encoding.h"
 #include "lockstep/ref/machine.h"
 
 namespace lockstep::cli {
 namespace {
+
+/// The most console bytes per fd that --json keeps (and reports in "stdout"/"stderr").
+constexpr std::size_t kJsonConsoleLimit = std::size_t{1} << 20;
+
+/// The start of what the guest wrote to one fd (at most kJsonConsoleLimit bytes) and its total size.
+struct ConsoleHead {
+  std::string kept;
+  std::uint64_t total = 0;
+  void add(std::string_view bytes) {
+    total += bytes.size();
+    if (kept.size() < kJsonConsoleLimit) kept.append(bytes.substr(0, kJsonConsoleLimit - kept.size()));
+  }
+  void record(Summary& summary, const std::string& name) const {
+    summary.set(name, valid_utf8(kept));
+    summary.set(name + "_bytes", total);
+    summary.set(name + "_truncated", total > kept.size());
+  }
+};
+
+// The trap's instruction word and, for a load/store fault or misaligned access, its address, from
+// the state the trap left (isa.md §6: a trap changes no register, so x[rs1] is still the base).
+struct TrapPlace {
+  std::optional<std::uint32_t> word, address;
+  std::string text() const {
+    char buf[96] = "";
+    if (word) std::snprintf(buf, sizeof buf, " (word 0x%08x)", *word);
+    std::string t = buf;
+    if (address) {
+      std::snprintf(buf, sizeof buf, ", address 0x%08x", *address);
+      t += buf;
+    }
+    return t;
+  }
+};
+
+TrapPlace trap_place(const ref::Machine& m) {
+  TrapPlace p;
+  try {
+    p.word = m.read_word(m.pc());
+  } catch (const std::out_of_range&) {
+    return p;  // the fetch itself faulted: no word
+  }
+  const std::uint32_t code = m.trap_code();
+  if (code < static_cast<std::uint32_t>(ref::Trap::kLoadMisaligned) ||
+      code > static_cast<std::uint32_t>(ref::Trap::kStoreFault)) {
+    return p;
+  }
+  const ref::Decoded d = ref::decode(*p.word);
+  switch (d.op) {
+    case ref::Op::kLb: case ref::Op::kLh: case ref::Op::kLw: case ref::Op::kLbu: case ref::Op::kLhu:
+    case ref::Op::kSb: case ref::Op::kSh: case ref::Op::kSw:
+      p.address = m.reg(d.rs1) + d.imm;
+      break;
+    case ref::Op::kEcall:  // write(fd, buf = a1, len): the buffer is outside RAM
+      p.address = m.reg(11);
+      break;
+    default:  // a vector op: its operands are in vector.md's terms, not one address
+      break;
+  }
+  return p;
+}
 
 struct RefOptions {
   std::string program;
@@ -83,6 +153,21 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
     throw InputError(std::string(e.what()) + " (" + std::filesystem::path(opt.program).filename().string() + ")");
   }
 
+  // The console: streamed (plain) or its head kept (--json); never all of it in memory.
+  ConsoleHead out_head, err_head;
+  if (ctx.options.json) {
+    m.set_console_sink([&](int fd, std::string_view b) { (fd == 1 ? out_head : err_head).add(b); });
+  } else {
+    m.set_console_sink([](int fd, std::string_view b) {
+      if (fd == 1) {
+        std::cout.write(b.data(), static_cast<std::streamsize>(b.size()));
+      } else {
+        std::cout.flush();  // keep the order of fd 1 and fd 2 bytes on a shared terminal
+        std::cerr.write(b.data(), static_cast<std::streamsize>(b.size()));
+      }
+    });
+  }
+
   std::unique_ptr<format::TraceFileWriter> trace;
   ref::RunResult r{ref::Stop::kStepLimit, 0, 0};
   bool interrupted = false;
@@ -114,12 +199,16 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
   ctx.summary.set("program", opt.program);
   ctx.summary.set("end", end);
   if (r.stop == ref::Stop::kExit) ctx.summary.set("exit_status", m.exit_status());
+  const TrapPlace place = r.stop == ref::Stop::kTrap ? trap_place(m) : TrapPlace{};
   if (r.stop == ref::Stop::kTrap) {
     ctx.summary.set("trap_code", m.trap_code());
     ctx.summary.set("trap_name", std::string(format::trap_name(m.trap_code())));
     ctx.summary.set("pc", m.pc());
+    if (place.word) ctx.summary.set("word", *place.word);
+    if (place.address) ctx.summary.set("address", *place.address);
   }
-  ctx.summary.set("instructions_retired", m.instructions_retired());
+  // isa.md §6: retired means completed; an instruction the step limit cut is not counted.
+  ctx.summary.set("instructions_retired", m.instructions_completed());
   ctx.summary.set("trace_version", trace_spec_version());
 
   if (!opt.trace.empty()) {
@@ -142,11 +231,10 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
   }
 
   if (ctx.options.json) {
-    ctx.summary.set("stdout", valid_utf8(m.console_out()));
-    ctx.summary.set("stderr", valid_utf8(m.console_err()));
+    out_head.record(ctx.summary, "stdout");
+    err_head.record(ctx.summary, "stderr");
   } else {
-    std::cout << m.console_out() << std::flush;
-    std::cerr << m.console_err();
+    std::cout << std::flush;
   }
   std::string line = "lockstep ref: " + std::filesystem::path(opt.program).filename().string() + ": ";
   if (r.stop == ref::Stop::kExit) {
@@ -154,13 +242,14 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
   } else if (r.stop == ref::Stop::kTrap) {
     char pc[16];
     std::snprintf(pc, sizeof pc, "0x%08x", m.pc());
-    line += "trap " + std::to_string(m.trap_code()) + " " + std::string(format::trap_name(m.trap_code())) + " at pc " + pc;
+    line += "trap " + std::to_string(m.trap_code()) + " " + std::string(format::trap_name(m.trap_code())) + " at pc " + pc +
+            place.text() + engine::trap_build_hint(image, m.trap_code());
   } else if (interrupted) {
     line += "interrupted";
   } else {
     line += "step limit reached";
   }
-  line += ", " + std::to_string(m.instructions_retired()) + " instructions retired, " + std::to_string(m.steps()) +
+  line += ", " + std::to_string(m.instructions_completed()) + " instructions retired, " + std::to_string(m.steps()) +
           " trace steps";
   std::cerr << line << "\n";
   if (interrupted) throw Interrupted("after " + std::to_string(m.steps()) + " trace steps");

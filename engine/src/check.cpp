@@ -135,8 +135,10 @@ Guest read_guest(const fs::path& path) {
     // now and naming the file, rather than after the chip's load.
     ref::Machine m;
     m.load(g.image);
+  } catch (const format::FormatError& e) {
+    throw CheckError(e.what());  // read_elf_file's message names the file already
   } catch (const std::exception& e) {
-    throw CheckError(path.string() + ": " + e.what());
+    throw CheckError(std::string(e.what()) + " (" + path.filename().string() + ")");
   }
   return g;
 }
@@ -471,10 +473,20 @@ std::string trap_end_line(const Guest& guest, const StreamResult& stream) {
   std::string line = "the guest ended in trap " + std::to_string(stream.trap_code) + " " +
                      std::string(format::trap_name(stream.trap_code)) + where + " after " +
                      std::to_string(stream.steps) + " steps, the chip agreeing with the reference on every step";
-  if (guest.image.e_flags & format::kEfRiscvRvc)
-    line += "; the ELF is marked RVC (compressed instructions, not part of this machine: build with -march=rv32im or "
-            "rv32im_zba)";
-  return line + "; pass --allow-trap when the guest is meant to trap";
+  return line + trap_build_hint(guest.image, stream.trap_code) + "; pass --allow-trap when the guest is meant to trap";
+}
+
+std::string trap_build_hint(const format::GuestImage& image, std::uint32_t trap_code) {
+  if (image.e_flags & format::kEfRiscvRvc)
+    return "; the ELF is marked RVC (compressed instructions, not part of this machine: build with -march=rv32im or "
+           "rv32im_zba)";
+  const std::uint32_t float_abi = image.e_flags & format::kEfRiscvFloatAbi;
+  if (trap_code == static_cast<std::uint32_t>(ref::Trap::kIllegalInstruction) && float_abi != 0) {
+    const char* abi = float_abi == 2 ? "ilp32f" : float_abi == 4 ? "ilp32d" : "ilp32q";
+    return std::string("; the ELF is built for hard float (") + abi +
+           ": F/D instructions, not part of this machine: build with -march=rv32im -mabi=ilp32)";
+  }
+  return "";
 }
 
 std::string result_text(const RunResult& r) {

@@ -36,6 +36,30 @@ bool inside(std::uint64_t off, std::uint64_t len, std::uint64_t size) {
 
 }  // namespace
 
+std::string program_header_label(std::uint64_t index, std::uint32_t p_type) {
+  const char* name = nullptr;
+  switch (p_type) {
+    case PT_NULL: name = "PT_NULL"; break;
+    case PT_LOAD: name = "PT_LOAD"; break;
+    case PT_DYNAMIC: name = "PT_DYNAMIC"; break;
+    case PT_INTERP: name = "PT_INTERP"; break;
+    case PT_NOTE: name = "PT_NOTE"; break;
+    case PT_SHLIB: name = "PT_SHLIB"; break;
+    case PT_PHDR: name = "PT_PHDR"; break;
+    case PT_TLS: name = "PT_TLS"; break;
+    case 0x6474e550: name = "PT_GNU_EH_FRAME"; break;
+    case 0x6474e551: name = "PT_GNU_STACK"; break;
+    case 0x6474e552: name = "PT_GNU_RELRO"; break;
+    case 0x70000003: name = "PT_RISCV_ATTRIBUTES"; break;
+    default: break;
+  }
+  return "program header " + std::to_string(index) + " (" + (name ? std::string(name) : "type " + hex(p_type)) + ")";
+}
+
+std::string segment_label(const GuestImage& image, std::size_t k) {
+  return program_header_label(image.segments.at(k).phdr_index.value_or(static_cast<std::uint32_t>(k)), PT_LOAD);
+}
+
 GuestImage parse_elf(std::span<const std::uint8_t> file) {
   const std::uint64_t size = file.size();
   if (size < EI_NIDENT || std::memcmp(file.data(), ELFMAG, SELFMAG) != 0) {
@@ -137,7 +161,7 @@ GuestImage parse_elf(std::span<const std::uint8_t> file) {
   // Every program header's file range must be inside the file, whatever its type.
   const auto check_segment = [&](std::uint64_t i, const Elf32_Phdr& p) {
     if (!inside(p.p_offset, p.p_filesz, size)) {
-      fail("segment " + std::to_string(i) + " data outside the file (p_offset " + hex(p.p_offset) +
+      fail(program_header_label(i, p.p_type) + " data outside the file (p_offset " + hex(p.p_offset) +
            ", p_filesz " + hex(p.p_filesz) + ", file size " + std::to_string(size) + ")");
     }
   };
@@ -186,15 +210,15 @@ GuestImage parse_elf(std::span<const std::uint8_t> file) {
     check_segment(i, p);
     if (p.p_type != PT_LOAD) continue;
     if (p.p_filesz > p.p_memsz) {
-      fail("segment " + std::to_string(i) + ": p_filesz " + hex(p.p_filesz) + " > p_memsz " +
+      fail(program_header_label(i, p.p_type) + ": p_filesz " + hex(p.p_filesz) + " > p_memsz " +
            hex(p.p_memsz));
     }
     if (p.p_memsz == 0) continue;  // an empty PT_LOAD loads nothing (isa.md §3)
     const Range r{p.p_vaddr, std::uint64_t{p.p_vaddr} + p.p_memsz, i};
     for (const Range& o : ranges) {
       if (r.lo < o.hi && o.lo < r.hi) {
-        fail("segment " + std::to_string(i) + " [" + hex(r.lo) + ", " + hex(r.hi) +
-             ") overlaps segment " + std::to_string(o.index) + " [" + hex(o.lo) + ", " +
+        fail(program_header_label(i, PT_LOAD) + " [" + hex(r.lo) + ", " + hex(r.hi) + ") overlaps " +
+             program_header_label(o.index, PT_LOAD) + " [" + hex(o.lo) + ", " +
              hex(o.hi) + ")");
       }
     }
@@ -203,6 +227,7 @@ GuestImage parse_elf(std::span<const std::uint8_t> file) {
     s.vaddr = p.p_vaddr;
     s.memsz = p.p_memsz;
     s.flags = p.p_flags;
+    s.phdr_index = static_cast<std::uint32_t>(i);
     s.bytes.assign(file.begin() + p.p_offset, file.begin() + p.p_offset + p.p_filesz);
     image.segments.push_back(std::move(s));
   }
@@ -216,8 +241,8 @@ GuestImage parse_elf(std::span<const std::uint8_t> file) {
   for (std::size_t k = 0; k < image.segments.size(); ++k) {
     const Segment& s = image.segments[k];
     if (holds_entry(s, s.memsz) && !holds_entry(s, s.bytes.size())) {
-      fail("entry point " + hex(image.entry) + " lies in the zero-filled tail of segment " +
-           std::to_string(ranges[k].index) + " (past p_filesz " + hex(s.bytes.size()) + ")");
+      fail("entry point " + hex(image.entry) + " lies in the zero-filled tail of " +
+           program_header_label(ranges[k].index, PT_LOAD) + " (past p_filesz " + hex(s.bytes.size()) + ")");
     }
   }
 

@@ -64,11 +64,11 @@ void Machine::load(const format::GuestImage& image) {
     const format::Segment& s = image.segments[i];
     const u64 end = u64{s.vaddr} + s.memsz;
     if (s.vaddr < kRamBase || end > kRamEnd) {
-      throw LoadError("ELF: segment " + std::to_string(i) + " [" + hex(s.vaddr) + ", " + hex(end) +
-                      ") is not inside RAM [" + hex(kRamBase) + ", " + hex(kRamEnd) + ")");
+      throw LoadError("ELF: " + format::segment_label(image, i) + " [" + hex(s.vaddr) + ", " + hex(end) +
+                      ") is not inside RAM [" + hex(kRamBase) + ", " + hex(kRamEnd) + "); " + std::string(kLinkHint));
     }
     if (s.bytes.size() > s.memsz) {
-      throw LoadError("ELF: segment " + std::to_string(i) + " has more file bytes than p_memsz");
+      throw LoadError("ELF: " + format::segment_label(image, i) + " has more file bytes than p_memsz");
     }
     if (!s.bytes.empty()) std::memcpy(ram_.data() + (s.vaddr - kRamBase), s.bytes.data(), s.bytes.size());
   }
@@ -240,7 +240,11 @@ void Machine::ecall() {
   if (len > kMaxWriteLen) return trap<kTrace>(Trap::kBadEcall);
   if (len > 0 && !in_ram(buf, len)) return trap<kTrace>(Trap::kLoadFault);
   const char* bytes = reinterpret_cast<const char*>(ram_.data()) + (buf - kRamBase);
-  (fd == 1 ? console_out_ : console_err_).append(bytes, len);
+  if (console_sink_) {
+    console_sink_(static_cast<int>(fd), std::string_view(bytes, len));
+  } else {
+    (fd == 1 ? console_out_ : console_err_).append(bytes, len);
+  }
   // Tokens (trace.md §4.5): per byte i, OIH(i >> 8) when i > 0 and
   // i & 0xFF = 0, OI(i & 0xFF), OUT/ERR(byte); then W(len) into a0.  An
   // untraced run materialises them when they cross its step limit (they may

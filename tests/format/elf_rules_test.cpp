@@ -189,7 +189,7 @@ TEST(ElfRules, EverySegmentIsInsideTheFileWhateverItsType) {
   phdr(b, 1).p_type = PT_NOTE;
   phdr(b, 1).p_offset = 0xfffffff0u;  // offset + size wraps in 32 bits
   phdr(b, 1).p_filesz = 0x20;
-  expect_rejected(b, "segment 1 data outside the file (p_offset 0xfffffff0, p_filesz 0x20");
+  expect_rejected(b, "program header 1 (PT_NOTE) data outside the file (p_offset 0xfffffff0, p_filesz 0x20");
 }
 
 TEST(ElfRules, EmptyLoadSegmentsAreIgnored) {
@@ -216,7 +216,7 @@ TEST(ElfRules, EntryInTheZeroFilledTailIsRejected) {
   lf::GuestImage img = sample();
   img.segments[0].memsz = 0x100;  // text: 8 file bytes, then zeros up to 0x10100
   img.entry = 0x10008;
-  expect_rejected(lf::write_elf(img), "entry point 0x10008 lies in the zero-filled tail of segment 0 (past p_filesz 0x8)");
+  expect_rejected(lf::write_elf(img), "entry point 0x10008 lies in the zero-filled tail of program header 0 (PT_LOAD) (past p_filesz 0x8)");
   img.entry = 0x10004;  // the last file-backed word: accepted
   EXPECT_EQ(lf::parse_elf(lf::write_elf(img)).entry, 0x10004u);
 }

@@ -102,13 +102,41 @@ TEST(Elf, RejectsSectionHeadersOutsideFile) {
   expect_rejected([](auto& b) { ehdr(b)->e_shoff = static_cast<Elf32_Off>(b.size()); }, "section headers outside the file");
 }
 TEST(Elf, RejectsSegmentDataOutsideFile) {
-  expect_rejected([](auto& b) { phdr(b, 1)->p_offset = 0x40000000; }, "segment 1 data outside the file");
+  expect_rejected([](auto& b) { phdr(b, 1)->p_offset = 0x40000000; }, "program header 1 (PT_LOAD) data outside the file");
 }
 TEST(Elf, RejectsFileszGreaterThanMemsz) {
-  expect_rejected([](auto& b) { phdr(b, 0)->p_memsz = 4; }, "p_filesz 0x8 > p_memsz 0x4");
+  expect_rejected([](auto& b) { phdr(b, 0)->p_memsz = 4; }, "program header 0 (PT_LOAD): p_filesz 0x8 > p_memsz 0x4");
 }
 TEST(Elf, RejectsOverlappingSegments) {
-  expect_rejected([](auto& b) { phdr(b, 1)->p_vaddr = 0x10004; }, "overlaps segment 0");
+  expect_rejected([](auto& b) { phdr(b, 1)->p_vaddr = 0x10004; }, "program header 1 (PT_LOAD) [0x10004, 0x10104) overlaps program header 0 (PT_LOAD) [0x10000, 0x10008)");
+}
+// Messages number program headers as `readelf -l` does, PT_LOAD or not, and each segment keeps its
+// header's index (a PT_NOTE first makes the data segment program header 1, segment 0).
+TEST(Elf, ProgramHeadersAreNumberedAsInTheFile) {
+  expect_rejected(
+      [](auto& b) {
+        phdr(b, 0)->p_type = PT_NOTE;
+        phdr(b, 0)->p_offset = 0x40000000;
+      },
+      "program header 0 (PT_NOTE) data outside the file");
+  expect_rejected(
+      [](auto& b) {
+        phdr(b, 0)->p_type = 0x70000003;
+        phdr(b, 1)->p_memsz = 0x2;
+      },
+      "program header 1 (PT_LOAD): p_filesz 0x4 > p_memsz 0x2");
+  expect_rejected([](auto& b) { phdr(b, 1)->p_type = 0x12345; phdr(b, 1)->p_offset = 0x40000000; },
+                  "program header 1 (type 0x12345) data outside the file");
+  auto bytes = lf::write_elf(sample_image());
+  phdr(bytes, 0)->p_type = PT_NOTE;
+  ehdr(bytes)->e_entry = 0x11000;
+  phdr(bytes, 1)->p_flags |= PF_X;
+  const lf::GuestImage img = lf::parse_elf(bytes);
+  ASSERT_EQ(img.segments.size(), 1u);
+  EXPECT_EQ(img.segments[0].vaddr, 0x11000u);
+  EXPECT_EQ(img.segments[0].phdr_index, 1u);
+  EXPECT_EQ(lf::segment_label(img, 0), "program header 1 (PT_LOAD)");
+  EXPECT_EQ(lf::segment_label(sample_image(), 1), "program header 1 (PT_LOAD)") << "built in memory: its index";
 }
 TEST(Elf, RejectsEntryOutsideExecutableSegment) {
   expect_rejected([](auto& b) { ehdr(b)->e_entry = 0x11000; }, "not inside a PT_LOAD segment with PF_X");

@@ -1,5 +1,6 @@
 // `lockstep ref` end to end (label: integration): console pass-through,
 // --json summary, --trace file, --signature, --max-steps, bad input.
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,7 +109,65 @@ TEST_F(LockstepRef, ConsolePassesThroughAndSignature) {
   EXPECT_NE(r.err.find("exit 3"), std::string::npos) << r.err;
   EXPECT_EQ(slurp(dir / "sig"), "000a6968\ndeadbeef\n00000000\n");
   r = run("ref " + path + " --json");
-  EXPECT_EQ(nlohmann::json::parse(r.out)["stdout"], "hi\n");
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["stdout"], "hi\n");
+  EXPECT_EQ(j["stdout_bytes"], 3);
+  EXPECT_EQ(j["stdout_truncated"], false);
+}
+
+// A guest that writes `writes` times 65535 bytes of 'x' to fd 1, then exits 0.
+format::GuestImage spew(u32 writes) {
+  std::vector<u32> code;
+  progen::emit_li(code, 17, 64);
+  progen::emit_li(code, 11, kData);
+  progen::emit_li(code, 12, 65535);
+  progen::emit_li(code, 5, writes);
+  // loop: li a0, 1; ecall; addi t0, t0, -1; bnez t0, loop
+  code.insert(code.end(), {0x00100513u, kEcall, 0xfff28293u, 0xfe029ae3u});
+  progen::emit_li(code, 17, 93);
+  progen::emit_li(code, 10, 0);
+  code.push_back(kEcall);
+  return progen::image_from_code(code, kCode, {format::Segment{kData, 65536, 6, std::vector<std::uint8_t>(65535, 'x')}});
+}
+
+// The largest resident set of any child process waited for so far, in bytes.
+std::uint64_t children_max_rss() {
+  rusage u{};
+  getrusage(RUSAGE_CHILDREN, &u);
+  return std::uint64_t(u.ru_maxrss) * 1024;
+}
+
+TEST_F(LockstepRef, ConsoleIsStreamedAndJsonKeepsABoundedHead) {
+  constexpr std::uint64_t kWrites = 800, kTotal = kWrites * 65535;  // 52.4 MB of output
+  constexpr std::uint64_t kRssLimit = std::uint64_t{32} << 20;      // lockstep ref alone needs ~15 MB
+  const auto path = elf("spew.elf", spew(kWrites));
+  // Plain: to a file, which this process does not read whole (a forked child counts its
+  // parent's resident set towards its own maximum).
+  const std::string cmd = std::string(LOCKSTEP_EXE) + " ref " + path + " >" + (dir / "big").string() + " 2>" +
+                          (dir / "err").string();
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(dir / "err");
+  EXPECT_EQ(fs::file_size(dir / "big"), kTotal);
+  std::string tail(4096, '\0');
+  std::ifstream big(dir / "big", std::ios::binary);
+  big.seekg(-4096, std::ios::end);
+  big.read(tail.data(), 4096);
+  EXPECT_EQ(tail, std::string(4096, 'x'));
+  EXPECT_NE(slurp(dir / "err").find("exit 0"), std::string::npos);
+  // Streamed, not kept: the process never held the 52 MB it wrote.
+  EXPECT_LT(children_max_rss(), kRssLimit);
+
+  const auto r = run("ref " + path + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["end"], "exit");
+  EXPECT_EQ(j["stdout"].get<std::string>(), std::string(std::size_t{1} << 20, 'x')) << "the first 1 MiB";
+  EXPECT_EQ(j["stdout_bytes"], kTotal);
+  EXPECT_EQ(j["stdout_truncated"], true);
+  EXPECT_EQ(j["stderr"], "");
+  EXPECT_EQ(j["stderr_bytes"], 0);
+  EXPECT_EQ(j["stderr_truncated"], false);
+  EXPECT_LT(children_max_rss(), kRssLimit);
 }
 
 TEST_F(LockstepRef, TrapAndStepLimit) {
@@ -122,10 +181,60 @@ TEST_F(LockstepRef, TrapAndStepLimit) {
   EXPECT_EQ(j["trap_name"], "EBREAK");
   EXPECT_EQ(j["instructions_retired"], 1);
   EXPECT_EQ(j["steps"], 5) << "PCH0, PCL, NOP; PCL, TRAP(9)";
+  EXPECT_EQ(j["pc"], 0x10004);
+  EXPECT_EQ(j["word"], kEbreak);
+  EXPECT_FALSE(j.contains("address"));
+  r = run("ref " + path);
+  EXPECT_EQ(r.err, "lockstep ref: trap.elf: trap 9 EBREAK at pc 0x00010004 (word 0x00100073), 1 instructions retired, "
+                   "5 trace steps\n");
   r = run("ref " + path + " --json --max-steps 1");
   j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["end"], "step_limit");
   EXPECT_EQ(j["steps"], 1);
+  // isa.md §6: retired means completed. The NOP's third token is its last: at 2 steps it is cut.
+  r = run("ref " + path + " --json --max-steps 2");
+  EXPECT_EQ(nlohmann::json::parse(r.out)["instructions_retired"], 0);
+  r = run("ref " + path + " --max-steps 2");
+  EXPECT_NE(r.err.find("step limit reached, 0 instructions retired, 2 trace steps"), std::string::npos) << r.err;
+  r = run("ref " + path + " --json --max-steps 3");
+  EXPECT_EQ(nlohmann::json::parse(r.out)["instructions_retired"], 1);
+}
+
+// A load or store that faults or is misaligned: the trap line gives its effective address.
+TEST_F(LockstepRef, TrapLineGivesTheWordAndTheAddress) {
+  std::vector<u32> code;
+  progen::emit_li(code, 11, 0x200000);
+  code.push_back(0x0045a503u);  // lw a0, 4(a1): outside RAM
+  auto r = run("ref " + elf("lw.elf", progen::image_from_code(code)) + " --json");
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["trap_name"], "LOAD_FAULT");
+  EXPECT_EQ(j["word"], 0x0045a503u);
+  EXPECT_EQ(j["address"], 0x200004);
+  code.clear();
+  progen::emit_li(code, 11, kData);
+  code.push_back(0x00a5a123u);  // sw a0, 2(a1): misaligned
+  r = run("ref " + elf("sw.elf", progen::image_from_code(code, kCode, {format::Segment{kData, 16, 6, {}}})));
+  EXPECT_NE(r.err.find("trap 6 STORE_MISALIGNED at pc 0x00010008 (word 0x00a5a123), address 0x00020002,"),
+            std::string::npos)
+      << r.err;
+}
+
+// An ELF built for hard float (float ABI in e_flags) that meets an illegal instruction says so.
+TEST_F(LockstepRef, HardFloatElfGetsAHintAtAnIllegalInstruction) {
+  const auto path = elf("f.elf", progen::image_from_code({0x00000000u}));
+  auto r = run("ref " + path);
+  EXPECT_NE(r.err.find("trap 1 ILLEGAL_INSTRUCTION at pc 0x00010000 (word 0x00000000), 0"), std::string::npos)
+      << r.err << "no hint for a soft-float ELF";
+  for (const auto& [flags, abi] : std::vector<std::pair<char, std::string>>{{4, "ilp32d"}, {2, "ilp32f"}}) {
+    std::string bytes = slurp(path);
+    bytes[36] = flags;  // e_flags (ELF32 header offset 36): EF_RISCV_FLOAT_ABI
+    std::ofstream(dir / "hf.elf", std::ios::binary) << bytes;
+    r = run("ref " + (dir / "hf.elf").string());
+    EXPECT_NE(r.err.find("(word 0x00000000); the ELF is built for hard float (" + abi +
+                         ": F/D instructions, not part of this machine: build with -march=rv32im -mabi=ilp32), 0"),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 TEST_F(LockstepRef, BadInputIsOneLineAndExitCode2) {
@@ -142,7 +251,19 @@ TEST_F(LockstepRef, BadInputIsOneLineAndExitCode2) {
   const auto low = elf("low.elf", progen::image_from_code({kEbreak}, 0x8000));
   r = run("ref " + low);
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("not inside RAM"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err,
+            "lockstep: error: ELF: program header 0 (PT_LOAD) [0x8000, 0x8004) is not inside RAM [0x10000, 0x110000); "
+            "link for the machine's RAM: see guests/runtime/link.ld (docs/guests.md) (low.elf)\n");
+  for (const char* p : {"guests/runtime/link.ld", "docs/guests.md"})
+    EXPECT_TRUE(fs::exists(fs::path(LOCKSTEP_SOURCE_DIR) / p)) << p << ": the hint names it";
+  // `run` reads the guest the same way and names the file once.
+  r = run("run " + (dir / "junk.elf").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "lockstep: error: ELF: not an ELF file (bad magic) (junk.elf)\n");
+  r = run("run " + low);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("is not inside RAM"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("low.elf"), r.err.rfind("low.elf")) << r.err;
   // No signature symbols.
   const auto plain = elf("plain.elf", progen::image_from_code({kEbreak}));
   r = run("ref " + plain + " --signature " + (dir / "sig2").string());

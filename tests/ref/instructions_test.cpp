@@ -393,6 +393,67 @@ TEST(Ecall, WriteExitAndBadCalls) {
   EXPECT_EQ(all.size(), second_at + 7 + 4 * 5 + 2);
 }
 
+// isa.md §6: retired means completed. An instruction a step limit cut (its tokens pending) is
+// executed and counted by instructions_retired(), but not by instructions_completed().
+TEST(Retired, AnInstructionCutByTheStepLimitIsNotCompleted) {
+  Machine m = machine_with({0x00000013u, kEbreak});  // nop: PCH0, PCL, NOP; ebreak: PCL, TRAP(9)
+  EXPECT_EQ(m.run(2).stop, Stop::kStepLimit);
+  EXPECT_EQ(m.instructions_retired(), 1u);
+  EXPECT_EQ(m.instructions_completed(), 0u);
+  m.run(1);
+  EXPECT_EQ(m.instructions_completed(), 1u);
+  m.run(1);  // the ebreak's PCL: its TRAP pending; a trapping instruction never retires
+  EXPECT_EQ(m.instructions_retired(), 1u);
+  EXPECT_EQ(m.instructions_completed(), 1u);
+  EXPECT_EQ(m.run(1).stop, Stop::kTrap);
+  EXPECT_EQ(m.instructions_completed(), 1u);
+  // An exit cut after its pc tokens: retired, not completed until EXIT is delivered.
+  std::vector<u32> code;
+  progen::emit_li(code, 17, 93);
+  code.push_back(kEcall);
+  Machine e = machine_with(code);
+  const std::uint64_t before_exit = 2 + 4 + 1 + 4;  // li = lui (PCH0, PCL, W) + addi (PCL, W)
+  e.run(before_exit + 1);                           // the ecall's PCL; EXIT pending
+  EXPECT_EQ(e.status(), Status::kExited);
+  EXPECT_EQ(e.instructions_retired(), 3u);
+  EXPECT_EQ(e.instructions_completed(), 2u);
+  EXPECT_EQ(e.run(1).stop, Stop::kExit);
+  EXPECT_EQ(e.instructions_completed(), 3u);
+}
+
+TEST(Ecall, ConsoleSinkReceivesWritesAndNothingIsKept) {
+  // write(1, kData, 3) then write(2, kData+3, 1) then exit(0), with a console sink set.
+  std::vector<u32> code;
+  progen::emit_li(code, 17, 64);
+  progen::emit_li(code, 10, 1);
+  progen::emit_li(code, 11, kData);
+  progen::emit_li(code, 12, 3);
+  code.push_back(kEcall);
+  progen::emit_li(code, 10, 2);
+  progen::emit_li(code, 11, kData + 3);
+  progen::emit_li(code, 12, 1);
+  code.push_back(kEcall);
+  progen::emit_li(code, 17, 93);
+  progen::emit_li(code, 10, 0);
+  code.push_back(kEcall);
+  Machine m = machine_with(code, {'h', 'i', '\n', '!'});
+  std::vector<std::pair<int, std::string>> writes;
+  m.set_console_sink([&](int fd, std::string_view b) { writes.emplace_back(fd, std::string(b)); });
+  const Machine plain = m;
+  const RunResult r = m.run(1000);
+  EXPECT_EQ(r.stop, Stop::kExit);
+  EXPECT_EQ(writes, (std::vector<std::pair<int, std::string>>{{1, "hi\n"}, {2, "!"}}));
+  EXPECT_EQ(m.console_out(), "") << "a sink keeps nothing";
+  EXPECT_EQ(m.console_err(), "");
+  // The same run without a sink keeps the bytes, with the same tokens.
+  Machine kept = plain;
+  kept.set_console_sink({});
+  EXPECT_EQ(kept.run(1000).steps, r.steps);
+  EXPECT_EQ(kept.console_out(), "hi\n");
+  EXPECT_EQ(kept.console_err(), "!");
+  EXPECT_EQ(writes.size(), 2u) << "the copy's empty sink does not reach the original's";
+}
+
 TEST(Ecall, BadFdBadBufferUnknownNumber) {
   auto run = [](u32 a7, u32 a0, u32 a1, u32 a2) {
     Machine m = machine_with({kEcall});
@@ -527,9 +588,14 @@ TEST(Loader, RamRangeAndEntryChecksAreOneLine) {
       EXPECT_EQ(msg.find('\n'), std::string::npos);
     }
   };
-  expect_load_error(progen::image_from_code({kEbreak}, 0xfffc), "segment 0 [0xfffc, 0x10000) is not inside RAM");
+  expect_load_error(progen::image_from_code({kEbreak}, 0xfffc), "ELF: program header 0 (PT_LOAD) [0xfffc, 0x10000) is not inside RAM [0x10000, 0x110000); link for the machine's RAM: see guests/runtime/link.ld (docs/guests.md)");
   expect_load_error(progen::image_from_code({kEbreak}, 0x10fffc, {format::Segment{0x10fff0, 0x20, 6, {}}}),
-                    "segment 1 [0x10fff0, 0x110010) is not inside RAM");
+                    "program header 1 (PT_LOAD) [0x10fff0, 0x110010) is not inside RAM");
+  // A segment read from a file is named by its program header's index (readelf -l's numbering).
+  auto from_file = progen::image_from_code({kEbreak}, 0x10000, {format::Segment{0x12000, 0x200000, 6, {}}});
+  from_file.segments[0].phdr_index = 1;
+  from_file.segments[1].phdr_index = 2;
+  expect_load_error(from_file, "ELF: program header 2 (PT_LOAD) [0x12000, 0x212000) is not inside RAM");
   auto img = progen::image_from_code({kEbreak, kEbreak});
   img.entry = 0x10002;
   expect_load_error(img, "entry point 0x10002 is not a multiple of 4");

@@ -165,6 +165,11 @@ struct CheckRequest {
   bool trap_is_error = false;
 };
 
+/// What a trap may owe to how the guest was built, from its ELF's e_flags: "; the ELF is marked
+/// RVC (compressed instructions, ...)" for any trap, "; the ELF is built for hard float (...)"
+/// (float ABI ilp32f/ilp32d) for ILLEGAL_INSTRUCTION; empty when neither applies.
+std::string trap_build_hint(const format::GuestImage& image, std::uint32_t trap_code);
+
 /// The one line for a guest that ended in a trap with chip and reference agreeing: "the guest
 /// ended in trap CODE NAME at pc 0x... (word 0x...) after N steps, ...". Runs the reference on
 /// `guest` again to find the pc (cheap: the reference runs at about 10^8 steps/s). Adds a hint

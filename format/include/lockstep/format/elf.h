@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,8 +26,13 @@ namespace lockstep::format {
 /// EF_RISCV_RVC in e_flags: the file may contain compressed (C extension) instructions.
 inline constexpr std::uint32_t kEfRiscvRvc = 1;
 
+/// EF_RISCV_FLOAT_ABI in e_flags: 0 soft float (ilp32), 2 single (ilp32f), 4 double (ilp32d), 6 quad.
+inline constexpr std::uint32_t kEfRiscvFloatAbi = 6;
+
 /// ELF program-header flag bits (p_flags).
 inline constexpr std::uint32_t kPfX = 1, kPfW = 2, kPfR = 4;
+
+struct GuestImage;
 
 /// One PT_LOAD segment.
 struct Segment {
@@ -34,7 +40,18 @@ struct Segment {
   std::uint32_t memsz = 0;          ///< p_memsz: bytes occupied in memory (>= bytes.size())
   std::uint32_t flags = 0;          ///< p_flags: kPfR | kPfW | kPfX
   std::vector<std::uint8_t> bytes;  ///< the p_filesz bytes of file data; the rest is zero
+  /// Index of its program header in the file (as `readelf -l` numbers them), set by parse_elf;
+  /// empty for an image built in memory (write_elf would give it its index in `segments`).
+  std::optional<std::uint32_t> phdr_index = std::nullopt;
 };
+
+/// "program header 2 (PT_LOAD)": how every message names a program header, by its index in the
+/// file as `readelf -l` numbers them, and its p_type (PT_NOTE, PT_GNU_STACK, ..., or "type 0x...").
+std::string program_header_label(std::uint64_t index, std::uint32_t p_type);
+
+/// The label of `image.segments[k]` (program_header_label of its PT_LOAD header: phdr_index,
+/// else k, the index write_elf gives it).
+std::string segment_label(const GuestImage& image, std::size_t k);
 
 /// One section header, as listed in the file (every section, for loaders
 /// that validate section names, types and flags).

@@ -17,6 +17,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lockstep/format/elf.h"
@@ -48,6 +49,10 @@ enum class Trap : std::uint32_t {
   kEbreak = 9,
 };
 
+/// The hint a "not inside RAM" load error ends with: how to link a guest for this memory map.
+inline constexpr std::string_view kLinkHint =
+    "link for the machine's RAM: see guests/runtime/link.ld (docs/guests.md)";
+
 /// A guest image the machine cannot load (segment outside RAM, misaligned
 /// entry, ...).  what() is one line starting "ELF: ".
 class LoadError : public std::runtime_error {
@@ -70,6 +75,10 @@ struct RunResult {
 
 /// Receives delivered tokens in order, in chunks (of up to ~64 Ki tokens).
 using TokenSink = std::function<void(std::span<const std::uint32_t>)>;
+
+/// Receives the bytes of one guest write (isa.md §5: fd 1 or 2), in order,
+/// as the instruction executes.
+using ConsoleSink = std::function<void(int fd, std::string_view bytes)>;
 
 /// Everything needed to resume a run exactly (checkpoints).
 struct MachineState {
@@ -130,6 +139,11 @@ class Machine {
   std::uint32_t trap_code() const { return trap_code_; }
   /// Instructions retired (isa.md §6: completed without a trap; exit counts).
   std::uint64_t instructions_retired() const { return retired_; }
+  /// instructions_retired() less the instruction a step limit cut (tokens still pending),
+  /// when it retires: the instructions completed as seen at the last delivered step.
+  std::uint64_t instructions_completed() const {
+    return retired_ - (head_ != tail_ && status_ != Status::kTrapped ? 1 : 0);
+  }
   /// Tokens delivered so far (trace.md §1 "steps").
   std::uint64_t steps() const { return delivered_; }
 
@@ -161,9 +175,14 @@ class Machine {
   const VectorState& vector() const { return vec_; }
   VectorState& vector() { return vec_; }
 
-  /// Bytes the guest wrote to fd 1 / fd 2.
+  /// Bytes the guest wrote to fd 1 / fd 2 (none while a console sink is set).
   const std::string& console_out() const { return console_out_; }
   const std::string& console_err() const { return console_err_; }
+  /// Hands the guest's console bytes to `sink` as they are written instead of
+  /// keeping them in console_out()/console_err(), so that a long run's output
+  /// does not accumulate in memory; an empty sink keeps them again.  Kept
+  /// across load(), restore() and reset; copies of the machine share it.
+  void set_console_sink(ConsoleSink sink) { console_sink_ = std::move(sink); }
 
   /// Snapshot / restore of the whole state (registers, pc, RAM, bignum
   /// state, run status, counters, pending tokens, console).
@@ -206,6 +225,7 @@ class Machine {
   /// kNoPcPage until the run's first instruction.
   std::uint32_t pc_page_ = kNoPcPage;
   std::string console_out_, console_err_;
+  ConsoleSink console_sink_;  ///< when set, receives console bytes instead of console_out_/console_err_
   VectorState vec_;
   std::vector<std::uint32_t> vtok_;  ///< scratch: tokens of one vector instruction
   // Token buffer: [head_, tail_) are produced but undelivered (pending).
