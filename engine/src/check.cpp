@@ -447,7 +447,7 @@ std::string guest_end_text(const Guest& guest, const StreamResult& stream) {
   if (stream.end == "exit") return "the guest exited with status " + std::to_string(stream.exit_status);
   if (stream.end != "trap") return "";
   std::string line = trap_end_line(guest, stream);
-  return line.substr(0, line.find(" after "));
+  return line.substr(0, line.find(" after ")) + trap_build_hint(guest.image, stream.trap_code);
 }
 
 std::string trap_end_line(const Guest& guest, const StreamResult& stream) {

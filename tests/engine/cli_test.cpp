@@ -171,8 +171,9 @@ TEST(RunCommand, AGuestThatTrapsIsAnErrorUnlessAllowed) {
     const Proc ok = run({"run", elf.string(), "--allow-trap", "--mode", mode});
     EXPECT_EQ(ok.rc, 0) << mode << ": " << ok.err;
     EXPECT_NE(ok.out.find("mismatches 0"), std::string::npos) << ok.out;
-    // Allowed, the trap is still named, with its pc and word, in the text and in --json.
-    EXPECT_NE(ok.out.find("the guest ended in trap 1 ILLEGAL_INSTRUCTION at pc 0x00010020 (word 0xffffffff)\n"),
+    // Allowed, the trap is still named, with its pc, word and build hint, in the text and in --json.
+    EXPECT_NE(ok.out.find("the guest ended in trap 1 ILLEGAL_INSTRUCTION at pc 0x00010020 (word 0xffffffff); the "
+                          "ELF is marked RVC"),
               std::string::npos)
         << ok.out;
   }
