@@ -484,43 +484,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       sr.program = f.original;
       sr.original_words = sr.shrunk_words = f.original.words();
       const fs::path dir = report / ("fail-" + std::to_string(f.original.index) + "-" + mode_name);
-      if (!without_chip.empty()) {
-        fs::create_directories(dir);
-        format::write_elf_file(dir / "program.elf", f.original.image());
-        format::write_elf_file(dir / "original.elf", f.original.image());
-        write_text(dir / "program.S", f.original.listing());
-        write_text(dir / "original.S", f.original.listing());
-        const json info = {{"seed", seed},
-                           {"program_index", f.original.index},
-                           {"program_seed", f.original.seed},
-                           {"ops", op_names},
-                           {"mode", mode_name},
-                           {"original_words", sr.original_words},
-                           {"not_shrunk", without_chip},
-                           {"original_divergence", d.to_json()},
-                           {"batch", {{"first_index", f.first_index},
-                                      {"last_index", f.last_index},
-                                      {"programs", f.batch_size},
-                                      {"stream", f.stream}}},
-                           {"repeat", repeat_alone(f.original.index, mode_name)},
-                           {"repeat_batch", batch_repeat}};
-        write_text(dir / "fuzz.json", info.dump(2) + "\n");
-        out << "  not shrunk (" << without_chip << "): the original program is saved in " << dir.string()
-            << "; repeat it: " << repeat_alone(f.original.index, mode_name) << "\n"
-            << std::flush;
-        failures.push_back({{"index", f.original.index},
-                            {"program_seed", f.original.seed},
-                            {"mode", mode_name},
-                            {"case", dir.string()},
-                            {"step", d.step},
-                            {"original_words", sr.original_words},
-                            {"shrunk_words", sr.shrunk_words},
-                            {"case_diverges_at", nullptr},
-                            {"not_shrunk", without_chip},
-                            {"repeat_batch", batch_repeat}});
-        return;
-      }
-      if (!args->no_shrink) {
+      const bool use_chip = without_chip.empty();
+      if (use_chip && !args->no_shrink) {
         campaign::ShrinkOptions so;
         so.max_runs = args->shrink_runs;
         so.max_seconds = args->shrink_seconds;
@@ -543,24 +508,42 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       format::write_elf_file(dir / "original.elf", f.original.image());
       write_text(dir / "program.S", sr.program.listing());
       write_text(dir / "original.S", f.original.listing());
-      const json info = {{"seed", seed},
-                         {"program_index", f.original.index},
-                         {"program_seed", f.original.seed},
-                         {"ops", op_names},
-                         {"mode", mode_name},
-                         {"original_words", sr.original_words},
-                         {"shrunk_words", sr.shrunk_words},
-                         {"shrink_runs", sr.runs},
-                         {"shrink_seconds", sr.seconds},
-                         {"shrink_budget_exhausted", sr.budget_exhausted},
-                         {"shrink_not_alone", sr.not_alone},
-                         {"original_divergence", d.to_json()},
-                         {"batch", {{"first_index", f.first_index},
-                                    {"last_index", f.last_index},
-                                    {"programs", f.batch_size},
-                                    {"stream", f.stream}}},
-                         {"repeat", repeat_alone(f.original.index, mode_name)},
-                         {"repeat_batch", batch_repeat}};
+      json info = {{"seed", seed},
+                   {"program_index", f.original.index},
+                   {"program_seed", f.original.seed},
+                   {"ops", op_names},
+                   {"mode", mode_name},
+                   {"original_words", sr.original_words},
+                   {"original_divergence", d.to_json()},
+                   {"batch", {{"first_index", f.first_index},
+                              {"last_index", f.last_index},
+                              {"programs", f.batch_size},
+                              {"stream", f.stream}}},
+                   {"repeat", repeat_alone(f.original.index, mode_name)},
+                   {"repeat_batch", batch_repeat}};
+      json failure = {{"index", f.original.index},
+                      {"program_seed", f.original.seed},
+                      {"mode", mode_name},
+                      {"case", dir.string()},
+                      {"step", d.step},
+                      {"original_words", sr.original_words},
+                      {"shrunk_words", sr.shrunk_words},
+                      {"repeat_batch", batch_repeat}};
+      if (!use_chip) {
+        info["not_shrunk"] = failure["not_shrunk"] = without_chip;
+        failure["case_diverges_at"] = nullptr;
+        write_text(dir / "fuzz.json", info.dump(2) + "\n");
+        out << "  not shrunk (" << without_chip << "): the original program is saved in " << dir.string()
+            << "; repeat it: " << repeat_alone(f.original.index, mode_name) << "\n"
+            << std::flush;
+        failures.push_back(std::move(failure));
+        return;
+      }
+      info["shrunk_words"] = sr.shrunk_words;
+      info["shrink_runs"] = sr.runs;
+      info["shrink_seconds"] = sr.seconds;
+      info["shrink_budget_exhausted"] = sr.budget_exhausted;
+      info["shrink_not_alone"] = sr.not_alone;
       write_text(dir / "fuzz.json", info.dump(2) + "\n");
       // The case (case.json, summary.json, junit.xml, report.html) as `lockstep run --report` writes it.
       engine::CheckRequest req;
@@ -613,16 +596,9 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                    why + ".\n`lockstep replay` of this folder runs the program alone and passes.\nRepeat the batch: " +
                        batch_repeat + "\n");
       }
-      failures.push_back({{"index", f.original.index},
-                          {"program_seed", f.original.seed},
-                          {"mode", mode_name},
-                          {"case", dir.string()},
-                          {"step", d.step},
-                          {"original_words", sr.original_words},
-                          {"shrunk_words", sr.shrunk_words},
-                          {"case_diverges_at", at},
-                          {"reproduces_alone", at != 0},
-                          {"repeat_batch", batch_repeat}});
+      failure["case_diverges_at"] = at;
+      failure["reproduces_alone"] = at != 0;
+      failures.push_back(std::move(failure));
     };
 
     while (next < end) {
