@@ -351,8 +351,9 @@ TEST(System, FenceEbreakIllegal) {
   EXPECT_FALSE(m.next_token().has_value());
 }
 
-TEST(Ecall, WriteExitAndBadCalls) {
-  // write(1, kData, 3) then write(2, kData+3, 1) then exit(0x1ff)
+// write(1, kData, 3) then write(2, kData+3, 1) then exit(status): 21 words (every li is lui +
+// addi), the ecalls at words 8, 15 and 20. With the data "hi\n!" it prints "hi\n" and "!".
+std::vector<u32> write_write_exit(u32 status) {
   std::vector<u32> code;
   progen::emit_li(code, 17, 64);
   progen::emit_li(code, 10, 1);
@@ -364,8 +365,13 @@ TEST(Ecall, WriteExitAndBadCalls) {
   progen::emit_li(code, 12, 1);
   code.push_back(kEcall);
   progen::emit_li(code, 17, 93);
-  progen::emit_li(code, 10, 0x1ff);
+  progen::emit_li(code, 10, status);
   code.push_back(kEcall);
+  return code;
+}
+
+TEST(Ecall, WriteExitAndBadCalls) {
+  const std::vector<u32> code = write_write_exit(0x1ff);
   Machine m = machine_with(code, {'h', 'i', '\n', '!'});
   Tokens all;
   while (auto t = m.next_token()) all.push_back(*t);
@@ -422,21 +428,8 @@ TEST(Retired, AnInstructionCutByTheStepLimitIsNotCompleted) {
 }
 
 TEST(Ecall, ConsoleSinkReceivesWritesAndNothingIsKept) {
-  // write(1, kData, 3) then write(2, kData+3, 1) then exit(0), with a console sink set.
-  std::vector<u32> code;
-  progen::emit_li(code, 17, 64);
-  progen::emit_li(code, 10, 1);
-  progen::emit_li(code, 11, kData);
-  progen::emit_li(code, 12, 3);
-  code.push_back(kEcall);
-  progen::emit_li(code, 10, 2);
-  progen::emit_li(code, 11, kData + 3);
-  progen::emit_li(code, 12, 1);
-  code.push_back(kEcall);
-  progen::emit_li(code, 17, 93);
-  progen::emit_li(code, 10, 0);
-  code.push_back(kEcall);
-  Machine m = machine_with(code, {'h', 'i', '\n', '!'});
+  // The same writes and exit(0), with a console sink set.
+  Machine m = machine_with(write_write_exit(0), {'h', 'i', '\n', '!'});
   std::vector<std::pair<int, std::string>> writes;
   m.set_console_sink([&](int fd, std::string_view b) { writes.emplace_back(fd, std::string(b)); });
   const Machine plain = m;
