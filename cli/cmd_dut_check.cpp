@@ -73,12 +73,10 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
         if (vector.empty()) vector = scalar;
       }
       for (std::uint64_t i = 0; i < 4; ++i) {
-        const campaign::Program p = campaign::generate(campaign::program_seed(args->seed, i), i, i < 2 ? scalar : vector,
-                                                       vew, vfn, vred);
+        const std::vector<const ref::Encoding*>& ops = i < 2 ? scalar : vector;
+        const campaign::Program p = campaign::generate(campaign::program_seed(args->seed, i), i, ops, vew, vfn, vred);
         dut::ConformanceGuest g;
-        g.name = (i < 2 ? (scalar.front()->cls == ref::InsnClass::kVector ? "vector-" : "scalar-")
-                        : (vector.front()->cls == ref::InsnClass::kVector ? "vector-" : "scalar-")) +
-                 p.name;
+        g.name = (ops.front()->cls == ref::InsnClass::kVector ? "vector-" : "scalar-") + p.name;
         const format::GuestImage image = p.image();
         g.image = engine::to_chip_image(image);
         g.tokens = reference_tokens(image, args->steps);

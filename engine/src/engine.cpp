@@ -412,10 +412,8 @@ std::string pc_note(const InstructionRecord& prev, const Divergence& d) {
   if (!k || (k->kind != static_cast<std::uint32_t>(Kind::PCL) &&
              (k->kind < static_cast<std::uint32_t>(Kind::PCH0) || k->kind > static_cast<std::uint32_t>(Kind::PCH3))))
     return "";
-  const ref::Op op = ref::decode(prev.word).op;
-  const bool jump = op == ref::Op::kJal || op == ref::Op::kJalr;
-  const bool branch = op == ref::Op::kBeq || op == ref::Op::kBne || op == ref::Op::kBlt || op == ref::Op::kBge ||
-                      op == ref::Op::kBltu || op == ref::Op::kBgeu;
+  const std::string_view cls = instruction_class(prev.word);
+  const bool jump = cls == "jal" || cls == "jalr", branch = cls == "branch";
   const std::string before = "`" + prev.disassembly() + "` at pc " + hexpc(prev.pc);
   if (jump)
     return "this pc token is the first of the instruction at " + hexpc(d.pc) + ", where the jump before it, " +
