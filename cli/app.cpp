@@ -137,6 +137,7 @@ void check_numeric_options(CLI::App& app) {
 
 int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registrars) {
   Context ctx(LOCKSTEP_SOURCE_ROOT, executable_path(argc > 0 ? argv[0] : nullptr));
+  set_command_name(argc > 0 ? argv[0] : nullptr);
   int code = 0;
   try {
     setup_logging("info");

@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/dut_options.h"
 #include "lockstep/campaign/campaign.h"
+#include "lockstep/format/shell.h"
 #include "lockstep/mutate/decisions.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/format/elf.h"
@@ -238,8 +239,8 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   std::ostream& out = ctx.out();
   out << coverage.text(ops) << decisions.text();
   for (const json& f : failures)
-    out << "FAIL program " << f.value("index", 0) << " (" << f.value("mode", "") << "): lockstep replay "
-        << f.value("case", "") << "\n";
+    out << "FAIL program " << f.value("index", 0) << " (" << f.value("mode", "") << "): "
+        << as_invoked("lockstep replay " + format::shell_word(f.value("case", ""))) << "\n";
   out << "merged " << dirs.size() << " reports: programs " << programs << ", steps compared " << steps
       << ", mismatching runs " << mismatching << "; seed " << merged["seed"].dump() << "\n"
       << std::flush;
@@ -446,12 +447,12 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     std::string chip_options;
     if (dut) {
       chip_options = " " + args->dut.describe();
-      if (!args->dut.token_file.empty()) chip_options += " --dut-token-file " + args->dut.token_file.string();
+      if (!args->dut.token_file.empty()) chip_options += " --dut-token-file " + format::shell_word(args->dut.token_file.string());
     } else {
-      if (!args->chip.empty()) chip_options += " --chip " + args->chip;
+      if (!args->chip.empty()) chip_options += " --chip " + format::shell_word(args->chip);
       if (args->backend != "cpu") chip_options += " --backend " + args->backend;
     }
-    const std::string ops_option = args->ops.empty() ? std::string() : " --ops " + args->ops;
+    const std::string ops_option = args->ops.empty() ? std::string() : " --ops " + format::shell_word(args->ops);
     // One program alone, as stream 0 of a one-program run.
     auto repeat_alone = [&](std::uint64_t index, const std::string& mode_name) {
       return "lockstep fuzz --seed " + std::to_string(seed) + " --first " + std::to_string(index) +
@@ -534,7 +535,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         failure["case_diverges_at"] = nullptr;
         write_text(dir / "fuzz.json", info.dump(2) + "\n");
         out << "  not shrunk (" << without_chip << "): the original program is saved in " << dir.string()
-            << "; repeat it: " << repeat_alone(f.original.index, mode_name) << "\n"
+            << "; repeat it: " << as_invoked(repeat_alone(f.original.index, mode_name)) << "\n"
             << std::flush;
         failures.push_back(std::move(failure));
         return;
@@ -577,8 +578,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                                  "the streams"
                            : std::string())
           << "); the saved case "
-          << (at ? "diverges at step " + std::to_string(at) : std::string("does NOT diverge")) << "; lockstep replay "
-          << dir.string() << "\n"
+          << (at ? "diverges at step " + std::to_string(at) : std::string("does NOT diverge")) << "; "
+          << as_invoked("lockstep replay " + format::shell_word(dir.string())) << "\n"
           << std::flush;
       if (!at) {
         // Run alone (one stream, stream 0) the program passes: the chip's bug depends on the
@@ -591,7 +592,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
             std::to_string(f.first_index) + ".." + std::to_string(f.last_index) +
             " run together it diverged (the chip's bug depends on the other streams or on the stream index; or the "
             "chip is not deterministic)";
-        out << "  " << why << "; repeat the batch: " << batch_repeat << "\n" << std::flush;
+        out << "  " << why << "; repeat the batch: " << as_invoked(batch_repeat) << "\n" << std::flush;
         write_text(dir / "NOT-REPRODUCED-ALONE.txt",
                    why + ".\n`lockstep replay` of this folder runs the program alone and passes.\nRepeat the batch: " +
                        batch_repeat + "\n");

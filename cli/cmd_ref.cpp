@@ -3,12 +3,12 @@
 // Output: the guest's console passes through (fd 1 -> stdout, fd 2 ->
 // stderr) and a one-line report goes to stderr.  With --json, stdout carries
 // only the summary object: status, steps (trace tokens produced),
-// mismatches (0), then program, end ("exit" | "trap" | "step_limit"),
+// mismatches (0), then program, end ("exit" | "trap" | "step_limit" | "self_loop"),
 // exit_status or trap_code + trap_name + pc (+ word, the instruction word, and address, the
 // effective address of a faulting or misaligned load/store or the buffer of a faulting write),
 // instructions_retired (completed instructions: one a step limit cut is not counted), stdout,
 // stderr (the console bytes as text, invalid UTF-8 replaced by U+FFFD: the
-// first kJsonConsoleLimit bytes of each), stdout_bytes, stderr_bytes (how
+// first ConsoleHead::kLimit (1 MiB) bytes of each), stdout_bytes, stderr_bytes (how
 // many the guest wrote) and stdout_truncated, stderr_truncated.  Without
 // --json the console is streamed as the guest writes it and nothing of it
 // is kept, so a guest that writes without end runs in constant memory.
@@ -47,23 +47,6 @@ namespace lockstep::cli {
 namespace {
 
 /// The most console bytes per fd that --json keeps (and reports in "stdout"/"stderr").
-constexpr std::size_t kJsonConsoleLimit = std::size_t{1} << 20;
-
-/// The start of what the guest wrote to one fd (at most kJsonConsoleLimit bytes) and its total size.
-struct ConsoleHead {
-  std::string kept;
-  std::uint64_t total = 0;
-  void add(std::string_view bytes) {
-    total += bytes.size();
-    if (kept.size() < kJsonConsoleLimit) kept.append(bytes.substr(0, kJsonConsoleLimit - kept.size()));
-  }
-  void record(Summary& summary, const std::string& name) const {
-    summary.set(name, valid_utf8(kept));
-    summary.set(name + "_bytes", total);
-    summary.set(name + "_truncated", total > kept.size());
-  }
-};
-
 // The trap's instruction word and, for a load/store fault or misaligned access, its address, from
 // the state the trap left (isa.md §6: a trap changes no register, so x[rs1] is still the base).
 struct TrapPlace {
@@ -171,6 +154,8 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
   std::unique_ptr<format::TraceFileWriter> trace;
   ref::RunResult r{ref::Stop::kStepLimit, 0, 0};
   bool interrupted = false;
+  bool self_loop = false;  // stopped at a jump to itself (no --max-steps): the guest could never end
+  const bool unlimited = opt.max_steps == std::numeric_limits<std::uint64_t>::max();
   try {
     if (!opt.trace.empty()) trace = std::make_unique<format::TraceFileWriter>(opt.trace);  // streamed: constant memory
     // In slices, so that SIGINT/SIGTERM (stop) ends the run between two of them.
@@ -185,12 +170,17 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
       r = trace ? m.run(n, [&](std::span<const std::uint32_t> t) { trace->append(t); }) : m.run(n);
       left -= r.steps;
       if (r.stop != ref::Stop::kStepLimit) break;
+      if (unlimited && m.jumps_to_itself()) {
+        self_loop = true;
+        break;
+      }
     }
   } catch (const format::FormatError& e) {
     throw InputError(e.what());
   }
   if (opt.max_steps == 0) r.stop = ref::Stop::kStepLimit;
   const char* end = interrupted                    ? "interrupted"
+                    : self_loop                  ? "self_loop"
                     : r.stop == ref::Stop::kExit ? "exit"
                     : r.stop == ref::Stop::kTrap ? "trap"
                                                  : "step_limit";
@@ -244,6 +234,11 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
     std::snprintf(pc, sizeof pc, "0x%08x", m.pc());
     line += "trap " + std::to_string(m.trap_code()) + " " + std::string(format::trap_name(m.trap_code())) + " at pc " + pc +
             place.text() + engine::trap_build_hint(image, m.trap_code());
+  } else if (self_loop) {
+    char pc[16];
+    std::snprintf(pc, sizeof pc, "0x%08x", m.pc());
+    line += std::string("jumps to itself at pc ") + pc + " (" + ref::disassemble(m.read_word(m.pc()), m.pc()) +
+            ") and can never exit: stopped";
   } else if (interrupted) {
     line += "interrupted";
   } else {
@@ -253,6 +248,10 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
           " trace steps";
   std::cerr << line << "\n";
   if (interrupted) throw Interrupted("after " + std::to_string(m.steps()) + " trace steps");
+  if (self_loop) {
+    throw InputError("the guest can never exit (a jump to itself at its pc); end it with the exit ecall (isa.md §5), "
+                     "or pass --max-steps N");
+  }
 }
 
 }  // namespace
@@ -261,7 +260,7 @@ void add_ref_command(CLI::App& app, Context& ctx) {
   auto opt = std::make_shared<RefOptions>();
   auto* cmd = app.add_subcommand("ref", "Run a guest ELF on the reference model (ref/)");
   cmd->add_option("program", opt->program, "Guest program (static ELF32 RISC-V executable)")->required();
-  cmd->add_option("--max-steps", opt->max_steps, "Stop after this many trace steps (default: no limit)")->check(count_range(1, kMaxStepsOption));
+  cmd->add_option("--max-steps,--steps", opt->max_steps, "Stop after this many trace steps (default: no limit; --steps as in run)")->check(count_range(1, kMaxStepsOption));
   cmd->add_option("--trace", opt->trace, "Write the trace to FILE (trace.md §6 format)");
   cmd->add_option("--signature", opt->signature,
                   "Write the words in [begin_signature, end_signature) to FILE, 8 hex digits a line");

@@ -9,6 +9,7 @@
 #include "cli/dut_options.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/guest.h"
+#include "lockstep/format/shell.h"
 #include "lockstep/format/tokens.h"
 
 namespace lockstep::cli {
@@ -130,17 +131,25 @@ void add_run_command(CLI::App& app, Context& ctx) {
     ChipConsole console;
     const bool live = !ctx.options.json && !progress.terminal();
     req.on_console = [&](std::size_t, int fd, char c) {
-      (fd == 1 ? console.out : console.err) += c;
+      console.add(fd, c);
       if (fd == 1) progress.output(c);
       if (live) (fd == 1 ? std::cout : std::cerr) << c << std::flush;
     };
     // Shown before the closing text (a last line without '\n' is ended).
     auto show_console = [&] {
       if (!ctx.options.json && !live) {
-        std::cout << console.out << std::flush;
-        std::cerr << console.err << std::flush;
+        // Only the head was kept: say how much more there was.
+        auto show = [](std::ostream& os, const ConsoleHead& h, int fd) {
+          os << h.kept;
+          if (h.truncated())
+            os << "\n[lockstep: " << (h.total - h.kept.size()) << " more bytes on fd " << fd
+               << " not shown: only the first " << h.kept.size() << " are kept]\n";
+          os << std::flush;
+        };
+        show(std::cout, console.out, 1);
+        show(std::cerr, console.err, 2);
       }
-      if (!ctx.options.json && !console.out.empty() && console.out.back() != '\n') std::cout << '\n' << std::flush;
+      if (!ctx.options.json && console.last_out != '\n') std::cout << '\n' << std::flush;
     };
     engine::CheckOutcome out;
     try {
@@ -174,7 +183,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
     if (!req.report_dir.empty()) ctx.summary.set("report", req.report_dir.string());
     if (r.resumed_from) ctx.summary.set("resumed_from", r.resumed_from);
     if (!r.skipped_checkpoints.empty()) ctx.summary.set("skipped_checkpoints", r.skipped_checkpoints);
-    if (!req.report_dir.empty()) ctx.summary.set("replay", "lockstep replay " + req.report_dir.string());
+    if (!req.report_dir.empty())
+      ctx.summary.set("replay", "lockstep replay " + format::shell_word(req.report_dir.string()));
     for (const engine::StreamResult& s : r.streams) {
       if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
       ctx.summary.set("end", s.end);
@@ -194,7 +204,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       // Resumable only from a checkpoint (written every --checkpoint-every steps and on the stop).
       const bool resumable = req.the_case.checkpoint_every != 0 && !req.report_dir.empty();
       throw Interrupted("after " + std::to_string(r.steps) + " steps" +
-                       (resumable ? "; continue with: lockstep run --resume " + req.report_dir.string()
+                       (resumable ? "; continue with: " + as_invoked("lockstep run --resume " + format::shell_word(req.report_dir.string()))
                                   : std::string()));
     }
   });

@@ -17,6 +17,7 @@
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/elf.h"
+#include "lockstep/format/shell.h"
 
 namespace lockstep::cli {
 
@@ -173,7 +174,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
         if (!args->guest.empty() && !syms.empty() && !syms.count("stories_image") && !syms.count("stories_vx_tokens")) {
           throw InputError("--guest " + args->guest +
                            " is not a story guest (it has neither a stories_image nor a stories_vx_tokens symbol); "
-                           "check other guests with lockstep run " + args->guest);
+                           "check other guests with " + as_invoked("lockstep run " + format::shell_word(args->guest)));
         }
         const std::string built_from = guest_model(path);
         ctx.summary.set("guest_model", built_from);
@@ -293,7 +294,8 @@ void add_story_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("steps_per_second", r.steps_per_second);
     if (r.resumed_from) ctx.summary.set("resumed_from", r.resumed_from);
     if (!r.skipped_checkpoints.empty()) ctx.summary.set("skipped_checkpoints", r.skipped_checkpoints);
-    if (!req.report_dir.empty()) ctx.summary.set("replay", "lockstep replay " + req.report_dir.string());
+    if (!req.report_dir.empty())
+      ctx.summary.set("replay", "lockstep replay " + format::shell_word(req.report_dir.string()));
     for (const engine::StreamResult& s : r.streams)
       if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
     out << "\n";
@@ -309,7 +311,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     if (r.interrupted) {
       const bool resumable = c.checkpoint_every != 0 && !req.report_dir.empty();
       throw Interrupted("after " + std::to_string(r.steps) + " steps" +
-                       (resumable ? "; continue with: lockstep story --resume " + req.report_dir.string()
+                       (resumable ? "; continue with: " + as_invoked("lockstep story --resume " + format::shell_word(req.report_dir.string()))
                                   : std::string()));
     }
   });

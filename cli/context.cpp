@@ -6,6 +6,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "lockstep/format/shell.h"
+
 namespace lockstep::cli {
 
 // ---------------------------------------------------------------- Summary
@@ -125,6 +127,32 @@ std::shared_ptr<spdlog::logger> setup_logging(const std::string& level) {
   }
   logger->set_level(spdlog::level::from_str(level));
   return logger;
+}
+
+void ConsoleHead::record(Summary& summary, const std::string& name) const {
+  summary.set(name, valid_utf8(kept));
+  summary.set(name + "_bytes", total);
+  summary.set(name + "_truncated", truncated());
+}
+
+namespace {
+std::string& invoked_name() {
+  static std::string name = "lockstep";
+  return name;
+}
+}  // namespace
+
+const std::string& command_name() { return invoked_name(); }
+
+void set_command_name(const char* argv0) {
+  const std::string a = argv0 ? argv0 : "";
+  invoked_name() = a.find('/') == std::string::npos ? std::string("lockstep") : format::shell_word(a);
+}
+
+std::string as_invoked(const std::string& command) {
+  static const std::string kPrefix = "lockstep ";
+  if (command.rfind(kPrefix, 0) != 0) return command;
+  return command_name() + " " + command.substr(kPrefix.size());
 }
 
 std::string valid_utf8(const std::string& s) {

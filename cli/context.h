@@ -19,6 +19,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -141,6 +142,30 @@ std::shared_ptr<spdlog::logger> setup_logging(const std::string& level);
 
 /// Console bytes as valid UTF-8 (each byte of an invalid sequence becomes U+FFFD), for JSON.
 std::string valid_utf8(const std::string& bytes);
+
+/// What a guest wrote to one fd: its first kLimit bytes (1 MiB) and how many it wrote in all, so
+/// that a guest printing for hours never has all its output in memory or in summary.json.
+struct ConsoleHead {
+  static constexpr std::size_t kLimit = std::size_t{1} << 20;
+  std::string kept;         ///< the first min(total, kLimit) bytes
+  std::uint64_t total = 0;  ///< bytes written
+  void add(std::string_view bytes) {
+    total += bytes.size();
+    if (kept.size() < kLimit) kept.append(bytes.substr(0, kLimit - kept.size()));
+  }
+  bool truncated() const { return total > kept.size(); }
+  /// Summary fields NAME (kept, as valid UTF-8), NAME_bytes (total) and NAME_truncated.
+  void record(Summary& summary, const std::string& name) const;
+};
+
+/// How this process was invoked, for the commands it prints to be pasted into a shell (replay,
+/// repeat and resume commands): argv[0] as a shell word when it names a path
+/// (`build/bin/lockstep`), else `lockstep` (found on PATH). Set by run_main (app.h).
+const std::string& command_name();
+void set_command_name(const char* argv0);
+/// `command` ("lockstep replay DIR", as summary.json and fuzz.json keep it) with its leading
+/// "lockstep" written as command_name(), for a line printed to the terminal.
+std::string as_invoked(const std::string& command);
 
 /// Replaces newlines and other control characters with spaces so an error
 /// message fits the one-line stderr contract; a message over 864 bytes keeps its first 600 and

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <ostream>
 
+#include "lockstep/format/shell.h"
 #include "lockstep/format/tokens.h"
 
 #include "cli/errors.h"
@@ -48,9 +49,11 @@ bool check_dut_options(const dut::DutConfig& c, const std::string& chip, const s
 void reject_with_resume(const CLI::App* cmd, const std::vector<std::string>& names, const std::string& dir,
                         const engine::Case& c) {
   if (!c.command.empty() && c.command != cmd->get_name()) {
+    const std::string d = format::shell_word(dir);
     throw UsageError("--resume " + dir + ": its case.json was written by `lockstep " + c.command +
-                     "`; continue it with lockstep " + c.command + " --resume " + dir +
-                     (c.command == "run" || c.command == "story" ? std::string() : " (or lockstep replay " + dir + ")"));
+                     "`; continue it with " + as_invoked("lockstep " + c.command + " --resume " + d) +
+                     (c.command == "run" || c.command == "story" ? std::string()
+                                                                 : " (or " + as_invoked("lockstep replay " + d) + ")"));
   }
   for (const std::string& n : names) {
     const CLI::Option* o = cmd->get_option_no_throw(n);
@@ -69,7 +72,9 @@ void reject_with_resume(const CLI::App* cmd, const std::vector<std::string>& nam
 void print_replay_hint(const engine::RunResult& r, const std::filesystem::path& report_dir) {
   if (r.mismatches == 0) return;
   if (!report_dir.empty()) {
-    std::cerr << "lockstep: replay it: lockstep replay " << report_dir.string() << "\n" << std::flush;
+    std::cerr << "lockstep: replay it: " << as_invoked("lockstep replay " + format::shell_word(report_dir.string()))
+              << "\n"
+              << std::flush;
   } else {
     std::cerr << "lockstep: to save a replayable case, run it again with --report DIR (then: lockstep replay DIR)"
               << "\n"
@@ -89,12 +94,12 @@ std::string ChipConsole::stopped_matching(const engine::RunResult& r) const {
     if (k->kind == static_cast<std::uint32_t>(format::Kind::ERR)) return 2;
     return 0;
   };
-  std::string line = "the chip's output matched the reference's for " + std::to_string(out.size()) +
-                     " bytes on fd 1 and " + std::to_string(err.size()) + " on fd 2, up to step " +
+  std::string line = "the chip's output matched the reference's for " + std::to_string(out.total) +
+                     " bytes on fd 1 and " + std::to_string(err.total) + " on fd 2, up to step " +
                      std::to_string(d->step) + ", where ";
   const int fe = fd_of(d->expected), fa = fd_of(d->actual);
   if (fe) {
-    const std::size_t at = (fe == 1 ? out.size() : err.size()) + 1;
+    const std::uint64_t at = (fe == 1 ? out.total : err.total) + 1;
     line += "the reference printed byte " + std::to_string(at) + " on fd " + std::to_string(fe) + " (" +
             d->expected_text + ") and the chip " + (fa ? "printed " : "emitted ") + d->actual_text;
   } else if (fa) {
@@ -108,8 +113,8 @@ std::string ChipConsole::stopped_matching(const engine::RunResult& r) const {
 }
 
 void ChipConsole::record(Summary& summary, const engine::RunResult& r) const {
-  summary.set("stdout", valid_utf8(out));
-  summary.set("stderr", valid_utf8(err));
+  out.record(summary, "stdout");
+  err.record(summary, "stderr");
   const std::string line = stopped_matching(r);
   if (!line.empty()) summary.set("output_stopped_matching", line);
 }

@@ -42,9 +42,15 @@ void reject_with_resume(const CLI::App* cmd, const std::vector<std::string>& nam
 void print_replay_hint(const engine::RunResult& result, const std::filesystem::path& report_dir);
 
 /// What the guest printed on the chip, as decoded from the chip's own trace (Options::on_console):
-/// fd 1 and fd 2 bytes of stream 0, compared with the reference's before they are kept.
+/// fd 1 and fd 2 bytes of stream 0, compared with the reference's before they are kept (the first
+/// ConsoleHead::kLimit bytes of each, and the counts).
 struct ChipConsole {
-  std::string out, err;  ///< fd 1, fd 2
+  ConsoleHead out, err;  ///< fd 1, fd 2
+  char last_out = '\n';  ///< the last byte on fd 1 ('\n' before the first)
+  void add(int fd, char c) {
+    (fd == 1 ? out : err).add(std::string_view(&c, 1));
+    if (fd == 1) last_out = c;
+  }
   /// One line saying where the chip's output stopped matching the reference's, or "" when the
   /// run did not diverge.
   std::string stopped_matching(const engine::RunResult& result) const;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lockstep/chip/error.hpp"
+#include "lockstep/format/shell.h"
 #include "lockstep/format/tokens.h"
 
 namespace lockstep::dut {
@@ -36,8 +37,8 @@ std::string read_token_file(const std::filesystem::path& p) {
 // ------------------------------------------------------------------------------------ DutConfig
 
 std::string DutConfig::describe() const {
-  std::string out = command.empty() ? "--dut-connect " + connect : "--dut '" + command + "'";
-  if (!vocab.empty()) out += " --dut-vocab " + vocab.string();
+  std::string out = command.empty() ? "--dut-connect " + format::shell_word(connect) : "--dut " + format::shell_quoted(command);
+  if (!vocab.empty()) out += " --dut-vocab " + format::shell_word(vocab.string());
   return out;
 }
 

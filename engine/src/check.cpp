@@ -16,6 +16,7 @@
 #include "lockstep/engine/digest.h"
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/error.h"
+#include "lockstep/format/shell.h"
 #include "lockstep/format/tokens.h"
 #include "lockstep/ref/machine.h"
 #include "lockstep/reports/files.h"
@@ -443,6 +444,15 @@ json summary_json(const std::string& command, const RunResult& r, const std::str
           {"run", r.to_json()}};
 }
 
+std::string self_loop_line(const StreamResult& stream) {
+  char pc[16];
+  std::snprintf(pc, sizeof pc, "0x%08x", stream.loop_pc);
+  return std::string("the guest jumps to itself at pc ") + pc + " (" + ref::disassemble(stream.loop_word, stream.loop_pc) +
+         ") and can never exit: stopped after " + std::to_string(stream.steps) +
+         " steps, the chip agreeing with the reference on every step; end the guest with the exit ecall (isa.md "
+         "§5, guests/runtime), or pass --steps N to compare N steps of it";
+}
+
 std::string guest_end_text(const Guest& guest, const StreamResult& stream) {
   if (stream.end == "exit") return "the guest exited with status " + std::to_string(stream.exit_status);
   if (stream.end != "trap") return "";
@@ -601,7 +611,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   };
   auto with_notes = [&](json s) {
     if (!out.capability_notes.empty()) s["capability_notes"] = out.capability_notes;
-    if (!req.report_dir.empty()) s["replay"] = "lockstep replay " + req.report_dir.string();
+    if (!req.report_dir.empty()) s["replay"] = "lockstep replay " + format::shell_word(req.report_dir.string());
     if (c.dut) {
       s["dut"] = c.dut->to_json();
       s["dut"]["identity"] = chip.hash;
@@ -656,6 +666,11 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   if (req.trap_is_error && out.result.mismatches == 0 && !out.result.interrupted)
     for (const StreamResult& s : out.result.streams)
       if (s.end == "trap") throw failed(trap_end_line(guest, s), out.result);
+  // A guest that can never end is never a pass, --allow-trap or not (isa.md §5: a guest ends by
+  // the exit ecall).
+  if (out.result.mismatches == 0 && !out.result.interrupted)
+    for (const StreamResult& s : out.result.streams)
+      if (s.end == "self_loop") throw failed(self_loop_line(s), out.result);
   if (out.result.streams.size() == 1) out.end_text = guest_end_text(guest, out.result.streams[0]);
   out.summary = with_notes(summary_json(req.command, out.result, chip.source, chip.hash));
   if (!req.report_dir.empty()) {

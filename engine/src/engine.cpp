@@ -276,19 +276,24 @@ json StreamResult::to_json() const {
   for (const HashRecord& r : hashes) {
     h.push_back({{"step", r.step}, {"chip", hex64(r.chip)}, {"ref", hex64(r.ref)}});
   }
-  return {{"guest", guest},
-          {"steps", steps},
-          {"ref_steps", ref_steps},
-          {"mismatches", mismatches},
-          {"end", end},
-          {"exit_status", exit_status},
-          {"trap_code", trap_code},
-          {"digest", digest},
-          {"chip_digest", chip_digest},
-          {"console", console},
-          {"class_steps", class_steps},
-          {"hashes", h},
-          {"divergence", divergence ? divergence->to_json() : json()}};
+  json j = {{"guest", guest},
+            {"steps", steps},
+            {"ref_steps", ref_steps},
+            {"mismatches", mismatches},
+            {"end", end},
+            {"exit_status", exit_status},
+            {"trap_code", trap_code},
+            {"digest", digest},
+            {"chip_digest", chip_digest},
+            {"console", console},
+            {"class_steps", class_steps},
+            {"hashes", h},
+            {"divergence", divergence ? divergence->to_json() : json()}};
+  if (end == "self_loop") {
+    j["loop_pc"] = loop_pc;
+    j["loop_word"] = loop_word;
+  }
+  return j;
 }
 
 json RunResult::to_json() const {
@@ -317,11 +322,12 @@ json RunResult::to_json() const {
 
 namespace {
 
-// LSENGCK4: the reference's state includes its vector unit (VR, ACT, WMEM, caches, shifts);
+// LSENGCK5: a lane carries the reference's fd 1 console itself (its first 1 MiB and its size), not
+// in the reference's state. LSENGCK4: the reference's state includes its vector unit (VR, ACT, WMEM, caches, shifts);
 // LSENGCK3 lost it, so a snapshot, a replay or a resume of a vector guest restarted with an
 // empty vector unit. LSENGCK3: a lane also carries the reference's look-ahead (the
 // instructions it executed past the current one for a chunk of steps; LSENGCK2 had none).
-constexpr char kCheckpointMagic[8] = {'L', 'S', 'E', 'N', 'G', 'C', 'K', '4'};
+constexpr char kCheckpointMagic[8] = {'L', 'S', 'E', 'N', 'G', 'C', 'K', '5'};
 
 int byte_index_of(std::uint32_t kind) {
   using format::Kind;
@@ -431,13 +437,29 @@ std::string pc_note(const InstructionRecord& prev, const Divergence& d) {
 struct Pending {
   InstructionRecord record;      // first_step is set when it becomes the current instruction
   std::string cls;               // instruction_class(word)
-  std::size_t console_before = 0;  // size of the reference's console before it executed
+  std::uint64_t console_before = 0;  // Lane::console_bytes before it executed
 };
 
+// Of what a lane's reference writes to fd 1, the first kConsoleKept bytes are kept (StreamResult::
+// console): a guest that prints for hours never has all its output in memory.
+constexpr std::size_t kConsoleKept = std::size_t{1} << 20;
+
 struct Lane {
+  Lane() {
+    ref.set_console_sink([this](int fd, std::string_view b) {
+      if (fd != 1) return;
+      console_bytes += b.size();
+      if (console.size() < kConsoleKept) console.append(b.substr(0, kConsoleKept - console.size()));
+    });
+  }
+  Lane(const Lane&) = delete;  // the console sink points at this lane
+  Lane& operator=(const Lane&) = delete;
+
   std::size_t index = 0;
   chip::StreamId sid = 0;
   ref::Machine ref;
+  std::string console;             // the first kConsoleKept bytes the reference wrote to fd 1
+  std::uint64_t console_bytes = 0;  // bytes it wrote to fd 1
   std::vector<std::uint32_t> queue;  // tokens of the current instruction
   std::size_t qpos = 0;
   std::deque<Pending> ahead;         // executed after the current instruction, not yet consumed
@@ -448,6 +470,9 @@ struct Lane {
   std::uint64_t steps = 0, ref_steps = 0;
   bool done = false;
   std::string end = "running";
+  // A run without a step limit ends a lane whose guest jumps to itself (at_self_loop) after that
+  // instruction's tokens are compared once, instead of comparing them forever.
+  bool end_at_self_loop = false;
   TraceDigest ref_digest, chip_digest;
   std::uint64_t mismatches = 0;
   std::map<std::string, std::uint64_t> class_steps;
@@ -466,9 +491,18 @@ struct Lane {
   std::optional<std::uint64_t> snapshot_hash;
 };
 
-// Executes the reference's next instruction; nullopt once the reference has ended.
+// The reference's last executed instruction jumped to itself and the guest can never end
+// (ref::Machine::jumps_to_itself): every later instruction is that one, with the same tokens.
+bool at_self_loop(const Lane& L) {
+  const InstructionRecord& last = L.ahead.empty() ? L.current : L.ahead.back().record;
+  return !last.tokens.empty() && last.pc == L.ref.pc() && L.ref.jumps_to_itself();
+}
+
+// Executes the reference's next instruction; nullopt once the reference has ended (or, with
+// Lane::end_at_self_loop, once it has executed a jump to itself).
 std::optional<Pending> execute(Lane& L) {
   if (!L.ref.active()) return std::nullopt;
+  if (L.end_at_self_loop && at_self_loop(L)) return std::nullopt;
   Pending p;
   const std::uint32_t pc = L.ref.pc();
   std::uint32_t word = 0;
@@ -477,7 +511,7 @@ std::optional<Pending> execute(Lane& L) {
   } catch (const std::out_of_range&) {
     word = 0;  // the fetch faults: TRAP(3)
   }
-  p.console_before = L.ref.console_out().size();
+  p.console_before = L.console_bytes;
   const auto toks = L.ref.step();
   if (toks.empty()) return std::nullopt;
   p.record.pc = pc;
@@ -531,8 +565,8 @@ void peek_ref(Lane& L, std::size_t n, std::vector<std::uint32_t>& out) {
 // What the reference wrote to fd 1 up to the lane's current instruction (the look-ahead's
 // output is not part of the compared run).
 std::string consumed_console(const Lane& L) {
-  const std::string& c = L.ref.console_out();
-  return L.ahead.empty() ? c : c.substr(0, L.ahead.front().console_before);
+  if (L.ahead.empty()) return L.console;
+  return L.console.substr(0, static_cast<std::size_t>(std::min<std::uint64_t>(L.ahead.front().console_before, L.console.size())));
 }
 
 void write_record(detail::Writer& w, const InstructionRecord& r) {
@@ -573,6 +607,8 @@ std::vector<std::uint8_t> serialize_lane(const Lane& L, const chip::ChipBackend&
     w.str(p.cls);
     w.u64(p.console_before);
   }
+  w.str(L.console);
+  w.u64(L.console_bytes);
   w.u64(L.history.size());
   for (const InstructionRecord& r : L.history) write_record(w, r);
   w.blob(L.ref_digest.save());
@@ -618,6 +654,8 @@ void restore_lane(Lane& L, chip::ChipBackend& be, std::span<const std::uint8_t> 
     p.console_before = r.u64();
     L.ahead.push_back(std::move(p));
   }
+  L.console = r.str();
+  L.console_bytes = r.u64();
   L.history.clear();
   const std::uint64_t nh = r.u64();
   if (nh > 4096) throw std::runtime_error("checkpoint: bad history");
@@ -665,6 +703,12 @@ std::string ref_end(const ref::Machine& m) {
   if (m.status() == ref::Status::kExited) return "exit";
   if (m.status() == ref::Status::kTrapped) return "trap";
   return "step_limit";
+}
+
+// How a lane's reference ended once it has no more tokens: ref_end, or "self_loop".
+std::string lane_end(const Lane& L) {
+  if (L.end_at_self_loop && L.ref.status() == ref::Status::kRunning && at_self_loop(L)) return "self_loop";
+  return ref_end(L.ref);
 }
 
 // --------------------------------------------------------------- attribution
@@ -1160,6 +1204,7 @@ struct Engine::Impl {
       L->index = i;
       L->sid = static_cast<chip::StreamId>(i);
       L->ref.load(guests[i].image);
+      L->end_at_self_loop = opt.max_steps == 0;
       be.reset(L->sid, images[i]);
       lanes.push_back(std::move(L));
     }
@@ -1325,7 +1370,7 @@ struct Engine::Impl {
         Active a{L, forced_at(s + 1), {}};
         peek_ref(*L, static_cast<std::size_t>(n), a.expected);
         if (a.expected.empty()) {
-          finish(*L, ref_end(L->ref));
+          finish(*L, lane_end(*L));
           continue;
         }
         act.push_back(std::move(a));
@@ -1729,6 +1774,8 @@ struct Engine::Impl {
     Lane& R = L;
     if (lo == 0) {
       R.ref.load(guests[L.index].image);
+      R.console.clear();
+      R.console_bytes = 0;
       be.reset(L.sid, images[L.index]);
       R.queue.clear();
       R.qpos = 0;
@@ -1778,6 +1825,10 @@ struct Engine::Impl {
     r.ref_steps = L.ref_steps;
     r.mismatches = L.mismatches;
     r.end = L.end;
+    if (r.end == "self_loop") {
+      r.loop_pc = L.current.pc;
+      r.loop_word = L.current.word;
+    }
     // A lane that stopped inside a chunk has a reference that ran ahead: what it did there is
     // not part of the run.
     r.exit_status = L.ahead.empty() ? L.ref.exit_status() : 0;
@@ -1934,6 +1985,12 @@ StreamResult run_reference(const Guest& guest, std::uint64_t max_steps,
   StreamResult r;
   r.guest = guest.name;
   ref::Machine m;
+  std::uint64_t console_bytes = 0;  // fd 1: its first kConsoleKept bytes are kept in r.console
+  m.set_console_sink([&](int fd, std::string_view b) {
+    if (fd != 1) return;
+    console_bytes += b.size();
+    if (r.console.size() < kConsoleKept) r.console.append(b.substr(0, kConsoleKept - r.console.size()));
+  });
   m.load(guest.image);
   TraceDigest digest;
   // Instruction class per RAM word (cached by pc, checked against the word).
@@ -1950,12 +2007,21 @@ StreamResult run_reference(const Guest& guest, std::uint64_t max_steps,
   };
   std::uint64_t steps = 0;
   const auto out_kind = static_cast<std::uint32_t>(format::Kind::OUT);
+  std::optional<std::uint32_t> last_pc;  // of the last instruction executed
   while (m.active() && (max_steps == 0 || steps < max_steps)) {
     if (stop && stop->load(std::memory_order_relaxed)) {
       r.end = "interrupted";
       break;
     }
     const std::uint32_t pc = m.pc();
+    // Without a step limit, a jump to itself executed once ends the run (as Engine's lanes do).
+    if (max_steps == 0 && last_pc == pc && m.jumps_to_itself()) {
+      r.end = "self_loop";
+      r.loop_pc = pc;
+      r.loop_word = m.read_word(pc);
+      break;
+    }
+    last_pc = pc;
     std::uint8_t c = 255;
     if (pc >= ref::kRamBase && pc + 4 <= ref::kRamEnd && pc % 4 == 0) {
       const std::size_t slot = (pc - ref::kRamBase) / 4;
@@ -1980,12 +2046,11 @@ StreamResult run_reference(const Guest& guest, std::uint64_t max_steps,
     }
   }
   r.steps = r.ref_steps = steps;
-  if (r.end != "interrupted") r.end = ref_end(m);
+  if (r.end != "interrupted" && r.end != "self_loop") r.end = ref_end(m);
   if (r.end == "step_limit" && !m.active()) r.end = ref_end(m);
   r.exit_status = m.exit_status();
   r.trap_code = m.trap_code();
   r.digest = digest.hex();
-  r.console = m.console_out();
   for (std::size_t i = 0; i < names.size(); ++i) r.class_steps[names[i]] = counts[i];
   return r;
 }

@@ -98,6 +98,27 @@ std::vector<std::uint8_t> Machine::read_memory(u32 addr, u32 n) const {
   return {p, p + n};
 }
 
+bool Machine::jumps_to_itself() const {
+  if (status_ != Status::kRunning || pc_ % 4 != 0 || !in_ram(pc_, 4)) return false;
+  u32 w = 0;
+  std::memcpy(&w, ram_.data() + (pc_ - kRamBase), 4);
+  const Decoded d = decode(w);
+  const u32 a = x_[d.rs1], b = x_[d.rs2];
+  switch (d.op) {
+    case Op::kJal: return d.imm == 0;
+    case Op::kJalr:
+      // rd = pc + 4 is written after rs1 is read; with rd == rs1 the next execution reads it.
+      return ((a + d.imm) & ~1u) == pc_ && (d.rd == 0 || d.rd != d.rs1 || ((pc_ + 4 + d.imm) & ~1u) == pc_);
+    case Op::kBeq: return d.imm == 0 && a == b;
+    case Op::kBne: return d.imm == 0 && a != b;
+    case Op::kBlt: return d.imm == 0 && sem::less_signed(a, b);
+    case Op::kBge: return d.imm == 0 && !sem::less_signed(a, b);
+    case Op::kBltu: return d.imm == 0 && a < b;
+    case Op::kBgeu: return d.imm == 0 && a >= b;
+    default: return false;
+  }
+}
+
 u32 Machine::read_word(u32 addr) const {
   if (!in_ram(addr, 4)) throw std::out_of_range("read_word: address outside RAM");
   u32 v;

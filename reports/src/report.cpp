@@ -176,6 +176,11 @@ std::string junit_xml(const json& summary) {
     } else if (end == "interrupted" || (interrupted && end == "running")) {
       c.kind = "error";
       c.message = "interrupted after " + std::to_string(s.value("steps", 0ull)) + " steps";
+    } else if (end == "self_loop") {
+      // Never green: the guest reached a jump to itself and could never have ended.
+      c.kind = "error";
+      c.message = "the guest jumps to itself and can never exit (stopped after " +
+                  std::to_string(s.value("steps", 0ull)) + " steps)";
     } else if (end == "running" && status == "error") {
       // Never green: the run failed (a chip under test that died or hung) before this guest's
       // end, so the steps after it were never compared.

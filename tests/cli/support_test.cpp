@@ -185,6 +185,43 @@ TEST(Summary, ReservedKeysAndSingleEmit) {
   EXPECT_EQ(parsed["steps"], 0u);
 }
 
+// A guest's console is kept up to 1 MiB per fd, with the count of what it wrote.
+TEST(ConsoleHead, KeepsTheFirstMebibyteAndCountsTheRest) {
+  ConsoleHead h;
+  const std::string chunk(300000, 'x');
+  for (int i = 0; i < 4; ++i) h.add(chunk);
+  h.add("tail");
+  EXPECT_EQ(h.kept.size(), ConsoleHead::kLimit);
+  EXPECT_EQ(h.total, 1200004u);
+  EXPECT_TRUE(h.truncated());
+  Summary s;
+  h.record(s, "stdout");
+  const auto j = s.to_json();
+  EXPECT_EQ(j["stdout_bytes"], 1200004u);
+  EXPECT_EQ(j["stdout_truncated"], true);
+  EXPECT_EQ(j["stdout"].get<std::string>().size(), ConsoleHead::kLimit);
+  ConsoleHead small;
+  small.add("hi\n");
+  EXPECT_FALSE(small.truncated());
+  Summary t;
+  small.record(t, "stderr");
+  EXPECT_EQ(t.to_json()["stderr"], "hi\n");
+  EXPECT_EQ(t.to_json()["stderr_bytes"], 3u);
+}
+
+// Printed commands name the executable as it was invoked.
+TEST(CommandName, IsTheInvokedPathOrLockstep) {
+  set_command_name("lockstep");
+  EXPECT_EQ(as_invoked("lockstep replay r"), "lockstep replay r");
+  set_command_name("build/bin/lockstep");
+  EXPECT_EQ(as_invoked("lockstep replay r"), "build/bin/lockstep replay r");
+  set_command_name("/opt/my tools/lockstep");
+  EXPECT_EQ(as_invoked("lockstep run --resume r"), "'/opt/my tools/lockstep' run --resume r");
+  EXPECT_EQ(as_invoked("note"), "note");
+  set_command_name(nullptr);
+  EXPECT_EQ(command_name(), "lockstep");
+}
+
 TEST(Logging, LevelsAndErrors) {
   auto logger = setup_logging("warn");
   EXPECT_EQ(logger->level(), spdlog::level::warn);

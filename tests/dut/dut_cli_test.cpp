@@ -520,9 +520,11 @@ TEST_F(DutCli, FuzzFailureThatNeedsItsBatchIsNamedWithTheBatchRepeat) {
   EXPECT_NE(r.out.find("program 1 fails only in its batch: run alone it passes, but as stream 1 of the 2 programs 0..1"),
             std::string::npos)
       << r.out;
-  const std::string batch_cmd =
-      "lockstep fuzz --seed 5 --first 0 --programs 2 --batch 2 --mode forced --ops add --dut '" + chip + "'";
-  EXPECT_NE(r.out.find("repeat the batch: " + batch_cmd), std::string::npos) << r.out;
+  const std::string batch_args =
+      " fuzz --seed 5 --first 0 --programs 2 --batch 2 --mode forced --ops add --dut '" + chip + "'";
+  const std::string batch_cmd = "lockstep" + batch_args;  // as fuzz.json keeps it
+  // Printed, the command names the executable as it was invoked (here by its path).
+  EXPECT_NE(r.out.find("repeat the batch: " + kExe + batch_args), std::string::npos) << r.out;
   const fs::path fail = dir / "r" / "fail-1-forced";
   EXPECT_TRUE(fs::exists(fail / "NOT-REPRODUCED-ALONE.txt"));
   const json info = json::parse(slurp(fail / "fuzz.json"));

@@ -19,6 +19,7 @@
 #include "lockstep/engine/engine.h"
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/tokens.h"
+#include "lockstep/ref/encoding.h"
 #include "lockstep/ref/machine.h"
 #include "scripted_backend.h"
 #include "test_files.h"
@@ -484,6 +485,99 @@ TEST(Engine, AllZeroProbesBlameNoLayer) {
   const std::string why = probe_inconsistency(be, 0, format::kStartToken, trace[0]);
   EXPECT_EQ(why, "the chip's probes do not locate the divergence (every value of the 5 compared probe fields is 0 "
                  "(195 values), which the step's tokens do not give: the probes show no values the chip computed)");
+}
+
+// A guest that reaches `jal zero, 0` can never end: without a step limit the run compares that
+// instruction once and ends "self_loop" (never a pass); with one it runs to the limit as asked.
+TEST(Engine, AGuestThatJumpsToItselfEndsAsASelfLoop) {
+  const Guest g = testing::make_spin_guest();
+  const std::uint32_t jal_zero_0 = ref::encode::j(ref::Op::kJal, 0, 0);
+  // The chip's script: the two addi, then the jump 3,000 times (the reference's own tokens; more
+  // than a divergence's replay window).
+  ref::Machine m;
+  m.load(g.image);
+  std::vector<std::uint32_t> script;
+  std::size_t to_loop = 0;  // steps up to and including the jump's first execution
+  for (int k = 0; k < 3002; ++k) {
+    const auto t = m.step();
+    script.insert(script.end(), t.begin(), t.end());
+    if (k == 2) to_loop = script.size();
+  }
+  for (Mode mode : {Mode::kForced, Mode::kFree}) {
+    SCOPED_TRACE(to_string(mode));
+    ScriptedBackend be({script});
+    Options o;
+    o.mode = mode;
+    const RunResult r = Engine(be, {g}, o).run();
+    ASSERT_EQ(r.streams.size(), 1u);
+    EXPECT_EQ(r.mismatches, 0u);
+    EXPECT_EQ(r.streams[0].end, "self_loop");
+    EXPECT_EQ(r.steps, to_loop);
+    EXPECT_EQ(r.streams[0].loop_pc, 0x10008u);
+    EXPECT_EQ(r.streams[0].loop_word, jal_zero_0);
+    EXPECT_EQ(r.streams[0].to_json()["loop_pc"], 0x10008u);
+    const std::string line = self_loop_line(r.streams[0]);
+    EXPECT_NE(line.find("the guest jumps to itself at pc 0x00010008 (jal"), std::string::npos) << line;
+    EXPECT_NE(line.find("stopped after " + std::to_string(to_loop) + " steps"), std::string::npos) << line;
+    // The reference alone stops at the same step with the same digest.
+    const StreamResult alone = run_reference(g, 0);
+    EXPECT_EQ(alone.end, "self_loop");
+    EXPECT_EQ(alone.steps, to_loop);
+    EXPECT_EQ(alone.digest, r.digest);
+    // With a step limit the run goes on to it.
+    ScriptedBackend limited({script});
+    o.max_steps = script.size() - 1;
+    const RunResult l = Engine(limited, {g}, o).run();
+    EXPECT_EQ(l.streams[0].end, "step_limit");
+    EXPECT_EQ(l.steps, script.size() - 1);
+    EXPECT_EQ(l.mismatches, 0u);
+  }
+  // A chip that gets the jump wrong is a mismatch at it, not a self-loop.
+  ScriptedBackend wrong({script}, {{Fault::Kind::kFlip, to_loop, 1, 1}});
+  const RunResult w = Engine(wrong, {g}, Options{}).run();
+  EXPECT_EQ(w.mismatches, 1u);
+  ASSERT_TRUE(w.streams[0].divergence);
+  EXPECT_EQ(w.streams[0].divergence->step, to_loop);
+}
+
+// A guest that prints more than 1 MiB: the run's result keeps the first 1 MiB of the reference's
+// console (a long run never has all of it in memory), and the run is otherwise unchanged.
+TEST(Engine, TheReferenceConsoleKeptIsItsFirstMebibyte) {
+  using ref::Op;
+  namespace enc = ref::encode;
+  enum : unsigned { zero = 0, a0 = 10, a1 = 11, a2 = 12, a7 = 17, s0 = 8 };
+  std::vector<std::uint32_t> w = {enc::i(Op::kAddi, s0, zero, 33)};
+  const std::size_t loop = w.size();
+  w.push_back(enc::i(Op::kAddi, a0, zero, 1));
+  w.push_back(enc::u(Op::kLui, a1, 0x00020000u));
+  w.push_back(enc::u(Op::kLui, a2, 0x00008000u));  // 32 KiB (isa.md §5: at most 65,535)
+  w.push_back(enc::i(Op::kAddi, a7, zero, 64));
+  w.push_back(0x00000073u);  // write(1, 0x20000, 32768)
+  w.push_back(enc::i(Op::kAddi, s0, s0, static_cast<std::uint32_t>(-1)));
+  w.push_back(enc::b(Op::kBne, s0, zero, static_cast<std::uint32_t>(-4 * static_cast<int>(w.size() - loop))));
+  w.push_back(enc::i(Op::kAddi, a0, zero, 0));
+  w.push_back(enc::i(Op::kAddi, a7, zero, 93));
+  w.push_back(0x00000073u);
+  Guest g;
+  g.name = "spew";
+  g.image.entry = 0x10000;
+  format::Segment text{0x10000, static_cast<std::uint32_t>(4 * w.size()), format::kPfR | format::kPfX, {}};
+  for (std::uint32_t x : w)
+    for (int b = 0; b < 4; ++b) text.bytes.push_back(static_cast<std::uint8_t>(x >> (8 * b)));
+  format::Segment data{0x20000, 0x8000, format::kPfR | format::kPfW, {'s', 'p', 'e', 'w'}};
+  g.image.segments = {text, data};
+  const auto trace = testing::reference_trace(g);
+  ScriptedBackend be({trace});
+  const RunResult r = Engine(be, {g}, Options{}).run();
+  EXPECT_EQ(r.mismatches, 0u);
+  EXPECT_EQ(r.streams[0].end, "exit");
+  EXPECT_EQ(r.steps, trace.size());
+  ASSERT_EQ(r.streams[0].console.size(), std::size_t{1} << 20);  // of 33 * 32,768 bytes written
+  EXPECT_EQ(r.streams[0].console.substr(0, 4), "spew");
+  EXPECT_EQ(r.streams[0].console.substr(0x8000, 4), "spew");  // the second write's start
+  const StreamResult alone = run_reference(g, 0);
+  EXPECT_EQ(alone.console, r.streams[0].console);
+  EXPECT_EQ(alone.digest, r.digest);
 }
 
 TEST(Engine, TeacherForcedPrefixOfAFreeRun) {

@@ -60,6 +60,25 @@ inline Guest make_loop_guest(std::uint32_t iterations, const char* name = "loop"
   return g;
 }
 
+/// A guest that never ends: `addi a0, zero, 5; addi t0, zero, 1; jal zero, 0` at 0x10000 (the
+/// jump, at 0x10008, jumps to itself).
+inline Guest make_spin_guest() {
+  using ref::Op;
+  namespace enc = ref::encode;
+  const std::uint32_t code[] = {enc::i(Op::kAddi, 10, 0, 5), enc::i(Op::kAddi, 5, 0, 1), enc::j(Op::kJal, 0, 0)};
+  Guest g;
+  g.name = "spin";
+  g.image.entry = 0x10000;
+  format::Segment text;
+  text.vaddr = 0x10000;
+  text.flags = format::kPfR | format::kPfX;
+  for (std::uint32_t x : code)
+    for (int b = 0; b < 4; ++b) text.bytes.push_back(static_cast<std::uint8_t>(x >> (8 * b)));
+  text.memsz = static_cast<std::uint32_t>(text.bytes.size());
+  g.image.segments = {text};
+  return g;
+}
+
 /// The reference trace t_1..t_N of a guest.
 inline std::vector<std::uint32_t> reference_trace(const Guest& g) {
   ref::Machine m;

@@ -2,13 +2,16 @@
 // trace files (trace.md §6) and the token-id layout (trace.md §2).
 #include <elf.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "lockstep/format/elf.h"
+#include "lockstep/format/shell.h"
 #include "lockstep/format/tokens.h"
 #include "lockstep/format/trace_file.h"
 
@@ -50,6 +53,27 @@ Elf32_Phdr* phdr(std::vector<std::uint8_t>& b, unsigned i) {
 }
 
 }  // namespace
+
+// Printed commands are pasted into a shell: each word must come back as it was.
+TEST(Shell, WordsComeBackFromTheShellAsTheyWere) {
+  EXPECT_EQ(lf::shell_word("build/r-1/case.json"), "build/r-1/case.json");
+  EXPECT_EQ(lf::shell_word("a b"), "'a b'");
+  EXPECT_EQ(lf::shell_word(""), "''");
+  EXPECT_EQ(lf::shell_word("it's"), "'it'\\''s'");
+  EXPECT_EQ(lf::shell_quoted("python3 chip.py"), "'python3 chip.py'");
+  const std::vector<std::string> words = {"plain", "two words", "it's", "$HOME", "a\\b", "`id`", "*", "", "x\ny",
+                                          "\"q\"", "--dut=python3 -c 'print(1)'"};
+  for (const std::string& w : words) {
+    const std::string cmd = "printf '%s|' " + lf::shell_word(w);
+    FILE* f = popen(("/bin/sh -c " + lf::shell_quoted(cmd)).c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    std::string got;
+    char buf[256];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) got.append(buf, n);
+    EXPECT_EQ(pclose(f), 0) << w;
+    EXPECT_EQ(got, w + "|") << "word " << w << " written " << lf::shell_word(w);
+  }
+}
 
 TEST(Elf, RoundTripKeepsSegmentsSectionsSymbols) {
   const auto img = sample_image();

@@ -1,5 +1,7 @@
 // Per-instruction semantics with hand-written expected values (isa.md §4,
 // bignum.md §2/§4) and the token rules of trace.md §4, edge cases spelled out.
+#include <array>
+
 #include <gtest/gtest.h>
 
 #include "ref_test_util.h"
@@ -268,6 +270,77 @@ TEST(Jumps, JalAndJalr) {
   // rd = x0: NOP token
   t = exec1(m, encode::j(enc::kJal, 0, 8));
   EXPECT_EQ(t, cat({PC0(), NOP()}));
+}
+
+// Machine::jumps_to_itself: true exactly when the instruction at pc will run forever, each time
+// from the same state with the same tokens (so a harness may stop the run after one execution).
+TEST(Jumps, JumpsToItselfOnlyAtAFixedPoint) {
+  using Regs = std::vector<std::pair<unsigned, u32>>;
+  auto at = [](u32 word, const Regs& regs) {
+    Machine m = machine_with({word, kEbreak});
+    for (auto [r, v] : regs) m.set_reg(r, v);
+    return m;
+  };
+  const u32 minus4 = 0xfffffffcu;
+  struct Case {
+    const char* what;
+    u32 word;
+    Regs regs;
+    bool loops;
+  };
+  const Case cases[] = {
+      {"jal zero, 0", encode::j(enc::kJal, 0, 0), {}, true},
+      {"jal ra, 0 (writes pc + 4 again each time)", encode::j(enc::kJal, 1, 0), {}, true},
+      {"jal zero, 8", encode::j(enc::kJal, 0, 8), {}, false},
+      {"beq equal, 0", encode::b(enc::kBeq, 5, 6, 0), {{5, 7}, {6, 7}}, true},
+      {"beq unequal, 0", encode::b(enc::kBeq, 5, 6, 0), {{5, 7}, {6, 8}}, false},
+      {"bne unequal, 0", encode::b(enc::kBne, 5, 6, 0), {{5, 7}, {6, 8}}, true},
+      {"blt -1 < 0, 0", encode::b(enc::kBlt, 5, 6, 0), {{5, kM1}, {6, 0}}, true},
+      {"bltu 0xffffffff < 0, 0", encode::b(enc::kBltu, 5, 6, 0), {{5, kM1}, {6, 0}}, false},
+      {"bge 0 >= -1, 0", encode::b(enc::kBge, 5, 6, 0), {{5, 0}, {6, kM1}}, true},
+      {"bgeu 0 >= 0xffffffff, 0", encode::b(enc::kBgeu, 5, 6, 0), {{5, 0}, {6, kM1}}, false},
+      {"beq zero, zero, 8", encode::b(enc::kBeq, 0, 0, 8), {}, false},
+      {"jalr zero, 0(t0), t0 = pc", encode::i(enc::kJalr, 0, 5, 0), {{5, kCode}}, true},
+      {"jalr zero, 0(t0), t0 = pc + 1 (bit 0 cleared)", encode::i(enc::kJalr, 0, 5, 0), {{5, kCode + 1}}, true},
+      {"jalr zero, 0(t0), t0 = pc + 8", encode::i(enc::kJalr, 0, 5, 0), {{5, kCode + 8}}, false},
+      {"jalr ra, 0(t0), t0 = pc", encode::i(enc::kJalr, 1, 5, 0), {{5, kCode}}, true},
+      {"jalr t0, 0(t0), t0 = pc (then t0 = pc + 4: the next target)", encode::i(enc::kJalr, 5, 5, 0), {{5, kCode}},
+       false},
+      {"jalr t0, -4(t0), t0 = pc + 4 (t0 = pc + 4 again)", encode::i(enc::kJalr, 5, 5, minus4), {{5, kCode + 4}}, true},
+      {"addi zero, zero, 0", encode::i(enc::kAddi, 0, 0, 0), {}, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Machine m = at(c.word, c.regs);
+    EXPECT_EQ(m.jumps_to_itself(), c.loops);
+    m.step();
+    if (!c.loops) continue;
+    // A fixed point: the same pc, registers and tokens on every later execution (from the
+    // second on: the first of a run also emits PCH, trace.md §4.0).
+    EXPECT_EQ(m.pc(), kCode);
+    const auto second = m.step();
+    const Tokens t1(second.begin(), second.end());
+    std::array<u32, 32> regs{};
+    for (unsigned r = 0; r < 32; ++r) regs[r] = m.reg(r);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_EQ(m.pc(), kCode);
+      EXPECT_TRUE(m.jumps_to_itself());
+      const auto next = m.step();
+      EXPECT_EQ(Tokens(next.begin(), next.end()), t1);
+      for (unsigned r = 0; r < 32; ++r) EXPECT_EQ(m.reg(r), regs[r]) << "x" << r;
+    }
+  }
+  // The jalr t0, 0(t0) case really leaves pc: its second execution goes to pc + 4.
+  Machine m = at(encode::i(enc::kJalr, 5, 5, 0), {{5, kCode}});
+  m.step();
+  EXPECT_EQ(m.pc(), kCode);
+  m.step();
+  EXPECT_EQ(m.pc(), kCode + 4);
+  // Not running: false.
+  m = at(kEbreak, {});
+  m.step();
+  EXPECT_EQ(m.status(), Status::kTrapped);
+  EXPECT_FALSE(m.jumps_to_itself());
 }
 
 TEST(Jumps, MisalignedTargetRaisesFetchMisalignedOnTheJump) {

@@ -207,12 +207,15 @@ struct StreamResult {
   std::uint64_t steps = 0;        ///< steps compared (chip steps)
   std::uint64_t ref_steps = 0;    ///< reference tokens produced
   std::uint64_t mismatches = 0;
-  /// "exit", "trap", "step_limit", "diverged", "interrupted", "running".
+  /// "exit", "trap", "step_limit", "diverged", "interrupted", "running", or "self_loop": a run
+  /// without a step limit stopped after the guest's first execution of an instruction that jumps
+  /// to itself, so that it could never end (ref::Machine::jumps_to_itself).
   std::string end = "running";
   std::uint32_t exit_status = 0, trap_code = 0;
+  std::uint32_t loop_pc = 0, loop_word = 0;  ///< end "self_loop": the instruction that jumps to itself
   std::string digest;       ///< TraceDigest hex of the reference's tokens
   std::string chip_digest;  ///< TraceDigest hex of the chip's tokens
-  std::string console;      ///< what the reference wrote to fd 1
+  std::string console;      ///< what the reference wrote to fd 1: its first 1 MiB (the rest is not kept)
   std::uint32_t max_token = 0;  ///< largest reference token id (run_reference only)
   std::map<std::string, std::uint64_t> class_steps;  ///< steps per instruction class
   std::vector<HashRecord> hashes;

@@ -20,7 +20,7 @@ inline constexpr char kTraceMagic[8] = {'L', 'S', 'T', 'R', 'A', 'C', 'E', '1'};
 /// A whole trace file in memory.
 struct TraceFile {
   /// The JSON header: at least trace_version, vocab_size, steps, program,
-  /// end ("exit" | "trap" | "step_limit"), and exit_status or trap_code.
+  /// end ("exit" | "trap" | "step_limit" | "self_loop"), and exit_status or trap_code.
   nlohmann::json header;
   std::vector<std::uint32_t> tokens;  ///< t_1 .. t_N (START is not stored)
 };

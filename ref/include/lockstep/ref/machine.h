@@ -133,6 +133,14 @@ class Machine {
   Status status() const { return status_; }
   /// True while tokens remain to be delivered (running, or pending tokens).
   bool active() const { return status_ == Status::kRunning || head_ != tail_; }
+  /// True when the machine is running and the instruction at pc() jumps to itself from the
+  /// current state and will on every later execution, so the guest can never exit or trap:
+  /// `jal rd, 0`; a branch with offset 0 whose condition holds (isa.md §4.2: it writes no
+  /// register); `jalr rd, imm(rs1)` whose target is pc and stays pc once rd = pc + 4 is
+  /// written.  After its first execution the state, and so each execution's tokens, is a fixed
+  /// point of that instruction.  A longer loop is not detected.  Harnesses use this to stop a
+  /// run that would never end.
+  bool jumps_to_itself() const;
   /// Exit status (a0 & 0xFF) once status() == kExited.
   std::uint32_t exit_status() const { return exit_status_; }
   /// Trap code (isa.md §6) once status() == kTrapped.
