@@ -235,6 +235,14 @@ chip::Capabilities DutBackend::capabilities() const {
   return c;
 }
 
+std::optional<std::uint32_t> DutBackend::own_token_id(std::uint32_t token) const {
+  if (vocab_.is_identity()) return std::nullopt;
+  if (!(token & format::kUnmappedChipId) && token >= format::vocab_size()) return std::nullopt;
+  const std::uint32_t id = vocab_.to_chip(token);
+  if (id >= hello_.vocab_size) return std::nullopt;  // a token the map does not name (the chip's own vocab_size)
+  return id;
+}
+
 std::uint32_t DutBackend::vocab_size() const { return format::vocab_size(); }
 
 std::uint32_t DutBackend::preferred_chunk() const { return kHarnessChunk; }

@@ -120,7 +120,7 @@ json Attribution::to_json() const {
 json Divergence::to_json() const {
   json r = json::array();
   for (const InstructionRecord& i : recent) r.push_back(i.to_json());
-  return {{"guest", guest},
+  json j = {{"guest", guest},
           {"stream", stream},
           {"step", step},
           {"mode", std::string(to_string(mode))},
@@ -147,6 +147,9 @@ json Divergence::to_json() const {
           {"replay_mismatches", replay_mismatches},
           {"replay_mismatch_steps", replay_mismatch_steps},
           {"bisection", bisection}};
+  if (expected_chip_id) j["expected_chip_id"] = *expected_chip_id;
+  if (actual_chip_id) j["actual_chip_id"] = *actual_chip_id;
+  return j;
 }
 
 namespace {
@@ -166,6 +169,10 @@ Divergence divergence_from_json(const json& j) {
   d.actual = j.value("actual", 0u);
   d.expected_text = j.value("expected_text", "");
   d.actual_text = j.value("actual_text", "");
+  if (j.contains("expected_chip_id") && j["expected_chip_id"].is_number_unsigned())
+    d.expected_chip_id = j["expected_chip_id"].get<std::uint32_t>();
+  if (j.contains("actual_chip_id") && j["actual_chip_id"].is_number_unsigned())
+    d.actual_chip_id = j["actual_chip_id"].get<std::uint32_t>();
   d.differing_bits = j.value("differing_bits", 0u);
   d.bits_text = j.value("bits_text", "");
   d.note = j.value("note", "");
@@ -252,8 +259,11 @@ std::string Divergence::to_text() const {
   os << "  field:       " << field;
   if (byte_index >= 0) os << " (byte " << byte_index << ")";
   os << "\n";
-  os << "  expected:    " << expected_text << "  id " << expected << "\n";
-  os << "  actual:      " << actual_text << "  id " << actual << "\n";
+  os << "  expected:    " << expected_text << "  id " << expected;
+  if (expected_chip_id) os << "  (the chip's id " << *expected_chip_id << ")";
+  os << "\n  actual:      " << actual_text << "  id " << actual;
+  if (actual_chip_id) os << "  (the chip's id " << *actual_chip_id << ")";
+  os << "\n";
   os << "  differing:   " << bits_text << "\n";
   if (!note.empty()) os << "  note:        " << note << "\n";
   os << "  layer:       " << attribution.text << "\n";
@@ -1512,6 +1522,8 @@ struct Engine::Impl {
     d.actual = actual;
     d.expected_text = format::token_name(expected);
     d.actual_text = format::token_name(actual);
+    d.expected_chip_id = be.own_token_id(expected);
+    d.actual_chip_id = be.own_token_id(actual);
     d.differing_bits = expected ^ actual;
     d.bits_text = bits_text(expected, actual);
     d.note = divergence_note(expected, actual);

@@ -402,11 +402,19 @@ TEST(DutSession, VocabularyMapTranslatesBothWays) {
     const chip::Token got = b.step(0, spec_in);
     const chip::Token want = local.step(0, spec_in + 1000);
     EXPECT_EQ(got + 1000, want) << "step " << k;
+    // A report names the chip's own id of a token (its logit), as the map gives it.
+    EXPECT_EQ(b.own_token_id(spec_in), spec_in + 1000) << "step " << k;
   }
+  EXPECT_EQ(b.own_token_id(format::kUnmappedChipId | 500), 500u);
+  // The top of the map: the chip's id is above the spec's vocabulary size.
+  const chip::Token last = producible_tokens().back();
+  EXPECT_EQ(b.own_token_id(last), last + 1000);
+  EXPECT_GE(last + 1000, format::vocab_size());  // an id the map leaves free is itself
   // Without the map, the shifted chip's ids are not trace-v3's: below its vocab_size they are
   // wrong predictions (the engine's mismatches), the ones beyond trace-v3's ids marked unmapped;
   // none is a fault.
   DutBackend raw(server.config());
+  EXPECT_FALSE(raw.own_token_id(producible_tokens()[5]).has_value());  // the default map: the spec's ids
   raw.set_num_streams(1);
   raw.reset(0, sample_image());
   bool unmapped = false;

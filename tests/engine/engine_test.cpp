@@ -580,6 +580,26 @@ TEST(Engine, TheReferenceConsoleKeptIsItsFirstMebibyte) {
   EXPECT_EQ(alone.digest, r.digest);
 }
 
+// Under a vocabulary map the report also gives the chip's own ids (the logits to look at).
+TEST(Divergence, NamesTheChipsOwnIdsWhenItHasThem) {
+  Divergence d;
+  d.expected = format::token_id(format::Kind::W0, 0x12);
+  d.actual = format::token_id(format::Kind::W0, 0x13);
+  d.expected_text = format::token_name(d.expected);
+  d.actual_text = format::token_name(d.actual);
+  EXPECT_EQ(d.to_text().find("chip's id"), std::string::npos);
+  EXPECT_FALSE(d.to_json().contains("expected_chip_id"));
+  d.expected_chip_id = d.expected + 1000;
+  d.actual_chip_id = d.actual + 1000;
+  const std::string t = d.to_text();
+  EXPECT_NE(t.find("expected:    W0(0x12)  id " + std::to_string(d.expected) + "  (the chip's id " +
+                   std::to_string(d.expected + 1000) + ")"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("(the chip's id " + std::to_string(d.actual + 1000) + ")"), std::string::npos) << t;
+  EXPECT_EQ(d.to_json()["actual_chip_id"], d.actual + 1000);
+}
+
 TEST(Engine, TeacherForcedPrefixOfAFreeRun) {
   const Guest g = testing::make_loop_guest(20);
   const auto trace = testing::reference_trace(g);

@@ -151,6 +151,10 @@ class ChipBackend {
   virtual std::string fault() const { return {}; }
   /// The most streams set_num_streams() takes (a chip under test announces it; unbounded here).
   virtual std::size_t max_streams() const { return static_cast<std::size_t>(-1); }
+  /// The chip's own id of trace token `token` (trace.md §2), for a chip that numbers its tokens
+  /// another way (a chip under test with a vocabulary map, dut-protocol.md §6), so that a report
+  /// can name the logit to look at; nullopt when the chip's ids are the spec's (the default).
+  virtual std::optional<std::uint32_t> own_token_id(std::uint32_t /*token*/) const { return std::nullopt; }
 
   /// Sets the number of streams to n (new streams have zero state, step 0).
   virtual void set_num_streams(std::size_t n) = 0;

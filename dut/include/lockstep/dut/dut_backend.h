@@ -78,6 +78,9 @@ class DutBackend final : public chip::ChipBackend {
   const chip::Chip& chip() const override;
   chip::Capabilities capabilities() const override;
   std::uint32_t vocab_size() const override;
+  /// vocab().to_chip(token) under a --dut-vocab map (nullopt under the default map, or for a
+  /// token the map does not name).
+  std::optional<std::uint32_t> own_token_id(std::uint32_t token) const override;
   std::string identity() const override { return hello_.identity; }
   chip::ProbeMap probe_map() const override;
   std::uint32_t preferred_chunk() const override;

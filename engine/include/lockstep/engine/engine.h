@@ -175,6 +175,9 @@ struct Divergence {
   int byte_index = -1;             ///< byte of the value for W/A/S/AC kinds, else -1
   std::uint32_t expected = 0, actual = 0;
   std::string expected_text, actual_text;  ///< format::token_name
+  /// The chip's own ids of the two tokens, for a chip that numbers them another way
+  /// (ChipBackend::own_token_id: a chip under test with --dut-vocab); empty otherwise.
+  std::optional<std::uint32_t> expected_chip_id, actual_chip_id;
   std::uint32_t differing_bits = 0;        ///< expected ^ actual (token ids)
   std::string bits_text;                   ///< e.g. "payload bits 0x10 (bit 4)"
   /// One line when the two tokens' kinds alone say what went wrong (divergence_note), else empty.
