@@ -415,6 +415,19 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       std::error_code ec;
       fs::create_directories(report, ec);
       if (ec) throw InputError("--report: cannot create " + report.string() + ": " + ec.message());
+      // A new campaign owns its folder: an earlier campaign's report and case folders go, so that
+      // none of them is ever read as this campaign's (until it writes its own, the folder says
+      // it did not finish).
+      try {
+        engine::claim_run_folder(report, "fuzz");
+        fs::remove(report / "fuzz.json");
+        for (const fs::directory_entry& e : fs::directory_iterator(report))
+          if (e.is_directory() && e.path().filename().string().rfind("fail-", 0) == 0) fs::remove_all(e.path());
+      } catch (const engine::CheckError& e) {
+        throw InputError(e.what());
+      } catch (const fs::filesystem_error& e) {
+        throw InputError("--report: cannot clear " + report.string() + ": " + e.what());
+      }
       tsv.open(report / "programs.tsv");
       if (!tsv) throw InputError("--report: cannot write " + (report / "programs.tsv").string() + ": " + std::strerror(errno));
       tsv << "index\tseed\twords\tsteps\tforced\tfree\n";

@@ -82,6 +82,9 @@ void add_run_command(CLI::App& app, Context& ctx) {
         req.report_dir = args->resume;
         req.resume = true;
       } else {
+        // A new run owns its folder from the start: an error below (a bad option or ELF) never
+        // leaves an earlier run's pass there (engine::claim_run_folder).
+        if (!args->report.empty()) engine::claim_run_folder(args->report, "run");
         if (args->program.empty()) throw UsageError("run: PROGRAM.elf is required (or --resume DIR)");
         const auto mode = engine::parse_mode(args->mode);
         if (!mode) throw UsageError("--mode must be forced or free (got '" + args->mode + "')");

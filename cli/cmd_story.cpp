@@ -154,6 +154,8 @@ void add_story_command(CLI::App& app, Context& ctx) {
         guest = resumed->guest();
         path = resumed->guest_path;
       } else {
+        // A new check owns its folder from here: a failure below never leaves an earlier pass.
+        if (!args->report.empty() && !args->reference_only) engine::claim_run_folder(args->report, "story");
         // --models (or $LOCKSTEP_MODELS) picks the checkpoint: the guest built from it.
         std::string model;
         std::string want_sha;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <iterator>
 #include <ostream>
@@ -333,9 +334,27 @@ Guest Case::guest() const {
 
 namespace {
 std::atomic<bool> g_stop{false};
+std::atomic<std::int64_t> g_first_stop_ns{0};  // CLOCK_MONOTONIC of the first signal
+static_assert(std::atomic<std::int64_t>::is_always_lock_free);
+
+std::int64_t monotonic_ns() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);  // async-signal-safe (POSIX.1-2017 §2.4.3)
+  return std::int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
+
 extern "C" void on_stop_signal(int sig) {
-  g_stop.store(true);
-  std::signal(sig, SIG_DFL);  // a second signal ends the process
+  const std::int64_t now = monotonic_ns();
+  if (!g_stop.exchange(true)) {
+    g_first_stop_ns.store(now);
+    return;
+  }
+  // A second signal ends the process, unless it came within a second of the first: GNU timeout
+  // sends its SIGTERM to the process and then to its process group, so one timeout is two
+  // signals at once, and the run must still write its report.
+  if (now - g_first_stop_ns.load() < 1'000'000'000) return;
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);  // delivered when the handler returns: the shell's 130 / 143
 }
 std::string human_count(double v) {
   char b[32];
@@ -521,12 +540,42 @@ std::string result_text(const RunResult& r) {
   return os.str();
 }
 
+void claim_run_folder(const fs::path& dir, const std::string& command) {
+  try {
+    fs::create_directories(dir);
+    fs::remove_all(dir / "checkpoints");
+    fs::remove_all(dir / "plots");
+    reports::write_report(dir, {{"command", command},
+                                {"status", "error"},
+                                {"error", "the run did not finish: it is still running, or it ended (killed, or "
+                                          "failed) before it wrote its result"},
+                                {"steps", 0},
+                                {"mismatches", 0}});
+  } catch (const std::exception& e) {
+    throw CheckError("cannot write the run folder " + dir.string() + ": " + e.what());
+  }
+}
+
 CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   const Case& c = req.the_case;
   CheckOutcome out;
   LoadedChip chip;
   std::unique_ptr<chip::ChipBackend> owned;
   chip::ChipBackend* backend = req.backend;
+  if (!req.report_dir.empty() && !req.resume) claim_run_folder(req.report_dir, req.command);
+  // An error before the run started (a chip that cannot be loaded, options the engine refuses):
+  // the new run's folder says so (a resume's keeps the summary of its run).
+  auto early_error = [&](const std::string& what) {
+    if (req.report_dir.empty() || req.resume) return;
+    json s = summary_json(req.command, RunResult{}, c.chip_path.empty() ? "built" : c.chip_path, "");
+    s["status"] = "error";
+    s["error"] = what;
+    try {
+      reports::write_report(req.report_dir, s);
+    } catch (const std::exception& e2) {
+      err << "lockstep: warn: could not write the report: " << e2.what() << "\n";
+    }
+  };
   if (backend) {
     chip.source = "backend " + backend->name();
   } else if (c.dut) {
@@ -557,11 +606,16 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       throw CheckError("the chip under test has identity '" + chip.hash + "', the case expects '" + c.chip_hash + "'");
     }
   } else {
-    chip = load_chip_or_built(c.chip_path);
-    if (!c.chip_hash.empty() && c.chip_hash != chip.hash) {
-      throw CheckError("chip " + chip.source + " has hash " + chip.hash + ", the case expects " + c.chip_hash);
+    try {
+      chip = load_chip_or_built(c.chip_path);
+      if (!c.chip_hash.empty() && c.chip_hash != chip.hash) {
+        throw CheckError("chip " + chip.source + " has hash " + chip.hash + ", the case expects " + c.chip_hash);
+      }
+      owned = make_backend(c.backend, chip.chip);
+    } catch (const CheckError& e) {
+      early_error(e.what());
+      throw;
     }
-    owned = make_backend(c.backend, chip.chip);
     backend = owned.get();
   }
   out.chip_source = chip.source;
@@ -570,6 +624,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   Guest guest = c.guest();
 
   Options opt = req.options;
+  opt.chip_identity = chip.hash;
   opt.mode = c.mode;
   opt.teacher_forced_steps = c.teacher_forced_steps;
   opt.compare = c.compare;
@@ -643,6 +698,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   try {
     engine = std::make_unique<Engine>(*backend, std::vector<Guest>{guest}, opt);
   } catch (const std::invalid_argument& e) {
+    early_error(e.what());
     throw CheckError(e.what());
   }
   try {

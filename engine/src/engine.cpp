@@ -1188,6 +1188,7 @@ struct Engine::Impl {
       chip_hash = be.identity();
     } catch (const std::exception&) {
     }
+    if (!opt.chip_identity.empty()) chip_hash += " " + opt.chip_identity;
     fingerprint = {{"guests", gd},
                    {"backend", be.name()},
                    {"chip", chip_hash},

@@ -420,9 +420,10 @@ bool catches(pid_t pid, int sig) {
 
 // Starts `lockstep ARGS` (with SIGINT ignored on entry when `ignore_sigint`, as a background job
 // of a non-interactive shell has it), waits until it has installed its SIGINT handler and then
-// `delay`, sends `sig`, and waits (at most 60 s) for it to end.
+// `delay`, sends `sig` (`twice`: twice, 5 ms apart, as GNU timeout does at once), and waits (at most 60 s) for it
+// to end.
 Proc run_and_signal(const std::vector<std::string>& args, int sig, std::chrono::milliseconds delay,
-                    bool ignore_sigint = false, const std::function<bool()>& ready = {}) {
+                    bool ignore_sigint = false, const std::function<bool()>& ready = {}, bool twice = false) {
   const fs::path d = fs::path(LOCKSTEP_BINARY_DIR) / "test-tmp" / "engine-cli";
   fs::create_directories(d);
   const fs::path o = d / ("sig-out-" + std::to_string(getpid())), e = d / ("sig-err-" + std::to_string(getpid()));
@@ -436,6 +437,10 @@ Proc run_and_signal(const std::vector<std::string>& args, int sig, std::chrono::
   while (ready && !ready() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   kill(pid, sig);
+  if (twice) {  // the second after the first was handled (two pending signals would merge into one)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    kill(pid, sig);
+  }
   int status = 0;
   while (waitpid(pid, &status, WNOHANG) == 0) {
     if (std::chrono::steady_clock::now() > deadline + std::chrono::seconds(30)) {
@@ -508,6 +513,45 @@ TEST(NumericOptions, EveryOptionRefusesValuesThatWouldWrap) {
   expect_one_error_line(run({"mutate", "--mutants", "0"}), "--mutants: must be a whole number from 1");
   expect_one_error_line(run({"fuzz", "--batch", "0"}), "--batch: must be a whole number from 1 to 65536");
   expect_one_error_line(run({"story", "--guest", elf, "--tokens", "0"}), "--tokens: must be a whole number from 1");
+}
+
+// GNU timeout sends SIGTERM to the process and then to its process group: two signals at once
+// are one request, and the run still ends with its report (exit 3), never killed without one.
+TEST(Interruption, TwoSignalsAtOnceAreOneRequest) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path elf = loop_elf(50'000'000);
+  const fs::path dir = temp_dir("interrupted-twice");
+  const Proc p = run_and_signal({"run", elf.string(), "--report", dir.string()}, SIGTERM, std::chrono::milliseconds(0),
+                                false, [&] { return fs::exists(dir / "case.json"); }, /*twice=*/true);
+  ASSERT_EQ(p.rc, 3) << p.err;
+  EXPECT_EQ(json::parse(slurp(dir / "summary.json"))["status"], "interrupted");
+}
+
+// A run that fails before its end, or never starts, replaces what an earlier run left in its
+// folder: its pass can never be read as this run's (summary.json, junit.xml, `lockstep report`).
+TEST(RunFolder, AFailedRunNeverLeavesAnEarlierPassInItsFolder) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path dir = temp_dir("reused-folder");
+  const std::string elf = loop_elf(3).string();
+  ASSERT_EQ(run({"run", elf, "--report", dir.string(), "--checkpoint-every", "50"}).rc, 0);
+  ASSERT_EQ(json::parse(slurp(dir / "summary.json"))["status"], "exact");
+  ASSERT_FALSE(list_checkpoints(dir / "checkpoints").empty());
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", elf, "--chip", (dir / "no-such.chip").string(), "--report", dir.string()},
+        std::vector<std::string>{"run", (dir / "no-such.elf").string(), "--report", dir.string()},
+        std::vector<std::string>{"run", elf, "--mode", "sideways", "--report", dir.string()}}) {
+    SCOPED_TRACE(args[1] + " " + args[2]);
+    const Proc p = run(args);
+    EXPECT_EQ(p.rc, 2) << p.err;
+    const json s = json::parse(slurp(dir / "summary.json"));
+    EXPECT_EQ(s["status"], "error") << s.dump();
+    EXPECT_NE(slurp(dir / "junit.xml").find("<error"), std::string::npos);
+    EXPECT_FALSE(fs::exists(dir / "checkpoints")) << "an earlier run's checkpoints are not this run's";
+    EXPECT_EQ(run({"report", dir.string()}).rc, 2);
+  }
+  // The chip's own error is what the folder says.
+  run({"run", elf, "--chip", (dir / "no-such.chip").string(), "--report", dir.string()});
+  EXPECT_NE(json::parse(slurp(dir / "summary.json"))["error"].get<std::string>().find("no-such.chip"), std::string::npos);
 }
 
 // Item 3: SIGINT or SIGTERM to a running check: status "interrupted" and exit 3 everywhere:

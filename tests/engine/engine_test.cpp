@@ -834,6 +834,28 @@ TEST(Checkpoints, ResumeRefusesOtherOptions) {
   Options empty;
   empty.checkpoint_dir = temp_dir("refuse-empty");
   EXPECT_THROW(Engine(be, {g}, empty).resume(), std::runtime_error);
+  // Another chip file with the same configuration (ChipBackend::identity hashes only that): the
+  // checkpoints are not its run's.
+  {
+    const fs::path chip_dir = temp_dir("refuse-chip");
+    ScriptedBackend a({trace});
+    Options o1;
+    o1.checkpoint_every = 300;
+    o1.checkpoint_dir = chip_dir;
+    o1.chip_identity = "aaaaaaaaaaaaaaaa";
+    Engine(a, {g}, o1).run();
+    ScriptedBackend b({trace});
+    Options o2 = o1;
+    o2.chip_identity = "bbbbbbbbbbbbbbbb";
+    try {
+      Engine(b, {g}, o2).resume();
+      ADD_FAILURE() << "resumed from another chip's checkpoint";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("another chip"), std::string::npos) << e.what();
+    }
+    ScriptedBackend same({trace});
+    EXPECT_NO_THROW(Engine(same, {g}, o1).resume());
+  }
 }
 
 // kill -9 at the engine API level: a child process runs with checkpoints and

@@ -184,6 +184,14 @@ std::string self_loop_line(const StreamResult& stream);
 /// or "" for any other end (a step limit, a divergence, an interruption).
 std::string guest_end_text(const Guest& guest, const StreamResult& stream);
 
+/// Makes `dir` the run folder of a new run of `command` (not a resume): creates it, removes what
+/// an earlier run left there that could be read as this run's (its checkpoints/ and plots/), and
+/// writes a summary.json, junit.xml and report.html of status "error" saying the run did not
+/// finish, which the run's own report replaces. So a run that fails before its report, or is
+/// killed, never leaves an earlier run's pass in the folder (docs/ci.md). case.json is left for
+/// the run to replace. Throws CheckError (one line) when the folder cannot be written.
+void claim_run_folder(const std::filesystem::path& dir, const std::string& command);
+
 /// What a check produced.
 struct CheckOutcome {
   RunResult result;

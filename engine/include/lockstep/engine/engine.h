@@ -273,6 +273,10 @@ struct Options {
   Compare compare = Compare::kEveryStep;
   /// Steps per stream; 0 = until the reference exits or traps.
   std::uint64_t max_steps = 0;
+  /// What identifies the chip beyond ChipBackend::identity() (which hashes the chip's
+  /// configuration, not its weights): the chip file's hash (run_check sets it). Checkpoints
+  /// record it, so a resume never continues from another chip's checkpoint.
+  std::string chip_identity;
   /// Disk checkpoints every N steps into checkpoint_dir (0: none).
   std::uint64_t checkpoint_every = 0;
   std::filesystem::path checkpoint_dir;
