@@ -164,6 +164,14 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
           done.notify_all();
         });
       }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (stop->load() && running > 0) {
+          spdlog::info("chip-server: stopping: waiting for {} running session(s) to end (a second SIGINT or "
+                       "SIGTERM, a second or more later, stops at once)",
+                       running);
+        }
+      }
       for (std::thread& t : threads) t.join();
     }
     ctx.summary.set("sessions", sessions);

@@ -92,8 +92,21 @@ DutBackend::DutBackend(const DutConfig& config) : config_(config) {
   if (!(config_.start_timeout_s > 0 && config_.start_timeout_s <= 86400)) {
     throw DutError("chip under test: --dut-start-timeout must be in (0, 86400] seconds");
   }
+  if (!config_.command.empty() && config_.command.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw DutError("chip under test: --dut: the command is blank");
+  }
   Hello h;
   if (!config_.token_file.empty()) h.auth = read_token_file(config_.token_file);
+  // The map is read before the chip starts (which may take minutes to load its weights); it is
+  // checked against the chip's vocab_size after the handshake.
+  std::string vocab_text;
+  if (!config_.vocab.empty()) {
+    try {
+      vocab_text = VocabMap::read(config_.vocab);
+    } catch (const VocabError& e) {
+      throw DutError(std::string("chip under test: --dut-vocab ") + e.what());
+    }
+  }
   try {
     if (!config_.command.empty()) {
       conn_ = spawn_chip(config_.command, config_.workdir);
@@ -130,7 +143,7 @@ DutBackend::DutBackend(const DutConfig& config) : config_(config) {
   }
   try {
     vocab_ = config_.vocab.empty() ? VocabMap::identity(hello_.vocab_size)
-                                   : VocabMap::load(config_.vocab, hello_.vocab_size);
+                                   : VocabMap::parse(vocab_text, hello_.vocab_size, config_.vocab.string());
   } catch (const VocabError& e) {
     fail(std::string(config_.vocab.empty() ? "" : "--dut-vocab ") + e.what());
   }

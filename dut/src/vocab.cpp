@@ -151,7 +151,7 @@ VocabMap VocabMap::parse(const std::string& text, std::uint32_t chip_vocab, cons
   return m;
 }
 
-VocabMap VocabMap::load(const std::filesystem::path& path, std::uint32_t chip_vocab) {
+std::string VocabMap::read(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw VocabError(path.string() + ": is a directory, not a vocabulary map");
   std::ifstream in(path, std::ios::binary);
@@ -159,7 +159,11 @@ VocabMap VocabMap::load(const std::filesystem::path& path, std::uint32_t chip_vo
   std::ostringstream ss;
   ss << in.rdbuf();
   if (ss.str().size() > (64u << 20)) throw VocabError(path.string() + ": larger than 64 MiB, not a vocabulary map");
-  return parse(ss.str(), chip_vocab, path.string());
+  return ss.str();
+}
+
+VocabMap VocabMap::load(const std::filesystem::path& path, std::uint32_t chip_vocab) {
+  return parse(read(path), chip_vocab, path.string());
 }
 
 }  // namespace lockstep::dut

@@ -1,5 +1,7 @@
 #include "lockstep/engine/check.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <ctime>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <ostream>
 #include <sstream>
 
@@ -540,7 +543,44 @@ std::string result_text(const RunResult& r) {
   return os.str();
 }
 
+namespace {
+// The run folders this process holds (lock_run_folder): canonical path -> its open lock file.
+std::map<std::string, int>& held_run_folders() {
+  static std::map<std::string, int> held;
+  return held;
+}
+}  // namespace
+
+void lock_run_folder(const fs::path& dir) {
+  std::string key;
+  try {
+    fs::create_directories(dir);
+    key = fs::weakly_canonical(dir).string();
+  } catch (const std::exception& e) {
+    throw CheckError("cannot write the run folder " + dir.string() + ": " + e.what());
+  }
+  if (held_run_folders().count(key)) return;
+  const fs::path file = dir / kRunFolderLock;
+  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw CheckError("cannot write the run folder " + dir.string() + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char buf[32] = {};
+    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    ::close(fd);
+    std::string pid = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    throw CheckError("the run folder " + dir.string() + " is in use by another lockstep run" +
+                     (pid.empty() ? std::string() : " (pid " + pid + ")") + "; give each run its own --report folder");
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+    // the pid is only for the message of a run that finds the folder in use
+  }
+  held_run_folders()[key] = fd;  // held, and locked, until the process ends
+}
+
 void claim_run_folder(const fs::path& dir, const std::string& command) {
+  lock_run_folder(dir);
   try {
     fs::create_directories(dir);
     fs::remove_all(dir / "checkpoints");
@@ -562,7 +602,13 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   LoadedChip chip;
   std::unique_ptr<chip::ChipBackend> owned;
   chip::ChipBackend* backend = req.backend;
-  if (!req.report_dir.empty() && !req.resume) claim_run_folder(req.report_dir, req.command);
+  if (!req.report_dir.empty()) {
+    if (req.resume) {
+      lock_run_folder(req.report_dir);
+    } else {
+      claim_run_folder(req.report_dir, req.command);
+    }
+  }
   // An error before the run started (a chip that cannot be loaded, options the engine refuses):
   // the new run's folder says so (a resume's keeps the summary of its run).
   auto early_error = [&](const std::string& what) {

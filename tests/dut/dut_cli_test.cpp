@@ -379,6 +379,19 @@ TEST_F(DutCli, AChipThatCannotStartIsOneLine) {
   EXPECT_NE(both.err.find("give --dut or --dut-connect, not both"), std::string::npos);
   const Result chip = run_lockstep({"run", crc32_.string(), "--dut", "x", "--chip", kChip});
   EXPECT_EQ(chip.exit_code, 2);
+  // Found before the chip starts (a chip may take minutes to load): a blank command, and a
+  // vocabulary map that cannot be read. The chip here would never answer at all.
+  const Result blank = run_lockstep({"run", crc32_.string(), "--dut", "   "});
+  EXPECT_EQ(blank.exit_code, 2);
+  EXPECT_NE(blank.err.find("lockstep: error: chip under test: --dut: the command is blank"), std::string::npos) << blank.err;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Result vocab =
+      run_lockstep({"run", crc32_.string(), "--dut", "sleep 600", "--dut-vocab", "/nonexistent/my.vocab"});
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  EXPECT_EQ(vocab.exit_code, 2);
+  EXPECT_NE(vocab.err.find("chip under test: --dut-vocab /nonexistent/my.vocab: cannot read the vocabulary map"),
+            std::string::npos)
+      << vocab.err;
 }
 
 // The verdict of dut-check's check `name` in its --json summary, and its detail.

@@ -554,6 +554,28 @@ TEST(RunFolder, AFailedRunNeverLeavesAnEarlierPassInItsFolder) {
   EXPECT_NE(json::parse(slurp(dir / "summary.json"))["error"].get<std::string>().find("no-such.chip"), std::string::npos);
 }
 
+// Two runs into one folder: the second is refused while the first holds it (never two writers of
+// one summary, case or checkpoints), and may take it once the first has ended.
+TEST(RunFolder, ARunFolderInUseIsRefused) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path dir = temp_dir("folder-in-use");
+  const fs::path elf = loop_elf(50'000'000);
+  const pid_t first = spawn({"run", elf.string(), "--report", dir.string()}, dir.parent_path() / "in-use.out",
+                            dir.parent_path() / "in-use.err");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(dir / "case.json") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const Proc second = run({"run", loop_elf(3).string(), "--report", dir.string()});
+  kill(first, SIGINT);
+  int status = 0;
+  waitpid(first, &status, 0);
+  expect_one_error_line(second, "the run folder " + dir.string() + " is in use by another lockstep run (pid " +
+                                    std::to_string(first) + ")");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << status;
+  EXPECT_EQ(json::parse(slurp(dir / "summary.json"))["status"], "interrupted");  // the first run's own
+  EXPECT_EQ(run({"run", loop_elf(3).string(), "--report", dir.string()}).rc, 0);
+}
+
 // Item 3: SIGINT or SIGTERM to a running check: status "interrupted" and exit 3 everywhere:
 // --json stdout, summary.json, JUnit (an error, never green), the HTML page, one stderr line.
 TEST(Interruption, OneStatusAndExitCodeInEveryPlace) {

@@ -33,6 +33,10 @@ class VocabMap {
   static VocabMap parse(const std::string& text, std::uint32_t chip_vocab, const std::string& source);
   /// parse() of a file; VocabError also when it cannot be read.
   static VocabMap load(const std::filesystem::path& path, std::uint32_t chip_vocab);
+  /// The text of a vocabulary map file, for parse(); throws VocabError ("PATH: cannot read the
+  /// vocabulary map", "is a directory", "larger than 64 MiB"). Lets a harness find an unreadable
+  /// map before it starts the chip, whose vocab_size parse() needs.
+  static std::string read(const std::filesystem::path& path);
 
   bool is_identity() const { return identity_; }
   /// The chip's id of spec token `spec_id`. Precondition: spec_id is a producible token (or START).

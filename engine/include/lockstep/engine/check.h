@@ -184,7 +184,18 @@ std::string self_loop_line(const StreamResult& stream);
 /// or "" for any other end (a step limit, a divergence, an interruption).
 std::string guest_end_text(const Guest& guest, const StreamResult& stream);
 
-/// Makes `dir` the run folder of a new run of `command` (not a resume): creates it, removes what
+/// The lock file of a run folder (lock_run_folder).
+inline constexpr const char* kRunFolderLock = ".lockstep.lock";
+
+/// Takes `dir` (created when missing) for this process until it ends: an exclusive flock(2) on
+/// DIR/.lockstep.lock, which holds the pid. Throws CheckError "the run folder DIR is in use by
+/// another lockstep run (pid N); give each run its own --report folder" when another process
+/// holds it, so that two runs never write one folder's summary, case or checkpoints. Taking a
+/// folder this process holds already does nothing.
+void lock_run_folder(const std::filesystem::path& dir);
+
+/// Makes `dir` the run folder of a new run of `command` (not a resume): locks it
+/// (lock_run_folder), removes what
 /// an earlier run left there that could be read as this run's (its checkpoints/ and plots/), and
 /// writes a summary.json, junit.xml and report.html of status "error" saying the run did not
 /// finish, which the run's own report replaces. So a run that fails before its report, or is
