@@ -295,7 +295,7 @@ TEST(RunCommand, ReportReplayAndReportAgree) {
   EXPECT_EQ(s["mismatches"].get<int>(), p.rc);
   const std::string junit = slurp(dir / "junit.xml");
   EXPECT_NE(junit.find("failures=\"" + std::to_string(p.rc) + "\""), std::string::npos) << junit;
-  EXPECT_NE(junit.find("<testcase classname=\"lockstep.run\" name=\"loop5\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<testcase classname=\"lockstep.run.free\" name=\"loop5\""), std::string::npos) << junit;
   const std::string html = slurp(dir / "report.html");
   EXPECT_NE(html.find("<h1>Lockstep run"), std::string::npos);
   EXPECT_NE(html.find(s["digest"].get<std::string>()), std::string::npos);
@@ -919,5 +919,44 @@ TEST(FuzzCommand, ShardsThatWouldRunNothingAreRefused) {
                         "--shard mpi: OMPI_COMM_WORLD_RANK is 'one', not a whole number");
 }
 
+// `report DIR` on a summary.json edited to contradict its status (an outside tester's edits of an
+// exact run's summary, each rendered with exit 0 before): one line naming the file and the field,
+// exit 2, and no junit.xml that disagrees with the exit code.
+TEST(ReportCommand, ASummaryThatContradictsItsStatusIsExitTwo) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path dir = temp_dir("report-contradiction");
+  const Proc p = run({"run", loop_elf(5).string(), "--mode", "free", "--report", dir.string()});
+  ASSERT_EQ(p.rc, 0) << p.err;
+  const json exact = json::parse(slurp(dir / "summary.json"));
+  ASSERT_EQ(exact["status"], "exact");
+  struct Edit {
+    std::function<void(json&)> edit;
+    std::string says;
+  };
+  const std::vector<Edit> edits = {
+      {[](json& s) { s["run"]["mismatches"] = 5; }, "\"run.mismatches\" is 5 but \"mismatches\" is 0"},
+      {[](json& s) { s["run"]["streams"][0]["mismatches"] = 2; },
+       "\"status\" \"exact\" with \"run.streams[0].mismatches\" 2"},
+      {[](json& s) { s["run"]["streams"][0]["divergence"] = {{"step", 5}}; },
+       "\"status\" \"exact\" with a divergence in \"run.streams[0].divergence\""},
+      {[](json& s) { s["run"]["interrupted"] = true; }, "\"status\" \"exact\" with \"run.interrupted\" true"},
+      {[](json& s) { s["status"] = "mismatch"; s["mismatches"] = 1; },
+       "\"run.mismatches\" is 0 but \"mismatches\" is 1 (status \"mismatch\")"},
+  };
+  for (const Edit& e : edits) {
+    json s = exact;
+    e.edit(s);
+    SCOPED_TRACE(s.dump().substr(0, 200));
+    std::ofstream(dir / "summary.json", std::ios::trunc) << s.dump(2);
+    fs::remove(dir / "junit.xml");
+    expect_one_error_line(run({"report", dir.string()}, {"LOCKSTEP_GNUPLOT=none"}),
+                          (dir / "summary.json").string() + ": " + e.says);
+    EXPECT_FALSE(fs::exists(dir / "junit.xml"));
+  }
+  std::ofstream(dir / "summary.json", std::ios::trunc) << exact.dump(2);
+  const Proc ok = run({"report", dir.string()}, {"LOCKSTEP_GNUPLOT=none"});
+  EXPECT_EQ(ok.rc, 0) << ok.err;
+  EXPECT_NE(slurp(dir / "junit.xml").find("failures=\"0\" errors=\"0\""), std::string::npos);
+}
 }  // namespace
 }  // namespace lockstep::engine
