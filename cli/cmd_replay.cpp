@@ -21,10 +21,10 @@ void add_replay_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--report", args->report, "Write a report of the replay into DIR");
   cmd->add_option("--backend", args->backend, "Override the case's backend: cpu | cuda");
   add_dut_options(cmd, args->dut);
-  cmd->callback([&ctx, args] {
+  cmd->callback([&ctx, args, cmd] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
     ctx.stop = stop;
-    const bool dut = check_dut_options(args->dut, "", args->backend);
+    const bool dut = check_dut_options(cmd, args->dut, "", args->backend);
     engine::CheckRequest req;
     req.command = "replay";
     engine::CheckOutcome out;

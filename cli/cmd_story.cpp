@@ -124,7 +124,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, args, cmd] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
     ctx.stop = stop;
-    const bool dut = check_dut_options(args->dut, args->chip, args->backend);
+    const bool dut = check_dut_options(cmd, args->dut, args->chip, args->backend);
     if (dut && !args->resume.empty()) {
       throw UsageError("--resume DIR runs the chip the interrupted check ran (its case.json); leave out --dut");
     }

@@ -958,5 +958,23 @@ TEST(ReportCommand, ASummaryThatContradictsItsStatusIsExitTwo) {
   EXPECT_EQ(ok.rc, 0) << ok.err;
   EXPECT_NE(slurp(dir / "junit.xml").find("failures=\"0\" errors=\"0\""), std::string::npos);
 }
+
+// --dut-timeout and --dut-start-timeout without a chip under test are refused as --dut-vocab is, in
+// every command that has the --dut options (before, accepted and ignored), even at their defaults.
+TEST(DutOptions, TimeoutsWithoutAChipUnderTestAreRefused) {
+  const std::string elf = loop_elf(30).string();
+  const std::vector<std::vector<std::string>> commands = {
+      {"run", elf}, {"story", "--guest", elf}, {"fuzz", "--programs", "1"}, {"replay", "/nonexistent/case.json"},
+      {"bench", "--quick"}, {"dut-check"}};
+  for (const auto& c : commands) {
+    for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+             {"--dut-timeout", "5"}, {"--dut-start-timeout", "5"}, {"--dut-timeout", "120"}}) {
+      std::vector<std::string> args = c;
+      args.insert(args.end(), {name, value});
+      SCOPED_TRACE(cmdline(args));
+      expect_one_error_line(run(args), name + " needs --dut or --dut-connect");
+    }
+  }
+}
 }  // namespace
 }  // namespace lockstep::engine
