@@ -959,6 +959,32 @@ TEST(ReportCommand, ASummaryThatContradictsItsStatusIsExitTwo) {
   EXPECT_NE(slurp(dir / "junit.xml").find("failures=\"0\" errors=\"0\""), std::string::npos);
 }
 
+// story --reference-only runs no chip: an option that only matters for the chip's run is refused
+// by name (before, each was silently ignored).
+TEST(StoryCommand, ReferenceOnlyRefusesTheChipRunsOptions) {
+  const std::string elf = loop_elf(30).string();
+  const std::vector<std::vector<std::string>> options = {
+      {"--report", temp_dir("story-ro-report").string()},
+      {"--checkpoint-every", "10"},
+      {"--chip", "my.chip"},
+      {"--backend", "cpu"},
+      {"--teacher-forced-steps", "5"},
+      {"--dut", "true"},
+      {"--dut-connect", "unix:/nonexistent.sock"},
+      {"--dut-vocab", "my.vocab"},
+      {"--dut-timeout", "5"},
+      {"--dut-start-timeout", "5"},
+      {"--dut-token-file", "my.token"},
+  };
+  for (const auto& o : options) {
+    std::vector<std::string> args = {"story", "--guest", elf, "--reference-only"};
+    args.insert(args.end(), o.begin(), o.end());
+    SCOPED_TRACE(cmdline(args));
+    expect_one_error_line(run(args), o[0] + " cannot be given with --reference-only: ");
+  }
+  EXPECT_EQ(run({"story", "--guest", elf, "--reference-only", "--steps", "20"}).rc, 0);
+}
+
 // --dut-timeout and --dut-start-timeout without a chip under test are refused as --dut-vocab is, in
 // every command that has the --dut options (before, accepted and ignored), even at their defaults.
 TEST(DutOptions, TimeoutsWithoutAChipUnderTestAreRefused) {
