@@ -1002,5 +1002,14 @@ TEST(DutOptions, TimeoutsWithoutAChipUnderTestAreRefused) {
     }
   }
 }
+
+// dut-check's --steps: the help and the error give the same range, 2..100000 (the FREE check
+// free-runs all but one step).
+TEST(DutOptions, DutCheckStepsHelpAndErrorAgree) {
+  const Proc h = run({"dut-check", "--help"});
+  EXPECT_EQ(h.rc, 0) << h.err;
+  EXPECT_NE(h.out.find("Steps per guest (2..100000)"), std::string::npos) << h.out;
+  expect_one_error_line(run({"dut-check", "--dut", "true", "--steps", "1"}), "--steps must be 2..100000");
+}
 }  // namespace
 }  // namespace lockstep::engine
