@@ -1011,5 +1011,25 @@ TEST(DutOptions, DutCheckStepsHelpAndErrorAgree) {
   EXPECT_NE(h.out.find("Steps per guest (2..100000)"), std::string::npos) << h.out;
   expect_one_error_line(run({"dut-check", "--dut", "true", "--steps", "1"}), "--steps must be 2..100000");
 }
+
+// A replay stopped by SIGINT before it could tell is no verdict: "not conclusive (interrupted
+// after N steps)", exit 3 (before: "the case does NOT reproduce").
+TEST(ReplayCommand, AnInterruptedReplayIsNotConclusive) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path elf = loop_elf(50'000'000);
+  const fs::path dir = temp_dir("replay-interrupted-case");
+  const Proc p = run_and_signal({"run", elf.string(), "--report", dir.string()}, SIGINT, std::chrono::milliseconds(300),
+                                false, [&] { return fs::exists(dir / "case.json"); });
+  ASSERT_EQ(p.rc, 3) << p.err;
+  const fs::path rdir = temp_dir("replay-interrupted-replay");
+  const Proc r = run_and_signal({"replay", dir.string(), "--report", rdir.string()}, SIGINT,
+                                std::chrono::milliseconds(300), false, [&] { return fs::exists(rdir / "case.json"); });
+  ASSERT_EQ(r.rc, 3) << r.err;
+  EXPECT_EQ(r.out.find("does NOT reproduce"), std::string::npos) << r.out;
+  const std::string steps = json::parse(slurp(rdir / "summary.json"))["steps"].dump();
+  EXPECT_NE(r.out.find("the replay is not conclusive: interrupted after " + steps + " steps"), std::string::npos)
+      << r.out;
+}
+
 }  // namespace
 }  // namespace lockstep::engine
