@@ -855,8 +855,8 @@ void add_bench_command(CLI::App& app, Context& ctx) {
                   "Steps of each lock-step run, the scalar guest's and the story's (default 300,000; 20,000 with "
                   "--quick)");
   add_dut_options(cmd, args->dut);
-  cmd->callback([&ctx, args, steps, cuda_streams, lockstep_steps] {
-    check_dut_options(args->dut, "", "");
+  cmd->callback([&ctx, args, cmd, steps, cuda_streams, lockstep_steps] {
+    check_dut_options(cmd, args->dut, "", "");
     // An explicit 0 is refused, never read as "the default".
     if (steps->count() && args->steps == 0) throw UsageError("--steps must be at least 1");
     if (lockstep_steps->count() && args->lockstep_steps == 0) throw UsageError("--lockstep-steps must be at least 1");

@@ -45,14 +45,14 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
   add_dut_options(cmd, args->dut);
   cmd->add_option("--guest", args->guests,
                   "Guest ELF to check with (repeatable; default: four generated programs, scalar and vector)");
-  cmd->add_option("--steps", args->steps, "Steps per guest (1..100000)")->capture_default_str();
+  cmd->add_option("--steps", args->steps, "Steps per guest (2..100000)")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the generated programs")->capture_default_str();
   cmd->add_option("--ops", args->ops,
                   "What the generated programs use, as lockstep fuzz --ops (e.g. rv32i, rv32im, "
                   "alu,load,store,branch, vector; default: two scalar programs and two vector ones): for a chip "
                   "that implements part of the machine");
-  cmd->callback([&ctx, args] {
-    if (!check_dut_options(args->dut, "", "")) throw UsageError("dut-check: give --dut 'COMMAND' or --dut-connect ADDRESS");
+  cmd->callback([&ctx, args, cmd] {
+    if (!check_dut_options(cmd, args->dut, "", "")) throw UsageError("dut-check: give --dut 'COMMAND' or --dut-connect ADDRESS");
     if (args->steps < 2 || args->steps > 100000) throw UsageError("--steps must be 2..100000");
     std::vector<dut::ConformanceGuest> guests;
     if (!args->ops.empty() && !args->guests.empty()) throw UsageError("--ops chooses generated programs: leave out --guest");

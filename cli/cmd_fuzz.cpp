@@ -340,7 +340,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--no-shrink", args->no_shrink, "Save failing programs as generated");
   cmd->add_option("--merge", args->merge,
                   "Add up the fuzz.json of shard folders (counts, failures, coverage) instead of running");
-  cmd->callback([&ctx, args, seed_opt] {
+  cmd->callback([&ctx, args, cmd, seed_opt] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work (chip loading included)
     ctx.stop = stop;
     if (!args->merge.empty()) {
@@ -355,7 +355,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     else throw UsageError("--mode must be forced, free or both (got '" + args->mode + "')");
     if (args->backend != "cpu" && args->backend != "cuda")
       throw UsageError("--backend must be cpu or cuda (got '" + args->backend + "')");
-    const bool dut = check_dut_options(args->dut, args->chip, args->backend);
+    const bool dut = check_dut_options(cmd, args->dut, args->chip, args->backend);
     if (args->batch == 0) throw UsageError("--batch must be at least 1");
     const auto [shard_i, shard_n] = parse_shard(args->shard);
     const double time_limit = parse_duration(args->time);

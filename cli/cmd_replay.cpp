@@ -21,10 +21,10 @@ void add_replay_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--report", args->report, "Write a report of the replay into DIR");
   cmd->add_option("--backend", args->backend, "Override the case's backend: cpu | cuda");
   add_dut_options(cmd, args->dut);
-  cmd->callback([&ctx, args] {
+  cmd->callback([&ctx, args, cmd] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
     ctx.stop = stop;
-    const bool dut = check_dut_options(args->dut, "", args->backend);
+    const bool dut = check_dut_options(cmd, args->dut, "", args->backend);
     engine::CheckRequest req;
     req.command = "replay";
     engine::CheckOutcome out;
@@ -65,12 +65,19 @@ void add_replay_command(CLI::App& app, Context& ctx) {
       for (const engine::StreamResult& s : r.streams)
         if (s.divergence) first = s.divergence->step;
       const std::uint64_t want = expect.value("first_divergence", std::uint64_t{0});
-      const bool same = first == want && (want != 0 || expect.value("digest", r.digest) == r.digest);
-      ctx.summary.set("reproduced", same);
-      ctx.out() << (same ? "the case reproduces" : "the case does NOT reproduce") << ": recorded "
-                << (want ? "first divergence at step " + std::to_string(want)
-                         : "no divergence, digest " + expect.value("digest", std::string("?")))
-                << "\n";
+      const std::string recorded = want ? "first divergence at step " + std::to_string(want)
+                                        : "no divergence, digest " + expect.value("digest", std::string("?"));
+      // Stopped (SIGINT/SIGTERM) before a divergence and before the recorded one's step: the
+      // replay has no verdict either way ("reproduced" is left out of the summary).
+      if (r.interrupted && first == 0 && (want == 0 || r.steps <= want)) {
+        ctx.out() << "the replay is not conclusive: interrupted after " << r.steps
+                  << " steps, before it could tell; recorded " << recorded << "\n";
+      } else {
+        const bool same = first == want && (want != 0 || expect.value("digest", r.digest) == r.digest);
+        ctx.summary.set("reproduced", same);
+        ctx.out() << (same ? "the case reproduces" : "the case does NOT reproduce") << ": recorded " << recorded
+                  << "\n";
+      }
     }
     ctx.out() << std::flush;
     if (!req.report_dir.empty()) {

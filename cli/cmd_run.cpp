@@ -58,7 +58,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, args, cmd] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work (chip loading included)
     ctx.stop = stop;
-    const bool dut = check_dut_options(args->dut, args->chip, args->backend);
+    const bool dut = check_dut_options(cmd, args->dut, args->chip, args->backend);
     engine::CheckRequest req;
     req.command = "run";
     req.trap_is_error = !args->allow_trap;

@@ -97,6 +97,27 @@ void set_story_tokens(format::GuestImage& image, std::uint64_t tokens) {
   throw InputError("--tokens: stories_image is not inside a loaded segment");
 }
 
+// --reference-only runs the golden model alone: an option that only matters for the chip's run
+// (which chip, how it runs, where its report goes) would be ignored, so it is refused, naming it:
+// "--report cannot be given with --reference-only: ...". Throws UsageError.
+void reject_with_reference_only(const CLI::App* cmd) {
+  static const char* const kChipOnly[] = {"--report",         "--checkpoint-every", "--chip",
+                                          "--backend",        "--teacher-forced-steps", "--dut",
+                                          "--dut-connect",    "--dut-vocab",        "--dut-timeout",
+                                          "--dut-start-timeout", "--dut-token-file"};
+  for (const char* name : kChipOnly) {
+    const CLI::Option* o = cmd->get_option_no_throw(name);
+    if (!o || o->count() == 0) continue;
+    const std::string n = name;
+    const std::string why =
+        n == "--report" || n == "--checkpoint-every"
+            ? "the reference alone writes no report folder (no summary, case or checkpoints)"
+            : "it is for the chip's run, and with --reference-only no chip runs";
+    throw UsageError(n + " cannot be given with --reference-only: " + why +
+                     "; leave out --reference-only to check a chip");
+  }
+}
+
 }  // namespace
 
 void add_story_command(CLI::App& app, Context& ctx) {
@@ -124,7 +145,8 @@ void add_story_command(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, args, cmd] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
     ctx.stop = stop;
-    const bool dut = check_dut_options(args->dut, args->chip, args->backend);
+    if (args->reference_only) reject_with_reference_only(cmd);
+    const bool dut = check_dut_options(cmd, args->dut, args->chip, args->backend);
     if (dut && !args->resume.empty()) {
       throw UsageError("--resume DIR runs the chip the interrupted check ran (its case.json); leave out --dut");
     }

@@ -25,12 +25,18 @@ void add_dut_options(CLI::App* cmd, dut::DutConfig& c) {
   cmd->add_option("--dut-token-file", c.token_file, "Shared secret for a chip-server that asks for one (§9)");
 }
 
-bool check_dut_options(const dut::DutConfig& c, const std::string& chip, const std::string& backend) {
+bool check_dut_options(const CLI::App* cmd, const dut::DutConfig& c, const std::string& chip,
+                       const std::string& backend) {
   if (!c.command.empty() && !c.connect.empty()) throw UsageError("give --dut or --dut-connect, not both");
   const bool dut = !c.empty();
   if (!dut) {
     if (!c.vocab.empty()) throw UsageError("--dut-vocab needs --dut or --dut-connect");
     if (!c.token_file.empty()) throw UsageError("--dut-token-file needs --dut or --dut-connect");
+    // Given, even at their defaults, they say a chip under test was meant: refused, never ignored.
+    for (const char* name : {"--dut-timeout", "--dut-start-timeout"}) {
+      const CLI::Option* o = cmd->get_option_no_throw(name);
+      if (o && o->count() > 0) throw UsageError(std::string(name) + " needs --dut or --dut-connect");
+    }
     return false;
   }
   if (!(c.timeout_s > 0 && c.timeout_s <= 86400)) {

@@ -20,10 +20,12 @@ namespace lockstep::cli {
 void add_dut_options(CLI::App* cmd, dut::DutConfig& config);
 
 /// Checks the options' combination: not both --dut and --dut-connect, --dut-vocab/--dut-timeout/
-/// --dut-token-file only with one of them, and no --chip or a --backend other than cpu beside
-/// them (`backend` and `chip` as given). Throws UsageError. Returns whether a chip under test
-/// was asked for.
-bool check_dut_options(const dut::DutConfig& config, const std::string& chip, const std::string& backend);
+/// --dut-start-timeout/--dut-token-file only with one of them (a timeout counts as given when it
+/// is on `cmd`'s command line, even at its default), and no --chip or a --backend other than cpu
+/// beside them (`backend` and `chip` as given). `cmd` is the command add_dut_options() added the
+/// options to. Throws UsageError. Returns whether a chip under test was asked for.
+bool check_dut_options(const CLI::App* cmd, const dut::DutConfig& config, const std::string& chip,
+                       const std::string& backend);
 
 /// Records a run that failed after it started (RunFailed): its steps and mismatches go to the
 /// summary, its closing text and the capability notes to ctx.out(); the caller then throws the

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -191,9 +192,16 @@ std::string junit_xml(const json& summary) {
     c.text = text.str();
     cases.push_back(c);
   }
-  bool red = false;
-  for (const Case& c : cases) red = red || !c.kind.empty();
-  if (cases.empty() || status == "error" || (status == "interrupted" && !red)) {
+  // The file agrees with the status: "mismatch" has a <failure>, "error" and "interrupted" an
+  // <error>; when no stream's case says so (a summary without streams, or whose streams do not
+  // name the mismatch), one case for the whole run does.
+  bool has_failure = false, has_error = false;
+  for (const Case& c : cases) {
+    has_failure = has_failure || c.kind == "failure";
+    has_error = has_error || c.kind == "error";
+  }
+  if (cases.empty() || status == "error" || (status == "interrupted" && !has_error) ||
+      (status == "mismatch" && !has_failure)) {
     Case c;
     c.name = command;
     c.time = seconds;
@@ -206,7 +214,8 @@ std::string junit_xml(const json& summary) {
       c.message = "interrupted after " + std::to_string(summary.value("steps", 0ull)) + " steps";
     } else if (status == "mismatch") {
       c.kind = "failure";
-      c.message = std::to_string(summary.value("mismatches", 0ull)) + " mismatches";
+      c.message = std::to_string(summary.value("mismatches", 0ull)) + " mismatches" +
+                  (cases.empty() ? "" : " (the run's status is mismatch; no guest's case names it)");
     }
     c.text = "steps " + std::to_string(summary.value("steps", 0ull)) + ", digest " + str(summary, "digest");
     cases.push_back(c);
@@ -216,13 +225,18 @@ std::string junit_xml(const json& summary) {
     failures += c.kind == "failure";
     errors += c.kind == "error";
   }
+  // The mode is part of the names: a guest run forced and free in one CI job gives two suites and
+  // two classnames ("lockstep run free", "lockstep.run.free"), never two identical test cases.
+  const std::string mode = str(run, "mode");
+  const std::string suite = command + (mode.empty() ? "" : " " + mode);
+  const std::string classname = "lockstep." + command + (mode.empty() ? "" : "." + mode);
   std::ostringstream os;
   char t[32];
   std::snprintf(t, sizeof t, "%.3f", seconds);
   os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   os << "<testsuites name=\"lockstep\" tests=\"" << cases.size() << "\" failures=\"" << failures
      << "\" errors=\"" << errors << "\" time=\"" << t << "\">\n";
-  os << "  <testsuite name=\"lockstep " << escape_xml(command) << "\" tests=\"" << cases.size()
+  os << "  <testsuite name=\"lockstep " << escape_xml(suite) << "\" tests=\"" << cases.size()
      << "\" failures=\"" << failures << "\" errors=\"" << errors << "\" skipped=\"0\" time=\"" << t
      << "\">\n";
   os << "    <properties>\n";
@@ -234,7 +248,7 @@ std::string junit_xml(const json& summary) {
   os << "    </properties>\n";
   for (const Case& c : cases) {
     std::snprintf(t, sizeof t, "%.3f", c.time);
-    os << "    <testcase classname=\"lockstep." << escape_xml(command) << "\" name=\""
+    os << "    <testcase classname=\"" << escape_xml(classname) << "\" name=\""
        << escape_xml(c.name) << "\" time=\"" << t << "\">\n";
     if (!c.kind.empty()) {
       os << "      <" << c.kind << " message=\"" << escape_xml(c.message) << "\" type=\""
@@ -517,6 +531,74 @@ ReportFiles write_report(const fs::path& dir, const json& summary) {
 
 namespace {
 
+// The fields below the top level that decide the JUnit file and the page's verdict: "interrupted",
+// "run.mismatches", "run.interrupted", and each of "run.streams[i]"'s "mismatches", "divergence"
+// and "end". Throws (through `bad`) when one is of the wrong type or contradicts the status or the
+// counts: an engine summary (engine::summary_json) has run.mismatches == mismatches == the sum of
+// its streams', a divergence only in a stream with a mismatch, and, when "exact", no divergence, no
+// interruption and no stream ended "interrupted" or "self_loop"; when "interrupted", no divergence.
+template <typename Bad>
+void check_nested(const json& s, const std::string& status, std::uint64_t mismatches, const Bad& bad) {
+  const bool exact = status == "exact";
+  auto flag = [&](const json& o, const char* key, const std::string& name) {
+    const auto it = o.find(key);
+    if (it == o.end() || it->is_null()) return false;
+    if (!it->is_boolean()) bad("\"" + name + "\" is " + it->dump() + ", not true or false");
+    return it->get<bool>();
+  };
+  auto count = [&](const json& o, const char* key, const std::string& name) -> std::optional<std::uint64_t> {
+    const auto it = o.find(key);
+    if (it == o.end()) return std::nullopt;
+    if (!it->is_number_unsigned()) bad("\"" + name + "\" is " + it->dump() + ", not a whole number >= 0");
+    return it->get<std::uint64_t>();
+  };
+  const bool interrupted = flag(s, "interrupted", "interrupted");
+  if (exact && interrupted) bad("\"status\" \"exact\" with \"interrupted\" true");
+  const auto rit = s.find("run");
+  if (rit == s.end() || rit->is_null()) return;
+  if (!rit->is_object()) bad("\"run\" is " + rit->dump() + ", not an object");
+  const json& run = *rit;
+  const bool run_interrupted = flag(run, "interrupted", "run.interrupted");
+  if (exact && run_interrupted) bad("\"status\" \"exact\" with \"run.interrupted\" true");
+  const std::optional<std::uint64_t> run_mismatches = count(run, "mismatches", "run.mismatches");
+  if (run_mismatches && *run_mismatches != mismatches) {
+    bad("\"run.mismatches\" is " + std::to_string(*run_mismatches) + " but \"mismatches\" is " +
+        std::to_string(mismatches) + " (status \"" + status + "\")");
+  }
+  const auto sit = run.find("streams");
+  if (sit == run.end() || sit->is_null()) return;
+  if (!sit->is_array()) bad("\"run.streams\" is " + sit->dump() + ", not a list");
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < sit->size(); ++i) {
+    const json& st = (*sit)[i];
+    const std::string at = "run.streams[" + std::to_string(i) + "]";
+    if (!st.is_object()) bad("\"" + at + "\" is " + st.dump() + ", not an object");
+    const std::uint64_t m = count(st, "mismatches", at + ".mismatches").value_or(0);
+    sum += m;
+    const auto dit = st.find("divergence");
+    const bool diverged = dit != st.end() && !dit->is_null();
+    if (diverged && !dit->is_object()) bad("\"" + at + ".divergence\" is " + dit->dump() + ", not an object or null");
+    if (diverged && (exact || status == "interrupted")) {
+      bad("\"status\" \"" + status + "\" with a divergence in \"" + at + ".divergence\"");
+    }
+    if (diverged && m == 0) bad("\"" + at + ".divergence\" is given but \"" + at + ".mismatches\" is 0");
+    if (m > 0 && exact) bad("\"status\" \"exact\" with \"" + at + ".mismatches\" " + std::to_string(m));
+    const auto eit = st.find("end");
+    if (eit != st.end() && !eit->is_null() && !eit->is_string()) {
+      bad("\"" + at + ".end\" is " + eit->dump() + ", not text");
+    }
+    const std::string end = eit != st.end() && eit->is_string() ? eit->get<std::string>() : "";
+    if (exact && (end == "interrupted" || end == "self_loop")) {
+      bad("\"status\" \"exact\" with \"" + at + ".end\" \"" + end + "\"");
+    }
+  }
+  const std::uint64_t want = run_mismatches.value_or(mismatches);
+  if (sum != want) {
+    bad("the streams' \"mismatches\" add up to " + std::to_string(sum) + " but \"" +
+        (run_mismatches ? "run.mismatches" : "mismatches") + "\" is " + std::to_string(want));
+  }
+}
+
 // The top-level fields every run's summary has (summary_json(), cli::Summary): a status of the
 // four, whole step and mismatch counts that agree with it, and text where text is written.
 void check_summary(const json& s, const fs::path& file) {
@@ -542,6 +624,7 @@ void check_summary(const json& s, const fs::path& file) {
     const auto it = s.find(k);
     if (it != s.end() && !it->is_string()) bad(std::string("\"") + k + "\" is " + it->dump() + ", not text");
   }
+  check_nested(s, status, mismatches, bad);
 }
 
 }  // namespace

@@ -295,7 +295,7 @@ TEST(RunCommand, ReportReplayAndReportAgree) {
   EXPECT_EQ(s["mismatches"].get<int>(), p.rc);
   const std::string junit = slurp(dir / "junit.xml");
   EXPECT_NE(junit.find("failures=\"" + std::to_string(p.rc) + "\""), std::string::npos) << junit;
-  EXPECT_NE(junit.find("<testcase classname=\"lockstep.run\" name=\"loop5\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<testcase classname=\"lockstep.run.free\" name=\"loop5\""), std::string::npos) << junit;
   const std::string html = slurp(dir / "report.html");
   EXPECT_NE(html.find("<h1>Lockstep run"), std::string::npos);
   EXPECT_NE(html.find(s["digest"].get<std::string>()), std::string::npos);
@@ -983,6 +983,131 @@ TEST(FuzzCommand, ShardsThatWouldRunNothingAreRefused) {
   expect_one_error_line(run({"fuzz", "--shard", "mpi", "--report", temp_dir("mpi-rank").string()},
                             {"OMPI_COMM_WORLD_RANK=one", "OMPI_COMM_WORLD_SIZE=2"}),
                         "--shard mpi: OMPI_COMM_WORLD_RANK is 'one', not a whole number");
+}
+
+// `report DIR` on a summary.json edited to contradict its status (an outside tester's edits of an
+// exact run's summary, each rendered with exit 0 before): one line naming the file and the field,
+// exit 2, and no junit.xml that disagrees with the exit code.
+TEST(ReportCommand, ASummaryThatContradictsItsStatusIsExitTwo) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path dir = temp_dir("report-contradiction");
+  const Proc p = run({"run", loop_elf(5).string(), "--mode", "free", "--report", dir.string()});
+  ASSERT_EQ(p.rc, 0) << p.err;
+  const json exact = json::parse(slurp(dir / "summary.json"));
+  ASSERT_EQ(exact["status"], "exact");
+  struct Edit {
+    std::function<void(json&)> edit;
+    std::string says;
+  };
+  const std::vector<Edit> edits = {
+      {[](json& s) { s["run"]["mismatches"] = 5; }, "\"run.mismatches\" is 5 but \"mismatches\" is 0"},
+      {[](json& s) { s["run"]["streams"][0]["mismatches"] = 2; },
+       "\"status\" \"exact\" with \"run.streams[0].mismatches\" 2"},
+      {[](json& s) { s["run"]["streams"][0]["divergence"] = {{"step", 5}}; },
+       "\"status\" \"exact\" with a divergence in \"run.streams[0].divergence\""},
+      {[](json& s) { s["run"]["interrupted"] = true; }, "\"status\" \"exact\" with \"run.interrupted\" true"},
+      {[](json& s) { s["status"] = "mismatch"; s["mismatches"] = 1; },
+       "\"run.mismatches\" is 0 but \"mismatches\" is 1 (status \"mismatch\")"},
+  };
+  for (const Edit& e : edits) {
+    json s = exact;
+    e.edit(s);
+    SCOPED_TRACE(s.dump().substr(0, 200));
+    std::ofstream(dir / "summary.json", std::ios::trunc) << s.dump(2);
+    fs::remove(dir / "junit.xml");
+    expect_one_error_line(run({"report", dir.string()}, {"LOCKSTEP_GNUPLOT=none"}),
+                          (dir / "summary.json").string() + ": " + e.says);
+    EXPECT_FALSE(fs::exists(dir / "junit.xml"));
+  }
+  std::ofstream(dir / "summary.json", std::ios::trunc) << exact.dump(2);
+  const Proc ok = run({"report", dir.string()}, {"LOCKSTEP_GNUPLOT=none"});
+  EXPECT_EQ(ok.rc, 0) << ok.err;
+  EXPECT_NE(slurp(dir / "junit.xml").find("failures=\"0\" errors=\"0\""), std::string::npos);
+}
+
+// story --reference-only runs no chip: an option that only matters for the chip's run is refused
+// by name (before, each was silently ignored).
+TEST(StoryCommand, ReferenceOnlyRefusesTheChipRunsOptions) {
+  const std::string elf = loop_elf(30).string();
+  const std::vector<std::vector<std::string>> options = {
+      {"--report", temp_dir("story-ro-report").string()},
+      {"--checkpoint-every", "10"},
+      {"--chip", "my.chip"},
+      {"--backend", "cpu"},
+      {"--teacher-forced-steps", "5"},
+      {"--dut", "true"},
+      {"--dut-connect", "unix:/nonexistent.sock"},
+      {"--dut-vocab", "my.vocab"},
+      {"--dut-timeout", "5"},
+      {"--dut-start-timeout", "5"},
+      {"--dut-token-file", "my.token"},
+  };
+  for (const auto& o : options) {
+    std::vector<std::string> args = {"story", "--guest", elf, "--reference-only"};
+    args.insert(args.end(), o.begin(), o.end());
+    SCOPED_TRACE(cmdline(args));
+    expect_one_error_line(run(args), o[0] + " cannot be given with --reference-only: ");
+  }
+  EXPECT_EQ(run({"story", "--guest", elf, "--reference-only", "--steps", "20"}).rc, 0);
+}
+
+// --dut-timeout and --dut-start-timeout without a chip under test are refused as --dut-vocab is, in
+// every command that has the --dut options (before, accepted and ignored), even at their defaults.
+TEST(DutOptions, TimeoutsWithoutAChipUnderTestAreRefused) {
+  const std::string elf = loop_elf(30).string();
+  const std::vector<std::vector<std::string>> commands = {
+      {"run", elf}, {"story", "--guest", elf}, {"fuzz", "--programs", "1"}, {"replay", "/nonexistent/case.json"},
+      {"bench", "--quick"}, {"dut-check"}};
+  for (const auto& c : commands) {
+    for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+             {"--dut-timeout", "5"}, {"--dut-start-timeout", "5"}, {"--dut-timeout", "120"}}) {
+      std::vector<std::string> args = c;
+      args.insert(args.end(), {name, value});
+      SCOPED_TRACE(cmdline(args));
+      expect_one_error_line(run(args), name + " needs --dut or --dut-connect");
+    }
+  }
+}
+
+// dut-check's --steps: the help and the error give the same range, 2..100000 (the FREE check
+// free-runs all but one step).
+TEST(DutOptions, DutCheckStepsHelpAndErrorAgree) {
+  const Proc h = run({"dut-check", "--help"});
+  EXPECT_EQ(h.rc, 0) << h.err;
+  EXPECT_NE(h.out.find("Steps per guest (2..100000)"), std::string::npos) << h.out;
+  expect_one_error_line(run({"dut-check", "--dut", "true", "--steps", "1"}), "--steps must be 2..100000");
+}
+
+// A replay stopped by SIGINT before it could tell is no verdict: "not conclusive (interrupted
+// after N steps)", exit 3 (before: "the case does NOT reproduce").
+TEST(ReplayCommand, AnInterruptedReplayIsNotConclusive) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path elf = loop_elf(50'000'000);
+  // Signalled 0.5 s after the check started comparing (its case.json is written just before).
+  auto comparing_for_a_while = [](const fs::path& dir) {
+    return [dir, started = std::optional<std::chrono::steady_clock::time_point>()]() mutable {
+      if (!started && fs::exists(dir / "case.json")) started = std::chrono::steady_clock::now();
+      return started && std::chrono::steady_clock::now() - *started > std::chrono::milliseconds(500);
+    };
+  };
+  // The case an interrupted run leaves: to the guest's end, recorded with the digest of the steps
+  // it compared before the signal.
+  const fs::path dir = temp_dir("replay-interrupted-case");
+  Case c;
+  c.command = "run";
+  c.guest_name = "loop50000000";
+  c.guest_path = elf;
+  c.expect = {{"digest", "b81e031ef83cf7ff"}, {"steps", 18368}};
+  std::ofstream(dir / "case.json") << c.to_json().dump(2);
+  const fs::path rdir = temp_dir("replay-interrupted-replay");
+  const Proc r = run_and_signal({"replay", dir.string(), "--report", rdir.string()}, SIGINT,
+                                std::chrono::milliseconds(0), false, comparing_for_a_while(rdir));
+  ASSERT_EQ(r.rc, 3) << r.err;
+  EXPECT_EQ(r.out.find("reproduce"), std::string::npos) << r.out;
+  const std::string steps = json::parse(slurp(rdir / "summary.json"))["steps"].dump();
+  EXPECT_NE(steps, "0") << "the replay must have compared steps before the signal";
+  EXPECT_NE(r.out.find("the replay is not conclusive: interrupted after " + steps + " steps"), std::string::npos)
+      << r.out;
 }
 
 }  // namespace

@@ -64,16 +64,67 @@ json sample_summary() {
           {"digest", "0123456789abcdef"}, {"chip", "built"}, {"run", run}};
 }
 
+// sample_summary() as an exact run's: status "exact", 0 mismatches, the diverged stream left out.
+void make_exact(json& s) {
+  s["status"] = "exact";
+  s["mismatches"] = 0;
+  s["run"]["streams"].erase(1);
+}
+
 TEST(JUnit, OneCasePerStreamAndAFailureForTheDivergence) {
   const std::string x = junit_xml(sample_summary());
-  EXPECT_NE(x.find("<testsuite name=\"lockstep run\" tests=\"2\" failures=\"1\" errors=\"0\""), std::string::npos) << x;
-  EXPECT_NE(x.find("<testcase classname=\"lockstep.run\" name=\"ok&amp;good\""), std::string::npos);
+  EXPECT_NE(x.find("<testsuite name=\"lockstep run free\" tests=\"2\" failures=\"1\" errors=\"0\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<testcase classname=\"lockstep.run.free\" name=\"ok&amp;good\""), std::string::npos) << x;
   EXPECT_NE(x.find("<failure message=\"first divergence at step 1234: addi a0, a0, 1, W1 expected W1(0x12), got W1(0x13)\""),
             std::string::npos)
       << x;
   EXPECT_NE(x.find("replay &lt;agrees&gt;"), std::string::npos);
   EXPECT_NE(x.find("<property name=\"digest\" value=\"0123456789abcdef\"/>"), std::string::npos);
   EXPECT_EQ(count(x, "<testcase "), 2u);
+}
+
+// The same guest forced and free in one CI job: two suites and two classnames, never two identical
+// test cases ("lockstep.run" / "hello" for both before).
+TEST(JUnit, TheModeIsInTheSuiteAndClassname) {
+  json forced = sample_summary();
+  forced["run"]["mode"] = "forced";
+  const std::string f = junit_xml(forced), x = junit_xml(sample_summary());
+  EXPECT_NE(f.find("<testsuite name=\"lockstep run forced\""), std::string::npos) << f;
+  EXPECT_NE(f.find("<testcase classname=\"lockstep.run.forced\" name=\"bad\""), std::string::npos) << f;
+  EXPECT_NE(x.find("<testcase classname=\"lockstep.run.free\" name=\"bad\""), std::string::npos) << x;
+  json story = sample_summary();
+  story["command"] = "story";
+  EXPECT_NE(junit_xml(story).find("<testcase classname=\"lockstep.story.free\" name=\"bad\""), std::string::npos);
+  json replay = forced;
+  replay["command"] = "replay";
+  EXPECT_NE(junit_xml(replay).find("<testcase classname=\"lockstep.replay.forced\" name=\"ok&amp;good\""),
+            std::string::npos);
+}
+
+// The file agrees with the status: "mismatch" has a <failure> even when no stream's case is red
+// (before: failures="0" errors="0" beside exit 1), "interrupted" an <error> even when a stream's
+// case is only a failure.
+TEST(JUnit, AMismatchStatusAlwaysHasAFailure) {
+  json s = sample_summary();
+  s["run"]["streams"].erase(1);  // the stream that diverged
+  std::string x = junit_xml(s);
+  EXPECT_NE(x.find("tests=\"2\" failures=\"1\" errors=\"0\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<testcase classname=\"lockstep.run.free\" name=\"run\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<failure message=\"1 mismatches (the run&#39;s status is mismatch; no guest&#39;s case names it)\""),
+            std::string::npos)
+      << x;
+  s = sample_summary();
+  s["status"] = "interrupted";
+  x = junit_xml(s);
+  EXPECT_NE(x.find("failures=\"1\" errors=\"1\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<error message=\"interrupted after 2500 steps\""), std::string::npos) << x;
+  // An exact run is all green.
+  s = sample_summary();
+  s["status"] = "exact";
+  s["mismatches"] = 0;
+  s["run"]["streams"].erase(1);
+  x = junit_xml(s);
+  EXPECT_NE(x.find("tests=\"1\" failures=\"0\" errors=\"0\""), std::string::npos) << x;
 }
 
 TEST(JUnit, ErrorAndInterruptedRuns) {
@@ -350,6 +401,33 @@ TEST(Render, RefusesASummaryWithAWrongField) {
       {"exact-with-mismatches", [](json& s) { s["status"] = "exact"; s["mismatches"] = 3; },
        "\"status\" \"exact\" with 3 mismatches"},
       {"seconds-text", [](json& s) { s["run"]["seconds"] = "slow"; }, "a field of the wrong type or shape"},
+      // Below the top level (an outside tester's edits of an exact summary.json, each rendered
+      // with exit 0 before, one with a JUnit failure beside it).
+      {"exact-run-mismatches", [](json& s) { make_exact(s); s["run"]["mismatches"] = 5; },
+       "\"run.mismatches\" is 5 but \"mismatches\" is 0 (status \"exact\")"},
+      {"exact-stream-mismatches", [](json& s) { make_exact(s); s["run"]["streams"][0]["mismatches"] = 2; },
+       "\"status\" \"exact\" with \"run.streams[0].mismatches\" 2"},
+      {"exact-divergence", [](json& s) { make_exact(s); s["run"]["streams"][0]["divergence"] = {{"step", 5}}; },
+       "\"status\" \"exact\" with a divergence in \"run.streams[0].divergence\""},
+      {"exact-run-interrupted", [](json& s) { make_exact(s); s["run"]["interrupted"] = true; },
+       "\"status\" \"exact\" with \"run.interrupted\" true"},
+      {"exact-interrupted", [](json& s) { make_exact(s); s["interrupted"] = true; },
+       "\"status\" \"exact\" with \"interrupted\" true"},
+      {"exact-stream-interrupted", [](json& s) { make_exact(s); s["run"]["streams"][0]["end"] = "interrupted"; },
+       "\"status\" \"exact\" with \"run.streams[0].end\" \"interrupted\""},
+      {"exact-self-loop", [](json& s) { make_exact(s); s["run"]["streams"][0]["end"] = "self_loop"; },
+       "\"status\" \"exact\" with \"run.streams[0].end\" \"self_loop\""},
+      {"interrupted-divergence", [](json& s) { s["status"] = "interrupted"; s["mismatches"] = 0; },
+       "\"status\" \"interrupted\" with a divergence in \"run.streams[1].divergence\""},
+      {"mismatch-streams-exact", [](json& s) { s["run"]["streams"].erase(1); },
+       "the streams' \"mismatches\" add up to 0 but \"mismatches\" is 1"},
+      {"divergence-without-mismatch", [](json& s) { s["run"]["streams"][1]["mismatches"] = 0; },
+       "\"run.streams[1].divergence\" is given but \"run.streams[1].mismatches\" is 0"},
+      {"run-interrupted-text", [](json& s) { s["run"]["interrupted"] = "yes"; },
+       "\"run.interrupted\" is \"yes\", not true or false"},
+      {"streams-object", [](json& s) { s["run"]["streams"] = json::object(); }, "\"run.streams\" is {}, not a list"},
+      {"stream-mismatches-text", [](json& s) { s["run"]["streams"][1]["mismatches"] = "1"; },
+       "\"run.streams[1].mismatches\" is \"1\", not a whole number"},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
@@ -368,10 +446,16 @@ TEST(Render, RefusesASummaryWithAWrongField) {
     }
   }
   unsetenv("LOCKSTEP_GNUPLOT");
-  // The unedited summary still renders.
+  // The unedited summary still renders, and so does its exact form, all green.
   const fs::path ok = temp_dir("render-ok");
   std::ofstream(ok / kSummaryFile) << sample_summary().dump();
   EXPECT_NO_THROW(render_report(ok));
+  json exact = sample_summary();
+  make_exact(exact);
+  exact["run"]["mismatches"] = 0;
+  exact["run"]["interrupted"] = false;
+  std::ofstream(ok / kSummaryFile, std::ios::trunc) << exact.dump();
+  EXPECT_NE(slurp(render_report(ok).junit).find("failures=\"0\" errors=\"0\""), std::string::npos);
 }
 
 }  // namespace

@@ -42,9 +42,14 @@ struct ReportFiles {
   nlohmann::json summary_json;
 };
 
-/// JUnit XML of a summary: one <testsuite> ("lockstep <command>"), one
-/// <testcase> per stream (or one for the whole run when there is no stream);
-/// a divergence is a <failure>, an error or an interruption an <error>.
+/// JUnit XML of a summary: one <testsuite> ("lockstep <command> <mode>", e.g.
+/// "lockstep run free"; "lockstep <command>" when the summary has no run.mode),
+/// one <testcase> per stream, classname "lockstep.<command>.<mode>" (or one for
+/// the whole run when there is no stream); a divergence is a <failure>, an error
+/// or an interruption an <error>. The file agrees with the status: "mismatch"
+/// has at least one <failure>, "error" and "interrupted" at least one <error>
+/// (a testcase for the whole run when no stream's says so). An "exact" summary
+/// is all green when its fields agree with it, as render_report checks.
 std::string junit_xml(const nlohmann::json& summary);
 
 /// Renders the plots of a summary with gnuplot into `work_dir` (data and
@@ -69,7 +74,13 @@ ReportFiles write_report(const std::filesystem::path& dir, const nlohmann::json&
 /// Reads DIR/summary.json and writes junit.xml and report.html again.
 /// Throws std::runtime_error (one line, naming the file) when DIR is not a
 /// folder, or the summary is missing, a directory, unreadable, empty (0
-/// bytes: corrupt) or not a JSON object.
+/// bytes: corrupt) or not a JSON object; and (naming the field too) when its
+/// status is not one of the four, a count is not a whole number, or a field
+/// contradicts the status or the counts: "exact" with a mismatch, a divergence
+/// or an interruption anywhere (run.mismatches, run.interrupted,
+/// run.streams[i].mismatches / divergence / end), "interrupted" with a
+/// mismatch or a divergence, "mismatch" with 0 mismatches, or run.mismatches
+/// and the streams' mismatches that do not add up to "mismatches".
 ReportFiles render_report(const std::filesystem::path& dir);
 
 }  // namespace lockstep::reports
