@@ -10,6 +10,53 @@
 
 namespace lockstep::cli {
 
+namespace {
+
+// Says whether the replay `r` reproduces the recorded result `expect` (case.json's "expect":
+// first_divergence, digest, steps, and "interrupted" for a run stopped by SIGINT/SIGTERM), and
+// sets the summary's "reproduced". A recorded divergence must recur at the same step; a recorded
+// pass must recur with the same step count and digest. A recorded run that was interrupted after
+// N steps recorded only that its first N steps agreed, so the replay reproduces it when it has no
+// divergence within them. A replay stopped before it could tell has no verdict either way.
+void print_replay_verdict(Context& ctx, const nlohmann::json& expect, const engine::RunResult& r) {
+  std::uint64_t first = 0;
+  for (const engine::StreamResult& s : r.streams)
+    if (s.divergence) first = s.divergence->step;
+  const std::uint64_t want = expect.value("first_divergence", std::uint64_t{0});
+  const bool was_interrupted = expect.value("interrupted", false);
+  const bool has_steps = expect.contains("steps") && expect["steps"].is_number_unsigned();
+  const std::uint64_t want_steps = has_steps ? expect["steps"].get<std::uint64_t>() : 0;
+  const std::string want_digest = expect.value("digest", std::string());
+  std::string recorded;
+  if (want) {
+    recorded = "first divergence at step " + std::to_string(want);
+  } else if (was_interrupted) {
+    recorded = "no divergence in the first " + std::to_string(want_steps) + " steps (that run was interrupted there)";
+  } else {
+    recorded = "no divergence" + (has_steps ? ", " + std::to_string(want_steps) + " steps" : std::string()) +
+               ", digest " + (want_digest.empty() ? std::string("?") : want_digest);
+  }
+  // How far the replay must get to tell: the recorded divergence's step, or the recorded steps.
+  const std::uint64_t needed = want ? want : was_interrupted ? want_steps : ~std::uint64_t{0};
+  if (r.interrupted && (first == 0 || first > needed) && r.steps < needed) {
+    ctx.out() << "the replay is not conclusive: interrupted after " << r.steps
+              << " steps, before it could tell; recorded " << recorded << "\n";
+    return;
+  }
+  bool same;
+  if (want) {
+    same = first == want;
+  } else if (was_interrupted) {
+    same = first == 0 || first > want_steps;
+  } else {
+    same = first == 0 && (!has_steps || r.steps == want_steps) && (want_digest.empty() || r.digest == want_digest);
+  }
+  ctx.summary.set("reproduced", same);
+  ctx.out() << (same ? "the case reproduces" : "the case does NOT reproduce") << ": recorded " << recorded << "\n";
+}
+
+}  // namespace
+
 void add_replay_command(CLI::App& app, Context& ctx) {
   struct Args {
     std::string path, report, backend;
@@ -60,25 +107,7 @@ void add_replay_command(CLI::App& app, Context& ctx) {
       if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
     ctx.out() << engine::result_text(r);
     const nlohmann::json& expect = req.the_case.expect;
-    if (expect.is_object()) {
-      std::uint64_t first = 0;
-      for (const engine::StreamResult& s : r.streams)
-        if (s.divergence) first = s.divergence->step;
-      const std::uint64_t want = expect.value("first_divergence", std::uint64_t{0});
-      const std::string recorded = want ? "first divergence at step " + std::to_string(want)
-                                        : "no divergence, digest " + expect.value("digest", std::string("?"));
-      // Stopped (SIGINT/SIGTERM) before a divergence and before the recorded one's step: the
-      // replay has no verdict either way ("reproduced" is left out of the summary).
-      if (r.interrupted && first == 0 && (want == 0 || r.steps <= want)) {
-        ctx.out() << "the replay is not conclusive: interrupted after " << r.steps
-                  << " steps, before it could tell; recorded " << recorded << "\n";
-      } else {
-        const bool same = first == want && (want != 0 || expect.value("digest", r.digest) == r.digest);
-        ctx.summary.set("reproduced", same);
-        ctx.out() << (same ? "the case reproduces" : "the case does NOT reproduce") << ": recorded " << recorded
-                  << "\n";
-      }
-    }
+    if (expect.is_object()) print_replay_verdict(ctx, expect, r);
     ctx.out() << std::flush;
     if (!req.report_dir.empty()) {
       ctx.summary.set("replay", "lockstep replay " + format::shell_word(req.report_dir.string()));

@@ -116,6 +116,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
         c.steps = args->steps;
         c.checkpoint_every = args->checkpoint_every;
         req.report_dir = args->report;
+        req.folder_claimed = !args->report.empty();  // claimed above
       }
       // Unsupported backends fail before any work.
       if (req.the_case.backend == "cuda") engine::make_backend("cuda", nullptr);

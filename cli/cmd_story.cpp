@@ -265,6 +265,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
       c.steps = args->steps;
       c.checkpoint_every = args->checkpoint_every;
       req.report_dir = args->report;
+      req.folder_claimed = !args->report.empty() && !args->reference_only;  // claimed above
     }
     // The chip must exist and be able to express every token the story uses.
     // (A chip under test maps every token of trace-v3, checked at its handshake.)

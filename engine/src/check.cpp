@@ -227,10 +227,10 @@ std::string case_text(const json& o, const char* key, const std::string& def, co
   if (!it->is_string()) bad_case_field(where + key, *it, "text");
   return it->get<std::string>();
 }
-std::uint64_t case_count(const json& o, const char* key) {
+std::uint64_t case_count(const json& o, const char* key, const std::string& where = "") {
   const auto it = o.find(key);
   if (it == o.end()) return 0;
-  if (!it->is_number_unsigned()) bad_case_field(key, *it, "a whole number >= 0");
+  if (!it->is_number_unsigned()) bad_case_field(where + key, *it, "a whole number >= 0");
   return it->get<std::uint64_t>();
 }
 
@@ -267,6 +267,11 @@ Case Case::from_json(const json& j) {
       } catch (const std::invalid_argument& e) {
         throw CheckError(std::string("case: ") + e.what());
       }
+      if (j.contains("backend") && c.backend != "dut") {
+        throw CheckError("case: \"backend\": \"" + c.backend +
+                         "\" beside a \"dut\" object: a case runs either the built chip (cpu, cuda) or a chip "
+                         "under test (dut); remove one of them");
+      }
       c.backend = "dut";
     } else if (c.backend == "dut") {
       throw CheckError("case: backend dut without a \"dut\" object");
@@ -282,6 +287,13 @@ Case Case::from_json(const json& j) {
     c.checkpoint_every = case_count(j, "checkpoint_every");
     c.expect = j.value("expect", json());
     if (!c.expect.is_null() && !c.expect.is_object()) bad_case_field("expect", c.expect, "an object");
+    if (c.expect.is_object()) {  // what replay compares (cmd_replay.cpp), of the types it reads
+      case_count(c.expect, "steps", "expect.");
+      case_count(c.expect, "first_divergence", "expect.");
+      case_text(c.expect, "digest", "", "expect.");
+      if (c.expect.contains("interrupted") && !c.expect["interrupted"].is_boolean())
+        bad_case_field("expect.interrupted", c.expect["interrupted"], "true or false");
+    }
     return c;
   } catch (const json::exception& e) {
     throw CheckError(std::string("case: a field of the wrong type (") + e.what() + ")");
@@ -596,6 +608,20 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
   }
 }
 
+namespace {
+// Writes the report of a run that failed (`s`, status error or interrupted) into its run folder,
+// when it has one. A folder that cannot be written costs a warning on `err`, not the error being
+// reported.
+void write_failed_report(const fs::path& dir, const json& s, std::ostream& err) {
+  if (dir.empty()) return;
+  try {
+    reports::write_report(dir, s);
+  } catch (const std::exception& e) {
+    err << "lockstep: warn: could not write the report: " << e.what() << "\n";
+  }
+}
+}  // namespace
+
 CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   const Case& c = req.the_case;
   CheckOutcome out;
@@ -605,22 +631,18 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   if (!req.report_dir.empty()) {
     if (req.resume) {
       lock_run_folder(req.report_dir);
-    } else {
+    } else if (!req.folder_claimed) {
       claim_run_folder(req.report_dir, req.command);
     }
   }
   // An error before the run started (a chip that cannot be loaded, options the engine refuses):
   // the new run's folder says so (a resume's keeps the summary of its run).
   auto early_error = [&](const std::string& what) {
-    if (req.report_dir.empty() || req.resume) return;
+    if (req.resume) return;
     json s = summary_json(req.command, RunResult{}, c.chip_path.empty() ? "built" : c.chip_path, "");
     s["status"] = "error";
     s["error"] = what;
-    try {
-      reports::write_report(req.report_dir, s);
-    } catch (const std::exception& e2) {
-      err << "lockstep: warn: could not write the report: " << e2.what() << "\n";
-    }
+    write_failed_report(req.report_dir, s, err);
   };
   if (backend) {
     chip.source = "backend " + backend->name();
@@ -636,13 +658,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       json s = summary_json(req.command, RunResult{}, "dut " + c.dut->describe(), "");
       s["status"] = req.options.stop && req.options.stop->load() ? "interrupted" : "error";
       s["error"] = e.what();
-      if (!req.report_dir.empty()) {
-        try {
-          reports::write_report(req.report_dir, s);
-        } catch (const std::exception& e2) {
-          err << "lockstep: warn: could not write the report: " << e2.what() << "\n";
-        }
-      }
+      write_failed_report(req.report_dir, s, err);
       throw RunFailed(e.what(), RunResult{}, s);
     }
     backend = owned.get();
@@ -725,13 +741,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     json s = with_notes(summary_json(req.command, partial, chip.source, chip.hash));
     s["status"] = "error";
     s["error"] = what;
-    if (!req.report_dir.empty()) {
-      try {
-        reports::write_report(req.report_dir, s);
-      } catch (const std::exception& e2) {
-        err << "lockstep: warn: could not write the report: " << e2.what() << "\n";
-      }
-    }
+    write_failed_report(req.report_dir, s, err);
     return RunFailed(what, partial, s);
   };
   try {
@@ -778,6 +788,9 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   if (!req.report_dir.empty()) {
     try {
       json expect = {{"digest", out.result.digest}, {"steps", out.result.steps}};
+      // An interrupted run's steps and digest are those of its prefix (replay compares only that
+      // no divergence falls within it).
+      if (out.result.interrupted) expect["interrupted"] = true;
       for (const StreamResult& s : out.result.streams) {
         if (s.divergence) expect["first_divergence"] = s.divergence->step;
       }

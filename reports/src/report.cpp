@@ -192,6 +192,27 @@ std::string junit_xml(const json& summary) {
     c.text = text.str();
     cases.push_back(c);
   }
+  // A campaign (lockstep fuzz): one <failure> per failing program, named by its index and mode,
+  // with its case folder and the command that replays it, so a CI page lists what failed.
+  const json& fuzz = summary.contains("fuzz") && summary["fuzz"].is_object() ? summary["fuzz"] : json::object();
+  const json no_failures = json::array();
+  const json& fuzz_failures = fuzz.contains("failures") && fuzz["failures"].is_array() ? fuzz["failures"] : no_failures;
+  for (const json& f : fuzz_failures) {
+    if (!f.is_object()) continue;
+    Case c;
+    const std::string mode_name = str(f, "mode");
+    c.name = "program " + str(f, "index", "?") + (mode_name.empty() ? "" : " (" + mode_name + ")");
+    c.kind = "failure";
+    const std::string dir = str(f, "case");
+    c.message = "first divergence at step " + str(f, "step", "?") + (dir.empty() ? "" : "; case in " + dir);
+    std::ostringstream text;
+    text << c.message << "\nprogram seed " << str(f, "program_seed", "?");
+    if (f.contains("not_shrunk")) text << "\nnot shrunk: " << str(f, "not_shrunk");
+    if (!dir.empty()) text << "\nreplay: lockstep replay " << dir;
+    if (f.contains("repeat_batch")) text << "\nrepeat: " << str(f, "repeat_batch");
+    c.text = text.str();
+    cases.push_back(c);
+  }
   // The file agrees with the status: "mismatch" has a <failure>, "error" and "interrupted" an
   // <error>; when no stream's case says so (a summary without streams, or whose streams do not
   // name the mismatch), one case for the whole run does.

@@ -1110,5 +1110,58 @@ TEST(ReplayCommand, AnInterruptedReplayIsNotConclusive) {
       << r.out;
 }
 
+// replay compares what the case recorded: a pass's step count and digest both (a case edited to
+// another count or digest does NOT reproduce), and for a run that was interrupted, only that its
+// compared prefix has no divergence (before: an interrupted run's case never reproduced, since
+// its digest is the prefix's).
+TEST(ReplayCommand, ComparesTheRecordedStepsDigestAndInterruption) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path elf = loop_elf(5);
+  const fs::path dir = temp_dir("replay-verdict-run");
+  const Proc p = run({"run", elf.string(), "--report", dir.string()});
+  ASSERT_EQ(p.rc, 0) << p.err;
+  const json c = json::parse(slurp(dir / "case.json"));
+  const std::uint64_t steps = c["expect"]["steps"].get<std::uint64_t>();
+  const std::string digest = c["expect"]["digest"].get<std::string>();
+  ASSERT_GT(steps, 100u);
+  EXPECT_FALSE(c["expect"].contains("interrupted"));
+  auto replay_with = [&](const std::string& name, const json& expect) {
+    const fs::path d = temp_dir("replay-verdict-" + name);
+    json edited = c;
+    edited["expect"] = expect;
+    std::ofstream(d / "case.json") << edited.dump(2);
+    // --json: the summary on stdout, the verdict's line on stderr
+    const Proc r = run({"replay", d.string(), "--json"});
+    EXPECT_EQ(r.rc, 0) << name << ": " << r.err;  // the replay itself is exact
+    json summary = json::object();
+    try {
+      summary = json::parse(r.out);
+    } catch (const std::exception&) {
+      ADD_FAILURE() << name << ": stdout is not one JSON object: " << r.out;
+    }
+    return std::make_pair(r.err, summary);
+  };
+  const auto [same, same_s] = replay_with("same", c["expect"]);
+  EXPECT_NE(same.find("the case reproduces: recorded no divergence, " + std::to_string(steps) + " steps, digest " + digest),
+            std::string::npos) << same;
+  EXPECT_EQ(same_s.value("reproduced", false), true);
+  const auto [more, more_s] = replay_with("steps", {{"steps", steps + 1}, {"digest", digest}});
+  EXPECT_NE(more.find("the case does NOT reproduce: recorded no divergence, " + std::to_string(steps + 1) + " steps"),
+            std::string::npos) << more;
+  EXPECT_EQ(more_s.value("reproduced", true), false);
+  const auto [other, other_s] = replay_with("digest", {{"steps", steps}, {"digest", "0123456789abcdef"}});
+  EXPECT_NE(other.find("the case does NOT reproduce"), std::string::npos) << other;
+  EXPECT_EQ(other_s.value("reproduced", true), false);
+  // An interrupted run's case: 40 steps compared, with that prefix's digest.
+  const auto [cut, cut_s] = replay_with("interrupted", {{"steps", 40}, {"digest", "0123456789abcdef"}, {"interrupted", true}});
+  EXPECT_NE(cut.find("the case reproduces: recorded no divergence in the first 40 steps (that run was interrupted there)"),
+            std::string::npos) << cut;
+  EXPECT_EQ(cut_s.value("reproduced", false), true);
+  // A recorded divergence the replay does not meet.
+  const auto [div, div_s] = replay_with("divergence", {{"steps", steps}, {"digest", digest}, {"first_divergence", 17}});
+  EXPECT_NE(div.find("the case does NOT reproduce: recorded first divergence at step 17"), std::string::npos) << div;
+  EXPECT_EQ(div_s.value("reproduced", true), false);
+}
+
 }  // namespace
 }  // namespace lockstep::engine

@@ -560,12 +560,7 @@ TEST(Engine, TheReferenceConsoleKeptIsItsFirstMebibyte) {
   w.push_back(0x00000073u);
   Guest g;
   g.name = "spew";
-  g.image.entry = 0x10000;
-  format::Segment text{0x10000, static_cast<std::uint32_t>(4 * w.size()), format::kPfR | format::kPfX, {}};
-  for (std::uint32_t x : w)
-    for (int b = 0; b < 4; ++b) text.bytes.push_back(static_cast<std::uint8_t>(x >> (8 * b)));
-  format::Segment data{0x20000, 0x8000, format::kPfR | format::kPfW, {'s', 'p', 'e', 'w'}};
-  g.image.segments = {text, data};
+  g.image = progen::image_from_code(w, 0x10000, {format::Segment{0x20000, 0x8000, format::kPfR | format::kPfW, {'s', 'p', 'e', 'w'}}});
   const auto trace = testing::reference_trace(g);
   ScriptedBackend be({trace});
   const RunResult r = Engine(be, {g}, Options{}).run();
@@ -1022,6 +1017,16 @@ TEST(Cases, AFieldOfTheWrongTypeIsNamed) {
        "case: \"checkpoint_every\" is 1e+300, not a whole number >= 0"},
       {"mode number", [](auto& x) { x["mode"] = 2; }, "case: \"mode\" is 2, not text"},
       {"expect text", [](auto& x) { x["expect"] = "x"; }, "case: \"expect\" is \"x\", not an object"},
+      {"expect steps text", [](auto& x) { x["expect"] = {{"steps", "12"}}; },
+       "case: \"expect.steps\" is \"12\", not a whole number >= 0"},
+      {"expect divergence negative", [](auto& x) { x["expect"] = {{"first_divergence", -3}}; },
+       "case: \"expect.first_divergence\" is -3, not a whole number >= 0"},
+      {"expect digest number", [](auto& x) { x["expect"] = {{"digest", 7}}; }, "case: \"expect.digest\" is 7, not text"},
+      {"expect interrupted text", [](auto& x) { x["expect"] = {{"interrupted", "yes"}}; },
+       "case: \"expect.interrupted\" is \"yes\", not true or false"},
+      // A case names one chip: the built one (cpu, cuda) or one under test (before: the dut ran).
+      {"cpu beside dut", [](auto& x) { x["dut"] = {{"command", "./mychip"}}; },
+       "case: \"backend\": \"cpu\" beside a \"dut\" object"},
       {"version 99", [](auto& x) { x["lockstep_case"] = 99; },
        "case: \"lockstep_case\" is 99: this harness reads version 1"},
   };

@@ -9,6 +9,7 @@
 
 #include "lockstep/engine/engine.h"
 #include "lockstep/format/elf.h"
+#include "lockstep/progen/progen.h"
 #include "lockstep/ref/encoding.h"
 #include "lockstep/ref/machine.h"
 
@@ -43,19 +44,8 @@ inline Guest make_loop_guest(std::uint32_t iterations, const char* name = "loop"
   w.push_back(0x00000073u);                                  // ecall exit(0)
   Guest g;
   g.name = name;
-  g.image.entry = 0x10000;
-  format::Segment text;
-  text.vaddr = 0x10000;
-  text.flags = format::kPfR | format::kPfX;
-  for (std::uint32_t x : w)
-    for (int b = 0; b < 4; ++b) text.bytes.push_back(static_cast<std::uint8_t>(x >> (8 * b)));
-  text.memsz = static_cast<std::uint32_t>(text.bytes.size());
-  format::Segment data;
-  data.vaddr = 0x20000;
-  data.flags = format::kPfR | format::kPfW;
-  data.bytes = {'h', 'i', '\n'};
-  data.memsz = 64;  // 61 bytes of .bss
-  g.image.segments = {text, data};
+  // "hi\n" and 61 bytes of .bss at 0x20000
+  g.image = progen::image_from_code(w, 0x10000, {format::Segment{0x20000, 64, format::kPfR | format::kPfW, {'h', 'i', '\n'}}});
   g.image.sections[".extra"] = {1, 2, 3};
   return g;
 }
@@ -65,17 +55,9 @@ inline Guest make_loop_guest(std::uint32_t iterations, const char* name = "loop"
 inline Guest make_spin_guest() {
   using ref::Op;
   namespace enc = ref::encode;
-  const std::uint32_t code[] = {enc::i(Op::kAddi, 10, 0, 5), enc::i(Op::kAddi, 5, 0, 1), enc::j(Op::kJal, 0, 0)};
   Guest g;
   g.name = "spin";
-  g.image.entry = 0x10000;
-  format::Segment text;
-  text.vaddr = 0x10000;
-  text.flags = format::kPfR | format::kPfX;
-  for (std::uint32_t x : code)
-    for (int b = 0; b < 4; ++b) text.bytes.push_back(static_cast<std::uint8_t>(x >> (8 * b)));
-  text.memsz = static_cast<std::uint32_t>(text.bytes.size());
-  g.image.segments = {text};
+  g.image = progen::image_from_code({enc::i(Op::kAddi, 10, 0, 5), enc::i(Op::kAddi, 5, 0, 1), enc::j(Op::kJal, 0, 0)});
   return g;
 }
 

@@ -165,6 +165,30 @@ TEST(JUnit, InterruptedRunWithoutStreamsIsAnError) {
   EXPECT_NE(x.find("<error message=\"interrupted after 900 steps\""), std::string::npos) << x;
 }
 
+// A campaign with failures: one <failure> per failing program, named by index and mode, with its
+// case folder and replay command (before: one "fuzz" case that named none of them).
+TEST(JUnit, ACampaignListsEachFailingProgram) {
+  const json failures = json::array(
+      {{{"index", 17}, {"mode", "free"}, {"step", 34}, {"case", "/r/fail-17-free"}, {"program_seed", 99},
+        {"repeat_batch", "lockstep fuzz --seed 5 --first 16 --programs 16"}},
+       {{"index", 40}, {"mode", "forced"}, {"step", 7}, {"case", "/r/fail-40-forced"}, {"program_seed", 12},
+        {"not_shrunk", "the chip under test failed: exited"}}});
+  const json s = {{"status", "mismatch"}, {"command", "fuzz"}, {"steps", 5000}, {"mismatches", 2},
+                  {"fuzz", {{"seed", 5}, {"programs", 64}, {"failures", failures}}}};
+  const std::string x = junit_xml(s);
+  EXPECT_NE(x.find("tests=\"2\" failures=\"2\" errors=\"0\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<testcase classname=\"lockstep.fuzz\" name=\"program 17 (free)\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<failure message=\"first divergence at step 34; case in /r/fail-17-free\""), std::string::npos) << x;
+  EXPECT_NE(x.find("replay: lockstep replay /r/fail-17-free"), std::string::npos) << x;
+  EXPECT_NE(x.find("name=\"program 40 (forced)\""), std::string::npos) << x;
+  EXPECT_NE(x.find("not shrunk: the chip under test failed: exited"), std::string::npos) << x;
+  // A campaign without failures: one passing case for the whole run.
+  const json clean = {{"status", "exact"}, {"command", "fuzz"}, {"steps", 5000}, {"mismatches", 0},
+                      {"fuzz", {{"seed", 5}, {"programs", 64}, {"failures", json::array()}}}};
+  const std::string y = junit_xml(clean);
+  EXPECT_NE(y.find("tests=\"1\" failures=\"0\" errors=\"0\""), std::string::npos) << y;
+}
+
 // A short run (one throughput sample, one instruction class, one stream): no plot is drawn and
 // gnuplot is not run; the raw JSON is folded behind <details> (issue 27).
 TEST(Html, ShortRunHasNoPlotsAndFoldsTheJson) {

@@ -152,6 +152,9 @@ struct CheckRequest {
   Options options;                        ///< mode etc. are filled from the_case
   std::filesystem::path report_dir;       ///< empty: no report
   bool resume = false;                    ///< continue from report_dir/checkpoints
+  /// The caller has claimed report_dir for this run already (claim_run_folder, before its own
+  /// checks of the options), so run_check does not claim it again.
+  bool folder_claimed = false;
   std::function<void(std::size_t, char)> on_output;  ///< chip stream's OUT bytes
   /// The chip stream's console bytes once compared: (stream, fd 1 or 2, byte); Options::on_console.
   std::function<void(std::size_t, int, char)> on_console;
