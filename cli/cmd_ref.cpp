@@ -41,6 +41,7 @@
 #include "lockstep/format/tokens.h"
 #include "lockstep/format/trace_file.h"
 #include "lockstep/ref/encoding.h"
+#include "lockstep/ref/loop_watch.h"
 #include "lockstep/ref/machine.h"
 
 namespace lockstep::cli {
@@ -154,7 +155,10 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
   std::unique_ptr<format::TraceFileWriter> trace;
   ref::RunResult r{ref::Stop::kStepLimit, 0, 0};
   bool interrupted = false;
-  bool self_loop = false;  // stopped at a jump to itself (no --max-steps): the guest could never end
+  bool self_loop = false;  // stopped at a loop (no --max-steps): the guest could never end
+  std::uint64_t loop_period = 0;  // its instructions (1: a jump to itself)
+  std::uint64_t slices = 0, next_window = 1;
+  constexpr std::uint64_t kWindow = 4 * ref::LoopWatch::kMaxPeriod;
   const bool unlimited = opt.max_steps == std::numeric_limits<std::uint64_t>::max();
   try {
     if (!opt.trace.empty()) trace = std::make_unique<format::TraceFileWriter>(opt.trace);  // streamed: constant memory
@@ -172,7 +176,33 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
       if (r.stop != ref::Stop::kStepLimit) break;
       if (unlimited && m.jumps_to_itself()) {
         self_loop = true;
+        loop_period = 1;
         break;
+      }
+      // A longer loop that can never end (ref::LoopWatch), looked for one instruction at a time
+      // in a window after slices 1, 2, 4, 8, ...: a few windows in a long run, and a guest that
+      // loops is stopped by the time the run is about twice as long as its start.
+      if (unlimited && ++slices == next_window) {
+        next_window *= 2;
+        ref::LoopWatch watch;
+        if (m.instructions_completed() != m.instructions_retired()) {  // the slice cut an instruction
+          const auto t = m.step();
+          if (trace) trace->append(t);
+          left -= t.size();
+        }
+        for (std::uint64_t i = 0; i < kWindow && m.status() == ref::Status::kRunning && !self_loop; ++i) {
+          if (watch.repeats(m)) {
+            self_loop = true;
+            loop_period = watch.period();
+            break;
+          }
+          const auto t = m.step();
+          if (trace) trace->append(t);
+          left -= t.size();
+        }
+        if (m.status() == ref::Status::kExited) r.stop = ref::Stop::kExit;
+        if (m.status() == ref::Status::kTrapped) r.stop = ref::Stop::kTrap;
+        if (self_loop || m.status() != ref::Status::kRunning) break;
       }
     }
   } catch (const format::FormatError& e) {
@@ -188,6 +218,7 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
   ctx.summary.add_steps(m.steps());
   ctx.summary.set("program", opt.program);
   ctx.summary.set("end", end);
+  if (self_loop) ctx.summary.set("loop_period", loop_period);
   if (r.stop == ref::Stop::kExit) ctx.summary.set("exit_status", m.exit_status());
   const TrapPlace place = r.stop == ref::Stop::kTrap ? trap_place(m) : TrapPlace{};
   if (r.stop == ref::Stop::kTrap) {
@@ -237,8 +268,11 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
   } else if (self_loop) {
     char pc[16];
     std::snprintf(pc, sizeof pc, "0x%08x", m.pc());
-    line += std::string("jumps to itself at pc ") + pc + " (" + ref::disassemble(m.read_word(m.pc()), m.pc()) +
-            ") and can never exit: stopped";
+    const std::string where = ref::disassemble(m.read_word(m.pc()), m.pc());
+    line += loop_period <= 1 ? std::string("jumps to itself at pc ") + pc + " (" + where + ")"
+                             : std::string("loops forever: from pc ") + pc + " (" + where + ") the same " +
+                                   std::to_string(loop_period) + " instructions repeat from the same registers,";
+    line += " and can never exit: stopped";
   } else if (interrupted) {
     line += "interrupted";
   } else {
@@ -249,8 +283,9 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
   std::cerr << line << "\n";
   if (interrupted) throw Interrupted("after " + std::to_string(m.steps()) + " trace steps");
   if (self_loop) {
-    throw InputError("the guest can never exit (a jump to itself at its pc); end it with the exit ecall (isa.md §5), "
-                     "or pass --max-steps N");
+    throw InputError(std::string("the guest can never exit (") +
+                     (loop_period <= 1 ? "a jump to itself at its pc" : "a loop whose state repeats") +
+                     "); end it with the exit ecall (isa.md §5), or pass --max-steps N");
   }
 }
 

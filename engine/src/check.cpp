@@ -481,8 +481,15 @@ json summary_json(const std::string& command, const RunResult& r, const std::str
 std::string self_loop_line(const StreamResult& stream) {
   char pc[16];
   std::snprintf(pc, sizeof pc, "0x%08x", stream.loop_pc);
-  return std::string("the guest jumps to itself at pc ") + pc + " (" + ref::disassemble(stream.loop_word, stream.loop_pc) +
-         ") and can never exit: stopped after " + std::to_string(stream.steps) +
+  const std::string where = ref::disassemble(stream.loop_word, stream.loop_pc);
+  const std::string what =
+      stream.loop_period <= 1
+          ? std::string("the guest jumps to itself at pc ") + pc + " (" + where + ")"
+          : std::string("the guest loops forever: from pc ") + pc + " (" + where + ") the same " +
+                std::to_string(stream.loop_period) +
+                " instructions repeat from the same registers, with no store, ecall or custom-unit instruction among "
+                "them,";
+  return what + " and can never exit: stopped after " + std::to_string(stream.steps) +
          " steps, the chip agreeing with the reference on every step; end the guest with the exit ecall (isa.md "
          "§5, guests/runtime), or pass --steps N to compare N steps of it";
 }

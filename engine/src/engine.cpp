@@ -20,6 +20,7 @@
 #include "lockstep/format/insn_class.h"
 #include "lockstep/format/tokens.h"
 #include "lockstep/ref/encoding.h"
+#include "lockstep/ref/loop_watch.h"
 #include "lockstep/ref/machine.h"
 #include "serial.h"
 
@@ -302,6 +303,7 @@ json StreamResult::to_json() const {
   if (end == "self_loop") {
     j["loop_pc"] = loop_pc;
     j["loop_word"] = loop_word;
+    j["loop_period"] = loop_period;
   }
   return j;
 }
@@ -481,8 +483,15 @@ struct Lane {
   bool done = false;
   std::string end = "running";
   // A run without a step limit ends a lane whose guest jumps to itself (at_self_loop) after that
-  // instruction's tokens are compared once, instead of comparing them forever.
+  // instruction's tokens are compared once, or whose state repeats (ref::LoopWatch), instead of
+  // comparing them forever.
   bool end_at_self_loop = false;
+  ref::LoopWatch watch;
+  // The reference reached, at loop_pc, a state it had been in loop_period instructions before
+  // (LoopWatch): nothing more is executed.
+  bool looping = false;
+  std::uint32_t loop_pc = 0;
+  std::uint64_t loop_period = 0;
   TraceDigest ref_digest, chip_digest;
   std::uint64_t mismatches = 0;
   std::map<std::string, std::uint64_t> class_steps;
@@ -512,7 +521,13 @@ bool at_self_loop(const Lane& L) {
 // Lane::end_at_self_loop, once it has executed a jump to itself).
 std::optional<Pending> execute(Lane& L) {
   if (!L.ref.active()) return std::nullopt;
-  if (L.end_at_self_loop && at_self_loop(L)) return std::nullopt;
+  if (L.end_at_self_loop && (L.looping || at_self_loop(L))) return std::nullopt;
+  if (L.end_at_self_loop && L.ref.status() == ref::Status::kRunning && L.watch.repeats(L.ref)) {
+    L.looping = true;
+    L.loop_pc = L.ref.pc();
+    L.loop_period = L.watch.period();
+    return std::nullopt;
+  }
   Pending p;
   const std::uint32_t pc = L.ref.pc();
   std::uint32_t word = 0;
@@ -717,7 +732,7 @@ std::string ref_end(const ref::Machine& m) {
 
 // How a lane's reference ended once it has no more tokens: ref_end, or "self_loop".
 std::string lane_end(const Lane& L) {
-  if (L.end_at_self_loop && L.ref.status() == ref::Status::kRunning && at_self_loop(L)) return "self_loop";
+  if (L.end_at_self_loop && L.ref.status() == ref::Status::kRunning && (L.looping || at_self_loop(L))) return "self_loop";
   return ref_end(L.ref);
 }
 
@@ -1838,9 +1853,14 @@ struct Engine::Impl {
     r.ref_steps = L.ref_steps;
     r.mismatches = L.mismatches;
     r.end = L.end;
-    if (r.end == "self_loop") {
+    if (r.end == "self_loop" && L.looping) {
+      r.loop_pc = L.loop_pc;
+      r.loop_word = L.ref.read_word(L.loop_pc);
+      r.loop_period = L.loop_period;
+    } else if (r.end == "self_loop") {
       r.loop_pc = L.current.pc;
       r.loop_word = L.current.word;
+      r.loop_period = 1;
     }
     // A lane that stopped inside a chunk has a reference that ran ahead: what it did there is
     // not part of the run.
@@ -2021,17 +2041,21 @@ StreamResult run_reference(const Guest& guest, std::uint64_t max_steps,
   std::uint64_t steps = 0;
   const auto out_kind = static_cast<std::uint32_t>(format::Kind::OUT);
   std::optional<std::uint32_t> last_pc;  // of the last instruction executed
+  ref::LoopWatch watch;
   while (m.active() && (max_steps == 0 || steps < max_steps)) {
     if (stop && stop->load(std::memory_order_relaxed)) {
       r.end = "interrupted";
       break;
     }
     const std::uint32_t pc = m.pc();
-    // Without a step limit, a jump to itself executed once ends the run (as Engine's lanes do).
-    if (max_steps == 0 && last_pc == pc && m.jumps_to_itself()) {
+    // Without a step limit, a jump to itself executed once, or a state that repeats, ends the
+    // run (as Engine's lanes do).
+    if (max_steps == 0 && m.status() == ref::Status::kRunning &&
+        ((last_pc == pc && m.jumps_to_itself()) || watch.repeats(m))) {
       r.end = "self_loop";
       r.loop_pc = pc;
       r.loop_word = m.read_word(pc);
+      r.loop_period = last_pc == pc && m.jumps_to_itself() ? 1 : watch.period();
       break;
     }
     last_pc = pc;

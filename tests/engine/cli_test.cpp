@@ -229,6 +229,18 @@ TEST(RunCommand, AGuestThatJumpsToItselfIsAnErrorNotAHang) {
   const Proc ref = run({"ref", elf.string()});
   EXPECT_EQ(ref.rc, 2) << ref.err;
   EXPECT_NE(ref.err.find("spin.elf: jumps to itself at pc 0x00010008 (jal"), std::string::npos) << ref.err;
+  // A spin-wait (two instructions whose state repeats): the same, from run and from ref.
+  const fs::path wait_elf = dir / "spinwait.elf";
+  format::write_elf_file(wait_elf, testing::make_spin_wait_guest().image);
+  const Proc w = run({"run", wait_elf.string(), "--mode", "free"});
+  expect_one_error_line(w, "the guest loops forever: from pc 0x0001000");
+  EXPECT_NE(w.err.find("the same 2 instructions repeat from the same registers"), std::string::npos) << w.err;
+  const Proc wref = run({"ref", wait_elf.string(), "--json"});
+  EXPECT_EQ(wref.rc, 2) << wref.err;
+  EXPECT_NE(wref.err.find("spinwait.elf: loops forever: from pc 0x0001000"), std::string::npos) << wref.err;
+  const json wj = json::parse(wref.out);
+  EXPECT_EQ(wj["end"], "self_loop") << wj.dump();
+  EXPECT_EQ(wj["loop_period"], 2) << wj.dump();
 }
 
 TEST(StoryCommand, ReferenceOnlyPrintsTheStoryStepsAndDigest) {

@@ -540,6 +540,52 @@ TEST(Engine, AGuestThatJumpsToItselfEndsAsASelfLoop) {
   EXPECT_EQ(w.streams[0].divergence->step, to_loop);
 }
 
+// A loop of more than one instruction whose state repeats (a spin-wait on memory nothing writes,
+// ref::LoopWatch) ends the same way, without a step limit: "self_loop", with its period and the
+// pc where the state repeated, at the same step as the reference alone (before: a hang).
+TEST(Engine, AGuestWhoseStateRepeatsEndsAsASelfLoop) {
+  const Guest g = testing::make_spin_wait_guest();
+  ref::Machine m;
+  m.load(g.image);
+  std::vector<std::uint32_t> script;
+  for (int k = 0; k < 3000; ++k) {
+    const auto t = m.step();
+    script.insert(script.end(), t.begin(), t.end());
+  }
+  for (Mode mode : {Mode::kForced, Mode::kFree}) {
+    SCOPED_TRACE(to_string(mode));
+    ScriptedBackend be({script});
+    Options o;
+    o.mode = mode;
+    const RunResult r = Engine(be, {g}, o).run();
+    ASSERT_EQ(r.streams.size(), 1u);
+    EXPECT_EQ(r.mismatches, 0u);
+    EXPECT_EQ(r.streams[0].end, "self_loop");
+    EXPECT_EQ(r.streams[0].loop_period, 2u);
+    EXPECT_TRUE(r.streams[0].loop_pc == 0x10008u || r.streams[0].loop_pc == 0x1000cu) << r.streams[0].loop_pc;
+    EXPECT_LT(r.steps, 40u);  // found within a few passes of the loop
+    EXPECT_GT(r.steps, 12u);  // after the loop ran
+    EXPECT_EQ(r.streams[0].to_json()["loop_period"], 2u);
+    const std::string line = self_loop_line(r.streams[0]);
+    EXPECT_NE(line.find("the guest loops forever: from pc 0x0001000"), std::string::npos) << line;
+    EXPECT_NE(line.find("the same 2 instructions repeat from the same registers"), std::string::npos) << line;
+    EXPECT_NE(line.find("stopped after " + std::to_string(r.steps) + " steps"), std::string::npos) << line;
+    const StreamResult alone = run_reference(g, 0);
+    EXPECT_EQ(alone.end, "self_loop");
+    EXPECT_EQ(alone.loop_period, 2u);
+    EXPECT_EQ(alone.loop_pc, r.streams[0].loop_pc);
+    EXPECT_EQ(alone.steps, r.steps);
+    EXPECT_EQ(alone.digest, r.digest);
+    // With a step limit the run goes on to it.
+    ScriptedBackend limited({script});
+    o.max_steps = 2000;
+    const RunResult l = Engine(limited, {g}, o).run();
+    EXPECT_EQ(l.streams[0].end, "step_limit");
+    EXPECT_EQ(l.steps, 2000u);
+    EXPECT_EQ(l.mismatches, 0u);
+  }
+}
+
 // A guest that prints more than 1 MiB: the run's result keeps the first 1 MiB of the reference's
 // console (a long run never has all of it in memory), and the run is otherwise unchanged.
 TEST(Engine, TheReferenceConsoleKeptIsItsFirstMebibyte) {

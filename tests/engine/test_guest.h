@@ -61,6 +61,21 @@ inline Guest make_spin_guest() {
   return g;
 }
 
+/// A guest that never ends and whose loop is longer than one instruction: a spin-wait on a word
+/// nothing writes, `lui a0, 0x20000; addi t1, zero, 3; 1: lw t0, 0(a0); beq t0, zero, 1b` (the
+/// loop at 0x10008 and 0x1000c; the word at 0x20000 is 0).
+inline Guest make_spin_wait_guest() {
+  using ref::Op;
+  namespace enc = ref::encode;
+  enum : unsigned { zero = 0, t0 = 5, t1 = 6, a0 = 10 };
+  Guest g;
+  g.name = "spinwait";
+  g.image = progen::image_from_code({enc::u(Op::kLui, a0, 0x00020000u), enc::i(Op::kAddi, t1, zero, 3),
+                                     enc::i(Op::kLw, t0, a0, 0), enc::b(Op::kBeq, t0, zero, static_cast<std::uint32_t>(-4))},
+                                    0x10000, {format::Segment{0x20000, 64, format::kPfR | format::kPfW, {}}});
+  return g;
+}
+
 /// The reference trace t_1..t_N of a guest.
 inline std::vector<std::uint32_t> reference_trace(const Guest& g) {
   ref::Machine m;

@@ -180,7 +180,9 @@ std::string trap_build_hint(const format::GuestImage& image, std::uint32_t trap_
 std::string trap_end_line(const Guest& guest, const StreamResult& stream);
 /// The one line for a stream that ended "self_loop" with chip and reference agreeing: "the guest
 /// jumps to itself at pc 0x... (jal zero, 0x...) and can never exit: stopped after N steps, ...",
-/// with how to end a guest or bound the run.
+/// or, for a longer loop (StreamResult::loop_period > 1), "the guest loops forever: from pc 0x...
+/// (...) the same P instructions repeat from the same registers, ...", with how to end a guest or
+/// bound the run.
 std::string self_loop_line(const StreamResult& stream);
 /// How a stream's guest ended, one line: "the guest exited with status 3" (isa.md §5: a0 &
 /// 0xff), "the guest ended in trap 3 EBREAK at pc 0x00010040 (word 0x00100073)" (isa.md §6),

@@ -211,11 +211,16 @@ struct StreamResult {
   std::uint64_t ref_steps = 0;    ///< reference tokens produced
   std::uint64_t mismatches = 0;
   /// "exit", "trap", "step_limit", "diverged", "interrupted", "running", or "self_loop": a run
-  /// without a step limit stopped after the guest's first execution of an instruction that jumps
-  /// to itself, so that it could never end (ref::Machine::jumps_to_itself).
+  /// without a step limit stopped where the guest could never end: after its first execution of
+  /// an instruction that jumps to itself (ref::Machine::jumps_to_itself), or where its state
+  /// repeats a state of loop_period instructions before with no store, ecall or custom-unit
+  /// instruction between (ref::LoopWatch).
   std::string end = "running";
   std::uint32_t exit_status = 0, trap_code = 0;
-  std::uint32_t loop_pc = 0, loop_word = 0;  ///< end "self_loop": the instruction that jumps to itself
+  /// end "self_loop": the instruction that jumps to itself, or the first of the loop's
+  /// instructions not yet executed again (the stream stopped before it).
+  std::uint32_t loop_pc = 0, loop_word = 0;
+  std::uint64_t loop_period = 0;  ///< end "self_loop": instructions in the loop (1: a jump to itself)
   std::string digest;       ///< TraceDigest hex of the reference's tokens
   std::string chip_digest;  ///< TraceDigest hex of the chip's tokens
   std::string console;      ///< what the reference wrote to fd 1: its first 1 MiB (the rest is not kept)
