@@ -832,6 +832,12 @@ void run_bench(const BenchArgs& args, Context& ctx) {
 
   table.print(out);
   for (auto it = j.begin(); it != j.end(); ++it) ctx.summary.set(it.key(), it.value());
+  // --cuda-only asked for the CUDA executor's figures alone: without them nothing asked for was
+  // measured, an unavailable backend (exit 2, docs/ci.md), never a pass.
+  if (args.cuda_only && j["cuda"].contains("skipped")) {
+    throw InputError("--cuda-only: the CUDA executor was not measured (" + j["cuda"]["skipped"].get<std::string>() +
+                     "); the reference's figures above are all this run has");
+  }
 }
 
 }  // namespace

@@ -45,7 +45,8 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
                   "Shared secret a harness must send (--dut-token-file) before it may drive the chip");
   cmd->add_option("--max-streams", args->max_streams, "Streams one session may use (1..65536)")->capture_default_str();
   cmd->add_option("--sessions", args->sessions,
-                  "Exit after N sessions that sent HELLO (default: serve until SIGINT/SIGTERM)")
+                  "Exit after N sessions served (HELLO accepted; a refused HELLO, such as a wrong token, is not "
+                  "counted) (default: serve until SIGINT/SIGTERM)")
       ->check(count_range(1, UINT64_MAX));
   cmd->callback([&ctx, args] {
     if (args->stdio == !args->listen.empty()) throw UsageError("chip-server: give exactly one of --listen ADDRESS and --stdio");
@@ -96,16 +97,29 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
     auto log_session = [&](const dut::SessionStats& st) {
       ++sessions;
       steps += st.steps;
-      spdlog::info("chip-server: session {} ended ({}): {} frames, {} steps, {} errors", sessions, st.ended, st.frames,
-                   st.steps, st.errors);
+      if (st.clean()) {
+        spdlog::info("chip-server: session {} ended ({}): {} frames, {} steps, {} errors", sessions, st.ended,
+                     st.frames, st.steps, st.errors);
+      } else {
+        spdlog::warn("chip-server: session {} ended ({}): {} frames, {} steps, {} errors", sessions, st.ended,
+                     st.frames, st.steps, st.errors);
+      }
     };
     if (args->stdio) {
       auto conn = dut::stdio_connection();
+      dut::SessionStats st;
       try {
-        log_session(dut::serve_session(*conn, make, so));
+        st = dut::serve_session(*conn, make, so);
       } catch (const dut::TransportError& e) {
         throw InputError(std::string("chip-server: ") + e.what());
       }
+      log_session(st);
+      ctx.summary.set("sessions", sessions);
+      ctx.summary.set("steps_served", steps);
+      // The one session is the command's work: one that the harness broke (no HELLO_OK, or input
+      // that is no frame) is bad input, exit 2.
+      if (!st.clean()) throw InputError("chip-server: the session ended: " + st.ended);
+      return;
     } else {
       const std::atomic<bool>* stop = engine::install_stop_handlers();
       std::unique_ptr<dut::Listener> owned;
@@ -119,9 +133,10 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
                 << " executor, listening on " << listener.address().to_string() << "\n"
                 << std::flush;
       // One thread per session: a harness that keeps its session open never blocks the next.
-      // --sessions N counts the sessions that sent HELLO (or failed in transport): a connection
-      // closed unused (a port probe, a health check) is logged but not counted, so it never takes
-      // the place of the harness the server waits for.
+      // --sessions N counts the sessions served (HELLO answered HELLO_OK) or failed in transport: a
+      // connection closed unused (a port probe, a health check) or refused at HELLO (a wrong token,
+      // another protocol version) is logged but not counted, so it never takes the place of the
+      // harness the server waits for.
       std::mutex mu;
       std::condition_variable done;
       std::uint64_t counted = 0, running = 0;
@@ -146,7 +161,7 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
           dut::SessionStats st;
           try {
             st = dut::serve_session(*c, make, so);
-            count = st.hello;
+            count = st.accepted;
           } catch (const std::exception& e) {
             note = e.what();
           }
@@ -156,6 +171,8 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
             ++sessions;
           } else if (count) {
             log_session(st);
+          } else if (st.hello) {
+            spdlog::warn("chip-server: a session was refused at HELLO ({}); not counted as a session", st.ended);
           } else {
             spdlog::info("chip-server: a connection closed without HELLO ({}); not counted as a session", st.ended);
           }

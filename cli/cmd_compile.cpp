@@ -17,7 +17,8 @@ namespace lockstep::cli {
 void add_compile_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("compile", "Compile the scalar chip and write its chip file");
   auto out_path = std::make_shared<std::string>("lockstep.chip");
-  cmd->add_option("--out", *out_path, "Chip file to write (safetensors, docs/spec/chip-format.md)");
+  cmd->add_option("--out", *out_path, "Chip file to write (safetensors, docs/spec/chip-format.md)")
+      ->capture_default_str();
   cmd->callback([&ctx, out_path] {
     const std::string& out = *out_path;
     const auto t0 = std::chrono::steady_clock::now();

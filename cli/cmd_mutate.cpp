@@ -75,7 +75,8 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--ops", a->ops,
                   "Ops of the corpus's and the oracle's fuzz programs, as lockstep fuzz --ops (default: every scalar "
-                  "op; all,vld adds the vector unit's VLD; also vew, vfn)");
+                  "op; all,OP adds a vector op: vmat, vmatr, vq, vexp, vew, vfn, vred, vld; the default corpus "
+                  "has no vector instruction, so add them, or --guests vector_ops, to measure the vector unit)");
   cmd->add_option("--corpus-programs", a->corpus_programs, "Fuzz programs in the corpus")->capture_default_str();
   cmd->add_option("--corpus-steps", a->corpus_steps, "Steps of each directed guest in the corpus")->capture_default_str();
   cmd->add_option("--corpus-pool", a->corpus_pool,

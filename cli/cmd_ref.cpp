@@ -43,6 +43,7 @@
 #include "lockstep/ref/encoding.h"
 #include "lockstep/ref/loop_watch.h"
 #include "lockstep/ref/machine.h"
+#include "lockstep/ref/trap_access.h"
 
 namespace lockstep::cli {
 namespace {
@@ -52,12 +53,19 @@ namespace {
 // the state the trap left (isa.md §6: a trap changes no register, so x[rs1] is still the base).
 struct TrapPlace {
   std::optional<std::uint32_t> word, address;
+  /// A VLD's record (vector/vld.md §1): its bytes end here, exclusive (up to 2^32 + 1027).
+  std::optional<std::uint64_t> record_end;
   std::string text() const {
     char buf[96] = "";
     if (word) std::snprintf(buf, sizeof buf, " (word 0x%08x)", *word);
     std::string t = buf;
     if (address) {
       std::snprintf(buf, sizeof buf, ", address 0x%08x", *address);
+      t += buf;
+    }
+    if (address && record_end) {
+      std::snprintf(buf, sizeof buf, " (the VLD record [0x%08x, 0x%08llx))", *address,
+                    static_cast<unsigned long long>(*record_end));
       t += buf;
     }
     return t;
@@ -71,22 +79,9 @@ TrapPlace trap_place(const ref::Machine& m) {
   } catch (const std::out_of_range&) {
     return p;  // the fetch itself faulted: no word
   }
-  const std::uint32_t code = m.trap_code();
-  if (code < static_cast<std::uint32_t>(ref::Trap::kLoadMisaligned) ||
-      code > static_cast<std::uint32_t>(ref::Trap::kStoreFault)) {
-    return p;
-  }
-  const ref::Decoded d = ref::decode(*p.word);
-  switch (d.op) {
-    case ref::Op::kLb: case ref::Op::kLh: case ref::Op::kLw: case ref::Op::kLbu: case ref::Op::kLhu:
-    case ref::Op::kSb: case ref::Op::kSh: case ref::Op::kSw:
-      p.address = m.reg(d.rs1) + d.imm;
-      break;
-    case ref::Op::kEcall:  // write(fd, buf = a1, len): the buffer is outside RAM
-      p.address = m.reg(11);
-      break;
-    default:  // a vector op: its operands are in vector.md's terms, not one address
-      break;
+  if (const auto access = ref::trap_access(m)) {
+    p.address = access->address;
+    p.record_end = access->end;
   }
   return p;
 }
@@ -98,7 +93,10 @@ struct RefOptions {
   std::string signature;
 };
 
-void write_signature(const ref::Machine& m, const format::GuestImage& image, const std::string& path) {
+// The signature region [begin_signature, end_signature) of `image`; InputError (one line) when the
+// ELF has no such symbols or the region is not a whole number of words inside RAM. Checked before
+// the run, so that a wrong ELF costs no run.
+std::pair<std::uint32_t, std::uint32_t> signature_region(const format::GuestImage& image) {
   const auto b = image.symbols.find("begin_signature"), e = image.symbols.find("end_signature");
   if (b == image.symbols.end() || e == image.symbols.end()) {
     throw InputError("--signature: the ELF has no begin_signature/end_signature symbols");
@@ -106,8 +104,16 @@ void write_signature(const ref::Machine& m, const format::GuestImage& image, con
   if (e->second < b->second || (e->second - b->second) % 4 != 0) {
     throw InputError("--signature: [begin_signature, end_signature) is not a whole number of words");
   }
+  if (e->second > b->second && (b->second < ref::kRamBase || e->second > ref::kRamEnd)) {
+    throw InputError("--signature: the signature region is not inside RAM");
+  }
+  return {b->second, e->second};
+}
+
+void write_signature(const ref::Machine& m, const format::GuestImage& image, const std::string& path) {
+  const auto [begin, end] = signature_region(image);
   std::ostringstream out;
-  for (std::uint32_t a = b->second; a < e->second; a += 4) {
+  for (std::uint32_t a = begin; a < end; a += 4) {
     std::uint32_t w;
     try {
       w = m.read_word(a);
@@ -130,6 +136,7 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
   ref::Machine m;
   try {
     image = format::read_elf_file(opt.program);
+    if (!opt.signature.empty()) (void)signature_region(image);
     m.load(image);
   } catch (const format::FormatError& e) {
     throw InputError(e.what());
@@ -227,6 +234,7 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
     ctx.summary.set("pc", m.pc());
     if (place.word) ctx.summary.set("word", *place.word);
     if (place.address) ctx.summary.set("address", *place.address);
+    if (place.record_end) ctx.summary.set("record_end", *place.record_end);
   }
   // isa.md §6: retired means completed; an instruction the step limit cut is not counted.
   ctx.summary.set("instructions_retired", m.instructions_completed());

@@ -33,7 +33,8 @@ class Session {
       } catch (const Malformed& e) {
         // The frame boundary is lost (§2): answer and end the session.
         send_error(kMalformed, e.what());
-        stats_.ended = "over-long frame";
+        ++stats_.errors;
+        stats_.ended = std::string("malformed input: ") + e.what();  // what the peer was told
         return stats_;
       }
       if (!f) {
@@ -144,6 +145,7 @@ class Session {
                         (caps_.save_restore ? std::uint32_t{kSaveRestore} : 0u);
       ok.name = opt_.name + " (" + backend_->name() + ")";
       ok.identity = backend_->identity();
+      stats_.accepted = true;
       return encode_hello_ok(ok);
     }
     if (!backend_) {

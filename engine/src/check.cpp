@@ -23,6 +23,7 @@
 #include "lockstep/format/shell.h"
 #include "lockstep/format/tokens.h"
 #include "lockstep/ref/machine.h"
+#include "lockstep/ref/trap_access.h"
 #include "lockstep/reports/files.h"
 #include "lockstep/reports/report.h"
 #include "serial.h"
@@ -516,6 +517,15 @@ std::string trap_end_line(const Guest& guest, const StreamResult& stream) {
         where += buf;
       } catch (const std::exception&) {
         // the pc is outside memory: the trap is the fetch's own
+      }
+      if (const auto access = ref::trap_access(m)) {
+        std::snprintf(buf, sizeof buf, ", address 0x%08x", access->address);
+        where += buf;
+        if (access->end) {
+          std::snprintf(buf, sizeof buf, " (the VLD record [0x%08x, 0x%08llx))", access->address,
+                        static_cast<unsigned long long>(*access->end));
+          where += buf;
+        }
       }
     }
   } catch (const std::exception&) {

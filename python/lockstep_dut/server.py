@@ -197,7 +197,7 @@ class Session:
         return handler(payload)
 
     def _hello(self, payload: bytes) -> bytes:
-        self.hello = True  # even one refused or malformed: a harness tried (see serve's sessions)
+        self.hello = True  # even one refused or malformed: a harness tried (logged by serve)
         h = P.decode_hello(payload)
         if self.greeted:
             raise Malformed("a second HELLO in one session")
@@ -553,9 +553,10 @@ def serve(chip: Any, listen: Optional[str] = None, auth: Optional[str] = None,
     first (``protect_stdout``), and the function returns at end of file, after BYE, or when the
     harness closes its side.
     ``listen`` ``unix:PATH`` or ``tcp:HOST:PORT``: accepts connections, one session each, one
-    after another, until ``sessions`` of them sent HELLO (or failed in transport), as
-    ``lockstep chip-server --sessions N`` counts: a connection that closes without HELLO (a port
-    probe, a health check) is logged and not counted. ``sessions`` None: until stopped (Ctrl-C
+    after another, until ``sessions`` of them were served (HELLO accepted) or failed in transport,
+    as ``lockstep chip-server --sessions N`` counts: a connection that closes without HELLO (a
+    port probe, a health check) or whose HELLO is refused (a wrong token, another protocol
+    version) is logged and not counted. ``sessions`` None: until stopped (Ctrl-C
     or SIGTERM between sessions then returns normally; otherwise they raise KeyboardInterrupt).
     The bound address is logged on stderr as ``lockstep_dut: listening on ADDRESS`` (port 0
     picks a free port). A TCP address that is not loopback needs ``allow_remote`` and an
@@ -591,7 +592,7 @@ def serve(chip: Any, listen: Optional[str] = None, auth: Optional[str] = None,
             _log(f"listening on tcp:{host}:{port}")
         else:
             _log(f"listening on unix:{where}")
-        served = 0  # sessions that sent HELLO or failed in transport (as lockstep chip-server)
+        served = 0  # sessions served (HELLO accepted) or failed in transport (as lockstep chip-server)
         while sessions is None or served < sessions:
             try:
                 conn, _ = server.accept()
@@ -610,8 +611,10 @@ def serve(chip: Any, listen: Optional[str] = None, auth: Optional[str] = None,
                     session.ended = f"{type(e).__name__}: {e}"
                 finally:
                     rfile.close()
-            if session.hello or session.failed:
+            if session.greeted or session.failed:
                 served += 1
+            elif session.hello:
+                _log(f"a session was refused at HELLO ({session.ended}); not counted as a session")
             else:
                 _log(f"a connection closed without HELLO ({session.ended}); not counted as a session")
     finally:
@@ -636,8 +639,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-remote", action="store_true",
                         help="allow a TCP address that is not loopback (needs --token-file)")
     parser.add_argument("--sessions", type=_session_count, metavar="N",
-                        help="with --listen: exit after N sessions that sent HELLO (a connection "
-                             "that closes without HELLO, a port probe, is not counted; "
+                        help="with --listen: exit after N sessions served (a connection "
+                             "that closes without HELLO, a port probe, or whose HELLO is refused, "
+                             "a wrong token, is not counted; "
                              "default: serve until stopped)")
 
 

@@ -138,13 +138,22 @@ TEST(LockstepBench, QuickJsonHasEveryFigure) {
 }
 
 // --cuda-only (the device pack's bench): the reference, the chip file and the CUDA executor (or
-// why it was skipped); qemu, the CPU executor, the protocol and the stories are left out.
+// why it was skipped); qemu, the CPU executor, the protocol and the stories are left out. Without
+// a CUDA device nothing asked for was measured: status error, exit 2, one line (before: exact, 0).
 TEST(LockstepBench, CudaOnlyLeavesTheRestOut) {
   if (!have_directed_guest()) GTEST_SKIP() << "no directed guest built in " << LOCKSTEP_BINARY_DIR << "/guests";
   const Result r = run({"bench", "--quick", "--cuda-only", "--steps", "2000", "--cuda-streams", "4", "--json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
-  EXPECT_EQ(j["status"], "exact");
+  ASSERT_TRUE(j["cuda"].is_object()) << r.out;
+  if (j["cuda"].contains("skipped")) {
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(j["status"], "error");
+    EXPECT_NE(r.err.find("lockstep: error: --cuda-only: the CUDA executor was not measured (CUDA executor: "),
+              std::string::npos) << r.err;
+  } else {
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(j["status"], "exact");
+  }
   expect_positive(j, "reference.trace_tokens_per_second");
   expect_positive(j, "chip.d_model");
   EXPECT_EQ(j["qemu"]["skipped"], "--cuda-only") << j["qemu"].dump();

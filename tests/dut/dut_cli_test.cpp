@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -136,6 +137,59 @@ TEST_F(DutCli, ChipServerOnAUnixSocketServesSeveralRuns) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "chip-server ended with " << status;
+}
+
+// A refused login (a wrong token) is not a session served: N of them never end a --sessions N
+// server (before: two wrong tokens ended a --sessions 2 server with exit 0, and the harness with
+// the right token found no socket).
+TEST_F(DutCli, ChipServerDoesNotCountRefusedLogins) {
+  const fs::path dir = fresh_dir("refused-logins");
+  const std::string sock = (dir / "chip.sock").string();
+  std::ofstream(dir / "token") << "s3cret-token-0123456789abcdef\n";
+  std::ofstream(dir / "wrong") << "wrong-token-0123456789abcdefgh\n";
+  fs::permissions(dir / "token", fs::perms::owner_read | fs::perms::owner_write);
+  fs::permissions(dir / "wrong", fs::perms::owner_read | fs::perms::owner_write);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::freopen("/dev/null", "w", stdout);
+    ::freopen((dir / "server.err").c_str(), "w", stderr);
+    ::execl(kExe.c_str(), kExe.c_str(), "chip-server", kChip.c_str(), "--listen", ("unix:" + sock).c_str(),
+            "--token-file", (dir / "token").c_str(), "--sessions", "1", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 600 && !fs::exists(sock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(fs::exists(sock)) << "chip-server did not listen";
+  for (int i = 0; i < 2; ++i) {
+    const Result bad = run_lockstep({"run", crc32_.string(), "--steps", "100", "--dut-connect", "unix:" + sock,
+                                     "--dut-token-file", (dir / "wrong").string()});
+    EXPECT_EQ(bad.exit_code, 2) << bad.err;
+    EXPECT_NE(bad.err.find("authentication failed"), std::string::npos) << bad.err;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int status = 0;
+  EXPECT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "the refused logins ended the server";
+  const Result good = run_lockstep({"run", crc32_.string(), "--steps", "100", "--dut-connect", "unix:" + sock,
+                                    "--dut-token-file", (dir / "token").string()});
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "chip-server ended with " << status;
+  const std::string log = slurp(dir / "server.err");
+  EXPECT_NE(log.find("a session was refused at HELLO (authentication failed); not counted as a session"),
+            std::string::npos) << log;
+}
+
+// `chip-server --stdio` serves one session: a harness that writes no frames broke it, which is
+// bad input (one line, exit 2; before: an info line saying "0 errors" and exit 0).
+TEST_F(DutCli, ChipServerOnStdioFailsOnInputThatIsNoFrame) {
+  const fs::path dir = fresh_dir("stdio-garbage");
+  const std::string cmd = "echo 'hello garbage' | '" + kExe + "' chip-server '" + kChip + "' --stdio >'" +
+                          (dir / "out").string() + "' 2>'" + (dir / "err").string() + "'";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  const std::string err = slurp(dir / "err");
+  EXPECT_NE(err.find("lockstep: error: chip-server: the session ended: malformed input: "), std::string::npos) << err;
+  EXPECT_NE(err.find("1 errors"), std::string::npos) << err;  // the warn line counts the ERROR sent
 }
 
 TEST_F(DutCli, ReplayOfADutCaseStartsTheChipAgain) {

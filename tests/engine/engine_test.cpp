@@ -586,6 +586,21 @@ TEST(Engine, AGuestWhoseStateRepeatsEndsAsASelfLoop) {
   }
 }
 
+// The trap line of run/story names the address of a faulting access, as `lockstep ref` does
+// (docs/guests.md; before: only pc and word).
+TEST(Engine, TheTrapLineNamesTheFaultingAddress) {
+  using ref::Op;
+  namespace enc = ref::encode;
+  Guest g;
+  g.name = "fault";
+  g.image = progen::image_from_code({enc::u(Op::kLui, 5, 0x00110000u), enc::i(Op::kLw, 10, 5, 8)});
+  const StreamResult s = run_reference(g, 0);
+  ASSERT_EQ(s.end, "trap");
+  const std::string line = trap_end_line(g, s);
+  EXPECT_NE(line.find("the guest ended in trap 5 LOAD_FAULT at pc 0x00010004 (word 0x"), std::string::npos) << line;
+  EXPECT_NE(line.find("), address 0x00110008 after "), std::string::npos) << line;
+}
+
 // A guest that prints more than 1 MiB: the run's result keeps the first 1 MiB of the reference's
 // console (a long run never has all of it in memory), and the run is otherwise unchanged.
 TEST(Engine, TheReferenceConsoleKeptIsItsFirstMebibyte) {

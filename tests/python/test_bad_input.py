@@ -206,7 +206,7 @@ class TokenStillChecked(unittest.TestCase):
             with open(token, "wb") as f:
                 f.write(b"s3cret\r\n")
             proc = subprocess.Popen(helpers.toy_command("--listen", "unix:" + os.path.join(d, "s"),
-                                                        "--token-file", token, "--sessions", "2"),
+                                                        "--token-file", token, "--sessions", "1"),
                                     stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
             address = proc.stderr.readline().decode().split("listening on ", 1)[1].strip()
             c = Client.connect(address, timeout=30)

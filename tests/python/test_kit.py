@@ -240,7 +240,9 @@ class Listeners(unittest.TestCase):
             token = os.path.join(d, "token")
             with open(token, "w") as f:
                 f.write("s3cret\n")
-            proc, address = self.serve("--listen", "tcp:127.0.0.1:0", "--token-file", token, "--sessions", "2")
+            # --sessions 1: the refused login does not use up the one session (N wrong logins
+            # never end the server).
+            proc, address = self.serve("--listen", "tcp:127.0.0.1:0", "--token-file", token, "--sessions", "1")
             self.assertTrue(address.startswith("tcp:127.0.0.1:"))
             c = Client.connect(address, timeout=30)
             with self.assertRaises(ChipError) as cm:
@@ -249,6 +251,8 @@ class Listeners(unittest.TestCase):
             with self.assertRaises(ProtocolError):
                 c.read_frame()  # closed after the failed authentication
             c.close()
+            time.sleep(0.3)
+            self.assertIsNone(proc.poll(), "a refused login was counted as a session")
             c = Client.connect(address, timeout=30)
             self.assertEqual(c.hello(auth="s3cret").max_streams, 8)
             c.bye()
@@ -290,17 +294,25 @@ class Listeners(unittest.TestCase):
                         proc.wait()
                     proc.stderr.close()
 
-    def test_a_refused_hello_is_a_session(self):
-        # A HELLO that is refused (a wrong secret) is a harness that tried: it counts.
+    def test_a_refused_hello_is_not_a_session(self):
+        # A HELLO that is refused (a wrong secret) served nothing: it is logged and not counted,
+        # so wrong logins never end a --sessions N server (as lockstep chip-server).
         with tempfile.TemporaryDirectory() as d:
             token = os.path.join(d, "token")
             with open(token, "w") as f:
                 f.write("s3cret\n")
             proc, address = self.serve("--listen", "unix:" + os.path.join(d, "s"), "--token-file", token,
                                        "--sessions", "1")
+            for _ in range(2):
+                c = Client.connect(address, timeout=30)
+                with self.assertRaises(ChipError):
+                    c.hello(auth="wrong")
+                c.close()
+            time.sleep(0.3)
+            self.assertIsNone(proc.poll(), "a refused HELLO was counted as a session")
             c = Client.connect(address, timeout=30)
-            with self.assertRaises(ChipError):
-                c.hello(auth="wrong")
+            c.hello(auth="s3cret")
+            c.bye()
             c.close()
             self.finish(proc)
 

@@ -32,7 +32,16 @@ struct SessionStats {
   /// A HELLO arrived (answered or refused): a harness, not a connection that closed unused
   /// (a port probe), which `chip-server --sessions N` does not count.
   bool hello = false;
-  std::string ended;  ///< why the session ended ("BYE", "end of stream", "authentication failed", ...)
+  /// The HELLO was answered HELLO_OK (authenticated, versions agreed): a session served, which
+  /// `chip-server --sessions N` counts. A refused HELLO (a wrong token, another protocol
+  /// version) is not.
+  bool accepted = false;
+  /// Why the session ended: "BYE", "end of stream", "authentication failed", or "malformed
+  /// input: ..." with the message the peer was sent (an over-long frame, text where a frame
+  /// belongs).
+  std::string ended;
+  /// The session ended cleanly: BYE, or end of stream after a HELLO_OK.
+  bool clean() const { return ended == "BYE" || (accepted && ended == "end of stream"); }
 };
 
 /// Serves one session on `conn` until BYE, end of stream, an over-long frame or a failed
