@@ -846,7 +846,7 @@ void add_bench_command(CLI::App& app, Context& ctx) {
   auto args = std::make_shared<BenchArgs>();
   auto* cmd = app.add_subcommand(
       "bench", "Measure the reference (beside qemu-riscv32), the chip's CPU executor and the story guests in one run");
-  cmd->add_flag("--quick", args->quick, "Shorter measurements: the whole run in about 20 s on the built-in executors (with --dut, longer by the chip under test's speed)");
+  cmd->add_flag("--quick", args->quick, "Shorter measurements: the whole run in about half a minute on two cores (with --dut, longer by the chip under test's speed)");
   cmd->add_flag("--cuda-only", args->cuda_only,
                 "Measure the CUDA executor alone (with the reference it is checked against): no qemu, "
                 "CPU executor, protocol or story figures");
