@@ -52,23 +52,12 @@ namespace {
 // The trap's instruction word and, for a load/store fault or misaligned access, its address, from
 // the state the trap left (isa.md §6: a trap changes no register, so x[rs1] is still the base).
 struct TrapPlace {
-  std::optional<std::uint32_t> word, address;
-  /// A VLD's record (vector/vld.md §1): its bytes end here, exclusive (up to 2^32 + 1027).
-  std::optional<std::uint64_t> record_end;
+  std::optional<std::uint32_t> word;
+  std::optional<ref::TrapAccess> access;
   std::string text() const {
-    char buf[96] = "";
+    char buf[32] = "";
     if (word) std::snprintf(buf, sizeof buf, " (word 0x%08x)", *word);
-    std::string t = buf;
-    if (address) {
-      std::snprintf(buf, sizeof buf, ", address 0x%08x", *address);
-      t += buf;
-    }
-    if (address && record_end) {
-      std::snprintf(buf, sizeof buf, " (the VLD record [0x%08x, 0x%08llx))", *address,
-                    static_cast<unsigned long long>(*record_end));
-      t += buf;
-    }
-    return t;
+    return buf + (access ? ref::describe(*access) : std::string());
   }
 };
 
@@ -79,10 +68,7 @@ TrapPlace trap_place(const ref::Machine& m) {
   } catch (const std::out_of_range&) {
     return p;  // the fetch itself faulted: no word
   }
-  if (const auto access = ref::trap_access(m)) {
-    p.address = access->address;
-    p.record_end = access->end;
-  }
+  p.access = ref::trap_access(m);
   return p;
 }
 
@@ -192,20 +178,19 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
       if (unlimited && ++slices == next_window) {
         next_window *= 2;
         ref::LoopWatch watch;
-        if (m.instructions_completed() != m.instructions_retired()) {  // the slice cut an instruction
+        auto step = [&] {
           const auto t = m.step();
           if (trace) trace->append(t);
           left -= t.size();
-        }
-        for (std::uint64_t i = 0; i < kWindow && m.status() == ref::Status::kRunning && !self_loop; ++i) {
+        };
+        if (m.instructions_completed() != m.instructions_retired()) step();  // the slice cut an instruction
+        for (std::uint64_t i = 0; i < kWindow && m.status() == ref::Status::kRunning; ++i) {
           if (watch.repeats(m)) {
             self_loop = true;
             loop_period = watch.period();
             break;
           }
-          const auto t = m.step();
-          if (trace) trace->append(t);
-          left -= t.size();
+          step();
         }
         if (m.status() == ref::Status::kExited) r.stop = ref::Stop::kExit;
         if (m.status() == ref::Status::kTrapped) r.stop = ref::Stop::kTrap;
@@ -233,8 +218,8 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
     ctx.summary.set("trap_name", std::string(format::trap_name(m.trap_code())));
     ctx.summary.set("pc", m.pc());
     if (place.word) ctx.summary.set("word", *place.word);
-    if (place.address) ctx.summary.set("address", *place.address);
-    if (place.record_end) ctx.summary.set("record_end", *place.record_end);
+    if (place.access) ctx.summary.set("address", place.access->address);
+    if (place.access && place.access->end) ctx.summary.set("record_end", *place.access->end);
   }
   // isa.md §6: retired means completed; an instruction the step limit cut is not counted.
   ctx.summary.set("instructions_retired", m.instructions_completed());
@@ -274,13 +259,7 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
     line += "trap " + std::to_string(m.trap_code()) + " " + std::string(format::trap_name(m.trap_code())) + " at pc " + pc +
             place.text() + engine::trap_build_hint(image, m.trap_code());
   } else if (self_loop) {
-    char pc[16];
-    std::snprintf(pc, sizeof pc, "0x%08x", m.pc());
-    const std::string where = ref::disassemble(m.read_word(m.pc()), m.pc());
-    line += loop_period <= 1 ? std::string("jumps to itself at pc ") + pc + " (" + where + ")"
-                             : std::string("loops forever: from pc ") + pc + " (" + where + ") the same " +
-                                   std::to_string(loop_period) + " instructions repeat from the same registers,";
-    line += " and can never exit: stopped";
+    line += ref::describe_loop(m.pc(), m.read_word(m.pc()), loop_period) + " and can never exit: stopped";
   } else if (interrupted) {
     line += "interrupted";
   } else {

@@ -22,6 +22,7 @@
 #include "lockstep/format/error.h"
 #include "lockstep/format/shell.h"
 #include "lockstep/format/tokens.h"
+#include "lockstep/ref/loop_watch.h"
 #include "lockstep/ref/machine.h"
 #include "lockstep/ref/trap_access.h"
 #include "lockstep/reports/files.h"
@@ -480,16 +481,7 @@ json summary_json(const std::string& command, const RunResult& r, const std::str
 }
 
 std::string self_loop_line(const StreamResult& stream) {
-  char pc[16];
-  std::snprintf(pc, sizeof pc, "0x%08x", stream.loop_pc);
-  const std::string where = ref::disassemble(stream.loop_word, stream.loop_pc);
-  const std::string what =
-      stream.loop_period <= 1
-          ? std::string("the guest jumps to itself at pc ") + pc + " (" + where + ")"
-          : std::string("the guest loops forever: from pc ") + pc + " (" + where + ") the same " +
-                std::to_string(stream.loop_period) +
-                " instructions repeat from the same registers, with no store, ecall or custom-unit instruction among "
-                "them,";
+  const std::string what = "the guest " + ref::describe_loop(stream.loop_pc, stream.loop_word, stream.loop_period);
   return what + " and can never exit: stopped after " + std::to_string(stream.steps) +
          " steps, the chip agreeing with the reference on every step; end the guest with the exit ecall (isa.md "
          "§5, guests/runtime), or pass --steps N to compare N steps of it";
@@ -518,15 +510,7 @@ std::string trap_end_line(const Guest& guest, const StreamResult& stream) {
       } catch (const std::exception&) {
         // the pc is outside memory: the trap is the fetch's own
       }
-      if (const auto access = ref::trap_access(m)) {
-        std::snprintf(buf, sizeof buf, ", address 0x%08x", access->address);
-        where += buf;
-        if (access->end) {
-          std::snprintf(buf, sizeof buf, " (the VLD record [0x%08x, 0x%08llx))", access->address,
-                        static_cast<unsigned long long>(*access->end));
-          where += buf;
-        }
-      }
+      if (const auto access = ref::trap_access(m)) where += ref::describe(*access);
     }
   } catch (const std::exception&) {
     // the image loaded for the run; a second load cannot fail, but the line must not

@@ -487,9 +487,8 @@ struct Lane {
   // comparing them forever.
   bool end_at_self_loop = false;
   ref::LoopWatch watch;
-  // The reference reached, at loop_pc, a state it had been in loop_period instructions before
-  // (LoopWatch): nothing more is executed.
-  bool looping = false;
+  // Non-zero once the reference reached, at loop_pc, a state it had been in loop_period
+  // instructions before (LoopWatch): nothing more is executed.
   std::uint32_t loop_pc = 0;
   std::uint64_t loop_period = 0;
   TraceDigest ref_digest, chip_digest;
@@ -521,9 +520,8 @@ bool at_self_loop(const Lane& L) {
 // Lane::end_at_self_loop, once it has executed a jump to itself).
 std::optional<Pending> execute(Lane& L) {
   if (!L.ref.active()) return std::nullopt;
-  if (L.end_at_self_loop && (L.looping || at_self_loop(L))) return std::nullopt;
+  if (L.end_at_self_loop && (L.loop_period > 0 || at_self_loop(L))) return std::nullopt;
   if (L.end_at_self_loop && L.ref.status() == ref::Status::kRunning && L.watch.repeats(L.ref)) {
-    L.looping = true;
     L.loop_pc = L.ref.pc();
     L.loop_period = L.watch.period();
     return std::nullopt;
@@ -732,7 +730,7 @@ std::string ref_end(const ref::Machine& m) {
 
 // How a lane's reference ended once it has no more tokens: ref_end, or "self_loop".
 std::string lane_end(const Lane& L) {
-  if (L.end_at_self_loop && L.ref.status() == ref::Status::kRunning && (L.looping || at_self_loop(L))) return "self_loop";
+  if (L.end_at_self_loop && L.ref.status() == ref::Status::kRunning && (L.loop_period > 0 || at_self_loop(L))) return "self_loop";
   return ref_end(L.ref);
 }
 
@@ -1853,7 +1851,7 @@ struct Engine::Impl {
     r.ref_steps = L.ref_steps;
     r.mismatches = L.mismatches;
     r.end = L.end;
-    if (r.end == "self_loop" && L.looping) {
+    if (r.end == "self_loop" && L.loop_period > 0) {
       r.loop_pc = L.loop_pc;
       r.loop_word = L.ref.read_word(L.loop_pc);
       r.loop_period = L.loop_period;
@@ -2050,13 +2048,15 @@ StreamResult run_reference(const Guest& guest, std::uint64_t max_steps,
     const std::uint32_t pc = m.pc();
     // Without a step limit, a jump to itself executed once, or a state that repeats, ends the
     // run (as Engine's lanes do).
-    if (max_steps == 0 && m.status() == ref::Status::kRunning &&
-        ((last_pc == pc && m.jumps_to_itself()) || watch.repeats(m))) {
-      r.end = "self_loop";
-      r.loop_pc = pc;
-      r.loop_word = m.read_word(pc);
-      r.loop_period = last_pc == pc && m.jumps_to_itself() ? 1 : watch.period();
-      break;
+    if (max_steps == 0 && m.status() == ref::Status::kRunning) {
+      const bool jumps_to_itself = last_pc == pc && m.jumps_to_itself();
+      if (jumps_to_itself || watch.repeats(m)) {
+        r.end = "self_loop";
+        r.loop_pc = pc;
+        r.loop_word = m.read_word(pc);
+        r.loop_period = jumps_to_itself ? 1 : watch.period();
+        break;
+      }
     }
     last_pc = pc;
     std::uint8_t c = 255;

@@ -1,5 +1,7 @@
 #include "lockstep/ref/loop_watch.h"
 
+#include <cstdio>
+
 #include "lockstep/ref/encoding.h"
 
 namespace lockstep::ref {
@@ -68,6 +70,15 @@ bool LoopWatch::repeats(const Machine& m) {
   }
   ++lambda_;
   return false;
+}
+
+std::string describe_loop(std::uint32_t pc, std::uint32_t word, std::uint64_t period) {
+  char at[16];
+  std::snprintf(at, sizeof at, "0x%08x", pc);
+  const std::string insn = disassemble(word, pc);
+  if (period <= 1) return std::string("jumps to itself at pc ") + at + " (" + insn + ")";
+  return std::string("loops forever: from pc ") + at + " (" + insn + ") the same " + std::to_string(period) +
+         " instructions repeat from the same registers, with no store, ecall or custom-unit instruction among them,";
 }
 
 }  // namespace lockstep::ref

@@ -1,5 +1,6 @@
 #include "lockstep/ref/trap_access.h"
 
+#include <cstdio>
 #include <stdexcept>
 
 #include "lockstep/ref/encoding.h"
@@ -30,6 +31,18 @@ std::optional<TrapAccess> trap_access(const Machine& m) {
     default:  // another vector op: its operands are vector memories (vector.md §2), not RAM
       return std::nullopt;
   }
+}
+
+std::string describe(const TrapAccess& access) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, ", address 0x%08x", access.address);
+  std::string t = buf;
+  if (access.end) {
+    std::snprintf(buf, sizeof buf, " (the VLD record [0x%08x, 0x%08llx))", access.address,
+                  static_cast<unsigned long long>(*access.end));
+    t += buf;
+  }
+  return t;
 }
 
 }  // namespace lockstep::ref

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "lockstep/ref/machine.h"
 
@@ -45,5 +46,12 @@ class LoopWatch {
   std::array<std::uint32_t, 32> saved_x_{};
   std::uint64_t power_ = 1, lambda_ = 0, period_ = 0;
 };
+
+/// A loop that can never end, as the one-line reports say it after "the guest ": "jumps to itself
+/// at pc 0x00010008 (jal zero, 0x10008)" (`period` 1, Machine::jumps_to_itself), or "loops
+/// forever: from pc 0x0001000c (...) the same P instructions repeat from the same registers,
+/// with no store, ecall or custom-unit instruction among them," (LoopWatch). `word` is the
+/// instruction at `pc`.
+std::string describe_loop(std::uint32_t pc, std::uint32_t word, std::uint64_t period);
 
 }  // namespace lockstep::ref

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "lockstep/ref/machine.h"
 
@@ -22,5 +23,9 @@ struct TrapAccess {
 /// `n = X(rs2) >> 16` (vector/vld.md §1). nullopt for any other trap, a machine that has not
 /// trapped, or a pc outside RAM (the fetch's own fault).
 std::optional<TrapAccess> trap_access(const Machine& m);
+
+/// The access as trap lines print it: ", address 0x0011fff8", and for a VLD
+/// ", address 0x0011fff8 (the VLD record [0x0011fff8, 0x00110001))".
+std::string describe(const TrapAccess& access);
 
 }  // namespace lockstep::ref
