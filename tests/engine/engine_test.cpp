@@ -494,15 +494,9 @@ TEST(Engine, AGuestThatJumpsToItselfEndsAsASelfLoop) {
   const std::uint32_t jal_zero_0 = ref::encode::j(ref::Op::kJal, 0, 0);
   // The chip's script: the two addi, then the jump 3,000 times (the reference's own tokens; more
   // than a divergence's replay window).
-  ref::Machine m;
-  m.load(g.image);
-  std::vector<std::uint32_t> script;
-  std::size_t to_loop = 0;  // steps up to and including the jump's first execution
-  for (int k = 0; k < 3002; ++k) {
-    const auto t = m.step();
-    script.insert(script.end(), t.begin(), t.end());
-    if (k == 2) to_loop = script.size();
-  }
+  std::vector<std::size_t> ends;
+  const std::vector<std::uint32_t> script = testing::reference_script(g, 3002, &ends);
+  const std::size_t to_loop = ends[2];  // steps up to and including the jump's first execution
   for (Mode mode : {Mode::kForced, Mode::kFree}) {
     SCOPED_TRACE(to_string(mode));
     ScriptedBackend be({script});
@@ -545,13 +539,7 @@ TEST(Engine, AGuestThatJumpsToItselfEndsAsASelfLoop) {
 // pc where the state repeated, at the same step as the reference alone (before: a hang).
 TEST(Engine, AGuestWhoseStateRepeatsEndsAsASelfLoop) {
   const Guest g = testing::make_spin_wait_guest();
-  ref::Machine m;
-  m.load(g.image);
-  std::vector<std::uint32_t> script;
-  for (int k = 0; k < 3000; ++k) {
-    const auto t = m.step();
-    script.insert(script.end(), t.begin(), t.end());
-  }
+  const std::vector<std::uint32_t> script = testing::reference_script(g, 3000);
   for (Mode mode : {Mode::kForced, Mode::kFree}) {
     SCOPED_TRACE(to_string(mode));
     ScriptedBackend be({script});

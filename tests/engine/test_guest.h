@@ -85,6 +85,22 @@ inline std::vector<std::uint32_t> reference_trace(const Guest& g) {
   return out;
 }
 
+/// The tokens of a guest's first `instructions` instructions on the reference, run on even past
+/// the point where a run would stop (a guest that loops forever yields them all): a chip's script.
+/// `ends`, when given, receives the token count after each instruction (size `instructions`).
+inline std::vector<std::uint32_t> reference_script(const Guest& g, std::size_t instructions,
+                                                   std::vector<std::size_t>* ends = nullptr) {
+  ref::Machine m;
+  m.load(g.image);
+  std::vector<std::uint32_t> script;
+  for (std::size_t k = 0; k < instructions; ++k) {
+    const auto t = m.step();
+    script.insert(script.end(), t.begin(), t.end());
+    if (ends) ends->push_back(script.size());
+  }
+  return script;
+}
+
 /// pc of the instruction that emits each token (index = step - 1).
 inline std::vector<std::uint32_t> reference_pcs(const Guest& g) {
   ref::Machine m;
