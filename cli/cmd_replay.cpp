@@ -7,8 +7,12 @@
 #include "cli/dut_options.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/format/shell.h"
+#include "lockstep/reports/files.h"
+#include "lockstep/reports/report.h"
 
 namespace lockstep::cli {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -55,6 +59,25 @@ void print_replay_verdict(Context& ctx, const nlohmann::json& expect, const engi
   ctx.out() << (same ? "the case reproduces" : "the case does NOT reproduce") << ": recorded " << recorded << "\n";
 }
 
+// A replay's --report folder must not be another command's run folder: claiming it would replace
+// that run's summary, case and checkpoints (its result, and the resume it allows). A folder whose
+// summary.json names another command (run, story, fuzz...) is refused with one line; a new folder,
+// or an earlier replay's, is used. Throws InputError.
+void refuse_a_run_folder(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  std::string command;
+  try {
+    command = nlohmann::json::parse(reports::read_file_text(dir / reports::kSummaryFile)).value("command", "");
+  } catch (const std::exception&) {
+    // no summary, or one that is not JSON: nothing there is a run's result
+  }
+  if (command.empty() || command == "replay") return;
+  throw InputError("--report " + dir.string() + ": that is the run folder of a lockstep " + command + " (its report" +
+                   (fs::exists(dir / "checkpoints", ec) ? " and checkpoints" : "") +
+                   "), which the replay would replace: give the replay a folder of its own");
+}
+
 }  // namespace
 
 void add_replay_command(CLI::App& app, Context& ctx) {
@@ -72,6 +95,7 @@ void add_replay_command(CLI::App& app, Context& ctx) {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
     ctx.stop = stop;
     const bool dut = check_dut_options(cmd, args->dut, "", args->backend);
+    if (!args->report.empty()) refuse_a_run_folder(args->report);
     engine::CheckRequest req;
     req.command = "replay";
     engine::CheckOutcome out;

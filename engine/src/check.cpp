@@ -598,6 +598,7 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
     fs::create_directories(dir);
     fs::remove_all(dir / "checkpoints");
     fs::remove_all(dir / "plots");
+    fs::remove(dir / "case.json");  // an earlier run's case is never this run's (it writes its own)
     reports::write_report(dir, {{"command", command},
                                 {"status", "error"},
                                 {"error", "the run did not finish: it is still running, or it ended (killed, or "

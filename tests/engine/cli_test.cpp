@@ -559,6 +559,7 @@ TEST(RunFolder, AFailedRunNeverLeavesAnEarlierPassInItsFolder) {
     EXPECT_EQ(s["status"], "error") << s.dump();
     EXPECT_NE(slurp(dir / "junit.xml").find("<error"), std::string::npos);
     EXPECT_FALSE(fs::exists(dir / "checkpoints")) << "an earlier run's checkpoints are not this run's";
+    EXPECT_FALSE(fs::exists(dir / "case.json")) << "nor is its case (replay would run the earlier run's)";
     EXPECT_EQ(run({"report", dir.string()}).rc, 2);
   }
   // The chip's own error is what the folder says.
@@ -1126,6 +1127,32 @@ TEST(ReplayCommand, AnInterruptedReplayIsNotConclusive) {
 // another count or digest does NOT reproduce), and for a run that was interrupted, only that its
 // compared prefix has no divergence (before: an interrupted run's case never reproduced, since
 // its digest is the prefix's).
+// replay --report never takes another command's run folder (its own case's, above all): that
+// would replace the run's result and delete the checkpoints it could resume from. A new folder,
+// or an earlier replay's, is fine.
+TEST(ReplayCommand, NeverReplacesARunsFolder) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path dir = temp_dir("replay-into-run");
+  const std::string elf = loop_elf(3).string();
+  ASSERT_EQ(run({"run", elf, "--report", dir.string(), "--checkpoint-every", "50"}).rc, 0);
+  const std::string summary = slurp(dir / "summary.json"), the_case = slurp(dir / "case.json");
+  const std::size_t checkpoints = list_checkpoints(dir / "checkpoints").size();
+  ASSERT_GT(checkpoints, 0u);
+  expect_one_error_line(run({"replay", dir.string(), "--report", dir.string()}),
+                        "--report " + dir.string() +
+                            ": that is the run folder of a lockstep run (its report and checkpoints), which the "
+                            "replay would replace: give the replay a folder of its own");
+  EXPECT_EQ(slurp(dir / "summary.json"), summary);
+  EXPECT_EQ(slurp(dir / "case.json"), the_case);
+  EXPECT_EQ(list_checkpoints(dir / "checkpoints").size(), checkpoints);
+  const fs::path mine = temp_dir("replay-into-run-own");
+  for (int k = 0; k < 2; ++k) {  // a new folder, then the same folder again (an earlier replay's)
+    const Proc p = run({"replay", dir.string(), "--report", mine.string()});
+    EXPECT_EQ(p.rc, 0) << p.err;
+    EXPECT_EQ(json::parse(slurp(mine / "summary.json"))["command"], "replay");
+  }
+}
+
 TEST(ReplayCommand, ComparesTheRecordedStepsDigestAndInterruption) {
   if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
   const fs::path elf = loop_elf(5);

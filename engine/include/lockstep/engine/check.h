@@ -200,12 +200,12 @@ inline constexpr const char* kRunFolderLock = ".lockstep.lock";
 void lock_run_folder(const std::filesystem::path& dir);
 
 /// Makes `dir` the run folder of a new run of `command` (not a resume): locks it
-/// (lock_run_folder), removes what
-/// an earlier run left there that could be read as this run's (its checkpoints/ and plots/), and
+/// (lock_run_folder), removes what an earlier run left there that could be read as this run's
+/// (its checkpoints/, plots/ and case.json: the run writes its own case once it starts), and
 /// writes a summary.json, junit.xml and report.html of status "error" saying the run did not
 /// finish, which the run's own report replaces. So a run that fails before its report, or is
-/// killed, never leaves an earlier run's pass in the folder (docs/ci.md). case.json is left for
-/// the run to replace. Throws CheckError (one line) when the folder cannot be written.
+/// killed, never leaves an earlier run's pass or case in the folder (docs/ci.md). Throws
+/// CheckError (one line) when the folder cannot be written.
 void claim_run_folder(const std::filesystem::path& dir, const std::string& command);
 
 /// What a check produced.
