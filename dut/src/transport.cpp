@@ -54,14 +54,21 @@ void ignore_sigpipe() {
 
 bool Address::local() const {
   if (kind == Kind::kUnix) return true;
-  if (host == "localhost" || host == "::1") return true;
+  if (host == "localhost") return true;
   in_addr a{};
   if (inet_pton(AF_INET, host.c_str(), &a) == 1) return (ntohl(a.s_addr) >> 24) == 127;
+  in6_addr a6{};
+  if (inet_pton(AF_INET6, host.c_str(), &a6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&a6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;  // ::ffff:127.x.y.z
+  }
   return false;
 }
 
 std::string Address::to_string() const {
-  return kind == Kind::kUnix ? "unix:" + path : "tcp:" + host + ":" + std::to_string(port);
+  if (kind == Kind::kUnix) return "unix:" + path;
+  const bool v6 = host.find(':') != std::string::npos;
+  return "tcp:" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 Address parse_address(const std::string& text) {
@@ -84,6 +91,16 @@ Address parse_address(const std::string& text) {
       throw std::invalid_argument("address '" + text + "': expected tcp:HOST:PORT");
     }
     a.host = rest.substr(0, colon);
+    // An IPv6 address is written in brackets (RFC 3986 section 3.2.2): tcp:[::1]:7000.
+    if (a.host.front() == '[' || a.host.back() == ']') {
+      in6_addr addr{};
+      const bool closed = a.host.size() >= 2 && a.host.front() == '[' && a.host.back() == ']';
+      if (closed) a.host = a.host.substr(1, a.host.size() - 2);
+      if (!closed || inet_pton(AF_INET6, a.host.c_str(), &addr) != 1)
+        throw std::invalid_argument("address '" + text + "': '" + rest.substr(0, colon) + "' is not an IPv6 address in brackets");
+    } else if (a.host.find(':') != std::string::npos) {
+      throw std::invalid_argument("address '" + text + "': write an IPv6 address in brackets, as tcp:[::1]:PORT");
+    } else
     // A host of digits and dots is an IPv4 address and must be a valid one (999.1.1.1 is not a
     // name to look up); anything else is a host name.
     if (a.host.find_first_not_of("0123456789.") == std::string::npos) {
@@ -399,7 +416,7 @@ int open_socket(const Address& a, bool listen, std::chrono::milliseconds timeout
     return fd;
   }
   addrinfo hints{};
-  hints.ai_family = AF_INET;
+  hints.ai_family = AF_UNSPEC;  // a name or an IPv4 or IPv6 address
   hints.ai_socktype = SOCK_STREAM;
   if (listen) hints.ai_flags = AI_PASSIVE;
   addrinfo* res = nullptr;
@@ -425,9 +442,11 @@ int open_socket(const Address& a, bool listen, std::chrono::milliseconds timeout
     }
     if (bound) {
       *bound = a;
-      sockaddr_in sin{};
-      socklen_t len = sizeof sin;
-      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len) == 0) bound->port = ntohs(sin.sin_port);
+      sockaddr_storage ss{};
+      socklen_t len = sizeof ss;
+      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0)
+        bound->port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_port
+                                                     : reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);
     }
     freeaddrinfo(res);
     return fd;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 #include "fake_chip.h"
@@ -277,6 +278,42 @@ TEST(DutTransport, Addresses) {
     }
   }
   EXPECT_EQ(parse_address("tcp:chip-host:7000").host, "chip-host");
+  // IPv6 in brackets (before: "[::1]" was looked up as a host name, and called remote).
+  const Address v6 = parse_address("tcp:[::1]:7000");
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.port, 7000);
+  EXPECT_TRUE(v6.local());
+  EXPECT_EQ(v6.to_string(), "tcp:[::1]:7000");
+  EXPECT_TRUE(parse_address("tcp:[::ffff:127.0.0.1]:7000").local());
+  EXPECT_FALSE(parse_address("tcp:[::]:7000").local());
+  EXPECT_FALSE(parse_address("tcp:[fe80::1]:7000").local());
+  for (const char* bad : {"tcp:::1:7000", "tcp:[::1:7000", "tcp:[nope]:7000", "tcp:[]:7000"}) {
+    EXPECT_THROW(parse_address(bad), std::invalid_argument) << bad;
+  }
+}
+
+// A session over IPv6 loopback, when the machine has it: the listener's port and the connection.
+TEST(DutTransport, IPv6Loopback) {
+  std::optional<Listener> l;
+  try {
+    l.emplace(parse_address("tcp:[::1]:0"));
+  } catch (const TransportError& e) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << e.what();
+  }
+  ASSERT_NE(l->address().port, 0);
+  EXPECT_EQ(l->address().to_string().rfind("tcp:[::1]:", 0), 0u);
+  std::unique_ptr<Connection> server;
+  std::thread t([&] { server = l->accept(); });
+  const std::unique_ptr<Connection> client = connect_chip(l->address(), std::chrono::seconds(5));
+  t.join();
+  ASSERT_TRUE(server);
+  const auto deadline = Connection::Clock::now() + std::chrono::seconds(5);
+  const std::vector<std::uint8_t> payload = {1, 2, 3};
+  client->write_frame(7, payload, deadline);
+  const std::optional<Frame> f = server->read_frame(deadline);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->type, 7u);
+  EXPECT_EQ(f->payload, payload);
 }
 
 // ------------------------------------------------------------------------------------ sessions

@@ -57,13 +57,15 @@ class StrayText : public Malformed {
 struct Address {
   enum class Kind { kUnix, kTcp } kind = Kind::kUnix;
   std::string path;      ///< kUnix: the socket's path (at most 107 bytes)
-  std::string host;      ///< kTcp: a numeric IPv4 address or a name
+  std::string host;      ///< kTcp: a numeric IPv4 or IPv6 address (without brackets) or a name
   std::uint16_t port = 0;
-  /// True for a Unix socket or a loopback TCP host (127.0.0.0/8, "localhost").
+  /// True for a Unix socket or a loopback TCP host (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104,
+  /// "localhost").
   bool local() const;
   std::string to_string() const;
 };
-/// Parses "unix:PATH" or "tcp:HOST:PORT"; throws std::invalid_argument (one line) otherwise.
+/// Parses "unix:PATH" or "tcp:HOST:PORT" (an IPv6 HOST in brackets: "tcp:[::1]:7000"); throws
+/// std::invalid_argument (one line) otherwise.
 Address parse_address(const std::string& text);
 
 /// One frame stream. Not thread-safe.
