@@ -158,6 +158,8 @@ std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path) {
     throw ModelError(path.string() + ": cannot open file (no such file)");
   if (st.type() == std::filesystem::file_type::directory)
     throw ModelError(path.string() + ": is a directory, not a file");
+  if (st.type() == std::filesystem::file_type::fifo)  // opening one would wait for a writer
+    throw ModelError(path.string() + ": is a named pipe (FIFO), not a regular file");
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ModelError(path.string() + ": cannot open file" + reason(errno));

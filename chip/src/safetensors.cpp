@@ -242,6 +242,8 @@ std::vector<std::uint8_t> serialize_safetensors(const SafeTensors& st) {
 std::vector<std::uint8_t> read_safetensors_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw FormatError("'" + path + "' is a directory, not a chip file");
+  if (std::filesystem::is_fifo(path, ec))  // opening one would wait for a writer, forever
+    throw FormatError("'" + path + "' is a named pipe (FIFO), not a chip file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw FormatError("cannot open '" + path + "' for reading");
   f.seekg(0, std::ios::end);
@@ -263,6 +265,7 @@ std::vector<std::uint8_t> read_safetensors_file(const std::string& path) {
 std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw FormatError("'" + path + "' is a directory, not a file");
+  if (std::filesystem::is_fifo(path, ec)) throw FormatError("'" + path + "' is a named pipe (FIFO), not a regular file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw FormatError("cannot open '" + path + "' for reading");
   std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

@@ -22,6 +22,8 @@ std::string read_token_file(const std::filesystem::path& p) {
   std::error_code ec;
   if (std::filesystem::is_directory(p, ec))
     throw DutError("chip under test: --dut-token-file " + p.string() + ": it is a directory, not a file");
+  if (std::filesystem::is_fifo(p, ec))  // opening one would wait for a writer, forever
+    throw DutError("chip under test: --dut-token-file " + p.string() + ": it is a named pipe (FIFO), not a regular file");
   std::ifstream in(p, std::ios::binary);
   if (!in) throw DutError("chip under test: --dut-token-file " + p.string() + ": cannot read it");
   std::ostringstream ss;

@@ -154,6 +154,7 @@ VocabMap VocabMap::parse(const std::string& text, std::uint32_t chip_vocab, cons
 std::string VocabMap::read(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw VocabError(path.string() + ": is a directory, not a vocabulary map");
+  if (std::filesystem::is_fifo(path, ec)) throw VocabError(path.string() + ": is a named pipe (FIFO), not a vocabulary map");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw VocabError(path.string() + ": cannot read the vocabulary map");
   std::ostringstream ss;

@@ -1,5 +1,8 @@
 #include "lockstep/format/file.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -16,9 +19,21 @@ std::vector<std::uint8_t> read_input_file(const std::filesystem::path& path, con
   };
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw fail("it is a directory, not a file");
+  // Opened without blocking: open() of a named pipe with no writer would wait for one forever
+  // (and a stop signal only sets a flag). Then reads block as usual, so a pipe with a writer
+  // (`<(cat guest.elf)`) is read to its end, and one without gives 0 bytes at once.
+  const bool fifo = std::filesystem::is_fifo(path, ec);
   errno = 0;
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw fail(errno == ENOENT ? std::string("no such file") : std::strerror(errno ? errno : EIO));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw fail(errno == ENOENT ? std::string("no such file") : std::strerror(errno ? errno : EIO));
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(::fdopen(fd, "rb"), &std::fclose);
+  if (!f) {
+    const int e = errno;
+    ::close(fd);
+    throw fail(std::strerror(e ? e : EIO));
+  }
   std::vector<std::uint8_t> bytes;
   std::uint8_t buf[1 << 16];
   for (;;) {
@@ -28,6 +43,7 @@ std::vector<std::uint8_t> read_input_file(const std::filesystem::path& path, con
     if (n < sizeof buf) break;
   }
   if (std::ferror(f.get())) throw fail(std::strerror(errno ? errno : EIO));
+  if (fifo && bytes.empty()) throw fail("it is a named pipe (FIFO) and nothing wrote to it");
   return bytes;
 }
 

@@ -657,6 +657,7 @@ ReportFiles render_report(const fs::path& dir) {
   if (!fs::is_directory(dir, ec)) throw std::runtime_error("report: " + dir.string() + " is not a folder (give a run's report folder)");
   if (!fs::exists(file, ec)) throw std::runtime_error("report: no " + file.string() + " (not a report folder, or its run never finished writing one)");
   if (fs::is_directory(file, ec)) throw std::runtime_error("report: " + file.string() + " is a directory, not a file");
+  if (fs::is_fifo(file, ec)) throw std::runtime_error("report: " + file.string() + " is a named pipe (FIFO), not a file");
   std::string text;
   {
     std::ifstream in(file, std::ios::binary);

@@ -3,6 +3,7 @@
 // directed guests through the built chip (when it exists).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fcntl.h>
@@ -910,6 +911,29 @@ TEST(FileErrors, NameTheFileAndTheReason) {
     EXPECT_EQ(p.err.find("basic_filebuf"), std::string::npos) << p.err;
     EXPECT_EQ(p.err.find("safetensors"), std::string::npos) << p.err;
   }
+}
+
+// A named pipe (FIFO) where an input file belongs is never waited for: open() of one with no
+// writer blocked forever, and the first stop signal only set a flag (an outside tester's
+// `timeout 10 lockstep ref fifo` lived for ten minutes). The ELF reader reads a pipe that has a
+// writer (`<(cat guest.elf)`); every other reader refuses a FIFO by name.
+TEST(FileErrors, ANamedPipeIsNeverWaitedFor) {
+  const fs::path dir = temp_dir("fifo");
+  const fs::path fifo = dir / "guest.elf";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  expect_one_error_line(run({"ref", fifo.string()}),
+                        "ELF: cannot read " + fifo.string() + ": it is a named pipe (FIFO) and nothing wrote to it");
+  const std::string elf = loop_elf(5).string();
+  expect_one_error_line(run({"run", elf, "--chip", fifo.string()}),
+                        "'" + fifo.string() + "' is a named pipe (FIFO), not a chip file");
+  const fs::path case_dir = dir / "case";
+  fs::create_directories(case_dir);
+  ASSERT_EQ(::mkfifo((case_dir / "case.json").c_str(), 0600), 0);
+  expect_one_error_line(run({"replay", case_dir.string()}),
+                        "cannot read " + (case_dir / "case.json").string() + ": it is a named pipe (FIFO)");
+  // A pipe with a writer is read to its end, as a file is.
+  const std::string cmd = "bash -c '" + std::string(LOCKSTEP_EXE) + " ref <(cat " + elf + ") >/dev/null 2>&1'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
 // A case continues only with the command that wrote it (a `run` folder is not a story check to

@@ -15,11 +15,15 @@
 namespace lockstep::reports {
 
 /// The whole of `path` as bytes. Throws std::runtime_error "cannot read PATH: REASON" (REASON:
-/// "no such file", "is a directory", the system's error text, or the read error).
+/// "no such file", "is a directory", "a named pipe (FIFO)", the system's error text, or the read
+/// error).
 inline std::string read_file_text(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     throw std::runtime_error("cannot read " + path.string() + ": it is a directory, not a file");
+  }
+  if (std::filesystem::is_fifo(path, ec)) {  // opening one would wait for a writer, forever
+    throw std::runtime_error("cannot read " + path.string() + ": it is a named pipe (FIFO), not a regular file");
   }
   errno = 0;
   std::ifstream in(path, std::ios::binary);
