@@ -13,12 +13,13 @@
 // --json the console is streamed as the guest writes it and nothing of it
 // is kept, so a guest that writes without end runs in constant memory.
 //
-// Status and exit code: a run that the model carried out is "exact" (exit
-// code 0) however the guest ended -- exit with any status, a trap, or the
-// step limit: those are results, reported in "end". SIGINT/SIGTERM ends it
-// early: "interrupted" (end "interrupted"), exit code 3.  Bad input (unreadable
-// or malformed ELF, image outside RAM, missing signature symbols) is
-// "error" with exit code 2 and one line on stderr.
+// Status and exit code: a guest that exits (with any status) or reaches the step limit the
+// user asked for is "exact" (exit code 0): those are results, reported in "end". A guest that
+// ends in a trap is "error" with exit code 2, as in `run` (a crashed guest must not pass a CI
+// job), unless --allow-trap says the trap is its expected end; so is one that can never end.
+// SIGINT/SIGTERM ends it early: "interrupted" (end "interrupted"), exit code 3.  Bad input
+// (unreadable or malformed ELF, image outside RAM, missing signature symbols) is "error" with
+// exit code 2 and one line on stderr.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -77,6 +78,7 @@ struct RefOptions {
   std::uint64_t max_steps = std::numeric_limits<std::uint64_t>::max();
   std::string trace;
   std::string signature;
+  bool allow_trap = false;  ///< a trap is the guest's expected end: exact, exit 0
 };
 
 // The signature region [begin_signature, end_signature) of `image`; InputError (one line) when the
@@ -269,6 +271,11 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
           " trace steps";
   std::cerr << line << "\n";
   if (interrupted) throw Interrupted("after " + std::to_string(m.steps()) + " trace steps");
+  if (r.stop == ref::Stop::kTrap && !opt.allow_trap) {
+    throw InputError("the guest ended in trap " + std::to_string(m.trap_code()) + " " +
+                     std::string(format::trap_name(m.trap_code())) +
+                     ", not by the exit ecall; pass --allow-trap when the guest is meant to trap");
+  }
   if (self_loop) {
     throw InputError(std::string("the guest can never exit (") +
                      (loop_period <= 1 ? "a jump to itself at its pc" : "a loop whose state repeats") +
@@ -284,6 +291,8 @@ void add_ref_command(CLI::App& app, Context& ctx) {
   cmd->add_option("program", opt->program, "Guest program (static ELF32 RISC-V executable)")->required();
   cmd->add_option("--max-steps,--steps", opt->max_steps, "Stop after this many trace steps (default: no limit; --steps as in run)")->check(count_range(1, kMaxStepsOption));
   cmd->add_option("--trace", opt->trace, "Write the trace to FILE (trace.md §6 format)");
+  cmd->add_flag("--allow-trap", opt->allow_trap,
+                "A guest that ends in a trap is exact (exit 0); without it that is an error, exit 2");
   cmd->add_option("--signature", opt->signature,
                   "Write the words in [begin_signature, end_signature) to FILE, 8 hex digits a line");
   cmd->callback([opt, &ctx] {

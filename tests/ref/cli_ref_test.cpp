@@ -172,9 +172,20 @@ TEST_F(LockstepRef, ConsoleIsStreamedAndJsonKeepsABoundedHead) {
 
 TEST_F(LockstepRef, TrapAndStepLimit) {
   const auto path = elf("trap.elf", progen::image_from_code({0x00000013u, kEbreak}));
+  // A trap is an error (exit 2), as in `run`: `lockstep ref guest.elf && ...` never passes a
+  // guest that crashed (an outside tester's finding); --allow-trap makes it the expected end.
   auto r = run("ref " + path + " --json");
-  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(r.code, 2);
   auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "error");
+  EXPECT_EQ(j["end"], "trap");
+  EXPECT_NE(j["error"].get<std::string>().find("the guest ended in trap 9 EBREAK, not by the exit ecall; pass "
+                                               "--allow-trap when the guest is meant to trap"),
+            std::string::npos)
+      << j.dump();
+  r = run("ref " + path + " --json --allow-trap");
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["status"], "exact");
   EXPECT_EQ(j["end"], "trap");
   EXPECT_EQ(j["trap_code"], 9);
@@ -185,10 +196,18 @@ TEST_F(LockstepRef, TrapAndStepLimit) {
   EXPECT_EQ(j["word"], kEbreak);
   EXPECT_FALSE(j.contains("address"));
   r = run("ref " + path);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "lockstep ref: trap.elf: trap 9 EBREAK at pc 0x00010004 (word 0x00100073), 1 instructions retired, "
+                   "5 trace steps\nlockstep: error: the guest ended in trap 9 EBREAK, not by the exit ecall; pass "
+                   "--allow-trap when the guest is meant to trap\n");
+  r = run("ref " + path + " --allow-trap");
+  EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.err, "lockstep ref: trap.elf: trap 9 EBREAK at pc 0x00010004 (word 0x00100073), 1 instructions retired, "
                    "5 trace steps\n");
   r = run("ref " + path + " --json --max-steps 1");
+  EXPECT_EQ(r.code, 0) << "the step limit asked for is a result";
   j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "exact");
   EXPECT_EQ(j["end"], "step_limit");
   EXPECT_EQ(j["steps"], 1);
   // isa.md §6: retired means completed. The NOP's third token is its last: at 2 steps it is cut.
