@@ -489,6 +489,8 @@ std::string self_loop_line(const StreamResult& stream) {
 
 std::string guest_end_text(const Guest& guest, const StreamResult& stream) {
   if (stream.end == "exit") return "the guest exited with status " + std::to_string(stream.exit_status);
+  if (stream.end == "step_limit")
+    return "the guest had not ended: stopped at the step limit after " + std::to_string(stream.steps) + " steps";
   if (stream.end != "trap") return "";
   std::string line = trap_end_line(guest, stream);
   return line.substr(0, line.find(" after ")) + trap_build_hint(guest.image, stream.trap_code);

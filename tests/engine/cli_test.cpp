@@ -196,6 +196,12 @@ TEST(RunCommand, ShowsTheGuestsExitStatus) {
   const json s = json::parse(j.out.substr(j.out.find('{')));
   EXPECT_EQ(s["end"], "exit") << s.dump();
   EXPECT_EQ(s["exit_status"], 0) << s.dump();
+  // A run cut short by --steps says so in the text, not only in --json's "end" (outside tester E).
+  const Proc cut = run({"run", loop_elf(3).string(), "--steps", "10"});
+  ASSERT_EQ(cut.rc, 0) << cut.err;
+  EXPECT_NE(cut.out.find("the guest had not ended: stopped at the step limit after 10 steps\nsteps compared 10"),
+            std::string::npos)
+      << cut.out;
 }
 
 // A guest that reaches a jump to itself would run forever: run stops after comparing the jump

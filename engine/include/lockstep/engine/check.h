@@ -186,7 +186,8 @@ std::string trap_end_line(const Guest& guest, const StreamResult& stream);
 std::string self_loop_line(const StreamResult& stream);
 /// How a stream's guest ended, one line: "the guest exited with status 3" (isa.md §5: a0 &
 /// 0xff), "the guest ended in trap 3 EBREAK at pc 0x00010040 (word 0x00100073)" (isa.md §6),
-/// or "" for any other end (a step limit, a divergence, an interruption).
+/// "the guest had not ended: stopped at the step limit after N steps", or "" for any other end
+/// (a divergence, an interruption).
 std::string guest_end_text(const Guest& guest, const StreamResult& stream);
 
 /// The lock file of a run folder (lock_run_folder).
