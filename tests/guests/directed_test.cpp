@@ -32,6 +32,14 @@ class DirectedGuest : public ::testing::Test {
   }
 };
 
+// Code only (no data): qemu maps it (its writable segment starts on a page of its own) and it
+// exits with its status.
+TEST_F(DirectedGuest, NoData) {
+  ProcessResult r = run("nodata");
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
 TEST_F(DirectedGuest, Hello) {
   ProcessResult r = run("hello");
   EXPECT_EQ(r.exit_code, 0);

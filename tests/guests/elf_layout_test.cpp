@@ -56,6 +56,8 @@ TEST(GuestElfLayout, EveryGuestFitsTheMemoryMap) {
     uint32_t phoff = le32(f, 28);
     uint16_t phentsize = le16(f, 42), phnum = le16(f, 44);
     std::vector<std::pair<uint32_t, uint32_t>> loads;
+    std::vector<std::pair<uint32_t, uint32_t>> load_pages;  // [first, last] 4 KiB page
+    std::vector<uint32_t> load_flags;
     for (uint16_t i = 0; i < phnum; i++) {
       size_t p = phoff + size_t{i} * phentsize;
       ASSERT_LE(p + 32, f.size());
@@ -65,7 +67,17 @@ TEST(GuestElfLayout, EveryGuestFitsTheMemoryMap) {
       EXPECT_GE(vaddr, kRamBase);
       EXPECT_LE(uint64_t{vaddr} + memsz, kRamEnd);
       for (auto [b, e] : loads) EXPECT_TRUE(vaddr >= e || vaddr + memsz <= b) << "overlap";
+      // qemu-riscv32 maps whole pages: segments of different permissions never share one.
+      const uint32_t flags = le32(f, p + 24), first = vaddr >> 12, last = (vaddr + memsz - 1) >> 12;
+      for (size_t k = 0; k < load_pages.size(); k++) {
+        if (load_flags[k] == flags || memsz == 0) continue;
+        EXPECT_TRUE(first > load_pages[k].second || last < load_pages[k].first)
+            << "PT_LOAD at 0x" << std::hex << vaddr << " (flags " << flags << ") shares a page with one of flags "
+            << load_flags[k];
+      }
       loads.emplace_back(vaddr, vaddr + memsz);
+      load_pages.emplace_back(first, last);
+      load_flags.push_back(flags);
     }
     bool stack_mapped = false;
     for (auto [b, e] : loads) stack_mapped |= (b <= kRamEnd - 4 && kRamEnd <= e);
