@@ -680,6 +680,10 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       // saved unshrunk, and the report is written.
       for (const Failure& f : fails) {
         print_failure(f);
+        // A stop signal during an earlier failure's shrinking ends the shrinking of every later
+        // one too: they are saved unshrunk at once (before: each was shrunk and run again, and a
+        // campaign with 64 failures went on for minutes after SIGINT or a CI timeout's SIGTERM).
+        if (stop->load()) interrupted = true;
         const std::string without_chip = !fault.empty() ? "the chip under test failed: " + fault
                                          : interrupted  ? std::string("interrupted")
                                                         : std::string();
@@ -734,7 +738,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                        {"ops", op_names},
                        {"chip", chip.source},
                        {"chip_hash", chip.hash},
-                       {"backend", args->backend},
+                       {"backend", dut ? std::string("dut") : args->backend},
                        {"steps", steps},
                        {"mismatching_runs", failing_streams},
                        {"failures", failures},

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "lockstep/chip/error.hpp"
@@ -163,6 +164,9 @@ DutBackend::~DutBackend() {
     } catch (const std::exception&) {
     }
   }
+  // A chip that ignores the end of its session costs seconds: say so, not silently.
+  const std::string note = conn_->finish();
+  if (!note.empty()) std::cerr << "lockstep: warn: " << conn_->peer() << " " << note << "\n";
   conn_.reset();
 }
 

@@ -257,15 +257,20 @@ class ChildConnection final : public Connection {
   ChildConnection(int rfd, int wfd, pid_t pid, std::string command)
       : Connection(rfd, wfd, "chip process '" + command + "'"), pid_(pid) {}
 
-  ~ChildConnection() override {
+  ~ChildConnection() override { finish(); }
+
+  std::string finish() override {
     close_write();
-    if (pid_ > 0 && exit_status(std::chrono::milliseconds(5000)).empty()) {
-      ::kill(pid_, SIGTERM);
-      if (exit_status(std::chrono::milliseconds(2000)).empty()) {
-        ::kill(pid_, SIGKILL);
-        exit_status(std::chrono::milliseconds(5000));
-      }
-    }
+    if (finished_ || pid_ <= 0) return "";
+    finished_ = true;
+    if (!exit_status(std::chrono::milliseconds(5000)).empty()) return "";
+    ::kill(pid_, SIGTERM);
+    if (!exit_status(std::chrono::milliseconds(2000)).empty())
+      return "did not exit within 5 s of the end of its input (BYE, then end of file on its stdin): ended with SIGTERM";
+    ::kill(pid_, SIGKILL);
+    exit_status(std::chrono::milliseconds(5000));
+    return "did not exit within 5 s of the end of its input (BYE, then end of file on its stdin), nor 2 s after "
+           "SIGTERM: killed with SIGKILL";
   }
 
   void kill_peer() override {
@@ -298,6 +303,7 @@ class ChildConnection final : public Connection {
   }
 
  private:
+  bool finished_ = false;
   pid_t pid_ = -1;
   std::string status_;
 };

@@ -7,6 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <chrono>
+#include <thread>
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -316,6 +319,55 @@ TEST(LockstepFuzz, CorruptedChipGivesAShrunkReplayableCase) {
     const auto rep = run({"replay", dir.string()});
     EXPECT_EQ(rep.exit_code, 1) << rep.out << rep.err;
     EXPECT_NE(rep.out.find("the case reproduces"), std::string::npos) << rep.out;
+  }
+}
+
+// SIGINT while the first of many failures is shrunk: that shrinking stops, every later failure
+// is saved unshrunk at once ("interrupted"), and the report says the campaign was interrupted
+// (exit 1: the mismatch outranks it). Before, each later failure was shrunk and run again, and
+// a campaign went on for minutes after the signal (an outside tester's CI timeout).
+TEST(LockstepFuzz, AStopWhileShrinkingSavesTheRestUnshrunk) {
+  const fs::path chip = corrupted_chip();
+  ASSERT_FALSE(chip.empty());
+  const fs::path report = scratch_dir("stopped-shrink");
+  const fs::path out = report.parent_path() / "stopped-shrink.out";
+  const std::vector<std::string> args = {"fuzz", "--seed", "3", "--programs", "16", "--mode", "forced",
+                                         "--ops", "mul", "--shrink-runs", "100000", "--shrink-time", "600",
+                                         "--chip", chip.string(), "--report", report.string()};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int e = ::open("/dev/null", O_WRONLY);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    std::vector<char*> argv{const_cast<char*>(LOCKSTEP_EXE)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(LOCKSTEP_EXE, argv.data());
+    ::_exit(127);
+  }
+  // The first FAIL line is printed just before that failure is shrunk.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int status = 0;
+  bool ended = false;
+  while (slurp(out).find("FAIL program") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      ended = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_FALSE(ended) << "the campaign ended before its first failure: " << slurp(out);
+  ::kill(pid, SIGINT);
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << slurp(out);
+  const json f = json::parse(slurp(report / "fuzz.json"));
+  EXPECT_EQ(f["interrupted"], true) << f.dump();
+  ASSERT_GE(f["failures"].size(), 2u) << "the mul fault fails more than one of 16 programs: " << f.dump();
+  for (std::size_t i = 1; i < f["failures"].size(); ++i) {
+    EXPECT_EQ(f["failures"][i].value("not_shrunk", ""), "interrupted") << f["failures"][i].dump();
+    EXPECT_EQ(f["failures"][i]["shrunk_words"], f["failures"][i]["original_words"]);
   }
 }
 

@@ -95,6 +95,15 @@ class Connection {
   virtual std::string exit_status(std::chrono::milliseconds wait);
   /// For a child process: ends it at once (SIGKILL) and reaps it; no-op otherwise.
   virtual void kill_peer() {}
+  /// Ends the session from this side: closes the write side and, for a child process, waits up
+  /// to 5 s for it to exit, then SIGTERM, 2 s more, SIGKILL (dut-protocol.md §1). Returns ""
+  /// when the peer ended by itself (or is no child), else one line saying what it took ("did
+  /// not exit within 5 s of the end of its input: ended with SIGTERM"). The destructor does the
+  /// same when this was not called.
+  virtual std::string finish() {
+    close_write();
+    return "";
+  }
   /// A flag (set from a signal handler) that ends every wait of this connection: a read or
   /// write waiting for the peer checks it at least every 100 ms and throws Stopped once it is
   /// true. nullptr (the default): waits end only at their deadline.
@@ -118,7 +127,8 @@ class Connection {
 
 /// Starts `/bin/sh -c 'exec COMMAND'` (in `workdir` when given) with pipes on its stdin and stdout; its stderr is this
 /// process's. Throws TransportError when the shell cannot be started. The returned connection
-/// ends the child when destroyed: close stdin, wait up to 5 s, SIGTERM, 2 s more, SIGKILL (§1).
+/// ends the child with finish() or when destroyed: close stdin, wait up to 5 s, SIGTERM, 2 s
+/// more, SIGKILL (§1).
 std::unique_ptr<Connection> spawn_chip(const std::string& command, const std::filesystem::path& workdir = {});
 
 /// Connects to a listening chip. Throws TransportError (one line with the address and errno's
