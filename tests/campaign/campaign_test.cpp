@@ -83,6 +83,8 @@ TEST(CampaignOps, MnemonicsAndClasses) {
   EXPECT_THROW(select_ops("ecall"), OpsError);
   EXPECT_THROW(select_ops("frobnicate"), OpsError);
   EXPECT_THROW(select_ops(","), OpsError);
+  // An empty name is an error, never skipped (`--ops add,$NEWOP` with NEWOP unset).
+  for (const char* list : {"add,,sub", "add,", ",add", "add, ,sub", " "}) EXPECT_THROW(select_ops(list), OpsError) << list;
 }
 
 // The groups for a chip that implements part of the machine: rv32i is the base integer classes,

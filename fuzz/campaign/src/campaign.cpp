@@ -65,8 +65,14 @@ std::vector<const Encoding*> select_ops(const std::string& list, unsigned* vew_m
   for (std::string tok; std::getline(ss, tok, ',');) {
     tok.erase(0, tok.find_first_not_of(" \t"));
     tok.erase(tok.find_last_not_of(" \t") + 1);
-    if (!tok.empty()) names.push_back(tok);
+    // An empty name is refused, never skipped: `--ops add,$NEWOP` with NEWOP unset would
+    // otherwise fuzz without the op it was meant for (an outside tester's `add,,sub`).
+    if (tok.empty())
+      throw OpsError("--ops '" + list + "': an empty name (two commas in a row, or one at either end)");
+    names.push_back(tok);
   }
+  if (!list.empty() && list.back() == ',')  // getline drops a last empty field
+    throw OpsError("--ops '" + list + "': an empty name (two commas in a row, or one at either end)");
   if (names.empty() && !list.empty()) throw OpsError("--ops: empty list");
   if (names.empty()) names.push_back("all");
   // A whole row: its every mode or function.

@@ -74,7 +74,8 @@ inline constexpr unsigned kVredFuzzedModes = kVredSumsq | kVredSum | kVredMax;
 /// (K and V mode); the class "vector" (all eight). Groups: "rv32i" (the base
 /// integer classes alu, alu-imm, upper, load, store, branch, jal, jalr,
 /// fence), "rv32im" (and mul, div), for a chip that implements only those.
-/// Empty, "all" or "scalar": every row but the vector unit and ecall/ebreak.  In table
+/// Empty, "all" or "scalar": every row but the vector unit and ecall/ebreak.  An empty name
+/// in the list ("add,,sub", "add,") is an error, never skipped.  In table
 /// order, no duplicates.  `vew_modes`, `vfn_fns` (optional): set to the
 /// selected VEW modes (a kVew* mask) and VFN functions (a kVfn* mask), 0 when
 /// the row is not selected; `vred_modes` likewise (a kVred* mask).  Throws
