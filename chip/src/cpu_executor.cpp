@@ -484,6 +484,12 @@ struct PreparedHead {
   // equal compute equal vectors. same_*: index of the first head of the layer with an equal map
   // (this head's own index when none is earlier); its result is computed once per step.
   std::uint32_t same_k = 0, same_q = 0, same_v = 0, same_beta = 0;
+  // Index of the first head of the layer whose state always equals this head's: the same k, v
+  // and beta maps, the same shape and the same initialisers, so every step writes both alike
+  // (e.g. a register file read through several ports, each with its own query). When it is
+  // earlier, this head's write copies that head's freshly written columns instead of computing
+  // them again; the state stays this head's own (checkpoints and hashes are unchanged).
+  std::uint32_t same_state = 0;
 };
 
 // Bit i set when p[i] is neither +0 nor -0, for i < n <= 64 (SSE2: four floats a compare).
@@ -695,6 +701,33 @@ struct Shared {
                 *same[m] = static_cast<std::uint32_t>(e);
                 break;
               }
+            }
+          }
+        }
+        // equal states: equal k, v, beta (same_* name the first head with the map), shape and
+        // initialisers (compared field by field, in file order, with the head index left out)
+        auto same_init = [](const Initialiser& a, const Initialiser& b) {
+          return a.column == b.column && a.row == b.row && a.is_const == b.is_const && a.source == b.source &&
+                 a.address == b.address && a.section == b.section && a.offset == b.offset && a.optional == b.optional &&
+                 a.length == b.length && a.stride == b.stride && a.encoding == b.encoding &&
+                 a.bytes_per_column == b.bytes_per_column && a.values == b.values && a.columns == b.columns;
+        };
+        std::vector<std::vector<const Initialiser*>> inits(L.heads.size());
+        for (const Initialiser& in : ch.config.initialisers)
+          if (in.layer == l && in.head < L.heads.size()) inits[in.head].push_back(&in);
+        for (std::size_t h = 0; h < L.heads.size(); ++h) {
+          PreparedHead& ph = P.heads[h];
+          ph.same_state = static_cast<std::uint32_t>(h);
+          for (std::size_t e = 0; e < h; ++e) {
+            const PreparedHead& pe = P.heads[e];
+            if (pe.same_state != e || pe.same_k != ph.same_k || pe.same_v != ph.same_v || pe.same_beta != ph.same_beta ||
+                pe.key_dim != ph.key_dim || pe.value_dim != ph.value_dim || inits[e].size() != inits[h].size())
+              continue;
+            bool eq = true;
+            for (std::size_t i = 0; i < inits[h].size() && eq; ++i) eq = same_init(*inits[e][i], *inits[h][i]);
+            if (eq) {
+              ph.same_state = static_cast<std::uint32_t>(e);
+              break;
             }
           }
         }
@@ -1047,7 +1080,16 @@ struct Pass {
         }
         vv = vc;
       }
-      if (write) {
+      if (write && !sh.audit && H.same_state != h) {
+        // the head with the same state was written this step with the same beta, k and v: its
+        // columns j are this head's new columns
+        const float* Se = s.state_data() + P.heads[H.same_state].state_offset;
+        for (const auto& [j, kj] : knz) {
+          const std::size_t c = static_cast<std::size_t>(j) * V;
+          s.mark(H.state_offset + c, V);
+          std::copy(Se + c, Se + c + V, S + c);
+        }
+      } else if (write) {
         // u = beta (v - S k); S[:, j] += u k_j for every non-zero k_j
         float* Sk = tmp.data();
         std::fill(Sk, Sk + V, 0.0f);

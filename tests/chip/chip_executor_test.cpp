@@ -46,6 +46,15 @@ struct DenseChip {
       S.emplace_back();
       for (const Head& h : L.heads) S.back().emplace_back(static_cast<std::size_t>(h.key_dim) * h.value_dim, 0.0);
     }
+    // constant initialisers (chip-format.md section 2): rows row + i of every column c in
+    // [column, column + columns) are values[i]
+    for (const Initialiser& in : c.config.initialisers) {
+      if (!in.is_const) continue;
+      const std::uint32_t V = c.layers[in.layer].heads[in.head].value_dim;
+      for (std::uint32_t col = in.column; col < in.column + in.columns; ++col)
+        for (std::size_t i = 0; i < in.values.size(); ++i)
+          S[in.layer][in.head][static_cast<std::size_t>(col) * V + in.row + i] = in.values[i];
+    }
   }
   Token step(Token t) {
     const std::uint32_t D = c.config.d_model;
@@ -94,8 +103,11 @@ struct DenseChip {
 };
 
 // Random sparse integer chip. With `ladders`, some MLP units come as threshold ladders: rungs
-// with equal weights and different biases (the executor's shared dot products).
-Chip random_chip(std::mt19937_64& rng, bool ladders = false) {
+// with equal weights and different biases (the executor's shared dot products). With `copies`,
+// some heads come with a copy: the same k, v and beta maps and shape (so the same writes; the
+// executor's same_state) but a query and read-out of its own, and their initial state (a
+// constant initialiser) the same for half of the pairs and different for a quarter.
+Chip random_chip(std::mt19937_64& rng, bool ladders = false, bool copies = false) {
   auto pick = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo + 1)); };
   auto sparse_lin = [&](std::uint32_t D, double density) {
     Lin l;
@@ -126,6 +138,30 @@ Chip random_chip(std::mt19937_64& rng, bool ladders = false) {
       for (std::uint32_t i = 0; i < V; ++i)
         for (std::uint32_t d = 0; d < D; ++d)
           if (rng() % 4 == 0) H.out.emplace_back(i, d, pick(-1, 1));
+      if (!copies || rng() % 3 == 0) continue;
+      const std::uint32_t h0 = L.num_heads() - 1;
+      const Activation ak = H.act_k, aq = H.act_q, ab = H.act_beta;
+      auto& C = L.head(L.add_head(K, V, ak, aq, ab));
+      C.k = L.head(h0).k;
+      C.v = L.head(h0).v;
+      C.beta = L.head(h0).beta;
+      for (auto& r : C.q) r = sparse_lin(D, 0.4);
+      for (std::uint32_t i = 0; i < V; ++i)
+        for (std::uint32_t d = 0; d < D; ++d)
+          if (rng() % 3 == 0) C.out.emplace_back(i, d, pick(-1, 1));
+      const unsigned init = static_cast<unsigned>(rng() % 4);  // 0, 1: equal; 2: different; 3: none
+      if (init == 3) continue;
+      Initialiser in;
+      in.layer = static_cast<std::uint32_t>(l);
+      in.column = static_cast<std::uint32_t>(rng() % K);
+      in.is_const = true;
+      for (std::uint32_t i = 0; i < V; ++i) in.values.push_back(static_cast<float>(pick(-2, 2)));
+      for (std::uint32_t x : {h0, h0 + 1}) {
+        in.name = "copy_" + std::to_string(l) + "_" + std::to_string(x);
+        in.head = x;
+        if (init == 2 && x == h0 + 1) in.values[0] += 1.0f;
+        B.initialiser(in);
+      }
     }
     const int units = pick(0, 8);
     const bool gated = rng() % 2;
@@ -193,12 +229,13 @@ TEST(CpuExecutor, MatchesDenseReferenceOnRandomChips) {
 // float by float, and decision coverage, while the audit is clean (exactness is promised only
 // then). Seeded by test::seed_for(name, default_seed).
 void expect_fast_paths_exact(const char* name, std::uint64_t default_seed, int trials,
-                             const std::function<bool(int)>& ladders, const std::function<std::uint32_t(int)>& threshold) {
+                             const std::function<bool(int)>& ladders, const std::function<std::uint32_t(int)>& threshold,
+                             bool copies = false) {
   const std::uint64_t seed = test::seed_for(name, default_seed);
   std::mt19937_64 rng(seed);
   std::size_t compared = 0, planned = 0;
   for (int trial = 0; trial < trials; ++trial) {
-    const auto chip = std::make_shared<const Chip>(random_chip(rng, ladders(trial)));
+    const auto chip = std::make_shared<const Chip>(random_chip(rng, ladders(trial), copies));
     CpuExecutor fast, plain(chip, 1);
     fast.set_dense_column_threshold(threshold(trial));
     fast.load(chip);
@@ -255,6 +292,17 @@ TEST(CpuExecutor, DenseColumnGroupsMatchDenseReferenceAndThePlainPath) {
   expect_fast_paths_exact("CpuExecutor.DenseColumnGroupsMatchDenseReferenceAndThePlainPath", 37, 600,
                           [](int trial) { return trial % 2 == 0; },
                           [](int trial) { return 1 + static_cast<std::uint32_t>(trial % 3); });
+}
+
+// Heads whose k, v and beta maps, shape and initialisers are equal (a register file read
+// through several ports) are written alike, so the executor copies the first one's new columns
+// into the others instead of computing them again (cpu_executor.cpp, same_state). Against the
+// dense reference and the plain path (audit on), tokens, state and coverage, on random chips in
+// which two of three heads have such a copy; a quarter of the pairs start from different
+// constant initial states, which the executor must not take for equal.
+TEST(CpuExecutor, HeadsWithEqualWritesMatchDenseReferenceAndThePlainPath) {
+  expect_fast_paths_exact("CpuExecutor.HeadsWithEqualWritesMatchDenseReferenceAndThePlainPath", 41, 600,
+                          [](int trial) { return trial % 2 == 0; }, [](int) { return 256u; }, true);
 }
 
 // A gated table by hand (compiler::table: two one-hot parts of 4 values and a gate, 16 units
