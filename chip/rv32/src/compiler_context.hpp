@@ -209,7 +209,7 @@ struct Machine {
   // L1/L2
   FieldRef IWB, LW_, IHI, ILOS, DHI, DLOS, IN, DN;
   // L3
-  FieldRef RD, RS1, RS2, PRE, F7, WECALL, WEBREAK, IMS01;
+  FieldRef RD, RS1, RS2, RSV1, RSV2, PRE, F7, WECALL, WEBREAK, IMS01;
   // L4
   FieldRef R1, R2, RA1, RA2, CLS, ILL;
   // L5
@@ -231,7 +231,7 @@ struct Machine {
   // L9
   FieldRef CM;
   // VLD (vector.md section 4.8): slot, gated register ports, traps, last element, byte reads
-  FieldRef VLGN, RV1, RV2;
+  FieldRef VLGN;
   FieldRef VEG, VGE, RDM, RDE, ADNV;
   // VRED (compile_vred()): k of the consumed VRD(k) (embedding); the span of group k (layers 5, 6); (n - 1)
   // >> 6, the last group (layer 5); the value steps of the word stream, by byte m (layer 6)
@@ -311,6 +311,34 @@ struct Machine {
   void reg_port(const std::string& name, const std::function<Lin(std::uint32_t)>& q, const FieldRef& out,
                 Activation act_q = Activation::Identity);
   void registers_and_class();
+  // Per-op copies of the vector operands (docs/chip-design.md section 3.5). vec_port(which, c) is
+  // X(rs1) (which = 1) or X(rs2) (which = 2) as 8 nibble one-hots (128 rows) on the steps of the
+  // vector op c, and zero on every other step: a register-port head of layer 5 of its own, made on
+  // first use. A unit that only one op's steps need reads that op's copy, so on the other ops'
+  // steps it has no active input and the executor never touches it (one copy for all eight ops
+  // made every op's units read every vector step's operands). Readable from layer 5's MLP on.
+  // Throws std::invalid_argument for a class that is not a vector op or a `which` other than 1, 2.
+  FieldRef vec_port(std::uint32_t which, Cls c);
+  // The same port gated by `gate` instead, a linear form over layer 5's input that is 1 on the
+  // steps that need the operand and <= 0 on every other step, and 1 only on a vector op's steps
+  // (the query reads rs1 / rs2 as decoded on custom-1 words only): X(rs1) / X(rs2) where gate is 1,
+  // zero elsewhere. `name` names the port (the same name returns the same port; the gate of its
+  // first use counts). Throws std::invalid_argument for a `which` other than 1 or 2.
+  FieldRef operand_port(std::uint32_t which, const std::string& name, const Lin& gate);
+  // Nibble n (0..7) of X(rs1) / X(rs2) on the steps of the vector ops cs, zero on every other step
+  // (the sum of their copies: at most one is non-zero on a step).
+  OH vnib(std::uint32_t which, std::initializer_list<Cls> cs, std::uint32_t n);
+  // 16-bit half h of X(rs1) / X(rs2) on the steps of the ops cs (0 .. 65,535), zero elsewhere.
+  Lin vhalf(std::uint32_t which, std::initializer_list<Cls> cs, std::uint32_t h);
+  // The VR index in the low 10 bits of half h, on the steps of the ops cs (zero elsewhere), as
+  // index_sum() takes it: nibbles 4h and 4h + 1, and bits 8, 9 (nibble 4h + 2 masked to 3).
+  std::array<OH, 3> vindex(std::uint32_t which, std::initializer_list<Cls> cs, std::uint32_t h) {
+    return {vnib(which, cs, 4 * h), vnib(which, cs, 4 * h + 1), masked(vnib(which, cs, 4 * h + 2), 3)};
+  }
+  static std::array<OH, 3> vindex_of(const FieldRef& port, std::uint32_t h) {
+    return {nib(port, 4 * h), nib(port, 4 * h + 1), masked(nib(port, 4 * h + 2), 3)};
+  }
+  std::vector<std::pair<std::string, FieldRef>> operand_ports_;  // by the port's field name
 
   // ---- chip/rv32/src/scalar/alu.cpp
   void operand_checks();
@@ -374,6 +402,9 @@ struct VectorUnit : Machine {
   };
   // One product term of product_digits(): (x's nibble one-hots, y's nibble one-hots), the last of each signed.
   using Term = std::pair<std::vector<OH>, std::vector<OH>>;
+  // X(rs1) / X(rs2) on VMAT's chunk steps only (the fetch step and the steps that consume VMC_j,
+  // VY3, VYN3 or VMH: compile_vmat()'s e5), zero on its value steps and every other step.
+  FieldRef vmat_chunk_port(std::uint32_t which);
 
   // ---- fields, grouped by the file that writes them; "->" names the other files that read
   // them (the floors' interface). A group without "->" is its op's own.
@@ -482,6 +513,15 @@ struct VectorUnit : Machine {
   // 9), in layers base and base + 1.
   void index_sum_nibbles(const std::string& name, const OH& x0, const OH& x1, const OH& x2, const OH& e0, const OH& e1,
                          const OH& e2, const std::vector<Lin>& gates, const KeyOut& out, std::uint32_t base = 5);
+  // The same with X as vindex() gives it.
+  void index_sum(const std::string& name, const FieldRef& gslot, const std::array<OH, 3>& x, const OH& q,
+                 const std::vector<Lin>& gates, const KeyOut& out) {
+    index_sum(name, gslot, x[0], x[1], x[2], q, gates, out);
+  }
+  void index_sum_nibbles(const std::string& name, const std::array<OH, 3>& x, const OH& e0, const OH& e1, const OH& e2,
+                         const std::vector<Lin>& gates, const KeyOut& out, std::uint32_t base = 5) {
+    index_sum_nibbles(name, x[0], x[1], x[2], e0, e1, e2, gates, out, base);
+  }
   // The common part: s0 = f0(parts0) (0..30) gives N0 = s0 & 15 and (linear form lin0) c1 =
   // [s0 >= 16]; t1 = f1(parts1) (0..30), t2 = f2(parts2) (0..6); N12 = ((t1 + c1) & 15) +
   // 16 ((t2 + ((t1 + c1) >> 4)) & 3). Banked: N0 and the parity (s0 & 1) route to lo/hi[parity].

@@ -37,6 +37,16 @@ void Machine::decode_fields() {
         [&](const std::vector<unsigned>& v) { return SparseVec{{RS1.dim((v[0] >> 3) | (v[1] << 1)), 1.0}}; });
   table(l3, {nib(IN, 5), masked(nib(IN, 6), 1)},
         [&](const std::vector<unsigned>& v) { return SparseVec{{RS2.dim(v[0] | (v[1] << 4)), 1.0}}; });
+  // rs1 and rs2 again, on custom-1 words only (the vector ops, opcode 0x2B): the queries of the
+  // vector ops' operand ports (operand_port()) read these, so on every other step those heads
+  // have no input at all and the executor skips them
+  RSV1 = B.field("vec_rs1", 32);
+  RSV2 = B.field("vec_rs2", 32);
+  const std::vector<Lin> custom1 = {nib(IN, 0)[0xB], masked(nib(IN, 1), 7)[2]};
+  table(l3, {masked(nib(IN, 3), 8), nib(IN, 4)},
+        [&](const std::vector<unsigned>& v) { return SparseVec{{RSV1.dim((v[0] >> 3) | (v[1] << 1)), 1.0}}; }, custom1);
+  table(l3, {nib(IN, 5), masked(nib(IN, 6), 1)},
+        [&](const std::vector<unsigned>& v) { return SparseVec{{RSV2.dim(v[0] | (v[1] << 4)), 1.0}}; }, custom1);
   // (opcode, f3) candidates per class
   PRE = B.field("class_candidate", kNumCls);
   table(l3, {nib(IN, 0), masked(nib(IN, 1), 7), masked(nib(IN, 3), 7)}, [&](const std::vector<unsigned>& v) {
@@ -119,14 +129,8 @@ void Machine::registers_and_class() {
   reg_port("reg_port2", [&](std::uint32_t r) { return RS2[r] + ec * ((r == 10 ? 1.0 : 0.0) - (r == 0 ? 1.0 : 0.0)); }, R2);
   reg_port("reg_port3", [&](std::uint32_t r) { return r == 11 ? ec : Lin(); }, RA1);
   reg_port("reg_port4", [&](std::uint32_t r) { return r == 12 ? ec : Lin(); }, RA2);
-  // The vector ops' operands X(rs1), X(rs2) (vector.md section 4.0), zero on every other class,
-  // so the vector units below are idle elsewhere. PRE (layer 4) is the (opcode, f3) candidate.
-  RV1 = B.field("vec_rs1_value", 128);
-  RV2 = B.field("vec_rs2_value", 128);
-  Lin vpre;
-  for (Cls c : {VLD, VMAT, VMATR, VQ, VEXP, VEW, VFN, VRED}) vpre += PRE[c];
-  reg_port("reg_port5", [&](std::uint32_t r) { return RS1[r] + vpre - 1.0; }, RV1, Activation::Relu);
-  reg_port("reg_port6", [&](std::uint32_t r) { return RS2[r] + vpre - 1.0; }, RV2, Activation::Relu);
+  // The vector ops' operands X(rs1), X(rs2) (vector.md section 4.0) are read through per-op
+  // copies made on first use (vec_port(), operand_port() below), each zero off its own steps.
   CN = B.field("bn_c", 32);      // bignum c and acc: read from the BNSTATE head of layer 7 (commits())
   ACN = B.field("bn_acc", 384);
   LayerBuilder& l4 = L(5);
@@ -147,6 +151,43 @@ void Machine::registers_and_class() {
   }
   when(l4, {WECALL[0]}, {{CLS.dim(ECALL), 1.0}, {ILL.dim(), -1.0}});
   when(l4, {WEBREAK[0]}, {{CLS.dim(EBREAK), 1.0}, {ILL.dim(), -1.0}});
+}
+
+FieldRef Machine::vec_port(std::uint32_t which, Cls c) {
+  static constexpr std::array<Cls, 8> kVectorOps = {VLD, VMAT, VMATR, VQ, VEXP, VEW, VFN, VRED};
+  static constexpr std::array<const char*, 8> kNames = {"vld", "vmat", "vmatr", "vq", "vexp", "vew", "vfn", "vred"};
+  const auto at = std::find(kVectorOps.begin(), kVectorOps.end(), c);
+  if (at == kVectorOps.end())
+    throw std::invalid_argument("vec_port: class " + std::to_string(c) + " is not a vector op");
+  return operand_port(which, kNames[static_cast<std::size_t>(at - kVectorOps.begin())], PRE[c]);
+}
+
+FieldRef Machine::operand_port(std::uint32_t which, const std::string& name, const Lin& gate) {
+  if (which != 1 && which != 2)
+    throw std::invalid_argument("operand_port: operand " + std::to_string(which) + " is neither rs1 (1) nor rs2 (2)");
+  const std::string field = "vec_rs" + std::to_string(which) + "_value_" + name;
+  for (const auto& [n, f] : operand_ports_)
+    if (n == field) return f;
+  const FieldRef out = B.field(field, 128);
+  const FieldRef& rs = which == 1 ? RSV1 : RSV2;  // zero off custom-1 words: the gate implies one
+  reg_port("reg_port_" + name + "_rs" + std::to_string(which), [&](std::uint32_t r) { return rs[r] + gate - 1.0; }, out,
+           Activation::Relu);
+  operand_ports_.emplace_back(field, out);
+  return out;
+}
+
+OH Machine::vnib(std::uint32_t which, std::initializer_list<Cls> cs, std::uint32_t n) {
+  OH sum(16);
+  for (Cls c : cs) {
+    const OH o = nib(vec_port(which, c), n);
+    for (std::uint32_t j = 0; j < 16; ++j) sum[j] += o[j];
+  }
+  return sum;
+}
+
+Lin Machine::vhalf(std::uint32_t which, std::initializer_list<Cls> cs, std::uint32_t h) {
+  return byte_value(vnib(which, cs, 4 * h), vnib(which, cs, 4 * h + 1)) +
+         byte_value(vnib(which, cs, 4 * h + 2), vnib(which, cs, 4 * h + 3)) * 256.0;
 }
 
 }  // namespace lockstep::chip::rv32::detail

@@ -83,7 +83,7 @@ void Machine::adder_operands() {
     when(l, {f, Lin::constant(1) - jal - jalr - TK[0]}, {{ADB.dim(16 * n + (n == 0 ? 4 : 0)), 1.0}});
     if (n < 4) put(ADB, n, inib(n), {oi});
     else pass(l, oi, ADB.dim(16 * n));
-    put(ADA, n, nib(RV1, n), {VEG[0]});  // VLD element phase: a + 4 + 4g
+    put(ADA, n, vnib(1, {VLD}, n), {VEG[0]});  // VLD element phase: a + 4 + 4g
     if (n >= 3) pass(l, VEG[0], ADB.dim(16 * n));
   }
   table(l, {field_oh(VGE, 0, 16), field_oh(VGE, 16, 16)}, [&](const std::vector<unsigned>& v) {

@@ -71,7 +71,7 @@ void Machine::write_bytes() {
   XWL = B.field("out_wl", 512);
   XWH = B.field("out_wh", 512);
   key_pieces(L(14), ADNO, XWL, XWH, k(kOi));
-  key_pieces(L(14), RV1, XWL, XWH, RDM[0]);   // VLD: the bytes of M at a
+  key_pieces(L(14), vec_port(1, VLD), XWL, XWH, RDM[0]);  // VLD: the bytes of M at a
   key_pieces(L(14), ADNV, XWL, XWH, RDE[0]);  // VLD: element bytes at a + 4 + 4g
   for (unsigned b = 0; b < 4; ++b)
     when(L(14), {any_of(nib(ADNO, 0), [b](unsigned j) { return (j & 3) == b; }), k(kOi)}, {{LANEX.dim(b), 1.0}});

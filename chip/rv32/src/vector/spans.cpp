@@ -10,7 +10,10 @@ namespace lockstep::chip::rv32::detail {
 // word); VR's span heads (vr_file(), layer 7) read the span's nibble counts with it. Also the
 // last group's k, (n - 1) >> 6, as a one-hot on VRED words (VKL_, layer 5).
 void VectorUnit::vred_span() {
-  const Lin g = k(kVrd), Bv = half(RV1, 1), N = half(RV2, 1), one = Lin::constant(1);
+  // src = X(rs1) >> 16 and n = X(rs2) >> 16 of the op whose span is formed (each op's own operand
+  // copies: zero on the other ops' steps, docs/chip-design.md section 3.5)
+  const Lin g = k(kVrd), one = Lin::constant(1);
+  Lin Bv = vhalf(1, {VRED}, 1), N = vhalf(2, {VRED}, 1);
   const Lin kv = oh_value(field_oh(VRDK_, 0, 16));
   constexpr double M = 131072;  // > src + 64 k + 64 for every src < 2^16: the units are 0 off VRD steps
   const FieldRef LH = B.field("vred_span_bounds", 2);  // lo, hi
@@ -24,6 +27,8 @@ void VectorUnit::vred_span() {
   // (layer 5). After the last group the span is empty: hi = lo when 64 k >= n.
   {
     const OH glo = field_oh(VGS, 0, 16), ghi = field_oh(VGS, 16, 16);
+    Bv = vhalf(1, {VQ}, 1);
+    N = vhalf(2, {VQ}, 1);
     KG_ = B.field("vq_group_start", 6);
     for (std::uint32_t j = 1; j < 6; ++j) when(L(1), {k(kVlb0 + 3), glo[15], ghi[j - 1]}, {{KG_.dim(j), 1.0}});
     KQ_ = B.field("vq_group_step", 6);
@@ -47,6 +52,8 @@ void VectorUnit::vred_span() {
   // every VW_q3 step of group ghi < 8 (KXG, layer 1) and the mask (layer 6) is gated by LX_.
   {
     const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
+    Bv = vhalf(1, {VEXP}, 1);
+    N = vhalf(2, {VEXP}, 1);
     const FieldRef KXG = B.field("vexp_group_end", 9);  // [VW_q3 consumed, ghi = j - 1], j = 1..8
     const Lin ends = stream_word_end();
     for (std::uint32_t j = 1; j <= 8; ++j) when(L(1), {ends, ghi[j - 1]}, {{KXG.dim(j), 1.0}});
@@ -70,13 +77,16 @@ void VectorUnit::vred_span() {
     when(l5, {PRE[VEXP], fetch()}, {{XG0_.dim(), 1.0}});
   }
   VKL_ = B.field("vred_last_group", 16);
-  table(l5, {OH{one - nib(RV2, 4)[0], nib(RV2, 4)[0]}, nib(RV2, 5), masked(nib(RV2, 6), 7)},
-        [&](const std::vector<unsigned>& v) {
-          // n - 1 = (n & 15) - 1 + 16 (n >> 4): (n - 1) >> 6 = (16 (n >> 4) - [n & 15 = 0]) >> 6
-          const int x = 16 * static_cast<int>(v[1] + 16 * v[2]) - static_cast<int>(v[0]);
-          return x < 0 ? SparseVec{} : SparseVec{{VKL_.dim(static_cast<std::uint32_t>(x >> 6) & 15), 1.0}};
-        },
-        {PRE[VRED] + PRE[VQ]});
+  {
+    const OH n4 = vnib(2, {VRED, VQ}, 4);
+    table(l5, {OH{one - n4[0], n4[0]}, vnib(2, {VRED, VQ}, 5), masked(vnib(2, {VRED, VQ}, 6), 7)},
+          [&](const std::vector<unsigned>& v) {
+            // n - 1 = (n & 15) - 1 + 16 (n >> 4): (n - 1) >> 6 = (16 (n >> 4) - [n & 15 = 0]) >> 6
+            const int x = 16 * static_cast<int>(v[1] + 16 * v[2]) - static_cast<int>(v[0]);
+            return x < 0 ? SparseVec{} : SparseVec{{VKL_.dim(static_cast<std::uint32_t>(x >> 6) & 15), 1.0}};
+          },
+          {PRE[VRED] + PRE[VQ]});
+  }
   VRQ_ = B.field("vred_sumsq_group_step", 1);  // the step consumes VRD(k) of a VRED SUMSQ (layer 6)
   when(L(6), {g, cls(VRED), f7_mode(0)}, {{VRQ_.dim(), 1.0}});
   VSPAN_ = B.field("vred_span", 1024);

@@ -17,6 +17,12 @@ void VectorUnit::vector_traps() {
   const Lin one = Lin::constant(1), f = fetch();
   Lin anyv;  // any vector op
   for (Cls c : ops) anyv += cls(c);
+  // The operands on the fetch step of a vector op only (zero on every other step): every RAW
+  // reason below is read under f alone (layers 9, 10), so no check is evaluated on the op's later
+  // steps (docs/chip-design.md section 3.5).
+  Lin vpre;
+  for (Cls c : ops) vpre += PRE[c];
+  const FieldRef F1 = operand_port(1, "vec_fetch", f + vpre - 1.0), F2 = operand_port(2, "vec_fetch", f + vpre - 1.0);
   // f7 = inst[31:25] as a one-hot, only on custom-1 words (gated nibble copies, layer 4)
   VIN = B.field("vec_f7_nibbles", 32);
   const Lin custom1 = nib(IN, 0)[0xB] + masked(nib(IN, 1), 7)[2] - 2.0;  // with a nibble: ReLU(a + b + c - 2)
@@ -63,14 +69,14 @@ void VectorUnit::vector_traps() {
   }
   // VLD (section 4.8): 4 a mod 4 != 0; 5 the record outside RAM (sums: compile_vld()); 17 [dst, dst + n) outside
   // VR (layer 7 below)
-  when(L(6), {cls(VLD), any_of(nib(RV1, 0), [](unsigned j) { return (j & 3) != 0; })}, {{raw(4), 1.0}});
+  when(L(6), {cls(VLD), any_of(nib(F1, 0), [](unsigned j) { return (j & 3) != 0; })}, {{raw(4), 1.0}});
   // the record is in RAM iff a >= RAM_BASE and (s_hi <= 16 or s = 17 * 2^16): raw(5) = VLD - that
   pass(L(8), cls(VLD), raw(5));
   when(L(8), {VOK[0], VSH[0]}, {{raw(5), -1.0}});  // VSH[0] is 0 on other classes
   when(L(8), {cls(VLD), VOK[0], VSH[1] - VSH[2], VZ[0]}, {{raw(5), -1.0}});
   // 18 VEC_LEN for every op: the count (R, T, n) is 0
-  const OH n4 = nib(RV2, 4);
-  when(L(6), {anyv, n4[0], nib(RV2, 5)[0], nib(RV2, 6)[0], nib(RV2, 7)[0]}, {{raw(18), 1.0}});
+  const OH n4 = nib(F2, 4);
+  when(L(6), {anyv, n4[0], nib(F2, 5)[0], nib(F2, 6)[0], nib(F2, 7)[0]}, {{raw(18), 1.0}});
   // VEW ROT: n odd
   when(L(6), {cls(VEW), f7is([](unsigned x) { return (x & 3) == 3; }), any_of(n4, [](unsigned j) { return (j & 1) != 0; })},
        {{raw(18), 1.0}});
@@ -106,7 +112,7 @@ void VectorUnit::vector_traps() {
   for (std::uint32_t i = 0; i < ens.size(); ++i) when(L(6), {cls(ens[i].c), f7is(ens[i].pred)}, {{EN.dim(i), 1.0}});
   auto E = [&](std::uint32_t i) { return EN[i]; };
   // Operand checks (layer 7): [x >= t] when the enable is 1, into raw[code] or an AND input.
-  const Lin A = half(RV1, 0), Bv = half(RV1, 1), C = half(RV2, 0), N = half(RV2, 1);
+  const Lin A = half(F1, 0), Bv = half(F1, 1), C = half(F2, 0), N = half(F2, 1);
   constexpr double kHi = 4194304.0 + 131072.0;  // 2^22 + 2^17 > every x below (64 * 65,535 + 65,535)
   LayerBuilder& l7 = L(7);
   auto ge = [&](const Lin& x, double t, const Lin& e, std::uint32_t out) { threshold_if(l7, x, t, kHi, e, out); };

@@ -135,7 +135,8 @@ void VectorUnit::compile_vew() {
   // (layers 7..11), overflow from bits 47..51 (12), the byte (13).
   const FieldRef CSN = B.field("vew_rot_cos_sin", 160);
   const Lin rotw = masked(field_oh(VIN, 0, 16), 6)[6];  // MODE = 3 (VIN: custom-1 words only)
-  table(L(6), {nib(RV2, 0), masked(nib(RV2, 1), 3), stream_target_q(), masked(glo, 1)}, [&](const std::vector<unsigned>& v) {
+  const OH p0 = vnib(2, {VEW}, 0), p1 = masked(vnib(2, {VEW}, 1), 3);  // p = b = X(rs2) & 63
+  table(L(6), {p0, p1, stream_target_q(), masked(glo, 1)}, [&](const std::vector<unsigned>& v) {
     const unsigned p = v[0] | ((v[1] & 3) << 4), q = v[2], e = 4 * (v[3] & 1) + q, j = (e >> 1) & 3;
     const long long c = cos_entry(p, j), sn = sin_entry(p, j);
     const long long sp = (e & 1) ? sn : -sn;

@@ -162,7 +162,7 @@ void VectorUnit::compile_vexp() {
         {reads, ex, one - ghi8});
   table(l6, {masked(glo, 1), qt}, [&](const std::vector<unsigned>& v) { return SparseVec{{GG.dim(4 * v[0] + v[1]), 1.0}}; },
         {reads, SFIRST_, ex, ghi8});
-  const Lin T = half(RV2, 1);
+  const Lin T = vhalf(2, {VEXP}, 1);
   for (std::uint32_t t = 0; t < 64; ++t) threshold_if(l6, T, t + 1, 65535, ex, TT.dim(t));
   const FieldRef XS = B.field("vexp_sum_columns", 5);
   const std::uint32_t h = l13.add_head(512, 5, Activation::Relu, Activation::Relu);

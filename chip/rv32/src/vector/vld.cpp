@@ -24,7 +24,7 @@ void VectorUnit::compile_vld() {
   // Trap 5 (a < RAM_BASE or a + 4 + n > RAM_END; the other codes: vector_traps()), with
   // a + 4 + n as a 33-bit sum of 16-bit halves: lo = a_lo + 4 + n < 2^17 for an aligned a
   // (a misaligned a is trap 4, which wins).
-  const Lin alo = half(RV1, 0), ahi = half(RV1, 1), n = half(RV2, 1);
+  const Lin alo = vhalf(1, {VLD}, 0), ahi = vhalf(1, {VLD}, 1), n = vhalf(2, {VLD}, 1);
   const Lin lo = alo + n + 4.0;
   VK = B.field("vld_lo_carry", 1);
   VZ = B.field("vld_lo_is_2p16", 1);
@@ -64,7 +64,8 @@ void VectorUnit::compile_vld() {
   VC1 = B.field("vld_c_nib1", 16);
   VC2 = B.field("vld_c_nib2", 16);
   VZ45 = B.field("vld_n_low_byte_zero", 1);
-  const OH n4 = nib(RV2, 4), n5 = nib(RV2, 5), n6 = nib(RV2, 6);
+  // (VC0 and VGT serve VEW and VFN too: compile_vew())
+  const OH n4 = vnib(2, {VLD, VEW, VFN}, 4), n5 = vnib(2, {VLD, VEW, VFN}, 5), n6 = vnib(2, {VLD, VEW, VFN}, 6);
   table(L(6), {n4}, [&](const std::vector<unsigned>& x) { return SparseVec{{VC0.dim((x[0] + 15) & 15), 1.0}}; });
   table(L(6), {n5, OH{one - n4[0], n4[0]}},
         [&](const std::vector<unsigned>& x) { return SparseVec{{VC1.dim((x[0] + 16 - x[1]) & 15), 1.0}}; });

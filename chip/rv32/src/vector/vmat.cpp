@@ -69,6 +69,12 @@ void VectorUnit::vmat_slots() {
 // - The sequence (layer 9): VMC_{j+1}(p) or VY0 after VMC_j(p); VY_{m+1} after VY_m; after VY3 /
 //   VYN3: VMC0(p + 1), VMH(h + 1) (p = 255), or at the last row (r + 1 = R) the end (write
 //   mode) or W(r*) (argmax: W0 = r* & 0xFF, W1 = r* >> 8, W2 = W3 = 0; NOP(0) for rd = x0).
+FieldRef VectorUnit::vmat_chunk_port(std::uint32_t which) {
+  Lin cek = fetch() + k(kVy0 + 3) + k(kVyn3) + k(kVmh);  // the chunk step's kinds (compile_vmat()'s e5)
+  for (std::uint32_t j = 0; j < 6; ++j) cek += k(kVmc0 + j);
+  return operand_port(which, "vmat_chunk", cek + PRE[VMAT] - 1.0);
+}
+
 void VectorUnit::compile_vmat() {
   const Lin one = Lin::constant(1), mat = cls(VMAT);
   Lin vmc;
@@ -119,7 +125,10 @@ void VectorUnit::compile_vmat() {
   // 4,160); the ACT block b0 + j as a one-hot. Layer 6: c & 63 = c - 64 sum_m T_m the same way
   // (U_l = [c & 63 >= l], l = 1..64).
   constexpr double kHiS = 131072;  // > c0 + r K + j
-  const Lin S = SP[0] + half(RV2, 0);
+  // The operands on the chunk steps only (e5's steps; fetch and CE4's kinds exclude each other):
+  // zero on the value steps and on every other op's, so these units are idle there.
+  const FieldRef RC1 = vmat_chunk_port(1), RC2 = vmat_chunk_port(2);
+  const Lin S = SP[0] + half(RC2, 0);
   const FieldRef TH = B.field("vmat_chunk_hi_thermometer", 65), TL = B.field("vmat_chunk_lo_thermometer", 64);
   LayerBuilder& l5 = L(5);
   Lin lo = S;
@@ -129,9 +138,9 @@ void VectorUnit::compile_vmat() {
   }
   auto hi_oh = [&](std::uint32_t m) { return (m == 0 ? CE[0] : TH[m - 1]) - TH[m]; };  // [c >> 6 = m], m < 65
   const FieldRef QB = B.field("vmat_act_block", 6);
-  table(l5, {nib(RV1, 4), jn}, [&](const std::vector<unsigned>& v) {
+  table(l5, {nib(RC1, 4), jn}, [&](const std::vector<unsigned>& v) {
     return v[0] + v[1] < 6 ? SparseVec{{QB.dim(v[0] + v[1]), 1.0}} : SparseVec{};
-  }, {e5, nib(RV1, 5)[0], nib(RV1, 6)[0], nib(RV1, 7)[0]});
+  }, {e5, nib(RC1, 5)[0], nib(RC1, 6)[0], nib(RC1, 7)[0]});
   LayerBuilder& l6 = L(6);
   for (std::uint32_t m = 1; m <= 64; ++m) thr(l6, lo, m, kHiS, CE[0], {{TL.dim(m - 1), 1.0}});
   auto lo_oh = [&](std::uint32_t m) { return (m == 0 ? CE[0] : TL[m - 1]) - TL[m]; };  // [c & 63 = m], m < 64
@@ -160,21 +169,24 @@ void VectorUnit::compile_vmat() {
     const OH glo = field_oh(VGS, 0, 16), ghi = field_oh(VGS, 16, 16);
     OH mq(4);
     for (std::uint32_t m = 0; m < 4; ++m) mq[m] = k(kVlb0 + m);
-    table(l5, {nib(RV1, 0), ghi}, [&](const std::vector<unsigned>& v) {
+    table(l5, {vnib(1, {VQ}, 0), ghi}, [&](const std::vector<unsigned>& v) {
       return v[0] + v[1] < 6 ? SparseVec{{WBLK.dim(v[0] + v[1]), 1.0}} : SparseVec{};
     }, {act, vlb_any()});
     table(l5, {glo, mq}, [&](const std::vector<unsigned>& v) { return SparseVec{{WLANE.dim(4 * v[0] + v[1]), 1.0}}; },
           {act, vlb_any()});
-    table(l5, {nib(RV1, 0), field_oh(VQEK_, 0, 6)}, [&](const std::vector<unsigned>& v) {
+    table(l5, {vnib(1, {VQ}, 0), field_oh(VQEK_, 0, 6)}, [&](const std::vector<unsigned>& v) {
       return v[0] + v[1] < 6 ? SparseVec{{ABLK.dim(v[0] + v[1]), 1.0}} : SparseVec{};
     }, {act, k(kVqe)});
   }
   // VMATR K mode reads block src on its value steps (QBR_, layer 5)
   QBR_ = B.field("vmatr_act_block", 6);
-  for (std::uint32_t b = 0; b < 6; ++b)
-    when(l5, {nib(RV1, 4)[b], SREAD_, SFIRST_, PRE[VMATR], masked(field_oh(VIN, 0, 16), 2)[0], nib(RV1, 5)[0], nib(RV1, 6)[0],
-              nib(RV1, 7)[0]},
-         {{QBR_.dim(b), 1.0}});
+  {
+    const FieldRef R1R = vec_port(1, VMATR);
+    for (std::uint32_t b = 0; b < 6; ++b)
+      when(l5, {nib(R1R, 4)[b], SREAD_, SFIRST_, PRE[VMATR], masked(field_oh(VIN, 0, 16), 2)[0], nib(R1R, 5)[0],
+                nib(R1R, 6)[0], nib(R1R, 7)[0]},
+           {{QBR_.dim(b), 1.0}});
+  }
   const FieldRef AB = B.field("vmat_act_bits", 512), ASHO = B.field("vmat_ash", 26);
   AB_ = AB;
   ASHO_ = ASHO;
@@ -349,8 +361,8 @@ void VectorUnit::compile_vmat() {
   l18.unit_out(z, NK.dim(kVy0 + 3), -1.0);
   // the sequence (layer 9); the last row: [r + 1 = R] where VY3 / VYN3 is consumed (layer 6)
   const FieldRef LR = B.field("vmat_last_row", 1);
-  thr(L(6), rrow - half(RV2, 1), 0, 8192, vy3, {{LR.dim(), 1.0}});
-  thr(L(6), rrow - half(RV2, 1), 1, 8192, vy3, {{LR.dim(), -1.0}});
+  thr(L(6), rrow - half(RC2, 1), 0, 8192, vy3, {{LR.dim(), 1.0}});  // RC2: vy3 is a chunk step
+  thr(L(6), rrow - half(RC2, 1), 1, 8192, vy3, {{LR.dim(), -1.0}});
   LayerBuilder& s9 = L(9);
   for (std::uint32_t j = 0; j < 6; ++j) {
     const Lin more = f7_pred([j](unsigned x) { return (x & 7) > j + 1 && (x & 7) <= 6; });

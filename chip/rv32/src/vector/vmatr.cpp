@@ -18,7 +18,7 @@ void VectorUnit::vmatr_slots() {
   // c0 + 8 (c0 = w >> 6; N12's index n is w >> 4)
   PW0_ = B.field("vmatr_v_p_key_lo", 16);
   PW12_ = B.field("vmatr_v_p_key_hi", 64);
-  index_sum_nibbles("vmatr_v_p_index", nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), field_oh(PN, 0, 16),
+  index_sum_nibbles("vmatr_v_p_index", vindex(1, {VMATR}, 1), field_oh(PN, 0, 16),
                     masked(field_oh(PN, 16, 16), 3), const_oh(4, 0), {k(kVmv), PRE[VMATR]}, KeyOut{{PW0_}, {PW12_}});
   VVQ_ = [this](std::uint32_t w) {
     auto c0_of = [](std::uint32_t n) { return ((n & 15) >> 2) + 4 * (n >> 4); };
@@ -43,7 +43,7 @@ void VectorUnit::cache_heads(const std::string& name, const std::string& cache_s
   const FieldRef WQ0 = B.field(name + "_write_row_lo", 16), WQ12 = B.field(name + "_write_row_hi", 64);
   const Lin qk = PRE[VQ] + masked(field_oh(VIN, 0, 16), 6)[2 * target] - 1.0;  // VQ, TARGET (1 or <= 0)
   const OH zero16 = const_oh(16, 0);
-  index_sum_nibbles(name + "_write_row", nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), zero16, zero16, const_oh(4, 0),
+  index_sum_nibbles(name + "_write_row", vindex(1, {VQ}, 0), zero16, zero16, const_oh(4, 0),
                     {qk, vlb_any() + k(kVqe)}, KeyOut{{WQ0}, {WQ12}});
   const FieldRef WLK = B.field(name + "_write_element", 32), WKS = B.field(name + "_write_shift", 1);
   OH mq(4);
@@ -119,11 +119,12 @@ void VectorUnit::compile_vmatr() {
         {SREAD_, SFIRST_, PRE[VMATR], kbit});
   // the row r0 + t (t = g >> 1 < 64): key pieces (layers 5, 6)
   const FieldRef RQ0 = B.field("vmatr_row_key_lo", 16), RQ12 = B.field("vmatr_row_key_hi", 64);
-  sum_pieces("vmatr_row", {nib(RV2, 0), masked(glo, 0xE), masked(ghi, 1)},
+  const std::array<OH, 3> r0 = vindex(2, {VMATR}, 0);
+  sum_pieces("vmatr_row", {r0[0], masked(glo, 0xE), masked(ghi, 1)},
              [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 1) + ((v[2] & 1) << 3); },
-             oh_value(nib(RV2, 0)) + oh_value(masked(glo, 0xE)) * 0.5 + oh_value(masked(ghi, 1)) * 8.0,
-             {nib(RV2, 1), masked(ghi, 6)}, [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 1); },
-             {masked(nib(RV2, 2), 3)}, [](const std::vector<unsigned>& v) { return v[0]; }, {SREAD_, SFIRST_, PRE[VMATR], kbit},
+             oh_value(r0[0]) + oh_value(masked(glo, 0xE)) * 0.5 + oh_value(masked(ghi, 1)) * 8.0,
+             {r0[1], masked(ghi, 6)}, [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 1); },
+             {r0[2]}, [](const std::vector<unsigned>& v) { return v[0]; }, {SREAD_, SFIRST_, PRE[VMATR], kbit},
              KeyOut{{RQ0}, {RQ12}});
   const FieldRef KB = B.field("vmatr_kc_bits", 256), KSHO = B.field("vmatr_ksh", 26);
   cache_heads("kcache", ".lockstep.kcache", ".lockstep.ksh", 1, RQ0, RQ12, KB, KSHO);
@@ -170,7 +171,7 @@ void VectorUnit::compile_vmatr() {
   emit_rounded(L(14), DG, OV);
   // the last element: VW33 with g = 2 T - 1 (layer 6), into LASTW (layer 10)
   const FieldRef EQT = B.field("vmatr_k_last", 1);
-  const Lin gx = oh_value(glo) + oh_value(ghi) * 16.0 + 1.0 - half(RV2, 1) * 2.0;
+  const Lin gx = oh_value(glo) + oh_value(ghi) * 16.0 + 1.0 - vhalf(2, {VMATR}, 1) * 2.0;
   auto thr2 = [&](double t, double c) {
     threshold_if(L(6), gx, t, 512, k(vw(3, 3)), EQT.dim(), c);
   };
@@ -203,7 +204,7 @@ void VectorUnit::compile_vmatr_v() {
   // r0 + t as key pieces (t: VMV's payload, < 64; w = src + t: vmatr_slots())
   const FieldRef PW12 = PW12_;
   const FieldRef RQ0 = B.field("vmatr_v_row_key_lo", 16), RQ12 = B.field("vmatr_v_row_key_hi", 64);
-  index_sum_nibbles("vmatr_v_row", nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), plo, masked(phi, 3), const_oh(4, 0), gmv,
+  index_sum_nibbles("vmatr_v_row", vindex(2, {VMATR}, 0), plo, masked(phi, 3), const_oh(4, 0), gmv,
                     KeyOut{{RQ0}, {RQ12}});
   const FieldRef VB2 = B.field("vmatr_vc_bits", 256), VSHO = B.field("vmatr_vsh", 26);
   cache_heads("vcache", ".lockstep.vcache", ".lockstep.vsh", 2, RQ0, RQ12, VB2, VSHO);
@@ -260,7 +261,7 @@ void VectorUnit::compile_vmatr_v() {
     table(l5, {glo, qt}, [&](const std::vector<unsigned>& v) { return SparseVec{{EL.dim(4 * v[0] + v[1]), 1.0}}; },
           {SREAD_, SFIRST_, PRE[VMATR], vbit});
   }
-  const Lin T = half(RV2, 1);
+  const Lin T = vhalf(2, {VMATR}, 1);
   for (std::uint32_t t = 0; t < 64; ++t) threshold_if(L(6), T, t + 1, 65536, GV[1], TT.dim(t));  // [T > t]
   const FieldRef OS = B.field("vmatr_v_sums", 64 * kC);
   {

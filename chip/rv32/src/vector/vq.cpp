@@ -106,7 +106,7 @@ void VectorUnit::compile_vq() {
   // padding: j = 64 (g >> 4) + 4 (g & 15) + m >= n (ACT only: K/V elements are < 32 = n)
   const FieldRef PAD = B.field("vq_padding", 1);
   const Lin jv = oh_value(ghi) * 64.0 + oh_value(glo) * 4.0 + k(kVlb0) + k(kVlb0 + 1) * 2.0 + k(kVlb0 + 2) * 3.0;
-  threshold_if(L(6), jv - half(RV2, 1), 0, 1100, gv, PAD.dim());
+  threshold_if(L(6), jv - vhalf(2, {VQ}, 1), 0, 1100, gv, PAD.dim());
   // x + 2^(e - 1) modulo 2^36 (column 8: x's sign extension)
   std::vector<Lin> X(9);
   std::vector<unsigned> max_cs(9, 15);

@@ -112,7 +112,7 @@ void VectorUnit::muls_index(const OH& qt, const Lin& reads, const KeyOut& out) {
       }, gates);
     }
   }
-  index_sum_nibbles("vr_muls_index", nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), field_oh(ES, 0, 16),
+  index_sum_nibbles("vr_muls_index", vindex(2, {VEW}, 0), field_oh(ES, 0, 16),
                     field_oh(ES, 16, 16), field_oh(ES, 32, 4), {reads, PRE[VEW]}, out, 6);
 }
 
@@ -171,36 +171,36 @@ void VectorUnit::vr_file() {
   }
   const Lin one = Lin::constant(1);
   const Lin vew_vfn = vew + PRE[VFN];  // VFN: src = B, dst = A, like VEW's a and dst
-  index_sum("vr_x_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qt, {reads, vew_vfn}, kx);  // a + e
-  index_sum("vr_y_index", VWGS, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qt, {reads, vew, one - muls - rot},
+  index_sum("vr_x_index", VWGS, vindex(1, {VEW, VFN}, 1), qt, {reads, vew_vfn}, kx);  // a + e
+  index_sum("vr_y_index", VWGS, vindex(2, {VEW}, 0), qt, {reads, vew, one - muls - rot},
             ky);  // b + e
   const FieldRef NS0 = B.field("vr_s_key_lo", 16), NS12 = B.field("vr_s_key_hi", 64);
   muls_index(qt, reads, KeyOut{{NS0}, {NS12}});  // MULS: b + (e >> GS), for the port of layer 8
-  index_sum("vr_rot_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qx, {reads, vew, rot}, ky);  // a + (e ^ 1)
-  index_sum("vr_w_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw, {ends, vew_vfn + PRE[VRED]},
+  index_sum("vr_rot_index", VWGS, vindex(1, {VEW}, 1), qx, {reads, vew, rot}, ky);  // a + (e ^ 1)
+  index_sum("vr_w_index", VWGS, vindex(1, {VEW, VFN, VRED}, 0), qw, {ends, vew_vfn + PRE[VRED]},
             kw);  // dst + e (VRED: dst, e = 0)
   const FieldRef PARW = last_parity_;
-  index_sum("vr_pending_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qp, {ends_odd, vew, rot},
+  index_sum("vr_pending_index", VWGS, vindex(1, {VEW}, 0), qp, {ends_odd, vew, rot},
             kw);  // ROT: dst + e - 1
   const FieldRef PARP = last_parity_;
   // VEXP (compile_vexp()): the scores s = VR[src + e] on port x (e < 512); the writes p -> dst + e (e <
   // 512) and S_g -> sums + g (e = 512 + g: the VWG slot with g' - 128, i.e. ghi 8 -> 0)
   const Lin ghi8 = VWGS[16 + 8];
-  index_sum("vexp_x_index", VWGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qt, {reads, PRE[VEXP]}, kx);  // src + e
-  index_sum("vexp_w_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw, {ends, PRE[VEXP], one - ghi8},
+  index_sum("vexp_x_index", VWGS, vindex(1, {VEXP}, 1), qt, {reads, PRE[VEXP]}, kx);  // src + e
+  index_sum("vexp_w_index", VWGS, vindex(1, {VEXP}, 0), qw, {ends, PRE[VEXP], one - ghi8},
             kw);  // dst + e
   const FieldRef PARX = last_parity_;
   const FieldRef XWG = B.field("vexp_sum_slot", 32);  // the VWG slot in the sums' phase, g' - 128
   for (std::uint32_t v = 0; v < 16; ++v) when(L(1), {VWGS[v], ghi8}, {{XWG.dim(v), 1.0}});
   pass(L(1), ghi8, XWG.dim(16));
-  index_sum("vexp_sum_index", XWG, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qw, {ends, PRE[VEXP], ghi8},
+  index_sum("vexp_sum_index", XWG, vindex(2, {VEXP}, 0), qw, {ends, PRE[VEXP], ghi8},
             kw);  // sums + (e - 512)
   const FieldRef PARS = last_parity_;
   // VLD: dst = X(rs2) & 0xFFFF, element i = 4 g + m (g: compile_vld()'s VLG slot)
   OH qv(4);
   for (std::uint32_t m = 0; m < 4; ++m) qv[m] = k(kVlb0 + m);
   const Lin vlb = vlb_any(), seen = VGS[32];
-  index_sum("vr_vld_index", VGS, nib(RV2, 0), nib(RV2, 1), masked(nib(RV2, 2), 3), qv, {vlb, seen, PRE[VLD]}, kw);
+  index_sum("vr_vld_index", VGS, vindex(2, {VLD}, 0), qv, {vlb, seen, PRE[VLD]}, kw);
   // VQ (compile_vq()): x_j = VR[src + j] on port x, j = 4 g + m the element of the next value byte
   // (consuming VLG(g): m = 0; VLB_{m-1}: m)
   OH qr(4);
@@ -208,7 +208,7 @@ void VectorUnit::vr_file() {
   for (std::uint32_t m = 1; m < 4; ++m) qr[m] = k(kVlb0 + m - 1);
   VQR_ = B.field("vq_value_read", 1);
   pass(L(0), qr[0] + qr[1] + qr[2] + qr[3], VQR_.dim());
-  index_sum("vr_vq_index", VGS, nib(RV1, 4), nib(RV1, 5), masked(nib(RV1, 6), 3), qr, {VQR_[0], PRE[VQ]}, kx);  // src + j
+  index_sum("vr_vq_index", VGS, vindex(1, {VQ}, 1), qr, {VQR_[0], PRE[VQ]}, kx);  // src + j
   // VMAT write mode (compile_vmat()): y_r -> dst + r when VY3 is consumed, r = 256 h + p (the VMC and
   // VMH slots; r < 1,024 where the write is valid, so h <= 3)
   OH h2(4);
@@ -216,22 +216,23 @@ void VectorUnit::vr_file() {
   for (std::uint32_t v = 1; v < 16; ++v) h2[0] -= HSN_[v];
   h2[0] -= HSN_[16 + 1];
   for (std::uint32_t v = 1; v < 4; ++v) h2[v] = HSN_[v];
-  index_sum_nibbles("vmat_w_index", nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), field_oh(MCS_, 0, 16),
+  index_sum_nibbles("vmat_w_index", vindex_of(vmat_chunk_port(1), 0), field_oh(MCS_, 0, 16),
                     field_oh(MCS_, 16, 16), h2, {k(kVy0 + 3), PRE[VMAT]}, kw);  // dst + r
   const FieldRef PARM = last_parity_;
   // VMATR K mode (compile_vmatr()): the element e = 4 g + q that ends -> dst + 64 h + t (t = g >> 1, h =
   // 4 (g & 1) + q)
   {
     const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
-    sum_pieces("vmatr_w_index", {nib(RV1, 0), masked(glo, 0xE), masked(ghi, 1)},
+    const std::array<OH, 3> dst = vindex(1, {VMATR}, 0);
+    sum_pieces("vmatr_w_index", {dst[0], masked(glo, 0xE), masked(ghi, 1)},
                [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 1) + ((v[2] & 1) << 3); },
-               oh_value(nib(RV1, 0)) + oh_value(masked(glo, 0xE)) * 0.5 + oh_value(masked(ghi, 1)) * 8.0,
-               {nib(RV1, 1), masked(ghi, 6), qw}, [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 1) + (v[2] << 2); },
-               {masked(nib(RV1, 2), 3), masked(glo, 1)}, [](const std::vector<unsigned>& v) { return v[0] + v[1]; },
+               oh_value(dst[0]) + oh_value(masked(glo, 0xE)) * 0.5 + oh_value(masked(ghi, 1)) * 8.0,
+               {dst[1], masked(ghi, 6), qw}, [](const std::vector<unsigned>& v) { return v[0] + (v[1] >> 1) + (v[2] << 2); },
+               {dst[2], masked(glo, 1)}, [](const std::vector<unsigned>& v) { return v[0] + v[1]; },
                {ends, PRE[VMATR], masked(field_oh(VIN, 0, 16), 2)[0]}, kw);
   }
   const FieldRef PARK = last_parity_;
-  index_sum("vmatr_v_w_index", VWGS, nib(RV1, 0), nib(RV1, 1), masked(nib(RV1, 2), 3), qw,
+  index_sum("vmatr_v_w_index", VWGS, vindex(1, {VMATR}, 0), qw,
             {ends, PRE[VMATR], masked(field_oh(VIN, 0, 16), 2)[2]}, kw);  // VMATR V: dst + e
   const FieldRef PARV = last_parity_;
   const FieldRef VAL = vld_product();
