@@ -311,7 +311,7 @@ struct Machine {
   void reg_port(const std::string& name, const std::function<Lin(std::uint32_t)>& q, const FieldRef& out,
                 Activation act_q = Activation::Identity);
   void registers_and_class();
-  // Per-op copies of the vector operands (docs/chip-design.md section 3.5). vec_port(which, c) is
+  // Per-op copies of the vector operands (docs/chip-design.md section 3.6, "Operand ports"). vec_port(which, c) is
   // X(rs1) (which = 1) or X(rs2) (which = 2) as 8 nibble one-hots (128 rows) on the steps of the
   // vector op c, and zero on every other step: a register-port head of layer 5 of its own, made on
   // first use. A unit that only one op's steps need reads that op's copy, so on the other ops'
@@ -402,8 +402,11 @@ struct VectorUnit : Machine {
   };
   // One product term of product_digits(): (x's nibble one-hots, y's nibble one-hots), the last of each signed.
   using Term = std::pair<std::vector<OH>, std::vector<OH>>;
-  // X(rs1) / X(rs2) on VMAT's chunk steps only (the fetch step and the steps that consume VMC_j,
-  // VY3, VYN3 or VMH: compile_vmat()'s e5), zero on its value steps and every other step.
+  // [the step consumes VMC_j, VY3, VYN3 or VMH]: the steps after VMAT's first that may emit a
+  // chunk (compile_vmat(); with the fetch step, its e5).
+  Lin vmat_chunk_kinds() const;
+  // X(rs1) / X(rs2) on VMAT's chunk steps only (the fetch step and vmat_chunk_kinds()), zero on
+  // its value steps and every other step.
   FieldRef vmat_chunk_port(std::uint32_t which);
 
   // ---- fields, grouped by the file that writes them; "->" names the other files that read

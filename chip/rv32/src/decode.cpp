@@ -186,8 +186,9 @@ OH Machine::vnib(std::uint32_t which, std::initializer_list<Cls> cs, std::uint32
 }
 
 Lin Machine::vhalf(std::uint32_t which, std::initializer_list<Cls> cs, std::uint32_t h) {
-  return byte_value(vnib(which, cs, 4 * h), vnib(which, cs, 4 * h + 1)) +
-         byte_value(vnib(which, cs, 4 * h + 2), vnib(which, cs, 4 * h + 3)) * 256.0;
+  Lin sum;
+  for (Cls c : cs) sum += half(vec_port(which, c), h);
+  return sum;
 }
 
 }  // namespace lockstep::chip::rv32::detail

@@ -10,10 +10,10 @@ namespace lockstep::chip::rv32::detail {
 // word); VR's span heads (vr_file(), layer 7) read the span's nibble counts with it. Also the
 // last group's k, (n - 1) >> 6, as a one-hot on VRED words (VKL_, layer 5).
 void VectorUnit::vred_span() {
-  // src = X(rs1) >> 16 and n = X(rs2) >> 16 of the op whose span is formed (each op's own operand
-  // copies: zero on the other ops' steps, docs/chip-design.md section 3.5)
+  // src = X(rs1) >> 16 and n = X(rs2) >> 16, from each op's own operand copies (zero on the other
+  // ops' steps: docs/chip-design.md section 3.6, "Operand ports")
   const Lin g = k(kVrd), one = Lin::constant(1);
-  Lin Bv = vhalf(1, {VRED}, 1), N = vhalf(2, {VRED}, 1);
+  const Lin Bv = vhalf(1, {VRED}, 1), N = vhalf(2, {VRED}, 1);
   const Lin kv = oh_value(field_oh(VRDK_, 0, 16));
   constexpr double M = 131072;  // > src + 64 k + 64 for every src < 2^16: the units are 0 off VRD steps
   const FieldRef LH = B.field("vred_span_bounds", 2);  // lo, hi
@@ -27,8 +27,7 @@ void VectorUnit::vred_span() {
   // (layer 5). After the last group the span is empty: hi = lo when 64 k >= n.
   {
     const OH glo = field_oh(VGS, 0, 16), ghi = field_oh(VGS, 16, 16);
-    Bv = vhalf(1, {VQ}, 1);
-    N = vhalf(2, {VQ}, 1);
+    const Lin Bq = vhalf(1, {VQ}, 1), Nq = vhalf(2, {VQ}, 1);
     KG_ = B.field("vq_group_start", 6);
     for (std::uint32_t j = 1; j < 6; ++j) when(L(1), {k(kVlb0 + 3), glo[15], ghi[j - 1]}, {{KG_.dim(j), 1.0}});
     KQ_ = B.field("vq_group_step", 6);
@@ -39,10 +38,10 @@ void VectorUnit::vred_span() {
       when(l5, {PRE[VQ], kg}, {{KQ_.dim(j), 1.0}, {GQ_.dim(), 1.0}});
       const Lin off = (PRE[VQ] + kg) * MQ - 2 * MQ;
       const double base = 64.0 * j;
-      pass(l5, Bv + base + off, LH.dim(0));
-      pass(l5, Bv + base + 64.0 + off, LH.dim(1));
-      pass(l5, Lin::constant(base + 64.0) - N + off, LH.dim(1), -1);
-      pass(l5, Lin::constant(base) - N + off, LH.dim(1));
+      pass(l5, Bq + base + off, LH.dim(0));
+      pass(l5, Bq + base + 64.0 + off, LH.dim(1));
+      pass(l5, Lin::constant(base + 64.0) - Nq + off, LH.dim(1), -1);
+      pass(l5, Lin::constant(base) - Nq + off, LH.dim(1));
     }
   }
   // VEXP (compile_vexp()): the step that emits VXM0 of group g reads the group's scores [src + 64 g,
@@ -52,8 +51,7 @@ void VectorUnit::vred_span() {
   // every VW_q3 step of group ghi < 8 (KXG, layer 1) and the mask (layer 6) is gated by LX_.
   {
     const OH glo = field_oh(VWGS, 0, 16), ghi = field_oh(VWGS, 16, 16);
-    Bv = vhalf(1, {VEXP}, 1);
-    N = vhalf(2, {VEXP}, 1);
+    const Lin Bx = vhalf(1, {VEXP}, 1), Nx = vhalf(2, {VEXP}, 1);
     const FieldRef KXG = B.field("vexp_group_end", 9);  // [VW_q3 consumed, ghi = j - 1], j = 1..8
     const Lin ends = stream_word_end();
     for (std::uint32_t j = 1; j <= 8; ++j) when(L(1), {ends, ghi[j - 1]}, {{KXG.dim(j), 1.0}});
@@ -62,15 +60,15 @@ void VectorUnit::vred_span() {
       const Lin kg = j == 0 ? fetch() : KXG[j];
       const Lin off = (PRE[VEXP] + kg) * MX - 2 * MX;
       const double base = 64.0 * j;
-      pass(l5, Bv + base + off, LH.dim(0));
-      pass(l5, Bv + base + 64.0 + off, LH.dim(1));  // hi = lo + min(T, 64) = lo + 64 - ReLU(64 - T)
-      pass(l5, Lin::constant(64.0) - N + off, LH.dim(1), -1);
+      pass(l5, Bx + base + off, LH.dim(0));
+      pass(l5, Bx + base + 64.0 + off, LH.dim(1));  // hi = lo + min(T, 64) = lo + 64 - ReLU(64 - T)
+      pass(l5, Lin::constant(64.0) - Nx + off, LH.dim(1), -1);
     }
     Lin e1, q;
     for (std::uint32_t j = 1; j <= 8; ++j) e1 += KXG[j];
     for (std::uint32_t qq = 1; qq < 4; ++qq) q += k(vw(qq, 3)) * static_cast<double>(qq);
     LX_ = B.field("vexp_group_last", 1);
-    const Lin x = oh_value(glo) * 4.0 + q + 1.0 - N;  // (e & 63) + 1 - T
+    const Lin x = oh_value(glo) * 4.0 + q + 1.0 - Nx;  // (e & 63) + 1 - T
     threshold_if(l5, x, 0, 64, PRE[VEXP] + e1 - 1.0, LX_.dim());
     threshold_if(l5, x, 1, 64, PRE[VEXP] + e1 - 1.0, LX_.dim(), -1);
     XG0_ = B.field("vexp_fetch", 1);  // the fetch step of a VEXP word (group 0's span)

@@ -19,7 +19,7 @@ void VectorUnit::vector_traps() {
   for (Cls c : ops) anyv += cls(c);
   // The operands on the fetch step of a vector op only (zero on every other step): every RAW
   // reason below is read under f alone (layers 9, 10), so no check is evaluated on the op's later
-  // steps (docs/chip-design.md section 3.5).
+  // steps (docs/chip-design.md section 3.6, "Operand ports").
   Lin vpre;
   for (Cls c : ops) vpre += PRE[c];
   const FieldRef F1 = operand_port(1, "vec_fetch", f + vpre - 1.0), F2 = operand_port(2, "vec_fetch", f + vpre - 1.0);

@@ -69,16 +69,18 @@ void VectorUnit::vmat_slots() {
 // - The sequence (layer 9): VMC_{j+1}(p) or VY0 after VMC_j(p); VY_{m+1} after VY_m; after VY3 /
 //   VYN3: VMC0(p + 1), VMH(h + 1) (p = 255), or at the last row (r + 1 = R) the end (write
 //   mode) or W(r*) (argmax: W0 = r* & 0xFF, W1 = r* >> 8, W2 = W3 = 0; NOP(0) for rd = x0).
-FieldRef VectorUnit::vmat_chunk_port(std::uint32_t which) {
-  Lin cek = fetch() + k(kVy0 + 3) + k(kVyn3) + k(kVmh);  // the chunk step's kinds (compile_vmat()'s e5)
+Lin VectorUnit::vmat_chunk_kinds() const {
+  Lin cek = k(kVy0 + 3) + k(kVyn3) + k(kVmh);
   for (std::uint32_t j = 0; j < 6; ++j) cek += k(kVmc0 + j);
-  return operand_port(which, "vmat_chunk", cek + PRE[VMAT] - 1.0);
+  return cek;
+}
+
+FieldRef VectorUnit::vmat_chunk_port(std::uint32_t which) {
+  return operand_port(which, "vmat_chunk", vmat_chunk_kinds() + fetch() + PRE[VMAT] - 1.0);  // e5's steps
 }
 
 void VectorUnit::compile_vmat() {
   const Lin one = Lin::constant(1), mat = cls(VMAT);
-  Lin vmc;
-  for (std::uint32_t j = 0; j < 6; ++j) vmc += k(kVmc0 + j);
   const Lin vy3 = k(kVy0 + 3) + k(kVyn3);
   const OH mlo = field_oh(MCS_, 0, 16), mhi = field_oh(MCS_, 16, 16);
   const Lin hs = byte_value(field_oh(HSN_, 0, 16), field_oh(HSN_, 16, 16));
@@ -96,7 +98,7 @@ void VectorUnit::compile_vmat() {
   auto kp = [&](unsigned kk) { return n6[2 * kk] + n6[2 * kk + 1]; };  // K = f7 & 7 = inst[27:25]
   const FieldRef CE4 = B.field("vmat_chunk_kinds", 1), CE = B.field("vmat_chunk_step", 1), SP = B.field("vmat_chunk_offset", 1);
   const FieldRef GY = B.field("vmat_value_steps", 4), AM = B.field("vmat_argmax", 1);
-  const Lin cek = vmc + vy3 + k(kVmh);  // the steps after the first that may emit VMC_j
+  const Lin cek = vmat_chunk_kinds();  // the steps after the first that may emit VMC_j
   LayerBuilder& l4 = L(4);
   pass(l4, cek, CE4.dim());
   for (unsigned kk = 1; kk <= 6; ++kk)
