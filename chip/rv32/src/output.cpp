@@ -48,8 +48,8 @@ void Machine::declare() {
   B.probe(8, Sublayer::Memory, {"vred_column_sums"});
   B.probe(12, Sublayer::Mlp, {"vred_sum_digits"});
   B.probe(13, Sublayer::Mlp, {"vred_result_bits", "vred_high_bits"});
-  B.probe(6, Sublayer::Mlp, {"vmat_chunk_hi_thermometer", "vmat_chunk_lo_thermometer", "vmat_act_block"});
-  B.probe(7, Sublayer::Memory, {"vmat_weight_bits", "vmat_scale_bits", "vmat_act_bits", "vmat_ash"});
+  B.probe(6, Sublayer::Mlp, {"vmat_chunk_hi_onehot", "vmat_chunk_lo_onehot", "vmat_act_block"});
+  B.probe(7, Sublayer::Memory, {"vmat_weight_bits", "vmat_scale_bits", "vmat_weight_bit_counts", "vmat_act_lo_nibbles", "vmat_act_hi_nibbles", "vmatr_act_bits", "vmat_ash"});
   B.probe(7, Sublayer::Mlp, {"vmat_bit_products_lo", "vmat_bit_products_hi"});
   B.probe(8, Sublayer::Mlp, {"vmat_contribution_columns"});
   B.probe(9, Sublayer::Memory, {"vmat_column_sums"});

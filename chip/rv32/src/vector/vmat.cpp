@@ -122,42 +122,51 @@ void VectorUnit::compile_vmat() {
       l.unit_out(b, d, -c);
     }
   };
-  // layer 5: c = c0 + r K + j and the thermometer T_m = [c >= 64 m] (m = 1..65, c < 2^17), one
-  // dimension each (c >> 6 = m iff T_m - T_{m+1} = 1, with T_0 the chunk step; none for c >=
-  // 4,160); the ACT block b0 + j as a one-hot. Layer 6: c & 63 = c - 64 sum_m T_m the same way
-  // (U_l = [c & 63 >= l], l = 1..64).
+  // layer 5: c = c0 + r K + j and its one-hot H_m = [c >> 6 = m] (m = 0..64, c < 2^17; none for
+  // c >= 4,160) as the difference of two thresholds [c >= 64 m] - [c >= 64 (m + 1)], each a
+  // pair of units (four terms of at most 2^17 per dimension: exact in fp32); the ACT block
+  // b0 + j as a one-hot. Layer 6: c & 63 = c - 64 sum_m m H_m and its one-hot L_l = [c & 63 =
+  // l] (l = 0..63) the same way. WMEM's key reads one dimension of each (issue 30's lever 3:
+  // before, thermometers [c >= 64 m] and [c & 63 >= l], of which the key read up to 128).
   constexpr double kHiS = 131072;  // > c0 + r K + j
   // The operands on the chunk steps only (e5's steps; fetch and CE4's kinds exclude each other):
   // zero on the value steps and on every other op's, so these units are idle there.
   const FieldRef RC1 = vmat_chunk_port(1), RC2 = vmat_chunk_port(2);
   const Lin S = SP[0] + half(RC2, 0);
-  const FieldRef TH = B.field("vmat_chunk_hi_thermometer", 65), TL = B.field("vmat_chunk_lo_thermometer", 64);
+  const FieldRef HO = B.field("vmat_chunk_hi_onehot", 65), LO = B.field("vmat_chunk_lo_onehot", 64);
+  // [x >= t] - [x >= t + step] into dimension `d` of `oh`, for t = step m, m = 0..n - 1
+  auto onehot = [&](LayerBuilder& l, const Lin& x, double step, std::uint32_t n, const Lin& e, const FieldRef& oh) {
+    for (std::uint32_t m = 0; m <= n; ++m) {
+      SparseVec outs;
+      if (m < n) outs.push_back({oh.dim(m), 1.0});
+      if (m > 0) outs.push_back({oh.dim(m - 1), -1.0});
+      thr(l, x, step * m, kHiS, e, outs);
+    }
+  };
   LayerBuilder& l5 = L(5);
+  onehot(l5, S, 64.0, 65, e5, HO);
   Lin lo = S;
-  for (std::uint32_t m = 1; m <= 65; ++m) {
-    thr(l5, S, 64.0 * m, kHiS, e5, {{TH.dim(m - 1), 1.0}});
-    lo -= TH[m - 1] * 64.0;
-  }
-  auto hi_oh = [&](std::uint32_t m) { return (m == 0 ? CE[0] : TH[m - 1]) - TH[m]; };  // [c >> 6 = m], m < 65
+  for (std::uint32_t m = 1; m < 65; ++m) lo -= HO[m] * (64.0 * m);
   const FieldRef QB = B.field("vmat_act_block", 6);
   table(l5, {nib(RC1, 4), jn}, [&](const std::vector<unsigned>& v) {
     return v[0] + v[1] < 6 ? SparseVec{{QB.dim(v[0] + v[1]), 1.0}} : SparseVec{};
   }, {e5, nib(RC1, 5)[0], nib(RC1, 6)[0], nib(RC1, 7)[0]});
   LayerBuilder& l6 = L(6);
-  for (std::uint32_t m = 1; m <= 64; ++m) thr(l6, lo, m, kHiS, CE[0], {{TL.dim(m - 1), 1.0}});
-  auto lo_oh = [&](std::uint32_t m) { return (m == 0 ? CE[0] : TL[m - 1]) - TL[m]; };  // [c & 63 = m], m < 64
-  // layer 7: WMEM and WSCALE (one head: 4,152 columns, key ReLU(HI[c >> 6] + LOH[c & 63] - 1)),
+  onehot(l6, lo, 1.0, 64, CE[0], LO);
+  // layer 7: WMEM and WSCALE (one head: 4,152 columns, key ReLU(H[c >> 6] + L[c & 63] - 1)),
   // ACT (64 lane heads: lane i holds ACT[64 b + i]'s bits in column b), ASH (a one-hot)
   LayerBuilder& l7 = L(7);
   const FieldRef WB = B.field("vmat_weight_bits", 256), WSB = B.field("vmat_scale_bits", 16);
+  const FieldRef NT = B.field("vmat_weight_bit_counts", 4);  // N_t: how many of the 64 weights have bit t
   {
     const std::uint32_t h = l7.add_head(kChunks, 272, Activation::Relu, Activation::Relu);
     HeadBuilder& H = l7.head(h);
     for (std::uint32_t c = 0; c < kChunks; ++c) {
-      H.q[c] = hi_oh(c >> 6) + lo_oh(c & 63) - 1.0;
+      H.q[c] = HO[c >> 6] + LO[c & 63] - 1.0;
       H.k[c] = H.q[c];
     }
     for (std::uint32_t r = 0; r < 272; ++r) H.out.emplace_back(r, r < 256 ? WB.dim(r) : WSB.dim(r - 256), 1.0);
+    for (std::uint32_t r = 0; r < 256; ++r) H.out.emplace_back(r, NT.dim(r & 3), 1.0);
     section_init("wmem", 7, h, 0, ".lockstep.wmem", 0, 1, 32 * kChunks, ByteEncoding::Bits, 32);
     section_init("wscale", 7, h, 256, ".lockstep.wscale", 0, 1, 2 * kChunks, ByteEncoding::Bits, 2);
   }
@@ -189,23 +198,31 @@ void VectorUnit::compile_vmat() {
                 nib(R1R, 6)[0], nib(R1R, 7)[0]},
            {{QBR_.dim(b), 1.0}});
   }
-  const FieldRef AB = B.field("vmat_act_bits", 512), ASHO = B.field("vmat_ash", 26);
+  // ACT's 64 lanes, twice: VMAT's copy (read with QB) gives each a_i as two numbers, its low
+  // nibble (0..15) and signed high nibble (-8..7); VMATR's (read with QBR_) gives its 8 bits.
+  // Both are written alike (VQ), so they hold the same values.
+  const FieldRef ALO = B.field("vmat_act_lo_nibbles", 64), AHI = B.field("vmat_act_hi_nibbles", 64);
+  const FieldRef AB = B.field("vmatr_act_bits", 512), ASHO = B.field("vmat_ash", 26);
   AB_ = AB;
   ASHO_ = ASHO;
-  for (std::uint32_t i = 0; i < 64; ++i) {
-    const std::uint32_t h = l7.add_head(6, 8);
-    HeadBuilder& H = l7.head(h);
-    for (std::uint32_t b = 0; b < 6; ++b) {
-      H.q[b] = QB[b] + QBR_[b];
-      H.k[b] = WBLK[b];
+  for (const bool numbers : {true, false})
+    for (std::uint32_t i = 0; i < 64; ++i) {
+      const std::uint32_t h = l7.add_head(6, 8);
+      HeadBuilder& H = l7.head(h);
+      for (std::uint32_t b = 0; b < 6; ++b) {
+        H.q[b] = numbers ? QB[b] : QBR_[b];
+        H.k[b] = WBLK[b];
+      }
+      for (std::uint32_t r = 0; r < 8; ++r) {
+        H.v[r] = payload_bit(r);
+        if (!numbers) H.out.emplace_back(r, AB.dim(8 * i + r), 1.0);
+        else if (r < 4) H.out.emplace_back(r, ALO.dim(i), static_cast<double>(1u << r));
+        else H.out.emplace_back(r, AHI.dim(i), r < 7 ? static_cast<double>(1u << (r - 4)) : -8.0);
+      }
+      H.beta = WLANE[i];
+      section_init((numbers ? "vmat_act_lane" : "act_lane") + std::to_string(i), 7, h, 0, ".lockstep.act", i, 64, 6,
+                   ByteEncoding::Bits, 1);
     }
-    for (std::uint32_t r = 0; r < 8; ++r) {
-      H.v[r] = payload_bit(r);
-      H.out.emplace_back(r, AB.dim(8 * i + r), 1.0);
-    }
-    H.beta = WLANE[i];
-    section_init("act_lane" + std::to_string(i), 7, h, 0, ".lockstep.act", i, 64, 6, ByteEncoding::Bits, 1);
-  }
   {
     const std::uint32_t h = l7.add_head(6, 256);
     HeadBuilder& H = l7.head(h);
@@ -223,29 +240,40 @@ void VectorUnit::compile_vmat() {
     section_init("ash", 7, h, 0, ".lockstep.ash", 0, 1, 6, ByteEncoding::OneHot, 1);
   }
   // P_t = sum_i [bit t of w_i] a_i in two parts (layer 7): a_i's low nibble (PL_t, 0..960) and
-  // its signed high nibble (PH_t, -512..448), so that P_t = PL_t + 16 PH_t
+  // its signed high nibble (PH_t, -512..448), so that P_t = PL_t + 16 PH_t. Per (i, t) one unit
+  // each, [bit] lo_i = ReLU(lo_i + 16 [bit] - 16) and [bit] (hi_i + 8) = ReLU(hi_i + 16 [bit] - 8)
+  // (lo_i <= 15, hi_i <= 7: zero where the bit is 0); the 8 per set bit comes off PH_t through
+  // N_t, the count of bit t over the 64 weights, which the WMEM read writes beside the bits.
   const FieldRef PL = B.field("vmat_bit_products_lo", 4), PH = B.field("vmat_bit_products_hi", 4);
   for (std::uint32_t i = 0; i < 64; ++i)
-    for (std::uint32_t t = 0; t < 4; ++t)
-      for (std::uint32_t kb = 0; kb < 8; ++kb)
-        when(l7, {WB[4 * i + t], AB[8 * i + kb]},
-             {{kb < 4 ? PL.dim(t) : PH.dim(t), kb < 7 ? static_cast<double>(1u << (kb & 3)) : -8.0}});
-  // Q_e (layer 8): sign_t [bit b of WSCALE] [ASH = s] (PL_t into e = t + b + s, PH_t into e + 4);
+    for (std::uint32_t t = 0; t < 4; ++t) {
+      l7.unit_out(l7.relu_unit(ALO[i] + WB[4 * i + t] * 16.0 - 16.0), PL.dim(t), 1.0);
+      l7.unit_out(l7.relu_unit(AHI[i] + WB[4 * i + t] * 16.0 - 8.0), PH.dim(t), 1.0);
+    }
+  for (std::uint32_t t = 0; t < 4; ++t) l7.unit_out(l7.relu_unit(NT[t]), PH.dim(t), -8.0);
+  // G_{b,s} = [bit b of WSCALE] [ASH = s] (layer 7, 416 one-unit ANDs), so that each unit of
+  // layer 8 reads one gate instead of both (a set scale bit's column fed 234 units of layer 8).
+  const FieldRef G = B.field("vmat_scale_shift_gates", 16 * 26);
+  for (std::uint32_t b = 0; b < 16; ++b)
+    for (std::uint32_t s = 0; s < 26; ++s) when(l7, {WSB[b], ASHO[s]}, {{G.dim(26 * b + s), 1.0}});
+  // Q_e (layer 8): sign_t G_{b,s} P_t (PL_t into e = t + b + s, PH_t into e + 4);
   // |Q_e| <= 4 * 960 + 4 * 512
   constexpr std::uint32_t kCols = 48;
   const FieldRef Q = B.field("vmat_contribution_columns", kCols);
   LayerBuilder& l8 = L(8);
-  for (std::uint32_t t = 0; t < 4; ++t) {
-    const double sg = t < 3 ? 1.0 : -1.0;
-    for (std::uint32_t b = 0; b < 16; ++b)
-      for (std::uint32_t s = 0; s < 26; ++s) {
+  for (std::uint32_t b = 0; b < 16; ++b)
+    for (std::uint32_t s = 0; s < 26; ++s) {
+      const Lin g = G[26 * b + s], off = (one - g) * 1024.0;
+      SparseVec fix;  // PH_t + 512 is what the units pass: -512 per t where the gate is 1
+      for (std::uint32_t t = 0; t < 4; ++t) {
+        const double sg = t < 3 ? 1.0 : -1.0;
         const std::uint32_t e = t + b + s;
-        const Lin off = (one * 2.0 - WSB[b] - ASHO[s]) * 1024.0;
         l8.unit_out(l8.relu_unit(PL[t] - off), Q.dim(e), sg);
         l8.unit_out(l8.relu_unit(PH[t] + 512.0 - off), Q.dim(e + 4), sg);
-        when(l8, {WSB[b], ASHO[s]}, {{Q.dim(e + 4), -512.0 * sg}});
+        fix.push_back({Q.dim(e + 4), -512.0 * sg});
       }
-  }
+      when(l8, {g}, fix);
+    }
   // layer 9: the contribution slots (column j), read over j < K on the value steps
   const FieldRef D = B.field("vmat_column_sums", kCols);
   {
