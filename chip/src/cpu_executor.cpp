@@ -479,6 +479,7 @@ struct SharedRows {
 struct PreparedHead {
   PreparedMap k, q, v, beta, o;
   std::size_t state_offset = 0;
+  std::size_t o_offset = 0;  // where this head's o starts in Stream::o (the sum of the earlier heads' value_dim)
   std::uint32_t key_dim = 0, value_dim = 0;
   // Heads of one layer all read the block's input x, so two heads whose k (q, v, beta) maps are
   // equal compute equal vectors. same_*: index of the first head of the layer with an equal map
@@ -648,6 +649,7 @@ struct Shared {
         ph.state_offset = off;
         ph.key_dim = h.key_dim;
         ph.value_dim = h.value_dim;
+        ph.o_offset = vsum;
         off += static_cast<std::size_t>(h.key_dim) * h.value_dim;
         vsum += h.value_dim;
         max_rows = std::max<std::size_t>({max_rows, h.key_dim, h.value_dim});
@@ -842,9 +844,13 @@ struct Pass {
   Shared& sh;
   // scratch (a pass steps its streams one at a time within a layer)
   Accum a0, a1, a2, a3, aabs;
-  // memory_block scratch per head of the current layer (PreparedHead::same_*)
+  // memory_block scratch per head of the current layer (PreparedHead::same_*): head_beta[h] and
+  // head_q[h] hold this call's values only where head_call[h] == call (a head skipped with its
+  // group has beta 0 and a zero query, without a write per head)
   std::vector<float> head_beta;
-  std::vector<std::uint8_t> head_reads;  // per head of the current layer: its query is not zero (or the audit is on)
+  std::vector<std::uint32_t> head_call;
+  std::uint32_t call = 0;
+  std::vector<std::uint32_t> readers;  // the heads of this call whose query is not zero (or all, with the audit), or whose W_o has a bias, in order
   // per head of the current layer that reads: o = head_src[0 .. value_dim) * head_scale (a
   // query with one non-zero entry reads its state column in place; else head_src is its o)
   std::vector<const float*> head_src;
@@ -864,7 +870,9 @@ struct Pass {
   void size() {
     for (Accum* a : {&a0, &a1, &a2, &a3, &aabs}) a->ensure(sh.scratch_rows);
     head_beta.assign(sh.scratch_heads, 0.0f);
-    head_reads.assign(sh.scratch_heads, 0);
+    head_call.assign(sh.scratch_heads, 0);
+    call = 0;
+    readers.reserve(sh.scratch_heads);
     head_src.assign(sh.scratch_heads, nullptr);
     head_scale.assign(sh.scratch_heads, 1.0f);
     head_k.assign(sh.scratch_heads, {});
@@ -989,13 +997,19 @@ struct Pass {
   // x += sum_h W_o,h o_h, with S_h <- S_h + beta (v - S_h k) k^T ; o_h = S_h q, per head.
   // out = the non-zero entries (row, act(value)) of a head's key or query map on the stream's
   // residual (evaluated in a0; audited as activation act_id of head hi in layer l).
+  // True when pm's map is zero this step because none of its (few) input columns is a candidate
+  // and no row is non-zero without input (never with the audit on, which checks every map).
+  bool idle(const Stream& s, const PreparedMap& pm) const {
+    return !sh.audit && pm.seeds.empty() && pm.mask_words.size() <= 16 &&
+           std::none_of(pm.mask_words.begin(), pm.mask_words.end(),
+                        [&](std::uint32_t w) { return (pm.colmask[w] & s.xbits[w]) != 0; });
+  }
+
   void eval_nonzero(Stream& s, const PreparedMap& pm, int l, int act_id, int hi,
                     std::vector<std::pair<std::uint32_t, float>>& out) {
     // A map with a few input columns and no bias is zero unless one of them is: checked first
     // (a head per lane of a wide memory reads on few steps)
-    if (!sh.audit && pm.seeds.empty() && pm.mask_words.size() <= 16 &&
-        std::none_of(pm.mask_words.begin(), pm.mask_words.end(),
-                     [&](std::uint32_t w) { return (pm.colmask[w] & s.xbits[w]) != 0; })) {
+    if (idle(s, pm)) {
       out.clear();
       return;
     }
@@ -1016,7 +1030,11 @@ struct Pass {
     }
     const std::uint64_t* xb = s.xbits.data();
     const Candidates xc = s.candidates();
-    std::size_t o_off = 0;
+    if (++call == 0) {  // wrapped: no stale stamp may equal the new call
+      std::fill(head_call.begin(), head_call.end(), 0);
+      call = 1;
+    }
+    readers.clear();
     // Results of this step's k, q, v maps per head (shared by heads with equal maps, which all
     // read the same x; with the audit on every head evaluates its own maps).
     std::fill(k_done.begin(), k_done.begin() + static_cast<std::ptrdiff_t>(P.heads.size()), 0);
@@ -1028,12 +1046,7 @@ struct Pass {
         if (!sh.audit && std::none_of(g.mask.begin(), g.mask.end(), [&](const std::pair<std::uint32_t, std::uint64_t>& wm) {
               return (wm.second & xb[wm.first]) != 0;
             })) {
-          for (std::uint32_t x = g.first; x < g.last; ++x) {  // beta = 0, q = 0: nothing written, nothing read
-            head_beta[x] = 0.0f;
-            head_q[x].clear();
-            head_reads[x] = 0;
-            o_off += P.heads[x].value_dim;
-          }
+          // beta = 0, q = 0: nothing written, nothing read, no bias added (head_call stays stale)
           h = g.last - 1;
           continue;
         }
@@ -1046,13 +1059,16 @@ struct Pass {
       // are only evaluated when beta != 0 (or the audit wants them)
       float beta;
       if (!sh.audit && H.same_beta != h) {
-        beta = head_beta[H.same_beta];
+        beta = head_call[H.same_beta] == call ? head_beta[H.same_beta] : 0.0f;
+      } else if (idle(s, H.beta)) {
+        beta = 0.0f;  // no seed: act(bias) is 0
       } else {
         eval(a1, H.beta, xc);
         if (sh.audit) audit_map(s, a1, H.beta, l, kMemBeta, hi, false);
         beta = act(H.beta.m->act, a1.value(0));
       }
       head_beta[h] = beta;
+      head_call[h] = call;
       if (sh.coverage && beta != 0.0f) ++sh.cov.layers[static_cast<std::size_t>(l)].head_writes[h];
       // k = act(W_k x + b_k): its non-zero entries
       const std::vector<std::pair<std::uint32_t, float>>* kp = &no_entries;
@@ -1118,17 +1134,19 @@ struct Pass {
       const std::uint32_t cq = sh.audit ? static_cast<std::uint32_t>(h) : H.same_q;
       auto& qnz_c = head_q[cq];
       if (cq == h) eval_nonzero(s, H.q, l, kMemQ, hi, qnz_c);
-      float* o = s.o.data() + o_off;
+      else if (head_call[cq] != call) qnz_c.clear();  // skipped with its group: a zero query
+      float* o = s.o.data() + H.o_offset;
       // a zero query reads zero: such a head (most heads on most steps) adds only its output bias
-      head_reads[h] = !qnz_c.empty() || sh.audit;
-      head_src[h] = o;
+      const bool reads = !qnz_c.empty() || sh.audit;
+      if (reads || !H.o.seeds.empty()) readers.push_back(static_cast<std::uint32_t>(h));
+      head_src[h] = reads ? o : nullptr;
       head_scale[h] = 1.0f;
-      if (head_reads[h] && qnz_c.size() == 1 && !sh.audit) {
+      if (reads && qnz_c.size() == 1 && !sh.audit) {
         // o = S[:, r] q_r: W_o reads the column in place, times q_r (its non-zero entries are
         // those of the column; each product equals o's entry 0 + S[i, r] q_r exactly)
         head_src[h] = S + static_cast<std::size_t>(qnz_c[0].first) * V;
         head_scale[h] = qnz_c[0].second;
-      } else if (head_reads[h]) {
+      } else if (reads) {
         std::fill(o, o + V, 0.0f);
         for (const auto& [r, qj] : qnz_c) {
           const float* col = S + static_cast<std::size_t>(r) * V;
@@ -1137,11 +1155,10 @@ struct Pass {
       }
       if (sh.audit)
         for (std::uint32_t i = 0; i < V; ++i) check(s, o[i], l, kMemO, hi, i, false);
-      o_off += V;
     }
     // x += sum_h W_o,h o_h (after every head has read the block's input x)
     if (sh.audit) {
-      o_off = 0;
+      std::size_t o_off = 0;
       for (std::size_t h = 0; h < P.heads.size(); ++h) {
         const PreparedHead& H = P.heads[h];
         for (std::uint32_t i = 0; i < H.value_dim; ++i)
@@ -1151,11 +1168,11 @@ struct Pass {
       }
       rabs_check(s, l, kMemResid);
     }
-    for (std::size_t h = 0; h < P.heads.size(); ++h) {
+    for (const std::uint32_t h : readers) {
       PreparedHead& H = P.heads[h];
       const SparseMatrix& W = H.o.m->w;
       const std::uint32_t V = H.value_dim;
-      if (head_reads[h]) {
+      if (head_src[h]) {
         const float* src = head_src[h];
         const float scale = head_scale[h];
         for (std::uint32_t i0 = 0; i0 < V; i0 += 64)  // most read-outs are sparse one-hots
