@@ -1158,13 +1158,11 @@ struct Pass {
     }
     // x += sum_h W_o,h o_h (after every head has read the block's input x)
     if (sh.audit) {
-      std::size_t o_off = 0;
-      for (std::size_t h = 0; h < P.heads.size(); ++h) {
-        const PreparedHead& H = P.heads[h];
+      for (const PreparedHead& H : P.heads) {
+        const float* o = s.o.data() + H.o_offset;
         for (std::uint32_t i = 0; i < H.value_dim; ++i)
-          if (s.o[o_off + i] != 0.0f) rabs_scatter(s, H.o, i, s.o[o_off + i]);
+          if (o[i] != 0.0f) rabs_scatter(s, H.o, i, o[i]);
         rabs_bias(s, H.o);
-        o_off += H.value_dim;
       }
       rabs_check(s, l, kMemResid);
     }

@@ -134,7 +134,7 @@ void VectorUnit::compile_vmat() {
   const FieldRef RC1 = vmat_chunk_port(1), RC2 = vmat_chunk_port(2);
   const Lin S = SP[0] + half(RC2, 0);
   const FieldRef HO = B.field("vmat_chunk_hi_onehot", 65), LO = B.field("vmat_chunk_lo_onehot", 64);
-  // [x >= t] - [x >= t + step] into dimension `d` of `oh`, for t = step m, m = 0..n - 1
+  // [x >= step m] - [x >= step (m + 1)] into dimension m of `oh`, m = 0..n - 1 (when `e` is 1)
   auto onehot = [&](LayerBuilder& l, const Lin& x, double step, std::uint32_t n, const Lin& e, const FieldRef& oh) {
     for (std::uint32_t m = 0; m <= n; ++m) {
       SparseVec outs;
