@@ -511,10 +511,19 @@ bool same_map(const LinearMap& a, const LinearMap& b) { return a.act == b.act &&
 
 // A run of consecutive heads [first, last) whose q, beta and o maps have no bias: when no input
 // column of their q or beta maps (the union `mask`, as (word, bits) pairs) is a candidate on a
-// step, all of them write nothing and read zero, and the step skips them together.
+// step, all of them write nothing and read zero, and the step skips them together. A long run
+// is also cut into `parts` (the same, for at most kMaxGroup heads each), checked when the whole
+// run is not skipped: one active column then wakes only its own part.
 struct HeadGroup {
   std::uint32_t first = 0, last = 0;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> mask;
+  std::vector<HeadGroup> parts;  // empty when the run has at most kMaxGroup heads
+  // True when one of the mask's columns is a candidate (xbits: the residual's non-zero bits)
+  bool woken(const std::uint64_t* xbits) const {
+    return std::any_of(mask.begin(), mask.end(), [&](const std::pair<std::uint32_t, std::uint64_t>& wm) {
+      return (wm.second & xbits[wm.first]) != 0;
+    });
+  }
 };
 
 struct PreparedLayer {
@@ -656,11 +665,25 @@ struct Shared {
         P.heads.push_back(std::move(ph));
       }
       max_value_dim = std::max(max_value_dim, vsum);
-      // runs of bias-free heads, skipped together on steps where none of them has an input
+      // runs of bias-free heads, skipped together on steps where none of them has an input, and
+      // their parts of at most kMaxGroup heads (layer 7's 300 lane and register heads: 206 head
+      // visits a story step as one run, 40 with parts of 8; docs/performance.md)
       {
-        constexpr std::size_t kMinGroup = 4;
+        constexpr std::size_t kMinGroup = 4, kMaxGroup = 8;
         auto eligible = [&](const PreparedHead& ph) {
           return ph.q.seeds.empty() && ph.beta.seeds.empty() && ph.o.seeds.empty();
+        };
+        auto group_of = [&](std::size_t first, std::size_t last) {
+          HeadGroup g;
+          g.first = static_cast<std::uint32_t>(first);
+          g.last = static_cast<std::uint32_t>(last);
+          std::vector<std::uint64_t> m(P.heads[first].q.colmask.size(), 0);
+          for (std::size_t x = first; x < last; ++x)
+            for (const PreparedMap* pm : {&P.heads[x].q, &P.heads[x].beta})
+              for (std::uint32_t w : pm->mask_words) m[w] |= pm->colmask[w];
+          for (std::uint32_t w = 0; w < m.size(); ++w)
+            if (m[w]) g.mask.emplace_back(w, m[w]);
+          return g;
         };
         for (std::size_t h = 0; h < P.heads.size();) {
           if (!eligible(P.heads[h])) {
@@ -670,15 +693,9 @@ struct Shared {
           std::size_t e = h;
           while (e < P.heads.size() && eligible(P.heads[e])) ++e;
           if (e - h >= kMinGroup) {
-            HeadGroup g;
-            g.first = static_cast<std::uint32_t>(h);
-            g.last = static_cast<std::uint32_t>(e);
-            std::vector<std::uint64_t> m(P.heads[h].q.colmask.size(), 0);
-            for (std::size_t x = h; x < e; ++x)
-              for (const PreparedMap* pm : {&P.heads[x].q, &P.heads[x].beta})
-                for (std::uint32_t w : pm->mask_words) m[w] |= pm->colmask[w];
-            for (std::uint32_t w = 0; w < m.size(); ++w)
-              if (m[w]) g.mask.emplace_back(w, m[w]);
+            HeadGroup g = group_of(h, e);
+            if (e - h > kMaxGroup)
+              for (std::size_t f = h; f < e; f += kMaxGroup) g.parts.push_back(group_of(f, std::min(e, f + kMaxGroup)));
             P.groups.push_back(std::move(g));
           }
           h = e;
@@ -1039,14 +1056,23 @@ struct Pass {
     // read the same x; with the audit on every head evaluates its own maps).
     std::fill(k_done.begin(), k_done.begin() + static_cast<std::ptrdiff_t>(P.heads.size()), 0);
     std::fill(v_done.begin(), v_done.begin() + static_cast<std::ptrdiff_t>(P.heads.size()), 0);
-    std::size_t next_group = 0;
+    std::size_t next_group = 0, next_part = 0;
+    const HeadGroup* run = nullptr;  // the woken run whose parts are checked
     for (std::size_t h = 0; h < P.heads.size(); ++h) {
+      // a group none of whose inputs is a candidate: beta = 0, q = 0, so nothing is written,
+      // nothing read and no bias added (its heads' head_call stays stale)
       if (next_group < P.groups.size() && P.groups[next_group].first == h) {
         const HeadGroup& g = P.groups[next_group++];
-        if (!sh.audit && std::none_of(g.mask.begin(), g.mask.end(), [&](const std::pair<std::uint32_t, std::uint64_t>& wm) {
-              return (wm.second & xb[wm.first]) != 0;
-            })) {
-          // beta = 0, q = 0: nothing written, nothing read, no bias added (head_call stays stale)
+        if (!sh.audit && !g.woken(xb)) {
+          h = g.last - 1;
+          continue;
+        }
+        run = &g;
+        next_part = 0;
+      }
+      if (run && next_part < run->parts.size() && run->parts[next_part].first == h) {
+        const HeadGroup& g = run->parts[next_part++];
+        if (!sh.audit && !g.woken(xb)) {
           h = g.last - 1;
           continue;
         }

@@ -106,8 +106,12 @@ struct DenseChip {
 // with equal weights and different biases (the executor's shared dot products). With `copies`,
 // some heads come with a copy: the same k, v and beta maps and shape (so the same writes; the
 // executor's same_state) but a query and read-out of its own, and their initial state (a
-// constant initialiser) the same for half of the pairs and different for a quarter.
-Chip random_chip(std::mt19937_64& rng, bool ladders = false, bool copies = false) {
+// constant initialiser) the same for half of the pairs and different for a quarter. With
+// `many_heads`, the residual is wider (48 to 160 dimensions) and sparsely embedded, and a layer
+// has up to 30 heads, most of them with bias-free queries and betas that read one or two
+// dimensions each: the runs of such heads, and their parts of at most 8, that the executor skips
+// on steps where none of their inputs is non-zero.
+Chip random_chip(std::mt19937_64& rng, bool ladders = false, bool copies = false, bool many_heads = false) {
   auto pick = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo + 1)); };
   auto sparse_lin = [&](std::uint32_t D, double density) {
     Lin l;
@@ -116,25 +120,32 @@ Chip random_chip(std::mt19937_64& rng, bool ladders = false, bool copies = false
     if (rng() % 3 == 0) l.c = pick(-2, 2);
     return l;
   };
-  const std::uint32_t D = static_cast<std::uint32_t>(pick(3, 16));
+  // a bias-free form of one or two dimensions (a sparse head's query row or beta)
+  auto narrow_lin = [&](std::uint32_t D) {
+    Lin l = Lin::dim(static_cast<std::uint32_t>(rng() % D), pick(1, 2));
+    if (rng() % 2) l += Lin::dim(static_cast<std::uint32_t>(rng() % D), pick(-1, 1));
+    return l;
+  };
+  const std::uint32_t D = static_cast<std::uint32_t>(many_heads ? pick(48, 160) : pick(3, 16));
   const std::uint32_t vocab = static_cast<std::uint32_t>(pick(2, 12));
   ChipBuilder B("random", vocab);
   B.field("x", D);
   for (Token t = 0; t < vocab; ++t)
     for (std::uint32_t d = 0; d < D; ++d)
-      if (rng() % 3 == 0) B.embed(t, d, pick(-3, 3));
+      if (rng() % (many_heads ? 20 : 3) == 0) B.embed(t, d, pick(-3, 3));
   const int layers = pick(1, 3);
   for (int l = 0; l < layers; ++l) {
     auto& L = B.add_layer();
-    const int heads = pick(0, 2);
+    const int heads = many_heads ? pick(4, 30) : pick(0, 2);
     for (int h = 0; h < heads; ++h) {
       auto acts = [&] { return rng() % 2 ? Activation::Relu : Activation::Identity; };
       const std::uint32_t K = static_cast<std::uint32_t>(pick(1, 5)), V = static_cast<std::uint32_t>(pick(1, 4));
       auto& H = L.head(L.add_head(K, V, acts(), acts(), acts()));
-      for (auto& r : H.k) r = sparse_lin(D, 0.2);
-      for (auto& r : H.q) r = sparse_lin(D, 0.2);
-      for (auto& r : H.v) r = sparse_lin(D, 0.3);
-      H.beta = sparse_lin(D, 0.2);
+      const bool narrow = many_heads && rng() % 8 != 0;
+      for (auto& r : H.k) r = sparse_lin(D, many_heads ? 0.05 : 0.2);
+      for (auto& r : H.q) r = narrow ? (rng() % 2 ? narrow_lin(D) : Lin{}) : sparse_lin(D, 0.2);
+      for (auto& r : H.v) r = sparse_lin(D, many_heads ? 0.05 : 0.3);
+      H.beta = narrow ? narrow_lin(D) : sparse_lin(D, 0.2);
       for (std::uint32_t i = 0; i < V; ++i)
         for (std::uint32_t d = 0; d < D; ++d)
           if (rng() % 4 == 0) H.out.emplace_back(i, d, pick(-1, 1));
@@ -230,12 +241,12 @@ TEST(CpuExecutor, MatchesDenseReferenceOnRandomChips) {
 // then). Seeded by test::seed_for(name, default_seed).
 void expect_fast_paths_exact(const char* name, std::uint64_t default_seed, int trials,
                              const std::function<bool(int)>& ladders, const std::function<std::uint32_t(int)>& threshold,
-                             bool copies = false) {
+                             bool copies = false, bool many_heads = false) {
   const std::uint64_t seed = test::seed_for(name, default_seed);
   std::mt19937_64 rng(seed);
   std::size_t compared = 0, planned = 0;
   for (int trial = 0; trial < trials; ++trial) {
-    const auto chip = std::make_shared<const Chip>(random_chip(rng, ladders(trial), copies));
+    const auto chip = std::make_shared<const Chip>(random_chip(rng, ladders(trial), copies, many_heads));
     CpuExecutor fast, plain(chip, 1);
     fast.set_dense_column_threshold(threshold(trial));
     fast.load(chip);
@@ -303,6 +314,18 @@ TEST(CpuExecutor, DenseColumnGroupsMatchDenseReferenceAndThePlainPath) {
 TEST(CpuExecutor, HeadsWithEqualWritesMatchDenseReferenceAndThePlainPath) {
   expect_fast_paths_exact("CpuExecutor.HeadsWithEqualWritesMatchDenseReferenceAndThePlainPath", 41, 600,
                           [](int trial) { return trial % 2 == 0; }, [](int) { return 256u; }, true);
+}
+
+// Runs of at least 4 heads with bias-free queries and betas are skipped together on a step
+// where none of their input columns is non-zero, and a run longer than 8 heads is also checked
+// part by part, 8 heads at a time (cpu_executor.cpp, HeadGroup). Against the dense reference and
+// the plain path (audit on: no skipping), tokens, state and coverage, on random chips with many
+// narrow heads a layer (half of them with copies, so with shared betas and writes).
+TEST(CpuExecutor, SkippedHeadGroupsAndPartsMatchDenseReferenceAndThePlainPath) {
+  expect_fast_paths_exact("CpuExecutor.SkippedHeadGroupsAndPartsMatchDenseReferenceAndThePlainPath", 43, 300,
+                          [](int) { return false; }, [](int) { return 256u; }, false, true);
+  expect_fast_paths_exact("CpuExecutor.SkippedHeadGroupsAndPartsMatchDenseReferenceAndThePlainPath", 47, 300,
+                          [](int) { return false; }, [](int) { return 256u; }, true, true);
 }
 
 // A gated table by hand (compiler::table: two one-hot parts of 4 values and a gate, 16 units
