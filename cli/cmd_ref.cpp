@@ -129,7 +129,7 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
   } catch (const format::FormatError& e) {
     throw InputError(e.what());
   } catch (const ref::LoadError& e) {
-    throw InputError(std::string(e.what()) + " (" + std::filesystem::path(opt.program).filename().string() + ")");
+    throw InputError(std::string(e.what()) + " (in " + opt.program + ")");
   }
 
   // The console: streamed (plain) or its head kept (--json); never all of it in memory.

@@ -145,7 +145,7 @@ Guest read_guest(const fs::path& path) {
   } catch (const format::FormatError& e) {
     throw CheckError(e.what());  // read_elf_file's message names the file already
   } catch (const std::exception& e) {
-    throw CheckError(std::string(e.what()) + " (" + path.filename().string() + ")");
+    throw CheckError(std::string(e.what()) + " (in " + path.string() + ")");
   }
   return g;
 }

@@ -294,7 +294,8 @@ GuestImage read_elf_file(const std::filesystem::path& path) {
   try {
     return parse_elf(bytes);
   } catch (const FormatError& e) {
-    throw FormatError(std::string(e.what()) + " (" + path.filename().string() + ")");
+    // the path as given: a bare file name reads like a C "(null)" for /dev/null
+    throw FormatError(std::string(e.what()) + " (in " + path.string() + ")");
   }
 }
 

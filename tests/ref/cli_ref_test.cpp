@@ -272,13 +272,17 @@ TEST_F(LockstepRef, BadInputIsOneLineAndExitCode2) {
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err,
             "lockstep: error: ELF: program header 0 (PT_LOAD) [0x8000, 0x8004) is not inside RAM [0x10000, 0x110000); "
-            "link for the machine's RAM: see guests/runtime/link.ld (docs/guests.md) (low.elf)\n");
+            "link for the machine's RAM: see guests/runtime/link.ld (docs/guests.md) (in " + low + ")\n");
   for (const char* p : {"guests/runtime/link.ld", "docs/guests.md"})
     EXPECT_TRUE(fs::exists(fs::path(LOCKSTEP_SOURCE_DIR) / p)) << p << ": the hint names it";
   // `run` reads the guest the same way and names the file once.
   r = run("run " + (dir / "junk.elf").string());
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err, "lockstep: error: ELF: not an ELF file (bad magic) (junk.elf)\n");
+  EXPECT_EQ(r.err, "lockstep: error: ELF: not an ELF file (bad magic) (in " + (dir / "junk.elf").string() + ")\n");
+  // An empty file names its whole path (/dev/null's bare name would read "(null)").
+  r = run("ref /dev/null");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "lockstep: error: ELF: truncated file (0 bytes, no ELF magic) (in /dev/null)\n");
   r = run("run " + low);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("is not inside RAM"), std::string::npos) << r.err;
