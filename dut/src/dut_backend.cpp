@@ -211,8 +211,12 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
   }
   if (!f) {
     const std::string st = conn_->exit_status(std::chrono::milliseconds(2000));
+    // 127: the shell found no such command; often a shell line given to `exec` (dut-protocol.md §1)
+    const std::string hint = st != "exited with status 127" ? ""
+                             : ": no such command; --dut runs /bin/sh -c 'exec COMMAND ARGS', so a shell line such as "
+                               "'cd DIR && ...' goes inside sh -c: --dut 'sh -c \"cd DIR && ...\"'";
     fail(conn_->peer() + " closed its side during " + request_text(type, payload) +
-         (st.empty() ? "" : " (the chip process " + st + ")"));
+         (st.empty() ? "" : " (the chip process " + st + hint + ")"));
   }
   if (f->type == kError) {
     try {

@@ -442,6 +442,13 @@ TEST_F(DutCli, AChipThatCannotStartIsOneLine) {
   ASSERT_EQ(lines.size(), 1u) << r.err;
   EXPECT_NE(lines[0].find("chip under test:"), std::string::npos);
   EXPECT_NE(lines[0].find("exited with status 127"), std::string::npos) << lines[0];
+  // A shell line given as the command: `exec cd` is no command; the error says how to wrap it.
+  const Result sh = run_lockstep({"run", crc32_.string(), "--steps", "100", "--dut", "cd /tmp && /nonexistent/chip"});
+  EXPECT_EQ(sh.exit_code, 2);
+  EXPECT_NE(sh.err.find("exited with status 127: no such command; --dut runs /bin/sh -c 'exec COMMAND ARGS', so a "
+                        "shell line such as 'cd DIR && ...' goes inside sh -c: --dut 'sh -c \"cd DIR && ...\"')"),
+            std::string::npos)
+      << sh.err;
   const Result c = run_lockstep({"run", crc32_.string(), "--dut-connect", "tcp:127.0.0.1:1"});
   EXPECT_EQ(c.exit_code, 2);
   EXPECT_NE(c.err.find("lockstep: error: chip under test: cannot connect to the chip at tcp:127.0.0.1:1"),
