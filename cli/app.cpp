@@ -111,6 +111,18 @@ CLI::Validator count_range(std::uint64_t lo, std::uint64_t hi) {
       "", "range");
 }
 
+CLI::Validator fraction_range() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || p != text.data() + text.size() || !(v >= 0 && v <= 1))
+          return "must be a fraction from 0 to 1 (got '" + text + "')";
+        return {};
+      },
+      "", "fraction");
+}
+
 // A text option given with an empty value (`--dut ""`, `--chip "$UNSET"`) is refused: left as it
 // is it would read as "not given" and pick the default (the built chip instead of the user's).
 static CLI::Validator nonempty_validator() {

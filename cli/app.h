@@ -31,6 +31,11 @@ inline constexpr std::uint64_t kMaxStepsOption = 1'000'000'000'000'000ull;
 /// exponent) from `lo` to `hi`; else "must be a whole number from LO to HI (got 'TEXT')".
 CLI::Validator count_range(std::uint64_t lo, std::uint64_t hi);
 
+/// A CLI11 check for a FLOAT option that is a fraction: its value is from 0 to 1; else
+/// "must be a fraction from 0 to 1 (got 'TEXT')" (the text is a number: the numeric check of
+/// check_numeric_options comes first).
+CLI::Validator fraction_range();
+
 /// Adds to every numeric option of `app` and its subcommands (CLI11 type UINT, INT or FLOAT) a
 /// check that its text is a plain number of that kind that fits (UINT: 0..2^64-1, no sign; FLOAT:
 /// finite and not negative), so that "-1", "99999999999999999999" or "1e20" is one usage error

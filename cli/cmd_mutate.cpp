@@ -86,7 +86,9 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--oracle-programs", a->oracle_programs, "Fuzz programs in the oracle workload")->capture_default_str();
   cmd->add_option("--oracle-steps", a->oracle_steps, "Steps of each directed guest in the oracle workload")
       ->capture_default_str();
-  cmd->add_option("--target", a->target, "Exit 1 when the score is below this fraction")->capture_default_str();
+  cmd->add_option("--target", a->target, "Exit 1 when the score is below this fraction")
+      ->capture_default_str()
+      ->check(fraction_range());
   cmd->add_option("--batch", a->batch, "Guests run together as streams")->capture_default_str();
   cmd->add_option("--timeout-factor", a->timeout_factor,
                   "Budget of a mutant's corpus (oracle) run, as a multiple of the unmodified chip's corpus (oracle) run: "
@@ -111,7 +113,6 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     if (a->batch == 0) throw UsageError("--batch must be at least 1");
     if (!(a->timeout_factor >= 0) || !(a->min_timeout >= 0))
       throw UsageError("--timeout-factor and --min-timeout must be 0 or more");
-    if (!(a->target >= 0 && a->target <= 1)) throw UsageError("--target must be a fraction between 0 and 1");
     std::uint64_t seed = a->seed;
     if (seed_opt->count() == 0) {
       std::random_device rd;

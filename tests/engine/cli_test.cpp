@@ -530,6 +530,8 @@ TEST(NumericOptions, EveryOptionRefusesValuesThatWouldWrap) {
   expect_one_error_line(run({"ref", elf, "--max-steps", "0"}), "--max-steps: must be a whole number from 1");
   expect_one_error_line(run({"chip-server", "--stdio", "--sessions", "0"}), "--sessions: must be a whole number from 1");
   expect_one_error_line(run({"mutate", "--mutants", "0"}), "--mutants: must be a whole number from 1");
+  // A fraction out of [0, 1] reads like the other range errors.
+  expect_one_error_line(run({"mutate", "--target", "1.5"}), "--target: must be a fraction from 0 to 1 (got '1.5')");
   expect_one_error_line(run({"fuzz", "--batch", "0"}), "--batch: must be a whole number from 1 to 65536");
   expect_one_error_line(run({"story", "--guest", elf, "--tokens", "0"}), "--tokens: must be a whole number from 1");
 }
