@@ -35,7 +35,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 struct FuzzArgs {
-  std::string ops, chip, backend = "cpu", mode = "both", report, shard = "0/1", time;
+  std::string ops, chip, backend = "cpu", mode = "both", report, shard = "0/1", time, length;
   std::uint64_t seed = 0, programs = 0, first = 0;
   unsigned batch = 32, shrink_runs = 4000;
   double shrink_seconds = 120;
@@ -43,6 +43,27 @@ struct FuzzArgs {
   std::vector<std::string> merge;
   dut::DutConfig dut;
 };
+
+// --length: "N" or "MIN-MAX", a program body's length in items (campaign::DrawOptions::min_body,
+// max_body), from 1 to kMaxLength; empty: the generator's default. Throws UsageError otherwise.
+constexpr unsigned kMaxLength = 4096;
+std::pair<unsigned, unsigned> parse_length(const std::string& text) {
+  const campaign::DrawOptions defaults;
+  if (text.empty()) return {defaults.min_body, defaults.max_body};
+  auto number = [&](std::string_view t, unsigned& v) {
+    const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    return !t.empty() && ec == std::errc() && p == t.data() + t.size() && v >= 1 && v <= kMaxLength;
+  };
+  const std::size_t dash = text.find('-');
+  unsigned lo = 0, hi = 0;
+  const bool ok = dash == std::string::npos
+                      ? number(text, lo) && number(text, hi)
+                      : number(std::string_view(text).substr(0, dash), lo) && number(std::string_view(text).substr(dash + 1), hi);
+  if (!ok || lo > hi)
+    throw UsageError("--length: must be N or MIN-MAX, whole numbers from 1 to " + std::to_string(kMaxLength) +
+                     " with MIN <= MAX (got '" + text + "')");
+  return {lo, hi};
+}
 
 double parse_duration(const std::string& text) {
   if (text.empty()) return 0;
@@ -191,9 +212,9 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     if (!j.contains("seed") || !j.contains("coverage")) throw InputError("--merge: " + file.string() + " is not a lockstep fuzz report");
     if (merged.is_null()) {
       merged = {{"seed", j["seed"]}, {"ops", j.value("ops", "")}, {"mode", j.value("mode", "")},
-                {"chip_hash", j.value("chip_hash", "")}};
+                {"chip_hash", j.value("chip_hash", "")}, {"length", j.value("length", json())}};
     } else {
-      for (const char* k : {"seed", "ops", "mode", "chip_hash"})
+      for (const char* k : {"seed", "ops", "mode", "chip_hash", "length"})
         if (merged[k] != j.value(k, json())) {
           throw InputError(std::string("--merge: ") + file.string() + " has another " + k + " (" + j.value(k, json()).dump() +
                            ") than the first report (" + merged[k].dump() + "): not shards of one campaign");
@@ -316,6 +337,9 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--programs", args->programs, "Programs of the whole campaign (indices FIRST..FIRST+N-1; default 100)")
       ->check(count_range(1, 1'000'000'000'000));
   cmd->add_option("--time", args->time, "Run for this long instead (90, 90s, 5m, 2h); with --programs, whichever ends first");
+  cmd->add_option("--length", args->length,
+                  "Items in each program's body (instructions, li pairs, vector streams), N or MIN-MAX drawn uniformly "
+                  "(default 16-63; at most 4096)");
   cmd->add_option("--first", args->first, "Index of the first program (repeat program K: --first K --programs 1)")
       ->check(count_range(0, 1'000'000'000'000));
   cmd->add_option("--chip", args->chip, "Compiled chip file (default: the built chip)");
@@ -375,6 +399,13 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     } catch (const campaign::OpsError& e) {
       throw UsageError(e.what());
     }
+    const auto [min_body, max_body] = parse_length(args->length);
+    campaign::DrawOptions draw;
+    draw.vew_modes = vew_modes;
+    draw.vfn_fns = vfn_fns;
+    draw.vred_modes = vred_modes;
+    draw.min_body = min_body;
+    draw.max_body = max_body;
     std::uint64_t seed = args->seed;
     if (seed_opt->count() == 0) {
       std::random_device rd;
@@ -454,7 +485,9 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     double last_progress = 0;
     bool interrupted = false;
     std::string fault;  // a chip under test that failed: the campaign ends, its results so far kept
-    constexpr std::uint64_t kMaxSteps = 200000;
+    // A program's step budget: 200,000 for a body of the default length at most, more in
+    // proportion for longer ones (--length); a program past it is a generator bug.
+    const std::uint64_t kMaxSteps = 200000 * ((max_body + campaign::DrawOptions{}.max_body - 1) / campaign::DrawOptions{}.max_body);
 
     // The options that choose the chip, for repeat commands (the built chip: none).
     std::string chip_options;
@@ -465,7 +498,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       if (!args->chip.empty()) chip_options += " --chip " + format::shell_word(args->chip);
       if (args->backend != "cpu") chip_options += " --backend " + args->backend;
     }
-    const std::string ops_option = args->ops.empty() ? std::string() : " --ops " + format::shell_word(args->ops);
+    const std::string ops_option = (args->ops.empty() ? std::string() : " --ops " + format::shell_word(args->ops)) +
+                                   (args->length.empty() ? std::string() : " --length " + format::shell_word(args->length));
     // One program alone, as stream 0 of a one-program run.
     auto repeat_alone = [&](std::uint64_t index, const std::string& mode_name) {
       return "lockstep fuzz --seed " + std::to_string(seed) + " --first " + std::to_string(index) +
@@ -628,7 +662,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
           next = end;
           break;
         }
-        batch.push_back(campaign::generate(campaign::program_seed(seed, k), k, ops, vew_modes, vfn_fns, vred_modes));
+        batch.push_back(campaign::generate(campaign::program_seed(seed, k), k, ops, draw));
         next = k + 1;
       }
       if (batch.empty()) break;
@@ -736,6 +770,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                        {"shard", {shard_i, shard_n}},
                        {"mode", args->mode},
                        {"ops", op_names},
+                       {"length", {min_body, max_body}},
                        {"chip", chip.source},
                        {"chip_hash", chip.hash},
                        {"backend", dut ? std::string("dut") : args->backend},

@@ -212,6 +212,36 @@ TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
   EXPECT_EQ(js["missing_shards"], json::array({1}));
 }
 
+// --length N: every program's body has N items, so at least N code words (an item is one or
+// two words); fuzz.json records the range, and the default range is the generator's 16-63.
+TEST(LockstepFuzz, LengthSetsTheBodyLength) {
+  const fs::path report = scratch_dir("length");
+  auto r = run({"fuzz", "--seed", "5", "--programs", "3", "--length", "400", "--report", report.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(json::parse(slurp(report / "fuzz.json"))["length"], json::array({400, 400}));
+  auto words_of = [](const fs::path& tsv) {
+    std::vector<std::uint64_t> w;
+    std::ifstream in(tsv);
+    std::string line;
+    std::getline(in, line);  // header: index seed words steps forced free
+    while (std::getline(in, line)) {
+      std::istringstream ls(line);
+      std::uint64_t index = 0, words = 0;
+      std::string seed;
+      ls >> index >> seed >> words;
+      w.push_back(words);
+    }
+    return w;
+  };
+  const auto long_words = words_of(report / "programs.tsv");
+  ASSERT_EQ(long_words.size(), 3u);
+  for (std::uint64_t w : long_words) EXPECT_GE(w, 400u);
+  r = run({"fuzz", "--seed", "5", "--programs", "3", "--report", report.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(json::parse(slurp(report / "fuzz.json"))["length"], json::array({16, 63}));
+  for (std::uint64_t w : words_of(report / "programs.tsv")) EXPECT_LT(w, 400u);
+}
+
 TEST(LockstepFuzz, BadInputExitsTwoWithOneLine) {
   for (const std::vector<std::string>& a : std::vector<std::vector<std::string>>{
            {"fuzz", "--ops", "vmat.argmax"},
@@ -224,6 +254,9 @@ TEST(LockstepFuzz, BadInputExitsTwoWithOneLine) {
            {"fuzz", "--mode", "sideways"},
            {"fuzz", "--time", "soon"},
            {"fuzz", "--backend", "tpu"},
+           {"fuzz", "--length", "0"},
+           {"fuzz", "--length", "64-16"},
+           {"fuzz", "--length", "5000"},
            {"fuzz", "--chip", "/nonexistent/chip.lsc", "--programs", "1"}}) {
     const auto r = run(a);
     EXPECT_EQ(r.exit_code, 2) << a[1] << " " << a[2] << ": " << r.out << r.err;
