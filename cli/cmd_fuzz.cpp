@@ -528,6 +528,9 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       const std::string mode_name(engine::to_string(f.mode));
       const engine::Divergence& d = *f.result.divergence;
       const std::string batch_repeat = repeat_batch(f, mode_name);
+      // The failure's class: the diverging instruction's mnemonic, the token kind and the mode
+      const std::string signature =
+          "`" + d.disassembly.substr(0, d.disassembly.find(' ')) + "` at " + d.field + ", " + mode_name;
       campaign::ShrinkResult sr;
       sr.program = f.original;
       sr.original_words = sr.shrunk_words = f.original.words();
@@ -570,6 +573,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                    {"repeat", repeat_alone(f.original.index, mode_name)},
                    {"repeat_batch", batch_repeat}};
       json failure = {{"index", f.original.index},
+                      {"signature", signature},
                       {"program_seed", f.original.seed},
                       {"mode", mode_name},
                       {"case", dir.string()},
@@ -763,6 +767,21 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                   static_cast<unsigned long long>(failing_streams), pps, sps, lockstep_seconds, shrink_seconds, seconds,
                   static_cast<unsigned long long>(seed));
     out << line << std::flush;
+    {
+      // failures by class (signature): one line a class when a class holds more than one
+      std::map<std::string, std::vector<std::uint64_t>> classes;
+      for (const json& f : failures) classes[f.value("signature", "")].push_back(f.value("index", std::uint64_t{0}));
+      if (classes.size() < failures.size()) {
+        out << "failures by class (the diverging instruction's mnemonic, token kind, mode): " << classes.size()
+            << (classes.size() == 1 ? " class in " : " classes in ") << failures.size() << " failing runs\n";
+        for (const auto& [sig, idx] : classes) {
+          out << "  " << sig << ": " << idx.size() << " (program" << (idx.size() > 1 ? "s " : " ");
+          for (std::size_t i = 0; i < idx.size() && i < 8; ++i) out << (i ? ", " : "") << idx[i];
+          out << (idx.size() > 8 ? ", ..." : "") << ")\n";
+        }
+        out << std::flush;
+      }
+    }
     const json fuzz = {{"seed", seed},
                        {"first", args->first},
                        {"programs", done},

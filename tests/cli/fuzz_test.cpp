@@ -338,6 +338,15 @@ TEST(LockstepFuzz, CorruptedChipGivesAShrunkReplayableCase) {
   EXPECT_NE(r.out.find("coverage: "), std::string::npos) << r.out;
   const json f = json::parse(slurp(report / "fuzz.json"));
   ASSERT_FALSE(f["failures"].empty());
+  // One bug, one class: every failure is the corrupted mulhu's, and the summary groups them.
+  for (const json& fail : f["failures"])
+    EXPECT_EQ(fail["signature"].get<std::string>().rfind("`mulhu` at ", 0), 0u) << fail.dump();
+  if (f["failures"].size() > 1) {
+    EXPECT_NE(r.out.find("failures by class (the diverging instruction's mnemonic, token kind, mode): 1 class in " +
+                         std::to_string(f["failures"].size()) + " failing runs\n  `mulhu` at "),
+              std::string::npos)
+        << r.out;
+  }
   for (const json& fail : f["failures"]) {
     const fs::path dir = fail["case"].get<std::string>();
     ASSERT_TRUE(fs::exists(dir / "case.json")) << dir;
