@@ -32,8 +32,8 @@ inline constexpr std::uint64_t kMaxStepsOption = 1'000'000'000'000'000ull;
 CLI::Validator count_range(std::uint64_t lo, std::uint64_t hi);
 
 /// A CLI11 check for a FLOAT option that is a fraction: its value is from 0 to 1; else
-/// "must be a fraction from 0 to 1 (got 'TEXT')" (the text is a number: the numeric check of
-/// check_numeric_options comes first).
+/// "must be a fraction from 0 to 1 (got 'TEXT')", also for text that is not a number (it runs
+/// before check_numeric_options' check, which the option also gets).
 CLI::Validator fraction_range();
 
 /// Adds to every numeric option of `app` and its subcommands (CLI11 type UINT, INT or FLOAT) a

@@ -57,7 +57,7 @@ std::pair<unsigned, unsigned> parse_length(const std::string& text) {
   const std::size_t dash = text.find('-');
   unsigned lo = 0, hi = 0;
   const bool ok = dash == std::string::npos
-                      ? number(text, lo) && number(text, hi)
+                      ? number(text, lo) && (hi = lo, true)
                       : number(std::string_view(text).substr(0, dash), lo) && number(std::string_view(text).substr(dash + 1), hi);
   if (!ok || lo > hi)
     throw UsageError("--length: must be N or MIN-MAX, whole numbers from 1 to " + std::to_string(kMaxLength) +
@@ -487,7 +487,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     std::string fault;  // a chip under test that failed: the campaign ends, its results so far kept
     // A program's step budget: 200,000 for a body of the default length at most, more in
     // proportion for longer ones (--length); a program past it is a generator bug.
-    const std::uint64_t kMaxSteps = 200000 * ((max_body + campaign::DrawOptions{}.max_body - 1) / campaign::DrawOptions{}.max_body);
+    const unsigned default_max_body = campaign::DrawOptions{}.max_body;
+    const std::uint64_t max_steps = 200000 * ((max_body + default_max_body - 1) / default_max_body);
 
     // The options that choose the chip, for repeat commands (the built chip: none).
     std::string chip_options;
@@ -498,12 +499,12 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       if (!args->chip.empty()) chip_options += " --chip " + format::shell_word(args->chip);
       if (args->backend != "cpu") chip_options += " --backend " + args->backend;
     }
-    const std::string ops_option = (args->ops.empty() ? std::string() : " --ops " + format::shell_word(args->ops)) +
+    const std::string program_options = (args->ops.empty() ? std::string() : " --ops " + format::shell_word(args->ops)) +
                                    (args->length.empty() ? std::string() : " --length " + format::shell_word(args->length));
     // One program alone, as stream 0 of a one-program run.
     auto repeat_alone = [&](std::uint64_t index, const std::string& mode_name) {
       return "lockstep fuzz --seed " + std::to_string(seed) + " --first " + std::to_string(index) +
-             " --programs 1 --mode " + mode_name + ops_option + chip_options;
+             " --programs 1 --mode " + mode_name + program_options + chip_options;
     };
     // The engine run a failure happened in: the same programs as the same streams.
     auto repeat_batch = [&](const Failure& f, const std::string& mode_name) {
@@ -511,7 +512,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
              " --programs " + std::to_string(f.last_index - f.first_index + 1) + " --batch " +
              std::to_string(args->batch) +
              (shard_n > 1 ? " --shard " + std::to_string(shard_i) + "/" + std::to_string(shard_n) : std::string()) +
-             " --mode " + mode_name + ops_option + chip_options;
+             " --mode " + mode_name + program_options + chip_options;
     };
     auto print_failure = [&](const Failure& f) {
       const engine::Divergence& d = *f.result.divergence;
@@ -677,7 +678,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         const auto t1 = clock::now();
         std::vector<engine::StreamResult> res;
         try {
-          res = campaign::run_lockstep(chip.chip, args->backend, batch, m, kMaxSteps, args->batch, 64, backend.get());
+          res = campaign::run_lockstep(chip.chip, args->backend, batch, m, max_steps, args->batch, 64, backend.get());
         } catch (const engine::CheckError& e) {
           throw InputError(e.what());
         } catch (const std::exception& e) {
@@ -695,7 +696,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
           prog_steps[i] = std::max(prog_steps[i], res[i].ref_steps);
           if (res[i].end == "step_limit")
             throw InputError("program " + std::to_string(batch[i].index) + " (seed " + std::to_string(seed) +
-                             ") did not end within " + std::to_string(kMaxSteps) + " steps: a generator bug");
+                             ") did not end within " + std::to_string(max_steps) + " steps: a generator bug");
           const bool bad = res[i].mismatches > 0;
           status[2 * i + (m == engine::Mode::kFree)] = bad ? "mismatch" : res[i].end;
           if (bad) {
@@ -705,7 +706,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         }
       }
       if (!fault.empty() || interrupted) break;
-      for (const campaign::Program& p : batch) coverage.add(p, kMaxSteps);
+      for (const campaign::Program& p : batch) coverage.add(p, max_steps);
       done += batch.size();
       if (tsv.is_open()) {
         for (std::size_t i = 0; i < batch.size(); ++i)
