@@ -302,6 +302,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     } catch (const engine::RunFailed& e) {
       progress.clear();
       if (!live) out << story;
+      if (!story.empty() && story.back() != '\n') out << "\n";  // the guest's text ends mid-line
       report_partial(ctx, e);
       throw InputError(e.what());
     } catch (const engine::CheckError& e) {
@@ -327,10 +328,15 @@ void add_story_command(CLI::App& app, Context& ctx) {
     print_capability_notes(ctx, res.capability_notes);
     note_free_running_steps(ctx, c, r);
     out << engine::result_text(r);
-    char line[160];
-    std::snprintf(line, sizeof line, "story: %llu steps compared, %llu mismatches, %.0f steps/s\n",
+    // --steps N below the story's length compares a prefix: say so, so that it never reads as
+    // the whole story's pass (the reference ran the same prefix: reference_end "step_limit")
+    const bool partial = r.streams.size() == 1 && r.streams[0].end == "step_limit";
+    ctx.summary.set("story_complete", !partial && !r.interrupted && r.mismatches == 0);
+    char line[240];
+    std::snprintf(line, sizeof line, "story: %llu steps compared, %llu mismatches, %.0f steps/s%s\n",
                   static_cast<unsigned long long>(r.steps), static_cast<unsigned long long>(r.mismatches),
-                  r.steps_per_second);
+                  r.steps_per_second,
+                  partial ? "; the story had not ended: stopped at the step limit (--steps), a partial check" : "");
     out << line << std::flush;
     print_replay_hint(r, req.report_dir);
     if (r.interrupted) {

@@ -706,6 +706,30 @@ TEST(RunCommand, ShortRunPageAndStoryFigures) {
   EXPECT_EQ(json::parse(slurp(dir / "summary.json"))["replay"], "lockstep replay " + dir.string());
 }
 
+// story --steps N below the story's length compares a prefix: exit 0 when it agrees, but its last
+// line says it is a partial check and the summary's story_complete is false; the whole story
+// says nothing of the kind and story_complete is true.
+TEST(RunCommand, StoryPrefixIsCalledAPartialCheck) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path elf = loop_elf(30);
+  const Proc part = run({"story", "--guest", elf.string(), "--steps", "20", "--json"});
+  ASSERT_EQ(part.rc, 0) << part.err;
+  EXPECT_EQ(json::parse(part.out)["story_complete"], false) << part.out;
+  EXPECT_EQ(json::parse(part.out)["steps"], 20) << part.out;
+  const Proc text = run({"story", "--guest", elf.string(), "--steps", "20"});
+  ASSERT_EQ(text.rc, 0) << text.err;
+  EXPECT_NE(text.out.find("story: 20 steps compared, 0 mismatches"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("the story had not ended: stopped at the step limit (--steps), a partial check\n"),
+            std::string::npos)
+      << text.out;
+  const Proc whole = run({"story", "--guest", elf.string(), "--json"});
+  ASSERT_EQ(whole.rc, 0) << whole.err;
+  EXPECT_EQ(json::parse(whole.out)["story_complete"], true) << whole.out;
+  EXPECT_GT(json::parse(whole.out)["steps"].get<std::uint64_t>(), 20u) << whole.out;
+  const Proc whole_text = run({"story", "--guest", elf.string()});
+  EXPECT_EQ(whole_text.out.find("partial check"), std::string::npos) << whole_text.out;
+}
+
 // The built chip with OUT('i') made unreachable (its unembedding bias far below every other
 // token's): the loop guest, which prints "hi\n", diverges at its second output byte.
 fs::path chip_that_cannot_print_i() {
