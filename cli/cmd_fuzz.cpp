@@ -180,8 +180,18 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   std::map<std::string, std::string> seen_files;           // canonical path -> as given
   std::map<std::uint64_t, std::string> seen_shards;        // shard index -> report
   std::uint64_t shard_count = 0;                           // N of the shards' I/N (0: not yet known)
+  std::vector<std::string> partial;                        // shards that ended early (interrupted, a chip fault)
+  std::error_code rec;
+  const fs::path report_canon = report.empty() ? fs::path() : fs::weakly_canonical(report, rec);
   for (const std::string& d : dirs) {
     const fs::path file = fs::is_directory(d) ? fs::path(d) / "fuzz.json" : fs::path(d);
+    if (!report.empty()) {  // the merged report would replace a shard's own results
+      std::error_code ec;
+      const fs::path dir = fs::weakly_canonical(file, ec).parent_path();
+      if (!ec && !rec && dir == report_canon)
+        throw InputError("--merge: --report " + report + " is the folder of the shard " + d +
+                         ": the merged report would replace its results; write it to a folder of its own");
+    }
     {  // a report given twice would be counted twice
       std::error_code ec;
       const fs::path canon = fs::weakly_canonical(file, ec);
@@ -209,12 +219,18 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     } catch (const json::exception& e) {
       throw InputError("--merge: " + file.string() + " is not JSON: " + e.what());
     }
-    if (!j.contains("seed") || !j.contains("coverage")) throw InputError("--merge: " + file.string() + " is not a lockstep fuzz report");
+    if (!j.is_object() || !j.contains("seed") || !j.contains("coverage"))
+      throw InputError("--merge: " + file.string() + " is not a lockstep fuzz report");
+    // A merged report has "shards" and no "shard": merging it again would count its programs twice.
+    if (!j.contains("shard") || j.contains("shards"))
+      throw InputError("--merge: " + file.string() + " is a merged report, not a shard: merge the shards' own reports");
     if (merged.is_null()) {
       merged = {{"seed", j["seed"]}, {"ops", j.value("ops", "")}, {"mode", j.value("mode", "")},
-                {"chip_hash", j.value("chip_hash", "")}, {"length", j.value("length", json())}};
+                {"chip_hash", j.value("chip_hash", "")}, {"length", j.value("length", json())},
+                {"first", j.value("first", json())}, {"end", j.value("end", json())}};
     } else {
-      for (const char* k : {"seed", "ops", "mode", "chip_hash", "length"})
+      // first and end: the campaign's range of program indices (its --first and --programs)
+      for (const char* k : {"seed", "ops", "mode", "chip_hash", "length", "first", "end"})
         if (merged[k] != j.value(k, json())) {
           throw InputError(std::string("--merge: ") + file.string() + " has another " + k + " (" + j.value(k, json()).dump() +
                            ") than the first report (" + merged[k].dump() + "): not shards of one campaign");
@@ -236,6 +252,8 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
                          "/" + std::to_string(n) + ": its programs would be counted twice");
       }
     }
+    if (j.value("interrupted", false) || !j.value("error", json()).is_null())
+      partial.push_back(file.string() + (j.value("interrupted", false) ? " (interrupted)" : " (a chip fault)"));
     programs += j.value("programs", std::uint64_t{0});
     steps += j.value("steps", std::uint64_t{0});
     mismatching += j.value("mismatching_runs", std::uint64_t{0});
@@ -309,6 +327,12 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     throw Interrupted("merged " + std::to_string(seen_shards.size()) + " of the campaign's " +
                       std::to_string(shard_count) + " shards (missing: " + missing + "): a partial campaign");
   }
+  if (!partial.empty()) {
+    ctx.summary.set("partial_shards", partial);
+    throw Interrupted(std::to_string(partial.size()) + " of the " + std::to_string(dirs.size()) +
+                      " shards ended before their last program (" + partial.front() +
+                      (partial.size() > 1 ? ", ..." : "") + "): a partial campaign");
+  }
 }
 
 struct Failure {
@@ -368,6 +392,10 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work (chip loading included)
     ctx.stop = stop;
     if (!args->merge.empty()) {
+      // --merge adds up reports that exist: an option of a campaign to run would be ignored
+      for (const CLI::Option* o : cmd->get_options())
+        if (o->count() > 0 && o->get_name() != "--merge" && o->get_name() != "--report")
+          throw UsageError("--merge adds up existing reports; " + o->get_name() + " does not apply to it");
       merge_reports(ctx, args->merge, args->report);
       return;
     }
@@ -785,6 +813,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     }
     const json fuzz = {{"seed", seed},
                        {"first", args->first},
+                       {"end", programs ? json(args->first + programs) : json()},  // the campaign's indices: [first, end)
                        {"programs", done},
                        {"next", next},
                        {"shard", {shard_i, shard_n}},

@@ -210,6 +210,37 @@ TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
   const json js = json::parse(r2.out);
   EXPECT_EQ(js["status"], "interrupted");
   EXPECT_EQ(js["missing_shards"], json::array({1}));
+  // A merged report is not a shard: merging it again would count its programs twice.
+  r2 = run({"fuzz", "--merge", m.string(), s1.string()});
+  EXPECT_EQ(r2.exit_code, 2) << r2.err;
+  EXPECT_NE(r2.err.find("is a merged report, not a shard"), std::string::npos) << r2.err;
+  // The merged report may not be written over one of the shards it reads.
+  const std::string s0_before = slurp(s0 / "fuzz.json");
+  r2 = run({"fuzz", "--merge", s0.string(), s1.string(), "--report", s0.string()});
+  EXPECT_EQ(r2.exit_code, 2) << r2.err;
+  EXPECT_NE(r2.err.find("would replace its results"), std::string::npos) << r2.err;
+  EXPECT_EQ(slurp(s0 / "fuzz.json"), s0_before);
+  // Shards of campaigns of other sizes (--programs 9 against 7) are not one campaign.
+  const fs::path other = scratch_dir("s1-of-9");
+  std::vector<std::string> nine = {"fuzz", "--seed", "5", "--programs", "9", "--mode", "forced", "--ops", "alu,bignum",
+                                   "--report", other.string(), "--shard", "1/2"};
+  ASSERT_EQ(run(nine).exit_code, 0);
+  r2 = run({"fuzz", "--merge", s0.string(), other.string()});
+  EXPECT_EQ(r2.exit_code, 2) << r2.err;
+  EXPECT_NE(r2.err.find("has another end (9) than the first report (7)"), std::string::npos) << r2.err;
+  // A shard that ended early makes the merge partial (exit 3), never a pass.
+  const fs::path cut = scratch_dir("s1-interrupted");
+  fs::copy(s1, cut, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  json jc = json::parse(slurp(cut / "fuzz.json"));
+  jc["interrupted"] = true;
+  std::ofstream(cut / "fuzz.json", std::ios::trunc) << jc.dump(2);
+  r2 = run({"fuzz", "--merge", s0.string(), cut.string()});
+  EXPECT_EQ(r2.exit_code, 3) << r2.err;
+  EXPECT_NE(r2.err.find("1 of the 2 shards ended before their last program"), std::string::npos) << r2.err;
+  // Options of a campaign to run do not apply to --merge: refused, not ignored.
+  r2 = run({"fuzz", "--merge", s0.string(), s1.string(), "--programs", "3"});
+  EXPECT_EQ(r2.exit_code, 2) << r2.err;
+  EXPECT_NE(r2.err.find("--programs does not apply to it"), std::string::npos) << r2.err;
 }
 
 // --length N: every program's body has N items, so at least N code words (an item is one or
