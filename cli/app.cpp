@@ -1,7 +1,10 @@
 #include "cli/app.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -148,6 +151,10 @@ void check_numeric_options(CLI::App& app) {
 }
 
 int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registrars) {
+  // A closed stdout pipe (`lockstep ref GUEST | head`) makes a write fail with EPIPE, found below
+  // like any other failed write, instead of killing the process with SIGPIPE (status 141, none
+  // of the documented codes). Children that need the default restore it (dut/transport.cpp).
+  std::signal(SIGPIPE, SIG_IGN);
   Context ctx(LOCKSTEP_SOURCE_ROOT, executable_path(argc > 0 ? argv[0] : nullptr));
   set_command_name(argc > 0 ? argv[0] : nullptr);
   int code = 0;
@@ -233,6 +240,20 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
     code = report_error(ctx, "internal error: unknown exception");
   }
   if (ctx.options.json || argv_has_json(argc, argv)) ctx.summary.emit(std::cout);
+  // Output the caller asked for that never arrived (a full disk, a closed pipe) is not a pass:
+  // one error line, and exit 2 where the run would have exited 0 (a mismatch or an interruption
+  // keeps its own code). std::cout writes through C's stdout (sync_with_stdio), whose error flag
+  // keeps an earlier failed write.
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  if (!std::cout || !flushed || std::ferror(stdout)) {
+    std::cerr << "lockstep: error: cannot write stdout" << (err ? std::string(": ") + std::strerror(err) : std::string())
+              << " (the output is incomplete)\n"
+              << std::flush;
+    if (code == 0) code = static_cast<int>(ExitCode::error);
+  }
   return code;
 }
 

@@ -949,6 +949,42 @@ TEST(FileErrors, NameTheFileAndTheReason) {
 // writer blocked forever, and the first stop signal only set a flag (an outside tester's
 // `timeout 10 lockstep ref fifo` lived for ten minutes). The ELF reader reads a pipe that has a
 // writer (`<(cat guest.elf)`); every other reader refuses a FIFO by name.
+// stdout that cannot take the output (a full disk; a pipe whose reader has gone) is an error,
+// exit 2 with one line, never exit 0 with the output lost, nor death by SIGPIPE (status 141).
+TEST(FileErrors, StdoutThatCannotBeWrittenIsAnError) {
+  const std::string elf = loop_elf(5).string();
+  const fs::path d = fs::path(LOCKSTEP_BINARY_DIR) / "test-tmp" / "engine-cli";
+  const fs::path err = d / ("full-err-" + std::to_string(getpid()));
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--json", "ref", elf},
+                                               std::vector<std::string>{"ref", elf}}) {
+    const pid_t pid = spawn(args, "/dev/full", err);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << cmdline(args) << ": status " << status;
+    EXPECT_EQ(WEXITSTATUS(status), 2) << cmdline(args);
+    EXPECT_NE(slurp(err).find("lockstep: error: cannot write stdout"), std::string::npos) << slurp(err);
+  }
+  // A pipe whose read end is closed before the child starts: every write fails with EPIPE.
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  ::close(fds[0]);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    freopen(err.c_str(), "w", stderr);
+    std::string exe = LOCKSTEP_EXE, cmd = "ref", path = elf;
+    char* argv[] = {exe.data(), cmd.data(), path.data(), nullptr};
+    execv(exe.c_str(), argv);
+    _exit(127);
+  }
+  ::close(fds[1]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE(slurp(err).find("lockstep: error: cannot write stdout"), std::string::npos) << slurp(err);
+}
+
 TEST(FileErrors, ANamedPipeIsNeverWaitedFor) {
   const fs::path dir = temp_dir("fifo");
   const fs::path fifo = dir / "guest.elf";
