@@ -221,7 +221,14 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
   if (f->type == kError) {
     try {
       const auto [code, message] = decode_error(f->payload);
-      fail("answered " + what + " with ERROR " + std::to_string(code) + " (" + error_code_name(code) + "): " + message);
+      // In a FREE request the chip feeds its own predictions back: its ERROR can be the
+      // consequence of a wrong prediction of its own a step earlier (found by an outside tester)
+      const std::string free_hint =
+          type == kFree ? " (a FREE request feeds the chip its own predictions, so this may follow a wrong token it "
+                          "predicted; --mode forced compares each step with the reference's input)"
+                        : "";
+      fail("answered " + what + " with ERROR " + std::to_string(code) + " (" + error_code_name(code) + "): " + message +
+           free_hint);
     } catch (const Malformed& e) {
       fail(std::string("malformed ERROR frame in answer to ") + what + ": " + e.what());
     }

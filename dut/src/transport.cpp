@@ -201,8 +201,22 @@ bool Connection::read_exact(std::uint8_t* p, std::size_t n, Clock::time_point de
       const int ms = wait_ms(deadline);
       if (ms == 0 && Clock::now() >= deadline) throw Timeout(peer_ + " did not answer within the timeout");
       pollfd pf{rfd_, POLLIN, 0};
-      ::poll(&pf, 1, ms);
+      const int ready = ::poll(&pf, 1, std::min(ms, 250));
       stopped("while waiting for its answer");
+      if (ready == 0) {
+        // A chip process that has ended sends nothing more, even when a process it started still
+        // holds its stdout open (so no end of file comes): said now, not after --dut-timeout.
+        if (const std::string st = exit_status(std::chrono::milliseconds(0)); !st.empty()) {
+          const ssize_t last = ::read(rfd_, p + got, n - got);  // bytes written just before it ended
+          if (last > 0) {
+            got += static_cast<std::size_t>(last);
+            continue;
+          }
+          if (last == 0 && got == 0 && at_frame_start) return false;
+          throw TransportError(peer_ + " ended without answering" +
+                               (last < 0 ? " (a process it started still holds its stdout open)" : ""));
+        }
+      }
       continue;
     }
     const int e = errno;

@@ -52,6 +52,7 @@ std::string_view to_string(FaultClass f) {
     case FaultClass::kRequestDependent: return "request-dependent";
     case FaultClass::kTokenMapping: return "token-mapping";
     case FaultClass::kSingleInstruction: return "single-instruction";
+    case FaultClass::kUnclassified: return "unclassified";
   }
   return "?";
 }
@@ -214,6 +215,7 @@ Divergence divergence_from_json(const json& j) {
             : f == "request-dependent" ? FaultClass::kRequestDependent
             : f == "token-mapping"     ? FaultClass::kTokenMapping
             : f == "single-instruction" ? FaultClass::kSingleInstruction
+            : f == "unclassified"      ? FaultClass::kUnclassified
                                        : FaultClass::kNotReproduced;
   d.fault_text = j.value("fault_text", "");
   d.replay_from = j.value("replay_from", std::uint64_t{0});
@@ -1566,8 +1568,20 @@ struct Engine::Impl {
       replay(L, d, input);
     } catch (...) {
       // The chip failed while the divergence was being classified (a chip under test that
-      // timed out or died on the replay): the divergence itself is kept, never lost with it.
-      d.fault = FaultClass::kNotReproduced;
+      // timed out or died on the replay, or was ended by the run's interruption): the
+      // divergence itself is kept, never lost with it, and is left unclassified, with the reason.
+      std::string why = "the chip failed";
+      try {
+        throw;
+      } catch (const std::exception& e) {
+        why = e.what();
+      } catch (...) {
+      }
+      const bool stopped = opt.stop && opt.stop->load(std::memory_order_relaxed);
+      d.fault = FaultClass::kUnclassified;
+      d.fault_text = std::string("the teacher-forced replay that classifies the divergence did not finish (") +
+                     (stopped ? "the run was interrupted" : "the chip failed during it") + ": " + why +
+                     "); the divergence above stands";
       L.divergence = std::move(d);
       finish(L, "diverged");
       throw;

@@ -225,6 +225,21 @@ TEST_F(DutCli, ReplayOfADutCaseStartsTheChipAgain) {
   EXPECT_TRUE(summary_of(p)["reproduced"].get<bool>());
 }
 
+// A chip process that exits while a process it started still holds its stdout (no end of file
+// comes): its exit status is reported at once, not a timeout after --dut-timeout (found by an
+// outside tester: "sh -c 'sleep 100 & exec CHIP'" waited the whole timeout).
+TEST_F(DutCli, AChipThatExitsIsReportedAtOnceEvenWhenItsStdoutStaysOpen) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Result r = run_lockstep({"run", crc32_.string(), "--mode", "forced", "--steps", "20000", "--dut-timeout", "60",
+                                 "--dut", "sh -c 'sleep 20 2>/dev/null </dev/null & exec " + kFaulty + " exit 3 " + kChip + "'"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_LT(seconds, 15) << "waited for the timeout: " << r.err;
+  const auto lines = error_lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find("exited with status 3"), std::string::npos) << lines[0];
+}
+
 TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
   struct Fault {
     std::string mode;
