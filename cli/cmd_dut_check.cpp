@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/dut_options.h"
 #include "lockstep/campaign/campaign.h"
@@ -45,7 +46,9 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
   add_dut_options(cmd, args->dut);
   cmd->add_option("--guest", args->guests,
                   "Guest ELF to check with (repeatable; default: four generated programs, scalar and vector)");
-  cmd->add_option("--steps", args->steps, "Steps per guest (2..100000)")->capture_default_str();
+  cmd->add_option("--steps", args->steps, "Steps per guest (2..100000)")
+      ->check(count_range(2, 100000))  // before the generic check, so that 'abc' gets this range too
+      ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the generated programs")->capture_default_str();
   cmd->add_option("--ops", args->ops,
                   "What the generated programs use, as lockstep fuzz --ops (e.g. rv32i, rv32im, "

@@ -1180,7 +1180,9 @@ TEST(DutOptions, DutCheckStepsHelpAndErrorAgree) {
   const Proc h = run({"dut-check", "--help"});
   EXPECT_EQ(h.rc, 0) << h.err;
   EXPECT_NE(h.out.find("Steps per guest (2..100000)"), std::string::npos) << h.out;
-  expect_one_error_line(run({"dut-check", "--dut", "true", "--steps", "1"}), "--steps must be 2..100000");
+  for (const char* bad : {"1", "100001", "abc"})  // one range, whatever is wrong with the number
+    expect_one_error_line(run({"dut-check", "--dut", "true", "--steps", bad}),
+                          std::string("--steps: must be a whole number from 2 to 100000 (got '") + bad + "')");
 }
 
 // A replay stopped by SIGINT before it could tell is no verdict: "not conclusive (interrupted
