@@ -1,5 +1,6 @@
 #include "cli/dut_options.h"
 
+#include <charconv>
 #include <iostream>
 #include <ostream>
 
@@ -17,10 +18,23 @@ void add_dut_options(CLI::App* cmd, dut::DutConfig& c) {
   cmd->add_option("--dut-connect", c.connect,
                   "Chip under test already running: unix:PATH or tcp:HOST:PORT (e.g. lockstep chip-server)");
   cmd->add_option("--dut-vocab", c.vocab, "The chip's token ids: a vocabulary map file (dut-protocol.md §6)");
+  // One message for every bad value: -1, 0, 1e6 and 'abc' all name the range (before the generic
+  // numeric check, which would call 0 valid and -1 "not non-negative").
+  const CLI::Validator seconds(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || p != text.data() + text.size() || !(v > 0 && v <= 86400))
+          return "must be more than 0 and at most 86400 seconds (got '" + text + "')";
+        return {};
+      },
+      "", "seconds");
   cmd->add_option("--dut-timeout", c.timeout_s, "Seconds the chip under test may take to answer one request")
+      ->check(seconds)
       ->capture_default_str();
   cmd->add_option("--dut-start-timeout", c.start_timeout_s,
                   "Seconds the chip under test may take to start and answer the handshake (loading its weights)")
+      ->check(seconds)
       ->capture_default_str();
   cmd->add_option("--dut-token-file", c.token_file, "Shared secret for a chip-server that asks for one (§9)");
 }
