@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -100,12 +101,14 @@ DutBackend::DutBackend(const DutConfig& config) : config_(config) {
   }
   Hello h;
   if (!config_.token_file.empty()) h.auth = read_token_file(config_.token_file);
-  // The map is read before the chip starts (which may take minutes to load its weights); it is
-  // checked against the chip's vocab_size after the handshake.
+  // The map is read and checked before the chip starts (which may take minutes to load its
+  // weights): every rule of §6 but one, its ids below the chip's vocab_size, which is checked
+  // after the handshake.
   std::string vocab_text;
   if (!config_.vocab.empty()) {
     try {
       vocab_text = VocabMap::read(config_.vocab);
+      (void)VocabMap::parse(vocab_text, UINT32_MAX, config_.vocab.string());
     } catch (const VocabError& e) {
       throw DutError(std::string("chip under test: --dut-vocab ") + e.what());
     }

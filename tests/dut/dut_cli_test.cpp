@@ -487,6 +487,16 @@ TEST_F(DutCli, AChipThatCannotStartIsOneLine) {
   EXPECT_NE(vocab.err.find("chip under test: --dut-vocab /nonexistent/my.vocab: cannot read the vocabulary map"),
             std::string::npos)
       << vocab.err;
+  // A map that breaks a rule that needs no vocab_size (here a token trace-v3 cannot produce) is
+  // found before the chip starts too (found by an outside tester: it waited for the chip).
+  const fs::path bad_map = fresh_dir("bad-map") / "br2.vocab";
+  std::ofstream(bad_map) << "BR(2) 5\n";
+  const auto t1 = std::chrono::steady_clock::now();
+  const Result rule = run_lockstep({"run", crc32_.string(), "--dut", "sleep 600", "--dut-vocab", bad_map.string()});
+  EXPECT_LT(std::chrono::steady_clock::now() - t1, std::chrono::seconds(30));
+  EXPECT_EQ(rule.exit_code, 2);
+  EXPECT_NE(rule.err.find(bad_map.string() + ":1: BR(2) is not a token trace-v3 can produce"), std::string::npos)
+      << rule.err;
 }
 
 // The verdict of dut-check's check `name` in its --json summary, and its detail.
