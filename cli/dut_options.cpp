@@ -25,7 +25,7 @@ void add_dut_options(CLI::App* cmd, dut::DutConfig& c) {
         double v = 0;
         const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
         if (ec != std::errc() || p != text.data() + text.size() || !(v > 0 && v <= 86400))
-          return "must be more than 0 and at most 86400 seconds (got '" + text + "')";
+          return "must be a number of seconds more than 0 and at most 86400 (got '" + text + "')";
         return {};
       },
       "", "seconds");

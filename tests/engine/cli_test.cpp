@@ -1182,7 +1182,7 @@ TEST(DutOptions, DutCheckStepsHelpAndErrorAgree) {
   EXPECT_NE(h.out.find("Steps per guest (2..100000)"), std::string::npos) << h.out;
   for (const char* bad : {"-1", "0", "86401", "abc"})  // --dut-timeout likewise: one range
     expect_one_error_line(run({"run", "x.elf", "--dut", "true", "--dut-timeout", bad}),
-                          std::string("--dut-timeout: must be more than 0 and at most 86400 seconds (got '") + bad + "')");
+                          std::string("--dut-timeout: must be a number of seconds more than 0 and at most 86400 (got '") + bad + "')");
   for (const char* bad : {"1", "100001", "abc"})  // one range, whatever is wrong with the number
     expect_one_error_line(run({"dut-check", "--dut", "true", "--steps", bad}),
                           std::string("--steps: must be a whole number from 2 to 100000 (got '") + bad + "')");
