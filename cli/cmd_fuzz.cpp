@@ -185,16 +185,14 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   const fs::path report_canon = report.empty() ? fs::path() : fs::weakly_canonical(report, rec);
   for (const std::string& d : dirs) {
     const fs::path file = fs::is_directory(d) ? fs::path(d) / "fuzz.json" : fs::path(d);
-    if (!report.empty()) {  // the merged report would replace a shard's own results
-      std::error_code ec;
-      const fs::path dir = fs::weakly_canonical(file, ec).parent_path();
-      if (!ec && !rec && dir == report_canon)
-        throw InputError("--merge: --report " + report + " is the folder of the shard " + d +
-                         ": the merged report would replace its results; write it to a folder of its own");
-    }
-    {  // a report given twice would be counted twice
+    {
       std::error_code ec;
       const fs::path canon = fs::weakly_canonical(file, ec);
+      // the merged report would replace a shard's own results
+      if (!report.empty() && !ec && !rec && canon.parent_path() == report_canon)
+        throw InputError("--merge: --report " + report + " is the folder of the shard " + d +
+                         ": the merged report would replace its results; write it to a folder of its own");
+      // a report given twice would be counted twice
       const auto [it, fresh] = seen_files.emplace(ec ? file.string() : canon.string(), d);
       if (!fresh) throw InputError("--merge: " + d + " and " + it->second + " are the same report (" + file.string() + ")");
     }

@@ -945,10 +945,6 @@ TEST(FileErrors, NameTheFileAndTheReason) {
   }
 }
 
-// A named pipe (FIFO) where an input file belongs is never waited for: open() of one with no
-// writer blocked forever, and the first stop signal only set a flag (an outside tester's
-// `timeout 10 lockstep ref fifo` lived for ten minutes). The ELF reader reads a pipe that has a
-// writer (`<(cat guest.elf)`); every other reader refuses a FIFO by name.
 // stdout that cannot take the output (a full disk; a pipe whose reader has gone) is an error,
 // exit 2 with one line, never exit 0 with the output lost, nor death by SIGPIPE (status 141).
 TEST(FileErrors, StdoutThatCannotBeWrittenIsAnError) {
@@ -985,6 +981,10 @@ TEST(FileErrors, StdoutThatCannotBeWrittenIsAnError) {
   EXPECT_NE(slurp(err).find("lockstep: error: cannot write stdout"), std::string::npos) << slurp(err);
 }
 
+// A named pipe (FIFO) where an input file belongs is never waited for: open() of one with no
+// writer blocked forever, and the first stop signal only set a flag (an outside tester's
+// `timeout 10 lockstep ref fifo` lived for ten minutes). The ELF reader reads a pipe that has a
+// writer (`<(cat guest.elf)`); every other reader refuses a FIFO by name.
 TEST(FileErrors, ANamedPipeIsNeverWaitedFor) {
   const fs::path dir = temp_dir("fifo");
   const fs::path fifo = dir / "guest.elf";
