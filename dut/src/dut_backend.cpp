@@ -179,12 +179,33 @@ Connection::Clock::time_point DutBackend::deadline(double seconds) const {
 
 void DutBackend::fail(const std::string& message) const {
   if (fault_.empty()) fault_ = "chip under test: " + message;
+  // A failure while continuing past an ERROR ends the session for good; the first fault stands.
+  continuing_ = false;
+  error_answer_ = false;
   throw DutError(fault_);
+}
+
+bool DutBackend::continue_after_error() {
+  if (fault_.empty() || !error_answer_ || !conn_) return false;
+  continuing_ = true;
+  return true;
+}
+
+void DutBackend::end_continue_after_error(bool dismiss, const std::string& finding) {
+  if (continuing_) {
+    if (dismiss) {
+      fault_.clear();
+      error_answer_ = false;
+    } else if (!finding.empty()) {
+      fault_ += "; " + finding;
+    }
+  }
+  continuing_ = false;
 }
 
 std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vector<std::uint8_t>& payload,
                                               double timeout_s) const {
-  if (!fault_.empty()) throw DutError(fault_);
+  if (!fault_.empty() && !continuing_) throw DutError(fault_);
   if (timeout_s <= 0) timeout_s = config_.timeout_s;
   std::optional<Frame> f;
   const std::string what = type_name(type);
@@ -224,14 +245,16 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
   if (f->type == kError) {
     try {
       const auto [code, message] = decode_error(f->payload);
-      // In a FREE request the chip feeds its own predictions back: its ERROR can be the
-      // consequence of a wrong prediction of its own a step earlier (found by an outside tester)
-      const std::string free_hint =
-          type == kFree ? " (a FREE request feeds the chip its own predictions, so this may follow a wrong token it "
-                          "predicted; --mode forced compares each step with the reference's input)"
-                        : "";
-      fail("answered " + what + " with ERROR " + std::to_string(code) + " (" + error_code_name(code) + "): " + message +
-           free_hint);
+      const bool first = fault_.empty();
+      try {
+        fail("answered " + what + " with ERROR " + std::to_string(code) + " (" + error_code_name(code) + "): " +
+             message);
+      } catch (const DutError&) {
+        // An ERROR answer to a step request leaves the session open (§3.10): the engine may look
+        // for the wrong token it followed (continue_after_error).
+        error_answer_ = first && (type == kStep || type == kForced || type == kFree);
+        throw;
+      }
     } catch (const Malformed& e) {
       fail(std::string("malformed ERROR frame in answer to ") + what + ": " + e.what());
     }

@@ -1344,6 +1344,13 @@ struct Engine::Impl {
     return std::max<std::uint32_t>(1, opt.chunk ? opt.chunk : be.preferred_chunk());
   }
 
+  // A lane in a round of advance(): its mode for the round and the reference's tokens for it.
+  struct Active {
+    Lane* lane;
+    bool forced;
+    std::vector<std::uint32_t> expected;
+  };
+
   // Steps `set` until every lane is done (or a stop request).  `compare`:
   // whether tokens are compared per step; `main`: the main run (progress,
   // output, hash records and disk checkpoints) rather than a replay.
@@ -1357,11 +1364,6 @@ struct Engine::Impl {
   // a round stops there (its chip stream ran ahead; the replay restores it from a snapshot).
   // n adapts to the chip's speed: it grows while a round takes under 0.1 s, up to max_chunk().
   void advance(const std::vector<Lane*>& set, Compare compare, bool main) {
-    struct Active {
-      Lane* lane;
-      bool forced;
-      std::vector<std::uint32_t> expected;
-    };
     std::vector<Active> act;
     std::vector<chip::StreamId> ids;
     std::vector<std::uint32_t> counts;
@@ -1437,12 +1439,24 @@ struct Engine::Impl {
         std::size_t n = 0;
         for (std::uint32_t c : counts) n += c;
         lane_out.assign(n, 0);
-        if (forced) be.teacher_forced_batch(ids, counts, in, lane_out);
-        // Compared step by step, a lane ends at its first miss, so the backend may run the steps
-        // with the expected tokens as their inputs (ChipBackend::free_running_batch_expecting):
-        // the same tokens up to and including that miss.
-        else if (compare == Compare::kEveryStep) be.free_running_batch_expecting(ids, counts, in, expect, lane_out);
-        else be.free_running_batch(ids, counts, in, lane_out);
+        std::exception_ptr failed;
+        try {
+          if (forced) be.teacher_forced_batch(ids, counts, in, lane_out);
+          // Compared step by step, a lane ends at its first miss, so the backend may run the steps
+          // with the expected tokens as their inputs (ChipBackend::free_running_batch_expecting):
+          // the same tokens up to and including that miss.
+          else if (compare == Compare::kEveryStep) be.free_running_batch_expecting(ids, counts, in, expect, lane_out);
+          else be.free_running_batch(ids, counts, in, lane_out);
+        } catch (...) {
+          failed = std::current_exception();
+        }
+        if (failed) {
+          // The request brought no tokens. A chip under test's ERROR answer may hide a wrong
+          // token of the same round: look for it before the fault ends the run.
+          if (compare != Compare::kEveryStep || !be.continue_after_error()) std::rethrow_exception(failed);
+          if (!locate_before_error(act, main)) std::rethrow_exception(failed);
+          break;  // every lane of the round diverged and is done
+        }
         std::size_t off = 0;
         for (std::size_t k = 0; k < which.size(); ++k) {
           std::copy(lane_out.begin() + static_cast<std::ptrdiff_t>(off),
@@ -1454,36 +1468,21 @@ struct Engine::Impl {
       std::uint64_t round_steps = 0;
       for (std::size_t i = 0; i < act.size(); ++i) {
         Lane& L = *act[i].lane;
+        if (L.done) continue;  // diverged in locate_before_error
         const std::vector<std::uint32_t>& ex = act[i].expected;
         round_steps = std::max<std::uint64_t>(round_steps, ex.size());
         for (std::size_t j = 0; j < ex.size(); ++j) {
           const auto e = next_ref(L, opt.history);
           if (!e || *e != ex[j]) throw std::logic_error("engine: the reference's look-ahead and its tokens differ");
-          ++L.ref_steps;
           const std::uint32_t a = out[at[i] + j];
-          ++L.steps;
-          L.ref_digest.update(*e);
-          L.chip_digest.update(a);
-          if (!L.class_counter) L.class_counter = &L.class_steps[L.current_class];
-          ++*L.class_counter;
+          count_step(L, *e, a);
           if (compare == Compare::kEveryStep && *e != a) {
             const std::uint32_t input = j == 0 ? (act[i].forced ? L.last_ref : L.last_chip)
                                                : (act[i].forced ? ex[j - 1] : out[at[i] + j - 1]);
             diverge(L, input, *e, a);
             break;
           }
-          if (const std::uint32_t kind = *e >> 8; kind < 128) L.kinds_due[kind >> 6] |= 1ull << (kind & 63);
-          if (main && (opt.on_output || opt.on_console) && compare == Compare::kEveryStep && format::kind_of(a)) {
-            const std::uint32_t kind = format::kind_of(a)->kind;
-            if (kind == static_cast<std::uint32_t>(format::Kind::OUT)) {
-              if (opt.on_output) opt.on_output(L.index, static_cast<char>(format::payload_of(a)));
-              if (opt.on_console) opt.on_console(L.index, 1, static_cast<char>(format::payload_of(a)));
-            } else if (kind == static_cast<std::uint32_t>(format::Kind::ERR) && opt.on_console) {
-              opt.on_console(L.index, 2, static_cast<char>(format::payload_of(a)));
-            }
-          }
-          L.last_ref = *e;
-          L.last_chip = a;
+          agreed_step(L, *e, a, main && compare == Compare::kEveryStep);
         }
         if (L.done) continue;
         if (opt.snapshot_every && L.steps % opt.snapshot_every == 0 && be.capabilities().save_restore) take_snapshot(L);
@@ -1519,6 +1518,105 @@ struct Engine::Impl {
         }
       }
     }
+  }
+
+  // One compared step of lane L: the reference's token e (already taken with next_ref) and the
+  // chip's a.
+  void count_step(Lane& L, std::uint32_t e, std::uint32_t a) {
+    ++L.ref_steps;
+    ++L.steps;
+    L.ref_digest.update(e);
+    L.chip_digest.update(a);
+    if (!L.class_counter) L.class_counter = &L.class_steps[L.current_class];
+    ++*L.class_counter;
+  }
+
+  // After count_step, for a step that did not diverge: the kinds seen, the guest's output (echo:
+  // a main lane compared every step) and the last tokens.
+  void agreed_step(Lane& L, std::uint32_t e, std::uint32_t a, bool echo) {
+    if (const std::uint32_t kind = e >> 8; kind < 128) L.kinds_due[kind >> 6] |= 1ull << (kind & 63);
+    if (echo && (opt.on_output || opt.on_console) && format::kind_of(a)) {
+      const std::uint32_t kind = format::kind_of(a)->kind;
+      if (kind == static_cast<std::uint32_t>(format::Kind::OUT)) {
+        if (opt.on_output) opt.on_output(L.index, static_cast<char>(format::payload_of(a)));
+        if (opt.on_console) opt.on_console(L.index, 1, static_cast<char>(format::payload_of(a)));
+      } else if (kind == static_cast<std::uint32_t>(format::Kind::ERR) && opt.on_console) {
+        opt.on_console(L.index, 2, static_cast<char>(format::payload_of(a)));
+      }
+    }
+    L.last_ref = e;
+    L.last_chip = a;
+  }
+
+  // A chip under test answered a round's STEP, FORCED or FREE with ERROR (dut-protocol.md §3.10),
+  // which brings no tokens, and be.continue_after_error() lets requests through again. The ERROR
+  // can follow a wrong token of the same request: in FREE the chip's own wrong prediction fed back
+  // to it, in any request a state that a wrong step corrupted. Each lane of the round is replayed
+  // teacher-forced from its last snapshot to the round's start (every step compared), then one
+  // step a request through the round's steps; its first mismatch there precedes the ERROR (every
+  // earlier step agreed, so free-running inputs equal teacher-forced ones up to it) and is
+  // reported as the lane's divergence, with the ERROR in its note. Returns true when every lane of
+  // the round diverged: the fault is then dismissed and the run ends as any divergent run does.
+  // Otherwise the fault is kept (false): it ends the run, with the divergences found so far.
+  bool locate_before_error(const std::vector<Active>& act, bool main) {
+    std::string fault = be.fault();
+    if (const std::string_view p = "chip under test: "; fault.rfind(p, 0) == 0) fault.erase(0, p.size());
+    std::string finding;  // why the fault stands, for the first lane without a divergence
+    try {
+      for (const Active& a : act) {
+        Lane& L = *a.lane;
+        Lane T;
+        const std::string bad_restore = restore_for_replay(T, L);
+        const std::uint64_t from = T.steps;
+        bool same = true;
+        if (L.steps > T.steps)
+          forced_replay(T, L.steps - T.steps, ~0u, [&](std::uint32_t e, std::uint32_t c) { return same = e == c; });
+        const std::string replayed = "replayed teacher-forced from step " + std::to_string(from) + ", ";
+        if (!same || T.steps != L.steps) {
+          if (finding.empty())
+            finding = replayed + "the chip diverged before the request's first step " + std::to_string(L.steps + 1) +
+                      ", where the run had agreed: " +
+                      (bad_restore.empty() ? "the chip is not deterministic" : bad_restore);
+          continue;
+        }
+        std::optional<std::uint32_t> actual;
+        forced_replay(
+            T, a.expected.size(), ~0u,
+            [&](std::uint32_t e, std::uint32_t c) {
+              if (e != c) actual = c;
+              return e == c;
+            },
+            1);
+        if (!actual) {
+          if (finding.empty())
+            finding = replayed + "the request's steps " + std::to_string(L.steps + 1) + ".." +
+                      std::to_string(L.steps + a.expected.size()) + " agreed with the reference: no wrong token " +
+                      "preceded the ERROR";
+          continue;
+        }
+        // Lane L takes the reference's steps up to the mismatch (all agreed) and diverges there.
+        while (L.steps + 1 < T.steps) {
+          const auto e = next_ref(L, opt.history);
+          if (!e) throw std::logic_error("engine: the reference ended before the replayed mismatch");
+          count_step(L, *e, *e);
+          agreed_step(L, *e, *e, main);
+        }
+        const auto e = next_ref(L, opt.history);
+        if (!e || *e == *actual) throw std::logic_error("engine: the reference and its replay differ");
+        const std::uint32_t input = L.last_ref;
+        count_step(L, *e, *actual);
+        diverge(L, input, *e, *actual);
+        std::string& note = L.divergence->note;
+        note += std::string(note.empty() ? "" : "; ") + "then the chip " + fault + ", an answer without tokens; " +
+                "this step was found by replaying the request's steps teacher-forced from step " +
+                std::to_string(from) + (bad_restore.empty() ? "" : " (" + bad_restore + ")");
+      }
+    } catch (...) {
+      be.end_continue_after_error(false, "");
+      throw;
+    }
+    be.end_continue_after_error(finding.empty(), finding);
+    return finding.empty();
   }
 
   // The first divergence of a lane at step L.steps: report, replay, classify.
@@ -1593,8 +1691,9 @@ struct Engine::Impl {
   // Up to n teacher-forced steps of the replay lane T, in chip calls of at most max_chunk()
   // steps; stops before an input the chip's vocabulary cannot express (>= vocab) or after a step
   // for which visit(expected, actual) returns false. T.steps counts the step when visit runs.
+  // At most max_steps steps a chip call (0: as many as max_chunk() allows).
   template <typename Visit>
-  void forced_replay(Lane& T, std::uint64_t n, std::uint32_t vocab, Visit visit) {
+  void forced_replay(Lane& T, std::uint64_t n, std::uint32_t vocab, Visit visit, std::uint32_t max_steps = 0) {
     std::vector<std::uint32_t> ex;
     std::vector<Token> in, out;
     const chip::StreamId sid = T.sid;
@@ -1602,7 +1701,8 @@ struct Engine::Impl {
     // Calls sized to the chip's speed as advance() sizes them (64 steps first, doubling while a
     // call takes under 0.1 s, halving past 0.5 s): a slow chip under test is never sent one
     // max_chunk() call that outlasts its --dut-timeout.
-    std::uint32_t chunk = std::min<std::uint32_t>(max_chunk(), 64);
+    const std::uint32_t most = max_steps ? std::min(max_chunk(), max_steps) : max_chunk();
+    std::uint32_t chunk = std::min<std::uint32_t>(most, 64);
     while (made < n) {
       peek_ref(T, static_cast<std::size_t>(std::min<std::uint64_t>(n - made, chunk)), ex);
       in.clear();
@@ -1617,7 +1717,7 @@ struct Engine::Impl {
       const auto t0 = Clock::now();
       be.teacher_forced_batch(std::span<const chip::StreamId>(&sid, 1), std::span<const std::uint32_t>(&count, 1), in, out);
       const double took = std::chrono::duration<double>(Clock::now() - t0).count();
-      if (took < 0.1) chunk = std::min(max_chunk(), chunk * 2);
+      if (took < 0.1) chunk = std::min(most, chunk * 2);
       else if (took > 0.5) chunk = std::max<std::uint32_t>(1, chunk / 2);
       for (std::size_t j = 0; j < in.size(); ++j) {
         const auto e = next_ref(T, 1);

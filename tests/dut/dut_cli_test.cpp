@@ -282,6 +282,13 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
     if (f.n == 0) {
       EXPECT_EQ(r.err.find("steps compared"), std::string::npos) << r.err;
     }
+    if (f.mode == "error") {
+      // The teacher-forced replay of the failed request found no wrong token before the ERROR.
+      EXPECT_NE(lines[0].find("; replayed teacher-forced from step 0, the request's steps "), std::string::npos)
+          << lines[0];
+      EXPECT_NE(lines[0].find(" agreed with the reference: no wrong token preceded the ERROR"), std::string::npos)
+          << lines[0];
+    }
     if (f.mode == "hang") {
       // The timeout names the frame left unanswered and the steps it asked for.
       const auto [before, count] = fault_point(r.err);
@@ -433,6 +440,43 @@ TEST_F(DutCli, AChipWithoutProbesStillGetsADivergenceReport) {
   EXPECT_LT(diagnosis, seconds);
   EXPECT_NEAR(rate, static_cast<double>(before + count) / (seconds - diagnosis), 1e-6 * rate);
   EXPECT_NE(r.err.find(" diagnosing the divergence)"), std::string::npos) << r.err;
+}
+
+// A chip that trips over its own wrong prediction: in free mode its wrong token at step 100 is fed
+// back to it, and it answers that FREE request with ERROR, which brings no tokens. The run still
+// reports the wrong token, found by replaying the request's steps teacher-forced, as the first
+// divergence (exit 1, the ERROR in its note), not as a fault (found by an outside tester: it was
+// exit 2 and the mismatch was lost). Teacher-forced, the same chip gives the same divergence.
+TEST_F(DutCli, AWrongPredictionHiddenByAnErrorIsStillTheDivergence) {
+  const fs::path dir = fresh_dir("tripped");
+  const std::string chip = kFaulty + " tripped 100 " + kChip + " plain";
+  const Result r = run_lockstep(
+      {"run", crc32_.string(), "--mode", "free", "--steps", "20000", "--json", "--report", dir.string(), "--dut", chip});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  ASSERT_NE(r.err.find("faulty_chip: tripped now, after 64 steps"), std::string::npos) << r.err;
+  const json s = summary_of(r);
+  EXPECT_EQ(s["status"], "mismatch");
+  EXPECT_EQ(s["steps"], 100);
+  ASSERT_TRUE(s.contains("divergence")) << s.dump();
+  const json& d = s["divergence"];
+  EXPECT_EQ(d["step"], 100);
+  EXPECT_EQ(d["mode"], "free");
+  EXPECT_EQ(d["differing_bits"], 1);
+  const std::string note = d["note"];
+  EXPECT_NE(note.find("then the chip answered FREE with ERROR 7 (internal error of the chip): tripped over its own "
+                      "prediction, an answer without tokens; this step was found by replaying the request's steps "
+                      "teacher-forced from step 0"),
+            std::string::npos)
+      << note;
+  const json rep = json::parse(slurp(dir / "summary.json"));
+  EXPECT_EQ(rep["status"], "mismatch");
+  EXPECT_FALSE(rep.contains("error")) << rep.dump();
+
+  const Result f = run_lockstep({"run", crc32_.string(), "--mode", "forced", "--steps", "20000", "--json", "--dut", chip});
+  ASSERT_EQ(f.exit_code, 1) << f.err;
+  EXPECT_EQ(summary_of(f)["divergence"]["step"], 100);
+  EXPECT_EQ(summary_of(f)["divergence"]["expected"], d["expected"]);
+  EXPECT_EQ(summary_of(f)["divergence"]["actual"], d["actual"]);
 }
 
 // A chip whose probes are all zeros: the run gives no layer (it blamed "embedding"), and says why.

@@ -16,13 +16,18 @@
 // does: STEP and FORCED stay right), stream1 (every EXIT(s) answered for stream 1 becomes
 // EXIT(s ^ 1): a chip whose bug shows only beside another stream, for fuzz's batch-dependent
 // failures) and zeroprobes (every PROBE answer all zeros, its width kept; with N > 0 the N-th
-// TOKENS answer also has a wrong token, as wrongtoken). A fourth argument `plain` announces
-// MULTI_STEP only (no PROBES, HASH, SAVE_RESTORE).
+// TOKENS answer also has a wrong token, as wrongtoken). One mode counts steps instead of answers:
+// tripped (stream 0's N-th step since its reset predicts a wrong token, its payload's low bit
+// flipped, in every kind of answer; a FREE answer in which that token is not the last of its
+// stream is ERROR 7 instead, as a chip that trips over its own wrong prediction: use it with
+// `plain`, whose replays start from RESET). A fourth argument `plain` announces MULTI_STEP only
+// (no PROBES, HASH, SAVE_RESTORE).
 #include <unistd.h>
 
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -45,7 +50,11 @@ class Faulty final : public dut::Connection {
       std::cerr << "faulty_chip: wrongthenexit exits at the first STREAMS after its wrong token\n" << std::flush;
       ::_exit(3);
     }
-    if (f && mode_ == "stream1") {  // the streams (and their token counts) the answer will hold
+    if (f && mode_ == "tripped") {
+      if (f->type == dut::kStreams) stream_steps_.clear();
+      if (f->type == dut::kReset) stream_steps_[dut::decode_reset(f->payload).stream] = 0;
+    }
+    if (f && (mode_ == "stream1" || mode_ == "tripped")) {  // the streams (and their token counts) the answer will hold
       request_.clear();
       if (f->type == dut::kStep)
         for (const dut::StepEntry& e : dut::decode_step(f->payload)) request_.push_back({e.stream, 1});
@@ -73,6 +82,32 @@ class Faulty final : public dut::Connection {
         at += count;
       }
       in_->write_frame(type, dut::encode_tokens(t), deadline);
+      return;
+    }
+    if (mode_ == "tripped" && tokens) {
+      std::vector<std::uint32_t> t = dut::decode_tokens(payload);
+      std::size_t at = 0;
+      bool trip = false;
+      for (const auto& [stream, count] : request_) {
+        std::uint64_t& done = stream_steps_[stream];
+        if (stream == 0 && done < static_cast<std::uint64_t>(n_) && done + count >= static_cast<std::uint64_t>(n_)) {
+          const std::size_t k = at + static_cast<std::size_t>(n_ - done - 1);
+          if (k < t.size()) t[k] ^= 1;
+          trip = type == (dut::kResponse | dut::kFree) && static_cast<std::uint64_t>(n_) < done + count;
+          if (trip) {
+            std::cerr << "faulty_chip: tripped now, after " << done << " steps, in an answer of " << count
+                      << " tokens\n"
+                      << std::flush;
+          }
+        }
+        done += count;
+        at += count;
+      }
+      if (trip) {
+        in_->write_frame(dut::kError, dut::encode_error(dut::kInternal, "tripped over its own prediction"), deadline);
+      } else {
+        in_->write_frame(type, dut::encode_tokens(t), deadline);
+      }
       return;
     }
     const bool hello = type == (dut::kResponse | dut::kHello);
@@ -164,6 +199,7 @@ class Faulty final : public dut::Connection {
   int answers_ = 0;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> request_;  // stream1: (stream, tokens) of the last request
   std::uint64_t steps_ = 0;  // tokens answered before the fault
+  std::map<std::uint32_t, std::uint64_t> stream_steps_;  // tripped: each stream's steps since its reset
   bool fired_ = false;       // wrongthenexit: the wrong token was sent
 };
 

@@ -149,6 +149,16 @@ class ChipBackend {
   /// it works and always for the in-process executors. Once set, every further call throws it, so
   /// a caller that caught one exception (say, a probe) can still see that the chip failed.
   virtual std::string fault() const { return {}; }
+  /// After a chip under test answered STEP, FORCED or FREE with ERROR (dut-protocol.md §3.10: its
+  /// session may go on), lets further calls through while fault() still returns the fault, so
+  /// that the engine can look for a divergence the ERROR hid (docs/engine.md §2) and returns
+  /// true. Returns false, and changes nothing, for any other fault (the chip exited, timed out, or
+  /// sent a malformed frame), for none, and always for the in-process executors.
+  virtual bool continue_after_error() { return false; }
+  /// Ends continue_after_error(): `dismiss` true forgets the fault (the caller found what preceded
+  /// it and reports that instead); false keeps it, with `finding` (what the caller found instead,
+  /// one clause; may be empty) appended, and every later call throws it again.
+  virtual void end_continue_after_error(bool /*dismiss*/, const std::string& /*finding*/) {}
   /// The most streams set_num_streams() takes (a chip under test announces it; unbounded here).
   virtual std::size_t max_streams() const { return static_cast<std::size_t>(-1); }
   /// The chip's own id of trace token `token` (trace.md §2), for a chip that numbers its tokens

@@ -85,6 +85,10 @@ class DutBackend final : public chip::ChipBackend {
   chip::ProbeMap probe_map() const override;
   std::uint32_t preferred_chunk() const override;
   std::string fault() const override { return fault_; }
+  /// True, and requests go through again, when the fault is an ERROR answer to STEP, FORCED or
+  /// FREE and the connection is open; a failure meanwhile ends it (the first fault is kept).
+  bool continue_after_error() override;
+  void end_continue_after_error(bool dismiss, const std::string& finding) override;
   std::size_t max_streams() const override { return hello_.max_streams; }
 
   void set_num_streams(std::size_t n) override;
@@ -135,6 +139,8 @@ class DutBackend final : public chip::ChipBackend {
   VocabMap vocab_;
   std::vector<std::uint64_t> steps_;   ///< per stream: steps since reset
   mutable std::string fault_;
+  mutable bool error_answer_ = false;  ///< fault_ is an ERROR answer to STEP, FORCED or FREE
+  mutable bool continuing_ = false;    ///< continue_after_error(): requests pass despite fault_
   mutable std::optional<chip::ProbeMap> probe_map_;
 };
 
