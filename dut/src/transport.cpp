@@ -16,6 +16,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace lockstep::dut {
@@ -266,6 +269,30 @@ std::optional<Frame> Connection::read_frame(Clock::time_point deadline) {
 
 namespace {
 
+// Whether a process of group g runs: a zombie does not (an orphan that the system's init has not
+// reaped yet, as in a container whose init reaps nothing); kill(-g, 0) counts zombies too.
+bool group_runs(pid_t g) {
+  if (::kill(-g, 0) != 0) return false;
+  std::error_code ec;
+  std::filesystem::directory_iterator it("/proc", ec);
+  if (ec) return true;  // no /proc: trust kill()
+  for (const auto& e : it) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string line;
+    if (!std::getline(in, line)) continue;
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so read after the last ')'.
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    char state = 0;
+    long long ppid = 0, pgrp = 0;
+    if (rest >> state >> ppid >> pgrp && pgrp == g && state != 'Z') return true;
+  }
+  return false;
+}
+
 class ChildConnection final : public Connection {
  public:
   ChildConnection(int rfd, int wfd, pid_t pid, std::string command)
@@ -275,19 +302,26 @@ class ChildConnection final : public Connection {
 
   std::string finish() override {
     close_write();
-    if (finished_ || pid_ <= 0) return "";
+    if (finished_) return "";
     finished_ = true;
-    if (!exit_status(std::chrono::milliseconds(5000)).empty()) return "";
-    ::kill(pid_, SIGTERM);
-    if (!exit_status(std::chrono::milliseconds(2000)).empty())
-      return "did not exit within 5 s of the end of its input (BYE, then end of file on its stdin): ended with SIGTERM";
-    ::kill(pid_, SIGKILL);
-    exit_status(std::chrono::milliseconds(5000));
-    return "did not exit within 5 s of the end of its input (BYE, then end of file on its stdin), nor 2 s after "
-           "SIGTERM: killed with SIGKILL";
+    std::string note;
+    if (pid_ > 0 && exit_status(std::chrono::milliseconds(5000)).empty()) {
+      ::kill(pid_, SIGTERM);
+      if (!exit_status(std::chrono::milliseconds(2000)).empty()) {
+        note = "did not exit within 5 s of the end of its input (BYE, then end of file on its stdin): ended with SIGTERM";
+      } else {
+        ::kill(pid_, SIGKILL);
+        exit_status(std::chrono::milliseconds(5000));
+        note = "did not exit within 5 s of the end of its input (BYE, then end of file on its stdin), nor 2 s after "
+               "SIGTERM: killed with SIGKILL";
+      }
+    }
+    const std::string left = end_group();
+    return note.empty() ? left : left.empty() ? note : note + "; " + left;
   }
 
   void kill_peer() override {
+    if (pgid_ > 0) ::kill(-pgid_, SIGKILL);  // the chip and every process it started (§1)
     if (pid_ <= 0) return;
     ::kill(pid_, SIGKILL);
     exit_status(std::chrono::milliseconds(5000));
@@ -317,9 +351,29 @@ class ChildConnection final : public Connection {
   }
 
  private:
+  // The chip process has ended: ends what it left running in its process group (a process it
+  // started in the background), SIGTERM, then SIGKILL after 1 s. Returns a note saying so, or "".
+  std::string end_group() {
+    const pid_t g = pgid_;
+    pgid_ = -1;
+    if (g <= 0 || !group_runs(g)) return "";
+    ::kill(-g, SIGTERM);
+    const auto until = Clock::now() + std::chrono::seconds(1);
+    while (Clock::now() < until) {
+      if (!group_runs(g)) return "left processes running after it ended (its process group): ended with SIGTERM";
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ::kill(-g, SIGKILL);
+    return "left processes running after it ended (its process group): killed with SIGKILL";
+  }
+
   bool finished_ = false;
   pid_t pid_ = -1;
+  pid_t pgid_ = -1;  // the chip's own process group (its pid), ended with it
   std::string status_;
+
+ public:
+  void set_group(pid_t g) { pgid_ = g; }
 };
 
 class FdConnection final : public Connection {
@@ -352,6 +406,8 @@ std::unique_ptr<Connection> spawn_chip(const std::string& command, const std::fi
     throw TransportError("cannot start the chip process: fork: " + errno_text(e));
   }
   if (pid == 0) {
+    // Its own process group: the harness ends the chip with everything it starts (dut-protocol.md §1).
+    ::setpgid(0, 0);
     ::dup2(to_child[0], 0);
     ::dup2(from_child[1], 1);
     for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) ::close(fd);
@@ -366,13 +422,16 @@ std::unique_ptr<Connection> spawn_chip(const std::string& command, const std::fi
     ::execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
+  ::setpgid(pid, pid);  // also here, so that no signal to the group can come before the child's own call
   ::close(to_child[0]);
   ::close(from_child[1]);
   set_cloexec(to_child[1]);
   set_cloexec(from_child[0]);
   set_nonblocking(to_child[1]);
   set_nonblocking(from_child[0]);
-  return std::make_unique<ChildConnection>(from_child[0], to_child[1], pid, command);
+  auto c = std::make_unique<ChildConnection>(from_child[0], to_child[1], pid, command);
+  c->set_group(pid);
+  return c;
 }
 
 std::unique_ptr<Connection> fd_connection(int read_fd, int write_fd, std::string peer) {

@@ -228,16 +228,34 @@ TEST_F(DutCli, ReplayOfADutCaseStartsTheChipAgain) {
 // A chip process that exits while a process it started still holds its stdout (no end of file
 // comes): its exit status is reported at once, not a timeout after --dut-timeout (found by an
 // outside tester: "sh -c 'sleep 100 & exec CHIP'" waited the whole timeout).
+// Also: what the chip left running (here the `sleep`) ends with the session, not after it (found
+// by an outside tester: a chip's `sleep 100 &` outlived the run).
 TEST_F(DutCli, AChipThatExitsIsReportedAtOnceEvenWhenItsStdoutStaysOpen) {
+  const fs::path pid_file = fresh_dir("background") / "pid";
   const auto t0 = std::chrono::steady_clock::now();
   const Result r = run_lockstep({"run", crc32_.string(), "--mode", "forced", "--steps", "20000", "--dut-timeout", "60",
-                                 "--dut", "sh -c 'sleep 20 2>/dev/null </dev/null & exec " + kFaulty + " exit 3 " + kChip + "'"});
+                                 "--dut", "sh -c 'sleep 20 2>/dev/null </dev/null & echo $! > " + pid_file.string() +
+                                              "; exec " + kFaulty + " exit 3 " + kChip + "'"});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_LT(seconds, 15) << "waited for the timeout: " << r.err;
   const auto lines = error_lines(r.err);
   ASSERT_EQ(lines.size(), 1u) << r.err;
   EXPECT_NE(lines[0].find("exited with status 3"), std::string::npos) << lines[0];
+  EXPECT_NE(r.err.find("lockstep: warn: chip process '"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("left processes running after it ended (its process group): ended with SIGTERM"),
+            std::string::npos)
+      << r.err;
+  const pid_t sleeper = std::stoi(slurp(pid_file));
+  ASSERT_GT(sleeper, 1);
+  // Gone, or a zombie that no one has reaped yet (a container's init may not): not running.
+  std::ifstream stat("/proc/" + std::to_string(sleeper) + "/stat");
+  std::string stat_line;
+  if (std::getline(stat, stat_line)) {
+    const auto close = stat_line.rfind(')');
+    ASSERT_NE(close, std::string::npos) << stat_line;
+    EXPECT_EQ(stat_line.substr(close + 2, 1), "Z") << "the chip's background process still runs: " << stat_line;
+  }
 }
 
 TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
