@@ -3,6 +3,7 @@
 // mismatch shrunk and saved as a replayable case (fuzz/README.md).
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cerrno>
@@ -65,22 +66,22 @@ std::pair<unsigned, unsigned> parse_length(const std::string& text) {
   return {lo, hi};
 }
 
+// `--time`: seconds, minutes or hours, more than 0 and at most a year (std::from_chars: no sign,
+// no space, and "nan" / "inf" refused by the range check).
 double parse_duration(const std::string& text) {
   if (text.empty()) return 0;
-  std::size_t used = 0;
+  const std::string line = "--time must be a duration more than 0 and at most 8760h, such as 90, 90s, 5m or 2h (got '" +
+                           text + "')";
   double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw UsageError("--time must be a duration such as 90, 90s, 5m or 2h (got '" + text + "')");
-  }
-  const std::string unit = text.substr(used);
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc()) throw UsageError(line);
+  const std::string_view unit(p, static_cast<std::size_t>(text.data() + text.size() - p));
   double scale = 1;
   if (unit == "" || unit == "s") scale = 1;
   else if (unit == "m") scale = 60;
   else if (unit == "h") scale = 3600;
-  else throw UsageError("--time must be a duration such as 90, 90s, 5m or 2h (got '" + text + "')");
-  if (!(v > 0)) throw UsageError("--time must be positive (got '" + text + "')");
+  else throw UsageError(line);
+  if (!std::isfinite(v) || !(v > 0) || v * scale > 8760.0 * 3600) throw UsageError(line);
   return v * scale;
 }
 
@@ -108,17 +109,16 @@ std::pair<std::uint64_t, std::uint64_t> parse_shard(const std::string& text) {
     if (n > 0 && i < n) return {i, n};
     throw UsageError("--shard mpi: OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE are not a rank below a size");
   }
-  const auto slash = text.find('/');
-  try {
-    if (slash != std::string::npos) {
-      std::size_t a = 0, b = 0;
-      const std::string is = text.substr(0, slash), ns = text.substr(slash + 1);
-      const std::uint64_t i = std::stoull(is, &a), n = std::stoull(ns, &b);
-      if (a == is.size() && b == ns.size() && n > 0 && i < n && is.find('-') == std::string::npos &&
-          ns.find('-') == std::string::npos)
-        return {i, n};
-    }
-  } catch (const std::exception&) {
+  // Digits only on both sides (std::from_chars: no space, sign or other text).
+  const auto whole = [](std::string_view t, std::uint64_t& v) {
+    const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    return !t.empty() && ec == std::errc() && p == t.data() + t.size();
+  };
+  if (const auto slash = text.find('/'); slash != std::string::npos) {
+    std::uint64_t i = 0, n = 0;
+    if (whole(std::string_view(text).substr(0, slash), i) && whole(std::string_view(text).substr(slash + 1), n) &&
+        n > 0 && i < n)
+      return {i, n};
   }
   throw UsageError("--shard must be I/N with 0 <= I < N (got '" + text + "')");
 }

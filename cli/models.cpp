@@ -82,9 +82,17 @@ ModelChoice explicit_choice(ModelSource source, const std::string& value, const 
   }
   const auto missing = missing_model_files(dir);
   if (!missing.empty()) {
+    // A name that is there but no file (a folder, a socket) is said as such, not as missing.
     std::string list;
-    for (const auto& m : missing) list += (list.empty() ? "" : " and ") + m;
-    throw InputError(std::string(what) + " names '" + value + "', which lacks " + list);
+    for (const auto& m : missing) {
+      const fs::file_status st = fs::status(dir / m, ec);
+      const std::string why = fs::is_directory(st) ? " (a folder of that name is there, not a file)"
+                              : fs::exists(st)     ? " (a name that is there but is no regular file)"
+                                                   : "";
+      list += (list.empty() ? "" : " and ") + m + why;
+    }
+    throw InputError(std::string(what) + " names '" + value + "', which lacks the file" +
+                     (missing.size() > 1 ? "s " : " ") + list);
   }
   return make_choice(source, dir, {});
 }

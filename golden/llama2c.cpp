@@ -259,10 +259,13 @@ Tokenizer parse_tokenizer(std::span<const std::uint8_t> bytes, int vocab_size,
     float score = load_f32(bytes.data() + off);
     std::int32_t len = load_i32(bytes.data() + off + 4);
     off += 8;
-    if (!std::isfinite(score)) fail(name, "non-finite tokenizer score of piece " + std::to_string(i));
+    // The byte offset too: a wrong length earlier shifts every later piece, and the piece named
+    // is then not the one whose length is wrong.
+    const std::string where = " of piece " + std::to_string(i) + " (its score at byte " + std::to_string(off - 8) +
+                              "; a wrong length of an earlier piece shifts every later one)";
+    if (!std::isfinite(score)) fail(name, "non-finite tokenizer score" + where);
     if (len < 0 || len > t.max_token_length)
-      fail(name, "bad tokenizer piece length " + std::to_string(len) + " of piece " +
-                     std::to_string(i));
+      fail(name, "bad tokenizer piece length " + std::to_string(len) + where);
     need(static_cast<std::size_t>(len), "bytes");
     t.scores.push_back(score);
     t.pieces.emplace_back(reinterpret_cast<const char*>(bytes.data() + off),

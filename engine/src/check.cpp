@@ -596,6 +596,15 @@ void lock_run_folder(const fs::path& dir) {
 
 void claim_run_folder(const fs::path& dir, const std::string& command) {
   lock_run_folder(dir);
+  // The run keeps folders of these names; a file of the same name is someone's, not an earlier
+  // run's: refused, never removed (found by an outside tester: it was replaced by the folder).
+  for (const char* name : {"checkpoints", "plots"}) {
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(dir / name, ec);
+    if (fs::exists(st) && !fs::is_directory(st))
+      throw CheckError("the run folder " + dir.string() + " holds a file named '" + name +
+                       "' where a run keeps its " + name + " folder; move it, or give another --report folder");
+  }
   try {
     fs::create_directories(dir);
     fs::remove_all(dir / "checkpoints");

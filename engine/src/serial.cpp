@@ -123,8 +123,10 @@ void write_file_atomic(const std::filesystem::path& path, std::span<const std::u
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
+      const std::string why = std::strerror(errno);
       ::close(fd);
-      throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
+      ::unlink(tmp.c_str());
+      throw std::runtime_error("cannot write " + tmp.string() + ": " + why);
     }
     done += static_cast<std::size_t>(n);
   }
@@ -133,7 +135,11 @@ void write_file_atomic(const std::filesystem::path& path, std::span<const std::u
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error("cannot rename " + tmp.string() + ": " + ec.message());
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);  // no half-written leftover beside the file it could not replace
+    throw std::runtime_error("cannot rename " + tmp.string() + " to " + path.filename().string() + ": " + ec.message());
+  }
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {

@@ -86,11 +86,22 @@ void write_text(const fs::path& path, const std::string& text) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw std::runtime_error("report: cannot write " + tmp.string() + ": " + std::strerror(errno));
     out << text;
-    if (!out.flush()) throw std::runtime_error("report: cannot write " + tmp.string() + ": " + std::strerror(errno));
+    if (!out.flush()) {
+      const std::string why = std::strerror(errno);
+      out.close();
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw std::runtime_error("report: cannot write " + tmp.string() + ": " + why);
+    }
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error("report: cannot rename " + tmp.string() + ": " + ec.message());
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);  // no leftover .tmp beside the file it could not replace
+    throw std::runtime_error("report: cannot rename " + tmp.string() + " to " + path.filename().string() + ": " +
+                             ec.message());
+  }
 }
 
 std::string read_text(const fs::path& path) {

@@ -138,6 +138,17 @@ TEST_F(TempTree, UnusableExplicitDirectoryIsAnInputError) {
   }
   EXPECT_THROW((void)discover_models({std::nullopt, (root_ / "nope").string(), {}, {}}),
                InputError);
+  // A folder where a model file belongs is named as a folder, not as missing (found by an outside
+  // tester: it said the directory "lacks" a file it could see).
+  fs::create_directories(root_ / "half" / kCheckpointFile);
+  try {
+    (void)discover_models({(root_ / "half").string(), std::nullopt, {}, {}});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "--models names '" + (root_ / "half").string() +
+                                         "', which lacks the file stories260K.bin (a folder of that name is there, "
+                                         "not a file)");
+  }
 }
 
 TEST_F(TempTree, ContextReadsEnvironment) {

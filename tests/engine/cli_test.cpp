@@ -576,6 +576,31 @@ TEST(RunFolder, AFailedRunNeverLeavesAnEarlierPassInItsFolder) {
   EXPECT_NE(json::parse(slurp(dir / "summary.json"))["error"].get<std::string>().find("no-such.chip"), std::string::npos);
 }
 
+// A run folder that holds a user's file where a run keeps a folder (checkpoints, plots) or where
+// it writes summary.json (a folder of that name): refused with one line, the user's file kept,
+// and no half-written summary.json.tmp left behind (found by an outside tester: the file was
+// replaced by a folder, and the .tmp was left).
+TEST(RunFolder, AUsersFilesInTheFolderAreNeverReplaced) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const std::string elf = loop_elf(3).string();
+  for (const char* name : {"checkpoints", "plots"}) {
+    SCOPED_TRACE(name);
+    const fs::path dir = temp_dir(std::string("users-") + name);
+    fs::create_directories(dir);
+    std::ofstream(dir / name) << "mine\n";
+    expect_one_error_line(run({"run", elf, "--report", dir.string()}),
+                          "the run folder " + dir.string() + " holds a file named '" + name + "' where a run keeps its " +
+                              name + " folder; move it, or give another --report folder");
+    EXPECT_EQ(slurp(dir / name), "mine\n");
+  }
+  const fs::path dir = temp_dir("users-summary");
+  fs::create_directories(dir / "summary.json");
+  const Proc p = run({"run", elf, "--report", dir.string()});
+  expect_one_error_line(p, "summary.json");
+  EXPECT_TRUE(fs::is_directory(dir / "summary.json"));
+  EXPECT_FALSE(fs::exists(dir / "summary.json.tmp")) << p.err;
+}
+
 // Two runs into one folder: the second is refused while the first holds it (never two writers of
 // one summary, case or checkpoints), and may take it once the first has ended.
 TEST(RunFolder, ARunFolderInUseIsRefused) {

@@ -154,7 +154,15 @@ TEST(Tokenizer, ParsesAndRejects) {
   auto badlen = b;
   const std::int32_t huge = 1000;
   std::memcpy(&badlen[8], &huge, 4);  // piece 0 length 1000 > max_token_length 16
-  EXPECT_THROW(parse_tokenizer(badlen, 512, "tok.bin"), ModelError);
+  try {
+    parse_tokenizer(badlen, 512, "tok.bin");
+    FAIL() << "accepted a piece length of 1000";
+  } catch (const ModelError& e) {
+    // The piece and its byte offset (its score at byte 4, its length at 8).
+    EXPECT_NE(std::string(e.what()).find("bad tokenizer piece length 1000 of piece 0 (its score at byte 4;"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Tokenizer, PiecesBlobLayout) {
