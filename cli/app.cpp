@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -114,16 +116,38 @@ CLI::Validator count_range(std::uint64_t lo, std::uint64_t hi) {
       "", "range");
 }
 
+namespace {
+// The whole text is one number (std::from_chars: no sign, space or other text; nan and inf are
+// numbers here, so the caller's range must refuse them).
+std::optional<double> plain_number(const std::string& text) {
+  double v = 0;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+}  // namespace
+
 CLI::Validator fraction_range() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        double v = 0;
-        const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (ec != std::errc() || p != text.data() + text.size() || !(v >= 0 && v <= 1))
-          return "must be a fraction from 0 to 1 (got '" + text + "')";
+        const auto v = plain_number(text);
+        if (!v || !(*v >= 0 && *v <= 1)) return "must be a fraction from 0 to 1 (got '" + text + "')";
         return {};
       },
       "", "fraction");
+}
+
+CLI::Validator seconds_range(double most) {
+  std::ostringstream m;
+  m << most;
+  return CLI::Validator(
+      [most, bound = m.str()](std::string& text) -> std::string {
+        const auto v = plain_number(text);
+        if (!v || !(*v > 0 && *v <= most))
+          return "must be a number of seconds more than 0 and at most " + bound + " (got '" + text + "')";
+        return {};
+      },
+      "", "seconds");
 }
 
 // A text option given with an empty value (`--dut ""`, `--chip "$UNSET"`) is refused: left as it

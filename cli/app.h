@@ -36,6 +36,11 @@ CLI::Validator count_range(std::uint64_t lo, std::uint64_t hi);
 /// before check_numeric_options' check, which the option also gets).
 CLI::Validator fraction_range();
 
+/// A CLI11 check for a FLOAT option that is a time in seconds: more than 0 and at most `most`;
+/// else "must be a number of seconds more than 0 and at most MOST (got 'TEXT')", also for text
+/// that is no number (nan, inf, a sign or a space included).
+CLI::Validator seconds_range(double most);
+
 /// Adds to every numeric option of `app` and its subcommands (CLI11 type UINT, INT or FLOAT) a
 /// check that its text is a plain number of that kind that fits (UINT: 0..2^64-1, no sign; FLOAT:
 /// finite and not negative), so that "-1", "99999999999999999999" or "1e20" is one usage error

@@ -7,6 +7,7 @@
 #include "lockstep/format/shell.h"
 #include "lockstep/format/tokens.h"
 
+#include "cli/app.h"
 #include "cli/errors.h"
 
 namespace lockstep::cli {
@@ -20,15 +21,7 @@ void add_dut_options(CLI::App* cmd, dut::DutConfig& c) {
   cmd->add_option("--dut-vocab", c.vocab, "The chip's token ids: a vocabulary map file (dut-protocol.md §6)");
   // One message for every bad value: -1, 0, 1e6 and 'abc' all name the range (before the generic
   // numeric check, which would call 0 valid and -1 "not non-negative").
-  const CLI::Validator seconds(
-      [](std::string& text) -> std::string {
-        double v = 0;
-        const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (ec != std::errc() || p != text.data() + text.size() || !(v > 0 && v <= 86400))
-          return "must be a number of seconds more than 0 and at most 86400 (got '" + text + "')";
-        return {};
-      },
-      "", "seconds");
+  const CLI::Validator seconds = seconds_range(86400);
   cmd->add_option("--dut-timeout", c.timeout_s, "Seconds the chip under test may take to answer one request")
       ->check(seconds)
       ->capture_default_str();
@@ -53,12 +46,7 @@ bool check_dut_options(const CLI::App* cmd, const dut::DutConfig& c, const std::
     }
     return false;
   }
-  if (!(c.timeout_s > 0 && c.timeout_s <= 86400)) {
-    throw UsageError("--dut-timeout must be more than 0 and at most 86400 seconds");
-  }
-  if (!(c.start_timeout_s > 0 && c.start_timeout_s <= 86400)) {
-    throw UsageError("--dut-start-timeout must be more than 0 and at most 86400 seconds");
-  }
+  // The timeouts' range is checked as they are parsed (seconds_range in add_dut_options).
   if (!chip.empty()) throw UsageError("--chip names a chip file for the built-in executors; a chip under test (--dut) runs its own");
   if (!backend.empty() && backend != "cpu") {
     throw UsageError("--backend " + backend + " picks a built-in executor; a chip under test (--dut) runs in its own");
