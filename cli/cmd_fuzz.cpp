@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -224,7 +225,8 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
       throw InputError("--merge: " + file.string() + " is a merged report, not a shard: merge the shards' own reports");
     if (merged.is_null()) {
       merged = {{"seed", j["seed"]}, {"ops", j.value("ops", "")}, {"mode", j.value("mode", "")},
-                {"chip_hash", j.value("chip_hash", "")}, {"length", j.value("length", json())},
+                {"chip", j.value("chip", json())}, {"chip_hash", j.value("chip_hash", "")},
+                {"backend", j.value("backend", json())}, {"length", j.value("length", json())},
                 {"first", j.value("first", json())}, {"end", j.value("end", json())}};
     } else {
       // first and end: the campaign's range of program indices (its --first and --programs)
@@ -294,6 +296,10 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
       }
     }
   if (!missing.empty()) merged["missing_shards"] = missing_json;
+  if (!partial.empty()) merged["partial_shards"] = partial;
+  // A partial campaign says so in every place (fuzz.json, summary.json, JUnit, the page), as
+  // its exit status does (found by an outside tester: the merged report read "exact").
+  merged["interrupted"] = !missing.empty() || !partial.empty();
   merged["programs"] = programs;
   merged["steps"] = steps;
   merged["mismatching_runs"] = mismatching;
@@ -510,6 +516,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     json failures = json::array();
     double last_progress = 0;
     bool interrupted = false;
+    std::optional<std::uint64_t> resume_at;  // the first program of a batch cut short: fuzz.json's `next`
     std::string fault;  // a chip under test that failed: the campaign ends, its results so far kept
     // A program's step budget: 200,000 for a body of the default length at most, more in
     // proportion for longer ones (--length); a program past it is a generator bug.
@@ -700,11 +707,13 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       std::vector<std::string> status(batch.size() * 2, "-");
       std::vector<Failure> fails;
       std::vector<std::uint64_t> prog_steps(batch.size(), 0);
+      std::uint64_t batch_steps = 0;
       for (const engine::Mode m : modes) {
         const auto t1 = clock::now();
         std::vector<engine::StreamResult> res;
         try {
-          res = campaign::run_lockstep(chip.chip, args->backend, batch, m, max_steps, args->batch, 64, backend.get());
+          res = campaign::run_lockstep(chip.chip, args->backend, batch, m, max_steps, args->batch, 64, backend.get(),
+                                       stop);
         } catch (const engine::CheckError& e) {
           throw InputError(e.what());
         } catch (const std::exception& e) {
@@ -718,8 +727,9 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         }
         lockstep_seconds += std::chrono::duration<double>(clock::now() - t1).count();
         for (std::size_t i = 0; i < res.size(); ++i) {
-          steps += res[i].steps;
+          batch_steps += res[i].steps;
           prog_steps[i] = std::max(prog_steps[i], res[i].ref_steps);
+          if (res[i].end == "interrupted") continue;  // not compared to its end: below
           if (res[i].end == "step_limit")
             throw InputError("program " + std::to_string(batch[i].index) + " (seed " + std::to_string(seed) +
                              ") did not end within " + std::to_string(max_steps) + " steps: a generator bug");
@@ -730,15 +740,30 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
             fails.push_back({batch[i], m, res[i], batch.front().index, batch.back().index, i, batch.size()});
           }
         }
+        // SIGINT/SIGTERM stops the engine at its next round (found by an outside tester: a batch
+        // of long programs ran on for minutes, and a second signal lost every result).
+        if (res.size() < batch.size() ||
+            std::any_of(res.begin(), res.end(), [](const engine::StreamResult& r) { return r.end == "interrupted"; })) {
+          interrupted = true;
+          break;
+        }
       }
-      if (!fault.empty() || interrupted) break;
-      for (const campaign::Program& p : batch) coverage.add(p, max_steps);
-      done += batch.size();
-      if (tsv.is_open()) {
-        for (std::size_t i = 0; i < batch.size(); ++i)
-          tsv << batch[i].index << "\t" << batch[i].seed << "\t" << batch[i].words() << "\t" << prog_steps[i] << "\t"
-              << status[2 * i] << "\t" << status[2 * i + 1] << "\n";
-        tsv.flush();
+      // A batch cut short (interrupted, or its chip failed) is not counted: its programs were not
+      // all checked in every mode, so `next` (fuzz.json) is its first program, where a campaign
+      // continued with --first runs it again; a mismatch it found is still saved below.
+      const bool batch_done = fault.empty() && !interrupted;
+      if (!batch_done) {
+        resume_at = batch.front().index;
+      } else {
+        steps += batch_steps;
+        for (const campaign::Program& p : batch) coverage.add(p, max_steps);
+        done += batch.size();
+        if (tsv.is_open()) {
+          for (std::size_t i = 0; i < batch.size(); ++i)
+            tsv << batch[i].index << "\t" << batch[i].seed << "\t" << batch[i].words() << "\t" << prog_steps[i]
+                << "\t" << status[2 * i] << "\t" << status[2 * i + 1] << "\n";
+          tsv.flush();
+        }
       }
       // A chip under test that fails while a failure is shrunk or saved (or an interruption)
       // ends the campaign as it would between batches: this failure and every later one are
@@ -813,7 +838,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                        {"first", args->first},
                        {"end", programs ? json(args->first + programs) : json()},  // the campaign's indices: [first, end)
                        {"programs", done},
-                       {"next", next},
+                       {"next", resume_at ? *resume_at : next},
                        {"shard", {shard_i, shard_n}},
                        {"mode", args->mode},
                        {"ops", op_names},

@@ -203,13 +203,20 @@ TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
   EXPECT_EQ(r2.exit_code, 2) << r2.err;
   EXPECT_NE(r2.err.find("are both shard 0/2: its programs would be counted twice"), std::string::npos) << r2.err;
   // Shards missing: a partial campaign, exit 3 (never read as a pass), the gap in the summary.
-  r2 = run({"fuzz", "--merge", s0.string(), "--json"});
+  // The merged report says so in every place: fuzz.json, summary.json, JUnit, `lockstep report`
+  // (found by an outside tester: they read "exact" and JUnit was green).
+  const fs::path half = scratch_dir("merged-half");
+  r2 = run({"fuzz", "--merge", s0.string(), "--json", "--report", half.string()});
   EXPECT_EQ(r2.exit_code, 3) << r2.err;
   EXPECT_NE(r2.err.find("lockstep: interrupted: merged 1 of the campaign's 2 shards (missing: 1)"), std::string::npos)
       << r2.err;
   const json js = json::parse(r2.out);
   EXPECT_EQ(js["status"], "interrupted");
   EXPECT_EQ(js["missing_shards"], json::array({1}));
+  EXPECT_EQ(json::parse(slurp(half / "fuzz.json"))["interrupted"], true);
+  EXPECT_EQ(json::parse(slurp(half / "summary.json"))["status"], "interrupted");
+  EXPECT_NE(slurp(half / "junit.xml").find("<error"), std::string::npos) << slurp(half / "junit.xml");
+  EXPECT_EQ(run({"report", half.string()}).exit_code, 3);
   // A merged report is not a shard: merging it again would count its programs twice.
   r2 = run({"fuzz", "--merge", m.string(), s1.string()});
   EXPECT_EQ(r2.exit_code, 2) << r2.err;
@@ -234,9 +241,12 @@ TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
   json jc = json::parse(slurp(cut / "fuzz.json"));
   jc["interrupted"] = true;
   std::ofstream(cut / "fuzz.json", std::ios::trunc) << jc.dump(2);
-  r2 = run({"fuzz", "--merge", s0.string(), cut.string()});
+  const fs::path with_cut = scratch_dir("merged-cut");
+  r2 = run({"fuzz", "--merge", s0.string(), cut.string(), "--report", with_cut.string()});
   EXPECT_EQ(r2.exit_code, 3) << r2.err;
   EXPECT_NE(r2.err.find("1 of the 2 shards ended before their last program"), std::string::npos) << r2.err;
+  EXPECT_EQ(json::parse(slurp(with_cut / "summary.json"))["status"], "interrupted");
+  EXPECT_EQ(json::parse(slurp(with_cut / "fuzz.json"))["partial_shards"].size(), 1u);
   // Options of a campaign to run do not apply to --merge: refused, not ignored.
   r2 = run({"fuzz", "--merge", s0.string(), s1.string(), "--programs", "3"});
   EXPECT_EQ(r2.exit_code, 2) << r2.err;
@@ -451,6 +461,45 @@ TEST(LockstepFuzz, AStopWhileShrinkingSavesTheRestUnshrunk) {
     EXPECT_EQ(f["failures"][i].value("not_shrunk", ""), "interrupted") << f["failures"][i].dump();
     EXPECT_EQ(f["failures"][i]["shrunk_words"], f["failures"][i]["original_words"]);
   }
+}
+
+// SIGINT in the middle of a batch of long programs on the built chip: the engine stops at its next
+// round (found by an outside tester: the batch ran on for minutes, and a second signal lost every
+// result), the batch is not counted, and fuzz.json's `next` is its first program, so that a
+// campaign continued with --first checks it again in every mode.
+TEST(LockstepFuzz, AStopInsideABatchEndsItAtOnceAndIsNotCounted) {
+  const fs::path report = scratch_dir("stopped-batch");
+  const fs::path out = report.parent_path() / "stopped-batch.out";
+  const std::vector<std::string> args = {"fuzz",    "--seed",  "7",    "--programs", "64", "--batch",
+                                         "64",      "--length", "2000", "--mode",     "free", "--report",
+                                         report.string()};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(o, 1);
+    ::dup2(o, 2);
+    std::vector<char*> argv{const_cast<char*>(LOCKSTEP_EXE)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(LOCKSTEP_EXE, argv.data());
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "the campaign ended within 3 s: " << slurp(out);
+  const auto t0 = std::chrono::steady_clock::now();
+  ::kill(pid, SIGINT);
+  ::waitpid(pid, &status, 0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(seconds, 20) << slurp(out);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 3) << slurp(out);
+  const json f = json::parse(slurp(report / "fuzz.json"));
+  EXPECT_EQ(f["interrupted"], true) << f.dump();
+  EXPECT_EQ(f["programs"], 0) << f.dump();
+  EXPECT_EQ(f["next"], 0) << f.dump();
+  EXPECT_EQ(f["steps"], 0) << f.dump();
+  EXPECT_EQ(json::parse(slurp(report / "summary.json"))["status"], "interrupted");
 }
 
 }  // namespace

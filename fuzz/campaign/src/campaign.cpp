@@ -945,7 +945,7 @@ bool reference_exits(const Program& p, std::uint64_t max_steps) {
 std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip::Chip>& chip, const std::string& backend,
                                                const std::vector<Program>& programs, engine::Mode mode,
                                                std::uint64_t max_steps, unsigned batch, std::uint64_t classify_window,
-                                               chip::ChipBackend* reuse) {
+                                               chip::ChipBackend* reuse, const std::atomic<bool>* stop) {
   std::vector<engine::StreamResult> out;
   if (reuse) batch = static_cast<unsigned>(std::min<std::size_t>(batch, reuse->max_streams()));
   batch = std::max(batch, 1u);
@@ -959,9 +959,11 @@ std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip:
     opt.mode = mode;
     opt.max_steps = max_steps;
     opt.classify_window = classify_window;
+    opt.stop = stop;
     engine::Engine e(*be, std::move(guests), opt);
     engine::RunResult r = e.run();
     for (engine::StreamResult& s : r.streams) out.push_back(std::move(s));
+    if (r.interrupted) break;
   }
   return out;
 }

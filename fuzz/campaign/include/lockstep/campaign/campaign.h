@@ -243,10 +243,14 @@ bool reference_exits(const Program& p, std::uint64_t max_steps);
 /// streams, one result per program.  `reuse`: a backend over `chip` to run
 /// every batch on (the engine resets each stream from its guest), saving the
 /// allocation of the streams' state per batch; null: a fresh one per batch.
+/// `stop` (SIGINT/SIGTERM, engine::install_stop_handlers()): the engine stops
+/// at its next round, its unfinished streams end "interrupted", and no later
+/// batch runs, so that fewer results than programs may come back.
 std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip::Chip>& chip,
                                                const std::string& backend, const std::vector<Program>& programs,
                                                engine::Mode mode, std::uint64_t max_steps, unsigned batch = 32,
-                                               std::uint64_t classify_window = 64, chip::ChipBackend* reuse = nullptr);
+                                               std::uint64_t classify_window = 64, chip::ChipBackend* reuse = nullptr,
+                                               const std::atomic<bool>* stop = nullptr);
 
 /// Shrinking (fuzz/README.md): drop chunks of items (halves, quarters, ...,
 /// single items) while the program still mismatches, then set li values to
