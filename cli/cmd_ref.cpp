@@ -152,14 +152,44 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
   bool interrupted = false;
   bool self_loop = false;  // stopped at a loop (no --max-steps): the guest could never end
   std::uint64_t loop_period = 0;  // its instructions (1: a jump to itself)
-  std::uint64_t slices = 0, next_window = 1;
-  constexpr std::uint64_t kWindow = 4 * ref::LoopWatch::kMaxPeriod;
   const bool unlimited = opt.max_steps == std::numeric_limits<std::uint64_t>::max();
   try {
     if (!opt.trace.empty()) trace = std::make_unique<format::TraceFileWriter>(opt.trace);  // streamed: constant memory
-    // In slices, so that SIGINT/SIGTERM (stop) ends the run between two of them.
+    // Without a step limit, instruction by instruction with the engine's checks before each
+    // (engine.cpp execute(): a jump to itself just executed, then ref::LoopWatch), so that a guest
+    // that can never exit stops at the very step `lockstep run` stops at, with the same trace and
+    // digest (found by an outside tester: ref stopped a jump to itself after 4,194,304 steps, run
+    // after 8).
+    if (unlimited) {
+      ref::LoopWatch watch;
+      std::optional<std::uint32_t> last_pc;  // of the instruction executed last
+      for (std::uint64_t k = 1; m.status() == ref::Status::kRunning; ++k) {
+        if ((k & 0xFFFF) == 0 && stop && stop->load()) {
+          interrupted = true;
+          break;
+        }
+        if (last_pc && *last_pc == m.pc() && m.jumps_to_itself()) {
+          self_loop = true;
+          loop_period = 1;
+          break;
+        }
+        if (watch.repeats(m)) {
+          self_loop = true;
+          loop_period = watch.period();
+          break;
+        }
+        last_pc = m.pc();
+        const auto t = m.step();
+        if (t.empty()) break;
+        if (trace) trace->append(t);
+      }
+      r.stop = m.status() == ref::Status::kExited    ? ref::Stop::kExit
+               : m.status() == ref::Status::kTrapped ? ref::Stop::kTrap
+                                                     : ref::Stop::kStepLimit;
+    }
+    // With one, in slices, so that SIGINT/SIGTERM (stop) ends the run between two of them.
     constexpr std::uint64_t kSlice = 1u << 22;
-    std::uint64_t left = opt.max_steps;
+    std::uint64_t left = unlimited ? 0 : opt.max_steps;
     while (left > 0) {
       if (stop && stop->load()) {
         interrupted = true;
@@ -169,35 +199,6 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
       r = trace ? m.run(n, [&](std::span<const std::uint32_t> t) { trace->append(t); }) : m.run(n);
       left -= r.steps;
       if (r.stop != ref::Stop::kStepLimit) break;
-      if (unlimited && m.jumps_to_itself()) {
-        self_loop = true;
-        loop_period = 1;
-        break;
-      }
-      // A longer loop that can never end (ref::LoopWatch), looked for one instruction at a time
-      // in a window after slices 1, 2, 4, 8, ...: a few windows in a long run, and a guest that
-      // loops is stopped by the time the run is about twice as long as its start.
-      if (unlimited && ++slices == next_window) {
-        next_window *= 2;
-        ref::LoopWatch watch;
-        auto step = [&] {
-          const auto t = m.step();
-          if (trace) trace->append(t);
-          left -= t.size();
-        };
-        if (m.instructions_completed() != m.instructions_retired()) step();  // the slice cut an instruction
-        for (std::uint64_t i = 0; i < kWindow && m.status() == ref::Status::kRunning; ++i) {
-          if (watch.repeats(m)) {
-            self_loop = true;
-            loop_period = watch.period();
-            break;
-          }
-          step();
-        }
-        if (m.status() == ref::Status::kExited) r.stop = ref::Stop::kExit;
-        if (m.status() == ref::Status::kTrapped) r.stop = ref::Stop::kTrap;
-        if (self_loop || m.status() != ref::Status::kRunning) break;
-      }
     }
   } catch (const format::FormatError& e) {
     throw InputError(e.what());

@@ -233,9 +233,12 @@ TEST(RunCommand, AGuestThatJumpsToItselfIsAnErrorNotAHang) {
   const Proc limited = run({"run", elf.string(), "--steps", "200"});
   EXPECT_EQ(limited.rc, 0) << limited.err;
   EXPECT_NE(limited.out.find("steps compared 200, mismatches 0"), std::string::npos) << limited.out;
-  const Proc ref = run({"ref", elf.string()});
+  const Proc ref = run({"ref", elf.string(), "--json"});
   EXPECT_EQ(ref.rc, 2) << ref.err;
   EXPECT_NE(ref.err.find("spin.elf: jumps to itself at pc 0x00010008 (jal"), std::string::npos) << ref.err;
+  // ref stops at the very step run stops at: the same trace (found by an outside tester: ref went
+  // on to 4,194,304 steps).
+  EXPECT_EQ(json::parse(ref.out)["steps"], 13) << ref.out;
   // A spin-wait (two instructions whose state repeats): the same, from run and from ref.
   const fs::path wait_elf = dir / "spinwait.elf";
   format::write_elf_file(wait_elf, testing::make_spin_wait_guest().image);
@@ -248,6 +251,8 @@ TEST(RunCommand, AGuestThatJumpsToItselfIsAnErrorNotAHang) {
   const json wj = json::parse(wref.out);
   EXPECT_EQ(wj["end"], "self_loop") << wj.dump();
   EXPECT_EQ(wj["loop_period"], 2) << wj.dump();
+  const Proc wjson = run({"run", wait_elf.string(), "--mode", "free", "--json"});
+  EXPECT_EQ(wj["steps"], json::parse(wjson.out)["steps"]) << wj.dump() << wjson.out;
 }
 
 TEST(StoryCommand, ReferenceOnlyPrintsTheStoryStepsAndDigest) {
