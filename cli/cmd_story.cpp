@@ -22,6 +22,14 @@
 namespace lockstep::cli {
 
 namespace {
+// The whole story compared: its guest ran to its exit with every step equal, not interrupted
+// (docs/ci.md: gate a release on it).
+bool story_complete(const engine::RunResult& r) {
+  return r.streams.size() == 1 && r.streams[0].end == "exit" && r.mismatches == 0 && !r.interrupted;
+}
+}  // namespace
+
+namespace {
 
 namespace fs = std::filesystem;
 
@@ -296,6 +304,16 @@ void add_story_command(CLI::App& app, Context& ctx) {
       if (live) out << ch << std::flush;
     };
     req.trap_is_error = true;  // the story's guest ends with exit; a trap is never a pass
+    // The story's own fields, in summary.json as on stdout (found by an outside tester: the saved
+    // report lacked story_complete, so a CI reading it could not gate on the whole story).
+    req.add_to_summary = [&ref, &c](nlohmann::json& s, const engine::RunResult& r) {
+      s["reference_steps"] = ref.steps;
+      s["reference_digest"] = ref.digest;
+      s["reference_end"] = ref.end;
+      if (c.mode == engine::Mode::kFree)
+        s["free_running_steps"] = r.steps > c.teacher_forced_steps ? r.steps - c.teacher_forced_steps : 0;
+      s["story_complete"] = story_complete(r);
+    };
     engine::CheckOutcome res;
     try {
       res = engine::run_check(req, std::cerr);
@@ -331,7 +349,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     // --steps N below the story's length compares a prefix: say so, so that it never reads as
     // the whole story's pass (the reference ran the same prefix: reference_end "step_limit")
     const bool partial = r.streams.size() == 1 && r.streams[0].end == "step_limit";
-    ctx.summary.set("story_complete", !partial && !r.interrupted && r.mismatches == 0);
+    ctx.summary.set("story_complete", story_complete(r));
     char line[240];
     std::snprintf(line, sizeof line, "story: %llu steps compared, %llu mismatches, %.0f steps/s%s\n",
                   static_cast<unsigned long long>(r.steps), static_cast<unsigned long long>(r.mismatches),

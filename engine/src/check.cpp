@@ -739,7 +739,8 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     detail::write_file_atomic(req.report_dir / "case.json",
                               std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
   };
-  auto with_notes = [&](json s) {
+  auto with_notes = [&](json s, const RunResult& result) {
+    if (req.add_to_summary) req.add_to_summary(s, result);
     if (!out.capability_notes.empty()) s["capability_notes"] = out.capability_notes;
     if (!req.report_dir.empty()) s["replay"] = "lockstep replay " + format::shell_word(req.report_dir.string());
     if (c.dut) {
@@ -751,7 +752,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   // A failure after the run started: the partial result goes into the report (when it can be
   // written) and out with the exception.
   auto failed = [&](const std::string& what, const RunResult& partial) -> RunFailed {
-    json s = with_notes(summary_json(req.command, partial, chip.source, chip.hash));
+    json s = with_notes(summary_json(req.command, partial, chip.source, chip.hash), partial);
     s["status"] = "error";
     s["error"] = what;
     write_failed_report(req.report_dir, s, err);
@@ -797,7 +798,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     for (const StreamResult& s : out.result.streams)
       if (s.end == "self_loop") throw failed(self_loop_line(s), out.result);
   if (out.result.streams.size() == 1) out.end_text = guest_end_text(guest, out.result.streams[0]);
-  out.summary = with_notes(summary_json(req.command, out.result, chip.source, chip.hash));
+  out.summary = with_notes(summary_json(req.command, out.result, chip.source, chip.hash), out.result);
   if (!req.report_dir.empty()) {
     try {
       json expect = {{"digest", out.result.digest}, {"steps", out.result.steps}};

@@ -742,19 +742,25 @@ TEST(RunCommand, ShortRunPageAndStoryFigures) {
 TEST(RunCommand, StoryPrefixIsCalledAPartialCheck) {
   if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
   const fs::path elf = loop_elf(30);
-  const Proc part = run({"story", "--guest", elf.string(), "--steps", "20", "--json"});
+  const fs::path dir = temp_dir("story-prefix");
+  const Proc part = run({"story", "--guest", elf.string(), "--steps", "20", "--json", "--report", (dir / "part").string()});
   ASSERT_EQ(part.rc, 0) << part.err;
   EXPECT_EQ(json::parse(part.out)["story_complete"], false) << part.out;
   EXPECT_EQ(json::parse(part.out)["steps"], 20) << part.out;
+  // The saved report says the same (found by an outside tester: summary.json lacked it).
+  const json saved = json::parse(slurp(dir / "part" / "summary.json"));
+  EXPECT_EQ(saved["story_complete"], false) << saved.dump();
+  EXPECT_EQ(saved["reference_end"], "step_limit") << saved.dump();
   const Proc text = run({"story", "--guest", elf.string(), "--steps", "20"});
   ASSERT_EQ(text.rc, 0) << text.err;
   EXPECT_NE(text.out.find("story: 20 steps compared, 0 mismatches"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("the story had not ended: stopped at the step limit (--steps), a partial check\n"),
             std::string::npos)
       << text.out;
-  const Proc whole = run({"story", "--guest", elf.string(), "--json"});
+  const Proc whole = run({"story", "--guest", elf.string(), "--json", "--report", (dir / "whole").string()});
   ASSERT_EQ(whole.rc, 0) << whole.err;
   EXPECT_EQ(json::parse(whole.out)["story_complete"], true) << whole.out;
+  EXPECT_EQ(json::parse(slurp(dir / "whole" / "summary.json"))["story_complete"], true);
   EXPECT_GT(json::parse(whole.out)["steps"].get<std::uint64_t>(), 20u) << whole.out;
   const Proc whole_text = run({"story", "--guest", elf.string()});
   EXPECT_EQ(whole_text.out.find("partial check"), std::string::npos) << whole_text.out;

@@ -166,6 +166,10 @@ struct CheckRequest {
   /// by `lockstep run` and `story` unless --allow-trap; replays and campaigns, whose programs may
   /// be drawn to trap, leave it off.
   bool trap_is_error = false;
+  /// Adds the command's own fields to every summary the check writes or returns (summary.json of
+  /// a pass, a mismatch, an interruption or a failure): `story`'s story_complete,
+  /// free_running_steps and reference_end, so that the saved report says what stdout says.
+  std::function<void(nlohmann::json& summary, const RunResult& result)> add_to_summary;
 };
 
 /// What a trap may owe to how the guest was built, from its ELF's e_flags: "; the ELF is marked
