@@ -174,7 +174,9 @@ void check_numeric_options(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({})) check_numeric_options(*sub);
 }
 
-int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registrars) {
+int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registrars,
+             const std::function<void(const CommandFailure&)>& on_failure) {
+  CommandFailure failure;  // set by the handlers below that end the command without its result
   // A closed stdout pipe (`lockstep ref GUEST | head`) makes a write fail with EPIPE, found below
   // like any other failed write, instead of killing the process with SIGPIPE (status 141, none
   // of the documented codes). Children that need the default restore it (dut/transport.cpp).
@@ -247,21 +249,39 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
       std::string what = e.what();
       if (what.empty()) what = e.get_name();
       code = report_error(ctx, what + " (see lockstep --help)");
+      failure = {"error", what + " (see lockstep --help)", true, argc, argv};
     }
   } catch (const Interrupted& e) {
     code = report_interrupted(ctx, e.what());
+    failure = {"interrupted", e.what()};
   } catch (const UsageError& e) {
     code = report_error(ctx, e.what());
+    failure = {"error", e.what()};
   } catch (const InputError& e) {
-    code = ctx.stop && ctx.stop->load() ? report_interrupted(ctx, e.what()) : report_error(ctx, e.what());
+    const bool stopped = ctx.stop && ctx.stop->load();
+    code = stopped ? report_interrupted(ctx, e.what()) : report_error(ctx, e.what());
+    failure = {stopped ? "interrupted" : "error", e.what()};
   } catch (const std::logic_error& e) {
     code = report_error(ctx, std::string("internal error: ") + e.what());
+    failure = {"error", std::string("internal error: ") + e.what()};
   } catch (const std::exception& e) {
     // Library errors (e.g. a malformed file) are bad input as far as the
     // exit status goes; their messages already say what was wrong.
-    code = ctx.stop && ctx.stop->load() ? report_interrupted(ctx, e.what()) : report_error(ctx, e.what());
+    const bool stopped = ctx.stop && ctx.stop->load();
+    code = stopped ? report_interrupted(ctx, e.what()) : report_error(ctx, e.what());
+    failure = {stopped ? "interrupted" : "error", e.what()};
   } catch (...) {
     code = report_error(ctx, "internal error: unknown exception");
+    failure = {"error", "internal error: unknown exception"};
+  }
+  if (!failure.status.empty() && on_failure) {
+    failure.message = one_line(failure.message);
+    failure.argc = argc;
+    failure.argv = argv;
+    try {
+      on_failure(failure);
+    } catch (...) {
+    }
   }
   if (ctx.options.json || argv_has_json(argc, argv)) ctx.summary.emit(std::cout);
   // Output the caller asked for that never arrived (a full disk, a closed pipe) is not a pass:

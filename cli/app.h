@@ -47,10 +47,22 @@ CLI::Validator seconds_range(double most);
 /// naming the option instead of a wrapped value. Commands add their own narrower ranges.
 void check_numeric_options(CLI::App& app);
 
+/// A command that ended without its result: what run_main's `on_failure` is told.
+struct CommandFailure {
+  std::string status;   ///< "error" or "interrupted"
+  std::string message;  ///< the one line printed after "lockstep: error: " / "lockstep: interrupted: "
+  bool parse_error = false;  ///< the command line was refused before any command ran
+  int argc = 0;
+  char** argv = nullptr;
+};
+
 /// Runs the lockstep command line: parses argv with every registrar's
 /// subcommand, runs the chosen one, prints the summary (under --json) and
 /// returns the process exit code (0 exact, 1 mismatch, 2 error, 3 interrupted; see errors.h).
-/// Never throws.
-int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registrars);
+/// `on_failure` (may be empty) is called once when the command ends in an error or an
+/// interruption, after its line is printed (the executable settles its run folders there:
+/// cli/commands.h settle_run_folders). Never throws.
+int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registrars,
+             const std::function<void(const CommandFailure&)>& on_failure = {});
 
 }  // namespace lockstep::cli

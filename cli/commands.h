@@ -14,6 +14,7 @@
 //   5. add a test under tests/cli/ (see cli_test.cpp) or tests/<yours>/.
 #pragma once
 
+#include "cli/app.h"
 #include "cli/context.h"
 
 namespace CLI {
@@ -36,6 +37,13 @@ struct ModelDigests {
 /// InputError (one line naming the file) for a file the converter would refuse, and
 /// std::logic_error for the synthetic model.
 ModelDigests check_model_files(const ModelChoice& choice);
+/// run_main's on_failure for the executable: a command that failed or was interrupted before
+/// writing its report leaves its reason in the run folder it claimed
+/// (engine::fail_claimed_run_folders); a command line refused before `run`, `story` or `fuzz`
+/// started, whose --report DIR holds an earlier run's summary.json, claims DIR and leaves the
+/// refusal there, so that a bad option never leaves an earlier run's pass (docs/ci.md).
+void settle_run_folders(const CommandFailure& failure);
+
 /// `lockstep run PROGRAM.elf`: reference and chip in lock-step (docs/engine.md).
 void add_run_command(CLI::App& app, Context& ctx);
 /// `lockstep story`: the story guest teacher-forced, then free-running (docs/engine.md).

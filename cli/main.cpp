@@ -21,5 +21,6 @@ int main(int argc, char** argv) {
                                   add_chip_server_command,
                                   add_dut_check_command,
                                   // one line per subcommand; see commands.h
-                              });
+                              },
+                  settle_run_folders);
 }

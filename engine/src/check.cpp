@@ -559,6 +559,10 @@ std::string result_text(const RunResult& r) {
 }
 
 namespace {
+// claim_run_folder's summary, until the run writes its own.
+constexpr const char* kDidNotFinish =
+    "the run did not finish: it is still running, or it ended (killed, or failed) before it wrote its result";
+
 // The run folders this process holds (lock_run_folder): canonical path -> its open lock file.
 std::map<std::string, int>& held_run_folders() {
   static std::map<std::string, int> held;
@@ -612,12 +616,26 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
     fs::remove(dir / "case.json");  // an earlier run's case is never this run's (it writes its own)
     reports::write_report(dir, {{"command", command},
                                 {"status", "error"},
-                                {"error", "the run did not finish: it is still running, or it ended (killed, or "
-                                          "failed) before it wrote its result"},
+                                {"error", kDidNotFinish},
                                 {"steps", 0},
                                 {"mismatches", 0}});
   } catch (const std::exception& e) {
     throw CheckError("cannot write the run folder " + dir.string() + ": " + e.what());
+  }
+}
+
+void fail_claimed_run_folders(const std::string& status, const std::string& message) {
+  for (const auto& [dir, fd] : held_run_folders()) {
+    (void)fd;
+    try {
+      const json s = json::parse(reports::read_file_text(fs::path(dir) / "summary.json"));
+      if (s.value("error", "") != kDidNotFinish) continue;  // the run wrote its own result
+      json failed = {{"command", s.value("command", "")}, {"status", status}, {"steps", 0}, {"mismatches", 0}};
+      failed[status == "interrupted" ? "interrupted_reason" : "error"] = message;
+      if (status == "interrupted") failed["interrupted"] = true;
+      reports::write_report(fs::path(dir), failed);
+    } catch (const std::exception&) {
+    }
   }
 }
 

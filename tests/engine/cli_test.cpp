@@ -565,12 +565,22 @@ TEST(RunFolder, AFailedRunNeverLeavesAnEarlierPassInItsFolder) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"run", elf, "--chip", (dir / "no-such.chip").string(), "--report", dir.string()},
         std::vector<std::string>{"run", (dir / "no-such.elf").string(), "--report", dir.string()},
-        std::vector<std::string>{"run", elf, "--mode", "sideways", "--report", dir.string()}}) {
+        std::vector<std::string>{"run", elf, "--mode", "sideways", "--report", dir.string()},
+        // Refused by the option parser, before the command ran (found by an outside tester:
+        // these left the earlier pass in place).
+        std::vector<std::string>{"run", elf, "--report", dir.string(), "--steps", "0"},
+        std::vector<std::string>{"run", elf, "--report", dir.string(), "--no-such-flag"}}) {
     SCOPED_TRACE(args[1] + " " + args[2]);
     const Proc p = run(args);
     EXPECT_EQ(p.rc, 2) << p.err;
     const json s = json::parse(slurp(dir / "summary.json"));
     EXPECT_EQ(s["status"], "error") << s.dump();
+    // The folder says why: the error line itself (found by an outside tester: it said "the run
+    // did not finish" for a bad ELF).
+    ASSERT_EQ(p.err.rfind("lockstep: error: ", 0), 0u) << p.err;
+    std::string line = p.err.substr(std::string("lockstep: error: ").size());
+    line = line.substr(0, line.find('\n'));
+    EXPECT_EQ(s["error"], line) << s.dump();
     EXPECT_NE(slurp(dir / "junit.xml").find("<error"), std::string::npos);
     EXPECT_FALSE(fs::exists(dir / "checkpoints")) << "an earlier run's checkpoints are not this run's";
     EXPECT_FALSE(fs::exists(dir / "case.json")) << "nor is its case (replay would run the earlier run's)";

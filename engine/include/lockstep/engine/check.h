@@ -213,6 +213,13 @@ void lock_run_folder(const std::filesystem::path& dir);
 /// CheckError (one line) when the folder cannot be written.
 void claim_run_folder(const std::filesystem::path& dir, const std::string& command);
 
+/// The command failed (`status` "error") or was interrupted ("interrupted") with `message` (its
+/// one line) before writing its report: every run folder this process claimed whose summary.json
+/// is still claim_run_folder's "did not finish" gets a summary, JUnit and page of that status
+/// with that message, so that the folder says why (a bad ELF, an option). Never throws: a folder
+/// that cannot be written keeps its placeholder, which is an error too.
+void fail_claimed_run_folders(const std::string& status, const std::string& message);
+
 /// What a check produced.
 struct CheckOutcome {
   RunResult result;
