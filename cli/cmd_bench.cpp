@@ -852,23 +852,24 @@ void add_bench_command(CLI::App& app, Context& ctx) {
                 "CPU executor, protocol or story figures");
   cmd->add_option("--chip", args->chip, "Chip file (default: the build's chips/rv32.chip)");
   cmd->add_option("--guest", args->guest, "Guest ELF (default: the directed guest muldiv.elf, else crc32.elf)");
-  auto* steps = cmd->add_option("--steps", args->steps,
-                                "Chip steps to free-run (default: 40,000 with --quick, else 200,000)");
-  cmd->add_option("--streams", args->streams, "Streams of the batched chip run")->capture_default_str();
-  auto* cuda_streams = cmd->add_option("--cuda-streams", args->cuda_streams,
-                  "Streams of the batched CUDA run (default 1,024; 256 with --quick; about 45 MB of device memory each)");
-  auto* lockstep_steps = cmd->add_option("--lockstep-steps", args->lockstep_steps,
+  // Ranges in the parser, so that help, the error and the check agree (found by an outside tester:
+  // the error said 0 to 2^64-1, 0 was then refused, and 2^64-1 steps was an internal error).
+  // 10^7 steps is 50 times the default; a run's memory grows with its steps.
+  cmd->add_option("--steps", args->steps, "Chip steps to free-run (default: 40,000 with --quick, else 200,000)")
+      ->check(count_range(1, 10'000'000));
+  cmd->add_option("--streams", args->streams, "Streams of the batched chip run")
+      ->check(count_range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--cuda-streams", args->cuda_streams,
+                  "Streams of the batched CUDA run (default 1,024; 256 with --quick; about 45 MB of device memory each)")
+      ->check(count_range(1, 4096));
+  cmd->add_option("--lockstep-steps", args->lockstep_steps,
                   "Steps of each lock-step run, the scalar guest's and the story's (default 300,000; 20,000 with "
-                  "--quick)");
+                  "--quick)")
+      ->check(count_range(1, 10'000'000));
   add_dut_options(cmd, args->dut);
-  cmd->callback([&ctx, args, cmd, steps, cuda_streams, lockstep_steps] {
+  cmd->callback([&ctx, args, cmd] {
     check_dut_options(cmd, args->dut, "", "");
-    // An explicit 0 is refused, never read as "the default".
-    if (steps->count() && args->steps == 0) throw UsageError("--steps must be at least 1");
-    if (lockstep_steps->count() && args->lockstep_steps == 0) throw UsageError("--lockstep-steps must be at least 1");
-    if (cuda_streams->count() && args->cuda_streams == 0) throw UsageError("--cuda-streams must be 1..4096");
-    if (args->streams == 0 || args->streams > 4096) throw UsageError("--streams must be 1..4096");
-    if (args->cuda_streams > 4096) throw UsageError("--cuda-streams must be 1..4096");
     if (args->cuda_streams == 0) args->cuda_streams = args->quick ? 256 : 1024;
     if (args->lockstep_steps == 0) args->lockstep_steps = args->quick ? 20000 : 300000;
     run_bench(*args, ctx);

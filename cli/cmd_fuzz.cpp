@@ -388,6 +388,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       ->check(count_range(0, 100'000'000))
       ->capture_default_str();
   cmd->add_option("--shrink-time", args->shrink_seconds, "Most seconds spent shrinking one failure")
+      ->check(seconds_range(86400))
       ->capture_default_str();
   cmd->add_flag("--no-shrink", args->no_shrink, "Save failing programs as generated");
   cmd->add_option("--merge", args->merge,

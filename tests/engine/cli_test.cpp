@@ -539,6 +539,14 @@ TEST(NumericOptions, EveryOptionRefusesValuesThatWouldWrap) {
   expect_one_error_line(run({"mutate", "--target", "1.5"}), "--target: must be a fraction from 0 to 1 (got '1.5')");
   expect_one_error_line(run({"fuzz", "--batch", "0"}), "--batch: must be a whole number from 1 to 65536");
   expect_one_error_line(run({"story", "--guest", elf, "--tokens", "0"}), "--tokens: must be a whole number from 1");
+  // bench's ranges are the parser's (found by an outside tester: 0 was refused with another line
+  // than its range said, and 2^64-1 steps was an internal error).
+  expect_one_error_line(run({"bench", "--steps", "0"}), "--steps: must be a whole number from 1 to 10000000");
+  expect_one_error_line(run({"bench", "--steps", "18446744073709551615"}), "--steps: must be a whole number from 1 to");
+  expect_one_error_line(run({"bench", "--lockstep-steps", "0"}), "--lockstep-steps: must be a whole number from 1");
+  expect_one_error_line(run({"bench", "--streams", "4097"}), "--streams: must be a whole number from 1 to 4096");
+  expect_one_error_line(run({"fuzz", "--shrink-time", "1e308"}),
+                        "--shrink-time: must be a number of seconds more than 0 and at most 86400");
 }
 
 // GNU timeout sends SIGTERM to the process and then to its process group: two signals at once
