@@ -174,6 +174,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     std::optional<engine::Case> resumed;
     fs::path path;
     engine::Guest guest;
+    std::string guest_note;  // "story guest X: built from Y", logged with the result
     try {
       if (!args->resume.empty()) {
         resumed = engine::Case::read(args->resume);
@@ -210,7 +211,9 @@ void add_story_command(CLI::App& app, Context& ctx) {
         }
         const std::string built_from = guest_model(path);
         ctx.summary.set("guest_model", built_from);
-        if (!built_from.empty()) ctx.log().info("story guest {}: built from {}", path.filename().string(), built_from);
+        // Said with the result, so that a run that fails first has its one error line only (found
+        // by an outside tester: `story --chip /nonexistent` printed this line first).
+        if (!built_from.empty()) guest_note = "story guest " + path.filename().string() + ": built from " + built_from;
         if (!want_sha.empty() && built_from.find(want_sha) == std::string::npos) {
           ctx.log().warn("--models {}: its stories260K.bin (sha256 {}) is not the checkpoint {} was built from ({}); "
                          "reconfigure the build with that folder as $LOCKSTEP_MODELS to check it",
@@ -239,6 +242,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("reference_end", ref.end);
     if (ref.end == "interrupted") throw Interrupted("after " + std::to_string(ref.steps) + " reference steps");
     if (args->reference_only) {
+      if (!guest_note.empty()) ctx.log().info("{}", guest_note);
       char line[200];
       std::snprintf(line, sizeof line, "\nreference: %llu steps, end %s, digest %s (%.2f s, %.0f steps/s)\n",
                     static_cast<unsigned long long>(ref.steps), ref.end.c_str(), ref.digest.c_str(), ref_seconds,
@@ -343,6 +347,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     for (const engine::StreamResult& s : r.streams)
       if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
     out << "\n";
+    if (!guest_note.empty()) ctx.log().info("{}", guest_note);
     print_capability_notes(ctx, res.capability_notes);
     note_free_running_steps(ctx, c, r);
     out << engine::result_text(r);
@@ -354,7 +359,9 @@ void add_story_command(CLI::App& app, Context& ctx) {
     std::snprintf(line, sizeof line, "story: %llu steps compared, %llu mismatches, %.0f steps/s%s\n",
                   static_cast<unsigned long long>(r.steps), static_cast<unsigned long long>(r.mismatches),
                   r.steps_per_second,
-                  partial ? "; the story had not ended: stopped at the step limit (--steps), a partial check" : "");
+                  partial         ? "; the story had not ended: stopped at the step limit (--steps), a partial check"
+                  : r.interrupted ? "; interrupted before the story's end, a partial check"
+                                  : "");
     out << line << std::flush;
     print_replay_hint(r, req.report_dir);
     if (r.interrupted) {

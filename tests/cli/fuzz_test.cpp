@@ -463,6 +463,24 @@ TEST(LockstepFuzz, AStopWhileShrinkingSavesTheRestUnshrunk) {
   }
 }
 
+// --time ends a campaign early by design (exit 0), but never silently: the last line says how many
+// programs were checked and which are left, and fuzz.json has time_ended (found by an outside
+// tester: nothing told a cut campaign from a whole one).
+TEST(LockstepFuzz, ACampaignCutByTimeSaysSo) {
+  const fs::path report = scratch_dir("time-ended");
+  const auto r = run({"fuzz", "--seed", "5", "--programs", "100000", "--time", "1", "--report", report.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json f = json::parse(slurp(report / "fuzz.json"));
+  EXPECT_EQ(f["time_ended"], true) << f.dump();
+  const std::uint64_t done = f["programs"], next = f["next"];
+  EXPECT_EQ(next, done);
+  EXPECT_NE(r.out.find("--time 1 ended the campaign before its last program: " + std::to_string(done) +
+                       " programs checked; the rest: --first " + std::to_string(next) + " --programs " +
+                       std::to_string(100000 - next)),
+            std::string::npos)
+      << r.out;
+}
+
 // SIGINT in the middle of a batch of long programs on the built chip: the engine stops at its next
 // round (found by an outside tester: the batch ran on for minutes, and a second signal lost every
 // result), the batch is not counted, and fuzz.json's `next` is its first program, so that a
