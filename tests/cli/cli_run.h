@@ -30,14 +30,13 @@ inline std::string slurp(const std::filesystem::path& p) {
   return s.str();
 }
 
-/// Runs LOCKSTEP_EXE with `args` in `cwd` (empty: the current folder); `env` entries are set
-/// in the child (an empty value unsets the variable). Waits for it to end.
-inline Result run_lockstep(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
-                           const std::filesystem::path& cwd = {}) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("lockstep-cli-run-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path out = dir / "out", err = dir / "err";
+/// Starts LOCKSTEP_EXE with `args` in `cwd` (empty: the current folder), its stdout to file `out`
+/// and its stderr to file `err` (either may be /dev/null); `env` entries are set in the child (an
+/// empty value unsets the variable). Returns the child's pid without waiting (for the tests that
+/// signal a run).
+inline pid_t spawn_lockstep(const std::vector<std::string>& args, const std::filesystem::path& out,
+                            const std::filesystem::path& err, const std::map<std::string, std::string>& env = {},
+                            const std::filesystem::path& cwd = {}) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -56,6 +55,18 @@ inline Result run_lockstep(const std::vector<std::string>& args, const std::map<
     ::execv(LOCKSTEP_EXE, argv.data());
     ::_exit(127);
   }
+  return pid;
+}
+
+/// Runs LOCKSTEP_EXE with `args` in `cwd` (empty: the current folder); `env` entries are set
+/// in the child (an empty value unsets the variable). Waits for it to end.
+inline Result run_lockstep(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
+                           const std::filesystem::path& cwd = {}) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("lockstep-cli-run-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path out = dir / "out", err = dir / "err";
+  const pid_t pid = spawn_lockstep(args, out, err, env, cwd);
   int status = 0;
   ::waitpid(pid, &status, 0);
   Result r;

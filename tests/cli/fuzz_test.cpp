@@ -426,18 +426,7 @@ TEST(LockstepFuzz, AStopWhileShrinkingSavesTheRestUnshrunk) {
   const std::vector<std::string> args = {"fuzz", "--seed", "3", "--programs", "16", "--mode", "forced",
                                          "--ops", "mul", "--shrink-runs", "100000", "--shrink-time", "600",
                                          "--chip", chip.string(), "--report", report.string()};
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int e = ::open("/dev/null", O_WRONLY);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    std::vector<char*> argv{const_cast<char*>(LOCKSTEP_EXE)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(LOCKSTEP_EXE, argv.data());
-    ::_exit(127);
-  }
+  const pid_t pid = lockstep::cli_test::spawn_lockstep(args, out, "/dev/null");
   // The first FAIL line is printed just before that failure is shrunk.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   int status = 0;
@@ -487,31 +476,21 @@ TEST(LockstepFuzz, ACampaignCutByTimeSaysSo) {
 // campaign continued with --first checks it again in every mode.
 TEST(LockstepFuzz, AStopInsideABatchEndsItAtOnceAndIsNotCounted) {
   const fs::path report = scratch_dir("stopped-batch");
-  const fs::path out = report.parent_path() / "stopped-batch.out";
+  const fs::path out = report.parent_path() / "stopped-batch.out", err = report.parent_path() / "stopped-batch.err";
   const std::vector<std::string> args = {"fuzz",    "--seed",  "7",    "--programs", "64", "--batch",
                                          "64",      "--length", "2000", "--mode",     "free", "--report",
                                          report.string()};
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::dup2(o, 1);
-    ::dup2(o, 2);
-    std::vector<char*> argv{const_cast<char*>(LOCKSTEP_EXE)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(LOCKSTEP_EXE, argv.data());
-    ::_exit(127);
-  }
+  const pid_t pid = lockstep::cli_test::spawn_lockstep(args, out, err);
   std::this_thread::sleep_for(std::chrono::seconds(3));
   int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "the campaign ended within 3 s: " << slurp(out);
+  ASSERT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "the campaign ended within 3 s: " << slurp(out) << slurp(err);
   const auto t0 = std::chrono::steady_clock::now();
   ::kill(pid, SIGINT);
   ::waitpid(pid, &status, 0);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(seconds, 20) << slurp(out);
+  EXPECT_LT(seconds, 20) << slurp(err);
   ASSERT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 3) << slurp(out);
+  EXPECT_EQ(WEXITSTATUS(status), 3) << slurp(err);
   const json f = json::parse(slurp(report / "fuzz.json"));
   EXPECT_EQ(f["interrupted"], true) << f.dump();
   EXPECT_EQ(f["programs"], 0) << f.dump();
