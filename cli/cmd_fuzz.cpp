@@ -46,16 +46,21 @@ struct FuzzArgs {
   dut::DutConfig dut;
 };
 
+// Whether all of `t` is a whole number that fits v (std::from_chars: digits only, no sign, space
+// or other text); v holds it then.
+template <class T>
+bool whole_number(std::string_view t, T& v) {
+  const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  return !t.empty() && ec == std::errc() && p == t.data() + t.size();
+}
+
 // --length: "N" or "MIN-MAX", a program body's length in items (campaign::DrawOptions::min_body,
 // max_body), from 1 to kMaxLength; empty: the generator's default. Throws UsageError otherwise.
 constexpr unsigned kMaxLength = 4096;
 std::pair<unsigned, unsigned> parse_length(const std::string& text) {
   const campaign::DrawOptions defaults;
   if (text.empty()) return {defaults.min_body, defaults.max_body};
-  auto number = [&](std::string_view t, unsigned& v) {
-    const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    return !t.empty() && ec == std::errc() && p == t.data() + t.size() && v >= 1 && v <= kMaxLength;
-  };
+  auto number = [&](std::string_view t, unsigned& v) { return whole_number(t, v) && v >= 1 && v <= kMaxLength; };
   const std::size_t dash = text.find('-');
   unsigned lo = 0, hi = 0;
   const bool ok = dash == std::string::npos
@@ -95,9 +100,7 @@ std::pair<std::uint64_t, std::uint64_t> mpi_shard() {
     throw UsageError("--shard mpi: OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE are not set (run it under Open MPI's mpirun)");
   auto number = [](const char* name, const char* text) {
     std::uint64_t v = 0;
-    const char* end = text + std::strlen(text);
-    const auto [p, ec] = std::from_chars(text, end, v);
-    if (*text == '\0' || ec != std::errc() || p != end)
+    if (!whole_number(text, v))
       throw UsageError(std::string("--shard mpi: ") + name + " is '" + text + "', not a whole number");
     return v;
   };
@@ -110,15 +113,10 @@ std::pair<std::uint64_t, std::uint64_t> parse_shard(const std::string& text) {
     if (n > 0 && i < n) return {i, n};
     throw UsageError("--shard mpi: OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE are not a rank below a size");
   }
-  // Digits only on both sides (std::from_chars: no space, sign or other text).
-  const auto whole = [](std::string_view t, std::uint64_t& v) {
-    const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    return !t.empty() && ec == std::errc() && p == t.data() + t.size();
-  };
   if (const auto slash = text.find('/'); slash != std::string::npos) {
     std::uint64_t i = 0, n = 0;
-    if (whole(std::string_view(text).substr(0, slash), i) && whole(std::string_view(text).substr(slash + 1), n) &&
-        n > 0 && i < n)
+    if (whole_number(std::string_view(text).substr(0, slash), i) &&
+        whole_number(std::string_view(text).substr(slash + 1), n) && n > 0 && i < n)
       return {i, n};
   }
   throw UsageError("--shard must be I/N with 0 <= I < N (got '" + text + "')");

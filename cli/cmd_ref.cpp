@@ -186,19 +186,20 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
       r.stop = m.status() == ref::Status::kExited    ? ref::Stop::kExit
                : m.status() == ref::Status::kTrapped ? ref::Stop::kTrap
                                                      : ref::Stop::kStepLimit;
-    }
-    // With one, in slices, so that SIGINT/SIGTERM (stop) ends the run between two of them.
-    constexpr std::uint64_t kSlice = 1u << 22;
-    std::uint64_t left = unlimited ? 0 : opt.max_steps;
-    while (left > 0) {
-      if (stop && stop->load()) {
-        interrupted = true;
-        break;
+    } else {
+      // With one, in slices, so that SIGINT/SIGTERM (stop) ends the run between two of them.
+      constexpr std::uint64_t kSlice = 1u << 22;
+      std::uint64_t left = opt.max_steps;
+      while (left > 0) {
+        if (stop && stop->load()) {
+          interrupted = true;
+          break;
+        }
+        const std::uint64_t n = std::min(left, kSlice);
+        r = trace ? m.run(n, [&](std::span<const std::uint32_t> t) { trace->append(t); }) : m.run(n);
+        left -= r.steps;
+        if (r.stop != ref::Stop::kStepLimit) break;
       }
-      const std::uint64_t n = std::min(left, kSlice);
-      r = trace ? m.run(n, [&](std::span<const std::uint32_t> t) { trace->append(t); }) : m.run(n);
-      left -= r.steps;
-      if (r.stop != ref::Stop::kStepLimit) break;
     }
   } catch (const format::FormatError& e) {
     throw InputError(e.what());

@@ -22,14 +22,12 @@
 namespace lockstep::cli {
 
 namespace {
+
 // The whole story compared: its guest ran to its exit with every step equal, not interrupted
 // (docs/ci.md: gate a release on it).
 bool story_complete(const engine::RunResult& r) {
   return r.streams.size() == 1 && r.streams[0].end == "exit" && r.mismatches == 0 && !r.interrupted;
 }
-}  // namespace
-
-namespace {
 
 namespace fs = std::filesystem;
 
@@ -315,7 +313,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
       s["reference_digest"] = ref.digest;
       s["reference_end"] = ref.end;
       if (c.mode == engine::Mode::kFree)
-        s["free_running_steps"] = r.steps > c.teacher_forced_steps ? r.steps - c.teacher_forced_steps : 0;
+        s["free_running_steps"] = free_running_steps(c, r);
       s["story_complete"] = story_complete(r);
     };
     engine::CheckOutcome res;

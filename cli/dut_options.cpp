@@ -1,6 +1,5 @@
 #include "cli/dut_options.h"
 
-#include <charconv>
 #include <iostream>
 #include <ostream>
 
@@ -131,9 +130,13 @@ void print_capability_notes(Context& ctx, const std::vector<std::string>& notes)
   for (const std::string& n : notes) ctx.out() << "note: chip under test: " << n << "\n";
 }
 
+std::uint64_t free_running_steps(const engine::Case& c, const engine::RunResult& r) {
+  return r.steps > c.teacher_forced_steps ? r.steps - c.teacher_forced_steps : 0;
+}
+
 void note_free_running_steps(Context& ctx, const engine::Case& c, const engine::RunResult& r) {
   if (c.mode != engine::Mode::kFree) return;
-  const std::uint64_t free = r.steps > c.teacher_forced_steps ? r.steps - c.teacher_forced_steps : 0;
+  const std::uint64_t free = free_running_steps(c, r);
   ctx.summary.set("free_running_steps", free);
   if (free == 0 && r.steps > 0)
     ctx.out() << "note: no free-running step was compared: all " << r.steps

@@ -68,5 +68,8 @@ void print_capability_notes(Context& ctx, const std::vector<std::string>& notes)
 /// "free_running_steps" says how many it compared, and a run with none says so in one
 /// "note: ..." line to ctx.out(), so that a teacher-forced check is never read as a free one.
 void note_free_running_steps(Context& ctx, const engine::Case& c, const engine::RunResult& r);
+/// The free-running steps of run `r` of case `c` (its steps past c.teacher_forced_steps; meaningful
+/// in free mode), the summaries' "free_running_steps".
+std::uint64_t free_running_steps(const engine::Case& c, const engine::RunResult& r);
 
 }  // namespace lockstep::cli

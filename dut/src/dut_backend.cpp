@@ -177,11 +177,12 @@ Connection::Clock::time_point DutBackend::deadline(double seconds) const {
   return Connection::Clock::now() + std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
 }
 
-void DutBackend::fail(const std::string& message) const {
-  if (fault_.empty()) fault_ = "chip under test: " + message;
+void DutBackend::fail(const std::string& message, bool error_answer) const {
+  const bool first = fault_.empty();
+  if (first) fault_ = "chip under test: " + message;
   // A failure while continuing past an ERROR ends the session for good; the first fault stands.
   continuing_ = false;
-  error_answer_ = false;
+  error_answer_ = first && error_answer;
   throw DutError(fault_);
 }
 
@@ -245,16 +246,10 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
   if (f->type == kError) {
     try {
       const auto [code, message] = decode_error(f->payload);
-      const bool first = fault_.empty();
-      try {
-        fail("answered " + what + " with ERROR " + std::to_string(code) + " (" + error_code_name(code) + "): " +
-             message);
-      } catch (const DutError&) {
-        // An ERROR answer to a step request leaves the session open (§3.10): the engine may look
-        // for the wrong token it followed (continue_after_error).
-        error_answer_ = first && (type == kStep || type == kForced || type == kFree);
-        throw;
-      }
+      // An ERROR answer to a step request leaves the session open (§3.10): the engine may look for
+      // the wrong token it followed (continue_after_error).
+      fail("answered " + what + " with ERROR " + std::to_string(code) + " (" + error_code_name(code) + "): " + message,
+           type == kStep || type == kForced || type == kFree);
     } catch (const Malformed& e) {
       fail(std::string("malformed ERROR frame in answer to ") + what + ": " + e.what());
     }

@@ -296,7 +296,7 @@ bool group_runs(pid_t g) {
 class ChildConnection final : public Connection {
  public:
   ChildConnection(int rfd, int wfd, pid_t pid, std::string command)
-      : Connection(rfd, wfd, "chip process '" + command + "'"), pid_(pid) {}
+      : Connection(rfd, wfd, "chip process '" + command + "'"), pid_(pid), pgid_(pid) {}
 
   ~ChildConnection() override { finish(); }
 
@@ -369,11 +369,8 @@ class ChildConnection final : public Connection {
 
   bool finished_ = false;
   pid_t pid_ = -1;
-  pid_t pgid_ = -1;  // the chip's own process group (its pid), ended with it
+  pid_t pgid_ = -1;  // the chip's own process group (spawn_chip makes it its pid), ended with it
   std::string status_;
-
- public:
-  void set_group(pid_t g) { pgid_ = g; }
 };
 
 class FdConnection final : public Connection {
@@ -429,9 +426,7 @@ std::unique_ptr<Connection> spawn_chip(const std::string& command, const std::fi
   set_cloexec(from_child[0]);
   set_nonblocking(to_child[1]);
   set_nonblocking(from_child[0]);
-  auto c = std::make_unique<ChildConnection>(from_child[0], to_child[1], pid, command);
-  c->set_group(pid);
-  return c;
+  return std::make_unique<ChildConnection>(from_child[0], to_child[1], pid, command);
 }
 
 std::unique_ptr<Connection> fd_connection(int read_fd, int write_fd, std::string peer) {
