@@ -204,6 +204,18 @@ void DutBackend::end_continue_after_error(bool dismiss, const std::string& findi
   continuing_ = false;
 }
 
+namespace {
+// What the chip process's exit status `st` (Connection::exit_status) suggests, appended to it. 127:
+// the shell found no such command, often a shell line given to `exec` (dut-protocol.md §1); said
+// whether the chip's end showed as a closed pipe while the harness wrote or as end of file while it
+// read, which is a race.
+std::string exit_hint(const std::string& st) {
+  return st != "exited with status 127" ? ""
+                                        : ": no such command; --dut runs /bin/sh -c 'exec COMMAND ARGS', so a shell line "
+                                          "such as 'cd DIR && ...' goes inside sh -c: --dut 'sh -c \"cd DIR && ...\"'";
+}
+}  // namespace
+
 std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vector<std::uint8_t>& payload,
                                               double timeout_s) const {
   if (!fault_.empty() && !continuing_) throw DutError(fault_);
@@ -232,16 +244,12 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
     fail(std::string("malformed frame in answer to ") + what + ": " + e.what());
   } catch (const TransportError& e) {
     const std::string st = conn_->exit_status(std::chrono::milliseconds(2000));
-    fail(std::string(e.what()) + (st.empty() ? "" : "; the chip process " + st));
+    fail(std::string(e.what()) + (st.empty() ? "" : " (the chip process " + st + exit_hint(st) + ")"));
   }
   if (!f) {
     const std::string st = conn_->exit_status(std::chrono::milliseconds(2000));
-    // 127: the shell found no such command; often a shell line given to `exec` (dut-protocol.md §1)
-    const std::string hint = st != "exited with status 127" ? ""
-                             : ": no such command; --dut runs /bin/sh -c 'exec COMMAND ARGS', so a shell line such as "
-                               "'cd DIR && ...' goes inside sh -c: --dut 'sh -c \"cd DIR && ...\"'";
     fail(conn_->peer() + " closed its side during " + request_text(type, payload) +
-         (st.empty() ? "" : " (the chip process " + st + hint + ")"));
+         (st.empty() ? "" : " (the chip process " + st + exit_hint(st) + ")"));
   }
   if (f->type == kError) {
     try {
