@@ -180,6 +180,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   std::map<std::uint64_t, std::string> seen_shards;        // shard index -> report
   std::uint64_t shard_count = 0;                           // N of the shards' I/N (0: not yet known)
   std::vector<std::string> partial;                        // shards that ended early (interrupted, a chip fault)
+  std::vector<std::string> time_ended;                     // shards --time ended before their last program
   std::error_code rec;
   const fs::path report_canon = report.empty() ? fs::path() : fs::weakly_canonical(report, rec);
   for (const std::string& d : dirs) {
@@ -257,7 +258,9 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     mismatching += j.value("mismatching_runs", std::uint64_t{0});
     lockstep_seconds += j.value("lockstep_seconds", 0.0);
     for (const json& f : j.value("failures", json::array())) failures.push_back(f);
-    shards.push_back({{"report", file.string()}, {"shard", j.value("shard", json())}, {"programs", j.value("programs", 0)}});
+    shards.push_back({{"report", file.string()}, {"shard", j.value("shard", json())}, {"programs", j.value("programs", 0)},
+                      {"time_ended", j.value("time_ended", false)}});
+    if (j.value("time_ended", false)) time_ended.push_back(file.string());
     coverage.merge(campaign::Coverage::from_json(j["coverage"]));
     try {
       decisions.merge(j.contains("decision_coverage")
@@ -295,6 +298,15 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     }
   if (!missing.empty()) merged["missing_shards"] = missing_json;
   if (!partial.empty()) merged["partial_shards"] = partial;
+  // --time ended some shards before their last program: exact as far as they went (exit 0, as
+  // for one campaign), but the merged report says which, as each shard's own does
+  merged["time_ended"] = !time_ended.empty();
+  if (!time_ended.empty()) {
+    merged["time_ended_shards"] = time_ended;
+    out << "--time ended " << time_ended.size() << " of the shards before their last program: "
+        << time_ended.front() << (time_ended.size() > 1 ? " and " + std::to_string(time_ended.size() - 1) + " more" : "")
+        << "\n" << std::flush;
+  }
   // A partial campaign says so in every place (fuzz.json, summary.json, JUnit, the page), as
   // its exit status does (found by an outside tester: the merged report read "exact").
   merged["interrupted"] = !missing.empty() || !partial.empty();

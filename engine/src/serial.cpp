@@ -130,8 +130,13 @@ void write_file_atomic(const std::filesystem::path& path, std::span<const std::u
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
+  // fsync first, then close whatever fsync said (a failed fsync must not leak the descriptor);
+  // either failure leaves no half-written .tmp behind
+  const int synced = ::fsync(fd) == 0 ? 0 : errno;
+  const int closed = ::close(fd) == 0 ? 0 : errno;
+  if (synced != 0 || closed != 0) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(synced != 0 ? synced : closed));
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);

@@ -468,6 +468,17 @@ TEST(LockstepFuzz, ACampaignCutByTimeSaysSo) {
                        std::to_string(100000 - next)),
             std::string::npos)
       << r.out;
+  // merged, the cut report still says so: the merged fuzz.json names it
+  const fs::path merged = scratch_dir("time-ended-merged");
+  const auto m = run({"fuzz", "--merge", report.string(), "--report", merged.string()});
+  ASSERT_EQ(m.exit_code, 0) << m.out << m.err;
+  const json g = json::parse(slurp(merged / "fuzz.json"));
+  EXPECT_EQ(g["time_ended"], true) << g.dump();
+  ASSERT_EQ(g["time_ended_shards"].size(), 1u) << g.dump();
+  EXPECT_EQ(g["shards"][0]["time_ended"], true) << g.dump();
+  EXPECT_NE(m.out.find("--time ended 1 of the shards before their last program: " + (report / "fuzz.json").string()),
+            std::string::npos)
+      << m.out;
 }
 
 // SIGINT in the middle of a batch of long programs on the built chip: the engine stops at its next
