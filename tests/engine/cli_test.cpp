@@ -15,6 +15,7 @@
 #include <chrono>
 #include <csignal>
 #include <functional>
+#include <map>
 #include <optional>
 #include <filesystem>
 #include <cstdio>
@@ -32,6 +33,7 @@
 #include "lockstep/engine/digest.h"
 #include "lockstep/format/elf.h"
 #include "lockstep/format/tokens.h"
+#include "../cli/cli_run.h"
 #include "test_files.h"
 #include "test_guest.h"
 
@@ -50,23 +52,15 @@ struct Proc {
   std::string out, err;
 };
 
+// Starts lockstep (cli_run.h's spawn_lockstep) with `env` entries given as "NAME=VALUE".
 pid_t spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err,
             const std::vector<std::string>& env = {}) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    freopen(out.c_str(), "w", stdout);
-    freopen(err.c_str(), "w", stderr);
-    for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
-    std::vector<char*> argv;
-    std::string exe = LOCKSTEP_EXE;
-    argv.push_back(exe.data());
-    std::vector<std::string> copy = args;
-    for (std::string& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(exe.c_str(), argv.data());
-    _exit(127);
+  std::map<std::string, std::string> vars;
+  for (const std::string& e : env) {
+    const auto eq = e.find('=');
+    vars[e.substr(0, eq)] = eq == std::string::npos ? "" : e.substr(eq + 1);
   }
-  return pid;
+  return cli_test::spawn_lockstep(args, out, err, vars);
 }
 
 Proc run(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
