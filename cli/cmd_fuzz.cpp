@@ -139,11 +139,12 @@ void write_text(const fs::path& p, const std::string& s) {
 // DIR/summary.json, junit.xml and report.html of a campaign (reports::write_report): the HTML
 // shows the opcode x operand-class table and the decision units per layer.
 void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching) {
-  // One status everywhere (docs/ci.md): a mismatch outranks an interruption, a failed chip
-  // under test outranks both.
+  // One status everywhere (docs/ci.md): a mismatch outranks an interruption and a chip under
+  // test that failed after it (its programs' wrong tokens stand; the fault is kept beside them as
+  // "chip_fault"); a failed chip outranks an interruption.
   const bool interrupted = fuzz.value("interrupted", false);
   const bool failed = fuzz.contains("error") && fuzz["error"].is_string();
-  json summary = {{"status", failed ? "error" : mismatching ? "mismatch" : interrupted ? "interrupted" : "exact"},
+  json summary = {{"status", mismatching ? "mismatch" : failed ? "error" : interrupted ? "interrupted" : "exact"},
                   {"command", "fuzz"},
                   {"steps", fuzz.value("steps", std::uint64_t{0})},
                   {"mismatches", mismatching},
@@ -153,7 +154,7 @@ void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching
                   {"fuzz", {{"seed", fuzz.value("seed", json())}, {"programs", fuzz.value("programs", json())},
                             {"shard", fuzz.value("shard", json())}, {"mode", fuzz.value("mode", json())},
                             {"failures", fuzz.value("failures", json::array())}}}};
-  if (failed) summary["error"] = fuzz["error"];
+  if (failed) summary[mismatching ? "chip_fault" : "error"] = fuzz["error"];
   if (interrupted) {
     summary["interrupted"] = true;
     summary["run"] = {{"interrupted", true}, {"seconds", fuzz.value("seconds", 0.0)}};
@@ -454,6 +455,37 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       std::random_device rd;
       seed = (static_cast<std::uint64_t>(rd()) << 32 | rd()) & 0xffffffffffffull;
     }
+    if (args->shard == "mpi" && args->report.empty())
+      throw UsageError("--shard mpi needs --report DIR (each rank writes DIR/shard-<rank>)");
+    const fs::path report = args->report.empty()        ? fs::path("lockstep-fuzz-" + std::to_string(seed))
+                            : args->shard == "mpi" ? fs::path(args->report) / ("shard-" + std::to_string(shard_i))
+                                                   : fs::path(args->report);
+    const bool always_report = !args->report.empty();
+    std::ofstream tsv;
+    if (always_report) {
+      std::error_code ec;
+      fs::create_directories(report, ec);
+      if (ec) throw InputError("--report: cannot create " + report.string() + ": " + ec.message());
+      // A new campaign owns its folder from the start, before the chip is loaded (as run's and
+      // story's do): a second command given the folder is refused at once, and an error loading
+      // the chip is written there. An earlier campaign's report and case folders go, so that
+      // none of them is ever read as this campaign's (until it writes its own, the folder says
+      // it did not finish).
+      try {
+        engine::claim_run_folder(report, "fuzz");
+        fs::remove(report / "fuzz.json");
+        for (const fs::directory_entry& e : fs::directory_iterator(report))
+          if (e.is_directory() && e.path().filename().string().rfind("fail-", 0) == 0) fs::remove_all(e.path());
+      } catch (const engine::CheckError& e) {
+        throw InputError(e.what());
+      } catch (const fs::filesystem_error& e) {
+        throw InputError("--report: cannot clear " + report.string() + ": " + e.what());
+      }
+      tsv.open(report / "programs.tsv");
+      if (!tsv) throw InputError("--report: cannot write " + (report / "programs.tsv").string() + ": " + std::strerror(errno));
+      tsv << "index\tseed\twords\tsteps\tforced\tfree\n";
+    }
+
     engine::LoadedChip chip;
     std::unique_ptr<chip::ChipBackend> backend;  // every batch runs on it (the engine resets each stream)
     try {
@@ -478,35 +510,6 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     } catch (const chip::UsageError& e) {
       no_decisions = e.what();
     }
-    if (args->shard == "mpi" && args->report.empty())
-      throw UsageError("--shard mpi needs --report DIR (each rank writes DIR/shard-<rank>)");
-    const fs::path report = args->report.empty()        ? fs::path("lockstep-fuzz-" + std::to_string(seed))
-                            : args->shard == "mpi" ? fs::path(args->report) / ("shard-" + std::to_string(shard_i))
-                                                   : fs::path(args->report);
-    const bool always_report = !args->report.empty();
-    std::ofstream tsv;
-    if (always_report) {
-      std::error_code ec;
-      fs::create_directories(report, ec);
-      if (ec) throw InputError("--report: cannot create " + report.string() + ": " + ec.message());
-      // A new campaign owns its folder: an earlier campaign's report and case folders go, so that
-      // none of them is ever read as this campaign's (until it writes its own, the folder says
-      // it did not finish).
-      try {
-        engine::claim_run_folder(report, "fuzz");
-        fs::remove(report / "fuzz.json");
-        for (const fs::directory_entry& e : fs::directory_iterator(report))
-          if (e.is_directory() && e.path().filename().string().rfind("fail-", 0) == 0) fs::remove_all(e.path());
-      } catch (const engine::CheckError& e) {
-        throw InputError(e.what());
-      } catch (const fs::filesystem_error& e) {
-        throw InputError("--report: cannot clear " + report.string() + ": " + e.what());
-      }
-      tsv.open(report / "programs.tsv");
-      if (!tsv) throw InputError("--report: cannot write " + (report / "programs.tsv").string() + ": " + std::strerror(errno));
-      tsv << "index\tseed\twords\tsteps\tforced\tfree\n";
-    }
-
     std::ostream& out = ctx.out();
     const std::string op_names = campaign::ops_list(ops, vew_modes, vfn_fns, vred_modes);
     out << "lockstep fuzz: seed " << seed << " (repeat with --seed " << seed << "), shard " << shard_i << "/"
@@ -898,7 +901,13 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("coverage", coverage.to_json());
     ctx.summary.set("decision_coverage", decisions.to_json());
     if (always_report || !failures.empty()) ctx.summary.set("report", report.string());
-    if (!fault.empty()) throw InputError(fault + " (after " + std::to_string(done) + " programs, seed " + std::to_string(seed) + ")");
+    if (!fault.empty()) {
+      const std::string line = fault + " (after " + std::to_string(done) + " programs, seed " + std::to_string(seed) + ")";
+      if (failing_streams == 0) throw InputError(line);
+      // The mismatches found before the chip failed stand: the campaign is a mismatch (exit 1)
+      ctx.summary.set("chip_fault", fault);
+      std::cerr << "lockstep: warn: " << line << "; the mismatches found before it stand: the campaign ends as a mismatch\n";
+    }
     if (interrupted) throw Interrupted("after " + std::to_string(done) + " programs (seed " + std::to_string(seed) + ")");
   });
 }

@@ -122,6 +122,7 @@ void add_replay_command(CLI::App& app, Context& ctx) {
       throw InputError(e.what());
     }
     print_capability_notes(ctx, out.capability_notes);
+    note_chip_fault(ctx, out.chip_fault);
     const engine::RunResult& r = out.result;
     ctx.summary.add_steps(r.steps);
     ctx.summary.add_mismatches(r.mismatches);

@@ -200,6 +200,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       }
     }
     print_capability_notes(ctx, out.capability_notes);
+    note_chip_fault(ctx, out.chip_fault);
     note_free_running_steps(ctx, req.the_case, r);
     if (!out.end_text.empty()) ctx.out() << out.end_text << "\n";
     ctx.out() << engine::result_text(r) << std::flush;

@@ -347,6 +347,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     out << "\n";
     if (!guest_note.empty()) ctx.log().info("{}", guest_note);
     print_capability_notes(ctx, res.capability_notes);
+    note_chip_fault(ctx, res.chip_fault);
     note_free_running_steps(ctx, c, r);
     out << engine::result_text(r);
     // --steps N below the story's length compares a prefix: say so, so that it never reads as

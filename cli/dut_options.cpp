@@ -130,6 +130,12 @@ void print_capability_notes(Context& ctx, const std::vector<std::string>& notes)
   for (const std::string& n : notes) ctx.out() << "note: chip under test: " << n << "\n";
 }
 
+void note_chip_fault(Context& ctx, const std::string& fault) {
+  if (fault.empty()) return;
+  ctx.summary.set("chip_fault", fault);
+  std::cerr << "lockstep: warn: " << fault << " (after the divergence, which stands: the run ends as a mismatch)\n";
+}
+
 std::uint64_t free_running_steps(const engine::Case& c, const engine::RunResult& r) {
   return r.steps > c.teacher_forced_steps ? r.steps - c.teacher_forced_steps : 0;
 }

@@ -63,6 +63,11 @@ struct ChipConsole {
 /// The capability notes of a chip under test, one "note: ..." line each, to ctx.out().
 void print_capability_notes(Context& ctx, const std::vector<std::string>& notes);
 
+/// A chip under test that failed after a divergence (CheckOutcome::chip_fault): sets "chip_fault"
+/// in the command's summary and writes one `lockstep: warn:` line on stderr saying that the
+/// divergence stands and the run ends as a mismatch. Does nothing for an empty `fault`.
+void note_chip_fault(Context& ctx, const std::string& fault);
+
 /// A free-running run (`c.mode` free) whose compared steps all fell within its first
 /// `c.teacher_forced_steps` (teacher-forced) steps compared no free-running step: the summary's
 /// "free_running_steps" says how many it compared, and a run with none says so in one

@@ -801,12 +801,24 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       out.result = engine->interrupted_result();
     } else {
       const std::string fault = backend->fault();
-      throw failed(fault.empty() ? std::string(e.what()) : fault, engine->partial_result());
+      RunResult partial = engine->partial_result();
+      // A chip that failed after it predicted a wrong token (while the divergence was being
+      // classified, or on another stream's step): the divergence is a finding about the chip
+      // and stands, so the run is a mismatch (exit 1) with the fault beside it, as an
+      // interruption after a mismatch is (found by an outside tester: a wrong chip that crashed
+      // in the replay was reported as a broken job, exit 2). Without a divergence it is an error.
+      // (An exception without a chip fault is an internal error: always an error.)
+      if (partial.mismatches == 0 || fault.empty()) throw failed(fault.empty() ? std::string(e.what()) : fault, partial);
+      out.result = std::move(partial);
+      out.chip_fault = fault;
     }
   }
-  // A chip under test that failed inside a step the engine caught (a probe, a replay) still
-  // ends the run as an error: its verdict cannot be trusted.
-  if (const std::string fault = backend->fault(); !fault.empty() && !out.result.interrupted) throw failed(fault, out.result);
+  // A chip under test that failed inside a step the engine caught (a probe, a replay) ends the
+  // run as an error (its verdict cannot be trusted), unless a divergence came before the fault.
+  if (const std::string fault = backend->fault(); !fault.empty() && !out.result.interrupted && out.chip_fault.empty()) {
+    if (out.result.mismatches == 0) throw failed(fault, out.result);
+    out.chip_fault = fault;
+  }
   if (req.trap_is_error && out.result.mismatches == 0 && !out.result.interrupted)
     for (const StreamResult& s : out.result.streams)
       if (s.end == "trap") throw failed(trap_end_line(guest, s), out.result);
@@ -817,6 +829,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       if (s.end == "self_loop") throw failed(self_loop_line(s), out.result);
   if (out.result.streams.size() == 1) out.end_text = guest_end_text(guest, out.result.streams[0]);
   out.summary = with_notes(summary_json(req.command, out.result, chip.source, chip.hash), out.result);
+  if (!out.chip_fault.empty()) out.summary["chip_fault"] = out.chip_fault;
   if (!req.report_dir.empty()) {
     try {
       json expect = {{"digest", out.result.digest}, {"steps", out.result.steps}};

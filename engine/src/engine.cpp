@@ -1682,6 +1682,7 @@ struct Engine::Impl {
       d.fault_text = std::string("the teacher-forced replay that classifies the divergence did not finish (") +
                      (stopped ? "the run was interrupted" : "the chip failed during it") + ": " + why +
                      "); the divergence above stands";
+      if (d.attribution.text.empty()) d.attribution.text = "no attribution: the replay did not reach the divergent step";
       L.divergence = std::move(d);
       finish(L, "diverged");
       throw;

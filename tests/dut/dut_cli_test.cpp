@@ -628,7 +628,10 @@ TEST_F(DutCli, FuzzKeepsAFailureWhoseShrinkingTheChipDidNotSurvive) {
   const fs::path dir = fresh_dir("fuzz-shrink-exit");
   const Result r = run_lockstep({"fuzz", "--programs", "1", "--seed", "5", "--ops", "add", "--mode", "forced",
                                  "--report", dir.string(), "--dut", kFaulty + " wrongthenexit 1 " + kChip});
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;  // a failed chip under test outranks the mismatch
+  // the mismatch found before the chip failed stands (found by an outside tester: a wrong chip
+  // that died later was a broken job, exit 2)
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("lockstep: warn: "), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("FAIL program 0 "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  not shrunk (the chip under test failed: "), std::string::npos) << r.out;
   const fs::path fail = dir / "fail-0-forced";
@@ -640,8 +643,39 @@ TEST_F(DutCli, FuzzKeepsAFailureWhoseShrinkingTheChipDidNotSurvive) {
   ASSERT_EQ(rep["failures"].size(), 1u) << rep.dump(1);
   EXPECT_TRUE(rep["error"].is_string()) << rep.dump(1);
   const json summary = json::parse(slurp(dir / "summary.json"));
-  EXPECT_EQ(summary["status"], "error");
+  EXPECT_EQ(summary["status"], "mismatch");
   EXPECT_EQ(summary["mismatches"], 1);
+  EXPECT_TRUE(summary["chip_fault"].is_string()) << summary.dump(1);
+  EXPECT_EQ(run_lockstep({"report", dir.string()}).exit_code, 1);
+}
+
+// A chip under test that predicts a wrong token and dies at the next request, the replay that
+// classifies the divergence: the divergence stands (exit 1, status mismatch, classified
+// "unclassified" with the fault as the reason), the fault is one warn line and summary.json's
+// chip_fault (found by an outside tester: it was exit 2, status error, and JUnit held both a
+// failure and an error).
+TEST_F(DutCli, AChipThatDiesAfterItsWrongTokenIsStillAMismatch) {
+  const fs::path dir = fresh_dir("wrong-then-die");
+  const Result r = run_lockstep({"run", crc32_.string(), "--mode", "free", "--steps", "20000", "--json", "--report",
+                                 dir.string(), "--dut", kFaulty + " wrongthendie 3 " + kChip});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const auto [before, count] = fault_point(r.err);
+  ASSERT_GT(count, 0u) << r.err;
+  const json s = summary_of(r);
+  EXPECT_EQ(s["status"], "mismatch");
+  EXPECT_EQ(s["divergence"]["step"], before + count);
+  EXPECT_EQ(s["divergence"]["fault"], "unclassified") << s.dump();
+  ASSERT_TRUE(s["chip_fault"].is_string()) << s.dump();
+  EXPECT_EQ(error_lines(r.err).size(), 0u) << r.err;
+  EXPECT_NE(r.err.find("lockstep: warn: " + s["chip_fault"].get<std::string>()), std::string::npos) << r.err;
+  const json rep = json::parse(slurp(dir / "summary.json"));
+  EXPECT_EQ(rep["status"], "mismatch");
+  EXPECT_EQ(rep["chip_fault"], s["chip_fault"]);
+  EXPECT_FALSE(rep.contains("error")) << rep.dump();
+  const std::string junit = slurp(dir / "junit.xml");
+  EXPECT_NE(junit.find("<failure"), std::string::npos) << junit;
+  EXPECT_EQ(junit.find("<error"), std::string::npos) << junit;
+  EXPECT_EQ(run_lockstep({"report", dir.string()}).exit_code, 1);
 }
 
 // A prediction below vocab_size that is no token (BR(2), as an argmax can pick) is a wrong

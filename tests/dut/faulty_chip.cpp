@@ -9,6 +9,8 @@
 // protocol 2), wrongtoken (one token of the answer replaced by another token of trace-v3: a
 // mismatch, not a protocol fault), wrongthenexit (wrongtoken, then exits with status 3 at the
 // first STREAMS request after it, as the shrinker sends: a chip that dies while fuzz shrinks),
+// wrongthendie (wrongtoken, then exits with status 3 at the next request of any kind but BYE: a
+// chip that dies while the divergence is classified),
 // notoken (the last token of the answer replaced by id 3330, BR(2): an id below vocab_size that
 // trace-v3 cannot produce, a wrong prediction and so a mismatch), none (a
 // correct chip). Three modes plant a bug in every answer
@@ -48,6 +50,10 @@ class Faulty final : public dut::Connection {
     std::optional<dut::Frame> f = in_->read_frame(deadline);
     if (f && mode_ == "wrongthenexit" && fired_ && f->type == dut::kStreams) {
       std::cerr << "faulty_chip: wrongthenexit exits at the first STREAMS after its wrong token\n" << std::flush;
+      ::_exit(3);
+    }
+    if (f && mode_ == "wrongthendie" && fired_ && f->type != dut::kBye) {
+      std::cerr << "faulty_chip: wrongthendie exits at the first request after its wrong token\n" << std::flush;
       ::_exit(3);
     }
     if (f && mode_ == "tripped") {
@@ -160,7 +166,7 @@ class Faulty final : public dut::Connection {
       in_->write_raw(std::span<const std::uint8_t>(head, 8), deadline);
       return;
     }
-    if (mode_ == "wrongtoken" || mode_ == "zeroprobes" || mode_ == "wrongthenexit") {
+    if (mode_ == "wrongtoken" || mode_ == "zeroprobes" || mode_ == "wrongthenexit" || mode_ == "wrongthendie") {
       fired_ = true;
       std::vector<std::uint32_t> t = dut::decode_tokens(payload);
       t.back() = t.back() == 256u * 31 ? 256u * 31 + 1 : 256u * 31;  // EXIT(0) / EXIT(1)
@@ -200,7 +206,7 @@ class Faulty final : public dut::Connection {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> request_;  // stream1: (stream, tokens) of the last request
   std::uint64_t steps_ = 0;  // tokens answered before the fault
   std::map<std::uint32_t, std::uint64_t> stream_steps_;  // tripped: each stream's steps since its reset
-  bool fired_ = false;       // wrongthenexit: the wrong token was sent
+  bool fired_ = false;       // wrongthenexit, wrongthendie: the wrong token was sent
 };
 
 }  // namespace

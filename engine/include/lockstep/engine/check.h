@@ -230,6 +230,9 @@ struct CheckOutcome {
   std::vector<std::string> capability_notes;
   /// How a one-guest run's guest ended, one line (guest_end_text), or "".
   std::string end_text;
+  /// The chip under test's fault line when it failed after a divergence was found (the run is
+  /// then a mismatch, exit 1, and stops; summary.json's "chip_fault"), else "".
+  std::string chip_fault;
 };
 
 /// The lines of CheckOutcome::capability_notes for a backend's capabilities.
