@@ -21,7 +21,8 @@
 // printed beside; they come from other machines, so only machine-independent
 // counts (tokens per story token, checkpoint size) are given as ratios to them.
 //
-// Exit status: 0 measured, 2 bad input (one line on stderr).
+// Exit status: 0 measured, every token checked equal to the reference's; 1 when some
+// measurement's tokens differ (status mismatch); 2 bad input (one line on stderr).
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -832,6 +833,32 @@ void run_bench(const BenchArgs& args, Context& ctx) {
 
   table.print(out);
   for (auto it = j.begin(); it != j.end(); ++it) ctx.summary.set(it.key(), it.value());
+  // Every measurement checks the chip's tokens against the reference's: one that disagreed
+  // makes the bench a mismatch (exit 1), never "exact" (found by outside testers: a wrong chip's
+  // bench said exact, 0 mismatches, exit 0).
+  std::vector<std::string> disagreed;
+  std::function<void(const ordered_json&, const std::string&)> walk = [&](const ordered_json& v, const std::string& path) {
+    if (v.is_object()) {
+      if (auto a = v.find("agrees_with_reference"); a != v.end() && a->is_boolean() && !a->get<bool>())
+        disagreed.push_back(path);
+      else if (auto m = v.find("mismatches"); m != v.end() && m->is_number_unsigned() && m->get<std::uint64_t>() > 0)
+        disagreed.push_back(path);
+      for (auto it = v.begin(); it != v.end(); ++it) walk(*it, path.empty() ? it.key() : path + "." + it.key());
+    } else if (v.is_array()) {
+      for (std::size_t i = 0; i < v.size(); ++i) walk(v[i], path + "[" + std::to_string(i) + "]");
+    }
+  };
+  walk(j, "");
+  if (!disagreed.empty()) {
+    ctx.summary.add_mismatches(disagreed.size());
+    ctx.summary.set("disagreed", disagreed);
+    std::string list;
+    for (std::size_t i = 0; i < disagreed.size() && i < 4; ++i) list += (i ? ", " : "") + disagreed[i];
+    if (disagreed.size() > 4) list += ", ...";
+    std::cerr << "lockstep: the chip's tokens differ from the reference's in " << disagreed.size()
+              << " of the measurements (" << list
+              << "): their rates are of wrong tokens; find the first divergence with lockstep run\n";
+  }
   // --cuda-only asked for the CUDA executor's figures alone: without them nothing asked for was
   // measured, an unavailable backend (exit 2, docs/ci.md), never a pass.
   if (args.cuda_only && j["cuda"].contains("skipped")) {

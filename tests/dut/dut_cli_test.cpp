@@ -678,6 +678,23 @@ TEST_F(DutCli, AChipThatDiesAfterItsWrongTokenIsStillAMismatch) {
   EXPECT_EQ(run_lockstep({"report", dir.string()}).exit_code, 1);
 }
 
+// bench checks every token it times against the reference's: a chip under test with a wrong token
+// makes the bench a mismatch (exit 1) that names the measurement, while the built chip's rows
+// agree (found by outside testers: the bench of a wrong chip said exact, exit 0). faulty_chip
+// freebug: the last token of every FREE answer is wrong.
+TEST_F(DutCli, BenchOfAWrongChipIsAMismatch) {
+  const Result r = run_lockstep({"--json", "bench", "--quick", "--steps", "1000", "--lockstep-steps", "1000", "--streams",
+                                 "2", "--dut", kFaulty + " freebug 0 " + kChip});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const json s = summary_of(r);
+  EXPECT_EQ(s["status"], "mismatch");
+  ASSERT_TRUE(s["disagreed"].is_array()) << s.dump();
+  EXPECT_EQ(s["mismatches"], s["disagreed"].size());
+  // the chip under test's rows (its last FREE token is wrong) and none of the built chip's
+  EXPECT_EQ(s["disagreed"], json({"dut.dut.single", "dut.dut.batched"})) << s.dump();
+  EXPECT_NE(r.err.find("lockstep: the chip's tokens differ from the reference's in "), std::string::npos) << r.err;
+}
+
 // A prediction below vocab_size that is no token (BR(2), as an argmax can pick) is a wrong
 // prediction: a mismatch at its step with a note, exit 1 (it was a protocol error, exit 2, that
 // dropped the steps of its frame; dut-protocol.md section 6).
