@@ -10,8 +10,10 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #ifndef LOCKSTEP_VERSION
@@ -58,6 +60,34 @@ std::string unexpected(const std::vector<std::string>& args) {
   return out + " (see lockstep --help)";
 }
 
+// The fallback SIGINT/SIGTERM handler's output, prepared before it is installed (the handler
+// only writes these bytes, removes g_interrupt_file and calls _exit: async-signal-safe).
+std::string g_interrupt_line, g_interrupt_json;
+char g_interrupt_file[4096] = {};
+void (*g_interrupt_hook)() noexcept = nullptr;
+
+extern "C" void on_interrupt_without_result(int) {
+  if (g_interrupt_hook) g_interrupt_hook();
+  if (g_interrupt_file[0]) ::unlink(g_interrupt_file);
+  [[maybe_unused]] ssize_t n = ::write(2, g_interrupt_line.data(), g_interrupt_line.size());
+  if (!g_interrupt_json.empty()) n = ::write(1, g_interrupt_json.data(), g_interrupt_json.size());
+  ::_exit(static_cast<int>(ExitCode::interrupted));
+}
+
+// Installs on_interrupt_without_result for `command` (remove_on_interrupt).
+void install_interrupt_fallback(const std::string& command, bool json) {
+  const std::string why = "lockstep " + command + " was stopped by SIGINT or SIGTERM before it finished; it has no result to keep";
+  g_interrupt_line = "lockstep: interrupted: " + why + "\n";
+  g_interrupt_json.clear();
+  if (json) {
+    nlohmann::ordered_json j = {{"status", "interrupted"}, {"steps", 0}, {"mismatches", 0}, {"interrupted", why},
+                                {"command", command}};
+    g_interrupt_json = j.dump() + "\n";
+  }
+  std::signal(SIGINT, on_interrupt_without_result);
+  std::signal(SIGTERM, on_interrupt_without_result);
+}
+
 // Prints the one stderr line of an error, records it in the summary and
 // returns exit code 2.
 int report_error(Context& ctx, const std::string& message) {
@@ -100,6 +130,16 @@ CLI::Validator numeric_validator(const std::string& type) {
 }
 
 }  // namespace
+
+void set_interrupt_hook(void (*hook)() noexcept) { g_interrupt_hook = hook; }
+
+void remove_on_interrupt(const std::string& path) {
+  if (path.size() >= sizeof g_interrupt_file) {
+    g_interrupt_file[0] = 0;
+    return;
+  }
+  std::memcpy(g_interrupt_file, path.c_str(), path.size() + 1);
+}
 
 CLI::Validator count_range(std::uint64_t lo, std::uint64_t hi) {
   return CLI::Validator(
@@ -210,6 +250,9 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
       setup_logging(ctx.options.log_level);
       const auto chosen = app.get_subcommands();
       if (!chosen.empty()) ctx.summary.set("command", chosen.front()->get_name());
+      // Until the command installs handlers that keep its partial results, a stop ends it at
+      // once with exit status 3 and one line (never 130/143 with nothing said).
+      if (!chosen.empty()) install_interrupt_fallback(chosen.front()->get_name(), ctx.options.json);
     });
 
     for (const auto& add : registrars) add(app, ctx);

@@ -56,6 +56,20 @@ struct CommandFailure {
   char** argv = nullptr;
 };
 
+/// A command that stops at once on SIGINT/SIGTERM, without its result (`bench`, `compile`,
+/// `dut-check`, `models`, `report`): run_main installs, before every command's callback, a
+/// handler that writes one line `lockstep: interrupted: lockstep CMD was stopped before it
+/// finished; ...` (and, with --json, a summary object of status "interrupted") and ends the
+/// process with exit status 3 (docs/ci.md), removing the file named here first (a half-written
+/// output; empty: none). A command that keeps partial results installs its own handlers instead
+/// (engine::install_stop_handlers). The path is at most 4,095 bytes (longer: not removed).
+void remove_on_interrupt(const std::string& path);
+
+/// A function the fallback SIGINT/SIGTERM handler (remove_on_interrupt) calls before it ends the
+/// process: it must be async-signal-safe (main.cpp: dut::kill_chip_processes_now, so that no
+/// chip under test outlives the command). nullptr: none.
+void set_interrupt_hook(void (*hook)() noexcept);
+
 /// Runs the lockstep command line: parses argv with every registrar's
 /// subcommand, runs the chosen one, prints the summary (under --json) and
 /// returns the process exit code (0 exact, 1 mismatch, 2 error, 3 interrupted; see errors.h).

@@ -12,6 +12,8 @@
 #include "lockstep/chip/chip.hpp"
 #include "lockstep/engine/backend_factory.h"
 
+#include "cli/app.h"
+
 namespace lockstep::cli {
 
 void add_compile_command(CLI::App& app, Context& ctx) {
@@ -28,11 +30,25 @@ void add_compile_command(CLI::App& app, Context& ctx) {
       throw InputError("this build has no chip compiler (configured with -DLOCKSTEP_COMPILE_CHIP=OFF)");
     }
     const chip::Chip c = factory.compile_chip(engine::kBuiltChipName);
+    // A new or plain file is written beside and renamed over: a failed or interrupted write never
+    // leaves a truncated chip file, nor replaces an earlier one with it (an interruption removes
+    // the .tmp: app.h). Anything else (a device such as /dev/null, a FIFO, a symbolic link) is
+    // written in place, never replaced.
+    std::error_code sec;
+    const auto st = std::filesystem::symlink_status(out, sec);
+    const bool in_place = std::filesystem::exists(st) && !std::filesystem::is_regular_file(st);
+    const std::string tmp = in_place ? out : out + ".tmp";
+    if (!in_place) remove_on_interrupt(tmp);
     try {
-      chip::save_chip(c, out);
+      chip::save_chip(c, tmp);
+      if (!in_place) std::filesystem::rename(tmp, out);
     } catch (const std::exception& e) {
+      std::error_code ec;
+      if (!in_place) std::filesystem::remove(tmp, ec);
+      remove_on_interrupt("");
       throw InputError("cannot write chip file '" + out + "': " + e.what());
     }
+    remove_on_interrupt("");
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const auto bytes = std::filesystem::file_size(out);
     ctx.summary.set("chip", {{"file", out},

@@ -103,6 +103,10 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--save-survivors", a->save_survivors,
                   "Write each survivor's chip to DIR/mutant-<index>.chip (inspect it with lockstep run GUEST --chip FILE)");
   cmd->callback([&ctx, a, seed_opt, oracle_seed_opt, kinds_opt, guests_opt] {
+    // SIGINT/SIGTERM: the mutant being scored is dropped and those scored are written (mutate.json
+    // "interrupted"), exit 3; before the first mutant (the corpus's profile), at the next phase.
+    const std::atomic<bool>* stop = engine::install_stop_handlers();
+    ctx.stop = stop;
     if (oracle_seed_opt->count() == 0) a->oracle_program_seed = a->program_seed + 1;
     const bool same_programs = a->oracle_program_seed == a->program_seed;
     if ((same_programs && a->corpus_programs > a->oracle_programs) || a->corpus_steps > a->oracle_steps)
@@ -209,17 +213,21 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       oracle.parts.push_back({slice(0, a->oracle_programs), 200000});
     else
       oracle.parts.push_back({make_programs(a->oracle_program_seed, a->oracle_programs), 200000});
+    // "0..N-1", or "none" for an empty range
+    auto indices = [](std::uint64_t from, std::uint64_t to) {
+      return to > from ? std::to_string(from) + ".." + std::to_string(to - 1) : std::string("none");
+    };
     std::ostream& out = ctx.out();
     out << "lockstep mutate: seed " << seed << " (repeat with --seed " << seed << "), mutants " << a->first << ".."
         << a->first + a->mutants - 1 << " of chip " << chip.source << " (" << chip.hash << ")\n"
         << "  corpus: directed guests " << (found.empty() ? "(none found)" : found) << " (first " << a->corpus_steps
-        << " steps) + fuzz programs 0.." << a->corpus_programs << "-1 of program seed " << a->program_seed
+        << " steps) + fuzz programs " << indices(0, a->corpus_programs) << " of program seed " << a->program_seed
         << (a->corpus_pool > a->corpus_programs
-                ? " + " + std::to_string(distilled) + " of programs " + std::to_string(a->corpus_programs) + ".." +
-                      std::to_string(a->corpus_pool) + "-1 that fire new decision units"
+                ? " + " + std::to_string(distilled) + " of programs " + indices(a->corpus_programs, a->corpus_pool) +
+                      " that fire new decision units"
                 : std::string())
-        << "; oracle: the same guests' first " << a->oracle_steps << " steps + programs 0.." << a->oracle_programs
-        << "-1 of program seed " << a->oracle_program_seed << "; teacher-forced\n"
+        << "; oracle: the same guests' first " << a->oracle_steps << " steps + programs " << indices(0, a->oracle_programs)
+        << " of program seed " << a->oracle_program_seed << "; teacher-forced\n"
         << std::flush;
     mutate::ActivityProfile profile;
     try {
@@ -227,6 +235,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     } catch (const std::runtime_error& e) {
       throw InputError(e.what());
     }
+    if (stop->load()) throw Interrupted("before the first mutant was scored (seed " + std::to_string(seed) + ")");
     std::size_t live = 0;
     for (const auto& [l, s] : profile.live_units) live += s.size();
     out << "  profile of the corpus: " << live << " live MLP units, heads writing in " << profile.live_heads.size()
@@ -268,6 +277,8 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     mo.save_survivors = a->save_survivors;
     mo.timeout_factor = a->timeout_factor;
     mo.min_timeout_seconds = a->min_timeout;
+    mo.stop = stop;
+    if (stop->load()) throw Interrupted("before the first mutant was scored (seed " + std::to_string(seed) + ")");
     const mutate::MutationReport rep = mutate::run_mutants(
         chip.chip, profile, corpus, oracle, mo, [&](const mutate::MutantResult& m) {
           out << "mutant " << m.index << " " << m.kind << ": ";
@@ -295,6 +306,10 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
                   static_cast<unsigned long long>(rep.planted - rep.non_equivalent),
                   static_cast<unsigned long long>(rep.caught), static_cast<unsigned long long>(rep.non_equivalent),
                   score, 100 * a->target, rep.seconds, static_cast<unsigned long long>(seed));
+    if (rep.interrupted)
+      out << "interrupted after " << rep.mutants.size() << " of " << a->mutants << " mutants (those left: --first "
+          << a->first + rep.mutants.size() << " --mutants " << a->mutants - rep.mutants.size()
+          << "): the score below is of the mutants scored\n";
     out << line;
     if (a->timeout_factor > 0) {
       std::snprintf(line, sizeof line,
@@ -368,6 +383,10 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       }
     }
     for (const char* k : {"seed", "planted", "non_equivalent", "caught", "score", "survivors"}) ctx.summary.set(k, j[k]);
+    if (rep.interrupted)
+      throw Interrupted("after " + std::to_string(rep.mutants.size()) + " of " + std::to_string(a->mutants) +
+                        " mutants (seed " + std::to_string(seed) + ")" +
+                        (a->report.empty() ? std::string() : "; those scored are in " + (fs::path(a->report) / "mutate.json").string()));
     // No mutant that changes a token: the score is 0/0, nothing was measured, and that is no pass.
     if (rep.non_equivalent == 0) {
       throw InputError("no mutant measured: none of the " + std::to_string(rep.planted) +

@@ -3,10 +3,12 @@
 #include "cli/app.h"
 #include "cli/builtin_chip.h"
 #include "cli/commands.h"
+#include "lockstep/dut/transport.h"
 
 int main(int argc, char** argv) {
   using namespace lockstep::cli;
   register_rv32_backend();  // the built chip, for `run`, `compile`, `bench`... (builtin_chip.h)
+  set_interrupt_hook(&lockstep::dut::kill_chip_processes_now);  // no chip under test outlives a stop
   return run_main(argc, argv, {
                                   add_models_command,
                                   add_run_command,

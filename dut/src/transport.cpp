@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -293,10 +294,30 @@ bool group_runs(pid_t g) {
   return false;
 }
 
+// The process groups of the chip processes this process runs (ChildConnection), for
+// kill_chip_processes_now(): lock-free slots, read from a signal handler.
+std::atomic<pid_t> g_chip_groups[64];
+
+void note_chip_group(pid_t g) {
+  for (auto& slot : g_chip_groups) {
+    pid_t empty = 0;
+    if (slot.compare_exchange_strong(empty, g)) return;
+  }
+}
+
+void forget_chip_group(pid_t g) {
+  for (auto& slot : g_chip_groups) {
+    pid_t was = g;
+    if (slot.compare_exchange_strong(was, 0)) return;
+  }
+}
+
 class ChildConnection final : public Connection {
  public:
   ChildConnection(int rfd, int wfd, pid_t pid, std::string command)
-      : Connection(rfd, wfd, "chip process '" + command + "'"), pid_(pid), pgid_(pid) {}
+      : Connection(rfd, wfd, "chip process '" + command + "'"), pid_(pid), pgid_(pid) {
+    note_chip_group(pgid_);
+  }
 
   ~ChildConnection() override { finish(); }
 
@@ -321,7 +342,7 @@ class ChildConnection final : public Connection {
   }
 
   void kill_peer() override {
-    if (pgid_ > 0) ::kill(-pgid_, SIGKILL);  // the chip and every process it started (§1)
+    if (pgid_ > 0) ::kill(-pgid_, SIGKILL);  // the chip and every process it started (§1) (end_group forgets it)
     if (pid_ <= 0) return;
     ::kill(pid_, SIGKILL);
     exit_status(std::chrono::milliseconds(5000));
@@ -356,6 +377,7 @@ class ChildConnection final : public Connection {
   std::string end_group() {
     const pid_t g = pgid_;
     pgid_ = -1;
+    if (g > 0) forget_chip_group(g);
     if (g <= 0 || !group_runs(g)) return "";
     ::kill(-g, SIGTERM);
     const auto until = Clock::now() + std::chrono::seconds(1);
@@ -385,6 +407,11 @@ class FdConnection final : public Connection {
 };
 
 }  // namespace
+
+void kill_chip_processes_now() noexcept {
+  for (auto& slot : g_chip_groups)
+    if (const pid_t g = slot.load(); g > 0) ::kill(-g, SIGKILL);
+}
 
 std::unique_ptr<Connection> spawn_chip(const std::string& command, const std::filesystem::path& workdir) {
   ignore_sigpipe();

@@ -486,7 +486,7 @@ nlohmann::json MutationReport::to_json() const {
   return {{"mutants", mutants.size()}, {"planted", planted}, {"non_equivalent", non_equivalent},
           {"caught", caught}, {"timed_out", timed_out}, {"score", score()}, {"seconds", seconds},
           {"unmodified_corpus_seconds", corpus_seconds}, {"unmodified_oracle_seconds", oracle_seconds},
-          {"results", ms}};
+          {"interrupted", interrupted}, {"results", ms}};
 }
 
 namespace {
@@ -496,6 +496,7 @@ struct Hit {
   std::string guest;  // "error: ..." for an engine error
   std::uint64_t step = 0;
   bool timed_out = false;  // the run went past its deadline (guest: the one running then)
+  bool interrupted = false;  // `outer_stop` ended the run: nothing is known
 };
 
 using Clock = std::chrono::steady_clock;
@@ -506,12 +507,15 @@ using Clock = std::chrono::steady_clock;
 // Hit with timed_out set.
 std::optional<Hit> first_mismatch(chip::ChipBackend& be, const Workload& w, unsigned batch,
                                   const std::function<void(const engine::Guest&, const engine::StreamResult&)>& on_result = {},
-                                  std::optional<Clock::time_point> deadline = std::nullopt) {
+                                  std::optional<Clock::time_point> deadline = std::nullopt,
+                                  const std::atomic<bool>* outer_stop = nullptr) {
   std::atomic<bool> stop{false};
+  auto stopped = [&] { return outer_stop && outer_stop->load(); };
   for (const Workload::Part& part : w.parts) {
     for (std::size_t first = 0; first < part.guests.size(); first += batch) {
       std::vector<engine::Guest> guests(part.guests.begin() + static_cast<std::ptrdiff_t>(first),
                                         part.guests.begin() + static_cast<std::ptrdiff_t>(std::min(part.guests.size(), first + batch)));
+      if (stopped()) return Hit{guests.front().name, 0, false, true};
       if (deadline && Clock::now() >= *deadline) return Hit{guests.front().name, 0, true};
       engine::Options opt;
       opt.mode = engine::Mode::kForced;
@@ -521,16 +525,20 @@ std::optional<Hit> first_mismatch(chip::ChipBackend& be, const Workload& w, unsi
         opt.stop = &stop;
         opt.progress_interval = 0.05;
         opt.on_progress = [&](const engine::Progress&) {
-          if (Clock::now() >= *deadline) stop = true;
+          if (Clock::now() >= *deadline || stopped()) stop = true;
         };
+      } else if (outer_stop) {
+        opt.stop = outer_stop;
       }
       engine::RunResult r;
       try {
         engine::Engine e(be, guests, opt);
         r = e.run();
       } catch (const std::exception& ex) {
+        if (stopped()) return Hit{guests.front().name, 0, false, true};
         return Hit{"error: " + std::string(ex.what()), 0};
       }
+      if (stopped()) return Hit{guests.front().name, 0, false, true};  // a mismatch in a cut run is not trusted
       for (std::size_t i = 0; i < r.streams.size(); ++i) {
         if (on_result) on_result(guests[i], r.streams[i]);
         if (r.streams[i].mismatches > 0)
@@ -632,6 +640,10 @@ MutationReport run_mutants(const std::shared_ptr<const Chip>& original, const Ac
   };
   if (o.timeout_factor > 0) rep.corpus_seconds = timed_run(corpus);
   for (std::uint64_t i = o.first; i < o.first + o.count; ++i) {
+    if (o.stop && o.stop->load()) {
+      rep.interrupted = true;
+      break;
+    }
     MutantResult res;
     res.index = i;
     res.seed = mutant_seed(o.seed, i);
@@ -654,7 +666,13 @@ MutationReport run_mutants(const std::shared_ptr<const Chip>& original, const Ac
       std::optional<Clock::time_point> deadline;
       if (o.timeout_factor > 0) deadline = Clock::now() + budget(rep.corpus_seconds);
       std::optional<Hit> in;
-      if (auto by = first_mismatch(be, corpus, o.batch, {}, deadline)) {
+      std::optional<Hit> by = first_mismatch(be, corpus, o.batch, {}, deadline, o.stop);
+      if (by && by->interrupted) {
+        rep.interrupted = true;  // this mutant is not counted
+        --rep.planted;
+        break;
+      }
+      if (by) {
         res.caught = res.non_equivalent = true;
         res.caught_by = res.changed_in = by->guest;
         res.changed_at = by->step;
@@ -664,7 +682,12 @@ MutationReport run_mutants(const std::shared_ptr<const Chip>& original, const Ac
           if (rep.oracle_seconds == 0) rep.oracle_seconds = timed_run(oracle);
           deadline = Clock::now() + budget(rep.oracle_seconds);
         }
-        in = first_mismatch(be, oracle, o.batch, {}, deadline);
+        in = first_mismatch(be, oracle, o.batch, {}, deadline, o.stop);
+        if (in && in->interrupted) {
+          rep.interrupted = true;  // this mutant is not counted
+          --rep.planted;
+          break;
+        }
       }
       if (in) {
         res.non_equivalent = true;

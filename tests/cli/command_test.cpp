@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -195,6 +196,42 @@ TEST(LockstepCommand, ModelsHumanOutput) {
   const auto r = run({"models"}, {{"LOCKSTEP_MODELS", "synthetic"}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("models: synthetic", 0), 0u) << r.out;
+}
+
+// A command without partial results to keep (compile, bench) stopped by SIGINT ends at once with
+// exit status 3 and one "lockstep: interrupted:" line (with --json, a summary of status
+// "interrupted"), and compile leaves the chip file it would have replaced as it was, with no .tmp
+// beside it (found by an outside tester: exit 130, nothing said).
+TEST(LockstepCommand, AStoppedCommandWithoutResultsExitsThreeWithOneLine) {
+  const fs::path dir = fs::temp_directory_path() / ("lockstep-stopped-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path file = dir / "old.chip";
+  std::ofstream(file) << "an earlier chip";
+  struct Case {
+    std::vector<std::string> args;
+    std::string command;
+  };
+  for (const Case& c : {Case{{"--json", "compile", "--out", file.string()}, "compile"},
+                        Case{{"--json", "bench", "--quick"}, "bench"}}) {
+    const fs::path out = dir / (c.command + ".out"), err = dir / (c.command + ".err");
+    const pid_t pid = lockstep::cli_test::spawn_lockstep(c.args, out, err);
+    ::usleep(300 * 1000);
+    ::kill(pid, SIGINT);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << c.command << ": " << status;
+    EXPECT_EQ(WEXITSTATUS(status), 3) << c.command << ": " << slurp(err);
+    const std::string e = slurp(err);
+    EXPECT_NE(e.find("lockstep: interrupted: lockstep " + c.command + " was stopped by SIGINT or SIGTERM before it finished"),
+              std::string::npos)
+        << e;
+    const nlohmann::json j = nlohmann::json::parse(slurp(out));
+    EXPECT_EQ(j["status"], "interrupted") << j.dump();
+    EXPECT_EQ(j["command"], c.command) << j.dump();
+  }
+  EXPECT_EQ(slurp(file), "an earlier chip");
+  EXPECT_FALSE(fs::exists(dir / "old.chip.tmp"));
+  fs::remove_all(dir);
 }
 
 TEST(LockstepCommand, CompileWritesALoadableChipFile) {

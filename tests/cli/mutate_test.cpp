@@ -2,8 +2,10 @@
 // planted from a printed seed, the default corpus against each, the score and every survivor
 // with the command that repeats it. Small runs here (label integration); LOCKSTEP_MUTATE_LONG
 // builds the 52-mutant run (label long).
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -73,6 +75,40 @@ TEST(LockstepMutate, SmallRunOnTheBuiltChip) {
   EXPECT_EQ(m[3]["kind"], "embed.scale");
   EXPECT_EQ(m[3]["caught"], true);
   for (const json& x : m) EXPECT_TRUE(!x["caught"].get<bool>() || x["non_equivalent"].get<bool>()) << x.dump();
+}
+
+// SIGINT while mutants are scored: the mutant being scored is dropped, those scored are written to
+// mutate.json with "interrupted", and the run exits 3 with one line naming the mutants left
+// (found by an outside tester: exit 130 and no mutate.json, a campaign of hours lost).
+TEST(LockstepMutate, AStopKeepsTheMutantsScored) {
+  const fs::path report = scratch("stopped");
+  const fs::path out = report / "out", err = report / "err";
+  const pid_t pid = lockstep::cli_test::spawn_lockstep(
+      {"mutate", "--seed", "1", "--mutants", "400", "--guests", "hello,fd2", "--corpus-programs", "2", "--corpus-pool",
+       "0", "--oracle-programs", "4", "--corpus-steps", "2000", "--oracle-steps", "2000", "--report", report.string()},
+      out, err, {{"LOCKSTEP_GNUPLOT", "none"}});
+  // wait for the second mutant's line (at most 120 s), then stop
+  for (int i = 0; i < 1200 && count(lockstep::cli_test::slurp(out), "\nmutant ") < 2; ++i) ::usleep(100 * 1000);
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  const std::string o = lockstep::cli_test::slurp(out), e = lockstep::cli_test::slurp(err);
+  ASSERT_EQ(WEXITSTATUS(status), 3) << o << e;
+  const json j = json::parse(lockstep::cli_test::slurp(report / "mutate.json"));
+  EXPECT_EQ(j["interrupted"], true);
+  const std::uint64_t scored = j["mutants"];
+  EXPECT_GE(scored, 2u);
+  EXPECT_LT(scored, 400u);
+  EXPECT_EQ(j["results"].size(), scored);
+  EXPECT_EQ(count(o, "\nmutant "), scored) << o;
+  EXPECT_NE(o.find("interrupted after " + std::to_string(scored) + " of 400 mutants (those left: --first " +
+                   std::to_string(scored) + " --mutants " + std::to_string(400 - scored) + ")"),
+            std::string::npos)
+      << o;
+  EXPECT_NE(e.find("lockstep: interrupted: after " + std::to_string(scored) + " of 400 mutants (seed 1)"),
+            std::string::npos)
+      << e;
 }
 
 // A one-step corpus catches little: every mutant that changes a token on the oracle and is not

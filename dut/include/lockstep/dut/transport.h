@@ -125,6 +125,11 @@ class Connection {
   bool read_exact(std::uint8_t* p, std::size_t n, Clock::time_point deadline, bool at_frame_start);
 };
 
+/// Sends SIGKILL to the process group of every chip process spawn_chip() started that has not
+/// been ended yet (at most 64 are tracked): for a process that must end at once (a signal
+/// handler's _exit). Async-signal-safe; never throws.
+void kill_chip_processes_now() noexcept;
+
 /// Starts `/bin/sh -c 'exec COMMAND'` (in `workdir` when given) with pipes on its stdin and stdout; its stderr is this
 /// process's. Throws TransportError when the shell cannot be started. The returned connection
 /// ends the child with finish() or when destroyed: close stdin, wait up to 5 s, SIGTERM, 2 s

@@ -7,6 +7,7 @@
 // The same generator plants the faults of tests/engine/planted_faults_test.cpp.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -111,6 +112,9 @@ struct MutationOptions {
   /// known, and the score is not raised on a guess).
   double timeout_factor = 0;
   double min_timeout_seconds = 30;
+  /// Set (by SIGINT/SIGTERM) to stop: the mutant being scored is dropped, not counted, and
+  /// run_mutants returns the mutants scored before it with MutationReport::interrupted set.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// One mutant's outcome.
@@ -135,6 +139,7 @@ struct MutationReport {
   std::uint64_t timed_out = 0;  ///< mutants with MutantResult::timed_out set (counted in caught or as survivors)
   double corpus_seconds = 0, oracle_seconds = 0;  ///< the unmodified chip's runs (timeout_factor > 0; 0: not run)
   double seconds = 0;
+  bool interrupted = false;  ///< MutationOptions::stop ended the run: `mutants` are those scored before it
   double score() const;  ///< caught / non_equivalent (1 when there is no non-equivalent mutant)
   nlohmann::json to_json() const;
 };
