@@ -214,9 +214,11 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     }
     json j;
     try {
-      j = json::parse(text);
+      j = reports::parse_json_text(text, "--merge: " + file.string());
     } catch (const json::exception& e) {
       throw InputError("--merge: " + file.string() + " is not JSON: " + e.what());
+    } catch (const std::runtime_error& e) {
+      throw InputError(e.what());
     }
     if (!j.is_object() || !j.contains("seed") || !j.contains("coverage"))
       throw InputError("--merge: " + file.string() + " is not a lockstep fuzz report");

@@ -68,7 +68,8 @@ void refuse_a_run_folder(const fs::path& dir) {
   if (!fs::is_directory(dir, ec)) return;
   std::string command;
   try {
-    command = nlohmann::json::parse(reports::read_file_text(dir / reports::kSummaryFile)).value("command", "");
+    command = reports::parse_json_text(reports::read_file_text(dir / reports::kSummaryFile), (dir / reports::kSummaryFile).string())
+                  .value("command", "");
   } catch (const std::exception&) {
     // no summary, or one that is not JSON: nothing there is a run's result
   }

@@ -314,9 +314,11 @@ Case Case::read(const fs::path& path) {
   if (text.empty()) throw CheckError("case: " + file.string() + " is empty (0 bytes): corrupt");
   json j;
   try {
-    j = json::parse(text);
+    j = reports::parse_json_text(text, "case: " + file.string());
   } catch (const json::exception& e) {
     throw CheckError("case: " + file.string() + " is not JSON: " + e.what());
+  } catch (const std::runtime_error& e) {
+    throw CheckError(e.what());
   }
   Case c = from_json(j);
   // A relative guest path is relative to the case file's folder.
@@ -628,7 +630,7 @@ void fail_claimed_run_folders(const std::string& status, const std::string& mess
   for (const auto& [dir, fd] : held_run_folders()) {
     (void)fd;
     try {
-      const json s = json::parse(reports::read_file_text(fs::path(dir) / "summary.json"));
+      const json s = reports::parse_json_text(reports::read_file_text(fs::path(dir) / "summary.json"), dir + "/summary.json");
       if (s.value("error", "") != kDidNotFinish) continue;  // the run wrote its own result
       json failed = {{"command", s.value("command", "")}, {"status", status}, {"steps", 0}, {"mismatches", 0}};
       failed[status == "interrupted" ? "interrupted_reason" : "error"] = message;

@@ -1,4 +1,5 @@
 #include "lockstep/reports/report.h"
+#include "lockstep/reports/files.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -597,6 +598,20 @@ void check_nested(const json& s, const std::string& status, std::uint64_t mismat
     bad("\"run.mismatches\" is " + std::to_string(*run_mismatches) + " but \"mismatches\" is " +
         std::to_string(mismatches) + " (status \"" + status + "\")");
   }
+  // The fields the page and the plots read: of the right type, or named here (found by an outside
+  // tester: each of these rendered as exact).
+  if (const auto it = run.find("seconds"); it != run.end() && !it->is_null() &&
+                                           !(it->is_number() && std::isfinite(it->get<double>()) && it->get<double>() >= 0)) {
+    bad("\"run.seconds\" is " + it->dump() + ", not a number of seconds >= 0");
+  }
+  if (const auto it = run.find("throughput"); it != run.end() && !it->is_null()) {
+    if (!it->is_array()) bad("\"run.throughput\" is " + it->dump() + ", not a list");
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const json& p = (*it)[i];
+      if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !(p[0].get<double>() >= 0) || !p[1].is_number_unsigned())
+        bad("\"run.throughput[" + std::to_string(i) + "]\" is " + p.dump() + ", not [seconds, steps]");
+    }
+  }
   const auto sit = run.find("streams");
   if (sit == run.end() || sit->is_null()) return;
   if (!sit->is_array()) bad("\"run.streams\" is " + sit->dump() + ", not a list");
@@ -606,6 +621,14 @@ void check_nested(const json& s, const std::string& status, std::uint64_t mismat
     const std::string at = "run.streams[" + std::to_string(i) + "]";
     if (!st.is_object()) bad("\"" + at + "\" is " + st.dump() + ", not an object");
     const std::uint64_t m = count(st, "mismatches", at + ".mismatches").value_or(0);
+    count(st, "steps", at + ".steps");
+    if (const auto g = st.find("guest"); g != st.end() && !g->is_null() && !g->is_string())
+      bad("\"" + at + ".guest\" is " + g->dump() + ", not text");
+    if (const auto c = st.find("class_steps"); c != st.end() && !c->is_null()) {
+      if (!c->is_object()) bad("\"" + at + ".class_steps\" is " + c->dump() + ", not an object");
+      for (const auto& [k, v] : c->items())
+        if (!v.is_number_unsigned()) bad("\"" + at + ".class_steps." + k + "\" is " + v.dump() + ", not a whole number >= 0");
+    }
     sum += m;
     const auto dit = st.find("divergence");
     const bool diverged = dit != st.end() && !dit->is_null();
@@ -687,7 +710,7 @@ ReportFiles render_report(const fs::path& dir) {
   }
   json summary;
   try {
-    summary = json::parse(text);
+    summary = parse_json_text(text, "report: " + file.string());
   } catch (const json::exception& e) {
     throw std::runtime_error("report: " + (dir / kSummaryFile).string() + " is not JSON: " + e.what());
   }

@@ -424,7 +424,8 @@ TEST(Render, RefusesASummaryWithAWrongField) {
       {"chip-number", [](json& s) { s["chip"] = 5; }, "\"chip\" is 5, not text"},
       {"exact-with-mismatches", [](json& s) { s["status"] = "exact"; s["mismatches"] = 3; },
        "\"status\" \"exact\" with 3 mismatches"},
-      {"seconds-text", [](json& s) { s["run"]["seconds"] = "slow"; }, "a field of the wrong type or shape"},
+      {"seconds-text", [](json& s) { s["run"]["seconds"] = "slow"; }, "\"run.seconds\" is \"slow\", not a number of seconds >= 0"},
+      {"throughput-text", [](json& s) { s["run"]["throughput"] = "fast"; }, "\"run.throughput\" is \"fast\", not a list"},
       // Below the top level (an outside tester's edits of an exact summary.json, each rendered
       // with exit 0 before, one with a JUnit failure beside it).
       {"exact-run-mismatches", [](json& s) { make_exact(s); s["run"]["mismatches"] = 5; },
@@ -452,6 +453,15 @@ TEST(Render, RefusesASummaryWithAWrongField) {
       {"streams-object", [](json& s) { s["run"]["streams"] = json::object(); }, "\"run.streams\" is {}, not a list"},
       {"stream-mismatches-text", [](json& s) { s["run"]["streams"][1]["mismatches"] = "1"; },
        "\"run.streams[1].mismatches\" is \"1\", not a whole number"},
+      // Fields the page and plots read (an outside tester's edits, each rendered as exact before)
+      {"guest-number", [](json& s) { s["run"]["streams"][0]["guest"] = 5; }, "\"run.streams[0].guest\" is 5, not text"},
+      {"class-steps-negative", [](json& s) { s["run"]["streams"][0]["class_steps"] = {{"upper", -5}}; },
+       "\"run.streams[0].class_steps.upper\" is -5, not a whole number >= 0"},
+      {"class-steps-text", [](json& s) { s["run"]["streams"][0]["class_steps"] = {{"x", "y"}}; },
+       "\"run.streams[0].class_steps.x\" is \"y\", not a whole number >= 0"},
+      {"throughput-bad", [](json& s) { s["run"]["throughput"] = json::array({json::array({1, "a"}), nullptr}); },
+       "\"run.throughput[0]\" is [1,\"a\"], not [seconds, steps]"},
+      {"seconds-negative", [](json& s) { s["run"]["seconds"] = -1e308; }, "\"run.seconds\" is -1e+308, not a number of seconds >= 0"},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
@@ -480,6 +490,24 @@ TEST(Render, RefusesASummaryWithAWrongField) {
   exact["run"]["interrupted"] = false;
   std::ofstream(ok / kSummaryFile, std::ios::trunc) << exact.dump();
   EXPECT_NE(slurp(render_report(ok).junit).find("failures=\"0\" errors=\"0\""), std::string::npos);
+}
+
+// A summary.json nested deeper than any lockstep writes (100,000 levels) is refused in one line,
+// not walked: it crashed `lockstep report` (stack), and 20,000 levels wrote an 800 MB page
+// (found by an outside tester).
+TEST(Render, RefusesASummaryNestedTooDeep) {
+  setenv("LOCKSTEP_GNUPLOT", "none", 1);
+  const fs::path dir = temp_dir("render-deep");
+  std::ofstream(dir / kSummaryFile) << "{\"status\":\"exact\",\"steps\":0,\"mismatches\":0,\"x\":"
+                                    << std::string(100000, '[') << std::string(100000, ']') << "}";
+  try {
+    render_report(dir);
+    ADD_FAILURE() << "rendered";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "report: " + (dir / kSummaryFile).string() +
+                                         " nests arrays and objects deeper than 64 levels: not a file lockstep wrote");
+  }
+  EXPECT_FALSE(fs::exists(dir / kHtmlFile));
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace lockstep::reports {
 
 /// The whole of `path` as bytes. Throws std::runtime_error "cannot read PATH: REASON" (REASON:
@@ -53,6 +55,23 @@ inline void write_file_text(const std::filesystem::path& path, const std::string
   if (!out) throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno ? errno : EIO));
   out << text;
   if (!out.flush()) throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno ? errno : EIO));
+}
+
+/// The JSON value of `text`, a file lockstep wrote (summary.json, case.json, fuzz.json) and a user
+/// may have edited: arrays and objects nest at most `max_depth` levels (lockstep's files nest
+/// fewer than 10), so that no input drives a recursive walk (the report's checks, its HTML) out
+/// of stack or into a quadratic page (found by an outside tester: 100,000 levels crashed
+/// `lockstep report`, 20,000 wrote an 800 MB page). Throws nlohmann::json::exception when
+/// `text` is not JSON, std::runtime_error "WHAT nests deeper than N levels ..." when too deep.
+inline nlohmann::json parse_json_text(const std::string& text, const std::string& what, int max_depth = 64) {
+  const nlohmann::json::parser_callback_t limit = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > max_depth) {
+      throw std::runtime_error(what + " nests arrays and objects deeper than " + std::to_string(max_depth) +
+                               " levels: not a file lockstep wrote");
+    }
+    return true;
+  };
+  return nlohmann::json::parse(text, limit);
 }
 
 }  // namespace lockstep::reports
