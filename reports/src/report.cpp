@@ -156,6 +156,15 @@ std::string gp_quote(const fs::path& p) {
 
 }  // namespace
 
+// A story check that stopped before the story's end (summary "story_complete" false).
+bool partial_story(const json& summary) {
+  const auto it = summary.find("story_complete");
+  return it != summary.end() && it->is_boolean() && !it->get<bool>();
+}
+constexpr const char* kPartialStory =
+    "a partial check: the story was compared up to the step limit, not to its end; gate a release on the whole "
+    "story (lockstep story without --steps)";
+
 std::string junit_xml(const json& summary) {
   const std::string command = str(summary, "command", "run");
   const json streams = streams_of(summary);
@@ -201,6 +210,15 @@ std::string junit_xml(const json& summary) {
       c.message = "the run failed after " + std::to_string(s.value("steps", 0ull)) +
                   " steps, before this guest's end: " + str(summary, "error", "error");
     }
+    // A story check of a prefix (--steps below the story's length) passes as far as it went,
+    // and says in the case's name that it is no whole story's pass (found by an outside tester:
+    // the JUnit file of a 2,000-step story was all green with nothing else to tell it apart).
+    if (c.kind.empty() && partial_story(summary)) {
+      c.name += " (partial check: " + std::to_string(s.value("steps", 0ull)) + " steps, not the whole story)";
+      text << "\n" << kPartialStory;
+    }
+    if (summary.contains("chip_fault") && summary["chip_fault"].is_string())
+      text << "\nthen the chip under test failed: " << summary["chip_fault"].get<std::string>();
     c.text = text.str();
     cases.push_back(c);
   }
@@ -460,7 +478,12 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
         "pre{background:#f4f4f4;padding:8px;overflow-x:auto}.exact{color:#070}.mismatch,.error,.interrupted{color:#b00}"
         ".note{background:#fff3c0;padding:6px}</style></head><body>\n";
   os << "<h1>Lockstep " << escape_xml(str(summary, "command", "run")) << ": <span class=\""
-     << escape_xml(status) << "\">" << escape_xml(status) << "</span></h1>\n";
+     << escape_xml(status) << "\">" << escape_xml(status) << "</span>" << (partial_story(summary) ? " (partial check)" : "")
+     << "</h1>\n";
+  if (partial_story(summary)) os << "<p class=\"note\">" << escape_xml(kPartialStory) << "</p>\n";
+  if (summary.contains("chip_fault") && summary["chip_fault"].is_string())
+    os << "<p class=\"note\">After the divergence the chip under test failed: "
+       << escape_xml(summary["chip_fault"].get<std::string>()) << "</p>\n";
   os << "<table>\n";
   auto row = [&](const std::string& k, const std::string& v) {
     if (!v.empty()) os << "<tr><th>" << escape_xml(k) << "</th><td>" << escape_xml(v) << "</td></tr>\n";

@@ -763,6 +763,12 @@ TEST(RunCommand, StoryPrefixIsCalledAPartialCheck) {
   const json saved = json::parse(slurp(dir / "part" / "summary.json"));
   EXPECT_EQ(saved["story_complete"], false) << saved.dump();
   EXPECT_EQ(saved["reference_end"], "step_limit") << saved.dump();
+  // and so do the JUnit file and the page a CI dashboard shows (an outside tester found them all
+  // green with nothing to say it was a prefix)
+  const std::string junit = slurp(dir / "part" / "junit.xml");
+  EXPECT_NE(junit.find(" (partial check: 20 steps, not the whole story)\""), std::string::npos) << junit;
+  const std::string page = slurp(dir / "part" / "report.html");
+  EXPECT_NE(page.find("</span> (partial check)</h1>"), std::string::npos) << page.substr(0, 2000);
   const Proc text = run({"story", "--guest", elf.string(), "--steps", "20"});
   ASSERT_EQ(text.rc, 0) << text.err;
   EXPECT_NE(text.out.find("story: 20 steps compared, 0 mismatches"), std::string::npos) << text.out;
@@ -773,6 +779,8 @@ TEST(RunCommand, StoryPrefixIsCalledAPartialCheck) {
   ASSERT_EQ(whole.rc, 0) << whole.err;
   EXPECT_EQ(json::parse(whole.out)["story_complete"], true) << whole.out;
   EXPECT_EQ(json::parse(slurp(dir / "whole" / "summary.json"))["story_complete"], true);
+  EXPECT_EQ(slurp(dir / "whole" / "junit.xml").find("partial check"), std::string::npos);
+  EXPECT_EQ(slurp(dir / "whole" / "report.html").find("partial check"), std::string::npos);
   EXPECT_GT(json::parse(whole.out)["steps"].get<std::uint64_t>(), 20u) << whole.out;
   const Proc whole_text = run({"story", "--guest", elf.string()});
   EXPECT_EQ(whole_text.out.find("partial check"), std::string::npos) << whole_text.out;
