@@ -16,13 +16,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Says whether the replay `r` reproduces the recorded result `expect` (case.json's "expect":
-// first_divergence, digest, steps, and "interrupted" for a run stopped by SIGINT/SIGTERM), and
-// sets the summary's "reproduced". A recorded divergence must recur at the same step; a recorded
-// pass must recur with the same step count and digest. A recorded run that was interrupted after
-// N steps recorded only that its first N steps agreed, so the replay reproduces it when it has no
-// divergence within them. A replay stopped before it could tell has no verdict either way.
-void print_replay_verdict(Context& ctx, const nlohmann::json& expect, const engine::RunResult& r) {
+// Whether the replay `r` reproduces the recorded result `expect` (case.json's "expect":
+// first_divergence, digest, steps, and "interrupted" for a run stopped by SIGINT/SIGTERM). A
+// recorded divergence must recur at the same step; a recorded pass must recur with the same step
+// count and digest. A recorded run that was interrupted after N steps recorded only its first N
+// steps, and the replay runs those alone (bounded in the callback below): it reproduces the run
+// when it has no divergence within them and, when recorded, their digest. A replay stopped
+// before it could tell has no verdict either way (conclusive false).
+struct Verdict {
+  bool conclusive = false, same = false;
+  std::string recorded;  ///< what the case recorded, in words
+  std::uint64_t steps_run = 0;
+};
+
+Verdict judge(const nlohmann::json& expect, const engine::RunResult& r) {
+  Verdict v;
+  v.steps_run = r.steps;
   std::uint64_t first = 0;
   for (const engine::StreamResult& s : r.streams)
     if (s.divergence) first = s.divergence->step;
@@ -31,32 +40,39 @@ void print_replay_verdict(Context& ctx, const nlohmann::json& expect, const engi
   const bool has_steps = expect.contains("steps") && expect["steps"].is_number_unsigned();
   const std::uint64_t want_steps = has_steps ? expect["steps"].get<std::uint64_t>() : 0;
   const std::string want_digest = expect.value("digest", std::string());
-  std::string recorded;
   if (want) {
-    recorded = "first divergence at step " + std::to_string(want);
+    v.recorded = "first divergence at step " + std::to_string(want);
   } else if (was_interrupted) {
-    recorded = "no divergence in the first " + std::to_string(want_steps) + " steps (that run was interrupted there)";
+    v.recorded = "no divergence in the first " + std::to_string(want_steps) + " steps, digest " +
+                 (want_digest.empty() ? std::string("?") : want_digest) + " (that run was interrupted there)";
   } else {
-    recorded = "no divergence" + (has_steps ? ", " + std::to_string(want_steps) + " steps" : std::string()) +
-               ", digest " + (want_digest.empty() ? std::string("?") : want_digest);
+    v.recorded = "no divergence" + (has_steps ? ", " + std::to_string(want_steps) + " steps" : std::string()) +
+                 ", digest " + (want_digest.empty() ? std::string("?") : want_digest);
   }
   // How far the replay must get to tell: the recorded divergence's step, or the recorded steps.
   const std::uint64_t needed = want ? want : was_interrupted ? want_steps : ~std::uint64_t{0};
-  if (r.interrupted && (first == 0 || first > needed) && r.steps < needed) {
-    ctx.out() << "the replay is not conclusive: interrupted after " << r.steps
-              << " steps, before it could tell; recorded " << recorded << "\n";
+  if (r.interrupted && (first == 0 || first > needed) && r.steps < needed) return v;
+  v.conclusive = true;
+  if (want) {
+    v.same = first == want;
+  } else if (was_interrupted) {
+    v.same = (first == 0 || first > want_steps) &&
+             (want_digest.empty() || r.steps != want_steps || r.digest == want_digest);
+  } else {
+    v.same = first == 0 && (!has_steps || r.steps == want_steps) && (want_digest.empty() || r.digest == want_digest);
+  }
+  return v;
+}
+
+// Prints judge()'s verdict and sets the summary's "reproduced" (absent when not conclusive).
+void print_replay_verdict(Context& ctx, const Verdict& v) {
+  if (!v.conclusive) {
+    ctx.out() << "the replay is not conclusive: interrupted after " << v.steps_run
+              << " steps, before it could tell; recorded " << v.recorded << "\n";
     return;
   }
-  bool same;
-  if (want) {
-    same = first == want;
-  } else if (was_interrupted) {
-    same = first == 0 || first > want_steps;
-  } else {
-    same = first == 0 && (!has_steps || r.steps == want_steps) && (want_digest.empty() || r.digest == want_digest);
-  }
-  ctx.summary.set("reproduced", same);
-  ctx.out() << (same ? "the case reproduces" : "the case does NOT reproduce") << ": recorded " << recorded << "\n";
+  ctx.summary.set("reproduced", v.same);
+  ctx.out() << (v.same ? "the case reproduces" : "the case does NOT reproduce") << ": recorded " << v.recorded << "\n";
 }
 
 // A replay's --report folder must not be another command's run folder: claiming it would replace
@@ -100,6 +116,7 @@ void add_replay_command(CLI::App& app, Context& ctx) {
     engine::CheckRequest req;
     req.command = "replay";
     engine::CheckOutcome out;
+    std::uint64_t interrupted_prefix = 0;  // the recorded steps of an interrupted run's case
     try {
       req.the_case = engine::Case::read(args->path);
       if (!args->backend.empty()) {
@@ -113,6 +130,22 @@ void add_replay_command(CLI::App& app, Context& ctx) {
         req.the_case.chip_hash.clear();
       }
       req.the_case.checkpoint_every = 0;
+      // A run interrupted after N steps recorded N steps: the replay compares those, not the rest
+      // of the guest (found by an outside tester: it ran on past them, a whole story for a story
+      // stopped early). `lockstep run --resume DIR` continues the run itself.
+      const nlohmann::json& ex = req.the_case.expect;
+      if (ex.is_object() && ex.value("interrupted", false) && !ex.contains("first_divergence") &&
+          ex.contains("steps") && ex["steps"].is_number_unsigned() && ex["steps"].get<std::uint64_t>() > 0) {
+        const std::uint64_t n = ex["steps"].get<std::uint64_t>();
+        if (req.the_case.steps == 0 || req.the_case.steps > n) req.the_case.steps = n;
+        interrupted_prefix = n;
+      }
+      // The folder's summary.json carries the verdict as --json does
+      req.add_to_summary = [&req](nlohmann::json& s, const engine::RunResult& r) {
+        if (!req.the_case.expect.is_object()) return;
+        const Verdict v = judge(req.the_case.expect, r);
+        if (v.conclusive) s["reproduced"] = v.same;
+      };
       req.report_dir = args->report;
       req.options.stop = stop;
       out = engine::run_check(req, std::cerr);
@@ -133,7 +166,10 @@ void add_replay_command(CLI::App& app, Context& ctx) {
       if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
     ctx.out() << engine::result_text(r);
     const nlohmann::json& expect = req.the_case.expect;
-    if (expect.is_object()) print_replay_verdict(ctx, expect, r);
+    if (interrupted_prefix)
+      ctx.out() << "the recorded run was interrupted after " << interrupted_prefix
+                << " steps: the replay compared those (continue the run itself with lockstep run --resume)\n";
+    if (expect.is_object()) print_replay_verdict(ctx, judge(expect, r));
     ctx.out() << std::flush;
     if (!req.report_dir.empty()) {
       ctx.summary.set("replay", "lockstep replay " + format::shell_word(req.report_dir.string()));
