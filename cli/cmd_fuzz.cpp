@@ -25,6 +25,7 @@
 #include "lockstep/format/shell.h"
 #include "lockstep/mutate/decisions.h"
 #include "lockstep/engine/check.h"
+#include "lockstep/engine/guest.h"
 #include "lockstep/format/elf.h"
 #include "lockstep/reports/files.h"
 #include "lockstep/reports/report.h"
@@ -636,8 +637,24 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         info["not_shrunk"] = failure["not_shrunk"] = without_chip;
         failure["case_diverges_at"] = nullptr;
         write_text(dir / "fuzz.json", info.dump(2) + "\n");
+        // The original program as a case, without running the chip again (it was stopped, or it
+        // failed): `lockstep replay DIR` runs it alone and expects the divergence its batch showed
+        // (found by an outside tester: these folders had no case.json, and replay refused them).
+        engine::Case c;
+        c.command = "fuzz";
+        c.guest_name = f.original.name;
+        c.guest_path = fs::absolute(dir / "original.elf");
+        c.guest_digest = engine::image_digest(f.original.image());
+        c.chip_path = args->chip.empty() ? std::string() : fs::absolute(args->chip).string();
+        c.chip_hash = chip.hash;
+        c.backend = dut ? std::string("dut") : args->backend;
+        if (dut) c.dut = args->dut;
+        c.mode = f.mode;
+        c.expect = {{"first_divergence", d.step}};
+        write_text(dir / "case.json", c.to_json().dump(2) + "\n");
         out << "  not shrunk (" << without_chip << "): the original program is saved in " << dir.string()
-            << "; repeat it: " << as_invoked(repeat_alone(f.original.index, mode_name)) << "\n"
+            << " (replay it: " << as_invoked("lockstep replay " + format::shell_word(dir.string()))
+            << "); repeat it: " << as_invoked(repeat_alone(f.original.index, mode_name)) << "\n"
             << std::flush;
         failures.push_back(std::move(failure));
         return;
@@ -910,7 +927,13 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       ctx.summary.set("chip_fault", fault);
       std::cerr << "lockstep: warn: " << line << "; the mismatches found before it stand: the campaign ends as a mismatch\n";
     }
-    if (interrupted) throw Interrupted("after " + std::to_string(done) + " programs (seed " + std::to_string(seed) + ")");
+    if (interrupted) {
+      const std::uint64_t at = resume_at ? *resume_at : next;
+      throw Interrupted("after " + std::to_string(done) + " programs (seed " + std::to_string(seed) + ")" +
+                        (programs && at < end ? "; the rest: --first " + std::to_string(at) + " --programs " + std::to_string(end - at)
+                         : !programs ? "; continue with --first " + std::to_string(at)
+                                     : std::string()));
+    }
   });
 }
 

@@ -450,6 +450,11 @@ TEST(LockstepFuzz, AStopWhileShrinkingSavesTheRestUnshrunk) {
     EXPECT_EQ(f["failures"][i].value("not_shrunk", ""), "interrupted") << f["failures"][i].dump();
     EXPECT_EQ(f["failures"][i]["shrunk_words"], f["failures"][i]["original_words"]);
   }
+  // An unshrunk failure's folder is still a case that replay runs (it had no case.json)
+  const fs::path unshrunk = f["failures"][1]["case"].get<std::string>();
+  const auto r = run({"replay", unshrunk.string(), "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(json::parse(r.out).value("reproduced", false), true) << r.out;
 }
 
 // --time ends a campaign early by design (exit 0), but never silently: the last line says how many
