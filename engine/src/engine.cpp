@@ -1248,6 +1248,21 @@ struct Engine::Impl {
   // Puts replay lane T (stream and reference) where L's last snapshot was: the reset state when
   // there is none. Returns "" or one line saying that the chip's RESTORE was not exact (its HASH
   // after RESTORE differs from the HASH taken at the snapshot).
+  // Why a teacher-forced replay may not give the run's wrong token, when nothing more is known:
+  // the chip is not deterministic; its restore is not exact (only when the replay started from a
+  // restored snapshot, not from a reset); or, for a token of a FREE request, its FREE path
+  // disagrees with its FORCED/STEP path (found by an outside tester: a chip whose FREE answers
+  // alone were wrong was told about a checkpoint restore it did not have).
+  std::string unexplained(const Divergence& d) const {
+    const bool restored = d.replay_from > 0 && be.capabilities().save_restore;
+    std::string text = restored ? "the chip is not deterministic or its checkpoint restore is not exact"
+                                : "the chip is not deterministic (the replay started from the reset)";
+    if (d.mode == Mode::kFree && be.capabilities().multi_step)
+      text += ", or its FREE answers differ from its FORCED and STEP answers to the same tokens (the run's token "
+              "came from a FREE request; lockstep dut-check's FREE check compares them)";
+    return text;
+  }
+
   std::string restore_for_replay(Lane& T, const Lane& L) {
     T.index = L.index;
     T.sid = L.sid;
@@ -1752,8 +1767,7 @@ struct Engine::Impl {
         d.fault_text = "the teacher-forced replay from step " + std::to_string(d.replay_from) +
                        " diverges earlier, at step " + std::to_string(T.steps) + " (" +
                        format::token_name(e) + " expected, " + format::token_name(a) + "): " +
-                       (bad_restore.empty() ? "the chip is not deterministic or its checkpoint restore is not exact"
-                                            : bad_restore);
+                       (bad_restore.empty() ? unexplained(d) : bad_restore);
         d.attribution.text = "no attribution: the replay did not reach the divergent step";
         return false;
       });
@@ -1826,7 +1840,7 @@ struct Engine::Impl {
                        "FORCED/FREE path and its STEP path disagree; the reference's token is " +
                        d.expected_text + ")";
       } else {
-        d.fault_text += "the chip is not deterministic or its checkpoint restore is not exact";
+        d.fault_text += unexplained(d);
         if (be.capabilities().multi_step)
           d.fault_text += " (sent as FORCED requests, the same steps do not give it either)";
       }

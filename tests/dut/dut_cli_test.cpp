@@ -678,6 +678,23 @@ TEST_F(DutCli, AChipThatDiesAfterItsWrongTokenIsStillAMismatch) {
   EXPECT_EQ(run_lockstep({"report", dir.string()}).exit_code, 1);
 }
 
+// A chip whose FREE answers alone are wrong (faulty_chip freebug, no SAVE_RESTORE): the teacher-
+// forced replay cannot give the wrong token, and the reason names the FREE path and dut-check, not a
+// checkpoint restore the chip does not have (found by an outside tester).
+TEST_F(DutCli, AChipWhoseFreeAloneIsWrongIsToldSo) {
+  const Result r = run_lockstep({"run", crc32_.string(), "--mode", "free", "--steps", "20000", "--json", "--dut",
+                                 kFaulty + " freebug 0 " + kChip + " plain"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const json d = summary_of(r)["divergence"];
+  EXPECT_EQ(d["fault"], "not-reproduced") << d.dump();
+  const std::string text = d["fault_text"];
+  EXPECT_NE(text.find("the chip is not deterministic (the replay started from the reset), or its FREE answers differ "
+                      "from its FORCED and STEP answers to the same tokens"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("checkpoint restore"), std::string::npos) << text;
+}
+
 // bench checks every token it times against the reference's: a chip under test with a wrong token
 // makes the bench a mismatch (exit 1) that names the measurement, while the built chip's rows
 // agree (found by outside testers: the bench of a wrong chip said exact, exit 0). faulty_chip
