@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -577,6 +578,12 @@ TEST_F(DutCli, DutCheckPassesOnChipServerAndFailsOnAFaultyChip) {
   EXPECT_NE(check_of(s, "probes").second.find("the convention fields agree with the first step's tokens"),
             std::string::npos)
       << s["checks"].dump(1);
+  // 300 steps of the generated programs compare few kinds of token, and the output says which
+  // were never compared (found by an outside tester: a swapped BR map passed unseen)
+  EXPECT_EQ(s["token_kinds_compared"].get<std::size_t>() + s["token_kinds_not_compared"].size(), 81u) << s.dump();
+  EXPECT_NE(std::find(s["token_kinds_not_compared"].begin(), s["token_kinds_not_compared"].end(), "BR"),
+            s["token_kinds_not_compared"].end())
+      << s.dump();
   // A failed check is a finding about the chip: exit 1 and status "mismatch", as a divergence
   // (it was 2, the code of a broken job).
   const Result bad = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut-timeout", "5", "--dut",
