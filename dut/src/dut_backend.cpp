@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -209,10 +210,24 @@ namespace {
 // the shell found no such command, often a shell line given to `exec` (dut-protocol.md §1); said
 // whether the chip's end showed as a closed pipe while the harness wrote or as end of file while it
 // read, which is a race.
-std::string exit_hint(const std::string& st) {
-  return st != "exited with status 127" ? ""
-                                        : ": no such command; --dut runs /bin/sh -c 'exec COMMAND ARGS', so a shell line "
-                                          "such as 'cd DIR && ...' goes inside sh -c: --dut 'sh -c \"cd DIR && ...\"'";
+// What the shell's 126/127 mean for `command` (its first word): a path that does not exist, a
+// file that is not executable, or a word that is no command.
+std::string exit_hint(const std::string& st, const std::string& command, const std::filesystem::path& workdir) {
+  if (st != "exited with status 127" && st != "exited with status 126") return "";
+  std::istringstream words(command);
+  std::string first;
+  words >> first;
+  const bool path = first.find('/') != std::string::npos;
+  const std::filesystem::path where = !workdir.empty() && std::filesystem::path(first).is_relative() ? workdir / first : std::filesystem::path(first);
+  std::error_code ec;
+  if (path && !std::filesystem::exists(where, ec)) return ": no such file: " + where.string();
+  if (st == "exited with status 126")
+    return path ? ": " + first + " cannot be run (not executable, or a folder): chmod +x it, or give its interpreter "
+                      "first (--dut 'python3 " + first + " ...')"
+                : ": " + first + " cannot be run (permission denied)";
+  if (path) return "";
+  return ": no such command; --dut runs /bin/sh -c 'exec COMMAND ARGS', so a shell line "
+         "such as 'cd DIR && ...' goes inside sh -c: --dut 'sh -c \"cd DIR && ...\"'";
 }
 }  // namespace
 
@@ -244,12 +259,12 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
     fail(std::string("malformed frame in answer to ") + what + ": " + e.what());
   } catch (const TransportError& e) {
     const std::string st = conn_->exit_status(std::chrono::milliseconds(2000));
-    fail(std::string(e.what()) + (st.empty() ? "" : " (the chip process " + st + exit_hint(st) + ")"));
+    fail(std::string(e.what()) + (st.empty() ? "" : " (the chip process " + st + exit_hint(st, config_.command, config_.workdir) + ")"));
   }
   if (!f) {
     const std::string st = conn_->exit_status(std::chrono::milliseconds(2000));
     fail(conn_->peer() + " closed its side during " + request_text(type, payload) +
-         (st.empty() ? "" : " (the chip process " + st + exit_hint(st) + ")"));
+         (st.empty() ? "" : " (the chip process " + st + exit_hint(st, config_.command, config_.workdir) + ")"));
   }
   if (f->type == kError) {
     try {

@@ -238,7 +238,12 @@ std::optional<Frame> Connection::read_frame(Clock::time_point deadline) {
   std::memcpy(&f.type, head, 4);
   std::memcpy(&length, head + 4, 4);
   const auto is_text = [](std::uint8_t c) { return (c >= 0x20 && c < 0x7f) || c == '\t' || c == '\n' || c == '\r'; };
-  if (std::all_of(head, head + 8, is_text)) {
+  // A line of text shorter than a header (a stray print("ok")): printable bytes, then a newline,
+  // where a frame's type would have a byte 0x0a in its upper bytes, which no type has.
+  const std::uint8_t* newline = std::find(head, head + 8, static_cast<std::uint8_t>(0x0a));
+  const bool short_line = newline != head && newline != head + 8 &&
+                          std::all_of(static_cast<const std::uint8_t*>(head), newline, [](std::uint8_t c) { return c >= 0x20 && c < 0x7f; });
+  if (short_line || std::all_of(head, head + 8, is_text)) {
     // Not a frame but text (a type's upper bytes are 0): quote its first line.
     constexpr std::size_t kQuote = 60;
     std::string line(reinterpret_cast<const char*>(head), 8);

@@ -1663,7 +1663,8 @@ struct Engine::Impl {
         L.kinds_known && kind < 128 && !(L.kinds_due[kind >> 6] >> (kind & 63) & 1) && d.note.empty())
     {
       const std::string check = be.name() == "dut"
-                                    ? "check the --dut-vocab lines of " + d.field + " and " + kind_name(actual) +
+                                    ? "check the --dut-vocab lines of " +
+                                          (kind_name(actual) == d.field ? d.field : d.field + " and " + kind_name(actual)) +
                                           ", and the chip's embedding and unembedding of them"
                                     : "check the embedding and unembedding of " + d.field;
       d.note = "this is the first " + d.field + " token of the run: every step before it agreed, and none of them "
@@ -1812,7 +1813,17 @@ struct Engine::Impl {
     // fixed substitution answers every occurrence of a token with the same other token.
     std::map<std::uint32_t, SubstitutionSeen> seen;
     seen[d.expected].add(replay_actual);
+    // A slow chip spends a while on the window (up to --window steps past the divergence, beyond a
+    // --steps bound): after 2 s one note says what it is doing, so that a stale progress line is not
+    // read as the run's (found by an outside tester: "step 320/500 19 steps/s" while it replayed).
+    const auto window_start = Clock::now();
+    bool window_noted = false;
     forced_replay(T, opt.classify_window, vocab, [&](std::uint32_t e, std::uint32_t a) {
+      if (!window_noted && opt.on_note && Clock::now() - window_start > std::chrono::seconds(2)) {
+        window_noted = true;
+        opt.on_note("diagnosing the divergence at step " + std::to_string(d.step) + ": a teacher-forced replay of up to " +
+                    std::to_string(opt.classify_window) + " steps after it (run --classify-window N sets how many)");
+      }
       ++d.replay_window;
       seen[e].add(a);
       if (a != e && T.steps > insn_end) ++after_insn;

@@ -274,6 +274,8 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
       {"garbage", 3,
        "wrote text where a frame belongs, in answer to FORCED: \"debug: logits computed\" (a chip must write only "
        "frames to its stdout; print debug output to stderr)"},
+      // A line shorter than a frame header (found by an outside tester: "type 0x50a6b6f frame: length ...")
+      {"shortgarbage", 3, "wrote text where a frame belongs, in answer to FORCED: \"ok\" (a chip must write only"},
       {"oversize", 3, "exceeds the limit 67108864"},
       {"short", 3, "the wrong batch size"},
       {"badid", 3, "predicted id 16777215, which is not below the vocab_size 20736 the chip announced in HELLO_OK"},
@@ -519,7 +521,16 @@ TEST_F(DutCli, AChipThatCannotStartIsOneLine) {
   const auto lines = error_lines(r.err);
   ASSERT_EQ(lines.size(), 1u) << r.err;
   EXPECT_NE(lines[0].find("chip under test:"), std::string::npos);
-  EXPECT_NE(lines[0].find("exited with status 127"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("exited with status 127: no such file: /nonexistent/chip)"), std::string::npos) << lines[0];
+  // A file that is not executable: 126, and how to run it
+  const fs::path script = fresh_dir("not-executable") / "chip.py";
+  std::ofstream(script) << "print('never run')\n";
+  const Result x = run_lockstep({"run", crc32_.string(), "--steps", "100", "--dut", script.string() + " a.chip"});
+  EXPECT_EQ(x.exit_code, 2);
+  EXPECT_NE(x.err.find("exited with status 126: " + script.string() + " cannot be run (not executable, or a folder): "
+                       "chmod +x it, or give its interpreter first"),
+            std::string::npos)
+      << x.err;
   // A shell line given as the command: `exec cd` is no command; the error says how to wrap it.
   const Result sh = run_lockstep({"run", crc32_.string(), "--steps", "100", "--dut", "cd /tmp && /nonexistent/chip"});
   EXPECT_EQ(sh.exit_code, 2);

@@ -4,7 +4,7 @@
 // (N = 0: at HELLO):
 //   faulty_chip MODE N CHIP_FILE
 // MODE: exit (exits with status 3), crash (SIGSEGV), hang (answers nothing), garbage (writes text
-// to stdout), oversize (a frame header over 64 MiB), short (one token fewer), badid (an id
+// to stdout), shortgarbage (writes "ok\n", shorter than a frame header, then the answer), oversize (a frame header over 64 MiB), short (one token fewer), badid (an id
 // outside the map), error (ERROR 7), wrongtype (OK instead of TOKENS), version (HELLO_OK with
 // protocol 2), wrongtoken (one token of the answer replaced by another token of trace-v3: a
 // mismatch, not a protocol fault), wrongthenexit (wrongtoken, then exits with status 3 at the
@@ -156,6 +156,12 @@ class Faulty final : public dut::Connection {
     if (mode_ == "garbage") {
       const char text[] = "debug: logits computed\n";
       in_->write_raw(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(text), sizeof text - 1), deadline);
+      return;
+    }
+    if (mode_ == "shortgarbage") {  // a line shorter than a frame header, then the answer
+      const char text[] = "ok\n";
+      in_->write_raw(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(text), sizeof text - 1), deadline);
+      in_->write_frame(type, payload, deadline);
       return;
     }
     if (mode_ == "oversize") {
