@@ -10,6 +10,7 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <string_view>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -291,6 +292,10 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
     } catch (const CLI::ParseError& e) {
       std::string what = e.what();
       if (what.empty()) what = e.get_name();
+      // CLI11's "--dut: At Most 1 required but received 2": an option given twice
+      constexpr std::string_view kTwice = "At Most 1 required but received ";
+      if (const auto at = what.find(kTwice); at != std::string::npos)
+        what = what.substr(0, at) + "given " + what.substr(at + kTwice.size()) + " times; give it once";
       code = report_error(ctx, what + " (see lockstep --help)");
       failure = {"error", what + " (see lockstep --help)", true, argc, argv};
     }

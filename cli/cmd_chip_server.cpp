@@ -113,12 +113,19 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
       } catch (const dut::TransportError& e) {
         throw InputError(std::string("chip-server: ") + e.what());
       }
-      log_session(st);
+      ++sessions;
+      steps += st.steps;
       ctx.summary.set("sessions", sessions);
       ctx.summary.set("steps_served", steps);
       // The one session is the command's work: one that the harness broke (no HELLO_OK, or input
-      // that is no frame) is bad input, exit 2.
-      if (!st.clean()) throw InputError("chip-server: the session ended: " + st.ended);
+      // that is no frame) is bad input, exit 2, in one line (the session's own line besides it was
+      // a second one).
+      if (!st.clean()) {
+        throw InputError("chip-server: the session ended (" + st.ended + ") after " + std::to_string(st.frames) +
+                         " frames, " + std::to_string(st.steps) + " steps, " + std::to_string(st.errors) + " errors");
+      }
+      spdlog::info("chip-server: session {} ended ({}): {} frames, {} steps, {} errors", sessions, st.ended, st.frames,
+                   st.steps, st.errors);
       return;
     } else {
       const std::atomic<bool>* stop = engine::install_stop_handlers();

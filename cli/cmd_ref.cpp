@@ -291,7 +291,13 @@ void add_ref_command(CLI::App& app, Context& ctx) {
   auto opt = std::make_shared<RefOptions>();
   auto* cmd = app.add_subcommand("ref", "Run a guest ELF on the reference model (ref/)");
   cmd->add_option("program", opt->program, "Guest program (static ELF32 RISC-V executable)")->required();
-  cmd->add_option("--max-steps,--steps", opt->max_steps, "Stop after this many trace steps (default: no limit; --steps as in run)")->check(count_range(1, kMaxStepsOption));
+  // Two names of one bound, each its own option so that an error names the one given (found by an
+  // outside tester: --steps 0 was refused as "--max-steps: ...").
+  auto* steps_opt = cmd->add_option("--steps", opt->max_steps, "Stop after this many trace steps (default: no limit; as in run)")
+                        ->check(count_range(1, kMaxStepsOption));
+  cmd->add_option("--max-steps", opt->max_steps, "The same as --steps")
+      ->check(count_range(1, kMaxStepsOption))
+      ->excludes(steps_opt);
   cmd->add_option("--trace", opt->trace, "Write the trace to FILE (trace.md §6 format)");
   cmd->add_flag("--allow-trap", opt->allow_trap,
                 "A guest that ends in a trap is exact (exit 0); without it that is an error, exit 2");

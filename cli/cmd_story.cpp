@@ -344,7 +344,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
       ctx.summary.set("replay", "lockstep replay " + format::shell_word(req.report_dir.string()));
     for (const engine::StreamResult& s : r.streams)
       if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
-    out << "\n";
+    if (!story.empty()) out << "\n";  // after the story's text (none yet: no blank first line)
     if (!guest_note.empty()) ctx.log().info("{}", guest_note);
     print_capability_notes(ctx, res.capability_notes);
     note_chip_fault(ctx, res.chip_fault);

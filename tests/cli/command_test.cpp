@@ -234,6 +234,14 @@ TEST(LockstepCommand, AStoppedCommandWithoutResultsExitsThreeWithOneLine) {
   fs::remove_all(dir);
 }
 
+// An option given twice is named in words, not in CLI11's "At Most 1 required but received 2"
+// (found by an outside tester).
+TEST(LockstepCommand, AnOptionGivenTwiceSaysSo) {
+  const auto r = run({"run", "x.elf", "--steps", "3", "--steps", "4"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "lockstep: error: --steps: given 2 times; give it once (see lockstep --help)\n");
+}
+
 TEST(LockstepCommand, CompileWritesALoadableChipFile) {
   const fs::path dir = fs::temp_directory_path() / ("lockstep-compile-" + std::to_string(::getpid()));
   fs::create_directories(dir);

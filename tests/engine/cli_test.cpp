@@ -527,6 +527,7 @@ TEST(NumericOptions, EveryOptionRefusesValuesThatWouldWrap) {
   expect_one_error_line(run({"run", elf, "--steps", "0"}), "--steps: must be a whole number from 1");
   expect_one_error_line(run({"story", "--guest", elf, "--steps", "0"}), "--steps: must be a whole number from 1");
   expect_one_error_line(run({"ref", elf, "--max-steps", "0"}), "--max-steps: must be a whole number from 1");
+  expect_one_error_line(run({"ref", elf, "--steps", "0"}), "--steps: must be a whole number from 1");
   expect_one_error_line(run({"chip-server", "--stdio", "--sessions", "0"}), "--sessions: must be a whole number from 1");
   expect_one_error_line(run({"mutate", "--mutants", "0"}), "--mutants: must be a whole number from 1");
   // A fraction out of [0, 1] reads like the other range errors.
