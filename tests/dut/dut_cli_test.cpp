@@ -113,7 +113,7 @@ TEST_F(DutCli, AChipThatOutlivesItsSessionIsNamed) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(summary_of(r)["status"], "exact");
   EXPECT_NE(r.err.find("lockstep: warn: chip process '" + lingering +
-                       "' did not exit within 5 s of the end of its input (BYE, then end of file on its stdin): "
+                       "' did not exit within 5 s of the end of its input (end of file on its stdin, after BYE when the session ended normally): "
                        "ended with SIGTERM"),
             std::string::npos)
       << r.err;
