@@ -45,6 +45,8 @@ std::string printable(const std::string& key) {
 
 }  // namespace
 
+constexpr int kMaxJsonDepth = 64;
+
 nlohmann::json parse_strict_json(std::string_view text, std::string_view what) {
   const std::string where(what);
   if (const auto nul = text.find('\0'); nul != std::string_view::npos)
@@ -53,6 +55,10 @@ nlohmann::json parse_strict_json(std::string_view text, std::string_view what) {
   std::vector<std::set<std::string>> open;
   const auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     using E = nlohmann::json::parse_event_t;
+    // No chip header nests deeper than a few levels; a deeper one is refused before anything
+    // walks it recursively (its destruction included)
+    if (depth > kMaxJsonDepth)
+      throw FormatError(where + ": arrays and objects nest deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     if (event == E::object_start) {
       open.emplace_back();
     } else if (event == E::object_end) {

@@ -249,6 +249,9 @@ Case Case::from_json(const json& j) {
     }
     Case c;
     c.command = case_text(j, "command", "");
+    // the command that wrote the case (its --resume and story checks read it): one of lockstep's
+    if (!c.command.empty() && c.command != "run" && c.command != "story" && c.command != "fuzz")
+      bad_case_field("command", j["command"], "the lockstep command that wrote the case (run, story or fuzz)");
     const auto gi = j.find("guest");
     if (gi == j.end()) throw CheckError("case: no \"guest\"");
     if (!gi->is_object()) bad_case_field("guest", *gi, "an object");

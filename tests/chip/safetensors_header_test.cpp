@@ -126,6 +126,16 @@ TEST(SafeTensorsHeader, DuplicateKeysAreRejected) {
   expect_rejected(file_with(meta, data_of(f)), "duplicate key '__metadata__'");
 }
 
+// A header nested 100,000 levels deep is refused by its depth, in one line, before anything walks
+// it recursively (a summary.json nested so deep crashed `lockstep report`; the chip file is the
+// same kind of input).
+TEST(SafeTensorsHeader, DeepNestingIsRejected) {
+  const Bytes f = accumulator_file();
+  std::string j = json_of(f);
+  j.insert(1, "\"x\":" + std::string(100000, '[') + std::string(100000, ']') + ",");
+  expect_rejected(file_with(j, data_of(f)), "safetensors: header: arrays and objects nest deeper than 64 levels");
+}
+
 TEST(SafeTensorsHeader, MetadataJsonIsStrictToo) {
   SafeTensors st = parse_safetensors(accumulator_file());
   std::string& config = st.metadata.at("lockstep.chip");

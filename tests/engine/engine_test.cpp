@@ -1076,6 +1076,10 @@ TEST(Cases, AFieldOfTheWrongTypeIsNamed) {
       // A case names one chip: the built one (cpu, cuda) or one under test (before: the dut ran).
       {"cpu beside dut", [](auto& x) { x["dut"] = {{"command", "./mychip"}}; },
        "case: \"backend\": \"cpu\" beside a \"dut\" object"},
+      // "command" is the lockstep command that wrote the case (found by an outside tester: "rm -rf"
+      // was accepted)
+      {"command other", [](auto& x) { x["command"] = "rm -rf"; },
+       "case: \"command\" is \"rm -rf\", not the lockstep command that wrote the case (run, story or fuzz)"},
       {"version 99", [](auto& x) { x["lockstep_case"] = 99; },
        "case: \"lockstep_case\" is 99: this harness reads version 1"},
   };
