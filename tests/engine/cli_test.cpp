@@ -897,6 +897,33 @@ TEST(RunCommand, ResumeSaysWhatItDidAndARefusalKeepsTheSummary) {
   EXPECT_EQ(slurp(dir / "summary.json"), summary);
 }
 
+// A checkpoint damaged on disk where it still decompresses (16 bytes overwritten in the middle):
+// its zstd content checksum refuses it, so the resume skips it, never reading the damage as the
+// chip's state (found by an outside tester: the resumed story reported a mismatch, exit 1).
+TEST(RunCommand, ADamagedCheckpointIsSkippedNotResumedFrom) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path elf = loop_elf(1000);
+  const fs::path dir = temp_dir("resume-damaged");
+  const Proc full = run({"run", elf.string(), "--report", dir.string(), "--checkpoint-every", "500", "--json"});
+  ASSERT_EQ(full.rc, 0) << full.err;
+  const std::vector<std::uint64_t> cps = list_checkpoints(dir / "checkpoints");
+  ASSERT_GE(cps.size(), 2u);
+  char name[32];
+  std::snprintf(name, sizeof name, "ckpt-%012llu.lsck", static_cast<unsigned long long>(cps.back()));
+  const fs::path newest = dir / "checkpoints" / name;
+  {
+    std::fstream f(newest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(newest) / 2));
+    f.write("\xde\xad\xbe\xef\xde\xad\xbe\xef\xde\xad\xbe\xef\xde\xad\xbe\xef", 16);
+  }
+  const Proc r = run({"run", "--resume", dir.string(), "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("lockstep: skipped checkpoint " + std::string(name)), std::string::npos) << r.err;
+  const json rj = json::parse(r.out);
+  EXPECT_EQ(rj["resumed_from"], cps[cps.size() - 2]);
+  EXPECT_EQ(rj["digest"], json::parse(full.out)["digest"]);
+}
+
 // A checkpoint of a vector guest carries the reference's vector unit (VR, ACT, WMEM, caches):
 // resumed from each of its checkpoints in turn, vector_ops gives the uninterrupted run's digest
 // (LSENGCK3 lost the vector unit, and a resume then diverged at the first vector read).
