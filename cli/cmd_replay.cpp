@@ -168,7 +168,12 @@ void add_replay_command(CLI::App& app, Context& ctx) {
     const nlohmann::json& expect = req.the_case.expect;
     if (interrupted_prefix)
       ctx.out() << "the recorded run was interrupted after " << interrupted_prefix
-                << " steps: the replay compared those (continue the run itself with lockstep run --resume)\n";
+                << " steps: the replay compared those (continue the run itself with "
+                << as_invoked("lockstep " + (req.the_case.command.empty() ? std::string("run") : req.the_case.command) +
+                              " --resume " + format::shell_word(fs::path(args->path).parent_path().empty() || fs::is_directory(args->path)
+                                                                    ? args->path
+                                                                    : fs::path(args->path).parent_path().string()))
+                << ")\n";
     if (expect.is_object()) print_replay_verdict(ctx, judge(expect, r));
     ctx.out() << std::flush;
     if (!req.report_dir.empty()) {

@@ -25,8 +25,12 @@ namespace {
 
 // The whole story compared: its guest ran to its exit with every step equal, not interrupted
 // (docs/ci.md: gate a release on it).
-bool story_complete(const engine::RunResult& r) {
-  return r.streams.size() == 1 && r.streams[0].end == "exit" && r.mismatches == 0 && !r.interrupted;
+bool story_complete(const engine::Case& c, const engine::RunResult& r) {
+  // The story check is teacher-forced for its first steps, then free-running to the end: a run
+  // whose --teacher-forced-steps covered the whole story compared no free-running step and is not
+  // it (found by an outside tester: it read story_complete true)
+  return r.streams.size() == 1 && r.streams[0].end == "exit" && r.mismatches == 0 && !r.interrupted &&
+         (c.mode != engine::Mode::kFree || r.steps > c.teacher_forced_steps);
 }
 
 namespace fs = std::filesystem;
@@ -176,6 +180,11 @@ void add_story_command(CLI::App& app, Context& ctx) {
     try {
       if (!args->resume.empty()) {
         resumed = engine::Case::read(args->resume);
+        // --models (a global option) picks the story guest; the resumed run's guest is in its case
+        // (found by an outside tester: it was silently ignored)
+        if (!ctx.options.models_dir.empty())
+          throw UsageError("--models cannot be given with --resume: the run continues as " +
+                           (fs::path(args->resume) / "case.json").string() + " (its guest, built from its own checkpoint)");
         reject_with_resume(cmd,
                            {"--steps", "--teacher-forced-steps", "--checkpoint-every", "--chip", "--backend", "--build",
                             "--guest", "--tokens", "--reference-only"},
@@ -212,11 +221,13 @@ void add_story_command(CLI::App& app, Context& ctx) {
         // Said with the result, so that a run that fails first has its one error line only (found
         // by an outside tester: `story --chip /nonexistent` printed this line first).
         if (!built_from.empty()) guest_note = "story guest " + path.filename().string() + ": built from " + built_from;
-        if (!want_sha.empty() && built_from.find(want_sha) == std::string::npos) {
-          ctx.log().warn("--models {}: its stories260K.bin (sha256 {}) is not the checkpoint {} was built from ({}); "
+        // Only a guest that records its checkpoint can be told to be another one's (stories_c has
+        // no manifest: found by an outside tester, every --build c run was warned about)
+        if (!want_sha.empty() && !built_from.empty() && built_from.find(want_sha) == std::string::npos) {
+          ctx.log().warn("{} {}: its stories260K.bin (sha256 {}) is not the checkpoint {} was built from ({}); "
                          "reconfigure the build with that folder as $LOCKSTEP_MODELS to check it",
-                         ctx.models().dir.string(), want_sha, path.filename().string(),
-                         built_from.empty() ? "unknown" : built_from);
+                         ctx.options.models_dir.empty() ? "$LOCKSTEP_MODELS" : "--models", ctx.models().dir.string(),
+                         want_sha, path.filename().string(), built_from);
         }
       }
     } catch (const engine::CheckError& e) {
@@ -314,7 +325,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
       s["reference_end"] = ref.end;
       if (c.mode == engine::Mode::kFree)
         s["free_running_steps"] = free_running_steps(c, r);
-      s["story_complete"] = story_complete(r);
+      s["story_complete"] = story_complete(c, r);
     };
     engine::CheckOutcome res;
     try {
@@ -353,13 +364,15 @@ void add_story_command(CLI::App& app, Context& ctx) {
     // --steps N below the story's length compares a prefix: say so, so that it never reads as
     // the whole story's pass (the reference ran the same prefix: reference_end "step_limit")
     const bool partial = r.streams.size() == 1 && r.streams[0].end == "step_limit";
-    ctx.summary.set("story_complete", story_complete(r));
-    char line[240];
+    const bool forced_only = !partial && !r.interrupted && c.mode == engine::Mode::kFree && r.steps <= c.teacher_forced_steps;
+    ctx.summary.set("story_complete", story_complete(c, r));
+    char line[300];
     std::snprintf(line, sizeof line, "story: %llu steps compared, %llu mismatches, %.0f steps/s%s\n",
                   static_cast<unsigned long long>(r.steps), static_cast<unsigned long long>(r.mismatches),
                   r.steps_per_second,
                   partial         ? "; the story had not ended: stopped at the step limit (--steps), a partial check"
                   : r.interrupted ? "; interrupted before the story's end, a partial check"
+                  : forced_only   ? "; every step teacher-forced (--teacher-forced-steps), none free-running: not the story check"
                                   : "");
     out << line << std::flush;
     print_replay_hint(r, req.report_dir);

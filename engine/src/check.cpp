@@ -667,6 +667,21 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   if (!req.report_dir.empty()) {
     if (req.resume) {
       lock_run_folder(req.report_dir);
+      // A run that finished (exact or mismatch, not interrupted): resuming it runs its steps after
+      // the checkpoint again (a check of the resume itself), and says so (found by an outside
+      // tester: it was silent, as if the run had been cut short).
+      try {
+        const json s = reports::parse_json_text(reports::read_file_text(req.report_dir / "summary.json"), "summary.json");
+        const std::string status = s.value("status", "");
+        if ((status == "exact" || status == "mismatch") && !s.value("interrupted", false)) {
+          err << "lockstep: the run in " << req.report_dir.string() << " had finished (status " << status << ", "
+              << s.value("steps", std::uint64_t{0})
+              << " steps): resuming it compares its steps after the checkpoint again and rewrites its report\n"
+              << std::flush;
+        }
+      } catch (const std::exception&) {
+        // no readable summary: the checkpoints decide
+      }
     } else if (!req.folder_claimed) {
       claim_run_folder(req.report_dir, req.command);
     }

@@ -162,8 +162,8 @@ bool partial_story(const json& summary) {
   return it != summary.end() && it->is_boolean() && !it->get<bool>();
 }
 constexpr const char* kPartialStory =
-    "a partial check: the story was compared up to the step limit, not to its end; gate a release on the whole "
-    "story (lockstep story without --steps)";
+    "a partial check: not the whole story compared teacher-forced for its first steps and free-running to its end "
+    "(a step limit, or every step teacher-forced); gate a release on the whole story (lockstep story without --steps)";
 
 std::string junit_xml(const json& summary) {
   const std::string command = str(summary, "command", "run");
@@ -214,7 +214,10 @@ std::string junit_xml(const json& summary) {
     // and says in the case's name that it is no whole story's pass (found by an outside tester:
     // the JUnit file of a 2,000-step story was all green with nothing else to tell it apart).
     if (c.kind.empty() && partial_story(summary)) {
-      c.name += " (partial check: " + std::to_string(s.value("steps", 0ull)) + " steps, not the whole story)";
+      const bool forced_only = summary.value("reference_end", "") == "exit" && summary.contains("free_running_steps") &&
+                               summary["free_running_steps"] == 0;
+      c.name += forced_only ? " (teacher-forced only: no free-running step, not the story check)"
+                            : " (partial check: " + std::to_string(s.value("steps", 0ull)) + " steps, not the whole story)";
       text << "\n" << kPartialStory;
     }
     if (summary.contains("chip_fault") && summary["chip_fault"].is_string())
@@ -472,7 +475,8 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
   const std::string status = str(summary, "status", "error");
   std::ostringstream os;
   os << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>Lockstep "
-     << escape_xml(str(summary, "command", "run")) << ": " << escape_xml(status) << "</title>\n"
+     << escape_xml(str(summary, "command", "run")) << ": " << escape_xml(status)
+     << (partial_story(summary) ? " (partial check)" : "") << "</title>\n"
      << "<style>body{font-family:sans-serif;margin:2em;max-width:70em}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
         "pre{background:#f4f4f4;padding:8px;overflow-x:auto}.exact{color:#070}.mismatch,.error,.interrupted{color:#b00}"

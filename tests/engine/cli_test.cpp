@@ -776,15 +776,30 @@ TEST(RunCommand, StoryPrefixIsCalledAPartialCheck) {
   EXPECT_NE(text.out.find("the story had not ended: stopped at the step limit (--steps), a partial check\n"),
             std::string::npos)
       << text.out;
-  const Proc whole = run({"story", "--guest", elf.string(), "--json", "--report", (dir / "whole").string()});
+  // (the loop guest is shorter than the default 30,000 teacher-forced steps: 10 here, then free)
+  const Proc whole = run({"story", "--guest", elf.string(), "--teacher-forced-steps", "10", "--json", "--report",
+                          (dir / "whole").string()});
   ASSERT_EQ(whole.rc, 0) << whole.err;
   EXPECT_EQ(json::parse(whole.out)["story_complete"], true) << whole.out;
   EXPECT_EQ(json::parse(slurp(dir / "whole" / "summary.json"))["story_complete"], true);
   EXPECT_EQ(slurp(dir / "whole" / "junit.xml").find("partial check"), std::string::npos);
   EXPECT_EQ(slurp(dir / "whole" / "report.html").find("partial check"), std::string::npos);
   EXPECT_GT(json::parse(whole.out)["steps"].get<std::uint64_t>(), 20u) << whole.out;
-  const Proc whole_text = run({"story", "--guest", elf.string()});
+  const Proc whole_text = run({"story", "--guest", elf.string(), "--teacher-forced-steps", "10"});
   EXPECT_EQ(whole_text.out.find("partial check"), std::string::npos) << whole_text.out;
+  // Every step teacher-forced: the whole story compared, but not the story check (teacher-forced,
+  // then free-running), so not story_complete (found by an outside tester: it read true)
+  const Proc forced = run({"story", "--guest", elf.string(), "--teacher-forced-steps", "100000", "--json", "--report",
+                           (dir / "forced").string()});
+  ASSERT_EQ(forced.rc, 0) << forced.err;
+  EXPECT_EQ(json::parse(forced.out)["story_complete"], false) << forced.out;
+  EXPECT_EQ(json::parse(forced.out)["free_running_steps"], 0) << forced.out;
+  EXPECT_NE(slurp(dir / "forced" / "junit.xml").find("(teacher-forced only: no free-running step, not the story check)"),
+            std::string::npos);
+  const Proc forced_text = run({"story", "--guest", elf.string(), "--teacher-forced-steps", "100000"});
+  EXPECT_NE(forced_text.out.find("; every step teacher-forced (--teacher-forced-steps), none free-running: not the story check\n"),
+            std::string::npos)
+      << forced_text.out;
 }
 
 // The built chip with OUT('i') made unreachable (its unembedding bias far below every other
