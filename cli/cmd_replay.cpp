@@ -99,7 +99,7 @@ void refuse_a_run_folder(const fs::path& dir) {
 
 void add_replay_command(CLI::App& app, Context& ctx) {
   struct Args {
-    std::string path, report, backend;
+    std::string path, report, backend, chip;
     dut::DutConfig dut;
   };
   auto args = std::make_shared<Args>();
@@ -107,11 +107,14 @@ void add_replay_command(CLI::App& app, Context& ctx) {
   cmd->add_option("case", args->path, "Case file or folder")->required();
   cmd->add_option("--report", args->report, "Write a report of the replay into DIR");
   cmd->add_option("--backend", args->backend, "Override the case's backend: cpu | cuda");
+  cmd->add_option("--chip", args->chip,
+                  "Run the case on this chip file instead of the one it records (its hash is not checked: a saved "
+                  "failure against a fixed chip)");
   add_dut_options(cmd, args->dut);
   cmd->callback([&ctx, args, cmd] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
     ctx.stop = stop;
-    const bool dut = check_dut_options(cmd, args->dut, "", args->backend);
+    const bool dut = check_dut_options(cmd, args->dut, args->chip, args->backend);
     if (!args->report.empty()) refuse_a_run_folder(args->report);
     engine::CheckRequest req;
     req.command = "replay";
@@ -122,6 +125,13 @@ void add_replay_command(CLI::App& app, Context& ctx) {
       if (!args->backend.empty()) {
         req.the_case.backend = args->backend;
         if (req.the_case.dut) req.the_case.chip_hash.clear();  // the identity of a chip under test
+        req.the_case.dut.reset();
+      }
+      if (!args->chip.empty()) {  // the case on another chip file (found by an outside tester: no way to
+                                  // check a saved failure against the fixed chip)
+        req.the_case.chip_path = args->chip;
+        req.the_case.chip_hash.clear();
+        if (req.the_case.dut) req.the_case.backend = args->backend.empty() ? "cpu" : args->backend;
         req.the_case.dut.reset();
       }
       if (dut) {  // the case on another chip under test (or the same one, reached another way)

@@ -722,7 +722,8 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     try {
       chip = load_chip_or_built(c.chip_path);
       if (!c.chip_hash.empty() && c.chip_hash != chip.hash) {
-        throw CheckError("chip " + chip.source + " has hash " + chip.hash + ", the case expects " + c.chip_hash);
+        throw CheckError("chip " + chip.source + " has hash " + chip.hash + ", the case expects " + c.chip_hash +
+                         " (another chip file: lockstep replay CASE --chip FILE runs the case on it)");
       }
       owned = make_backend(c.backend, chip.chip);
     } catch (const CheckError& e) {

@@ -1349,6 +1349,25 @@ TEST(ReplayCommand, NeverReplacesARunsFolder) {
   }
 }
 
+// A saved failure checked against another chip file (the fixed one): --chip runs the case on it
+// without the recorded hash check, and the fixed chip does not reproduce it (found by an outside
+// tester: the hash check refused it, exit 2, with no way around).
+TEST(ReplayCommand, ACaseRunsOnAnotherChipWithChip) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path built = fs::path(LOCKSTEP_BINARY_DIR) / "chips" / "rv32.chip";
+  if (!fs::exists(built)) GTEST_SKIP() << "no built chip file";
+  const fs::path dir = temp_dir("replay-other-chip");
+  const Proc bad = run({"run", loop_elf(3).string(), "--chip", chip_that_cannot_print_i().string(), "--report", dir.string()});
+  ASSERT_EQ(bad.rc, 1) << bad.err;
+  const Proc same = run({"replay", dir.string(), "--json"});
+  EXPECT_EQ(same.rc, 1) << same.err;
+  EXPECT_EQ(json::parse(same.out)["reproduced"], true);
+  const Proc fixed = run({"replay", dir.string(), "--chip", built.string(), "--json"});
+  EXPECT_EQ(fixed.rc, 0) << fixed.err;
+  EXPECT_EQ(json::parse(fixed.out)["reproduced"], false) << fixed.out;
+  EXPECT_EQ(json::parse(fixed.out)["chip"], built.string()) << fixed.out;
+}
+
 TEST(ReplayCommand, ComparesTheRecordedStepsDigestAndInterruption) {
   if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
   const fs::path elf = loop_elf(5);
