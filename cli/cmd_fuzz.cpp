@@ -588,10 +588,13 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       sr.original_words = sr.shrunk_words = f.original.words();
       const fs::path dir = report / ("fail-" + std::to_string(f.original.index) + "-" + mode_name);
       const bool use_chip = without_chip.empty();
+      // Why a program that was run by the chip was not shrunk (empty: it was, or was tried)
+      std::string kept_whole = use_chip && args->no_shrink ? "--no-shrink" : "";
       if (use_chip && !args->no_shrink) {
         campaign::ShrinkOptions so;
         so.max_runs = args->shrink_runs;
         so.max_seconds = args->shrink_seconds;
+        if (time_limit > 0) so.max_seconds = std::max(0.0, std::min(so.max_seconds, time_limit - elapsed()));
         so.stop = stop;
         const campaign::FirstFailing oracle = dut ? campaign::chip_oracle(*backend, f.mode, 20000)
                                                   : campaign::chip_oracle(chip.chip, args->backend, f.mode, 20000);
@@ -603,6 +606,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         } else {
           sr.runs = 1;
           sr.seconds = std::chrono::duration<double>(clock::now() - t_alone).count();
+          kept_whole = "run alone, the original did not fail where it failed in its batch";
         }
         shrink_seconds += sr.seconds;
       }
@@ -659,6 +663,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         failures.push_back(std::move(failure));
         return;
       }
+      if (!kept_whole.empty()) info["not_shrunk"] = failure["not_shrunk"] = kept_whole;
       info["shrunk_words"] = sr.shrunk_words;
       info["shrink_runs"] = sr.runs;
       info["shrink_seconds"] = sr.seconds;
@@ -689,14 +694,17 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       std::uint64_t at = 0;
       for (const auto& s : co.result.streams)
         if (s.divergence) at = s.divergence->step;
-      out << "  shrunk " << sr.original_words << " -> " << sr.shrunk_words << " instruction words (" << sr.runs
-          << " candidate runs, " << static_cast<int>(sr.seconds * 10) / 10.0 << " s"
-          << (sr.budget_exhausted ? ", budget spent" : "")
-          << (sr.not_alone ? ", " + std::to_string(sr.not_alone) +
+      if (!kept_whole.empty())
+        out << "  not shrunk (" << kept_whole << "): " << sr.original_words << " instruction words";
+      else
+        out << "  shrunk " << sr.original_words << " -> " << sr.shrunk_words << " instruction words (" << sr.runs
+            << " candidate runs, " << static_cast<int>(sr.seconds * 10) / 10.0 << " s"
+            << (sr.budget_exhausted ? ", budget spent" : "") << ")";
+      out << (sr.not_alone ? " (" + std::to_string(sr.not_alone) +
                                  " failed only beside other candidates and were not kept: the chip's bug depends on "
-                                 "the streams"
+                                 "the streams)"
                            : std::string())
-          << "); the saved case "
+          << "; the saved case "
           << (at ? "diverges at step " + std::to_string(at) : std::string("does NOT diverge")) << "; "
           << as_invoked("lockstep replay " + format::shell_word(dir.string())) << "\n"
           << std::flush;
@@ -813,6 +821,9 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         if (stop->load()) interrupted = true;
         const std::string without_chip = !fault.empty() ? "the chip under test failed: " + fault
                                          : interrupted  ? std::string("interrupted")
+                                         // --time bounds the whole campaign, shrinking included (found by an
+                                         // outside tester: one batch's shrinking ran 150 s past --time 5)
+                                         : time_limit > 0 && elapsed() >= time_limit ? "--time " + args->time + " spent"
                                                         : std::string();
         try {
           save_failure(f, without_chip);

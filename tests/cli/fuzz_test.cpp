@@ -376,6 +376,28 @@ fs::path corrupted_chip() {
   return p;
 }
 
+// --time bounds the campaign's shrinking too: failures met once it is spent are saved unshrunk,
+// with the reason, and replayable (found by an outside tester: one batch's shrinking ran 150 s
+// past --time 5).
+TEST(LockstepFuzz, TimeBoundsShrinkingToo) {
+  const fs::path chip = corrupted_chip();
+  ASSERT_FALSE(chip.empty());
+  const fs::path report = scratch_dir("time-shrink");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = run({"fuzz", "--seed", "3", "--programs", "1000", "--time", "1", "--mode", "forced", "--ops", "mul",
+                      "--batch", "8", "--chip", chip.string(), "--report", report.string()});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_LT(seconds, 60) << r.out;
+  const json f = json::parse(slurp(report / "fuzz.json"));
+  EXPECT_EQ(f["time_ended"], true) << f.dump();
+  ASSERT_FALSE(f["failures"].empty());
+  const json& last = f["failures"].back();
+  EXPECT_EQ(last.value("not_shrunk", ""), "--time 1 spent") << last.dump();
+  const auto rep = run({"replay", last["case"].get<std::string>()});
+  EXPECT_EQ(rep.exit_code, 1) << rep.out << rep.err;
+}
+
 TEST(LockstepFuzz, CorruptedChipGivesAShrunkReplayableCase) {
   const fs::path chip = corrupted_chip();
   ASSERT_FALSE(chip.empty()) << "no single element of the chip's class field for mulhu, or no MLP weight writes it";
