@@ -752,6 +752,28 @@ TEST(RunCommand, ShortRunPageAndStoryFigures) {
 // story --steps N below the story's length compares a prefix: exit 0 when it agrees, but its last
 // line says it is a partial check and the summary's story_complete is false; the whole story
 // says nothing of the kind and story_complete is true.
+// A step limit equal to the guest's length compares the whole guest, which ended within it: end
+// "exit"; one step fewer cuts its last instruction: "step_limit", in the engine and in the
+// story's reference run alike (found by an outside tester: both were off by one step).
+TEST(RunCommand, AStepLimitAtTheGuestsLastStepIsItsEnd) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path elf = loop_elf(5);
+  const Proc whole = run({"run", elf.string(), "--json"});
+  ASSERT_EQ(whole.rc, 0) << whole.err;
+  const std::uint64_t n = json::parse(whole.out)["steps"];
+  const json at = json::parse(run({"run", elf.string(), "--steps", std::to_string(n), "--json"}).out);
+  EXPECT_EQ(at["end"], "exit") << at.dump();
+  EXPECT_EQ(at["digest"], json::parse(whole.out)["digest"]);
+  const json before = json::parse(run({"run", elf.string(), "--steps", std::to_string(n - 1), "--json"}).out);
+  EXPECT_EQ(before["end"], "step_limit") << before.dump();
+  const json ref_before =
+      json::parse(run({"story", "--guest", elf.string(), "--reference-only", "--steps", std::to_string(n - 1), "--json"}).out);
+  EXPECT_EQ(ref_before["reference_end"], "step_limit") << ref_before.dump();
+  const json ref_at =
+      json::parse(run({"story", "--guest", elf.string(), "--reference-only", "--steps", std::to_string(n), "--json"}).out);
+  EXPECT_EQ(ref_at["reference_end"], "exit") << ref_at.dump();
+}
+
 TEST(RunCommand, StoryPrefixIsCalledAPartialCheck) {
   if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
   const fs::path elf = loop_elf(30);
