@@ -209,8 +209,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       // Resumable only from a checkpoint (written every --checkpoint-every steps and on the stop).
       const bool resumable = req.the_case.checkpoint_every != 0 && !req.report_dir.empty();
       throw Interrupted("after " + std::to_string(r.steps) + " steps" +
-                       (resumable ? "; continue with: " + as_invoked("lockstep run --resume " + format::shell_word(req.report_dir.string()))
-                                  : std::string()));
+                        (resumable ? resume_hint("run", req.report_dir, r.steps) : std::string()));
     }
   });
 }

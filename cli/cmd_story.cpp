@@ -379,8 +379,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     if (r.interrupted) {
       const bool resumable = c.checkpoint_every != 0 && !req.report_dir.empty();
       throw Interrupted("after " + std::to_string(r.steps) + " steps" +
-                       (resumable ? "; continue with: " + as_invoked("lockstep story --resume " + format::shell_word(req.report_dir.string()))
-                                  : std::string()));
+                        (resumable ? resume_hint("story", req.report_dir, r.steps) : std::string()));
     }
   });
 }

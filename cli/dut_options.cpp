@@ -3,6 +3,7 @@
 #include <iostream>
 #include <ostream>
 
+#include "lockstep/engine/engine.h"
 #include "lockstep/format/shell.h"
 #include "lockstep/format/tokens.h"
 
@@ -124,6 +125,21 @@ void ChipConsole::record(Summary& summary, const engine::RunResult& r) const {
   err.record(summary, "stderr");
   const std::string line = stopped_matching(r);
   if (!line.empty()) summary.set("output_stopped_matching", line);
+}
+
+std::string resume_hint(const std::string& command, const std::filesystem::path& dir, std::uint64_t steps) {
+  if (dir.empty()) return "";
+  std::vector<std::uint64_t> cps;
+  try {
+    cps = engine::list_checkpoints(dir / "checkpoints");
+  } catch (const std::exception&) {
+  }
+  if (cps.empty()) return "";
+  const std::uint64_t at = cps.back();
+  return "; continue with: " + as_invoked("lockstep " + command + " --resume " + format::shell_word(dir.string())) +
+         (at < steps ? " (from its checkpoint at step " + std::to_string(at) + ": no checkpoint was taken at the stop, so "
+                       "the steps after it are compared again)"
+                     : std::string());
 }
 
 void print_capability_notes(Context& ctx, const std::vector<std::string>& notes) {

@@ -60,6 +60,12 @@ struct ChipConsole {
   void record(Summary& summary, const engine::RunResult& result) const;
 };
 
+/// The "; continue with: lockstep COMMAND --resume DIR" part of an interrupted run's line, from
+/// the newest checkpoint in DIR/checkpoints: "" when there is none (nothing to resume from), and
+/// when it is older than the `steps` compared (a chip under test stopped mid-request takes no
+/// checkpoint at the stop), the step it resumes from.
+std::string resume_hint(const std::string& command, const std::filesystem::path& dir, std::uint64_t steps);
+
 /// The capability notes of a chip under test, one "note: ..." line each, to ctx.out().
 void print_capability_notes(Context& ctx, const std::vector<std::string>& notes);
 

@@ -664,6 +664,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   LoadedChip chip;
   std::unique_ptr<chip::ChipBackend> owned;
   chip::ChipBackend* backend = req.backend;
+  std::string finished_note;  // a resumed run that had finished: said once the resume has run
   if (!req.report_dir.empty()) {
     if (req.resume) {
       lock_run_folder(req.report_dir);
@@ -674,10 +675,9 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
         const json s = reports::parse_json_text(reports::read_file_text(req.report_dir / "summary.json"), "summary.json");
         const std::string status = s.value("status", "");
         if ((status == "exact" || status == "mismatch") && !s.value("interrupted", false)) {
-          err << "lockstep: the run in " << req.report_dir.string() << " had finished (status " << status << ", "
-              << s.value("steps", std::uint64_t{0})
-              << " steps): resuming it compares its steps after the checkpoint again and rewrites its report\n"
-              << std::flush;
+          finished_note = "the run in " + req.report_dir.string() + " had finished (status " + status + ", " +
+                          std::to_string(s.value("steps", std::uint64_t{0})) +
+                          " steps): resuming it compared its steps after the checkpoint again and rewrote its report";
         }
       } catch (const std::exception&) {
         // no readable summary: the checkpoints decide
@@ -816,6 +816,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     // Nothing ran: the folder keeps the summary of the run it holds.
     throw CheckError(std::string(e.what()) + " (" + req.report_dir.string() + " left as it was)");
   } catch (const std::exception& e) {
+    finished_note.clear();
     // Stopped while the chip worked (a chip under test's wait given up, or its process ended by
     // the same SIGINT): an interruption, reported with the steps compared so far.
     if (req.options.stop && req.options.stop->load()) {
@@ -848,6 +849,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   if (out.result.mismatches == 0 && !out.result.interrupted)
     for (const StreamResult& s : out.result.streams)
       if (s.end == "self_loop") throw failed(self_loop_line(s), out.result);
+  if (!finished_note.empty()) err << "lockstep: " << finished_note << "\n" << std::flush;
   if (out.result.streams.size() == 1) out.end_text = guest_end_text(guest, out.result.streams[0]);
   out.summary = with_notes(summary_json(req.command, out.result, chip.source, chip.hash), out.result);
   if (!out.chip_fault.empty()) out.summary["chip_fault"] = out.chip_fault;

@@ -1039,6 +1039,9 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
     return c.layer < 0 ? std::string("embedding") : key_name(key_of_point(c.layer, c.after));
   };
   for (const chip::ProbePoint* p : points) {
+    // The last point before this one whose compared fields all agreed (engine.md §3: the probe
+    // point before the first disagreeing one; a field of this point that agrees is not it)
+    const std::string agreed_before = a.last_agreeing;
     for (const std::string& name : p->fields) {
       const chip::ProbeMap::Field* f = pm.find(name);
       if (!f) continue;
@@ -1081,6 +1084,7 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
       if (!c.agrees) {
         std::ostringstream os;
         a.first_disagreeing = point_name(c);
+        a.last_agreeing = agreed_before;  // found by an outside tester: it named the disagreeing point
         if (c.layer < 0) {
           a.status = "embedding";
           os << "embedding: field " << name << " (" << c.meaning << ") disagrees";

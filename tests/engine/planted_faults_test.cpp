@@ -385,6 +385,9 @@ void check_fault(const Fault& f, const Guest& g, const Profile& p, std::shared_p
     // sublayer (for an initialiser: the memory block of its layer), since
     // nothing before it can change.
     EXPECT_GE(named, f.site) << "blames " << named.text() << " before the corrupted " << f.site.text() << ": " << a.text;
+    // The last agreeing probe point is one before the first disagreeing one (found by an outside
+    // tester: it named the disagreeing point itself when another of its fields agreed)
+    EXPECT_NE(a.last_agreeing, a.first_disagreeing) << a.text;
   } else {
     // Every comparable field agrees with the original chip's: the wrong token
     // comes from after the last probe point that sees it.  "unembedding" when
