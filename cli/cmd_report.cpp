@@ -1,9 +1,11 @@
 // `lockstep report DIR`: renders junit.xml and report.html again from DIR/summary.json.
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <ostream>
 
 #include "cli/commands.h"
+#include "lockstep/engine/check.h"
 #include "lockstep/reports/report.h"
 
 namespace lockstep::cli {
@@ -14,6 +16,16 @@ void add_report_command(CLI::App& app, Context& ctx) {
   cmd->add_option("dir", *dir, "Report folder written by run --report, story --report or replay --report")
       ->required();
   cmd->callback([&ctx, dir] {
+    // A folder a running run holds is that run's to write: its summary says "did not finish"
+    // until it ends (found by an outside tester: report rewrote the pages of a running run)
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::path(*dir) / engine::kRunFolderLock, ec)) {
+      try {
+        engine::lock_run_folder(*dir);
+      } catch (const engine::CheckError& e) {
+        throw InputError(std::string("report: ") + e.what() + "; render it once that run has ended");
+      }
+    }
     reports::ReportFiles f;
     try {
       f = reports::render_report(*dir);

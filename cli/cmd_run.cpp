@@ -68,6 +68,9 @@ void add_run_command(CLI::App& app, Context& ctx) {
           throw UsageError("--resume DIR continues in DIR; --report must be absent or the same folder");
         }
         if (dut) throw UsageError("--resume DIR runs the chip the interrupted run ran (its case.json); leave out --dut");
+        // The folder first: one a running run holds is "in use", not a case being rewritten
+        // (found by an outside tester: it said "cannot read case.json")
+        if (std::filesystem::is_directory(args->resume)) engine::lock_run_folder(args->resume);
         req.the_case = engine::Case::read(args->resume);
         reject_with_resume(cmd,
                            {"--steps", "--mode", "--teacher-forced-steps", "--compare", "--checkpoint-every", "--chip",

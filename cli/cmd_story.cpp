@@ -179,6 +179,9 @@ void add_story_command(CLI::App& app, Context& ctx) {
     std::string guest_note;  // "story guest X: built from Y", logged with the result
     try {
       if (!args->resume.empty()) {
+        // The folder first: one a running run holds is "in use" (lock_run_folder), not a case read
+        // while it is rewritten
+        if (fs::is_directory(args->resume)) engine::lock_run_folder(args->resume);
         resumed = engine::Case::read(args->resume);
         // --models (a global option) picks the story guest; the resumed run's guest is in its case
         // (found by an outside tester: it was silently ignored)

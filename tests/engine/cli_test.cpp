@@ -631,10 +631,17 @@ TEST(RunFolder, ARunFolderInUseIsRefused) {
   while (!fs::exists(dir / "case.json") && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const Proc second = run({"run", loop_elf(3).string(), "--report", dir.string()});
+  // nor does `report` render it while the run holds it (found by an outside tester)
+  const Proc render = run({"report", dir.string()});
+  const Proc resume = run({"run", "--resume", dir.string()});
   kill(first, SIGINT);
   int status = 0;
   waitpid(first, &status, 0);
   expect_one_error_line(second, "the run folder " + dir.string() + " is in use by another lockstep run (pid " +
+                                    std::to_string(first) + ")");
+  expect_one_error_line(render, "report: the run folder " + dir.string() + " is in use by another lockstep run (pid " +
+                                    std::to_string(first) + ")");
+  expect_one_error_line(resume, "the run folder " + dir.string() + " is in use by another lockstep run (pid " +
                                     std::to_string(first) + ")");
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << status;
   EXPECT_EQ(json::parse(slurp(dir / "summary.json"))["status"], "interrupted");  // the first run's own
