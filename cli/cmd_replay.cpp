@@ -176,14 +176,14 @@ void add_replay_command(CLI::App& app, Context& ctx) {
       if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
     ctx.out() << engine::result_text(r);
     const nlohmann::json& expect = req.the_case.expect;
-    if (interrupted_prefix)
-      ctx.out() << "the recorded run was interrupted after " << interrupted_prefix
-                << " steps: the replay compared those (continue the run itself with "
-                << as_invoked("lockstep " + (req.the_case.command.empty() ? std::string("run") : req.the_case.command) +
-                              " --resume " + format::shell_word(fs::path(args->path).parent_path().empty() || fs::is_directory(args->path)
-                                                                    ? args->path
-                                                                    : fs::path(args->path).parent_path().string()))
-                << ")\n";
+    if (interrupted_prefix) {
+      // the recorded run's folder: the case's own, or the folder given
+      const fs::path folder = fs::is_directory(args->path) ? fs::path(args->path) : fs::path(args->path).parent_path();
+      ctx.out() << "the recorded run was interrupted after " << interrupted_prefix << " steps: the replay compared those"
+                << resume_hint(req.the_case.command.empty() ? "run" : req.the_case.command,
+                               folder.empty() ? fs::path(".") : folder, interrupted_prefix)
+                << "\n";
+    }
     if (expect.is_object()) print_replay_verdict(ctx, judge(expect, r));
     ctx.out() << std::flush;
     if (!req.report_dir.empty()) {

@@ -30,7 +30,7 @@ bool story_complete(const engine::Case& c, const engine::RunResult& r) {
   // whose --teacher-forced-steps covered the whole story compared no free-running step and is not
   // it (found by an outside tester: it read story_complete true)
   return r.streams.size() == 1 && r.streams[0].end == "exit" && r.mismatches == 0 && !r.interrupted &&
-         (c.mode != engine::Mode::kFree || r.steps > c.teacher_forced_steps);
+         (c.mode != engine::Mode::kFree || free_running_steps(c, r) > 0);
 }
 
 namespace fs = std::filesystem;
@@ -367,7 +367,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     // --steps N below the story's length compares a prefix: say so, so that it never reads as
     // the whole story's pass (the reference ran the same prefix: reference_end "step_limit")
     const bool partial = r.streams.size() == 1 && r.streams[0].end == "step_limit";
-    const bool forced_only = !partial && !r.interrupted && c.mode == engine::Mode::kFree && r.steps <= c.teacher_forced_steps;
+    const bool forced_only = !partial && !r.interrupted && c.mode == engine::Mode::kFree && free_running_steps(c, r) == 0;
     ctx.summary.set("story_complete", story_complete(c, r));
     char line[300];
     std::snprintf(line, sizeof line, "story: %llu steps compared, %llu mismatches, %.0f steps/s%s\n",
