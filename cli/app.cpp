@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include "lockstep/format/json_text.h"
 
 #ifndef LOCKSTEP_VERSION
 #error "LOCKSTEP_VERSION must be defined by the build"
@@ -83,7 +84,7 @@ void install_interrupt_fallback(const std::string& command, bool json) {
   if (json) {
     nlohmann::ordered_json j = {{"status", "interrupted"}, {"steps", 0}, {"mismatches", 0}, {"interrupted", why},
                                 {"command", command}};
-    g_interrupt_json = j.dump() + "\n";
+    g_interrupt_json = format::json_text(j) + "\n";
   }
   std::signal(SIGINT, on_interrupt_without_result);
   std::signal(SIGTERM, on_interrupt_without_result);
@@ -243,8 +244,8 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
     app.add_flag("--json", ctx.options.json,
                  "Print one JSON summary object on stdout (status, steps, mismatches, ...)");
     CLI::Option* models_opt = app.add_option("--models", ctx.options.models_dir,
-                   "Folder holding stories260K.bin and tok512.bin, or 'synthetic' "
-                   "(default: $LOCKSTEP_MODELS, then ../shared/models)");
+                   "Folder holding stories260K.bin and tok512.bin, or 'synthetic', for `story` and `models` "
+                   "only (default: $LOCKSTEP_MODELS, then ../shared/models)");
     app.footer("Exit status: 0 exact, 1 mismatch, 2 bad input, usage or error, 3 interrupted (docs/ci.md).");
     // Runs after all options are parsed, before the subcommand's callback.
     app.parse_complete_callback([&ctx, &app] {

@@ -18,6 +18,7 @@
 #include "lockstep/campaign/campaign.h"
 #include "lockstep/mutate/mutants.h"
 #include "lockstep/engine/check.h"
+#include "lockstep/format/json_text.h"
 
 namespace lockstep::cli {
 
@@ -299,11 +300,13 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     if (rep.non_equivalent) std::snprintf(score, sizeof score, "%.1f%%", 100 * rep.score());
     char line[400];
     std::snprintf(line, sizeof line,
-                  "mutants %zu (%llu planted): %llu change a token on the oracle workload, %llu of them caught by the "
-                  "corpus; %llu change none; mutation score %llu/%llu = %s (target %.1f%%); %.1f s; seed %llu\n",
+                  "mutants %zu (%llu planted): %llu %s a token on the oracle workload, %llu of them caught by the "
+                  "corpus; %llu %s none; mutation score %llu/%llu = %s (target %.1f%%); %.1f s; seed %llu\n",
                   rep.mutants.size(), static_cast<unsigned long long>(rep.planted),
-                  static_cast<unsigned long long>(rep.non_equivalent), static_cast<unsigned long long>(rep.caught),
+                  static_cast<unsigned long long>(rep.non_equivalent), rep.non_equivalent == 1 ? "changes" : "change",
+                  static_cast<unsigned long long>(rep.caught),
                   static_cast<unsigned long long>(rep.planted - rep.non_equivalent),
+                  rep.planted - rep.non_equivalent == 1 ? "changes" : "change",
                   static_cast<unsigned long long>(rep.caught), static_cast<unsigned long long>(rep.non_equivalent),
                   score, 100 * a->target, rep.seconds, static_cast<unsigned long long>(seed));
     if (rep.interrupted)
@@ -377,7 +380,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       std::error_code ec;
       fs::create_directories(a->report, ec);
       try {
-        reports::write_file_text(fs::path(a->report) / "mutate.json", j.dump(2) + "\n");
+        reports::write_file_text(fs::path(a->report) / "mutate.json", format::json_text(j, 2) + "\n");
       } catch (const std::runtime_error& e) {
         throw InputError(e.what());
       }
