@@ -29,6 +29,7 @@
 #include "lockstep/format/elf.h"
 #include "lockstep/reports/files.h"
 #include "lockstep/reports/report.h"
+#include "lockstep/format/json_text.h"
 
 namespace lockstep::cli {
 
@@ -235,8 +236,8 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
       // first and end: the campaign's range of program indices (its --first and --programs)
       for (const char* k : {"seed", "ops", "mode", "chip_hash", "length", "first", "end"})
         if (merged[k] != j.value(k, json())) {
-          throw InputError(std::string("--merge: ") + file.string() + " has another " + k + " (" + j.value(k, json()).dump() +
-                           ") than the first report (" + merged[k].dump() + "): not shards of one campaign");
+          throw InputError(std::string("--merge: ") + file.string() + " has another " + k + " (" + format::json_text(j.value(k, json())) +
+                           ") than the first report (" + format::json_text(merged[k]) + "): not shards of one campaign");
         }
     }
     // Shards of one campaign: one N, each I once (two copies of one shard would be counted twice).
@@ -286,7 +287,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     out << "FAIL program " << f.value("index", 0) << " (" << f.value("mode", "") << "): "
         << as_invoked("lockstep replay " + format::shell_word(f.value("case", ""))) << "\n";
   out << "merged " << dirs.size() << " reports: programs " << programs << ", steps compared " << steps
-      << ", mismatching runs " << mismatching << "; seed " << merged["seed"].dump() << "\n"
+      << ", mismatching runs " << mismatching << "; seed " << format::json_text(merged["seed"]) << "\n"
       << std::flush;
   // Shards missing from the merge: the campaign is partial, never read as a pass.
   std::string missing;
@@ -324,7 +325,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   merged["decision_coverage"] = decisions.to_json();
   if (!report.empty()) {
     fs::create_directories(report);
-    write_text(fs::path(report) / "fuzz.json", merged.dump(2) + "\n");
+    write_text(fs::path(report) / "fuzz.json", format::json_text(merged, 2) + "\n");
     if (all_tsv && !tsv_rows.empty()) {  // every shard's programs, by index
       std::stable_sort(tsv_rows.begin(), tsv_rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       std::string t = tsv_header + "\n";
@@ -640,7 +641,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       if (!use_chip) {
         info["not_shrunk"] = failure["not_shrunk"] = without_chip;
         failure["case_diverges_at"] = nullptr;
-        write_text(dir / "fuzz.json", info.dump(2) + "\n");
+        write_text(dir / "fuzz.json", format::json_text(info, 2) + "\n");
         // The original program as a case, without running the chip again (it was stopped, or it
         // failed): `lockstep replay DIR` runs it alone and expects the divergence its batch showed
         // (found by an outside tester: these folders had no case.json, and replay refused them).
@@ -655,7 +656,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         if (dut) c.dut = args->dut;
         c.mode = f.mode;
         c.expect = {{"first_divergence", d.step}};
-        write_text(dir / "case.json", c.to_json().dump(2) + "\n");
+        write_text(dir / "case.json", format::json_text(c.to_json(), 2) + "\n");
         out << "  not shrunk (" << without_chip << "): the original program is saved in " << dir.string()
             << " (replay it: " << as_invoked("lockstep replay " + format::shell_word(dir.string()))
             << "); repeat it: " << as_invoked(repeat_alone(f.original.index, mode_name)) << "\n"
@@ -669,7 +670,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       info["shrink_seconds"] = sr.seconds;
       info["shrink_budget_exhausted"] = sr.budget_exhausted;
       info["shrink_not_alone"] = sr.not_alone;
-      write_text(dir / "fuzz.json", info.dump(2) + "\n");
+      write_text(dir / "fuzz.json", format::json_text(info, 2) + "\n");
       // The case (case.json, summary.json, junit.xml, report.html) as `lockstep run --report` writes it.
       engine::CheckRequest req;
       req.command = "fuzz";
@@ -916,7 +917,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                        {"decision_coverage", decisions.to_json()}};
     if (always_report || !failures.empty()) {
       fs::create_directories(report);
-      write_text(report / "fuzz.json", fuzz.dump(2) + "\n");
+      write_text(report / "fuzz.json", format::json_text(fuzz, 2) + "\n");
       write_html(report, fuzz, failing_streams);
       out << "report: " << (report / "fuzz.json").string() << "\n" << std::flush;
     }

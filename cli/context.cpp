@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lockstep/format/shell.h"
+#include "lockstep/format/json_text.h"
 
 namespace lockstep::cli {
 
@@ -57,7 +58,7 @@ nlohmann::ordered_json Summary::to_json() const {
 bool Summary::emit(std::ostream& out) {
   if (emitted_) return false;
   emitted_ = true;
-  out << to_json().dump() << '\n' << std::flush;
+  out << format::json_text(to_json()) << '\n' << std::flush;
   return true;
 }
 

@@ -19,6 +19,7 @@
 #include "story.h"
 #include "tool_cli.h"
 #include "vx.h"
+#include "lockstep/format/json_text.h"
 
 using namespace lockstep::host;
 
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
       with_bos.insert(with_bos.end(), gold.begin(), gold.end());
       j["golden_vx_text"] = m.tok.decode_all(with_bos);
       // The golden text may hold bytes that are not UTF-8 (byte-fallback tokens): replace them.
-      write_file_text(d / "manifest.json", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      write_file_text(d / "manifest.json", lockstep::format::json_text(j, 2) + "\n");
       std::cout << "wrote " << d.string() << "/{wmem,wscale,emb,pieces}.bin and manifest.json\n";
     } else if (*golden) {
       std::vector<int> toks;
@@ -110,7 +111,7 @@ int main(int argc, char** argv) {
       q.model = m.description;
       std::cout << format_quality(q) << std::flush;  // printed even when --json cannot be written
       if (!json_out.empty())
-        write_file_text(json_out, quality_json(q).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+        write_file_text(json_out, lockstep::format::json_text(quality_json(q), 2) + "\n");
     } else if (*check) {
       const auto res = check_genuine(m);
       std::cout << res.second << "\n";

@@ -12,6 +12,7 @@
 #include "lockstep/chip/error.hpp"
 #include "lockstep/format/shell.h"
 #include "lockstep/format/tokens.h"
+#include "lockstep/format/json_text.h"
 
 namespace lockstep::dut {
 
@@ -248,7 +249,7 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
   } catch (const Timeout& e) {
     conn_->kill_peer();
     fail("no answer to " + request_text(type, payload) + " within " +
-         (type == kHello ? "--dut-start-timeout " : "--dut-timeout ") + json(timeout_s).dump() + " s (" + e.what() +
+         (type == kHello ? "--dut-start-timeout " : "--dut-timeout ") + format::json_text(json(timeout_s)) + " s (" + e.what() +
          ")");
   } catch (const StrayText& e) {
     fail("wrote text where a frame belongs, in answer to " + what + ": \"" + e.line() + "\" (" +

@@ -28,6 +28,7 @@
 #include "lockstep/reports/files.h"
 #include "lockstep/reports/report.h"
 #include "serial.h"
+#include "lockstep/format/json_text.h"
 
 namespace lockstep::engine {
 
@@ -221,7 +222,7 @@ namespace {
 
 // case.json's fields, each checked for its type: a wrong one is named in one line.
 [[noreturn]] void bad_case_field(const std::string& key, const json& v, const std::string& want) {
-  throw CheckError("case: \"" + key + "\" is " + v.dump() + ", not " + want);
+  throw CheckError("case: \"" + key + "\" is " + format::json_text(v) + ", not " + want);
 }
 std::string case_text(const json& o, const char* key, const std::string& def, const std::string& where = "") {
   const auto it = o.find(key);
@@ -244,7 +245,7 @@ Case Case::from_json(const json& j) {
       throw CheckError("case: not a lockstep case (\"lockstep_case\": 1 missing)");
     }
     if (j["lockstep_case"] != 1) {
-      throw CheckError("case: \"lockstep_case\" is " + j["lockstep_case"].dump() +
+      throw CheckError("case: \"lockstep_case\" is " + format::json_text(j["lockstep_case"]) +
                        ": this harness reads version 1 (a case from another version of lockstep?)");
     }
     Case c;
@@ -774,7 +775,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     if (req.report_dir.empty()) return;
     fs::create_directories(req.report_dir);
     saved.expect = expect;
-    const std::string text = saved.to_json().dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+    const std::string text = format::json_text(saved.to_json(), 2) + "\n";
     detail::write_file_atomic(req.report_dir / "case.json",
                               std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
   };

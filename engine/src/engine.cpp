@@ -23,6 +23,7 @@
 #include "lockstep/ref/loop_watch.h"
 #include "lockstep/ref/machine.h"
 #include "serial.h"
+#include "lockstep/format/json_text.h"
 
 namespace lockstep::engine {
 
@@ -641,14 +642,14 @@ std::vector<std::uint8_t> serialize_lane(const Lane& L, const chip::ChipBackend&
   w.blob(L.ref_digest.save());
   w.blob(L.chip_digest.save());
   w.u64(L.mismatches);
-  w.str(json(L.class_steps).dump());
+  w.str(format::json_text(json(L.class_steps)));
   w.u64(L.hashes.size());
   for (const HashRecord& h : L.hashes) {
     w.u64(h.step);
     w.u64(h.chip);
     w.u64(h.ref);
   }
-  w.str(L.divergence ? L.divergence->to_json().dump(-1, ' ', false, json::error_handler_t::replace) : std::string());
+  w.str(L.divergence ? format::json_text(L.divergence->to_json()) : std::string());
   detail::write_machine_state(w, L.ref.save());
   w.blob(be.capabilities().save_restore ? be.save(L.sid) : std::vector<std::uint8_t>());
   return std::move(w.bytes());
@@ -1313,7 +1314,7 @@ struct Engine::Impl {
     json t = json::array();
     for (const ThroughputSample& p : throughput) t.push_back({p.seconds, p.steps});
     meta["throughput"] = t;
-    w.str(meta.dump());
+    w.str(format::json_text(meta));
     w.u64(lanes.size());
     for (const auto& L : lanes) w.blob(serialize_lane(*L, be));
     detail::write_file_atomic(checkpoint_path(round), detail::compress(w.bytes()));
@@ -1353,7 +1354,7 @@ struct Engine::Impl {
     if (d.meta.value("fingerprint", json()) != fingerprint) {
       throw std::runtime_error("checkpoint " + checkpoint_path(r).string() +
                                " was written for other guests, another chip or other options: " +
-                               d.meta.value("fingerprint", json()).dump() + " vs " + fingerprint.dump());
+                               format::json_text(d.meta.value("fingerprint", json())) + " vs " + format::json_text(fingerprint));
     }
     return d;
   }

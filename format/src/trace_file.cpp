@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include "lockstep/format/json_text.h"
 
 namespace lockstep::format {
 namespace {
@@ -22,7 +23,7 @@ std::uint32_t get_u32(const std::uint8_t* p) {
 std::vector<std::uint8_t> encode_trace_file(nlohmann::json header,
                                             std::span<const std::uint32_t> tokens) {
   header["steps"] = tokens.size();
-  const std::string text = header.dump();
+  const std::string text = format::json_text(header);
   std::vector<std::uint8_t> out(kTraceMagic, kTraceMagic + 8);
   out.reserve(12 + text.size() + 4 * tokens.size());
   put_u32(out, static_cast<std::uint32_t>(text.size()));
@@ -91,7 +92,7 @@ void TraceFileWriter::append(std::span<const std::uint32_t> tokens) {
 
 void TraceFileWriter::finish(nlohmann::json header) {
   header["steps"] = steps_;
-  const std::string text = header.dump();
+  const std::string text = format::json_text(header);
   if (text.size() > reserve_) fail("header of " + std::to_string(text.size()) + " bytes exceeds the reserved " + std::to_string(reserve_));
   out_.seekp(12);
   out_.write(text.data(), static_cast<std::streamsize>(text.size()));

@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include "lockstep/format/json_text.h"
 
 extern char** environ;
 
@@ -48,7 +49,7 @@ std::string escape_xml(const std::string& s) {
 
 std::string str(const json& j, const char* key, const std::string& def = "") {
   if (!j.is_object() || !j.contains(key) || j[key].is_null()) return def;
-  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+  return j[key].is_string() ? j[key].get<std::string>() : format::json_text(j[key]);
 }
 
 // A number for people: `digits` decimals for values under 1000, thousands separated by commas
@@ -433,12 +434,12 @@ static void coverage_sections(std::ostringstream& os, const json& summary) {
        << cov.value("instructions", 0ull) << " test instructions in " << cov.value("programs", 0ull)
        << " programs; rs1/rs2 value classes";
     const json classes = cov.value("value_classes", json::array());
-    for (const json& c : classes) os << " " << escape_xml(c.is_string() ? c.get<std::string>() : c.dump());
+    for (const json& c : classes) os << " " << escape_xml(c.is_string() ? c.get<std::string>() : format::json_text(c));
     os << "</p>\n<table><tr><th>op</th><th>executed</th><th>rs1</th><th>rs2</th></tr>\n";
     auto counts = [](const json& o, const char* k) {
       std::string t;
       if (o.contains(k) && o[k].is_array())
-        for (const json& v : o[k]) t += (t.empty() ? "" : "/") + v.dump();
+        for (const json& v : o[k]) t += (t.empty() ? "" : "/") + format::json_text(v);
       return t;
     };
     for (const auto& [name, o] : cov["ops"].items())
@@ -563,7 +564,7 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
        << "</pre>\n";
   }
   // Folded: the raw summary is for machines (and summary.json beside this page has it too).
-  os << "<details><summary>Summary JSON (as in summary.json)</summary>\n<pre>" << escape_xml(summary.dump(2, ' ', false, json::error_handler_t::replace))
+  os << "<details><summary>Summary JSON (as in summary.json)</summary>\n<pre>" << escape_xml(format::json_text(summary, 2))
      << "</pre>\n</details>\n</body></html>\n";
   return os.str();
 }
@@ -577,7 +578,7 @@ ReportFiles write_report(const fs::path& dir, const json& summary) {
   f.junit = dir / kJUnitFile;
   f.html = dir / kHtmlFile;
   f.summary_json = summary;
-  write_text(f.summary, summary.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  write_text(f.summary, format::json_text(summary, 2) + "\n");
   write_text(f.junit, junit_xml(summary));
   try {
     f.plots = render_plots(summary, dir / "plots", f.plot_note);
@@ -636,7 +637,7 @@ void check_nested(const json& s, const std::string& status, std::uint64_t mismat
     for (std::size_t i = 0; i < it->size(); ++i) {
       const json& p = (*it)[i];
       if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !(p[0].get<double>() >= 0) || !p[1].is_number_unsigned())
-        bad("\"run.throughput[" + std::to_string(i) + "]\" is " + p.dump() + ", not [seconds, steps]");
+        bad("\"run.throughput[" + std::to_string(i) + "]\" is " + format::json_text(p) + ", not [seconds, steps]");
     }
   }
   const auto sit = run.find("streams");
@@ -646,7 +647,7 @@ void check_nested(const json& s, const std::string& status, std::uint64_t mismat
   for (std::size_t i = 0; i < sit->size(); ++i) {
     const json& st = (*sit)[i];
     const std::string at = "run.streams[" + std::to_string(i) + "]";
-    if (!st.is_object()) bad("\"" + at + "\" is " + st.dump() + ", not an object");
+    if (!st.is_object()) bad("\"" + at + "\" is " + format::json_text(st) + ", not an object");
     const std::uint64_t m = count(st, "mismatches", at + ".mismatches").value_or(0);
     count(st, "steps", at + ".steps");
     if (const auto g = st.find("guest"); g != st.end() && !g->is_null() && !g->is_string())
@@ -654,7 +655,7 @@ void check_nested(const json& s, const std::string& status, std::uint64_t mismat
     if (const auto c = st.find("class_steps"); c != st.end() && !c->is_null()) {
       if (!c->is_object()) bad("\"" + at + ".class_steps\" is " + c->dump() + ", not an object");
       for (const auto& [k, v] : c->items())
-        if (!v.is_number_unsigned()) bad("\"" + at + ".class_steps." + k + "\" is " + v.dump() + ", not a whole number >= 0");
+        if (!v.is_number_unsigned()) bad("\"" + at + ".class_steps." + k + "\" is " + format::json_text(v) + ", not a whole number >= 0");
     }
     sum += m;
     const auto dit = st.find("divergence");

@@ -1458,5 +1458,26 @@ TEST(ReplayCommand, ComparesTheRecordedStepsDigestAndInterruption) {
   EXPECT_EQ(div_s.value("reproduced", true), false);
 }
 
+// --json output stays JSON when a path or a message holds bytes that are not UTF-8: they are
+// written as U+FFFD. nlohmann-json's dump() threw there, and the command ended in std::terminate
+// (exit 134) after its verdict, with no summary (found by an outside tester: a chip at a path
+// named "\xff.chip", and a chip file whose header held the byte 0xC0).
+TEST(RunCommand, JsonOutputSurvivesBytesThatAreNotUtf8) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path dir = temp_dir("not-utf8");
+  const fs::path elf = loop_elf(5);
+  const fs::path chip = dir / "chip-\xff.chip";
+  fs::create_symlink(fs::path(LOCKSTEP_BINARY_DIR) / "chips" / "rv32.chip", chip);
+  const Proc ok = run({"run", elf.string(), "--chip", chip.string(), "--json"});
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+  const json j = json::parse(ok.out);
+  EXPECT_EQ(j["status"], "exact") << ok.out;
+  EXPECT_NE(ok.out.find("chip-\xef\xbf\xbd.chip"), std::string::npos) << ok.out;  // U+FFFD
+  const Proc bad = run({"run", elf.string(), "--chip", (dir / "missing-\xc0.chip").string(), "--json"});
+  EXPECT_EQ(bad.rc, 2) << bad.err;
+  EXPECT_EQ(json::parse(bad.out)["status"], "error") << bad.out;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace lockstep::engine
