@@ -184,6 +184,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   std::uint64_t shard_count = 0;                           // N of the shards' I/N (0: not yet known)
   std::vector<std::string> partial;                        // shards that ended early (interrupted, a chip fault)
   std::vector<std::string> time_ended;                     // shards --time ended before their last program
+  std::vector<std::string> errors;                         // "REPORT: ERROR" of shards that ended in an error
   std::error_code rec;
   const fs::path report_canon = report.empty() ? fs::path() : fs::weakly_canonical(report, rec);
   for (const std::string& d : dirs) {
@@ -256,13 +257,27 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
                          "/" + std::to_string(n) + ": its programs would be counted twice");
       }
     }
-    if (j.value("interrupted", false) || !j.value("error", json()).is_null())
-      partial.push_back(file.string() + (j.value("interrupted", false) ? " (interrupted)" : " (a chip fault)"));
+    const bool errored = j.contains("error") && !j["error"].is_null();
+    if (j.value("interrupted", false) || errored)
+      partial.push_back(file.string() + (errored ? " (an error)" : " (interrupted)"));
+    // A shard that ended in an error (a chip under test that failed) makes the campaign broken,
+    // exit 2 as the shard itself did, never merely interrupted (found by an outside tester: the
+    // merge exited 3 and dropped the shard's error text).
+    if (errored) errors.push_back(file.string() + ": " + (j["error"].is_string() ? j["error"].get<std::string>()
+                                                                                 : format::json_text(j["error"])));
     programs += j.value("programs", std::uint64_t{0});
     steps += j.value("steps", std::uint64_t{0});
     mismatching += j.value("mismatching_runs", std::uint64_t{0});
     lockstep_seconds += j.value("lockstep_seconds", 0.0);
-    for (const json& f : j.value("failures", json::array())) failures.push_back(f);
+    // A failure's case folder is a child of its shard's report folder: named from where the
+    // shard is now (the folder given to --merge), not from where the shard ran (found by an
+    // outside tester: shards arrive as CI artifacts under other names, and every replay line of
+    // the merge named a folder that did not exist).
+    for (json f : j.value("failures", json::array())) {
+      if (f.contains("case") && f["case"].is_string() && !f["case"].get<std::string>().empty())
+        f["case"] = (file.parent_path() / fs::path(f["case"].get<std::string>()).filename()).string();
+      failures.push_back(std::move(f));
+    }
     shards.push_back({{"report", file.string()}, {"shard", j.value("shard", json())}, {"programs", j.value("programs", 0)},
                       {"time_ended", j.value("time_ended", false)}});
     if (j.value("time_ended", false)) time_ended.push_back(file.string());
@@ -315,6 +330,12 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   // A partial campaign says so in every place (fuzz.json, summary.json, JUnit, the page), as
   // its exit status does (found by an outside tester: the merged report read "exact").
   merged["interrupted"] = !missing.empty() || !partial.empty();
+  if (!errors.empty()) {
+    std::string text;
+    for (const std::string& e : errors) text += (text.empty() ? "" : "; ") + e;
+    merged["error"] = text;
+    merged["error_shards"] = errors;
+  }
   merged["programs"] = programs;
   merged["steps"] = steps;
   merged["mismatching_runs"] = mismatching;
@@ -341,6 +362,16 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   ctx.summary.set("failures", failures);
   ctx.summary.set("coverage", coverage.to_json());
   ctx.summary.set("decision_coverage", decisions.to_json());
+  if (!errors.empty()) {
+    ctx.summary.set("error_shards", errors);
+    const std::string what = std::to_string(errors.size()) + " of the " + std::to_string(dirs.size()) +
+                             " shards ended in an error (" + errors.front() + (errors.size() > 1 ? "; ..." : "") +
+                             "): a broken campaign";
+    if (mismatching == 0) throw std::runtime_error(what);
+    // its mismatches stand (exit 1), as for one campaign whose chip failed after them
+    ctx.summary.set("chip_fault", merged["error"]);
+    out << "warn: " << what << "\n" << std::flush;
+  }
   if (!missing.empty()) {
     ctx.summary.set("missing_shards", missing_json);
     throw Interrupted("merged " + std::to_string(seen_shards.size()) + " of the campaign's " +
@@ -649,6 +680,10 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         c.command = "fuzz";
         c.guest_name = f.original.name;
         c.guest_path = fs::absolute(dir / "original.elf");
+        {  // the ELF inside the case, as run_check saves it: the folder replays after it is moved
+          const std::vector<std::uint8_t> elf = format::write_elf(f.original.image());
+          c.guest_elf.assign(elf.begin(), elf.end());
+        }
         c.guest_digest = engine::image_digest(f.original.image());
         c.chip_path = args->chip.empty() ? std::string() : fs::absolute(args->chip).string();
         c.chip_hash = chip.hash;

@@ -772,6 +772,52 @@ TEST_F(DutCli, FuzzThroughTheProtocolIsExact) {
   fs::remove_all(report);
 }
 
+// Shards of a campaign on a chip under test, merged: a shard whose chip failed before any
+// mismatch makes the merge an error (exit 2, its error text kept), never a mere interruption
+// (found by an outside tester: the merge exited 3 and dropped the error). Shards moved to
+// other folders before the merge (CI artifacts): the merge's replay lines name the case folders
+// where they are now, and a case saved unshrunk replays from there (its ELF is in case.json).
+TEST_F(DutCli, AMergeOfShardsKeepsAShardsErrorAndFindsMovedCases) {
+  const fs::path dir = fresh_dir("fuzz-merge");
+  auto shard = [&](int i, const std::string& mode, const fs::path& report) {
+    return run_lockstep({"fuzz", "--programs", "4", "--seed", "5", "--ops", "alu", "--mode", "forced", "--no-shrink",
+                         "--shard", std::to_string(i) + "/2", "--report", report.string(), "--dut",
+                         kFaulty + " " + mode + " " + kChip + " plain"});
+  };
+  ASSERT_EQ(shard(0, "none 0", dir / "ok0").exit_code, 0);
+  const Result broken = shard(1, "exit 1", dir / "broken1");
+  ASSERT_EQ(broken.exit_code, 2) << broken.err;
+  const Result m = run_lockstep({"fuzz", "--merge", (dir / "ok0").string(), (dir / "broken1").string(), "--json",
+                                 "--report", (dir / "merged").string()});
+  EXPECT_EQ(m.exit_code, 2) << m.err;
+  EXPECT_NE(m.err.find("lockstep: error: 1 of the 2 shards ended in an error (" + (dir / "broken1" / "fuzz.json").string() +
+                       ": chip under test: "),
+            std::string::npos)
+      << m.err;
+  EXPECT_EQ(summary_of(m)["status"], "error");
+  const json ms = json::parse(slurp(dir / "merged" / "summary.json"));
+  EXPECT_EQ(ms["status"], "error");
+  EXPECT_NE(ms["error"].get<std::string>().find("the chip process exited with status 3"), std::string::npos) << ms.dump(1);
+  // Both shards find mismatches; moved, merged, and replayed from where they are now.
+  for (int i : {0, 1}) ASSERT_EQ(shard(i, "tripped 30", dir / ("t" + std::to_string(i))).exit_code, 1);
+  fs::create_directories(dir / "artifacts");
+  fs::rename(dir / "t0", dir / "artifacts" / "shard-a");
+  fs::rename(dir / "t1", dir / "artifacts" / "shard-b");
+  const Result tm = run_lockstep({"fuzz", "--merge", (dir / "artifacts" / "shard-a").string(),
+                                  (dir / "artifacts" / "shard-b").string(), "--report", (dir / "tm").string()});
+  EXPECT_EQ(tm.exit_code, 1) << tm.err;
+  const json tf = json::parse(slurp(dir / "tm" / "fuzz.json"));
+  ASSERT_FALSE(tf["failures"].empty()) << tf.dump(1);
+  for (const json& f : tf["failures"]) {
+    const fs::path c = f["case"].get<std::string>();
+    EXPECT_EQ(c.parent_path().parent_path(), dir / "artifacts") << c;
+    EXPECT_NE(tm.out.find("replay " + c.string()), std::string::npos) << tm.out;
+    const Result rep = run_lockstep({"replay", c.string()});
+    EXPECT_EQ(rep.exit_code, 1) << rep.out << rep.err;
+    EXPECT_NE(rep.out.find("the case reproduces"), std::string::npos) << rep.out;
+  }
+}
+
 }  // namespace
 
 // A chip whose bug shows only beside another stream (faulty_chip stream1: stream 1's EXIT(0) is
