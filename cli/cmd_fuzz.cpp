@@ -810,7 +810,10 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         for (std::size_t i = 0; i < res.size(); ++i) {
           batch_steps += res[i].steps;
           prog_steps[i] = std::max(prog_steps[i], res[i].ref_steps);
-          if (res[i].end == "interrupted") continue;  // not compared to its end: below
+          // not compared to its end (below), but a divergence it met before the stop stands and is
+          // saved (found by an outside tester: a stop in a batch of 32 on a slow chip under test
+          // dropped the 64 mismatches it had found)
+          if (res[i].end == "interrupted" && res[i].mismatches == 0) continue;
           if (res[i].end == "step_limit")
             throw InputError("program " + std::to_string(batch[i].index) + " (seed " + std::to_string(seed) +
                              ") did not end within " + std::to_string(max_steps) + " steps: a generator bug");

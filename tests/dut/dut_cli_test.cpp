@@ -772,6 +772,33 @@ TEST_F(DutCli, FuzzThroughTheProtocolIsExact) {
   fs::remove_all(report);
 }
 
+// A stop while fuzz waits on a chip under test inside a batch (here: the chip hangs while the
+// divergence it caused is classified): the mismatch found before the stop is kept, saved as a
+// case and counted, and outranks the interruption (exit 1); the batch itself is not counted
+// (found by an outside tester: a stop in a slow batch of 32 dropped the 64 mismatches it had
+// found, and the campaign read "mismatching runs 0").
+TEST_F(DutCli, AStopInsideAFuzzBatchKeepsTheMismatchesFound) {
+  const fs::path dir = fresh_dir("fuzz-stop-batch");
+  const Signalled r = run_and_signal({"fuzz", "--programs", "4", "--seed", "5", "--ops", "add", "--mode", "forced",
+                                      "--report", (dir / "rep").string(), "--dut-timeout", "300", "--dut",
+                                      kFaulty + " wrongthenhang 1 " + kChip},
+                                     dir, "faulty_chip: wrongthenhang hangs now", SIGINT);
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_LT(r.seconds, 10) << "the wait must end with the signal, not at --dut-timeout";
+  EXPECT_NE(r.out.find("FAIL program "), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("lockstep: interrupted: after 0 programs"), std::string::npos) << r.err;
+  const json f = json::parse(slurp(dir / "rep" / "fuzz.json"));
+  EXPECT_EQ(f["interrupted"], true) << f.dump(1);
+  EXPECT_EQ(f["programs"], 0) << f.dump(1);
+  EXPECT_EQ(f["next"], 0) << f.dump(1);
+  EXPECT_GE(f["mismatching_runs"].get<std::uint64_t>(), 1u) << f.dump(1);
+  ASSERT_FALSE(f["failures"].empty()) << f.dump(1);
+  const fs::path c = f["failures"][0]["case"].get<std::string>();
+  EXPECT_TRUE(fs::exists(c / "case.json")) << c;
+  EXPECT_EQ(json::parse(slurp(c / "fuzz.json"))["not_shrunk"], "interrupted");
+  EXPECT_EQ(json::parse(slurp(dir / "rep" / "summary.json"))["status"], "mismatch");
+}
+
 // Shards of a campaign on a chip under test, merged: a shard whose chip failed before any
 // mismatch makes the merge an error (exit 2, its error text kept), never a mere interruption
 // (found by an outside tester: the merge exited 3 and dropped the error). Shards moved to

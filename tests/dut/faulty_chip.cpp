@@ -10,7 +10,9 @@
 // mismatch, not a protocol fault), wrongthenexit (wrongtoken, then exits with status 3 at the
 // first STREAMS request after it, as the shrinker sends: a chip that dies while fuzz shrinks),
 // wrongthendie (wrongtoken, then exits with status 3 at the next request of any kind but BYE: a
-// chip that dies while the divergence is classified),
+// chip that dies while the divergence is classified), wrongthenhang (wrongtoken, then answers
+// nothing from the next request of any kind but BYE on, saying "faulty_chip: wrongthenhang hangs
+// now": a chip that hangs while the divergence is classified, for a stop inside that wait),
 // notoken (the last token of the answer replaced by id 3330, BR(2): an id below vocab_size that
 // trace-v3 cannot produce, a wrong prediction and so a mismatch), none (a
 // correct chip). Three modes plant a bug in every answer
@@ -55,6 +57,10 @@ class Faulty final : public dut::Connection {
     if (f && mode_ == "wrongthendie" && fired_ && f->type != dut::kBye) {
       std::cerr << "faulty_chip: wrongthendie exits at the first request after its wrong token\n" << std::flush;
       ::_exit(3);
+    }
+    if (f && mode_ == "wrongthenhang" && fired_ && f->type != dut::kBye) {
+      std::cerr << "faulty_chip: wrongthenhang hangs now, at the first request after its wrong token\n" << std::flush;
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
     if (f && mode_ == "tripped") {
       if (f->type == dut::kStreams) stream_steps_.clear();
@@ -172,7 +178,8 @@ class Faulty final : public dut::Connection {
       in_->write_raw(std::span<const std::uint8_t>(head, 8), deadline);
       return;
     }
-    if (mode_ == "wrongtoken" || mode_ == "zeroprobes" || mode_ == "wrongthenexit" || mode_ == "wrongthendie") {
+    if (mode_ == "wrongtoken" || mode_ == "zeroprobes" || mode_ == "wrongthenexit" || mode_ == "wrongthendie" ||
+        mode_ == "wrongthenhang") {
       fired_ = true;
       std::vector<std::uint32_t> t = dut::decode_tokens(payload);
       t.back() = t.back() == 256u * 31 ? 256u * 31 + 1 : 256u * 31;  // EXIT(0) / EXIT(1)

@@ -244,8 +244,10 @@ bool reference_exits(const Program& p, std::uint64_t max_steps);
 /// every batch on (the engine resets each stream from its guest), saving the
 /// allocation of the streams' state per batch; null: a fresh one per batch.
 /// `stop` (SIGINT/SIGTERM, engine::install_stop_handlers()): the engine stops
-/// at its next round, its unfinished streams end "interrupted", and no later
-/// batch runs, so that fewer results than programs may come back.
+/// at its next round (or its chip call is given up), its unfinished streams end
+/// "interrupted" with what they compared so far (a divergence met before the
+/// stop included), and no later batch runs, so that fewer results than
+/// programs may come back.
 std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip::Chip>& chip,
                                                const std::string& backend, const std::vector<Program>& programs,
                                                engine::Mode mode, std::uint64_t max_steps, unsigned batch = 32,
