@@ -219,6 +219,7 @@ LinearMap get_map(const SafeTensors& st, const std::string& name_in, std::uint32
     if (!it->is_string()) fail("map alias '" + name_in + "' is not a string");
     name = it->get<std::string>();
     if (aliases.contains(name)) fail("map alias '" + name_in + "' names another alias '" + name + "'");
+    used.insert("alias:" + name_in);  // an alias the configuration's maps use (parse_chip checks every one is)
   }
   LinearMap m;
   m.act = act;
@@ -371,15 +372,31 @@ json config_to_json(const Chip& chip) {
   return j;
 }
 
+// Refuses a key of `j` (an object) that is not in `known` (chip-format.md section 3.1): a
+// misspelt optional key would otherwise be ignored, and the chip read as another one.
+void only_keys(const json& j, std::initializer_list<const char*> known, const std::string& ctx) {
+  if (!j.is_object()) fail(ctx + " is not a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || key == k;
+    if (!ok) fail(ctx + ": unknown key \"" + key + "\"");
+  }
+}
+
 // Parses the configuration; fills chip.config and the layer shapes (weights empty).
 void config_from_json(const json& j, Chip& chip) {
   ChipConfig& c = chip.config;
   const std::string ctx = "configuration";
   if (!j.is_object()) fail("configuration is not a JSON object");
+  only_keys(j, {"format", "format_version", "spec_version", "compiler", "machine", "d_model", "vocab_size",
+                "number_format", "layers", "fields", "probes", "bounds", "initialisers", "token_names"},
+            ctx);
   if (get_str(j, "format", ctx) != "lockstep-chip") fail("configuration \"format\" is not \"lockstep-chip\"");
   c.format_version = get_int(j, "format_version", ctx);
   check_format_version(c.format_version);
   c.spec_version = get_str(j, "spec_version", ctx);
+  if (c.spec_version != kSpecVersion)
+    fail("unsupported spec_version \"" + c.spec_version + "\" (this build reads \"" + kSpecVersion + "\")");
   c.compiler = get_str(j, "compiler", ctx);
   c.machine = j.contains("machine") ? get_str(j, "machine", ctx) : "";
   c.d_model = get_dim(j, "d_model", ctx);
@@ -390,6 +407,7 @@ void config_from_json(const json& j, Chip& chip) {
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const std::string lc = "layer " + std::to_string(l);
     const json& jl = layers[l];
+    only_keys(jl, {"format", "heads", "mlp"}, lc);
     Layer L;
     L.format = parse_format(get_str(jl, "format", lc), lc);
     const json& heads = need(jl, "heads", lc);
@@ -397,6 +415,7 @@ void config_from_json(const json& j, Chip& chip) {
     for (std::size_t h = 0; h < heads.size(); ++h) {
       const std::string hc = lc + " head " + std::to_string(h);
       Head hd;
+      only_keys(heads[h], {"key_dim", "value_dim", "act_k", "act_q", "act_beta"}, hc);
       hd.key_dim = get_dim(heads[h], "key_dim", hc);
       hd.value_dim = get_dim(heads[h], "value_dim", hc);
       hd.k.act = parse_act(heads[h], "act_k", hc);
@@ -405,6 +424,7 @@ void config_from_json(const json& j, Chip& chip) {
       L.heads.push_back(std::move(hd));
     }
     const json& m = need(jl, "mlp", lc);
+    only_keys(m, {"kind", "hidden"}, lc + " mlp");
     const std::string kind = get_str(m, "kind", lc + " mlp");
     if (kind == "none") L.mlp.kind = MlpKind::None;
     else if (kind == "relu") L.mlp.kind = MlpKind::Relu;
@@ -413,9 +433,12 @@ void config_from_json(const json& j, Chip& chip) {
     L.mlp.hidden = get_dim(m, "hidden", lc + " mlp");
     chip.layers.push_back(std::move(L));
   }
-  for (const json& f : need(j, "fields", ctx))
+  for (const json& f : need(j, "fields", ctx)) {
+    only_keys(f, {"name", "offset", "width"}, "field");
     c.fields.push_back({get_str(f, "name", "field"), get_u32(f, "offset", "field"), get_u32(f, "width", "field")});
+  }
   for (const json& p : need(j, "probes", ctx)) {
+    only_keys(p, {"layer", "after", "fields"}, "probe");
     ProbePoint pp;
     pp.layer = get_int(p, "layer", "probe");
     const std::string after = get_str(p, "after", "probe");
@@ -430,6 +453,7 @@ void config_from_json(const json& j, Chip& chip) {
     c.probes.push_back(std::move(pp));
   }
   for (const json& b : need(j, "bounds", ctx)) {
+    only_keys(b, {"activation", "layer", "bound", "frac_bits"}, "bound");
     Bound bd;
     bd.activation = get_str(b, "activation", "bound");
     bd.layer = get_int(b, "layer", "bound");
@@ -440,6 +464,9 @@ void config_from_json(const json& j, Chip& chip) {
     c.bounds.push_back(bd);
   }
   for (const json& ji : need(j, "initialisers", ctx)) {
+    only_keys(ji, {"name", "layer", "head", "column", "row", "kind", "values", "columns", "source", "encoding",
+                   "bytes_per_column"},
+              "initialiser");
     Initialiser in;
     in.name = get_str(ji, "name", "initialiser");
     const std::string ic = "initialiser '" + in.name + "'";
@@ -459,6 +486,7 @@ void config_from_json(const json& j, Chip& chip) {
       in.columns = get_u32(ji, "columns", ic);
     } else if (kind == "bytes") {
       const json& src = need(ji, "source", ic);
+      only_keys(src, {"kind", "address", "name", "offset", "length", "optional", "stride"}, ic + " source");
       const std::string sk = get_str(src, "kind", ic + " source");
       if (sk == "image") {
         in.source = ByteSourceKind::Image;
@@ -699,6 +727,8 @@ Chip parse_chip(const std::vector<std::uint8_t>& bytes) {
   }
   for (const auto& [name, t] : st.tensors)
     if (!used.count(name)) fail("unknown tensor '" + name + "' (not named by the configuration)");
+  for (const auto& [alias, stored] : aliases.items())
+    if (!used.count("alias:" + alias)) fail("map alias '" + alias + "' names no map of the configuration");
   chip.validate();
   return chip;
 }

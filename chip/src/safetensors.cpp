@@ -53,6 +53,7 @@ nlohmann::json parse_strict_json(std::string_view text, std::string_view what) {
     throw FormatError(where + ": NUL byte at offset " + std::to_string(nul));
   // One set of keys per open object; the callback sees the keys in order.
   std::vector<std::set<std::string>> open;
+  std::string last_key;  // the key whose value is being parsed (named in the NUL message)
   const auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     using E = nlohmann::json::parse_event_t;
     // No chip header nests deeper than a few levels; a deeper one is refused before anything
@@ -65,7 +66,14 @@ nlohmann::json parse_strict_json(std::string_view text, std::string_view what) {
       if (!open.empty()) open.pop_back();
     } else if (event == E::key && !open.empty()) {
       std::string key = parsed.get<std::string>();
+      if (key.find('\0') != std::string::npos)
+        throw FormatError(where + ": key '" + printable(key) + "' holds a NUL byte (a \\u0000 escape)");
+      last_key = key;
       if (!open.back().insert(key).second) throw DuplicateKey{std::move(key), depth};
+    } else if (event == E::value && parsed.is_string() && parsed.get_ref<const std::string&>().find('\0') != std::string::npos) {
+      // chip-format.md section 3: no NUL byte, and a \u0000 escape decodes to one (found by an
+      // outside tester: a name holding one was accepted, and a message quoting it was cut there)
+      throw FormatError(where + ": the value of '" + printable(last_key) + "' holds a NUL byte (a \\u0000 escape)");
     }
     return true;
   };

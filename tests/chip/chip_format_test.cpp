@@ -1,6 +1,7 @@
 // Chip file format: safetensors layer, chip validation (every malformed input is a one-line
 // FormatError, never a crash), initialiser encodings.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstring>
@@ -239,7 +240,7 @@ TEST(ChipFormat, NamesEachProblem) {
   }
   // configuration problems
   expect_format_error(with_config(c, [](std::string& j) { j = "{"; }), "configuration JSON");
-  expect_format_error(with_config(c, [&](std::string& j) { replace_once(j, "\"vocab_size\":", "\"vocab_size\":4000000000,\"x\":"); }),
+  expect_format_error(with_config(c, [&](std::string& j) { nlohmann::json o = nlohmann::json::parse(j); o["vocab_size"] = 4000000000u; j = o.dump(); }),
                       "exceeds the limit 2^24");
   expect_format_error(with_config(c, [](std::string& j) { replace_once(j, "\"format_version\":2", "\"format_version\":99"); }),
                       "unsupported format_version 99");

@@ -3,6 +3,7 @@
 // spaces; N is capped (kMaxHeaderBytes) before anything is read or allocated.  The same
 // strictness holds for the JSON texts inside the metadata (configuration, map aliases).
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -141,11 +142,47 @@ TEST(SafeTensorsHeader, MetadataJsonIsStrictToo) {
   std::string& config = st.metadata.at("lockstep.chip");
   SafeTensors nul = st;  // "\u0000garbage" after the configuration object
   nul.metadata.at("lockstep.chip") = config + std::string("\0garbage", 8);
+  // the header's own parse meets it first, as the value of the metadata key
   expect_rejected(serialize_safetensors(nul),
-                  "chip: configuration JSON: NUL byte at offset " + std::to_string(config.size()));
+                  "safetensors: header: the value of 'lockstep.chip' holds a NUL byte (a \\u0000 escape)");
   SafeTensors dup = st;  // a configuration key twice
   dup.metadata.at("lockstep.chip") = "{\"d_model\":1," + config.substr(1);
   expect_rejected(serialize_safetensors(dup), "chip: configuration JSON: duplicate key 'd_model' (depth 1)");
+}
+
+// The rules of the configuration and alias texts that an outside tester found unenforced (each
+// such chip loaded and ran): a \u0000 escape decodes to a NUL byte, which §3 forbids; a
+// spec_version other than this build's; a key the configuration does not define (a misspelt
+// optional key would be ignored); an alias that names no map of the configuration.
+TEST(SafeTensorsHeader, ConfigurationAndAliasesAreCheckedWhole) {
+  const SafeTensors st = parse_safetensors(accumulator_file());
+  const nlohmann::json config = nlohmann::json::parse(st.metadata.at("lockstep.chip"));
+  auto with_config = [&](const nlohmann::json& c) {
+    SafeTensors t = st;
+    t.metadata.at("lockstep.chip") = c.dump();
+    return serialize_safetensors(t);
+  };
+  EXPECT_EQ(error_of(with_config(config)), "<accepted>");
+  nlohmann::json c = config;
+  c["machine"] = std::string("abc\0def", 7);
+  expect_rejected(with_config(c), "chip: configuration JSON: the value of 'machine' holds a NUL byte (a \\u0000 escape)");
+  c = config;
+  c["spec_version"] = "chip-format/2";
+  expect_rejected(with_config(c), "unsupported spec_version \"chip-format/2\" (this build reads \"chip-format/1\")");
+  c = config;
+  c["number_fromat"] = "bf16";
+  expect_rejected(with_config(c), "configuration: unknown key \"number_fromat\"");
+  c = config;
+  c["layers"][0]["mlp"]["hiden"] = 3;
+  expect_rejected(with_config(c), "layer 0 mlp: unknown key \"hiden\"");
+  SafeTensors a = st;
+  const std::string aliases = st.metadata.count("lockstep.map_aliases") ? st.metadata.at("lockstep.map_aliases") : "{}";
+  nlohmann::json more = nlohmann::json::parse(aliases);
+  more["layers.9.heads.0.k"] = "embed";
+  a.metadata["lockstep.map_aliases"] = more.dump();
+  expect_rejected(serialize_safetensors(a), "map alias 'layers.9.heads.0.k' names no map of the configuration");
+  a.metadata["lockstep.map_aliases"] = "{\"embed\\u0000x\": \"unembed\"," + aliases.substr(1);
+  expect_rejected(serialize_safetensors(a), "chip: map aliases JSON: key 'embed\\x00x' holds a NUL byte");
 }
 
 TEST(SafeTensorsHeader, HeaderLengthIsCapped) {
