@@ -2,6 +2,7 @@
 // chip in lock-step, coverage of what the reference executed, and every
 // mismatch shrunk and saved as a replayable case (fuzz/README.md).
 #include <algorithm>
+#include <csignal>
 #include <charconv>
 #include <cmath>
 #include <chrono>
@@ -441,6 +442,10 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                   "Add up the fuzz.json of shard folders (counts, failures, coverage) instead of running");
   cmd->callback([&ctx, args, cmd, seed_opt] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work (chip loading included)
+    if (args->shard == "mpi") {  // the signals mpirun forwards to the ranks (fuzz/README.md, "Under MPI")
+      engine::add_stop_signal(SIGUSR1);
+      engine::add_stop_signal(SIGUSR2);
+    }
     ctx.stop = stop;
     if (!args->merge.empty()) {
       // --merge adds up reports that exist: an option of a campaign to run would be ignored

@@ -405,6 +405,8 @@ const std::atomic<bool>* install_stop_handlers() {
   return &g_stop;
 }
 
+void add_stop_signal(int sig) { std::signal(sig, on_stop_signal); }
+
 int terminal_columns() {
   struct winsize ws{};
   if (::ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;

@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <thread>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -79,6 +82,62 @@ TEST(LockstepFuzzMpi, TwoRanksMergeToTheSingleProcessCampaign) {
   EXPECT_EQ(std::count(tsv.begin(), tsv.end(), '\n'), 10);
   EXPECT_EQ(lockstep::cli_test::slurp(mpi / "programs.tsv"), tsv);
   EXPECT_TRUE(fs::exists(mpi / "report.html"));
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+
+// SIGTERM to the wrapper (a CI timeout) while the ranks run: the wrapper sends mpirun SIGUSR1,
+// Open MPI forwards it, every rank stops as on SIGINT and writes its report, and the merge of the
+// partial campaign exits 3 (found by an outside tester: the ranks were killed with nothing
+// written, or ran on with no parent, and the wrapper said "rank 0 left no exit status").
+TEST(LockstepFuzzMpi, AStoppedCampaignWritesAndMergesEveryShard) {
+  if (!on_path("mpirun")) GTEST_SKIP() << "mpirun not found (Debian: openmpi-bin): MPI campaign test skipped";
+  const fs::path root = fs::temp_directory_path() / ("lockstep-fuzz-mpi-stop-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const fs::path mpi = root / "mpi", log = root / "mpi.out";
+  const std::string cmd = "exec env LOCKSTEP_GNUPLOT=none LOCKSTEP='" LOCKSTEP_EXE "' MPIRUN_ARGS=--oversubscribe '" LOCKSTEP_MPI_WRAPPER
+                          "' 2 '" + mpi.string() + "' --seed 5 --programs 1000000 --mode forced --ops alu > '" +
+                          log.string() + "' 2>&1";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // both ranks at work: each printed its campaign line
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto started = [&] {
+    const std::string s = lockstep::cli_test::slurp(log);
+    std::size_t n = 0;
+    for (std::size_t at = s.find("lockstep fuzz: seed"); at != std::string::npos; at = s.find("lockstep fuzz: seed", at + 1)) ++n;
+    return n >= 2;
+  };
+  while (!started() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > t0 + std::chrono::seconds(60)) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const std::string out = lockstep::cli_test::slurp(log);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 3) << out;
+  EXPECT_NE(out.find("lockstep-fuzz-mpi: stopping the ranks"), std::string::npos) << out;
+  EXPECT_NE(out.find("lockstep: interrupted: 2 of the 2 shards ended before their last program"), std::string::npos) << out;
+  for (const char* shard : {"shard-0", "shard-1"}) {
+    const json s = json::parse(lockstep::cli_test::slurp(mpi / shard / "fuzz.json"));
+    EXPECT_EQ(s["interrupted"], true) << shard;
+    EXPECT_EQ(lockstep::cli_test::slurp(mpi / (std::string("rank-") + shard[6] + ".rc")), "3\n") << shard;
+  }
+  const json m = json::parse(lockstep::cli_test::slurp(mpi / "fuzz.json"));
+  EXPECT_EQ(m["interrupted"], true);
+  EXPECT_GT(m["programs"].get<std::uint64_t>(), 0u);
   std::error_code ec;
   fs::remove_all(root, ec);
 }

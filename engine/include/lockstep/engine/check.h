@@ -107,6 +107,11 @@ struct Case {
 /// Installs SIGINT/SIGTERM handlers that set the returned flag (first signal),
 /// restoring the default action so that a second signal ends the process.
 const std::atomic<bool>* install_stop_handlers();
+/// Makes signal `sig` a stop request too, as SIGINT and SIGTERM are (call after
+/// install_stop_handlers). `lockstep fuzz --shard mpi` adds SIGUSR1 and SIGUSR2, the signals
+/// Open MPI's mpirun forwards to every rank (`kill -USR1 <mpirun>` stops an MPI campaign with
+/// every shard's report written; SIGINT to mpirun makes Open MPI end the ranks itself).
+void add_stop_signal(int sig);
 
 /// The live progress line on stderr: on a terminal one line rewritten in
 /// place (steps, steps/s, ETA, the tail of the story so far), cut to the
