@@ -550,8 +550,10 @@ def serve(chip: Any, listen: Optional[str] = None, auth: Optional[str] = None,
     """Serves ``chip`` over the protocol until the harness is done.
 
     ``listen`` None: one session over stdin/stdout (``--dut 'COMMAND'``); stdout is protected
-    first (``protect_stdout``), and the function returns at end of file, after BYE, or when the
-    harness closes its side.
+    first (``protect_stdout``), and the function returns after BYE, at end of file after an
+    accepted HELLO, or when the harness closes its side; it raises ``SetupError`` (one line)
+    when the session ended otherwise: input that is no frame (over-long, or cut inside a
+    frame), or end of file before any HELLO was accepted.
     ``listen`` ``unix:PATH`` or ``tcp:HOST:PORT``: accepts connections, one session each, one
     after another, until ``sessions`` of them were served (HELLO accepted) or failed in transport,
     as ``lockstep chip-server --sessions N`` counts: a connection that closes without HELLO (a
@@ -579,10 +581,18 @@ def serve(chip: Any, listen: Optional[str] = None, auth: Optional[str] = None,
         if sys.stdin is None:
             raise SetupError("stdin is closed: no requests can come (give it a pipe, or serve "
                              "with --listen)")
+        session = Session(chip, auth, check_outputs)
         try:
-            Session(chip, auth, check_outputs).run(sys.stdin.buffer, _fd_sender(out_fd))
+            session.run(sys.stdin.buffer, _fd_sender(out_fd))
         except BrokenPipeError:
             _log("the harness closed its side")
+            return
+        # As `lockstep chip-server --stdio`: the one session is the process's work, and one the
+        # harness broke (input that is no frame, nothing at all, no accepted HELLO) is bad input,
+        # one line and exit status 2 under run_main, never a silent 0 (found by an outside tester).
+        if not (session.ended == "BYE" or (session.greeted and session.ended == "end of stream")):
+            raise SetupError(f"the session ended ({session.ended}) "
+                             + ("before a HELLO was accepted" if not session.greeted else "without BYE"))
         return
     server, kind, where = _listen_socket(listen, auth, allow_remote)
     old_term = _stop_on_sigterm()

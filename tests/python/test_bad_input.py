@@ -133,6 +133,21 @@ class KitOptions(OneLine):
             argv = ["/bin/sh", "-c", 'exec "$@" ' + redirect, "sh", *helpers.toy_command()]
             self.assertOneLine(argv, "toy_chip", text)
 
+    def test_input_that_is_no_session(self):
+        # As `lockstep chip-server --stdio`: nothing at all, a line of text shorter than a frame
+        # header, or a frame header over the length limit is a session the harness broke: one
+        # line, status 2 (found by an outside tester: the kit exited 0 and said nothing).
+        cases = ((b"", "(end of stream) before a HELLO was accepted"),
+                 (b"hello\n", "(closed inside a frame) before a HELLO was accepted"),
+                 (b"\x01\x00\x00\x00\xff\xff\xff\x7f", "(over-long frame) before a HELLO was accepted"))
+        for data, text in cases:
+            with self.subTest(data=data):
+                proc = subprocess.run(helpers.toy_command(), input=data, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, timeout=60)
+                err = proc.stderr.decode()
+                self.assertNotIn("Traceback", err)
+                self.assertEqual(err.strip().splitlines(), ["toy_chip: error: the session ended " + text], err)
+                self.assertEqual(proc.returncode, 2, err)
 
 class Interrupt(unittest.TestCase):
     """Ctrl-C: a listener serving until stopped ends with status 0 and removes its socket; one
