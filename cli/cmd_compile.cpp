@@ -4,6 +4,9 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <cstring>
+#include <cerrno>
+#include <unistd.h>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -37,7 +40,12 @@ void add_compile_command(CLI::App& app, Context& ctx) {
     std::error_code sec;
     const auto st = std::filesystem::symlink_status(out, sec);
     const bool in_place = std::filesystem::exists(st) && !std::filesystem::is_regular_file(st);
-    const std::string tmp = in_place ? out : out + ".tmp";
+    // A file the user may not write is not replaced behind its mode (the rename would), as `cp`
+    // refuses it; the temporary name is this process's own, so no file of the user's is taken
+    // for it (found by an outside tester: a FILE.tmp of theirs was deleted).
+    if (std::filesystem::is_regular_file(st) && ::access(out.c_str(), W_OK) != 0)
+      throw InputError("cannot write chip file '" + out + "': " + std::strerror(errno) + " (it is not writable)");
+    const std::string tmp = in_place ? out : out + ".tmp." + std::to_string(::getpid());
     if (!in_place) remove_on_interrupt(tmp);
     try {
       chip::save_chip(c, tmp);
