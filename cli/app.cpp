@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -310,6 +311,13 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
     const bool stopped = ctx.stop && ctx.stop->load();
     code = stopped ? report_interrupted(ctx, e.what()) : report_error(ctx, e.what());
     failure = {stopped ? "interrupted" : "error", e.what()};
+  } catch (const std::bad_alloc&) {
+    // (found by an outside tester: "lockstep: error: std::bad_alloc" said neither what nor why)
+    const std::string what =
+        "out of memory: an allocation failed (a chip whose state per stream is large, times --batch streams, "
+        "or a long guest's trace; fewer streams or a machine with more memory)";
+    code = report_error(ctx, what);
+    failure = {"error", what};
   } catch (const std::logic_error& e) {
     code = report_error(ctx, std::string("internal error: ") + e.what());
     failure = {"error", std::string("internal error: ") + e.what()};

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <new>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -57,6 +58,8 @@ LoadedChip load_chip_or_built(const std::string& path) {
   if (!path.empty()) {
     try {
       c = chip::load_chip(path);
+    } catch (const std::bad_alloc&) {
+      throw;  // no fault of the file: the command says it ran out of memory
     } catch (const std::exception& e) {
       throw CheckError(std::string("--chip: ") + e.what());
     }
@@ -70,6 +73,8 @@ LoadedChip load_chip_or_built(const std::string& path) {
     if (fs::exists(LOCKSTEP_BUILT_CHIP_FILE, ec)) {
       try {
         c = chip::load_chip(LOCKSTEP_BUILT_CHIP_FILE);
+      } catch (const std::bad_alloc&) {
+        throw;
       } catch (const std::exception& e) {
         throw CheckError(std::string("the built chip file: ") + e.what() + " (rebuild, or pass --chip FILE)");
       }

@@ -1479,5 +1479,22 @@ TEST(RunCommand, JsonOutputSurvivesBytesThatAreNotUtf8) {
   fs::remove_all(dir);
 }
 
+// Out of memory is said in words, not "std::bad_alloc", and is not blamed on the chip file
+// ("the built chip file: std::bad_alloc (rebuild, ...)"; found by an outside tester).
+TEST(RunCommand, OutOfMemoryIsSaidInWords) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const std::string cmd = "ulimit -v 300000; exec '" LOCKSTEP_EXE "' run '" + loop_elf(5).string() + "' --steps 10 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  const int status = ::pclose(p);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 2) << out;
+  EXPECT_EQ(out.rfind("lockstep: error: out of memory: an allocation failed", 0), 0u) << out;
+  EXPECT_EQ(out.find("rebuild"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace lockstep::engine
