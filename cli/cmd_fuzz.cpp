@@ -181,7 +181,15 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   std::string tsv_header;
   bool all_tsv = true;
   std::map<std::string, std::string> seen_files;           // canonical path -> as given
-  std::map<std::uint64_t, std::string> seen_shards;        // shard index -> report
+  // A shard may come in pieces: an interrupted shard and its continuation (`--first NEXT`, the
+  // hint of its closing line), each piece one report, chained by first = the previous one's next.
+  struct Piece {
+    std::uint64_t first = 0, next = 0;
+    bool interrupted = false, time_ended = false;
+    std::string file;
+  };
+  std::map<std::uint64_t, std::vector<Piece>> seen_shards;  // shard index -> its pieces
+  std::uint64_t campaign_first = UINT64_MAX;                // the lowest first of the pieces
   std::uint64_t shard_count = 0;                           // N of the shards' I/N (0: not yet known)
   std::vector<std::string> partial;                        // shards that ended early (interrupted, a chip fault)
   std::vector<std::string> time_ended;                     // shards --time ended before their last program
@@ -235,8 +243,9 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
                 {"backend", j.value("backend", json())}, {"length", j.value("length", json())},
                 {"first", j.value("first", json())}, {"end", j.value("end", json())}};
     } else {
-      // first and end: the campaign's range of program indices (its --first and --programs)
-      for (const char* k : {"seed", "ops", "mode", "chip_hash", "length", "first", "end"})
+      // end: the campaign's range of program indices ends there (its --first + --programs); first
+      // may differ between the pieces of a shard (checked below)
+      for (const char* k : {"seed", "ops", "mode", "chip_hash", "length", "end"})
         if (merged[k] != j.value(k, json())) {
           throw InputError(std::string("--merge: ") + file.string() + " has another " + k + " (" + format::json_text(j.value(k, json())) +
                            ") than the first report (" + format::json_text(merged[k]) + "): not shards of one campaign");
@@ -252,15 +261,23 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
                          ", the others are shards of " + std::to_string(shard_count) + ": not shards of one campaign");
       }
       shard_count = n;
-      const auto [it, fresh] = seen_shards.emplace(i, file.string());
-      if (!fresh) {
-        throw InputError("--merge: " + file.string() + " and " + it->second + " are both shard " + std::to_string(i) +
-                         "/" + std::to_string(n) + ": its programs would be counted twice");
-      }
+      Piece piece;
+      piece.first = j.value("first", json()).is_number_unsigned() ? j["first"].get<std::uint64_t>() : 0;
+      piece.next = j.value("next", json()).is_number_unsigned() ? j["next"].get<std::uint64_t>() : piece.first;
+      piece.interrupted = j.value("interrupted", false);
+      piece.time_ended = j.value("time_ended", false);
+      piece.file = file.string();
+      for (const Piece& other : seen_shards[i])
+        if (other.first == piece.first) {
+          throw InputError("--merge: " + file.string() + " and " + other.file + " are both shard " + std::to_string(i) +
+                           "/" + std::to_string(n) + " from program " + std::to_string(piece.first) +
+                           ": its programs would be counted twice");
+        }
+      campaign_first = std::min(campaign_first, piece.first);
+      seen_shards[i].push_back(piece);
     }
     const bool errored = j.contains("error") && !j["error"].is_null();
-    if (j.value("interrupted", false) || errored)
-      partial.push_back(file.string() + (errored ? " (an error)" : " (interrupted)"));
+    if (errored) partial.push_back(file.string() + " (an error)");
     // A shard that ended in an error (a chip under test that failed) makes the campaign broken,
     // exit 2 as the shard itself did, never merely interrupted (found by an outside tester: the
     // merge exited 3 and dropped the shard's error text).
@@ -281,7 +298,6 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     }
     shards.push_back({{"report", file.string()}, {"shard", j.value("shard", json())}, {"programs", j.value("programs", 0)},
                       {"time_ended", j.value("time_ended", false)}});
-    if (j.value("time_ended", false)) time_ended.push_back(file.string());
     coverage.merge(campaign::Coverage::from_json(j["coverage"]));
     try {
       decisions.merge(j.contains("decision_coverage")
@@ -305,6 +321,31 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   out << "merged " << dirs.size() << " reports: programs " << programs << ", steps compared " << steps
       << ", mismatching runs " << mismatching << "; seed " << format::json_text(merged["seed"]) << "\n"
       << std::flush;
+  // Each shard's pieces, by first: chained (a piece starts at the program its predecessor stopped
+  // at), never overlapping (counted twice: refused); a gap, or a last piece that stopped early, is
+  // a partial campaign. An interrupted piece that a later one continues is not partial.
+  if (campaign_first != UINT64_MAX) merged["first"] = campaign_first;
+  for (auto& [i, pieces] : seen_shards) {
+    std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.first < b.first; });
+    const std::string name = "shard " + std::to_string(i) + "/" + std::to_string(shard_count);
+    if (pieces.front().first > campaign_first)
+      partial.push_back(name + " (programs " + std::to_string(campaign_first) + ".." +
+                        std::to_string(pieces.front().first - 1) + " not run)");
+    for (std::size_t k = 0; k + 1 < pieces.size(); ++k) {
+      const Piece &a = pieces[k], &b = pieces[k + 1];
+      if (b.first < a.next) {
+        throw InputError("--merge: " + b.file + " (" + name + " from program " + std::to_string(b.first) +
+                         ") overlaps " + a.file + " (which ran up to program " + std::to_string(a.next) +
+                         "): its programs would be counted twice");
+      }
+      if (b.first > a.next)
+        partial.push_back(name + " (programs " + std::to_string(a.next) + ".." + std::to_string(b.first - 1) +
+                          " not run, between " + a.file + " and " + b.file + ")");
+    }
+    const Piece& last = pieces.back();
+    if (last.interrupted) partial.push_back(last.file + " (interrupted)");
+    if (last.time_ended) time_ended.push_back(last.file);
+  }
   // Shards missing from the merge: the campaign is partial, never read as a pass.
   std::string missing;
   json missing_json = json::array();
@@ -381,7 +422,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   if (!partial.empty()) {
     ctx.summary.set("partial_shards", partial);
     throw Interrupted(std::to_string(partial.size()) + " of the " + std::to_string(dirs.size()) +
-                      " shards ended before their last program (" + partial.front() +
+                      " shards ended before their last program or left programs out (" + partial.front() +
                       (partial.size() > 1 ? ", ..." : "") + "): a partial campaign");
   }
 }

@@ -201,7 +201,7 @@ TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
   fs::copy(s0, copy, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   r2 = run({"fuzz", "--merge", s0.string(), copy.string()});
   EXPECT_EQ(r2.exit_code, 2) << r2.err;
-  EXPECT_NE(r2.err.find("are both shard 0/2: its programs would be counted twice"), std::string::npos) << r2.err;
+  EXPECT_NE(r2.err.find("are both shard 0/2 from program 0: its programs would be counted twice"), std::string::npos) << r2.err;
   // Shards missing: a partial campaign, exit 3 (never read as a pass), the gap in the summary.
   // The merged report says so in every place: fuzz.json, summary.json, JUnit, `lockstep report`
   // (found by an outside tester: they read "exact" and JUnit was green).
@@ -247,6 +247,37 @@ TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
   EXPECT_NE(r2.err.find("1 of the 2 shards ended before their last program"), std::string::npos) << r2.err;
   EXPECT_EQ(json::parse(slurp(with_cut / "summary.json"))["status"], "interrupted");
   EXPECT_EQ(json::parse(slurp(with_cut / "fuzz.json"))["partial_shards"].size(), 1u);
+  // A shard in pieces: one that stopped early (here --time, as an interrupted one does) and its
+  // continuation from the program it names (`--first NEXT`, same end) merge to the whole
+  // campaign (found by an outside tester: the merge refused the continuation's other --first).
+  const fs::path pa = scratch_dir("s1-piece-a"), pb = scratch_dir("s1-piece-b");
+  ASSERT_EQ(run(with({"--report", pa.string(), "--shard", "1/2", "--batch", "1", "--time", "0.001"})).exit_code, 0);
+  const json ja_piece = json::parse(slurp(pa / "fuzz.json"));
+  ASSERT_EQ(ja_piece["time_ended"], true) << ja_piece.dump(1);
+  const std::uint64_t next = ja_piece["next"];
+  ASSERT_LT(next, 7u);
+  std::vector<std::string> rest = {"fuzz", "--seed", "5", "--first", std::to_string(next), "--programs",
+                                   std::to_string(7 - next), "--mode", "forced", "--ops", "alu,bignum",
+                                   "--report", pb.string(), "--shard", "1/2"};
+  ASSERT_EQ(run(rest).exit_code, 0);
+  const fs::path mp = scratch_dir("merged-pieces");
+  r2 = run({"fuzz", "--merge", s0.string(), pa.string(), pb.string(), "--report", mp.string()});
+  EXPECT_EQ(r2.exit_code, 0) << r2.out << r2.err;
+  const json jp = json::parse(slurp(mp / "fuzz.json"));
+  EXPECT_EQ(jp["programs"], 7);
+  EXPECT_EQ(jp["steps"], ja["steps"]);
+  EXPECT_EQ(jp["coverage"], ja["coverage"]);
+  EXPECT_EQ(jp["interrupted"], false);
+  EXPECT_EQ(jp["time_ended"], false);
+  EXPECT_EQ(slurp(mp / "programs.tsv"), slurp(all / "programs.tsv"));
+  // The continuation without the piece before it leaves programs out: partial, exit 3.
+  r2 = run({"fuzz", "--merge", s0.string(), pb.string()});
+  EXPECT_EQ(r2.exit_code, 3) << r2.err;
+  EXPECT_NE(r2.err.find("shard 1/2 (programs 0.." + std::to_string(next - 1) + " not run)"), std::string::npos) << r2.err;
+  // A whole shard and a piece of it overlap: refused.
+  r2 = run({"fuzz", "--merge", s0.string(), s1.string(), pb.string()});
+  EXPECT_EQ(r2.exit_code, 2) << r2.err;
+  EXPECT_NE(r2.err.find("its programs would be counted twice"), std::string::npos) << r2.err;
   // Options of a campaign to run do not apply to --merge: refused, not ignored.
   r2 = run({"fuzz", "--merge", s0.string(), s1.string(), "--programs", "3"});
   EXPECT_EQ(r2.exit_code, 2) << r2.err;
