@@ -143,7 +143,9 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
       if (!seen.count(k.name)) unseen.emplace_back(k.name);
     ctx.summary.set("token_kinds_compared", seen.size());
     ctx.summary.set("token_kinds_not_compared", unseen);
-    if (!unseen.empty()) {
+    // (not when the handshake failed: nothing was compared at all, and the error line says so)
+    const bool handshake_failed = !lines.empty() && lines.front().verdict == dut::CheckLine::Verdict::kFail;
+    if (!unseen.empty() && !handshake_failed) {
       std::string list;
       for (std::size_t i = 0; i < unseen.size() && i < 12; ++i) list += (i ? ", " : "") + unseen[i];
       if (unseen.size() > 12) list += ", ... (" + std::to_string(unseen.size() - 12) + " more)";
@@ -157,7 +159,7 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
     // (the handshake failed, nothing else was checked) is a broken job, exit 2; a failed check
     // is a finding about the chip, status "mismatch" and exit 1 ("mismatches" counts the failed
     // checks).
-    if (!lines.empty() && lines.front().verdict == dut::CheckLine::Verdict::kFail)
+    if (handshake_failed)
       throw InputError("dut-check: the handshake failed, nothing was checked: " + lines.front().detail);
     ctx.summary.add_mismatches(fail);
   });

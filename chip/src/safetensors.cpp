@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -130,8 +131,8 @@ std::uint64_t check_header_length(std::uint64_t n, std::uint64_t file_size) {
     throw FormatError("safetensors: header length N " + std::to_string(n) + " exceeds the cap of " +
                       std::to_string(kMaxHeaderBytes) + " bytes");
   if (file_size < 8 || n > file_size - 8)
-    throw FormatError("safetensors: file truncated: header length N " + std::to_string(n) +
-                      " exceeds file size " + std::to_string(file_size));
+    throw FormatError("safetensors: file truncated: 8 + the header length N " + std::to_string(n) + " = " +
+                      std::to_string(n + 8) + " bytes exceeds the file size " + std::to_string(file_size));
   return n;
 }
 
@@ -150,6 +151,9 @@ SafeTensors parse_safetensors(const std::vector<std::uint8_t>& bytes) {
     throw FormatError("safetensors: header: NUL byte at offset " + std::to_string(nul));
   std::size_t end = text.size();
   while (end > 0 && text[end - 1] == ' ') --end;
+  if (text[end - 1] != '}' && text.find('}') == std::string_view::npos)
+    throw FormatError("safetensors: header: the JSON object is not closed (no '}' in the " + std::to_string(n) +
+                      " header bytes)");
   if (text[end - 1] != '}') {
     const std::size_t at = end - 1;
     throw FormatError("safetensors: header byte " + std::to_string(at) + " after the JSON object is " +
@@ -185,7 +189,9 @@ SafeTensors parse_safetensors(const std::vector<std::uint8_t>& bytes) {
     else throw FormatError("safetensors: tensor '" + name + "' has unsupported dtype " + dt.dump());
     if (!j["shape"].is_array()) throw FormatError("safetensors: tensor '" + name + "' shape is not an array");
     for (const auto& d : j["shape"]) {
-      if (!d.is_number_unsigned()) throw FormatError("safetensors: tensor '" + name + "' shape has a non-integer");
+      if (!d.is_number_unsigned())
+        throw FormatError("safetensors: tensor '" + name + "' shape entry " + d.dump() +
+                          " is not a whole number from 0 to 2^64-1");
       t.shape.push_back(d.get<std::uint64_t>());
     }
     const auto& off = j["data_offsets"];
@@ -258,8 +264,11 @@ std::vector<std::uint8_t> read_safetensors_file(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) throw FormatError("'" + path + "' is a directory, not a chip file");
   if (std::filesystem::is_fifo(path, ec))  // opening one would wait for a writer, forever
     throw FormatError("'" + path + "' is a named pipe (FIFO), not a chip file");
+  if (const auto st = std::filesystem::status(path, ec); !ec && std::filesystem::exists(st) &&
+                                                          !std::filesystem::is_regular_file(st))
+    throw FormatError("'" + path + "' is not a regular file (a device or socket), not a chip file");
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw FormatError("cannot open '" + path + "' for reading");
+  if (!f) throw FormatError("cannot open '" + path + "' for reading: " + std::strerror(errno));
   f.seekg(0, std::ios::end);
   const std::streamoff size = f.tellg();
   f.seekg(0, std::ios::beg);
@@ -281,7 +290,7 @@ std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) throw FormatError("'" + path + "' is a directory, not a file");
   if (std::filesystem::is_fifo(path, ec)) throw FormatError("'" + path + "' is a named pipe (FIFO), not a regular file");
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw FormatError("cannot open '" + path + "' for reading");
+  if (!f) throw FormatError("cannot open '" + path + "' for reading: " + std::strerror(errno));
   std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   if (f.bad()) throw FormatError("error reading '" + path + "'");
   return bytes;
@@ -289,7 +298,7 @@ std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
 
 void write_file_bytes(const std::string& path, const std::vector<std::uint8_t>& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw FormatError("cannot open '" + path + "' for writing");
+  if (!f) throw FormatError("cannot open '" + path + "' for writing: " + std::strerror(errno));
   f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   if (!f) throw FormatError("error writing '" + path + "'");
 }

@@ -195,7 +195,15 @@ TEST(SafeTensorsHeader, HeaderLengthIsCapped) {
   Bytes b = f;  // under the cap, past the end of the file
   const std::uint64_t n = f.size();
   std::memcpy(b.data(), &n, 8);
-  expect_rejected(b, "file truncated: header length N " + std::to_string(n));
+  expect_rejected(b, "file truncated: 8 + the header length N " + std::to_string(n) + " = " + std::to_string(n + 8) +
+                         " bytes exceeds the file size " + std::to_string(f.size()));
+  // N itself below the file size, 8 + N past it (found by an outside tester: "N exceeds" read wrong)
+  const std::uint64_t n2 = f.size() - 7;
+  std::memcpy(b.data(), &n2, 8);
+  expect_rejected(b, "8 + the header length N " + std::to_string(n2) + " = " + std::to_string(n2 + 8) +
+                         " bytes exceeds the file size " + std::to_string(f.size()));
+  // a header that is a lone '{': not closed, said so
+  expect_rejected(file_with("{       ", {}), "safetensors: header: the JSON object is not closed");
 }
 
 TEST(SafeTensorsHeader, FileReaderChecksTheLengthBeforeReading) {
