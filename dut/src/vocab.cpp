@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <limits>
+#include <cstdio>
 #include <sstream>
 
 #include "lockstep/format/tokens.h"
@@ -82,6 +83,22 @@ VocabMap VocabMap::parse(const std::string& text, std::uint32_t chip_vocab, cons
   std::istringstream in(text);
   std::string raw;
   std::size_t line_no = 0;
+  // A line's text as the messages quote it: bytes outside printable ASCII as \xNN, at most 64
+  // (found by an outside tester: a binary file's bytes went to the terminal raw).
+  auto shown = [](const std::string& t) {
+    std::string out;
+    for (std::size_t i = 0; i < t.size() && i < 64; ++i) {
+      const auto c = static_cast<unsigned char>(t[i]);
+      if (c < 0x20 || c >= 0x7f) {
+        char b[8];
+        std::snprintf(b, sizeof b, "\\x%02x", c);
+        out += b;
+      } else {
+        out += t[i];
+      }
+    }
+    return t.size() > 64 ? out + "..." : out;
+  };
   auto fail = [&](const std::string& why) -> VocabError {
     return VocabError(source + ":" + std::to_string(line_no) + ": " + why);
   };
@@ -108,30 +125,37 @@ VocabMap VocabMap::parse(const std::string& text, std::uint32_t chip_vocab, cons
     const std::string line = trim(hash == std::string::npos ? raw : raw.substr(0, hash));
     if (line.empty()) continue;
     const auto ws = line.find_first_of(" \t");
-    if (ws == std::string::npos) throw fail("expected 'TOKEN ID', got '" + line + "'");
+    if (ws == std::string::npos) throw fail("expected 'TOKEN ID', got '" + shown(line) + "'");
     const std::string token = line.substr(0, ws);
     const std::string id_text = trim(line.substr(ws));
     const auto id = parse_number(id_text);
-    if (!id) throw fail("'" + id_text + "' is not a chip id (decimal or 0x hex, below 2^32)");
+    if (!id) throw fail("'" + shown(id_text) + "' is not a chip id (decimal or 0x hex, below 2^32)");
     if (token == "START") {
       add(format::kStartToken, *id);
       continue;
     }
     const auto open = token.find('(');
     if (open == std::string::npos || open == 0 || token.back() != ')') {
-      throw fail("'" + token + "' is not START, KIND(PAYLOAD) or KIND(*)");
+      throw fail("'" + shown(token) + "' is not START, KIND(PAYLOAD) or KIND(*)");
     }
     const std::string kind_name = token.substr(0, open);
     const std::string payload = token.substr(open + 1, token.size() - open - 2);
     const auto kind = format::kind_named(kind_name);
-    if (!kind) throw fail("'" + kind_name + "' is not a kind of trace-v3 (trace.md §2, vector.md §5)");
+    if (!kind) throw fail("'" + shown(kind_name) + "' is not a kind of trace-v3 (trace.md §2, vector.md §5)");
     if (payload == "*") {
       if (*id + kind->payload_limit - 1 > 0xFFFFFFFFull) throw fail(token + " -> " + id_text + ": ids overflow 2^32");
+      // the whole range first (found by an outside tester: a range running past vocab_size was
+      // reported as a collision with another kind's ids inside it)
+      if (*id + kind->payload_limit > chip_vocab) {
+        throw fail(token + " -> " + id_text + ": ids " + std::to_string(*id) + ".." +
+                   std::to_string(*id + kind->payload_limit - 1) + " run past the chip's vocab_size " +
+                   std::to_string(chip_vocab));
+      }
       for (std::uint32_t p = 0; p < kind->payload_limit; ++p) add(format::token_id(kind->kind, p), *id + p);
       continue;
     }
     const auto p = parse_number(payload);
-    if (!p) throw fail("'" + payload + "' is not a payload (decimal, 0x hex or *)");
+    if (!p) throw fail("'" + shown(payload) + "' is not a payload (decimal, 0x hex or *)");
     if (*p >= kind->payload_limit) {
       throw fail(token + " is not a token trace-v3 can produce (" + kind_name + " payloads are 0.." +
                  std::to_string(kind->payload_limit - 1) + ")");
