@@ -1431,6 +1431,7 @@ struct Engine::Impl {
       }
       if (act.empty()) return;
       const auto t_round = Clock::now();
+      const double diagnosis_before = diagnosis_seconds;
       // One call per mode; outputs land in each lane's slice of `out`.
       std::vector<std::size_t> at(act.size());
       std::size_t total = 0;
@@ -1526,7 +1527,13 @@ struct Engine::Impl {
       if (main) {
         const auto now = Clock::now();
         const double dt = std::chrono::duration<double>(now - last_tick).count();
-        if (dt >= opt.progress_interval) {
+        // A round in which a divergence was diagnosed prints no progress: its rate and step are not
+        // the comparing's, and after the "diagnosing the divergence" note they read as a replay's
+        // (found by an outside tester: "progress: step 128  5 steps/s" after that note).
+        if (diagnosis_seconds > diagnosis_before) {
+          last_tick = now;
+          last_steps = total_steps();
+        } else if (dt >= opt.progress_interval) {
           const std::uint64_t s = total_steps();
           throughput.push_back({seconds(), s});
           if (opt.on_progress) {
