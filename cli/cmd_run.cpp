@@ -205,10 +205,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
     print_capability_notes(ctx, out.capability_notes);
     note_chip_fault(ctx, out.chip_fault);
     note_free_running_steps(ctx, req.the_case, r);
-    if (!out.end_text.empty()) ctx.out() << out.end_text << "\n";
     // Which chip gave the verdict, as fuzz's first line says it (found by an outside tester: only
     // --json and the report named it).
     if (!out.chip_hash.empty()) ctx.out() << "chip " << out.chip_source << " (" << out.chip_hash << ")\n";
+    if (!out.end_text.empty()) ctx.out() << out.end_text << "\n";
     ctx.out() << engine::result_text(r) << std::flush;
     print_replay_hint(r, req.report_dir);
     if (r.interrupted) {
