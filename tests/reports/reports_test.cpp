@@ -83,6 +83,22 @@ TEST(JUnit, OneCasePerStreamAndAFailureForTheDivergence) {
   EXPECT_EQ(count(x, "<testcase "), 2u);
 }
 
+// Bytes that are not UTF-8 (a guest or folder named with them) are written as U+FFFD in JUnit
+// and HTML, valid UTF-8 is kept: the files stay well-formed (found by an outside tester: no XML
+// parser accepted such a junit.xml).
+TEST(JUnit, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+  json s = sample_summary();
+  s["run"]["streams"][0]["guest"] = "g\xff\xfe-\xc3\xa9-\xed\xa0\x80-\xe2\x82";  // bad, é, a surrogate, cut
+  const std::string fffd = "\xef\xbf\xbd";
+  const std::string want = "g" + fffd + fffd + "-\xc3\xa9-" + fffd + fffd + fffd + "-" + fffd + fffd;
+  const std::string x = junit_xml(s);
+  EXPECT_NE(x.find("name=\"" + want + "\""), std::string::npos) << x;
+  EXPECT_EQ(x.find("\xff"), std::string::npos);
+  const std::string html = html_report(s, {}, "");
+  EXPECT_NE(html.find(want), std::string::npos);
+  EXPECT_EQ(html.find("\xff"), std::string::npos);
+}
+
 // The same guest forced and free in one CI job: two suites and two classnames, never two identical
 // test cases ("lockstep.run" / "hello" for both before).
 TEST(JUnit, TheModeIsInTheSuiteAndClassname) {
