@@ -314,8 +314,8 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
   } catch (const std::bad_alloc&) {
     // (found by an outside tester: "lockstep: error: std::bad_alloc" said neither what nor why)
     const std::string what =
-        "out of memory: an allocation failed (a chip whose state per stream is large, times --batch streams, "
-        "or a long guest's trace; fewer streams or a machine with more memory)";
+        "out of memory: an allocation failed (the command needs more memory than this process may have: "
+        "see ulimit -v and the machine's memory; a command that runs several streams needs less with fewer)";
     code = report_error(ctx, what);
     failure = {"error", what};
   } catch (const std::logic_error& e) {

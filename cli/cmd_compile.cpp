@@ -49,6 +49,8 @@ void add_compile_command(CLI::App& app, Context& ctx) {
     if (!in_place) remove_on_interrupt(tmp);
     try {
       chip::save_chip(c, tmp);
+      if (!in_place && std::filesystem::is_regular_file(st))  // the replaced file's mode is kept
+        std::filesystem::permissions(tmp, st.permissions(), std::filesystem::perm_options::replace);
       if (!in_place) std::filesystem::rename(tmp, out);
     } catch (const std::exception& e) {
       std::error_code ec;
