@@ -365,7 +365,11 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   merged["time_ended"] = !time_ended.empty();
   if (!time_ended.empty()) {
     merged["time_ended_shards"] = time_ended;
-    out << "--time ended " << time_ended.size() << " of the shards before their last program: "
+    // a campaign of --time alone (no --programs, "end" null) has no last program: its shards ran
+    // until the time was up (found by an outside tester: "before their last program" read wrong)
+    out << "--time ended " << time_ended.size() << " of the shards"
+        << (merged["end"].is_null() ? " (a campaign of --time alone: they ran until it was up): "
+                                    : " before their last program: ")
         << time_ended.front() << (time_ended.size() > 1 ? " and " + std::to_string(time_ended.size() - 1) + " more" : "")
         << "\n" << std::flush;
   }
