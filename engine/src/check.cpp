@@ -778,8 +778,27 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     saved.guest_path = fs::absolute(guest.path);
   }
   if (!saved.chip_path.empty()) saved.chip_path = fs::absolute(saved.chip_path).string();
+  // JSON carries text, not bytes: a path or command that is not UTF-8 is recorded with U+FFFD,
+  // and replay could not find it. Said once, with the option replay takes instead (found by an
+  // outside tester: the replay hint of such a case failed with "not found").
+  bool noted_not_utf8 = false;
+  auto note_not_utf8 = [&]() {
+    if (noted_not_utf8 || req.report_dir.empty()) return;
+    noted_not_utf8 = true;
+    std::string what;
+    if (!saved.chip_path.empty() && !format::is_utf8(saved.chip_path))
+      what = "the chip path (replay it with --chip FILE)";
+    else if (saved.dut && !format::is_utf8(saved.dut->command))
+      what = "the --dut command (replay it with --dut 'COMMAND')";
+    else if (saved.dut && !format::is_utf8(saved.dut->vocab.string()))
+      what = "the --dut-vocab path (replay it with --dut-vocab FILE)";
+    if (!what.empty())
+      err << "lockstep: note: case.json records " << what << " with U+FFFD for its bytes that are not UTF-8\n"
+          << std::flush;
+  };
   auto write_case = [&](const json& expect) {
     if (req.report_dir.empty()) return;
+    note_not_utf8();
     fs::create_directories(req.report_dir);
     saved.expect = expect;
     const std::string text = format::json_text(saved.to_json(), 2) + "\n";

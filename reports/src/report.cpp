@@ -28,23 +28,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The length of the well-formed UTF-8 sequence at s[i] (RFC 3629 §4: no overlong form, no
-// surrogate, nothing above U+10FFFF), or 0 when the bytes there are not one.
-std::size_t utf8_sequence(const std::string& s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  std::size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) n = 2;
-  else if (c >= 0xE0 && c <= 0xEF) n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-  else return 0;
-  if (i + n > s.size() || b(i + 1) < lo || b(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k)
-    if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
-  return n;
-}
-
 // Text for XML and HTML: the five special characters as references, control characters XML 1.0
 // forbids as '?', and bytes that are not UTF-8 as U+FFFD (found by an outside tester: a report
 // folder named with such bytes gave a junit.xml no XML parser accepts).
@@ -54,7 +37,7 @@ std::string escape_xml(const std::string& s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      const std::size_t n = utf8_sequence(s, i);
+      const std::size_t n = format::utf8_sequence(s, i);
       if (n == 0) {
         o += "\xEF\xBF\xBD";  // U+FFFD
       } else {

@@ -1473,6 +1473,13 @@ TEST(RunCommand, JsonOutputSurvivesBytesThatAreNotUtf8) {
   const json j = json::parse(ok.out);
   EXPECT_EQ(j["status"], "exact") << ok.out;
   EXPECT_NE(ok.out.find("chip-\xef\xbf\xbd.chip"), std::string::npos) << ok.out;  // U+FFFD
+  // A saved case cannot hold those bytes: said at once, with the option replay takes instead.
+  const Proc saved = run({"run", elf.string(), "--chip", chip.string(), "--report", (dir / "rep").string()});
+  ASSERT_EQ(saved.rc, 0) << saved.err;
+  EXPECT_NE(saved.err.find("lockstep: note: case.json records the chip path (replay it with --chip FILE) with U+FFFD"),
+            std::string::npos)
+      << saved.err;
+  EXPECT_EQ(run({"replay", (dir / "rep").string(), "--chip", chip.string()}).rc, 0);
   const Proc bad = run({"run", elf.string(), "--chip", (dir / "missing-\xc0.chip").string(), "--json"});
   EXPECT_EQ(bad.rc, 2) << bad.err;
   EXPECT_EQ(json::parse(bad.out)["status"], "error") << bad.out;
