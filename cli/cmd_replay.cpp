@@ -40,6 +40,17 @@ Verdict judge(const nlohmann::json& expect, const engine::RunResult& r) {
   const bool has_steps = expect.contains("steps") && expect["steps"].is_number_unsigned();
   const std::uint64_t want_steps = has_steps ? expect["steps"].get<std::uint64_t>() : 0;
   const std::string want_digest = expect.value("digest", std::string());
+  // an interrupted --compare end run whose digests already differed: a divergence somewhere in
+  // its first `within` steps, not located
+  const std::uint64_t within = expect.value("divergence_within", std::uint64_t{0});
+  if (within && !want) {
+    v.recorded = "a divergence within the first " + std::to_string(within) +
+                 " steps (the digests differed; that run was stopped before locating it)";
+    if (r.interrupted && first == 0 && r.steps < within) return v;
+    v.conclusive = true;
+    v.same = first != 0 && first <= within;
+    return v;
+  }
   if (want) {
     v.recorded = "first divergence at step " + std::to_string(want);
   } else if (was_interrupted) {

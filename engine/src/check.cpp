@@ -551,8 +551,14 @@ std::string trap_build_hint(const format::GuestImage& image, std::uint32_t trap_
 
 std::string result_text(const RunResult& r) {
   std::ostringstream os;
-  for (const StreamResult& s : r.streams)
+  for (const StreamResult& s : r.streams) {
     if (s.divergence) os << s.divergence->to_text();
+    if (s.divergence_unlocated)
+      os << "the reference's and the chip's digests of the " << s.steps << " steps compared differ (" << s.digest
+         << " against " << s.chip_digest
+         << "): a divergence lies among them, not located: the run was stopped before its bisection (--compare "
+            "end); resume it, or run it again, to locate it\n";
+  }
   char line[320];
   if (r.diagnosis_seconds > 0) {
     // The rate is the comparing's alone: the divergence's replay is not comparing speed.
@@ -888,6 +894,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       if (out.result.interrupted) expect["interrupted"] = true;
       for (const StreamResult& s : out.result.streams) {
         if (s.divergence) expect["first_divergence"] = s.divergence->step;
+        if (s.divergence_unlocated) expect["divergence_within"] = s.steps;
       }
       write_case(expect);
       const auto files = reports::write_report(req.report_dir, out.summary);

@@ -799,6 +799,74 @@ TEST_F(DutCli, AStopInsideAFuzzBatchKeepsTheMismatchesFound) {
   EXPECT_EQ(json::parse(slurp(dir / "rep" / "summary.json"))["status"], "mismatch");
 }
 
+// --compare end, stopped before its end on a chip already wrong: the digests of the steps compared
+// differ, so the run is a mismatch with the divergence unlocated, never "mismatches 0", and its
+// case records a divergence within those steps (found by an outside tester: the case recorded a
+// clean prefix and replay said it did not reproduce). Resumed past a damaged checkpoint, the
+// bisection skips that file as resume does and locates the divergence (it ended as an error).
+TEST_F(DutCli, AStoppedCompareEndRunWithDifferingDigestsIsAMismatch) {
+  const fs::path dir = fresh_dir("compare-end-stop");
+  const fs::path rep = dir / "run";
+  const std::vector<std::string> args = {kExe, "run", crc32_.string(), "--steps", "100000", "--compare", "end", "--checkpoint-every", "10000",
+                                         "--report", rep.string(), "--dut", kFaulty + " tripped 100 " + kChip};
+  const fs::path o = dir / "stdout", e = dir / "stderr";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!std::freopen(o.c_str(), "w", stdout) || !std::freopen(e.c_str(), "w", stderr)) ::_exit(127);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(kExe.c_str(), argv.data());
+    ::_exit(127);
+  }
+  // stop it once two checkpoints are written (steps 10000 and 20000: past the wrong step 100)
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto checkpoints = [&] {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (const auto& f : fs::directory_iterator(rep / "checkpoints", ec))
+      if (f.path().extension() == ".lsck") ++n;
+    return n;
+  };
+  while (checkpoints() < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const std::string out = slurp(o), err = slurp(e);
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << out << err;
+  EXPECT_NE(out.find("a divergence lies among them, not located: the run was stopped before its bisection"),
+            std::string::npos)
+      << out;
+  const json c = json::parse(slurp(rep / "case.json"));
+  ASSERT_TRUE(c["expect"].contains("divergence_within")) << c.dump(1);
+  EXPECT_GE(c["expect"]["divergence_within"].get<std::uint64_t>(), 20000u) << c.dump(1);
+  EXPECT_EQ(json::parse(slurp(rep / "summary.json"))["status"], "mismatch");
+  const Result replay = run_lockstep({"replay", rep.string()});
+  EXPECT_EQ(replay.exit_code, 1) << replay.out << replay.err;
+  EXPECT_NE(replay.out.find("the case reproduces: recorded a divergence within the first"), std::string::npos)
+      << replay.out;
+  // Damage the newest checkpoint, then resume: skipped, and the divergence is located at step 100.
+  std::vector<fs::path> cps;
+  for (const auto& f : fs::directory_iterator(rep / "checkpoints"))
+    if (f.path().extension() == ".lsck") cps.push_back(f.path());
+  std::sort(cps.begin(), cps.end());
+  ASSERT_GE(cps.size(), 2u);
+  {
+    std::fstream f(cps.back(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(cps.back()) / 2));
+    f.put('\x5a').put('\xa5').put('\x5a').put('\xa5');
+  }
+  const Result resumed = run_lockstep({"run", "--resume", rep.string(), "--json"});
+  EXPECT_EQ(resumed.exit_code, 1) << resumed.err;
+  EXPECT_NE(resumed.err.find("skipped checkpoint " + cps.back().filename().string()), std::string::npos) << resumed.err;
+  const json s = summary_of(resumed);
+  EXPECT_EQ(s["status"], "mismatch") << s.dump();
+  ASSERT_TRUE(s.contains("divergence")) << s.dump();
+  EXPECT_EQ(s["divergence"]["step"], 100) << s.dump();
+}
+
 // Shards of a campaign on a chip under test, merged: a shard whose chip failed before any
 // mismatch makes the merge an error (exit 2, its error text kept), never a mere interruption
 // (found by an outside tester: the merge exited 3 and dropped the error). Shards moved to

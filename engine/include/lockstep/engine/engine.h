@@ -232,6 +232,10 @@ struct StreamResult {
   std::map<std::string, std::uint64_t> class_steps;  ///< steps per instruction class
   std::vector<HashRecord> hashes;
   std::optional<Divergence> divergence;
+  /// Compare::kEnd, a run stopped before its end: the reference's and the chip's digests of the
+  /// steps compared differ, so a divergence lies among them, not located (the stop came before
+  /// the bisection); `mismatches` is then 1 and `divergence` empty.
+  bool divergence_unlocated = false;
   nlohmann::json to_json() const;
 };
 
