@@ -48,7 +48,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--hash-every", args->hash_every, "Record both sides' state hashes every N steps")->check(count_range(0, kMaxStepsOption));
   cmd->add_option("--classify-window", args->window,
                   "Steps replayed teacher-forced after a divergence to classify it")
-      ->check(count_range(0, 100'000'000))
+      ->check(count_range(1, 100'000'000))  // 0 classified every divergence single-step unchecked
       ->capture_default_str();
   cmd->add_option("--resume", args->resume,
                   "Continue the interrupted run in DIR (its case.json and checkpoints)");
@@ -74,7 +74,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
         req.the_case = engine::Case::read(args->resume);
         reject_with_resume(cmd,
                            {"--steps", "--mode", "--teacher-forced-steps", "--compare", "--checkpoint-every", "--chip",
-                            "--backend"},
+                            "--backend", "--hash-every", "--classify-window"},
                            args->resume, req.the_case);
         if (!args->program.empty()) {
           const engine::Guest g = engine::read_guest(args->program);
@@ -118,6 +118,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
         c.compare = *compare;
         c.steps = args->steps;
         c.checkpoint_every = args->checkpoint_every;
+        c.hash_every = args->hash_every;
+        c.classify_window = args->window;
         req.report_dir = args->report;
         req.folder_claimed = !args->report.empty();  // claimed above
       }
@@ -126,9 +128,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());
     }
-    req.options.hash_every = args->hash_every;
-    req.options.classify_window = args->window;
     req.options.stop = stop;
+    // summary.json carries what --json does (engine.md §1; found by an outside tester: only --json had it)
+    req.add_to_summary = [&req](nlohmann::json& s, const engine::RunResult& r) {
+      if (req.the_case.mode == engine::Mode::kFree) s["free_running_steps"] = free_running_steps(req.the_case, r);
+    };
     engine::ProgressLine progress(std::cerr, engine::stderr_is_terminal());
     req.options.progress_interval = progress.interval();
     req.options.expected_rounds = req.the_case.steps;

@@ -217,6 +217,8 @@ json Case::to_json() const {
           {"compare", std::string(to_string(compare))},
           {"steps", steps},
           {"checkpoint_every", checkpoint_every},
+          {"hash_every", hash_every},
+          {"classify_window", classify_window},
           {"expect", expect}};
   if (dut) j["dut"] = dut->to_json();
   if (!command.empty()) j["command"] = command;
@@ -296,6 +298,9 @@ Case Case::from_json(const json& j) {
     c.compare = *cmp;
     c.steps = case_count(j, "steps");
     c.checkpoint_every = case_count(j, "checkpoint_every");
+    c.hash_every = case_count(j, "hash_every");
+    if (j.contains("classify_window")) c.classify_window = case_count(j, "classify_window");
+    if (c.classify_window == 0) bad_case_field("classify_window", j["classify_window"], "a whole number >= 1");
     c.expect = j.value("expect", json());
     if (!c.expect.is_null() && !c.expect.is_object()) bad_case_field("expect", c.expect, "an object");
     if (c.expect.is_object()) {  // what replay compares (cmd_replay.cpp), of the types it reads
@@ -758,6 +763,8 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   opt.compare = c.compare;
   opt.max_steps = c.steps;
   opt.checkpoint_every = c.checkpoint_every;
+  opt.hash_every = c.hash_every;
+  opt.classify_window = c.classify_window;
   // The replay after a divergence starts from the last snapshot: keep them at
   // least as often as the checkpoints.
   if (opt.checkpoint_every > 0 && opt.checkpoint_every < opt.snapshot_every) opt.snapshot_every = opt.checkpoint_every;

@@ -1503,5 +1503,37 @@ TEST(RunCommand, OutOfMemoryIsSaidInWords) {
   EXPECT_EQ(out.find("rebuild"), std::string::npos) << out;
 }
 
+// --hash-every and --classify-window are the case's: case.json records them, so --resume goes on
+// recording hashes and replay classifies with the same window, and --resume refuses them given
+// again; summary.json has free_running_steps as --json does (found by an outside tester: a resumed
+// run stopped recording hashes). --classify-window 0 is refused (it called every divergence
+// single-step without replaying one step).
+TEST(RunCommand, HashEveryAndClassifyWindowAreTheCases) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path elf = loop_elf(5);
+  const fs::path dir = temp_dir("hash-every-case");
+  const Proc r = run({"run", elf.string(), "--mode", "free", "--teacher-forced-steps", "50", "--hash-every", "20",
+                      "--classify-window", "300", "--checkpoint-every", "40", "--report", (dir / "run").string()});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const json c = json::parse(slurp(dir / "run" / "case.json"));
+  EXPECT_EQ(c["hash_every"], 20);
+  EXPECT_EQ(c["classify_window"], 300);
+  const json s = json::parse(slurp(dir / "run" / "summary.json"));
+  const std::uint64_t steps = s["steps"];
+  EXPECT_EQ(s["free_running_steps"], steps - 50) << s.dump();
+  const std::size_t hashes = s["run"]["streams"][0]["hashes"].size();
+  EXPECT_EQ(hashes, steps / 20) << s.dump();
+  const Proc again = run({"run", "--resume", (dir / "run").string(), "--json"});
+  EXPECT_EQ(again.rc, 0) << again.err;
+  const json s2 = json::parse(slurp(dir / "run" / "summary.json"));
+  EXPECT_EQ(s2["run"]["streams"][0]["hashes"].size(), hashes) << s2.dump();
+  const Proc refused = run({"run", "--resume", (dir / "run").string(), "--hash-every", "7"});
+  EXPECT_EQ(refused.rc, 2);
+  EXPECT_NE(refused.err.find("--hash-every cannot be given with --resume"), std::string::npos) << refused.err;
+  const Proc zero = run({"run", elf.string(), "--classify-window", "0"});
+  EXPECT_EQ(zero.rc, 2);
+  EXPECT_NE(zero.err.find("--classify-window: must be a whole number from 1"), std::string::npos) << zero.err;
+}
+
 }  // namespace
 }  // namespace lockstep::engine

@@ -93,6 +93,10 @@ struct Case {
   Compare compare = Compare::kEveryStep;
   std::uint64_t steps = 0;             ///< max steps (0: to the end)
   std::uint64_t checkpoint_every = 0;
+  /// --hash-every N (0: none) and --classify-window N of the run: recorded so that --resume and
+  /// replay run with them too (found by an outside tester: a resumed run stopped recording hashes,
+  /// and a replay classified with another window). Absent in a case.json: 0 and 4096.
+  std::uint64_t hash_every = 0, classify_window = 4096;
   nlohmann::json expect;               ///< informational: what the run found
 
   nlohmann::json to_json() const;
