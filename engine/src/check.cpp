@@ -561,8 +561,7 @@ std::string result_text(const RunResult& r) {
     if (s.divergence_unlocated)
       os << "the reference's and the chip's digests of the " << s.steps << " steps compared differ (" << s.digest
          << " against " << s.chip_digest
-         << "): a divergence lies among them, not located: the run was stopped before its bisection (--compare "
-            "end); resume it, or run it again, to locate it\n";
+         << "): a divergence lies among them, not located: " << s.unlocated_why << "\n";
   }
   char line[320];
   if (r.diagnosis_seconds > 0) {

@@ -305,7 +305,7 @@ json StreamResult::to_json() const {
             {"class_steps", class_steps},
             {"hashes", h},
             {"divergence", divergence ? divergence->to_json() : json()}};
-  if (divergence_unlocated) j["divergence_unlocated"] = true;
+  if (divergence_unlocated) j["divergence_unlocated"] = unlocated_why;
   if (end == "self_loop") {
     j["loop_pc"] = loop_pc;
     j["loop_word"] = loop_word;
@@ -1194,6 +1194,7 @@ struct Engine::Impl {
   json fingerprint;
   std::vector<StreamResult> finals;  // set when a stream's result is final before bisection
   std::vector<std::string> bisect_skipped;  // "FILE: why" of checkpoints the bisection could not read
+  std::map<std::size_t, std::string> bisect_unlocated;  // lane -> the bisection's text, when its replay met no wrong token
 
   Impl(chip::ChipBackend& b, std::vector<Guest> g, Options o)
       : be(b), guests(std::move(g)), opt(std::move(o)) {
@@ -2013,6 +2014,7 @@ struct Engine::Impl {
       R.divergence->bisection = b;
     } else {
       b["text"] = text + "; the step-by-step replay found no differing token";
+      bisect_unlocated[L.index] = b["text"].get<std::string>();
     }
   }
 
@@ -2090,6 +2092,8 @@ struct Engine::Impl {
       if (L->mismatches == 0 && L->ref_digest.value() != L->chip_digest.value()) {
         finals.back().mismatches = 1;
         finals.back().divergence_unlocated = true;
+        finals.back().unlocated_why =
+            "the run was stopped before its bisection (--compare end); resume it, or run it again, to locate it";
       }
     }
   }
@@ -2110,6 +2114,13 @@ struct Engine::Impl {
           f.mismatches = 1;
           f.end = "diverged";
           f.divergence = L->divergence;
+          if (const auto it = bisect_unlocated.find(L->index); it != bisect_unlocated.end() && !f.divergence) {
+            // (found by an outside tester: such a run said "mismatches 1" and nothing else)
+            f.divergence_unlocated = true;
+            f.unlocated_why = it->second +
+                              ": the chip's state after a restore is not the state it saved (SAVE_RESTORE not "
+                              "exact), or the chip is not deterministic; --compare step locates the divergence";
+          }
         }
       }
     }

@@ -867,6 +867,22 @@ TEST_F(DutCli, AStoppedCompareEndRunWithDifferingDigestsIsAMismatch) {
   EXPECT_EQ(s["divergence"]["step"], 100) << s.dump();
 }
 
+// --compare end on a chip whose restore is not exact (faulty_chip tripped counts steps from its
+// RESET, so a stream restored from a checkpoint trips elsewhere): the digests differ, the
+// bisection's replay meets no wrong token, and the run says why the divergence is unlocated
+// (found by an outside tester: "mismatches 1" and nothing else).
+TEST_F(DutCli, ABisectionThatFindsNoWrongTokenSaysWhy) {
+  const fs::path dir = fresh_dir("bisect-unlocated");
+  const Result r = run_lockstep({"run", crc32_.string(), "--steps", "20000", "--compare", "end", "--checkpoint-every",
+                                 "2000", "--report", (dir / "run").string(), "--dut", kFaulty + " tripped 5000 " + kChip});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("a divergence lies among them, not located: digests agree at step "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the step-by-step replay found no differing token: the chip's state after a restore is not "
+                       "the state it saved"),
+            std::string::npos)
+      << r.out;
+}
+
 // Shards of a campaign on a chip under test, merged: a shard whose chip failed before any
 // mismatch makes the merge an error (exit 2, its error text kept), never a mere interruption
 // (found by an outside tester: the merge exited 3 and dropped the error). Shards moved to

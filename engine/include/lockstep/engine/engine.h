@@ -236,6 +236,9 @@ struct StreamResult {
   /// steps compared differ, so a divergence lies among them, not located (the stop came before
   /// the bisection); `mismatches` is then 1 and `divergence` empty.
   bool divergence_unlocated = false;
+  /// Why it is unlocated, one clause (the stop came before the bisection; or the bisection's
+  /// step-by-step replay met no wrong token).
+  std::string unlocated_why;
   nlohmann::json to_json() const;
 };
 
