@@ -104,16 +104,17 @@ TEST(LockstepFuzzMpi, AStoppedCampaignWritesAndMergesEveryShard) {
     ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  // both ranks at work: each printed its campaign line
+  // both ranks at work, each past its first batch: its programs.tsv has a row (a fixed sleep
+  // was too short on a loaded machine, and the merge then held 0 programs)
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   auto started = [&] {
-    const std::string s = lockstep::cli_test::slurp(log);
-    std::size_t n = 0;
-    for (std::size_t at = s.find("lockstep fuzz: seed"); at != std::string::npos; at = s.find("lockstep fuzz: seed", at + 1)) ++n;
-    return n >= 2;
+    for (const char* shard : {"shard-0", "shard-1"}) {
+      const std::string t = lockstep::cli_test::slurp(mpi / shard / "programs.tsv");
+      if (std::count(t.begin(), t.end(), '\n') < 2) return false;
+    }
+    return true;
   };
   while (!started() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  std::this_thread::sleep_for(std::chrono::seconds(2));
   ::kill(pid, SIGTERM);
   int status = 0;
   const auto t0 = std::chrono::steady_clock::now();
