@@ -192,6 +192,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   std::uint64_t campaign_first = UINT64_MAX;                // the lowest first of the pieces
   std::uint64_t shard_count = 0;                           // N of the shards' I/N (0: not yet known)
   std::vector<std::string> partial;                        // shards that ended early (interrupted, a chip fault)
+  std::vector<std::string> stopped;                        // of those, the pieces stopped early or programs left out
   std::vector<std::string> time_ended;                     // shards --time ended before their last program
   std::vector<std::string> errors;                         // "REPORT: ERROR" of shards that ended in an error
   std::error_code rec;
@@ -329,7 +330,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.first < b.first; });
     const std::string name = "shard " + std::to_string(i) + "/" + std::to_string(shard_count);
     if (pieces.front().first > campaign_first)
-      partial.push_back(name + " (programs " + std::to_string(campaign_first) + ".." +
+      stopped.push_back(name + " (programs " + std::to_string(campaign_first) + ".." +
                         std::to_string(pieces.front().first - 1) + " not run)");
     for (std::size_t k = 0; k + 1 < pieces.size(); ++k) {
       const Piece &a = pieces[k], &b = pieces[k + 1];
@@ -339,13 +340,14 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
                          "): its programs would be counted twice");
       }
       if (b.first > a.next)
-        partial.push_back(name + " (programs " + std::to_string(a.next) + ".." + std::to_string(b.first - 1) +
+        stopped.push_back(name + " (programs " + std::to_string(a.next) + ".." + std::to_string(b.first - 1) +
                           " not run, between " + a.file + " and " + b.file + ")");
     }
     const Piece& last = pieces.back();
-    if (last.interrupted) partial.push_back(last.file + " (interrupted)");
+    if (last.interrupted) stopped.push_back(last.file + " (interrupted)");
     if (last.time_ended) time_ended.push_back(last.file);
   }
+  partial.insert(partial.end(), stopped.begin(), stopped.end());
   // Shards missing from the merge: the campaign is partial, never read as a pass.
   std::string missing;
   json missing_json = json::array();
@@ -428,9 +430,6 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     // Shards that ended in an error were said above (an error, or a warn line beside the
     // mismatches): "interrupted" only for pieces stopped early or programs left out (found by an
     // outside tester: two error shards with mismatches read "lockstep: interrupted:").
-    std::vector<std::string> stopped;
-    for (const std::string& p : partial)
-      if (!p.ends_with(" (an error)")) stopped.push_back(p);
     if (!stopped.empty()) {
       throw Interrupted(std::to_string(stopped.size()) + " of the " + std::to_string(dirs.size()) +
                         " shards ended before their last program or left programs out (" + stopped.front() +

@@ -807,18 +807,11 @@ TEST_F(DutCli, AStopInsideAFuzzBatchKeepsTheMismatchesFound) {
 TEST_F(DutCli, AStoppedCompareEndRunWithDifferingDigestsIsAMismatch) {
   const fs::path dir = fresh_dir("compare-end-stop");
   const fs::path rep = dir / "run";
-  const std::vector<std::string> args = {kExe, "run", crc32_.string(), "--steps", "100000", "--compare", "end", "--checkpoint-every", "10000",
-                                         "--report", rep.string(), "--dut", kFaulty + " tripped 100 " + kChip};
   const fs::path o = dir / "stdout", e = dir / "stderr";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (!std::freopen(o.c_str(), "w", stdout) || !std::freopen(e.c_str(), "w", stderr)) ::_exit(127);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(kExe.c_str(), argv.data());
-    ::_exit(127);
-  }
+  const pid_t pid = lockstep::cli_test::spawn_lockstep(
+      {"run", crc32_.string(), "--steps", "100000", "--compare", "end", "--checkpoint-every", "10000", "--report",
+       rep.string(), "--dut", kFaulty + " tripped 100 " + kChip},
+      o, e);
   // stop it once two checkpoints are written (steps 10000 and 20000: past the wrong step 100)
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   auto checkpoints = [&] {
