@@ -876,6 +876,32 @@ TEST_F(DutCli, ABisectionThatFindsNoWrongTokenSaysWhy) {
       << r.out;
 }
 
+// --compare end with no checkpoints: the bisection replays from the reset, and must find the
+// divergence --compare step finds (found by an outside tester: the replay kept the reference's
+// look-ahead of the run's end and named "step 1" at pc 0x1032c, and replay confirmed it). The
+// chip trips at its 290th step since its reset (faulty_chip tripped), muldiv's `sw a5, 16(sp)`.
+// A chip that is wrong only the first time (wrongtoken) is left unlocated, and the line says that
+// from the reset only its determinism is in question.
+TEST_F(DutCli, ABisectionFromTheResetFindsTheFirstDivergence) {
+  const fs::path muldiv = guest("muldiv");
+  const Result r = run_lockstep({"run", muldiv.string(), "--steps", "3000", "--compare", "end", "--json", "--dut",
+                                 kFaulty + " tripped 290 " + kChip});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const json s = json::parse(r.out);
+  const json& d = s["divergence"];
+  EXPECT_EQ(d["step"], 290) << s.dump();
+  EXPECT_EQ(d["pc"], 0x1009c) << s.dump();
+  EXPECT_EQ(d["bisection"]["good_step"], 0) << s.dump();
+
+  const Result once = run_lockstep({"run", muldiv.string(), "--steps", "3000", "--compare", "end", "--dut",
+                                    kFaulty + " wrongtoken 3 " + kChip});
+  EXPECT_EQ(once.exit_code, 1) << once.out << once.err;
+  EXPECT_NE(once.out.find("the step-by-step replay found no differing token: the chip is not deterministic (the replay "
+                          "started from its reset); --compare step locates the divergence"),
+            std::string::npos)
+      << once.out;
+}
+
 // Shards of a campaign on a chip under test, merged: a shard whose chip failed before any
 // mismatch makes the merge an error (exit 2, its error text kept), never a mere interruption
 // (found by an outside tester: the merge exited 3 and dropped the error). Shards moved to
