@@ -20,6 +20,8 @@
 // SIGINT/SIGTERM ends it early: "interrupted" (end "interrupted"), exit code 3.  Bad input
 // (unreadable or malformed ELF, image outside RAM, missing signature symbols) is "error" with
 // exit code 2 and one line on stderr.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -134,18 +136,38 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
 
   // The console: streamed (plain) or its head kept (--json); never all of it in memory.
   ConsoleHead out_head, err_head;
-  if (ctx.options.json) {
-    m.set_console_sink([&](int fd, std::string_view b) { (fd == 1 ? out_head : err_head).add(b); });
-  } else {
-    m.set_console_sink([](int fd, std::string_view b) {
-      if (fd == 1) {
-        std::cout.write(b.data(), static_cast<std::streamsize>(b.size()));
-      } else {
-        std::cout.flush();  // keep the order of fd 1 and fd 2 bytes on a shared terminal
-        std::cerr.write(b.data(), static_cast<std::streamsize>(b.size()));
-      }
-    });
-  }
+  char last_err = '\n', last_any = '\n';  // the last byte written to fd 2, to either fd
+  auto emit = [&](int fd, std::string_view b) {
+    if (b.empty()) return;
+    if (ctx.options.json) {
+      (fd == 1 ? out_head : err_head).add(b);
+      return;
+    }
+    if (fd == 1) {
+      std::cout.write(b.data(), static_cast<std::streamsize>(b.size()));
+    } else {
+      std::cout.flush();  // keep the order of fd 1 and fd 2 bytes on a shared terminal
+      std::cerr.write(b.data(), static_cast<std::streamsize>(b.size()));
+      last_err = b.back();
+    }
+    last_any = b.back();
+  };
+  // The bytes of the write ecall executed last are held until the next one: a step limit may cut
+  // that instruction's tokens, and the bytes whose OUT/ERR tokens are not in the trace are then
+  // never written, as `run` and the trace have it (trace.md §1: tokens a step limit cuts off are
+  // not part of the trace; found by an outside tester: `ref --steps 100` printed all 65,535 bytes
+  // of a write whose 8 first OUT tokens were in the trace).
+  // Without a step limit every instruction is delivered whole, and nothing is held. With one, the
+  // held bytes are also written after each slice of the run that leaves no token pending.
+  int held_fd = 1;
+  std::string held;
+  const bool limited = opt.max_steps != std::numeric_limits<std::uint64_t>::max();
+  m.set_console_sink([&](int fd, std::string_view b) {
+    if (!limited) return emit(fd, b);
+    emit(held_fd, held);
+    held_fd = fd;
+    held.assign(b);
+  });
 
   std::unique_ptr<format::TraceFileWriter> trace;
   ref::RunResult r{ref::Stop::kStepLimit, 0, 0};
@@ -199,12 +221,29 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
         r = trace ? m.run(n, [&](std::span<const std::uint32_t> t) { trace->append(t); }) : m.run(n);
         left -= r.steps;
         if (r.stop != ref::Stop::kStepLimit) break;
+        if (left > 0 && m.save().pending.empty()) {
+          emit(held_fd, held);
+          held.clear();
+        }
       }
     }
   } catch (const format::FormatError& e) {
     throw InputError(e.what());
   }
   if (opt.max_steps == 0) r.stop = ref::Stop::kStepLimit;
+  {
+    // The held write's bytes whose tokens are still pending (a step limit cut its instruction).
+    std::size_t cut = 0;
+    for (std::uint32_t t : m.save().pending) {
+      const auto k = format::kind_of(t);
+      if (k && (k->kind == static_cast<std::uint32_t>(format::Kind::OUT) ||
+                k->kind == static_cast<std::uint32_t>(format::Kind::ERR)))
+        ++cut;
+    }
+    held.resize(held.size() - std::min(cut, held.size()));
+    emit(held_fd, held);
+    held.clear();
+  }
   const char* end = interrupted                    ? "interrupted"
                     : self_loop                  ? "self_loop"
                     : r.stop == ref::Stop::kExit ? "exit"
@@ -271,6 +310,10 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
   }
   line += ", " + std::to_string(m.instructions_completed()) + " instructions retired, " + std::to_string(m.steps()) +
           " trace steps";
+  // The report starts a line of its own (guests.md: the last stderr line is the report), also
+  // after guest output that did not end in a newline (found by an outside tester).
+  const bool shared_terminal = ::isatty(1) && ::isatty(2);
+  if (last_err != '\n' || (shared_terminal && last_any != '\n')) line.insert(0, "\n");
   std::cerr << line << "\n";
   if (interrupted) throw Interrupted("after " + std::to_string(m.steps()) + " trace steps");
   if (r.stop == ref::Stop::kTrap && !opt.allow_trap) {
