@@ -52,6 +52,14 @@ bool have_built_chip() {
 #endif
 }
 
+fs::path built_chip_file() {
+#ifdef LOCKSTEP_BUILT_CHIP_FILE
+  return LOCKSTEP_BUILT_CHIP_FILE;
+#else
+  return {};
+#endif
+}
+
 LoadedChip load_chip_or_built(const std::string& path) {
   LoadedChip out;
   chip::Chip c;
@@ -76,14 +84,25 @@ LoadedChip load_chip_or_built(const std::string& path) {
       } catch (const std::bad_alloc&) {
         throw;
       } catch (const std::exception& e) {
-        throw CheckError(std::string("the built chip file: ") + e.what() + " (rebuild, or pass --chip FILE)");
+        // A prebuilt file (no chip compiler here) is not remade by a rebuild.
+        throw CheckError(std::string("the built chip file: ") + e.what() +
+                         (backend_factory().has_chip(kBuiltChipName)
+                              ? " (rebuild, or pass --chip FILE)"
+                              : " (the chip file this build was configured with: replace it, or pass --chip FILE)"));
       }
       loaded = true;
     }
 #endif
     if (!loaded) {
       const BackendFactory& factory = backend_factory();
-      if (!factory.has_chip(kBuiltChipName)) throw CheckError("no built chip in this build: pass --chip FILE");
+      if (!factory.has_chip(kBuiltChipName)) {
+        // (found by an outside tester: a prebuilt chip file that had gone was not named)
+        const fs::path file = built_chip_file();
+        throw CheckError(file.empty() ? std::string("no built chip in this build: pass --chip FILE")
+                                      : "no built chip: " + file.string() +
+                                            ", the chip file this build was configured with, does not exist: pass "
+                                            "--chip FILE, or configure with -DLOCKSTEP_PREBUILT_CHIP=FILE");
+      }
       c = factory.compile_chip(kBuiltChipName);
     }
     out.source = "built";

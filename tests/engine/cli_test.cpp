@@ -12,6 +12,7 @@
 
 #include <sys/ioctl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <functional>
@@ -127,7 +128,8 @@ TEST(RunCommand, BadInputIsExitTwoWithOneLine) {
   expect_one_error_line(run({"report", temp_dir("no-summary").string()}), "summary.json");
   if (!have_built_chip()) {
     const Proc p = run({"run", elf});
-    expect_one_error_line(p, "no built chip yet: pass --chip FILE");
+    expect_one_error_line(p, "no built chip");
+    EXPECT_NE(p.err.find("pass --chip FILE"), std::string::npos) << p.err;
   }
   // dut-check --ops: the list is checked before the chip is started.
   expect_one_error_line(run({"dut-check", "--dut", "true", "--ops", "nosuch"}), "--ops: unknown op or class 'nosuch'");
@@ -196,6 +198,45 @@ TEST(RunCommand, ShowsTheGuestsExitStatus) {
   EXPECT_NE(cut.out.find("the guest had not ended: stopped at the step limit after 10 steps\nsteps compared 10"),
             std::string::npos)
       << cut.out;
+}
+
+// `ref --steps N` writes only the console bytes whose OUT/ERR tokens are in the N steps, as
+// `run` and the trace do (trace.md §1; found by an outside tester: a step limit inside a write
+// printed the whole write). Its report starts a line of its own after guest output to fd 2 that
+// did not end in a newline (guests.md: the last stderr line is the report).
+TEST(RefCommand, AStepLimitInsideAWriteWritesOnlyTheBytesOfItsSteps) {
+  const fs::path dir = temp_dir("ref-cut-write");
+  const Guest g = testing::make_loop_guest(2);  // ends with write(1, "hi\n", 3) and exit(0)
+  const fs::path elf = dir / "hi.elf";
+  format::write_elf_file(elf, g.image);
+  const std::vector<std::uint32_t> trace = testing::reference_trace(g);
+  const std::uint32_t out_kind = static_cast<std::uint32_t>(format::Kind::OUT);
+  const auto first_out = std::find_if(trace.begin(), trace.end(), [&](std::uint32_t t) { return (t >> 8) == out_kind; });
+  ASSERT_NE(first_out, trace.end());
+  const std::string steps = std::to_string(first_out - trace.begin() + 1);  // the 'h' and nothing after it
+  const Proc cut = run({"ref", elf.string(), "--steps", steps});
+  EXPECT_EQ(cut.rc, 0) << cut.err;
+  EXPECT_EQ(cut.out, "h");
+  const Proc cut_json = run({"--json", "ref", elf.string(), "--steps", steps});
+  const json cj = json::parse(cut_json.out);
+  EXPECT_EQ(cj["stdout"], "h") << cj.dump();
+  EXPECT_EQ(cj["stdout_bytes"], 1) << cj.dump();
+  EXPECT_EQ(run({"ref", elf.string()}).out, "hi\n");
+  EXPECT_EQ(run({"ref", elf.string(), "--steps", std::to_string(trace.size())}).out, "hi\n");
+
+  // The same write to fd 2, two bytes ("hi" with no newline): the report line still starts a line.
+  Guest g2 = g;
+  std::vector<std::uint8_t>& code = g2.image.segments[0].bytes;
+  auto put = [&](std::size_t word, std::uint32_t w) {
+    for (int b = 0; b < 4; ++b) code[word * 4 + b] = static_cast<std::uint8_t>(w >> (8 * b));
+  };
+  put(13, ref::encode::i(ref::Op::kAddi, 12, 0, 2));  // a2 = 2
+  put(14, ref::encode::i(ref::Op::kAddi, 10, 0, 2));  // a0 = 2 (fd 2)
+  const fs::path elf2 = dir / "hi2.elf";
+  format::write_elf_file(elf2, g2.image);
+  const Proc e = run({"ref", elf2.string()});
+  EXPECT_EQ(e.rc, 0) << e.err;
+  EXPECT_EQ(e.err.rfind("hi\nlockstep ref: hi2.elf: exit 0, ", 0), 0u) << e.err;
 }
 
 // A guest that reaches a jump to itself would run forever: run stops after comparing the jump
@@ -1384,7 +1425,9 @@ TEST(ReplayCommand, NeverReplacesARunsFolder) {
 // tester: the hash check refused it, exit 2, with no way around).
 TEST(ReplayCommand, ACaseRunsOnAnotherChipWithChip) {
   if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
-  const fs::path built = fs::path(LOCKSTEP_BINARY_DIR) / "chips" / "rv32.chip";
+  // The build's chip file, compiled or prebuilt (found by an outside tester: a prebuilt chip's
+  // build skipped this test).
+  const fs::path built = built_chip_file();
   if (!fs::exists(built)) GTEST_SKIP() << "no built chip file";
   const fs::path dir = temp_dir("replay-other-chip");
   const Proc bad = run({"run", loop_elf(3).string(), "--chip", chip_that_cannot_print_i().string(), "--report", dir.string()});
@@ -1467,7 +1510,8 @@ TEST(RunCommand, JsonOutputSurvivesBytesThatAreNotUtf8) {
   const fs::path dir = temp_dir("not-utf8");
   const fs::path elf = loop_elf(5);
   const fs::path chip = dir / "chip-\xff.chip";
-  fs::create_symlink(fs::path(LOCKSTEP_BINARY_DIR) / "chips" / "rv32.chip", chip);
+  if (!fs::exists(built_chip_file())) GTEST_SKIP() << "no built chip file";
+  fs::create_symlink(fs::absolute(built_chip_file()), chip);  // compiled or prebuilt (found by an outside tester)
   const Proc ok = run({"run", elf.string(), "--chip", chip.string(), "--json"});
   ASSERT_EQ(ok.rc, 0) << ok.err;
   const json j = json::parse(ok.out);

@@ -47,6 +47,12 @@ class RunFailed : public CheckError {
 /// (backend_factory.h; the `lockstep` main registers chip/rv32's compiler).
 bool have_built_chip();
 
+/// The chip file the built chip is loaded from: the file this build's chip compiler writes
+/// (build/chips/rv32.chip), or the prebuilt file the build was configured with
+/// (-DLOCKSTEP_COMPILE_CHIP=OFF -DLOCKSTEP_PREBUILT_CHIP=FILE); empty when the build has neither.
+/// The file may not exist (not compiled yet, or moved away).
+std::filesystem::path built_chip_file();
+
 /// A chip ready to run, and where it came from.
 struct LoadedChip {
   std::shared_ptr<const chip::Chip> chip;
