@@ -24,11 +24,16 @@
 // Exit status: 0 measured, every token checked equal to the reference's; 1 when some
 // measurement's tokens differ (status mismatch); 2 bad input (one line on stderr).
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -171,10 +176,17 @@ fs::path on_path(const std::string& name) {
 }
 
 // Runs `exe arg` with stdio on /dev/null; returns its exit status (or -1).
-int run_quiet(const fs::path& exe, const fs::path& arg) {
+// Runs `exe arg` with no console; its exit status (128 + signal when killed), -1 when it could
+// not be run, or kTimedOut when it ran `timeout_s` seconds (then it is killed). The child dies
+// with this process (found by an outside tester: a hung qemu-riscv32 outlived a stopped bench).
+constexpr int kTimedOut = -2;
+int run_quiet(const fs::path& exe, const fs::path& arg, double timeout_s) {
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the bench ended before the prctl
     const int null = ::open("/dev/null", O_RDWR);
     if (null >= 0) {
       ::dup2(null, 0);
@@ -183,6 +195,21 @@ int run_quiet(const fs::path& exe, const fs::path& arg) {
     }
     ::execl(exe.c_str(), exe.c_str(), arg.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
+  }
+  // Waits on a pidfd (Linux 5.3), which wakes at the child's end: no polling delay in a figure
+  // of milliseconds. Without one, a plain wait.
+  if (const int pfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); pfd >= 0) {
+    pollfd p{pfd, POLLIN, 0};
+    int ready = 0;
+    do {
+      ready = ::poll(&p, 1, static_cast<int>(timeout_s * 1000));
+    } while (ready < 0 && errno == EINTR);
+    ::close(pfd);
+    if (ready == 0) ::kill(pid, SIGKILL);
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid) return -1;
+    if (ready == 0) return kTimedOut;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   int status = 0;
   if (::waitpid(pid, &status, 0) != pid) return -1;
@@ -286,10 +313,41 @@ void run_bench(const BenchArgs& args, Context& ctx) {
   }
   j["guest"] = guest_path.string();
 
+  // The chip under test is started first: one that cannot be started or spoken to is an error
+  // before minutes of other measurements, not after them (found by an outside tester).
+  std::unique_ptr<dut::DutBackend> dut_backend;
+  if (!args.dut.empty() && !args.cuda_only) {
+    try {
+      dut_backend = std::make_unique<dut::DutBackend>(args.dut);
+    } catch (const std::exception& e) {
+      throw InputError(e.what());
+    }
+  }
+
   // ------------------------------------------------------------ reference
-  m.run(~0ull);
+  // The figures are of whole runs of a guest that exits, at least as long as the chip's and the
+  // lock-step rows run (found by an outside tester: a guest of 13 steps was "40000 steps, every
+  // token equal", and one that never ends hung the bench with nothing printed).
+  constexpr std::uint64_t kMaxGuestSteps = 200'000'000;
+  m.run(kMaxGuestSteps);
   const std::uint64_t insns = m.instructions_retired(), tokens = m.steps();
   if (insns == 0 || tokens == 0) throw InputError("--guest: " + guest_path.string() + " retires no instruction");
+  if (m.status() == ref::Status::kRunning)
+    throw InputError("--guest: " + guest_path.string() + " does not exit within " + std::to_string(kMaxGuestSteps) +
+                     " trace steps: the bench measures whole runs of a guest that exits");
+  if (m.status() == ref::Status::kTrapped) {
+    char pc[16];
+    std::snprintf(pc, sizeof pc, "0x%08x", m.pc());
+    throw InputError("--guest: " + guest_path.string() + " ends in trap " + std::to_string(m.trap_code()) + " " +
+                     std::string(format::trap_name(m.trap_code())) + " at pc " + pc +
+                     " after " + std::to_string(tokens) + " steps: the bench measures a guest that exits (lockstep ref shows the trap)");
+  }
+  const int guest_exit_status = static_cast<int>(m.exit_status());
+  if (!args.cuda_only && tokens < std::max(chip_steps, args.lockstep_steps))
+    throw InputError("--guest: " + guest_path.string() + " exits after " + std::to_string(tokens) +
+                     " trace steps, fewer than the " + std::to_string(std::max(chip_steps, args.lockstep_steps)) +
+                     " that the chip's rows (--steps " + std::to_string(chip_steps) + ") and the lock-step rows (--lockstep-steps " +
+                     std::to_string(args.lockstep_steps) + ") run and check: give a longer guest, or fewer steps");
   double untraced_cpu = 0, traced_cpu = 0;
   const auto untraced = repeat(min_time, 1000000, [&] {
     m.load(guest.image);
@@ -330,10 +388,22 @@ void run_bench(const BenchArgs& args, Context& ctx) {
     j["qemu"] = {{"found", false}, {"skipped", "qemu-riscv32 not found"}};
   } else {
     int rc = 0;
-    const auto q = repeat(min_time, args.quick ? 20 : 200, [&] { rc = std::max(rc, run_quiet(qemu, guest_path)); });
-    if (rc != 0) {
-      j["qemu"] = {{"found", true}, {"path", qemu.string()}, {"skipped", "qemu-riscv32 exited " + std::to_string(rc)}};
-      qemu_beside = "qemu-riscv32 exited " + std::to_string(rc);
+    // The guest's own exit status is qemu's when it runs right (found by an outside tester: a
+    // guest that exits 7 was reported as a failed qemu run).
+    const double qemu_timeout_s = std::max(60.0, 100 * ref_run_s);
+    bool failed = false;
+    const auto q = repeat(min_time, args.quick ? 20 : 200, [&] {
+      if (failed) return;
+      rc = run_quiet(qemu, guest_path, qemu_timeout_s);
+      failed = rc != guest_exit_status;
+    });
+    if (failed) {
+      const std::string why = rc == kTimedOut ? "qemu-riscv32 did not end within " + fmt("%.0f s", qemu_timeout_s)
+                              : rc == -1      ? std::string("qemu-riscv32 could not be run")
+                                              : "qemu-riscv32 exited " + std::to_string(rc) + ", the reference " +
+                                               std::to_string(guest_exit_status);
+      j["qemu"] = {{"found", true}, {"path", qemu.string()}, {"skipped", why}};
+      qemu_beside = why;
     } else {
       const double q_run_s = q.second / static_cast<double>(q.first);
       const double q_ips = static_cast<double>(insns) / q_run_s;
@@ -358,7 +428,11 @@ void run_bench(const BenchArgs& args, Context& ctx) {
                 " traced; qemu-riscv32 has no trace)");
 
   // ------------------------------------------------------------ chip file
+  // Without --chip: the built chip's file, as every other command loads it (a prebuilt one in a
+  // build without the chip compiler; found by an outside tester: bench alone ignored it).
   fs::path chip_path = args.chip;
+  if (std::error_code ec; chip_path.empty() && fs::is_regular_file(engine::built_chip_file(), ec))
+    chip_path = engine::built_chip_file();
   if (chip_path.empty() && !ctx.executable().empty()) {
     const fs::path built = ctx.executable().parent_path().parent_path() / "chips" / "rv32.chip";
     std::error_code ec;
@@ -650,9 +724,10 @@ void run_bench(const BenchArgs& args, Context& ctx) {
       const double t1 = free_run(be, 1, single_steps, d1);
       const std::size_t b = std::min<std::size_t>(batch, be.max_streams());
       const double tn = free_run(be, b, batch_steps, dn);
-      r["single"] = {{"steps", single_steps}, {"tokens_per_second", t1}, {"agrees_with_reference", d1 == 0}};
+      r["single"] = {{"steps", single_steps}, {"tokens_per_second", t1}, {"agrees_with_reference", d1 == 0},
+                     {"first_difference_step", d1}};
       r["batched"] = {{"streams", b}, {"steps_per_stream", batch_steps}, {"tokens_per_second", tn},
-                      {"agrees_with_reference", dn == 0}};
+                      {"agrees_with_reference", dn == 0}, {"first_difference_step", dn}};
       table.add(label + ", 1 stream", si(t1, "tokens/s") + " (" + std::to_string(single_steps) + " steps; " +
                                           agreement(d1) + ")", beside);
       table.add(label + ", " + std::to_string(b) + " streams",
@@ -673,26 +748,30 @@ void run_bench(const BenchArgs& args, Context& ctx) {
         const int reps = args.quick ? 2 : 3;
         const std::uint64_t n1 = args.quick ? chip_steps / 2 : chip_steps, n64 = std::max<std::uint64_t>(n1 / 64, 1);
         double in1 = 0, in64 = 0, p1 = 0, p64 = 0;
-        std::uint64_t d = 0, dp = 0;
+        std::uint64_t d = 0, dp1 = 0, dp64 = 0;  // the first differing step over the pipe, 1 and 64 streams
         for (int k = 0; k < reps; ++k) {
           in1 = std::max(in1, free_run(in_process, 1, n1, d));
           p1 = std::max(p1, free_run(over_pipe, 1, n1, d));
-          if (!dp) dp = d;
+          if (!dp1) dp1 = d;
           in64 = std::max(in64, free_run(in_process, 64, n64, d));
           p64 = std::max(p64, free_run(over_pipe, 64, n64, d));
-          if (!dp) dp = d;
+          if (!dp64) dp64 = d;
         }
+        const std::uint64_t dp = dp1 ? dp1 : dp64;
         ordered_json r;
-        r["single"] = {{"steps", n1}, {"tokens_per_second", p1}};
-        r["batched"] = {{"streams", 64}, {"steps_per_stream", n64}, {"tokens_per_second", p64}};
+        r["single"] = {{"steps", n1}, {"tokens_per_second", p1}, {"agrees_with_reference", dp1 == 0},
+                       {"first_difference_step", dp1}};
+        r["batched"] = {{"streams", 64}, {"steps_per_stream", n64}, {"tokens_per_second", p64},
+                        {"agrees_with_reference", dp64 == 0}, {"first_difference_step", dp64}};
         r["agrees_with_reference"] = dp == 0;
         r["best_of"] = reps;
         table.add("protocol: chip-server over a pipe, 1 stream",
                   si(p1, "tokens/s") + " (" + std::to_string(n1) + " steps, best of " + std::to_string(reps) + "; " +
-                      agreement(dp) + ")");
+                      agreement(dp1) + ")");
         table.add("protocol: chip-server over a pipe, 64 streams",
                   si(p64, "tokens/s") + " total (" + std::to_string(n64) + " steps each, best of " +
-                      std::to_string(reps) + ")");
+                      std::to_string(reps) + "; " +
+                      (dp64 ? agreement(dp64) : std::string("every stream equal to the reference")) + ")");
         r["in_process"] = {{"single_tokens_per_second", in1}, {"batched_tokens_per_second", in64}};
         r["cost_single"] = 1 - p1 / in1;
         r["cost_batched"] = 1 - p64 / in64;
@@ -722,9 +801,9 @@ void run_bench(const BenchArgs& args, Context& ctx) {
         table.add("PyTorch executor (torch_chip.py)", "skipped", e.what());
       }
     }
-    if (!args.dut.empty()) {
+    if (dut_backend) {
       try {
-        dut::DutBackend d(args.dut);
+        dut::DutBackend& d = *dut_backend;
         jd["dut"] = measure("chip under test (" + d.hello().name + ")", d, 64, chip_steps, per64, args.dut.describe());
         jd["dut"]["name"] = d.hello().name;
         jd["dut"]["identity"] = d.identity();

@@ -171,6 +171,23 @@ TEST(LockstepBench, CudaOnlyLeavesTheRestOut) {
   }
 }
 
+// The figures are of whole runs of a guest that exits, at least as long as the rows check (found
+// by an outside tester: a 13-step guest gave "40000 steps, every token equal to the reference's",
+// and a trapping one exited 0). A chip under test that cannot be reached is one error line (it is
+// now started before the other measurements, not after a minute of them).
+TEST(LockstepBench, AGuestShorterThanItsRowsOrThatTrapsIsRefused) {
+  const fs::path nodata = fs::path(LOCKSTEP_BINARY_DIR) / "guests" / "nodata.elf";
+  if (!fs::exists(nodata)) GTEST_SKIP() << "no directed guest nodata.elf";
+  const Result r = run({"bench", "--quick", "--guest", nodata.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("lockstep: error: --guest: " + nodata.string() + " exits after 13 trace steps, fewer than the 40000"),
+            std::string::npos)
+      << r.err;
+  const Result dut = run({"bench", "--quick", "--dut-connect", "unix:/nonexistent/lockstep-bench.sock"});
+  EXPECT_EQ(dut.exit_code, 2) << dut.err;
+  EXPECT_NE(dut.err.find("cannot connect"), std::string::npos) << dut.err;
+}
+
 TEST(LockstepBench, BadInputIsOneLineExitTwo) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"bench", "--steps", "0"}, {"bench", "--streams", "0"},
