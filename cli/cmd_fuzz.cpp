@@ -158,9 +158,20 @@ void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching
                             {"shard", fuzz.value("shard", json())}, {"mode", fuzz.value("mode", json())},
                             {"failures", fuzz.value("failures", json::array())}}}};
   if (failed) summary[mismatching ? "chip_fault" : "error"] = fuzz["error"];
+  summary["run"] = {{"seconds", fuzz.value("seconds", 0.0)}};
   if (interrupted) {
     summary["interrupted"] = true;
-    summary["run"] = {{"interrupted", true}, {"seconds", fuzz.value("seconds", 0.0)}};
+    summary["run"]["interrupted"] = true;
+    // A campaign is not resumed: the programs it left are run (found by an outside tester: the
+    // page said "--resume", which fuzz refuses).
+    if (fuzz.contains("next") && fuzz["next"].is_number_unsigned()) {
+      const std::uint64_t next = fuzz["next"].get<std::uint64_t>();
+      std::string rest = "run the programs left: lockstep fuzz with --seed " + format::json_text(fuzz["seed"]) +
+                         " --first " + std::to_string(next);
+      if (fuzz.contains("end") && fuzz["end"].is_number_unsigned() && fuzz["end"].get<std::uint64_t>() > next)
+        rest += " --programs " + std::to_string(fuzz["end"].get<std::uint64_t>() - next);
+      summary["resume_with"] = rest + " and the campaign's other options";
+    }
   }
   try {
     reports::write_report(dir, summary);
@@ -723,6 +734,14 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                       {"mode", mode_name},
                       {"case", dir.string()},
                       {"step", d.step},
+                      // where, as the text names it (found by an outside tester: the HTML and JUnit
+                      // of a campaign named no instruction, field or tokens)
+                      {"pc", d.pc},
+                      {"pc_hex", d.to_json()["pc_hex"]},
+                      {"disassembly", d.disassembly},
+                      {"field", d.field},
+                      {"expected_text", d.expected_text},
+                      {"actual_text", d.actual_text},
                       {"original_words", sr.original_words},
                       {"shrunk_words", sr.shrunk_words},
                       {"repeat_batch", batch_repeat}};
@@ -816,6 +835,16 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         write_text(dir / "NOT-REPRODUCED-ALONE.txt",
                    why + ".\n`lockstep replay` of this folder runs the program alone and passes.\nRepeat the batch: " +
                        batch_repeat + "\n");
+        // The case's own pages say it too (found by an outside tester: its report.html read
+        // "exact" and nothing else).
+        json noted = co.summary;
+        noted["note"] = why + "; `lockstep replay` of this folder runs it alone and passes; repeat the batch: " +
+                        batch_repeat;
+        try {
+          reports::write_report(dir, noted);
+        } catch (const std::exception& e) {
+          throw InputError(e.what());
+        }
       }
       failure["case_diverges_at"] = at;
       failure["reproduces_alone"] = at != 0;

@@ -155,13 +155,14 @@ TEST(JUnit, ErrorAndInterruptedRuns) {
 }
 
 // A run that failed mid-way (a chip under test that died at step 98,240 of a longer guest): the
-// guest's own testcase is an error too, never a pass beside a separate error case.
+// guest's own testcase is an error too, never a pass beside a separate error case, and the error
+// is counted once (found by an outside tester: one failed run of one guest read errors="2").
 TEST(JUnit, GuestCutShortByAFailedRunIsAnError) {
   const json s = {{"status", "error"}, {"command", "run"}, {"steps", 98240}, {"mismatches", 0},
                   {"error", "chip under test: chip process exited"},
                   {"run", {{"streams", json::array({{{"guest", "crc32"}, {"steps", 98240}, {"end", "running"}}})}}}};
   const std::string x = junit_xml(s);
-  EXPECT_NE(x.find("errors=\"2\""), std::string::npos) << x;
+  EXPECT_NE(x.find("tests=\"1\" failures=\"0\" errors=\"1\""), std::string::npos) << x;
   EXPECT_NE(x.find("<testcase classname=\"lockstep.run\" name=\"crc32\""), std::string::npos) << x;
   EXPECT_NE(x.find("<error message=\"the run failed after 98240 steps, before this guest&#39;s end: chip under test: "
                    "chip process exited\""),
@@ -170,7 +171,14 @@ TEST(JUnit, GuestCutShortByAFailedRunIsAnError) {
   // A guest that did reach its end in the same failed run stays green.
   json two = s;
   two["run"]["streams"].push_back({{"guest", "hello"}, {"steps", 500}, {"end", "exit"}});
-  EXPECT_NE(junit_xml(two).find("errors=\"2\""), std::string::npos) << junit_xml(two);
+  EXPECT_NE(junit_xml(two).find("tests=\"2\" failures=\"0\" errors=\"1\""), std::string::npos) << junit_xml(two);
+  // A trap (the guest's end is a result, the run's status an error): the one error is the run's.
+  const json trap = {{"status", "error"}, {"command", "run"}, {"steps", 8}, {"mismatches", 0},
+                     {"error", "the guest ended in trap 9 EBREAK"},
+                     {"run", {{"streams", json::array({{{"guest", "t"}, {"steps", 8}, {"end", "trap"}}})}}}};
+  const std::string y = junit_xml(trap);
+  EXPECT_NE(y.find("tests=\"2\" failures=\"0\" errors=\"1\""), std::string::npos) << y;
+  EXPECT_NE(y.find("<error message=\"the guest ended in trap 9 EBREAK\""), std::string::npos) << y;
 }
 
 // A campaign's summary has no streams: interrupted is still an error, never a pass (issue 27).
@@ -186,7 +194,9 @@ TEST(JUnit, InterruptedRunWithoutStreamsIsAnError) {
 TEST(JUnit, ACampaignListsEachFailingProgram) {
   const json failures = json::array(
       {{{"index", 17}, {"mode", "free"}, {"step", 34}, {"case", "/r/fail-17-free"}, {"program_seed", 99},
-        {"repeat_batch", "lockstep fuzz --seed 5 --first 16 --programs 16"}},
+        {"repeat_batch", "lockstep fuzz --seed 5 --first 16 --programs 16"}, {"pc", 0x10098}, {"pc_hex", "0x10098"},
+        {"disassembly", "lui s4, 0xdd362"}, {"field", "PCL"}, {"expected_text", "PCL(0x26)"},
+        {"actual_text", "EXIT(0x00)"}},
        {{"index", 40}, {"mode", "forced"}, {"step", 7}, {"case", "/r/fail-40-forced"}, {"program_seed", 12},
         {"not_shrunk", "the chip under test failed: exited"}}});
   const json s = {{"status", "mismatch"}, {"command", "fuzz"}, {"steps", 5000}, {"mismatches", 2},
@@ -194,7 +204,22 @@ TEST(JUnit, ACampaignListsEachFailingProgram) {
   const std::string x = junit_xml(s);
   EXPECT_NE(x.find("tests=\"2\" failures=\"2\" errors=\"0\""), std::string::npos) << x;
   EXPECT_NE(x.find("<testcase classname=\"lockstep.fuzz\" name=\"program 17 (free)\""), std::string::npos) << x;
-  EXPECT_NE(x.find("<failure message=\"first divergence at step 34; case in /r/fail-17-free\""), std::string::npos) << x;
+  // Where it diverged, as the text says it (found by an outside tester: no instruction, field or
+  // tokens), and the campaign's seed.
+  EXPECT_NE(x.find("<failure message=\"first divergence at step 34 (pc 0x10098 lui s4, 0xdd362): PCL expected "
+                   "PCL(0x26), got EXIT(0x00); case in /r/fail-17-free\""),
+            std::string::npos)
+      << x;
+  EXPECT_NE(x.find("<failure message=\"first divergence at step 7; case in /r/fail-40-forced\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<property name=\"seed\" value=\"5\"/>"), std::string::npos) << x;
+  // The page has a row per failing program.
+  const std::string h = html_report(s, {}, "");
+  EXPECT_NE(h.find("<h2>Failing programs</h2>"), std::string::npos) << h;
+  EXPECT_NE(h.find("<td>17</td><td>free</td><td>99</td><td>34</td><td><code>0x10098  lui s4, 0xdd362</code></td><td>PCL</td>"
+                   "<td>PCL(0x26)</td><td>EXIT(0x00)</td><td><code>/r/fail-17-free</code></td>"),
+            std::string::npos)
+      << h;
+  EXPECT_EQ(h.find("<h2>Streams</h2>"), std::string::npos) << h;  // a campaign has no streams table
   EXPECT_NE(x.find("replay: lockstep replay /r/fail-17-free"), std::string::npos) << x;
   EXPECT_NE(x.find("name=\"program 40 (forced)\""), std::string::npos) << x;
   EXPECT_NE(x.find("not shrunk: the chip under test failed: exited"), std::string::npos) << x;
@@ -203,6 +228,28 @@ TEST(JUnit, ACampaignListsEachFailingProgram) {
                       {"fuzz", {{"seed", 5}, {"programs", 64}, {"failures", json::array()}}}};
   const std::string y = junit_xml(clean);
   EXPECT_NE(y.find("tests=\"1\" failures=\"0\" errors=\"0\""), std::string::npos) << y;
+  EXPECT_NE(y.find("<property name=\"seed\" value=\"5\"/>"), std::string::npos) << y;
+  EXPECT_EQ(y.find("digest"), std::string::npos) << y;  // a campaign has none: no empty "digest "
+}
+
+// How an interrupted run goes on: a run resumes; a campaign names the programs it left; a run that
+// diverged before the stop is not told to resume. A note (a fuzz case that passes alone) is shown
+// (found by an outside tester: "--resume" on a campaign's page, which fuzz refuses).
+TEST(Html, AnInterruptedRunSaysHowToGoOn) {
+  json s = {{"status", "interrupted"}, {"command", "run"}, {"steps", 70}, {"mismatches", 0}, {"run", {{"interrupted", true}}}};
+  EXPECT_NE(html_report(s, {}, "").find("stopped after 70 steps; resume with --resume"), std::string::npos);
+  s["command"] = "fuzz";
+  s["resume_with"] = "run the programs left: lockstep fuzz with --seed 3 --first 32 --programs 1968";
+  const std::string f = html_report(s, {}, "");
+  EXPECT_NE(f.find("stopped after 70 steps; run the programs left: lockstep fuzz with --seed 3 --first 32"), std::string::npos)
+      << f;
+  EXPECT_EQ(f.find("--resume"), std::string::npos) << f;
+  s = {{"status", "mismatch"}, {"command", "run"}, {"steps", 448}, {"mismatches", 1}, {"run", {{"interrupted", true}}},
+       {"note", "passes alone <here>"}};
+  const std::string m = html_report(s, {}, "");
+  EXPECT_NE(m.find("stopped after 448 steps, after the divergence below"), std::string::npos) << m;
+  EXPECT_EQ(m.find("--resume"), std::string::npos) << m;
+  EXPECT_NE(m.find("<p class=\"note\">passes alone &lt;here&gt;</p>"), std::string::npos) << m;
 }
 
 // A short run (one throughput sample, one instruction class, one stream): no plot is drawn and
@@ -379,7 +426,13 @@ TEST(CheckReports, FailingRunLeavesAnErrorReportAndRethrows) {
   EXPECT_EQ(s["status"], "error");
   EXPECT_EQ(s["error"], "executor failed at step 200");
   EXPECT_EQ(s["steps"], 199);
-  EXPECT_NE(slurp(c.dir / kJUnitFile).find("<error message=\"executor failed at step 200\""), std::string::npos);
+  // The guest's case is the one error, and names the run's error.
+  const std::string x = slurp(c.dir / kJUnitFile);
+  EXPECT_NE(x.find("tests=\"1\" failures=\"0\" errors=\"1\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<error message=\"the run failed after 199 steps, before this guest&#39;s end: executor failed at step "
+                   "200\""),
+            std::string::npos)
+      << x;
 }
 
 // A chip call that fails after SIGINT/SIGTERM set the stop flag (a chip under test killed by the
