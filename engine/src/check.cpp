@@ -550,6 +550,7 @@ std::string trap_end_line(const Guest& guest, const StreamResult& stream) {
         // the pc is outside memory: the trap is the fetch's own
       }
       if (const auto access = ref::trap_access(m)) where += ref::describe(*access);
+      where += ref::trap_reason(m);
     }
   } catch (const std::exception&) {
     // the image loaded for the run; a second load cannot fail, but the line must not

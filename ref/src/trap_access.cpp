@@ -45,4 +45,46 @@ std::string describe(const TrapAccess& access) {
   return t;
 }
 
+std::string trap_reason(const Machine& m) {
+  if (m.status() != Status::kTrapped) return "";
+  const std::uint32_t code = m.trap_code();
+  std::uint32_t word = 0;
+  try {
+    word = m.read_word(m.pc());
+  } catch (const std::out_of_range&) {
+    return "";
+  }
+  char buf[96];
+  if (code == static_cast<std::uint32_t>(Trap::kFetchMisaligned)) {
+    const Decoded d = decode(word);
+    std::uint32_t target = 0;
+    switch (d.op) {
+      case Op::kJal: case Op::kBeq: case Op::kBne: case Op::kBlt: case Op::kBge: case Op::kBltu: case Op::kBgeu:
+        target = m.pc() + d.imm;
+        break;
+      case Op::kJalr:  // a trap writes no register: x[rs1] is still the base
+        target = (m.reg(d.rs1) + d.imm) & ~1u;
+        break;
+      default:
+        return "";
+    }
+    std::snprintf(buf, sizeof buf, ", jump target 0x%08x", target);
+    return buf;
+  }
+  if (code == static_cast<std::uint32_t>(Trap::kBadEcall)) {
+    const std::uint32_t a7 = m.reg(17), fd = m.reg(10), len = m.reg(12);
+    if (a7 != 64 && a7 != 93) {
+      std::snprintf(buf, sizeof buf, ", a7 = %u is no ECALL number (64 write, 93 exit)", a7);
+    } else if (a7 == 64 && fd != 1 && fd != 2) {
+      std::snprintf(buf, sizeof buf, ", write to fd %u (1 or 2)", fd);
+    } else if (a7 == 64 && len > 65535) {
+      std::snprintf(buf, sizeof buf, ", write of %u bytes (at most 65,535)", len);
+    } else {
+      return "";
+    }
+    return buf;
+  }
+  return "";
+}
+
 }  // namespace lockstep::ref

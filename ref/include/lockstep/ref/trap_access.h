@@ -28,4 +28,12 @@ std::optional<TrapAccess> trap_access(const Machine& m);
 /// ", address 0x0011fff8 (the VLD record [0x0011fff8, 0x00110001))".
 std::string describe(const TrapAccess& access);
 
+/// Why the trap, where its code alone does not say, as trap lines print it after the address:
+/// for FETCH_MISALIGNED the jump's target (", jump target 0x00010012": a JAL's or branch's pc +
+/// imm, a JALR's (x[rs1] + imm) & ~1, isa.md §4.2); for BAD_ECALL the rule of isa.md §5 that
+/// failed (", a7 = 1234 is no ECALL number (64 write, 93 exit)", ", write to fd 3 (1 or 2)",
+/// ", write of 65536 bytes (at most 65,535)"). "" for other traps or a machine that has not
+/// trapped.
+std::string trap_reason(const Machine& m);
+
 }  // namespace lockstep::ref
