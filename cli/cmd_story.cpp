@@ -177,6 +177,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     fs::path path;
     engine::Guest guest;
     std::string guest_note;  // "story guest X: built from Y", logged with the result
+    std::string guest_built_from;  // guest_model(path): the checkpoint the guest was built from
     try {
       if (!args->resume.empty()) {
         // The folder first: one a running run holds is "in use" (lock_run_folder), not a case read
@@ -220,6 +221,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
                            "check other guests with " + as_invoked("lockstep run " + format::shell_word(args->guest)));
         }
         const std::string built_from = guest_model(path);
+        guest_built_from = built_from;
         ctx.summary.set("guest_model", built_from);
         // Said with the result, so that a run that fails first has its one error line only (found
         // by an outside tester: `story --chip /nonexistent` printed this line first).
@@ -322,7 +324,10 @@ void add_story_command(CLI::App& app, Context& ctx) {
     req.trap_is_error = true;  // the story's guest ends with exit; a trap is never a pass
     // The story's own fields, in summary.json as on stdout (found by an outside tester: the saved
     // report lacked story_complete, so a CI reading it could not gate on the whole story).
-    req.add_to_summary = [&ref, &c](nlohmann::json& s, const engine::RunResult& r) {
+    req.add_to_summary = [&ref, &c, &guest_built_from](nlohmann::json& s, const engine::RunResult& r) {
+      // The checkpoint the guest was built from, in the saved report too (found by an outside
+      // tester: only a stderr line named it).
+      if (!guest_built_from.empty()) s["guest_model"] = guest_built_from;
       s["reference_steps"] = ref.steps;
       s["reference_digest"] = ref.digest;
       s["reference_end"] = ref.end;

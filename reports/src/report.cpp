@@ -531,6 +531,7 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
   row("compare", str(run, "compare"));
   row("backend", str(run, "backend"));
   row("chip", str(summary, "chip"));
+  row("story guest built from", str(summary, "guest_model"));
   row("seconds", num(run, "seconds", 2));
   row("steps/s", num(run, "steps_per_second", 1));
   if (run.value("resumed_from", 0ull) > 0) row("resumed from step", str(run, "resumed_from"));

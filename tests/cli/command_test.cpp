@@ -173,6 +173,14 @@ TEST(LockstepCommand, StoryHonoursModels) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_NE(j["guest"].get<std::string>().find("stories_vx_synthetic.elf"), std::string::npos) << j.dump();
   EXPECT_EQ(j["guest_model"], "synthetic model (SplitMix64 seed 0x4C4F434B53544550)");
+  // The saved report names it too (found by an outside tester: only a stderr line did).
+  const fs::path report = fs::path(LOCKSTEP_BINARY_DIR) / "test-tmp" / "story-guest-model";
+  fs::remove_all(report);
+  const auto c = run({"story", "--models", "synthetic", "--steps", "2000", "--report", report.string()});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  std::ifstream in(report / "summary.json");
+  const auto saved = nlohmann::json::parse(in);
+  EXPECT_EQ(saved["guest_model"], "synthetic model (SplitMix64 seed 0x4C4F434B53544550)") << saved.dump();
   if (fs::exists(guests / "stories_vx.elf")) {
     const auto real = run({"story", "--reference-only", "--steps", "2000", "--json"});
     ASSERT_EQ(real.exit_code, 0) << real.err;
