@@ -597,6 +597,9 @@ TEST_F(DutCli, DutCheckPassesOnChipServerAndFailsOnAFaultyChip) {
   EXPECT_NE(std::find(s["token_kinds_not_compared"].begin(), s["token_kinds_not_compared"].end(), "BR"),
             s["token_kinds_not_compared"].end())
       << s.dump();
+  // The chip's own error lines about the deliberate bad frames are explained (found by an outside
+  // tester: three unexplained "error:" lines beside a pass).
+  EXPECT_NE((ok.out + ok.err).find("note: the 'bad frame' checks send malformed frames"), std::string::npos) << ok.err;
   // A failed check is a finding about the chip: exit 1 and status "mismatch", as a divergence
   // (it was 2, the code of a broken job).
   const Result bad = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut-timeout", "5", "--dut",
