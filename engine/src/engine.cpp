@@ -1633,6 +1633,9 @@ struct Engine::Impl {
     std::string fault = be.fault();
     if (const std::string_view p = "chip under test: "; fault.rfind(p, 0) == 0) fault.erase(0, p.size());
     std::string finding;  // why the fault stands, for the first lane without a divergence
+    // An ERROR frame, or an answer with the wrong number of tokens or an id not below vocab_size
+    // (found by an outside tester: such an answer hid a wrong token of the same request).
+    const bool error_frame = fault.find(" with ERROR ") != std::string::npos;
     try {
       for (const Active& a : act) {
         Lane& L = *a.lane;
@@ -1662,7 +1665,7 @@ struct Engine::Impl {
           if (finding.empty())
             finding = replayed + "the request's steps " + std::to_string(L.steps + 1) + ".." +
                       std::to_string(L.steps + a.expected.size()) + " agreed with the reference: no wrong token " +
-                      "preceded the ERROR";
+                      (error_frame ? "preceded the ERROR" : "preceded that answer");
           continue;
         }
         // Lane L takes the reference's steps up to the mismatch (all agreed) and diverges there.
@@ -1678,7 +1681,8 @@ struct Engine::Impl {
         count_step(L, *e, *actual);
         diverge(L, input, *e, *actual);
         std::string& note = L.divergence->note;
-        note += std::string(note.empty() ? "" : "; ") + "then the chip " + fault + ", an answer without tokens; " +
+        note += std::string(note.empty() ? "" : "; ") + "then the chip " + fault +
+                (error_frame ? ", an answer without tokens; " : " (none of that answer's tokens was used); ") +
                 "this step was found by replaying the request's steps teacher-forced from step " +
                 std::to_string(from) + (bad_restore.empty() ? "" : " (" + bad_restore + ")");
       }

@@ -280,7 +280,7 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
       {"shortgarbage", 3, "wrote text where a frame belongs, in answer to FORCED: \"ok\" (a chip must write only"},
       {"oversize", 3, "exceeds the limit 67108864"},
       {"short", 3, "the wrong batch size"},
-      {"badid", 3, "predicted id 16777215, which is not below the vocab_size 20736 the chip announced in HELLO_OK"},
+      {"badid", 3, "predicted id 16777215 at stream 0 step "},
       {"error", 3, "ERROR 7 (internal error of the chip): simulated failure of the chip"},
       {"wrongtype", 3, "with OK (RESET) (expected TOKENS (FORCED))"},
       {"version", 0, "speaks protocol version 2"},
@@ -304,6 +304,11 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
     // A chip that failed before any step: no closing "steps compared 0" line.
     if (f.n == 0) {
       EXPECT_EQ(r.err.find("steps compared"), std::string::npos) << r.err;
+    }
+    if (f.mode == "short" || f.mode == "badid") {
+      // The same replay as for an ERROR: no wrong token preceded the bad answer.
+      EXPECT_NE(lines[0].find(" agreed with the reference: no wrong token preceded that answer"), std::string::npos)
+          << lines[0];
     }
     if (f.mode == "error") {
       // The teacher-forced replay of the failed request found no wrong token before the ERROR.
@@ -500,6 +505,34 @@ TEST_F(DutCli, AWrongPredictionHiddenByAnErrorIsStillTheDivergence) {
   EXPECT_EQ(summary_of(f)["divergence"]["step"], 100);
   EXPECT_EQ(summary_of(f)["divergence"]["expected"], d["expected"]);
   EXPECT_EQ(summary_of(f)["divergence"]["actual"], d["actual"]);
+}
+
+// The same for an answer that holds the wrong token and then an id not below vocab_size, or one
+// token too few: the answer is refused, and the replay of its request finds the wrong token
+// (found by an outside tester: exit 2, "mismatches 0", the divergence at step 203 lost behind a
+// bad id at step 448 of the same answer). In both modes.
+TEST_F(DutCli, AWrongPredictionHiddenByABadAnswerIsStillTheDivergence) {
+  for (const std::string mode : {"trippedbadid", "trippedshort"}) {
+    for (const char* run_mode : {"forced", "free"}) {
+      SCOPED_TRACE(mode + " " + run_mode);
+      const Result r = run_lockstep({"run", crc32_.string(), "--mode", run_mode, "--steps", "20000", "--json", "--dut",
+                                     kFaulty + " " + mode + " 100 " + kChip + " plain"});
+      ASSERT_EQ(r.exit_code, 1) << r.err;
+      const json s = summary_of(r);
+      EXPECT_EQ(s["status"], "mismatch");
+      EXPECT_EQ(s["divergence"]["step"], 100) << s.dump();
+      EXPECT_EQ(s["divergence"]["differing_bits"], 1) << s.dump();
+      const std::string note = s["divergence"]["note"];
+      EXPECT_NE(note.find(mode == "trippedbadid" ? "then the chip predicted id 16777215 at stream 0 step "
+                                                 : "tokens (the wrong batch size)"),
+                std::string::npos)
+          << note;
+      EXPECT_NE(note.find("(none of that answer's tokens was used); this step was found by replaying the request's steps "
+                          "teacher-forced from step 0"),
+                std::string::npos)
+          << note;
+    }
+  }
 }
 
 // A chip whose probes are all zeros: the run gives no layer (it blamed "embedding"), and says why.

@@ -24,7 +24,10 @@
 // tripped (stream 0's N-th step since its reset predicts a wrong token, its payload's low bit
 // flipped, in every kind of answer; a FREE answer in which that token is not the last of its
 // stream is ERROR 7 instead, as a chip that trips over its own wrong prediction: use it with
-// `plain`, whose replays start from RESET). A fourth argument `plain` announces MULTI_STEP only
+// `plain`, whose replays start from RESET). Two more trip the same way and then break the
+// answer that holds the wrong token, when it is not the answer's last, in any kind of answer:
+// trippedbadid (the answer's last id becomes 16777215, not below vocab_size) and trippedshort
+// (the answer loses its last token): a wrong token hidden by a bad answer. A fourth argument `plain` announces MULTI_STEP only
 // (no PROBES, HASH, SAVE_RESTORE).
 #include <unistd.h>
 
@@ -62,11 +65,11 @@ class Faulty final : public dut::Connection {
       std::cerr << "faulty_chip: wrongthenhang hangs now, at the first request after its wrong token\n" << std::flush;
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
-    if (f && mode_ == "tripped") {
+    if (f && tripped_family()) {
       if (f->type == dut::kStreams) stream_steps_.clear();
       if (f->type == dut::kReset) stream_steps_[dut::decode_reset(f->payload).stream] = 0;
     }
-    if (f && (mode_ == "stream1" || mode_ == "tripped")) {  // the streams (and their token counts) the answer will hold
+    if (f && (mode_ == "stream1" || tripped_family())) {  // the streams (and their token counts) the answer will hold
       request_.clear();
       if (f->type == dut::kStep)
         for (const dut::StepEntry& e : dut::decode_step(f->payload)) request_.push_back({e.stream, 1});
@@ -96,7 +99,7 @@ class Faulty final : public dut::Connection {
       in_->write_frame(type, dut::encode_tokens(t), deadline);
       return;
     }
-    if (mode_ == "tripped" && tokens) {
+    if (tripped_family() && tokens) {
       std::vector<std::uint32_t> t = dut::decode_tokens(payload);
       std::size_t at = 0;
       bool trip = false;
@@ -105,7 +108,7 @@ class Faulty final : public dut::Connection {
         if (stream == 0 && done < static_cast<std::uint64_t>(n_) && done + count >= static_cast<std::uint64_t>(n_)) {
           const std::size_t k = at + static_cast<std::size_t>(n_ - done - 1);
           if (k < t.size()) t[k] ^= 1;
-          trip = type == (dut::kResponse | dut::kFree) && static_cast<std::uint64_t>(n_) < done + count;
+          trip = (mode_ != "tripped" || type == (dut::kResponse | dut::kFree)) && static_cast<std::uint64_t>(n_) < done + count;
           if (trip) {
             std::cerr << "faulty_chip: tripped now, after " << done << " steps, in an answer of " << count
                       << " tokens\n"
@@ -115,7 +118,13 @@ class Faulty final : public dut::Connection {
         done += count;
         at += count;
       }
-      if (trip) {
+      if (trip && mode_ == "trippedbadid") {
+        t.back() = 0x00FFFFFF;
+        in_->write_frame(type, dut::encode_tokens(t), deadline);
+      } else if (trip && mode_ == "trippedshort") {
+        t.pop_back();
+        in_->write_frame(type, dut::encode_tokens(t), deadline);
+      } else if (trip) {
         in_->write_frame(dut::kError, dut::encode_error(dut::kInternal, "tripped over its own prediction"), deadline);
       } else {
         in_->write_frame(type, dut::encode_tokens(t), deadline);
@@ -212,6 +221,7 @@ class Faulty final : public dut::Connection {
   }
 
  private:
+  bool tripped_family() const { return mode_ == "tripped" || mode_ == "trippedbadid" || mode_ == "trippedshort"; }
   std::unique_ptr<dut::Connection> in_;
   std::string mode_;
   int n_;

@@ -129,7 +129,8 @@ class DutBackend final : public chip::ChipBackend {
   std::vector<std::uint8_t> request(std::uint32_t type, const std::vector<std::uint8_t>& payload,
                                     double timeout_s = 0) const;
   /// Records the fault (the first one stands) and throws it. `error_answer`: the chip answered a
-  /// step request with ERROR, after which the session may go on (continue_after_error).
+  /// step request with ERROR, with the wrong number of tokens or with an id not below vocab_size,
+  /// after which the session may go on (continue_after_error).
   [[noreturn]] void fail(const std::string& message, bool error_answer = false) const;
   void check_stream(chip::StreamId s, const char* what) const;
   chip::Token from_chip(std::uint32_t id, chip::StreamId s, std::uint64_t step) const;
