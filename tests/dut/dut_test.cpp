@@ -1,6 +1,7 @@
 // The chip-under-test protocol (docs/spec/dut-protocol.md): the codec and its limits, the
 // vocabulary map's rules, addresses, and the harness side (DutBackend) against the chip side
 // (serve_session) over a Unix socket, with a TEST-ONLY fake chip (fake_chip.h).
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -193,6 +194,34 @@ TEST(DutVocab, ProducibleTokensAreTheSpecsCount) {
   EXPECT_EQ(t.size(), 18785u);  // dut-protocol.md §6
   EXPECT_EQ(t.front(), 0u);
   for (std::uint32_t id : t) EXPECT_TRUE(format::is_valid_token(id)) << id;
+}
+
+// A map needs to name only the tokens trace-v3 produces: a chip whose output layer has exactly
+// those has no id to spare for OIH(0), VMH(0) or a TRAP code no trap has (found by an outside
+// tester: such a map was refused as "not mapped, the first OIH(0)"). It may name them.
+TEST(DutVocab, AMapNamesOnlyTheTokensTraceV3Produces) {
+  const auto required = required_tokens();
+  EXPECT_EQ(required.size(), 18544u);  // dut-protocol.md §6: 18,785 less OIH(0), VMH(0), 239 TRAP codes
+  std::string text;
+  std::uint32_t next = 0;
+  for (std::uint32_t t : required) text += format::token_name(t) + " " + std::to_string(next++) + "\n";
+  const VocabMap m = VocabMap::parse(text, next, "exact.map");
+  EXPECT_EQ(m.size(), required.size());
+  EXPECT_EQ(m.to_spec(0), 0u);  // START
+  const std::uint32_t oih0 = format::token_id(format::Kind::OIH, 0);
+  EXPECT_EQ(std::find(required.begin(), required.end(), oih0), required.end());
+  EXPECT_NE(std::find(required.begin(), required.end(), format::token_id(format::Kind::OIH, 1)), required.end());
+  EXPECT_NE(std::find(required.begin(), required.end(), format::token_id(format::Kind::TRAP, 23)), required.end());
+  EXPECT_EQ(std::find(required.begin(), required.end(), format::token_id(format::Kind::TRAP, 24)), required.end());
+  // Without START it is refused, and the message names it.
+  const std::string without = text.substr(text.find('\n') + 1);  // START dropped
+  try {
+    (void)VocabMap::parse(without, next, "short.map");
+    ADD_FAILURE() << "a map without START was accepted";
+  } catch (const VocabError& e) {
+    EXPECT_NE(std::string(e.what()).find("1 token(s) trace-v3 can produce are not mapped, the first START"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(DutVocab, IdentityAndShiftedMaps) {

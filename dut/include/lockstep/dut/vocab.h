@@ -21,7 +21,8 @@ class VocabError : public std::runtime_error {
 };
 
 /// One-to-one map between trace-v3 token ids (trace.md §2: 256·kind + payload) and a chip's
-/// ids (0 .. chip_vocab − 1) over every token trace-v3 can produce (18,785 with START).
+/// ids (0 .. chip_vocab − 1) over every token trace-v3 produces (required_tokens()), and at
+/// most the 18,785 of the kinds' payload ranges (producible_tokens()).
 class VocabMap {
  public:
   /// The default map: the chip's ids are the spec's ids. Throws VocabError when chip_vocab is
@@ -60,7 +61,14 @@ class VocabMap {
   std::unordered_map<std::uint32_t, std::uint32_t> to_spec_;  ///< chip id -> spec id (non-identity)
 };
 
-/// Every token trace-v3 can produce (START first), in id order.
+/// Every token a vocabulary map may name: START and each payload in each kind's payload range
+/// (format::kinds(): BR 0–1, DQ 0–63, VMH 0–16, OIH 0–255, TRAP 0–255, ...), 18,785 tokens, in id
+/// order. A KIND(*) line covers a kind's whole range.
 std::vector<std::uint32_t> producible_tokens();
+
+/// The tokens a vocabulary map must name (dut-protocol.md §6): producible_tokens() less those
+/// trace-v3 never produces within a kind's range (trace.md §2: OIH(0), VMH(0), and TRAP codes that
+/// isa.md §6 and vector.md §6 define no trap for), 18,544 tokens with START, in id order.
+std::vector<std::uint32_t> required_tokens();
 
 }  // namespace lockstep::dut
