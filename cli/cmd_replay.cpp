@@ -40,15 +40,19 @@ Verdict judge(const nlohmann::json& expect, const engine::RunResult& r) {
   const bool has_steps = expect.contains("steps") && expect["steps"].is_number_unsigned();
   const std::uint64_t want_steps = has_steps ? expect["steps"].get<std::uint64_t>() : 0;
   const std::string want_digest = expect.value("digest", std::string());
-  // an interrupted --compare end run whose digests already differed: a divergence somewhere in
-  // its first `within` steps, not located
+  // a --compare end run whose digests differed and whose divergence was not located (stopped
+  // before its bisection, or a bisection whose replay met no wrong token): a divergence somewhere
+  // in its first `within` steps. The replay reproduces it by locating one there, or by the same
+  // unlocated divergence over the same steps (found by an outside tester: a run that bisected was
+  // said to have been stopped, and its replay, unlocated as it was, "does NOT reproduce").
   const std::uint64_t within = expect.value("divergence_within", std::uint64_t{0});
   if (within && !want) {
-    v.recorded = "a divergence within the first " + std::to_string(within) +
-                 " steps (the digests differed; that run was stopped before locating it)";
-    if (r.interrupted && first == 0 && r.steps < within) return v;
+    v.recorded = "a divergence within the first " + std::to_string(within) + " steps (the digests differed; it was not located)";
+    bool unlocated = false;
+    for (const engine::StreamResult& s : r.streams) unlocated = unlocated || s.divergence_unlocated;
+    if (r.interrupted && first == 0 && !unlocated && r.steps < within) return v;
     v.conclusive = true;
-    v.same = first != 0 && first <= within;
+    v.same = (first != 0 && first <= within) || (unlocated && r.steps == within);
     return v;
   }
   if (want) {
@@ -183,8 +187,11 @@ void add_replay_command(CLI::App& app, Context& ctx) {
     ctx.summary.add_mismatches(r.mismatches);
     ctx.summary.set("digest", r.digest);
     ctx.summary.set("chip", out.chip_source);
-    for (const engine::StreamResult& s : r.streams)
+    for (const engine::StreamResult& s : r.streams) {
       if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
+      // (found by an outside tester: --json dropped it, and said mismatch with no reason)
+      if (s.divergence_unlocated) ctx.summary.set("divergence_unlocated", s.unlocated_why);
+    }
     ctx.out() << engine::result_text(r);
     const nlohmann::json& expect = req.the_case.expect;
     if (interrupted_prefix) {

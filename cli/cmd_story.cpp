@@ -361,8 +361,11 @@ void add_story_command(CLI::App& app, Context& ctx) {
     if (!r.skipped_checkpoints.empty()) ctx.summary.set("skipped_checkpoints", r.skipped_checkpoints);
     if (!req.report_dir.empty())
       ctx.summary.set("replay", "lockstep replay " + format::shell_word(req.report_dir.string()));
-    for (const engine::StreamResult& s : r.streams)
+    for (const engine::StreamResult& s : r.streams) {
       if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
+      // (found by an outside tester: --json dropped it, and said mismatch with no reason)
+      if (s.divergence_unlocated) ctx.summary.set("divergence_unlocated", s.unlocated_why);
+    }
     if (!story.empty()) out << "\n";  // after the story's text (none yet: no blank first line)
     if (!guest_note.empty()) ctx.log().info("{}", guest_note);
     print_capability_notes(ctx, res.capability_notes);

@@ -174,6 +174,8 @@ void report_partial(Context& ctx, const engine::RunFailed& f) {
   if (f.summary.contains("chip")) ctx.summary.set("chip", f.summary["chip"]);
   for (const engine::StreamResult& s : r.streams) {
     if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
+    // (found by an outside tester: --json dropped it, and said mismatch with no reason)
+    if (s.divergence_unlocated) ctx.summary.set("divergence_unlocated", s.unlocated_why);
     ctx.summary.set("end", s.end);
   }
   if (f.summary.contains("capability_notes")) {

@@ -2020,7 +2020,10 @@ struct Engine::Impl {
     R.done = false;
     R.end = "running";
     const std::uint64_t good_step = R.steps;
-    take_snapshot(R);
+    // From the reset, the replays of the divergence start from a RESET, as in --compare step (an
+    // empty snapshot); a snapshot of step 0 would RESTORE it instead, and blame a chip whose
+    // restore is inexact on its determinism (found by an outside tester).
+    if (lo != 0) take_snapshot(R);
     advance({&R}, Compare::kEveryStep, false);
     json b = {{"checkpoints", cps.size()},
               {"examined", examined},
@@ -2119,8 +2122,14 @@ struct Engine::Impl {
       if (L->mismatches == 0 && L->ref_digest.value() != L->chip_digest.value()) {
         finals.back().mismatches = 1;
         finals.back().divergence_unlocated = true;
-        finals.back().unlocated_why =
-            "the run was stopped before its bisection (--compare end); resume it, or run it again, to locate it";
+        // Resume only where there is a checkpoint to resume from (found by an outside tester:
+        // --resume of a run stopped before its first checkpoint was refused).
+        bool resumable = false;
+        if (!opt.checkpoint_dir.empty())
+          for (std::uint64_t c : list_checkpoints(opt.checkpoint_dir)) resumable = resumable || c <= L->steps;
+        finals.back().unlocated_why = std::string("the run was stopped before its bisection (--compare end); ") +
+                                      (resumable ? "resume it (--resume), or run it again, to locate it"
+                                                 : "run it again to locate it (no checkpoint was written to resume from)");
       }
     }
   }

@@ -928,10 +928,19 @@ TEST_F(DutCli, ABisectionFromTheResetFindsTheFirstDivergence) {
   EXPECT_EQ(d["step"], 290) << s.dump();
   EXPECT_EQ(d["pc"], 0x1009c) << s.dump();
   EXPECT_EQ(d["bisection"]["good_step"], 0) << s.dump();
+  // Classified as --compare step classifies it: its replay starts from a RESET, not a RESTORE of a
+  // snapshot of step 0, which this chip does not count as a reset (outside tester).
+  EXPECT_EQ(d["fault"], "single-step") << s.dump();
 
   const Result once = run_lockstep({"run", muldiv.string(), "--steps", "3000", "--compare", "end", "--dut",
                                     kFaulty + " wrongtoken 3 " + kChip});
   EXPECT_EQ(once.exit_code, 1) << once.out << once.err;
+  // --json says why too (outside tester: it said mismatch with no reason)
+  const Result once_json = run_lockstep({"run", muldiv.string(), "--steps", "3000", "--compare", "end", "--json", "--dut",
+                                         kFaulty + " wrongtoken 3 " + kChip});
+  EXPECT_NE(json::parse(once_json.out).value("divergence_unlocated", "").find("the chip is not deterministic"),
+            std::string::npos)
+      << once_json.out;
   EXPECT_NE(once.out.find("the step-by-step replay found no differing token: the chip is not deterministic (the replay "
                           "started from its reset); --compare step locates the divergence"),
             std::string::npos)
