@@ -207,6 +207,13 @@ std::string junit_xml(const json& summary) {
                   str(d, "actual_text");
       text << "\n" << c.message << "\nlayer: " << str(d.value("attribution", json::object()), "text")
            << "\nfault: " << str(d, "fault") << ": " << str(d, "fault_text");
+    } else if (s.contains("divergence_unlocated") && s["divergence_unlocated"].is_string()) {
+      // --compare end: the digests differ and the divergence was not located (found by an outside
+      // tester: "1 mismatching steps" and no reason)
+      c.kind = "failure";
+      c.message = "the digests of the " + std::to_string(s.value("steps", 0ull)) +
+                  " steps compared differ: a divergence lies among them, not located: " +
+                  s["divergence_unlocated"].get<std::string>();
     } else if (s.value("mismatches", 0ull) > 0) {
       c.kind = "failure";
       c.message = std::to_string(s.value("mismatches", 0ull)) + " mismatching steps";
@@ -265,6 +272,20 @@ std::string junit_xml(const json& summary) {
     if (f.contains("repeat_batch")) text << "\nrepeat: " << str(f, "repeat_batch");
     c.text = text.str();
     cases.push_back(c);
+  }
+  // The campaign's other programs, which passed: the file reads as the campaign's result, not as
+  // a 100% failure rate (found by an outside tester: tests=22 failures=22 for 40 programs).
+  if (!fuzz_failures.empty() && fuzz.contains("programs") && fuzz["programs"].is_number_integer() && fuzz["programs"] >= 0) {
+    std::set<std::string> failing;
+    for (const json& f : fuzz_failures)
+      if (f.is_object()) failing.insert(str(f, "index"));
+    const std::uint64_t programs = fuzz["programs"].get<std::uint64_t>();
+    if (programs > failing.size()) {
+      Case c;
+      c.name = "the other " + std::to_string(programs - failing.size()) + " of the " + std::to_string(programs) + " programs";
+      c.text = "no divergence";
+      cases.push_back(c);
+    }
   }
   // The file agrees with the status: "mismatch" has a <failure>, "error" and "interrupted" an
   // <error>; when no stream's case says so (a summary without streams, or whose streams do not
@@ -329,6 +350,9 @@ std::string junit_xml(const json& summary) {
     os << "      <property name=\"seed\" value=\"" << escape_xml(str(fz, "seed")) << "\"/>\n";
   if (!str(summary, "note").empty())
     os << "      <property name=\"note\" value=\"" << escape_xml(str(summary, "note")) << "\"/>\n";
+  // A campaign stopped before its last program, with failures or not: which programs are left.
+  if (!str(summary, "resume_with").empty())
+    os << "      <property name=\"interrupted\" value=\"" << escape_xml(str(summary, "resume_with")) << "\"/>\n";
   os << "    </properties>\n";
   for (const Case& c : cases) {
     std::snprintf(t, sizeof t, "%.3f", c.time);
@@ -542,8 +566,12 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
   // diverged run's page said to resume it).
   if (status == "interrupted" || run.value("interrupted", false)) {
     std::string text = "yes: the run was stopped after " + std::to_string(summary.value("steps", 0ull)) + " steps";
-    if (status == "interrupted") text += "; " + str(summary, "resume_with", "resume with --resume");
-    else if (status == "mismatch") text += ", after the divergence below";
+    bool located = false;
+    for (const json& st : streams) located = located || (st.contains("divergence") && st["divergence"].is_object());
+    if (!str(summary, "resume_with").empty()) text += "; " + str(summary, "resume_with");  // a campaign
+    else if (status == "interrupted") text += "; resume with --resume";
+    else if (status == "mismatch" && located) text += ", after the divergence below";
+    else if (status == "mismatch") text += ", with a divergence not located (below)";
     row("interrupted", text);
   }
   row("error", str(summary, "error"));
@@ -579,6 +607,10 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
   os << "</table>\n";
   }
   for (const json& s : streams) {
+    if (s.contains("divergence_unlocated") && s["divergence_unlocated"].is_string())
+      os << "<h2>Divergence not located: " << escape_xml(str(s, "guest")) << "</h2>\n<p>The digests of the "
+         << s.value("steps", 0ull) << " steps compared differ: a divergence lies among them, not located: "
+         << escape_xml(s["divergence_unlocated"].get<std::string>()) << "</p>\n";
     if (!s.contains("divergence") || !s["divergence"].is_object()) continue;
     const json& d = s["divergence"];
     os << "<h2>Divergence: " << escape_xml(str(s, "guest")) << ", step " << escape_xml(str(d, "step"))

@@ -202,7 +202,10 @@ TEST(JUnit, ACampaignListsEachFailingProgram) {
   const json s = {{"status", "mismatch"}, {"command", "fuzz"}, {"steps", 5000}, {"mismatches", 2},
                   {"fuzz", {{"seed", 5}, {"programs", 64}, {"failures", failures}}}};
   const std::string x = junit_xml(s);
-  EXPECT_NE(x.find("tests=\"2\" failures=\"2\" errors=\"0\""), std::string::npos) << x;
+  // Two failing programs, and one passing case for the other 62 (found by an outside tester: the
+  // file read as a 100% failure rate).
+  EXPECT_NE(x.find("tests=\"3\" failures=\"2\" errors=\"0\""), std::string::npos) << x;
+  EXPECT_NE(x.find("name=\"the other 62 of the 64 programs\""), std::string::npos) << x;
   EXPECT_NE(x.find("<testcase classname=\"lockstep.fuzz\" name=\"program 17 (free)\""), std::string::npos) << x;
   // Where it diverged, as the text says it (found by an outside tester: no instruction, field or
   // tokens), and the campaign's seed.
@@ -244,12 +247,48 @@ TEST(Html, AnInterruptedRunSaysHowToGoOn) {
   EXPECT_NE(f.find("stopped after 70 steps; run the programs left: lockstep fuzz with --seed 3 --first 32"), std::string::npos)
       << f;
   EXPECT_EQ(f.find("--resume"), std::string::npos) << f;
-  s = {{"status", "mismatch"}, {"command", "run"}, {"steps", 448}, {"mismatches", 1}, {"run", {{"interrupted", true}}},
+  s = {{"status", "mismatch"}, {"command", "run"}, {"steps", 448}, {"mismatches", 1},
+       {"run", {{"interrupted", true},
+                {"streams", json::array({{{"guest", "g"}, {"steps", 448}, {"mismatches", 1},
+                                          {"divergence", {{"step", 448}, {"field", "PCL"}}}}})}}},
        {"note", "passes alone <here>"}};
   const std::string m = html_report(s, {}, "");
   EXPECT_NE(m.find("stopped after 448 steps, after the divergence below"), std::string::npos) << m;
   EXPECT_EQ(m.find("--resume"), std::string::npos) << m;
   EXPECT_NE(m.find("<p class=\"note\">passes alone &lt;here&gt;</p>"), std::string::npos) << m;
+}
+
+// --compare end whose divergence was not located: the JUnit failure and the page say why, and a
+// stopped campaign with failures still names the programs it left (outside tester).
+TEST(Html, AnUnlocatedDivergenceAndAStoppedCampaignWithFailures) {
+  const json s = {{"status", "mismatch"}, {"command", "run"}, {"steps", 5000}, {"mismatches", 1},
+                  {"run", {{"interrupted", true},
+                           {"streams", json::array({{{"guest", "crc32"}, {"steps", 5000}, {"mismatches", 1},
+                                                     {"end", "interrupted"},
+                                                     {"divergence_unlocated", "stopped before its bisection"}}})}}}};
+  const std::string x = junit_xml(s);
+  EXPECT_NE(x.find("<failure message=\"the digests of the 5000 steps compared differ: a divergence lies among them, not "
+                   "located: stopped before its bisection\""),
+            std::string::npos)
+      << x;
+  const std::string h = html_report(s, {}, "");
+  EXPECT_NE(h.find("<h2>Divergence not located: crc32</h2>"), std::string::npos) << h;
+  EXPECT_NE(h.find("stopped after 5000 steps, with a divergence not located (below)"), std::string::npos) << h;
+  EXPECT_EQ(h.find("after the divergence below"), std::string::npos) << h;
+
+  const json f = {{"status", "mismatch"}, {"command", "fuzz"}, {"steps", 900}, {"mismatches", 1},
+                  {"interrupted", true}, {"run", {{"interrupted", true}, {"seconds", 1.5}}},
+                  {"resume_with", "run the programs left: lockstep fuzz with --seed 9 --first 16 --programs 184"},
+                  {"fuzz", {{"seed", 9}, {"programs", 16}, {"failures", json::array({{{"index", 3}, {"step", 7}}})}}}};
+  const std::string fh = html_report(f, {}, "");
+  EXPECT_NE(fh.find("stopped after 900 steps; run the programs left: lockstep fuzz with --seed 9 --first 16 --programs 184"),
+            std::string::npos)
+      << fh;
+  const std::string fx = junit_xml(f);
+  EXPECT_NE(fx.find("<property name=\"interrupted\" value=\"run the programs left: lockstep fuzz with --seed 9 --first 16"),
+            std::string::npos)
+      << fx;
+  EXPECT_NE(fx.find("time=\"1.500\""), std::string::npos) << fx;
 }
 
 // A short run (one throughput sample, one instruction class, one stream): no plot is drawn and
