@@ -316,7 +316,9 @@ void run_bench(const BenchArgs& args, Context& ctx) {
   // The chip under test is started first: one that cannot be started or spoken to is an error
   // before minutes of other measurements, not after them (found by an outside tester).
   std::unique_ptr<dut::DutBackend> dut_backend;
-  if (!args.dut.empty() && !args.cuda_only) {
+  if (!args.dut.empty() && args.cuda_only)  // (found by an outside tester: --dut was silently ignored)
+    throw InputError("--dut/--dut-connect: --cuda-only measures the CUDA executor alone; drop one of them");
+  if (!args.dut.empty()) {
     try {
       dut_backend = std::make_unique<dut::DutBackend>(args.dut);
     } catch (const std::exception& e) {
@@ -343,11 +345,35 @@ void run_bench(const BenchArgs& args, Context& ctx) {
                      " after " + std::to_string(tokens) + " steps: the bench measures a guest that exits (lockstep ref shows the trap)");
   }
   const int guest_exit_status = static_cast<int>(m.exit_status());
-  if (!args.cuda_only && tokens < std::max(chip_steps, args.lockstep_steps))
-    throw InputError("--guest: " + guest_path.string() + " exits after " + std::to_string(tokens) +
-                     " trace steps, fewer than the " + std::to_string(std::max(chip_steps, args.lockstep_steps)) +
-                     " that the chip's rows (--steps " + std::to_string(chip_steps) + ") and the lock-step rows (--lockstep-steps " +
-                     std::to_string(args.lockstep_steps) + ") run and check: give a longer guest, or fewer steps");
+  // The chip's rows (CPU, CUDA, protocol, chip under test) run --steps; the lock-step rows, not
+  // under --cuda-only, --lockstep-steps (found by an outside tester: --cuda-only skipped the check).
+  if (tokens < chip_steps || (!args.cuda_only && tokens < args.lockstep_steps)) {
+    const bool chip_rows = tokens < chip_steps, lockstep_rows = !args.cuda_only && tokens < args.lockstep_steps;
+    throw InputError("--guest: " + guest_path.string() + " exits after " + std::to_string(tokens) + " trace steps, fewer than " +
+                     (chip_rows ? "the " + std::to_string(chip_steps) + " steps the chip's rows run and check (--steps)" : std::string()) +
+                     (chip_rows && lockstep_rows ? " and " : "") +
+                     (lockstep_rows ? "the " + std::to_string(args.lockstep_steps) + " steps of the lock-step rows (--lockstep-steps)"
+                                    : std::string()) +
+                     ": give a longer guest, or fewer steps");
+  }
+  // The chip under test answers its first steps now, before minutes of other measurements: one
+  // that fails at its first real request fails the bench at once (found by an outside tester: a
+  // chip that tripped after 100 steps failed the bench after every other row had been measured,
+  // and they were lost). Its tokens are compared in its rows below.
+  if (dut_backend) {
+    try {
+      dut_backend->set_num_streams(1);
+      const chip::GuestImage first_img = engine::to_chip_image(guest.image);
+      dut_backend->reset(0, first_img);
+      const std::vector<chip::StreamId> one = {0};
+      const std::vector<std::uint32_t> count = {static_cast<std::uint32_t>(std::min<std::uint64_t>(chip_steps, 1000))};
+      const std::vector<chip::Token> start = {format::kStartToken};
+      std::vector<chip::Token> got(count[0]);
+      dut_backend->free_running_batch(one, count, start, got);
+    } catch (const std::exception& e) {
+      throw InputError(e.what());
+    }
+  }
   double untraced_cpu = 0, traced_cpu = 0;
   const auto untraced = repeat(min_time, 1000000, [&] {
     m.load(guest.image);

@@ -98,7 +98,8 @@ std::pair<std::uint32_t, std::uint32_t> signature_region(const format::GuestImag
     std::snprintf(at, sizeof at, "0x%08x", b->second);
     throw InputError(std::string("--signature: begin_signature (") + at + ") is not a multiple of 4 (isa.md §3)");
   }
-  if (e->second < b->second || (e->second - b->second) % 4 != 0) {
+  if (e->second < b->second) throw InputError("--signature: end_signature lies before begin_signature");
+  if ((e->second - b->second) % 4 != 0) {
     throw InputError("--signature: [begin_signature, end_signature) is not a whole number of words");
   }
   if (e->second > b->second && (b->second < ref::kRamBase || e->second > ref::kRamEnd)) {

@@ -23,11 +23,11 @@ std::optional<TrapAccess> trap_access(const Machine& m) {
   switch (d.op) {
     case Op::kLb: case Op::kLh: case Op::kLw: case Op::kLbu: case Op::kLhu:
     case Op::kSb: case Op::kSh: case Op::kSw:
-      return TrapAccess{m.reg(d.rs1) + d.imm, std::nullopt};
-    case Op::kEcall:  // write(fd, buf = a1, len): the buffer is outside RAM
-      return TrapAccess{m.reg(11), std::nullopt};
+      return TrapAccess{m.reg(d.rs1) + d.imm, std::nullopt, ""};
+    case Op::kEcall:  // write(fd, buf = a1, len = a2): the buffer is not all in RAM
+      return TrapAccess{m.reg(11), std::uint64_t{m.reg(11)} + m.reg(12), "the write buffer"};
     case Op::kVld:
-      return TrapAccess{m.reg(d.rs1), std::uint64_t{m.reg(d.rs1)} + 4 + (m.reg(d.rs2) >> 16)};
+      return TrapAccess{m.reg(d.rs1), std::uint64_t{m.reg(d.rs1)} + 4 + (m.reg(d.rs2) >> 16), "the VLD record"};
     default:  // another vector op: its operands are vector memories (vector.md §2), not RAM
       return std::nullopt;
   }
@@ -38,9 +38,8 @@ std::string describe(const TrapAccess& access) {
   std::snprintf(buf, sizeof buf, ", address 0x%08x", access.address);
   std::string t = buf;
   if (access.end) {
-    std::snprintf(buf, sizeof buf, " (the VLD record [0x%08x, 0x%08llx))", access.address,
-                  static_cast<unsigned long long>(*access.end));
-    t += buf;
+    std::snprintf(buf, sizeof buf, " [0x%08x, 0x%08llx))", access.address, static_cast<unsigned long long>(*access.end));
+    t += " (" + access.region + buf;
   }
   return t;
 }

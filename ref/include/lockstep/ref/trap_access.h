@@ -12,8 +12,11 @@ namespace lockstep::ref {
 /// The memory access of the instruction that trapped.
 struct TrapAccess {
   std::uint32_t address = 0;  ///< its effective address (a VLD's record start, a write's buffer)
-  /// A VLD's record (vector/vld.md §1): the end of [address, end), exclusive; up to 2^32 + 1027.
+  /// A VLD's record (vector/vld.md §1) or a write's buffer (isa.md §5): the end of
+  /// [address, end), exclusive; up to 2^32 + 1027.
   std::optional<std::uint64_t> end;
+  /// What [address, end) is: "the VLD record" or "the write buffer" (with `end`).
+  std::string region;
 };
 
 /// For a machine stopped by a misaligned or faulting load or store (isa.md §6, traps 4 to 7),
@@ -24,7 +27,7 @@ struct TrapAccess {
 /// trapped, or a pc outside RAM (the fetch's own fault).
 std::optional<TrapAccess> trap_access(const Machine& m);
 
-/// The access as trap lines print it: ", address 0x0011fff8", and for a VLD
+/// The access as trap lines print it: ", address 0x0011fff8", and for a VLD or a write
 /// ", address 0x0011fff8 (the VLD record [0x0011fff8, 0x00110001))".
 std::string describe(const TrapAccess& access);
 
