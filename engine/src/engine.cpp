@@ -53,6 +53,7 @@ std::string_view to_string(FaultClass f) {
     case FaultClass::kRequestDependent: return "request-dependent";
     case FaultClass::kTokenMapping: return "token-mapping";
     case FaultClass::kSingleInstruction: return "single-instruction";
+    case FaultClass::kRecurringInstruction: return "recurring-instruction";
     case FaultClass::kUnclassified: return "unclassified";
   }
   return "?";
@@ -216,6 +217,7 @@ Divergence divergence_from_json(const json& j) {
             : f == "request-dependent" ? FaultClass::kRequestDependent
             : f == "token-mapping"     ? FaultClass::kTokenMapping
             : f == "single-instruction" ? FaultClass::kSingleInstruction
+            : f == "recurring-instruction" ? FaultClass::kRecurringInstruction
             : f == "unclassified"      ? FaultClass::kUnclassified
                                        : FaultClass::kNotReproduced;
   d.fault_text = j.value("fault_text", "");
@@ -1867,6 +1869,10 @@ struct Engine::Impl {
     // The divergent instruction's last step: mismatches up to it are the same instruction's.
     const std::uint64_t insn_end = d.step + (L.queue.size() - L.qpos);
     std::uint64_t after_insn = 0;  // mismatches of the window after that instruction
+    // Whether every mismatch after that instruction is a token of a later execution of it (the same
+    // pc), and those executions (their first steps).
+    bool only_this_pc = true;
+    std::set<std::uint64_t> recurrences;
     // What each expected token was answered with over the divergent step and the window: a
     // fixed substitution answers every occurrence of a token with the same other token.
     std::map<std::uint32_t, SubstitutionSeen> seen;
@@ -1884,7 +1890,11 @@ struct Engine::Impl {
       }
       ++d.replay_window;
       seen[e].add(a);
-      if (a != e && T.steps > insn_end) ++after_insn;
+      if (a != e && T.steps > insn_end) {
+        ++after_insn;
+        if (T.current.pc == d.pc) recurrences.insert(T.current.first_step);
+        else only_this_pc = false;
+      }
       if (a != e) {
         ++d.replay_mismatches;
         same_pair = same_pair && e == d.expected && a == d.actual;
@@ -1926,6 +1936,16 @@ struct Engine::Impl {
                      std::to_string(d.replay_window - (insn_end - d.step)) +
                      " steps after the instruction agree: a fault in this one instruction's tokens (the state was "
                      "intact)";
+    } else if (only_this_pc && !recurrences.empty()) {
+      // (found by an outside tester: a chip whose MULHSU was wrong each time was said to have a
+      // corrupted state)
+      d.fault = FaultClass::kRecurringInstruction;
+      d.fault_text = from + " reproduces step " + std::to_string(d.step) + "; the " + std::to_string(after_insn) +
+                     " steps of the window after the instruction that still disagree are all tokens of the same "
+                     "instruction (pc " + hexpc(d.pc) + ", `" + d.disassembly + "`) in " +
+                     std::to_string(recurrences.size()) + " later execution" + (recurrences.size() == 1 ? "" : "s") +
+                     " of it, and every other step agrees although fed the reference's tokens: this instruction is "
+                     "wrong each time it runs (from an intact state), not corrupted state";
     } else if (const std::string pairs = fixed_substitution(seen, d.expected); !pairs.empty()) {
       d.fault = FaultClass::kTokenMapping;
       d.fault_text = from + " reproduces step " + std::to_string(d.step) + ", and " +
@@ -1933,8 +1953,9 @@ struct Engine::Impl {
                      " following steps still disagree although fed the reference's tokens, each as a fixed "
                      "substitution: every time the reference's token is due the chip answers the same other "
                      "token, and every other token agrees (" + pairs +
-                     "). The chip computes the right thing and names it with the wrong id: wrong rows of its "
-                     "unembedding (the map from its output to token ids), not corrupted state";
+                     "). That is what a chip that computes the right thing and names it with the wrong id shows "
+                     "(wrong rows of its unembedding, the map from its output to token ids, or of its --dut-vocab "
+                     "map), rather than corrupted state; a computation wrong the same way each time shows it too";
     } else {
       d.fault = FaultClass::kCorruptedState;
       d.fault_text = from + " reproduces step " + std::to_string(d.step) + " and " +

@@ -146,13 +146,17 @@ enum class FaultClass {
   /// Reproduced, and later steps disagree only within the divergent instruction's own tokens;
   /// every step after the instruction agrees (one instruction's output wrong, the state intact).
   kSingleInstruction,
+  /// Reproduced, and every later step that still disagrees is a token of a later execution of the
+  /// divergent instruction (the same pc); every other step agrees: that instruction is wrong each
+  /// time it runs, from an intact state.
+  kRecurringInstruction,
   /// The replay that classifies the divergence did not finish: the run was interrupted, or the
   /// chip failed (a chip under test timed out, died or broke the protocol) during it. The
   /// divergence itself stands; fault_text says what stopped the replay.
   kUnclassified,
 };
 /// "single-step" / "corrupted-state" / "not-reproduced" / "request-dependent" / "token-mapping" /
-/// "single-instruction" / "unclassified".
+/// "single-instruction" / "recurring-instruction" / "unclassified".
 std::string_view to_string(FaultClass fault);
 
 /// What a divergence's two tokens say by their kinds alone, as one line, or "":
