@@ -1,4 +1,5 @@
 // `lockstep replay CASE`: runs a saved case again (docs/engine.md, "Cases").
+#include <fstream>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -203,6 +204,20 @@ void add_replay_command(CLI::App& app, Context& ctx) {
                 << "\n";
     }
     if (expect.is_object()) print_replay_verdict(ctx, judge(expect, r));
+    // A fuzz case that failed only in its batch (cmd_fuzz.cpp): alone, as here, it passes; the
+    // folder's note says how to repeat the batch (found by an outside tester: replay said "the
+    // case reproduces: recorded no divergence" and nothing else).
+    {
+      const fs::path folder = fs::is_directory(args->path) ? fs::path(args->path) : fs::path(args->path).parent_path();
+      std::error_code ec;
+      if (fs::is_regular_file(folder / "NOT-REPRODUCED-ALONE.txt", ec)) {
+        std::string first;
+        std::ifstream note(folder / "NOT-REPRODUCED-ALONE.txt");
+        std::getline(note, first);
+        ctx.log().warn("{} ({} says how to repeat the batch)", first, (folder / "NOT-REPRODUCED-ALONE.txt").string());
+        ctx.summary.set("failed_only_in_its_batch", true);
+      }
+    }
     ctx.out() << std::flush;
     if (!req.report_dir.empty()) {
       ctx.summary.set("replay", "lockstep replay " + format::shell_word(req.report_dir.string()));

@@ -1022,6 +1022,13 @@ TEST_F(DutCli, FuzzFailureThatNeedsItsBatchIsNamedWithTheBatchRepeat) {
   EXPECT_NE(r.out.find("repeat the batch: " + kExe + batch_args), std::string::npos) << r.out;
   const fs::path fail = dir / "r" / "fail-1-forced";
   EXPECT_TRUE(fs::exists(fail / "NOT-REPRODUCED-ALONE.txt"));
+  // The case's page says so, and so does its replay (found by an outside tester: "exact", and
+  // "the case reproduces: recorded no divergence", with nothing else).
+  EXPECT_NE(slurp(fail / "report.html").find("<p class=\"note\">program 1 fails only in its batch"), std::string::npos);
+  const Result alone = run_lockstep({"replay", fail.string()});
+  EXPECT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_NE(alone.err.find("program 1 fails only in its batch: run alone it passes"), std::string::npos) << alone.err;
+  EXPECT_NE(alone.err.find("NOT-REPRODUCED-ALONE.txt says how to repeat the batch"), std::string::npos) << alone.err;
   const json info = json::parse(slurp(fail / "fuzz.json"));
   EXPECT_EQ(info["batch"]["stream"], 1);
   EXPECT_EQ(info["batch"]["programs"], 2);
