@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include <algorithm>
+#include <cstdio>
+#include <stdexcept>
 #include <set>
 #include <string_view>
 
@@ -29,15 +31,32 @@ struct DutCheckArgs {
   std::string ops;  // --ops: what the generated guests use (default: the scalar machine, and the vector unit)
 };
 
-// The golden model's first `steps` tokens of `image`.
-std::vector<std::uint32_t> reference_tokens(const format::GuestImage& image, std::uint64_t steps) {
+// The golden model's first `steps` tokens of `image`, and for each the instruction that emits it
+// ("pc 0x10074 mulhsu a0, a1, a2"), for the failure lines (found by an outside tester: a
+// difference named only the program and the step).
+std::vector<std::uint32_t> reference_tokens(const format::GuestImage& image, std::uint64_t steps,
+                                            std::vector<std::string>* where = nullptr) {
   ref::Machine m;
   m.load(image);
   std::vector<std::uint32_t> out;
-  while (out.size() < steps) {
-    const auto t = m.next_token();
-    if (!t) break;
-    out.push_back(*t);
+  while (out.size() < steps && m.active()) {
+    const std::uint32_t pc = m.pc();
+    std::string text;
+    if (where) {
+      char b[24];
+      std::snprintf(b, sizeof b, "pc 0x%x ", pc);
+      try {
+        text = b + ref::disassemble(m.read_word(pc), pc);
+      } catch (const std::out_of_range&) {
+        text = b + std::string("<fetch fault>");
+      }
+    }
+    const auto t = m.step();
+    if (t.empty()) break;
+    for (std::size_t i = 0; i < t.size() && out.size() < steps; ++i) {
+      out.push_back(t[i]);
+      if (where) where->push_back(text);
+    }
   }
   return out;
 }
@@ -86,7 +105,7 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
         g.name = (ops.front()->cls == ref::InsnClass::kVector ? "vector-" : "scalar-") + p.name;
         const format::GuestImage image = p.image();
         g.image = engine::to_chip_image(image);
-        g.tokens = reference_tokens(image, args->steps);
+        g.tokens = reference_tokens(image, args->steps, &g.where);
         guests.push_back(std::move(g));
       }
     } else {
@@ -97,7 +116,11 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
         } catch (const engine::CheckError& e) {
           throw InputError(e.what());
         }
-        guests.push_back({g.name, engine::to_chip_image(g.image), reference_tokens(g.image, args->steps)});
+        dut::ConformanceGuest c;
+        c.name = g.name;
+        c.image = engine::to_chip_image(g.image);
+        c.tokens = reference_tokens(g.image, args->steps, &c.where);
+        guests.push_back(std::move(c));
       }
       if (guests.size() < 2) {
         guests.push_back(guests.front());

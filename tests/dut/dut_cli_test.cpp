@@ -647,6 +647,15 @@ TEST_F(DutCli, DutCheckPassesOnChipServerAndFailsOnAFaultyChip) {
   for (const json& c : sb["checks"])
     if (c["verdict"] == "fail" && c["detail"].get<std::string>().find("wrong batch size") != std::string::npos) named = true;
   EXPECT_TRUE(named) << sb["checks"].dump(1);
+  // A wrong token: the golden-model check names the instruction (found by an outside tester: only
+  // the program and the step); a chip that dies at its first step says the other checks did not run.
+  const Result wrong = run_lockstep({"dut-check", "--steps", "120", "--json", "--dut", kFaulty + " tripped 100 " + kChip});
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.err;
+  EXPECT_NE(check_of(summary_of(wrong), "golden model (teacher-forced)").second.find("first difference scalar-p0 step 100 (pc 0x"),
+            std::string::npos)
+      << summary_of(wrong)["checks"].dump(1);
+  const Result dies = run_lockstep({"dut-check", "--steps", "300", "--json", "--dut", kFaulty + " crash 1 " + kChip});
+  EXPECT_EQ(check_of(summary_of(dies), "the other checks").first, "skip") << summary_of(dies)["checks"].dump(1);
 }
 
 // A chip that cannot be started fails the handshake, and nothing is checked: a broken job, exit 2
