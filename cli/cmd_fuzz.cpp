@@ -893,6 +893,9 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
           break;
         }
         lockstep_seconds += std::chrono::duration<double>(clock::now() - t1).count();
+        // The chip failed after a divergence of this batch (campaign::run_lockstep): the
+        // divergences below stand, and the fault ends the campaign after they are saved.
+        if (fault.empty() && !backend->fault().empty()) fault = backend->fault();
         for (std::size_t i = 0; i < res.size(); ++i) {
           batch_steps += res[i].steps;
           prog_steps[i] = std::max(prog_steps[i], res[i].ref_steps);
@@ -912,6 +915,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         }
         // SIGINT/SIGTERM stops the engine at its next round (found by an outside tester: a batch
         // of long programs ran on for minutes, and a second signal lost every result).
+        if (!fault.empty()) break;
         if (res.size() < batch.size() ||
             std::any_of(res.begin(), res.end(), [](const engine::StreamResult& r) { return r.end == "interrupted"; })) {
           interrupted = true;

@@ -242,7 +242,9 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
   if (!have_single) {
     // (found by an outside tester: "1 passed, 1 failed, 0 skipped" said nothing of the rest)
     emit("the other checks", kSkip,
-         "not run: each compares with the single steps, which the chip did not give (fix the failure above first)");
+         "not run (about 19 checks: batches, determinism, the multi-step messages, capabilities and bad frames): "
+         "they start from this check's session and single steps, which the chip did not give; fix the failure above "
+         "first");
     return lines;
   }
 

@@ -267,7 +267,10 @@ std::string Divergence::to_text() const {
   os << "\n";
   os << "  expected:    " << expected_text << "  id " << expected;
   if (expected_chip_id) os << "  (the chip's id " << *expected_chip_id << ")";
-  os << "\n  actual:      " << actual_text << "  id " << actual;
+  // An unmapped chip id (format::kUnmappedChipId) has no trace id: its text names the chip's id
+  // (found by an outside tester: "id 2147546448", the flag bit or'ed in).
+  os << "\n  actual:      " << actual_text;
+  if (!(actual & format::kUnmappedChipId)) os << "  id " << actual;
   if (actual_chip_id) os << "  (the chip's id " << *actual_chip_id << ")";
   os << "\n";
   os << "  differing:   " << bits_text << "\n";
@@ -1667,7 +1670,15 @@ struct Engine::Impl {
           if (finding.empty())
             finding = replayed + "the request's steps " + std::to_string(L.steps + 1) + ".." +
                       std::to_string(L.steps + a.expected.size()) + " agreed with the reference: no wrong token " +
-                      (error_frame ? "preceded the ERROR" : "preceded that answer");
+                      (error_frame ? "preceded the ERROR" : "preceded that answer") +
+                      // The replay is teacher-forced: a wrong token that only a FREE request gives
+                      // is not seen by it (found by an outside tester: a FREE-only wrong token was
+                      // ruled out outright).
+                      (forced_at(L.steps + 1) ? std::string()
+                                              : std::string(" when they are fed the reference's tokens (a wrong token "
+                                                            "that only the FREE request gave, or a chip that is not "
+                                                            "deterministic, is not ruled out: lockstep dut-check's FREE "
+                                                            "check compares the two paths)"));
           continue;
         }
         // Lane L takes the reference's steps up to the mismatch (all agreed) and diverges there.
@@ -1869,10 +1880,13 @@ struct Engine::Impl {
     // The divergent instruction's last step: mismatches up to it are the same instruction's.
     const std::uint64_t insn_end = d.step + (L.queue.size() - L.qpos);
     std::uint64_t after_insn = 0;  // mismatches of the window after that instruction
-    // Whether every mismatch after that instruction is a token of a later execution of it (the same
-    // pc), and those executions (their first steps).
-    bool only_this_pc = true;
-    std::set<std::uint64_t> recurrences;
+    // Whether every mismatch after that instruction is a token of a later execution of the same
+    // operation (ref::decode's op, at any pc), and that operation's later executions in the window
+    // (their first steps), all of them and those with a mismatch.
+    const ref::Op divergent_op = ref::decode(d.word).op;
+    bool only_this_op = true, current_is_op = false;
+    std::uint64_t current_first = 0;
+    std::set<std::uint64_t> executions, recurrences, pcs;
     // What each expected token was answered with over the divergent step and the window: a
     // fixed substitution answers every occurrence of a token with the same other token.
     std::map<std::uint32_t, SubstitutionSeen> seen;
@@ -1890,10 +1904,19 @@ struct Engine::Impl {
       }
       ++d.replay_window;
       seen[e].add(a);
+      if (T.steps > insn_end && T.current.first_step != current_first) {
+        current_first = T.current.first_step;
+        current_is_op = T.current.word != 0 && ref::decode(T.current.word).op == divergent_op;
+        if (current_is_op) executions.insert(current_first);
+      }
       if (a != e && T.steps > insn_end) {
         ++after_insn;
-        if (T.current.pc == d.pc) recurrences.insert(T.current.first_step);
-        else only_this_pc = false;
+        if (current_is_op) {
+          recurrences.insert(current_first);
+          pcs.insert(T.current.pc);
+        } else {
+          only_this_op = false;
+        }
       }
       if (a != e) {
         ++d.replay_mismatches;
@@ -1936,16 +1959,20 @@ struct Engine::Impl {
                      std::to_string(d.replay_window - (insn_end - d.step)) +
                      " steps after the instruction agree: a fault in this one instruction's tokens (the state was "
                      "intact)";
-    } else if (only_this_pc && !recurrences.empty()) {
-      // (found by an outside tester: a chip whose MULHSU was wrong each time was said to have a
-      // corrupted state)
+    } else if (only_this_op && !recurrences.empty() && recurrences.size() == executions.size()) {
+      // Every later execution of the operation disagreed, and nothing else did (found by an
+      // outside tester: a chip whose MULHSU was wrong each time was said to have a corrupted state;
+      // and by a re-test: a state corruption read by one instruction, or an operation wrong for
+      // some operands only, must not be called this).
+      const std::string op = d.disassembly.substr(0, d.disassembly.find(' '));
       d.fault = FaultClass::kRecurringInstruction;
       d.fault_text = from + " reproduces step " + std::to_string(d.step) + "; the " + std::to_string(after_insn) +
-                     " steps of the window after the instruction that still disagree are all tokens of the same "
-                     "instruction (pc " + hexpc(d.pc) + ", `" + d.disassembly + "`) in " +
-                     std::to_string(recurrences.size()) + " later execution" + (recurrences.size() == 1 ? "" : "s") +
-                     " of it, and every other step agrees although fed the reference's tokens: this instruction is "
-                     "wrong each time it runs (from an intact state), not corrupted state";
+                     " steps of the window after the instruction that still disagree are all tokens of `" + op +
+                     "`, in each of its " + std::to_string(executions.size()) + " later execution" +
+                     (executions.size() == 1 ? "" : "s") + " (at " + std::to_string(pcs.size()) + " pc" +
+                     (pcs.size() == 1 ? "" : "s") + "), and every other step agrees although fed the reference's "
+                     "tokens: consistent with an operation that is wrong each time it runs, from an intact state, "
+                     "rather than corrupted state";
     } else if (const std::string pairs = fixed_substitution(seen, d.expected); !pairs.empty()) {
       d.fault = FaultClass::kTokenMapping;
       d.fault_text = from + " reproduces step " + std::to_string(d.step) + ", and " +
@@ -1967,6 +1994,11 @@ struct Engine::Impl {
                                       "), so the same fault recurs whenever that token is due, or the chip's state "
                                       "was corrupted (at this step or earlier)"
                                 : std::string("the chip's state was corrupted (at this step or earlier)"));
+      if (only_this_op && !recurrences.empty())
+        d.fault_text += "; every later disagreement is a token of `" + d.disassembly.substr(0, d.disassembly.find(' ')) +
+                        "`, wrong in " + std::to_string(recurrences.size()) + " of its " +
+                        std::to_string(executions.size()) +
+                        " later executions: an operation wrong for some operands, or a state that only it reads";
     }
     if (reproduced && !bad_restore.empty()) d.fault_text += " (but " + bad_restore + ")";
   }

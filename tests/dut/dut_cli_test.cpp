@@ -741,6 +741,18 @@ TEST_F(DutCli, AChipThatDiesAfterItsWrongTokenIsStillAMismatch) {
   EXPECT_NE(junit.find("<failure"), std::string::npos) << junit;
   EXPECT_EQ(junit.find("<error"), std::string::npos) << junit;
   EXPECT_EQ(run_lockstep({"report", dir.string()}).exit_code, 1);
+
+  // The same chip in a campaign: the divergence is kept and saved, and the fault ends the campaign
+  // as a mismatch (found by an outside tester: fuzz lost it, "mismatching runs 0", exit 2).
+  const Result f = run_lockstep({"fuzz", "--programs", "2", "--batch", "1", "--seed", "5", "--ops", "alu", "--mode",
+                                 "forced", "--report", (dir / "fuzz").string(), "--dut",
+                                 kFaulty + " wrongthendie 2 " + kChip});
+  EXPECT_EQ(f.exit_code, 1) << f.out << f.err;
+  EXPECT_NE(f.out.find("mismatching runs 1"), std::string::npos) << f.out;
+  EXPECT_NE(f.err.find("lockstep: warn: chip under test: "), std::string::npos) << f.err;
+  const json fz = json::parse(slurp(dir / "fuzz" / "fuzz.json"));
+  ASSERT_EQ(fz["failures"].size(), 1u) << fz.dump(1);
+  EXPECT_TRUE(fz["failures"][0].contains("not_shrunk")) << fz.dump(1);
 }
 
 // A chip whose FREE answers alone are wrong (faulty_chip freebug, no SAVE_RESTORE): the teacher-

@@ -968,8 +968,19 @@ std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip:
       // A chip call given up because of the stop (a chip under test's wait): the results so far,
       // divergences already met included, as when the stop comes between rounds (found by an
       // outside tester: a stop inside a slow batch dropped every mismatch it had found).
-      if (!(stop && stop->load())) throw;
-      r = e.interrupted_result();
+      if (stop && stop->load()) {
+        r = e.interrupted_result();
+      } else {
+        // A chip that failed after a divergence (while it was replayed and classified, say) does
+        // not take the divergence with it: the batch's results so far are returned, and the
+        // caller finds the fault on the backend (ChipBackend::fault) (found by an outside tester:
+        // `lockstep run` reported such a divergence, exit 1, and fuzz lost it, exit 2).
+        r = e.partial_result();
+        if (std::none_of(r.streams.begin(), r.streams.end(), [](const engine::StreamResult& s) { return s.mismatches > 0; }))
+          throw;
+        for (engine::StreamResult& s : r.streams) out.push_back(std::move(s));
+        return out;
+      }
     }
     for (engine::StreamResult& s : r.streams) out.push_back(std::move(s));
     if (r.interrupted) break;

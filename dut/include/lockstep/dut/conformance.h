@@ -24,7 +24,7 @@ struct ConformanceGuest {
   std::vector<std::uint32_t> tokens;
   /// Optional: for each token, the instruction that emits it as a failure line names it
   /// ("pc 0x10074 mulhsu a0, a1, a2"); the golden-model check's first difference gives it.
-  std::vector<std::string> where;
+  std::vector<std::string> where{};
   /// A second stream of the guest before it (a single --guest runs twice, since the batch
   /// checks need two streams): not counted again by the golden-model check.
   bool copy = false;

@@ -247,7 +247,10 @@ bool reference_exits(const Program& p, std::uint64_t max_steps);
 /// at its next round (or its chip call is given up), its unfinished streams end
 /// "interrupted" with what they compared so far (a divergence met before the
 /// stop included), and no later batch runs, so that fewer results than
-/// programs may come back.
+/// programs may come back. A chip that fails (throws) after a divergence of its
+/// batch likewise returns that batch's results so far, and no later batch runs;
+/// the caller finds the failure in `reuse->fault()`. A failure with no
+/// divergence before it is thrown.
 std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip::Chip>& chip,
                                                const std::string& backend, const std::vector<Program>& programs,
                                                engine::Mode mode, std::uint64_t max_steps, unsigned batch = 32,
