@@ -895,7 +895,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         lockstep_seconds += std::chrono::duration<double>(clock::now() - t1).count();
         // The chip failed after a divergence of this batch (campaign::run_lockstep): the
         // divergences below stand, and the fault ends the campaign after they are saved.
-        if (fault.empty() && !backend->fault().empty()) fault = backend->fault();
+        // (A wait given up because of a stop is the interruption's, not a fault: below.)
+        if (fault.empty() && !stop->load() && !backend->fault().empty()) fault = backend->fault();
         for (std::size_t i = 0; i < res.size(); ++i) {
           batch_steps += res[i].steps;
           prog_steps[i] = std::max(prog_steps[i], res[i].ref_steps);
