@@ -313,6 +313,8 @@ void run_bench(const BenchArgs& args, Context& ctx) {
   }
   j["guest"] = guest_path.string();
 
+  const chip::GuestImage img = engine::to_chip_image(guest.image);  // the guest as every chip row resets it
+
   // The chip under test is started first: one that cannot be started or spoken to is an error
   // before minutes of other measurements, not after them (found by an outside tester).
   std::unique_ptr<dut::DutBackend> dut_backend;
@@ -363,8 +365,7 @@ void run_bench(const BenchArgs& args, Context& ctx) {
   if (dut_backend) {
     try {
       dut_backend->set_num_streams(1);
-      const chip::GuestImage first_img = engine::to_chip_image(guest.image);
-      dut_backend->reset(0, first_img);
+      dut_backend->reset(0, img);
       const std::vector<chip::StreamId> one = {0};
       const std::vector<std::uint32_t> count = {static_cast<std::uint32_t>(std::min<std::uint64_t>(chip_steps, 1000))};
       const std::vector<chip::Token> start = {format::kStartToken};
@@ -498,7 +499,6 @@ void run_bench(const BenchArgs& args, Context& ctx) {
   jc["vocab_size"] = chip->config.vocab_size;
 
   // ---------------------------------------------------------- chip speed
-  const chip::GuestImage img = engine::to_chip_image(guest.image);
   // The reference's first tokens: the chip's free-running output is checked against them (a speed
   // of wrong tokens would mean nothing), outside the timed loops.
   std::vector<std::uint32_t> expect;

@@ -189,9 +189,7 @@ void add_replay_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("digest", r.digest);
     ctx.summary.set("chip", out.chip_source);
     for (const engine::StreamResult& s : r.streams) {
-      if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
-      // (found by an outside tester: --json dropped it, and said mismatch with no reason)
-      if (s.divergence_unlocated) ctx.summary.set("divergence_unlocated", s.unlocated_why);
+      summarise_divergence(ctx, s);
     }
     ctx.out() << engine::result_text(r);
     const nlohmann::json& expect = req.the_case.expect;

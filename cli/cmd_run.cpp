@@ -197,9 +197,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     if (!req.report_dir.empty())
       ctx.summary.set("replay", "lockstep replay " + format::shell_word(req.report_dir.string()));
     for (const engine::StreamResult& s : r.streams) {
-      if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
-      // (found by an outside tester: --json dropped it, and said mismatch with no reason)
-      if (s.divergence_unlocated) ctx.summary.set("divergence_unlocated", s.unlocated_why);
+      summarise_divergence(ctx, s);
       ctx.summary.set("end", s.end);
       // How the guest ended: a self-checking guest says pass or fail by its exit status.
       if (s.end == "exit") ctx.summary.set("exit_status", s.exit_status);

@@ -362,9 +362,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     if (!req.report_dir.empty())
       ctx.summary.set("replay", "lockstep replay " + format::shell_word(req.report_dir.string()));
     for (const engine::StreamResult& s : r.streams) {
-      if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
-      // (found by an outside tester: --json dropped it, and said mismatch with no reason)
-      if (s.divergence_unlocated) ctx.summary.set("divergence_unlocated", s.unlocated_why);
+      summarise_divergence(ctx, s);
     }
     if (!story.empty()) out << "\n";  // after the story's text (none yet: no blank first line)
     if (!guest_note.empty()) ctx.log().info("{}", guest_note);

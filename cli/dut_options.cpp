@@ -166,6 +166,12 @@ void note_free_running_steps(Context& ctx, const engine::Case& c, const engine::
               << " (--teacher-forced-steps), which are teacher-forced\n";
 }
 
+void summarise_divergence(Context& ctx, const engine::StreamResult& s) {
+  if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
+  // (found by an outside tester: --json dropped it, and said mismatch with no reason)
+  if (s.divergence_unlocated) ctx.summary.set("divergence_unlocated", s.unlocated_why);
+}
+
 void report_partial(Context& ctx, const engine::RunFailed& f) {
   const engine::RunResult& r = f.partial;
   ctx.summary.add_steps(r.steps);
@@ -173,9 +179,7 @@ void report_partial(Context& ctx, const engine::RunFailed& f) {
   ctx.summary.set("digest", r.digest);
   if (f.summary.contains("chip")) ctx.summary.set("chip", f.summary["chip"]);
   for (const engine::StreamResult& s : r.streams) {
-    if (s.divergence) ctx.summary.set("divergence", s.divergence->to_json());
-    // (found by an outside tester: --json dropped it, and said mismatch with no reason)
-    if (s.divergence_unlocated) ctx.summary.set("divergence_unlocated", s.unlocated_why);
+    summarise_divergence(ctx, s);
     ctx.summary.set("end", s.end);
   }
   if (f.summary.contains("capability_notes")) {

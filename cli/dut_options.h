@@ -27,6 +27,11 @@ void add_dut_options(CLI::App* cmd, dut::DutConfig& config);
 bool check_dut_options(const CLI::App* cmd, const dut::DutConfig& config, const std::string& chip,
                        const std::string& backend);
 
+/// A stream's first divergence, or why its divergence is unlocated (Compare::kEnd), into the
+/// --json summary ("divergence", "divergence_unlocated"), as run, story, replay and a failed run
+/// report them.
+void summarise_divergence(Context& ctx, const engine::StreamResult& stream);
+
 /// Records a run that failed after it started (RunFailed): its steps and mismatches go to the
 /// summary, its closing text and the capability notes to ctx.out(); the caller then throws the
 /// one-line error.

@@ -1884,6 +1884,7 @@ struct Engine::Impl {
     // operation (ref::decode's op, at any pc), and that operation's later executions in the window
     // (their first steps), all of them and those with a mismatch.
     const ref::Op divergent_op = ref::decode(d.word).op;
+    const std::string op_name = d.disassembly.substr(0, d.disassembly.find(' '));  // its mnemonic
     bool only_this_op = true, current_is_op = false;
     std::uint64_t current_first = 0;
     std::set<std::uint64_t> executions, recurrences, pcs;
@@ -1964,10 +1965,9 @@ struct Engine::Impl {
       // outside tester: a chip whose MULHSU was wrong each time was said to have a corrupted state;
       // and by a re-test: a state corruption read by one instruction, or an operation wrong for
       // some operands only, must not be called this).
-      const std::string op = d.disassembly.substr(0, d.disassembly.find(' '));
       d.fault = FaultClass::kRecurringInstruction;
       d.fault_text = from + " reproduces step " + std::to_string(d.step) + "; the " + std::to_string(after_insn) +
-                     " steps of the window after the instruction that still disagree are all tokens of `" + op +
+                     " steps of the window after the instruction that still disagree are all tokens of `" + op_name +
                      "`, in each of its " + std::to_string(executions.size()) + " later execution" +
                      (executions.size() == 1 ? "" : "s") + " (at " + std::to_string(pcs.size()) + " pc" +
                      (pcs.size() == 1 ? "" : "s") + "), and every other step agrees although fed the reference's "
@@ -1995,7 +1995,7 @@ struct Engine::Impl {
                                       "was corrupted (at this step or earlier)"
                                 : std::string("the chip's state was corrupted (at this step or earlier)"));
       if (only_this_op && !recurrences.empty())
-        d.fault_text += "; every later disagreement is a token of `" + d.disassembly.substr(0, d.disassembly.find(' ')) +
+        d.fault_text += "; every later disagreement is a token of `" + op_name +
                         "`, wrong in " + std::to_string(recurrences.size()) + " of its " +
                         std::to_string(executions.size()) +
                         " later executions: an operation wrong for some operands, or a state that only it reads";
@@ -2069,9 +2069,9 @@ struct Engine::Impl {
       reset_lane(R, be, guests[L.index].image, images[L.index]);
     } else {
       restore_lane(R, be, good_bytes);
+      R.done = false;
+      R.end = "running";
     }
-    R.done = false;
-    R.end = "running";
     const std::uint64_t good_step = R.steps;
     // From the reset, the replays of the divergence start from a RESET, as in --compare step (an
     // empty snapshot); a snapshot of step 0 would RESTORE it instead, and blame a chip whose

@@ -146,9 +146,9 @@ enum class FaultClass {
   /// Reproduced, and later steps disagree only within the divergent instruction's own tokens;
   /// every step after the instruction agrees (one instruction's output wrong, the state intact).
   kSingleInstruction,
-  /// Reproduced, and every later step that still disagrees is a token of a later execution of the
-  /// divergent instruction (the same pc); every other step agrees: that instruction is wrong each
-  /// time it runs, from an intact state.
+  /// Reproduced, every later execution in the window of the divergent operation (ref::decode's
+  /// op, at any pc) disagrees, and every other step agrees: consistent with an operation wrong
+  /// each time it runs, from an intact state.
   kRecurringInstruction,
   /// The replay that classifies the divergence did not finish: the run was interrupted, or the
   /// chip failed (a chip under test timed out, died or broke the protocol) during it. The
