@@ -200,14 +200,14 @@ void add_story_command(CLI::App& app, Context& ctx) {
         if (!args->report.empty() && !args->reference_only) engine::claim_run_folder(args->report, "story");
         // --models (or $LOCKSTEP_MODELS) picks the checkpoint: the guest built from it.
         std::string model;
-        std::string want_sha;
+        ModelDigests want;
         const char* env = std::getenv("LOCKSTEP_MODELS");
         if (args->guest.empty() && (!ctx.options.models_dir.empty() || (env && *env))) {
           const ModelChoice& choice = ctx.models();  // InputError for a folder that is not usable
           model = choice.synthetic() ? "synthetic" : "real";
           // The converter's own checks, as `lockstep models` makes them: a file it would refuse
           // is bad input here too.
-          if (!choice.synthetic()) want_sha = check_model_files(choice).checkpoint_sha256;
+          if (!choice.synthetic()) want = check_model_files(choice);
         }
         path = args->guest.empty() ? find_story_guest(ctx, args->build, model) : fs::path(args->guest);
         guest = engine::read_guest(path);
@@ -228,11 +228,29 @@ void add_story_command(CLI::App& app, Context& ctx) {
         if (!built_from.empty()) guest_note = "story guest " + path.filename().string() + ": built from " + built_from;
         // Only a guest that records its checkpoint can be told to be another one's (stories_c has
         // no manifest: found by an outside tester, every --build c run was warned about)
-        if (!want_sha.empty() && !built_from.empty() && built_from.find(want_sha) == std::string::npos) {
-          ctx.log().warn("{} {}: its stories260K.bin (sha256 {}) is not the checkpoint {} was built from ({}); "
-                         "reconfigure the build with that folder as $LOCKSTEP_MODELS to check it",
+        // A guest whose manifest records its tokenizer too is checked against the folder's (found
+        // by an outside tester: a changed tok512.bin ran with no word).
+        const bool other_checkpoint =
+            !want.checkpoint_sha256.empty() && built_from.find(want.checkpoint_sha256) == std::string::npos;
+        const bool other_tokenizer = !want.tokenizer_sha256.empty() &&
+                                     built_from.find("tok512.bin (sha256 ") != std::string::npos &&
+                                     built_from.find(want.tokenizer_sha256) == std::string::npos;
+        if (!built_from.empty() && (other_checkpoint || other_tokenizer)) {
+          // Reconfiguring helps only where the vector build takes the checkpoint.
+          const std::string how = args->build == "vx" && !want.vector_build_refusal.empty()
+                                      ? "the vector build cannot take that checkpoint (" + want.vector_build_refusal + ")"
+                                      : "reconfigure the build with that folder as $LOCKSTEP_MODELS to check it";
+          ctx.log().warn("{} {}: its {} not the {} {} was built from ({}); {}",
                          ctx.options.models_dir.empty() ? "$LOCKSTEP_MODELS" : "--models", ctx.models().dir.string(),
-                         want_sha, path.filename().string(), built_from);
+                         other_checkpoint && other_tokenizer
+                             ? "stories260K.bin (sha256 " + want.checkpoint_sha256 + ") and tok512.bin (sha256 " +
+                                   want.tokenizer_sha256 + ") are"
+                         : other_checkpoint ? "stories260K.bin (sha256 " + want.checkpoint_sha256 + ") is"
+                                            : "tok512.bin (sha256 " + want.tokenizer_sha256 + ") is",
+                         other_checkpoint && other_tokenizer ? "checkpoint and tokenizer"
+                         : other_checkpoint                  ? "checkpoint"
+                                                             : "tokenizer",
+                         path.filename().string(), built_from, how);
         }
       }
     } catch (const engine::CheckError& e) {

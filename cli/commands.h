@@ -31,6 +31,9 @@ void add_models_command(CLI::App& app, Context& ctx);
 /// (golden/llama2c.h: parse_checkpoint, parse_tokenizer against the checkpoint's vocab_size).
 struct ModelDigests {
   std::string checkpoint_sha256, tokenizer_sha256;
+  /// Why the vector build (stories_vx) cannot take this checkpoint, or empty when it can
+  /// (golden/llama2c.h vector_build_refusal).
+  std::string vector_build_refusal;
 };
 /// Checks `choice`'s stories260K.bin and tok512.bin as `lockstep models` does; every command
 /// that reads a model folder uses it, so no command accepts files another refuses. Throws

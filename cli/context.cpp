@@ -104,7 +104,7 @@ const ModelChoice& Context::models() {
                                      (!search.flag && search.environment &&
                                       *search.environment == "synthetic");
     if (models_->synthetic() && !asked_for_synthetic) {
-      log().warn("{}", synthetic_model_notice());
+      log().warn("{}", synthetic_model_notice(*models_));
     }
   }
   return *models_;

@@ -106,9 +106,21 @@ ModelChoice discover_models(const ModelSearch& search) {
   }
 
   std::vector<fs::path> rejected;
+  // A default folder holding one of the two files is half a model, not "no model": it is refused
+  // (found by an outside tester: a folder with the checkpoint and no tokenizer fell back to the
+  // synthetic model with "no model checkpoint found", where lockstep-model refused it).
+  auto refuse_half = [](const fs::path& dir) {
+    const auto missing = missing_model_files(dir);
+    std::error_code ec;
+    if (missing.size() == 1 && fs::is_directory(dir, ec))
+      throw InputError(dir.string() + " holds " +
+                       (missing[0] == kCheckpointFile ? kTokenizerFile : kCheckpointFile) + " but not " + missing[0] +
+                       " (a regular file): complete it, or pass --models DIR (or --models synthetic)");
+  };
   if (!search.source_root.empty()) {
     const fs::path dir = absolute_normal(search.source_root / ".." / "shared" / "models");
     if (usable_model_dir(dir)) return make_choice(ModelSource::source_tree, dir, rejected);
+    refuse_half(dir);
     rejected.push_back(dir);
   }
   if (!search.executable.empty()) {
@@ -116,6 +128,7 @@ ModelChoice discover_models(const ModelSearch& search) {
     for (int up = 0; up <= 4 && !ancestor.empty(); ++up) {
       const fs::path dir = ancestor / "shared" / "models";
       if (usable_model_dir(dir)) return make_choice(ModelSource::executable, dir, rejected);
+      refuse_half(dir);
       rejected.push_back(dir);
       if (ancestor == ancestor.root_path()) break;
       ancestor = ancestor.parent_path();
@@ -127,10 +140,12 @@ ModelChoice discover_models(const ModelSearch& search) {
   return choice;
 }
 
-std::string synthetic_model_notice() {
-  return std::string("no model checkpoint found; using the deterministic synthetic model "
-                     "(for the real one pass --models DIR or set LOCKSTEP_MODELS to a folder "
-                     "holding ") +
+std::string synthetic_model_notice(const ModelChoice& choice) {
+  std::string looked;
+  for (const fs::path& d : choice.rejected) looked += (looked.empty() ? "" : ", ") + d.string();
+  return std::string("no model folder found") + (looked.empty() ? "" : " (looked in " + looked + ")") +
+         "; using the deterministic synthetic model (for the real one pass --models DIR or set LOCKSTEP_MODELS to a "
+         "folder holding " +
          kCheckpointFile + " and " + kTokenizerFile + ", e.g. ../shared/models)";
 }
 

@@ -77,11 +77,12 @@ bool usable_model_dir(const std::filesystem::path& dir);
 
 /// Applies the order documented above.  Throws InputError (context.h) when the
 /// flag or the environment names a directory that is not usable, naming the
-/// directory and the missing file.
+/// directory and the missing file, and when a default folder holds one of the two
+/// files but not the other (half a model is no reason to fall back).
 ModelChoice discover_models(const ModelSearch& search);
 
-/// The one-line stderr announcement for the synthetic fallback, telling how to
-/// use the real checkpoint.
-std::string synthetic_model_notice();
+/// The one-line stderr announcement for the synthetic fallback: the folders `choice` looked in
+/// (its `rejected`) and how to use the real checkpoint.
+std::string synthetic_model_notice(const ModelChoice& choice);
 
 }  // namespace lockstep::cli

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -114,6 +115,11 @@ CheckpointLayout checkpoint_layout(std::span<const std::uint8_t> header, std::ui
                    ", kv_dim " + std::to_string(KV) + " and n_heads " + std::to_string(c.n_heads) + " need a run state of " +
                    std::to_string(out.run_state_floats) + " floats, above the limit of " +
                    std::to_string(kMaxRunStateFloats));
+  // Last, so that the size checks above speak first for a header that is wrong in both ways.
+  // (found by an outside tester: vocab_size 1 was read, and the BOS row past the embedding table)
+  if (c.vocab_size < 3)
+    fail(name, "bad header: vocab_size = " + std::to_string(h[5]) +
+                   " (at least 3: llama2.c's ids 0 <unk>, 1 BOS and 2 EOS)");
   return out;
 }
 
@@ -151,7 +157,7 @@ Checkpoint parse_checkpoint(std::span<const std::uint8_t> bytes, std::string_vie
   return ck;
 }
 
-std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path) {
+std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path, std::uint64_t max_bytes) {
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
   if (st.type() == std::filesystem::file_type::not_found)
@@ -160,13 +166,25 @@ std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path) {
     throw ModelError(path.string() + ": is a directory, not a file");
   if (st.type() == std::filesystem::file_type::fifo)  // opening one would wait for a writer
     throw ModelError(path.string() + ": is a named pipe (FIFO), not a regular file");
+  // A device (/dev/zero behind a link) or a socket never ends or is no file (found by an outside
+  // tester: read until memory ran out).
+  if (st.type() != std::filesystem::file_type::regular && st.type() != std::filesystem::file_type::unknown)
+    throw ModelError(path.string() + ": is not a regular file (a device, socket or other special file)");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > max_bytes)
+    throw ModelError(path.string() + ": " + std::to_string(size) + " bytes, more than the " +
+                     std::to_string(max_bytes) + " a model file may have here");
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ModelError(path.string() + ": cannot open file" + reason(errno));
   std::vector<std::uint8_t> data;
+  if (!ec) data.reserve(static_cast<std::size_t>(size));
   char buf[1 << 16];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
     data.insert(data.end(), buf, buf + in.gcount());
+    if (data.size() > max_bytes)  // grew while read
+      throw ModelError(path.string() + ": more than the " + std::to_string(max_bytes) +
+                       " bytes a model file may have here");
     if (!in) break;
   }
   if (in.bad()) throw ModelError(path.string() + ": cannot read file" + reason(errno));
@@ -195,8 +213,48 @@ void write_file_text(const std::filesystem::path& path, std::string_view text) {
   }
 }
 
+std::vector<std::uint8_t> read_checkpoint_bytes(const std::filesystem::path& path) {
+  // The header and the file's size first: a wrong size is one line before anything is read
+  // (found by an outside tester: a 6 GB sparse file was read whole, then "out of memory").
+  std::vector<std::uint8_t> header;
+  {
+    std::error_code ec;
+    const auto st = std::filesystem::status(path, ec);
+    if (st.type() == std::filesystem::file_type::regular) {
+      const auto size = std::filesystem::file_size(path, ec);
+      std::ifstream in(path, std::ios::binary);
+      char h[28];
+      if (!ec && in && in.read(h, sizeof h)) {
+        header.assign(h, h + sizeof h);
+        (void)checkpoint_layout(header, size, path.string());
+      }
+    }
+  }
+  // (read_file_bytes says why a file that is not there, not regular or unreadable fails, and
+  // parse_checkpoint checks what it reads again.)
+  return read_file_bytes(path);
+}
+
+std::string vector_build_refusal(const Config& c) {
+  const std::pair<const char*, std::pair<int, int>> want[] = {{"dim", {c.dim, 64}},
+                                                              {"hidden_dim", {c.hidden_dim, 172}},
+                                                              {"n_layers", {c.n_layers, 5}},
+                                                              {"n_heads", {c.n_heads, 8}},
+                                                              {"n_kv_heads", {c.n_kv_heads, 4}},
+                                                              {"vocab_size", {c.vocab_size, 512}}};
+  std::string out;
+  for (const auto& [field, v] : want)
+    if (v.first != v.second)
+      out += (out.empty() ? "" : ", ") + std::string(field) + " " + std::to_string(v.first) + ", not stories260K's " +
+             std::to_string(v.second);
+  if (c.seq_len < kVectorBuildMinSeqLen)
+    out += (out.empty() ? "" : ", ") + std::string("seq_len ") + std::to_string(c.seq_len) + ", below the " +
+           std::to_string(kVectorBuildMinSeqLen) + " its calibration runs";
+  return out;
+}
+
 Checkpoint read_checkpoint(const std::filesystem::path& path) {
-  auto data = read_file_bytes(path);
+  auto data = read_checkpoint_bytes(path);
   return parse_checkpoint(data, path.string());
 }
 

@@ -97,13 +97,15 @@ struct Checkpoint {
 
 /// Parses a checkpoint image; `name` is used in error messages.  Throws ModelError on: a file
 /// shorter than the header; a header value out of range (non-positive shapes, dim not divisible
-/// by n_heads, n_heads not divisible by n_kv_heads, odd head size, any shape above 2^16); a file
+/// by n_heads, n_heads not divisible by n_kv_heads, odd head size, any shape above 2^16, a
+/// vocab_size below 3, which has no ids 0 <unk>, 1 BOS and 2 EOS of llama2.c's vocabulary); a file
 /// size different from the one the header implies (checkpoint_layout: 64-bit, overflow-checked);
 /// a run state above kMaxRunStateFloats; a non-finite float (named by tensor and index).
 /// Nothing is allocated before the header and the file size have been checked.
 Checkpoint parse_checkpoint(std::span<const std::uint8_t> bytes, std::string_view name);
 
-/// Reads and parses a checkpoint file (ModelError also when it cannot be read).
+/// Reads and parses a checkpoint file (read_checkpoint_bytes, then parse_checkpoint; ModelError
+/// also when it cannot be read).
 Checkpoint read_checkpoint(const std::filesystem::path& path);
 
 /// Serialises a checkpoint in the version-0 layout (legacy RoPE tables written as zeros).
@@ -127,10 +129,32 @@ struct Tokenizer {
 Tokenizer parse_tokenizer(std::span<const std::uint8_t> bytes, int vocab_size, std::string_view name);
 Tokenizer read_tokenizer(const std::filesystem::path& path, int vocab_size);
 
-/// Reads a whole regular file.  Throws a one-line ModelError naming `path` (and the system's
-/// reason) when it is missing, a directory or anything else that is not a file, or cannot be
-/// opened or read.
-std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path);
+/// The most bytes read_file_bytes reads by default (256 MiB): far above any checkpoint the run
+/// state limit admits with a tokenizer beside it, and below what a wrong file (a 6 GB sparse
+/// file, /dev/zero behind a link) would make it allocate.
+inline constexpr std::uint64_t kMaxModelFileBytes = std::uint64_t{256} << 20;
+
+/// Reads a whole regular file (a symbolic link is followed) of at most `max_bytes` bytes.
+/// Throws a one-line ModelError naming `path` (and the system's reason) when it is missing, a
+/// directory or anything else that is not a regular file (a device, a FIFO, a socket), larger
+/// than `max_bytes` (checked before anything is read), or cannot be opened or read.
+std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path,
+                                          std::uint64_t max_bytes = kMaxModelFileBytes);
+
+/// Reads a checkpoint file's bytes after checking its header against its size
+/// (checkpoint_layout): a file of the wrong size is refused by that one line before its tensors
+/// are read or allocated.  ModelError as read_file_bytes and checkpoint_layout.
+std::vector<std::uint8_t> read_checkpoint_bytes(const std::filesystem::path& path);
+
+/// The smallest seq_len the vector build takes: convert_vx's GPTQ calibration runs the float
+/// model over kCalibrationLength (vx.h) positions.
+inline constexpr int kVectorBuildMinSeqLen = 256;
+
+/// Why the vector build of the story (golden/vx.h convert_vx, guests/stories_vx) cannot take a
+/// checkpoint of shape `c`, in one clause ("dim 32, not stories260K's 64"), or empty when it can:
+/// it takes stories260K's shapes (dim 64, hidden_dim 172, n_layers 5, n_heads 8, n_kv_heads 4,
+/// vocab_size 512) with a seq_len of at least kVectorBuildMinSeqLen.
+std::string vector_build_refusal(const Config& c);
 
 /// Writes `bytes` to `path` (created or truncated), flushing and closing it before returning.
 /// Throws a one-line ModelError "<path>: cannot write (<reason>)" when the file cannot be

@@ -21,8 +21,11 @@ inline constexpr std::string_view kExpectedStoryPrefix =
 struct LoadedModel {
   Checkpoint ck;
   Tokenizer tok;
-  bool real = false;        ///< loaded from stories260K.bin
-  std::string description;  ///< "stories260K.bin (sha256 ...)" or "synthetic (seed 0x...)"
+  bool real = false;  ///< loaded from stories260K.bin
+  /// "stories260K.bin (sha256 ...), tok512.bin (sha256 ...)" or "synthetic model (SplitMix64 seed 0x...)"
+  std::string description;
+  std::string checkpoint_sha256;  ///< lower-case hex SHA-256 of stories260K.bin; empty for the synthetic model
+  std::string tokenizer_sha256;   ///< of tok512.bin; empty for the synthetic model
 };
 
 /// Loads `dir`/stories260K.bin and tok512.bin; falls back to the synthetic model and tokenizer
@@ -44,7 +47,8 @@ ModelsFolder find_models_folder(const std::optional<std::string>& flag, const st
 
 /// Loads the model from `folder`.  A folder the user named (named_by non-empty) must be a
 /// directory holding stories260K.bin and tok512.bin: otherwise a one-line ModelError names the
-/// folder and what is missing, never the synthetic model.  With `force_synthetic` the folder is
+/// folder and what is missing, never the synthetic model.  The named value "synthetic" is the
+/// synthetic model, as for `lockstep` (cli/models.h).  With `force_synthetic` the folder is
 /// not looked at; from the default folder this is load_model (synthetic when the checkpoint is
 /// absent, logged).
 LoadedModel load_model(const ModelsFolder& folder, bool force_synthetic, std::ostream& log);

@@ -80,6 +80,14 @@ FloatModel::FloatModel(const Checkpoint& ck) : ck_(ck), c_(ck.config) {
 }
 
 const std::vector<float>& FloatModel::forward(int token, int pos) {
+  // The KV cache holds seq_len positions and the embedding vocab_size rows: a caller past either
+  // is refused, never a write past the cache (found by an outside tester: heap corruption).
+  if (pos < 0 || pos >= c_.seq_len)
+    throw ModelError("the float model: position " + std::to_string(pos) + " is outside the checkpoint's seq_len " +
+                     std::to_string(c_.seq_len));
+  if (token < 0 || token >= c_.vocab_size)
+    throw ModelError("the float model: token " + std::to_string(token) + " is outside the checkpoint's vocab_size " +
+                     std::to_string(c_.vocab_size));
   const Weights& w = ck_.w;
   const int dim = c_.dim, kv_dim = c_.kv_dim(), kv_mul = c_.n_heads / c_.n_kv_heads;
   const int hidden_dim = c_.hidden_dim, head_size = c_.head_size();

@@ -44,6 +44,7 @@ class FloatModel {
   /// Optional observer of matrix inputs (calibration for the vx converter); layer -1 = final.
   std::function<void(TapSite, int layer, const float* x, int n)> tap;
   /// Logits (vocab) for `token` at position `pos` (positions must be fed in order from 0).
+  /// Throws ModelError for a `pos` outside 0..seq_len-1 or a `token` outside 0..vocab_size-1.
   const std::vector<float>& forward(int token, int pos);
   const Config& config() const { return c_; }
 

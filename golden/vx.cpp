@@ -336,9 +336,12 @@ void gptq(const std::vector<double>& w, const std::vector<double>& h, int rows, 
 
 VxImage convert_vx(const Checkpoint& ck, VxQuant method) {
   const Config& c = ck.config;
-  if (c.dim != 64 || c.hidden_dim != 172 || c.n_layers != 5 || c.n_heads != 8 ||
-      c.n_kv_heads != 4 || c.vocab_size != 512)
-    throw ModelError("convert_vx: the vector build needs stories260K's shapes (64/172/5/8/4/512)");
+  static_assert(kCalibrationLength <= kVectorBuildMinSeqLen);
+  // (found by an outside tester: a seq_len below the calibration's 256 positions corrupted the heap)
+  if (const std::string why = vector_build_refusal(c); !why.empty())
+    throw ModelError("convert_vx: the vector build needs stories260K's shapes (dim 64, hidden_dim 172, n_layers 5, "
+                     "n_heads 8, n_kv_heads 4, vocab_size 512, seq_len >= " +
+                     std::to_string(kVectorBuildMinSeqLen) + "); this checkpoint has " + why);
   VxImage img;
   img.wmem.assign(static_cast<std::size_t>(kChunks) * 64, 0);
   img.wscale.assign(kChunks, 1);

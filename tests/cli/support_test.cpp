@@ -104,9 +104,8 @@ TEST_F(TempTree, ExecutableRelativeWhenSourceRootMoved) {
 }
 
 TEST_F(TempTree, SyntheticWhenNothingFound) {
-  // A shared/models folder with only one of the two files is not usable.
+  // An empty shared/models folder: nothing found, the folder is named among those looked in.
   fs::create_directories(root_ / "shared" / "models");
-  std::ofstream(root_ / "shared" / "models" / kCheckpointFile) << "x";
   ModelSearch s{std::nullopt, std::nullopt, root_ / "repo", {}};
   const auto choice = discover_models(s);
   EXPECT_TRUE(choice.synthetic());
@@ -115,8 +114,26 @@ TEST_F(TempTree, SyntheticWhenNothingFound) {
   ASSERT_EQ(choice.rejected.size(), 1u);
   EXPECT_EQ(choice.rejected[0], root_ / "shared" / "models");
   EXPECT_THROW((void)choice.checkpoint(), std::logic_error);
-  EXPECT_EQ(missing_model_files(root_ / "shared" / "models"),
-            std::vector<std::string>{"tok512.bin"});
+  const std::string notice = synthetic_model_notice(choice);
+  EXPECT_EQ(notice.rfind("no model folder found (looked in " + (root_ / "shared" / "models").string() + ")", 0), 0u)
+      << notice;
+}
+
+// A default folder with one of the two files is half a model: refused by name, not a fallback
+// to the synthetic model (found by an outside tester: "no model checkpoint found" beside a
+// checkpoint, where lockstep-model refused the folder).
+TEST_F(TempTree, AHalfDefaultFolderIsAnInputError) {
+  const fs::path dir = root_ / "shared" / "models";
+  fs::create_directories(dir);
+  std::ofstream(dir / kCheckpointFile) << "x";
+  EXPECT_EQ(missing_model_files(dir), std::vector<std::string>{"tok512.bin"});
+  try {
+    (void)discover_models({std::nullopt, std::nullopt, root_ / "repo", {}});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), dir.string() + " holds stories260K.bin but not tok512.bin (a regular file): "
+                                     "complete it, or pass --models DIR (or --models synthetic)");
+  }
 }
 
 TEST_F(TempTree, ExplicitSyntheticValue) {

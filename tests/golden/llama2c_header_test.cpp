@@ -65,8 +65,14 @@ TEST(Llama2cHeader, OverflowHeaderImpliesItsTrueSize) {
   // = 4 * 2^32 + 7 * 65536 + 2 floats.
   const std::uint64_t truth = 28 + 4 * (17179869184ull + 458752 + 2);
   EXPECT_EQ(truth, 68721311780ull);
-  const CheckpointLayout l = checkpoint_layout(header(kOverflowHeader), truth, "x.bin");
-  EXPECT_EQ(l.file_bytes, truth);
+  // Its size is right; its vocabulary of one id (no BOS) is what refuses it.
+  EXPECT_EQ(error_of([&] { checkpoint_layout(header(kOverflowHeader), truth, "x.bin"); }),
+            "x.bin: bad header: vocab_size = 1 (at least 3: llama2.c's ids 0 <unk>, 1 BOS and 2 EOS)");
+  // The same header with vocab 3: two more embedding rows of dim 65536.
+  std::array<std::int32_t, 7> h3 = kOverflowHeader;
+  h3[5] = 3;
+  const CheckpointLayout l = checkpoint_layout(header(h3), truth + 4 * 2 * 65536, "x.bin");
+  EXPECT_EQ(l.file_bytes, truth + 4 * 2 * 65536);
   EXPECT_EQ(l.config.kv_dim(), 65536);
   ASSERT_EQ(l.tensor_floats.size(), 12u);
   EXPECT_EQ(l.tensor_floats[3], 65536ull * 65536);  // wk
@@ -101,6 +107,22 @@ TEST(Llama2cHeader, LayoutChecksTheClaimedSizeOnly) {
   const std::string msg = error_of([&] { checkpoint_layout(header(big), 1u << 20, "big.bin"); });
   EXPECT_NE(msg.find("big.bin: wrong file size 1048576 bytes"), std::string::npos) << msg;
   EXPECT_NE(msg.find("implies 5629636973953052"), std::string::npos) << msg;
+}
+
+// A vocabulary without BOS (id 1) is refused once the size is right (found by an outside tester:
+// vocab_size 1 was accepted, and the float model read the BOS row past the embedding table).
+TEST(Llama2cHeader, AVocabularyWithoutBosIsRefused) {
+  for (const std::int32_t v : {1, 2, -2}) {
+    const std::array<std::int32_t, 7> h = {2, 1, 1, 1, 1, v, 1};
+    // V*D + L*D + 4*L*D*D (kv_dim = dim) + L*D + 3*L*H*D + D + S*HS, and wcls when v < 0
+    const std::uint64_t av = static_cast<std::uint64_t>(v < 0 ? -v : v);
+    const std::uint64_t floats = av * 2 + 2 + 16 + 2 + 6 + 2 + 2 + (v < 0 ? av * 2 : 0);
+    EXPECT_EQ(error_of([&] { checkpoint_layout(header(h), 28 + 4 * floats, "v.bin"); }),
+              "v.bin: bad header: vocab_size = " + std::to_string(v) +
+                  " (at least 3: llama2.c's ids 0 <unk>, 1 BOS and 2 EOS)");
+  }
+  const std::array<std::int32_t, 7> ok = {2, 1, 1, 1, 1, 3, 1};
+  EXPECT_EQ(checkpoint_layout(header(ok), 28 + 4 * (6 + 2 + 16 + 2 + 6 + 2 + 2), "v.bin").config.vocab_size, 3);
 }
 
 // lockstep-model and lockstep-image-c on the outside report's file: one line, exit 2.

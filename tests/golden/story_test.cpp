@@ -1,10 +1,12 @@
 // Synthetic model determinism, float32 forward pass, genuineness check on the real model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "story.h"
 #include "test_support.h"
+#include "vx.h"
 
 namespace lockstep::host {
 namespace {
@@ -73,11 +75,47 @@ TEST(FloatModel, TransposedCopyIsDetected) {
   const auto bytes = serialize_checkpoint(bad.ck);
   EXPECT_EQ(bytes.size(), 1056540u);  // the file size cannot tell
   bad.ck = parse_checkpoint(bytes, "transposed.bin");
-  bad.description = "transposed.bin (sha256 " + sha256_hex(bytes) + ")";
+  bad.checkpoint_sha256 = sha256_hex(bytes);
+  bad.description = "transposed.bin (sha256 " + bad.checkpoint_sha256 + ")";
   const auto res = check_genuine(bad);
   EXPECT_FALSE(res.first) << res.second;
   EXPECT_NE(res.second.find("SHA-256 differs"), std::string::npos) << res.second;
   EXPECT_NE(res.second.find("does not begin"), std::string::npos) << res.second;
+}
+
+// A changed tokenizer beside the genuine checkpoint is not genuine, and a story it decodes
+// otherwise is put down to the tokenizer, not to transposed matrices (found by an outside
+// tester: " Lily" changed to " Lucy" in tok512.bin was called genuine by its hash alone).
+TEST(FloatModel, AChangedTokenizerIsNotGenuine) {
+  auto m = test::real_model();
+  if (!m) GTEST_SKIP() << "stories260K.bin/tok512.bin not found (set LOCKSTEP_MODELS or put them in ../shared/models)";
+  auto it = std::find(m->tok.pieces.begin(), m->tok.pieces.end(), " Lily");
+  ASSERT_NE(it, m->tok.pieces.end());
+  *it = " Lucy";
+  m->tokenizer_sha256 = std::string(64, '0');
+  const auto res = check_genuine(*m);
+  EXPECT_FALSE(res.first) << res.second;
+  EXPECT_NE(res.second.find("checkpoint SHA-256 matches; tokenizer SHA-256 differs from the genuine tok512"),
+            std::string::npos)
+      << res.second;
+  EXPECT_NE(res.second.find("(the tokenizer decodes the genuine checkpoint's tokens otherwise)"), std::string::npos)
+      << res.second;
+}
+
+// A checkpoint the float model's cache cannot hold a position of is refused, never written past
+// (found by an outside tester: seq_len 32 corrupted the heap in the vx converter's calibration).
+TEST(FloatModel, APositionOrTokenOutsideTheCheckpointIsAnError) {
+  Checkpoint ck = synthetic_checkpoint();
+  ck.config.seq_len = 4;
+  FloatModel fm(ck);
+  for (int pos = 0; pos < 4; ++pos) (void)fm.forward(1, pos);
+  EXPECT_THROW((void)fm.forward(1, 4), ModelError);
+  FloatModel fresh(ck);
+  EXPECT_THROW((void)fresh.forward(512, 0), ModelError);
+  EXPECT_THROW((void)fresh.forward(-1, 0), ModelError);
+  EXPECT_EQ(vector_build_refusal(synthetic_checkpoint().config), "");
+  EXPECT_EQ(vector_build_refusal(ck.config), "seq_len 4, below the 256 its calibration runs");
+  EXPECT_THROW((void)convert_vx(ck, VxQuant::kRtn), ModelError);
 }
 
 }  // namespace

@@ -228,6 +228,36 @@ TEST(ModelsFolder, NamedFolderIsCheckedDefaultFallsBack) {
   }
   write_file_text(dir / "t.txt", "hello");
   EXPECT_EQ(read_file_bytes(dir / "t.txt").size(), 5u);
+  // Larger than the caller's bound, or no regular file behind a link: refused before it is read
+  // (found by an outside tester: /dev/zero behind stories260K.bin was read until memory ran out).
+  try {
+    read_file_bytes(dir / "t.txt", 4);
+    ADD_FAILURE() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_EQ(std::string(e.what()), (dir / "t.txt").string() + ": 5 bytes, more than the 4 a model file may have here");
+  }
+  fs::create_symlink("/dev/zero", dir / "zero.bin");
+  try {
+    read_file_bytes(dir / "zero.bin");
+    ADD_FAILURE() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              (dir / "zero.bin").string() + ": is not a regular file (a device, socket or other special file)");
+  }
+  // A checkpoint's size is checked against its header before its tensors are read: a 6 GB sparse
+  // file with stories260K's header is one line, not a 6 GB read.
+  {
+    const auto header = serialize_checkpoint(synthetic_checkpoint());
+    std::ofstream big(dir / "big.bin", std::ios::binary);
+    big.write(reinterpret_cast<const char*>(header.data()), 28);
+  }
+  fs::resize_file(dir / "big.bin", std::uint64_t{6} << 30);
+  try {
+    (void)read_checkpoint(dir / "big.bin");
+    ADD_FAILURE() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("wrong file size 6442450944 bytes"), std::string::npos) << e.what();
+  }
   fs::remove_all(dir);
 }
 
