@@ -7,6 +7,7 @@
 #include <cstring>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -19,6 +20,7 @@
 #include "lockstep/mutate/mutants.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/format/json_text.h"
+#include "lockstep/format/shell.h"
 
 namespace lockstep::cli {
 
@@ -40,6 +42,10 @@ struct MutateArgs {
   bool coverage_gap = false;
   unsigned batch = 32;
 };
+
+/// The most fuzz programs a workload may hold (--corpus-programs, --corpus-pool,
+/// --oracle-programs): 1,000,000, about 2,600 times the default oracle's.
+constexpr std::uint64_t kMaxPrograms = 1'000'000;
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -78,13 +84,20 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
                   "Ops of the corpus's and the oracle's fuzz programs, as lockstep fuzz --ops (default: every scalar "
                   "op; all,OP adds a vector op: vmat, vmatr, vq, vexp, vew, vfn, vred, vld; the default corpus "
                   "has no vector instruction, so add them, or --guests vector_ops, to measure the vector unit)");
-  cmd->add_option("--corpus-programs", a->corpus_programs, "Fuzz programs in the corpus")->capture_default_str();
+  // The program counts are bounded: each program is generated and held before anything runs
+  // (found by an outside tester: --oracle-programs 1000000000 allocated until memory ran out).
+  cmd->add_option("--corpus-programs", a->corpus_programs, "Fuzz programs in the corpus")
+      ->check(count_range(0, kMaxPrograms))
+      ->capture_default_str();
   cmd->add_option("--corpus-steps", a->corpus_steps, "Steps of each directed guest in the corpus")->capture_default_str();
   cmd->add_option("--corpus-pool", a->corpus_pool,
                   "Also put in the corpus those of programs --corpus-programs..N-1 that fire a decision unit the "
                   "corpus does not (coverage-guided distillation; 0: none)")
+      ->check(count_range(0, kMaxPrograms))
       ->capture_default_str();
-  cmd->add_option("--oracle-programs", a->oracle_programs, "Fuzz programs in the oracle workload")->capture_default_str();
+  cmd->add_option("--oracle-programs", a->oracle_programs, "Fuzz programs in the oracle workload")
+      ->check(count_range(0, kMaxPrograms))
+      ->capture_default_str();
   cmd->add_option("--oracle-steps", a->oracle_steps, "Steps of each directed guest in the oracle workload")
       ->capture_default_str();
   cmd->add_option("--target", a->target, "Exit 1 when the score is below this fraction")
@@ -116,6 +129,10 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     if (same_programs && a->corpus_pool > a->oracle_programs)
       throw UsageError("the oracle workload must contain the corpus (--oracle-programs >= --corpus-pool)");
     if (a->batch == 0) throw UsageError("--batch must be at least 1");
+    // (found by an outside tester: --first 2^64-1 --mutants 2 wrapped to "mutants ..0" and ran none)
+    if (a->first > std::numeric_limits<std::uint64_t>::max() - a->mutants)
+      throw UsageError("--first " + std::to_string(a->first) + " + --mutants " + std::to_string(a->mutants) +
+                       " is past the last mutant index, 2^64 - 1");
     if (!(a->timeout_factor >= 0) || !(a->min_timeout >= 0))
       throw UsageError("--timeout-factor and --min-timeout must be 0 or more");
     std::uint64_t seed = a->seed;
@@ -127,12 +144,16 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     if (kinds_opt->count() && kinds.empty()) throw UsageError("--kinds '" + a->kinds + "' names no fault kind");
     if (guests_opt->count() && split(a->guests).empty() && a->guests != "none")
       throw UsageError("--guests '" + a->guests + "' names no guest (--guests none: fuzz programs only)");
-    // mutate.json's folder is made and checked before the run, not after it.
-    if (!a->report.empty()) {
+    // mutate.json's folder, and the survivors', are made and checked before the run, not at the
+    // first survivor (found by an outside tester: an unwritable --save-survivors ended a run at
+    // its first survivor and lost every result).
+    for (const auto& [flag, dir] : {std::pair<const char*, const std::string*>{"--report", &a->report},
+                                    {"--save-survivors", &a->save_survivors}}) {
+      if (dir->empty()) continue;
       std::error_code ec;
-      fs::create_directories(a->report, ec);
-      if (ec || ::access(a->report.c_str(), W_OK) != 0)
-        throw InputError("--report: cannot write into " + a->report + ": " +
+      fs::create_directories(*dir, ec);
+      if (ec || ::access(dir->c_str(), W_OK) != 0)
+        throw InputError(std::string(flag) + ": cannot write into " + *dir + ": " +
                          (ec ? ec.message() : std::string(std::strerror(errno))));
     }
     for (const std::string& k : kinds) {
@@ -180,10 +201,15 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     } catch (const campaign::OpsError& e) {
       throw InputError(e.what());
     }
+    // Each program is named with its campaign seed: the corpus's p1 and the oracle's p1 are two
+    // programs (found by an outside tester: a survivor "changes a token in p1" named the wrong one).
     auto make_programs = [&](std::uint64_t campaign_seed, std::uint64_t n) {
       std::vector<engine::Guest> v;
-      for (std::uint64_t k = 0; k < n; ++k)
+      for (std::uint64_t k = 0; k < n; ++k) {
+        if (stop->load()) throw Interrupted("before the first mutant was scored (seed " + std::to_string(seed) + ")");
         v.push_back(campaign::generate(campaign::program_seed(campaign_seed, k), k, ops, vew_modes, vfn_fns, vred_modes).guest());
+        v.back().name = "program " + std::to_string(k) + " of program seed " + std::to_string(campaign_seed);
+      }
       return v;
     };
     const std::vector<engine::Guest> programs =
@@ -202,10 +228,11 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       const std::vector<engine::Guest> pool = slice(a->corpus_programs, a->corpus_pool);
       std::vector<std::size_t> kept;
       try {
-        kept = mutate::distill_corpus(chip.chip, corpus, pool, 200000, a->batch);
+        kept = mutate::distill_corpus(chip.chip, corpus, pool, 200000, a->batch, stop);
       } catch (const std::runtime_error& e) {
         throw InputError(e.what());
       }
+      if (stop->load()) throw Interrupted("before the first mutant was scored (seed " + std::to_string(seed) + ")");
       for (std::size_t i : kept) corpus.parts[1].guests.push_back(pool[i]);
       distilled = kept.size();
     }
@@ -298,12 +325,17 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
         });
     char score[64] = "undefined";
     if (rep.non_equivalent) std::snprintf(score, sizeof score, "%.1f%%", 100 * rep.score());
-    char line[400];
+    char line[480];
+    // A mutant that ran past a budget is counted as changing a token, not seen to: said so (found
+    // by an outside tester: 9 timeouts read as 9 changed tokens).
+    const std::string by_timeout =
+        rep.timed_out ? " (" + std::to_string(rep.timed_out) + " of them by running past a budget)" : std::string();
     std::snprintf(line, sizeof line,
-                  "mutants %zu (%llu planted): %llu %s a token on the oracle workload, %llu of them caught by the "
+                  "mutants %zu (%llu planted): %llu %s a token on the oracle workload%s, %llu of them caught by the "
                   "corpus; %llu %s none; mutation score %llu/%llu = %s (target %.1f%%); %.1f s; seed %llu\n",
                   rep.mutants.size(), static_cast<unsigned long long>(rep.planted),
                   static_cast<unsigned long long>(rep.non_equivalent), rep.non_equivalent == 1 ? "changes" : "change",
+                  by_timeout.c_str(),
                   static_cast<unsigned long long>(rep.caught),
                   static_cast<unsigned long long>(rep.planted - rep.non_equivalent),
                   rep.planted - rep.non_equivalent == 1 ? "changes" : "change",
@@ -352,7 +384,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       if (m.non_equivalent && !m.caught) {
         const std::string repeat = "lockstep mutate --seed " + std::to_string(seed) + " --first " + std::to_string(m.index) +
                                    " --mutants 1" + (a->kinds.empty() ? "" : " --kinds " + a->kinds) + workload_options +
-                                   (a->chip.empty() ? "" : " --chip " + a->chip);
+                                   (a->chip.empty() ? "" : " --chip " + format::shell_word(a->chip));
         out << "  survivor: mutant " << m.index << " " << m.kind << " (site seed " << m.seed << "): " << m.target
             << (m.timed_out.empty() ? "; changes a token in " + m.changed_in + " at step " + std::to_string(m.changed_at)
                                     : "; the oracle ran past its budget in " + m.changed_in)
@@ -370,6 +402,9 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     j["chip_hash"] = chip.hash;
     j["target"] = a->target;
     j["survivors"] = survivors;
+    if (rep.interrupted)  // the mutants left, as the text says them
+      j["resume_with"] = "--first " + std::to_string(a->first + rep.mutants.size()) + " --mutants " +
+                         std::to_string(a->mutants - rep.mutants.size());
     if (a->coverage_gap) j["coverage_gap"] = gap_json;
     j["corpus"] = {{"guests", found}, {"guest_steps", a->corpus_steps}, {"programs", a->corpus_programs},
                    {"pool", a->corpus_pool}, {"distilled", distilled},
@@ -386,10 +421,22 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       }
     }
     for (const char* k : {"seed", "planted", "non_equivalent", "caught", "score", "survivors"}) ctx.summary.set(k, j[k]);
-    if (rep.interrupted)
+    if (rep.interrupted) {
+      // A run stopped when the target is out of reach, whatever the mutants left would do, has
+      // failed: a mismatch, which outranks the interruption (docs/ci.md; found by an outside
+      // tester: exit 3 "interrupted" at 4/6 survivors with 4 mutants left of a 99% target).
+      const std::uint64_t left = a->mutants - rep.mutants.size();
+      const double best = static_cast<double>(rep.caught + left) / static_cast<double>(rep.non_equivalent + left);
+      if (rep.non_equivalent > rep.caught && best < a->target) {
+        out << "the target can no longer be reached: with every mutant left caught the score would be "
+            << rep.caught + left << "/" << rep.non_equivalent + left << "\n"
+            << std::flush;
+        ctx.summary.add_mismatches(rep.non_equivalent - rep.caught);
+      }
       throw Interrupted("after " + std::to_string(rep.mutants.size()) + " of " + std::to_string(a->mutants) +
                         " mutants (seed " + std::to_string(seed) + ")" +
                         (a->report.empty() ? std::string() : "; those scored are in " + (fs::path(a->report) / "mutate.json").string()));
+    }
     // No mutant that changes a token: the score is 0/0, nothing was measured, and that is no pass.
     if (rep.non_equivalent == 0) {
       throw InputError("no mutant measured: none of the " + std::to_string(rep.planted) +

@@ -552,10 +552,12 @@ std::optional<Hit> first_mismatch(chip::ChipBackend& be, const Workload& w, unsi
   return std::nullopt;
 }
 
-// The one-line error for an unmodified chip that mismatches on workload guest `guest`.
-[[noreturn]] void inexact_chip(const std::string& guest) {
-  throw std::runtime_error("the unmodified chip mismatches on corpus guest " + guest +
-                           ": a mutation score needs a chip that is exact on its corpus");
+// The one-line error for an unmodified chip that mismatches on guest `hit.guest` of the
+// `workload` ("corpus" or "oracle").
+[[noreturn]] void inexact_chip(const std::string& workload, const Hit& hit) {
+  throw std::runtime_error("the unmodified chip mismatches on " + workload + " guest " + hit.guest +
+                           (hit.step ? " at step " + std::to_string(hit.step) : std::string()) +
+                           ": a mutation score needs a chip that is exact on its corpus and its oracle workload");
 }
 
 }  // namespace
@@ -567,7 +569,7 @@ ActivityProfile profile_workload(const std::shared_ptr<const Chip>& c, const Wor
   if (auto bad = first_mismatch(be, corpus, 32, [&](const engine::Guest& g, const engine::StreamResult& r) {
         steps[g.name] = std::max(steps[g.name], r.steps);
       }))
-    inexact_chip(bad->guest);
+    inexact_chip("corpus", *bad);
   // Teacher-forced equals free-running on an exact chip: feed the chip its own predictions.
   chip::CpuExecutor ex(c, 1);
   ex.set_decision_coverage(true);
@@ -587,7 +589,7 @@ ActivityProfile profile_workload(const std::shared_ptr<const Chip>& c, const Wor
 
 std::vector<std::size_t> distill_corpus(const std::shared_ptr<const Chip>& c, const Workload& base,
                                         const std::vector<engine::Guest>& pool, std::uint64_t max_steps,
-                                        unsigned batch) {
+                                        unsigned batch, const std::atomic<bool>* stop) {
   chip::CpuExecutor be(c, 1);
   be.set_decision_coverage(true);
   std::vector<std::vector<char>> fired(c->layers.size());
@@ -602,15 +604,16 @@ std::vector<std::size_t> distill_corpus(const std::shared_ptr<const Chip>& c, co
     return added;
   };
   if (auto bad = first_mismatch(be, base, batch))
-    inexact_chip(bad->guest);
+    inexact_chip("corpus", *bad);
   absorb();
   std::vector<std::size_t> kept;
   for (std::size_t i = 0; i < pool.size(); ++i) {
     be.clear_decision_coverage();
     Workload one;
     one.parts.push_back({{pool[i]}, max_steps});
-    if (auto bad = first_mismatch(be, one, 1)) inexact_chip(bad->guest);
+    if (auto bad = first_mismatch(be, one, 1)) inexact_chip("corpus pool", *bad);
     if (absorb()) kept.push_back(i);
+    if (stop && stop->load()) break;  // the caller sees the stop
   }
   return kept;
 }
@@ -619,26 +622,48 @@ MutationReport run_mutants(const std::shared_ptr<const Chip>& original, const Ac
                            const Workload& corpus, const Workload& oracle, const MutationOptions& o,
                            const std::function<void(const MutantResult&)>& progress) {
   const auto t0 = std::chrono::steady_clock::now();
+  // The kinds in the order given (found by an outside tester: --kinds head.swap,embed.scale
+  // planted embed.scale first), or every kind in mutant_kinds() order.
   std::vector<const MutantKind*> kinds;
-  for (const MutantKind& k : mutant_kinds())
-    if (o.kinds.empty() || std::find(o.kinds.begin(), o.kinds.end(), k.name) != o.kinds.end()) kinds.push_back(&k);
-  for (const std::string& name : o.kinds)
-    if (std::none_of(kinds.begin(), kinds.end(), [&](const MutantKind* k) { return k->name == name; }))
-      throw std::invalid_argument("unknown mutant kind '" + name + "'");
+  if (o.kinds.empty())
+    for (const MutantKind& k : mutant_kinds()) kinds.push_back(&k);
+  for (const std::string& name : o.kinds) {
+    const auto& all = mutant_kinds();
+    const auto it = std::find_if(all.begin(), all.end(), [&](const MutantKind& k) { return k.name == name; });
+    if (it == all.end()) throw std::invalid_argument("unknown mutant kind '" + name + "'");
+    kinds.push_back(&*it);
+  }
   if (kinds.empty()) throw std::invalid_argument("no mutant kind selected");
   MutationReport rep;
-  // The budgets: a multiple of the unmodified chip's time on each workload.
-  auto timed_run = [&](const Workload& w) {
+  // The unmodified chip runs the corpus and the oracle first, timed (the budgets are a multiple
+  // of its times) and checked exact: a chip that is wrong on the oracle would have its own fault
+  // counted as every harmless mutant's "survival" (found by an outside tester: with
+  // --timeout-factor 0 the oracle was never checked, and by default only before the first oracle
+  // run, blamed on the corpus). A stop here leaves no mutant scored.
+  auto timed_run = [&](const Workload& w, const char* name) -> std::optional<double> {
     chip::CpuExecutor be(original, 1);
     const auto start = Clock::now();
-    if (auto bad = first_mismatch(be, w, o.batch)) inexact_chip(bad->guest);
+    if (auto bad = first_mismatch(be, w, o.batch, {}, std::nullopt, o.stop)) {
+      if (bad->interrupted) return std::nullopt;
+      inexact_chip(name, *bad);
+    }
     return std::chrono::duration<double>(Clock::now() - start).count();
   };
   auto budget = [&](double base) {
     return std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(std::max(o.timeout_factor * base, o.min_timeout_seconds)));
   };
-  if (o.timeout_factor > 0) rep.corpus_seconds = timed_run(corpus);
+  {
+    const std::optional<double> c = timed_run(corpus, "corpus");
+    const std::optional<double> r = c ? timed_run(oracle, "oracle") : std::nullopt;
+    if (!c || !r) {
+      rep.interrupted = true;
+      rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return rep;
+    }
+    rep.corpus_seconds = *c;
+    rep.oracle_seconds = *r;
+  }
   for (std::uint64_t i = o.first; i < o.first + o.count; ++i) {
     if (o.stop && o.stop->load()) {
       rep.interrupted = true;
@@ -678,10 +703,7 @@ MutationReport run_mutants(const std::shared_ptr<const Chip>& original, const Ac
         res.changed_at = by->step;
         if (by->timed_out) res.timed_out = "corpus";
       } else {
-        if (o.timeout_factor > 0) {
-          if (rep.oracle_seconds == 0) rep.oracle_seconds = timed_run(oracle);
-          deadline = Clock::now() + budget(rep.oracle_seconds);
-        }
+        if (o.timeout_factor > 0) deadline = Clock::now() + budget(rep.oracle_seconds);
         in = first_mismatch(be, oracle, o.batch, {}, deadline, o.stop);
         if (in && in->interrupted) {
           rep.interrupted = true;  // this mutant is not counted
@@ -697,7 +719,7 @@ MutationReport run_mutants(const std::shared_ptr<const Chip>& original, const Ac
         if (!o.save_survivors.empty()) {
           const std::filesystem::path f =
               std::filesystem::path(o.save_survivors) / ("mutant-" + std::to_string(i) + ".chip");
-          std::filesystem::create_directories(o.save_survivors);
+          std::filesystem::create_directories(o.save_survivors);  // made and checked by the caller too
           chip::save_chip(*mutated, f.string());
           res.saved = f.string();
         }

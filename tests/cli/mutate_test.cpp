@@ -122,7 +122,8 @@ TEST(LockstepMutate, SurvivorsAreListedWithTheirRepeatCommand) {
   const fs::path report = scratch("weak");
   const auto r = run({"mutate", "--seed", "7", "--mutants", "24", "--kinds", "init.wrong_address", "--guests", "hello",
                       "--corpus-programs", "0", "--corpus-pool", "0", "--corpus-steps", "1", "--oracle-programs", "4",
-                      "--oracle-steps", "3000", "--report", report.string()});
+                      "--oracle-steps", "3000", "--report", report.string(), "--save-survivors",
+                      (report / "survivors").string()});
   std::cout << r.out;
   const json j = json::parse(lockstep::cli_test::slurp(report / "mutate.json"));
   const std::uint64_t survivors = j["non_equivalent"].get<std::uint64_t>() - j["caught"].get<std::uint64_t>();
@@ -135,8 +136,22 @@ TEST(LockstepMutate, SurvivorsAreListedWithTheirRepeatCommand) {
                                "--corpus-pool 0 --corpus-steps 1 --oracle-programs 4 --oracle-steps 3000";
     EXPECT_EQ(s["repeat"], repeat);
     EXPECT_NE(r.out.find("repeat: " + repeat), std::string::npos);
+    EXPECT_TRUE(fs::is_regular_file(report / "survivors" / ("mutant-" + std::to_string(s["index"].get<std::uint64_t>()) + ".chip")));
   }
   EXPECT_EQ(r.exit_code, j["score"].get<double>() < 0.99 ? 1 : 0) << r.err;
+
+  // A survivor as the unmodified chip: exact on the corpus, wrong on the oracle. It is refused
+  // before any mutant, naming the oracle (found by an outside tester: with --timeout-factor 0 the
+  // oracle was never checked, and the chip's own fault made every harmless mutant a survivor).
+  ASSERT_FALSE(j["survivors"].empty());
+  const json& s0 = j["survivors"][0];
+  const fs::path chip = report / "survivors" / ("mutant-" + std::to_string(s0["index"].get<std::uint64_t>()) + ".chip");
+  const auto bad = run({"mutate", "--seed", "7", "--mutants", "2", "--kinds", "embed.flip_sign", "--guests", "hello",
+                        "--corpus-programs", "0", "--corpus-pool", "0", "--corpus-steps", "1", "--oracle-programs", "0",
+                        "--oracle-steps", "3000", "--timeout-factor", "0", "--chip", chip.string()});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("the unmodified chip mismatches on oracle guest hello at step "), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.out.find("\nmutant "), std::string::npos) << "no mutant scored: " << bad.out;
 }
 
 // The time budget (--timeout-factor, --min-timeout). With a budget of nothing, the mutant's
@@ -228,6 +243,20 @@ TEST(LockstepMutate, BadInputExitsTwo) {
   r = run({"mutate", "--mutants", "0"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--mutants: must be a whole number from 1"), std::string::npos) << r.err;
+  // A survivors' folder that cannot be written, a count past every index, and an unbounded
+  // workload are refused before the run too (found by an outside tester: the first was found at
+  // the first survivor, every result lost).
+  r = run({"mutate", "--save-survivors", "/proc/version/survivors"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--save-survivors: cannot write into /proc/version/survivors"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("lockstep mutate: seed"), std::string::npos) << "refused before the run: " << r.out;
+  r = run({"mutate", "--first", "18446744073709551615", "--mutants", "2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--first 18446744073709551615 + --mutants 2 is past the last mutant index"), std::string::npos)
+      << r.err;
+  r = run({"mutate", "--oracle-programs", "1000000000"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--oracle-programs: must be a whole number from 0 to 1000000"), std::string::npos) << r.err;
 }
 
 // No mutant that changes a token: the score is 0/0, undefined, and the run is no pass (it used to

@@ -98,10 +98,10 @@ struct Workload {
 };
 
 struct MutationOptions {
-  std::uint64_t seed = 1;        ///< mutant i: kind kinds[(first + i) % kinds.size()], sites from mutant_seed(seed, first + i)
+  std::uint64_t seed = 1;        ///< mutant i (i = first, first + 1, ...): kind kinds[i % kinds.size()], sites from mutant_seed(seed, i)
   std::uint64_t first = 0;       ///< index of the first mutant (repeat mutant K: first K, count 1)
   std::uint64_t count = 20;      ///< mutants
-  std::vector<std::string> kinds;  ///< names of mutant_kinds() to use; empty: all
+  std::vector<std::string> kinds;  ///< names of mutant_kinds() to use, in this order; empty: all, in mutant_kinds() order
   unsigned batch = 32;           ///< guests run together as streams
   std::string save_survivors;    ///< non-empty: each survivor's chip is written to DIR/mutant-<index>.chip
   /// Time budget (0: none). A mutant's corpus run may take timeout_factor times the unmodified
@@ -153,18 +153,20 @@ ActivityProfile profile_workload(const std::shared_ptr<const chip::Chip>& chip, 
 /// runs `base`, then each guest of `pool` alone (teacher-forced, at most `max_steps` steps) on
 /// `chip` with decision coverage, and returns the indices into `pool` of the guests that made
 /// some MLP unit fire that neither `base` nor an earlier kept guest fired, in order. Throws
-/// std::runtime_error (one line) when the unmodified chip mismatches on any of them.
+/// std::runtime_error (one line) when the unmodified chip mismatches on any of them. When `stop`
+/// is raised it returns the indices kept so far (the caller sees the stop).
 std::vector<std::size_t> distill_corpus(const std::shared_ptr<const chip::Chip>& chip, const Workload& base,
                                         const std::vector<engine::Guest>& pool, std::uint64_t max_steps,
-                                        unsigned batch = 32);
+                                        unsigned batch = 32, const std::atomic<bool>* stop = nullptr);
 
 /// Plants `options.count` mutants of `chip` at sites of `profile` and runs each: first the
 /// corpus (caught = the engine reports a mismatch in teacher-forced mode), then, when not
 /// caught, the oracle (non-equivalent = a mismatch there); a caught mutant is non-equivalent.
-/// `progress(result)` is called after each mutant. With options.timeout_factor > 0 the
-/// unmodified chip first runs the corpus (and, before the first oracle run, the oracle) to set
-/// the budgets; it throws std::runtime_error (one line) when the unmodified chip mismatches on
-/// either. Throws std::invalid_argument for an unknown kind name.
+/// `progress(result)` is called after each mutant. The unmodified chip first runs the corpus
+/// and the oracle, timed (options.timeout_factor > 0 sets the budgets from those times); it
+/// throws std::runtime_error (one line naming the workload, guest and step) when the unmodified
+/// chip mismatches on either, and a stop during those runs returns a report with no mutant,
+/// interrupted. Throws std::invalid_argument for an unknown kind name.
 MutationReport run_mutants(const std::shared_ptr<const chip::Chip>& chip, const ActivityProfile& profile,
                            const Workload& corpus, const Workload& oracle, const MutationOptions& options,
                            const std::function<void(const MutantResult&)>& progress = {});
