@@ -120,6 +120,24 @@ TEST(CampaignGenerate, ReproducibleAndAlwaysEnds) {
   }
 }
 
+// A program drawn to trap ends as surely as one that exits: the shrinker's oracle takes both
+// (reference_ends), where it took exits only and never shrank a failing program that traps
+// (found by an outside tester: half the failures of a vector campaign were not shrunk).
+TEST(CampaignGenerate, AProgramThatTrapsEndsForTheShrinker) {
+  const auto ops = select_ops("vld");
+  std::uint64_t trapping = 0;
+  for (std::uint64_t k = 0; k < 40; ++k) {
+    const Program p = campaign::generate(program_seed(2, k), k, ops);
+    EXPECT_TRUE(reference_ends(p, 100000)) << "program " << k << "\n" << p.listing();
+    EXPECT_EQ(reference_exits(p, 100000), p.trap_code == 0) << "program " << k << "\n" << p.listing();
+    trapping += p.trap_code != 0;
+  }
+  EXPECT_GT(trapping, 0u) << "no program of the 40 traps: the test shows nothing";
+  // a program that runs past the cap does not end
+  const Program p = campaign::generate(program_seed(2, 0), 0, ops);
+  EXPECT_FALSE(reference_ends(p, 3));
+}
+
 TEST(CampaignGenerate, TestWordsComeFromTheSelection) {
   for (const std::string list : {"mul", "add,sub,bn.addc", "lw,sb", "branch", "jalr", "vld", "vld,sw,sb"}) {
     const auto ops = select_ops(list);

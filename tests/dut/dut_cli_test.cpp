@@ -749,6 +749,11 @@ TEST_F(DutCli, AChipThatDiesAfterItsWrongTokenIsStillAMismatch) {
                                  kFaulty + " wrongthendie 2 " + kChip});
   EXPECT_EQ(f.exit_code, 1) << f.out << f.err;
   EXPECT_NE(f.out.find("mismatching runs 1"), std::string::npos) << f.out;
+  // The unfinished batch is named: "programs 0 ... mismatching runs 1" alone read as a contradiction.
+  EXPECT_NE(f.out.find(" did not finish (the chip under test failed): its mismatching runs are counted above, its "
+                       "programs are not"),
+            std::string::npos)
+      << f.out;
   EXPECT_NE(f.err.find("lockstep: warn: chip under test: "), std::string::npos) << f.err;
   const json fz = json::parse(slurp(dir / "fuzz" / "fuzz.json"));
   ASSERT_EQ(fz["failures"].size(), 1u) << fz.dump(1);
@@ -1029,7 +1034,7 @@ TEST_F(DutCli, FuzzFailureThatNeedsItsBatchIsNamedWithTheBatchRepeat) {
   EXPECT_NE(r.out.find("FAIL program 1 "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("FAIL program 0 "), std::string::npos) << r.out;
   // Shrinking tried the original alone once and stopped (its candidates run alone too), and says why
-  EXPECT_NE(r.out.find("  not shrunk (run alone, the original did not fail where it failed in its batch): "),
+  EXPECT_NE(r.out.find("  not shrunk (run alone, the original did not diverge at `ecall` as it did in its batch): "),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("the saved case does NOT diverge"), std::string::npos) << r.out;

@@ -238,6 +238,9 @@ VectorRun run_vector_ops(const Program& p, std::uint64_t max_steps = 1'000'000);
 
 /// Whether the reference runs the program to its exit within max_steps.
 bool reference_exits(const Program& p, std::uint64_t max_steps);
+/// Whether the reference's run of the program ends within max_steps, by its exit or a trap
+/// (a program that traps is a whole case: the trap is compared like any token).
+bool reference_ends(const Program& p, std::uint64_t max_steps);
 
 /// Runs programs through `chip` in lock-step, batches of at most `batch`
 /// streams, one result per program.  `reuse`: a backend over `chip` to run
@@ -262,7 +265,7 @@ std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip:
 /// 0 or 1, zero the scratch area, drop the `.lockstep.vreg`, and drop again,
 /// until nothing changes or
 /// the budget is spent.  A candidate counts as still mismatching only when
-/// the reference still runs it to its exit and the chip still diverges in
+/// the reference's run of it still ends (exit or trap) and the chip still diverges in
 /// `mode` when the candidate runs alone, as stream 0: candidates run
 /// `batch` at a time, and one that fails only as a later stream of its batch
 /// is run again alone before it is kept (ShrinkResult::not_alone counts
@@ -290,11 +293,18 @@ struct ShrinkResult {
 using FirstFailing = std::function<std::optional<std::size_t>(const std::vector<Program>&)>;
 ShrinkResult shrink(const Program& failing, const FirstFailing& first_failing, const ShrinkOptions& options = {});
 
-/// The FirstFailing of a chip and mode (reference_exits + run_lockstep).
+/// Whether a candidate's divergence is the failure being shrunk (e.g. the same instruction):
+/// a shrink that kept any mismatch could drift to another bug of the same chip.
+using SameFailure = std::function<bool(const engine::Divergence&)>;
+
+/// The FirstFailing of a chip and mode: a candidate fails when the reference's run of it ends
+/// (reference_ends) within max_steps and the chip diverges from it (run_lockstep), with a
+/// divergence `same` accepts when `same` is set.
 FirstFailing chip_oracle(const std::shared_ptr<const chip::Chip>& chip, const std::string& backend, engine::Mode mode,
-                         std::uint64_t max_steps);
+                         std::uint64_t max_steps, SameFailure same = {});
 /// The same over a backend the caller keeps alive (a chip under test: one session for the
 /// campaign and its shrinking).
-FirstFailing chip_oracle(chip::ChipBackend& backend, engine::Mode mode, std::uint64_t max_steps);
+FirstFailing chip_oracle(chip::ChipBackend& backend, engine::Mode mode, std::uint64_t max_steps,
+                         SameFailure same = {});
 
 }  // namespace lockstep::campaign
