@@ -71,6 +71,10 @@ namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
+/// A first-difference step for the --json summary: the 1-based step, or null when the chip's
+/// tokens agree with the reference's throughout (0 in the code).
+ordered_json step_or_null(std::uint64_t step) { return step ? ordered_json(step) : ordered_json(nullptr); }
+
 // The anchors (issue 12): figures of other chips on other machines.
 constexpr double kOriginalTokensPerStoryToken = 53000;
 constexpr double kOriginalTokensPerSecondL4 = 3300;
@@ -533,7 +537,7 @@ void run_bench(const BenchArgs& args, Context& ctx) {
                     {"tokens_per_second", single_tps},
                     {"tokens_per_cpu_second", static_cast<double>(toks.size()) / cpu},
                     {"agrees_with_reference", diff == 0},
-                    {"first_difference_step", diff}};
+                    {"first_difference_step", step_or_null(diff)}};
     table.add("chip, CPU executor, 1 stream", si(single_tps, "tokens/s") + " (" + std::to_string(toks.size()) +
                                                   " steps free-running; " +
                                                   si(static_cast<double>(toks.size()) / cpu, "per CPU second") +
@@ -570,7 +574,7 @@ void run_bench(const BenchArgs& args, Context& ctx) {
                      {"tokens_per_cpu_second", static_cast<double>(per * b) / cpu},
                      {"over_single", tps / single_tps},
                      {"agrees_with_reference", diff == 0},
-                     {"first_difference_step", diff}};
+                     {"first_difference_step", step_or_null(diff)}};
     table.add("chip, CPU executor, " + std::to_string(b) + " streams",
               si(tps, "tokens/s") + " total (" + std::to_string(per) + " steps each; " +
                   si(static_cast<double>(per * b) / cpu, "per CPU second") + "; " +
@@ -631,12 +635,12 @@ void run_bench(const BenchArgs& args, Context& ctx) {
                      tc = static_cast<double>(c.size()) / sc;
         jg["executor"] = true;
         jg["single_host_steps"] = {{"steps", a.size()}, {"seconds", sa}, {"tokens_per_second", ta},
-                                   {"agrees_with_reference", da == 0}, {"first_difference_step", da}};
+                                   {"agrees_with_reference", da == 0}, {"first_difference_step", step_or_null(da)}};
         jg["single_device_run"] = {{"steps", b.size()}, {"seconds", sb}, {"tokens_per_second", tb},
-                                   {"agrees_with_reference", db == 0}, {"first_difference_step", db}};
+                                   {"agrees_with_reference", db == 0}, {"first_difference_step", step_or_null(db)}};
         jg["batched_device_run"] = {{"streams", B}, {"steps_per_stream", per}, {"seconds", sc},
                                     {"tokens_per_second", tc}, {"agrees_with_reference", dc == 0},
-                                    {"first_difference_step", dc}};
+                                    {"first_difference_step", step_or_null(dc)}};
         table.add("chip, CUDA, 1 stream, a launch per step", si(ta, "tokens/s") + " (" + std::to_string(a.size()) +
                       " steps; " + agreement(da) + "; " + ex.device() + ")",
                   "target >= 100,000 tokens/s on an H200; original ~3,300 on an L4");
@@ -751,9 +755,9 @@ void run_bench(const BenchArgs& args, Context& ctx) {
       const std::size_t b = std::min<std::size_t>(batch, be.max_streams());
       const double tn = free_run(be, b, batch_steps, dn);
       r["single"] = {{"steps", single_steps}, {"tokens_per_second", t1}, {"agrees_with_reference", d1 == 0},
-                     {"first_difference_step", d1}};
+                     {"first_difference_step", step_or_null(d1)}};
       r["batched"] = {{"streams", b}, {"steps_per_stream", batch_steps}, {"tokens_per_second", tn},
-                      {"agrees_with_reference", dn == 0}, {"first_difference_step", dn}};
+                      {"agrees_with_reference", dn == 0}, {"first_difference_step", step_or_null(dn)}};
       table.add(label + ", 1 stream", si(t1, "tokens/s") + " (" + std::to_string(single_steps) + " steps; " +
                                           agreement(d1) + ")", beside);
       table.add(label + ", " + std::to_string(b) + " streams",
@@ -786,9 +790,9 @@ void run_bench(const BenchArgs& args, Context& ctx) {
         const std::uint64_t dp = dp1 ? dp1 : dp64;
         ordered_json r;
         r["single"] = {{"steps", n1}, {"tokens_per_second", p1}, {"agrees_with_reference", dp1 == 0},
-                       {"first_difference_step", dp1}};
+                       {"first_difference_step", step_or_null(dp1)}};
         r["batched"] = {{"streams", 64}, {"steps_per_stream", n64}, {"tokens_per_second", p64},
-                        {"agrees_with_reference", dp64 == 0}, {"first_difference_step", dp64}};
+                        {"agrees_with_reference", dp64 == 0}, {"first_difference_step", step_or_null(dp64)}};
         r["agrees_with_reference"] = dp == 0;
         r["best_of"] = reps;
         table.add("protocol: chip-server over a pipe, 1 stream",

@@ -91,6 +91,9 @@ LoadedChip load_chip_or_built(const std::string& path) {
                               : " (the chip file this build was configured with: replace it, or pass --chip FILE)"));
       }
       loaded = true;
+      // A build without the chip compiler names its prebuilt file (it said "chip built").
+      if (!backend_factory().has_chip(kBuiltChipName))
+        out.source = std::string("prebuilt ") + LOCKSTEP_BUILT_CHIP_FILE;
     }
 #endif
     if (!loaded) {
@@ -105,7 +108,7 @@ LoadedChip load_chip_or_built(const std::string& path) {
       }
       c = factory.compile_chip(kBuiltChipName);
     }
-    out.source = "built";
+    if (out.source.empty()) out.source = "built";
   }
   // A chip file's token ids are trace.md section 2's (only a chip under test may number its own,
   // through --dut-vocab): one that cannot take every trace token is refused here, by name, not

@@ -76,6 +76,15 @@ TEST(LockstepBench, QuickJsonHasEveryFigure) {
   // Whether the chip's free-running tokens equal the reference's is reported (not judged here).
   EXPECT_TRUE(j["chip"]["single"]["agrees_with_reference"].is_boolean()) << j["chip"].dump();
   EXPECT_TRUE(j["chip"]["batched"]["agrees_with_reference"].is_boolean()) << j["chip"].dump();
+  // The first differing step is a 1-based step, or null when there is none (it was 0, a step
+  // number that reads as "differs at once").
+  for (const char* row : {"single", "batched"}) {
+    const json& r = j["chip"][row];
+    if (r["agrees_with_reference"] == true)
+      EXPECT_TRUE(r["first_difference_step"].is_null()) << r.dump();
+    else
+      EXPECT_GT(r["first_difference_step"].get<std::int64_t>(), 0) << r.dump();
+  }
   // The build's chip file is there (rv32_chip_file): its size and load time.
   if (fs::exists(fs::path(LOCKSTEP_BINARY_DIR) / "chips" / "rv32.chip")) {
     expect_positive(j, "chip.file_bytes");

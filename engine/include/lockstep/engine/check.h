@@ -56,7 +56,7 @@ std::filesystem::path built_chip_file();
 /// A chip ready to run, and where it came from.
 struct LoadedChip {
   std::shared_ptr<const chip::Chip> chip;
-  std::string source;  ///< the chip file's path, or "built"
+  std::string source;  ///< the chip file's path, "built", or "prebuilt FILE" (a build without the chip compiler)
   std::string hash;    ///< XXH3-64 (hex) of the serialised chip
 };
 
