@@ -22,6 +22,7 @@
 #include "lockstep/progen/progen.h"
 #include "lockstep/ref/encoding.h"
 #include "lockstep/ref/machine.h"
+#include "rc_full_range.h"
 
 namespace lockstep::ref {
 namespace {
@@ -55,7 +56,7 @@ bool operator==(const Z& a, const Z& b) { return mpz_cmp(a.v, b.v) == 0; }
 /// A limb: mostly 0, 1, 0xffffffff or 0xfffffffe (long carry and borrow chains), else uniform.
 rc::Gen<u32> limb() {
   return rc::gen::weightedOneOf<u32>({{3, rc::gen::element<u32>(0u, 1u, 0xffffffffu, 0xfffffffeu, 0x80000000u)},
-                                      {2, rc::gen::arbitrary<u32>()}});
+                                      {2, rcfull::any<u32>()}});
 }
 std::vector<u32> limbs(unsigned n) { return *rc::gen::container<std::vector<u32>>(n, limb()); }
 
@@ -93,11 +94,11 @@ One run_one(Op op) {
   One o;
   o.a = *limb();
   o.b = *limb();
-  o.c = *rc::gen::inRange(0u, 2u);
+  o.c = *rcfull::in_range(0u, 2u);
   for (u32& l : o.acc.limb) l = *limb();
-  o.rs1 = *rc::gen::inRange(1u, 32u);
-  o.rs2 = *rc::gen::suchThat(rc::gen::inRange(1u, 32u), [&](unsigned r) { return r != o.rs1; });
-  o.rd = *rc::gen::inRange(1u, 32u);
+  o.rs1 = *rcfull::in_range(1u, 32u);
+  o.rs2 = *rc::gen::suchThat(rcfull::in_range(1u, 32u), [&](unsigned r) { return r != o.rs1; });
+  o.rd = *rcfull::in_range(1u, 32u);
   const auto& row = encoding_of(op);
   const u32 word = encode::r(op, row.operands & kOpdRd ? o.rd : 0, row.operands & kOpdRs1 ? o.rs1 : 0,
                              row.operands & kOpdRs2 ? o.rs2 : 0);
@@ -208,7 +209,7 @@ std::vector<u32> add_sub_program(unsigned n, bool sub) {
 }
 
 RC_GTEST_PROP(BignumGmp, MultiLimbAddEqualsMpzAdd, ()) {
-  const unsigned n = *rc::gen::inRange(1u, 65u);
+  const unsigned n = *rcfull::in_range(1u, 65u);
   const auto a = limbs(n), b = limbs(n);
   const Machine m = run_program(add_sub_program(n, false), a, b);
   Z za(a), zb(b), want, got(read_limbs(m, kR, n + 1));
@@ -217,10 +218,10 @@ RC_GTEST_PROP(BignumGmp, MultiLimbAddEqualsMpzAdd, ()) {
 }
 
 RC_GTEST_PROP(BignumGmp, MultiLimbSubtractAndCompareEqualMpz, ()) {
-  const unsigned n = *rc::gen::inRange(1u, 65u);
+  const unsigned n = *rcfull::in_range(1u, 65u);
   const auto a = limbs(n);
   auto b = limbs(n);
-  if (*rc::gen::inRange(0, 4) == 0) b = a;  // equal operands: difference 0, no borrow
+  if (*rcfull::in_range(0, 4) == 0) b = a;  // equal operands: difference 0, no borrow
   const Machine m = run_program(add_sub_program(n, true), a, b);
   const auto r = read_limbs(m, kR, n + 1);
   Z za(a), zb(b), want, got(std::vector<u32>(r.begin(), r.begin() + n));
@@ -232,7 +233,7 @@ RC_GTEST_PROP(BignumGmp, MultiLimbSubtractAndCompareEqualMpz, ()) {
 }
 
 RC_GTEST_PROP(BignumGmp, ProductScanningMultiplyEqualsMpzMul, ()) {
-  const unsigned n = *rc::gen::inRange(1u, 17u), k = *rc::gen::inRange(1u, 17u);
+  const unsigned n = *rcfull::in_range(1u, 17u), k = *rcfull::in_range(1u, 17u);
   const auto a = limbs(n), b = limbs(k);
   // bignum.md §3: accclr; for col: for i + j = col: mac a_i, b_j; accrd p_col; last accrd.
   std::vector<u32> c = prologue();

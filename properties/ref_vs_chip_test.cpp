@@ -41,6 +41,7 @@
 #include "lockstep/progen/progen.h"
 #include "lockstep/ref/encoding.h"
 #include "lockstep/ref/machine.h"
+#include "rc_full_range.h"
 
 namespace lockstep::properties {
 namespace {
@@ -66,23 +67,23 @@ constexpr int kDefaultCases = 6;          // per instruction: 96 instances per m
 rc::Gen<u32> operand() {
   return rc::gen::weightedOneOf<u32>({
       {3, rc::gen::element<u32>(0u, 1u, 0xffffffffu, 0x80000000u, 0x7fffffffu)},
-      {2, rc::gen::map(rc::gen::inRange(0, 32), [](int k) { return u32{1} << k; })},
-      {1, rc::gen::map(rc::gen::inRange(0, 32), [](int k) { return (u32{1} << k) - 1; })},
-      {1, rc::gen::map(rc::gen::inRange(-16, 17), [](int v) { return static_cast<u32>(v); })},
-      {3, rc::gen::arbitrary<u32>()},
+      {2, rc::gen::map(rcfull::in_range(0, 32), [](int k) { return u32{1} << k; })},
+      {1, rc::gen::map(rcfull::in_range(0, 32), [](int k) { return (u32{1} << k) - 1; })},
+      {1, rc::gen::map(rcfull::in_range(-16, 17), [](int v) { return static_cast<u32>(v); })},
+      {3, rcfull::any<u32>()},
   });
 }
 
 /// A register number: mostly x1..x31, sometimes x0.
 rc::Gen<unsigned> reg() {
-  return rc::gen::weightedOneOf<unsigned>({{1, rc::gen::just(0u)}, {9, rc::gen::inRange(1u, 32u)}});
+  return rc::gen::weightedOneOf<unsigned>({{1, rc::gen::just(0u)}, {9, rcfull::in_range(1u, 32u)}});
 }
 
 /// A 12-bit signed immediate (as the sign-extended 32-bit value).
 rc::Gen<u32> imm12() {
   return rc::gen::weightedOneOf<u32>({
       {2, rc::gen::element<u32>(0u, 1u, 0xffffffffu, 2047u, 0xfffff800u)},
-      {3, rc::gen::map(rc::gen::inRange(-2048, 2048), [](int v) { return static_cast<u32>(v); })},
+      {3, rc::gen::map(rcfull::in_range(-2048, 2048), [](int v) { return static_cast<u32>(v); })},
   });
 }
 
@@ -120,11 +121,11 @@ void draw_block(const ref::Encoding& row, bool last, std::vector<u32>& code, std
   if (row.cls == ref::InsnClass::kBignum) {
     // c and acc before the instruction (bignum.md §2): c <- t0 & 1; acc <- acc + a * b (+ a2 * b2):
     // the accumulator is not cleared between blocks, so it grows over the program.
-    const u32 c = *rc::gen::inRange(0u, 2u);
+    const u32 c = *rcfull::in_range(0u, 2u);
     const u32 a = *operand(), b = *operand();
     progen::emit_li(pre, 5, c);
     pre.push_back(ref::encode::r(Op::kBnXchgc, 0, 5, 0));
-    if (*rc::gen::inRange(0, 4) == 0) pre.push_back(ref::encode::r(Op::kBnAccclr, 0, 0, 0));
+    if (*rcfull::in_range(0, 4) == 0) pre.push_back(ref::encode::r(Op::kBnAccclr, 0, 0, 0));
     progen::emit_li(pre, 5, a);
     progen::emit_li(pre, 6, b);
     pre.push_back(ref::encode::r(Op::kBnMac, 0, 5, 6));
@@ -156,24 +157,24 @@ void draw_block(const ref::Encoding& row, bool last, std::vector<u32>& code, std
       // Base + imm inside the data area and aligned; in the last block sometimes misaligned or
       // any base value (traps 4..7).
       const u32 width = access_width(row.op);
-      if (rs1 == 0) rs1 = *rc::gen::inRange(1u, 32u);
+      if (rs1 == 0) rs1 = *rcfull::in_range(1u, 32u);
       if (has_rs2 && rs2 == rs1) rs2 = 0;  // the stored value is then x0
-      imm = static_cast<u32>(*rc::gen::inRange(-16, 17)) * width;
-      const u32 at = kData + 64 + *rc::gen::inRange(0u, (kDataBytes - 128) / width) * width;
-      const int kind = last ? *rc::gen::inRange(0, 6) : 0;
+      imm = static_cast<u32>(*rcfull::in_range(-16, 17)) * width;
+      const u32 at = kData + 64 + *rcfull::in_range(0u, (kDataBytes - 128) / width) * width;
+      const int kind = last ? *rcfull::in_range(0, 6) : 0;
       if (kind == 0 || kind >= 3) v1 = at - imm;
-      else if (kind == 1) v1 = at - imm + (width > 1 ? *rc::gen::inRange(1u, width) : 0u);
+      else if (kind == 1) v1 = at - imm + (width > 1 ? *rcfull::in_range(1u, width) : 0u);
       // kind 2: v1 stays any operand
       break;
     }
     case ref::InsnClass::kJalr: {
       // rs1 + imm = a nop after the instruction (bit 0 sometimes set: jalr clears it); in the
       // last block sometimes any value.
-      if (rs1 == 0) rs1 = *rc::gen::inRange(1u, 32u);
-      imm = static_cast<u32>(*rc::gen::inRange(-64, 65));
-      if (!last || *rc::gen::inRange(0, 6) != 0) {
+      if (rs1 == 0) rs1 = *rcfull::in_range(1u, 32u);
+      imm = static_cast<u32>(*rcfull::in_range(-64, 65));
+      if (!last || *rcfull::in_range(0, 6) != 0) {
         const std::size_t n_li = 1 + (has_rs2 && rs2 != 0 && rs2 != rs1 ? 1 : 0);
-        const u32 target = insn_pc(n_li) + jump_offset() + *rc::gen::inRange(0u, 2u);
+        const u32 target = insn_pc(n_li) + jump_offset() + *rcfull::in_range(0u, 2u);
         v1 = target - imm;
       }
       break;
@@ -182,13 +183,13 @@ void draw_block(const ref::Encoding& row, bool last, std::vector<u32>& code, std
       if (row.op == Op::kEcall) {
         // write(a0 = fd, a1 = buf, a2 = len) to the consoles from the data area; in the last
         // block also exit, an unknown number, a bad fd, any buffer, any length.
-        u32 a7 = 64, a0 = *rc::gen::element<u32>(1u, 2u), a1 = kData + *rc::gen::inRange(0u, kDataBytes - 16),
-            a2 = *rc::gen::inRange(0u, 17u);
+        u32 a7 = 64, a0 = *rc::gen::element<u32>(1u, 2u), a1 = kData + *rcfull::in_range(0u, kDataBytes - 16),
+            a2 = *rcfull::in_range(0u, 17u);
         if (last) {
           a7 = *rc::gen::weightedOneOf<u32>({{2, rc::gen::just(93u)}, {4, rc::gen::just(64u)}, {1, operand()}});
-          if (*rc::gen::inRange(0, 4) == 0) a0 = *operand();
-          if (*rc::gen::inRange(0, 4) == 0) a1 = *operand();
-          if (*rc::gen::inRange(0, 4) == 0) a2 = *operand();
+          if (*rcfull::in_range(0, 4) == 0) a0 = *operand();
+          if (*rcfull::in_range(0, 4) == 0) a1 = *operand();
+          if (*rcfull::in_range(0, 4) == 0) a2 = *operand();
         }
         regs = {{17, a7}, {10, a0}, {11, a1}, {12, a2}};
       } else if (!last) {
@@ -196,7 +197,7 @@ void draw_block(const ref::Encoding& row, bool last, std::vector<u32>& code, std
       }
       break;
     case ref::InsnClass::kAluImm:
-      imm = row.format == ref::Format::kIShift ? *rc::gen::inRange(0u, 32u) : *imm12();
+      imm = row.format == ref::Format::kIShift ? *rcfull::in_range(0u, 32u) : *imm12();
       break;
     case ref::InsnClass::kUpper:
       imm = *operand() & 0xfffff000u;
@@ -225,7 +226,7 @@ void draw_block(const ref::Encoding& row, bool last, std::vector<u32>& code, std
     case ref::Format::kJ: word = ref::encode::j(row.op, rd, jump_offset()); break;
     case ref::Format::kNone:
       // FENCE ignores its fields (isa.md §4.1): random bits outside the mask; ECALL/EBREAK exact.
-      word = (*rc::gen::arbitrary<u32>() & ~row.mask) | row.match;
+      word = (*rcfull::any<u32>() & ~row.mask) | row.match;
       break;
     case ref::Format::kV: RC_FAIL("vector rows are not tested on the chip"); break;
   }
@@ -243,7 +244,7 @@ Program draw_program(const ref::Encoding& row) {
   progen::emit_li(p.code, 17, 93);
   p.code.push_back(0x00000073u);
   // The data area from one drawn seed (keeps RapidCheck's counterexample short).
-  progen::Random bytes(*rc::gen::arbitrary<std::uint64_t>());
+  progen::Random bytes(*rcfull::any<std::uint64_t>());
   p.data.resize(kDataBytes);
   for (auto& b : p.data) b = static_cast<std::uint8_t>(bytes.next());
   p.what = what.str();

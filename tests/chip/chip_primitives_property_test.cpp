@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
+#include "../../properties/rc_full_range.h"  // whole-range generators at every size
 #include "primitive_rig.hpp"
 
 namespace lockstep::chip {
@@ -20,8 +21,8 @@ TEST(PrimitiveProperties, GatedProductOfLargeOperands) {
     return ProbeSpec{1, Sublayer::Mlp, {"out"}};
   });
   const bool ok = rc::check("u * ReLU(g) is exact for |u|, |g| <= 4000", [&] {
-    const int u = *rc::gen::inRange(-4000, 4001);
-    const int g = *rc::gen::inRange(-4000, 4001);
+    const int u = *rcfull::in_range(-4000, 4001);
+    const int g = *rcfull::in_range(-4000, 4001);
     rig.set(0, u);
     rig.set(1, g);
     RC_ASSERT(rig.out1("out") == static_cast<float>(u * std::max(g, 0)));
@@ -39,9 +40,9 @@ TEST(PrimitiveProperties, AddWithCarryOfElevenBitDigits) {
     return ProbeSpec{1, Sublayer::Mlp, {"sum", "carry"}};
   });
   const bool ok = rc::check("11-bit add with carry is exact", [&] {
-    const int a = *rc::gen::oneOf(rc::gen::inRange(0, base), rc::gen::element(0, 1, base - 2, base - 1));
-    const int b = *rc::gen::oneOf(rc::gen::inRange(0, base), rc::gen::element(0, 1, base - 2, base - 1));
-    const int c = *rc::gen::inRange(0, 2);
+    const int a = *rc::gen::oneOf(rcfull::in_range(0, base), rc::gen::element(0, 1, base - 2, base - 1));
+    const int b = *rc::gen::oneOf(rcfull::in_range(0, base), rc::gen::element(0, 1, base - 2, base - 1));
+    const int c = *rcfull::in_range(0, 2);
     rig.set(0, a);
     rig.set(1, b);
     rig.set(2, c);
@@ -87,9 +88,9 @@ TEST(PrimitiveProperties, ThresholdIfWideRange) {
     return ProbeSpec{1, Sublayer::Mlp, {"out"}};
   });
   const bool ok = rc::check("threshold_if over a wide range", [&] {
-    const int x = *rc::gen::inRange(-5000, 5001);
-    const int t = *rc::gen::inRange(-5000, 5001);
-    const int e = *rc::gen::inRange(0, 2);
+    const int x = *rcfull::in_range(-5000, 5001);
+    const int t = *rcfull::in_range(-5000, 5001);
+    const int e = *rcfull::in_range(0, 2);
     rig.set(0, x);
     rig.set(1, t);
     rig.set(2, e);
@@ -102,8 +103,8 @@ TEST(PrimitiveProperties, ThresholdIfWideRange) {
 // so the audit must stay clean too.
 TEST(PrimitiveProperties, DecodeLookupOfRandomTables) {
   const bool ok = rc::check("decode_lookup returns table[x] for any table", [] {
-    const int n = *rc::gen::inRange(1, 24);
-    const auto table = *rc::gen::container<std::vector<int>>(static_cast<std::size_t>(n), rc::gen::inRange(-1000, 1001));
+    const int n = *rcfull::in_range(1, 24);
+    const auto table = *rc::gen::container<std::vector<int>>(static_cast<std::size_t>(n), rcfull::in_range(-1000, 1001));
     Rig rig({{-2, n + 1}}, [&](ChipBuilder& B, const std::vector<Lin>& in) {
       B.add_layer();
       const FieldRef out = B.field("out", 1);
