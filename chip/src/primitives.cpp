@@ -206,6 +206,18 @@ void memory_read_slot(ChipBuilder& B, const Memory& m, std::uint32_t slot, const
   for (std::uint32_t i = 0; i < m.width; ++i) H.out.emplace_back(i, out.dim(i), 1.0);
 }
 
+// An initialiser's name: `name`, with "#<head>" when the memory spans several heads. Appended
+// piecewise: GCC 12 at -O3 reports a false -Werror=restrict inside std::string's operator+ for
+// `name + (cond ? "#" + std::to_string(hi) : "")` (GCC bug 105329).
+static std::string head_name(const std::string& name, const Memory& m, std::uint32_t hi) {
+  std::string out = name;
+  if (m.heads.size() > 1) {
+    out += '#';
+    out += std::to_string(hi);
+  }
+  return out;
+}
+
 void memory_init_bytes(ChipBuilder& B, const Memory& m, std::uint32_t first_slot, Initialiser proto) {
   const std::uint64_t bpc = proto.bytes_per_column;
   if (bpc == 0) throw std::logic_error("memory_init_bytes: bytes_per_column is 0");
@@ -218,7 +230,7 @@ void memory_init_bytes(ChipBuilder& B, const Memory& m, std::uint32_t first_slot
     const std::uint64_t head_end = static_cast<std::uint64_t>(hi + 1) * m.key_dim;
     const std::uint64_t bytes_here = std::min(proto.length - byte, (head_end - slot) * bpc);
     Initialiser in = proto;
-    in.name = proto.name + (m.heads.size() > 1 ? "#" + std::to_string(hi) : "");
+    in.name = head_name(proto.name, m, hi);
     in.layer = m.layer;
     in.head = m.heads[hi];
     in.column = static_cast<std::uint32_t>(slot % m.key_dim);
@@ -243,7 +255,7 @@ void memory_init_const(ChipBuilder& B, const Memory& m, const std::string& name,
     const std::uint32_t hi = slot / m.key_dim;
     const std::uint32_t head_end = std::min((hi + 1) * m.key_dim, end);
     Initialiser in;
-    in.name = name + (m.heads.size() > 1 ? "#" + std::to_string(hi) : "");
+    in.name = head_name(name, m, hi);
     in.layer = m.layer;
     in.head = m.heads[hi];
     in.column = slot % m.key_dim;
