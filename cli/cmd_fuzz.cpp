@@ -700,15 +700,18 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         so.max_seconds = args->shrink_seconds;
         if (time_limit > 0) so.max_seconds = std::max(0.0, std::min(so.max_seconds, time_limit - elapsed()));
         so.stop = stop;
-        // A candidate counts only when it diverges at the same operation: a shrink that kept any
-        // mismatch drifted to another bug of the chip and was filed under the first one's class
-        // (found by an outside tester: a `vq.k` failure shrank to a `vred.max` program). The step
-        // cap leaves room for an original longer than 20,000 steps (it was never shrunk).
-        const std::string mnemonic = d.disassembly.substr(0, d.disassembly.find(' '));
-        const campaign::SameFailure same = [mnemonic](const engine::Divergence& c) {
-          return c.disassembly.substr(0, c.disassembly.find(' ')) == mnemonic;
+        // A candidate counts only when it diverges at the same operation and token kind, the
+        // failure's class: a shrink that kept any mismatch drifted to another bug of the chip and
+        // was filed under the first one's class (found by an outside tester: a `vq.k` failure
+        // shrank to a `vred.max` program, and a re-test: a VY1 bug of vmat to a VY0 one). The step
+        // cap leaves room for an original longer than 20,000 steps (the whole program's, not its
+        // steps to the divergence: such originals were never shrunk).
+        const std::string mnemonic = d.disassembly.substr(0, d.disassembly.find(' ')), field = d.field;
+        const campaign::SameFailure same = [mnemonic, field](const engine::Divergence& c) {
+          return c.disassembly.substr(0, c.disassembly.find(' ')) == mnemonic && c.field == field;
         };
-        const std::uint64_t cap = std::max<std::uint64_t>(20000, 2 * f.result.ref_steps);
+        const std::uint64_t cap =
+            std::max<std::uint64_t>(20000, 2 * campaign::reference_steps(f.original, max_steps));
         const campaign::FirstFailing oracle = dut ? campaign::chip_oracle(*backend, f.mode, cap, same)
                                                   : campaign::chip_oracle(chip.chip, args->backend, f.mode, cap, same);
         // Every candidate runs alone: a failure that needs its batch would spend the whole
@@ -719,7 +722,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         } else {
           sr.runs = 1;
           sr.seconds = std::chrono::duration<double>(clock::now() - t_alone).count();
-          kept_whole = "run alone, the original did not diverge at `" + mnemonic + "` as it did in its batch";
+          kept_whole = "run alone, the original did not diverge at `" + mnemonic + "`, " + field +
+                       ", as it did in its batch";
         }
         shrink_seconds += sr.seconds;
       }

@@ -73,6 +73,23 @@ std::int32_t sat32(T x) {
   if (x < T{std::numeric_limits<std::int32_t>::min()}) return std::numeric_limits<std::int32_t>::min();
   return static_cast<std::int32_t>(x);
 }
+/// The R row results y_r of a VMAT over chunks c0.. and ACT blocks b0.. (K chunks a row), by
+/// vmat.md §1's formula from `in`'s ACT, ASH, WMEM and WSCALE:
+/// y_r = sat32(rnd(Σ_j (Σ_i act·w) · WSCALE[c] · 2^ASH[b0 + j], 16)), c = c0 + rK + j.
+std::vector<std::int32_t> vmat_rows(const VectorState& in, unsigned c0, unsigned b0, unsigned R, unsigned K) {
+  std::vector<std::int32_t> y(R);
+  for (unsigned r = 0; r < R; ++r) {
+    i128 sum = 0;
+    for (unsigned j = 0; j < K; ++j) {
+      const unsigned c = c0 + r * K + j;
+      i64 acc = 0;
+      for (unsigned i = 0; i < 64; ++i) acc += i64{in.act[64 * (b0 + j) + i]} * in.wmem[64 * c + i];
+      sum += i128{acc} * in.wscale[c] * (i128{1} << in.ash[b0 + j]);
+    }
+    y[r] = sat32(rnd(sum, 16));
+  }
+  return y;
+}
 /// The fixed tables of vector.md §3 that the laws need, computed here from their formulas: EXP[i]
 /// = nearest integer to 2^16·e^(−i/64), COS[p][j] / SIN[p][j] = nearest integers to
 /// 2^16·cos(p·10^(−j)) and 2^16·sin(p·10^(−j)). §3: IEEE double with exp/cos/sin and llround
@@ -387,16 +404,8 @@ RC_GTEST_PROP(VmatLaws, ArgmaxIsTheLowestIndexOfTheMaximum, ()) {
   const auto best = std::max_element(w.vr.begin(), w.vr.begin() + R);  // the first maximum
   RC_ASSERT(em.rd_value == static_cast<u32>(best - w.vr.begin()));
   // Independently of write mode: the formula of vmat.md §1.
-  std::vector<i64> y(R);
+  const std::vector<std::int32_t> y = vmat_rows(s, c0, b0, R, K);
   for (unsigned r = 0; r < R; ++r) {
-    i128 sum = 0;
-    for (unsigned j = 0; j < K; ++j) {
-      const unsigned c = c0 + r * K + j;
-      i64 acc = 0;
-      for (unsigned i = 0; i < 64; ++i) acc += i64{s.act[64 * (b0 + j) + i]} * s.wmem[64 * c + i];
-      sum += i128{acc} * s.wscale[c] * (i128{1} << s.ash[b0 + j]);
-    }
-    y[r] = sat32(rnd(sum, 16));
     RC_ASSERT(w.vr[r] == y[r]);
     RC_ASSERT(wrows[r].first == y[r] && !wrows[r].second);
     RC_ASSERT(mrows[r].first == y[r]);
@@ -822,18 +831,8 @@ RC_GTEST_PROP(VmatLaws, RowTokensForAnyRowCount, ()) {
     if (r == 0 || arows[r].first > best) best = arows[r].first;
   }
   // y_r by vmat.md §1's formula, from the inputs.
-  std::vector<std::int32_t> y(R);
-  for (unsigned r = 0; r < R; ++r) {
-    i128 sum = 0;
-    for (unsigned j = 0; j < K; ++j) {
-      const unsigned c = c0 + r * K + j;
-      i64 acc = 0;
-      for (unsigned i = 0; i < 64; ++i) acc += i64{in.act[64 * (b0 + j) + i]} * in.wmem[64 * c + i];
-      sum += i128{acc} * in.wscale[c] * (i128{1} << in.ash[b0 + j]);
-    }
-    y[r] = sat32(rnd(sum, 16));
-    RC_ASSERT(s.vr[dst + r] == y[r]);
-  }
+  const std::vector<std::int32_t> y = vmat_rows(in, c0, b0, R, K);
+  for (unsigned r = 0; r < R; ++r) RC_ASSERT(s.vr[dst + r] == y[r]);
   // vmat.md §1: X(rd) is the smallest r with y_r = max y (ties: the lowest index wins).
   const auto lowest = static_cast<unsigned>(std::max_element(y.begin(), y.end()) - y.begin());  // the first maximum
   RC_ASSERT(y[lowest] == best);

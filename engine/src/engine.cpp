@@ -1963,6 +1963,13 @@ struct Engine::Impl {
         if (be.capabilities().multi_step)
           d.fault_text += " (sent as FORCED requests, the same steps do not give it either)";
       }
+    } else if (d.replay_mismatches == 0 && d.replay_window == 0) {
+      // The run's last step (a trap, an exit): nothing follows to tell more (it read "all 0
+      // following steps agree").
+      d.fault = FaultClass::kSingleStep;
+      d.fault_text = from + " reproduces the wrong token at step " + std::to_string(d.step) +
+                     ", the run's last: no step follows it, so nothing tells a single-step fault from a corrupted "
+                     "state";
     } else if (d.replay_mismatches == 0) {
       d.fault = FaultClass::kSingleStep;
       d.fault_text = from + " reproduces the wrong token at step " + std::to_string(d.step) +

@@ -1034,7 +1034,7 @@ TEST_F(DutCli, FuzzFailureThatNeedsItsBatchIsNamedWithTheBatchRepeat) {
   EXPECT_NE(r.out.find("FAIL program 1 "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("FAIL program 0 "), std::string::npos) << r.out;
   // Shrinking tried the original alone once and stopped (its candidates run alone too), and says why
-  EXPECT_NE(r.out.find("  not shrunk (run alone, the original did not diverge at `ecall` as it did in its batch): "),
+  EXPECT_NE(r.out.find("  not shrunk (run alone, the original did not diverge at `ecall`, EXIT, as it did in its batch): "),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("the saved case does NOT diverge"), std::string::npos) << r.out;

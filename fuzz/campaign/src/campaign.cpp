@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <array>
 #include <set>
 #include <sstream>
@@ -931,25 +932,39 @@ std::string Coverage::text(std::span<const Encoding* const> ops) const {
 
 // ------------------------------------------------------------------ running
 
-bool reference_exits(const Program& p, std::uint64_t max_steps) {
+namespace {
+
+// How the reference's run of `p` stops within max_steps, and after how many steps; nullopt when
+// its image does not load.
+std::optional<ref::RunResult> reference_run(const Program& p, std::uint64_t max_steps) {
   ref::Machine m;
   try {
     m.load(p.image());
   } catch (const std::exception&) {
-    return false;
+    return std::nullopt;
   }
-  const ref::RunResult r = m.run(max_steps);
-  return r.stop == ref::Stop::kExit;
+  return m.run(max_steps);
+}
+
+std::optional<ref::Stop> reference_stop(const Program& p, std::uint64_t max_steps) {
+  const auto r = reference_run(p, max_steps);
+  return r ? std::optional<ref::Stop>(r->stop) : std::nullopt;
+}
+
+}  // namespace
+
+std::uint64_t reference_steps(const Program& p, std::uint64_t max_steps) {
+  const auto r = reference_run(p, max_steps);
+  return r ? r->steps : 0;
+}
+
+bool reference_exits(const Program& p, std::uint64_t max_steps) {
+  return reference_stop(p, max_steps) == ref::Stop::kExit;
 }
 
 bool reference_ends(const Program& p, std::uint64_t max_steps) {
-  ref::Machine m;
-  try {
-    m.load(p.image());
-  } catch (const std::exception&) {
-    return false;
-  }
-  return m.run(max_steps).stop != ref::Stop::kStepLimit;
+  const auto stop = reference_stop(p, max_steps);
+  return stop && *stop != ref::Stop::kStepLimit;
 }
 
 std::vector<engine::StreamResult> run_lockstep(const std::shared_ptr<const chip::Chip>& chip, const std::string& backend,

@@ -241,6 +241,9 @@ bool reference_exits(const Program& p, std::uint64_t max_steps);
 /// Whether the reference's run of the program ends within max_steps, by its exit or a trap
 /// (a program that traps is a whole case: the trap is compared like any token).
 bool reference_ends(const Program& p, std::uint64_t max_steps);
+/// The trace steps of the reference's run of the program, at most max_steps (0 when its image
+/// does not load).
+std::uint64_t reference_steps(const Program& p, std::uint64_t max_steps);
 
 /// Runs programs through `chip` in lock-step, batches of at most `batch`
 /// streams, one result per program.  `reuse`: a backend over `chip` to run
