@@ -132,7 +132,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     // (found by an outside tester: --first 2^64-1 --mutants 2 wrapped to "mutants ..0" and ran none)
     if (a->first > std::numeric_limits<std::uint64_t>::max() - a->mutants)
       throw UsageError("--first " + std::to_string(a->first) + " + --mutants " + std::to_string(a->mutants) +
-                       " is past the last mutant index, 2^64 - 1");
+                       " is past the mutant indices, 0 .. 2^64 - 2");
     if (!(a->timeout_factor >= 0) || !(a->min_timeout >= 0))
       throw UsageError("--timeout-factor and --min-timeout must be 0 or more");
     std::uint64_t seed = a->seed;
@@ -389,7 +389,8 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
             << (m.timed_out.empty() ? "; changes a token in " + m.changed_in + " at step " + std::to_string(m.changed_at)
                                     : "; the oracle ran past its budget in " + m.changed_in)
             << "; repeat: " << repeat
-            << (m.saved.empty() ? "" : "; chip: " + m.saved) << "\n";
+            << (m.saved.empty() ? "" : "; chip: " + m.saved)
+            << (m.save_error.empty() ? "" : "; its chip was not saved: " + m.save_error) << "\n";
         json s = m.to_json();
         s["repeat"] = repeat;
         survivors.push_back(s);

@@ -1,5 +1,6 @@
 #include "cli/models.h"
 
+#include <algorithm>
 #include <system_error>
 
 #include "cli/errors.h"
@@ -142,7 +143,12 @@ ModelChoice discover_models(const ModelSearch& search) {
 
 std::string synthetic_model_notice(const ModelChoice& choice) {
   std::string looked;
-  for (const fs::path& d : choice.rejected) looked += (looked.empty() ? "" : ", ") + d.string();
+  std::vector<fs::path> seen;
+  for (const fs::path& d : choice.rejected) {
+    if (std::find(seen.begin(), seen.end(), d) != seen.end()) continue;  // the source tree's is an ancestor's too
+    seen.push_back(d);
+    looked += (looked.empty() ? "" : ", ") + d.string();
+  }
   return std::string("no model folder found") + (looked.empty() ? "" : " (looked in " + looked + ")") +
          "; using the deterministic synthetic model (for the real one pass --models DIR or set LOCKSTEP_MODELS to a "
          "folder holding " +

@@ -129,9 +129,9 @@ struct Tokenizer {
 Tokenizer parse_tokenizer(std::span<const std::uint8_t> bytes, int vocab_size, std::string_view name);
 Tokenizer read_tokenizer(const std::filesystem::path& path, int vocab_size);
 
-/// The most bytes read_file_bytes reads by default (256 MiB): far above any checkpoint the run
-/// state limit admits with a tokenizer beside it, and below what a wrong file (a 6 GB sparse
-/// file, /dev/zero behind a link) would make it allocate.
+/// The most bytes read_file_bytes reads by default (256 MiB): 250 times stories260K's checkpoint,
+/// and below what a wrong file (a 6 GB sparse file, /dev/zero behind a link) would make it
+/// allocate; a larger (header-consistent) checkpoint is refused by this size.
 inline constexpr std::uint64_t kMaxModelFileBytes = std::uint64_t{256} << 20;
 
 /// Reads a whole regular file (a symbolic link is followed) of at most `max_bytes` bytes.

@@ -35,7 +35,15 @@ Tokenizer synthetic_tokenizer() {
 LoadedModel load_model(const std::filesystem::path& dir, bool force_synthetic, std::ostream& log) {
   LoadedModel m;
   const auto ckp = dir / "stories260K.bin", tkp = dir / "tok512.bin";
-  if (!force_synthetic && std::filesystem::exists(ckp)) {
+  // A name that is there (a dangling link too) is not "absent": half a model is refused, as
+  // `lockstep` refuses it (found by an outside tester: tok512.bin alone gave the synthetic model).
+  auto there = [](const std::filesystem::path& p) {
+    std::error_code ec;
+    return std::filesystem::exists(std::filesystem::symlink_status(p, ec));
+  };
+  if (!force_synthetic && there(tkp) && !there(ckp))
+    throw ModelError(dir.string() + " holds tok512.bin but not stories260K.bin: complete it, or pass --synthetic");
+  if (!force_synthetic && there(ckp)) {
     const auto bytes = read_checkpoint_bytes(ckp);
     m.ck = parse_checkpoint(bytes, ckp.string());
     const auto tok = read_file_bytes(tkp);

@@ -29,8 +29,9 @@ struct LoadedModel {
 };
 
 /// Loads `dir`/stories260K.bin and tok512.bin; falls back to the synthetic model and tokenizer
-/// (logging one line to `log`) when the checkpoint is absent or `force_synthetic`.  A present
-/// but malformed file is an error (ModelError), never a silent fallback.
+/// (logging one line to `log`) when both files are absent or `force_synthetic`.  A tokenizer
+/// without a checkpoint is half a model, an error (ModelError), as is a present but malformed
+/// file: never a silent fallback.
 LoadedModel load_model(const std::filesystem::path& dir, bool force_synthetic, std::ostream& log);
 
 /// A models folder and who chose it: `named_by` is "--models" or "LOCKSTEP_MODELS" when the user

@@ -473,6 +473,7 @@ nlohmann::json MutantResult::to_json() const {
   }
   if (!timed_out.empty()) j["timed_out"] = timed_out;
   if (!saved.empty()) j["saved_chip"] = saved;
+  if (!save_error.empty()) j["save_error"] = save_error;
   return j;
 }
 
@@ -719,9 +720,18 @@ MutationReport run_mutants(const std::shared_ptr<const Chip>& original, const Ac
         if (!o.save_survivors.empty()) {
           const std::filesystem::path f =
               std::filesystem::path(o.save_survivors) / ("mutant-" + std::to_string(i) + ".chip");
-          std::filesystem::create_directories(o.save_survivors);  // made and checked by the caller too
-          chip::save_chip(*mutated, f.string());
-          res.saved = f.string();
+          // A survivor whose chip cannot be written (a full disk, a folder of its name) is still
+          // scored; the failure is its note, and no partial file is left to be taken for its chip
+          // (found by an outside tester: the run ended there and every result was lost).
+          try {
+            std::filesystem::create_directories(o.save_survivors);  // made and checked by the caller too
+            chip::save_chip(*mutated, f.string());
+            res.saved = f.string();
+          } catch (const std::exception& e) {
+            std::error_code ec;
+            if (std::filesystem::is_regular_file(f, ec)) std::filesystem::remove(f, ec);
+            res.save_error = e.what();
+          }
         }
       }
       rep.caught += res.caught;

@@ -204,6 +204,21 @@ TEST(ModelsFolder, NamedFolderIsCheckedDefaultFallsBack) {
   EXPECT_FALSE(load_model(ModelsFolder{dir, "--models"}, true, log).real);  // --synthetic
   EXPECT_FALSE(load_model(ModelsFolder{dir, ""}, false, log).real);         // the default folder
   EXPECT_NE(log.str().find("because " + (dir / "stories260K.bin").string() + " is absent"), std::string::npos);
+  // The default folder with a tokenizer and no checkpoint is half a model: refused, as `lockstep`
+  // refuses it (found by an outside tester: it gave the synthetic model, exit 0).
+  {
+    const fs::path half = dir / "half";
+    fs::create_directories(half);
+    write_file_text(half / "tok512.bin", "x");
+    try {
+      load_model(ModelsFolder{half, ""}, false, log);
+      ADD_FAILURE() << "no error";
+    } catch (const ModelError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                half.string() + " holds tok512.bin but not stories260K.bin: complete it, or pass --synthetic");
+    }
+    EXPECT_FALSE(load_model(ModelsFolder{half, ""}, true, log).real);  // --synthetic
+  }
   EXPECT_EQ(find_models_folder(std::string("x"), "/src").named_by, "--models");
   EXPECT_EQ(find_models_folder(std::string("x"), "/src").dir, fs::path("x"));
   try {

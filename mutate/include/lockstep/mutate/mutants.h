@@ -129,6 +129,7 @@ struct MutantResult {
   std::string changed_in;      ///< the first oracle guest with a mismatch
   std::uint64_t changed_at = 0;  ///< the step of changed_in's first divergence (1-based, as the engine reports it)
   std::string saved;           ///< a survivor's chip file (MutationOptions::save_survivors)
+  std::string save_error;      ///< why a survivor's chip could not be saved (the result stands)
   std::string timed_out;       ///< "corpus" or "oracle": that run went past its budget; empty: none did
   nlohmann::json to_json() const;
 };
