@@ -142,6 +142,9 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     }
     std::vector<std::string> kinds = split(a->kinds);
     if (kinds_opt->count() && kinds.empty()) throw UsageError("--kinds '" + a->kinds + "' names no fault kind");
+    // An empty item is a typing slip, not a kind (found by an outside tester: "a,,b" was taken).
+    if (kinds_opt->count() && (a->kinds.front() == ',' || a->kinds.back() == ',' || a->kinds.find(",,") != std::string::npos))
+      throw UsageError("--kinds '" + a->kinds + "' has an empty item");
     if (guests_opt->count() && split(a->guests).empty() && a->guests != "none")
       throw UsageError("--guests '" + a->guests + "' names no guest (--guests none: fuzz programs only)");
     // mutate.json's folder, and the survivors', are made and checked before the run, not at the
@@ -248,7 +251,9 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     std::ostream& out = ctx.out();
     out << "lockstep mutate: seed " << seed << " (repeat with --seed " << seed << "), mutants " << a->first << ".."
         << a->first + a->mutants - 1 << " of chip " << chip.source << " (" << chip.hash << ")\n"
-        << "  corpus: directed guests " << (found.empty() ? "(none found)" : found) << " (first " << a->corpus_steps
+        << "  corpus: directed guests "
+        << (!found.empty() ? found : a->guests == "none" ? std::string("none (--guests none)") : std::string("(none found)"))
+        << " (first " << a->corpus_steps
         << " steps) + fuzz programs " << indices(0, a->corpus_programs) << " of program seed " << a->program_seed
         << (a->corpus_pool > a->corpus_programs
                 ? " + " + std::to_string(distilled) + " of programs " + indices(a->corpus_programs, a->corpus_pool) +

@@ -233,6 +233,9 @@ TEST(LockstepMutate, BadInputExitsTwo) {
   r = run({"mutate", "--kinds", ","});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--kinds ',' names no fault kind"), std::string::npos) << r.err;
+  r = run({"mutate", "--kinds", "embed.scale,,embed.zero_row"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--kinds 'embed.scale,,embed.zero_row' has an empty item"), std::string::npos) << r.err;
   r = run({"mutate", "--guests", "hello,no_such_guest"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--guests: no_such_guest not found"), std::string::npos) << r.err;
