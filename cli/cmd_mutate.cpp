@@ -140,6 +140,10 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       std::random_device rd;
       seed = (static_cast<std::uint64_t>(rd()) << 32 | rd()) & 0xffffffffffffull;
     }
+    // A stop before the first mutant: nothing scored, exit 3 (checked between the phases).
+    auto stop_before_scoring = [&] {
+      if (stop->load()) throw Interrupted("before the first mutant was scored (seed " + std::to_string(seed) + ")");
+    };
     std::vector<std::string> kinds = split(a->kinds);
     if (kinds_opt->count() && kinds.empty()) throw UsageError("--kinds '" + a->kinds + "' names no fault kind");
     // An empty item is a typing slip, not a kind (found by an outside tester: "a,,b" was taken).
@@ -209,7 +213,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     auto make_programs = [&](std::uint64_t campaign_seed, std::uint64_t n) {
       std::vector<engine::Guest> v;
       for (std::uint64_t k = 0; k < n; ++k) {
-        if (stop->load()) throw Interrupted("before the first mutant was scored (seed " + std::to_string(seed) + ")");
+        stop_before_scoring();
         v.push_back(campaign::generate(campaign::program_seed(campaign_seed, k), k, ops, vew_modes, vfn_fns, vred_modes).guest());
         v.back().name = "program " + std::to_string(k) + " of program seed " + std::to_string(campaign_seed);
       }
@@ -235,7 +239,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       } catch (const std::runtime_error& e) {
         throw InputError(e.what());
       }
-      if (stop->load()) throw Interrupted("before the first mutant was scored (seed " + std::to_string(seed) + ")");
+      stop_before_scoring();
       for (std::size_t i : kept) corpus.parts[1].guests.push_back(pool[i]);
       distilled = kept.size();
     }
@@ -268,7 +272,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     } catch (const std::runtime_error& e) {
       throw InputError(e.what());
     }
-    if (stop->load()) throw Interrupted("before the first mutant was scored (seed " + std::to_string(seed) + ")");
+    stop_before_scoring();
     std::size_t live = 0;
     for (const auto& [l, s] : profile.live_units) live += s.size();
     out << "  profile of the corpus: " << live << " live MLP units, heads writing in " << profile.live_heads.size()
@@ -311,7 +315,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     mo.timeout_factor = a->timeout_factor;
     mo.min_timeout_seconds = a->min_timeout;
     mo.stop = stop;
-    if (stop->load()) throw Interrupted("before the first mutant was scored (seed " + std::to_string(seed) + ")");
+    stop_before_scoring();
     const mutate::MutationReport rep = mutate::run_mutants(
         chip.chip, profile, corpus, oracle, mo, [&](const mutate::MutantResult& m) {
           out << "mutant " << m.index << " " << m.kind << ": ";
