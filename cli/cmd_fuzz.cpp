@@ -685,8 +685,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       const engine::Divergence& d = *f.result.divergence;
       const std::string batch_repeat = repeat_batch(f, mode_name);
       // The failure's class: the diverging instruction's mnemonic, the token kind and the mode
-      const std::string signature =
-          "`" + d.disassembly.substr(0, d.disassembly.find(' ')) + "` at " + d.field + ", " + mode_name;
+      const std::string mnemonic = d.disassembly.substr(0, d.disassembly.find(' '));
+      const std::string signature = "`" + mnemonic + "` at " + d.field + ", " + mode_name;
       campaign::ShrinkResult sr;
       sr.program = f.original;
       sr.original_words = sr.shrunk_words = f.original.words();
@@ -706,7 +706,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         // shrank to a `vred.max` program, and a re-test: a VY1 bug of vmat to a VY0 one). The step
         // cap leaves room for an original longer than 20,000 steps (the whole program's, not its
         // steps to the divergence: such originals were never shrunk).
-        const std::string mnemonic = d.disassembly.substr(0, d.disassembly.find(' ')), field = d.field;
+        const std::string field = d.field;
         const campaign::SameFailure same = [mnemonic, field](const engine::Divergence& c) {
           return c.disassembly.substr(0, c.disassembly.find(' ')) == mnemonic && c.field == field;
         };
