@@ -99,6 +99,14 @@ int main(int argc, char** argv) {
         if (n_tokens > positions) throw ModelError("golden: --tokens " + std::to_string(n_tokens) + " exceeds --positions " + std::to_string(positions));
         toks = greedy_vx(convert_vx(m.ck), n_tokens, positions);
       }
+      // Fewer tokens than asked is not an error, but never silent: say which limit ended the story.
+      if (static_cast<int>(toks.size()) < n_tokens) {
+        const bool at_limit = build == "float" && static_cast<int>(toks.size()) == m.ck.config.seq_len;
+        std::cerr << "lockstep-model: golden: " << toks.size() << " of the " << n_tokens << " tokens asked for: "
+                  << (at_limit ? "the checkpoint's seq_len (" + std::to_string(m.ck.config.seq_len) + ") ends it"
+                               : std::string("the model generated BOS (token 1), which ends a story as in llama2.c"))
+                  << "\n";
+      }
       std::vector<int> with_bos{1};
       with_bos.insert(with_bos.end(), toks.begin(), toks.end());
       for (int t : toks) std::cout << t << ' ';

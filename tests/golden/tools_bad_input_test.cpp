@@ -276,6 +276,35 @@ TEST(ModelsFolder, NamedFolderIsCheckedDefaultFallsBack) {
   fs::remove_all(dir);
 }
 
+// A story cut short is said on stderr, never silently: a checkpoint whose seq_len is below
+// --tokens ends the float build's greedy story at seq_len (exit 0, the tokens it made).
+TEST_F(ToolsBadInput, AGoldenStoryCutShortBySeqLenIsSaid) {
+  Checkpoint ck = synthetic_checkpoint();
+  ck.config.seq_len = 4;
+  const fs::path m = dir_ / "short";
+  fs::create_directories(m);
+  write_file_bytes(m / "stories260K.bin", serialize_checkpoint(ck));
+  // tok512.bin in llama2.c's format: max_token_length, then each piece's score, length, bytes.
+  const Tokenizer tok = synthetic_tokenizer();
+  std::ofstream t(m / "tok512.bin", std::ios::binary);
+  const auto put_i32 = [&t](std::int32_t v) { t.write(reinterpret_cast<const char*>(&v), 4); };
+  put_i32(tok.max_token_length);
+  for (std::size_t i = 0; i < tok.pieces.size(); ++i) {
+    t.write(reinterpret_cast<const char*>(&tok.scores[i]), 4);
+    put_i32(static_cast<std::int32_t>(tok.pieces[i].size()));
+    t.write(tok.pieces[i].data(), static_cast<std::streamsize>(tok.pieces[i].size()));
+  }
+  t.close();
+  const Ran r = run(kModel + " --models " + m.string() + " golden --build float --tokens 10", dir_);
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::istringstream first_line(r.out.substr(0, r.out.find('\n')));
+  int n = 0;
+  for (int id; first_line >> id;) ++n;
+  EXPECT_EQ(n, 4) << r.out;
+  EXPECT_NE(r.err.find("golden: 4 of the 10 tokens asked for: the checkpoint's seq_len (4) ends it"), std::string::npos)
+      << r.err;
+}
+
 TEST(MeasureQuality, PositionsOutsideOneToSeqLenAreRefused) {
   const Checkpoint ck = synthetic_checkpoint();
   const Tokenizer tok = synthetic_tokenizer();
