@@ -727,7 +727,13 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         }
         shrink_seconds += sr.seconds;
       }
-      fs::create_directories(dir);
+      // The case folder is a run folder of this process from the start (its case run claims it
+      // after the files below are in it).
+      try {
+        engine::lock_run_folder(dir);
+      } catch (const engine::CheckError& e) {
+        throw InputError(e.what());
+      }
       format::write_elf_file(dir / "program.elf", sr.program.image());
       format::write_elf_file(dir / "original.elf", f.original.image());
       write_text(dir / "program.S", sr.program.listing());
@@ -783,7 +789,11 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         c.backend = dut ? std::string("dut") : args->backend;
         if (dut) c.dut = args->dut;
         c.mode = f.mode;
-        c.expect = {{"first_divergence", d.step}};
+        c.expect = {{"first_divergence", d.step},
+                    {"pc", d.pc},
+                    {"field", d.field},
+                    {"expected_token", d.expected},
+                    {"actual_token", d.actual}};
         write_text(dir / "case.json", format::json_text(c.to_json(), 2) + "\n");
         out << "  not shrunk (" << without_chip << "): the original program is saved in " << dir.string()
             << " (replay it: " << as_invoked("lockstep replay " + format::shell_word(dir.string()))
@@ -822,7 +832,20 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       }
       std::uint64_t at = 0;
       for (const auto& s : co.result.streams)
-        if (s.divergence) at = s.divergence->step;
+        if (s.divergence) {
+          at = s.divergence->step;
+          // The saved case's own divergence (the program shrunk): where the failure record's step,
+          // instruction and tokens are the original program's (found by an outside tester: the
+          // pages named the original's divergence beside the case's folder, which diverges
+          // elsewhere).
+          const json cd = s.divergence->to_json();
+          failure["case_divergence"] = {{"step", cd.value("step", json())},
+                                        {"pc_hex", cd.value("pc_hex", json())},
+                                        {"disassembly", cd.value("disassembly", json())},
+                                        {"field", cd.value("field", json())},
+                                        {"expected_text", cd.value("expected_text", json())},
+                                        {"actual_text", cd.value("actual_text", json())}};
+        }
       if (!kept_whole.empty())
         out << "  not shrunk (" << kept_whole << "): " << sr.original_words << " instruction words";
       else

@@ -420,6 +420,14 @@ void kill_chip_processes_now() noexcept {
 
 std::unique_ptr<Connection> spawn_chip(const std::string& command, const std::filesystem::path& workdir) {
   ignore_sigpipe();
+  // A folder that is gone is said before the chip is started (found by an outside tester: a case
+  // replayed on another machine named its dut.workdir only on the child's stderr, and the error
+  // blamed the executable for the shell's 126).
+  if (std::error_code ec; !workdir.empty() && !std::filesystem::is_directory(workdir, ec))
+    throw TransportError("cannot start the chip process: its working folder " + workdir.string() +
+                         (std::filesystem::exists(workdir, ec) ? " is not a folder" : " does not exist") +
+                         " (a case records the folder its run started the chip in: lockstep replay CASE --dut "
+                         "'COMMAND' starts it from here)");
   int to_child[2], from_child[2];
   if (::pipe(to_child) != 0) throw TransportError("cannot start the chip process: pipe: " + errno_text(errno));
   if (::pipe(from_child) != 0) {

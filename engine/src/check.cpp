@@ -60,7 +60,7 @@ fs::path built_chip_file() {
 #endif
 }
 
-LoadedChip load_chip_or_built(const std::string& path) {
+LoadedChip load_chip_or_built(const std::string& path, const std::string& named_by) {
   LoadedChip out;
   chip::Chip c;
   if (!path.empty()) {
@@ -69,7 +69,7 @@ LoadedChip load_chip_or_built(const std::string& path) {
     } catch (const std::bad_alloc&) {
       throw;  // no fault of the file: the command says it ran out of memory
     } catch (const std::exception& e) {
-      throw CheckError(std::string("--chip: ") + e.what());
+      throw CheckError(named_by + ": " + e.what());
     }
     out.source = path;
   } else {
@@ -114,7 +114,7 @@ LoadedChip load_chip_or_built(const std::string& path) {
   // through --dut-vocab): one that cannot take every trace token is refused here, by name, not
   // at the first input it cannot take.
   if (c.config.vocab_size < format::vocab_size()) {
-    throw CheckError((path.empty() ? std::string("the built chip") : "--chip " + path) + ": vocab_size " +
+    throw CheckError((path.empty() ? std::string("the built chip") : named_by + " " + path) + ": vocab_size " +
                      std::to_string(c.config.vocab_size) + " is below trace-v3's " +
                      std::to_string(format::vocab_size()) + " (a chip file takes the trace's token ids, trace.md §2)");
   }
@@ -289,7 +289,10 @@ Case Case::from_json(const json& j) {
     c.guest_name = case_text(g, "name", "", "guest.");
     c.guest_path = case_text(g, "path", "", "guest.");
     c.guest_digest = case_text(g, "digest", "", "guest.");
-    if (g.contains("elf_base64")) c.guest_elf = unbase64(case_text(g, "elf_base64", "", "guest."));
+    if (g.contains("elf_base64")) {
+      c.guest_elf = unbase64(case_text(g, "elf_base64", "", "guest."));
+      if (c.guest_elf.empty()) bad_case_field("guest.elf_base64", g["elf_base64"], "the guest ELF in base64 (or no such field)");
+    }
     if (c.guest_path.empty() && c.guest_elf.empty()) throw CheckError("case: guest has neither path nor elf_base64");
     const json ch = j.value("chip", json::object());
     if (!ch.is_object()) bad_case_field("chip", ch, "an object");
@@ -315,6 +318,9 @@ Case Case::from_json(const json& j) {
     if (!m) throw CheckError("case: mode must be forced or free");
     c.mode = *m;
     c.teacher_forced_steps = case_count(j, "teacher_forced_steps");
+    // as `run` refuses --teacher-forced-steps without --mode free: forced runs feed every step
+    if (c.teacher_forced_steps && c.mode != Mode::kFree)
+      bad_case_field("teacher_forced_steps", j["teacher_forced_steps"], "0 unless mode is free");
     const auto cmp = parse_compare(case_text(j, "compare", "step"));
     if (!cmp) throw CheckError("case: compare must be step or end");
     c.compare = *cmp;
@@ -327,7 +333,15 @@ Case Case::from_json(const json& j) {
     if (!c.expect.is_null() && !c.expect.is_object()) bad_case_field("expect", c.expect, "an object");
     if (c.expect.is_object()) {  // what replay compares (cmd_replay.cpp), of the types it reads
       case_count(c.expect, "steps", "expect.");
-      case_count(c.expect, "first_divergence", "expect.");
+      const std::uint64_t at = case_count(c.expect, "first_divergence", "expect.");
+      if (at && c.expect.contains("steps") && case_count(c.expect, "steps", "expect.") < at)
+        bad_case_field("expect.first_divergence", c.expect["first_divergence"],
+                       "a step within expect.steps (" + std::to_string(case_count(c.expect, "steps", "expect.")) + ")");
+      for (const char* k : {"pc", "expected_token", "actual_token"}) {
+        if (case_count(c.expect, k, "expect.") > 0xffffffffull)
+          bad_case_field(std::string("expect.") + k, c.expect[k], "a 32-bit whole number");
+      }
+      case_text(c.expect, "field", "", "expect.");
       case_text(c.expect, "digest", "", "expect.");
       if (c.expect.contains("interrupted") && !c.expect["interrupted"].is_boolean())
         bad_case_field("expect.interrupted", c.expect["interrupted"], "true or false");
@@ -357,10 +371,13 @@ Case Case::read(const fs::path& path) {
     throw CheckError(e.what());
   }
   Case c = from_json(j);
-  // A relative guest path is relative to the case file's folder.
+  // A relative guest or chip path is relative to the case file's folder (found by an outside
+  // tester: a hand-written relative chip.path was taken from the current folder, unlike the guest's).
   if (!c.guest_path.empty() && c.guest_path.is_relative() && c.guest_elf.empty()) {
     c.guest_path = file.parent_path() / c.guest_path;
   }
+  if (!c.chip_path.empty() && fs::path(c.chip_path).is_relative())
+    c.chip_path = (file.parent_path() / c.chip_path).string();
   return c;
 }
 
@@ -644,7 +661,36 @@ void lock_run_folder(const fs::path& dir) {
   held_run_folders()[key] = fd;  // held, and locked, until the process ends
 }
 
+namespace {
+// Whether `dir` may be made a run folder: it is missing or empty, or an earlier lockstep run's (it
+// holds the lock file every run leaves, or a summary.json naming the command that wrote it). A
+// folder of someone else's files is not: claiming it would remove its checkpoints/ and plots/ and
+// write over its summary.json, junit.xml and report.html (found by an outside tester: `run
+// --report .` in a project folder deleted the project's checkpoints/ and plots/).
+bool may_claim(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return true;
+  if (!fs::is_directory(dir, ec)) return true;  // create_directories names the problem
+  if (fs::is_empty(dir, ec) || fs::exists(dir / kRunFolderLock, ec)) return true;
+  try {
+    const json s = reports::parse_json_text(reports::read_file_text(dir / "summary.json"), (dir / "summary.json").string());
+    return s.is_object() && s.contains("command") && s["command"].is_string();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+}  // namespace
+
 void claim_run_folder(const fs::path& dir, const std::string& command) {
+  {
+    std::error_code ec;
+    const bool held = held_run_folders().count(fs::weakly_canonical(dir, ec).string()) != 0;
+    if (!held && !may_claim(dir))
+      throw CheckError("--report " + dir.string() +
+                       ": the folder holds files and is not a lockstep run folder (no .lockstep.lock or summary.json "
+                       "of an earlier run); a run replaces its folder's checkpoints/, plots/ and reports: give a new "
+                       "or empty folder");
+  }
   lock_run_folder(dir);
   // The run keeps folders of these names; a file of the same name is someone's, not an earlier
   // run's: refused, never removed (found by an outside tester: it was replaced by the folder).
@@ -761,7 +807,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     }
   } else {
     try {
-      chip = load_chip_or_built(c.chip_path);
+      chip = load_chip_or_built(c.chip_path, req.chip_named_by);
       if (!c.chip_hash.empty() && c.chip_hash != chip.hash) {
         throw CheckError("chip " + chip.source + " has hash " + chip.hash + ", the case expects " + c.chip_hash +
                          " (another chip file: lockstep replay CASE --chip FILE runs the case on it)");
@@ -922,7 +968,15 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       // no divergence falls within it).
       if (out.result.interrupted) expect["interrupted"] = true;
       for (const StreamResult& s : out.result.streams) {
-        if (s.divergence) expect["first_divergence"] = s.divergence->step;
+        if (s.divergence) {
+          // What diverged there, so that a replay tells the same failure from another one at the
+          // same step (found by an outside tester: any divergence at the step "reproduced").
+          expect["first_divergence"] = s.divergence->step;
+          expect["pc"] = s.divergence->pc;
+          expect["field"] = s.divergence->field;
+          expect["expected_token"] = s.divergence->expected;
+          expect["actual_token"] = s.divergence->actual;
+        }
         if (s.divergence_unlocated) expect["divergence_within"] = s.steps;
       }
       write_case(expect);

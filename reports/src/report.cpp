@@ -176,6 +176,20 @@ bool partial_story(const json& summary) {
   const auto it = summary.find("story_complete");
   return it != summary.end() && it->is_boolean() && !it->get<bool>();
 }
+// A run (not a story: partial_story) whose guest had not ended when the run stopped at its step
+// limit (--steps): exact as far as it went, and no more (found by an outside tester: `run --steps
+// 500` of a longer guest had a page headed "exact" and a green JUnit case, nothing else).
+bool partial_run(const json& summary) {
+  if (summary.contains("story_complete")) return false;
+  for (const json& s : streams_of(summary))
+    if (str(s, "end") == "step_limit") return true;
+  return false;
+}
+constexpr const char* kPartialRun =
+    "a partial check: the guest had not ended when the run stopped at its step limit (--steps); the steps after it "
+    "were not compared";
+bool partial_check(const json& summary) { return partial_story(summary) || partial_run(summary); }
+
 constexpr const char* kPartialStory =
     "a partial check: not the whole story compared teacher-forced for its first steps and free-running to its end "
     "(a step limit, or every step teacher-forced); gate a release on the whole story (lockstep story without --steps)";
@@ -241,6 +255,9 @@ std::string junit_xml(const json& summary) {
       c.name += forced_only ? " (teacher-forced only: no free-running step, not the story check)"
                             : " (partial check: " + std::to_string(s.value("steps", 0ull)) + " steps, not the whole story)";
       text << "\n" << kPartialStory;
+    } else if (c.kind.empty() && end == "step_limit" && !summary.contains("story_complete")) {
+      c.name += " (partial check: the first " + std::to_string(s.value("steps", 0ull)) + " steps, the guest had not ended)";
+      text << "\n" << kPartialRun;
     }
     if (summary.contains("chip_fault") && summary["chip_fault"].is_string())
       text << "\nthen the chip under test failed: " << summary["chip_fault"].get<std::string>();
@@ -263,7 +280,17 @@ std::string junit_xml(const json& summary) {
     if (f.contains("disassembly"))
       c.message += " (pc " + str(f, "pc_hex") + " " + str(f, "disassembly") + "): " + str(f, "field") + " expected " +
                    str(f, "expected_text") + ", got " + str(f, "actual_text");
-    if (!dir.empty()) c.message += "; case in " + dir;
+    // The step and tokens above are the original program's; the saved case is the program shrunk,
+    // which diverges at its own step (found by an outside tester: the two were read as one).
+    const bool shrunk = f.contains("shrunk_words") && f.value("shrunk_words", 0ull) != f.value("original_words", 0ull);
+    if (shrunk) c.message = "original program: " + c.message;
+    if (!dir.empty()) c.message += (shrunk ? "; shrunk case in " : "; case in ") + dir;
+    if (shrunk && f.contains("case_divergence") && f["case_divergence"].is_object()) {
+      const json& cd = f["case_divergence"];
+      c.message += ", which diverges at step " + str(cd, "step", "?") + " (pc " + str(cd, "pc_hex") + " " +
+                   str(cd, "disassembly") + "): " + str(cd, "field") + " expected " + str(cd, "expected_text") +
+                   ", got " + str(cd, "actual_text");
+    }
     std::ostringstream text;
     text << c.message << "\nprogram seed " << str(f, "program_seed", "?") << "\ncampaign seed "
          << str(fuzz, "seed", "?");
@@ -341,7 +368,7 @@ std::string junit_xml(const json& summary) {
      << "\" failures=\"" << failures << "\" errors=\"" << errors << "\" skipped=\"0\" time=\"" << t
      << "\">\n";
   os << "    <properties>\n";
-  for (const char* k : {"digest", "status", "chip", "backend"}) {
+  for (const char* k : {"digest", "status", "chip", "backend", "replayed_case", "replay_verdict"}) {
     const std::string v = k == std::string("backend") ? str(run, "backend") : str(summary, k);
     if (!v.empty()) os << "      <property name=\"" << k << "\" value=\"" << escape_xml(v) << "\"/>\n";
   }
@@ -533,15 +560,16 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
   std::ostringstream os;
   os << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>Lockstep "
      << escape_xml(str(summary, "command", "run")) << ": " << escape_xml(status)
-     << (partial_story(summary) ? " (partial check)" : "") << "</title>\n"
+     << (partial_check(summary) ? " (partial check)" : "") << "</title>\n"
      << "<style>body{font-family:sans-serif;margin:2em;max-width:70em}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
         "pre{background:#f4f4f4;padding:8px;overflow-x:auto}.exact{color:#070}.mismatch,.error,.interrupted{color:#b00}"
         ".note{background:#fff3c0;padding:6px}</style></head><body>\n";
   os << "<h1>Lockstep " << escape_xml(str(summary, "command", "run")) << ": <span class=\""
-     << escape_xml(status) << "\">" << escape_xml(status) << "</span>" << (partial_story(summary) ? " (partial check)" : "")
+     << escape_xml(status) << "\">" << escape_xml(status) << "</span>" << (partial_check(summary) ? " (partial check)" : "")
      << "</h1>\n";
   if (partial_story(summary)) os << "<p class=\"note\">" << escape_xml(kPartialStory) << "</p>\n";
+  else if (partial_run(summary) && status == "exact") os << "<p class=\"note\">" << escape_xml(kPartialRun) << "</p>\n";
   if (summary.contains("chip_fault") && summary["chip_fault"].is_string())
     os << "<p class=\"note\">After the divergence the chip under test failed: "
        << escape_xml(summary["chip_fault"].get<std::string>()) << "</p>\n";
@@ -572,12 +600,17 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
     bool located = false;
     for (const json& st : streams) located = located || (st.contains("divergence") && st["divergence"].is_object());
     if (!str(summary, "resume_with").empty()) text += "; " + str(summary, "resume_with");  // a campaign
-    else if (status == "interrupted") text += "; resume with --resume";
+    else if (status == "interrupted" && (run.value("checkpoints_written", 0ull) > 0 || run.value("resumed_from", 0ull) > 0))
+      text += "; resume with --resume";
+    else if (status == "interrupted")  // found by an outside tester: the page said to resume, which --resume refused
+      text += "; it wrote no checkpoints, so it cannot be resumed: run it again (--checkpoint-every N makes a run resumable)";
     else if (status == "mismatch" && located) text += ", after the divergence below";
     else if (status == "mismatch") text += ", with a divergence not located (below)";
     row("interrupted", text);
   }
   row("error", str(summary, "error"));
+  row("replayed case", str(summary, "replayed_case"));
+  row("replay verdict", str(summary, "replay_verdict"));
   row("replay", str(summary, "replay"));
   const json& fz = summary.contains("fuzz") && summary["fuzz"].is_object() ? summary["fuzz"] : json::object();
   row("campaign seed", str(fz, "seed"));
@@ -585,7 +618,9 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
   // A campaign's failing programs: where each diverged and its case (the streams table of a run
   // has no rows for a campaign; found by an outside tester: the page named no failing program).
   if (fz.contains("failures") && fz["failures"].is_array() && !fz["failures"].empty()) {
-    os << "<h2>Failing programs</h2>\n<table><tr><th>program</th><th>mode</th><th>program seed</th><th>step</th>"
+    os << "<h2>Failing programs</h2>\n<p>Step, instruction and tokens are the original program's; its saved case "
+          "is the program shrunk, whose own divergence is in the last column.</p>\n"
+          "<table><tr><th>program</th><th>mode</th><th>program seed</th><th>step</th>"
           "<th>instruction</th><th>field</th><th>expected</th><th>actual</th><th>case</th></tr>\n";
     for (const json& f : fz["failures"]) {
       if (!f.is_object()) continue;
@@ -594,7 +629,15 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
          << escape_xml(str(f, "pc_hex") + "  " + str(f, "disassembly")) << "</code></td><td>" << escape_xml(str(f, "field"))
          << "</td><td>" << escape_xml(str(f, "expected_text")) << "</td><td>" << escape_xml(str(f, "actual_text"))
          << "</td><td><code>" << escape_xml(str(f, "case")) << "</code>"
-         << (f.value("reproduces_alone", true) ? "" : " (passes alone: repeat the batch)") << "</td></tr>\n";
+         << (f.value("reproduces_alone", true) ? "" : " (passes alone: repeat the batch)");
+      if (f.contains("case_divergence") && f["case_divergence"].is_object()) {
+        const json& cd = f["case_divergence"];
+        os << "<br>" << escape_xml(str(f, "shrunk_words") + " words; diverges at step " + str(cd, "step") + ", ")
+           << "<code>" << escape_xml(str(cd, "pc_hex") + "  " + str(cd, "disassembly")) << "</code>"
+           << escape_xml(": " + str(cd, "field") + " expected " + str(cd, "expected_text") + ", got " +
+                         str(cd, "actual_text"));
+      }
+      os << "</td></tr>\n";
     }
     os << "</table>\n";
   }
@@ -626,7 +669,7 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
     row("differing bits", str(d, "bits_text"));
     row("note", str(d, "note"));
     row("layer", str(d.value("attribution", json::object()), "text"));
-    row("fault", str(d, "fault") + ": " + str(d, "fault_text"));
+    row("fault class (the step re-executed from a snapshot)", str(d, "fault") + ": " + str(d, "fault_text"));
     if (d.contains("bisection") && d["bisection"].is_object()) row("bisection", str(d["bisection"], "text"));
     os << "</table>\n<h3>Last instructions</h3>\n<pre>";
     const json recent = d.value("recent", json::array());

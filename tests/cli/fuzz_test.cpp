@@ -461,6 +461,18 @@ TEST(LockstepFuzz, CorruptedChipGivesAShrunkReplayableCase) {
     EXPECT_LE(shrunk, 12u) << "a mulhu, its exit and the scratch base should be about all that is left";
     EXPECT_NE(slurp(dir / "program.S").find("mulhu"), std::string::npos);
     EXPECT_GT(fail["case_diverges_at"].get<std::uint64_t>(), 0u);
+    // The shrunk case's own divergence beside the original's (found by an outside tester: the
+    // pages named the original's step and tokens beside the case folder, which diverges elsewhere).
+    ASSERT_TRUE(fail.contains("case_divergence")) << fail.dump();
+    EXPECT_EQ(fail["case_divergence"]["step"], fail["case_diverges_at"]);
+    const json cs = json::parse(slurp(dir / "summary.json"));
+    EXPECT_EQ(fail["case_divergence"]["step"], cs["run"]["streams"][0]["divergence"]["step"]) << cs.dump();
+    EXPECT_NE(slurp(report / "junit.xml").find("original program: first divergence at step " + fail["step"].dump()),
+              std::string::npos);
+    EXPECT_NE(slurp(report / "junit.xml").find("; shrunk case in " + dir.string() + ", which diverges at step " +
+                                               fail["case_diverges_at"].dump() + " (pc "),
+              std::string::npos)
+        << slurp(report / "junit.xml");
     const auto rep = run({"replay", dir.string()});
     EXPECT_EQ(rep.exit_code, 1) << rep.out << rep.err;
     EXPECT_NE(rep.out.find("the case reproduces"), std::string::npos) << rep.out;

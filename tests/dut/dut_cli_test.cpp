@@ -238,6 +238,19 @@ TEST_F(DutCli, ReplayOfADutCaseStartsTheChipAgain) {
   ASSERT_EQ(p.exit_code, 0) << p.err;
   EXPECT_EQ(summary_of(p)["digest"], summary_of(r)["digest"]);
   EXPECT_TRUE(summary_of(p)["reproduced"].get<bool>());
+  // A case from another machine, whose chip's working folder is not here: said as such before the
+  // chip is started (found by an outside tester: the shell's 126 was blamed on the executable).
+  json moved = c;
+  moved["dut"]["workdir"] = (dir / "no-such-folder").string();
+  const fs::path elsewhere = fresh_dir("replay-elsewhere");
+  std::ofstream(elsewhere / "case.json") << moved.dump(2);
+  const Result w = run_lockstep({"replay", elsewhere.string()});
+  EXPECT_EQ(w.exit_code, 2) << w.err;
+  const auto lines = error_lines(w.err);
+  ASSERT_EQ(lines.size(), 1u) << w.err;
+  EXPECT_NE(lines[0].find("its working folder " + (dir / "no-such-folder").string() + " does not exist"), std::string::npos)
+      << lines[0];
+  EXPECT_EQ(w.err.find("chmod"), std::string::npos) << w.err;
 }
 
 // A chip process that exits while a process it started still holds its stdout (no end of file

@@ -646,6 +646,7 @@ TEST(RunFolder, AUsersFilesInTheFolderAreNeverReplaced) {
     SCOPED_TRACE(name);
     const fs::path dir = temp_dir(std::string("users-") + name);
     fs::create_directories(dir);
+    std::ofstream(dir / ".lockstep.lock") << "";  // an earlier run's folder, which a user put a file in
     std::ofstream(dir / name) << "mine\n";
     expect_one_error_line(run({"run", elf, "--report", dir.string()}),
                           "the run folder " + dir.string() + " holds a file named '" + name + "' where a run keeps its " +
@@ -658,6 +659,37 @@ TEST(RunFolder, AUsersFilesInTheFolderAreNeverReplaced) {
   expect_one_error_line(p, "summary.json");
   EXPECT_TRUE(fs::is_directory(dir / "summary.json"));
   EXPECT_FALSE(fs::exists(dir / "summary.json.tmp")) << p.err;
+}
+
+// A folder of someone else's files is never made a run folder (found by an outside tester: `run
+// --report .` in a project folder deleted its checkpoints/ and plots/): refused with one line and
+// nothing in it touched, by run and by replay. A new, an empty or an earlier run's folder is taken.
+TEST(RunFolder, AFolderOfOtherFilesIsRefusedNotCleared) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const std::string elf = loop_elf(3).string();
+  const fs::path dir = temp_dir("project");
+  fs::create_directories(dir / "checkpoints");
+  fs::create_directories(dir / "plots");
+  std::ofstream(dir / "checkpoints" / "model-epoch3.pt") << "weights\n";
+  std::ofstream(dir / "plots" / "fig1.svg") << "<svg/>\n";
+  std::ofstream(dir / "main.c") << "int main;\n";
+  const std::string says = "--report " + dir.string() +
+                           ": the folder holds files and is not a lockstep run folder (no .lockstep.lock or summary.json "
+                           "of an earlier run)";
+  expect_one_error_line(run({"run", elf, "--report", dir.string()}), says);
+  const fs::path runs = temp_dir("project-run");
+  ASSERT_EQ(run({"run", elf, "--report", runs.string()}).rc, 0);
+  expect_one_error_line(run({"replay", runs.string(), "--report", dir.string()}), says);
+  EXPECT_EQ(slurp(dir / "checkpoints" / "model-epoch3.pt"), "weights\n");
+  EXPECT_EQ(slurp(dir / "plots" / "fig1.svg"), "<svg/>\n");
+  EXPECT_EQ(slurp(dir / "main.c"), "int main;\n");
+  EXPECT_FALSE(fs::exists(dir / "summary.json"));
+  EXPECT_FALSE(fs::exists(dir / ".lockstep.lock"));
+  // An empty folder is taken, and once it is a run folder, taken again.
+  const fs::path empty = temp_dir("project-empty");
+  fs::create_directories(empty);
+  EXPECT_EQ(run({"run", elf, "--report", empty.string()}).rc, 0);
+  EXPECT_EQ(run({"run", elf, "--report", empty.string()}).rc, 0);
 }
 
 // Two runs into one folder: the second is refused while the first holds it (never two writers of
@@ -1499,6 +1531,105 @@ TEST(ReplayCommand, ComparesTheRecordedStepsDigestAndInterruption) {
   const auto [div, div_s] = replay_with("divergence", {{"steps", steps}, {"digest", digest}, {"first_divergence", 17}});
   EXPECT_NE(div.find("the case does NOT reproduce: recorded first divergence at step 17"), std::string::npos) << div;
   EXPECT_EQ(div_s.value("reproduced", true), false);
+}
+
+// A case records what diverged at its step (pc, field, both tokens): a replay that diverges at the
+// same step with other tokens does NOT reproduce it (found by an outside tester: any divergence at
+// the step "reproduced"). The replay's own report names the case and its verdict; a relative
+// chip.path is the case folder's, and one that does not load is named as the case's.
+TEST(ReplayCommand, TheSameStepWithOtherTokensDoesNotReproduce) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path dir = temp_dir("replay-tokens");
+  const fs::path bad_chip = chip_that_cannot_print_i();
+  ASSERT_EQ(run({"run", loop_elf(3).string(), "--chip", bad_chip.string(), "--report", dir.string()}).rc, 1);
+  const json c = json::parse(slurp(dir / "case.json"));
+  const json& ex = c["expect"];
+  ASSERT_TRUE(ex.contains("first_divergence") && ex.contains("pc") && ex.contains("field") &&
+              ex.contains("expected_token") && ex.contains("actual_token"))
+      << ex.dump();
+  EXPECT_NE(ex["expected_token"], ex["actual_token"]);
+  auto replay_edited = [&](const std::string& name, const json& edited, std::vector<std::string> more = {}) {
+    const fs::path d = temp_dir("replay-tokens-" + name);
+    std::ofstream(d / "case.json") << edited.dump(2);
+    std::vector<std::string> args = {"replay", (d / "case.json").string()};
+    args.insert(args.end(), more.begin(), more.end());
+    return std::make_pair(d, run(args));
+  };
+  json other = c;
+  other["expect"]["actual_token"] = ex["actual_token"].get<std::uint32_t>() + 1;
+  const auto [od, o] = replay_edited("other", other, {"--json"});
+  EXPECT_EQ(o.rc, 1) << o.err;
+  EXPECT_EQ(json::parse(o.out)["reproduced"], false) << o.out;
+  EXPECT_NE(o.err.find("the case does NOT reproduce: recorded first divergence at step " +
+                       std::to_string(ex["first_divergence"].get<std::uint64_t>())),
+            std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("it diverges at the same step, but differently"), std::string::npos) << o.err;
+  // The replay's report: which case, and the verdict, on the page and in the JUnit file.
+  const fs::path rep = temp_dir("replay-tokens-report");
+  const Proc same = run({"replay", dir.string(), "--report", rep.string()});
+  EXPECT_EQ(same.rc, 1) << same.err;
+  const json rs = json::parse(slurp(rep / "summary.json"));
+  EXPECT_EQ(rs["reproduced"], true);
+  EXPECT_EQ(rs["replayed_case"], fs::absolute(dir).string());
+  EXPECT_EQ(rs["replay_verdict"].get<std::string>().rfind("the case reproduces: recorded first divergence at step", 0), 0u);
+  EXPECT_NE(slurp(rep / "report.html").find("<th>replay verdict</th><td>the case reproduces"), std::string::npos);
+  EXPECT_NE(slurp(rep / "junit.xml").find("<property name=\"replay_verdict\" value=\"the case reproduces"),
+            std::string::npos);
+  // chip.path relative to the case file's folder, from any working folder
+  const fs::path moved = temp_dir("replay-tokens-moved");
+  fs::copy_file(bad_chip, moved / "mine.chip");
+  json rel = c;
+  rel["chip"]["path"] = "mine.chip";
+  std::ofstream(moved / "case.json") << rel.dump(2);
+  const Proc r = run({"replay", (moved / "case.json").string(), "--json"});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_EQ(json::parse(r.out)["reproduced"], true) << r.out;
+  rel["chip"]["path"] = "gone.chip";
+  const auto [gd, g] = replay_edited("gone", rel);
+  expect_one_error_line(g, "the case's chip.path (replay --chip FILE runs the case on another): ");
+  EXPECT_NE(g.err.find((gd / "gone.chip").string()), std::string::npos) << g.err;
+}
+
+// Hand-edited cases that contradict themselves are refused with one line (found by an outside
+// tester: they were run as written).
+TEST(ReplayCommand, ACaseThatContradictsItselfIsRefused) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path dir = temp_dir("replay-contradiction");
+  ASSERT_EQ(run({"run", loop_elf(3).string(), "--report", dir.string()}).rc, 0);
+  const json c = json::parse(slurp(dir / "case.json"));
+  auto refused = [&](const std::string& name, const json& edited, const std::string& says) {
+    SCOPED_TRACE(name);
+    const fs::path d = temp_dir("replay-contradiction-" + name);
+    std::ofstream(d / "case.json") << edited.dump(2);
+    expect_one_error_line(run({"replay", d.string()}), says);
+  };
+  json tf = c;
+  tf["mode"] = "forced";
+  tf["teacher_forced_steps"] = 10;
+  refused("forced", tf, "case: \"teacher_forced_steps\" is 10, not 0 unless mode is free");
+  json past = c;
+  past["expect"]["first_divergence"] = c["expect"]["steps"].get<std::uint64_t>() + 1;
+  refused("past", past, "case: \"expect.first_divergence\" is");
+  json empty = c;
+  empty["guest"]["elf_base64"] = "";
+  refused("empty-elf", empty, "case: \"guest.elf_base64\" is \"\", not the guest ELF in base64");
+}
+
+// A run stopped by --steps before its guest ended is exact as far as it went and no more: its page
+// and its JUnit case say "partial check" (found by an outside tester: "exact", all green).
+TEST(RunCommand, AStepLimitedRunIsCalledAPartialCheck) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path dir = temp_dir("partial-run");
+  const Proc p = run({"run", loop_elf(30).string(), "--steps", "40", "--report", dir.string()});
+  ASSERT_EQ(p.rc, 0) << p.err;
+  const std::string html = slurp(dir / "report.html");
+  EXPECT_NE(html.find("<title>Lockstep run: exact (partial check)</title>"), std::string::npos) << html;
+  EXPECT_NE(html.find("the guest had not ended when the run stopped at its step limit (--steps)"), std::string::npos);
+  EXPECT_NE(slurp(dir / "junit.xml").find("(partial check: the first 40 steps, the guest had not ended)"), std::string::npos);
+  const fs::path whole = temp_dir("whole-run");
+  ASSERT_EQ(run({"run", loop_elf(30).string(), "--report", whole.string()}).rc, 0);
+  EXPECT_EQ(slurp(whole / "report.html").find("partial"), std::string::npos);
+  EXPECT_EQ(slurp(whole / "junit.xml").find("partial"), std::string::npos);
 }
 
 // --json output stays JSON when a path or a message holds bytes that are not UTF-8: they are

@@ -244,6 +244,12 @@ TEST(JUnit, ACampaignListsEachFailingProgram) {
 // (found by an outside tester: "--resume" on a campaign's page, which fuzz refuses).
 TEST(Html, AnInterruptedRunSaysHowToGoOn) {
   json s = {{"status", "interrupted"}, {"command", "run"}, {"steps", 70}, {"mismatches", 0}, {"run", {{"interrupted", true}}}};
+  // without checkpoints it cannot be resumed (found by an outside tester: the page said to resume)
+  const std::string none = html_report(s, {}, "");
+  EXPECT_NE(none.find("stopped after 70 steps; it wrote no checkpoints, so it cannot be resumed: run it again"),
+            std::string::npos) << none;
+  EXPECT_EQ(none.find("--resume"), std::string::npos) << none;
+  s["run"]["checkpoints_written"] = 2;
   EXPECT_NE(html_report(s, {}, "").find("stopped after 70 steps; resume with --resume"), std::string::npos);
   s["command"] = "fuzz";
   s["resume_with"] = "run the programs left: lockstep fuzz with --seed 3 --first 32 --programs 1968";

@@ -131,7 +131,7 @@ class Connection {
 void kill_chip_processes_now() noexcept;
 
 /// Starts `/bin/sh -c 'exec COMMAND'` (in `workdir` when given) with pipes on its stdin and stdout; its stderr is this
-/// process's. Throws TransportError when the shell cannot be started. The returned connection
+/// process's. Throws TransportError when the shell cannot be started or `workdir` is not a folder. The returned connection
 /// ends the child with finish() or when destroyed: close stdin, wait up to 5 s, SIGTERM, 2 s
 /// more, SIGKILL (§1).
 std::unique_ptr<Connection> spawn_chip(const std::string& command, const std::filesystem::path& workdir = {});

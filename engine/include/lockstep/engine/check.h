@@ -66,7 +66,9 @@ struct LoadedChip {
 /// the build's file exists but does not load, and "no built chip in this build: pass --chip
 /// FILE" when there is neither a file nor a registered chip; "--chip PATH: vocab_size N is below
 /// trace-v3's 20736 ..." for a chip whose vocabulary cannot hold every trace token (trace.md §2).
-LoadedChip load_chip_or_built(const std::string& path);
+/// `named_by` replaces "--chip" in those messages where the path came from elsewhere (a case
+/// file's chip.path).
+LoadedChip load_chip_or_built(const std::string& path, const std::string& named_by = "--chip");
 
 /// A backend over `chip` with one stream, made by backend_factory() (backend_factory.h): "cpu",
 /// or "cuda" (chip/cuda_executor.hpp; throws CheckError with one line when this build has no
@@ -173,6 +175,8 @@ struct CheckRequest {
   std::function<void(std::size_t, char)> on_output;  ///< chip stream's OUT bytes
   /// The chip stream's console bytes once compared: (stream, fd 1 or 2, byte); Options::on_console.
   std::function<void(std::size_t, int, char)> on_console;
+  /// What named the case's chip file, for its errors: "--chip", or a case file's "chip.path".
+  std::string chip_named_by = "--chip";
   /// When set, used instead of loading the case's chip and backend (tests).
   chip::ChipBackend* backend = nullptr;
   /// A guest that ends in a trap (isa.md §6, vector.md §6) with no mismatch ends the check as an
@@ -225,7 +229,9 @@ void lock_run_folder(const std::filesystem::path& dir);
 /// writes a summary.json, junit.xml and report.html of status "error" saying the run did not
 /// finish, which the run's own report replaces. So a run that fails before its report, or is
 /// killed, never leaves an earlier run's pass or case in the folder (docs/ci.md). Throws
-/// CheckError (one line) when the folder cannot be written.
+/// CheckError (one line) when the folder cannot be written, or when it holds files and is not a
+/// run folder (neither DIR/.lockstep.lock nor a summary.json naming its command): someone's
+/// folder is refused, never cleared.
 void claim_run_folder(const std::filesystem::path& dir, const std::string& command);
 
 /// The command failed (`status` "error") or was interrupted ("interrupted") with `message` (its
