@@ -83,7 +83,7 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
     }
     engine::LoadedChip chip;
     try {
-      chip = engine::load_chip_or_built(args->chip);
+      chip = engine::load_chip_or_built(args->chip, "chip-server CHIP");
       engine::make_backend(args->backend, chip.chip);  // the backend exists and takes this chip
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());
@@ -93,6 +93,9 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
       return engine::make_backend(backend_name, chip.chip);
     };
     so.name = "lockstep chip-server " + chip.source;
+    // The chip file's hash, weights and all (found by an outside tester: the configuration's hash
+    // was the same for a chip with one weight changed, and --resume continued on it).
+    so.identity = chip.hash;
     std::uint64_t sessions = 0, steps = 0;
     auto log_session = [&](const dut::SessionStats& st) {
       ++sessions;

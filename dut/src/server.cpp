@@ -144,7 +144,7 @@ class Session {
                         (caps_.hash ? std::uint32_t{kHashCap} : 0u) |
                         (caps_.save_restore ? std::uint32_t{kSaveRestore} : 0u);
       ok.name = opt_.name + " (" + backend_->name() + ")";
-      ok.identity = backend_->identity();
+      ok.identity = opt_.identity.empty() ? backend_->identity() : opt_.identity;
       stats_.accepted = true;
       return encode_hello_ok(ok);
     }

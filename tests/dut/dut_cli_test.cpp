@@ -226,6 +226,18 @@ TEST_F(DutCli, ChipServerOnStdioFailsOnInputThatIsNoFrame) {
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 }
 
+// chip-server's identity is its chip file's hash, weights and all, as `run --chip` reports the file
+// (found by an outside tester: it hashed the configuration alone, the same for a chip with one
+// weight changed, and `run --resume` went on with the other chip's weights).
+TEST_F(DutCli, ChipServersIdentityIsItsChipFilesHash) {
+  const Result built = run_lockstep({"run", crc32_.string(), "--steps", "10", "--chip", kChip, "--json"});
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  const Result served = run_lockstep({"run", crc32_.string(), "--steps", "10", "--dut", server_cmd(), "--json"});
+  ASSERT_EQ(served.exit_code, 0) << served.err;
+  EXPECT_EQ(summary_of(served)["chip_hash"], summary_of(built)["chip_hash"]) << served.out;
+  EXPECT_EQ(summary_of(built)["chip_hash"].get<std::string>().size(), 16u);
+}
+
 TEST_F(DutCli, ReplayOfADutCaseStartsTheChipAgain) {
   const fs::path dir = fresh_dir("replay");
   const Result r = run_lockstep({"run", crc32_.string(), "--mode", "free", "--steps", "3000", "--report",

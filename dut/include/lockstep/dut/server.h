@@ -23,6 +23,10 @@ struct ServerOptions {
   /// Capabilities to announce at most (a kMultiStep | kProbes | kHashCap | kSaveRestore mask; the
   /// backend's own are announced when set here): to test a harness against a plainer chip.
   std::uint32_t capabilities = 0xF;
+  /// Non-empty: HELLO_OK's identity, instead of the backend's (ChipBackend::identity, which hashes
+  /// the chip's configuration alone): `chip-server` gives the chip file's hash, so that a chip with
+  /// other weights has another identity (dut-protocol.md §3.1: --resume refuses it).
+  std::string identity;
 };
 
 /// Counts of one session, for the server's log.
