@@ -83,6 +83,7 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
     }
     engine::LoadedChip chip;
     try {
+      if (args->backend == "cuda") engine::make_backend("cuda", nullptr);  // before the chip is loaded
       chip = engine::load_chip_or_built(args->chip, "chip-server CHIP");
       engine::make_backend(args->backend, chip.chip);  // the backend exists and takes this chip
     } catch (const engine::CheckError& e) {

@@ -1102,6 +1102,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("seed", seed);
     ctx.summary.set("programs", done);
     ctx.summary.set("shard", json::array({shard_i, shard_n}));
+    ctx.summary.set("backend", dut ? std::string("dut") : args->backend);  // as run's --json says
     ctx.summary.set("failures", failures);
     ctx.summary.set("programs_per_second", pps);
     ctx.summary.set("steps_per_second", sps);

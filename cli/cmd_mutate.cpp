@@ -18,6 +18,8 @@
 #include "lockstep/reports/files.h"
 #include "lockstep/campaign/campaign.h"
 #include "lockstep/mutate/mutants.h"
+#include "lockstep/chip/cpu_executor.hpp"
+#include "lockstep/engine/backend_factory.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/format/json_text.h"
 #include "lockstep/format/shell.h"
@@ -121,6 +123,13 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     // "interrupted"), exit 3; before the first mutant (the corpus's profile), at the next phase.
     const std::atomic<bool>* stop = engine::install_stop_handlers();
     ctx.stop = stop;
+    // $LOCKSTEP_CPU_THREADS, checked and obeyed as by run and story: this command makes its CPU
+    // executors itself (found by an outside tester: 7 was taken, and 1 still started pipelines).
+    try {
+      chip::CpuExecutor::set_default_pipelining(engine::cpu_pipelining_from_env());
+    } catch (const std::runtime_error& e) {
+      throw InputError(e.what());
+    }
     if (oracle_seed_opt->count() == 0) a->oracle_program_seed = a->program_seed + 1;
     const bool same_programs = a->oracle_program_seed == a->program_seed;
     if ((same_programs && a->corpus_programs > a->oracle_programs) || a->corpus_steps > a->oracle_steps)

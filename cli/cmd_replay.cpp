@@ -168,6 +168,8 @@ void add_replay_command(CLI::App& app, Context& ctx) {
     std::uint64_t interrupted_prefix = 0;  // the recorded steps of an interrupted run's case
     try {
       req.the_case = engine::Case::read(args->path);
+      if ((args->backend.empty() ? req.the_case.backend : args->backend) == "cuda" && !dut)
+        engine::make_backend("cuda", nullptr);  // an executor this machine lacks fails before any work
       req.chip_named_by = "the case's chip.path (replay --chip FILE runs the case on another)";
       if (!args->backend.empty()) {
         req.the_case.backend = args->backend;

@@ -44,8 +44,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--report", args->report,
                   "Run folder: summary.json, junit.xml, report.html, case.json, checkpoints/");
   cmd->add_option("--checkpoint-every", args->checkpoint_every,
-                  "Checkpoint both sides every N steps into DIR/checkpoints (needs --report)")->check(count_range(0, kMaxStepsOption));
-  cmd->add_option("--hash-every", args->hash_every, "Record both sides' state hashes every N steps")->check(count_range(0, kMaxStepsOption));
+                  "Checkpoint both sides every N steps into DIR/checkpoints (needs --report; 0, the default: none, and the run cannot be resumed)")->check(count_range(0, kMaxStepsOption));
+  cmd->add_option("--hash-every", args->hash_every, "Record both sides' state hashes every N steps (0, the default: none)")->check(count_range(0, kMaxStepsOption));
   cmd->add_option("--classify-window", args->window,
                   "Steps replayed teacher-forced after a divergence to classify it")
       ->check(count_range(1, 100'000'000))  // 0 classified every divergence single-step unchecked

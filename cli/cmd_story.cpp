@@ -146,7 +146,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--steps", args->steps, "Stop after N steps (default: the whole story)")->check(count_range(1, kMaxStepsOption));
   cmd->add_option("--report", args->report, "Write a report (and case.json) into DIR");
   cmd->add_option("--checkpoint-every", args->checkpoint_every,
-                  "Checkpoint both sides every N steps into DIR/checkpoints (needs --report)")->check(count_range(0, kMaxStepsOption));
+                  "Checkpoint both sides every N steps into DIR/checkpoints (needs --report; 0, the default: none, and the run cannot be resumed)")->check(count_range(0, kMaxStepsOption));
   cmd->add_option("--resume", args->resume,
                   "Continue the interrupted story check in DIR (its case.json and checkpoints)");
   cmd->add_flag("--reference-only", args->reference_only,
@@ -165,6 +165,15 @@ void add_story_command(CLI::App& app, Context& ctx) {
     }
     if (args->backend != "cpu" && args->backend != "cuda") {
       throw UsageError("--backend must be cpu or cuda (got '" + args->backend + "')");
+    }
+    // An executor this machine lacks fails before any work, as in run (found by an outside
+    // tester: the whole reference story ran first).
+    if (args->backend == "cuda" && !dut) {
+      try {
+        engine::make_backend("cuda", nullptr);
+      } catch (const engine::CheckError& e) {
+        throw InputError(e.what());
+      }
     }
     if (args->checkpoint_every && args->report.empty() && args->resume.empty()) {
       throw UsageError("--checkpoint-every needs a run folder: --report DIR");
@@ -374,6 +383,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     ctx.summary.add_mismatches(r.mismatches);
     ctx.summary.set("digest", r.digest);
     ctx.summary.set("chip", res.chip_source);
+    ctx.summary.set("backend", r.backend);  // which executor ran it, as run's --json says
     ctx.summary.set("steps_per_second", r.steps_per_second);
     if (r.resumed_from) ctx.summary.set("resumed_from", r.resumed_from);
     if (!r.skipped_checkpoints.empty()) ctx.summary.set("skipped_checkpoints", r.skipped_checkpoints);

@@ -243,6 +243,21 @@ TEST(LockstepCommand, AStoppedCommandWithoutResultsExitsThreeWithOneLine) {
   fs::remove_all(dir);
 }
 
+// $LOCKSTEP_CPU_THREADS is checked by every command that runs the CPU executor, with one line and
+// exit 2 (found by an outside tester: bench and mutate took 7, as they made their executors
+// themselves, and ran on with their default).
+TEST(LockstepCommand, EveryChipCommandChecksLockstepCpuThreads) {
+  const std::string hello = std::string(LOCKSTEP_BINARY_DIR) + "/guests/hello.elf";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", hello}, {"fuzz", "--programs", "1"}, {"bench", "--quick"},
+        {"mutate", "--mutants", "1"}}) {
+    const auto r = lockstep::cli_test::run_lockstep(args, {{"LOCKSTEP_CPU_THREADS", "7"}});
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+    EXPECT_EQ(r.err, "lockstep: error: LOCKSTEP_CPU_THREADS is '7': 1 (one thread a stream) or 2 (pipelined), or unset\n")
+        << args[0];
+  }
+}
+
 // An option given twice is named in words, not in CLI11's "At Most 1 required but received 2"
 // (found by an outside tester).
 TEST(LockstepCommand, AnOptionGivenTwiceSaysSo) {

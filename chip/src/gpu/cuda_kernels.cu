@@ -2,6 +2,7 @@
 // (every layer, the unembedding and the argmax) without returning to the host, so a step is one
 // launch for any number of streams, and n free-running steps are one launch too (docs/cuda.md).
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <new>
 #include <stdexcept>
@@ -123,6 +124,15 @@ bool device_available(std::string& why) {
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     why = std::string("no CUDA device (CUDA runtime: ") + cudaGetErrorString(e) + ")";
+    // The runtime says "driver version is insufficient" also when there is no driver at all (no
+    // libcuda.so.1): say which (found by an outside tester: a machine without a GPU was pointed
+    // at a driver upgrade).
+    if (e == cudaErrorInsufficientDriver) {
+      void* libcuda = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+      if (!libcuda) libcuda = ::dlopen("libcuda.so.1", RTLD_LAZY);
+      if (!libcuda) why = "no CUDA device (no NVIDIA driver: libcuda.so.1 is not installed)";
+      else ::dlclose(libcuda);
+    }
     cudaGetLastError();
     return false;
   }

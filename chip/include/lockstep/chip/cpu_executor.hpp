@@ -2,6 +2,7 @@
 // activations and the weights they touch, not with dense sizes.
 #pragma once
 
+#include <optional>
 #include <memory>
 
 #include "lockstep/chip/backend.hpp"
@@ -35,10 +36,15 @@ class CpuExecutor final : public ChipBackend {
                                     std::span<Token> out) override;
   /// 1024 steps per call with pipelining on (the engine's rounds, fed to the pipeline), else 1.
   std::uint32_t preferred_chunk() const override;
-  /// Pipelining: on by default where std::thread::hardware_concurrency() >= 2. Off: every step
-  /// runs on the calling thread (no worker thread is started).
+  /// Pipelining: on by default where this process may run on two or more CPUs (its affinity
+  /// mask: `taskset -c 0` or a one-CPU container counts one), unless set_default_pipelining()
+  /// decided. Off: every step runs on the calling thread (no worker thread is started).
   void set_pipelining(bool on);
   bool pipelining() const;
+  /// The pipelining of every CpuExecutor made after the call (the commands set it once from
+  /// $LOCKSTEP_CPU_THREADS, so that executors they make themselves, as bench's and mutate's, obey
+  /// it as the backend factory's do); nullopt: the default above.
+  static void set_default_pipelining(std::optional<bool> on);
   /// An MLP's input columns with at least `nnz` weights (default 256; 0: none) are not scattered:
   /// the rows that read them are evaluated by groups of equal dense weights (cpu_executor.cpp,
   /// DenseGroups), with the same values after the ReLU. Takes effect at the next load(). For
