@@ -404,7 +404,14 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   merged["coverage"] = coverage.to_json();
   merged["decision_coverage"] = decisions.to_json();
   if (!report.empty()) {
-    fs::create_directories(report);
+    // The merged report's folder is taken as every run folder is: locked, and refused when it
+    // holds someone else's files (found by the re-test: a merge wrote over a user's files, and
+    // into a folder a running run held).
+    try {
+      engine::claim_run_folder(report, "fuzz");
+    } catch (const engine::CheckError& e) {
+      throw InputError(e.what());
+    }
     write_text(fs::path(report) / "fuzz.json", format::json_text(merged, 2) + "\n");
     if (all_tsv && !tsv_rows.empty()) {  // every shard's programs, by index
       std::stable_sort(tsv_rows.begin(), tsv_rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

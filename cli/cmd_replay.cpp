@@ -76,9 +76,14 @@ Verdict judge(const nlohmann::json& expect, const engine::RunResult& r) {
   const std::uint32_t want_actual = expect.value("actual_token", std::uint32_t{0});
   if (want) {
     v.recorded = "first divergence at step " + std::to_string(want);
-    if (has_tokens)
-      v.recorded += " (pc " + hex_pc(want_pc) + ", " + expect.value("field", std::string("?")) +
-                    " expected token " + std::to_string(want_expected) + ", got " + std::to_string(want_actual) + ")";
+    if (has_tokens) {
+      const auto named = [&expect](const char* text_key, std::uint32_t id) {
+        const std::string text = expect.value(text_key, std::string());
+        return (text.empty() ? std::string("token") : text) + " (token " + std::to_string(id) + ")";
+      };
+      v.recorded += " (pc " + hex_pc(want_pc) + ", " + expect.value("field", std::string("?")) + " expected " +
+                    named("expected_text", want_expected) + ", got " + named("actual_text", want_actual) + ")";
+    }
   } else if (was_interrupted) {
     v.recorded = "no divergence in the first " + std::to_string(want_steps) + " steps, digest " +
                  (want_digest.empty() ? std::string("?") : want_digest) + " (that run was interrupted there)";
@@ -93,7 +98,8 @@ Verdict judge(const nlohmann::json& expect, const engine::RunResult& r) {
   if (want) {
     v.same = first == want;
     if (v.same && has_tokens && div &&
-        (div->pc != want_pc || div->expected != want_expected || div->actual != want_actual)) {
+        (div->pc != want_pc || div->expected != want_expected || div->actual != want_actual ||
+         div->field != expect.value("field", std::string()))) {
       v.same = false;
       v.differently = "it diverges at the same step, but differently: pc " + hex_pc(div->pc) + ", " +
                       div->field + " expected " + div->expected_text + " (token " + std::to_string(div->expected) +
@@ -185,8 +191,22 @@ void add_replay_command(CLI::App& app, Context& ctx) {
         req.the_case.dut.reset();
       }
       if (dut) {  // the case on another chip under test (or the same one, reached another way)
+        // The case's token map and timeouts stay unless given again (found by the re-test: a
+        // replay with --dut dropped the recorded --dut-vocab, and the chip's own ids were read as
+        // the spec's: a false "does NOT reproduce").
+        dut::DutConfig given = args->dut;
+        if (req.the_case.dut) {
+          const dut::DutConfig& was = *req.the_case.dut;
+          if (cmd->count("--dut-vocab") == 0 && !was.vocab.empty()) {
+            given.vocab = was.vocab;
+            ctx.log().info("replay: the case's token map --dut-vocab {} is kept (give --dut-vocab to change it)",
+                           was.vocab.string());
+          }
+          if (cmd->count("--dut-timeout") == 0) given.timeout_s = was.timeout_s;
+          if (cmd->count("--dut-start-timeout") == 0) given.start_timeout_s = was.start_timeout_s;
+        }
         req.the_case.backend = "dut";
-        req.the_case.dut = args->dut;
+        req.the_case.dut = given;
         req.the_case.chip_hash.clear();
       }
       req.the_case.checkpoint_every = 0;

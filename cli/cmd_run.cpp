@@ -70,7 +70,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
         if (dut) throw UsageError("--resume DIR runs the chip the interrupted run ran (its case.json); leave out --dut");
         // The folder first: one a running run holds is "in use", not a case being rewritten
         // (found by an outside tester: it said "cannot read case.json")
-        if (std::filesystem::is_directory(args->resume)) engine::lock_run_folder(args->resume);
+        // (only a run folder: a failed --resume of any other folder leaves no lock file in it,
+        // which would make it look like a run's; found by the re-test)
+        if (std::filesystem::is_directory(args->resume) &&
+            (std::filesystem::exists(std::filesystem::path(args->resume) / "case.json") || std::filesystem::exists(std::filesystem::path(args->resume) / "summary.json")))
+          engine::lock_run_folder(args->resume);
         req.the_case = engine::Case::read(args->resume);
         reject_with_resume(cmd,
                            {"--steps", "--mode", "--teacher-forced-steps", "--compare", "--checkpoint-every", "--chip",

@@ -191,7 +191,11 @@ void add_story_command(CLI::App& app, Context& ctx) {
       if (!args->resume.empty()) {
         // The folder first: one a running run holds is "in use" (lock_run_folder), not a case read
         // while it is rewritten
-        if (fs::is_directory(args->resume)) engine::lock_run_folder(args->resume);
+        // (only a run folder: a failed --resume of any other folder leaves no lock file in it,
+        // which would make it look like a run's; found by the re-test)
+        if (fs::is_directory(args->resume) &&
+            (fs::exists(fs::path(args->resume) / "case.json") || fs::exists(fs::path(args->resume) / "summary.json")))
+          engine::lock_run_folder(args->resume);
         resumed = engine::Case::read(args->resume);
         // --models (a global option) picks the story guest; the resumed run's guest is in its case
         // (found by an outside tester: it was silently ignored)

@@ -337,11 +337,21 @@ Case Case::from_json(const json& j) {
       if (at && c.expect.contains("steps") && case_count(c.expect, "steps", "expect.") < at)
         bad_case_field("expect.first_divergence", c.expect["first_divergence"],
                        "a step within expect.steps (" + std::to_string(case_count(c.expect, "steps", "expect.")) + ")");
+      int given = 0;
       for (const char* k : {"pc", "expected_token", "actual_token"}) {
+        given += c.expect.contains(k);
         if (case_count(c.expect, k, "expect.") > 0xffffffffull)
           bad_case_field(std::string("expect.") + k, c.expect[k], "a 32-bit whole number");
       }
+      given += c.expect.contains("field");
       case_text(c.expect, "field", "", "expect.");
+      // what diverged is recorded whole, and only beside the step it diverged at (found by the
+      // re-test: a missing pc was read as 0, a missing token made the pc ignored)
+      if (given != 0 && given != 4)
+        throw CheckError("case: \"expect\" has some of pc, field, expected_token and actual_token: give all four "
+                         "(what diverged at first_divergence) or none");
+      if (given == 4 && !at)
+        throw CheckError("case: \"expect\" has pc, field and tokens of a divergence but no first_divergence");
       case_text(c.expect, "digest", "", "expect.");
       if (c.expect.contains("interrupted") && !c.expect["interrupted"].is_boolean())
         bad_case_field("expect.interrupted", c.expect["interrupted"], "true or false");
@@ -378,6 +388,7 @@ Case Case::read(const fs::path& path) {
   }
   if (!c.chip_path.empty() && fs::path(c.chip_path).is_relative())
     c.chip_path = (file.parent_path() / c.chip_path).string();
+  if (c.dut && !c.dut->workdir.empty() && c.dut->workdir.is_relative()) c.dut->workdir = file.parent_path() / c.dut->workdir;
   return c;
 }
 
@@ -667,17 +678,35 @@ namespace {
 // folder of someone else's files is not: claiming it would remove its checkpoints/ and plots/ and
 // write over its summary.json, junit.xml and report.html (found by an outside tester: `run
 // --report .` in a project folder deleted the project's checkpoints/ and plots/).
+//
+// A summary.json is an earlier run's when its command is one of the commands that write one into a
+// run folder and its status one of theirs; a "command" of any other tool's is not (found by the
+// re-test: {"command": "pytest -k foo"} let a run delete the folder's checkpoints/). The lock file
+// alone is no proof either: a failed `--resume DIR` of any folder used to leave one.
+bool is_run_summary(const fs::path& file) {
+  try {
+    const json s = reports::parse_json_text(reports::read_file_text(file), file.string());
+    if (!s.is_object()) return false;
+    const std::string command = s.value("command", ""), status = s.value("status", "");
+    return (command == "run" || command == "story" || command == "fuzz" || command == "replay") &&
+           (status == "exact" || status == "mismatch" || status == "interrupted" || status == "error");
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 bool may_claim(const fs::path& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return true;
   if (!fs::is_directory(dir, ec)) return true;  // create_directories names the problem
-  if (fs::is_empty(dir, ec) || fs::exists(dir / kRunFolderLock, ec)) return true;
-  try {
-    const json s = reports::parse_json_text(reports::read_file_text(dir / "summary.json"), (dir / "summary.json").string());
-    return s.is_object() && s.contains("command") && s["command"].is_string();
-  } catch (const std::exception&) {
-    return false;
+  if (is_run_summary(dir / "summary.json")) return true;
+  // A folder holding only what no run removes or writes over: a lock file, a repository's
+  // placeholder, mutate's own result (found by the re-test: a committed reports/.gitkeep was refused).
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name != kRunFolderLock && name != ".gitkeep" && name != ".gitignore" && name != "mutate.json") return false;
   }
+  return !ec;
 }
 }  // namespace
 
@@ -803,7 +832,11 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     chip.source = "dut " + c.dut->describe();
     chip.hash = backend->identity();
     if (!c.chip_hash.empty() && c.chip_hash != chip.hash) {
-      throw CheckError("the chip under test has identity '" + chip.hash + "', the case expects '" + c.chip_hash + "'");
+      throw CheckError("the chip under test has identity '" + chip.hash + "', the case expects '" + c.chip_hash +
+                       "': another chip, or the same one with other weights (" +
+                       (req.resume ? std::string("a run resumes only on the chip it ran; start a new run")
+                                   : std::string("lockstep replay CASE --dut 'COMMAND' runs the case on it as it is")) +
+                       ")");
     }
   } else {
     try {
@@ -976,6 +1009,8 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
           expect["field"] = s.divergence->field;
           expect["expected_token"] = s.divergence->expected;
           expect["actual_token"] = s.divergence->actual;
+          expect["expected_text"] = s.divergence->expected_text;  // for the reader; the ids are compared
+          expect["actual_text"] = s.divergence->actual_text;
         }
         if (s.divergence_unlocated) expect["divergence_within"] = s.steps;
       }

@@ -282,12 +282,18 @@ std::string junit_xml(const json& summary) {
                    str(f, "expected_text") + ", got " + str(f, "actual_text");
     // The step and tokens above are the original program's; the saved case is the program shrunk,
     // which diverges at its own step (found by an outside tester: the two were read as one).
+    // A case not shrunk is the original program run alone, which may diverge elsewhere than in its
+    // batch (found by the re-test).
     const bool shrunk = f.contains("shrunk_words") && f.value("shrunk_words", 0ull) != f.value("original_words", 0ull);
+    const bool elsewhere = f.contains("case_divergence") && f["case_divergence"].is_object() &&
+                           (str(f["case_divergence"], "step") != str(f, "step") ||
+                            str(f["case_divergence"], "pc_hex") != str(f, "pc_hex"));
     if (shrunk) c.message = "original program: " + c.message;
+    else if (elsewhere) c.message = "in its batch: " + c.message;
     if (!dir.empty()) c.message += (shrunk ? "; shrunk case in " : "; case in ") + dir;
-    if (shrunk && f.contains("case_divergence") && f["case_divergence"].is_object()) {
+    if ((shrunk || elsewhere) && f.contains("case_divergence") && f["case_divergence"].is_object()) {
       const json& cd = f["case_divergence"];
-      c.message += ", which diverges at step " + str(cd, "step", "?") + " (pc " + str(cd, "pc_hex") + " " +
+      c.message += std::string(shrunk ? ", which diverges" : ", which run alone diverges") + " at step " + str(cd, "step", "?") + " (pc " + str(cd, "pc_hex") + " " +
                    str(cd, "disassembly") + "): " + str(cd, "field") + " expected " + str(cd, "expected_text") +
                    ", got " + str(cd, "actual_text");
     }

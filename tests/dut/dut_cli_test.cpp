@@ -226,6 +226,38 @@ TEST_F(DutCli, ChipServerOnStdioFailsOnInputThatIsNoFrame) {
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 }
 
+// A replay with --dut keeps the case's token map (--dut-vocab) unless given one (found by the
+// re-test: it was dropped, and the chip's own ids were read as the spec's: "does NOT reproduce").
+TEST_F(DutCli, AReplayOnAnotherDutKeepsTheCasesTokenMap) {
+  const fs::path dir = fresh_dir("replay-vocab");
+  // The spec's own ids (minimal_chip.vocab less its 50,000), with W2(0) and W2(1) swapped: the
+  // built chip's W2(0) is read as W2(1), a divergence at its first W2(0) token.
+  std::ifstream in(fs::path(LOCKSTEP_SOURCE_DIR) / "python" / "examples" / "minimal_chip.vocab");
+  std::ofstream swap(dir / "swap.vocab");
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream words(line);
+    std::string kind;
+    long id = 0;
+    words >> kind >> id;
+    if (kind == "W2(*)") {
+      swap << "W2(0) " << id - 50000 + 1 << "\nW2(1) " << id - 50000 << "\n";
+      for (int p = 2; p < 256; ++p) swap << "W2(" << p << ") " << id - 50000 + p << "\n";
+    } else {
+      swap << kind << " " << id - 50000 << "\n";
+    }
+  }
+  swap.close();
+  const Result r = run_lockstep({"run", crc32_.string(), "--steps", "3000", "--dut", server_cmd(), "--dut-vocab",
+                                 (dir / "swap.vocab").string(), "--report", (dir / "run").string()});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const Result same = run_lockstep({"replay", (dir / "run").string(), "--json", "--dut", server_cmd()});
+  EXPECT_EQ(same.exit_code, 1) << same.err;
+  EXPECT_EQ(summary_of(same)["reproduced"], true) << same.err;
+  EXPECT_NE(same.err.find("the case's token map --dut-vocab " + (dir / "swap.vocab").string() + " is kept"),
+            std::string::npos) << same.err;
+}
+
 // chip-server's identity is its chip file's hash, weights and all, as `run --chip` reports the file
 // (found by an outside tester: it hashed the configuration alone, the same for a chip with one
 // weight changed, and `run --resume` went on with the other chip's weights).

@@ -646,7 +646,8 @@ TEST(RunFolder, AUsersFilesInTheFolderAreNeverReplaced) {
     SCOPED_TRACE(name);
     const fs::path dir = temp_dir(std::string("users-") + name);
     fs::create_directories(dir);
-    std::ofstream(dir / ".lockstep.lock") << "";  // an earlier run's folder, which a user put a file in
+    // an earlier run's folder, which a user put a file in
+    std::ofstream(dir / "summary.json") << R"({"command": "run", "status": "exact"})";
     std::ofstream(dir / name) << "mine\n";
     expect_one_error_line(run({"run", elf, "--report", dir.string()}),
                           "the run folder " + dir.string() + " holds a file named '" + name + "' where a run keeps its " +
@@ -685,11 +686,28 @@ TEST(RunFolder, AFolderOfOtherFilesIsRefusedNotCleared) {
   EXPECT_EQ(slurp(dir / "main.c"), "int main;\n");
   EXPECT_FALSE(fs::exists(dir / "summary.json"));
   EXPECT_FALSE(fs::exists(dir / ".lockstep.lock"));
-  // An empty folder is taken, and once it is a run folder, taken again.
+  // A failed --resume of it leaves no lock file that would make it look like a run's folder, and
+  // another tool's summary.json with a "command" is not a run's (found by the re-test: either let
+  // the next run delete the folder's checkpoints/ and plots/).
+  EXPECT_EQ(run({"run", "--resume", dir.string()}).rc, 2);
+  EXPECT_FALSE(fs::exists(dir / ".lockstep.lock"));
+  std::ofstream(dir / "summary.json") << R"({"command": "pytest -k foo", "status": "ok"})";
+  expect_one_error_line(run({"run", elf, "--report", dir.string()}), says);
+  // fuzz --merge takes its folder as every run does
+  const fs::path shard = temp_dir("project-shard");
+  ASSERT_EQ(run({"fuzz", "--programs", "1", "--report", shard.string()}).rc, 0);
+  expect_one_error_line(run({"fuzz", "--merge", shard.string(), "--report", dir.string()}), says);
+  EXPECT_EQ(slurp(dir / "checkpoints" / "model-epoch3.pt"), "weights\n");
+  EXPECT_EQ(slurp(dir / "plots" / "fig1.svg"), "<svg/>\n");
+  EXPECT_EQ(slurp(dir / "summary.json"), R"({"command": "pytest -k foo", "status": "ok"})");
+  // An empty folder, or one with only a repository's placeholder, is taken, and once it is a run
+  // folder, taken again.
   const fs::path empty = temp_dir("project-empty");
   fs::create_directories(empty);
+  std::ofstream(empty / ".gitkeep") << "";
   EXPECT_EQ(run({"run", elf, "--report", empty.string()}).rc, 0);
   EXPECT_EQ(run({"run", elf, "--report", empty.string()}).rc, 0);
+  EXPECT_TRUE(fs::exists(empty / ".gitkeep"));
 }
 
 // Two runs into one folder: the second is refused while the first holds it (never two writers of
@@ -1584,6 +1602,15 @@ TEST(ReplayCommand, TheSameStepWithOtherTokensDoesNotReproduce) {
   const Proc r = run({"replay", (moved / "case.json").string(), "--json"});
   EXPECT_EQ(r.rc, 1) << r.err;
   EXPECT_EQ(json::parse(r.out)["reproduced"], true) << r.out;
+  // The field is compared too, and what diverged is recorded whole or not at all.
+  json field = c;
+  field["expect"]["field"] = "W3";
+  const auto [fd, fr] = replay_edited("field", field, {"--json"});
+  EXPECT_EQ(json::parse(fr.out)["reproduced"], false) << fr.out;
+  json partial = c;
+  partial["expect"].erase("pc");
+  const auto [pd, pr] = replay_edited("partial", partial);
+  expect_one_error_line(pr, "case: \"expect\" has some of pc, field, expected_token and actual_token: give all four");
   rel["chip"]["path"] = "gone.chip";
   const auto [gd, g] = replay_edited("gone", rel);
   expect_one_error_line(g, "the case's chip.path (replay --chip FILE runs the case on another): ");
