@@ -477,12 +477,16 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
     DutBackend d(config);
     return d.hello();
   }();
+  // Every raw session logs in as the main one does: a chip that asks for a secret (§9) must get
+  // it, or its ERROR 5 would be blamed on the frame under test.
+  const std::string auth = config.token_file.empty() ? std::string() : read_token_file(config.token_file);
   auto raw = [&](const std::string& name, bool hello_first,
                  const std::function<std::string(RawSession&)>& body) {
     try {
       RawSession r{open_connection(config), config.timeout_s, config.start_timeout_s};
       if (hello_first) {
         Hello h;
+        h.auth = auth;
         const auto f = r.exchange(kHello, encode_hello(h));
         if (!f || f->type != (kResponse | kHello)) {
           emit(name, kFail, "HELLO was answered with " + answer_text(f));
@@ -512,6 +516,7 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
   });
   raw("bad frame: another protocol version", false, [&](RawSession& r) {
     Hello h;
+    h.auth = auth;
     h.protocol_version = 99;
     const auto f = r.exchange(kHello, encode_hello(h));
     return is_error(f, kBadVersion) ? std::string() : "answered with " + answer_text(f) + ", expected ERROR 6";

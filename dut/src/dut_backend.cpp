@@ -22,6 +22,8 @@ namespace {
 constexpr char kBlobMagic[4] = {'L', 'K', 'D', 'B'};
 constexpr std::uint32_t kBlobVersion = 1;
 
+}  // namespace
+
 std::string read_token_file(const std::filesystem::path& p) {
   std::error_code ec;
   if (std::filesystem::is_directory(p, ec))
@@ -38,7 +40,6 @@ std::string read_token_file(const std::filesystem::path& p) {
   if (s.empty()) throw DutError("chip under test: --dut-token-file " + p.string() + ": empty (the secret must not be)");
   return s;
 }
-}  // namespace
 
 // ------------------------------------------------------------------------------------ DutConfig
 
@@ -272,7 +273,14 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
       const auto [code, message] = decode_error(f->payload);
       // An ERROR answer to a step request leaves the session open (§3.10): the engine may look for
       // the wrong token it followed (continue_after_error).
-      fail("answered " + what + " with ERROR " + std::to_string(code) + " (" + error_code_name(code) + "): " + message,
+      // A refused login names the option that gives the secret (§9).
+      std::string hint;
+      if (type == kHello && code == kAuthFailed)
+        hint = config_.token_file.empty()
+                   ? " (the chip asks for a secret: give its token file with --dut-token-file FILE)"
+                   : " (--dut-token-file " + config_.token_file.string() + " is not the chip's secret)";
+      fail("answered " + what + " with ERROR " + std::to_string(code) + " (" + error_code_name(code) + "): " + message +
+               hint,
            type == kStep || type == kForced || type == kFree);
     } catch (const Malformed& e) {
       fail(std::string("malformed ERROR frame in answer to ") + what + ": " + e.what());

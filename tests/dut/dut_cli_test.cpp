@@ -727,6 +727,40 @@ TEST_F(DutCli, DutCheckPassesOnChipServerAndFailsOnAFaultyChip) {
   EXPECT_EQ(check_of(summary_of(dies), "the other checks").first, "skip") << summary_of(dies)["checks"].dump(1);
 }
 
+// dut-check of a chip-server that asks for a secret: every session it opens, the raw ones of the
+// bad-frame checks too, sends --dut-token-file (found by an outside tester: 8 checks failed with
+// "HELLO was answered with ERROR 5"); without the option the refusal names it.
+TEST_F(DutCli, DutCheckSendsTheTokenInEverySession) {
+  const fs::path dir = fresh_dir("dut-check-token");
+  const std::string sock = (dir / "chip.sock").string();
+  std::ofstream(dir / "token") << "s3cret-token-0123456789abcdef\n";
+  fs::permissions(dir / "token", fs::perms::owner_read | fs::perms::owner_write);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::freopen("/dev/null", "w", stdout);
+    ::freopen("/dev/null", "w", stderr);
+    ::execl(kExe.c_str(), kExe.c_str(), "chip-server", kChip.c_str(), "--listen", ("unix:" + sock).c_str(),
+            "--token-file", (dir / "token").c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 600 && !fs::exists(sock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(fs::exists(sock)) << "chip-server did not listen";
+  const Result ok = run_lockstep({"dut-check", "--steps", "120", "--json", "--dut-connect", "unix:" + sock,
+                                  "--dut-token-file", (dir / "token").string()});
+  const Result none = run_lockstep({"dut-check", "--steps", "120", "--json", "--dut-connect", "unix:" + sock});
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_EQ(summary_of(ok)["failed"], 0) << summary_of(ok)["checks"].dump(1);
+  EXPECT_EQ(summary_of(ok)["passed"], 21) << summary_of(ok)["checks"].dump(1);
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_NE(none.err.find("ERROR 5 (authentication failed): authentication failed (the chip asks for a secret: give its "
+                          "token file with --dut-token-file FILE)"),
+            std::string::npos)
+      << none.err;
+}
+
 // A chip that cannot be started fails the handshake, and nothing is checked: a broken job, exit 2
 // with one line.
 TEST_F(DutCli, DutCheckOfAChipThatCannotStartIsAnError) {

@@ -58,6 +58,10 @@ struct DutConfig {
   static DutConfig from_json(const nlohmann::json& j);
 };
 
+/// The secret of --dut-token-file `path` as HELLO's `auth` carries it (§9: every trailing CR and
+/// LF removed; empty or over 65,535 bytes refused). Throws DutError (one line).
+std::string read_token_file(const std::filesystem::path& path);
+
 /// The harness side of lockstep-dut/1 behind chip::ChipBackend.
 ///
 /// Token ids in and out of the ChipBackend methods are trace.md §2 ids; on the wire they are the
