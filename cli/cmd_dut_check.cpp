@@ -79,6 +79,10 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
                   "alu,load,store,branch, vector; default: two scalar programs and two vector ones): for a chip "
                   "that implements part of the machine");
   cmd->callback([&ctx, args, cmd] {
+    // A stop keeps the checks done (docs/ci.md): a failed one is still a mismatch, exit 1.
+    const std::atomic<bool>* stop = engine::install_stop_handlers();
+    ctx.stop = stop;
+    args->dut.stop = stop;
     if (!check_dut_options(cmd, args->dut, "", "")) throw UsageError("dut-check: give --dut 'COMMAND' or --dut-connect ADDRESS");
     std::vector<dut::ConformanceGuest> guests;
     if (!args->ops.empty() && !args->guests.empty()) throw UsageError("--ops chooses generated programs: leave out --guest");
@@ -136,13 +140,14 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
         << ", up to " << args->steps << " steps each\n"
         << std::flush;
     std::size_t pass = 0, fail = 0, skip = 0;
+    bool stopped = false;
     const auto lines = dut::run_conformance(
         args->dut, guests,
         [&](const dut::CheckLine& l) {
           out << l.to_string() << "\n" << std::flush;
           (l.verdict == dut::CheckLine::Verdict::kPass ? pass : l.verdict == dut::CheckLine::Verdict::kFail ? fail : skip)++;
         },
-        engine::probe_inconsistency);
+        engine::probe_inconsistency, &stopped);
     nlohmann::json checks = nlohmann::json::array();
     for (const auto& l : lines) {
       checks.push_back({{"check", l.name},
@@ -169,6 +174,17 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("token_kinds_not_compared", unseen);
     // (not when the handshake failed: nothing was compared at all, and the error line says so)
     const bool handshake_failed = !lines.empty() && lines.front().verdict == dut::CheckLine::Verdict::kFail;
+    if (stopped) {
+      // The checks done so far are kept in the summary; a failed one outranks the interruption
+      // (status mismatch, exit 1), as in every command that compares (docs/ci.md).
+      ctx.summary.add_mismatches(fail);
+      out << "dut-check: " << pass << " passed, " << fail << " failed, " << skip << " skipped before the stop\n"
+          << std::flush;
+      throw Interrupted("dut-check was stopped by SIGINT or SIGTERM after " + std::to_string(lines.size()) +
+                        (lines.size() == 1 ? " check" : " checks") + " (" + std::to_string(pass) + " passed, " +
+                        std::to_string(fail) + " failed, " + std::to_string(skip) +
+                        " skipped); the others were not run");
+    }
     if (!unseen.empty() && !handshake_failed) {
       std::string list;
       for (std::size_t i = 0; i < unseen.size() && i < 12; ++i) list += (i ? ", " : "") + unseen[i];

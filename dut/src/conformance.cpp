@@ -165,10 +165,36 @@ std::unique_ptr<Connection> open_connection(const DutConfig& config) {
   }
 }
 
+namespace {
+// Thrown inside run_conformance when SIGINT/SIGTERM stopped it (config.stop).
+struct Halt {};
+void run_checks(const DutConfig& config, const std::vector<ConformanceGuest>& guests,
+                const std::function<void(const CheckLine&)>& on_line, const ProbeJudge& judge,
+                std::vector<CheckLine>& lines);
+}  // namespace
+
 std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vector<ConformanceGuest>& guests,
                                        const std::function<void(const CheckLine&)>& on_line,
-                                       const ProbeJudge& judge) {
+                                       const ProbeJudge& judge, bool* stopped) {
+  if (stopped) *stopped = false;
   std::vector<CheckLine> lines;
+  try {
+    run_checks(config, guests, on_line, judge, lines);
+  } catch (const Halt&) {
+    if (stopped) *stopped = true;
+  }
+  if (stopped && config.stop && config.stop->load()) *stopped = true;
+  return lines;
+}
+
+namespace {
+void run_checks(const DutConfig& config, const std::vector<ConformanceGuest>& guests,
+                const std::function<void(const CheckLine&)>& on_line, const ProbeJudge& judge,
+                std::vector<CheckLine>& lines) {
+  // A stop (SIGINT/SIGTERM) ends the checks: the one it cut short is no finding (Halt).
+  auto halt_if_stopped = [&] {
+    if (config.stop && config.stop->load()) throw Halt{};
+  };
   auto emit = [&](std::string name, CheckLine::Verdict v, std::string detail) {
     lines.push_back({std::move(name), v, std::move(detail)});
     if (on_line) on_line(lines.back());
@@ -194,12 +220,17 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
     return why;
   };
   auto check = [&](const std::string& name, const std::function<std::string()>& f) {
+    halt_if_stopped();
     try {
       const std::string why = f();
       if (why.rfind("skip:", 0) == 0) emit(name, kSkip, why.substr(6));
       else if (why.rfind("pass:", 0) == 0) emit(name, kPass, why.substr(6));
       else emit(name, why.empty() ? kPass : kFail, why.empty() ? why : failed(name, why));
     } catch (const std::exception& e) {
+      if (config.stop && config.stop->load()) {
+        b.reset();
+        throw Halt{};
+      }
       emit(name, kFail, failed(name, e.what()));
       b.reset();
     }
@@ -216,8 +247,9 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
                                                                                           std::to_string(d.vocab().size()) +
                                                                                           " tokens"));
   } catch (const std::exception& e) {
+    halt_if_stopped();
     emit("handshake", kFail, e.what());
-    return lines;  // nothing else can run
+    return;  // nothing else can run
   }
   const std::size_t G = std::min<std::size_t>(guests.size(), b->hello().max_streams);
   const chip::Capabilities caps = b->capabilities();
@@ -245,7 +277,7 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
          "not run (about 19 checks: batches, determinism, the multi-step messages, capabilities and bad frames): "
          "they start from this check's session and single steps, which the chip did not give; fix the failure above "
          "first");
-    return lines;
+    return;
   }
 
   // 3. Agreement with the golden model (teacher-forced).
@@ -473,17 +505,25 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
 
   // 12. Bad frames, each on a raw session: the chip must answer ERROR with the right code and
   // must neither crash nor hang.
+  halt_if_stopped();
   const HelloOk hello_ok = [&] {
-    DutBackend d(config);
-    return d.hello();
+    try {
+      DutBackend d(config);
+      return d.hello();
+    } catch (const std::exception&) {
+      halt_if_stopped();
+      throw;
+    }
   }();
   // Every raw session logs in as the main one does: a chip that asks for a secret (§9) must get
   // it, or its ERROR 5 would be blamed on the frame under test.
   const std::string auth = config.token_file.empty() ? std::string() : read_token_file(config.token_file);
   auto raw = [&](const std::string& name, bool hello_first,
                  const std::function<std::string(RawSession&)>& body) {
+    halt_if_stopped();
     try {
       RawSession r{open_connection(config), config.timeout_s, config.start_timeout_s};
+      r.conn->set_stop(config.stop);
       if (hello_first) {
         Hello h;
         h.auth = auth;
@@ -496,6 +536,7 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
       const std::string why = body(r);
       emit(name, why.empty() ? kPass : kFail, why);
     } catch (const std::exception& e) {
+      halt_if_stopped();
       emit(name, kFail, e.what());
     }
   };
@@ -564,7 +605,7 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
     if (g) return "the session went on after an over-long length (" + answer_text(g) + ")";
     return "";
   });
-  return lines;
 }
+}  // namespace
 
 }  // namespace lockstep::dut

@@ -761,6 +761,53 @@ TEST_F(DutCli, DutCheckSendsTheTokenInEverySession) {
       << none.err;
 }
 
+// A stop (SIGTERM) while dut-check waits on a hanging chip keeps the checks done: after a FAIL the
+// result is a mismatch (exit 1) with the checks in the --json summary and "interrupted" beside
+// them; with nothing failed, exit 3 and the checks done listed (found by an outside tester: both
+// were "interrupted", exit 3, and the summary had no checks).
+TEST_F(DutCli, AStoppedDutCheckKeepsTheChecksDone) {
+  const fs::path dir = fresh_dir("dut-check-stop");
+  struct Case {
+    std::string mode, wait_for;
+    int exit_code;
+    std::size_t checks;
+  };
+  // wrongthenhang 80: the last of the 4 x 20 single steps is wrong (the golden-model check fails),
+  // then the chip hangs at its next request (in the determinism check). hang 1: the first step hangs.
+  for (const Case& c : {Case{"wrongthenhang 80", "FAIL  golden model", 1, 3}, Case{"hang 1", "pass  handshake", 3, 1}}) {
+    SCOPED_TRACE(c.mode);
+    const fs::path out = dir / "out", err = dir / "err";
+    const pid_t pid = lockstep::cli_test::spawn_lockstep(
+        {"dut-check", "--steps", "20", "--json", "--dut-timeout", "60", "--dut", kFaulty + " " + c.mode + " " + kChip},
+        out, err);
+    bool seen = false;
+    for (int i = 0; i < 1200 && !seen; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      seen = slurp(err).find(c.wait_for) != std::string::npos;
+    }
+    EXPECT_TRUE(seen) << slurp(err);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the hang
+    ::kill(pid, SIGTERM);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), c.exit_code) << slurp(err);
+    Result r;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    const json s = summary_of(r);
+    EXPECT_EQ(s["status"], c.exit_code == 1 ? "mismatch" : "interrupted") << s.dump();
+    EXPECT_TRUE(s.contains("interrupted")) << s.dump();
+    ASSERT_EQ(s["checks"].size(), c.checks) << s.dump();
+    for (const json& k : s["checks"])  // the check the stop cut short is not blamed on the chip
+      EXPECT_EQ(k["detail"].get<std::string>().find("stopped"), std::string::npos) << k.dump();
+    EXPECT_NE(r.err.find("lockstep: interrupted: dut-check was stopped by SIGINT or SIGTERM after " +
+                         std::to_string(c.checks)),
+              std::string::npos)
+        << r.err;
+  }
+}
+
 // A chip that cannot be started fails the handshake, and nothing is checked: a broken job, exit 2
 // with one line.
 TEST_F(DutCli, DutCheckOfAChipThatCannotStartIsAnError) {

@@ -51,9 +51,13 @@ using ProbeJudge = std::function<std::string(const chip::ChipBackend& backend, c
 /// fresh session opens one, so that a fault in one check does not hide the others. The probes
 /// check fails when every probe value it reads is the same number, and, with `judge`, when the
 /// probes of a step the chip predicted right do not agree with its tokens.
+///
+/// With config.stop (SIGINT/SIGTERM), a stop ends the checks at once: the check it interrupted is
+/// left out (a wait given up is no finding about the chip), the lines of the checks done are
+/// returned and `*stopped` (when given) is set.
 std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vector<ConformanceGuest>& guests,
                                        const std::function<void(const CheckLine&)>& on_line,
-                                       const ProbeJudge& judge = {});
+                                       const ProbeJudge& judge = {}, bool* stopped = nullptr);
 
 /// Opens the transport of `config` without a handshake (for raw-frame checks and tests).
 /// Throws DutError.
