@@ -834,6 +834,18 @@ TEST_F(DutCli, DutCheckFailsAChipWhoseFreeIsWrong) {
   EXPECT_EQ(check_of(s, "FORCED (teacher-forced steps)").first, "pass");
 }
 
+// A chip wrong only in STEP frames of several entries fails the batch checks, and only them: the
+// STEP after the FORCED and FREE frames is one entry per frame (found by an outside tester: a batch
+// bug was also blamed on FORCED and FREE, "FORCED left another state than single steps").
+TEST_F(DutCli, DutCheckDoesNotBlameABatchBugOnForcedAndFree) {
+  const Result r = run_lockstep({"dut-check", "--steps", "120", "--json", "--dut", kFaulty + " batchbug 0 " + kChip});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json s = summary_of(r);
+  EXPECT_EQ(check_of(s, "batch of streams").first, "fail") << s["checks"].dump(1);
+  EXPECT_EQ(check_of(s, "FORCED (teacher-forced steps)").first, "pass") << s["checks"].dump(1);
+  EXPECT_EQ(check_of(s, "FREE (free-running steps)").first, "pass") << s["checks"].dump(1);
+}
+
 // A chip whose probes are all zeros fails dut-check's probes check.
 // A chip under test that dies while fuzz shrinks a failure it found (faulty_chip wrongthenexit:
 // one wrong token, then an exit at the next STREAMS request, the shrinker's first): the failure is kept,

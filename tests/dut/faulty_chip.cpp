@@ -15,9 +15,10 @@
 // now": a chip that hangs while the divergence is classified, for a stop inside that wait),
 // notoken (the last token of the answer replaced by id 3330, BR(2): an id below vocab_size that
 // trace-v3 cannot produce, a wrong prediction and so a mismatch), none (a
-// correct chip). Three modes plant a bug in every answer
+// correct chip). Four modes plant a bug in every answer
 // of one kind and ignore N: freebug (the last token of every FREE answer replaced as wrongtoken
-// does: STEP and FORCED stay right), stream1 (every EXIT(s) answered for stream 1 becomes
+// does: STEP and FORCED stay right), batchbug (the last token of every STEP answer of two or more
+// tokens has its payload's low bit flipped: a chip wrong only in STEP frames of several entries), stream1 (every EXIT(s) answered for stream 1 becomes
 // EXIT(s ^ 1): a chip whose bug shows only beside another stream, for fuzz's batch-dependent
 // failures) and zeroprobes (every PROBE answer all zeros, its width kept; with N > 0 the N-th
 // TOKENS answer also has a wrong token, as wrongtoken). One mode counts steps instead of answers:
@@ -132,6 +133,12 @@ class Faulty final : public dut::Connection {
       return;
     }
     const bool hello = type == (dut::kResponse | dut::kHello);
+    if (mode_ == "batchbug" && type == (dut::kResponse | dut::kStep) && dut::decode_tokens(payload).size() >= 2) {
+      std::vector<std::uint32_t> t = dut::decode_tokens(payload);
+      t.back() ^= 1;
+      in_->write_frame(type, dut::encode_tokens(t), deadline);
+      return;
+    }
     if (mode_ == "freebug" && type == (dut::kResponse | dut::kFree)) {
       std::vector<std::uint32_t> t = dut::decode_tokens(payload);
       t.back() = t.back() == 256u * 31 ? 256u * 31 + 1 : 256u * 31;  // EXIT(0) / EXIT(1)
@@ -143,7 +150,7 @@ class Faulty final : public dut::Connection {
       in_->write_frame(type, dut::encode_values(zeros), deadline);
       return;
     }
-    if (mode_ == "freebug" || (mode_ == "zeroprobes" && !(n_ > 0 && tokens && answers_ + 1 == n_))) {
+    if (mode_ == "freebug" || mode_ == "batchbug" || (mode_ == "zeroprobes" && !(n_ > 0 && tokens && answers_ + 1 == n_))) {
       if (tokens) ++answers_, steps_ += dut::decode_tokens(payload).size();
       in_->write_frame(type, payload, deadline);
       return;
