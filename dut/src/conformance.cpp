@@ -603,7 +603,23 @@ void run_checks(const DutConfig& config, const std::vector<ConformanceGuest>& gu
     r.conn->write_raw(std::span<const std::uint8_t>(head, 8), until);
     const auto f = r.conn->read_frame(until);
     if (!is_error(f, kMalformed)) return "answered with " + answer_text(f) + ", expected ERROR 1";
-    const auto g = r.conn->read_frame(until);
+    std::optional<Frame> g;
+    try {
+      g = r.conn->read_frame(until);
+    } catch (const Stopped&) {
+      throw;
+    } catch (const Timeout&) {
+      std::ostringstream os;
+      os << "answered ERROR 1 but did not end the session (still open after --dut-timeout " << r.timeout_s
+         << " s; after a length over the limit the frame boundary is lost, and the chip must close the "
+            "connection or exit, §2)";
+      return os.str();
+    } catch (const TransportError&) {
+      // A chip process that exited ended its session, even when a process it started still holds
+      // its stdout open (§1: its exit is what counts).
+      if (!r.conn->exit_status(std::chrono::milliseconds(0)).empty()) return "";
+      throw;
+    }
     if (g) return "the session went on after an over-long length (" + answer_text(g) + ")";
     return "";
   });

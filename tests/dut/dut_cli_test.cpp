@@ -846,6 +846,23 @@ TEST_F(DutCli, DutCheckDoesNotBlameABatchBugOnForcedAndFree) {
   EXPECT_EQ(check_of(s, "FREE (free-running steps)").first, "pass") << s["checks"].dump(1);
 }
 
+// The "length over the limit" check: a chip that answers ERROR 1 and keeps the session open is told
+// so (before: "did not answer within the timeout"); one that answers ERROR 1 and exits while a
+// process it started holds its stdout ended its session (§1) and passes (before: "ended without
+// answering").
+TEST_F(DutCli, DutCheckJudgesTheEndOfTheSessionAfterAnOverLongLength) {
+  const std::string name = "bad frame: length over the limit";
+  const Result keep = run_lockstep(
+      {"dut-check", "--steps", "20", "--json", "--dut-timeout", "2", "--dut", kFaulty + " oversizekeep 0 " + kChip});
+  EXPECT_EQ(keep.exit_code, 1) << keep.err;
+  const auto [kv, kd] = check_of(summary_of(keep), name);
+  EXPECT_EQ(kv, "fail");
+  EXPECT_EQ(kd.rfind("answered ERROR 1 but did not end the session (still open after --dut-timeout 2 s;", 0), 0u) << kd;
+  const Result bg = run_lockstep({"dut-check", "--steps", "20", "--json", "--dut", kFaulty + " oversizebg 0 " + kChip});
+  EXPECT_EQ(bg.exit_code, 0) << bg.err;
+  EXPECT_EQ(check_of(summary_of(bg), name).first, "pass") << summary_of(bg)["checks"].dump(1);
+}
+
 // A chip whose probes are all zeros fails dut-check's probes check.
 // A chip under test that dies while fuzz shrinks a failure it found (faulty_chip wrongthenexit:
 // one wrong token, then an exit at the next STREAMS request, the shrinker's first): the failure is kept,

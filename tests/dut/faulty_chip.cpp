@@ -29,7 +29,9 @@
 // answer that holds the wrong token, when it is not the answer's last, in any kind of answer:
 // trippedbadid (the answer's last id becomes 16777215, not below vocab_size) and trippedshort
 // (the answer loses its last token): a wrong token hidden by a bad answer. A fourth argument `plain` announces MULTI_STEP only
-// (no PROBES, HASH, SAVE_RESTORE).
+// (no PROBES, HASH, SAVE_RESTORE). Two modes answer a frame whose length is over the limit (§2)
+// with ERROR 1 and then: oversizekeep reads on (it does not end the session), oversizebg exits
+// while a process it started (sleep 30) still holds its stdout.
 #include <unistd.h>
 
 #include <csignal>
@@ -53,7 +55,24 @@ class Faulty final : public dut::Connection {
       : dut::Connection(-1, -1, "faulty"), in_(std::move(inner)), mode_(std::move(mode)), n_(n) {}
 
   std::optional<dut::Frame> read_frame(Clock::time_point deadline) override {
-    std::optional<dut::Frame> f = in_->read_frame(deadline);
+    std::optional<dut::Frame> f;
+    try {
+      f = in_->read_frame(deadline);
+    } catch (const dut::Malformed& e) {
+      if (mode_ == "oversizekeep") {  // answers ERROR 1 and reads on, as if the boundary were kept
+        in_->write_frame(dut::kError, dut::encode_error(dut::kMalformed, e.what()), deadline);
+        return in_->read_frame(deadline);
+      }
+      if (mode_ == "oversizebg") {  // answers ERROR 1 and exits, a process it started holding stdout
+        in_->write_frame(dut::kError, dut::encode_error(dut::kMalformed, e.what()), deadline);
+        if (::fork() == 0) {
+          ::execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
+          ::_exit(127);
+        }
+        ::_exit(0);
+      }
+      throw;
+    }
     if (f && mode_ == "wrongthenexit" && fired_ && f->type == dut::kStreams) {
       std::cerr << "faulty_chip: wrongthenexit exits at the first STREAMS after its wrong token\n" << std::flush;
       ::_exit(3);
@@ -150,7 +169,8 @@ class Faulty final : public dut::Connection {
       in_->write_frame(type, dut::encode_values(zeros), deadline);
       return;
     }
-    if (mode_ == "freebug" || mode_ == "batchbug" || (mode_ == "zeroprobes" && !(n_ > 0 && tokens && answers_ + 1 == n_))) {
+    if (mode_ == "freebug" || mode_ == "batchbug" || mode_ == "oversizekeep" || mode_ == "oversizebg" ||
+        (mode_ == "zeroprobes" && !(n_ > 0 && tokens && answers_ + 1 == n_))) {
       if (tokens) ++answers_, steps_ += dut::decode_tokens(payload).size();
       in_->write_frame(type, payload, deadline);
       return;
