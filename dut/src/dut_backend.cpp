@@ -176,6 +176,54 @@ DutBackend::~DutBackend() {
   conn_.reset();
 }
 
+std::string DutBackend::end_session() {
+  if (!conn_) return "";
+  std::string finding;
+  if (fault_.empty()) {
+    try {
+      const auto until = deadline(config_.timeout_s);
+      conn_->write_frame(kBye, {}, until);
+      const std::optional<Frame> f = conn_->read_frame(until);
+      if (!f) {
+        finding = "BYE was not answered (the chip ended the session first), expected OK (§3.10)";
+      } else if (f->type == kError) {
+        std::string what = "a malformed ERROR";
+        try {
+          const auto [code, message] = decode_error(f->payload);
+          what = "ERROR " + std::to_string(code) + " (" + error_code_name(code) + "): " + message;
+        } catch (const Malformed&) {
+        }
+        finding = "BYE was answered with " + what + ", expected OK (§3.10)";
+      } else if (f->type != (kResponse | kBye)) {
+        finding = "BYE was answered with " + type_name(f->type) + ", expected OK (§3.10)";
+      }
+    } catch (const Stopped&) {
+      conn_->kill_peer();
+      throw DutError("chip under test: stopped by SIGINT/SIGTERM while waiting on BYE");
+    } catch (const Timeout&) {
+      finding = "BYE was not answered within --dut-timeout " + format::json_text(json(config_.timeout_s)) +
+                " s, expected OK (§3.10)";
+    } catch (const std::exception& e) {
+      finding = std::string("BYE: ") + e.what();
+    }
+    if (fault_.empty()) fault_ = "chip under test: the session ended";
+  }
+  std::string note = conn_->finish();
+  // A chip that ignores the end of its input breaks a MUST (§1); processes it left running are
+  // ended with a warning (§1 allows them).
+  constexpr std::string_view kNoExit = "did not exit within 5 s";
+  if (note.rfind(kNoExit, 0) == 0) {
+    const auto cut = note.find("; ");
+    const std::string own = note.substr(0, cut);
+    note = cut == std::string::npos ? "" : note.substr(cut + 2);
+    finding += (finding.empty() ? "" : "; ") + std::string("the chip process ") + own +
+               " (a chip MUST exit when it reads end of file, §1)";
+  }
+  if (!note.empty()) std::cerr << "lockstep: warn: " << conn_->peer() << " " << note << "\n";
+  conn_.reset();
+  return finding;
+}
+
 Connection::Clock::time_point DutBackend::deadline(double seconds) const {
   return Connection::Clock::now() + std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
 }

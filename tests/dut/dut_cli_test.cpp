@@ -689,7 +689,10 @@ TEST_F(DutCli, DutCheckPassesOnChipServerAndFailsOnAFaultyChip) {
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   const json s = summary_of(ok);
   EXPECT_EQ(s["failed"], 0);
-  EXPECT_EQ(s["passed"], 21);
+  EXPECT_EQ(s["passed"], 22);
+  EXPECT_EQ(check_of(s, "session end (BYE, end of input)").second,
+            "BYE answered with OK, the chip process exited at the end of its input");
+  EXPECT_EQ(ok.err.find("lockstep: warn:"), std::string::npos) << ok.err;
   EXPECT_NE(check_of(s, "probes").second.find("the convention fields agree with the first step's tokens"),
             std::string::npos)
       << s["checks"].dump(1);
@@ -753,7 +756,7 @@ TEST_F(DutCli, DutCheckSendsTheTokenInEverySession) {
   ::waitpid(pid, &status, 0);
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   EXPECT_EQ(summary_of(ok)["failed"], 0) << summary_of(ok)["checks"].dump(1);
-  EXPECT_EQ(summary_of(ok)["passed"], 21) << summary_of(ok)["checks"].dump(1);
+  EXPECT_EQ(summary_of(ok)["passed"], 22) << summary_of(ok)["checks"].dump(1);
   EXPECT_EQ(none.exit_code, 2) << none.err;
   EXPECT_NE(none.err.find("ERROR 5 (authentication failed): authentication failed (the chip asks for a secret: give its "
                           "token file with --dut-token-file FILE)"),
@@ -861,6 +864,38 @@ TEST_F(DutCli, DutCheckJudgesTheEndOfTheSessionAfterAnOverLongLength) {
   const Result bg = run_lockstep({"dut-check", "--steps", "20", "--json", "--dut", kFaulty + " oversizebg 0 " + kChip});
   EXPECT_EQ(bg.exit_code, 0) << bg.err;
   EXPECT_EQ(check_of(summary_of(bg), name).first, "pass") << summary_of(bg)["checks"].dump(1);
+}
+
+// The end of a session (§1, §3.10) is a check: BYE answered with ERROR, BYE never answered, and a
+// chip process that does not exit at the end of its input each fail it, once (found by an outside
+// tester: the first two passed silently, the third was a warning printed twice).
+TEST_F(DutCli, DutCheckChecksTheEndOfTheSession) {
+  const std::string name = "session end (BYE, end of input)";
+  struct Case {
+    std::string mode, detail;
+  };
+  for (const Case& c :
+       {Case{"byeerror", "BYE was answered with ERROR 7 (internal error of the chip): BYE is not for me, expected OK (§3.10)"},
+        Case{"byenoanswer", "BYE was not answered within --dut-timeout 2.0 s, expected OK (§3.10); the chip process did not "
+                            "exit within 5 s of the end of its input"},
+        Case{"ignoreeof", "the chip process did not exit within 5 s of the end of its input"}}) {
+    SCOPED_TRACE(c.mode);
+    const Result r = run_lockstep(
+        {"dut-check", "--steps", "20", "--json", "--dut-timeout", "2", "--dut", kFaulty + " " + c.mode + " 0 " + kChip});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    const json s = summary_of(r);
+    EXPECT_EQ(s["failed"], 1) << s["checks"].dump(1);
+    const auto [verdict, detail] = check_of(s, name);
+    EXPECT_EQ(verdict, "fail");
+    EXPECT_EQ(detail.rfind(c.detail, 0), 0u) << detail;
+    // the FAIL line (on stderr under --json) says it, once, and no warn: line repeats it
+    std::size_t said = 0;
+    for (auto at = r.err.find("did not exit within 5 s"); at != std::string::npos;
+         at = r.err.find("did not exit within 5 s", at + 1))
+      ++said;
+    EXPECT_EQ(said, c.mode == "byeerror" ? 0u : 1u) << r.err;
+    EXPECT_EQ(r.err.find("lockstep: warn:"), std::string::npos) << r.err;
+  }
 }
 
 // A chip whose probes are all zeros fails dut-check's probes check.

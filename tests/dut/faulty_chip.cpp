@@ -31,7 +31,9 @@
 // (the answer loses its last token): a wrong token hidden by a bad answer. A fourth argument `plain` announces MULTI_STEP only
 // (no PROBES, HASH, SAVE_RESTORE). Two modes answer a frame whose length is over the limit (§2)
 // with ERROR 1 and then: oversizekeep reads on (it does not end the session), oversizebg exits
-// while a process it started (sleep 30) still holds its stdout.
+// while a process it started (sleep 30) still holds its stdout. Three break the end of a session
+// (§1, §3.10): byeerror answers BYE with ERROR 7, byenoanswer never answers BYE (and hangs),
+// ignoreeof answers BYE and then hangs instead of exiting at the end of its input.
 #include <unistd.h>
 
 #include <csignal>
@@ -106,6 +108,14 @@ class Faulty final : public dut::Connection {
   }
 
   void write_frame(std::uint32_t type, std::span<const std::uint8_t> payload, Clock::time_point deadline) override {
+    if (type == (dut::kResponse | dut::kBye) && (mode_ == "byeerror" || mode_ == "byenoanswer" || mode_ == "ignoreeof")) {
+      if (mode_ == "byeerror") {
+        in_->write_frame(dut::kError, dut::encode_error(dut::kInternal, "BYE is not for me"), deadline);
+        return;
+      }
+      if (mode_ == "ignoreeof") in_->write_frame(type, payload, deadline);
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
     const bool tokens = type == (dut::kResponse | dut::kStep) || type == (dut::kResponse | dut::kForced) ||
                         type == (dut::kResponse | dut::kFree);
     if (mode_ == "stream1" && tokens) {
@@ -170,6 +180,7 @@ class Faulty final : public dut::Connection {
       return;
     }
     if (mode_ == "freebug" || mode_ == "batchbug" || mode_ == "oversizekeep" || mode_ == "oversizebg" ||
+        mode_ == "byeerror" || mode_ == "byenoanswer" || mode_ == "ignoreeof" ||
         (mode_ == "zeroprobes" && !(n_ > 0 && tokens && answers_ + 1 == n_))) {
       if (tokens) ++answers_, steps_ += dut::decode_tokens(payload).size();
       in_->write_frame(type, payload, deadline);

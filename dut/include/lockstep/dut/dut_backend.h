@@ -76,6 +76,11 @@ class DutBackend final : public chip::ChipBackend {
   explicit DutBackend(const DutConfig& config);
   /// Sends BYE and ends the session (§1): the child is waited for, then terminated.
   ~DutBackend() override;
+  /// Ends the session now as the destructor does, and returns what broke the protocol's rules for
+  /// its end, "" when nothing did: BYE not answered with OK within --dut-timeout (§3.10), a chip
+  /// process that did not exit within 5 s of the end of its input (§1). A process the chip left
+  /// running is a `warn:` line on stderr, as at the destructor. Afterwards every request throws.
+  std::string end_session();
 
   std::string name() const override;
   void load(std::shared_ptr<const chip::Chip>) override;
