@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 
+#include "lockstep/format/shell.h"
 #include "lockstep/format/tokens.h"
 
 namespace lockstep::dut {
@@ -154,7 +155,9 @@ bool is_error(const std::optional<Frame>& f, std::uint32_t code) {
 
 std::string CheckLine::to_string() const {
   const char* v = verdict == Verdict::kPass ? "pass" : verdict == Verdict::kFail ? "FAIL" : "skip";
-  return std::string(v) + "  " + name + (detail.empty() ? "" : ": " + detail);
+  // A detail quotes what the chip sent (its name and identity, an ERROR's message): its control
+  // characters escaped, the line stays one line and sends no terminal escape.
+  return std::string(v) + "  " + name + (detail.empty() ? "" : ": " + format::escape_controls(detail));
 }
 
 std::unique_ptr<Connection> open_connection(const DutConfig& config) {

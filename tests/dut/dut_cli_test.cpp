@@ -898,6 +898,19 @@ TEST_F(DutCli, DutCheckChecksTheEndOfTheSession) {
   }
 }
 
+// A chip's name and identity are printed with their control characters escaped: one line each, no
+// terminal escape (found by an outside tester: a name with a newline and ESC[31m broke the line).
+TEST_F(DutCli, DutCheckEscapesTheChipsText) {
+  const Result r = run_lockstep({"dut-check", "--steps", "20", "--dut", kFaulty + " evilname 0 " + kChip});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("pass  handshake: 'evil\\nname\\x1b[31mred', vocab_size "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("identity 'id\\x07\\r'"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(r.out.find('\r'), std::string::npos);
+  for (const char* line_start : {"evil", "name", "red"})
+    EXPECT_EQ(r.out.find(std::string("\n") + line_start), std::string::npos) << r.out;
+}
+
 // A chip whose probes are all zeros fails dut-check's probes check.
 // A chip under test that dies while fuzz shrinks a failure it found (faulty_chip wrongthenexit:
 // one wrong token, then an exit at the next STREAMS request, the shrinker's first): the failure is kept,

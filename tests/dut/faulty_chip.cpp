@@ -33,7 +33,8 @@
 // with ERROR 1 and then: oversizekeep reads on (it does not end the session), oversizebg exits
 // while a process it started (sleep 30) still holds its stdout. Three break the end of a session
 // (§1, §3.10): byeerror answers BYE with ERROR 7, byenoanswer never answers BYE (and hangs),
-// ignoreeof answers BYE and then hangs instead of exiting at the end of its input.
+// ignoreeof answers BYE and then hangs instead of exiting at the end of its input. evilname
+// announces a name and an identity with control characters (a newline, ESC, BEL, CR).
 #include <unistd.h>
 
 #include <csignal>
@@ -116,6 +117,13 @@ class Faulty final : public dut::Connection {
       if (mode_ == "ignoreeof") in_->write_frame(type, payload, deadline);
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
+    if (mode_ == "evilname" && type == (dut::kResponse | dut::kHello)) {
+      dut::HelloOk h = dut::decode_hello_ok(payload);
+      h.name = "evil\nname\x1b[31mred";
+      h.identity = "id\a\r";
+      in_->write_frame(type, dut::encode_hello_ok(h), deadline);
+      return;
+    }
     const bool tokens = type == (dut::kResponse | dut::kStep) || type == (dut::kResponse | dut::kForced) ||
                         type == (dut::kResponse | dut::kFree);
     if (mode_ == "stream1" && tokens) {
@@ -180,7 +188,7 @@ class Faulty final : public dut::Connection {
       return;
     }
     if (mode_ == "freebug" || mode_ == "batchbug" || mode_ == "oversizekeep" || mode_ == "oversizebg" ||
-        mode_ == "byeerror" || mode_ == "byenoanswer" || mode_ == "ignoreeof" ||
+        mode_ == "byeerror" || mode_ == "byenoanswer" || mode_ == "ignoreeof" || mode_ == "evilname" ||
         (mode_ == "zeroprobes" && !(n_ > 0 && tokens && answers_ + 1 == n_))) {
       if (tokens) ++answers_, steps_ += dut::decode_tokens(payload).size();
       in_->write_frame(type, payload, deadline);

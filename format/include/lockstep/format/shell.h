@@ -1,5 +1,5 @@
 // Command lines that the tools print for a user to paste into a POSIX shell (repeat, replay and
-// resume commands).
+// resume commands), and text from outside made safe to print in a line of output.
 #pragma once
 
 #include <string>
@@ -15,5 +15,10 @@ std::string shell_word(std::string_view s);
 /// `s` in single quotes always (as shell_word quotes it): for a whole command given as one word,
 /// such as `--dut 'python3 chip.py'`, so that it reads as one.
 std::string shell_quoted(std::string_view s);
+
+/// `s` with each control character (below 0x20, and DEL) written as `\n`, `\r`, `\t` or `\xNN`,
+/// other bytes unchanged (UTF-8 included): text from outside, such as a chip's name, printed in a
+/// line of output, stays on that line and sends no terminal escape sequence.
+std::string escape_controls(std::string_view s);
 
 }  // namespace lockstep::format
