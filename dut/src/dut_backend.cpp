@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -147,8 +148,16 @@ DutBackend::DutBackend(const DutConfig& config) : config_(config) {
     fail("speaks trace '" + hello_.trace_version + "', this harness checks " + std::string(kTraceVersion));
   }
   if (hello_.max_streams == 0) fail("HELLO_OK announces max_streams 0 (at least 1)");
-  if (hello_.capabilities & ~0xFu) {
-    fail("HELLO_OK sets reserved capability bits (" + std::to_string(hello_.capabilities) + ")");
+  if (const std::uint32_t reserved = hello_.capabilities & ~0xFu) {
+    // The reserved part only, as a mask and its bit numbers (the whole mask in decimal hid them).
+    char mask[16];
+    std::snprintf(mask, sizeof mask, "0x%x", reserved);
+    std::string bits;
+    int count = 0;
+    for (int bit = 4; bit < 32; ++bit)
+      if (reserved >> bit & 1u) bits += (count++ ? ", " : "") + std::to_string(bit);
+    fail("HELLO_OK sets reserved capability " + std::string(count == 1 ? "bit" : "bits") + " (" + mask + ": " +
+         (count == 1 ? "bit " : "bits ") + bits + "; only bits 0 to 3 are defined, the others must be 0, §3.1)");
   }
   try {
     vocab_ = config_.vocab.empty() ? VocabMap::identity(hello_.vocab_size)

@@ -911,6 +911,16 @@ TEST_F(DutCli, DutCheckEscapesTheChipsText) {
     EXPECT_EQ(r.out.find(std::string("\n") + line_start), std::string::npos) << r.out;
 }
 
+// A reserved capability bit is named by itself (found by an outside tester: "(143)", the whole mask).
+TEST_F(DutCli, AReservedCapabilityBitIsNamed) {
+  const Result r = run_lockstep({"dut-check", "--steps", "20", "--dut", kFaulty + " reservedcap 0 " + kChip});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.out.find("FAIL  handshake: chip under test: HELLO_OK sets reserved capability bit (0x80: bit 7; only bits "
+                       "0 to 3 are defined, the others must be 0, §3.1)\n"),
+            std::string::npos)
+      << r.out;
+}
+
 // A chip whose probes are all zeros fails dut-check's probes check.
 // A chip under test that dies while fuzz shrinks a failure it found (faulty_chip wrongthenexit:
 // one wrong token, then an exit at the next STREAMS request, the shrinker's first): the failure is kept,

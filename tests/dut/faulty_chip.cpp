@@ -34,7 +34,8 @@
 // while a process it started (sleep 30) still holds its stdout. Three break the end of a session
 // (§1, §3.10): byeerror answers BYE with ERROR 7, byenoanswer never answers BYE (and hangs),
 // ignoreeof answers BYE and then hangs instead of exiting at the end of its input. evilname
-// announces a name and an identity with control characters (a newline, ESC, BEL, CR).
+// announces a name and an identity with control characters (a newline, ESC, BEL, CR);
+// reservedcap sets reserved capability bit 7 in HELLO_OK.
 #include <unistd.h>
 
 #include <csignal>
@@ -117,6 +118,12 @@ class Faulty final : public dut::Connection {
       if (mode_ == "ignoreeof") in_->write_frame(type, payload, deadline);
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
+    if (mode_ == "reservedcap" && type == (dut::kResponse | dut::kHello)) {
+      dut::HelloOk h = dut::decode_hello_ok(payload);
+      h.capabilities |= 1u << 7;
+      in_->write_frame(type, dut::encode_hello_ok(h), deadline);
+      return;
+    }
     if (mode_ == "evilname" && type == (dut::kResponse | dut::kHello)) {
       dut::HelloOk h = dut::decode_hello_ok(payload);
       h.name = "evil\nname\x1b[31mred";
@@ -189,6 +196,7 @@ class Faulty final : public dut::Connection {
     }
     if (mode_ == "freebug" || mode_ == "batchbug" || mode_ == "oversizekeep" || mode_ == "oversizebg" ||
         mode_ == "byeerror" || mode_ == "byenoanswer" || mode_ == "ignoreeof" || mode_ == "evilname" ||
+        mode_ == "reservedcap" ||
         (mode_ == "zeroprobes" && !(n_ > 0 && tokens && answers_ + 1 == n_))) {
       if (tokens) ++answers_, steps_ += dut::decode_tokens(payload).size();
       in_->write_frame(type, payload, deadline);
