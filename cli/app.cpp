@@ -55,6 +55,18 @@ bool argv_has_json(int argc, char** argv) {
   return false;
 }
 
+// `chip-server --stdio`: its stdout carries the protocol's frames and nothing else (dut-protocol.md
+// §1), so no --json summary goes there, not even a refusal's (its one stderr line says it).
+bool argv_is_stdio_server(int argc, char** argv) {
+  bool server = false, stdio = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) break;
+    server = server || std::strcmp(argv[i], "chip-server") == 0;
+    stdio = stdio || std::strcmp(argv[i], "--stdio") == 0;
+  }
+  return server && stdio;
+}
+
 // "The following arguments were not expected: a b (see lockstep --help)".
 std::string unexpected(const std::vector<std::string>& args) {
   std::string out = args.size() == 1 ? "The following argument was not expected:"
@@ -249,13 +261,14 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
                    "only (default: $LOCKSTEP_MODELS, then ../shared/models)");
     app.footer("Exit status: 0 exact, 1 mismatch, 2 bad input, usage or error, 3 interrupted (docs/ci.md).");
     // Runs after all options are parsed, before the subcommand's callback.
-    app.parse_complete_callback([&ctx, &app] {
+    app.parse_complete_callback([&ctx, &app, argc, argv] {
       setup_logging(ctx.options.log_level);
       const auto chosen = app.get_subcommands();
       if (!chosen.empty()) ctx.summary.set("command", chosen.front()->get_name());
       // Until the command installs handlers that keep its partial results, a stop ends it at
       // once with exit status 3 and one line (never 130/143 with nothing said).
-      if (!chosen.empty()) install_interrupt_fallback(chosen.front()->get_name(), ctx.options.json);
+      if (!chosen.empty())
+        install_interrupt_fallback(chosen.front()->get_name(), ctx.options.json && !argv_is_stdio_server(argc, argv));
     });
 
     for (const auto& add : registrars) add(app, ctx);
@@ -340,7 +353,7 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
     } catch (...) {
     }
   }
-  if (ctx.options.json || argv_has_json(argc, argv)) ctx.summary.emit(std::cout);
+  if ((ctx.options.json || argv_has_json(argc, argv)) && !argv_is_stdio_server(argc, argv)) ctx.summary.emit(std::cout);
   // Output the caller asked for that never arrived (a full disk, a closed pipe) is not a pass:
   // one error line, and exit 2 where the run would have exited 0 (a mismatch or an interruption
   // keeps its own code). std::cout writes through C's stdout (sync_with_stdio), whose error flag

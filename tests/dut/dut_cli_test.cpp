@@ -270,6 +270,19 @@ TEST_F(DutCli, ChipServersIdentityIsItsChipFilesHash) {
   EXPECT_EQ(summary_of(built)["chip_hash"].get<std::string>().size(), 16u);
 }
 
+// `chip-server --stdio` writes nothing but frames to stdout: refused (--json, a bad option), it says
+// so on stderr only (found by an outside tester: --json put the refusal's summary on stdout, the
+// protocol's channel).
+TEST_F(DutCli, ChipServerOnStdioRefusesOnStderrOnly) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--json", "chip-server", kChip, "--stdio"},
+                                                std::vector<std::string>{"--json", "chip-server", kChip, "--stdio", "--bogus"}}) {
+    const Result r = run_lockstep(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(error_lines(r.err).size(), 1u) << r.err;
+  }
+}
+
 TEST_F(DutCli, ReplayOfADutCaseStartsTheChipAgain) {
   const fs::path dir = fresh_dir("replay");
   const Result r = run_lockstep({"run", crc32_.string(), "--mode", "free", "--steps", "3000", "--report",
