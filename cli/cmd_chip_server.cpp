@@ -43,7 +43,9 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
                 "Allow a --listen address that is not a Unix socket or loopback (needs --token-file)");
   cmd->add_option("--token-file", args->token_file,
                   "Shared secret a harness must send (--dut-token-file) before it may drive the chip");
-  cmd->add_option("--max-streams", args->max_streams, "Streams one session may use (1..65536)")->capture_default_str();
+  cmd->add_option("--max-streams", args->max_streams, "Streams one session may use (1..65536)")
+      ->check(count_range(1, dut::kMaxEntries))  // before the generic check, so that -1 gets this range too
+      ->capture_default_str();
   cmd->add_option("--sessions", args->sessions,
                   "Exit after N sessions served (HELLO accepted; a refused HELLO, such as a wrong token, is not "
                   "counted) (default: serve until SIGINT/SIGTERM)")
@@ -51,6 +53,12 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, args] {
     if (args->stdio == !args->listen.empty()) throw UsageError("chip-server: give exactly one of --listen ADDRESS and --stdio");
     if (args->stdio && ctx.options.json) throw UsageError("chip-server --stdio: stdout carries the protocol, so no --json");
+    // Options of a listening server mean nothing to the one session on stdin/stdout: refused, not
+    // ignored.
+    if (args->stdio && args->allow_remote)
+      throw UsageError("chip-server --stdio: --allow-remote is for --listen (a stdio session is its parent's alone)");
+    if (args->stdio && args->sessions)
+      throw UsageError("chip-server --stdio serves one session: --sessions is for --listen");
     if (args->max_streams < 1 || args->max_streams > dut::kMaxEntries) {
       throw UsageError("--max-streams must be 1..65536 (got " + std::to_string(args->max_streams) + ")");
     }
@@ -183,7 +191,8 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
           } else if (count) {
             log_session(st);
           } else if (st.hello) {
-            spdlog::warn("chip-server: a session was refused at HELLO ({}); not counted as a session", st.ended);
+            spdlog::warn("chip-server: a session was refused at HELLO ({}); not counted as a session",
+                         st.hello_refused.empty() ? st.ended : st.hello_refused);
           } else {
             spdlog::info("chip-server: a connection closed without HELLO ({}); not counted as a session", st.ended);
           }

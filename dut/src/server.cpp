@@ -62,6 +62,7 @@ class Session {
       }
       if (refusal) {
         ++stats_.errors;
+        if (type == kHello && !stats_.accepted) stats_.hello_refused = refusal->message;
         send_error(refusal->code, refusal->message);
         if (refusal->code == kAuthFailed) {
           stats_.ended = "authentication failed";

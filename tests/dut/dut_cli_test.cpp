@@ -283,6 +283,30 @@ TEST_F(DutCli, ChipServerOnStdioRefusesOnStderrOnly) {
   }
 }
 
+// Options of a listening server are refused with --stdio, not ignored; --max-streams says its range
+// (found by an outside tester: --allow-remote and --sessions were accepted and ignored, and
+// --max-streams -1 said "0 to 18446744073709551615").
+TEST_F(DutCli, ChipServerRefusesOptionsItWouldIgnore) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string line;
+  };
+  for (const Case& c :
+       {Case{{"chip-server", kChip, "--stdio", "--allow-remote"},
+             "lockstep: error: chip-server --stdio: --allow-remote is for --listen (a stdio session is its parent's alone)"},
+        Case{{"chip-server", kChip, "--stdio", "--sessions", "5"},
+             "lockstep: error: chip-server --stdio serves one session: --sessions is for --listen"},
+        Case{{"chip-server", kChip, "--stdio", "--max-streams", "-1"},
+             "lockstep: error: --max-streams: must be a whole number from 1 to 65536"}}) {
+    const Result r = run_lockstep(c.args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    const auto lines = error_lines(r.err);
+    ASSERT_EQ(lines.size(), 1u) << r.err;
+    EXPECT_EQ(lines[0].rfind(c.line, 0), 0u) << lines[0];
+    EXPECT_EQ(r.out, "");
+  }
+}
+
 TEST_F(DutCli, ReplayOfADutCaseStartsTheChipAgain) {
   const fs::path dir = fresh_dir("replay");
   const Result r = run_lockstep({"run", crc32_.string(), "--mode", "free", "--steps", "3000", "--report",
@@ -754,7 +778,7 @@ TEST_F(DutCli, DutCheckSendsTheTokenInEverySession) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::freopen("/dev/null", "w", stdout);
-    ::freopen("/dev/null", "w", stderr);
+    ::freopen((dir / "server.err").c_str(), "w", stderr);
     ::execl(kExe.c_str(), kExe.c_str(), "chip-server", kChip.c_str(), "--listen", ("unix:" + sock).c_str(),
             "--token-file", (dir / "token").c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
@@ -775,6 +799,12 @@ TEST_F(DutCli, DutCheckSendsTheTokenInEverySession) {
                           "token file with --dut-token-file FILE)"),
             std::string::npos)
       << none.err;
+  // The server logs why it refused dut-check's HELLO of another protocol version (it said "end of
+  // stream", how the session ended after the refusal).
+  const std::string log = slurp(dir / "server.err");
+  EXPECT_NE(log.find("a session was refused at HELLO (this chip speaks protocol version 1, not 99); not counted"),
+            std::string::npos)
+      << log;
 }
 
 // A stop (SIGTERM) while dut-check waits on a hanging chip keeps the checks done: after a FAIL the

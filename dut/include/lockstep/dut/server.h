@@ -40,6 +40,9 @@ struct SessionStats {
   /// `chip-server --sessions N` counts. A refused HELLO (a wrong token, another protocol
   /// version) is not.
   bool accepted = false;
+  /// Why the last HELLO was refused, when it was: the ERROR's message ("this chip speaks protocol
+  /// version 1, not 99", "authentication failed"); empty when none was.
+  std::string hello_refused;
   /// Why the session ended: "BYE", "end of stream", "authentication failed", or "malformed
   /// input: ..." with the message the peer was sent (an over-long frame, text where a frame
   /// belongs).
