@@ -454,8 +454,8 @@ void DutBackend::step_batch(std::span<const chip::StreamId> streams, std::span<c
     fail(std::string("malformed frame in answer to STEP: ") + ex.what());
   }
   if (ids.size() != streams.size()) {
-    fail("answered STEP of " + std::to_string(streams.size()) + " streams with " + std::to_string(ids.size()) +
-             " tokens (the wrong batch size)",
+    fail("answered STEP of " + std::to_string(streams.size()) + (streams.size() == 1 ? " stream" : " streams") +
+             " with " + std::to_string(ids.size()) + (ids.size() == 1 ? " token" : " tokens") + " (the wrong batch size)",
          true);
   }
   for (std::size_t i = 0; i < streams.size(); ++i) out[i] = from_chip(ids[i], streams[i], ++steps_[streams[i]]);

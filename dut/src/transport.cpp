@@ -361,7 +361,7 @@ class ChildConnection final : public Connection {
       const pid_t r = ::waitpid(pid_, &st, WNOHANG);
       if (r == pid_) {
         if (WIFEXITED(st)) status_ = "exited with status " + std::to_string(WEXITSTATUS(st));
-        else if (WIFSIGNALED(st)) status_ = std::string("killed by signal ") + std::to_string(WTERMSIG(st)) + " (" +
+        else if (WIFSIGNALED(st)) status_ = std::string("was killed by signal ") + std::to_string(WTERMSIG(st)) + " (" +
                                             strsignal(WTERMSIG(st)) + ")";
         else status_ = "ended";
         pid_ = -1;

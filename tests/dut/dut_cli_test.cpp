@@ -375,7 +375,7 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
   };
   const std::vector<Fault> faults = {
       {"exit", 3, "exited with status 3"},
-      {"crash", 3, "killed by signal 11"},
+      {"crash", 3, "(the chip process was killed by signal 11"},
       {"hang", 3, " steps (1 stream) within --dut-timeout 2"},  // the request: below
       // Text on the chip's stdout is named as text, quoted, with the fix (found by an outside
       // tester: it was "malformed frame ... type 0x75626564", the bytes "debu").
@@ -962,6 +962,15 @@ TEST_F(DutCli, AReservedCapabilityBitIsNamed) {
                        "0 to 3 are defined, the others must be 0, §3.1)\n"),
             std::string::npos)
       << r.out;
+}
+
+// One stream and one token are said in the singular (found by an outside tester: "STEP of 1 streams").
+TEST_F(DutCli, DutCheckSaysOneStreamInTheSingular) {
+  const Result r = run_lockstep({"dut-check", "--steps", "20", "--json", "--dut", kFaulty + " short 1 " + kChip});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto [verdict, detail] = check_of(summary_of(r), "reset and single steps");
+  EXPECT_EQ(verdict, "fail");
+  EXPECT_NE(detail.find("answered STEP of 1 stream with 0 tokens (the wrong batch size)"), std::string::npos) << detail;
 }
 
 // A chip whose probes are all zeros fails dut-check's probes check.

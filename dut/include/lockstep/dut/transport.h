@@ -90,7 +90,7 @@ class Connection {
   const std::string& peer() const { return peer_; }
   /// Closes the write side (the peer then reads end of file), keeping the read side open.
   void close_write();
-  /// For a child process: how it ended ("exited with status 3", "killed by signal 9"), waiting
+  /// For a child process: how it ended ("exited with status 3", "was killed by signal 9 (Killed)"), waiting
   /// up to `wait` for it; "" when it is still running or this is no child.
   virtual std::string exit_status(std::chrono::milliseconds wait);
   /// For a child process: ends it at once (SIGKILL) and reaps it; no-op otherwise.
