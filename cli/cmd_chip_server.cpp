@@ -106,15 +106,20 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
     // was the same for a chip with one weight changed, and --resume continued on it).
     so.identity = chip.hash;
     std::uint64_t sessions = 0, steps = 0;
+    // "4 frames, 0 steps, 1 error" (it said "1 frames", "1 errors")
+    const auto counts = [](const dut::SessionStats& st) {
+      const auto n = [](std::uint64_t k, const char* one, const char* many) {
+        return std::to_string(k) + " " + (k == 1 ? one : many);
+      };
+      return n(st.frames, "frame", "frames") + ", " + n(st.steps, "step", "steps") + ", " + n(st.errors, "error", "errors");
+    };
     auto log_session = [&](const dut::SessionStats& st) {
       ++sessions;
       steps += st.steps;
       if (st.clean()) {
-        spdlog::info("chip-server: session {} ended ({}): {} frames, {} steps, {} errors", sessions, st.ended,
-                     st.frames, st.steps, st.errors);
+        spdlog::info("chip-server: session {} ended ({}): {}", sessions, st.ended, counts(st));
       } else {
-        spdlog::warn("chip-server: session {} ended ({}): {} frames, {} steps, {} errors", sessions, st.ended,
-                     st.frames, st.steps, st.errors);
+        spdlog::warn("chip-server: session {} ended ({}): {}", sessions, st.ended, counts(st));
       }
     };
     if (args->stdio) {
@@ -133,11 +138,9 @@ void add_chip_server_command(CLI::App& app, Context& ctx) {
       // that is no frame) is bad input, exit 2, in one line (the session's own line besides it was
       // a second one).
       if (!st.clean()) {
-        throw InputError("chip-server: the session ended (" + st.ended + ") after " + std::to_string(st.frames) +
-                         " frames, " + std::to_string(st.steps) + " steps, " + std::to_string(st.errors) + " errors");
+        throw InputError("chip-server: the session ended (" + st.ended + ") after " + counts(st));
       }
-      spdlog::info("chip-server: session {} ended ({}): {} frames, {} steps, {} errors", sessions, st.ended, st.frames,
-                   st.steps, st.errors);
+      spdlog::info("chip-server: session {} ended ({}): {}", sessions, st.ended, counts(st));
       return;
     } else {
       const std::atomic<bool>* stop = engine::install_stop_handlers();

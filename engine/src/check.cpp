@@ -702,9 +702,23 @@ bool may_claim(const fs::path& dir) {
   if (is_run_summary(dir / "summary.json")) return true;
   // A folder holding only what no run removes or writes over: a lock file, a repository's
   // placeholder, mutate's own result (found by the re-test: a committed reports/.gitkeep was refused).
+  // Also folders of runs of its own, which a run never removes, and the ranks' exit statuses
+  // (lockstep-fuzz-mpi merges the ranks' DIR/shard-<rank> into DIR beside DIR/rank-<rank>.rc).
+  const auto rank_status = [](const std::string& name) {
+    if (name.size() < 9 || name.rfind("rank-", 0) != 0 || name.substr(name.size() - 3) != ".rc") return false;
+    const std::string digits = name.substr(5, name.size() - 8);
+    return !digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos;
+  };
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name != kRunFolderLock && name != ".gitkeep" && name != ".gitignore" && name != "mutate.json") return false;
+    if (name == kRunFolderLock || name == ".gitkeep" || name == ".gitignore" || name == "mutate.json" ||
+        rank_status(name))
+      continue;
+    std::error_code dec;
+    if (e.is_directory(dec) && !e.is_symlink(dec) && name != "checkpoints" && name != "plots" &&
+        is_run_summary(e.path() / "summary.json"))
+      continue;
+    return false;
   }
   return !ec;
 }
@@ -716,8 +730,8 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
     const bool held = held_run_folders().count(fs::weakly_canonical(dir, ec).string()) != 0;
     if (!held && !may_claim(dir))
       throw CheckError("--report " + dir.string() +
-                       ": the folder holds files and is not a lockstep run folder (no .lockstep.lock or summary.json "
-                       "of an earlier run); a run replaces its folder's checkpoints/, plots/ and reports: give a new "
+                       ": the folder holds files and is not a lockstep run folder (no summary.json of an earlier "
+                       "run); a run replaces its folder's checkpoints/, plots/ and reports: give a new "
                        "or empty folder");
   }
   lock_run_folder(dir);

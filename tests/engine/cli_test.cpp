@@ -675,8 +675,7 @@ TEST(RunFolder, AFolderOfOtherFilesIsRefusedNotCleared) {
   std::ofstream(dir / "plots" / "fig1.svg") << "<svg/>\n";
   std::ofstream(dir / "main.c") << "int main;\n";
   const std::string says = "--report " + dir.string() +
-                           ": the folder holds files and is not a lockstep run folder (no .lockstep.lock or summary.json "
-                           "of an earlier run)";
+                           ": the folder holds files and is not a lockstep run folder (no summary.json of an earlier run)";
   expect_one_error_line(run({"run", elf, "--report", dir.string()}), says);
   const fs::path runs = temp_dir("project-run");
   ASSERT_EQ(run({"run", elf, "--report", runs.string()}).rc, 0);

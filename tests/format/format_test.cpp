@@ -75,6 +75,19 @@ TEST(Shell, WordsComeBackFromTheShellAsTheyWere) {
   }
 }
 
+// Text from a chip printed in a line: controls escaped, C0, C1 and bidirectional alike, and bytes
+// that are not UTF-8; other text, any script, kept (found by outside testers: a newline or ESC in a
+// chip's name broke the line; a C1 CSI, U+202E and invalid bytes went through raw).
+TEST(Shell, EscapeControlsKeepsTextAndEscapesControls) {
+  EXPECT_EQ(lf::escape_controls("chip\nname\x1b[31m\tx\x7f"), "chip\\nname\\x1b[31m\\tx\\x7f");
+  EXPECT_EQ(lf::escape_controls("\xd0\xa7\xd0\xb8\xd0\xbf \xe2\x9c\x93 \xe8\x8a\xaf \xc3\xa9 \xf0\x9f\x98\x80"),
+            "\xd0\xa7\xd0\xb8\xd0\xbf \xe2\x9c\x93 \xe8\x8a\xaf \xc3\xa9 \xf0\x9f\x98\x80");  // Чип ✓ 芯 é 😀
+  EXPECT_EQ(lf::escape_controls("a\xc2\x9b[31m"), "a\\u009b[31m");      // U+009B, CSI
+  EXPECT_EQ(lf::escape_controls("id\xe2\x80\xae" "evil"), "id\\u202eevil");  // U+202E, right-to-left override
+  EXPECT_EQ(lf::escape_controls("\x9b" "31mX\xff"), "\\x9b" "31mX\\xff");  // not UTF-8
+  EXPECT_EQ(lf::escape_controls("\xc0\xaf \xed\xa0\x80 \xe2\x82"), "\\xc0\\xaf \\xed\\xa0\\x80 \\xe2\\x82");  // overlong, surrogate, cut
+}
+
 TEST(Elf, RoundTripKeepsSegmentsSectionsSymbols) {
   const auto img = sample_image();
   const auto back = lf::parse_elf(lf::write_elf(img));

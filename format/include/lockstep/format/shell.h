@@ -17,8 +17,10 @@ std::string shell_word(std::string_view s);
 std::string shell_quoted(std::string_view s);
 
 /// `s` with each control character (below 0x20, and DEL) written as `\n`, `\r`, `\t` or `\xNN`,
-/// other bytes unchanged (UTF-8 included): text from outside, such as a chip's name, printed in a
-/// line of output, stays on that line and sends no terminal escape sequence.
+/// each C1 or bidirectional control (U+0080..U+009F, U+200E/F, U+202A..U+202E, U+2066..U+2069)
+/// as `\uXXXX`, and each byte that is not part of valid UTF-8 as `\xNN`; other text unchanged:
+/// text from outside, such as a chip's name, printed in a line of output, stays on that line,
+/// reads in order and sends no terminal escape sequence.
 std::string escape_controls(std::string_view s);
 
 }  // namespace lockstep::format
