@@ -796,11 +796,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         c.backend = dut ? std::string("dut") : args->backend;
         if (dut) c.dut = args->dut;
         c.mode = f.mode;
-        c.expect = {{"first_divergence", d.step},
-                    {"pc", d.pc},
-                    {"field", d.field},
-                    {"expected_token", d.expected},
-                    {"actual_token", d.actual}};
+        c.expect = engine::Case::expect_of(d);
         write_text(dir / "case.json", format::json_text(c.to_json(), 2) + "\n");
         out << "  not shrunk (" << without_chip << "): the original program is saved in " << dir.string()
             << " (replay it: " << as_invoked("lockstep replay " + format::shell_word(dir.string()))

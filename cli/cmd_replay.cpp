@@ -30,6 +30,13 @@ struct Verdict {
   std::string recorded;  ///< what the case recorded, in words
   std::string differently;  ///< a divergence at the recorded step that is another one, in words
   std::uint64_t steps_run = 0;
+
+  /// The verdict's line, as the terminal, summary.json, the page and the JUnit file give it.
+  std::string line() const {
+    if (!conclusive) return "not conclusive: interrupted before it could tell; recorded " + recorded;
+    return std::string(same ? "the case reproduces" : "the case does NOT reproduce") + ": recorded " + recorded +
+           (differently.empty() ? "" : "; " + differently);
+  }
 };
 
 std::string hex_pc(std::uint32_t pc) {
@@ -122,8 +129,7 @@ void print_replay_verdict(Context& ctx, const Verdict& v) {
     return;
   }
   ctx.summary.set("reproduced", v.same);
-  ctx.out() << (v.same ? "the case reproduces" : "the case does NOT reproduce") << ": recorded " << v.recorded
-            << (v.differently.empty() ? "" : "; " + v.differently) << "\n";
+  ctx.out() << v.line() << "\n";
   if (!v.differently.empty()) ctx.summary.set("reproduced_note", v.differently);
 }
 
@@ -228,13 +234,8 @@ void add_replay_command(CLI::App& app, Context& ctx) {
         s["replayed_case"] = fs::absolute(args->path, ec).string();
         if (!req.the_case.expect.is_object()) return;
         const Verdict v = judge(req.the_case.expect, r);
-        if (!v.conclusive) {
-          s["replay_verdict"] = "not conclusive: interrupted before it could tell; recorded " + v.recorded;
-          return;
-        }
-        s["reproduced"] = v.same;
-        s["replay_verdict"] = std::string(v.same ? "the case reproduces" : "the case does NOT reproduce") +
-                              ": recorded " + v.recorded + (v.differently.empty() ? "" : "; " + v.differently);
+        s["replay_verdict"] = v.line();
+        if (v.conclusive) s["reproduced"] = v.same;
       };
       req.report_dir = args->report;
       req.options.stop = stop;

@@ -268,6 +268,18 @@ std::uint64_t case_count(const json& o, const char* key, const std::string& wher
 
 }  // namespace
 
+json Case::expect_of(const Divergence& d) {
+  // What diverged there, so that a replay tells the same failure from another one at the same
+  // step (found by an outside tester: any divergence at the step "reproduced").
+  return {{"first_divergence", d.step},
+          {"pc", d.pc},
+          {"field", d.field},
+          {"expected_token", d.expected},
+          {"actual_token", d.actual},
+          {"expected_text", d.expected_text},  // for the reader; the ids are compared
+          {"actual_text", d.actual_text}};
+}
+
 Case Case::from_json(const json& j) {
   try {
     if (!j.is_object() || !j.contains("lockstep_case")) {
@@ -332,11 +344,11 @@ Case Case::from_json(const json& j) {
     c.expect = j.value("expect", json());
     if (!c.expect.is_null() && !c.expect.is_object()) bad_case_field("expect", c.expect, "an object");
     if (c.expect.is_object()) {  // what replay compares (cmd_replay.cpp), of the types it reads
-      case_count(c.expect, "steps", "expect.");
+      const std::uint64_t steps = case_count(c.expect, "steps", "expect.");
       const std::uint64_t at = case_count(c.expect, "first_divergence", "expect.");
-      if (at && c.expect.contains("steps") && case_count(c.expect, "steps", "expect.") < at)
+      if (at && c.expect.contains("steps") && steps < at)
         bad_case_field("expect.first_divergence", c.expect["first_divergence"],
-                       "a step within expect.steps (" + std::to_string(case_count(c.expect, "steps", "expect.")) + ")");
+                       "a step within expect.steps (" + std::to_string(steps) + ")");
       int given = 0;
       for (const char* k : {"pc", "expected_token", "actual_token"}) {
         given += c.expect.contains(k);
@@ -673,9 +685,8 @@ void lock_run_folder(const fs::path& dir) {
 }
 
 namespace {
-// Whether `dir` may be made a run folder: it is missing or empty, or an earlier lockstep run's (it
-// holds the lock file every run leaves, or a summary.json naming the command that wrote it). A
-// folder of someone else's files is not: claiming it would remove its checkpoints/ and plots/ and
+// Whether `dir` may be made a run folder: it is missing or empty, or an earlier lockstep run's (its
+// summary.json is a run summary: is_run_summary). A folder of someone else's files is not: claiming it would remove its checkpoints/ and plots/ and
 // write over its summary.json, junit.xml and report.html (found by an outside tester: `run
 // --report .` in a project folder deleted the project's checkpoints/ and plots/).
 //
@@ -1015,17 +1026,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       // no divergence falls within it).
       if (out.result.interrupted) expect["interrupted"] = true;
       for (const StreamResult& s : out.result.streams) {
-        if (s.divergence) {
-          // What diverged there, so that a replay tells the same failure from another one at the
-          // same step (found by an outside tester: any divergence at the step "reproduced").
-          expect["first_divergence"] = s.divergence->step;
-          expect["pc"] = s.divergence->pc;
-          expect["field"] = s.divergence->field;
-          expect["expected_token"] = s.divergence->expected;
-          expect["actual_token"] = s.divergence->actual;
-          expect["expected_text"] = s.divergence->expected_text;  // for the reader; the ids are compared
-          expect["actual_text"] = s.divergence->actual_text;
-        }
+        if (s.divergence) expect.update(Case::expect_of(*s.divergence));
         if (s.divergence_unlocated) expect["divergence_within"] = s.steps;
       }
       write_case(expect);

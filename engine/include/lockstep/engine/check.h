@@ -107,6 +107,11 @@ struct Case {
   std::uint64_t hash_every = 0, classify_window = 4096;
   nlohmann::json expect;               ///< informational: what the run found
 
+  /// What a case's "expect" records of a divergence (docs/engine.md, "Cases"): its step as
+  /// first_divergence, its pc, field and both token ids (which replay compares), and the tokens'
+  /// names for the reader.
+  static nlohmann::json expect_of(const Divergence& d);
+
   nlohmann::json to_json() const;
   /// Throws CheckError (one line) on a malformed case.
   static Case from_json(const nlohmann::json& j);
