@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -14,6 +16,34 @@
 #include <vector>
 
 namespace lockstep::cli_test {
+
+/// This test process's scratch folder, TMP/lockstep-NAME-PID (ctest runs each test in a process of
+/// its own), removed with everything in it when the process's tests end: a GoogleTest environment
+/// (add_scratch_root). Without it every run left one folder per test in the temporary directory.
+struct ScratchRoot : ::testing::Environment {
+  explicit ScratchRoot(const std::string& name)
+      : root(std::filesystem::temp_directory_path() / ("lockstep-" + name + "-" + std::to_string(::getpid()))) {}
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(root, ec);
+  }
+  /// ROOT/name, new and empty.
+  std::filesystem::path fresh(const std::string& name) const {
+    const std::filesystem::path d = root / name;
+    std::filesystem::remove_all(d);
+    std::filesystem::create_directories(d);
+    return d;
+  }
+  const std::filesystem::path root;
+};
+
+/// Registers (once per call: call it once, at namespace scope) and returns the scratch folder
+/// TMP/lockstep-NAME-PID of this test process.
+inline const ScratchRoot& add_scratch_root(const std::string& name) {
+  auto* env = new ScratchRoot(name);  // owned by GoogleTest
+  ::testing::AddGlobalTestEnvironment(env);
+  return *env;
+}
 
 /// What one `lockstep` run left behind.
 struct Result {

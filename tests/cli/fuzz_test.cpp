@@ -42,23 +42,9 @@ namespace {
 using lockstep::cli_test::Result;
 using lockstep::cli_test::slurp;
 
-fs::path scratch_root() { return fs::temp_directory_path() / ("lockstep-fuzz-test-" + std::to_string(::getpid())); }
-
-// Removes this process's scratch folders (the corrupted chip file is 20 MB) after the tests.
-struct Cleanup : ::testing::Environment {
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(scratch_root(), ec);
-  }
-};
-const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new Cleanup);
-
-fs::path scratch_dir(const std::string& name) {
-  const fs::path d = scratch_root() / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+// This process's scratch folders, removed after the tests (the corrupted chip file is 20 MB).
+const lockstep::cli_test::ScratchRoot& kScratch = lockstep::cli_test::add_scratch_root("fuzz-test");
+fs::path scratch_dir(const std::string& name) { return kScratch.fresh(name); }
 
 Result run(const std::vector<std::string>& args, const fs::path& cwd = {}) {
   return lockstep::cli_test::run_lockstep(args, {{"LOCKSTEP_GNUPLOT", "none"}}, cwd);

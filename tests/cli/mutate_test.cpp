@@ -24,23 +24,9 @@ lockstep::cli_test::Result run(const std::vector<std::string>& args) {
   return lockstep::cli_test::run_lockstep(args, {{"LOCKSTEP_GNUPLOT", "none"}});
 }
 
-fs::path scratch_root() { return fs::temp_directory_path() / ("lockstep-mutate-test-" + std::to_string(::getpid())); }
-
-// Removes this process's scratch folder after the tests.
-struct Cleanup : ::testing::Environment {
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(scratch_root(), ec);
-  }
-};
-const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new Cleanup);
-
-fs::path scratch(const std::string& name) {
-  const fs::path d = scratch_root() / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+// This process's scratch folders, removed after the tests.
+const lockstep::cli_test::ScratchRoot& kScratch = lockstep::cli_test::add_scratch_root("mutate-test");
+fs::path scratch(const std::string& name) { return kScratch.fresh(name); }
 
 [[maybe_unused]] std::size_t count(const std::string& s, const std::string& what) {
   std::size_t n = 0;

@@ -40,24 +40,9 @@ fs::path guest(const std::string& name) {
   return {};
 }
 
-fs::path scratch_root() { return fs::temp_directory_path() / ("lockstep-dut-cli-" + std::to_string(::getpid())); }
-
-// Removes this process's scratch folders after the tests (ctest runs each test in its own process,
-// so without this every run left one folder per test in the temporary directory).
-struct Cleanup : ::testing::Environment {
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(scratch_root(), ec);
-  }
-};
-const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new Cleanup);
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = scratch_root() / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+// This process's scratch folders, removed after the tests.
+const lockstep::cli_test::ScratchRoot& kScratch = lockstep::cli_test::add_scratch_root("dut-cli");
+fs::path fresh_dir(const std::string& name) { return kScratch.fresh(name); }
 
 std::string server_cmd() { return kExe + " chip-server " + kChip + " --stdio --log-level warn"; }
 
