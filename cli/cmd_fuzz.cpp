@@ -409,6 +409,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     // into a folder a running run held).
     try {
       engine::claim_run_folder(report, "fuzz");
+      engine::begin_run_in_folder(report);  // the shards have been read: the merge begins
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());
     }
@@ -580,20 +581,13 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       // story's do): a second command given the folder is refused at once, and an error loading
       // the chip is written there. An earlier campaign's report and case folders go, so that
       // none of them is ever read as this campaign's (until it writes its own, the folder says
-      // it did not finish).
+      // it did not finish). Its cases and fuzz.json wait in REPORT/earlier-run until the chip has
+      // loaded: a campaign that cannot start loses nothing (engine::claim_run_folder).
       try {
         engine::claim_run_folder(report, "fuzz");
-        fs::remove(report / "fuzz.json");
-        for (const fs::directory_entry& e : fs::directory_iterator(report))
-          if (e.is_directory() && e.path().filename().string().rfind("fail-", 0) == 0) fs::remove_all(e.path());
       } catch (const engine::CheckError& e) {
         throw InputError(e.what());
-      } catch (const fs::filesystem_error& e) {
-        throw InputError("--report: cannot clear " + report.string() + ": " + e.what());
       }
-      tsv.open(report / "programs.tsv");
-      if (!tsv) throw InputError("--report: cannot write " + (report / "programs.tsv").string() + ": " + std::strerror(errno));
-      tsv << "index\tseed\twords\tsteps\tforced\tfree\n";
     }
 
     engine::LoadedChip chip;
@@ -611,6 +605,16 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       }
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());
+    }
+    if (always_report) {  // the campaign begins: the earlier one's cases go (engine::begin_run_in_folder)
+      try {
+        engine::begin_run_in_folder(report);
+      } catch (const engine::CheckError& e) {
+        throw InputError(e.what());
+      }
+      tsv.open(report / "programs.tsv");
+      if (!tsv) throw InputError("--report: cannot write " + (report / "programs.tsv").string() + ": " + std::strerror(errno));
+      tsv << "index\tseed\twords\tsteps\tforced\tfree\n";
     }
     // Decision coverage: counted by the backend over every lock-step run of the campaign (not
     // the shrinking runs, which have backends of their own).

@@ -1,5 +1,6 @@
 // settle_run_folders (commands.h): what a failed command leaves in its run folder.
 #include <filesystem>
+#include <iostream>
 #include <string>
 
 #include "cli/commands.h"
@@ -40,7 +41,8 @@ void settle_run_folders(const CommandFailure& failure) {
       }
     }
   }
-  engine::fail_claimed_run_folders(failure.status, failure.message);
+  for (const std::string& note : engine::fail_claimed_run_folders(failure.status, failure.message))
+    std::cerr << "lockstep: note: " << note << "\n" << std::flush;
 }
 
 }  // namespace lockstep::cli

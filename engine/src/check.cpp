@@ -377,6 +377,10 @@ Case Case::from_json(const json& j) {
 Case Case::read(const fs::path& path) {
   fs::path file = path;
   if (fs::is_directory(path)) file = path / "case.json";
+  std::error_code ec;
+  if (fs::is_directory(path) && !fs::exists(file, ec) && fs::exists(path / kEarlierRunFolder / "case.json", ec))
+    throw CheckError("case: " + path.string() + " holds no case.json: its earlier run is kept in " +
+                     (path / kEarlierRunFolder).string() + " (a command failed there before its own run began); give that folder");
   std::string text;
   try {
     text = reports::read_file_text(file);
@@ -649,10 +653,24 @@ namespace {
 constexpr const char* kDidNotFinish =
     "the run did not finish: it is still running, or it ended (killed, or failed) before it wrote its result";
 
-// The run folders this process holds (lock_run_folder): canonical path -> its open lock file.
-std::map<std::string, int>& held_run_folders() {
-  static std::map<std::string, int> held;
+// A run folder this process holds (lock_run_folder).
+struct HeldRunFolder {
+  int fd = -1;                // its open, locked lock file
+  fs::path path;              // as the command named it (for messages)
+  bool kept_earlier = false;  // claim_run_folder moved an earlier run into DIR/earlier-run
+  bool begun = false;         // begin_run_in_folder has run: the earlier run is gone
+};
+
+// canonical path -> the folder
+std::map<std::string, HeldRunFolder>& held_run_folders() {
+  static std::map<std::string, HeldRunFolder> held;
   return held;
+}
+
+HeldRunFolder* held_run_folder(const fs::path& dir) {
+  std::error_code ec;
+  const auto it = held_run_folders().find(fs::weakly_canonical(dir, ec).string());
+  return it == held_run_folders().end() ? nullptr : &it->second;
 }
 }  // namespace
 
@@ -681,7 +699,7 @@ void lock_run_folder(const fs::path& dir) {
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
     // the pid is only for the message of a run that finds the folder in use
   }
-  held_run_folders()[key] = fd;  // held, and locked, until the process ends
+  held_run_folders()[key] = HeldRunFolder{fd, dir};  // held, and locked, until the process ends
 }
 
 namespace {
@@ -735,11 +753,25 @@ bool may_claim(const fs::path& dir) {
 }
 }  // namespace
 
+namespace {
+// What an earlier run leaves in its folder (reports::write_report's files, run_check's case and
+// checkpoints, fuzz's report and case folders). A new run moves them into DIR/earlier-run when it
+// claims the folder, and removes that once its own run begins (begin_run_in_folder).
+bool is_earlier_runs_file(const std::string& name) {
+  static const char* const kFiles[] = {"summary.json", "junit.xml", "report.html", "case.json",   "checkpoints",
+                                       "plots",        "fuzz.json", "programs.tsv", "plots.gp"};
+  for (const char* f : kFiles)
+    if (name == f) return true;
+  return name.rfind("fail-", 0) == 0;  // fuzz's case folders
+}
+}  // namespace
+
 void claim_run_folder(const fs::path& dir, const std::string& command) {
+  // A folder this process holds already (fuzz locks its case folders before it writes them) holds
+  // only what this process wrote: nothing in it is an earlier run's to keep.
+  const bool held_before = held_run_folder(dir) != nullptr;
   {
-    std::error_code ec;
-    const bool held = held_run_folders().count(fs::weakly_canonical(dir, ec).string()) != 0;
-    if (!held && !may_claim(dir))
+    if (!held_before && !may_claim(dir))
       throw CheckError("--report " + dir.string() +
                        ": the folder holds files and is not a lockstep run folder (no summary.json of an earlier "
                        "run); a run replaces its folder's checkpoints/, plots/ and reports: give a new "
@@ -755,8 +787,29 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
       throw CheckError("the run folder " + dir.string() + " holds a file named '" + name +
                        "' where a run keeps its " + name + " folder; move it, or give another --report folder");
   }
+  HeldRunFolder& held = *held_run_folder(dir);
   try {
     fs::create_directories(dir);
+    // An earlier run's case and checkpoints (hours of a story check, say) are moved aside, not
+    // removed, until this run begins: a command that fails before its run starts (a typo in an
+    // option, a missing ELF) loses nothing, and DIR/earlier-run is that run's folder as it was
+    // (`--resume DIR/earlier-run` continues it). Nothing in DIR can be read as this run's.
+    bool worth_keeping = false;  // more than a report: a case, checkpoints, fuzz's cases
+    for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+      const std::string name = e.path().filename().string();
+      worth_keeping = worth_keeping || (is_earlier_runs_file(name) && name != "summary.json" && name != "junit.xml" &&
+                                        name != "report.html" && name != "plots" && name != "plots.gp");
+    }
+    if (!held_before && !held.begun && worth_keeping) {
+      const fs::path kept = dir / kEarlierRunFolder;
+      fs::remove_all(kept);
+      fs::create_directories(kept);
+      for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+        const std::string name = e.path().filename().string();
+        if (is_earlier_runs_file(name)) fs::rename(e.path(), kept / name);
+      }
+    }
+    held.kept_earlier = !held.begun && fs::is_directory(dir / kEarlierRunFolder);  // by this claim or an earlier one
     fs::remove_all(dir / "checkpoints");
     fs::remove_all(dir / "plots");
     fs::remove(dir / "case.json");  // an earlier run's case is never this run's (it writes its own)
@@ -770,19 +823,44 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
   }
 }
 
-void fail_claimed_run_folders(const std::string& status, const std::string& message) {
-  for (const auto& [dir, fd] : held_run_folders()) {
-    (void)fd;
+void begin_run_in_folder(const fs::path& dir) {
+  HeldRunFolder* held = held_run_folder(dir);
+  if (!held) throw std::logic_error("begin_run_in_folder: " + dir.string() + " was not claimed");
+  if (held->begun) return;
+  held->begun = true;
+  held->kept_earlier = false;
+  try {  // this run replaces the earlier one (kept by this claim, or by a command that failed before)
+    fs::remove_all(dir / kEarlierRunFolder);
+  } catch (const std::exception& e) {
+    throw CheckError("cannot write the run folder " + dir.string() + ": " + e.what());
+  }
+}
+
+std::vector<std::string> fail_claimed_run_folders(const std::string& status, const std::string& message) {
+  std::vector<std::string> notes;
+  for (const auto& [dir, held] : held_run_folders()) {
     try {
-      const json s = reports::parse_json_text(reports::read_file_text(fs::path(dir) / "summary.json"), dir + "/summary.json");
-      if (s.value("error", "") != kDidNotFinish) continue;  // the run wrote its own result
+      json s = reports::parse_json_text(reports::read_file_text(fs::path(dir) / "summary.json"), dir + "/summary.json");
+      const std::string kept =
+          held.kept_earlier && !held.begun ? (held.path / kEarlierRunFolder).string() : std::string();
+      if (!kept.empty())
+        notes.push_back("the earlier run in " + held.path.string() + " is kept, as it was, in " + kept +
+                        " (this command failed before its run began)");
+      if (s.value("error", "") != kDidNotFinish) {  // the run wrote its own result
+        if (kept.empty()) continue;
+        s["earlier_run"] = kept;
+        reports::write_report(fs::path(dir), s);
+        continue;
+      }
       json failed = {{"command", s.value("command", "")}, {"status", status}, {"steps", 0}, {"mismatches", 0}};
       failed[status == "interrupted" ? "interrupted_reason" : "error"] = message;
       if (status == "interrupted") failed["interrupted"] = true;
+      if (!kept.empty()) failed["earlier_run"] = kept;
       reports::write_report(fs::path(dir), failed);
     } catch (const std::exception&) {
     }
   }
+  return notes;
 }
 
 namespace {
@@ -964,7 +1042,10 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     return RunFailed(what, partial, s);
   };
   try {
-    if (!req.resume) write_case(json());
+    if (!req.resume && !req.report_dir.empty()) {
+      begin_run_in_folder(req.report_dir);  // the guest, chip and options have passed: the earlier run goes
+      write_case(json());
+    }
   } catch (const std::exception& e) {
     throw CheckError("cannot write the run folder " + req.report_dir.string() + ": " + e.what());
   }

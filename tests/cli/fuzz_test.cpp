@@ -463,6 +463,20 @@ TEST(LockstepFuzz, CorruptedChipGivesAShrunkReplayableCase) {
     EXPECT_EQ(rep.exit_code, 1) << rep.out << rep.err;
     EXPECT_NE(rep.out.find("the case reproduces"), std::string::npos) << rep.out;
   }
+  // A campaign given the folder that cannot start (no such chip) loses none of these cases: they
+  // are kept, with fuzz.json, in REPORT/earlier-run (found in review: they were deleted).
+  const auto again = run({"fuzz", "--seed", "4", "--programs", "1", "--chip", (report / "no-such.chip").string(),
+                          "--report", report.string()});
+  EXPECT_EQ(again.exit_code, 2) << again.out << again.err;
+  EXPECT_EQ(json::parse(slurp(report / "summary.json"))["status"], "error");
+  EXPECT_FALSE(fs::exists(report / "fuzz.json"));
+  const json kept = json::parse(slurp(report / "earlier-run" / "fuzz.json"));
+  EXPECT_EQ(kept["failures"].size(), f["failures"].size());
+  for (const json& fail : f["failures"]) {
+    const fs::path dir = fail["case"].get<std::string>();
+    EXPECT_FALSE(fs::exists(dir)) << dir;
+    EXPECT_TRUE(fs::exists(report / "earlier-run" / dir.filename() / "case.json")) << dir;
+  }
 }
 
 // SIGINT while the first of many failures is shrunk: that shrinking stops, every later failure

@@ -629,10 +629,31 @@ TEST(RunFolder, AFailedRunNeverLeavesAnEarlierPassInItsFolder) {
     EXPECT_FALSE(fs::exists(dir / "checkpoints")) << "an earlier run's checkpoints are not this run's";
     EXPECT_FALSE(fs::exists(dir / "case.json")) << "nor is its case (replay would run the earlier run's)";
     EXPECT_EQ(run({"report", dir.string()}).rc, 2);
+    // Nothing is lost: the command failed before its run began, so the earlier run's folder is
+    // kept, whole, in DIR/earlier-run, and the folder and stderr say so (found in review: a typo
+    // in an option deleted the checkpoints of an interrupted run it was given the folder of).
+    const fs::path kept = dir / "earlier-run";
+    EXPECT_EQ(json::parse(slurp(kept / "summary.json"))["status"], "exact");
+    EXPECT_TRUE(fs::exists(kept / "case.json"));
+    EXPECT_FALSE(list_checkpoints(kept / "checkpoints").empty());
+    EXPECT_EQ(s["earlier_run"], kept.string()) << s.dump();
+    EXPECT_NE(p.err.find("\nlockstep: note: the earlier run in " + dir.string() + " is kept, as it was, in " + kept.string()),
+              std::string::npos)
+        << p.err;
   }
   // The chip's own error is what the folder says.
   run({"run", elf, "--chip", (dir / "no-such.chip").string(), "--report", dir.string()});
   EXPECT_NE(json::parse(slurp(dir / "summary.json"))["error"].get<std::string>().find("no-such.chip"), std::string::npos);
+  // The kept folder is a run folder: --resume DIR says where the run is, and continues it there.
+  expect_one_error_line(run({"run", "--resume", dir.string()}), "its earlier run is kept in " + (dir / "earlier-run").string());
+  const Proc resumed = run({"run", "--resume", (dir / "earlier-run").string()});
+  EXPECT_EQ(resumed.rc, 0) << resumed.err;
+  EXPECT_EQ(json::parse(slurp(dir / "earlier-run" / "summary.json"))["status"], "exact");
+  // A new run that begins replaces the earlier one, as it always does.
+  ASSERT_EQ(run({"run", elf, "--report", dir.string()}).rc, 0);
+  EXPECT_EQ(json::parse(slurp(dir / "summary.json"))["status"], "exact");
+  EXPECT_FALSE(fs::exists(dir / "earlier-run"));
+  EXPECT_TRUE(fs::exists(dir / "case.json"));
 }
 
 // A run folder that holds a user's file where a run keeps a folder (checkpoints, plots) or where
