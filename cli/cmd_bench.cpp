@@ -309,10 +309,16 @@ void run_bench(const BenchArgs& args, Context& ctx) {
     j["date"] = when;
     j["quick"] = args.quick;
     j["cpus"] = std::thread::hardware_concurrency();
+    // How the CPU figures were measured: the executor's pipeline runs a step's layer halves on two
+    // threads where this process may use two CPUs ($LOCKSTEP_CPU_THREADS decides when set).
+    j["usable_cpus"] = chip::CpuExecutor::usable_cpus();
+    j["cpu_pipelining"] = chip::CpuExecutor::default_pipelining();
     double load[3] = {0, 0, 0};
     if (::getloadavg(load, 3) >= 1) j["load_average"] = load[0];
     out << "lockstep bench" << (args.quick ? " --quick" : "") << ": " << when << ", "
-        << std::thread::hardware_concurrency() << " CPUs, load average " << fmt("%.2f", load[0])
+        << std::thread::hardware_concurrency() << " CPUs (" << chip::CpuExecutor::usable_cpus()
+        << " usable; CPU executor " << (chip::CpuExecutor::default_pipelining() ? "pipelined" : "not pipelined")
+        << "), load average " << fmt("%.2f", load[0])
         << " (figures are lower bounds when other work shares the machine)\n";
   }
   j["guest"] = guest_path.string();

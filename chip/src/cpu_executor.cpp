@@ -1573,11 +1573,14 @@ unsigned usable_cpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-bool default_pipelining() {
+}  // namespace
+
+bool CpuExecutor::default_pipelining() {
   const int d = g_default_pipelining.load();
   return d >= 0 ? d == 1 : usable_cpus() >= 2;
 }
-}  // namespace
+
+unsigned CpuExecutor::usable_cpus() { return ::lockstep::chip::usable_cpus(); }
 
 void CpuExecutor::set_default_pipelining(std::optional<bool> on) { g_default_pipelining.store(on ? (*on ? 1 : 0) : -1); }
 

@@ -1,5 +1,6 @@
 // `lockstep bench --quick --json`: the summary carries every figure with a
 // positive value (or a reason it was skipped).  Never asserts a speed.
+#include <cstdlib>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,6 +65,14 @@ TEST(LockstepBench, QuickJsonHasEveryFigure) {
   EXPECT_EQ(j["command"], "bench");
   EXPECT_EQ(j["quick"], true);
   ASSERT_TRUE(j["guest"].is_string());
+  // How the CPU figures were measured: pipelined where the process may use two CPUs, unless
+  // $LOCKSTEP_CPU_THREADS says (before, neither the JSON nor the header line said).
+  ASSERT_TRUE(j["usable_cpus"].is_number_unsigned()) << j.dump();
+  EXPECT_GE(j["usable_cpus"].get<unsigned>(), 1u);
+  ASSERT_TRUE(j["cpu_pipelining"].is_boolean()) << j.dump();
+  if (!std::getenv("LOCKSTEP_CPU_THREADS")) {
+    EXPECT_EQ(j["cpu_pipelining"].get<bool>(), j["usable_cpus"].get<unsigned>() >= 2);
+  }
 
   for (const char* f : {"reference.instructions", "reference.trace_tokens", "reference.instructions_per_second",
                         "reference.trace_tokens_per_second", "chip.layers", "chip.d_model",

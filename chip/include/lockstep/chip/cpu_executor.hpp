@@ -45,6 +45,11 @@ class CpuExecutor final : public ChipBackend {
   /// $LOCKSTEP_CPU_THREADS, so that executors they make themselves, as bench's and mutate's, obey
   /// it as the backend factory's do); nullopt: the default above.
   static void set_default_pipelining(std::optional<bool> on);
+  /// Whether a CpuExecutor made now pipelines (set_default_pipelining's choice, else the rule
+  /// above), for reports of how a figure was measured.
+  static bool default_pipelining();
+  /// The CPUs this process may run on (its affinity mask), at least 1.
+  static unsigned usable_cpus();
   /// An MLP's input columns with at least `nnz` weights (default 256; 0: none) are not scattered:
   /// the rows that read them are evaluated by groups of equal dense weights (cpu_executor.cpp,
   /// DenseGroups), with the same values after the ReLU. Takes effect at the next load(). For
