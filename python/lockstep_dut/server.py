@@ -117,6 +117,7 @@ class Session:
         # A HELLO arrived (answered or refused): a harness, not a connection that closed unused
         # (a port probe, a health check), which ``serve(sessions=N)`` does not count.
         self.hello = False
+        self.refused = ""  # why the last HELLO was refused (its ERROR's message), for the log
         self.ended = ""  # why ``run`` returned: "BYE", "end of stream", "authentication failed", ...
         self.failed = False  # the connection failed (closed inside a frame): counted like a HELLO
         self.n_streams = 0
@@ -132,8 +133,12 @@ class Session:
         try:
             return P.RESPONSE | type_, self._dispatch(type_, payload)
         except Malformed as e:
+            if type_ == P.HELLO:
+                self.refused = str(e)
             return P.ERROR, P.encode_error(P.E_MALFORMED, str(e))
         except DutError as e:
+            if type_ == P.HELLO:
+                self.refused = str(e)
             if e.code == P.E_AUTH:
                 self.closing = True
                 self.ended = "authentication failed"
@@ -624,7 +629,8 @@ def serve(chip: Any, listen: Optional[str] = None, auth: Optional[str] = None,
             if session.greeted or session.failed:
                 served += 1
             elif session.hello:
-                _log(f"a session was refused at HELLO ({session.ended}); not counted as a session")
+                why = session.refused or session.ended
+                _log(f"a session was refused at HELLO ({why}); not counted as a session")
             else:
                 _log(f"a connection closed without HELLO ({session.ended}); not counted as a session")
     finally:

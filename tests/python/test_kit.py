@@ -309,13 +309,23 @@ class Listeners(unittest.TestCase):
                 with self.assertRaises(ChipError):
                     c.hello(auth="wrong")
                 c.close()
+            c = Client.connect(address, timeout=30)  # the right secret, another protocol version
+            with self.assertRaises(ChipError):
+                c.hello(auth="s3cret", protocol_version=99)
+            c.close()
             time.sleep(0.3)
             self.assertIsNone(proc.poll(), "a refused HELLO was counted as a session")
             c = Client.connect(address, timeout=30)
             c.hello(auth="s3cret")
             c.bye()
             c.close()
-            self.finish(proc)
+            self.assertEqual(proc.wait(10), 0)
+            err = proc.stderr.read().decode()
+            proc.stderr.close()
+            # The log says why each was refused, as lockstep chip-server's does (it said "end of
+            # stream" for the version: how the session ended after the refusal).
+            self.assertEqual(err.count("a session was refused at HELLO (authentication failed); not counted"), 2, err)
+            self.assertIn("a session was refused at HELLO (protocol version 99 is not supported (this chip speaks 1))", err)
 
     def test_sessions_zero_is_refused_by_the_api(self):
         from lockstep_dut import SetupError, serve
