@@ -173,6 +173,12 @@ void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching
       summary["resume_with"] = rest + " and the campaign's other options";
     }
   }
+  // A verdict of the campaign's own: the earlier campaign it replaces goes (engine::claim_run_folder
+  // kept it in DIR/earlier-run until now); after an interruption or an error it stays.
+  if (!interrupted && !failed)
+    if (const std::string note = engine::retire_earlier_run(dir); !note.empty())
+      std::cerr << "lockstep: note: " << note << "\n" << std::flush;
+  if (const std::string kept = engine::earlier_run_of(dir); !kept.empty()) summary["earlier_run"] = kept;
   try {
     reports::write_report(dir, summary);
   } catch (const std::exception& e) {
@@ -409,7 +415,6 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     // into a folder a running run held).
     try {
       engine::claim_run_folder(report, "fuzz");
-      engine::begin_run_in_folder(report);  // the shards have been read: the merge begins
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());
     }
@@ -581,8 +586,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       // story's do): a second command given the folder is refused at once, and an error loading
       // the chip is written there. An earlier campaign's report and case folders go, so that
       // none of them is ever read as this campaign's (until it writes its own, the folder says
-      // it did not finish). Its cases and fuzz.json wait in REPORT/earlier-run until the chip has
-      // loaded: a campaign that cannot start loses nothing (engine::claim_run_folder).
+      // it did not finish). Its cases and fuzz.json wait in REPORT/earlier-run until this
+      // campaign's verdict: one that cannot start, or is stopped, loses nothing (engine::claim_run_folder).
       try {
         engine::claim_run_folder(report, "fuzz");
       } catch (const engine::CheckError& e) {
@@ -606,12 +611,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());
     }
-    if (always_report) {  // the campaign begins: the earlier one's cases go (engine::begin_run_in_folder)
-      try {
-        engine::begin_run_in_folder(report);
-      } catch (const engine::CheckError& e) {
-        throw InputError(e.what());
-      }
+    if (always_report) {  // the campaign begins (its earlier one waits in REPORT/earlier-run until its verdict)
       tsv.open(report / "programs.tsv");
       if (!tsv) throw InputError("--report: cannot write " + (report / "programs.tsv").string() + ": " + std::strerror(errno));
       tsv << "index\tseed\twords\tsteps\tforced\tfree\n";
@@ -627,7 +627,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     std::ostream& out = ctx.out();
     const std::string op_names = campaign::ops_list(ops, vew_modes, vfn_fns, vred_modes);
     out << "lockstep fuzz: seed " << seed << " (repeat with --seed " << seed << "), shard " << shard_i << "/"
-        << shard_n << ", mode " << args->mode << ", chip " << chip.source << " (" << chip.hash << "), "
+        << shard_n << ", mode " << args->mode << ", chip " << chip.source << " (" << format::escape_controls(chip.hash) << "), "
         << ops.size() << " ops: " << op_names << "\n"
         << std::flush;
 

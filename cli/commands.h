@@ -42,9 +42,11 @@ struct ModelDigests {
 ModelDigests check_model_files(const ModelChoice& choice);
 /// run_main's on_failure for the executable: a command that failed or was interrupted before
 /// writing its report leaves its reason in the run folder it claimed
-/// (engine::fail_claimed_run_folders); a command line refused before `run`, `story` or `fuzz`
-/// started, whose --report DIR holds an earlier run's summary.json, claims DIR and leaves the
-/// refusal there, so that a bad option never leaves an earlier run's pass (docs/ci.md).
+/// (engine::fail_claimed_run_folders); a `run`, `story`, `fuzz` or `replay` that failed before it
+/// claimed its --report DIR (its command line or an option refused), where DIR holds an earlier
+/// run's summary.json (for replay, an earlier replay's), claims DIR and leaves the refusal there,
+/// so that a bad option never leaves an earlier run's pass (docs/ci.md); not with --resume (the
+/// folder is the resumed run's) nor --shard mpi. Prints a note line per earlier run kept.
 void settle_run_folders(const CommandFailure& failure);
 
 /// `lockstep run PROGRAM.elf`: reference and chip in lock-step (docs/engine.md).

@@ -380,7 +380,11 @@ Case Case::read(const fs::path& path) {
   std::error_code ec;
   if (fs::is_directory(path) && !fs::exists(file, ec) && fs::exists(path / kEarlierRunFolder / "case.json", ec))
     throw CheckError("case: " + path.string() + " holds no case.json: its earlier run is kept in " +
-                     (path / kEarlierRunFolder).string() + " (a command failed there before its own run began); give that folder");
+                     (path / kEarlierRunFolder).string() + " (a later command given this folder ended without a run of "
+                     "its own); give that folder");
+  if (fs::is_directory(path) && !fs::exists(file, ec) && fs::exists(path / "fuzz.json", ec))
+    throw CheckError("case: " + path.string() + " is a fuzz campaign's folder, which holds no case.json: give one of "
+                     "its case folders (" + (path / "fail-").string() + "*, listed in its fuzz.json and report.html)");
   std::string text;
   try {
     text = reports::read_file_text(file);
@@ -655,10 +659,9 @@ constexpr const char* kDidNotFinish =
 
 // A run folder this process holds (lock_run_folder).
 struct HeldRunFolder {
-  int fd = -1;                // its open, locked lock file
-  fs::path path;              // as the command named it (for messages)
-  bool kept_earlier = false;  // claim_run_folder moved an earlier run into DIR/earlier-run
-  bool begun = false;         // begin_run_in_folder has run: the earlier run is gone
+  int fd = -1;           // its open, locked lock file
+  fs::path path;         // as the command named it (for messages)
+  bool claimed = false;  // claim_run_folder made it this process's new run's folder
 };
 
 // canonical path -> the folder
@@ -699,7 +702,7 @@ void lock_run_folder(const fs::path& dir) {
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
     // the pid is only for the message of a run that finds the folder in use
   }
-  held_run_folders()[key] = HeldRunFolder{fd, dir};  // held, and locked, until the process ends
+  held_run_folders()[key] = HeldRunFolder{fd, dir, false};  // held, and locked, until the process ends
 }
 
 namespace {
@@ -755,8 +758,7 @@ bool may_claim(const fs::path& dir) {
 
 namespace {
 // What an earlier run leaves in its folder (reports::write_report's files, run_check's case and
-// checkpoints, fuzz's report and case folders). A new run moves them into DIR/earlier-run when it
-// claims the folder, and removes that once its own run begins (begin_run_in_folder).
+// checkpoints, fuzz's report and case folders), which a new run moves into DIR/earlier-run.
 bool is_earlier_runs_file(const std::string& name) {
   static const char* const kFiles[] = {"summary.json", "junit.xml", "report.html", "case.json",   "checkpoints",
                                        "plots",        "fuzz.json", "programs.tsv", "plots.gp"};
@@ -764,19 +766,37 @@ bool is_earlier_runs_file(const std::string& name) {
     if (name == f) return true;
   return name.rfind("fail-", 0) == 0;  // fuzz's case folders
 }
+
+// Takes `dir`'s lock for as long as the returned descriptor is open (-1: another process holds
+// it; `holder` is then its pid, when known). A folder without a lock file is free.
+int try_lock_folder(const fs::path& dir, std::string& holder) {
+  const int fd = ::open((dir / kRunFolderLock).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  ::close(fd);
+  holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+  while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+  return -1;
+}
+
+std::string absolute_text(const fs::path& p) {
+  std::error_code ec;
+  const fs::path a = fs::absolute(p, ec);
+  return (ec ? p : a).lexically_normal().string();
+}
 }  // namespace
 
 void claim_run_folder(const fs::path& dir, const std::string& command) {
   // A folder this process holds already (fuzz locks its case folders before it writes them) holds
   // only what this process wrote: nothing in it is an earlier run's to keep.
   const bool held_before = held_run_folder(dir) != nullptr;
-  {
-    if (!held_before && !may_claim(dir))
-      throw CheckError("--report " + dir.string() +
-                       ": the folder holds files and is not a lockstep run folder (no summary.json of an earlier "
-                       "run); a run replaces its folder's checkpoints/, plots/ and reports: give a new "
-                       "or empty folder");
-  }
+  if (!held_before && !may_claim(dir))
+    throw CheckError("--report " + dir.string() +
+                     ": the folder holds files and is not a lockstep run folder (no readable summary.json of an "
+                     "earlier run); a run replaces its folder's checkpoints/, plots/ and reports: give a new "
+                     "or empty folder");
   lock_run_folder(dir);
   // The run keeps folders of these names; a file of the same name is someone's, not an earlier
   // run's: refused, never removed (found by an outside tester: it was replaced by the folder).
@@ -788,66 +808,89 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
                        "' where a run keeps its " + name + " folder; move it, or give another --report folder");
   }
   HeldRunFolder& held = *held_run_folder(dir);
+  const fs::path kept = dir / kEarlierRunFolder;
   try {
     fs::create_directories(dir);
-    // An earlier run's case and checkpoints (hours of a story check, say) are moved aside, not
-    // removed, until this run begins: a command that fails before its run starts (a typo in an
-    // option, a missing ELF) loses nothing, and DIR/earlier-run is that run's folder as it was
-    // (`--resume DIR/earlier-run` continues it). Nothing in DIR can be read as this run's.
+    // An earlier run's case and checkpoints (hours of a story check, say) are moved aside, never
+    // removed, until this run ends with a verdict of its own (retire_earlier_run): a command that
+    // fails or is stopped before then loses nothing, and DIR/earlier-run is that run's folder as
+    // it was (`--resume DIR/earlier-run` continues it). Its own earlier run, if it kept one, goes
+    // with it (DIR/earlier-run/earlier-run). Nothing in DIR can be read as this run's.
     bool worth_keeping = false;  // more than a report: a case, checkpoints, fuzz's cases
     for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
       const std::string name = e.path().filename().string();
       worth_keeping = worth_keeping || (is_earlier_runs_file(name) && name != "summary.json" && name != "junit.xml" &&
                                         name != "report.html" && name != "plots" && name != "plots.gp");
     }
-    if (!held_before && !held.begun && worth_keeping) {
-      const fs::path kept = dir / kEarlierRunFolder;
-      fs::remove_all(kept);
+    if (!held_before && worth_keeping) {
+      const fs::path moving = dir / ".earlier-run.moving";
+      fs::remove_all(moving);  // a move that a SIGKILL cut short: its files are in DIR or in it
+      bool nest = false;
+      if (fs::is_directory(kept)) {
+        std::string holder;
+        const int fd = try_lock_folder(kept, holder);
+        if (fd < 0)
+          throw CheckError("the run folder " + dir.string() + " keeps an earlier run in " + kept.string() +
+                           ", which another lockstep run is using" + (holder.empty() ? "" : " (pid " + holder + ")") +
+                           "; wait for it to end, or give another --report folder");
+        ::close(fd);
+        fs::rename(kept, moving);
+        nest = true;
+      }
       fs::create_directories(kept);
       for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
         const std::string name = e.path().filename().string();
         if (is_earlier_runs_file(name)) fs::rename(e.path(), kept / name);
       }
+      if (nest) fs::rename(moving, kept / kEarlierRunFolder);
     }
-    held.kept_earlier = !held.begun && fs::is_directory(dir / kEarlierRunFolder);  // by this claim or an earlier one
     fs::remove_all(dir / "checkpoints");
     fs::remove_all(dir / "plots");
     fs::remove(dir / "case.json");  // an earlier run's case is never this run's (it writes its own)
-    reports::write_report(dir, {{"command", command},
-                                {"status", "error"},
-                                {"error", kDidNotFinish},
-                                {"steps", 0},
-                                {"mismatches", 0}});
+    json placeholder = {{"command", command}, {"status", "error"}, {"error", kDidNotFinish}, {"steps", 0}, {"mismatches", 0}};
+    if (fs::is_directory(kept)) placeholder["earlier_run"] = absolute_text(kept);
+    reports::write_report(dir, placeholder);
+  } catch (const CheckError&) {
+    throw;
   } catch (const std::exception& e) {
     throw CheckError("cannot write the run folder " + dir.string() + ": " + e.what());
   }
+  held.claimed = true;
 }
 
-void begin_run_in_folder(const fs::path& dir) {
-  HeldRunFolder* held = held_run_folder(dir);
-  if (!held) throw std::logic_error("begin_run_in_folder: " + dir.string() + " was not claimed");
-  if (held->begun) return;
-  held->begun = true;
-  held->kept_earlier = false;
-  try {  // this run replaces the earlier one (kept by this claim, or by a command that failed before)
-    fs::remove_all(dir / kEarlierRunFolder);
-  } catch (const std::exception& e) {
-    throw CheckError("cannot write the run folder " + dir.string() + ": " + e.what());
-  }
+std::string retire_earlier_run(const fs::path& dir) {
+  const fs::path kept = dir / kEarlierRunFolder;
+  std::error_code ec;
+  if (!fs::is_directory(kept, ec)) return {};
+  std::string holder;
+  const int fd = try_lock_folder(kept, holder);
+  if (fd < 0)
+    return "the earlier run in " + kept.string() + " is kept: another lockstep run is using it" +
+           (holder.empty() ? "" : " (pid " + holder + ")");
+  fs::remove_all(kept, ec);
+  ::close(fd);
+  if (ec) return "the earlier run in " + kept.string() + " could not be removed: " + ec.message();
+  return {};
+}
+
+std::string earlier_run_of(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_directory(dir / kEarlierRunFolder, ec) ? absolute_text(dir / kEarlierRunFolder) : std::string();
 }
 
 std::vector<std::string> fail_claimed_run_folders(const std::string& status, const std::string& message) {
   std::vector<std::string> notes;
   for (const auto& [dir, held] : held_run_folders()) {
+    if (!held.claimed) continue;
     try {
       json s = reports::parse_json_text(reports::read_file_text(fs::path(dir) / "summary.json"), dir + "/summary.json");
-      const std::string kept =
-          held.kept_earlier && !held.begun ? (held.path / kEarlierRunFolder).string() : std::string();
+      const std::string kept = earlier_run_of(fs::path(dir));
       if (!kept.empty())
-        notes.push_back("the earlier run in " + held.path.string() + " is kept, as it was, in " + kept +
-                        " (this command failed before its run began)");
+        notes.push_back("the earlier run in " + held.path.string() + " is kept, as it was, in " +
+                        (held.path / kEarlierRunFolder).string() + " (this command " +
+                        (status == "interrupted" ? "was stopped" : "failed") + " before a verdict of its own)");
       if (s.value("error", "") != kDidNotFinish) {  // the run wrote its own result
-        if (kept.empty()) continue;
+        if (kept.empty() || s.value("earlier_run", "") == kept) continue;
         s["earlier_run"] = kept;
         reports::write_report(fs::path(dir), s);
         continue;
@@ -861,6 +904,14 @@ std::vector<std::string> fail_claimed_run_folders(const std::string& status, con
     }
   }
   return notes;
+}
+
+bool holds_run_folder(const fs::path& dir) { return held_run_folder(dir) != nullptr; }
+
+bool claimed_a_run_folder() {
+  for (const auto& [dir, held] : held_run_folders())
+    if (held.claimed) return true;
+  return false;
 }
 
 namespace {
@@ -1026,6 +1077,13 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     if (req.add_to_summary) req.add_to_summary(s, result);
     if (!out.capability_notes.empty()) s["capability_notes"] = out.capability_notes;
     if (!req.report_dir.empty()) s["replay"] = "lockstep replay " + format::shell_word(req.report_dir.string());
+    if (!req.report_dir.empty())
+      if (const std::string kept = earlier_run_of(req.report_dir); !kept.empty()) s["earlier_run"] = kept;
+    // An interrupted run that can go on: the command, as the page shows it (found by an outside
+    // tester: the page said only "resume with --resume").
+    if (!req.report_dir.empty() && result.interrupted && (req.command == "run" || req.command == "story") &&
+        (result.checkpoints_written > 0 || result.resumed_from > 0))
+      s["resume"] = "lockstep " + req.command + " --resume " + format::shell_word(req.report_dir.string());
     if (c.dut) {
       s["dut"] = c.dut->to_json();
       s["dut"]["identity"] = chip.hash;
@@ -1042,10 +1100,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     return RunFailed(what, partial, s);
   };
   try {
-    if (!req.resume && !req.report_dir.empty()) {
-      begin_run_in_folder(req.report_dir);  // the guest, chip and options have passed: the earlier run goes
-      write_case(json());
-    }
+    if (!req.resume && !req.report_dir.empty()) write_case(json());
   } catch (const std::exception& e) {
     throw CheckError("cannot write the run folder " + req.report_dir.string() + ": " + e.what());
   }
@@ -1097,6 +1152,11 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     for (const StreamResult& s : out.result.streams)
       if (s.end == "self_loop") throw failed(self_loop_line(s), out.result);
   if (!finished_note.empty()) err << "lockstep: " << finished_note << "\n" << std::flush;
+  // A verdict of this run's own (exact or mismatch, not interrupted): the earlier run it replaces
+  // goes (claim_run_folder kept it until now).
+  if (!req.report_dir.empty() && !out.result.interrupted)
+    if (const std::string note = retire_earlier_run(req.report_dir); !note.empty())
+      err << "lockstep: note: " << note << "\n" << std::flush;
   if (out.result.streams.size() == 1) out.end_text = guest_end_text(guest, out.result.streams[0]);
   out.summary = with_notes(summary_json(req.command, out.result, chip.source, chip.hash), out.result);
   if (!out.chip_fault.empty()) out.summary["chip_fault"] = out.chip_fault;

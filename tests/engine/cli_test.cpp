@@ -610,6 +610,9 @@ TEST(RunFolder, AFailedRunNeverLeavesAnEarlierPassInItsFolder) {
        {std::vector<std::string>{"run", elf, "--chip", (dir / "no-such.chip").string(), "--report", dir.string()},
         std::vector<std::string>{"run", (dir / "no-such.elf").string(), "--report", dir.string()},
         std::vector<std::string>{"run", elf, "--mode", "sideways", "--report", dir.string()},
+        // Refused by the command before it took the folder (found by an outside tester: these
+        // left the earlier pass in place).
+        std::vector<std::string>{"run", elf, "--report", dir.string(), "--dut-vocab", (dir / "v").string()},
         // Refused by the option parser, before the command ran (found by an outside tester:
         // these left the earlier pass in place).
         std::vector<std::string>{"run", elf, "--report", dir.string(), "--steps", "0"},
@@ -656,6 +659,36 @@ TEST(RunFolder, AFailedRunNeverLeavesAnEarlierPassInItsFolder) {
   EXPECT_TRUE(fs::exists(dir / "case.json"));
 }
 
+// The earlier run stays until the new run's own verdict: a new run stopped before one keeps it
+// (found by an outside tester: a Ctrl-C in a new run's first second deleted the earlier run's
+// checkpoints), and a later failure moves the stopped run aside with the earlier one inside it.
+TEST(RunFolder, TheEarlierRunStaysUntilTheNewRunsVerdict) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path dir = temp_dir("earlier-until-verdict");
+  const std::string short_elf = loop_elf(3).string(), long_elf = loop_elf(50'000'000).string();
+  ASSERT_EQ(run({"run", short_elf, "--report", dir.string(), "--checkpoint-every", "50"}).rc, 0);
+  const std::string first_digest = json::parse(slurp(dir / "summary.json"))["digest"];
+  const Proc stopped = run_and_signal({"run", long_elf, "--report", dir.string(), "--checkpoint-every", "1000"}, SIGINT,
+                                      std::chrono::milliseconds(0), false,
+                                      [&] { return fs::exists(dir / "case.json"); });
+  ASSERT_EQ(stopped.rc, 3) << stopped.err;
+  const json s = json::parse(slurp(dir / "summary.json"));
+  EXPECT_EQ(s["status"], "interrupted");
+  EXPECT_EQ(s["earlier_run"], (dir / "earlier-run").string()) << s.dump();
+  EXPECT_EQ(json::parse(slurp(dir / "earlier-run" / "summary.json"))["digest"], first_digest);
+  EXPECT_FALSE(list_checkpoints(dir / "earlier-run" / "checkpoints").empty());
+  // A failed command now keeps both: the stopped run in earlier-run, the first inside it.
+  const Proc failed = run({"run", (dir / "no-such.elf").string(), "--report", dir.string()});
+  EXPECT_EQ(failed.rc, 2) << failed.err;
+  EXPECT_EQ(json::parse(slurp(dir / "earlier-run" / "summary.json"))["status"], "interrupted");
+  EXPECT_TRUE(fs::exists(dir / "earlier-run" / "case.json"));
+  EXPECT_EQ(json::parse(slurp(dir / "earlier-run" / "earlier-run" / "summary.json"))["digest"], first_digest);
+  // A new run's verdict replaces them all.
+  ASSERT_EQ(run({"run", short_elf, "--report", dir.string()}).rc, 0);
+  EXPECT_FALSE(fs::exists(dir / "earlier-run"));
+  EXPECT_EQ(json::parse(slurp(dir / "summary.json"))["status"], "exact");
+}
+
 // A run folder that holds a user's file where a run keeps a folder (checkpoints, plots) or where
 // it writes summary.json (a folder of that name): refused with one line, the user's file kept,
 // and no half-written summary.json.tmp left behind (found by an outside tester: the file was
@@ -696,7 +729,7 @@ TEST(RunFolder, AFolderOfOtherFilesIsRefusedNotCleared) {
   std::ofstream(dir / "plots" / "fig1.svg") << "<svg/>\n";
   std::ofstream(dir / "main.c") << "int main;\n";
   const std::string says = "--report " + dir.string() +
-                           ": the folder holds files and is not a lockstep run folder (no summary.json of an earlier run)";
+                           ": the folder holds files and is not a lockstep run folder (no readable summary.json of an earlier run)";
   expect_one_error_line(run({"run", elf, "--report", dir.string()}), says);
   const fs::path runs = temp_dir("project-run");
   ASSERT_EQ(run({"run", elf, "--report", runs.string()}).rc, 0);

@@ -229,37 +229,48 @@ inline constexpr const char* kRunFolderLock = ".lockstep.lock";
 void lock_run_folder(const std::filesystem::path& dir);
 
 /// The folder inside a run folder where claim_run_folder keeps the earlier run's files until the
-/// new run begins: "earlier-run".
+/// new run ends with a verdict of its own: "earlier-run".
 inline constexpr const char* kEarlierRunFolder = "earlier-run";
 
 /// Makes `dir` the run folder of a new run of `command` (not a resume): locks it
 /// (lock_run_folder), moves what an earlier run left there (its summary.json, junit.xml,
 /// report.html, case.json, checkpoints/, plots/; fuzz's fuzz.json, programs.tsv and fail-*
-/// case folders) into DIR/earlier-run when it holds more than a report, and writes a
-/// summary.json, junit.xml and report.html of status "error" saying the run did not finish,
-/// which the run's own report replaces. So a run that fails before its report, or is killed,
-/// never leaves an earlier run's pass or case in the folder (docs/ci.md), and a command that
-/// fails before its run begins loses nothing: DIR/earlier-run is the earlier run's folder as it
-/// was, until begin_run_in_folder removes it. Throws CheckError (one line) when the folder
-/// cannot be written, or when it holds files and is not a run folder (neither DIR/.lockstep.lock
-/// nor a summary.json naming its command): someone's folder is refused, never cleared.
+/// case folders) into DIR/earlier-run when it holds more than a report (an earlier-run of its
+/// own goes inside: DIR/earlier-run/earlier-run), and writes a summary.json, junit.xml and
+/// report.html of status "error" saying the run did not finish (with "earlier_run", its absolute
+/// path, when one is kept), which the run's own report replaces. So a run that fails before its
+/// report, or is killed, never leaves an earlier run's pass or case in the folder (docs/ci.md),
+/// and a command that fails or is stopped before a verdict loses nothing: DIR/earlier-run is the
+/// earlier run's folder as it was, until retire_earlier_run. Throws CheckError (one line) when
+/// the folder cannot be written; when it holds files and is not a run folder (neither
+/// DIR/.lockstep.lock nor a summary.json naming its command): someone's folder is refused, never
+/// cleared; or when the earlier run to be moved keeps one that another process is using.
 void claim_run_folder(const std::filesystem::path& dir, const std::string& command);
 
-/// The new run in `dir` (claimed by claim_run_folder in this process) begins: the earlier run it
-/// replaces, DIR/earlier-run, is removed. Call it once everything that can refuse the run before
-/// it starts (options, the guest, the chip) has passed, before the run writes into the folder.
-/// Idempotent. Throws CheckError when the folder cannot be written, std::logic_error when `dir`
-/// was not claimed.
-void begin_run_in_folder(const std::filesystem::path& dir);
+/// The run in `dir` (new or resumed) ended with a verdict of its own (exact or mismatch, not
+/// interrupted): DIR/earlier-run, the earlier run it replaces, is removed. Returns "" or a note
+/// line: kept because another process is using it (a `--resume DIR/earlier-run` running), or
+/// could not be removed. Never throws.
+std::string retire_earlier_run(const std::filesystem::path& dir);
+
+/// The absolute path of DIR/earlier-run when `dir` keeps one, else "".
+std::string earlier_run_of(const std::filesystem::path& dir);
 
 /// The command failed (`status` "error") or was interrupted ("interrupted") with `message` (its
 /// one line) before writing its report: every run folder this process claimed whose summary.json
 /// is still claim_run_folder's "did not finish" gets a summary, JUnit and page of that status
-/// with that message, so that the folder says why (a bad ELF, an option). A folder whose earlier
-/// run was kept (the run never began) says where, in the summary's "earlier_run". Returns one
-/// note line per kept earlier run, for the command's stderr. Never throws: a folder that cannot
-/// be written keeps its placeholder, which is an error too.
+/// with that message, so that the folder says why (a bad ELF, an option). A folder that keeps an
+/// earlier run says where, in the summary's "earlier_run". Returns one note line per kept earlier
+/// run, for the command's stderr. Never throws: a folder that cannot be written keeps its
+/// placeholder, which is an error too.
 std::vector<std::string> fail_claimed_run_folders(const std::string& status, const std::string& message);
+
+/// Whether this process has claimed a run folder (claim_run_folder).
+bool claimed_a_run_folder();
+
+/// Whether this process holds `dir`'s lock (lock_run_folder: a folder it claimed, resumes, or
+/// took and refused).
+bool holds_run_folder(const std::filesystem::path& dir);
 
 /// What a check produced.
 struct CheckOutcome {
