@@ -215,7 +215,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
     note_free_running_steps(ctx, req.the_case, r);
     // Which chip gave the verdict, as fuzz's first line says it (found by an outside tester: only
     // --json and the report named it).
-    if (!out.chip_hash.empty()) ctx.out() << "chip " << out.chip_source << " (" << out.chip_hash << ")\n";
+    // (a chip under test names itself: its identity is shown with its control characters escaped,
+    // as dut-check shows it; found by an outside tester)
+    if (!out.chip_hash.empty())
+      ctx.out() << "chip " << out.chip_source << " (" << format::escape_controls(out.chip_hash) << ")\n";
     if (!out.end_text.empty()) ctx.out() << out.end_text << "\n";
     ctx.out() << engine::result_text(r) << std::flush;
     print_replay_hint(r, req.report_dir);

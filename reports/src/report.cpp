@@ -18,6 +18,7 @@
 #include <sstream>
 #include <stdexcept>
 #include "lockstep/format/json_text.h"
+#include "lockstep/format/shell.h"
 
 extern char** environ;
 
@@ -144,16 +145,22 @@ std::string find_gnuplot() {
   return {};
 }
 
-// Runs `gnuplot script`, stderr to `log`.  Returns the exit status (-1: spawn failed).
-int run_gnuplot(const std::string& gnuplot, const fs::path& script, const fs::path& log) {
+// Runs `gnuplot plots.gp` in `work_dir`, stderr to work_dir/gnuplot.log. Returns the exit status
+// (-1: spawn failed). The script names its files relative to work_dir: no path of the user's (a
+// report folder's name) is ever gnuplot code (found by an outside tester: a folder named with a
+// newline ran the rest of its name as gnuplot's system() command).
+int run_gnuplot(const std::string& gnuplot, const fs::path& work_dir) {
+  std::error_code ec;
+  const std::string program = fs::absolute(gnuplot, ec).string();  // found from the old folder
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addchdir_np(&fa, work_dir.c_str());
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::string a0 = gnuplot, a1 = script.string();
+  posix_spawn_file_actions_addopen(&fa, 2, "gnuplot.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::string a0 = program.empty() ? gnuplot : program, a1 = "plots.gp";
   char* argv[] = {a0.data(), a1.data(), nullptr};
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, gnuplot.c_str(), &fa, nullptr, argv, environ);
+  const int rc = posix_spawn(&pid, a0.c_str(), &fa, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return -1;
   int status = 0;
@@ -163,10 +170,18 @@ int run_gnuplot(const std::string& gnuplot, const fs::path& script, const fs::pa
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string gp_quote(const fs::path& p) {
-  std::string o = "'";
-  for (char c : p.string()) o += c == '\'' ? std::string("''") : std::string(1, c);
-  return o + "'";
+// A file of work_dir as a gnuplot string: the names below are fixed ASCII (run_gnuplot).
+std::string gp_quote(const std::string& name) { return "'" + name + "'"; }
+
+// A label inside a gnuplot data file's double quotes: no quote, backslash or control character
+// (a guest named with a '"' was cut short; a newline would end the row).
+std::string gp_label(const std::string& text) {
+  std::string o;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    o += (c == '"' || c == '\\' || u < 0x20 || u == 0x7f) ? '?' : c;
+  }
+  return o;
 }
 
 }  // namespace
@@ -192,7 +207,8 @@ bool partial_check(const json& summary) { return partial_story(summary) || parti
 
 constexpr const char* kPartialStory =
     "a partial check: not the whole story compared teacher-forced for its first steps and free-running to its end "
-    "(a step limit, or every step teacher-forced); gate a release on the whole story (lockstep story without --steps)";
+    "(it stopped early: a step limit, an interruption, or every step teacher-forced); gate a release on the whole "
+    "story (lockstep story without --steps, run to its end)";
 
 std::string junit_xml(const json& summary) {
   const std::string command = str(summary, "command", "run");
@@ -216,9 +232,9 @@ std::string junit_xml(const json& summary) {
     if (s.contains("divergence") && s["divergence"].is_object()) {
       const json& d = s["divergence"];
       c.kind = "failure";
-      c.message = "first divergence at step " + str(d, "step") + ": " + str(d, "disassembly") + ", " +
-                  str(d, "field") + " expected " + str(d, "expected_text") + ", got " +
-                  str(d, "actual_text");
+      c.message = "first divergence at step " + str(d, "step") + " (pc " + str(d, "pc_hex") + "): " +
+                  str(d, "disassembly") + ", " + str(d, "field") + " expected " + str(d, "expected_text") +
+                  ", got " + str(d, "actual_text");
       text << "\n" << c.message << "\nlayer: " << str(d.value("attribution", json::object()), "text")
            << "\nfault: " << str(d, "fault") << ": " << str(d, "fault_text");
     } else if (s.contains("divergence_unlocated") && s["divergence_unlocated"].is_string()) {
@@ -239,6 +255,11 @@ std::string junit_xml(const json& summary) {
       c.kind = "error";
       c.message = "the guest jumps to itself and can never exit (stopped after " +
                   std::to_string(s.value("steps", 0ull)) + " steps)";
+    } else if (end == "trap" && status == "error") {
+      // Never green: a guest that ended in a trap where the run asked for its exit (found by an
+      // outside tester: the guest's case passed and a second case, "run", held the error).
+      c.kind = "error";
+      c.message = str(summary, "error", "the guest ended in a trap");
     } else if (end == "running" && status == "error") {
       // Never green: the run failed (a chip under test that died or hung) before this guest's
       // end, so the steps after it were never compared.
@@ -374,10 +395,13 @@ std::string junit_xml(const json& summary) {
      << "\" failures=\"" << failures << "\" errors=\"" << errors << "\" skipped=\"0\" time=\"" << t
      << "\">\n";
   os << "    <properties>\n";
-  for (const char* k : {"digest", "status", "chip", "backend", "replayed_case", "replay_verdict"}) {
+  for (const char* k : {"digest", "status", "chip", "chip_hash", "backend", "replayed_case", "replay_verdict"}) {
     const std::string v = k == std::string("backend") ? str(run, "backend") : str(summary, k);
     if (!v.empty()) os << "      <property name=\"" << k << "\" value=\"" << escape_xml(v) << "\"/>\n";
   }
+  // The chip under test's identity (dut-protocol.md §3: "reports show it").
+  if (summary.contains("dut") && summary["dut"].is_object() && !str(summary["dut"], "identity").empty())
+    os << "      <property name=\"dut_identity\" value=\"" << escape_xml(str(summary["dut"], "identity")) << "\"/>\n";
   os << "      <property name=\"steps\" value=\"" << summary.value("steps", 0ull) << "\"/>\n";
   // A campaign's seed, which with its program count reproduces it (found by an outside tester:
   // a passing campaign's JUnit had no seed at all).
@@ -441,10 +465,10 @@ std::vector<Plot> render_plots(const json& summary, const fs::path& work_dir, st
     // One point (a short run) is a plot of nothing: the table has steps/s.
     if (rows >= 2) {
       write_text(work_dir / "throughput.dat", data.str());
-      script << "set output " << gp_quote(work_dir / "throughput.svg") << "\n"
+      script << "set output " << gp_quote("throughput.svg") << "\n"
              << "set title 'Throughput over the run'\nset xlabel 'seconds'\nset ylabel 'steps/s'\n"
              << "set y2label 'steps compared'\nset y2tics\nset ytics nomirror\n"
-             << "plot " << gp_quote(work_dir / "throughput.dat")
+             << "plot " << gp_quote("throughput.dat")
              << " using 1:2 with linespoints title 'steps/s', '' using 1:3 axes x1y2 with lines title 'steps'\n"
              << "unset y2tics\nunset y2label\nset ytics mirror\n";
       plots.push_back({"throughput", "Throughput over the run", ""});
@@ -458,13 +482,13 @@ std::vector<Plot> render_plots(const json& summary, const fs::path& work_dir, st
       for (const auto& [k, v] : per_class.items()) cls[k] += v.get<std::uint64_t>();
     }
     std::ostringstream data;
-    for (const auto& [k, v] : cls) data << "\"" << k << "\" " << v << "\n";
+    for (const auto& [k, v] : cls) data << "\"" << gp_label(k) << "\" " << v << "\n";
     if (cls.size() >= 2) {  // one bar says no more than the steps in the table
       write_text(work_dir / "classes.dat", data.str());
-      script << "set output " << gp_quote(work_dir / "classes.svg") << "\n"
+      script << "set output " << gp_quote("classes.svg") << "\n"
              << "set title 'Steps per instruction class'\nset xlabel ''\nset ylabel 'steps'\n"
              << "set style fill solid 0.6\nset boxwidth 0.7\nset xtics rotate by -30\nset yrange [0:*]\n"
-             << "plot " << gp_quote(work_dir / "classes.dat") << " using 0:2:xtic(1) with boxes notitle\n"
+             << "plot " << gp_quote("classes.dat") << " using 0:2:xtic(1) with boxes notitle\n"
              << "set xtics norotate\nset autoscale y\n";
       plots.push_back({"classes", "Steps per instruction class", ""});
     }
@@ -474,7 +498,7 @@ std::vector<Plot> render_plots(const json& summary, const fs::path& work_dir, st
     std::ostringstream bars, marks;
     std::size_t i = 0, n_div = 0;
     for (const json& s : streams) {
-      bars << i << " " << s.value("steps", 0ull) << " \"" << str(s, "guest") << "\"\n";
+      bars << i << " " << s.value("steps", 0ull) << " \"" << gp_label(str(s, "guest")) << "\"\n";
       if (s.contains("divergence") && s["divergence"].is_object()) {
         marks << s["divergence"].value("step", 0ull) << " " << i << "\n";
         ++n_div;
@@ -486,12 +510,12 @@ std::vector<Plot> render_plots(const json& summary, const fs::path& work_dir, st
       if (n_div == 0) marks << "NaN NaN\n";
       write_text(work_dir / "streams.dat", bars.str());
       write_text(work_dir / "divergences.dat", marks.str());
-      script << "set output " << gp_quote(work_dir / "divergence.svg") << "\n"
+      script << "set output " << gp_quote("divergence.svg") << "\n"
              << "set title 'Where divergences happened (" << n_div << ")'\nset xlabel 'step'\nset ylabel ''\n"
              << "set yrange [-1:" << std::max<std::size_t>(i, 1) << "]\nset xrange [0:*]\n"
-             << "plot " << gp_quote(work_dir / "streams.dat")
+             << "plot " << gp_quote("streams.dat")
              << " using 2:1:(0):2:ytic(3) with xerrorbars title 'steps compared', "
-             << gp_quote(work_dir / "divergences.dat")
+             << gp_quote("divergences.dat")
              << " using 1:2 with points pt 2 ps 2 lc rgb 'red' title 'first divergence'\n";
       plots.push_back({"divergence", "Where divergences happened", ""});
     }
@@ -499,7 +523,10 @@ std::vector<Plot> render_plots(const json& summary, const fs::path& work_dir, st
   if (plots.empty()) return plots;  // nothing worth a plot: gnuplot is not run
   const fs::path script_path = work_dir / "plots.gp";
   write_text(script_path, script.str());
-  const int rc = run_gnuplot(gnuplot, script_path, work_dir / "gnuplot.log");
+  // An earlier render's pictures are never shown as this one's (found by an outside tester: a
+  // failed render's page said so and showed the old plots).
+  for (const Plot& p : plots) fs::remove(work_dir / (p.name + ".svg"));
+  const int rc = run_gnuplot(gnuplot, work_dir);
   if (rc != 0) {
     std::string log = read_text(work_dir / "gnuplot.log");
     if (const auto nl = log.find('\n'); nl != std::string::npos) log.resize(nl);
@@ -574,7 +601,7 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
   os << "<h1>Lockstep " << escape_xml(str(summary, "command", "run")) << ": <span class=\""
      << escape_xml(status) << "\">" << escape_xml(status) << "</span>" << (partial_check(summary) ? " (partial check)" : "")
      << "</h1>\n";
-  if (partial_story(summary)) os << "<p class=\"note\">" << escape_xml(kPartialStory) << "</p>\n";
+  if (partial_story(summary) && status != "mismatch") os << "<p class=\"note\">" << escape_xml(kPartialStory) << "</p>\n";
   else if (partial_run(summary) && status == "exact") os << "<p class=\"note\">" << escape_xml(kPartialRun) << "</p>\n";
   if (summary.contains("chip_fault") && summary["chip_fault"].is_string())
     os << "<p class=\"note\">After the divergence the chip under test failed: "
@@ -592,6 +619,14 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
   row("compare", str(run, "compare"));
   row("backend", str(run, "backend"));
   row("chip", str(summary, "chip"));
+  row("chip hash", str(summary, "chip_hash"));
+  if (summary.contains("dut") && summary["dut"].is_object())
+    row("chip under test's identity", str(summary["dut"], "identity"));
+  if (summary.contains("capability_notes") && summary["capability_notes"].is_array()) {
+    std::string notes;
+    for (const json& n : summary["capability_notes"]) notes += (notes.empty() ? "" : "; ") + (n.is_string() ? n.get<std::string>() : n.dump());
+    row("capability notes", notes);
+  }
   row("story guest built from", str(summary, "guest_model"));
   row("seconds", num(run, "seconds", 2));
   row("steps/s", num(run, "steps_per_second", 1));
@@ -605,9 +640,14 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
     std::string text = "yes: the run was stopped after " + std::to_string(summary.value("steps", 0ull)) + " steps";
     bool located = false;
     for (const json& st : streams) located = located || (st.contains("divergence") && st["divergence"].is_object());
+    const std::string command = str(summary, "command", "run");
     if (!str(summary, "resume_with").empty()) text += "; " + str(summary, "resume_with");  // a campaign
+    else if (status == "interrupted" && !str(summary, "resume").empty())
+      text += "; continue with: " + str(summary, "resume");
     else if (status == "interrupted" && (run.value("checkpoints_written", 0ull) > 0 || run.value("resumed_from", 0ull) > 0))
       text += "; resume with --resume";
+    else if (status == "interrupted" && command == "replay")  // replay has no --resume (found by an outside tester)
+      text += "; replay the case again";
     else if (status == "interrupted")  // found by an outside tester: the page said to resume, which --resume refused
       text += "; it wrote no checkpoints, so it cannot be resumed: run it again (--checkpoint-every N makes a run resumable)";
     else if (status == "mismatch" && located) text += ", after the divergence below";
@@ -615,6 +655,7 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
     row("interrupted", text);
   }
   row("error", str(summary, "error"));
+  row("earlier run kept in", str(summary, "earlier_run"));
   row("replayed case", str(summary, "replayed_case"));
   row("replay verdict", str(summary, "replay_verdict"));
   row("replay", str(summary, "replay"));
@@ -624,8 +665,9 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
   // A campaign's failing programs: where each diverged and its case (the streams table of a run
   // has no rows for a campaign; found by an outside tester: the page named no failing program).
   if (fz.contains("failures") && fz["failures"].is_array() && !fz["failures"].empty()) {
-    os << "<h2>Failing programs</h2>\n<p>Step, instruction and tokens are the original program's; its saved case "
-          "is the program shrunk, whose own divergence is in the last column.</p>\n"
+    os << "<h2>Failing programs</h2>\n<p>Step, instruction and tokens are the original program's, in its batch. "
+          "The last column has its saved case (the program shrunk where shrinking kept the divergence, else the "
+          "program as it was), the case's own divergence when run alone, and the command that replays it.</p>\n"
           "<table><tr><th>program</th><th>mode</th><th>program seed</th><th>step</th>"
           "<th>instruction</th><th>field</th><th>expected</th><th>actual</th><th>case</th></tr>\n";
     for (const json& f : fz["failures"]) {
@@ -636,13 +678,20 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
          << "</td><td>" << escape_xml(str(f, "expected_text")) << "</td><td>" << escape_xml(str(f, "actual_text"))
          << "</td><td><code>" << escape_xml(str(f, "case")) << "</code>"
          << (f.value("reproduces_alone", true) ? "" : " (passes alone: repeat the batch)");
+      const bool not_shrunk = f.contains("not_shrunk") || (f.contains("shrunk_words") && f.contains("original_words") &&
+                                                           f["shrunk_words"] == f["original_words"]);
+      if (not_shrunk) os << "<br>" << escape_xml("not shrunk" + (str(f, "not_shrunk").empty() ? std::string() : ": " + str(f, "not_shrunk")));
       if (f.contains("case_divergence") && f["case_divergence"].is_object()) {
         const json& cd = f["case_divergence"];
-        os << "<br>" << escape_xml(str(f, "shrunk_words") + " words; diverges at step " + str(cd, "step") + ", ")
+        os << "<br>" << escape_xml(str(f, "shrunk_words") + " words; run alone it diverges at step " + str(cd, "step") + ", ")
            << "<code>" << escape_xml(str(cd, "pc_hex") + "  " + str(cd, "disassembly")) << "</code>"
            << escape_xml(": " + str(cd, "field") + " expected " + str(cd, "expected_text") + ", got " +
                          str(cd, "actual_text"));
       }
+      if (!str(f, "case").empty())
+        os << "<br>replay: <code>" << escape_xml("lockstep replay " + format::shell_word(str(f, "case"))) << "</code>";
+      if (!f.value("reproduces_alone", true) && !str(f, "repeat_batch").empty())
+        os << "<br>repeat its batch: <code>" << escape_xml(str(f, "repeat_batch")) << "</code>";
       os << "</td></tr>\n";
     }
     os << "</table>\n";
@@ -669,7 +718,8 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
        << "</h2>\n<table>\n";
     row("mode at the step", str(d, "mode"));
     row("instruction", str(d, "pc_hex") + "  " + str(d, "word") + "  " + str(d, "disassembly"));
-    row("trace field", str(d, "field") + (d.value("byte_index", -1) >= 0 ? " byte " + str(d, "byte_index") : ""));
+    row("trace field", str(d, "field") + (d.value("byte_index", -1) >= 0 ? " byte " + str(d, "byte_index") : "") +
+                           (d.contains("token_in_instruction") ? " (token " + str(d, "token_in_instruction") + " of the instruction)" : ""));
     row("expected", str(d, "expected_text") + " (id " + str(d, "expected") + ")");
     row("actual", str(d, "actual_text") + " (id " + str(d, "actual") + ")");
     row("differing bits", str(d, "bits_text"));

@@ -75,7 +75,7 @@ TEST(JUnit, OneCasePerStreamAndAFailureForTheDivergence) {
   const std::string x = junit_xml(sample_summary());
   EXPECT_NE(x.find("<testsuite name=\"lockstep run free\" tests=\"2\" failures=\"1\" errors=\"0\""), std::string::npos) << x;
   EXPECT_NE(x.find("<testcase classname=\"lockstep.run.free\" name=\"ok&amp;good\""), std::string::npos) << x;
-  EXPECT_NE(x.find("<failure message=\"first divergence at step 1234: addi a0, a0, 1, W1 expected W1(0x12), got W1(0x13)\""),
+  EXPECT_NE(x.find("<failure message=\"first divergence at step 1234 (pc 0x10010): addi a0, a0, 1, W1 expected W1(0x12), got W1(0x13)\""),
             std::string::npos)
       << x;
   EXPECT_NE(x.find("replay &lt;agrees&gt;"), std::string::npos);
@@ -176,13 +176,20 @@ TEST(JUnit, GuestCutShortByAFailedRunIsAnError) {
   json two = s;
   two["run"]["streams"].push_back({{"guest", "hello"}, {"steps", 500}, {"end", "exit"}});
   EXPECT_NE(junit_xml(two).find("tests=\"2\" failures=\"0\" errors=\"1\""), std::string::npos) << junit_xml(two);
-  // A trap (the guest's end is a result, the run's status an error): the one error is the run's.
+  // A trap where the run asked for the guest's exit: the error is the guest's own case, never a
+  // green case beside a second one for the run (found by an outside tester).
   const json trap = {{"status", "error"}, {"command", "run"}, {"steps", 8}, {"mismatches", 0},
                      {"error", "the guest ended in trap 9 EBREAK"},
                      {"run", {{"streams", json::array({{{"guest", "t"}, {"steps", 8}, {"end", "trap"}}})}}}};
   const std::string y = junit_xml(trap);
-  EXPECT_NE(y.find("tests=\"2\" failures=\"0\" errors=\"1\""), std::string::npos) << y;
+  EXPECT_NE(y.find("tests=\"1\" failures=\"0\" errors=\"1\""), std::string::npos) << y;
+  EXPECT_NE(y.find("<testcase classname=\"lockstep.run\" name=\"t\""), std::string::npos) << y;
   EXPECT_NE(y.find("<error message=\"the guest ended in trap 9 EBREAK\""), std::string::npos) << y;
+  // With --allow-trap the trap is the guest's result: green.
+  json allowed = trap;
+  allowed["status"] = "exact";
+  allowed.erase("error");
+  EXPECT_NE(junit_xml(allowed).find("tests=\"1\" failures=\"0\" errors=\"0\""), std::string::npos) << junit_xml(allowed);
 }
 
 // A campaign's summary has no streams: interrupted is still an error, never a pass (issue 27).
@@ -223,7 +230,8 @@ TEST(JUnit, ACampaignListsEachFailingProgram) {
   const std::string h = html_report(s, {}, "");
   EXPECT_NE(h.find("<h2>Failing programs</h2>"), std::string::npos) << h;
   EXPECT_NE(h.find("<td>17</td><td>free</td><td>99</td><td>34</td><td><code>0x10098  lui s4, 0xdd362</code></td><td>PCL</td>"
-                   "<td>PCL(0x26)</td><td>EXIT(0x00)</td><td><code>/r/fail-17-free</code></td>"),
+                   "<td>PCL(0x26)</td><td>EXIT(0x00)</td><td><code>/r/fail-17-free</code><br>replay: <code>lockstep replay "
+                   "/r/fail-17-free</code></td>"),
             std::string::npos)
       << h;
   EXPECT_EQ(h.find("<h2>Streams</h2>"), std::string::npos) << h;  // a campaign has no streams table
@@ -251,6 +259,19 @@ TEST(Html, AnInterruptedRunSaysHowToGoOn) {
   EXPECT_EQ(none.find("--resume"), std::string::npos) << none;
   s["run"]["checkpoints_written"] = 2;
   EXPECT_NE(html_report(s, {}, "").find("stopped after 70 steps; resume with --resume"), std::string::npos);
+  // the whole command when the summary has it (found by an outside tester: only "--resume")
+  s["resume"] = "lockstep run --resume 'my runs/r1'";
+  EXPECT_NE(html_report(s, {}, "").find("stopped after 70 steps; continue with: lockstep run --resume &#39;my runs/r1&#39;"),
+            std::string::npos)
+      << html_report(s, {}, "");
+  s.erase("resume");
+  // a replay has no --resume: it is run again (found by an outside tester: the page suggested
+  // --checkpoint-every, which replay refuses)
+  s["command"] = "replay";
+  s["run"].erase("checkpoints_written");
+  const std::string r = html_report(s, {}, "");
+  EXPECT_NE(r.find("stopped after 70 steps; replay the case again"), std::string::npos) << r;
+  EXPECT_EQ(r.find("--checkpoint-every"), std::string::npos) << r;
   s["command"] = "fuzz";
   s["resume_with"] = "run the programs left: lockstep fuzz with --seed 3 --first 32 --programs 1968";
   const std::string f = html_report(s, {}, "");
@@ -301,6 +322,34 @@ TEST(Html, AnUnlocatedDivergenceAndAStoppedCampaignWithFailures) {
   EXPECT_NE(fx.find("time=\"1.500\""), std::string::npos) << fx;
 }
 
+// A campaign's page says, per failing program, whether its case was shrunk and how to replay it,
+// and the page shows the chip's hash and the chip under test's identity (found by an outside
+// tester: "its saved case is the program shrunk" stood above cases that were not, and neither
+// the replay commands nor the chip's identity were on the page).
+TEST(Html, ACampaignsCasesSayHowToReplayThem) {
+  const json f = {
+      {"status", "mismatch"}, {"command", "fuzz"}, {"steps", 900}, {"mismatches", 2},
+      {"chip", "dut ./my chip"}, {"chip_hash", "000f3217465495f8"},
+      {"dut", {{"identity", "000f3217465495f8"}}},
+      {"fuzz", {{"seed", 9}, {"programs", 16},
+                {"failures", json::array({{{"index", 3}, {"step", 7}, {"case", "/r/fail 3"}, {"original_words", 40},
+                                           {"shrunk_words", 6}},
+                                          {{"index", 5}, {"step", 9}, {"case", "/r/fail-5"}, {"original_words", 40},
+                                           {"shrunk_words", 40}, {"not_shrunk", "run alone, it did not diverge"},
+                                           {"reproduces_alone", false}, {"repeat_batch", "lockstep fuzz --seed 9 --first 0 --programs 8"}}})}}}};
+  const std::string h = html_report(f, {}, "");
+  EXPECT_NE(h.find("replay: <code>lockstep replay &#39;/r/fail 3&#39;</code>"), std::string::npos) << h;
+  EXPECT_NE(h.find("replay: <code>lockstep replay /r/fail-5</code>"), std::string::npos) << h;
+  EXPECT_EQ(count(h, "not shrunk"), 1u) << h;
+  EXPECT_NE(h.find("<br>not shrunk: run alone, it did not diverge"), std::string::npos) << h;
+  EXPECT_NE(h.find("repeat its batch: <code>lockstep fuzz --seed 9 --first 0 --programs 8</code>"), std::string::npos) << h;
+  EXPECT_NE(h.find("<tr><th>chip hash</th><td>000f3217465495f8</td></tr>"), std::string::npos) << h;
+  EXPECT_NE(h.find("<tr><th>chip under test&#39;s identity</th><td>000f3217465495f8</td></tr>"), std::string::npos) << h;
+  const std::string x = junit_xml(f);
+  EXPECT_NE(x.find("<property name=\"chip_hash\" value=\"000f3217465495f8\"/>"), std::string::npos) << x;
+  EXPECT_NE(x.find("<property name=\"dut_identity\" value=\"000f3217465495f8\"/>"), std::string::npos) << x;
+}
+
 // A short run (one throughput sample, one instruction class, one stream): no plot is drawn and
 // gnuplot is not run; the raw JSON is folded behind <details> (issue 27).
 TEST(Html, ShortRunHasNoPlotsAndFoldsTheJson) {
@@ -342,6 +391,42 @@ TEST(Html, RendersWithPlotsFromGnuplot) {
   // Throughput data: steps/s between samples.
   EXPECT_EQ(slurp(dir / "plots" / "throughput.dat"), "0.5 800 400\n1 1000 900\n2.5 1066.67 2500\n");
   EXPECT_EQ(slurp(dir / "plots" / "classes.dat"), "\"alu\" 2234\n\"load\" 266\n");
+}
+
+// A report folder's name is never gnuplot code (found by an outside tester: a name with a newline
+// ran "system(...)" from the rest of it), and a guest's name with '"' is a whole label.
+TEST(Html, AFolderNameIsNeverGnuplotCode) {
+  unsetenv("LOCKSTEP_GNUPLOT");
+  const fs::path root = temp_dir("gnuplot-names");
+  const fs::path marker = root / "ran";
+  const fs::path dir = root / ("r'\nsystem(\"touch " + marker.string() + "\")\n#");
+  json s = sample_summary();
+  s["run"]["streams"][0]["guest"] = "say \"hi\"\nthere";
+  const ReportFiles f = write_report(dir, s);
+  if (f.plot_note.find("not found") != std::string::npos) GTEST_SKIP() << "gnuplot is not installed here";
+  EXPECT_FALSE(fs::exists(marker)) << "the folder's name ran as a command";
+  EXPECT_EQ(f.plot_note, "");
+  ASSERT_EQ(f.plots.size(), 3u);
+  for (const Plot& p : f.plots) EXPECT_NE(p.svg.find("<svg"), std::string::npos) << p.name;
+  EXPECT_EQ(slurp(dir / "plots" / "streams.dat"), "0 1266 \"say ?hi??there\"\n1 1234 \"bad\"\n");
+}
+
+// A render that fails shows no plots of an earlier render (found by an outside tester: the page
+// said "not rendered" above the old pictures).
+TEST(Html, AFailedRenderShowsNoEarlierPlots) {
+  unsetenv("LOCKSTEP_GNUPLOT");
+  const fs::path dir = temp_dir("stale-plots");
+  const ReportFiles first = write_report(dir, sample_summary());
+  if (first.plot_note.find("not found") != std::string::npos) GTEST_SKIP() << "gnuplot is not installed here";
+  ASSERT_EQ(count(slurp(dir / kHtmlFile), "<svg"), 3u);
+  const fs::path bad = dir.parent_path() / "failing-gnuplot";
+  std::ofstream(bad) << "#!/bin/sh\necho 'no terminal' >&2\nexit 1\n";
+  fs::permissions(bad, fs::perms::owner_all);
+  setenv("LOCKSTEP_GNUPLOT", bad.c_str(), 1);
+  const ReportFiles f = write_report(dir, sample_summary());
+  unsetenv("LOCKSTEP_GNUPLOT");
+  EXPECT_EQ(f.plot_note, "plots not rendered: gnuplot failed (exit 1): no terminal");
+  EXPECT_EQ(count(slurp(dir / kHtmlFile), "<svg"), 0u);
 }
 
 TEST(Html, RendersWithoutGnuplotAndSaysSo) {
