@@ -1750,9 +1750,9 @@ struct Engine::Impl {
         L.kinds_known && kind < 128 && !(L.kinds_due[kind >> 6] >> (kind & 63) & 1) && d.note.empty())
     {
       const std::string check = be.name() == "dut"
-                                    ? "check the --dut-vocab lines of " +
+                                    ? "check the chip's embedding and unembedding of " +
                                           (kind_name(actual) == d.field ? d.field : d.field + " and " + kind_name(actual)) +
-                                          ", and the chip's embedding and unembedding of them"
+                                          ", and their lines of the --dut-vocab map, when it is given one"
                                     : "check the embedding and unembedding of " + d.field;
       d.note = "this is the first " + d.field + " token of the run: every step before it agreed, and none of them "
                "was a " + d.field + " token. A chip that names a whole kind of token wrongly fails here first (" +
@@ -2020,7 +2020,10 @@ struct Engine::Impl {
                      (same_pair ? "each is the same wrong token (" + d.actual_text + " for " + d.expected_text +
                                       "), so the same fault recurs whenever that token is due, or the chip's state "
                                       "was corrupted (at this step or earlier)"
-                                : std::string("the chip's state was corrupted (at this step or earlier)"));
+                                : std::string("the chip's state was corrupted (at this step or earlier), or a "
+                                              "computation the chip makes on many steps is wrong (a weight or "
+                                              "threshold of a layer that many instructions use): tokens alone do "
+                                              "not tell the two apart (the layer line narrows where, when the chip has probes)"));
       if (only_this_op && !recurrences.empty())
         d.fault_text += "; every later disagreement is a token of `" + op_name +
                         "`, wrong in " + std::to_string(recurrences.size()) + " of its " +
