@@ -152,6 +152,7 @@ void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching
                   {"steps", fuzz.value("steps", std::uint64_t{0})},
                   {"mismatches", mismatching},
                   {"chip", fuzz.value("chip", fuzz.value("chip_hash", ""))},
+                  {"chip_hash", fuzz.value("chip_hash", "")},
                   {"coverage", fuzz.value("coverage", json::object())},
                   {"decision_coverage", fuzz.value("decision_coverage", json::object())},
                   {"fuzz", {{"seed", fuzz.value("seed", json())}, {"programs", fuzz.value("programs", json())},

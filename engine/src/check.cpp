@@ -809,6 +809,18 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
   }
   HeldRunFolder& held = *held_run_folder(dir);
   const fs::path kept = dir / kEarlierRunFolder;
+  // The earlier run it keeps is part of the folder: one that another command is using (a
+  // `--resume DIR/earlier-run`) makes the folder in use (found by the re-test: a new run was
+  // taken then, and a failed command after it could not take the folder to say so).
+  if (!held_before && fs::is_directory(kept)) {
+    std::string holder;
+    const int fd = try_lock_folder(kept, holder);
+    if (fd < 0)
+      throw CheckError("the run folder " + dir.string() + " keeps an earlier run in " + kept.string() +
+                       ", which another lockstep run is using" + (holder.empty() ? "" : " (pid " + holder + ")") +
+                       "; wait for it to end, or give another --report folder");
+    ::close(fd);
+  }
   try {
     fs::create_directories(dir);
     // An earlier run's case and checkpoints (hours of a story check, say) are moved aside, never
@@ -826,14 +838,7 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
       const fs::path moving = dir / ".earlier-run.moving";
       fs::remove_all(moving);  // a move that a SIGKILL cut short: its files are in DIR or in it
       bool nest = false;
-      if (fs::is_directory(kept)) {
-        std::string holder;
-        const int fd = try_lock_folder(kept, holder);
-        if (fd < 0)
-          throw CheckError("the run folder " + dir.string() + " keeps an earlier run in " + kept.string() +
-                           ", which another lockstep run is using" + (holder.empty() ? "" : " (pid " + holder + ")") +
-                           "; wait for it to end, or give another --report folder");
-        ::close(fd);
+      if (fs::is_directory(kept)) {  // not in use (checked above)
         fs::rename(kept, moving);
         nest = true;
       }
@@ -967,6 +972,12 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   };
   if (backend) {
     chip.source = "backend " + backend->name();
+    // A chip under test's session lent by the caller (fuzz's cases): named as the case starts it,
+    // with its identity (found by an outside tester: a case's page said "backend dut", no hash).
+    if (c.dut) {
+      chip.source = "dut " + c.dut->describe();
+      chip.hash = backend->identity();
+    }
   } else if (c.dut) {
     try {
       dut::DutConfig config = *c.dut;

@@ -683,7 +683,10 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
       if (not_shrunk) os << "<br>" << escape_xml("not shrunk" + (str(f, "not_shrunk").empty() ? std::string() : ": " + str(f, "not_shrunk")));
       if (f.contains("case_divergence") && f["case_divergence"].is_object()) {
         const json& cd = f["case_divergence"];
-        os << "<br>" << escape_xml(str(f, "shrunk_words") + " words; run alone it diverges at step " + str(cd, "step") + ", ")
+        const std::string size = !not_shrunk && f.contains("original_words") && f.contains("shrunk_words")
+                                     ? "shrunk from " + str(f, "original_words") + " to " + str(f, "shrunk_words") + " words"
+                                     : str(f, "shrunk_words") + " words";
+        os << "<br>" << escape_xml(size + "; run alone it diverges at step " + str(cd, "step") + ", ")
            << "<code>" << escape_xml(str(cd, "pc_hex") + "  " + str(cd, "disassembly")) << "</code>"
            << escape_xml(": " + str(cd, "field") + " expected " + str(cd, "expected_text") + ", got " +
                          str(cd, "actual_text"));

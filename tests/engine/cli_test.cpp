@@ -1,6 +1,7 @@
 // The lockstep executable end to end: run / story / replay / report, their
 // exit codes and report files; kill -9 and --resume through the command; and
 // directed guests through the built chip (when it exists).
+#include <sys/file.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
@@ -683,6 +684,20 @@ TEST(RunFolder, TheEarlierRunStaysUntilTheNewRunsVerdict) {
   EXPECT_EQ(json::parse(slurp(dir / "earlier-run" / "summary.json"))["status"], "interrupted");
   EXPECT_TRUE(fs::exists(dir / "earlier-run" / "case.json"));
   EXPECT_EQ(json::parse(slurp(dir / "earlier-run" / "earlier-run" / "summary.json"))["digest"], first_digest);
+  // An earlier run another process holds (a `--resume DIR/earlier-run` running) makes the folder
+  // in use: refused, untouched (found by the re-test: a new run was taken beside the resume).
+  {
+    const int fd = ::open((dir / "earlier-run" / ".lockstep.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+    const std::string before = slurp(dir / "summary.json");
+    expect_one_error_line(run({"run", short_elf, "--report", dir.string()}),
+                          "the run folder " + dir.string() + " keeps an earlier run in " + (dir / "earlier-run").string() +
+                              ", which another lockstep run is using");
+    EXPECT_EQ(slurp(dir / "summary.json"), before);
+    EXPECT_TRUE(fs::exists(dir / "earlier-run" / "earlier-run" / "case.json"));
+    ::close(fd);
+  }
   // A new run's verdict replaces them all.
   ASSERT_EQ(run({"run", short_elf, "--report", dir.string()}).rc, 0);
   EXPECT_FALSE(fs::exists(dir / "earlier-run"));

@@ -333,7 +333,7 @@ TEST(Html, ACampaignsCasesSayHowToReplayThem) {
       {"dut", {{"identity", "000f3217465495f8"}}},
       {"fuzz", {{"seed", 9}, {"programs", 16},
                 {"failures", json::array({{{"index", 3}, {"step", 7}, {"case", "/r/fail 3"}, {"original_words", 40},
-                                           {"shrunk_words", 6}},
+                                           {"shrunk_words", 6}, {"case_divergence", {{"step", 4}, {"pc_hex", "0x10008"}}}},
                                           {{"index", 5}, {"step", 9}, {"case", "/r/fail-5"}, {"original_words", 40},
                                            {"shrunk_words", 40}, {"not_shrunk", "run alone, it did not diverge"},
                                            {"reproduces_alone", false}, {"repeat_batch", "lockstep fuzz --seed 9 --first 0 --programs 8"}}})}}}};
@@ -341,6 +341,7 @@ TEST(Html, ACampaignsCasesSayHowToReplayThem) {
   EXPECT_NE(h.find("replay: <code>lockstep replay &#39;/r/fail 3&#39;</code>"), std::string::npos) << h;
   EXPECT_NE(h.find("replay: <code>lockstep replay /r/fail-5</code>"), std::string::npos) << h;
   EXPECT_EQ(count(h, "not shrunk"), 1u) << h;
+  EXPECT_NE(h.find("<br>shrunk from 40 to 6 words; run alone it diverges at step 4, <code>0x10008"), std::string::npos) << h;
   EXPECT_NE(h.find("<br>not shrunk: run alone, it did not diverge"), std::string::npos) << h;
   EXPECT_NE(h.find("repeat its batch: <code>lockstep fuzz --seed 9 --first 0 --programs 8</code>"), std::string::npos) << h;
   EXPECT_NE(h.find("<tr><th>chip hash</th><td>000f3217465495f8</td></tr>"), std::string::npos) << h;
