@@ -834,9 +834,14 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
       worth_keeping = worth_keeping || (is_earlier_runs_file(name) && name != "summary.json" && name != "junit.xml" &&
                                         name != "report.html" && name != "plots" && name != "plots.gp");
     }
+    // A move that a SIGKILL cut short between its renames left the older run in `moving`: it goes
+    // back to where it belongs, never removed.
+    const fs::path moving = dir / ".earlier-run.moving";
+    if (!held_before && fs::is_directory(moving)) {
+      if (!fs::exists(kept)) fs::rename(moving, kept);
+      else if (!fs::exists(kept / kEarlierRunFolder)) fs::rename(moving, kept / kEarlierRunFolder);
+    }
     if (!held_before && worth_keeping) {
-      const fs::path moving = dir / ".earlier-run.moving";
-      fs::remove_all(moving);  // a move that a SIGKILL cut short: its files are in DIR or in it
       bool nest = false;
       if (fs::is_directory(kept)) {  // not in use (checked above)
         fs::rename(kept, moving);

@@ -698,6 +698,12 @@ TEST(RunFolder, TheEarlierRunStaysUntilTheNewRunsVerdict) {
     EXPECT_TRUE(fs::exists(dir / "earlier-run" / "earlier-run" / "case.json"));
     ::close(fd);
   }
+  // A move that a SIGKILL cut short between its renames (the older run left in
+  // DIR/.earlier-run.moving): the next command puts it back, never removes it.
+  fs::rename(dir / "earlier-run", dir / ".earlier-run.moving");
+  EXPECT_EQ(run({"run", (dir / "no-such.elf").string(), "--report", dir.string()}).rc, 2);
+  EXPECT_FALSE(fs::exists(dir / ".earlier-run.moving"));
+  EXPECT_EQ(json::parse(slurp(dir / "earlier-run" / "earlier-run" / "summary.json"))["digest"], first_digest);
   // A new run's verdict replaces them all.
   ASSERT_EQ(run({"run", short_elf, "--report", dir.string()}).rc, 0);
   EXPECT_FALSE(fs::exists(dir / "earlier-run"));
