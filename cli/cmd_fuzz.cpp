@@ -585,10 +585,10 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       if (ec) throw InputError("--report: cannot create " + report.string() + ": " + ec.message());
       // A new campaign owns its folder from the start, before the chip is loaded (as run's and
       // story's do): a second command given the folder is refused at once, and an error loading
-      // the chip is written there. An earlier campaign's report and case folders go, so that
-      // none of them is ever read as this campaign's (until it writes its own, the folder says
-      // it did not finish). Its cases and fuzz.json wait in REPORT/earlier-run until this
-      // campaign's verdict: one that cannot start, or is stopped, loses nothing (engine::claim_run_folder).
+      // the chip is written there. An earlier campaign's report and case folders move into
+      // REPORT/earlier-run, so that none of them is ever read as this campaign's (until it writes
+      // its own, the folder says it did not finish); they stay there until this campaign's
+      // verdict: one that cannot start, or is stopped, loses nothing (engine::claim_run_folder).
       try {
         engine::claim_run_folder(report, "fuzz");
       } catch (const engine::CheckError& e) {

@@ -58,7 +58,7 @@ void settle_run_folders(const CommandFailure& failure) {
     const std::filesystem::path canonical = std::filesystem::weakly_canonical(dir, ec);
     for (int i = 1; i < failure.argc && !report.empty(); ++i) {
       const std::string a = failure.argv[i];
-      if (a == report && i > 0 && std::string(failure.argv[i - 1]) == "--report") continue;
+      if (a == report && std::string(failure.argv[i - 1]) == "--report") continue;
       if (a.empty() || a[0] == '-') continue;
       std::error_code e2;
       if (std::filesystem::weakly_canonical(a, e2) == canonical && !e2) return;

@@ -675,6 +675,20 @@ HeldRunFolder* held_run_folder(const fs::path& dir) {
   const auto it = held_run_folders().find(fs::weakly_canonical(dir, ec).string());
   return it == held_run_folders().end() ? nullptr : &it->second;
 }
+// Takes `dir`'s lock (DIR/.lockstep.lock) for as long as the returned descriptor is open; -1 when
+// another process holds it (`holder` is then its pid, when known). A folder without a lock file is
+// free. Throws CheckError when the lock file cannot be opened.
+int try_lock_folder(const fs::path& dir, std::string& holder) {
+  const int fd = ::open((dir / kRunFolderLock).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw CheckError("cannot write the run folder " + dir.string() + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  ::close(fd);
+  holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+  while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+  return -1;
+}
 }  // namespace
 
 void lock_run_folder(const fs::path& dir) {
@@ -686,18 +700,11 @@ void lock_run_folder(const fs::path& dir) {
     throw CheckError("cannot write the run folder " + dir.string() + ": " + e.what());
   }
   if (held_run_folders().count(key)) return;
-  const fs::path file = dir / kRunFolderLock;
-  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw CheckError("cannot write the run folder " + dir.string() + ": " + std::strerror(errno));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    char buf[32] = {};
-    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
-    ::close(fd);
-    std::string pid = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
-    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+  std::string holder;
+  const int fd = try_lock_folder(dir, holder);
+  if (fd < 0)
     throw CheckError("the run folder " + dir.string() + " is in use by another lockstep run" +
-                     (pid.empty() ? std::string() : " (pid " + pid + ")") + "; give each run its own --report folder");
-  }
+                     (holder.empty() ? std::string() : " (pid " + holder + ")") + "; give each run its own --report folder");
   const std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
     // the pid is only for the message of a run that finds the folder in use
@@ -759,26 +766,14 @@ bool may_claim(const fs::path& dir) {
 namespace {
 // What an earlier run leaves in its folder (reports::write_report's files, run_check's case and
 // checkpoints, fuzz's report and case folders), which a new run moves into DIR/earlier-run.
-bool is_earlier_runs_file(const std::string& name) {
-  static const char* const kFiles[] = {"summary.json", "junit.xml", "report.html", "case.json",   "checkpoints",
-                                       "plots",        "fuzz.json", "programs.tsv", "plots.gp"};
-  for (const char* f : kFiles)
-    if (name == f) return true;
-  return name.rfind("fail-", 0) == 0;  // fuzz's case folders
+// reports::write_report's files, which any command rewrites: no result of the run's own.
+bool is_report_file(const std::string& name) {
+  return name == "summary.json" || name == "junit.xml" || name == "report.html" || name == "plots" || name == "plots.gp";
 }
 
-// Takes `dir`'s lock for as long as the returned descriptor is open (-1: another process holds
-// it; `holder` is then its pid, when known). A folder without a lock file is free.
-int try_lock_folder(const fs::path& dir, std::string& holder) {
-  const int fd = ::open((dir / kRunFolderLock).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return -1;
-  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
-  char buf[32] = {};
-  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
-  ::close(fd);
-  holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
-  while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-  return -1;
+bool is_earlier_runs_file(const std::string& name) {
+  return is_report_file(name) || name == "case.json" || name == "checkpoints" || name == "fuzz.json" ||
+         name == "programs.tsv" || name.rfind("fail-", 0) == 0;  // fail-*: fuzz's case folders
 }
 
 std::string absolute_text(const fs::path& p) {
@@ -831,8 +826,7 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
     bool worth_keeping = false;  // more than a report: a case, checkpoints, fuzz's cases
     for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
       const std::string name = e.path().filename().string();
-      worth_keeping = worth_keeping || (is_earlier_runs_file(name) && name != "summary.json" && name != "junit.xml" &&
-                                        name != "report.html" && name != "plots" && name != "plots.gp");
+      worth_keeping = worth_keeping || (is_earlier_runs_file(name) && !is_report_file(name));
     }
     // A move that a SIGKILL cut short between its renames left the older run in `moving`: it goes
     // back to where it belongs, never removed.
@@ -873,7 +867,12 @@ std::string retire_earlier_run(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(kept, ec)) return {};
   std::string holder;
-  const int fd = try_lock_folder(kept, holder);
+  int fd = -1;
+  try {
+    fd = try_lock_folder(kept, holder);
+  } catch (const CheckError& e) {
+    return "the earlier run in " + kept.string() + " could not be removed: " + e.what();
+  }
   if (fd < 0)
     return "the earlier run in " + kept.string() + " is kept: another lockstep run is using it" +
            (holder.empty() ? "" : " (pid " + holder + ")");
@@ -1092,14 +1091,16 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   auto with_notes = [&](json s, const RunResult& result) {
     if (req.add_to_summary) req.add_to_summary(s, result);
     if (!out.capability_notes.empty()) s["capability_notes"] = out.capability_notes;
-    if (!req.report_dir.empty()) s["replay"] = "lockstep replay " + format::shell_word(req.report_dir.string());
-    if (!req.report_dir.empty())
+    if (!req.report_dir.empty()) {
+      const std::string dir = format::shell_word(req.report_dir.string());
+      s["replay"] = "lockstep replay " + dir;
       if (const std::string kept = earlier_run_of(req.report_dir); !kept.empty()) s["earlier_run"] = kept;
-    // An interrupted run that can go on: the command, as the page shows it (found by an outside
-    // tester: the page said only "resume with --resume").
-    if (!req.report_dir.empty() && result.interrupted && (req.command == "run" || req.command == "story") &&
-        (result.checkpoints_written > 0 || result.resumed_from > 0))
-      s["resume"] = "lockstep " + req.command + " --resume " + format::shell_word(req.report_dir.string());
+      // An interrupted run that can go on: the command, as the page shows it (found by an outside
+      // tester: the page said only "resume with --resume").
+      if (result.interrupted && (req.command == "run" || req.command == "story") &&
+          (result.checkpoints_written > 0 || result.resumed_from > 0))
+        s["resume"] = "lockstep " + req.command + " --resume " + dir;
+    }
     if (c.dut) {
       s["dut"] = c.dut->to_json();
       s["dut"]["identity"] = chip.hash;
@@ -1116,7 +1117,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     return RunFailed(what, partial, s);
   };
   try {
-    if (!req.resume && !req.report_dir.empty()) write_case(json());
+    if (!req.resume) write_case(json());
   } catch (const std::exception& e) {
     throw CheckError("cannot write the run folder " + req.report_dir.string() + ": " + e.what());
   }
