@@ -497,6 +497,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--chip", args->chip, "Compiled chip file (default: the built chip)");
   cmd->add_option("--backend", args->backend, "Executor: cpu | cuda")->capture_default_str();
   add_dut_options(cmd, args->dut);
+  add_dut_chip_option(cmd, args->dut);
   cmd->add_option("--shard", args->shard,
                   "Run only programs k with k mod N == I; 'mpi': I and N from Open MPI's rank and size, the report "
                   "in REPORT/shard-I")

@@ -169,10 +169,17 @@ void add_replay_command(CLI::App& app, Context& ctx) {
                   "Run the case on this chip file instead of the one it records (its hash is not checked: a saved "
                   "failure against a fixed chip)");
   add_dut_options(cmd, args->dut);
+  add_dut_chip_option(cmd, args->dut);
   cmd->callback([&ctx, args, cmd] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
     ctx.stop = stop;
+    // --dut-chip alone replays the case's own chip under test beside the chip file.
+    const std::filesystem::path dut_chip = args->dut.chip_file;
+    args->dut.chip_file.clear();
     const bool dut = check_dut_options(cmd, args->dut, args->chip, args->backend);
+    args->dut.chip_file = dut_chip;
+    if (!dut_chip.empty() && (!args->chip.empty() || !args->backend.empty()))
+      throw UsageError(std::string("--dut-chip goes with a chip under test, not with ") + (args->chip.empty() ? "--backend" : "--chip"));
     if (!args->report.empty()) refuse_a_run_folder(args->report);
     engine::CheckRequest req;
     req.command = "replay";
@@ -209,11 +216,19 @@ void add_replay_command(CLI::App& app, Context& ctx) {
                            was.vocab.string());
           }
           if (cmd->count("--dut-timeout") == 0) given.timeout_s = was.timeout_s;
+          if (cmd->count("--dut-chip") == 0) given.chip_file = was.chip_file;
           if (cmd->count("--dut-start-timeout") == 0) given.start_timeout_s = was.start_timeout_s;
         }
         req.the_case.backend = "dut";
         req.the_case.dut = given;
         req.the_case.chip_hash.clear();
+      }
+      if (!dut && !dut_chip.empty()) {
+        if (!req.the_case.dut) {
+          throw UsageError("--dut-chip: the case ran on the " + req.the_case.backend +
+                           " backend, not a chip under test (give --dut or --dut-connect)");
+        }
+        req.the_case.dut->chip_file = dut_chip;
       }
       req.the_case.checkpoint_every = 0;
       // A run interrupted after N steps recorded N steps: the replay compares those, not the rest

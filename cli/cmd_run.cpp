@@ -55,6 +55,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--allow-trap", args->allow_trap,
                 "A guest that ends in a trap (with no mismatch) is exact; without it that is an error, exit 2");
   add_dut_options(cmd, args->dut);
+  add_dut_chip_option(cmd, args->dut);
   cmd->callback([&ctx, args, cmd] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work (chip loading included)
     ctx.stop = stop;

@@ -152,6 +152,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--reference-only", args->reference_only,
                 "Run the reference alone: print the story, its steps and digest");
   add_dut_options(cmd, args->dut);
+  add_dut_chip_option(cmd, args->dut);
   cmd->callback([&ctx, args, cmd] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
     ctx.stop = stop;

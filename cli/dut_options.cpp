@@ -32,6 +32,13 @@ void add_dut_options(CLI::App* cmd, dut::DutConfig& c) {
   cmd->add_option("--dut-token-file", c.token_file, "Shared secret for a chip-server that asks for one (§9)");
 }
 
+void add_dut_chip_option(CLI::App* cmd, dut::DutConfig& c) {
+  cmd->add_option("--dut-chip", c.chip_file,
+                  "The chip file the chip under test executes: run it on Lockstep's CPU executor beside the chip "
+                  "under test, and at a divergence compare their probes to name the first sublayer where they part "
+                  "(docs/engine.md)");
+}
+
 bool check_dut_options(const CLI::App* cmd, const dut::DutConfig& c, const std::string& chip,
                        const std::string& backend) {
   if (!c.command.empty() && !c.connect.empty()) throw UsageError("give --dut or --dut-connect, not both");
@@ -39,6 +46,7 @@ bool check_dut_options(const CLI::App* cmd, const dut::DutConfig& c, const std::
   if (!dut) {
     if (!c.vocab.empty()) throw UsageError("--dut-vocab needs --dut or --dut-connect");
     if (!c.token_file.empty()) throw UsageError("--dut-token-file needs --dut or --dut-connect");
+    if (!c.chip_file.empty()) throw UsageError("--dut-chip needs --dut or --dut-connect");
     // Given, even at their defaults, they say a chip under test was meant: refused, never ignored.
     for (const char* name : {"--dut-timeout", "--dut-start-timeout"}) {
       const CLI::Option* o = cmd->get_option_no_throw(name);

@@ -19,8 +19,12 @@ namespace lockstep::cli {
 /// in `config`.
 void add_dut_options(CLI::App* cmd, dut::DutConfig& config);
 
+/// Adds --dut-chip FILE to `cmd` (run, story, fuzz, replay: the commands that attribute a
+/// divergence), stored in config.chip_file.
+void add_dut_chip_option(CLI::App* cmd, dut::DutConfig& config);
+
 /// Checks the options' combination: not both --dut and --dut-connect, --dut-vocab/--dut-timeout/
-/// --dut-start-timeout/--dut-token-file only with one of them (a timeout counts as given when it
+/// --dut-start-timeout/--dut-token-file/--dut-chip only with one of them (a timeout counts as given when it
 /// is on `cmd`'s command line, even at its default), and no --chip or a --backend other than cpu
 /// beside them (`backend` and `chip` as given). `cmd` is the command add_dut_options() added the
 /// options to. Throws UsageError. Returns whether a chip under test was asked for.

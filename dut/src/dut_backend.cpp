@@ -47,6 +47,7 @@ std::string read_token_file(const std::filesystem::path& p) {
 std::string DutConfig::describe() const {
   std::string out = command.empty() ? "--dut-connect " + format::shell_word(connect) : "--dut " + format::shell_quoted(command);
   if (!vocab.empty()) out += " --dut-vocab " + format::shell_word(vocab.string());
+  if (!chip_file.empty()) out += " --dut-chip " + format::shell_word(chip_file.string());
   return out;
 }
 
@@ -61,6 +62,7 @@ json DutConfig::to_json() const {
   j["timeout_s"] = timeout_s;
   j["start_timeout_s"] = start_timeout_s;
   if (!token_file.empty()) j["token_file"] = std::filesystem::absolute(token_file).string();
+  if (!chip_file.empty()) j["chip_file"] = std::filesystem::absolute(chip_file).string();
   return j;
 }
 
@@ -77,6 +79,7 @@ DutConfig DutConfig::from_json(const json& j) {
   c.vocab = str("vocab");
   c.token_file = str("token_file");
   c.workdir = str("workdir");
+  c.chip_file = str("chip_file");
   for (auto [key, field] : {std::pair<const char*, double*>{"timeout_s", &c.timeout_s}, {"start_timeout_s", &c.start_timeout_s}}) {
     if (!j.contains(key)) continue;
     if (!j[key].is_number()) throw std::invalid_argument(std::string("dut.") + key + " must be a number");

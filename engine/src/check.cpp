@@ -20,6 +20,7 @@
 #include "lockstep/engine/backend_factory.h"
 #include "lockstep/engine/digest.h"
 #include "lockstep/engine/guest.h"
+#include "lockstep/engine/shadow.h"
 #include "lockstep/format/error.h"
 #include "lockstep/format/shell.h"
 #include "lockstep/format/tokens.h"
@@ -140,9 +141,12 @@ std::unique_ptr<chip::ChipBackend> make_backend(const std::string& name,
   }
 }
 
-std::vector<std::string> capability_notes(const chip::Capabilities& caps) {
+std::vector<std::string> capability_notes(const chip::Capabilities& caps, bool chip_file) {
   std::vector<std::string> out;
-  if (!caps.probes) out.push_back("no PROBES: no layer attribution of a divergence");
+  if (!caps.probes) {
+    out.push_back(chip_file ? "no PROBES: a divergence is located by the chip file beside it (--dut-chip), not by its probes"
+                            : "no PROBES: no layer attribution of a divergence");
+  }
   if (!caps.hash) out.push_back("no HASH: no state hashes (--hash-every is refused)");
   if (!caps.save_restore) {
     out.push_back("no SAVE_RESTORE: no snapshots (the replay after a divergence starts from the reset), "
@@ -153,11 +157,13 @@ std::vector<std::string> capability_notes(const chip::Capabilities& caps) {
 }
 
 std::unique_ptr<chip::ChipBackend> make_dut_backend(const dut::DutConfig& config) {
+  std::unique_ptr<chip::ChipBackend> dut;
   try {
-    return std::make_unique<dut::DutBackend>(config);
+    dut = std::make_unique<dut::DutBackend>(config);
   } catch (const dut::DutError& e) {
     throw CheckError(e.what());
   }
+  return with_chip_file(std::move(dut), config.chip_file.string());
 }
 
 Guest read_guest(const fs::path& path) {
@@ -1023,7 +1029,10 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   }
   out.chip_source = chip.source;
   out.chip_hash = chip.hash;
-  if (c.dut || backend->name() == "dut") out.capability_notes = capability_notes(backend->capabilities());
+  if (c.dut || backend->name() == "dut") {
+    out.capability_notes =
+        capability_notes(backend->capabilities(), dynamic_cast<const ShadowedBackend*>(backend) != nullptr);
+  }
   Guest guest = c.guest();
 
   Options opt = req.options;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <functional>
@@ -17,6 +18,8 @@
 #include "lockstep/chip/chip.hpp"
 #include "lockstep/engine/digest.h"
 #include "lockstep/engine/guest.h"
+#include "lockstep/engine/shadow.h"
+#include "lockstep/format/shell.h"
 #include "lockstep/format/insn_class.h"
 #include "lockstep/format/tokens.h"
 #include "lockstep/ref/encoding.h"
@@ -1210,6 +1213,186 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
   return a;
 }
 
+// ------------------------------------- the chip file beside the chip under test (--dut-chip)
+
+std::string point_label(const chip::ProbePoint& p) {
+  return p.after == chip::Sublayer::Embed ? std::string("embedding") : key_name(key_of_point(p.layer, chip::to_string(p.after)));
+}
+
+// Layer attribution of a chip under test run beside its chip file (shadow.h; docs/engine.md, "The
+// chip file beside the chip under test"): the chip under test's probes of the divergent step are
+// compared, point by point in execution order, with the chip file's on the CPU executor, fed the
+// same inputs. The first field that differs names the sublayers between the last point where it
+// agreed and its point that write it. With every probe equal, the chip file's own token decides:
+// right, and the chip under test's executor parts from it after its last probe point; the same
+// wrong token, and the chip file itself is wrong (attributed with the file's own probes).
+Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId sid, std::uint32_t input,
+                                       std::uint32_t expected_next, std::uint32_t actual) {
+  const std::string file = "the chip file " + format::shell_word(be.chip_file());
+  if (!be.in_step(sid)) {
+    Attribution a = attribute(be, sid, input, expected_next);
+    a.text += "; " + file + " was not compared: " + be.out_of_step_why(sid);
+    return a;
+  }
+  const chip::ChipBackend& sh = be.shadow();
+  const chip::ProbeMap spm = sh.probe_map();
+  const std::optional<chip::Token> own = be.last_token(sid);
+  Attribution a;
+  a.dataflow_known = spm.dataflow.known();
+  std::string probes_note;  // why the chip under test's probes were not compared
+  std::pair<int, int> last_point{-2, 0};  // the last point compared (all equal so far)
+  std::size_t compared = 0;
+  if (!be.capabilities().probes) {
+    probes_note = "the chip under test has no probes";
+  } else {
+    chip::ProbeMap pm;
+    try {
+      pm = be.probe_map();
+      probes_note = uninformative_probes(be, sid, pm, input, expected_next);
+    } catch (const std::exception& e) {
+      a.text = std::string("no attribution: probing failed: ") + e.what();
+      return a;
+    }
+    if (probes_note.empty()) {
+      std::vector<const chip::ProbePoint*> points;
+      for (const chip::ProbePoint& p : pm.points) points.push_back(&p);
+      std::stable_sort(points.begin(), points.end(), [](auto* x, auto* y) {
+        return position(x->layer, x->after) < position(y->layer, y->after);
+      });
+      std::map<std::string, std::pair<int, int>> agreed_at;  // field -> the last point it agreed at
+      for (const chip::ProbePoint* p : points) {
+        const std::pair<int, int> at = position(p->layer, p->after);
+        for (const std::string& name : p->fields) {
+          ProbeCheck c;
+          c.layer = p->after == chip::Sublayer::Embed ? -1 : p->layer;
+          c.after = chip::to_string(p->after);
+          c.field = name;
+          c.meaning = "the chip file's value on Lockstep's CPU executor (expected), the chip under test's (actual)";
+          try {
+            c.actual = be.probe(sid, p->layer, p->after, name);
+          } catch (const std::exception& e) {
+            a.status = "unavailable";
+            a.text = std::string("no attribution: probing failed: ") + e.what();
+            return a;
+          }
+          try {
+            c.expected = sh.probe(sid, p->layer, p->after, name);
+          } catch (const std::exception& e) {
+            c.skipped = std::string("not compared: ") + e.what();
+            a.checks.push_back(std::move(c));
+            continue;
+          }
+          for (std::uint32_t i = 0; i < c.expected.size(); ++i) {
+            const float x = i < c.actual.size() ? c.actual[i] : std::numeric_limits<float>::quiet_NaN();
+            const bool same = x == c.expected[i] || (std::isnan(x) && std::isnan(c.expected[i]) && i < c.actual.size());
+            if (!same && c.differing.size() < 16) c.differing.push_back(i);
+          }
+          if (c.actual.size() != c.expected.size() && c.differing.empty()) c.differing.push_back(0);
+          c.agrees = c.differing.empty();
+          ++compared;
+          if (c.agrees) {
+            c.expected.clear();
+            c.actual.clear();
+            agreed_at[name] = at;
+            a.checks.push_back(std::move(c));
+            continue;
+          }
+          // The first difference: the writers of the field since it last agreed, up to here.
+          const auto since = agreed_at.count(name) ? agreed_at[name] : std::pair<int, int>{-2, 0};
+          std::set<int> cand;
+          if (since.first < -1) {  // never compared before: from the embedding's value on
+            bool embedded = !spm.dataflow.known();
+            for (const chip::ProbeMap::Dataflow::Part& part : spm.dataflow.parts)
+              if (part.name == name) embedded = part.embedded;
+            if (embedded || at.first < 0) cand.insert(0);
+          }
+          if (const chip::ProbeMap::Field* f = spm.find(name))
+            for (const chip::SublayerRef& w : f->writers)
+              if (position(w) > since && position(w) <= at) cand.insert(key_of(w));
+          std::string none_writes;
+          if (at.first >= 0 && (cand.empty() || cand == std::set<int>{0})) {
+            // No sublayer of the chip file writes the field there: a write into it is the bug.
+            none_writes = " (no sublayer of the chip file writes the field there: one of these writes into it)";
+            for (const chip::SublayerRef& w : spm.dataflow.sublayers)
+              if (position(w) > since && position(w) <= at) cand.insert(key_of(w));
+          }
+          a.status = c.layer < 0 ? "embedding" : "layer";
+          a.layer = c.layer;
+          a.sublayer = c.after;
+          a.field = name;
+          a.first_disagreeing = point_label(*p);
+          std::ostringstream os;
+          const std::uint32_t i0 = c.differing.front();
+          auto value = [&](const std::vector<float>& v) {
+            std::ostringstream o;
+            if (i0 < v.size()) o << v[i0];
+            else o << "none";
+            return o.str();
+          };
+          os << "field " << name << " of the chip under test first differs from " << file
+             << "'s on Lockstep's CPU executor (the same inputs) " << after_point(a.first_disagreeing) << ", at index";
+          for (std::uint32_t i : c.differing) os << " " << i;
+          os << " (" << value(c.actual) << " against " << value(c.expected) << "); every field compared before it agreed ("
+             << compared - 1 << (compared == 2 ? " field" : " fields") << ", last agreeing probe: "
+             << (a.last_agreeing.empty() ? std::string("none") : after_point(a.last_agreeing))
+             << "): the chip under test's executor computes this chip file differently" << none_writes;
+          a.text = os.str();
+          a.checks.push_back(std::move(c));
+          set_candidates(a, cand, spm);
+          return a;
+        }
+        a.last_agreeing = point_label(*p);
+        last_point = at;
+      }
+      if (compared == 0) probes_note = "the chip under test's probe map has no field to compare";
+    }
+  }
+  // Every compared probe agrees (or none was compared): the chip file's own token decides.
+  if (!own) {
+    a.text = "no attribution: " + file + " made no step on Lockstep's CPU executor";
+    return a;
+  }
+  const std::string where =
+      probes_note.empty() ? "every probe of the chip under test agrees with " + file + "'s (" + std::to_string(compared) +
+                                " fields, last agreeing probe: " + after_point(a.last_agreeing) + ")"
+                          : probes_note + ": no probe was compared with " + file + "'s";
+  if (*own == expected_next) {
+    // The chip file is right: the chip under test's executor parts from it after its last probe.
+    std::set<int> cand{kUnembedKey};
+    for (const chip::SublayerRef& w : spm.dataflow.sublayers)
+      if (position(w) > last_point) cand.insert(key_of(w));
+    if (last_point.first < -1) cand.insert(0);
+    a.status = compared > 0 && probes_note.empty() && cand.size() == 1 ? "unembedding" : "unprobed";
+    a.layer = std::max(last_point.first, -1);
+    a.first_disagreeing = "unembedding";
+    a.text = where + ", and the chip file computes the right token (" + format::token_name(expected_next) +
+             ") on Lockstep's CPU executor: the chip under test's executor computes this chip file differently" +
+             (compared > 0 && probes_note.empty() ? ", after its last probe point" : "");
+    set_candidates(a, cand, spm);
+    return a;
+  }
+  // The chip file itself is wrong here: attributed with its own probes and dataflow.
+  Attribution b = attribute(sh, sid, input, expected_next);
+  const std::string head =
+      *own == actual
+          ? where + ", and the chip file computes the same wrong token (" + format::token_name(actual) +
+                ") on Lockstep's CPU executor: the chip file, not the executor, is wrong here; by the chip file's own probes: "
+          : where + ", and the chip file computes another wrong token (" + format::token_name(*own) +
+                ") on Lockstep's CPU executor: the chip file is wrong here, and the chip under test's executor parts from "
+                "it too; by the chip file's own probes: ";
+  b.text = head + b.text;
+  return b;
+}
+
+// The divergent step's attribution: beside the chip file when the backend runs one (--dut-chip).
+Attribution attribute_step(const chip::ChipBackend& be, chip::StreamId sid, std::uint32_t input,
+                           std::uint32_t expected_next, std::uint32_t actual) {
+  if (const auto* sb = dynamic_cast<const ShadowedBackend*>(&be)) {
+    return attribute_beside_chip_file(*sb, sid, input, expected_next, actual);
+  }
+  return attribute(be, sid, input, expected_next);
+}
+
 }  // namespace
 
 std::string probe_inconsistency(const chip::ChipBackend& be, chip::StreamId s, std::uint32_t input,
@@ -1871,12 +2054,12 @@ struct Engine::Impl {
     const std::uint32_t in = T.last_ref;
     // Probes are recorded only by a chip that has them (a chip under test may not: then the
     // divergence is reported without attribution, docs/spec/dut-protocol.md §7).
-    const bool probes = be.capabilities().probes;
+    const bool probes = be.capabilities().probes || dynamic_cast<const ShadowedBackend*>(&be) != nullptr;
     try {
       if (probes) be.set_probe_recording(true);
       replay_actual = be.step(T.sid, in);
       if (probes) be.set_probe_recording(false);
-      d.attribution = attribute(be, T.sid, in, *e);
+      d.attribution = attribute_step(be, T.sid, in, *e, replay_actual);
     } catch (...) {
       if (probes) be.set_probe_recording(false);
       throw;

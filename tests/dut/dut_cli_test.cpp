@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../cli/cli_run.h"
+#include "lockstep/chip/chip.hpp"
 
 namespace {
 
@@ -1347,3 +1348,136 @@ TEST_F(DutCli, FuzzFailureThatNeedsItsBatchIsNamedWithTheBatchRepeat) {
   EXPECT_EQ(again.exit_code, 1) << again.out << again.err;
   EXPECT_NE(again.out.find("FAIL program 1 "), std::string::npos) << again.out;
 }
+
+// ------------------------------------------------------------------ --dut-chip (docs/engine.md)
+
+namespace {
+
+// The built chip with layer `layer`'s MLP output doubled (its W2 and b2), saved in `dir`: the
+// chip file that faulty_chip's mlptwice mode runs.
+fs::path doubled_chip(const fs::path& dir, int layer) {
+  lockstep::chip::Chip c = lockstep::chip::load_chip(kChip);
+  lockstep::chip::LinearMap& w2 = c.layers.at(static_cast<std::size_t>(layer)).mlp.w2;
+  for (float& v : w2.w.values) v *= 2;
+  for (float& v : w2.bias) v *= 2;
+  const fs::path path = dir / ("mlp" + std::to_string(layer) + "-twice.chip");
+  lockstep::chip::save_chip(c, path.string());
+  return path;
+}
+
+json attribution_of(const Result& r) { return summary_of(r)["divergence"]["attribution"]; }
+
+// An executor that gets one sublayer of a chip file wrong (layer 7's MLP output added twice, every
+// answer well formed): with the chip file beside it, the first probe where the chip under test
+// parts from the file on the CPU executor names that one sublayer. Without it the tokens' probe
+// fields place the bug anywhere from the embedding to layer 18 (the outside tester's finding:
+// their own executor of our chip file served every probe, and 39 sublayers were candidates).
+TEST_F(DutCli, TheChipFileBesideTheChipUnderTestNamesTheSublayerItsExecutorGetsWrong) {
+  const fs::path dir = fresh_dir("dut-chip-layer");
+  const std::string faulty = kFaulty + " mlptwice 7 " + kChip;
+  const Result with = run_lockstep({"run", crc32_.string(), "--steps", "2000", "--classify-window", "256", "--json", "--report", dir.string(),
+                                    "--dut", faulty, "--dut-chip", kChip});
+  ASSERT_EQ(with.exit_code, 1) << with.err;
+  const json a = attribution_of(with);
+  EXPECT_EQ(a["status"], "layer") << a.dump();
+  EXPECT_EQ(a["layer"], 7);
+  EXPECT_EQ(a["sublayer"], "mlp");
+  EXPECT_EQ(a["candidates"], json::array({"layer 7 (mlp)"})) << a.dump();
+  const std::string text = a["text"];
+  EXPECT_NE(text.find(" of the chip under test first differs from the chip file "), std::string::npos) << text;
+  EXPECT_NE(text.find("on Lockstep's CPU executor (the same inputs) after layer 7 (mlp), at index"), std::string::npos) << text;
+  EXPECT_NE(text.find("last agreeing probe: after layer 7 (memory)"), std::string::npos) << text;
+  // The case keeps the chip file, so that its replay attributes the same way.
+  EXPECT_EQ(json::parse(slurp(dir / "case.json"))["dut"]["chip_file"], fs::absolute(kChip).string());
+  const Result replay = run_lockstep({"replay", dir.string(), "--json"});
+  EXPECT_EQ(replay.exit_code, 1) << replay.err;
+  EXPECT_EQ(attribution_of(replay)["candidates"], json::array({"layer 7 (mlp)"}));
+
+  const Result without = run_lockstep({"run", crc32_.string(), "--steps", "2000", "--classify-window", "256", "--json", "--dut", faulty});
+  ASSERT_EQ(without.exit_code, 1) << without.err;
+  EXPECT_GT(attribution_of(without)["candidates"].size(), 10u) << attribution_of(without).dump();
+}
+
+// Every probe agrees: the chip file's own token decides. A chip under test that never predicts one
+// token (its unembedding alone wrong) is placed after its last probe point; one without probes is
+// told apart from a wrong chip file by the file's right token; and a chip file that computes the
+// same wrong token is itself to blame, attributed by its own probes.
+TEST_F(DutCli, TheChipFileBesideTheChipUnderTestTellsItsExecutorFromTheFile) {
+  // 11520 is PCH0(0x00), crc32's first predicted token (trace.md §2: kind 45, payload 0).
+  const Result low = run_lockstep({"run", crc32_.string(), "--steps", "2000", "--classify-window", "256", "--json", "--dut",
+                                   kFaulty + " lowtoken 11520 " + kChip, "--dut-chip", kChip});
+  ASSERT_EQ(low.exit_code, 1) << low.err;
+  EXPECT_EQ(attribution_of(low)["status"], "unembedding") << attribution_of(low).dump();
+  EXPECT_EQ(attribution_of(low)["candidates"], json::array({"unembedding"}));
+  EXPECT_NE(attribution_of(low)["text"].get<std::string>().find(
+                "and the chip file computes the right token (PCH0(0x00)) on Lockstep's CPU executor: the chip under "
+                "test's executor computes this chip file differently, after its last probe point"),
+            std::string::npos)
+      << attribution_of(low).dump();
+
+  const Result plain = run_lockstep({"run", crc32_.string(), "--steps", "2000", "--classify-window", "256", "--json", "--dut",
+                                     kFaulty + " mlptwice 7 " + kChip + " plain", "--dut-chip", kChip});
+  ASSERT_EQ(plain.exit_code, 1) << plain.err;
+  const std::string plain_text = attribution_of(plain)["text"];
+  EXPECT_EQ(plain_text.rfind("the chip under test has no probes: no probe was compared with the chip file ", 0), 0u)
+      << plain_text;
+  EXPECT_NE(plain_text.find("computes the right token (W1(0x20))"), std::string::npos) << plain_text;
+
+  const fs::path file = doubled_chip(fresh_dir("dut-chip-file"), 7);
+  const Result same = run_lockstep({"run", crc32_.string(), "--steps", "2000", "--classify-window", "256", "--json", "--dut",
+                                    kExe + " chip-server " + file.string() + " --stdio --log-level warn", "--dut-chip",
+                                    file.string()});
+  ASSERT_EQ(same.exit_code, 1) << same.err;
+  const json a = attribution_of(same);
+  const std::string text = a["text"];
+  EXPECT_EQ(text.rfind("every probe of the chip under test agrees with the chip file ", 0), 0u) << text;
+  EXPECT_NE(text.find("and the chip file computes the same wrong token (W1(0x00)) on Lockstep's CPU executor: the chip "
+                      "file, not the executor, is wrong here; by the chip file's own probes: "),
+            std::string::npos)
+      << text;
+  const std::vector<std::string> cand = a["candidates"];
+  EXPECT_NE(std::find(cand.begin(), cand.end(), "layer 7 (mlp)"), cand.end()) << a.dump();
+  EXPECT_TRUE(a["dataflow_known"].get<bool>()) << a.dump();  // the chip file's own dataflow
+}
+
+// A chip file that is not the one the chip under test runs (a probe field it does not have) is
+// refused before any step, as is --dut-chip without a chip under test, in run and in replay.
+TEST_F(DutCli, ADutChipThatDoesNotFitIsOneLine) {
+  const fs::path dir = fresh_dir("dut-chip-misfit");
+  lockstep::chip::Chip c = lockstep::chip::load_chip(kChip);
+  std::uint32_t width = 0;
+  for (auto& f : c.config.fields)
+    if (f.name == "gate_a") {
+      f.name = "gate_x";
+      width = f.width;
+    }
+  ASSERT_GT(width, 0u) << "the built chip has no field gate_a";
+  for (auto& p : c.config.probes)
+    for (std::string& f : p.fields)
+      if (f == "gate_a") f = "gate_x";
+  const fs::path other = dir / "renamed.chip";
+  lockstep::chip::save_chip(c, other.string());
+  const Result r = run_lockstep({"run", crc32_.string(), "--steps", "100", "--dut", server_cmd(), "--dut-chip", other.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(error_lines(r.err), std::vector<std::string>{"lockstep: error: --dut-chip " + other.string() +
+                                                         ": the chip under test's probe field 'gate_a' (" +
+                                                         std::to_string(width) +
+                                                         " values) is not a field in the chip file: it does not run "
+                                                         "that chip file"})
+      << r.err;
+
+  const Result alone = run_lockstep({"run", crc32_.string(), "--steps", "100", "--dut-chip", kChip});
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_EQ(error_lines(alone.err), std::vector<std::string>{"lockstep: error: --dut-chip needs --dut or --dut-connect"});
+
+  const Result cpu = run_lockstep({"run", crc32_.string(), "--steps", "100", "--report", (dir / "cpu").string()});
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  const Result replay = run_lockstep({"replay", (dir / "cpu").string(), "--dut-chip", kChip});
+  EXPECT_EQ(replay.exit_code, 2);
+  EXPECT_EQ(error_lines(replay.err),
+            std::vector<std::string>{"lockstep: error: --dut-chip: the case ran on the cpu backend, not a chip under "
+                                     "test (give --dut or --dut-connect)"})
+      << replay.err;
+}
+
+}  // namespace

@@ -35,7 +35,10 @@
 // (§1, §3.10): byeerror answers BYE with ERROR 7, byenoanswer never answers BYE (and hangs),
 // ignoreeof answers BYE and then hangs instead of exiting at the end of its input. evilname
 // announces a name and an identity with control characters (a newline, ESC, BEL, CR);
-// reservedcap sets reserved capability bit 7 in HELLO_OK.
+// reservedcap sets reserved capability bit 7 in HELLO_OK. mlptwice serves the chip with layer N's
+// MLP output added twice (its W2 and b2 doubled): an executor bug in one sublayer, with every
+// answer well formed (its identity is the doubled chip's hash); lowtoken serves it with token id N
+// never predicted (its unembedding bias lowered by 10^6).
 #include <unistd.h>
 
 #include <csignal>
@@ -293,7 +296,15 @@ int main(int argc, char** argv) {
     std::cerr << "usage: faulty_chip MODE N CHIP_FILE [plain]\n";
     return 2;
   }
-  auto chip = std::make_shared<const chip::Chip>(chip::load_chip(argv[3]));
+  chip::Chip c = chip::load_chip(argv[3]);
+  const std::string mode = argv[1];
+  if (mode == "mlptwice") {  // an executor that adds layer N's MLP output twice
+    chip::LinearMap& w2 = c.layers.at(static_cast<std::size_t>(std::atoi(argv[2]))).mlp.w2;
+    for (float& v : w2.w.values) v *= 2;
+    for (float& v : w2.bias) v *= 2;
+  }
+  if (mode == "lowtoken") c.unembed.bias.at(static_cast<std::size_t>(std::atoi(argv[2]))) -= 1e6f;  // never predicted
+  auto chip = std::make_shared<const chip::Chip>(std::move(c));
   Faulty conn(dut::stdio_connection(), argv[1], std::atoi(argv[2]));
   const std::function<std::unique_ptr<chip::ChipBackend>()> make = [chip] {
     return std::make_unique<chip::CpuExecutor>(chip, 1);

@@ -41,6 +41,11 @@ struct DutConfig {
                                   ///< loading its weights included (> 0)
   std::filesystem::path workdir;  ///< --dut: the folder the command runs in (empty: the harness's)
   std::filesystem::path token_file;  ///< --dut-token-file: the shared secret sent in HELLO (§9)
+  /// --dut-chip FILE: the chip file (chip-format.md) that the chip under test executes. The
+  /// harness runs it on its own CPU executor beside the chip under test, fed the same inputs,
+  /// and at a divergence compares the two probe by probe (docs/engine.md, "The chip file beside
+  /// the chip under test"). Empty: none. DutBackend itself never reads it.
+  std::filesystem::path chip_file;
   /// Set by SIGINT/SIGTERM (engine::install_stop_handlers()): a wait for the chip's answer ends
   /// within 100 ms of it (DutError "... stopped ..."; the chip process is killed). Not saved in
   /// case files; nullptr: waits end only at --dut-timeout / --dut-start-timeout.
@@ -50,7 +55,7 @@ struct DutConfig {
   /// "--dut 'python3 x.py'" / "--dut-connect unix:/tmp/s", for reports and replay commands.
   std::string describe() const;
   /// For case files (docs/engine.md "Cases"): {"command", "workdir", "connect", "vocab",
-  /// "timeout_s", "start_timeout_s", "token_file"} with empty members left out; a command's
+  /// "timeout_s", "start_timeout_s", "token_file", "chip_file"} with empty members left out; a command's
   /// workdir is made absolute (the harness's folder when empty), so that a replay from another
   /// folder starts the chip the same way.
   nlohmann::json to_json() const;

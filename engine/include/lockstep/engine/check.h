@@ -287,8 +287,9 @@ struct CheckOutcome {
   std::string chip_fault;
 };
 
-/// The lines of CheckOutcome::capability_notes for a backend's capabilities.
-std::vector<std::string> capability_notes(const chip::Capabilities& caps);
+/// The lines of CheckOutcome::capability_notes for a backend's capabilities; `chip_file`: the
+/// chip under test runs beside its chip file (--dut-chip, shadow.h), which locates its divergences.
+std::vector<std::string> capability_notes(const chip::Capabilities& caps, bool chip_file = false);
 
 /// A backend for a chip under test; throws CheckError (one line) when it cannot be started,
 /// reached or spoken to.

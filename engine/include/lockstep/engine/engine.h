@@ -99,7 +99,11 @@ struct Attribution {
   /// agrees but the unembedding reads a dimension no compared next-token field
   /// shows in its final form (layer/sublayer/field name its last writer: the
   /// culprit is a sublayer writing it, or the unembedding); "unavailable": the
-  /// probe map has no field of the convention (or probing failed: see text).
+  /// probe map has no field of the convention (or probing failed: see text). Beside a chip file
+  /// (--dut-chip, docs/engine.md §3.1) "layer"/"embedding" name the first probe where the chip
+  /// under test differs from the file on the CPU executor, and "unembedding"/"unprobed" that
+  /// every probe agreed while the file computed the right token; a file that computes the wrong
+  /// token is attributed by its own probes, as above.
   std::string status = "unavailable";
   int layer = -1;
   std::string sublayer;  ///< "memory" | "mlp" | "embed" | ""
