@@ -413,6 +413,46 @@ TEST(CampaignShrink, KeepsOnlyCandidatesThatFailAlone) {
   EXPECT_GT(not_alone, 0u);  // candidates without the mulhu did fail as later streams
 }
 
+// The run budget is a bound, never passed (found by an outside tester: 214 candidate runs for
+// --shrink-runs 200): each budget is met exactly, counted by the oracle itself, whether the
+// candidates are tried in batches or checked alone after failing as a later stream.
+TEST(CampaignShrink, NeverRunsMoreCandidatesThanItsBudget) {
+  auto has_mulhu = [](const Program& p) {
+    for (std::uint32_t w : p.code())
+      if (ref::decode(w).op == ref::Op::kMulhu) return true;
+    return false;
+  };
+  const auto ops = select_ops("mul,alu,load,store");
+  Program p;
+  for (std::uint64_t k = 0; k < 20; ++k) {
+    p = campaign::generate(program_seed(5, k), k, ops);
+    if (has_mulhu(p)) break;
+  }
+  ASSERT_TRUE(has_mulhu(p));
+  for (const unsigned budget : {1u, 5u, 33u, 40u}) {
+    SCOPED_TRACE(budget);
+    unsigned ran = 0;
+    const FirstFailing counted = [&](const std::vector<Program>& cands) -> std::optional<std::size_t> {
+      ran += static_cast<unsigned>(cands.size());
+      for (std::size_t i = 0; i < cands.size(); ++i)  // a later stream fails whatever it holds
+        if (reference_exits(cands[i], 20000) && (i > 0 || has_mulhu(cands[i]))) return i;
+      return std::nullopt;
+    };
+    ShrinkOptions o;
+    o.max_runs = budget;
+    const ShrinkResult r = shrink(p, counted, o);
+    EXPECT_EQ(r.runs, ran);
+    EXPECT_LE(ran, budget);
+    if (budget <= 5) {
+      EXPECT_TRUE(r.budget_exhausted);  // far too few runs to finish
+    }
+    if (r.budget_exhausted) {
+      EXPECT_EQ(ran, budget);  // every run of the budget was used
+    }
+    EXPECT_TRUE(has_mulhu(r.program));
+  }
+}
+
 TEST(CampaignShrink, LiValuesGoTowardsZeroAndOne) {
   // Fails while x7 ends odd: what must stay is one li of x7, simplified to 1.
   auto x7_odd = [](const Program& p) {
