@@ -230,7 +230,7 @@ void check_numeric_options(CLI::App& app) {
 }
 
 int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registrars,
-             const std::function<void(const CommandFailure&)>& on_failure) {
+             const std::function<std::vector<std::string>(const CommandFailure&)>& on_failure) {
   CommandFailure failure;  // set by the handlers below that end the command without its result
   // A closed stdout pipe (`lockstep ref GUEST | head`) makes a write fail with EPIPE, found below
   // like any other failed write, instead of killing the process with SIGPIPE (status 141, none
@@ -349,7 +349,9 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
     failure.argc = argc;
     failure.argv = argv;
     try {
-      on_failure(failure);
+      const std::vector<std::string> kept = on_failure(failure);
+      if (kept.size() == 1) ctx.summary.set("earlier_run", kept.front());
+      else if (kept.size() > 1) ctx.summary.set("earlier_run", kept);
     } catch (...) {
     }
   }

@@ -75,8 +75,9 @@ void set_interrupt_hook(void (*hook)() noexcept);
 /// returns the process exit code (0 exact, 1 mismatch, 2 error, 3 interrupted; see errors.h).
 /// `on_failure` (may be empty) is called once when the command ends in an error or an
 /// interruption, after its line is printed (the executable settles its run folders there:
-/// cli/commands.h settle_run_folders). Never throws.
+/// cli/commands.h settle_run_folders); the earlier runs it returns (folders kept in the failed
+/// command's run folders) go into the --json summary as "earlier_run". Never throws.
 int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registrars,
-             const std::function<void(const CommandFailure&)>& on_failure = {});
+             const std::function<std::vector<std::string>(const CommandFailure&)>& on_failure = {});
 
 }  // namespace lockstep::cli

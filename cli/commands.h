@@ -46,8 +46,9 @@ ModelDigests check_model_files(const ModelChoice& choice);
 /// claimed its --report DIR (its command line or an option refused), where DIR holds an earlier
 /// run's summary.json (for replay, an earlier replay's), claims DIR and leaves the refusal there,
 /// so that a bad option never leaves an earlier run's pass (docs/ci.md); not with --resume (the
-/// folder is the resumed run's) nor --shard mpi. Prints a note line per earlier run kept.
-void settle_run_folders(const CommandFailure& failure);
+/// folder is the resumed run's) nor --shard mpi. Prints a note line per earlier run kept, and
+/// returns their folders (absolute), which --json's summary names as "earlier_run".
+std::vector<std::string> settle_run_folders(const CommandFailure& failure);
 
 /// `lockstep run PROGRAM.elf`: reference and chip in lock-step (docs/engine.md).
 void add_run_command(CLI::App& app, Context& ctx);

@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "lockstep/engine/check.h"
@@ -26,7 +27,7 @@ std::string summary_command(const std::filesystem::path& dir) {
 }
 }  // namespace
 
-void settle_run_folders(const CommandFailure& failure) {
+std::vector<std::string> settle_run_folders(const CommandFailure& failure) {
   if (failure.argv && !engine::claimed_a_run_folder()) {
     // The command failed before it claimed its folder (its command line refused by the parser, or
     // an option, the guest or the chip by the command before it took the folder): read the
@@ -61,7 +62,7 @@ void settle_run_folders(const CommandFailure& failure) {
       if (a == report && std::string(failure.argv[i - 1]) == "--report") continue;
       if (a.empty() || a[0] == '-') continue;
       std::error_code e2;
-      if (std::filesystem::weakly_canonical(a, e2) == canonical && !e2) return;
+      if (std::filesystem::weakly_canonical(a, e2) == canonical && !e2) return {};
     }
     // Only a folder that holds an earlier run's summary: a typo never creates one. A replay takes
     // only an earlier replay's folder (it refuses another command's).
@@ -72,12 +73,13 @@ void settle_run_folders(const CommandFailure& failure) {
       try {
         engine::claim_run_folder(dir, command);
       } catch (const std::exception&) {
-        return;  // in use by another run, or not writable: left as it is
+        return {};  // in use by another run, or not writable: left as it is
       }
     }
   }
-  for (const std::string& note : engine::fail_claimed_run_folders(failure.status, failure.message))
-    std::cerr << "lockstep: note: " << note << "\n" << std::flush;
+  const engine::FailedRunFolders settled = engine::fail_claimed_run_folders(failure.status, failure.message);
+  for (const std::string& note : settled.notes) std::cerr << "lockstep: note: " << note << "\n" << std::flush;
+  return settled.earlier_runs;
 }
 
 }  // namespace lockstep::cli

@@ -853,6 +853,20 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
         if (is_earlier_runs_file(name)) fs::rename(e.path(), kept / name);
       }
       if (nest) fs::rename(moving, kept / kEarlierRunFolder);
+      // The moved run's summary named its own earlier run as DIR/earlier-run, which is now the
+      // moved run itself (found by an outside tester): it names where that run went, or nothing.
+      try {
+        json moved = reports::parse_json_text(reports::read_file_text(kept / "summary.json"), "summary.json");
+        if (moved.is_object() && moved.contains("earlier_run")) {
+          if (nest) moved["earlier_run"] = absolute_text(kept / kEarlierRunFolder);
+          else moved.erase("earlier_run");
+          const std::string text = format::json_text(moved, 2) + "\n";
+          detail::write_file_atomic(kept / "summary.json", std::span<const std::uint8_t>(
+                                                              reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+        }
+      } catch (const std::exception&) {
+        // no readable summary: nothing names a path to correct
+      }
     }
     fs::remove_all(dir / "checkpoints");
     fs::remove_all(dir / "plots");
@@ -893,13 +907,15 @@ std::string earlier_run_of(const fs::path& dir) {
   return fs::is_directory(dir / kEarlierRunFolder, ec) ? absolute_text(dir / kEarlierRunFolder) : std::string();
 }
 
-std::vector<std::string> fail_claimed_run_folders(const std::string& status, const std::string& message) {
-  std::vector<std::string> notes;
+FailedRunFolders fail_claimed_run_folders(const std::string& status, const std::string& message) {
+  FailedRunFolders out;
+  std::vector<std::string>& notes = out.notes;
   for (const auto& [dir, held] : held_run_folders()) {
     if (!held.claimed) continue;
     try {
       json s = reports::parse_json_text(reports::read_file_text(fs::path(dir) / "summary.json"), dir + "/summary.json");
       const std::string kept = earlier_run_of(fs::path(dir));
+      if (!kept.empty()) out.earlier_runs.push_back(kept);
       if (!kept.empty())
         notes.push_back("the earlier run in " + held.path.string() + " is kept, as it was, in " +
                         (held.path / kEarlierRunFolder).string() + " (this command " +
@@ -918,7 +934,7 @@ std::vector<std::string> fail_claimed_run_folders(const std::string& status, con
     } catch (const std::exception&) {
     }
   }
-  return notes;
+  return out;
 }
 
 bool holds_run_folder(const fs::path& dir) { return held_run_folder(dir) != nullptr; }

@@ -679,9 +679,14 @@ TEST(RunFolder, TheEarlierRunStaysUntilTheNewRunsVerdict) {
   EXPECT_EQ(json::parse(slurp(dir / "earlier-run" / "summary.json"))["digest"], first_digest);
   EXPECT_FALSE(list_checkpoints(dir / "earlier-run" / "checkpoints").empty());
   // A failed command now keeps both: the stopped run in earlier-run, the first inside it.
-  const Proc failed = run({"run", (dir / "no-such.elf").string(), "--report", dir.string()});
+  const Proc failed = run({"run", (dir / "no-such.elf").string(), "--report", dir.string(), "--json"});
   EXPECT_EQ(failed.rc, 2) << failed.err;
+  // --json's summary names the kept run as summary.json does (found by an outside tester: only
+  // the file had it), and the moved run's summary names its own earlier run where it now is.
+  EXPECT_EQ(json::parse(failed.out)["earlier_run"], (dir / "earlier-run").string()) << failed.out;
   EXPECT_EQ(json::parse(slurp(dir / "earlier-run" / "summary.json"))["status"], "interrupted");
+  EXPECT_EQ(json::parse(slurp(dir / "earlier-run" / "summary.json"))["earlier_run"],
+            (dir / "earlier-run" / "earlier-run").string());
   EXPECT_TRUE(fs::exists(dir / "earlier-run" / "case.json"));
   EXPECT_EQ(json::parse(slurp(dir / "earlier-run" / "earlier-run" / "summary.json"))["digest"], first_digest);
   // An earlier run another process holds (a `--resume DIR/earlier-run` running) makes the folder
