@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -28,6 +29,49 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
+
+// The plots share one page: each one's element ids (gnuplot writes gnuplot_canvas, gpPt0, ... in
+// every SVG) and the references to them ('#id' in href, url(#id)) get the plot's name as a prefix,
+// so that no id repeats in the document (found by an outside tester) and each plot's references
+// stay its own.
+std::string with_own_ids(const std::string& svg, const std::string& prefix) {
+  std::set<std::string> ids;
+  for (std::size_t at = svg.find("id="); at != std::string::npos; at = svg.find("id=", at + 3)) {
+    if (at > 0 && (std::isalnum(static_cast<unsigned char>(svg[at - 1])) || svg[at - 1] == '-' || svg[at - 1] == '_'))
+      continue;  // "gid=", "data-id=": not an id attribute
+    if (at + 3 >= svg.size() || (svg[at + 3] != '\'' && svg[at + 3] != '"')) continue;
+    const std::size_t end = svg.find(svg[at + 3], at + 4);
+    if (end != std::string::npos) ids.insert(svg.substr(at + 4, end - at - 4));
+  }
+  if (ids.empty()) return svg;
+  std::string out;
+  out.reserve(svg.size() + 64);
+  auto is_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == ':'; };
+  for (std::size_t i = 0; i < svg.size();) {
+    // an id attribute's value, or a reference: '#' followed by an id and a quote or ')'
+    std::size_t name_at = std::string::npos;
+    if (svg.compare(i, 4, "id='") == 0 || svg.compare(i, 4, "id=\"") == 0) {
+      if (i == 0 || !is_name(svg[i - 1])) name_at = i + 4;
+    } else if (svg[i] == '#') {
+      name_at = i + 1;
+    }
+    if (name_at != std::string::npos) {
+      std::size_t e = name_at;
+      while (e < svg.size() && is_name(svg[e])) ++e;
+      const std::string name = svg.substr(name_at, e - name_at);
+      const bool closed = e < svg.size() && (svg[e] == '\'' || svg[e] == '"' || svg[e] == ')');
+      if (closed && ids.count(name)) {
+        out.append(svg, i, name_at - i);
+        out += prefix + "-" + name;
+        i = e;
+        continue;
+      }
+    }
+    out += svg[i++];
+  }
+  return out;
+}
+
 
 // Text for XML and HTML: the five special characters as references, control characters XML 1.0
 // forbids as '?', and bytes that are not UTF-8 as U+FFFD (found by an outside tester: a report
@@ -750,7 +794,7 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
     if (p.svg.empty()) continue;
     const auto at = p.svg.find("<svg");
     os << "<figure><figcaption>" << escape_xml(p.title) << "</figcaption>\n"
-       << (at == std::string::npos ? p.svg : p.svg.substr(at)) << "\n</figure>\n";
+       << with_own_ids(at == std::string::npos ? p.svg : p.svg.substr(at), p.name) << "\n</figure>\n";
   }
   for (const json& s : streams) {
     const std::string console = str(s, "console");

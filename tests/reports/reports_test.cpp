@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -383,6 +385,17 @@ TEST(Html, RendersWithPlotsFromGnuplot) {
   for (const Plot& p : f.plots) EXPECT_NE(p.svg.find("<svg"), std::string::npos) << p.name;
   const std::string html = slurp(dir / kHtmlFile);
   EXPECT_EQ(count(html, "<svg"), 3u);
+  // No element id repeats in the page: gnuplot names the same ids in every SVG (found by an outside
+  // tester); each plot's ids and references carry its name.
+  std::map<std::string, int> ids;
+  for (std::size_t at = html.find(" id="); at != std::string::npos; at = html.find(" id=", at + 4)) {
+    const std::size_t end = html.find(html[at + 4], at + 5);
+    ++ids[html.substr(at + 5, end - at - 5)];
+  }
+  EXPECT_GT(ids.size(), 3u);
+  for (const auto& [id, n] : ids) EXPECT_EQ(n, 1) << "id " << id << " appears " << n << " times";
+  EXPECT_NE(html.find("id=\"classes-gnuplot_canvas\""), std::string::npos);
+  EXPECT_EQ(html.find("'#gpPt"), std::string::npos);  // every reference follows its plot's ids
   EXPECT_NE(html.find("Divergence: bad, step 1234"), std::string::npos);
   EXPECT_NE(html.find("payload bits 0x1 (bit 0)"), std::string::npos);
   EXPECT_NE(html.find("<tr><th>note</th><td>a note &lt;with markup&gt;</td></tr>"), std::string::npos);
