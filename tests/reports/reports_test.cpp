@@ -373,6 +373,29 @@ TEST(Html, ShortRunHasNoPlotsAndFoldsTheJson) {
   EXPECT_NE(html.find("<details><summary>Summary JSON"), std::string::npos);
 }
 
+// A VMAT's thousands of tokens in "Last instructions": the first 8, the last 4 and those around
+// the divergent step, the gaps counted (found by an outside tester: a line of about 25,000
+// characters).
+TEST(Html, ALongInstructionShowsItsTokensAroundTheDivergence) {
+  json s = sample_summary();
+  json tokens = json::array();
+  for (int i = 0; i < 3000; ++i) tokens.push_back("VY(" + std::to_string(i) + ")");
+  json& d = s["run"]["streams"][1]["divergence"];
+  ASSERT_TRUE(d.is_object()) << s.dump();
+  d["step"] = 1000 + 1500;
+  d["recent"] = json::array({{{"first_step", 1000}, {"pc_hex", "0x10010"}, {"disassembly", "vmat"}, {"token_text", tokens}}});
+  const fs::path dir = temp_dir("long-insn");
+  setenv("LOCKSTEP_GNUPLOT", "/nonexistent/gnuplot", 1);
+  write_report(dir, s);
+  unsetenv("LOCKSTEP_GNUPLOT");
+  const std::string html = slurp(dir / kHtmlFile);
+  const std::string line = "step 1000  0x10010  vmat  -> VY(0) VY(1) VY(2) VY(3) VY(4) VY(5) VY(6) VY(7) ... (1484 tokens) ... "
+                           "VY(1492) VY(1493) VY(1494) VY(1495) VY(1496) VY(1497) VY(1498) VY(1499) VY(1500) VY(1501) VY(1502) "
+                           "VY(1503) VY(1504) VY(1505) VY(1506) VY(1507) VY(1508) ... (1487 tokens) ... VY(2996) VY(2997) "
+                           "VY(2998) VY(2999)\n";
+  EXPECT_NE(html.find(line), std::string::npos) << html.substr(html.find("Last instructions"), 2000);
+}
+
 TEST(Html, RendersWithPlotsFromGnuplot) {
   const fs::path dir = temp_dir("with-gnuplot");
   unsetenv("LOCKSTEP_GNUPLOT");
