@@ -813,14 +813,22 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
   // The earlier run it keeps is part of the folder: one that another command is using (a
   // `--resume DIR/earlier-run`) makes the folder in use (found by the re-test: a new run was
   // taken then, and a failed command after it could not take the folder to say so).
+  // Its lock is held until the move below is done, so that no `--resume DIR/earlier-run` can
+  // start between the check and the move (left alone before: they were two steps).
+  int kept_lock = -1;
+  struct CloseLock {
+    int& fd;
+    ~CloseLock() {
+      if (fd >= 0) ::close(fd);
+    }
+  } close_kept_lock{kept_lock};
   if (!held_before && fs::is_directory(kept)) {
     std::string holder;
-    const int fd = try_lock_folder(kept, holder);
-    if (fd < 0)
+    kept_lock = try_lock_folder(kept, holder);
+    if (kept_lock < 0)
       throw CheckError("the run folder " + dir.string() + " keeps an earlier run in " + kept.string() +
                        ", which another lockstep run is using" + (holder.empty() ? "" : " (pid " + holder + ")") +
                        "; wait for it to end, or give another --report folder");
-    ::close(fd);
   }
   try {
     fs::create_directories(dir);
