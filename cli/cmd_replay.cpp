@@ -230,6 +230,8 @@ void add_replay_command(CLI::App& app, Context& ctx) {
         }
         req.the_case.dut->chip_file = dut_chip;
       }
+      if (req.the_case.dut && !req.the_case.dut->chip_file.empty() && cmd->count("--dut-chip") == 0)
+        req.chip_file_named_by = "the case's dut.chip_file (replay --dut-chip FILE names another)";
       req.the_case.checkpoint_every = 0;
       // A run interrupted after N steps recorded N steps: the replay compares those, not the rest
       // of the guest (found by an outside tester: it ran on past them, a whole story for a story

@@ -59,6 +59,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, args, cmd] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work (chip loading included)
     ctx.stop = stop;
+    if (!args->resume.empty() && !args->dut.chip_file.empty())
+      throw UsageError("--dut-chip cannot be given with --resume: the run continues as its case.json says; start a new run to add it");
     const bool dut = check_dut_options(cmd, args->dut, args->chip, args->backend);
     engine::CheckRequest req;
     req.command = "run";

@@ -157,6 +157,8 @@ void add_story_command(CLI::App& app, Context& ctx) {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
     ctx.stop = stop;
     if (args->reference_only) reject_with_reference_only(cmd);
+    if (!args->resume.empty() && !args->dut.chip_file.empty())
+      throw UsageError("--dut-chip cannot be given with --resume: the check continues as its case.json says; start a new one to add it");
     const bool dut = check_dut_options(cmd, args->dut, args->chip, args->backend);
     if (dut && !args->resume.empty()) {
       throw UsageError("--resume DIR runs the chip the interrupted check ran (its case.json); leave out --dut");

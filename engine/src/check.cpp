@@ -156,14 +156,14 @@ std::vector<std::string> capability_notes(const chip::Capabilities& caps, bool c
   return out;
 }
 
-std::unique_ptr<chip::ChipBackend> make_dut_backend(const dut::DutConfig& config) {
+std::unique_ptr<chip::ChipBackend> make_dut_backend(const dut::DutConfig& config, const std::string& chip_file_named_by) {
   std::unique_ptr<chip::ChipBackend> dut;
   try {
     dut = std::make_unique<dut::DutBackend>(config);
   } catch (const dut::DutError& e) {
     throw CheckError(e.what());
   }
-  return with_chip_file(std::move(dut), config.chip_file.string());
+  return with_chip_file(std::move(dut), config.chip_file.string(), chip_file_named_by);
 }
 
 Guest read_guest(const fs::path& path) {
@@ -1016,7 +1016,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     try {
       dut::DutConfig config = *c.dut;
       config.stop = req.options.stop;
-      owned = make_dut_backend(config);
+      owned = make_dut_backend(config, req.chip_file_named_by);
     } catch (const CheckError& e) {
       // A chip that cannot be started or spoken to: the run folder still says so (status error,
       // 0 steps), as every failed run's does (docs/spec/dut-protocol.md §8); "interrupted" when

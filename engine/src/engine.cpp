@@ -9,6 +9,7 @@
 #include <map>
 #include <limits>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <stdexcept>
 
@@ -121,6 +122,7 @@ json Attribution::to_json() const {
           {"first_disagreeing", first_disagreeing},
           {"candidates", candidates},
           {"dataflow_known", dataflow_known},
+          {"chip_file_verdict", chip_file_verdict},
           {"checks", c}};
 }
 
@@ -201,6 +203,7 @@ Divergence divergence_from_json(const json& j) {
   d.attribution.first_disagreeing = a.value("first_disagreeing", "");
   d.attribution.candidates = a.value("candidates", std::vector<std::string>{});
   d.attribution.dataflow_known = a.value("dataflow_known", false);
+  d.attribution.chip_file_verdict = a.value("chip_file_verdict", "");
   for (const json& c : a.value("checks", json::array())) {
     ProbeCheck p;
     p.layer = c.value("layer", -1);
@@ -1219,6 +1222,112 @@ std::string point_label(const chip::ProbePoint& p) {
   return p.after == chip::Sublayer::Embed ? std::string("embedding") : key_name(key_of_point(p.layer, chip::to_string(p.after)));
 }
 
+// The sublayers of the chip file that can have made field `first` differ at probe point key `kp`
+// (the value after every sublayer of key <= kp; keys as key_of: 0 the embedding, 3l+1 layer l's
+// memory block, 3l+2 its MLP). `agreed` holds, per field, the probe point keys where the chip
+// under test's value equalled the file's on this step. The walk follows the file's dataflow: the
+// writers of `first` since it last agreed, then, for each candidate, the writers of every part it
+// reads, except a part that a probe showed equal with the value it reads (no writer between the
+// probe and the reader). A memory block's state was written on earlier steps, from inputs that no
+// probe of this step shows: the parts its maps read are then followed without that exception,
+// back to the embedding (`earlier` says whether that happened). An empty `first`: every probe
+// agreed, and the walk starts from the parts the unembedding reads (the unembedding a candidate).
+std::set<int> candidates_beside_file(const chip::ProbeMap& spm, const std::map<std::string, std::vector<int>>& agreed,
+                                     const std::string& first, int kp, bool& earlier, bool& none_writes) {
+  const auto& df = spm.dataflow;
+  std::map<std::string, std::size_t> part_of;
+  std::map<int, std::vector<std::size_t>> reads_of;
+  for (std::size_t i = 0; i < df.parts.size(); ++i) {
+    part_of[df.parts[i].name] = i;
+    for (const chip::SublayerRef& w : df.parts[i].readers) reads_of[key_of(w)].push_back(i);
+  }
+  auto writer_keys = [&](std::size_t p) {
+    std::vector<int> k;
+    for (const chip::SublayerRef& w : df.parts[p].writers) k.push_back(key_of(w));
+    return k;
+  };
+  // Whether part p's value as read at key `at` (after every key < at) is one a probe showed equal.
+  auto verified = [&](std::size_t p, int at) {
+    const auto it = agreed.find(df.parts[p].name);
+    if (it == agreed.end()) return false;
+    const std::vector<int> ws = writer_keys(p);
+    for (int q : it->second) {
+      bool same = true;
+      for (int w : ws) same = same && !(q < at ? (q < w && w < at) : (at <= w && w <= q));
+      if (same) return true;
+    }
+    return false;
+  };
+  // The last probe key before `at` where part p agreed (-1: none).
+  auto last_agreed_before = [&](std::size_t p, int at) {
+    int since = -1;
+    if (const auto it = agreed.find(df.parts[p].name); it != agreed.end())
+      for (int q : it->second)
+        if (q < at) since = std::max(since, q);
+    return since;
+  };
+  std::set<int> cand;
+  std::set<std::tuple<std::size_t, int, bool>> needed;
+  std::set<std::pair<int, bool>> added;
+  std::function<void(int, bool)> add;
+  std::function<void(std::size_t, int, bool)> need = [&](std::size_t p, int at, bool before) {
+    if (!needed.insert({p, at, before}).second) return;
+    int since = -1;
+    if (!before) {
+      if (verified(p, at)) return;
+      since = last_agreed_before(p, at);
+    }
+    if (since < 0 && df.parts[p].embedded) cand.insert(0);
+    for (int w : writer_keys(p))
+      if (w < at && w > since) add(w, before);
+  };
+  add = [&](int k, bool before) {
+    cand.insert(k);
+    if (!added.insert({k, before}).second) return;
+    for (std::size_t p : reads_of[k]) need(p, k, before);
+    if (k % 3 == 1) {  // a memory block: its state comes from earlier steps too
+      earlier = true;
+      for (std::size_t p : reads_of[k]) need(p, k, true);
+    }
+  };
+  earlier = none_writes = false;
+  if (first.empty()) {  // every probe agreed: from what the unembedding reads
+    cand.insert(kUnembedKey);
+    if (!df.known()) {
+      for (const chip::SublayerRef& w : df.sublayers) cand.insert(key_of(w));
+      cand.insert(0);
+      return cand;
+    }
+    for (std::size_t i = 0; i < df.parts.size(); ++i)
+      if (df.parts[i].unembedded) need(i, kUnembedKey, false);
+    return cand;
+  }
+  const auto it = part_of.find(first);
+  if (!df.known() || it == part_of.end()) {  // no dataflow: every sublayer up to the point
+    cand.insert(0);
+    for (const chip::SublayerRef& w : df.sublayers)
+      if (key_of(w) <= kp) cand.insert(key_of(w));
+    return cand;
+  }
+  const std::size_t f = it->second;
+  const int since = last_agreed_before(f, kp);
+  if (since < 0 && df.parts[f].embedded) cand.insert(0);
+  bool any = false;
+  for (int w : writer_keys(f)) {
+    if (w > since && w <= kp) {
+      add(w, false);
+      any = true;
+    }
+  }
+  if (!any && kp > 0) {
+    // No sublayer of the file writes the field there: one of them writes into it wrongly.
+    none_writes = true;
+    for (const chip::SublayerRef& w : df.sublayers)
+      if (key_of(w) > since && key_of(w) <= kp) add(key_of(w), false);
+  }
+  return cand;
+}
+
 // Layer attribution of a chip under test run beside its chip file (shadow.h; docs/engine.md, "The
 // chip file beside the chip under test"): the chip under test's probes of the divergent step are
 // compared, point by point in execution order, with the chip file's on the CPU executor, fed the
@@ -1232,6 +1341,7 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
   if (!be.in_step(sid)) {
     Attribution a = attribute(be, sid, input, expected_next);
     a.text += "; " + file + " was not compared: " + be.out_of_step_why(sid);
+    a.chip_file_verdict = "not compared";
     return a;
   }
   const chip::ChipBackend& sh = be.shadow();
@@ -1241,6 +1351,7 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
   a.dataflow_known = spm.dataflow.known();
   std::string probes_note;  // why the chip under test's probes were not compared
   std::pair<int, int> last_point{-2, 0};  // the last point compared (all equal so far)
+  std::map<std::string, std::vector<int>> agreed_at;  // field -> the probe point keys where it agreed
   std::size_t compared = 0;
   if (!be.capabilities().probes) {
     probes_note = "the chip under test has no probes";
@@ -1259,9 +1370,16 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
       std::stable_sort(points.begin(), points.end(), [](auto* x, auto* y) {
         return position(x->layer, x->after) < position(y->layer, y->after);
       });
-      std::map<std::string, std::pair<int, int>> agreed_at;  // field -> the last point it agreed at
+      // Every probe is compared, also after the first that differs: a field that agrees at a later
+      // point, with no writer between, shows the value an earlier sublayer read (the walk below).
+      std::optional<ProbeCheck> first;  // the first field that differs
+      const chip::ProbePoint* first_point = nullptr;
+      std::size_t before_first = 0;
+      std::string agreed_before_first;
       for (const chip::ProbePoint* p : points) {
         const std::pair<int, int> at = position(p->layer, p->after);
+        const int kp = p->after == chip::Sublayer::Embed ? 0 : key_of_point(p->layer, chip::to_string(p->after));
+        bool all_agree = true;
         for (const std::string& name : p->fields) {
           ProbeCheck c;
           c.layer = p->after == chip::Sublayer::Embed ? -1 : p->layer;
@@ -1279,7 +1397,7 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
             c.expected = sh.probe(sid, p->layer, p->after, name);
           } catch (const std::exception& e) {
             c.skipped = std::string("not compared: ") + e.what();
-            a.checks.push_back(std::move(c));
+            if (!first) a.checks.push_back(std::move(c));
             continue;
           }
           for (std::uint32_t i = 0; i < c.expected.size(); ++i) {
@@ -1289,60 +1407,66 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
           }
           if (c.actual.size() != c.expected.size() && c.differing.empty()) c.differing.push_back(0);
           c.agrees = c.differing.empty();
-          ++compared;
+          all_agree = all_agree && c.agrees;
           if (c.agrees) {
             c.expected.clear();
             c.actual.clear();
-            agreed_at[name] = at;
-            a.checks.push_back(std::move(c));
-            continue;
+            agreed_at[name].push_back(kp);
+            if (!first) {
+              ++compared;
+              a.checks.push_back(std::move(c));
+            }
+          } else if (!first) {
+            ++compared;
+            before_first = compared - 1;
+            agreed_before_first = a.last_agreeing;
+            first = std::move(c);
+            first_point = p;
           }
-          // The first difference: the writers of the field since it last agreed, up to here.
-          const auto since = agreed_at.count(name) ? agreed_at[name] : std::pair<int, int>{-2, 0};
-          std::set<int> cand;
-          if (since.first < -1) {  // never compared before: from the embedding's value on
-            bool embedded = !spm.dataflow.known();
-            for (const chip::ProbeMap::Dataflow::Part& part : spm.dataflow.parts)
-              if (part.name == name) embedded = part.embedded;
-            if (embedded || at.first < 0) cand.insert(0);
-          }
-          if (const chip::ProbeMap::Field* f = spm.find(name))
-            for (const chip::SublayerRef& w : f->writers)
-              if (position(w) > since && position(w) <= at) cand.insert(key_of(w));
-          std::string none_writes;
-          if (at.first >= 0 && (cand.empty() || cand == std::set<int>{0})) {
-            // No sublayer of the chip file writes the field there: a write into it is the bug.
-            none_writes = " (no sublayer of the chip file writes the field there: one of these writes into it)";
-            for (const chip::SublayerRef& w : spm.dataflow.sublayers)
-              if (position(w) > since && position(w) <= at) cand.insert(key_of(w));
-          }
-          a.status = c.layer < 0 ? "embedding" : "layer";
-          a.layer = c.layer;
-          a.sublayer = c.after;
-          a.field = name;
-          a.first_disagreeing = point_label(*p);
-          std::ostringstream os;
-          const std::uint32_t i0 = c.differing.front();
-          auto value = [&](const std::vector<float>& v) {
-            std::ostringstream o;
-            if (i0 < v.size()) o << v[i0];
-            else o << "none";
-            return o.str();
-          };
-          os << "field " << name << " of the chip under test first differs from " << file
-             << "'s on Lockstep's CPU executor (the same inputs) " << after_point(a.first_disagreeing) << ", at index";
-          for (std::uint32_t i : c.differing) os << " " << i;
-          os << " (" << value(c.actual) << " against " << value(c.expected) << "); every field compared before it agreed ("
-             << compared - 1 << (compared == 2 ? " field" : " fields") << ", last agreeing probe: "
-             << (a.last_agreeing.empty() ? std::string("none") : after_point(a.last_agreeing))
-             << "): the chip under test's executor computes this chip file differently" << none_writes;
-          a.text = os.str();
-          a.checks.push_back(std::move(c));
-          set_candidates(a, cand, spm);
-          return a;
         }
-        a.last_agreeing = point_label(*p);
-        last_point = at;
+        if (!first && all_agree) {
+          a.last_agreeing = point_label(*p);
+          last_point = at;
+        }
+      }
+      if (first) {
+        // The first difference: the sublayers that can have made it, by the file's dataflow.
+        ProbeCheck& c = *first;
+        const chip::ProbePoint* p = first_point;
+        bool earlier = false, none_writes = false;
+        const int kp = p->after == chip::Sublayer::Embed ? 0 : key_of_point(p->layer, c.after);
+        const std::set<int> cand = candidates_beside_file(spm, agreed_at, c.field, kp, earlier, none_writes);
+        a.status = c.layer < 0 ? "embedding" : "layer";
+        a.layer = c.layer;
+        a.sublayer = c.after;
+        a.field = c.field;
+        a.first_disagreeing = point_label(*p);
+        a.last_agreeing = agreed_before_first;
+        std::ostringstream os;
+        const std::uint32_t i0 = c.differing.front();
+        auto value = [&](const std::vector<float>& v) {
+          std::ostringstream o;
+          if (i0 < v.size()) o << v[i0];
+          else o << "none";
+          return o.str();
+        };
+        os << "field " << c.field << " of the chip under test first differs from " << file
+           << "'s on Lockstep's CPU executor (the same inputs) " << after_point(a.first_disagreeing) << ", at index";
+        for (std::uint32_t i : c.differing) os << " " << i;
+        os << " (chip under test " << value(c.actual) << ", chip file " << value(c.expected) << " at index " << i0
+           << "); every field compared before it agreed (" << before_first << (before_first == 1 ? " field" : " fields")
+           << ", last probe point where all agreed: "
+           << (a.last_agreeing.empty() ? std::string("none") : after_point(a.last_agreeing))
+           << "): the chip under test's executor computes this chip file differently"
+           << (none_writes ? " (no sublayer of the file writes the field there: one of them writes into it)" : "")
+           << (earlier ? " (a memory block among the candidates may hold state written wrongly on an earlier step, so "
+                         "the sublayers its state comes from are candidates too)"
+                       : "");
+        a.text = os.str();
+        a.chip_file_verdict = "executor";
+        a.checks.push_back(std::move(c));
+        set_candidates(a, cand, spm);
+        return a;
       }
       if (compared == 0) probes_note = "the chip under test's probe map has no field to compare";
     }
@@ -1358,16 +1482,15 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
                           : probes_note + ": no probe was compared with " + file + "'s";
   if (*own == expected_next) {
     // The chip file is right: the chip under test's executor parts from it after its last probe.
-    std::set<int> cand{kUnembedKey};
-    for (const chip::SublayerRef& w : spm.dataflow.sublayers)
-      if (position(w) > last_point) cand.insert(key_of(w));
-    if (last_point.first < -1) cand.insert(0);
+    bool earlier = false, none_writes = false;
+    const std::set<int> cand = candidates_beside_file(spm, agreed_at, "", kUnembedKey, earlier, none_writes);
     a.status = compared > 0 && probes_note.empty() && cand.size() == 1 ? "unembedding" : "unprobed";
     a.layer = std::max(last_point.first, -1);
     a.first_disagreeing = "unembedding";
     a.text = where + ", and the chip file computes the right token (" + format::token_name(expected_next) +
              ") on Lockstep's CPU executor: the chip under test's executor computes this chip file differently" +
              (compared > 0 && probes_note.empty() ? ", after its last probe point" : "");
+    a.chip_file_verdict = "executor";
     set_candidates(a, cand, spm);
     return a;
   }
@@ -1381,6 +1504,7 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
                 ") on Lockstep's CPU executor: the chip file is wrong here, and the chip under test's executor parts from "
                 "it too; by the chip file's own probes: ";
   b.text = head + b.text;
+  b.chip_file_verdict = *own == actual ? "file" : "both";
   return b;
 }
 

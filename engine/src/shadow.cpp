@@ -253,9 +253,10 @@ void ShadowedBackend::set_probe_recording(bool on) {
   }
 }
 
-std::unique_ptr<chip::ChipBackend> with_chip_file(std::unique_ptr<chip::ChipBackend> dut, const std::string& chip_file) {
+std::unique_ptr<chip::ChipBackend> with_chip_file(std::unique_ptr<chip::ChipBackend> dut, const std::string& chip_file,
+                                                  const std::string& named_by) {
   if (chip_file.empty()) return dut;
-  LoadedChip loaded = load_chip_or_built(chip_file, "--dut-chip");
+  LoadedChip loaded = load_chip_or_built(chip_file, named_by);
   std::unique_ptr<chip::ChipBackend> shadow = make_backend("cpu", loaded.chip);
   if (dut->capabilities().probes) {
     chip::ProbeMap mine, theirs;
@@ -268,7 +269,7 @@ std::unique_ptr<chip::ChipBackend> with_chip_file(std::unique_ptr<chip::ChipBack
     for (const chip::ProbeMap::Field& f : theirs.fields) {
       const chip::ProbeMap::Field* g = mine.find(f.name);
       if (!g || g->width != f.width) {
-        throw CheckError("--dut-chip " + chip_file + ": the chip under test's probe field '" + f.name + "' (" +
+        throw CheckError(named_by + " " + chip_file + ": the chip under test's probe field '" + f.name + "' (" +
                          std::to_string(f.width) + " values) is " +
                          (g ? "of " + std::to_string(g->width) + " values" : std::string("not a field")) +
                          " in the chip file: it does not run that chip file");
@@ -279,7 +280,7 @@ std::unique_ptr<chip::ChipBackend> with_chip_file(std::unique_ptr<chip::ChipBack
         try {
           chip::find_probe(*loaded.chip, p.layer, p.after, name);
         } catch (const std::exception&) {
-          throw CheckError("--dut-chip " + chip_file + ": the chip under test probes field '" + name + "' " +
+          throw CheckError(named_by + " " + chip_file + ": the chip under test probes field '" + name + "' " +
                            (p.after == chip::Sublayer::Embed
                                 ? std::string("after the embedding")
                                 : "after layer " + std::to_string(p.layer) + "'s " + chip::to_string(p.after)) +

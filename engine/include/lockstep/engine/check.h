@@ -182,6 +182,9 @@ struct CheckRequest {
   std::function<void(std::size_t, int, char)> on_console;
   /// What named the case's chip file, for its errors: "--chip", or a case file's "chip.path".
   std::string chip_named_by = "--chip";
+  /// How a load error of the chip under test's --dut-chip file names it ("--dut-chip", or, for a
+  /// replay that did not give one, "the case's dut.chip_file").
+  std::string chip_file_named_by = "--dut-chip";
   /// When set, used instead of loading the case's chip and backend (tests).
   chip::ChipBackend* backend = nullptr;
   /// A guest that ends in a trap (isa.md §6, vector.md §6) with no mismatch ends the check as an
@@ -296,7 +299,10 @@ std::vector<std::string> capability_notes(const chip::Capabilities& caps, bool c
 
 /// A backend for a chip under test; throws CheckError (one line) when it cannot be started,
 /// reached or spoken to.
-std::unique_ptr<chip::ChipBackend> make_dut_backend(const dut::DutConfig& config);
+/// Beside `config.chip_file` when it is given (shadow.h), whose load errors begin with
+/// `chip_file_named_by`.
+std::unique_ptr<chip::ChipBackend> make_dut_backend(const dut::DutConfig& config,
+                                                    const std::string& chip_file_named_by = "--dut-chip");
 
 /// Runs a check: loads the chip and guest of the case (or starts the chip under test of
 /// `the_case.dut`), runs (or resumes) the engine with checkpoints in report_dir/checkpoints when

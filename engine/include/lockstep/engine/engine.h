@@ -121,6 +121,11 @@ struct Attribution {
   /// chip under test: its probe map has writers only), every sublayer up to the point.
   std::vector<std::string> candidates;
   bool dataflow_known = false;  ///< candidates come from the chip's readers and writers
+  /// Beside a chip file (--dut-chip, docs/engine.md §3.1), which of the two is wrong at this step:
+  /// "executor" (the chip under test parts from the file, whose token is right, or a probe differs),
+  /// "file" (the file computes the same wrong token), "both" (it computes another wrong token),
+  /// "not compared" (the file fell out of step: the text says why); "" without a file.
+  std::string chip_file_verdict;
   nlohmann::json to_json() const;
 };
 

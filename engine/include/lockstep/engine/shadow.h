@@ -107,10 +107,11 @@ class ShadowedBackend final : public chip::ChipBackend {
 };
 
 /// The chip under test `dut` beside the chip file `chip_file` (a ShadowedBackend), or `dut` itself
-/// when `chip_file` is empty. Loads the file (CheckError "--dut-chip PATH: ..." when it does not
-/// load) and, when the chip under test announces PROBES, checks that every field of its probe map
+/// when `chip_file` is empty. Loads the file (CheckError "NAMED_BY: ..." when it does not load,
+/// `named_by` saying where the path came from) and, when the chip under test announces PROBES, checks that every field of its probe map
 /// is a field of the file with the same width (CheckError naming the first that is not).
 std::unique_ptr<chip::ChipBackend> with_chip_file(std::unique_ptr<chip::ChipBackend> dut,
-                                                  const std::string& chip_file);
+                                                  const std::string& chip_file,
+                                                  const std::string& named_by = "--dut-chip");
 
 }  // namespace lockstep::engine
