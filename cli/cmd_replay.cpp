@@ -216,7 +216,10 @@ void add_replay_command(CLI::App& app, Context& ctx) {
                            was.vocab.string());
           }
           if (cmd->count("--dut-timeout") == 0) given.timeout_s = was.timeout_s;
-          if (cmd->count("--dut-chip") == 0) given.chip_file = was.chip_file;
+          if (cmd->count("--dut-chip") == 0) {
+            given.chip_file = was.chip_file;
+            given.chip_file_hash = was.chip_file_hash;
+          }
           if (cmd->count("--dut-start-timeout") == 0) given.start_timeout_s = was.start_timeout_s;
         }
         req.the_case.backend = "dut";
@@ -229,6 +232,7 @@ void add_replay_command(CLI::App& app, Context& ctx) {
                            " backend, not a chip under test (give --dut or --dut-connect)");
         }
         req.the_case.dut->chip_file = dut_chip;
+        req.the_case.dut->chip_file_hash.clear();  // a file given now is taken as it is
       }
       if (req.the_case.dut && !req.the_case.dut->chip_file.empty() && cmd->count("--dut-chip") == 0)
         req.chip_file_named_by = "the case's dut.chip_file (replay --dut-chip FILE names another)";

@@ -63,6 +63,7 @@ json DutConfig::to_json() const {
   j["start_timeout_s"] = start_timeout_s;
   if (!token_file.empty()) j["token_file"] = std::filesystem::absolute(token_file).string();
   if (!chip_file.empty()) j["chip_file"] = std::filesystem::absolute(chip_file).string();
+  if (!chip_file.empty() && !chip_file_hash.empty()) j["chip_file_hash"] = chip_file_hash;
   return j;
 }
 
@@ -80,6 +81,7 @@ DutConfig DutConfig::from_json(const json& j) {
   c.token_file = str("token_file");
   c.workdir = str("workdir");
   c.chip_file = str("chip_file");
+  c.chip_file_hash = str("chip_file_hash");
   for (auto [key, field] : {std::pair<const char*, double*>{"timeout_s", &c.timeout_s}, {"start_timeout_s", &c.start_timeout_s}}) {
     if (!j.contains(key)) continue;
     if (!j[key].is_number()) throw std::invalid_argument(std::string("dut.") + key + " must be a number");

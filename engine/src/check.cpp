@@ -1030,6 +1030,16 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     backend = owned.get();
     chip.source = "dut " + c.dut->describe();
     chip.hash = backend->identity();
+    // The file beside it is the one the case ran beside (found by an outside tester: a resume
+    // read whatever file was at the recorded path by then).
+    if (const auto* sb = dynamic_cast<const ShadowedBackend*>(backend);
+        sb && !c.dut->chip_file_hash.empty() && c.dut->chip_file_hash != sb->chip_hash()) {
+      throw CheckError(req.chip_file_named_by + " " + sb->chip_file() + " has hash " + sb->chip_hash() +
+                       ", the case ran beside a file of hash " + c.dut->chip_file_hash + ": the file changed since (" +
+                       (req.resume ? std::string("a run resumes only beside the file it ran beside; start a new run")
+                                   : std::string("lockstep replay CASE --dut-chip FILE runs the case beside it as it is")) +
+                       ")");
+    }
     if (!c.chip_hash.empty() && c.chip_hash != chip.hash) {
       throw CheckError("the chip under test has identity '" + chip.hash + "', the case expects '" + c.chip_hash +
                        "': another chip, or the same one with other weights (" +
@@ -1086,6 +1096,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
 
   Case saved = c;
   if (saved.command.empty() && req.command != "replay") saved.command = req.command;
+  if (const auto* sb = dynamic_cast<const ShadowedBackend*>(backend); sb && saved.dut) saved.dut->chip_file_hash = sb->chip_hash();
   saved.chip_hash = chip.hash;
   saved.guest_digest = image_digest(guest.image);
   if (saved.guest_elf.empty() && !guest.path.empty()) {

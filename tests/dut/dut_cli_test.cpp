@@ -1493,6 +1493,24 @@ TEST_F(DutCli, ADutChipThatDoesNotFitIsOneLine) {
             std::vector<std::string>{"lockstep: error: --dut-chip cannot be given with --resume: the run continues as "
                                      "its case.json says; start a new run to add it"});
 
+  // A case records the file's hash: replaying it beside a file changed since is refused, unless
+  // the file is given again (found by an outside tester: a resume read whatever was there by then).
+  const fs::path copy = dir / "copy.chip";
+  fs::copy_file(kChip, copy);
+  const Result first = run_lockstep({"run", crc32_.string(), "--steps", "100", "--dut", server_cmd(), "--dut-chip",
+                                     copy.string(), "--report", (dir / "beside").string()});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_FALSE(json::parse(slurp(dir / "beside" / "case.json"))["dut"]["chip_file_hash"].get<std::string>().empty());
+  fs::rename(doubled_chip(dir, 7), copy);
+  const Result changed = run_lockstep({"replay", (dir / "beside").string()});
+  EXPECT_EQ(changed.exit_code, 2) << changed.err;
+  ASSERT_EQ(error_lines(changed.err).size(), 1u) << changed.err;
+  EXPECT_NE(error_lines(changed.err)[0].find(": the file changed since (lockstep replay CASE --dut-chip FILE runs the "
+                                             "case beside it as it is)"),
+            std::string::npos)
+      << changed.err;
+  EXPECT_EQ(run_lockstep({"replay", (dir / "beside").string(), "--dut-chip", copy.string()}).exit_code, 0);
+
   const Result alone = run_lockstep({"run", crc32_.string(), "--steps", "100", "--dut-chip", kChip});
   EXPECT_EQ(alone.exit_code, 2);
   EXPECT_EQ(error_lines(alone.err), std::vector<std::string>{"lockstep: error: --dut-chip needs --dut or --dut-connect"});

@@ -46,6 +46,9 @@ struct DutConfig {
   /// and at a divergence compares the two probe by probe (docs/engine.md, "The chip file beside
   /// the chip under test"). Empty: none. DutBackend itself never reads it.
   std::filesystem::path chip_file;
+  /// The XXH3-64 (hex) of chip_file as a run read it, recorded in its case: a resume or replay
+  /// beside a file whose hash differs is refused (the file changed). Empty: not checked.
+  std::string chip_file_hash;
   /// Set by SIGINT/SIGTERM (engine::install_stop_handlers()): a wait for the chip's answer ends
   /// within 100 ms of it (DutError "... stopped ..."; the chip process is killed). Not saved in
   /// case files; nullptr: waits end only at --dut-timeout / --dut-start-timeout.
@@ -55,7 +58,7 @@ struct DutConfig {
   /// "--dut 'python3 x.py'" / "--dut-connect unix:/tmp/s", for reports and replay commands.
   std::string describe() const;
   /// For case files (docs/engine.md "Cases"): {"command", "workdir", "connect", "vocab",
-  /// "timeout_s", "start_timeout_s", "token_file", "chip_file"} with empty members left out; a command's
+  /// "timeout_s", "start_timeout_s", "token_file", "chip_file", "chip_file_hash"} with empty members left out; a command's
   /// workdir is made absolute (the harness's folder when empty), so that a replay from another
   /// folder starts the chip the same way.
   nlohmann::json to_json() const;
