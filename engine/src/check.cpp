@@ -676,6 +676,12 @@ std::map<std::string, HeldRunFolder>& held_run_folders() {
   return held;
 }
 
+// `j` as a JSON file (two-space indent, a final newline), written whole or not at all.
+void write_json_atomic(const fs::path& path, const json& j) {
+  const std::string text = format::json_text(j, 2) + "\n";
+  detail::write_file_atomic(path, std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+}
+
 HeldRunFolder* held_run_folder(const fs::path& dir) {
   std::error_code ec;
   const auto it = held_run_folders().find(fs::weakly_canonical(dir, ec).string());
@@ -868,9 +874,7 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
         if (moved.is_object() && moved.contains("earlier_run")) {
           if (nest) moved["earlier_run"] = absolute_text(kept / kEarlierRunFolder);
           else moved.erase("earlier_run");
-          const std::string text = format::json_text(moved, 2) + "\n";
-          detail::write_file_atomic(kept / "summary.json", std::span<const std::uint8_t>(
-                                                              reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+          write_json_atomic(kept / "summary.json", moved);
         }
       } catch (const std::exception&) {
         // no readable summary: nothing names a path to correct
@@ -1030,16 +1034,6 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     backend = owned.get();
     chip.source = "dut " + c.dut->describe();
     chip.hash = backend->identity();
-    // The file beside it is the one the case ran beside (found by an outside tester: a resume
-    // read whatever file was at the recorded path by then).
-    if (const auto* sb = dynamic_cast<const ShadowedBackend*>(backend);
-        sb && !c.dut->chip_file_hash.empty() && c.dut->chip_file_hash != sb->chip_hash()) {
-      throw CheckError(req.chip_file_named_by + " " + sb->chip_file() + " has hash " + sb->chip_hash() +
-                       ", the case ran beside a file of hash " + c.dut->chip_file_hash + ": the file changed since (" +
-                       (req.resume ? std::string("a run resumes only beside the file it ran beside; start a new run")
-                                   : std::string("lockstep replay CASE --dut-chip FILE runs the case beside it as it is")) +
-                       ")");
-    }
     if (!c.chip_hash.empty() && c.chip_hash != chip.hash) {
       throw CheckError("the chip under test has identity '" + chip.hash + "', the case expects '" + c.chip_hash +
                        "': another chip, or the same one with other weights (" +
@@ -1061,12 +1055,19 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     }
     backend = owned.get();
   }
+  // A chip under test beside its chip file (--dut-chip, shadow.h): the file is the one the case
+  // ran beside (found by an outside tester: a resume read whatever file was at the recorded path).
+  const auto* beside = dynamic_cast<const ShadowedBackend*>(backend);
+  if (beside && c.dut && !c.dut->chip_file_hash.empty() && c.dut->chip_file_hash != beside->chip_hash()) {
+    throw CheckError(req.chip_file_named_by + " " + beside->chip_file() + " has hash " + beside->chip_hash() +
+                     ", the case ran beside a file of hash " + c.dut->chip_file_hash + ": the file changed since (" +
+                     (req.resume ? std::string("a run resumes only beside the file it ran beside; start a new run")
+                                 : std::string("lockstep replay CASE --dut-chip FILE runs the case beside it as it is")) +
+                     ")");
+  }
   out.chip_source = chip.source;
   out.chip_hash = chip.hash;
-  if (c.dut || backend->name() == "dut") {
-    out.capability_notes =
-        capability_notes(backend->capabilities(), dynamic_cast<const ShadowedBackend*>(backend) != nullptr);
-  }
+  if (c.dut || backend->name() == "dut") out.capability_notes = capability_notes(backend->capabilities(), beside != nullptr);
   Guest guest = c.guest();
 
   Options opt = req.options;
@@ -1096,7 +1097,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
 
   Case saved = c;
   if (saved.command.empty() && req.command != "replay") saved.command = req.command;
-  if (const auto* sb = dynamic_cast<const ShadowedBackend*>(backend); sb && saved.dut) saved.dut->chip_file_hash = sb->chip_hash();
+  if (beside && saved.dut) saved.dut->chip_file_hash = beside->chip_hash();
   saved.chip_hash = chip.hash;
   saved.guest_digest = image_digest(guest.image);
   if (saved.guest_elf.empty() && !guest.path.empty()) {
@@ -1128,9 +1129,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     note_not_utf8();
     fs::create_directories(req.report_dir);
     saved.expect = expect;
-    const std::string text = format::json_text(saved.to_json(), 2) + "\n";
-    detail::write_file_atomic(req.report_dir / "case.json",
-                              std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+    write_json_atomic(req.report_dir / "case.json", saved.to_json());
   };
   auto with_notes = [&](json s, const RunResult& result) {
     if (req.add_to_summary) req.add_to_summary(s, result);

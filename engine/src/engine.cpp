@@ -26,6 +26,7 @@
 #include "lockstep/ref/encoding.h"
 #include "lockstep/ref/loop_watch.h"
 #include "lockstep/ref/machine.h"
+#include "lockstep/reports/report.h"
 #include "serial.h"
 #include "lockstep/format/json_text.h"
 
@@ -295,19 +296,7 @@ std::string Divergence::to_text() const {
     // 27,831 characters).
     const std::size_t n = r.tokens.size();
     const std::size_t at = step >= r.first_step && step - r.first_step < n ? static_cast<std::size_t>(step - r.first_step) : n;
-    auto shown = [&](std::size_t i) { return n <= 48 || i < 8 || i + 4 >= n || (at < n && i + 8 >= at && i <= at + 8); };
-    for (std::size_t i = 0; i < n;) {
-      if (shown(i)) {
-        os << " " << format::token_name(r.tokens[i]);
-        ++i;
-        continue;
-      }
-      std::size_t j = i;
-      while (j < n && !shown(j)) ++j;
-      os << " ... (" << (j - i) << " tokens) ...";
-      i = j;
-    }
-    os << "\n";
+    os << reports::instruction_tokens(n, at, [&](std::size_t i) { return format::token_name(r.tokens[i]); }) << "\n";
   }
   return os.str();
 }
@@ -1069,6 +1058,18 @@ std::string uninformative_probes(const chip::ChipBackend& be, chip::StreamId sid
   return os.str();
 }
 
+// Marks c.differing (at most 16 indices) and c.agrees: c.actual against c.expected, exactly, NaN
+// equal to NaN; a length that differs with every shared value equal marks index 0.
+void mark_differing(ProbeCheck& c) {
+  for (std::uint32_t i = 0; i < c.expected.size(); ++i) {
+    const float x = i < c.actual.size() ? c.actual[i] : std::numeric_limits<float>::quiet_NaN();
+    const bool same = x == c.expected[i] || (std::isnan(x) && std::isnan(c.expected[i]) && i < c.actual.size());
+    if (!same && c.differing.size() < 16) c.differing.push_back(i);
+  }
+  if (c.actual.size() != c.expected.size() && c.differing.empty()) c.differing.push_back(0);
+  c.agrees = c.differing.empty();
+}
+
 Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint32_t input,
                       std::uint32_t expected_next) {
   Attribution a;
@@ -1130,12 +1131,7 @@ Attribution attribute(const chip::ChipBackend& be, chip::StreamId sid, std::uint
         a.text = std::string("no attribution: probing failed: ") + e.what();
         return a;
       }
-      for (std::uint32_t i = 0; i < c.expected.size(); ++i) {
-        const float act = i < c.actual.size() ? c.actual[i] : std::numeric_limits<float>::quiet_NaN();
-        if (!(act == c.expected[i]) && c.differing.size() < 16) c.differing.push_back(i);
-      }
-      if (c.actual.size() != c.expected.size() && c.differing.empty()) c.differing.push_back(0);
-      c.agrees = c.differing.empty();
+      mark_differing(c);
       // Keep the report small: values only where they matter.
       if (c.agrees) {
         c.expected.clear();
@@ -1241,19 +1237,16 @@ std::set<int> candidates_beside_file(const chip::ProbeMap& spm, const std::map<s
     part_of[df.parts[i].name] = i;
     for (const chip::SublayerRef& w : df.parts[i].readers) reads_of[key_of(w)].push_back(i);
   }
-  auto writer_keys = [&](std::size_t p) {
-    std::vector<int> k;
-    for (const chip::SublayerRef& w : df.parts[p].writers) k.push_back(key_of(w));
-    return k;
-  };
+  std::vector<std::vector<int>> writers(df.parts.size());  // each part's writers, as keys
+  for (std::size_t i = 0; i < df.parts.size(); ++i)
+    for (const chip::SublayerRef& w : df.parts[i].writers) writers[i].push_back(key_of(w));
   // Whether part p's value as read at key `at` (after every key < at) is one a probe showed equal.
   auto verified = [&](std::size_t p, int at) {
     const auto it = agreed.find(df.parts[p].name);
     if (it == agreed.end()) return false;
-    const std::vector<int> ws = writer_keys(p);
     for (int q : it->second) {
       bool same = true;
-      for (int w : ws) same = same && !(q < at ? (q < w && w < at) : (at <= w && w <= q));
+      for (int w : writers[p]) same = same && !(q < at ? (q < w && w < at) : (at <= w && w <= q));
       if (same) return true;
     }
     return false;
@@ -1278,7 +1271,7 @@ std::set<int> candidates_beside_file(const chip::ProbeMap& spm, const std::map<s
       since = last_agreed_before(p, at);
     }
     if (since < 0 && df.parts[p].embedded) cand.insert(0);
-    for (int w : writer_keys(p))
+    for (int w : writers[p])
       if (w < at && w > since) add(w, before);
   };
   add = [&](int k, bool before) {
@@ -1313,7 +1306,7 @@ std::set<int> candidates_beside_file(const chip::ProbeMap& spm, const std::map<s
   const int since = last_agreed_before(f, kp);
   if (since < 0 && df.parts[f].embedded) cand.insert(0);
   bool any = false;
-  for (int w : writer_keys(f)) {
+  for (int w : writers[f]) {
     if (w > since && w <= kp) {
       add(w, false);
       any = true;
@@ -1374,6 +1367,7 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
       // point, with no writer between, shows the value an earlier sublayer read (the walk below).
       std::optional<ProbeCheck> first;  // the first field that differs
       const chip::ProbePoint* first_point = nullptr;
+      int first_kp = 0;  // its probe point's key
       std::size_t before_first = 0;
       std::string agreed_before_first;
       for (const chip::ProbePoint* p : points) {
@@ -1400,13 +1394,7 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
             if (!first) a.checks.push_back(std::move(c));
             continue;
           }
-          for (std::uint32_t i = 0; i < c.expected.size(); ++i) {
-            const float x = i < c.actual.size() ? c.actual[i] : std::numeric_limits<float>::quiet_NaN();
-            const bool same = x == c.expected[i] || (std::isnan(x) && std::isnan(c.expected[i]) && i < c.actual.size());
-            if (!same && c.differing.size() < 16) c.differing.push_back(i);
-          }
-          if (c.actual.size() != c.expected.size() && c.differing.empty()) c.differing.push_back(0);
-          c.agrees = c.differing.empty();
+          mark_differing(c);
           all_agree = all_agree && c.agrees;
           if (c.agrees) {
             c.expected.clear();
@@ -1422,6 +1410,7 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
             agreed_before_first = a.last_agreeing;
             first = std::move(c);
             first_point = p;
+            first_kp = kp;
           }
         }
         if (!first && all_agree) {
@@ -1434,8 +1423,7 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
         ProbeCheck& c = *first;
         const chip::ProbePoint* p = first_point;
         bool earlier = false, none_writes = false;
-        const int kp = p->after == chip::Sublayer::Embed ? 0 : key_of_point(p->layer, c.after);
-        const std::set<int> cand = candidates_beside_file(spm, agreed_at, c.field, kp, earlier, none_writes);
+        const std::set<int> cand = candidates_beside_file(spm, agreed_at, c.field, first_kp, earlier, none_writes);
         a.status = c.layer < 0 ? "embedding" : "layer";
         a.layer = c.layer;
         a.sublayer = c.after;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <utility>
 
 #include "lockstep/engine/check.h"
@@ -123,37 +124,31 @@ void ShadowedBackend::follow(std::span<const chip::StreamId> streams, std::span<
   }
 }
 
-void ShadowedBackend::step_batch(std::span<const chip::StreamId> streams, std::span<const chip::Token> inputs,
-                                 std::span<chip::Token> out) {
+void ShadowedBackend::dut_call(std::span<const chip::StreamId> streams, const std::function<void()>& call) {
   try {
-    dut_->step_batch(streams, inputs, out);
+    call();
   } catch (...) {
     for (chip::StreamId s : streams) out_of_step(s, "the chip under test failed during a step");
     throw;
   }
+}
+
+void ShadowedBackend::step_batch(std::span<const chip::StreamId> streams, std::span<const chip::Token> inputs,
+                                 std::span<chip::Token> out) {
+  dut_call(streams, [&] { dut_->step_batch(streams, inputs, out); });
   const std::vector<std::uint32_t> ones(streams.size(), 1);
   follow(streams, ones, inputs);
 }
 
 void ShadowedBackend::teacher_forced_batch(std::span<const chip::StreamId> streams, std::span<const std::uint32_t> counts,
                                            std::span<const chip::Token> inputs, std::span<chip::Token> out) {
-  try {
-    dut_->teacher_forced_batch(streams, counts, inputs, out);
-  } catch (...) {
-    for (chip::StreamId s : streams) out_of_step(s, "the chip under test failed during a step");
-    throw;
-  }
+  dut_call(streams, [&] { dut_->teacher_forced_batch(streams, counts, inputs, out); });
   follow(streams, counts, inputs);
 }
 
 void ShadowedBackend::free_running_batch(std::span<const chip::StreamId> streams, std::span<const std::uint32_t> counts,
                                          std::span<const chip::Token> first, std::span<chip::Token> out) {
-  try {
-    dut_->free_running_batch(streams, counts, first, out);
-  } catch (...) {
-    for (chip::StreamId s : streams) out_of_step(s, "the chip under test failed during a step");
-    throw;
-  }
+  dut_call(streams, [&] { dut_->free_running_batch(streams, counts, first, out); });
   // The shadow is fed what the chip under test was fed: its first token, then its own outputs.
   std::vector<chip::Token> inputs;
   inputs.reserve(out.size());
@@ -169,12 +164,7 @@ void ShadowedBackend::free_running_batch_expecting(std::span<const chip::StreamI
                                                    std::span<const std::uint32_t> counts,
                                                    std::span<const chip::Token> first,
                                                    std::span<const chip::Token> expected, std::span<chip::Token> out) {
-  try {
-    dut_->free_running_batch_expecting(streams, counts, first, expected, out);
-  } catch (...) {
-    for (chip::StreamId s : streams) out_of_step(s, "the chip under test failed during a step");
-    throw;
-  }
+  dut_call(streams, [&] { dut_->free_running_batch_expecting(streams, counts, first, expected, out); });
   // Each stream's entries are the chip under test's up to and including its first miss; the
   // shadow follows that far (the engine restores the stream before it runs on after a miss).
   std::vector<std::uint32_t> made(counts.begin(), counts.end());
@@ -224,24 +214,26 @@ void ShadowedBackend::restore(chip::StreamId s, const std::vector<std::uint8_t>&
     for (int b = 0; b < 8; ++b) n |= static_cast<std::uint64_t>(bytes[sizeof(kMagic) + 1 + static_cast<std::size_t>(b)]) << (8 * b);
   if (!joined || n > bytes.size() - kHeader) {
     dut_->restore(s, bytes);
-    in_step_[s] = true;  // so that out_of_step records this reason
-    out_of_step(s, "the stream was restored from a snapshot without the chip file's state (one written without --dut-chip)");
+    in_step_[s] = false;
+    why_[s] = "the stream was restored from a snapshot without the chip file's state (one written without --dut-chip)";
     last_[s].reset();
     return;
   }
   const auto begin = bytes.begin() + static_cast<std::ptrdiff_t>(kHeader);
   dut_->restore(s, std::vector<std::uint8_t>(begin, begin + static_cast<std::ptrdiff_t>(n)));
   last_[s].reset();
-  in_step_[s] = true;
   if (bytes[sizeof(kMagic)] == 0) {
-    out_of_step(s, "the snapshot it was restored from was taken while the CPU executor was out of step");
+    in_step_[s] = false;
+    why_[s] = "the snapshot it was restored from was taken while the CPU executor was out of step";
     return;
   }
   try {
     shadow_->restore(s, std::vector<std::uint8_t>(begin + static_cast<std::ptrdiff_t>(n), bytes.end()));
+    in_step_[s] = true;
     why_[s].clear();
   } catch (...) {
-    out_of_step(s, "the CPU executor could not restore its part of the snapshot: " + what_of(std::current_exception()));
+    in_step_[s] = false;
+    why_[s] = "the CPU executor could not restore its part of the snapshot: " + what_of(std::current_exception());
   }
 }
 

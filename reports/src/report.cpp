@@ -254,6 +254,23 @@ constexpr const char* kPartialStory =
     "(it stopped early: a step limit, an interruption, or every step teacher-forced); gate a release on the whole "
     "story (lockstep story without --steps, run to its end)";
 
+std::string instruction_tokens(std::size_t n, std::size_t at, const std::function<std::string(std::size_t)>& token) {
+  auto shown = [&](std::size_t i) { return n <= 48 || i < 8 || i + 4 >= n || (at < n && i + 8 >= at && i <= at + 8); };
+  std::string out;
+  for (std::size_t i = 0; i < n;) {
+    if (shown(i)) {
+      out += " " + token(i);
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < n && !shown(j)) ++j;
+    out += " ... (" + std::to_string(j - i) + " tokens) ...";
+    i = j;
+  }
+  return out;
+}
+
 std::string junit_xml(const json& summary) {
   const std::string command = str(summary, "command", "run");
   const json streams = streams_of(summary);
@@ -786,19 +803,9 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
       const std::size_t n = texts.size();
       const std::uint64_t first = r.value("first_step", 0ull), step = d.value("step", 0ull);
       const std::size_t at = step >= first && step - first < n ? static_cast<std::size_t>(step - first) : n;
-      auto shown = [&](std::size_t i) { return n <= 48 || i < 8 || i + 4 >= n || (at < n && i + 8 >= at && i <= at + 8); };
-      for (std::size_t i = 0; i < n;) {
-        if (shown(i)) {
-          os << " " << escape_xml(texts[i].is_string() ? texts[i].get<std::string>() : texts[i].dump());
-          ++i;
-          continue;
-        }
-        std::size_t j = i;
-        while (j < n && !shown(j)) ++j;
-        os << " ... (" << (j - i) << " tokens) ...";
-        i = j;
-      }
-      os << "\n";
+      os << instruction_tokens(n, at, [&](std::size_t i) {
+        return escape_xml(texts[i].is_string() ? texts[i].get<std::string>() : texts[i].dump());
+      }) << "\n";
     }
     os << "</pre>\n";
   }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -97,6 +98,8 @@ class ShadowedBackend final : public chip::ChipBackend {
   void follow(std::span<const chip::StreamId> streams, std::span<const std::uint32_t> counts,
               std::span<const chip::Token> inputs);
   void out_of_step(chip::StreamId s, const std::string& why);
+  // Runs `call` on the chip under test; when it throws, every stream of the call is out of step.
+  void dut_call(std::span<const chip::StreamId> streams, const std::function<void()>& call);
   void grow(std::size_t n);
 
   std::unique_ptr<chip::ChipBackend> dut_, shadow_;

@@ -12,7 +12,9 @@
 // steps_per_second, interrupted).  Missing fields render as absent.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,12 @@ struct ReportFiles {
 /// (a testcase for the whole run when no stream's says so). An "exact" summary
 /// is all green when its fields agree with it, as render_report checks.
 std::string junit_xml(const nlohmann::json& summary);
+
+/// The `n` tokens of one instruction as the tail of a "last instructions" line: " T0 T1 ...", each
+/// from `token(i)`. Up to 48 tokens all of them; a longer instruction (a VMAT's thousands) shows
+/// its first 8, its last 4 and those within 8 of index `at` (the divergent step's; `at >= n`:
+/// none), each run left out written " ... (K tokens) ...". The text report and the page share it.
+std::string instruction_tokens(std::size_t n, std::size_t at, const std::function<std::string(std::size_t)>& token);
 
 /// Renders the plots of a summary with gnuplot into `work_dir` (data and
 /// script files stay there).  Only plots that carry information are drawn:
