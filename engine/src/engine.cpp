@@ -2585,6 +2585,16 @@ RunResult Engine::resume() {
     }
     I.resumed_from = I.round;
     for (auto& L : I.lanes) I.take_snapshot(*L);  // resume needs SAVE_RESTORE: checked at construction
+    // What each stream printed before its checkpoint, compared then: on_output and on_console see
+    // the whole output, as in a run that was never interrupted (found by an outside tester: run
+    // --resume --json's stdout held only the text after the checkpoint). The checkpoint keeps fd 1's
+    // first 1 MiB, and no fd 2.
+    for (auto& L : I.lanes) {
+      for (const char c : consumed_console(*L)) {
+        if (I.opt.on_output) I.opt.on_output(L->index, c);
+        if (I.opt.on_console) I.opt.on_console(L->index, 1, c);
+      }
+    }
     if (I.opt.on_note) {
       for (const std::string& n : notes) I.opt.on_note(n);
       I.opt.on_note("resumed from step " + std::to_string(I.round) + " (" +

@@ -50,6 +50,37 @@ inline Guest make_loop_guest(std::uint32_t iterations, const char* name = "loop"
   return g;
 }
 
+/// `make_loop_guest`'s loop between two writes of "hi\n" (fd 1): the output grows on both sides
+/// of a checkpoint taken in the loop (about 30 steps per iteration).
+inline Guest make_chatty_loop_guest(std::uint32_t iterations) {
+  using ref::Op;
+  namespace enc = ref::encode;
+  enum : unsigned { zero = 0, t0 = 5, a0 = 10, a1 = 11, a2 = 12, a7 = 17 };
+  std::vector<std::uint32_t> w;
+  auto write_hi = [&] {
+    w.push_back(enc::u(Op::kLui, a1, 0x00020000u));  // a1 = 0x20000 ("hi\n")
+    w.push_back(enc::i(Op::kAddi, a2, zero, 3));
+    w.push_back(enc::i(Op::kAddi, a0, zero, 1));
+    w.push_back(enc::i(Op::kAddi, a7, zero, 64));
+    w.push_back(0x00000073u);  // ecall write(1, "hi\n", 3)
+  };
+  write_hi();
+  w.push_back(enc::u(Op::kLui, t0, (iterations >> 12) << 12));
+  w.push_back(enc::i(Op::kAddi, t0, t0, iterations & 0xfff));
+  const std::size_t loop = w.size();
+  w.push_back(enc::i(Op::kAddi, t0, t0, static_cast<std::uint32_t>(-1)));  // loop: t0 -= 1
+  const std::size_t br = w.size();
+  w.push_back(enc::b(Op::kBne, t0, zero, static_cast<std::uint32_t>(4 * (static_cast<int>(loop) - static_cast<int>(br)))));
+  write_hi();
+  w.push_back(enc::i(Op::kAddi, a0, zero, 0));
+  w.push_back(enc::i(Op::kAddi, a7, zero, 93));
+  w.push_back(0x00000073u);  // ecall exit(0)
+  Guest g;
+  g.name = "chatty";
+  g.image = progen::image_from_code(w, 0x10000, {format::Segment{0x20000, 64, format::kPfR | format::kPfW, {'h', 'i', '\n'}}});
+  return g;
+}
+
 /// A guest that never ends: `addi a0, zero, 5; addi t0, zero, 1; jal zero, 0` at 0x10000 (the
 /// jump, at 0x10008, jumps to itself).
 inline Guest make_spin_guest() {

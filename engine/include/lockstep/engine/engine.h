@@ -335,10 +335,13 @@ struct Options {
   std::function<void(const Progress&)> on_progress;
   double progress_interval = 1.0;
   /// Called for each OUT byte of a stream's chip stream once it is compared
-  /// (the story as the chip writes it).
+  /// (the story as the chip writes it). A resumed run first gives the bytes printed before its
+  /// checkpoint (the checkpoint keeps fd 1's first 1 MiB).
   std::function<void(std::size_t stream, char byte)> on_output;
   /// Called for each byte the chip stream writes, once compared: fd 1 for OUT tokens, fd 2 for
-  /// ERR tokens (what the guest's write calls printed, as decoded from the chip's own trace).
+  /// ERR tokens (what the guest's write calls printed, as decoded from the chip's own trace). A
+  /// resumed run first gives fd 1's bytes printed before its checkpoint (its first 1 MiB; fd 2's
+  /// earlier bytes are not kept).
   std::function<void(std::size_t stream, int fd, char byte)> on_console;
   /// Called with one line for each unreadable checkpoint resume() passed over ("skipped
   /// checkpoint FILE (step N): why") and for the one it continues from ("resumed from step N
