@@ -124,6 +124,7 @@ json Attribution::to_json() const {
           {"candidates", candidates},
           {"dataflow_known", dataflow_known},
           {"chip_file_verdict", chip_file_verdict},
+          {"probe_step", probe_step},
           {"checks", c}};
 }
 
@@ -205,6 +206,7 @@ Divergence divergence_from_json(const json& j) {
   d.attribution.candidates = a.value("candidates", std::vector<std::string>{});
   d.attribution.dataflow_known = a.value("dataflow_known", false);
   d.attribution.chip_file_verdict = a.value("chip_file_verdict", "");
+  d.attribution.probe_step = a.value("probe_step", std::uint64_t{0});
   for (const json& c : a.value("checks", json::array())) {
     ProbeCheck p;
     p.layer = c.value("layer", -1);
@@ -1496,6 +1498,27 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
   return b;
 }
 
+// Whether any probe field of stream sid's last step (recorded) differs between the chip under test
+// (its probe map pm) and the chip file beside it. A field either side cannot give is not compared (as in
+// attribute_beside_chip_file). Throws what the chip under test's probing throws.
+bool probes_differ_from_file(const ShadowedBackend& be, const chip::ProbeMap& pm, chip::StreamId sid) {
+  const chip::ChipBackend& sh = be.shadow();
+  for (const chip::ProbePoint& p : pm.points) {
+    for (const std::string& name : p.fields) {
+      ProbeCheck c;
+      c.actual = be.probe(sid, p.layer, p.after, name);
+      try {
+        c.expected = sh.probe(sid, p.layer, p.after, name);
+      } catch (const std::exception&) {
+        continue;
+      }
+      mark_differing(c);
+      if (!c.agrees) return true;
+    }
+  }
+  return false;
+}
+
 // The divergent step's attribution: beside the chip file when the backend runs one (--dut-chip).
 Attribution attribute_step(const chip::ChipBackend& be, chip::StreamId sid, std::uint32_t input,
                            std::uint32_t expected_next, std::uint32_t actual) {
@@ -2142,18 +2165,80 @@ struct Engine::Impl {
     bool reproduced = false;
     std::uint32_t replay_actual = 0;
     bool earlier = false;
+    auto diverges_earlier = [&](std::uint32_t e, std::uint32_t a) {
+      earlier = true;
+      d.fault = FaultClass::kNotReproduced;
+      d.fault_text = "the teacher-forced replay from step " + std::to_string(d.replay_from) +
+                     " diverges earlier, at step " + std::to_string(T.steps) + " (" + format::token_name(e) +
+                     " expected, " + format::token_name(a) + "): " + (bad_restore.empty() ? unexplained(d) : bad_restore);
+      d.attribution.text = "no attribution: the replay did not reach the divergent step";
+    };
+    // Beside a chip file, the last chip_file_probe_steps steps before the divergent one are made
+    // one at a time and their probes compared with the file's: the first that differs, though its
+    // token agreed, is where the chip under test's executor first parts from the file.
+    const auto* shadowed = dynamic_cast<const ShadowedBackend*>(&be);
+    const bool scan = shadowed != nullptr && be.capabilities().probes && opt.chip_file_probe_steps > 0;
+    std::optional<Attribution> parted;  // the first earlier step whose probes differ
+    std::uint64_t scanned_from = 0, scanned = 0;
     if (d.step > T.steps + 1) {
-      forced_replay(T, d.step - 1 - T.steps, ~0u, [&](std::uint32_t e, std::uint32_t a) {
+      const std::uint64_t before = d.step - 1 - T.steps;
+      const std::uint64_t probed = scan ? std::min(before, opt.chip_file_probe_steps) : 0;
+      forced_replay(T, before - probed, ~0u, [&](std::uint32_t e, std::uint32_t a) {
         if (a == e) return true;
-        earlier = true;
-        d.fault = FaultClass::kNotReproduced;
-        d.fault_text = "the teacher-forced replay from step " + std::to_string(d.replay_from) +
-                       " diverges earlier, at step " + std::to_string(T.steps) + " (" +
-                       format::token_name(e) + " expected, " + format::token_name(a) + "): " +
-                       (bad_restore.empty() ? unexplained(d) : bad_restore);
-        d.attribution.text = "no attribution: the replay did not reach the divergent step";
+        diverges_earlier(e, a);
         return false;
       });
+      if (!earlier && probed > 0) {
+        if (opt.on_note && probed > 64)
+          opt.on_note("diagnosing the divergence at step " + std::to_string(d.step) + ": comparing the probes of the " +
+                      std::to_string(probed) + " steps before it with the chip file's");
+        scanned_from = T.steps + 1;
+        std::optional<chip::ProbeMap> pm;
+        try {
+          pm = be.probe_map();
+        } catch (const std::exception&) {
+          // No probe map: the divergent step's attribution says why.
+        }
+        while (pm && scanned < probed && !parted) {
+          const auto e = next_ref(T, 1);
+          if (!e) break;
+          ++T.ref_steps;
+          const std::uint32_t in = T.last_ref;
+          std::uint32_t a = 0;
+          try {
+            be.set_probe_recording(true);
+            a = be.step(T.sid, in);
+            be.set_probe_recording(false);
+          } catch (...) {
+            be.set_probe_recording(false);
+            throw;
+          }
+          ++T.steps;
+          ++scanned;
+          if (a != *e) {
+            diverges_earlier(*e, a);
+            return;
+          }
+          bool differs = false;
+          try {
+            differs = shadowed->in_step(T.sid) && probes_differ_from_file(*shadowed, *pm, T.sid);
+          } catch (const std::exception&) {
+            differs = false;  // probing failed: the divergent step's attribution says so
+          }
+          if (differs) {
+            parted = attribute_beside_chip_file(*shadowed, T.sid, in, *e, a);
+            parted->probe_step = T.steps;
+          }
+          T.last_ref = *e;
+        }
+        if (T.steps + 1 < d.step) {
+          forced_replay(T, d.step - 1 - T.steps, ~0u, [&](std::uint32_t e, std::uint32_t a) {
+            if (a == e) return true;
+            diverges_earlier(e, a);
+            return false;
+          });
+        }
+      }
     }
     if (earlier) return;
     const auto e = next_ref(T, 1);
@@ -2172,6 +2257,42 @@ struct Engine::Impl {
       replay_actual = be.step(T.sid, in);
       if (probes) be.set_probe_recording(false);
       d.attribution = attribute_step(be, T.sid, in, *e, replay_actual);
+      if (probes) d.attribution.probe_step = d.step;
+      if (parted) {
+        // The earlier step is where the executor first parts from the file: it gives the
+        // attribution, and the divergent step's own first difference is added to its text.
+        const std::uint64_t s = parted->probe_step;
+        const std::string own = d.attribution.first_disagreeing.empty() ? std::string("none")
+                                                                        : d.attribution.first_disagreeing;
+        parted->text = "at step " + std::to_string(s) + ", " + std::to_string(d.step - s) +
+                       (d.step - s == 1 ? " step" : " steps") + " before the divergent step (its token still agreed" +
+                       (s == scanned_from ? std::string(", and it is the first step compared: the two may part earlier, "
+                                                        "before step ") + std::to_string(scanned_from)
+                                          : ", and the probes of the " + std::to_string(s - scanned_from) +
+                                                " steps before it, from step " + std::to_string(scanned_from) +
+                                                ", agreed") +
+                       "), " + parted->text + "; at the divergent step itself the first difference is " +
+                       (own == "none" || own == "unembedding" ? own : after_point(own));
+        // One wrong sublayer made both differences: it is a candidate at both steps.
+        const chip::ProbeMap spm = shadowed->shadow().probe_map();
+        std::map<std::string, int> key_by_name{{key_name(0), 0}, {key_name(kUnembedKey), kUnembedKey}};
+        for (const chip::SublayerRef& w : spm.dataflow.sublayers) key_by_name[key_name(key_of(w))] = key_of(w);
+        std::set<int> both;
+        for (const std::string& c : parted->candidates) {
+          const auto k = key_by_name.find(c);
+          if (k != key_by_name.end() && d.attribution.chip_file_verdict == "executor" &&
+              std::find(d.attribution.candidates.begin(), d.attribution.candidates.end(), c) != d.attribution.candidates.end())
+            both.insert(k->second);
+        }
+        if (!both.empty() && both.size() < parted->candidates.size())
+          parted->text += "; " + std::to_string(both.size()) + " of the candidates are candidates at the divergent step "
+                          "too (one wrong sublayer that made both differences is among them): " +
+                          describe_candidates(both, spm);
+        d.attribution = std::move(*parted);
+      } else if (scanned > 0 && d.attribution.chip_file_verdict == "executor") {
+        d.attribution.text += "; the probes of the " + std::to_string(scanned) + " steps before it (from step " +
+                              std::to_string(scanned_from) + ") agreed with the chip file's";
+      }
     } catch (...) {
       if (probes) be.set_probe_recording(false);
       throw;

@@ -1392,6 +1392,18 @@ TEST_F(DutCli, TheChipFileBesideTheChipUnderTestNamesTheSublayerItsExecutorGetsW
   EXPECT_NE(text.find(" of the chip under test first differs from the chip file "), std::string::npos) << text;
   EXPECT_NE(text.find("on Lockstep's CPU executor (the same inputs) after layer 7 (mlp), at index"), std::string::npos) << text;
   EXPECT_NE(text.find("last probe point where all agreed: after layer 7 (memory)"), std::string::npos) << text;
+  // The tokens part at step 4; the probes already differ at step 3, whose token agreed: the
+  // attribution is that step's, the first where the executor parts from the file.
+  const json run_json = json::parse(with.out);
+  EXPECT_EQ(run_json["divergence"]["step"], 4) << with.out;
+  EXPECT_EQ(a["probe_step"], 3) << a.dump();
+  EXPECT_EQ(text.rfind("at step 3, 1 step before the divergent step (its token still agreed, and the probes of the 2 "
+                       "steps before it, from step 1, agreed), field ",
+                       0),
+            0u)
+      << text;
+  EXPECT_NE(text.find("; at the divergent step itself the first difference is after layer 7 (mlp)"), std::string::npos)
+      << text;
   // The case keeps the chip file, so that its replay attributes the same way.
   EXPECT_EQ(json::parse(slurp(dir / "case.json"))["dut"]["chip_file"], fs::absolute(kChip).string());
   const Result replay = run_lockstep({"replay", dir.string(), "--json"});
@@ -1412,6 +1424,7 @@ TEST_F(DutCli, TheChipFileBesideTheChipUnderTestNamesTheSublayerItsExecutorGetsW
   const json b = attribution_of(two);
   EXPECT_EQ(b["layer"], 3) << b.dump();
   EXPECT_EQ(b["sublayer"], "mlp");
+  EXPECT_EQ(b["probe_step"], json::parse(two.out)["divergence"]["step"]);  // its first step: none before
   const std::vector<std::string> cand2 = b["candidates"];
   EXPECT_NE(std::find(cand2.begin(), cand2.end(), "layer 2 (mlp)"), cand2.end()) << b.dump();
 }

@@ -126,6 +126,10 @@ struct Attribution {
   /// "file" (the file computes the same wrong token), "both" (it computes another wrong token),
   /// "not compared" (the file fell out of step: the text says why); "" without a file.
   std::string chip_file_verdict;
+  /// The step whose probes gave this attribution: the divergent step, or, beside a chip file, an
+  /// earlier step whose probes already differed from the file's though its token agreed
+  /// (EngineOptions::chip_file_probe_steps). 0: not recorded (no probes were compared).
+  std::uint64_t probe_step = 0;
   nlohmann::json to_json() const;
 };
 
@@ -319,6 +323,11 @@ struct Options {
   std::uint64_t snapshot_every = 65536;
   /// Steps replayed teacher-forced after a divergence to classify it.
   std::uint64_t classify_window = 4096;
+  /// Beside a chip file (--dut-chip, docs/engine.md §3.1): how many steps before the divergent
+  /// step the replay compares probe by probe with the file (at most back to the snapshot it
+  /// starts from). The first of them whose probes differ, though its token agreed, gives the
+  /// attribution (Attribution::probe_step). 0: only the divergent step's probes are compared.
+  std::uint64_t chip_file_probe_steps = 256;
   /// Most steps per chip call (ChipBackend::teacher_forced_batch / free_running_batch); 0: the
   /// backend's preferred_chunk(). The engine starts at 64 (or less) and doubles while a round
   /// takes under 0.1 s. Results never depend on it: only how often the chip is called.
