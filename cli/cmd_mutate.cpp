@@ -149,9 +149,31 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       std::random_device rd;
       seed = (static_cast<std::uint64_t>(rd()) << 32 | rd()) & 0xffffffffffffull;
     }
+    // mutate.json is replaced when the run starts, by a file that says it has not finished: a run
+    // stopped or failed before its result never leaves an earlier run's pass in DIR (found by an
+    // outside tester). An earlier run's file is kept beside it as earlier-mutate.json.
+    auto write_mutate_json = [&](const json& j) {
+      try {
+        reports::write_file_text(fs::path(a->report) / "mutate.json", format::json_text(j, 2) + "\n");
+      } catch (const std::runtime_error& e) {
+        throw InputError(e.what());
+      }
+    };
+    auto not_finished = [&](const std::string& status, const std::string& why) {
+      return json{{"status", status},
+                  {"interrupted", status == "interrupted"},
+                  {"seed", seed},
+                  {"mutants", 0},
+                  {"score", nullptr},
+                  {"resume_with", "--first " + std::to_string(a->first) + " --mutants " + std::to_string(a->mutants)},
+                  {"note", why}};
+    };
     // A stop before the first mutant: nothing scored, exit 3 (checked between the phases).
     auto stop_before_scoring = [&] {
-      if (stop->load()) throw Interrupted("before the first mutant was scored (seed " + std::to_string(seed) + ")");
+      if (!stop->load()) return;
+      if (!a->report.empty())
+        write_mutate_json(not_finished("interrupted", "stopped by a signal before the first mutant was scored"));
+      throw Interrupted("before the first mutant was scored (seed " + std::to_string(seed) + ")");
     };
     std::vector<std::string> kinds = split(a->kinds);
     if (kinds_opt->count() && kinds.empty()) throw UsageError("--kinds '" + a->kinds + "' names no fault kind");
@@ -176,6 +198,18 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       bool known = false;
       for (const auto& mk : mutate::mutant_kinds()) known = known || mk.name == k;
       if (!known) throw UsageError("--kinds: unknown fault kind '" + k + "'");
+    }
+    if (!a->report.empty()) {
+      const fs::path mj = fs::path(a->report) / "mutate.json";
+      std::error_code ec;
+      if (fs::exists(mj, ec)) {
+        fs::rename(mj, fs::path(a->report) / "earlier-mutate.json", ec);
+        if (ec) throw InputError("--report: cannot move the earlier " + mj.string() + " aside: " + ec.message());
+        std::cerr << "lockstep: note: the earlier run's " << mj.string() << " is kept as "
+                  << (fs::path(a->report) / "earlier-mutate.json").string() << "\n";
+      }
+      write_mutate_json(not_finished("unfinished", "lockstep mutate started and did not finish (an error, or killed): "
+                                                   "no mutant was scored; a finished run replaces this file"));
     }
     engine::LoadedChip chip;
     try {
@@ -430,14 +464,22 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
                    {"program_seed", a->program_seed}, {"ops", a->ops.empty() ? "all" : a->ops}, {"mode", "forced"}};
     j["oracle"] = {{"guests", found}, {"guest_steps", a->oracle_steps}, {"programs", a->oracle_programs},
                    {"program_seed", a->oracle_program_seed}, {"ops", a->ops.empty() ? "all" : a->ops}, {"mode", "forced"}};
+    {
+      // The run's status, as its exit says it (docs/ci.md).
+      const std::uint64_t left = a->mutants - rep.mutants.size();
+      const bool unreachable =
+          rep.interrupted && rep.non_equivalent > rep.caught &&
+          static_cast<double>(rep.caught + left) / static_cast<double>(rep.non_equivalent + left) < a->target;
+      j["status"] = unreachable                 ? "mismatch"
+                    : rep.interrupted           ? "interrupted"
+                    : rep.non_equivalent == 0   ? "error"
+                    : rep.score() < a->target   ? "mismatch"
+                                                : "exact";
+    }
     if (!a->report.empty()) {
       std::error_code ec;
       fs::create_directories(a->report, ec);
-      try {
-        reports::write_file_text(fs::path(a->report) / "mutate.json", format::json_text(j, 2) + "\n");
-      } catch (const std::runtime_error& e) {
-        throw InputError(e.what());
-      }
+      write_mutate_json(j);
     }
     for (const char* k : {"seed", "planted", "non_equivalent", "caught", "score", "survivors"}) ctx.summary.set(k, j[k]);
     if (rep.interrupted) {

@@ -7,6 +7,7 @@
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -49,6 +50,7 @@ TEST(LockstepMutate, SmallRunOnTheBuiltChip) {
   EXPECT_NE(r.out.find("mutation score 5/5 = 100.0%"), std::string::npos) << r.out;
   const json j = json::parse(lockstep::cli_test::slurp(report / "mutate.json"));
   EXPECT_EQ(j["seed"], 7);
+  EXPECT_EQ(j["status"], "exact");
   EXPECT_EQ(j["mutants"], 6);
   EXPECT_EQ(j["planted"], 6);
   EXPECT_EQ(j["non_equivalent"], 5);
@@ -83,6 +85,7 @@ TEST(LockstepMutate, AStopKeepsTheMutantsScored) {
   ASSERT_EQ(WEXITSTATUS(status), 3) << o << e;
   const json j = json::parse(lockstep::cli_test::slurp(report / "mutate.json"));
   EXPECT_EQ(j["interrupted"], true);
+  EXPECT_EQ(j["status"], "interrupted");
   const std::uint64_t scored = j["mutants"];
   EXPECT_GE(scored, 2u);
   EXPECT_LT(scored, 400u);
@@ -95,6 +98,27 @@ TEST(LockstepMutate, AStopKeepsTheMutantsScored) {
   EXPECT_NE(e.find("lockstep: interrupted: after " + std::to_string(scored) + " of 400 mutants (seed 1)"),
             std::string::npos)
       << e;
+}
+
+// A run that fails before its result (here: a chip file that does not load) never leaves an
+// earlier run's pass as DIR/mutate.json: the earlier file is kept as earlier-mutate.json, and
+// mutate.json says the run did not finish (found by an outside tester: the old "score": 1.0 stayed).
+TEST(LockstepMutate, AFailedRunLeavesNoEarlierPassInItsFolder) {
+  const fs::path report = scratch("earlier");
+  const std::string pass = R"({"status": "exact", "interrupted": false, "score": 1.0, "mutants": 2})";
+  {
+    std::ofstream(report / "mutate.json") << pass;
+    std::ofstream(report / "empty.chip");
+  }
+  const auto r = run({"mutate", "--seed", "7", "--mutants", "2", "--chip", (report / "empty.chip").string(), "--report",
+                      report.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(lockstep::cli_test::slurp(report / "earlier-mutate.json"), pass);
+  const json j = json::parse(lockstep::cli_test::slurp(report / "mutate.json"));
+  EXPECT_EQ(j["status"], "unfinished") << j.dump();
+  EXPECT_EQ(j["score"], nullptr);
+  EXPECT_EQ(j["mutants"], 0);
+  EXPECT_EQ(j["interrupted"], false);
 }
 
 // A one-step corpus catches little: every mutant that changes a token on the oracle and is not
