@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -1110,6 +1111,29 @@ TEST_F(DutCli, FuzzThroughTheProtocolIsExact) {
   // fuzz.json names the chip fuzzed: the one under test (before: "cpu", the unused default).
   EXPECT_EQ(json::parse(slurp(report / "fuzz.json"))["backend"], "dut");
   fs::remove_all(report);
+}
+
+// One wrong token (VRD(3), id 10499, never predicted) is one failure class per mode, whatever the
+// fields the failing VRED instructions spell out (found by an outside tester: 64 failing runs in
+// 30 classes, `vred.sumsq.sh0`, `vred.sum.sh24`, ...).
+TEST_F(DutCli, OneWrongVectorTokenIsOneFailureClassPerMode) {
+  const fs::path report = fresh_dir("dut-fuzz-classes");
+  const Result r = run_lockstep({"fuzz", "--ops", "vred", "--seed", "11", "--programs", "4", "--no-shrink", "--dut",
+                                 kFaulty + " lowtoken 10499 " + kChip, "--report", report.string()});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const json f = json::parse(slurp(report / "fuzz.json"));
+  std::set<std::string> signatures, mnemonics;
+  for (const json& x : f["failures"]) {
+    signatures.insert(x["signature"].get<std::string>());
+    const std::string d = x["disassembly"];
+    mnemonics.insert(d.substr(0, d.find(' ')));
+  }
+  EXPECT_GT(mnemonics.size(), 1u) << "the failing instructions should spell out different fields";
+  EXPECT_EQ(signatures, (std::set<std::string>{"`vred` at VRD, forced", "`vred` at VRD, free"}));
+  EXPECT_NE(r.out.find("failures by class (the diverging instruction's operation, token kind, mode): 2 classes in " +
+                       std::to_string(f["failures"].size()) + " failing runs"),
+            std::string::npos)
+      << r.out;
 }
 
 // A stop while fuzz waits on a chip under test inside a batch (here: the chip hangs while the
