@@ -577,6 +577,9 @@ TEST(LockstepFuzz, AStopInsideABatchEndsItAtOnceAndIsNotCounted) {
   EXPECT_EQ(f["programs"], 0) << f.dump();
   EXPECT_EQ(f["next"], 0) << f.dump();
   EXPECT_EQ(f["steps"], 0) << f.dump();
+  // Nor in the decision coverage (found by an outside tester: the batch cut short was counted).
+  ASSERT_FALSE(f["decision_coverage"]["layers"].empty()) << f.dump();
+  for (const json& l : f["decision_coverage"]["layers"]) EXPECT_EQ(l["evaluations"], 0) << l.dump();
   EXPECT_EQ(json::parse(slurp(report / "summary.json"))["status"], "interrupted");
 }
 
