@@ -793,6 +793,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                       {"actual_text", d.actual_text},
                       {"original_words", sr.original_words},
                       {"shrunk_words", sr.shrunk_words},
+                      {"repeat", repeat_alone(f.original.index, mode_name)},
                       {"repeat_batch", batch_repeat}};
       if (!use_chip) {
         info["not_shrunk"] = failure["not_shrunk"] = without_chip;
