@@ -510,13 +510,14 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--batch", args->batch, "Programs run together as streams of one engine run")
       ->check(count_range(1, 65536))
       ->capture_default_str();
-  cmd->add_option("--shrink-runs", args->shrink_runs, "Most candidate runs while shrinking one failure")
+  CLI::Option* shrink_runs = cmd->add_option("--shrink-runs", args->shrink_runs, "Most candidate runs while shrinking one failure")
       ->check(count_range(0, 100'000'000))
       ->capture_default_str();
-  cmd->add_option("--shrink-time", args->shrink_seconds, "Most seconds spent shrinking one failure")
+  CLI::Option* shrink_time = cmd->add_option("--shrink-time", args->shrink_seconds, "Most seconds spent shrinking one failure")
       ->check(seconds_range(86400))
       ->capture_default_str();
-  cmd->add_flag("--no-shrink", args->no_shrink, "Save failing programs as generated");
+  // A shrinking budget beside --no-shrink is a contradiction, refused (found by an outside tester).
+  cmd->add_flag("--no-shrink", args->no_shrink, "Save failing programs as generated")->excludes(shrink_runs)->excludes(shrink_time);
   cmd->add_option("--merge", args->merge,
                   "Add up the fuzz.json of shard folders (counts, failures, coverage) instead of running");
   cmd->callback([&ctx, args, cmd, seed_opt] {
@@ -1054,7 +1055,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     char line[320];
     std::snprintf(line, sizeof line,
                   "programs %llu (indices %llu.. in shard %llu/%llu, mode %s), steps compared %llu, mismatching "
-                  "runs %llu; %.1f programs/s, %.0f steps/s in lock-step (%.1f s; %.1f s shrinking; %.1f s in all); "
+                  "runs %llu; %.3g programs/s, %.0f steps/s in lock-step (%.1f s; %.1f s shrinking; %.1f s in all); "
                   "seed %llu\n",
                   static_cast<unsigned long long>(done), static_cast<unsigned long long>(args->first),
                   static_cast<unsigned long long>(shard_i), static_cast<unsigned long long>(shard_n),

@@ -324,6 +324,9 @@ TEST(LockstepFuzz, BadInputExitsTwoWithOneLine) {
            {"fuzz", "--length", "0"},
            {"fuzz", "--length", "64-16"},
            {"fuzz", "--length", "5000"},
+           // A shrinking budget beside --no-shrink (found by an outside tester: taken silently).
+           {"fuzz", "--no-shrink", "--shrink-time", "3"},
+           {"fuzz", "--shrink-runs", "10", "--no-shrink"},
            {"fuzz", "--chip", "/nonexistent/chip.lsc", "--programs", "1"}}) {
     const auto r = run(a);
     EXPECT_EQ(r.exit_code, 2) << a[1] << " " << a[2] << ": " << r.out << r.err;
