@@ -68,6 +68,21 @@ bool argv_is_stdio_server(int argc, char** argv) {
 }
 
 // "The following arguments were not expected: a b (see lockstep --help)".
+// The exit status of --help or --version, `code`, once its text is written: 2 with one line when
+// stdout could not take it (a full disk, a closed pipe), as for every other command's output
+// (found by an outside tester: `lockstep --help > /dev/full` exited 0).
+int help_written(int code) {
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  if (std::cout && flushed && !std::ferror(stdout)) return code;
+  std::cerr << "lockstep: error: cannot write stdout" << (err ? std::string(": ") + std::strerror(err) : std::string())
+            << " (the output is incomplete)\n"
+            << std::flush;
+  return 2;
+}
+
 std::string unexpected(const std::vector<std::string>& args) {
   std::string out = args.size() == 1 ? "The following argument was not expected:"
                                      : "The following arguments were not expected:";
@@ -320,15 +335,24 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
       // CLI11 answers --help before it rejects unknown words, so
       // `lockstep no-such-command --help` would print help and exit 0.
       if (!app.remaining().empty()) throw UsageError(unexpected(app.remaining()));
-      return app.exit(e);
+      return help_written(app.exit(e));
     } catch (const CLI::CallForAllHelp& e) {
       if (!app.remaining().empty()) throw UsageError(unexpected(app.remaining()));
-      return app.exit(e);
+      return help_written(app.exit(e));
     } catch (const CLI::CallForVersion& e) {
-      return app.exit(e);
+      return help_written(app.exit(e));
     } catch (const CLI::ParseError& e) {
       std::string what = e.what();
       if (what.empty()) what = e.get_name();
+      // CLI11 lists the words it did not expect last first ("not expected: c b" for `run a b c`):
+      // in the order given (found by an outside tester).
+      if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+        const std::vector<std::string> rest = app.remaining(true);
+        if (!rest.empty()) {
+          what = rest.size() == 1 ? "The following argument was not expected:" : "The following arguments were not expected:";
+          for (const std::string& a : rest) what += " " + a;
+        }
+      }
       // CLI11's "--dut: At Most 1 required but received 2": an option given twice
       constexpr std::string_view kTwice = "At Most 1 required but received ";
       if (const auto at = what.find(kTwice); at != std::string::npos)

@@ -588,6 +588,11 @@ TEST(NumericOptions, EveryOptionRefusesValuesThatWouldWrap) {
 
 // A whole number with leading zeros is read in decimal, as written: CLI11 alone reads "010" as
 // octal 8 and refuses "08" (found by an outside tester: a seed from `date +%m%d` became another).
+// Words no option takes are named in the order given (CLI11 lists them last first).
+TEST(RunCommand, UnexpectedWordsAreNamedInTheirOrder) {
+  expect_one_error_line(run({"run", loop_elf(5).string(), "b", "c", "d"}), "not expected: b c d (see lockstep --help)");
+}
+
 TEST(NumericOptions, LeadingZerosAreDecimalNotOctal) {
   const std::string elf = loop_elf(50).string();
   for (const auto& [text, steps] : std::vector<std::pair<std::string, int>>{{"010", 10}, {"08", 8}, {"00012", 12}}) {
@@ -1297,8 +1302,11 @@ TEST(FileErrors, StdoutThatCannotBeWrittenIsAnError) {
   const std::string elf = loop_elf(5).string();
   const fs::path d = fs::path(LOCKSTEP_BINARY_DIR) / "test-tmp" / "engine-cli";
   const fs::path err = d / ("full-err-" + std::to_string(getpid()));
-  for (const std::vector<std::string>& args : {std::vector<std::string>{"--json", "ref", elf},
-                                               std::vector<std::string>{"ref", elf}}) {
+  // (--help and --version too: found by an outside tester, they exited 0)
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--json", "ref", elf}, std::vector<std::string>{"ref", elf},
+        std::vector<std::string>{"--help"}, std::vector<std::string>{"run", "--help"},
+        std::vector<std::string>{"--version"}}) {
     const pid_t pid = spawn(args, "/dev/full", err);
     int status = 0;
     waitpid(pid, &status, 0);
