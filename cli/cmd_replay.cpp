@@ -122,6 +122,11 @@ Verdict judge(const nlohmann::json& expect, const engine::RunResult& r) {
 }
 
 // Prints judge()'s verdict and sets the summary's "reproduced" (absent when not conclusive).
+// The verdict line of a case without a recorded result (case.json's "expect" is null).
+constexpr std::string_view kNoRecordedResult =
+    "the case records no result (the run that wrote it did not finish: it was killed, or is still running): "
+    "nothing to compare this replay with; its own result is above";
+
 void print_replay_verdict(Context& ctx, const Verdict& v) {
   if (!v.conclusive) {
     ctx.out() << "the replay is not conclusive: interrupted after " << v.steps_run
@@ -253,7 +258,10 @@ void add_replay_command(CLI::App& app, Context& ctx) {
       req.add_to_summary = [&req, args](nlohmann::json& s, const engine::RunResult& r) {
         std::error_code ec;
         s["replayed_case"] = fs::absolute(args->path, ec).string();
-        if (!req.the_case.expect.is_object()) return;
+        if (!req.the_case.expect.is_object()) {
+          s["replay_verdict"] = std::string(kNoRecordedResult);
+          return;
+        }
         const Verdict v = judge(req.the_case.expect, r);
         s["replay_verdict"] = v.line();
         if (v.conclusive) s["reproduced"] = v.same;
@@ -287,7 +295,15 @@ void add_replay_command(CLI::App& app, Context& ctx) {
                                folder.empty() ? fs::path(".") : folder, interrupted_prefix)
                 << "\n";
     }
-    if (expect.is_object()) print_replay_verdict(ctx, judge(expect, r));
+    if (expect.is_object()) {
+      print_replay_verdict(ctx, judge(expect, r));
+    } else {
+      // A case whose run never recorded its result (killed, or still running; found by an outside
+      // tester: exit 0 and no verdict line, as if it had reproduced).
+      const std::string line = std::string(kNoRecordedResult);
+      ctx.summary.set("replay_verdict", line);
+      ctx.out() << line << "\n";
+    }
     // A fuzz case that failed only in its batch (cmd_fuzz.cpp): alone, as here, it passes; the
     // folder's note says how to repeat the batch (found by an outside tester: replay said "the
     // case reproduces: recorded no divergence" and nothing else).

@@ -396,6 +396,11 @@ TEST(RunCommand, SigkillThenResumeGivesTheSameResultAndReport) {
       << "the run was not killed partway (status " << status << "): " << slurp(dir.parent_path() / "kill.err");
   // Killed: no summary of a finished run yet, but a checkpoint.
   ASSERT_FALSE(list_checkpoints(dir / "checkpoints").empty());
+  // Its case records no result: a replay says so (found by an outside tester: no verdict at all).
+  const Proc rp = run({"--json", "replay", dir.string()});
+  EXPECT_EQ(rp.rc, full.rc) << rp.err;
+  EXPECT_NE(rp.out.find("the case records no result (the run that wrote it did not finish"), std::string::npos) << rp.out;
+  EXPECT_FALSE(json::parse(rp.out.substr(rp.out.find('{'))).contains("reproduced")) << rp.out;
   const Proc r = run({"run", "--resume", dir.string(), "--json"});
   ASSERT_EQ(r.rc, full.rc) << r.err;
   const json rs = json::parse(r.out);
