@@ -394,6 +394,7 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
     failure.message = one_line(failure.message);
     failure.argc = argc;
     failure.argv = argv;
+    failure.steps = ctx.summary.steps();
     try {
       const std::vector<std::string> kept = on_failure(failure);
       if (kept.size() == 1) ctx.summary.set("earlier_run", kept.front());

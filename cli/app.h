@@ -54,6 +54,7 @@ struct CommandFailure {
   bool parse_error = false;  ///< the command line was refused before any command ran
   int argc = 0;
   char** argv = nullptr;
+  std::uint64_t steps = 0;  ///< the steps the command compared before it failed (its summary's)
 };
 
 /// A command that stops at once on SIGINT/SIGTERM, without its result (`bench`, `compile`,

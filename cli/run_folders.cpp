@@ -77,7 +77,7 @@ std::vector<std::string> settle_run_folders(const CommandFailure& failure) {
       }
     }
   }
-  const engine::FailedRunFolders settled = engine::fail_claimed_run_folders(failure.status, failure.message);
+  const engine::FailedRunFolders settled = engine::fail_claimed_run_folders(failure.status, failure.message, failure.steps);
   for (const std::string& note : settled.notes) std::cerr << "lockstep: note: " << note << "\n" << std::flush;
   return settled.earlier_runs;
 }

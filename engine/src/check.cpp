@@ -919,7 +919,7 @@ std::string earlier_run_of(const fs::path& dir) {
   return fs::is_directory(dir / kEarlierRunFolder, ec) ? absolute_text(dir / kEarlierRunFolder) : std::string();
 }
 
-FailedRunFolders fail_claimed_run_folders(const std::string& status, const std::string& message) {
+FailedRunFolders fail_claimed_run_folders(const std::string& status, const std::string& message, std::uint64_t steps) {
   FailedRunFolders out;
   std::vector<std::string>& notes = out.notes;
   for (const auto& [dir, held] : held_run_folders()) {
@@ -938,7 +938,7 @@ FailedRunFolders fail_claimed_run_folders(const std::string& status, const std::
         reports::write_report(fs::path(dir), s);
         continue;
       }
-      json failed = {{"command", s.value("command", "")}, {"status", status}, {"steps", 0}, {"mismatches", 0}};
+      json failed = {{"command", s.value("command", "")}, {"status", status}, {"steps", steps}, {"mismatches", 0}};
       failed[status == "interrupted" ? "interrupted_reason" : "error"] = message;
       if (status == "interrupted") failed["interrupted"] = true;
       if (!kept.empty()) failed["earlier_run"] = kept;

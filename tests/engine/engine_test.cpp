@@ -1039,6 +1039,22 @@ TEST(InstructionClass, NamesClassesFromTheEncodingTable) {
 namespace lockstep::engine {
 namespace {
 
+// A command that fails after it compared steps (its report could not be written: a full disk)
+// leaves a summary of status error that keeps the steps it compared (found by an outside tester:
+// the fallback summary and JUnit said 0 steps, --json 500).
+TEST(RunFolders, AFailedCommandsSummaryKeepsTheStepsItCompared) {
+  const fs::path dir = temp_dir("failed-folder");
+  claim_run_folder(dir, "run");
+  fail_claimed_run_folders("error", "cannot write the report", 500);
+  const nlohmann::json s = nlohmann::json::parse(std::ifstream(dir / "summary.json"));
+  EXPECT_EQ(s["status"], "error");
+  EXPECT_EQ(s["steps"], 500);
+  EXPECT_EQ(s["error"], "cannot write the report");
+  std::stringstream junit;
+  junit << std::ifstream(dir / "junit.xml").rdbuf();
+  EXPECT_NE(junit.str().find("<property name=\"steps\" value=\"500\"/>"), std::string::npos) << junit.str();
+}
+
 TEST(Cases, RoundTripWithTheEmbeddedGuest) {
   const Guest g = testing::make_loop_guest(7);
   Case c;

@@ -263,13 +263,16 @@ std::string earlier_run_of(const std::filesystem::path& dir);
 /// one line) before writing its report: every run folder this process claimed whose summary.json
 /// is still claim_run_folder's "did not finish" gets a summary, JUnit and page of that status
 /// with that message, so that the folder says why (a bad ELF, an option). A folder that keeps an
-/// earlier run says where, in the summary's "earlier_run". Never throws: a folder that cannot be
-/// written keeps its placeholder, which is an error too.
+/// earlier run says where, in the summary's "earlier_run". `steps`: the steps the command
+/// compared before it failed, the summary's "steps" (a report that could not be written loses
+/// nothing it can say). Never throws: a folder that cannot be written keeps its placeholder,
+/// which is an error too.
 struct FailedRunFolders {
   std::vector<std::string> notes;         ///< one line per kept earlier run, for the command's stderr
   std::vector<std::string> earlier_runs;  ///< each kept earlier run's folder (absolute), for --json
 };
-FailedRunFolders fail_claimed_run_folders(const std::string& status, const std::string& message);
+FailedRunFolders fail_claimed_run_folders(const std::string& status, const std::string& message,
+                                          std::uint64_t steps = 0);
 
 /// Whether this process has claimed a run folder (claim_run_folder).
 bool claimed_a_run_folder();
