@@ -125,6 +125,7 @@ json Attribution::to_json() const {
           {"dataflow_known", dataflow_known},
           {"chip_file_verdict", chip_file_verdict},
           {"probe_step", probe_step},
+          {"probe_notes", probe_notes},
           {"checks", c}};
 }
 
@@ -207,6 +208,7 @@ Divergence divergence_from_json(const json& j) {
   d.attribution.dataflow_known = a.value("dataflow_known", false);
   d.attribution.chip_file_verdict = a.value("chip_file_verdict", "");
   d.attribution.probe_step = a.value("probe_step", std::uint64_t{0});
+  d.attribution.probe_notes = a.value("probe_notes", std::vector<std::string>{});
   for (const json& c : a.value("checks", json::array())) {
     ProbeCheck p;
     p.layer = c.value("layer", -1);
@@ -1367,15 +1369,16 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
       });
       // Every probe is compared, also after the first that differs: a field that agrees at a later
       // point, with no writer between, shows the value an earlier sublayer read (the walk below).
-      std::optional<ProbeCheck> first;  // the first field that differs
-      const chip::ProbePoint* first_point = nullptr;
-      int first_kp = 0;  // its probe point's key
-      std::size_t before_first = 0;
-      std::string agreed_before_first;
+      struct Seen {
+        ProbeCheck c;
+        const chip::ProbePoint* p;
+        int kp;  // its probe point's key
+        std::pair<int, int> at;
+      };
+      std::vector<Seen> seen;  // every field of every point, in execution order
       for (const chip::ProbePoint* p : points) {
         const std::pair<int, int> at = position(p->layer, p->after);
         const int kp = p->after == chip::Sublayer::Embed ? 0 : key_of_point(p->layer, chip::to_string(p->after));
-        bool all_agree = true;
         for (const std::string& name : p->fields) {
           ProbeCheck c;
           c.layer = p->after == chip::Sublayer::Embed ? -1 : p->layer;
@@ -1393,31 +1396,80 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
             c.expected = sh.probe(sid, p->layer, p->after, name);
           } catch (const std::exception& e) {
             c.skipped = std::string("not compared: ") + e.what();
-            if (!first) a.checks.push_back(std::move(c));
+            seen.push_back({std::move(c), p, kp, at});
             continue;
           }
           mark_differing(c);
-          all_agree = all_agree && c.agrees;
           if (c.agrees) {
             c.expected.clear();
             c.actual.clear();
             agreed_at[name].push_back(kp);
-            if (!first) {
-              ++compared;
-              a.checks.push_back(std::move(c));
+          }
+          seen.push_back({std::move(c), p, kp, at});
+        }
+      }
+      // A field that differs at a point but agrees at a later one, with no sublayer of the file
+      // writing it between, held the file's value at the first point too: the chip under test's
+      // probe there does not show what its executor computes (found by an outside tester: an
+      // executor whose probe of layer 5 came from layer 4 was blamed for layer 5, and the sublayer
+      // it did get wrong was left out of the candidates). It is passed over, and said.
+      auto contradicted_at = [&](const Seen& x) -> std::optional<int> {
+        const chip::ProbeMap::Field* f = spm.find(x.c.field);
+        const auto ag = agreed_at.find(x.c.field);
+        if (f == nullptr || ag == agreed_at.end()) return std::nullopt;
+        for (const int q : ag->second) {
+          if (q <= x.kp) continue;
+          bool written = false;
+          for (const chip::SublayerRef& w : f->writers) written = written || (key_of(w) > x.kp && key_of(w) <= q);
+          if (!written) return q;
+        }
+        return std::nullopt;
+      };
+      std::optional<ProbeCheck> first;  // the first field that differs
+      const chip::ProbePoint* first_point = nullptr;
+      int first_kp = 0;  // its probe point's key
+      std::size_t before_first = 0;
+      std::size_t first_index = 0;  // its place in `seen`
+      std::string agreed_before_first;
+      for (std::size_t i = 0; i < seen.size() && !first;) {
+        // One probe point at a time: its fields, then whether all of them agreed.
+        const chip::ProbePoint* p = seen[i].p;
+        bool all_agree = true;
+        for (; i < seen.size() && seen[i].p == p && !first; ++i) {
+          Seen& x = seen[i];
+          if (!x.c.skipped.empty()) {
+            a.checks.push_back(std::move(x.c));
+            continue;
+          }
+          if (!x.c.agrees) {
+            if (const std::optional<int> q = contradicted_at(x)) {
+              const std::string later = after_point(key_name(*q));
+              x.c.skipped = "passed over: it differs here but agrees " + later +
+                            " with no sublayer of the file writing it between, so the chip under test's probe does "
+                            "not show the value its executor computes here";
+              a.probe_notes.push_back("the chip under test's probe of " + x.c.field + " " +
+                                      after_point(key_name(x.kp)) + " differs from the file's, but the field agrees " +
+                                      later + " with no sublayer writing it between: that probe does not show what "
+                                      "its executor computes (it is passed over)");
+              a.checks.push_back(std::move(x.c));
+              continue;
             }
-          } else if (!first) {
             ++compared;
             before_first = compared - 1;
             agreed_before_first = a.last_agreeing;
-            first = std::move(c);
+            first = std::move(x.c);
             first_point = p;
-            first_kp = kp;
+            first_kp = x.kp;
+            first_index = i;
+            all_agree = false;
+            continue;
           }
+          ++compared;
+          a.checks.push_back(std::move(x.c));
         }
         if (!first && all_agree) {
           a.last_agreeing = point_label(*p);
-          last_point = at;
+          last_point = position(p->layer, p->after);
         }
       }
       if (first) {
@@ -1452,6 +1504,21 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
            << (earlier ? " (a memory block among the candidates may hold state written wrongly on an earlier step, so "
                          "the sublayers its state comes from are candidates too)"
                        : "");
+        // A difference that nothing after it shows (found by an outside tester: an executor whose
+        // probe misreported a layer it computes right was blamed for that layer). A probe that
+        // does not show what the executor computes looks the same as a value that reaches only
+        // state later steps read: the text says both.
+        std::size_t later = first_index + 1;  // the first field of a later probe point
+        while (later < seen.size() && seen[later].p == first_point) ++later;
+        bool isolated = later < seen.size();
+        for (std::size_t j = later; j < seen.size() && isolated; ++j)
+          isolated = !seen[j].c.skipped.empty() || seen[j].c.agrees;
+        if (isolated)
+          a.probe_notes.push_back("nothing after it differs at this step (every later probe of the chip under test "
+                                  "agrees with the file's): either its probe of " + c.field + " there does not show "
+                                  "what its executor computes, or the difference reaches only state that later steps "
+                                  "read");
+        for (const std::string& n : a.probe_notes) os << "; " << n;
         a.text = os.str();
         a.chip_file_verdict = "executor";
         a.checks.push_back(std::move(c));
@@ -1466,10 +1533,16 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
     a.text = "no attribution: " + file + " made no step on Lockstep's CPU executor";
     return a;
   }
+  std::string passed_over;  // the probes passed over, as one clause
+  for (const std::string& n : a.probe_notes) passed_over += "; " + n;
   const std::string where =
-      probes_note.empty() ? "every probe of the chip under test agrees with " + file + "'s (" + std::to_string(compared) +
-                                " fields, last agreeing probe: " + after_point(a.last_agreeing) + ")"
-                          : probes_note + ": no probe was compared with " + file + "'s";
+      probes_note.empty()
+          ? "every probe of the chip under test agrees with " + file + "'s (" + std::to_string(compared) +
+                " fields, last agreeing probe: " + after_point(a.last_agreeing) +
+                (a.probe_notes.empty() ? std::string()
+                                       : ", and " + std::to_string(a.probe_notes.size()) + " passed over" + passed_over) +
+                ")"
+          : probes_note + ": no probe was compared with " + file + "'s";
   if (*own == expected_next) {
     // The chip file is right: the chip under test's executor parts from it after its last probe.
     bool earlier = false, none_writes = false;
@@ -2180,6 +2253,7 @@ struct Engine::Impl {
     const bool scan = shadowed != nullptr && be.capabilities().probes && opt.chip_file_probe_steps > 0;
     std::optional<Attribution> parted;  // the first earlier step whose probes differ
     std::uint64_t scanned_from = 0, scanned = 0;
+    bool scan_gave_up = false;  // a step's probes differed but attributed nothing
     if (d.step > T.steps + 1) {
       const std::uint64_t before = d.step - 1 - T.steps;
       const std::uint64_t probed = scan ? std::min(before, opt.chip_file_probe_steps) : 0;
@@ -2225,11 +2299,19 @@ struct Engine::Impl {
           } catch (const std::exception&) {
             differs = false;  // probing failed: the divergent step's attribution says so
           }
-          if (differs) {
-            parted = attribute_beside_chip_file(*shadowed, T.sid, in, *e, a);
-            parted->probe_step = T.steps;
-          }
           T.last_ref = *e;
+          if (!differs) continue;
+          // A probe that differs, as attribution reads it (probes the chip under test fills with
+          // one value everywhere, or none that it compares, attribute nothing: the divergent step
+          // says so).
+          Attribution at = attribute_beside_chip_file(*shadowed, T.sid, in, *e, a);
+          if (at.status != "layer" && at.status != "embedding") {
+            if (!at.probe_notes.empty()) continue;  // only probes that do not show the executor's values
+            scan_gave_up = true;
+            break;
+          }
+          at.probe_step = T.steps;
+          parted = std::move(at);
         }
         if (T.steps + 1 < d.step) {
           forced_replay(T, d.step - 1 - T.steps, ~0u, [&](std::uint32_t e, std::uint32_t a) {
@@ -2289,7 +2371,7 @@ struct Engine::Impl {
                           "too (one wrong sublayer that made both differences is among them): " +
                           describe_candidates(both, spm);
         d.attribution = std::move(*parted);
-      } else if (scanned > 0 && d.attribution.chip_file_verdict == "executor") {
+      } else if (scanned > 0 && !scan_gave_up && d.attribution.chip_file_verdict == "executor") {
         d.attribution.text += "; the probes of the " + std::to_string(scanned) + " steps before it (from step " +
                               std::to_string(scanned_from) + ") agreed with the chip file's";
       }

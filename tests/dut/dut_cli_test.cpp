@@ -641,6 +641,16 @@ TEST_F(DutCli, AllZeroProbesLocateNothing) {
             0u)
       << a.dump();
   EXPECT_NE(a["text"].get<std::string>().find(" is 0 ("), std::string::npos) << a.dump();
+  // Beside the chip file, its zeros differ from the file's probes on every step, but locate
+  // nothing: no earlier step is blamed, and the divergent step is attributed by the file's token.
+  const Result z = run_lockstep({"run", crc32_.string(), "--mode", "forced", "--steps", "20000", "--json", "--dut",
+                                 kFaulty + " zeroprobes 3 " + kChip, "--dut-chip", kChip});
+  ASSERT_EQ(z.exit_code, 1) << z.err;
+  const json b = summary_of(z)["divergence"]["attribution"];
+  EXPECT_EQ(b["probe_step"], summary_of(z)["divergence"]["step"]) << b.dump();
+  EXPECT_EQ(b["chip_file_verdict"], "executor") << b.dump();
+  EXPECT_NE(b["text"].get<std::string>().find("no probe was compared with the chip file"), std::string::npos) << b.dump();
+  EXPECT_EQ(b["text"].get<std::string>().find("steps before"), std::string::npos) << b.dump();
 }
 
 TEST_F(DutCli, AChipThatCannotStartIsOneLine) {
@@ -1451,6 +1461,26 @@ TEST_F(DutCli, TheChipFileBesideTheChipUnderTestNamesTheSublayerItsExecutorGetsW
   EXPECT_EQ(b["probe_step"], json::parse(two.out)["divergence"]["step"]);  // its first step: none before
   const std::vector<std::string> cand2 = b["candidates"];
   EXPECT_NE(std::find(cand2.begin(), cand2.end(), "layer 2 (mlp)"), cand2.end()) << b.dump();
+}
+
+// An executor that computes layer 5 right but misreports its memory point's probe (every value
+// plus 1), and adds layer 7's MLP output twice: the first difference, at step 1, is the misreported
+// probe, and nothing after it differs at that step, which the attribution says (found by an
+// outside tester: it was blamed on layer 5 with nothing to say the probe may be the fault).
+TEST_F(DutCli, ADifferenceNothingAfterItShowsIsSaidToBeOne) {
+  const Result r = run_lockstep({"run", crc32_.string(), "--steps", "2000", "--classify-window", "64", "--json", "--dut",
+                                 kFaulty + " mlptwice-badprobe 7 " + kChip, "--dut-chip", kChip});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const json a = attribution_of(r);
+  EXPECT_EQ(a["probe_step"], 1) << a.dump();
+  EXPECT_EQ(a["first_disagreeing"], "layer 5 (memory)") << a.dump();
+  ASSERT_EQ(a["probe_notes"].size(), 1u) << a.dump();
+  EXPECT_EQ(a["probe_notes"][0].get<std::string>().rfind("nothing after it differs at this step (every later probe of "
+                                                         "the chip under test agrees with the file's): either its probe of ",
+                                                         0),
+            0u)
+      << a.dump();
+  EXPECT_NE(a["text"].get<std::string>().find("; nothing after it differs at this step"), std::string::npos) << a.dump();
 }
 
 // Every probe agrees: the chip file's own token decides. A chip under test that never predicts one

@@ -37,8 +37,10 @@
 // announces a name and an identity with control characters (a newline, ESC, BEL, CR);
 // reservedcap sets reserved capability bit 7 in HELLO_OK. mlptwice serves the chip with layer N's
 // MLP output added twice (its W2 and b2 doubled): an executor bug in one sublayer, with every
-// answer well formed (its identity is the doubled chip's hash); lowtoken serves it with token id N
-// never predicted (its unembedding bias lowered by 10^6).
+// answer well formed (its identity is the doubled chip's hash); mlptwice-badprobe is mlptwice with,
+// besides, every PROBE of layer N-2's memory point answered with its values plus 1 (a probe that
+// does not show what the executor computes); lowtoken serves it with token id N never predicted (its
+// unembedding bias lowered by 10^6).
 #include <unistd.h>
 
 #include <csignal>
@@ -91,6 +93,12 @@ class Faulty final : public dut::Connection {
     if (f && mode_ == "wrongthenhang" && fired_ && f->type != dut::kBye) {
       std::cerr << "faulty_chip: wrongthenhang hangs now, at the first request after its wrong token\n" << std::flush;
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    if (f && mode_ == "mlptwice-badprobe" && f->type == dut::kProbe) {
+      // Layer N-2's memory point is answered with every value plus 1 (write_frame): a probe that
+      // does not show what the executor computes (it computes that layer right).
+      const dut::ProbeRequest p = dut::decode_probe(f->payload);
+      bad_probe_ = p.layer == n_ - 2 && p.after == 1;
     }
     if (f && tripped_family()) {
       if (f->type == dut::kStreams) stream_steps_.clear();
@@ -192,6 +200,12 @@ class Faulty final : public dut::Connection {
       in_->write_frame(type, dut::encode_tokens(t), deadline);
       return;
     }
+    if (mode_ == "mlptwice-badprobe" && type == (dut::kResponse | dut::kProbe) && bad_probe_) {
+      std::vector<float> v = dut::decode_values(payload);
+      for (float& x : v) x += 1;
+      in_->write_frame(type, dut::encode_values(v), deadline);
+      return;
+    }
     if (mode_ == "zeroprobes" && type == (dut::kResponse | dut::kProbe)) {
       const std::vector<float> zeros(dut::decode_values(payload).size(), 0.0f);
       in_->write_frame(type, dut::encode_values(zeros), deadline);
@@ -287,6 +301,7 @@ class Faulty final : public dut::Connection {
   std::uint64_t steps_ = 0;  // tokens answered before the fault
   std::map<std::uint32_t, std::uint64_t> stream_steps_;  // tripped: each stream's steps since its reset
   bool fired_ = false;       // wrongthenexit, wrongthendie: the wrong token was sent
+  bool bad_probe_ = false;   // mlptwice-badprobe: the PROBE being answered is the misreported one
 };
 
 }  // namespace
@@ -298,7 +313,7 @@ int main(int argc, char** argv) {
   }
   chip::Chip c = chip::load_chip(argv[3]);
   const std::string mode = argv[1];
-  if (mode == "mlptwice") {  // an executor that adds layer N's MLP output twice
+  if (mode == "mlptwice" || mode == "mlptwice-badprobe") {  // an executor that adds layer N's MLP output twice
     chip::LinearMap& w2 = c.layers.at(static_cast<std::size_t>(std::atoi(argv[2]))).mlp.w2;
     for (float& v : w2.w.values) v *= 2;
     for (float& v : w2.bias) v *= 2;

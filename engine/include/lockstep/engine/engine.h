@@ -126,6 +126,10 @@ struct Attribution {
   /// "file" (the file computes the same wrong token), "both" (it computes another wrong token),
   /// "not compared" (the file fell out of step: the text says why); "" without a file.
   std::string chip_file_verdict;
+  /// Beside a chip file: the chip under test's probes passed over, one line each, because the
+  /// field differs from the file's at that point but agrees at a later point with no sublayer of
+  /// the file writing it between (the probe does not show what the executor computes there).
+  std::vector<std::string> probe_notes;
   /// The step whose probes gave this attribution: the divergent step, or, beside a chip file, an
   /// earlier step whose probes already differed from the file's though its token agreed
   /// (EngineOptions::chip_file_probe_steps). 0: not recorded (no probes were compared).
