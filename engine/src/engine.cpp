@@ -342,6 +342,7 @@ json RunResult::to_json() const {
   return {{"mode", mode},
           {"compare", compare},
           {"backend", backend},
+          {"max_steps", max_steps},
           {"steps", steps},
           {"mismatches", mismatches},
           {"seconds", seconds},
@@ -2664,6 +2665,7 @@ struct Engine::Impl {
     RunResult r;
     r.mode = to_string(opt.mode);
     r.compare = to_string(opt.compare);
+    r.max_steps = opt.max_steps;
     r.backend = be.name();
     for (std::size_t i = 0; i < lanes.size(); ++i) {
       r.streams.push_back(i < finals.size() ? finals[i] : lane_result(*lanes[i]));

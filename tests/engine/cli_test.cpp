@@ -992,7 +992,8 @@ TEST(RunCommand, StoryPrefixIsCalledAPartialCheck) {
   // and so do the JUnit file and the page a CI dashboard shows (an outside tester found them all
   // green with nothing to say it was a prefix)
   const std::string junit = slurp(dir / "part" / "junit.xml");
-  EXPECT_NE(junit.find(" (partial check: 20 steps, not the whole story)\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find(" (first 20 steps)\""), std::string::npos) << junit;  // the name: the command's scope
+  EXPECT_NE(junit.find("partial check: 20 steps, not the whole story"), std::string::npos) << junit;
   const std::string page = slurp(dir / "part" / "report.html");
   EXPECT_NE(page.find("</span> (partial check)</h1>"), std::string::npos) << page.substr(0, 2000);
   const Proc text = run({"story", "--guest", elf.string(), "--steps", "20"});
@@ -1019,7 +1020,7 @@ TEST(RunCommand, StoryPrefixIsCalledAPartialCheck) {
   ASSERT_EQ(forced.rc, 0) << forced.err;
   EXPECT_EQ(json::parse(forced.out)["story_complete"], false) << forced.out;
   EXPECT_EQ(json::parse(forced.out)["free_running_steps"], 0) << forced.out;
-  EXPECT_NE(slurp(dir / "forced" / "junit.xml").find("(teacher-forced only: no free-running step, not the story check)"),
+  EXPECT_NE(slurp(dir / "forced" / "junit.xml").find("teacher-forced only: no free-running step, not the story check"),
             std::string::npos);
   const Proc forced_text = run({"story", "--guest", elf.string(), "--teacher-forced-steps", "100000"});
   EXPECT_NE(forced_text.out.find("; every step teacher-forced (--teacher-forced-steps), none free-running: not the story check\n"),
@@ -1791,7 +1792,8 @@ TEST(RunCommand, AStepLimitedRunIsCalledAPartialCheck) {
   const std::string html = slurp(dir / "report.html");
   EXPECT_NE(html.find("<title>Lockstep run: exact (partial check)</title>"), std::string::npos) << html;
   EXPECT_NE(html.find("the guest had not ended when the run stopped at its step limit (--steps)"), std::string::npos);
-  EXPECT_NE(slurp(dir / "junit.xml").find("(partial check: the first 40 steps, the guest had not ended)"), std::string::npos);
+  EXPECT_NE(slurp(dir / "junit.xml").find(" (first 40 steps)\""), std::string::npos);
+  EXPECT_NE(slurp(dir / "junit.xml").find("partial check: the first 40 steps, the guest had not ended"), std::string::npos);
   const fs::path whole = temp_dir("whole-run");
   ASSERT_EQ(run({"run", loop_elf(30).string(), "--report", whole.string()}).rc, 0);
   EXPECT_EQ(slurp(whole / "report.html").find("partial"), std::string::npos);

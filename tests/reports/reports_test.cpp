@@ -88,6 +88,27 @@ TEST(JUnit, OneCasePerStreamAndAFailureForTheDivergence) {
 // Bytes that are not UTF-8 (a guest or folder named with them) are written as U+FFFD in JUnit
 // and HTML, valid UTF-8 is kept: the files stay well-formed (found by an outside tester: no XML
 // parser accepted such a junit.xml).
+// A run under a step limit has the same case names whether it passes or fails, so that a CI's test
+// history follows one test (found by an outside tester: the passing run's names had a suffix that
+// the failing run's lacked).
+TEST(JUnit, AStepLimitIsInTheNameWhateverTheOutcome) {
+  json failing = sample_summary();
+  failing["run"]["max_steps"] = 1500;
+  json passing = failing;
+  make_exact(passing);
+  passing["run"]["streams"][0]["end"] = "step_limit";
+  for (const json& s : {failing, passing}) {
+    const std::string x = junit_xml(s);
+    EXPECT_NE(x.find("name=\"ok&amp;good (first 1500 steps)\""), std::string::npos) << x;
+  }
+  EXPECT_NE(junit_xml(failing).find("name=\"bad (first 1500 steps)\""), std::string::npos);
+  // The passing prefix says in its text that it is no more than a prefix.
+  EXPECT_NE(junit_xml(passing).find("partial check: the first 1266 steps, the guest had not ended"), std::string::npos)
+      << junit_xml(passing);
+  // Without a step limit, no suffix.
+  EXPECT_EQ(junit_xml(sample_summary()).find("(first "), std::string::npos);
+}
+
 TEST(JUnit, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   json s = sample_summary();
   s["run"]["streams"][0]["guest"] = "g\xff\xfe-\xc3\xa9-\xed\xa0\x80-\xe2\x82";  // bad, é, a surrogate, cut
@@ -255,8 +276,12 @@ TEST(JUnit, ACampaignListsEachFailingProgram) {
   const json clean = {{"status", "exact"}, {"command", "fuzz"}, {"steps", 5000}, {"mismatches", 0},
                       {"fuzz", {{"seed", 5}, {"programs", 64}, {"failures", json::array()}}}};
   const std::string y = junit_xml(clean);
-  EXPECT_NE(y.find("tests=\"1\" failures=\"0\" errors=\"0\""), std::string::npos) << y;
+  // (the same two stable names as a failing campaign's: found by an outside tester, the passing
+  // programs' case was missing from a clean campaign's file)
+  EXPECT_NE(y.find("tests=\"2\" failures=\"0\" errors=\"0\""), std::string::npos) << y;
   EXPECT_NE(y.find("<testcase classname=\"lockstep.fuzz\" name=\"fuzz\""), std::string::npos) << y;
+  EXPECT_NE(y.find("name=\"programs without a divergence\""), std::string::npos) << y;
+  EXPECT_NE(y.find("64 of the 64 programs: no divergence"), std::string::npos) << y;
   EXPECT_NE(y.find("<property name=\"seed\" value=\"5\"/>"), std::string::npos) << y;
   EXPECT_EQ(y.find("digest"), std::string::npos) << y;  // a campaign has none: no empty "digest "
 }

@@ -272,6 +272,8 @@ struct ThroughputSample {
 /// Outcome of a run (also of an interrupted one).
 struct RunResult {
   std::string mode, compare, backend;
+  /// The step limit each stream ran under (Options::max_steps; 0: until the reference ends).
+  std::uint64_t max_steps = 0;
   std::vector<StreamResult> streams;
   std::uint64_t steps = 0, mismatches = 0;
   double seconds = 0;  ///< the whole run, diagnosis included
