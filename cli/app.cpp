@@ -326,6 +326,16 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
     check_numeric_options(app);
 
     try {
+      // "--chip=" (an empty shell variable after the '='): CLI11 takes the next word as its value
+      // (found by an outside tester: `--chip="$X" --mode free` said "free" was not expected).
+      for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--") break;
+        if (a.size() > 3 && a.substr(0, 2) == "--" && a.find('=') == a.size() - 1) {
+          const std::string name(a.substr(0, a.size() - 1));
+          throw UsageError(name + "= has an empty value: give " + name + " VALUE (see lockstep --help)");
+        }
+      }
       app.parse(argc, argv);  // runs the chosen subcommand's callback
       if (app.get_subcommands().empty()) {
         throw UsageError("a subcommand is required (see lockstep --help)");

@@ -598,6 +598,13 @@ TEST(RunCommand, UnexpectedWordsAreNamedInTheirOrder) {
   expect_one_error_line(run({"run", loop_elf(5).string(), "b", "c", "d"}), "not expected: b c d (see lockstep --help)");
 }
 
+// "--chip=" with nothing after the '=' is refused by name: CLI11 took the next word as its value.
+TEST(RunCommand, AnEmptyValueAfterTheEqualsSignIsRefused) {
+  expect_one_error_line(run({"run", loop_elf(5).string(), "--chip=", "--mode", "free"}),
+                        "--chip= has an empty value: give --chip VALUE");
+  expect_one_error_line(run({"run", "--chip=", loop_elf(5).string()}), "--chip= has an empty value");
+}
+
 TEST(NumericOptions, LeadingZerosAreDecimalNotOctal) {
   const std::string elf = loop_elf(50).string();
   for (const auto& [text, steps] : std::vector<std::pair<std::string, int>>{{"010", 10}, {"08", 8}, {"00012", 12}}) {
