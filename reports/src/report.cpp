@@ -433,7 +433,9 @@ std::string junit_xml(const json& summary) {
       c.message = str(summary, "error", "error");
     } else if (status == "interrupted") {
       c.kind = "error";
-      c.message = "interrupted after " + std::to_string(summary.value("steps", 0ull)) + " steps";
+      c.message = summary.contains("partial_reason") && summary["partial_reason"].is_string()
+                      ? summary["partial_reason"].get<std::string>()
+                      : "interrupted after " + std::to_string(summary.value("steps", 0ull)) + " steps";
     }
     cases.insert(cases.begin(), c);
   }

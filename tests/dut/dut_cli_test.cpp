@@ -1329,6 +1329,17 @@ TEST_F(DutCli, AMergeOfShardsKeepsAShardsErrorAndFindsMovedCases) {
     EXPECT_EQ(rep.exit_code, 1) << rep.out << rep.err;
     EXPECT_NE(rep.out.find("the case reproduces"), std::string::npos) << rep.out;
   }
+  // One of the two shards, with mismatches: exit 1, and a warn line (not "interrupted") says the
+  // campaign is partial (found by an outside tester: "lockstep: interrupted:" beside exit 1).
+  const Result half = run_lockstep({"fuzz", "--merge", (dir / "artifacts" / "shard-a").string(), "--json"});
+  EXPECT_EQ(half.exit_code, 1) << half.err;
+  EXPECT_EQ(half.err.find("lockstep: interrupted:"), std::string::npos) << half.err;
+  EXPECT_NE(half.err.find("lockstep: warn: merged 1 of the campaign's 2 shards (missing: 1): a partial campaign (its "
+                          "mismatches stand)"),
+            std::string::npos)
+      << half.err;
+  EXPECT_EQ(summary_of(half)["status"], "mismatch");
+  EXPECT_NE(summary_of(half)["interrupted"].dump().find("a partial campaign"), std::string::npos) << summary_of(half).dump();
 }
 
 }  // namespace
