@@ -67,11 +67,12 @@ bool argv_is_stdio_server(int argc, char** argv) {
   return server && stdio;
 }
 
-// "The following arguments were not expected: a b (see lockstep --help)".
-// The exit status of --help or --version, `code`, once its text is written: 2 with one line when
-// stdout could not take it (a full disk, a closed pipe), as for every other command's output
-// (found by an outside tester: `lockstep --help > /dev/full` exited 0).
-int help_written(int code) {
+// Output the caller asked for that never arrived (a full disk, a closed pipe) is not a pass:
+// flushes stdout and, when it could not take the output, writes one error line and returns exit
+// status 2 where `code` was 0 (a mismatch or an interruption keeps its own code). std::cout writes
+// through C's stdout (sync_with_stdio), whose error flag keeps an earlier failed write. Also for
+// --help and --version (found by an outside tester: `lockstep --help > /dev/full` exited 0).
+int exit_code_after_stdout(int code) {
   std::cout.flush();
   errno = 0;
   const bool flushed = std::fflush(stdout) == 0;
@@ -80,15 +81,19 @@ int help_written(int code) {
   std::cerr << "lockstep: error: cannot write stdout" << (err ? std::string(": ") + std::strerror(err) : std::string())
             << " (the output is incomplete)\n"
             << std::flush;
-  return 2;
+  return code == 0 ? static_cast<int>(ExitCode::error) : code;
 }
 
-std::string unexpected(const std::vector<std::string>& args) {
+// "The following arguments were not expected: a b", in the order given.
+std::string unexpected_words(const std::vector<std::string>& args) {
   std::string out = args.size() == 1 ? "The following argument was not expected:"
                                      : "The following arguments were not expected:";
   for (const auto& a : args) out += " " + a;
-  return out + " (see lockstep --help)";
+  return out;
 }
+
+// "The following arguments were not expected: a b (see lockstep --help)".
+std::string unexpected(const std::vector<std::string>& args) { return unexpected_words(args) + " (see lockstep --help)"; }
 
 // The fallback SIGINT/SIGTERM handler's output, prepared before it is installed (the handler
 // only writes these bytes, removes g_interrupt_file and calls _exit: async-signal-safe).
@@ -345,12 +350,12 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
       // CLI11 answers --help before it rejects unknown words, so
       // `lockstep no-such-command --help` would print help and exit 0.
       if (!app.remaining().empty()) throw UsageError(unexpected(app.remaining()));
-      return help_written(app.exit(e));
+      return exit_code_after_stdout(app.exit(e));
     } catch (const CLI::CallForAllHelp& e) {
       if (!app.remaining().empty()) throw UsageError(unexpected(app.remaining()));
-      return help_written(app.exit(e));
+      return exit_code_after_stdout(app.exit(e));
     } catch (const CLI::CallForVersion& e) {
-      return help_written(app.exit(e));
+      return exit_code_after_stdout(app.exit(e));
     } catch (const CLI::ParseError& e) {
       std::string what = e.what();
       if (what.empty()) what = e.get_name();
@@ -358,10 +363,7 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
       // in the order given (found by an outside tester).
       if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
         const std::vector<std::string> rest = app.remaining(true);
-        if (!rest.empty()) {
-          what = rest.size() == 1 ? "The following argument was not expected:" : "The following arguments were not expected:";
-          for (const std::string& a : rest) what += " " + a;
-        }
+        if (!rest.empty()) what = unexpected_words(rest);
       }
       // CLI11's "--dut: At Most 1 required but received 2": an option given twice
       constexpr std::string_view kTwice = "At Most 1 required but received ";
@@ -413,21 +415,7 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
     }
   }
   if ((ctx.options.json || argv_has_json(argc, argv)) && !argv_is_stdio_server(argc, argv)) ctx.summary.emit(std::cout);
-  // Output the caller asked for that never arrived (a full disk, a closed pipe) is not a pass:
-  // one error line, and exit 2 where the run would have exited 0 (a mismatch or an interruption
-  // keeps its own code). std::cout writes through C's stdout (sync_with_stdio), whose error flag
-  // keeps an earlier failed write.
-  std::cout.flush();
-  errno = 0;
-  const bool flushed = std::fflush(stdout) == 0;
-  const int err = errno;
-  if (!std::cout || !flushed || std::ferror(stdout)) {
-    std::cerr << "lockstep: error: cannot write stdout" << (err ? std::string(": ") + std::strerror(err) : std::string())
-              << " (the output is incomplete)\n"
-              << std::flush;
-    if (code == 0) code = static_cast<int>(ExitCode::error);
-  }
-  return code;
+  return exit_code_after_stdout(code);
 }
 
 }  // namespace lockstep::cli

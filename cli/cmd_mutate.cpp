@@ -470,18 +470,19 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
                    {"program_seed", a->program_seed}, {"ops", a->ops.empty() ? "all" : a->ops}, {"mode", "forced"}};
     j["oracle"] = {{"guests", found}, {"guest_steps", a->oracle_steps}, {"programs", a->oracle_programs},
                    {"program_seed", a->oracle_program_seed}, {"ops", a->ops.empty() ? "all" : a->ops}, {"mode", "forced"}};
-    {
-      // The run's status, as its exit says it (docs/ci.md).
-      const std::uint64_t left = a->mutants - rep.mutants.size();
-      const bool unreachable =
-          rep.interrupted && rep.non_equivalent > rep.caught &&
-          static_cast<double>(rep.caught + left) / static_cast<double>(rep.non_equivalent + left) < a->target;
-      j["status"] = unreachable                 ? "mismatch"
-                    : rep.interrupted           ? "interrupted"
-                    : rep.non_equivalent == 0   ? "error"
-                    : rep.score() < a->target   ? "mismatch"
-                                                : "exact";
-    }
+    // A run stopped when the target is out of reach, whatever the mutants left would do, has
+    // failed: a mismatch, which outranks the interruption (docs/ci.md; found by an outside tester:
+    // exit 3 "interrupted" at 4/6 survivors with 4 mutants left of a 99% target).
+    const std::uint64_t left = a->mutants - rep.mutants.size();
+    const bool unreachable =
+        rep.interrupted && rep.non_equivalent > rep.caught &&
+        static_cast<double>(rep.caught + left) / static_cast<double>(rep.non_equivalent + left) < a->target;
+    // The run's status, as its exit says it (docs/ci.md).
+    j["status"] = unreachable                 ? "mismatch"
+                  : rep.interrupted           ? "interrupted"
+                  : rep.non_equivalent == 0   ? "error"
+                  : rep.score() < a->target   ? "mismatch"
+                                              : "exact";
     if (!a->report.empty()) {
       std::error_code ec;
       fs::create_directories(a->report, ec);
@@ -489,12 +490,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
     }
     for (const char* k : {"seed", "planted", "non_equivalent", "caught", "score", "survivors"}) ctx.summary.set(k, j[k]);
     if (rep.interrupted) {
-      // A run stopped when the target is out of reach, whatever the mutants left would do, has
-      // failed: a mismatch, which outranks the interruption (docs/ci.md; found by an outside
-      // tester: exit 3 "interrupted" at 4/6 survivors with 4 mutants left of a 99% target).
-      const std::uint64_t left = a->mutants - rep.mutants.size();
-      const double best = static_cast<double>(rep.caught + left) / static_cast<double>(rep.non_equivalent + left);
-      if (rep.non_equivalent > rep.caught && best < a->target) {
+      if (unreachable) {
         out << "the target can no longer be reached: with every mutant left caught the score would be "
             << rep.caught + left << "/" << rep.non_equivalent + left << "\n"
             << std::flush;

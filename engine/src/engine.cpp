@@ -1374,11 +1374,9 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
         ProbeCheck c;
         const chip::ProbePoint* p;
         int kp;  // its probe point's key
-        std::pair<int, int> at;
       };
       std::vector<Seen> seen;  // every field of every point, in execution order
       for (const chip::ProbePoint* p : points) {
-        const std::pair<int, int> at = position(p->layer, p->after);
         const int kp = p->after == chip::Sublayer::Embed ? 0 : key_of_point(p->layer, chip::to_string(p->after));
         for (const std::string& name : p->fields) {
           ProbeCheck c;
@@ -1397,7 +1395,7 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
             c.expected = sh.probe(sid, p->layer, p->after, name);
           } catch (const std::exception& e) {
             c.skipped = std::string("not compared: ") + e.what();
-            seen.push_back({std::move(c), p, kp, at});
+            seen.push_back({std::move(c), p, kp});
             continue;
           }
           mark_differing(c);
@@ -1406,7 +1404,7 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
             c.actual.clear();
             agreed_at[name].push_back(kp);
           }
-          seen.push_back({std::move(c), p, kp, at});
+          seen.push_back({std::move(c), p, kp});
         }
       }
       // A field that differs at a point but agrees at a later one, with no sublayer of the file
@@ -2247,6 +2245,24 @@ struct Engine::Impl {
                      " expected, " + format::token_name(a) + "): " + (bad_restore.empty() ? unexplained(d) : bad_restore);
       d.attribution.text = "no attribution: the replay did not reach the divergent step";
     };
+    auto agrees_or_diverges_earlier = [&](std::uint32_t e, std::uint32_t a) {
+      if (a == e) return true;
+      diverges_earlier(e, a);
+      return false;
+    };
+    // One step of the replay lane with probes recorded (the chip's and, beside a chip file, the
+    // file's), never left recording.
+    auto probed_step = [&](std::uint32_t in) {
+      try {
+        be.set_probe_recording(true);
+        const std::uint32_t a = be.step(T.sid, in);
+        be.set_probe_recording(false);
+        return a;
+      } catch (...) {
+        be.set_probe_recording(false);
+        throw;
+      }
+    };
     // Beside a chip file, the last chip_file_probe_steps steps before the divergent one are made
     // one at a time and their probes compared with the file's: the first that differs, though its
     // token agreed, is where the chip under test's executor first parts from the file.
@@ -2258,11 +2274,7 @@ struct Engine::Impl {
     if (d.step > T.steps + 1) {
       const std::uint64_t before = d.step - 1 - T.steps;
       const std::uint64_t probed = scan ? std::min(before, opt.chip_file_probe_steps) : 0;
-      forced_replay(T, before - probed, ~0u, [&](std::uint32_t e, std::uint32_t a) {
-        if (a == e) return true;
-        diverges_earlier(e, a);
-        return false;
-      });
+      forced_replay(T, before - probed, ~0u, agrees_or_diverges_earlier);
       if (!earlier && probed > 0) {
         if (opt.on_note && probed > 64)
           opt.on_note("diagnosing the divergence at step " + std::to_string(d.step) + ": comparing the probes of the " +
@@ -2279,15 +2291,7 @@ struct Engine::Impl {
           if (!e) break;
           ++T.ref_steps;
           const std::uint32_t in = T.last_ref;
-          std::uint32_t a = 0;
-          try {
-            be.set_probe_recording(true);
-            a = be.step(T.sid, in);
-            be.set_probe_recording(false);
-          } catch (...) {
-            be.set_probe_recording(false);
-            throw;
-          }
+          const std::uint32_t a = probed_step(in);
           ++T.steps;
           ++scanned;
           if (a != *e) {
@@ -2314,13 +2318,7 @@ struct Engine::Impl {
           at.probe_step = T.steps;
           parted = std::move(at);
         }
-        if (T.steps + 1 < d.step) {
-          forced_replay(T, d.step - 1 - T.steps, ~0u, [&](std::uint32_t e, std::uint32_t a) {
-            if (a == e) return true;
-            diverges_earlier(e, a);
-            return false;
-          });
-        }
+        if (T.steps + 1 < d.step) forced_replay(T, d.step - 1 - T.steps, ~0u, agrees_or_diverges_earlier);
       }
     }
     if (earlier) return;
@@ -2334,51 +2332,44 @@ struct Engine::Impl {
     const std::uint32_t in = T.last_ref;
     // Probes are recorded only by a chip that has them (a chip under test may not: then the
     // divergence is reported without attribution, docs/spec/dut-protocol.md §7).
-    const bool probes = be.capabilities().probes || dynamic_cast<const ShadowedBackend*>(&be) != nullptr;
-    try {
-      if (probes) be.set_probe_recording(true);
-      replay_actual = be.step(T.sid, in);
-      if (probes) be.set_probe_recording(false);
-      d.attribution = attribute_step(be, T.sid, in, *e, replay_actual);
-      if (probes) d.attribution.probe_step = d.step;
-      if (parted) {
-        // The earlier step is where the executor first parts from the file: it gives the
-        // attribution, and the divergent step's own first difference is added to its text.
-        const std::uint64_t s = parted->probe_step;
-        const std::string own = d.attribution.first_disagreeing.empty() ? std::string("none")
-                                                                        : d.attribution.first_disagreeing;
-        parted->text = "at step " + std::to_string(s) + ", " + std::to_string(d.step - s) +
-                       (d.step - s == 1 ? " step" : " steps") + " before the divergent step (its token still agreed" +
-                       (s == scanned_from ? std::string(", and it is the first step compared: the two may part earlier, "
-                                                        "before step ") + std::to_string(scanned_from)
-                                          : ", and the probes of the " + std::to_string(s - scanned_from) +
-                                                " steps before it, from step " + std::to_string(scanned_from) +
-                                                ", agreed") +
-                       "), " + parted->text + "; at the divergent step itself the first difference is " +
-                       (own == "none" || own == "unembedding" ? own : after_point(own));
-        // One wrong sublayer made both differences: it is a candidate at both steps.
-        const chip::ProbeMap spm = shadowed->shadow().probe_map();
-        std::map<std::string, int> key_by_name{{key_name(0), 0}, {key_name(kUnembedKey), kUnembedKey}};
-        for (const chip::SublayerRef& w : spm.dataflow.sublayers) key_by_name[key_name(key_of(w))] = key_of(w);
-        std::set<int> both;
-        for (const std::string& c : parted->candidates) {
-          const auto k = key_by_name.find(c);
-          if (k != key_by_name.end() && d.attribution.chip_file_verdict == "executor" &&
-              std::find(d.attribution.candidates.begin(), d.attribution.candidates.end(), c) != d.attribution.candidates.end())
-            both.insert(k->second);
-        }
-        if (!both.empty() && both.size() < parted->candidates.size())
-          parted->text += "; " + std::to_string(both.size()) + " of the candidates are candidates at the divergent step "
-                          "too (one wrong sublayer that made both differences is among them): " +
-                          describe_candidates(both, spm);
-        d.attribution = std::move(*parted);
-      } else if (scanned > 0 && !scan_gave_up && d.attribution.chip_file_verdict == "executor") {
-        d.attribution.text += "; the probes of the " + std::to_string(scanned) + " steps before it (from step " +
-                              std::to_string(scanned_from) + ") agreed with the chip file's";
+    const bool probes = be.capabilities().probes || shadowed != nullptr;
+    replay_actual = probes ? probed_step(in) : be.step(T.sid, in);
+    d.attribution = attribute_step(be, T.sid, in, *e, replay_actual);
+    if (probes) d.attribution.probe_step = d.step;
+    if (parted) {
+      // The earlier step is where the executor first parts from the file: it gives the
+      // attribution, and the divergent step's own first difference is added to its text.
+      const std::uint64_t s = parted->probe_step;
+      const std::string own = d.attribution.first_disagreeing.empty() ? std::string("none")
+                                                                      : d.attribution.first_disagreeing;
+      parted->text = "at step " + std::to_string(s) + ", " + std::to_string(d.step - s) +
+                     (d.step - s == 1 ? " step" : " steps") + " before the divergent step (its token still agreed" +
+                     (s == scanned_from ? std::string(", and it is the first step compared: the two may part earlier, "
+                                                      "before step ") + std::to_string(scanned_from)
+                                        : ", and the probes of the " + std::to_string(s - scanned_from) +
+                                              " steps before it, from step " + std::to_string(scanned_from) +
+                                              ", agreed") +
+                     "), " + parted->text + "; at the divergent step itself the first difference is " +
+                     (own == "none" || own == "unembedding" ? own : after_point(own));
+      // One wrong sublayer made both differences: it is a candidate at both steps.
+      const chip::ProbeMap spm = shadowed->shadow().probe_map();
+      std::map<std::string, int> key_by_name{{key_name(0), 0}, {key_name(kUnembedKey), kUnembedKey}};
+      for (const chip::SublayerRef& w : spm.dataflow.sublayers) key_by_name[key_name(key_of(w))] = key_of(w);
+      std::set<int> both;
+      for (const std::string& c : parted->candidates) {
+        const auto k = key_by_name.find(c);
+        if (k != key_by_name.end() && d.attribution.chip_file_verdict == "executor" &&
+            std::find(d.attribution.candidates.begin(), d.attribution.candidates.end(), c) != d.attribution.candidates.end())
+          both.insert(k->second);
       }
-    } catch (...) {
-      if (probes) be.set_probe_recording(false);
-      throw;
+      if (!both.empty() && both.size() < parted->candidates.size())
+        parted->text += "; " + std::to_string(both.size()) + " of the candidates are candidates at the divergent step "
+                        "too (one wrong sublayer that made both differences is among them): " +
+                        describe_candidates(both, spm);
+      d.attribution = std::move(*parted);
+    } else if (scanned > 0 && !scan_gave_up && d.attribution.chip_file_verdict == "executor") {
+      d.attribution.text += "; the probes of the " + std::to_string(scanned) + " steps before it (from step " +
+                            std::to_string(scanned_from) + ") agreed with the chip file's";
     }
     (void)original_input;
     ++T.steps;
