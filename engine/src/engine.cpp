@@ -126,6 +126,9 @@ json Attribution::to_json() const {
           {"chip_file_verdict", chip_file_verdict},
           {"probe_step", probe_step},
           {"probe_notes", probe_notes},
+          {"divergent_step_first_disagreeing", divergent_step_first_disagreeing},
+          {"divergent_step_candidates", divergent_step_candidates},
+          {"shared_candidates", shared_candidates},
           {"checks", c}};
 }
 
@@ -209,6 +212,9 @@ Divergence divergence_from_json(const json& j) {
   d.attribution.chip_file_verdict = a.value("chip_file_verdict", "");
   d.attribution.probe_step = a.value("probe_step", std::uint64_t{0});
   d.attribution.probe_notes = a.value("probe_notes", std::vector<std::string>{});
+  d.attribution.divergent_step_first_disagreeing = a.value("divergent_step_first_disagreeing", "");
+  d.attribution.divergent_step_candidates = a.value("divergent_step_candidates", std::vector<std::string>{});
+  d.attribution.shared_candidates = a.value("shared_candidates", std::vector<std::string>{});
   for (const json& c : a.value("checks", json::array())) {
     ProbeCheck p;
     p.layer = c.value("layer", -1);
@@ -2359,9 +2365,13 @@ struct Engine::Impl {
       for (const std::string& c : parted->candidates) {
         const auto k = key_by_name.find(c);
         if (k != key_by_name.end() && d.attribution.chip_file_verdict == "executor" &&
-            std::find(d.attribution.candidates.begin(), d.attribution.candidates.end(), c) != d.attribution.candidates.end())
+            std::find(d.attribution.candidates.begin(), d.attribution.candidates.end(), c) != d.attribution.candidates.end()) {
           both.insert(k->second);
+          parted->shared_candidates.push_back(c);
+        }
       }
+      parted->divergent_step_first_disagreeing = own;
+      parted->divergent_step_candidates = d.attribution.candidates;
       if (!both.empty() && both.size() < parted->candidates.size())
         parted->text += "; " + std::to_string(both.size()) + " of the candidates are candidates at the divergent step "
                         "too (one wrong sublayer that made both differences is among them): " +

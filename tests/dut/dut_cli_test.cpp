@@ -1449,11 +1449,22 @@ TEST_F(DutCli, TheChipFileBesideTheChipUnderTestNamesTheSublayerItsExecutorGetsW
       << text;
   EXPECT_NE(text.find("; at the divergent step itself the first difference is after layer 7 (mlp)"), std::string::npos)
       << text;
+  // The same in the JSON, for a tool: the divergent step's own point and candidates, and those
+  // of step 3 that are candidates at both steps (the planted sublayer among them).
+  EXPECT_EQ(a["divergent_step_first_disagreeing"], "layer 7 (mlp)") << a.dump();
+  const std::vector<std::string> own = a["divergent_step_candidates"], shared = a["shared_candidates"];
+  EXPECT_NE(std::find(own.begin(), own.end(), "layer 7 (mlp)"), own.end()) << a.dump();
+  EXPECT_NE(std::find(shared.begin(), shared.end(), "layer 7 (mlp)"), shared.end()) << a.dump();
+  for (const std::string& c : shared) {
+    EXPECT_NE(std::find(cand.begin(), cand.end(), c), cand.end()) << c;
+    EXPECT_NE(std::find(own.begin(), own.end(), c), own.end()) << c;
+  }
   // The case keeps the chip file, so that its replay attributes the same way.
   EXPECT_EQ(json::parse(slurp(dir / "case.json"))["dut"]["chip_file"], fs::absolute(kChip).string());
   const Result replay = run_lockstep({"replay", dir.string(), "--json"});
   EXPECT_EQ(replay.exit_code, 1) << replay.err;
   EXPECT_EQ(attribution_of(replay)["candidates"], a["candidates"]);
+  EXPECT_EQ(attribution_of(replay)["shared_candidates"], a["shared_candidates"]);
 
   const Result without = run_lockstep({"run", crc32_.string(), "--steps", "2000", "--classify-window", "256", "--json", "--dut", faulty});
   ASSERT_EQ(without.exit_code, 1) << without.err;
@@ -1470,6 +1481,8 @@ TEST_F(DutCli, TheChipFileBesideTheChipUnderTestNamesTheSublayerItsExecutorGetsW
   EXPECT_EQ(b["layer"], 3) << b.dump();
   EXPECT_EQ(b["sublayer"], "mlp");
   EXPECT_EQ(b["probe_step"], json::parse(two.out)["divergence"]["step"]);  // its first step: none before
+  EXPECT_EQ(b["divergent_step_first_disagreeing"], "") << b.dump();  // the same step: nothing to add
+  EXPECT_TRUE(b["shared_candidates"].empty()) << b.dump();
   const std::vector<std::string> cand2 = b["candidates"];
   EXPECT_NE(std::find(cand2.begin(), cand2.end(), "layer 2 (mlp)"), cand2.end()) << b.dump();
 }

@@ -134,6 +134,15 @@ struct Attribution {
   /// earlier step whose probes already differed from the file's though its token agreed
   /// (EngineOptions::chip_file_probe_steps). 0: not recorded (no probes were compared).
   std::uint64_t probe_step = 0;
+  /// When probe_step is earlier than the divergent step (beside a chip file): the divergent
+  /// step's own first differing point ("layer 9 (mlp)", "embedding", "unembedding" when every
+  /// probe agreed there, "none" when nothing was compared) and its candidates, and the candidates
+  /// of probe_step (`candidates`) that are candidates at the divergent step too, in execution
+  /// order: one wrong sublayer that made both differences is among them. All three are empty
+  /// when probe_step is the divergent step; shared_candidates is empty also when the divergent
+  /// step's own verdict is not "executor" (its candidates then say nothing about the executor).
+  std::string divergent_step_first_disagreeing;
+  std::vector<std::string> divergent_step_candidates, shared_candidates;
   nlohmann::json to_json() const;
 };
 
