@@ -170,10 +170,23 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
     std::vector<std::string> unseen;
     for (const format::KindInfo& k : format::kinds())
       if (!seen.count(k.name)) unseen.emplace_back(k.name);
-    ctx.summary.set("token_kinds_compared", seen.size());
-    ctx.summary.set("token_kinds_not_compared", unseen);
     // (not when the handshake failed: nothing was compared at all, and the error line says so)
     const bool handshake_failed = !lines.empty() && lines.front().verdict == dut::CheckLine::Verdict::kFail;
+    if (handshake_failed) {
+      // No token was compared: none of the kinds was (found by an outside tester: the guests'
+      // kinds were reported as compared).
+      std::vector<std::string> all;
+      for (const format::KindInfo& k : format::kinds()) all.emplace_back(k.name);
+      ctx.summary.set("token_kinds_compared", 0);
+      ctx.summary.set("token_kinds_not_compared", all);
+    } else if (stopped) {
+      // Which kinds the checks done compared is not known: null, never the guests' whole count.
+      ctx.summary.set("token_kinds_compared", nullptr);
+      ctx.summary.set("token_kinds_not_compared", nullptr);
+    } else {
+      ctx.summary.set("token_kinds_compared", seen.size());
+      ctx.summary.set("token_kinds_not_compared", unseen);
+    }
     if (stopped) {
       // The checks done so far are kept in the summary; a failed one outranks the interruption
       // (status mismatch, exit 1), as in every command that compares (docs/ci.md).
