@@ -406,14 +406,15 @@ std::string junit_xml(const json& summary) {
     for (const json& f : fuzz_failures)
       if (f.is_object()) failing.insert(str(f, "index"));
     const std::uint64_t programs = fuzz["programs"].get<std::uint64_t>();
-    if (programs > failing.size()) {
-      Case c;
-      // A name that does not change with the counts, for a CI's test history.
-      c.name = "programs without a divergence";
-      c.text = std::to_string(programs - failing.size()) + " of the " + std::to_string(programs) +
-               " programs: no divergence";
-      cases.push_back(c);
-    }
+    // Always there, also when every program failed or none ran (a campaign stopped before its
+    // first batch: found by an outside tester, the case was missing), so that a CI's history
+    // follows it; the "fuzz" case carries the campaign's verdict.
+    Case c;
+    // A name that does not change with the counts, for a CI's test history.
+    c.name = "programs without a divergence";
+    c.text = std::to_string(programs > failing.size() ? programs - failing.size() : 0) + " of the " +
+             std::to_string(programs) + " programs: no divergence";
+    cases.push_back(c);
   }
   // The campaign's own case, always there under the command's name (found by an outside tester:
   // a CI's test history saw "fuzz" pass, then vanish when the campaign failed). Its verdict is the
@@ -922,6 +923,12 @@ void check_nested(const json& s, const std::string& status, std::uint64_t mismat
   const bool run_interrupted = flag(run, "interrupted", "run.interrupted");
   if (exact && run_interrupted) bad("\"status\" \"exact\" with \"run.interrupted\" true");
   const std::optional<std::uint64_t> run_mismatches = count(run, "mismatches", "run.mismatches");
+  // The steps too (found by an outside tester: a top-level count that the run's contradicted, and
+  // streams past the step limit, were rendered).
+  const std::optional<std::uint64_t> run_steps = count(run, "steps", "run.steps");
+  if (run_steps && s.contains("steps") && s["steps"].is_number_unsigned() && *run_steps != s["steps"].get<std::uint64_t>())
+    bad("\"run.steps\" is " + std::to_string(*run_steps) + " but \"steps\" is " + s["steps"].dump());
+  const std::uint64_t max_steps = count(run, "max_steps", "run.max_steps").value_or(0);
   if (run_mismatches && *run_mismatches != mismatches) {
     bad("\"run.mismatches\" is " + std::to_string(*run_mismatches) + " but \"mismatches\" is " +
         std::to_string(mismatches) + " (status \"" + status + "\")");
@@ -949,7 +956,9 @@ void check_nested(const json& s, const std::string& status, std::uint64_t mismat
     const std::string at = "run.streams[" + std::to_string(i) + "]";
     if (!st.is_object()) bad("\"" + at + "\" is " + format::json_text(st) + ", not an object");
     const std::uint64_t m = count(st, "mismatches", at + ".mismatches").value_or(0);
-    count(st, "steps", at + ".steps");
+    const std::uint64_t steps = count(st, "steps", at + ".steps").value_or(0);
+    if (max_steps > 0 && steps > max_steps)
+      bad("\"" + at + ".steps\" is " + std::to_string(steps) + ", past \"run.max_steps\" " + std::to_string(max_steps));
     if (const auto g = st.find("guest"); g != st.end() && !g->is_null() && !g->is_string())
       bad("\"" + at + ".guest\" is " + g->dump() + ", not text");
     if (const auto c = st.find("class_steps"); c != st.end() && !c->is_null()) {
@@ -1003,6 +1012,15 @@ void check_summary(const json& s, const fs::path& file) {
     bad("\"status\" \"" + status + "\" with " + std::to_string(mismatches) + " mismatches");
   }
   if (status == "mismatch" && mismatches == 0) bad("\"status\" \"mismatch\" with 0 mismatches");
+  // A campaign's failing programs become <failure>s: never beside a status that is not a mismatch
+  // (found by an outside tester: "exact" with one failure rendered a JUnit file with a failure).
+  if (const auto fz = s.find("fuzz"); fz != s.end() && fz->is_object()) {
+    const auto f = fz->find("failures");
+    if (f != fz->end() && !f->is_null() && !f->is_array()) bad("\"fuzz.failures\" is " + f->dump() + ", not a list");
+    if (f != fz->end() && f->is_array() && !f->empty() && status != "mismatch" && status != "error")
+      bad("\"status\" \"" + status + "\" with " + std::to_string(f->size()) +
+          (f->size() == 1 ? " failing run" : " failing runs") + " in \"fuzz.failures\"");
+  }
   for (const char* k : {"command", "chip", "chip_hash", "digest", "error", "replay"}) {
     const auto it = s.find(k);
     if (it != s.end() && !it->is_string()) bad(std::string("\"") + k + "\" is " + it->dump() + ", not text");

@@ -284,6 +284,14 @@ TEST(JUnit, ACampaignListsEachFailingProgram) {
   EXPECT_NE(y.find("64 of the 64 programs: no divergence"), std::string::npos) << y;
   EXPECT_NE(y.find("<property name=\"seed\" value=\"5\"/>"), std::string::npos) << y;
   EXPECT_EQ(y.find("digest"), std::string::npos) << y;  // a campaign has none: no empty "digest "
+  // A campaign stopped before its first batch ended keeps both names too (found by an outside
+  // tester: only "fuzz" was there), its own case an <error>.
+  const json stopped = {{"status", "interrupted"}, {"command", "fuzz"}, {"steps", 0}, {"mismatches", 0},
+                        {"interrupted", true}, {"fuzz", {{"seed", 7}, {"programs", 0}, {"failures", json::array()}}}};
+  const std::string z = junit_xml(stopped);
+  EXPECT_NE(z.find("tests=\"2\" failures=\"0\" errors=\"1\""), std::string::npos) << z;
+  EXPECT_NE(z.find("name=\"programs without a divergence\""), std::string::npos) << z;
+  EXPECT_NE(z.find("0 of the 0 programs: no divergence"), std::string::npos) << z;
 }
 
 // How an interrupted run goes on: a run resumes; a campaign names the programs it left; a run that
@@ -739,6 +747,17 @@ TEST(Render, RefusesASummaryWithAWrongField) {
       {"throughput-bad", [](json& s) { s["run"]["throughput"] = json::array({json::array({1, "a"}), nullptr}); },
        "\"run.throughput[0]\" is [1,\"a\"], not [seconds, steps]"},
       {"seconds-negative", [](json& s) { s["run"]["seconds"] = -1e308; }, "\"run.seconds\" is -1e+308, not a number of seconds >= 0"},
+      // Counts that contradict each other (an outside tester's edits, rendered with exit 0 before:
+      // the first with a JUnit <failure> beside "exact")
+      {"exact-fuzz-failures",
+       [](json& s) {
+         make_exact(s);
+         s["fuzz"] = {{"programs", 3}, {"failures", json::array({{{"index", 1}, {"mode", "forced"}}})}};
+       },
+       "\"status\" \"exact\" with 1 failing run in \"fuzz.failures\""},
+      {"run-steps-contradict", [](json& s) { s["run"]["steps"] = 2499; }, "\"run.steps\" is 2499 but \"steps\" is 2500"},
+      {"stream-past-limit", [](json& s) { s["run"]["max_steps"] = 1250; },
+       "\"run.streams[0].steps\" is 1266, past \"run.max_steps\" 1250"},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
