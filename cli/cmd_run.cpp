@@ -139,6 +139,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     // summary.json carries what --json does (engine.md §1; found by an outside tester: only --json had it)
     req.add_to_summary = [&req](nlohmann::json& s, const engine::RunResult& r) {
       if (req.the_case.mode == engine::Mode::kFree) s["free_running_steps"] = free_running_steps(req.the_case, r);
+      s["guest"] = req.the_case.guest_path.string();
     };
     engine::ProgressLine progress(std::cerr, engine::stderr_is_terminal());
     req.options.progress_interval = progress.interval();
@@ -195,6 +196,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("chip_hash", out.chip_hash);
     ctx.summary.set("mode", r.mode);
     ctx.summary.set("backend", r.backend);
+    ctx.summary.set("guest", req.the_case.guest_path.string());  // as story's --json and summary.json say
     ctx.summary.set("seconds", r.seconds);
     ctx.summary.set("steps_per_second", r.steps_per_second);  // of the comparing alone
     ctx.summary.set("diagnosis_seconds", r.diagnosis_seconds);

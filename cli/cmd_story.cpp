@@ -18,6 +18,7 @@
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/elf.h"
 #include "lockstep/format/shell.h"
+#include "lockstep/format/tokens.h"
 
 namespace lockstep::cli {
 
@@ -156,6 +157,9 @@ void add_story_command(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, args, cmd] {
     const std::atomic<bool>* stop = engine::install_stop_handlers();  // before any work
     ctx.stop = stop;
+    // false until a whole story is compared, so that every summary has it, an error's too (found
+    // by an outside tester: a failed story's --json had no story_complete to gate on)
+    ctx.summary.set("story_complete", false);
     if (args->reference_only) reject_with_reference_only(cmd);
     if (!args->resume.empty() && !args->dut.chip_file.empty())
       throw UsageError("--dut-chip cannot be given with --resume: the check continues as its case.json says; start a new one to add it");
@@ -362,6 +366,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
       // The checkpoint the guest was built from, in the saved report too (found by an outside
       // tester: only a stderr line named it).
       if (!guest_built_from.empty()) s["guest_model"] = guest_built_from;
+      s["guest"] = c.guest_path.string();  // as --json says
       s["reference_steps"] = ref.steps;
       s["reference_digest"] = ref.digest;
       s["reference_end"] = ref.end;
@@ -390,14 +395,24 @@ void add_story_command(CLI::App& app, Context& ctx) {
     ctx.summary.add_mismatches(r.mismatches);
     ctx.summary.set("digest", r.digest);
     ctx.summary.set("chip", res.chip_source);
+    ctx.summary.set("chip_hash", res.chip_hash);
     ctx.summary.set("backend", r.backend);  // which executor ran it, as run's --json says
     ctx.summary.set("steps_per_second", r.steps_per_second);
     if (r.resumed_from) ctx.summary.set("resumed_from", r.resumed_from);
     if (!r.skipped_checkpoints.empty()) ctx.summary.set("skipped_checkpoints", r.skipped_checkpoints);
     if (!req.report_dir.empty())
       ctx.summary.set("replay", "lockstep replay " + format::shell_word(req.report_dir.string()));
+    ctx.summary.set("mode", r.mode);  // as run's --json and summary.json say
+    ctx.summary.set("seconds", r.seconds);
+    ctx.summary.set("diagnosis_seconds", r.diagnosis_seconds);
     for (const engine::StreamResult& s : r.streams) {
       summarise_divergence(ctx, s);
+      ctx.summary.set("end", s.end);
+      if (s.end == "exit") ctx.summary.set("exit_status", s.exit_status);
+      if (s.end == "trap") {
+        ctx.summary.set("trap_code", s.trap_code);
+        ctx.summary.set("trap_name", std::string(format::trap_name(s.trap_code)));
+      }
     }
     if (!story.empty()) out << "\n";  // after the story's text (none yet: no blank first line)
     if (!guest_note.empty()) ctx.log().info("{}", guest_note);

@@ -986,6 +986,36 @@ TEST(RunCommand, AStepLimitAtTheGuestsLastStepIsItsEnd) {
   EXPECT_EQ(ref_at["reference_end"], "exit") << ref_at.dump();
 }
 
+// summary.json has the facts --json gives at its top level, under the same names and with the same
+// values, for run and story alike (found by an outside tester: a dashboard reading summary.json
+// found no guest, backend or mode); a story that fails with an error still says story_complete
+// false, so that a gate on it never reads a missing field.
+TEST(RunCommand, SummaryJsonHasTheFactsOfJsonStdout) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path elf = loop_elf(30);
+  const fs::path dir = temp_dir("summary-facts");
+  for (const std::string cmd : {"run", "story"}) {
+    std::vector<std::string> args = {cmd};
+    if (cmd == "story") args.push_back("--guest");
+    args.insert(args.end(), {elf.string(), "--steps", "20", "--json", "--report", (dir / cmd).string()});
+    const Proc p = run(args);
+    ASSERT_EQ(p.rc, 0) << p.err;
+    const json out = json::parse(p.out), saved = json::parse(slurp(dir / cmd / "summary.json"));
+    for (const char* k : {"status", "command", "guest", "backend", "mode", "end", "steps", "mismatches", "digest", "chip",
+                          "chip_hash", "steps_per_second"}) {
+      ASSERT_TRUE(out.contains(k)) << cmd << " --json lacks " << k << ": " << p.out;
+      ASSERT_TRUE(saved.contains(k)) << cmd << " summary.json lacks " << k << ": " << saved.dump();
+      EXPECT_EQ(saved[k], out[k]) << cmd << " " << k;
+    }
+    EXPECT_EQ(out["guest"], elf.string());
+    EXPECT_EQ(out["end"], "step_limit");
+    EXPECT_EQ(out["backend"], "cpu");
+  }
+  const Proc bad = run({"story", "--guest", elf.string(), "--chip", (dir / "no-such.chip").string(), "--json"});
+  EXPECT_EQ(bad.rc, 2) << bad.err;
+  EXPECT_EQ(json::parse(bad.out)["story_complete"], false) << bad.out;
+}
+
 TEST(RunCommand, StoryPrefixIsCalledAPartialCheck) {
   if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
   const fs::path elf = loop_elf(30);

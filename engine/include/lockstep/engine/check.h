@@ -325,7 +325,10 @@ CheckOutcome run_check(const CheckRequest& request, std::ostream& err);
 /// comparing at R steps/s, D s diagnosing the divergence)": the rate never counts the replay.
 std::string result_text(const RunResult& result);
 
-/// The summary JSON of a result (status, steps, mismatches, digest, run...).
+/// The summary JSON of a result, as summary.json holds it: status ("exact", "mismatch",
+/// "interrupted"), command, steps, mismatches, digest, chip, chip_hash, mode, backend, seconds,
+/// steps_per_second, diagnosis_seconds (the names --json uses at its top level), with one stream
+/// its end (and exit_status, or trap_code and trap_name), then the whole result as "run".
 nlohmann::json summary_json(const std::string& command, const RunResult& result,
                             const std::string& chip_source, const std::string& chip_hash);
 
