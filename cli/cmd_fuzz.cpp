@@ -154,6 +154,12 @@ void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching
                   {"mismatches", mismatching},
                   {"chip", fuzz.value("chip", fuzz.value("chip_hash", ""))},
                   {"chip_hash", fuzz.value("chip_hash", "")},
+                  // the facts --json gives at its top level, under its names (found by an outside
+                  // tester: a dashboard reading summary.json found no backend or seed)
+                  {"backend", fuzz.value("backend", json())},
+                  {"seed", fuzz.value("seed", json())},
+                  {"programs", fuzz.value("programs", json())},
+                  {"steps_per_second", fuzz.value("steps_per_second", json())},
                   {"coverage", fuzz.value("coverage", json::object())},
                   {"decision_coverage", fuzz.value("decision_coverage", json::object())},
                   {"fuzz", {{"seed", fuzz.value("seed", json())}, {"programs", fuzz.value("programs", json())},
@@ -1138,6 +1144,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("programs", done);
     ctx.summary.set("shard", json::array({shard_i, shard_n}));
     ctx.summary.set("backend", dut ? std::string("dut") : args->backend);  // as run's --json says
+    ctx.summary.set("chip", chip.source);  // as run's --json and summary.json say
+    ctx.summary.set("chip_hash", chip.hash);
     ctx.summary.set("failures", failures);
     ctx.summary.set("programs_per_second", pps);
     ctx.summary.set("steps_per_second", sps);

@@ -282,6 +282,7 @@ void add_replay_command(CLI::App& app, Context& ctx) {
     ctx.summary.add_mismatches(r.mismatches);
     ctx.summary.set("digest", r.digest);
     ctx.summary.set("chip", out.chip_source);
+    ctx.summary.set("chip_hash", out.chip_hash);  // as run's --json and summary.json say
     for (const engine::StreamResult& s : r.streams) {
       summarise_divergence(ctx, s);
     }

@@ -80,6 +80,14 @@ TEST(LockstepFuzz, CleanCampaignOnTheBuiltChip) {
   EXPECT_EQ(f["programs"], 50);
   EXPECT_EQ(f["mismatching_runs"], 0);
   EXPECT_GT(f["coverage"]["instructions"].get<std::uint64_t>(), 1000u);
+  // summary.json has the campaign's facts at its top level, as --json does (found by an outside
+  // tester: no backend or seed there)
+  const json sm = json::parse(slurp(report / "summary.json"));
+  EXPECT_EQ(sm["seed"], 11) << sm.dump();
+  EXPECT_EQ(sm["programs"], 50);
+  EXPECT_EQ(sm["backend"], "cpu");
+  EXPECT_EQ(sm["chip_hash"], f["chip_hash"]);
+  EXPECT_EQ(sm["steps"], f["steps"]);
   const auto seeds = seeds_of(report / "programs.tsv");
   ASSERT_EQ(seeds.size(), 50u);
   EXPECT_EQ(seeds.begin()->first, 0u);
