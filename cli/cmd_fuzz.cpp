@@ -613,6 +613,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       } catch (const engine::CheckError& e) {
         throw InputError(e.what());
       }
+      // named as its report will name it (its two JUnit cases), should it fail or be killed first
+      engine::name_claimed_run(report, {{"fuzz", {{"seed", seed}, {"programs", 0}, {"failures", json::array()}}}});
     }
 
     engine::LoadedChip chip;

@@ -94,7 +94,15 @@ void add_run_command(CLI::App& app, Context& ctx) {
       } else {
         // A new run owns its folder from the start: an error below (a bad option or ELF) never
         // leaves an earlier run's pass there (engine::claim_run_folder).
-        if (!args->report.empty()) engine::claim_run_folder(args->report, "run");
+        if (!args->report.empty()) {
+          engine::claim_run_folder(args->report, "run");
+          // named as its report will name it, should it fail before that (a bad ELF, a kill)
+          if (!args->program.empty()) {
+            const auto m = engine::parse_mode(args->mode);
+            engine::name_claimed_run(args->report,
+                                     run_identity(args->program, m ? std::string(engine::to_string(*m)) : "", args->steps));
+          }
+        }
         if (args->program.empty()) throw UsageError("run: PROGRAM.elf is required (or --resume DIR)");
         const auto mode = engine::parse_mode(args->mode);
         if (!mode) throw UsageError("--mode must be forced or free (got '" + args->mode + "')");

@@ -278,6 +278,9 @@ void add_story_command(CLI::App& app, Context& ctx) {
     }
     if (args->tokens && !resumed) set_story_tokens(guest.image, args->tokens);
     ctx.summary.set("guest", path.string());
+    // named as its report will name it, should it fail or be killed before that
+    if (!resumed && !args->report.empty() && !args->reference_only)
+      engine::name_claimed_run(args->report, run_identity(path.string(), "", args->steps));
     const bool live = !(isatty(1) && engine::stderr_is_terminal()) || args->reference_only;
     std::ostream& out = ctx.out();
 

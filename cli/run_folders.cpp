@@ -27,6 +27,16 @@ std::string summary_command(const std::filesystem::path& dir) {
 }
 }  // namespace
 
+nlohmann::json run_identity(const std::string& guest_path, const std::string& mode, std::uint64_t max_steps) {
+  nlohmann::json run = {{"max_steps", max_steps},
+                        {"streams", nlohmann::json::array({{{"guest", std::filesystem::path(guest_path).stem().string()},
+                                                            {"end", "running"},
+                                                            {"steps", 0},
+                                                            {"mismatches", 0}}})}};
+  if (!mode.empty()) run["mode"] = mode;
+  return {{"guest", guest_path}, {"run", run}};
+}
+
 std::vector<std::string> settle_run_folders(const CommandFailure& failure) {
   if (failure.argv && !engine::claimed_a_run_folder()) {
     // The command failed before it claimed its folder (its command line refused by the parser, or

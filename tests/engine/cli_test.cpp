@@ -1016,6 +1016,38 @@ TEST(RunCommand, SummaryJsonHasTheFactsOfJsonStdout) {
   EXPECT_EQ(json::parse(bad.out)["story_complete"], false) << bad.out;
 }
 
+// A run that fails before its report (here its ELF cannot be read; a killed run leaves the same
+// placeholder) has the JUnit names its passing run has, so that a CI's test history shows that
+// test failing, not a new test "run" (found by an outside tester).
+TEST(RunCommand, AFailedRunKeepsItsTestNames) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path dir = temp_dir("failed-names");
+  const fs::path elf = loop_elf(30), gone = dir / "loop.elf";
+  fs::copy_file(elf, gone);
+  const Proc ok = run({"run", gone.string(), "--steps", "20", "--mode", "free", "--report", (dir / "r").string()});
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+  auto names = [](const std::string& x) {  // the suite's name, the case's classname and name
+    std::string out;
+    for (const char* k : {"<testsuite name=\"", "<testcase classname=\"", "\" name=\""}) {
+      const auto at = x.find(k, x.find("<testsuite "));
+      if (at == std::string::npos) return std::string("?");
+      const auto from = at + std::string(k).size();
+      out += x.substr(from, x.find('"', from) - from) + "|";
+    }
+    return out;
+  };
+  const std::string passing = slurp(dir / "r" / "junit.xml");
+  fs::remove(gone);
+  const Proc bad = run({"run", gone.string(), "--steps", "20", "--mode", "free", "--report", (dir / "r").string()});
+  ASSERT_EQ(bad.rc, 2) << bad.err;
+  const std::string failed = slurp(dir / "r" / "junit.xml");
+  EXPECT_EQ(names(failed), names(passing)) << failed;
+  EXPECT_NE(failed.find("name=\"loop (first 20 steps)\""), std::string::npos) << failed;
+  EXPECT_NE(failed.find("<error message=\"the run failed after 0 steps, before this guest&#39;s end: "), std::string::npos)
+      << failed;
+  EXPECT_EQ(json::parse(slurp(dir / "r" / "summary.json"))["status"], "error");
+}
+
 TEST(RunCommand, StoryPrefixIsCalledAPartialCheck) {
   if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
   const fs::path elf = loop_elf(30);

@@ -250,6 +250,15 @@ inline constexpr const char* kEarlierRunFolder = "earlier-run";
 /// cleared; or when the earlier run to be moved keeps one that another process is using.
 void claim_run_folder(const std::filesystem::path& dir, const std::string& command);
 
+/// Names the run in DIR's "did not finish" summary (claim_run_folder), as its own report will:
+/// the fields of `identity` (an object: "guest", "run" with "mode", "max_steps" and "streams"
+/// of one {"guest": name, "end": "running", "steps": 0, "mismatches": 0}, a campaign's "fuzz"),
+/// so that the JUnit file of a run that fails or is killed before its own report has the test
+/// names the run's report would have, not the command's. Kept by fail_claimed_run_folders.
+/// Does nothing when this process did not claim DIR or the run has written its own summary;
+/// a folder that cannot be written keeps its placeholder (no error).
+void name_claimed_run(const std::filesystem::path& dir, const nlohmann::json& identity);
+
 /// The run in `dir` (new or resumed) ended with a verdict of its own (exact or mismatch, not
 /// interrupted): DIR/earlier-run, the earlier run it replaces, is removed. Returns "" or a note
 /// line: kept because another process is using it (a `--resume DIR/earlier-run` running), or
