@@ -384,13 +384,15 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
         rep.timed_out ? " (" + std::to_string(rep.timed_out) + " of them by running past a budget)" : std::string();
     std::snprintf(line, sizeof line,
                   "mutants %zu (%llu planted): %llu %s a token on the oracle workload%s, %llu of them caught by the "
-                  "corpus; %llu %s none; mutation score %llu/%llu = %s (target %.1f%%); %.1f s; seed %llu\n",
+                  "corpus; %llu %s none; %s %llu/%llu = %s (target %.1f%%); %.1f s; seed %llu\n",
                   rep.mutants.size(), static_cast<unsigned long long>(rep.planted),
                   static_cast<unsigned long long>(rep.non_equivalent), rep.non_equivalent == 1 ? "changes" : "change",
                   by_timeout.c_str(),
                   static_cast<unsigned long long>(rep.caught),
                   static_cast<unsigned long long>(rep.planted - rep.non_equivalent),
                   rep.planted - rep.non_equivalent == 1 ? "changes" : "change",
+                  // a stopped run has no score, only one so far (as mutate.json's score_so_far)
+                  rep.interrupted ? "mutation score so far" : "mutation score",
                   static_cast<unsigned long long>(rep.caught), static_cast<unsigned long long>(rep.non_equivalent),
                   score, 100 * a->target, rep.seconds, static_cast<unsigned long long>(seed));
     if (rep.interrupted)

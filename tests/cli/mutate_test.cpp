@@ -100,6 +100,10 @@ TEST(LockstepMutate, AStopKeepsTheMutantsScored) {
                    std::to_string(scored) + " --mutants " + std::to_string(400 - scored) + ")"),
             std::string::npos)
       << o;
+  // and the text gives a score so far, never a score (found by an outside tester: "mutation score
+  // 1/1 = 100.0%" just before the interrupted line)
+  EXPECT_NE(o.find("; mutation score so far "), std::string::npos) << o;
+  EXPECT_EQ(o.find("; mutation score "), o.find("; mutation score so far ")) << o;
   EXPECT_NE(e.find("lockstep: interrupted: after " + std::to_string(scored) + " of 400 mutants (seed 1)"),
             std::string::npos)
       << e;
