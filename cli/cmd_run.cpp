@@ -230,8 +230,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
     // --json and the report named it).
     // (a chip under test names itself: its identity is shown with its control characters escaped,
     // as dut-check shows it; found by an outside tester)
-    if (!out.chip_hash.empty())
-      ctx.out() << "chip " << out.chip_source << " (" << format::escape_controls(out.chip_hash) << ")\n";
+    // (also when it gave an empty identity: found by an outside tester, the line was left out)
+    if (!out.chip_source.empty())
+      ctx.out() << "chip " << out.chip_source << " ("
+                << (out.chip_hash.empty() ? std::string("no identity") : format::escape_controls(out.chip_hash)) << ")\n";
     if (!out.end_text.empty()) ctx.out() << out.end_text << "\n";
     ctx.out() << engine::result_text(r) << std::flush;
     print_replay_hint(r, req.report_dir);

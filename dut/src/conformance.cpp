@@ -165,9 +165,12 @@ std::string CheckLine::to_string() const {
 
 std::unique_ptr<Connection> open_connection(const DutConfig& config) {
   try {
-    if (!config.command.empty()) return spawn_chip(config.command, config.workdir);
-    return connect_chip(parse_address(config.connect),
-                        std::chrono::milliseconds(static_cast<long long>(config.start_timeout_s * 1000)));
+    std::unique_ptr<Connection> c =
+        !config.command.empty() ? spawn_chip(config.command, config.workdir)
+                                : connect_chip(parse_address(config.connect),
+                                               std::chrono::milliseconds(static_cast<long long>(config.start_timeout_s * 1000)));
+    c->set_answers_only(true);  // the harness's side: a header of no answer's type is refused at once
+    return c;
   } catch (const std::exception& e) {
     throw DutError(std::string("chip under test: ") + e.what());
   }

@@ -138,6 +138,7 @@ DutBackend::DutBackend(const DutConfig& config) : config_(config) {
     throw DutError(std::string("chip under test: ") + e.what());
   }
   conn_->set_stop(config_.stop);
+  conn_->set_answers_only(true);  // a header of no answer's type is refused at once (transport.h)
   // The handshake waits --dut-start-timeout: a chip may load gigabytes of weights first.
   const std::vector<std::uint8_t> ok = request(kHello, encode_hello(h), config_.start_timeout_s);
   try {
@@ -301,6 +302,26 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
   if (timeout_s <= 0) timeout_s = config_.timeout_s;
   std::optional<Frame> f;
   const std::string what = type_name(type);
+  // Bytes waiting before a request are a frame nobody asked for (§3: exactly one answer to each
+  // request, nothing unasked). Read as the next answer, a duplicate would be a wrong token (found
+  // by an outside tester: exit 1 for a chip whose every token was right).
+  if (!last_request_.empty() && conn_->has_input_now()) {
+    std::string sent;
+    try {
+      const std::optional<Frame> extra = conn_->read_frame(deadline(1.0));
+      if (extra) sent = "a " + type_name(extra->type) + " frame";
+    } catch (const StrayText& e) {
+      sent = "text (\"" + e.line() + "\"; print debug output to stderr)";
+    } catch (const std::exception& e) {
+      sent = std::string("bytes that are no frame (") + e.what() + ")";
+    }
+    if (!sent.empty()) {
+      conn_->kill_peer();
+      fail("sent " + sent + " nobody asked for, after its answer to " + last_request_ +
+           " (a chip answers each request with exactly one response and sends nothing unasked, dut-protocol.md §3)");
+    }
+  }
+  last_request_ = request_text(type, payload);
   try {
     const auto until = deadline(timeout_s);
     conn_->write_frame(type, payload, until);

@@ -49,6 +49,10 @@ const char* response_name(std::uint32_t request) {
 
 }  // namespace
 
+bool is_answer_type(std::uint32_t type) {
+  return type == kError || ((type & kResponse) != 0 && request_name(type & ~static_cast<std::uint32_t>(kResponse)) != nullptr);
+}
+
 std::string type_name(std::uint32_t type) {
   if (type == kError) return "ERROR";
   if (const char* n = request_name(type)) return n;

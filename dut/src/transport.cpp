@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -203,7 +204,15 @@ bool Connection::read_exact(std::uint8_t* p, std::size_t n, Clock::time_point de
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
       const int ms = wait_ms(deadline);
-      if (ms == 0 && Clock::now() >= deadline) throw Timeout(peer_ + " did not answer within the timeout");
+      if (ms == 0 && Clock::now() >= deadline) {
+        // Part of a frame came: said, since the chip did write (a header with a wrong length, or
+        // an answer cut short), which "did not answer" would hide.
+        if (got > 0 || !at_frame_start)
+          throw Timeout(peer_ + " did not answer within the timeout: " + std::to_string(got) + " of the " +
+                        std::to_string(n) + " bytes " + (at_frame_start ? "of a frame header" : "its frame header announced") +
+                        " came");
+        throw Timeout(peer_ + " did not answer within the timeout");
+      }
       pollfd pf{rfd_, POLLIN, 0};
       const int ready = ::poll(&pf, 1, std::min(ms, 250));
       stopped("while waiting for its answer");
@@ -262,13 +271,35 @@ std::optional<Frame> Connection::read_frame(Clock::time_point deadline) {
     if (cut) shown = shown.substr(0, kQuote);
     throw StrayText(peer_ + " wrote text where a frame belongs: \"" + shown + (cut ? "...\"" : "\""), shown);
   }
+  if (answers_only_ && !is_answer_type(f.type)) {
+    const std::string name = type_name(f.type);  // a request's name, or "type 0x..."
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%x", f.type);
+    throw Malformed("a frame header of type " + std::string(hex) +
+                    (name.rfind("type ", 0) == 0 ? std::string(", which no message has") : ", a request's (" + name + ")") +
+                    " and length " + std::to_string(length) +
+                    ": the bytes are not a frame of §3 (stray output, or a wrong header); nothing of its payload was read");
+  }
   if (length > kMaxPayload) {
     throw Malformed(type_name(f.type) + " frame: length " + std::to_string(length) + " exceeds the limit " +
                     std::to_string(kMaxPayload));
   }
   f.payload.resize(length);
-  if (length) read_exact(f.payload.data(), length, deadline, false);
+  if (length) {
+    try {
+      read_exact(f.payload.data(), length, deadline, false);
+    } catch (const Timeout& e) {
+      throw Timeout(std::string(e.what()) + " (a " + type_name(f.type) + " frame of length " + std::to_string(length) +
+                    ": too large a length, or an answer cut short)");
+    }
+  }
   return f;
+}
+
+bool Connection::has_input_now() const {
+  if (rfd_ < 0) return false;
+  pollfd p{rfd_, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
 }
 
 // ------------------------------------------------------------------------------------ child

@@ -5,7 +5,9 @@
 //   faulty_chip MODE N CHIP_FILE
 // MODE: exit (exits with status 3), crash (SIGSEGV), hang (answers nothing), garbage (writes text
 // to stdout), shortgarbage (writes "ok\n", shorter than a frame header, then the answer), oversize (a frame header over 64 MiB), short (one token fewer), badid (an id
-// outside the map), error (ERROR 7), wrongtype (OK instead of TOKENS), version (HELLO_OK with
+// outside the map), error (ERROR 7), wrongtype (OK instead of TOKENS), twice (the answer sent twice:
+// a frame nobody asked for), requesthead (4 bytes 01 00 00 00, then the answer: a header of a
+// request's type), version (HELLO_OK with
 // protocol 2), wrongtoken (one token of the answer replaced by another token of trace-v3: a
 // mismatch, not a protocol fault), wrongthenexit (wrongtoken, then exits with status 3 at the
 // first STREAMS request after it, as the shrinker sends: a chip that dies while fuzz shrinks),
@@ -33,7 +35,8 @@
 // with ERROR 1 and then: oversizekeep reads on (it does not end the session), oversizebg exits
 // while a process it started (sleep 30) still holds its stdout. Three break the end of a session
 // (§1, §3.10): byeerror answers BYE with ERROR 7, byenoanswer never answers BYE (and hangs),
-// ignoreeof answers BYE and then hangs instead of exiting at the end of its input. evilname
+// ignoreeof answers BYE and then hangs instead of exiting at the end of its input. noidentity
+// announces an empty identity. evilname
 // announces a name and an identity with control characters (a newline, ESC, BEL, CR);
 // reservedcap sets reserved capability bit 7 in HELLO_OK. mlptwice serves the chip with layer N's
 // MLP output added twice (its W2 and b2 doubled): an executor bug in one sublayer, with every
@@ -135,6 +138,12 @@ class Faulty final : public dut::Connection {
       in_->write_frame(type, dut::encode_hello_ok(h), deadline);
       return;
     }
+    if (mode_ == "noidentity" && type == (dut::kResponse | dut::kHello)) {
+      dut::HelloOk h = dut::decode_hello_ok(payload);
+      h.identity.clear();
+      in_->write_frame(type, dut::encode_hello_ok(h), deadline);
+      return;
+    }
     if (mode_ == "evilname" && type == (dut::kResponse | dut::kHello)) {
       dut::HelloOk h = dut::decode_hello_ok(payload);
       h.name = "evil\nname\x1b[31mred";
@@ -212,7 +221,7 @@ class Faulty final : public dut::Connection {
       return;
     }
     if (mode_ == "freebug" || mode_ == "batchbug" || mode_ == "oversizekeep" || mode_ == "oversizebg" ||
-        mode_ == "byeerror" || mode_ == "byenoanswer" || mode_ == "ignoreeof" || mode_ == "evilname" ||
+        mode_ == "byeerror" || mode_ == "byenoanswer" || mode_ == "ignoreeof" || mode_ == "evilname" || mode_ == "noidentity" ||
         mode_ == "reservedcap" ||
         (mode_ == "zeroprobes" && !(n_ > 0 && tokens && answers_ + 1 == n_))) {
       if (tokens) ++answers_, steps_ += dut::decode_tokens(payload).size();
@@ -248,6 +257,21 @@ class Faulty final : public dut::Connection {
       const char text[] = "ok\n";
       in_->write_raw(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(text), sizeof text - 1), deadline);
       in_->write_frame(type, payload, deadline);
+      return;
+    }
+    if (mode_ == "twice") {  // the answer, then the same answer again, unasked: one write, so both are there at once
+      std::vector<std::uint8_t> two = dut::encode_frame(type, payload);
+      const std::vector<std::uint8_t> again = two;
+      two.insert(two.end(), again.begin(), again.end());
+      in_->write_raw(two, deadline);
+      return;
+    }
+    if (mode_ == "requesthead") {  // 4 stray bytes (a HELLO request's type) before the answer: a header
+      // of type 1 whose length is the answer's type, which no answer has
+      std::vector<std::uint8_t> bytes = {1, 0, 0, 0};
+      const std::vector<std::uint8_t> frame = dut::encode_frame(type, payload);
+      bytes.insert(bytes.end(), frame.begin(), frame.end());
+      in_->write_raw(bytes, deadline);
       return;
     }
     if (mode_ == "oversize") {

@@ -159,6 +159,7 @@ class DutBackend final : public chip::ChipBackend {
   VocabMap vocab_;
   std::vector<std::uint64_t> steps_;   ///< per stream: steps since reset
   mutable std::string fault_;
+  mutable std::string last_request_;  ///< request_text of the last request answered (for a frame nobody asked for)
   mutable bool error_answer_ = false;  ///< fault_ is an ERROR answer to STEP, FORCED or FREE
   mutable bool continuing_ = false;    ///< continue_after_error(): requests pass despite fault_
   mutable std::optional<chip::ProbeMap> probe_map_;

@@ -54,6 +54,8 @@ enum Type : std::uint32_t {
 };
 /// "HELLO", "TOKENS (FORCED)", "ERROR", or "type 0x1234" for an unknown type.
 std::string type_name(std::uint32_t type);
+/// Whether `type` is a chip's answer (§3): ERROR, or kResponse | T for a request type T.
+bool is_answer_type(std::uint32_t type);
 /// A request as error messages name it: type_name(type), and for STEP, FORCED and FREE the steps
 /// it asks for: "FORCED of 256 steps (1 stream)", "STEP of 1 step (4 streams)". A payload too
 /// short to tell gives type_name(type) alone.

@@ -84,7 +84,17 @@ class Connection {
   /// when the header is text (then up to the end of its first line is read, waiting at most
   /// 200 ms more), Malformed for a length over kMaxPayload (nothing of the payload is read),
   /// TransportError for an end of stream inside a frame, Timeout past the deadline.
+  /// With answers_only() set (the harness's side), a header whose type is no answer's
+  /// (is_answer_type) throws Malformed at once, before any of its payload is read: a request's
+  /// type or an unknown one means the bytes are not the frame the header claims, and its length
+  /// cannot be trusted (a wait for it would last until the deadline). A Timeout inside a frame
+  /// says how many of its bytes came.
   virtual std::optional<Frame> read_frame(Clock::time_point deadline);
+  /// Sets whether read_frame accepts only answers' types (see there). Default: false.
+  void set_answers_only(bool on) { answers_only_ = on; }
+  /// Whether bytes (or the end of the stream) can be read now, without waiting: before a
+  /// request, bytes are a frame nobody asked for (§3: the chip sends nothing unasked).
+  bool has_input_now() const;
 
   /// A one-line description of the peer, for error messages ("chip process 'python3 x.py'").
   const std::string& peer() const { return peer_; }
@@ -116,6 +126,7 @@ class Connection {
   int rfd_ = -1, wfd_ = -1;
   std::string peer_;
   const std::atomic<bool>* stop_ = nullptr;
+  bool answers_only_ = false;
   /// poll()'s timeout until `deadline`: at most 100 ms with a stop flag (checked by stopped()).
   int wait_ms(Clock::time_point deadline) const;
   /// Throws Stopped (naming `what`) when the stop flag is set.
