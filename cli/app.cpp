@@ -115,7 +115,8 @@ void install_interrupt_fallback(const std::string& command, bool json) {
   g_interrupt_line = "lockstep: interrupted: " + why + "\n";
   g_interrupt_json.clear();
   if (json) {
-    nlohmann::ordered_json j = {{"status", "interrupted"}, {"steps", 0}, {"mismatches", 0}, {"interrupted", why},
+    nlohmann::ordered_json j = {{"status", "interrupted"}, {"steps", 0}, {"mismatches", 0}, {"interrupted", true},
+                                {"interrupted_reason", why},
                                 {"command", command}};
     g_interrupt_json = format::json_text(j) + "\n";
   }

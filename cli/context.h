@@ -49,7 +49,7 @@ struct GlobalOptions {
 /// plus any fields a command adds with set().  The status is derived: "error"
 /// once fail() was called, else "mismatch" when mismatches > 0, else
 /// "interrupted" once interrupt() was called, else "exact".  An interrupted
-/// summary also carries "interrupted": "<one line>" (also beside "mismatch").
+/// summary also carries "interrupted": true and "interrupted_reason": "<one line>" (also beside "mismatch").
 /// The driver (run_main) emits it exactly once, also when a command throws, so
 /// a partial summary (e.g. steps compared before the error) is never lost.
 class Summary {

@@ -578,6 +578,7 @@ json summary_json(const std::string& command, const RunResult& r, const std::str
             {"seconds", r.seconds},
             {"steps_per_second", r.steps_per_second},
             {"diagnosis_seconds", r.diagnosis_seconds}};
+  if (r.interrupted) s["interrupted"] = true;  // as --json (also beside a mismatch)
   if (r.streams.size() == 1) {
     const StreamResult& one = r.streams.front();
     if (!one.end.empty()) s["end"] = one.end;

@@ -197,6 +197,13 @@ TEST(Summary, StatusStepsMismatchesAndExitCodes) {
   EXPECT_EQ(j["mismatches"], 1u);
   EXPECT_EQ(j["program"], "addi-chain");
   EXPECT_EQ(j.begin().key(), "status");
+  // "interrupted" is true in --json as in summary.json, its line beside it (found by an outside
+  // tester: a string here and a boolean there)
+  Summary i;
+  i.interrupt("after 7\nsteps");
+  EXPECT_EQ(i.status(), "interrupted");
+  EXPECT_EQ(i.to_json()["interrupted"], true);
+  EXPECT_EQ(i.to_json()["interrupted_reason"], "after 7 steps");
 }
 
 TEST(Summary, ReservedKeysAndSingleEmit) {

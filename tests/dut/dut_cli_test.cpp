@@ -1361,7 +1361,7 @@ TEST_F(DutCli, AMergeOfShardsKeepsAShardsErrorAndFindsMovedCases) {
             std::string::npos)
       << half.err;
   EXPECT_EQ(summary_of(half)["status"], "mismatch");
-  EXPECT_NE(summary_of(half)["interrupted"].dump().find("a partial campaign"), std::string::npos) << summary_of(half).dump();
+  EXPECT_NE(summary_of(half)["interrupted_reason"].dump().find("a partial campaign"), std::string::npos) << summary_of(half).dump();
 }
 
 }  // namespace
