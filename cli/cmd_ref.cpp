@@ -20,6 +20,7 @@
 // SIGINT/SIGTERM ends it early: "interrupted" (end "interrupted"), exit code 3.  Bad input
 // (unreadable or malformed ELF, image outside RAM, missing signature symbols) is "error" with
 // exit code 2 and one line on stderr.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -129,7 +130,42 @@ void write_signature(const ref::Machine& m, const format::GuestImage& image, con
   }
 }
 
+// Whether `path` names the file `fd` has open, or the file `other` (found by an outside tester:
+// `ref --trace G.elf G.elf` replaced the guest with its trace and reported success).
+bool is_file_of_fd(const std::string& path, int fd) {
+  struct stat a{}, b{};
+  return ::stat(path.c_str(), &a) == 0 && ::fstat(fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+bool same_file(const std::string& path, const std::string& other) {
+  struct stat a{}, b{};
+  return ::stat(path.c_str(), &a) == 0 && ::stat(other.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// The files ref writes are never its guest, each other, or its own stdout or stderr, and the
+// trace is a file it can seek in (its header is written last, trace.md §6).
+void check_output_paths(const RefOptions& opt) {
+  auto check = [&](const char* option, const std::string& path) {
+    if (path.empty()) return;
+    if (same_file(path, opt.program))
+      throw InputError(std::string(option) + " " + path + " is the guest " + opt.program +
+                       " itself: writing it would destroy the guest; give another file");
+    if (is_file_of_fd(path, 1) || is_file_of_fd(path, 2))
+      throw InputError(std::string(option) + " " + path + " is where this command's " +
+                       (is_file_of_fd(path, 1) ? "stdout" : "stderr") +
+                       " goes: the guest's output and the file would be mixed; give another file");
+    struct stat st{};
+    if (std::string(option) == "--trace" && ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      throw InputError("--trace " + path + " is not a regular file (a pipe, a terminal or a device): the trace's header "
+                       "is written last, by seeking back to the start (trace.md §6); give a file");
+  };
+  check("--trace", opt.trace);
+  check("--signature", opt.signature);
+  if (!opt.trace.empty() && !opt.signature.empty() && (opt.trace == opt.signature || same_file(opt.trace, opt.signature)))
+    throw InputError("--trace and --signature name one file, " + opt.trace + ": give two");
+}
+
 void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop) {
+  check_output_paths(opt);
   format::GuestImage image;
   ref::Machine m;
   try {

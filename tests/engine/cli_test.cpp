@@ -201,6 +201,37 @@ TEST(RunCommand, ShowsTheGuestsExitStatus) {
       << cut.out;
 }
 
+// ref never writes its trace or signature over its guest (found by an outside tester: `ref --trace
+// G.elf G.elf` replaced the guest with its trace and exited 0), over one another, or into a file
+// it cannot seek in; each is one line, exit 2, and the guest stays as it was.
+TEST(RefCommand, RefusesToWriteOverItsGuestOrIntoAPipe) {
+  const fs::path dir = temp_dir("ref-outputs");
+  const fs::path elf = dir / "hi.elf";
+  format::write_elf_file(elf, testing::make_loop_guest(2).image);
+  const std::string before = slurp(elf);
+  fs::create_symlink(elf, dir / "link.elf");
+  struct Row {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Row> rows = {
+      {{"ref", "--trace", elf.string(), elf.string()}, "--trace " + elf.string() + " is the guest " + elf.string() + " itself"},
+      {{"ref", "--trace", (dir / "link.elf").string(), elf.string()}, " itself: writing it would destroy the guest"},
+      {{"ref", "--signature", elf.string(), elf.string()}, "--signature " + elf.string() + " is the guest "},
+      {{"ref", "--trace", (dir / "t").string(), "--signature", (dir / "t").string(), elf.string()},
+       "--trace and --signature name one file"},
+      {{"ref", "--trace", "/dev/null", elf.string()}, "--trace /dev/null is not a regular file"},
+  };
+  for (const Row& r : rows) {
+    const Proc p = run(r.args);
+    EXPECT_EQ(p.rc, 2) << r.says << p.err;
+    EXPECT_NE(p.err.find("lockstep: error: " + r.args[1]), std::string::npos) << p.err;
+    EXPECT_NE(p.err.find(r.says), std::string::npos) << p.err;
+    EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
+    EXPECT_EQ(slurp(elf), before) << "the guest was written over";
+  }
+}
+
 // `ref --steps N` writes only the console bytes whose OUT/ERR tokens are in the N steps, as
 // `run` and the trace do (trace.md §1; found by an outside tester: a step limit inside a write
 // printed the whole write). Its report starts a line of its own after guest output to fd 2 that
