@@ -307,6 +307,13 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
     if (place.word) ctx.summary.set("word", *place.word);
     if (place.access) ctx.summary.set("address", place.access->address);
     if (place.access && place.access->end) ctx.summary.set("record_end", *place.access->end);
+    // what the text says after the pc (the access, a jump's target), as one line (found by an
+    // outside tester: a misaligned jump's target was only in the text)
+    ctx.summary.set("trap_text", place.text().empty() ? std::string() : place.text().substr(1));
+  }
+  if (self_loop) {  // where the guest loops, as the text says (found by an outside tester)
+    ctx.summary.set("pc", m.pc());
+    ctx.summary.set("word", m.read_word(m.pc()));
   }
   // isa.md §6: retired means completed; an instruction the step limit cut is not counted.
   ctx.summary.set("instructions_retired", m.instructions_completed());
@@ -353,12 +360,18 @@ void run_ref(const RefOptions& opt, Context& ctx, const std::atomic<bool>* stop)
     line += "step limit reached";
   }
   line += ", " + std::to_string(m.instructions_completed()) + " instructions retired, " + std::to_string(m.steps()) +
-          " trace steps";
+          " trace steps";  // always plural: scripts parse this line (tests/guests/run_process.cpp does)
   // The report starts a line of its own (guests.md: the last stderr line is the report), also
   // after guest output that did not end in a newline (found by an outside tester).
   const bool shared_terminal = ::isatty(1) && ::isatty(2);
   if (last_err != '\n' || (shared_terminal && last_any != '\n')) line.insert(0, "\n");
-  std::cerr << line << "\n";
+  std::cerr << line << "\n" << std::flush;
+  // The guest's fd 2 is part of its output, as fd 1 is (found by an outside tester: with stderr
+  // on a full disk the run exited 0, its stderr bytes lost)
+  if (!std::cerr) {
+    std::cerr.clear();
+    throw InputError("cannot write stderr (the guest's output to fd 2 and this report are incomplete)");
+  }
   if (interrupted) throw Interrupted("after " + std::to_string(m.steps()) + " trace steps");
   if (r.stop == ref::Stop::kTrap && !opt.allow_trap) {
     throw InputError("the guest ended in trap " + std::to_string(m.trap_code()) + " " +

@@ -109,6 +109,10 @@ TEST_F(LockstepRef, ConsolePassesThroughAndSignature) {
   EXPECT_EQ(r.out, "hi\n");
   EXPECT_NE(r.err.find("exit 3"), std::string::npos) << r.err;
   EXPECT_EQ(slurp(dir / "sig"), "000a6968\ndeadbeef\n00000000\n");
+  // stderr that cannot be written is an incomplete output, as stdout's is (found by an outside
+  // tester: exit 0 with the guest's fd-2 bytes lost)
+  const int full = std::system((std::string(LOCKSTEP_EXE) + " ref " + path + " >/dev/null 2>/dev/full").c_str());
+  EXPECT_TRUE(WIFEXITED(full) && WEXITSTATUS(full) == 2) << full;
   r = run("ref " + path + " --json");
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["stdout"], "hi\n");
@@ -256,6 +260,14 @@ TEST_F(LockstepRef, TrapLineSaysWhyForAJumpAndAnEcall) {
                        " (word 0x000280e7), jump target 0x" + hex8(kCode + 0x12) + ","),
             std::string::npos)
       << r.err;
+  // --json says it too (found by an outside tester: the target was only in the text)
+  const auto jr = nlohmann::json::parse(run("ref " + (dir / "jalr.elf").string() + " --json").out);
+  EXPECT_EQ(jr["trap_text"], "(word 0x000280e7), jump target 0x" + hex8(kCode + 0x12)) << jr.dump();
+  // and where a guest that can never exit loops
+  const auto jl = nlohmann::json::parse(run("ref " + elf("self.elf", progen::image_from_code({0x0000006fu})) + " --json").out);
+  EXPECT_EQ(jl["end"], "self_loop") << jl.dump();
+  EXPECT_EQ(jl["pc"], kCode) << jl.dump();
+  EXPECT_EQ(jl["word"], 0x0000006fu) << jl.dump();
   auto ecall = [&](u32 a7, u32 fd, u32 len) {
     std::vector<u32> c;
     progen::emit_li(c, 17, a7);
