@@ -357,10 +357,24 @@ void add_story_command(CLI::App& app, Context& ctx) {
     req.options.expected_rounds = ref.steps;
     req.options.on_progress = [&progress](const engine::Progress& p) { progress.update(p); };
     std::string story;
+    // Without a terminal, progress comes as whole lines on stderr, which may be where the story
+    // goes too (--json, or 2>&1): the story is then printed a whole line at a time, so that no
+    // progress line lands inside one of its lines (found by an outside tester).
+    const bool whole_lines = !progress.terminal();
+    std::string pending;  // the story's line not printed yet (whole_lines)
     req.on_output = [&](std::size_t, char ch) {
       story += ch;
       progress.output(ch);
-      if (live) out << ch << std::flush;
+      if (!live) return;
+      if (!whole_lines) {
+        out << ch << std::flush;
+        return;
+      }
+      pending += ch;
+      if (ch == '\n') {
+        out << pending << std::flush;
+        pending.clear();
+      }
     };
     req.trap_is_error = true;  // the story's guest ends with exit; a trap is never a pass
     // The story's own fields, in summary.json as on stdout (found by an outside tester: the saved
@@ -382,7 +396,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
       res = engine::run_check(req, std::cerr);
     } catch (const engine::RunFailed& e) {
       progress.clear();
-      if (!live) out << story;
+      out << (live ? pending : story);
       if (!story.empty() && story.back() != '\n') out << "\n";  // the guest's text ends mid-line
       report_partial(ctx, e);
       throw InputError(e.what());
@@ -392,7 +406,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     }
     progress.clear();
     if (!res.capability_notes.empty()) ctx.summary.set("capability_notes", res.capability_notes);
-    if (!live) out << story;
+    out << (live ? pending : story);
     const engine::RunResult& r = res.result;
     ctx.summary.add_steps(r.steps);
     ctx.summary.add_mismatches(r.mismatches);
@@ -426,7 +440,10 @@ void add_story_command(CLI::App& app, Context& ctx) {
     // --steps N below the story's length compares a prefix: say so, so that it never reads as
     // the whole story's pass (the reference ran the same prefix: reference_end "step_limit")
     const bool partial = r.streams.size() == 1 && r.streams[0].end == "step_limit";
-    const bool forced_only = !partial && !r.interrupted && c.mode == engine::Mode::kFree && free_running_steps(c, r) == 0;
+    // (a story that diverged in its teacher-forced prefix is a mismatch, not a teacher-forced-only
+    // check: found by an outside tester, its last line said "not the story check")
+    const bool forced_only = !partial && !r.interrupted && r.mismatches == 0 && c.mode == engine::Mode::kFree &&
+                             free_running_steps(c, r) == 0;
     ctx.summary.set("story_complete", story_complete(c, r));
     char line[300];
     std::snprintf(line, sizeof line, "story: %llu steps compared, %llu mismatches, %.0f steps/s%s\n",

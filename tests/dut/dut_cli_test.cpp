@@ -967,6 +967,16 @@ TEST_F(DutCli, DutCheckEscapesTheChipsText) {
     EXPECT_EQ(r.out.find(std::string("\n") + line_start), std::string::npos) << r.out;
 }
 
+// A story whose chip diverges inside the teacher-forced prefix is a mismatch; its last line does
+// not call it a teacher-forced-only check (found by an outside tester: it ended "every step
+// teacher-forced ..., none free-running: not the story check").
+TEST_F(DutCli, AStoryThatDivergesWhileTeacherForcedIsAMismatchOnly) {
+  const Result r = run_lockstep({"--models", "synthetic", "story", "--dut", kFaulty + " wrongtoken 3 " + kChip});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find(", 1 mismatches, "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("not the story check"), std::string::npos) << r.out;
+}
+
 // A chip with an empty identity is still named in run's output (found by an outside tester: the
 // "chip ..." line was left out, so nothing said which chip gave the verdict).
 TEST_F(DutCli, AChipWithNoIdentityIsStillNamed) {
