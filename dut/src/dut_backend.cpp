@@ -178,12 +178,21 @@ DutBackend::~DutBackend() {
   // BYE when the session is sound; then (Connection's destructor) close our side, wait up to 5 s
   // for a child to exit, SIGTERM, 2 s more, SIGKILL (§1). A chip that timed out was killed already.
   if (fault_.empty()) {
+    // A chip that does not answer BYE breaks §3.10: said (found by an outside tester: only the
+    // seconds it then took to exit were).
+    std::string bye;
     try {
       const auto until = Connection::Clock::now() + std::chrono::seconds(5);
       conn_->write_frame(kBye, {}, until);
-      (void)conn_->read_frame(until);
-    } catch (const std::exception&) {
+      const std::optional<Frame> f = conn_->read_frame(until);
+      if (!f) bye = "closed its side instead of answering BYE";
+      else if (f->type != (kResponse | kBye)) bye = "answered BYE with " + type_name(f->type) + ", not OK";
+    } catch (const Timeout&) {
+      bye = "did not answer BYE within 5 s";
+    } catch (const std::exception& e) {
+      bye = std::string("BYE: ") + e.what();
     }
+    if (!bye.empty()) std::cerr << "lockstep: warn: " << conn_->peer() << " " << bye << " (dut-protocol.md §3.10)\n";
   }
   // A chip that ignores the end of its session costs seconds: say so, not silently.
   const std::string note = conn_->finish();

@@ -365,11 +365,11 @@ class ChildConnection final : public Connection {
     if (pid_ > 0 && exit_status(std::chrono::milliseconds(5000)).empty()) {
       ::kill(pid_, SIGTERM);
       if (!exit_status(std::chrono::milliseconds(2000)).empty()) {
-        note = "did not exit within 5 s of the end of its input (end of file on its stdin, after BYE when the session ended normally): ended with SIGTERM";
+        note = "did not exit within 5 s of the end of its input (end of file on its stdin): ended with SIGTERM";
       } else {
         ::kill(pid_, SIGKILL);
         exit_status(std::chrono::milliseconds(5000));
-        note = "did not exit within 5 s of the end of its input (end of file on its stdin, after BYE when the session ended normally), nor 2 s after "
+        note = "did not exit within 5 s of the end of its input (end of file on its stdin), nor 2 s after "
                "SIGTERM: killed with SIGKILL";
       }
     }

@@ -112,10 +112,15 @@ TEST_F(DutCli, AChipThatOutlivesItsSessionIsNamed) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(summary_of(r)["status"], "exact");
   EXPECT_NE(r.err.find("lockstep: warn: chip process '" + lingering +
-                       "' did not exit within 5 s of the end of its input (end of file on its stdin, after BYE when the session ended normally): "
+                       "' did not exit within 5 s of the end of its input (end of file on its stdin): "
                        "ended with SIGTERM"),
             std::string::npos)
       << r.err;
+  // A chip that answers BYE with anything but OK is named too (found by an outside tester: only
+  // the seconds an unanswered BYE cost were).
+  const Result bye = run_lockstep({"run", crc32_.string(), "--steps", "200", "--dut", kFaulty + " byeerror 0 " + kChip});
+  ASSERT_EQ(bye.exit_code, 0) << bye.err;
+  EXPECT_NE(bye.err.find("' answered BYE with ERROR, not OK (dut-protocol.md §3.10)\n"), std::string::npos) << bye.err;
   // A chip that exits at the end of its input costs no warning.
   const Result ok = run_lockstep({"run", crc32_.string(), "--steps", "2000", "--dut", server_cmd()});
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
