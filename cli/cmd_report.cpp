@@ -45,7 +45,10 @@ void add_report_command(CLI::App& app, Context& ctx) {
     if (s.contains("digest")) ctx.summary.set("digest", s["digest"]);
     if (s.contains("replay")) ctx.summary.set("replay", s["replay"]);
     ctx.out() << "the run's status: " << status << "\n";
-    if (status == "interrupted") ctx.summary.interrupt("the run in " + *dir + " was interrupted");
+    // with the one line every interrupted command gives (found by an outside tester: exit 3 and
+    // no "lockstep: interrupted:" line)
+    if (status == "interrupted") throw Interrupted("the run in " + *dir + " was interrupted after " +
+                                                   std::to_string(s.value("steps", std::uint64_t{0})) + " steps");
     if (status == "error") {
       throw InputError("the run in " + *dir + " ended in an error: " + s.value("error", std::string("?")));
     }

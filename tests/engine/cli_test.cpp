@@ -957,6 +957,16 @@ TEST(ReportCommand, VerdictEmptySummaryAndPage) {
   EXPECT_NE(html.find("<details><summary>Summary JSON"), std::string::npos);
   EXPECT_NE(html.find("lockstep replay " + dir.string()), std::string::npos);
   EXPECT_EQ(html.find("<h2>Plots</h2>"), std::string::npos) << "nothing here is worth a plot";
+  // An interrupted run's folder: exit 3 and the one line every interrupted command gives (found
+  // by an outside tester: no such line)
+  std::ofstream(dir / "summary.json", std::ios::trunc)
+      << json{{"status", "interrupted"}, {"command", "run"}, {"steps", 42}, {"mismatches", 0}}.dump();
+  const Proc stopped = run({"report", dir.string(), "--json"});
+  EXPECT_EQ(stopped.rc, 3) << stopped.err;
+  EXPECT_NE(stopped.err.find("lockstep: interrupted: the run in " + dir.string() + " was interrupted after 42 steps\n"),
+            std::string::npos)
+      << stopped.err;
+  EXPECT_EQ(json::parse(stopped.out)["interrupted"], true);
   std::ofstream(dir / "summary.json", std::ios::trunc).close();
   expect_one_error_line(run({"report", dir.string()}), (dir / "summary.json").string() + " is empty (0 bytes)");
 }
