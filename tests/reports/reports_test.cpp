@@ -806,5 +806,26 @@ TEST(Render, RefusesASummaryNestedTooDeep) {
   EXPECT_FALSE(fs::exists(dir / kHtmlFile));
 }
 
+// A key given twice in one object is refused, not read with its last value (found by an outside
+// tester: a case.json and a summary.json with two "steps"); the same key in two objects is fine.
+TEST(Render, RefusesAKeyGivenTwiceInOneObject) {
+  setenv("LOCKSTEP_GNUPLOT", "none", 1);
+  const fs::path dir = temp_dir("render-twice");
+  std::ofstream(dir / kSummaryFile) << R"({"status":"exact","steps":0,"mismatches":0,"run":{"steps":0},"steps":5})";
+  try {
+    render_report(dir);
+    ADD_FAILURE() << "rendered";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "report: " + (dir / kSummaryFile).string() +
+                                         ": the key \"steps\" appears twice in one object (which of its values counts "
+                                         "is not known): not a file lockstep wrote");
+  }
+  EXPECT_FALSE(fs::exists(dir / kHtmlFile));
+  std::ofstream(dir / kSummaryFile, std::ios::trunc)
+      << R"({"status":"exact","steps":0,"mismatches":0,"run":{"steps":0,"streams":[{"steps":0},{"steps":0}]}})";
+  EXPECT_NO_THROW(render_report(dir));
+  unsetenv("LOCKSTEP_GNUPLOT");
+}
+
 }  // namespace
 }  // namespace lockstep::reports

@@ -10,7 +10,9 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -61,13 +63,26 @@ inline void write_file_text(const std::filesystem::path& path, const std::string
 /// may have edited: arrays and objects nest at most `max_depth` levels (lockstep's files nest
 /// fewer than 10), so that no input drives a recursive walk (the report's checks, its HTML) out
 /// of stack or into a quadratic page (found by an outside tester: 100,000 levels crashed
-/// `lockstep report`, 20,000 wrote an 800 MB page). Throws nlohmann::json::exception when
-/// `text` is not JSON, std::runtime_error "WHAT nests deeper than N levels ..." when too deep.
+/// `lockstep report`, 20,000 wrote an 800 MB page). An object may not name one key twice (JSON
+/// leaves which value counts to the reader: found by an outside tester, a case.json with two
+/// "steps" was read with the last). Throws nlohmann::json::exception when `text` is not JSON,
+/// std::runtime_error "WHAT nests deeper than N levels ..." when too deep and "WHAT: the key
+/// "K" appears twice in one object ..." for a repeated key.
 inline nlohmann::json parse_json_text(const std::string& text, const std::string& what, int max_depth = 64) {
-  const nlohmann::json::parser_callback_t limit = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+  std::vector<std::set<std::string>> keys;  // of each object open, innermost last
+  const nlohmann::json::parser_callback_t limit = [&](int depth, nlohmann::json::parse_event_t event,
+                                                      nlohmann::json& parsed) {
     if (depth > max_depth) {
       throw std::runtime_error(what + " nests arrays and objects deeper than " + std::to_string(max_depth) +
                                " levels: not a file lockstep wrote");
+    }
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) keys.emplace_back();
+    if (event == E::object_end && !keys.empty()) keys.pop_back();
+    if (event == E::key && !keys.empty() && parsed.is_string() && !keys.back().insert(parsed.get<std::string>()).second) {
+      throw std::runtime_error(what + ": the key \"" + parsed.get<std::string>() +
+                               "\" appears twice in one object (which of its values counts is not known): not a file "
+                               "lockstep wrote");
     }
     return true;
   };
