@@ -1005,6 +1005,18 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
           break;
         }
       }
+      // A chip under test whose answers fell out of step with the requests (a frame sent twice,
+      // or unasked): this batch's divergences may be earlier requests' answers read as their own,
+      // so they are no finding about the chip and are set aside; the fault ends the campaign as an
+      // error (found by an outside tester: a chip that sent one answer twice got a failing case).
+      if (!fault.empty() && backend->fault_is_out_of_step() && !fails.empty()) {
+        failing_streams -= fails.size();
+        fault += "; the " + std::to_string(fails.size()) + (fails.size() == 1 ? " divergence" : " divergences") +
+                 " of programs " + std::to_string(batch.front().index) + ".." + std::to_string(batch.back().index) +
+                 " found before it " + (fails.size() == 1 ? "is" : "are") +
+                 " not reported: an earlier request's answer may have been read as a step's";
+        fails.clear();
+      }
       // A batch cut short (interrupted, or its chip failed) is not counted: its programs were not
       // all checked in every mode, so `next` (fuzz.json) is its first program, where a campaign
       // continued with --first runs it again; a mismatch it found is still saved below.

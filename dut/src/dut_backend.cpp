@@ -305,6 +305,19 @@ std::string exit_hint(const std::string& st, const std::string& command, const s
 }
 }  // namespace
 
+namespace {
+// After "the wrong batch size": an answer as long as the one before it may be that answer again.
+constexpr const char* kCopyNote =
+    ", as many tokens as the answer before it: an answer sent twice? the chip's answers may be out of step with the "
+    "requests)";
+}  // namespace
+
+bool DutBackend::repeats_last_answer(std::size_t tokens) const {
+  if (tokens != last_answer_tokens_ || !fault_.empty()) return false;
+  out_of_step_ = true;
+  return true;
+}
+
 std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vector<std::uint8_t>& payload,
                                               double timeout_s) const {
   if (!fault_.empty() && !continuing_) throw DutError(fault_);
@@ -326,6 +339,7 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
     }
     if (!sent.empty()) {
       conn_->kill_peer();
+      if (fault_.empty()) out_of_step_ = true;
       fail("sent " + sent + " nobody asked for, after its answer to " + last_request_ +
            " (a chip answers each request with exactly one response and sends nothing unasked, dut-protocol.md §3)");
     }
@@ -379,7 +393,13 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
     }
   }
   if (f->type != (kResponse | type)) {
-    fail("answered " + what + " with " + type_name(f->type) + " (expected " + type_name(kResponse | type) + ")");
+    // Another request's answer: the answers are out of step with the requests (a frame sent
+    // twice, or unasked), so the answers before it may not be the ones they seemed.
+    if (fault_.empty() && is_answer_type(f->type)) out_of_step_ = true;
+    fail("answered " + what + " with " + type_name(f->type) + " (expected " + type_name(kResponse | type) + ")" +
+         (is_answer_type(f->type) ? ": another request's answer (the chip's answers may be out of step with the requests: "
+                                    "a frame sent twice, or unasked)"
+                                  : ""));
   }
   return std::move(f->payload);
 }
@@ -489,10 +509,13 @@ void DutBackend::step_batch(std::span<const chip::StreamId> streams, std::span<c
     fail(std::string("malformed frame in answer to STEP: ") + ex.what());
   }
   if (ids.size() != streams.size()) {
+    const bool copy = repeats_last_answer(ids.size());
     fail("answered STEP of " + std::to_string(streams.size()) + (streams.size() == 1 ? " stream" : " streams") +
-             " with " + std::to_string(ids.size()) + (ids.size() == 1 ? " token" : " tokens") + " (the wrong batch size)",
-         true);
+             " with " + std::to_string(ids.size()) + (ids.size() == 1 ? " token" : " tokens") + " (the wrong batch size" +
+             (copy ? kCopyNote : ")"),
+         !copy);
   }
+  last_answer_tokens_ = ids.size();
   for (std::size_t i = 0; i < streams.size(); ++i) out[i] = from_chip(ids[i], streams[i], ++steps_[streams[i]]);
 }
 
@@ -532,10 +555,12 @@ void DutBackend::teacher_forced_batch(std::span<const chip::StreamId> streams, s
       fail(std::string("malformed frame in answer to FORCED: ") + ex.what());
     }
     if (ids.size() != in.size()) {
+      const bool copy = repeats_last_answer(ids.size());
       fail("answered FORCED of " + std::to_string(in.size()) + " steps with " + std::to_string(ids.size()) +
-               " tokens (the wrong batch size)",
-           true);
+               " tokens (the wrong batch size" + (copy ? kCopyNote : ")"),
+           !copy);
     }
+    last_answer_tokens_ = ids.size();
     std::size_t at = 0;
     for (std::size_t k = 0; k < e.size(); ++k) {
       const std::size_t i = which[k];
@@ -583,10 +608,12 @@ void DutBackend::free_running_batch(std::span<const chip::StreamId> streams, std
       fail(std::string("malformed frame in answer to FREE: ") + ex.what());
     }
     if (ids.size() != steps) {
+      const bool copy = repeats_last_answer(ids.size());
       fail("answered FREE of " + std::to_string(steps) + " steps with " + std::to_string(ids.size()) +
-               " tokens (the wrong batch size)",
-           true);
+               " tokens (the wrong batch size" + (copy ? kCopyNote : ")"),
+           !copy);
     }
+    last_answer_tokens_ = ids.size();
     std::size_t at = 0;
     for (std::size_t k = 0; k < e.size(); ++k) {
       const std::size_t i = which[k];

@@ -276,7 +276,7 @@ std::optional<Frame> Connection::read_frame(Clock::time_point deadline) {
     char hex[16];
     std::snprintf(hex, sizeof hex, "0x%x", f.type);
     throw Malformed("a frame header of type " + std::string(hex) +
-                    (name.rfind("type ", 0) == 0 ? std::string(", which no message has") : ", a request's (" + name + ")") +
+                    (name.rfind("type ", 0) == 0 ? std::string(", which no message has,") : ", a request's (" + name + "),") +
                     " and length " + std::to_string(length) +
                     ": the bytes are not a frame of §3 (stray output, or a wrong header); nothing of its payload was read");
   }

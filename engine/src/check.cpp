@@ -1010,6 +1010,29 @@ void write_failed_report(const fs::path& dir, const json& s, std::ostream& err) 
 }
 }  // namespace
 
+namespace {
+// A divergence found before a chip under test's answers fell out of step with its requests
+// (ChipBackend::fault_is_out_of_step) may be another request's answer read as its own: no finding
+// about the chip (found by an outside tester: a chip that sent one answer twice was reported as
+// computing a wrong token, exit 1). The run is an error; these say what was set aside.
+std::string not_a_finding(const RunResult& r) {
+  std::string steps;
+  for (const StreamResult& s : r.streams)
+    if (s.divergence) steps += (steps.empty() ? "" : ", ") + std::to_string(s.divergence->step);
+  return "; the divergence found before it (at step " + steps +
+         ") is not reported: it may be an earlier request's answer read as that step's";
+}
+RunResult without_divergences(RunResult r) {
+  for (StreamResult& s : r.streams) {
+    s.divergence.reset();
+    s.mismatches = 0;
+    if (s.end == "diverged") s.end = "running";  // it never reached its end
+  }
+  r.mismatches = 0;
+  return r;
+}
+}  // namespace
+
 CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   const Case& c = req.the_case;
   CheckOutcome out;
@@ -1232,6 +1255,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       // in the replay was reported as a broken job, exit 2). Without a divergence it is an error.
       // (An exception without a chip fault is an internal error: always an error.)
       if (partial.mismatches == 0 || fault.empty()) throw failed(fault.empty() ? std::string(e.what()) : fault, partial);
+      if (backend->fault_is_out_of_step()) throw failed(fault + not_a_finding(partial), without_divergences(partial));
       out.result = std::move(partial);
       out.chip_fault = fault;
     }
@@ -1240,6 +1264,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   // run as an error (its verdict cannot be trusted), unless a divergence came before the fault.
   if (const std::string fault = backend->fault(); !fault.empty() && !out.result.interrupted && out.chip_fault.empty()) {
     if (out.result.mismatches == 0) throw failed(fault, out.result);
+    if (backend->fault_is_out_of_step()) throw failed(fault + not_a_finding(out.result), without_divergences(out.result));
     out.chip_fault = fault;
   }
   if (req.trap_is_error && out.result.mismatches == 0 && !out.result.interrupted)

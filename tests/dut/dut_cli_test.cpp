@@ -386,7 +386,7 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
       {"twice", 3, "sent a TOKENS (FORCED) frame nobody asked for, after its answer to FORCED of "},
       // A header of a request's type is refused at once, not waited on for its length (found by
       // an outside tester: 10 minutes of --dut-start-timeout for 4 stray bytes).
-      {"requesthead", 3, "malformed frame in answer to FORCED: a frame header of type 0x1, a request's (HELLO) and length 32773"},
+      {"requesthead", 3, "malformed frame in answer to FORCED: a frame header of type 0x1, a request's (HELLO), and length 32773"},
       {"version", 0, "speaks protocol version 2"},
   };
   for (const Fault& f : faults) {
@@ -970,6 +970,45 @@ TEST_F(DutCli, DutCheckEscapesTheChipsText) {
   EXPECT_EQ(r.out.find('\r'), std::string::npos);
   for (const char* line_start : {"evil", "name", "red"})
     EXPECT_EQ(r.out.find(std::string("\n") + line_start), std::string::npos) << r.out;
+}
+
+// A chip that sends an answer twice, the copy after the harness's next request went out: the copy
+// is read as that request's answer and may diverge, but the next answer of another type shows the
+// answers out of step, and the divergence is set aside: a broken adapter (exit 2), never a finding
+// about the chip (found by an outside tester: exit 1 and a failing fuzz case for a chip whose every
+// token was right).
+TEST_F(DutCli, AnAnswerSentTwiceIsAProtocolErrorNotADivergence) {
+  const std::string twice = kFaulty + " twicelate 2 " + kChip;
+  const fs::path dir = fresh_dir("twice-late");
+  // (the 8th answer's copy is as long as the 9th request asks for: it diverges, and the replay's
+  // RESET then gets the 9th answer)
+  const Result r = run_lockstep({"run", crc32_.string(), "--steps", "40000", "--json", "--report", (dir / "run").string(),
+                                 "--dut", kFaulty + " twicelate 8 " + kChip});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  const auto lines = error_lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find("answered RESET with TOKENS (FORCED) (expected OK (RESET)): another request's answer (the "
+                          "chip's answers may be out of step with the requests"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find(") is not reported: it may be an earlier request's answer read as that step's"), std::string::npos)
+      << lines[0];
+  const json s = summary_of(r);
+  EXPECT_EQ(s["status"], "error");
+  EXPECT_EQ(s["mismatches"], 0);
+  const json saved = json::parse(slurp(dir / "run" / "summary.json"));
+  EXPECT_EQ(saved["status"], "error");
+  EXPECT_TRUE(saved["run"]["streams"][0]["divergence"].is_null()) << saved.dump();
+  const Result f = run_lockstep({"fuzz", "--programs", "4", "--seed", "5", "--ops", "add", "--mode", "forced", "--report",
+                                 (dir / "fuzz").string(), "--dut", twice});
+  EXPECT_EQ(f.exit_code, 2) << f.out << f.err;
+  // (here the copy is as long as the answer before it, not the request: the batch size shows it)
+  EXPECT_NE(f.err.find("as many tokens as the answer before it: an answer sent twice? the chip's answers may be out of "
+                       "step with the requests"),
+            std::string::npos)
+      << f.err;
+  for (const auto& e : fs::directory_iterator(dir / "fuzz"))
+    EXPECT_NE(e.path().filename().string().rfind("fail-", 0), 0u) << "a case saved: " << e.path();
 }
 
 // A story whose chip diverges inside the teacher-forced prefix is a mismatch; its last line does

@@ -6,7 +6,8 @@
 // MODE: exit (exits with status 3), crash (SIGSEGV), hang (answers nothing), garbage (writes text
 // to stdout), shortgarbage (writes "ok\n", shorter than a frame header, then the answer), oversize (a frame header over 64 MiB), short (one token fewer), badid (an id
 // outside the map), error (ERROR 7), wrongtype (OK instead of TOKENS), twice (the answer sent twice:
-// a frame nobody asked for), requesthead (4 bytes 01 00 00 00, then the answer: a header of a
+// a frame nobody asked for), twicelate (the same, the copy 100 ms later: read as the next
+// request's answer), requesthead (4 bytes 01 00 00 00, then the answer: a header of a
 // request's type), version (HELLO_OK with
 // protocol 2), wrongtoken (one token of the answer replaced by another token of trace-v3: a
 // mismatch, not a protocol fault), wrongthenexit (wrongtoken, then exits with status 3 at the
@@ -264,6 +265,13 @@ class Faulty final : public dut::Connection {
       const std::vector<std::uint8_t> again = two;
       two.insert(two.end(), again.begin(), again.end());
       in_->write_raw(two, deadline);
+      return;
+    }
+    if (mode_ == "twicelate") {  // the answer, then 100 ms later the same again, unasked: by then the
+      // harness has sent its next request, and reads the copy as that request's answer
+      in_->write_frame(type, payload, deadline);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      in_->write_frame(type, payload, deadline);
       return;
     }
     if (mode_ == "requesthead") {  // 4 stray bytes (a HELLO request's type) before the answer: a header

@@ -149,6 +149,11 @@ class ChipBackend {
   /// it works and always for the in-process executors. Once set, every further call throws it, so
   /// a caller that caught one exception (say, a probe) can still see that the chip failed.
   virtual std::string fault() const { return {}; }
+  /// Whether fault() shows that a chip under test's answers were out of step with the requests
+  /// (dut-protocol.md §8: a frame nobody asked for, or an answer of another request's type): an
+  /// answer read before the fault may then be another request's, so a divergence found before
+  /// it is no finding about the chip. Always false for the in-process executors.
+  virtual bool fault_is_out_of_step() const { return false; }
   /// After a chip under test answered STEP, FORCED or FREE with ERROR (dut-protocol.md §3.10: its
   /// session may go on), lets further calls through while fault() still returns the fault, so
   /// that the engine can look for a divergence the ERROR hid (docs/engine.md §2) and returns

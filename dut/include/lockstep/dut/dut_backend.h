@@ -102,6 +102,7 @@ class DutBackend final : public chip::ChipBackend {
   chip::ProbeMap probe_map() const override;
   std::uint32_t preferred_chunk() const override;
   std::string fault() const override { return fault_; }
+  bool fault_is_out_of_step() const override { return out_of_step_; }
   /// True, and requests go through again, when the fault is an ERROR answer to STEP, FORCED or
   /// FREE and the connection is open; a failure meanwhile ends it (the first fault is kept).
   bool continue_after_error() override;
@@ -159,6 +160,11 @@ class DutBackend final : public chip::ChipBackend {
   VocabMap vocab_;
   std::vector<std::uint64_t> steps_;   ///< per stream: steps since reset
   mutable std::string fault_;
+  mutable bool out_of_step_ = false;   ///< fault_ is a frame nobody asked for, or another request's answer
+  std::size_t last_answer_tokens_ = ~std::size_t{0};  ///< tokens of the last TOKENS answer taken
+  /// Whether a TOKENS answer of the wrong size, `tokens` long, is as long as the answer before it
+  /// (then it may be that answer sent twice: out_of_step_ is set).
+  bool repeats_last_answer(std::size_t tokens) const;
   mutable std::string last_request_;  ///< request_text of the last request answered (for a frame nobody asked for)
   mutable bool error_answer_ = false;  ///< fault_ is an ERROR answer to STEP, FORCED or FREE
   mutable bool continuing_ = false;    ///< continue_after_error(): requests pass despite fault_

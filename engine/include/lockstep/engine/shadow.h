@@ -57,6 +57,7 @@ class ShadowedBackend final : public chip::ChipBackend {
   chip::ProbeMap probe_map() const override { return dut_->probe_map(); }
   std::uint32_t preferred_chunk() const override { return dut_->preferred_chunk(); }
   std::string fault() const override { return dut_->fault(); }
+  bool fault_is_out_of_step() const override { return dut_->fault_is_out_of_step(); }
   bool continue_after_error() override { return dut_->continue_after_error(); }
   void end_continue_after_error(bool dismiss, const std::string& finding) override {
     dut_->end_continue_after_error(dismiss, finding);
