@@ -155,8 +155,9 @@ void check_output_paths(const RefOptions& opt) {
                        " goes: the guest's output and the file would be mixed; give another file");
     struct stat st{};
     if (std::string(option) == "--trace" && ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-      throw InputError("--trace " + path + " is not a regular file (a pipe, a terminal or a device): the trace's header "
-                       "is written last, by seeking back to the start (trace.md §6); give a file");
+      throw InputError("--trace " + path + " is " +
+                       (S_ISDIR(st.st_mode) ? std::string("a directory") : std::string("not a regular file (a pipe, a terminal or a device)")) +
+                       ": the trace's header is written last, by seeking back to the start (trace.md §6); give a file");
   };
   check("--trace", opt.trace);
   check("--signature", opt.signature);
