@@ -283,8 +283,11 @@ void add_replay_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("digest", r.digest);
     ctx.summary.set("chip", out.chip_source);
     ctx.summary.set("chip_hash", out.chip_hash);  // as run's --json and summary.json say
+    ctx.summary.set("mode", r.mode);              // and these too (found by an outside tester)
+    ctx.summary.set("backend", r.backend);
     for (const engine::StreamResult& s : r.streams) {
       summarise_divergence(ctx, s);
+      ctx.summary.set("end", s.end);
     }
     ctx.out() << engine::result_text(r);
     const nlohmann::json& expect = req.the_case.expect;

@@ -119,6 +119,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
           throw UsageError("--checkpoint-every needs a run folder: --report DIR");
         }
         engine::Case& c = req.the_case;
+        // named before the guest is read, so that a guest that cannot be read is named in --json
+        // as in the folder's summary (found by an outside tester)
+        ctx.summary.set("guest", args->program);
+        ctx.summary.set("mode", std::string(engine::to_string(*mode)));
         const engine::Guest g = engine::read_guest(args->program);
         c.guest_name = g.name;
         c.guest_path = args->program;

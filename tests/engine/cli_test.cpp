@@ -1051,6 +1051,13 @@ TEST(RunCommand, SummaryJsonHasTheFactsOfJsonStdout) {
     EXPECT_EQ(out["guest"], elf.string());
     EXPECT_EQ(out["end"], "step_limit");
     EXPECT_EQ(out["backend"], "cpu");
+    if (cmd == "run") {  // its replay's --json says the same
+      const Proc rp = run({"replay", (dir / cmd).string(), "--json"});
+      ASSERT_EQ(rp.rc, 0) << rp.err;
+      const json r = json::parse(rp.out);
+      for (const char* k : {"mode", "backend", "end", "chip", "chip_hash", "digest", "steps"})
+        EXPECT_EQ(r[k], out[k]) << "replay " << k << ": " << rp.out;
+    }
   }
   const Proc bad = run({"story", "--guest", elf.string(), "--chip", (dir / "no-such.chip").string(), "--json"});
   EXPECT_EQ(bad.rc, 2) << bad.err;
@@ -1079,8 +1086,11 @@ TEST(RunCommand, AFailedRunKeepsItsTestNames) {
   };
   const std::string passing = slurp(dir / "r" / "junit.xml");
   fs::remove(gone);
-  const Proc bad = run({"run", gone.string(), "--steps", "20", "--mode", "free", "--report", (dir / "r").string()});
+  const Proc bad = run({"run", gone.string(), "--steps", "20", "--mode", "free", "--json", "--report", (dir / "r").string()});
   ASSERT_EQ(bad.rc, 2) << bad.err;
+  // --json names the guest and mode too, as the folder's summary does
+  EXPECT_EQ(json::parse(bad.out)["guest"], gone.string()) << bad.out;
+  EXPECT_EQ(json::parse(bad.out)["mode"], "free") << bad.out;
   const std::string failed = slurp(dir / "r" / "junit.xml");
   EXPECT_EQ(names(failed), names(passing)) << failed;
   EXPECT_NE(failed.find("name=\"loop (first 20 steps)\""), std::string::npos) << failed;
