@@ -280,15 +280,8 @@ void add_replay_command(CLI::App& app, Context& ctx) {
     const engine::RunResult& r = out.result;
     ctx.summary.add_steps(r.steps);
     ctx.summary.add_mismatches(r.mismatches);
-    ctx.summary.set("digest", r.digest);
-    ctx.summary.set("chip", out.chip_source);
-    ctx.summary.set("chip_hash", out.chip_hash);  // as run's --json and summary.json say
-    ctx.summary.set("mode", r.mode);              // and these too (found by an outside tester)
-    ctx.summary.set("backend", r.backend);
-    for (const engine::StreamResult& s : r.streams) {
-      summarise_divergence(ctx, s);
-      ctx.summary.set("end", s.end);
-    }
+    summarise_run(ctx, out.summary);  // as run's --json and summary.json say (found by an outside tester)
+    for (const engine::StreamResult& s : r.streams) summarise_divergence(ctx, s);
     ctx.out() << engine::result_text(r);
     const nlohmann::json& expect = req.the_case.expect;
     if (interrupted_prefix) {

@@ -94,17 +94,14 @@ void add_run_command(CLI::App& app, Context& ctx) {
       } else {
         // A new run owns its folder from the start: an error below (a bad option or ELF) never
         // leaves an earlier run's pass there (engine::claim_run_folder).
+        const auto mode = engine::parse_mode(args->mode);
+        const std::string mode_name = mode ? std::string(engine::to_string(*mode)) : "";
         if (!args->report.empty()) {
           engine::claim_run_folder(args->report, "run");
-          // named as its report will name it, should it fail before that (a bad ELF, a kill)
-          if (!args->program.empty()) {
-            const auto m = engine::parse_mode(args->mode);
-            engine::name_claimed_run(args->report,
-                                     run_identity(args->program, m ? std::string(engine::to_string(*m)) : "", args->steps));
-          }
+          // named as its report will name it, should it fail before that (a bad option or ELF, a kill)
+          if (!args->program.empty()) engine::name_claimed_run(args->report, run_identity(args->program, mode_name, args->steps));
         }
         if (args->program.empty()) throw UsageError("run: PROGRAM.elf is required (or --resume DIR)");
-        const auto mode = engine::parse_mode(args->mode);
         if (!mode) throw UsageError("--mode must be forced or free (got '" + args->mode + "')");
         if (*mode == engine::Mode::kForced && cmd->count("--teacher-forced-steps")) {
           throw UsageError("--teacher-forced-steps N is for --mode free (its first N steps teacher-forced, then "
@@ -122,7 +119,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
         // named before the guest is read, so that a guest that cannot be read is named in --json
         // as in the folder's summary (found by an outside tester)
         ctx.summary.set("guest", args->program);
-        ctx.summary.set("mode", std::string(engine::to_string(*mode)));
+        ctx.summary.set("mode", mode_name);
         const engine::Guest g = engine::read_guest(args->program);
         c.guest_name = g.name;
         c.guest_path = args->program;
@@ -203,30 +200,13 @@ void add_run_command(CLI::App& app, Context& ctx) {
     if (const std::string line = console.stopped_matching(r); !line.empty()) std::cerr << "lockstep: " << line << "\n";
     ctx.summary.add_steps(r.steps);
     ctx.summary.add_mismatches(r.mismatches);
-    ctx.summary.set("digest", r.digest);
-    ctx.summary.set("chip", out.chip_source);
-    ctx.summary.set("chip_hash", out.chip_hash);
-    ctx.summary.set("mode", r.mode);
-    ctx.summary.set("backend", r.backend);
-    ctx.summary.set("guest", req.the_case.guest_path.string());  // as story's --json and summary.json say
-    ctx.summary.set("seconds", r.seconds);
-    ctx.summary.set("steps_per_second", r.steps_per_second);  // of the comparing alone
-    ctx.summary.set("diagnosis_seconds", r.diagnosis_seconds);
+    summarise_run(ctx, out.summary);  // steps_per_second: of the comparing alone
     if (!req.report_dir.empty()) ctx.summary.set("report", req.report_dir.string());
     if (r.resumed_from) ctx.summary.set("resumed_from", r.resumed_from);
     if (!r.skipped_checkpoints.empty()) ctx.summary.set("skipped_checkpoints", r.skipped_checkpoints);
     if (!req.report_dir.empty())
       ctx.summary.set("replay", "lockstep replay " + format::shell_word(req.report_dir.string()));
-    for (const engine::StreamResult& s : r.streams) {
-      summarise_divergence(ctx, s);
-      ctx.summary.set("end", s.end);
-      // How the guest ended: a self-checking guest says pass or fail by its exit status.
-      if (s.end == "exit") ctx.summary.set("exit_status", s.exit_status);
-      if (s.end == "trap") {
-        ctx.summary.set("trap_code", s.trap_code);
-        ctx.summary.set("trap_name", std::string(format::trap_name(s.trap_code)));
-      }
-    }
+    for (const engine::StreamResult& s : r.streams) summarise_divergence(ctx, s);
     print_capability_notes(ctx, out.capability_notes);
     note_chip_fault(ctx, out.chip_fault);
     note_free_running_steps(ctx, req.the_case, r);

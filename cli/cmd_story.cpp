@@ -18,7 +18,6 @@
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/elf.h"
 #include "lockstep/format/shell.h"
-#include "lockstep/format/tokens.h"
 
 namespace lockstep::cli {
 
@@ -410,27 +409,12 @@ void add_story_command(CLI::App& app, Context& ctx) {
     const engine::RunResult& r = res.result;
     ctx.summary.add_steps(r.steps);
     ctx.summary.add_mismatches(r.mismatches);
-    ctx.summary.set("digest", r.digest);
-    ctx.summary.set("chip", res.chip_source);
-    ctx.summary.set("chip_hash", res.chip_hash);
-    ctx.summary.set("backend", r.backend);  // which executor ran it, as run's --json says
-    ctx.summary.set("steps_per_second", r.steps_per_second);
+    summarise_run(ctx, res.summary);  // as run's --json and summary.json say
     if (r.resumed_from) ctx.summary.set("resumed_from", r.resumed_from);
     if (!r.skipped_checkpoints.empty()) ctx.summary.set("skipped_checkpoints", r.skipped_checkpoints);
     if (!req.report_dir.empty())
       ctx.summary.set("replay", "lockstep replay " + format::shell_word(req.report_dir.string()));
-    ctx.summary.set("mode", r.mode);  // as run's --json and summary.json say
-    ctx.summary.set("seconds", r.seconds);
-    ctx.summary.set("diagnosis_seconds", r.diagnosis_seconds);
-    for (const engine::StreamResult& s : r.streams) {
-      summarise_divergence(ctx, s);
-      ctx.summary.set("end", s.end);
-      if (s.end == "exit") ctx.summary.set("exit_status", s.exit_status);
-      if (s.end == "trap") {
-        ctx.summary.set("trap_code", s.trap_code);
-        ctx.summary.set("trap_name", std::string(format::trap_name(s.trap_code)));
-      }
-    }
+    for (const engine::StreamResult& s : r.streams) summarise_divergence(ctx, s);
     if (!story.empty()) out << "\n";  // after the story's text (none yet: no blank first line)
     if (!guest_note.empty()) ctx.log().info("{}", guest_note);
     print_capability_notes(ctx, res.capability_notes);

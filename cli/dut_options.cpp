@@ -180,6 +180,12 @@ void summarise_divergence(Context& ctx, const engine::StreamResult& s) {
   if (s.divergence_unlocated) ctx.summary.set("divergence_unlocated", s.unlocated_why);
 }
 
+void summarise_run(Context& ctx, const nlohmann::json& summary) {
+  for (const char* k : {"digest", "chip", "chip_hash", "guest", "mode", "backend", "seconds", "steps_per_second",
+                        "diagnosis_seconds", "end", "exit_status", "trap_code", "trap_name"})
+    if (const auto it = summary.find(k); it != summary.end()) ctx.summary.set(k, *it);
+}
+
 void report_partial(Context& ctx, const engine::RunFailed& f) {
   const engine::RunResult& r = f.partial;
   ctx.summary.add_steps(r.steps);

@@ -36,6 +36,13 @@ bool check_dut_options(const CLI::App* cmd, const dut::DutConfig& config, const 
 /// report them.
 void summarise_divergence(Context& ctx, const engine::StreamResult& stream);
 
+/// The facts of a finished check's summary.json (engine::CheckOutcome::summary, from
+/// engine::summary_json and add_to_summary) that --json gives at its top level too, copied under
+/// the same names, so that the two agree by construction: digest, chip, chip_hash, guest, mode,
+/// backend, seconds, steps_per_second, diagnosis_seconds, end, exit_status, trap_code, trap_name
+/// (each when the summary has it).
+void summarise_run(Context& ctx, const nlohmann::json& summary);
+
 /// Records a run that failed after it started (RunFailed): its steps and mismatches go to the
 /// summary, its closing text and the capability notes to ctx.out(); the caller then throws the
 /// one-line error.
