@@ -341,14 +341,6 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   } catch (const campaign::OpsError& e) {
     throw InputError(e.what());
   }
-  std::ostream& out = ctx.out();
-  out << coverage.text(ops) << decisions.text();
-  for (const json& f : failures)
-    out << "FAIL program " << f.value("index", 0) << " (" << f.value("mode", "") << "): "
-        << as_invoked("lockstep replay " + format::shell_word(f.value("case", ""))) << "\n";
-  out << "merged " << dirs.size() << " reports: programs " << programs << ", steps compared " << steps
-      << ", mismatching runs " << mismatching << "; seed " << format::json_text(merged["seed"]) << "\n"
-      << std::flush;
   // Each shard's pieces, by first: chained (a piece starts at the program its predecessor stopped
   // at), never overlapping (counted twice: refused); a gap, or a last piece that stopped early, is
   // a partial campaign. An interrupted piece that a later one continues is not partial.
@@ -374,6 +366,16 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     if (last.interrupted) stopped.push_back(last.file + " (interrupted)");
     if (last.time_ended) time_ended.push_back(last.file);
   }
+  // Printed once the pieces are known to chain: an overlap is refused before any total is shown
+  // (a refused merge printed its totals and then the error).
+  std::ostream& out = ctx.out();
+  out << coverage.text(ops) << decisions.text();
+  for (const json& f : failures)
+    out << "FAIL program " << f.value("index", 0) << " (" << f.value("mode", "") << "): "
+        << as_invoked("lockstep replay " + format::shell_word(f.value("case", ""))) << "\n";
+  out << "merged " << dirs.size() << " reports: programs " << programs << ", steps compared " << steps
+      << ", mismatching runs " << mismatching << "; seed " << format::json_text(merged["seed"]) << "\n"
+      << std::flush;
   partial.insert(partial.end(), stopped.begin(), stopped.end());
   // Shards missing from the merge: the campaign is partial, never read as a pass.
   std::string missing;

@@ -277,6 +277,7 @@ TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
   r2 = run({"fuzz", "--merge", s0.string(), s1.string(), pb.string()});
   EXPECT_EQ(r2.exit_code, 2) << r2.err;
   EXPECT_NE(r2.err.find("its programs would be counted twice"), std::string::npos) << r2.err;
+  EXPECT_EQ(r2.out.find("merged "), std::string::npos) << "totals of a refused merge: " << r2.out;
   // Options of a campaign to run do not apply to --merge: refused, not ignored.
   r2 = run({"fuzz", "--merge", s0.string(), s1.string(), "--programs", "3"});
   EXPECT_EQ(r2.exit_code, 2) << r2.err;
