@@ -9,6 +9,8 @@ zeros up to ``p_memsz``, every named non-alloc ``PROGBITS`` section by name (``.
 
 from __future__ import annotations
 
+import os
+import stat
 import struct
 
 from .protocol import Image
@@ -61,7 +63,16 @@ def parse_elf(data: bytes, name: str = "ELF") -> Image:
     return image
 
 
-def load_elf(path: str) -> Image:
-    """The guest image of the ELF file at ``path``."""
-    with open(path, "rb") as f:
-        return parse_elf(f.read(), str(path))
+def load_elf(path: "str | os.PathLike[str]") -> Image:
+    """The guest image of the ELF file at ``path`` (a str or path-like; an int would be read as a
+    file descriptor, so it is refused with ``TypeError``). A file that cannot be read, or is
+    not a regular file, raises ``ValueError`` (one line naming it and why)."""
+    if isinstance(path, (bool, int)) or not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"load_elf: path {path!r} (a {type(path).__name__}): give a str or path-like (an int would be read as a file descriptor)")
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ValueError(f"{os.fsdecode(path)}: not a regular file")
+        with open(path, "rb") as f:
+            return parse_elf(f.read(), os.fsdecode(path))
+    except OSError as e:
+        raise ValueError(f"{os.fsdecode(path)}: cannot read: {e.strerror or e}") from None

@@ -12,6 +12,7 @@ code 1).
 from __future__ import annotations
 
 import array
+import operator
 import struct
 import sys
 from dataclasses import dataclass, field
@@ -341,6 +342,10 @@ class Image:
     def memory(self, address: int, length: int, stride: int = 1) -> bytes:
         """Guest memory bytes ``address + i * stride`` for ``i < length`` (0 where no segment
         covers them), the last covering segment winning."""
+        address, length, stride = operator.index(address), operator.index(length), operator.index(stride)
+        if address < 0 or stride < 1:
+            raise ValueError(f"Image.memory: address {address} and stride {stride}: an address is not "
+                             f"negative and a stride is at least 1")
         if length <= 0:
             return b""
         span = (length - 1) * stride + 1
@@ -461,6 +466,11 @@ class ProbeField:
     name: str
     width: int
     writers: List[Tuple[int, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # a u32 on the wire: a negative width is refused here, naming the field
+        if isinstance(self.width, bool) or operator.index(self.width) < 0:
+            raise ValueError(f"ProbeField {self.name!r}: width {self.width!r} must be a whole number >= 0")
 
 
 @dataclass

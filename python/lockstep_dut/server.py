@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import operator
 import os
 import signal
 import socket
@@ -56,6 +57,11 @@ class DutError(Exception):
     def __init__(self, message: str, code: Optional[int] = None):
         super().__init__(message)
         if code is not None:
+            # checked here, where the chip's code raises it: a code the protocol lacks (a str
+            # "7") broke the session instead of answering (found by an outside tester)
+            if isinstance(code, bool) or not isinstance(code, int) or not P.E_MALFORMED <= code <= P.E_INTERNAL:
+                raise TypeError(f"DutError code {code!r}: must be an int {P.E_MALFORMED} .. {P.E_INTERNAL} "
+                                f"(dut-protocol.md §3.10)")
             self.code = code
 
 
@@ -72,6 +78,26 @@ class Unsupported(DutError):
 class ImageError(DutError):
     """ERROR code 4: the guest image or a blob cannot be used (a missing section, a foreign blob)."""
     code = P.E_IMAGE
+
+
+def _type_name(value: Any) -> str:
+    """``numpy.int64``, ``torch.Tensor``, ``str``: how a wrong value's type is named in errors."""
+    t = type(value)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__.split('.')[0]}.{t.__qualname__}"
+
+
+def as_int(value: Any, what: str) -> int:
+    """``value`` as a Python int: an int, or a value that is one without rounding (a numpy
+    integer, a one-element integer tensor: anything with ``__index__``). A bool, a float, a
+    string or a tensor of floats raises ``TypeError`` naming ``what``, the value and its type
+    (found by an outside tester: ``np.int64(5)`` read "token 5, not an id below 20736")."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what} is {value!r} (a bool), not an int")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} is {P.one_line(repr(value))} (a {_type_name(value)}), not an int: "
+                        f"convert it with int()") from None
 
 
 def _log(message: str) -> None:
@@ -106,10 +132,27 @@ class Session:
         self.chip = chip
         self.auth = auth
         self.check_outputs = check_outputs
-        self.vocab_size = int(chip.vocab_size)
-        self.max_streams = int(chip.max_streams)
+        # The chip object is checked whole before any harness sees it: a missing method or a
+        # value of the wrong type is one line naming it (SetupError), not a failure at the first
+        # request or a silent conversion ("20736" or 20736.7 as vocab_size, None as the name).
+        chip_name = _type_name(chip)
+        for attr in ("vocab_size", "max_streams", "name", "identity"):
+            if not hasattr(chip, attr):
+                raise SetupError(f"the chip ({chip_name}) has no attribute {attr!r} (required)")
+        for method in ("reset", "step"):
+            if not callable(getattr(chip, method, None)):
+                raise SetupError(f"the chip ({chip_name}) has no method {method}() (required)")
+        try:
+            self.vocab_size = as_int(chip.vocab_size, "the chip's vocab_size")
+            self.max_streams = as_int(chip.max_streams, "the chip's max_streams")
+        except TypeError as e:
+            raise SetupError(str(e)) from None
+        for attr in ("name", "identity"):
+            if not isinstance(getattr(chip, attr), str):
+                value = getattr(chip, attr)
+                raise SetupError(f"the chip's {attr} is {value!r} (a {_type_name(value)}), not a str")
         if self.vocab_size < 1 or not 1 <= self.max_streams <= P.MAX_ENTRIES:
-            raise ValueError(f"a chip needs vocab_size >= 1 and max_streams 1 .. {P.MAX_ENTRIES} "
+            raise SetupError(f"a chip needs vocab_size >= 1 and max_streams 1 .. {P.MAX_ENTRIES} "
                              f"(vocab_size {self.vocab_size}, max_streams {self.max_streams})")
         self.caps = capabilities_of(chip)
         self.greeted = False
@@ -139,10 +182,14 @@ class Session:
         except DutError as e:
             if type_ == P.HELLO:
                 self.refused = str(e)
-            if e.code == P.E_AUTH:
+            code = e.code  # a subclass may set one the protocol lacks: an internal error, named
+            if isinstance(code, bool) or not isinstance(code, int) or not P.E_MALFORMED <= code <= P.E_INTERNAL:
+                _log(f"internal error: {type(e).__name__} has code {code!r}, not {P.E_MALFORMED} .. {P.E_INTERNAL}")
+                return P.ERROR, P.encode_error(P.E_INTERNAL, f"{type(e).__name__} (code {code!r}): {e}")
+            if code == P.E_AUTH:
                 self.closing = True
                 self.ended = "authentication failed"
-            return P.ERROR, P.encode_error(e.code, str(e))
+            return P.ERROR, P.encode_error(code, str(e))
         except Exception as e:  # the chip's own code failed: internal error, one line
             if os.environ.get("LOCKSTEP_DUT_TRACEBACK"):
                 traceback.print_exc(file=sys.stderr)
@@ -269,9 +316,15 @@ class Session:
         if self.check_outputs:
             if len(tokens) != count:
                 raise DutError(f"{what} returned {len(tokens)} tokens for {count} steps")
+            # numpy integers and one-element integer tensors are ids as ints are; a float, a
+            # bool or a wider tensor is named by its type
+            try:
+                tokens = [as_int(t, f"{what}'s token {i}") for i, t in enumerate(tokens)]
+            except TypeError as e:
+                raise DutError(f"{e} (an id below {self.vocab_size})") from None
             for t in tokens:
-                if not isinstance(t, int) or not 0 <= t < self.vocab_size:
-                    raise DutError(f"{what} returned token {t!r}, not an id below {self.vocab_size}")
+                if not 0 <= t < self.vocab_size:
+                    raise DutError(f"{what} returned token {t}, not an id below {self.vocab_size}")
         return tokens
 
     def _stepped(self, streams: Sequence[int]) -> None:

@@ -342,3 +342,103 @@ class Listeners(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class KitInputs(unittest.TestCase):
+    """What a chip object and its answers may be, checked by the kit with errors that name the
+    value and its type (found by an outside tester: np.int64(5) read "token 5, not an id below
+    20736", a str error code broke the session, a str vocab_size was converted silently)."""
+
+    class Chip:
+        vocab_size, max_streams, name, identity = 20736, 2, "kit", "kit-1"
+        out = [0]
+
+        def reset(self, stream, image):
+            pass
+
+        def step(self, inputs):
+            return self.out
+
+    class Index:  # an integer that is not an int, as numpy's and one-element tensors are
+        def __init__(self, v):
+            self.v = v
+
+        def __index__(self):
+            return self.v
+
+    def session(self, **attrs):
+        from lockstep_dut.server import Session
+        chip = self.Chip()
+        for k, v in attrs.items():
+            setattr(chip, k, v)
+        return Session(chip), chip
+
+    def answer(self, out):
+        s, chip = self.session()
+        chip.out = out
+        s.greeted = True
+        s._streams(P.encode_u32(1))
+        s.was_reset.add(0)
+        return s.respond(P.STEP, P.encode_step([(0, 1)]))
+
+    def test_integer_tokens_of_any_type_are_ids(self):
+        self.assertEqual(self.answer([self.Index(5)]), (P.RESPONSE | P.STEP, P.encode_tokens([5])))
+
+    def test_other_tokens_are_named_by_type(self):
+        for out, what in (([1.0], "1.0 (a float)"), ([True], "True (a bool)"), (["3"], "'3' (a str)")):
+            rtype, payload = self.answer(out)
+            self.assertEqual(rtype, P.ERROR)
+            code, message = P.decode_error(payload)
+            self.assertEqual(code, P.E_INTERNAL)
+            self.assertIn("step's token 0 is " + what, message)
+        code, message = P.decode_error(self.answer([self.Index(20736)])[1])
+        self.assertEqual(message, "step returned token 20736, not an id below 20736")
+
+    def test_a_chip_object_is_checked_whole(self):
+        from lockstep_dut import SetupError
+        for attrs, words in ((dict(vocab_size="20736"), "vocab_size is '20736' (a str)"),
+                             (dict(vocab_size=20736.7), "vocab_size is 20736.7 (a float)"),
+                             (dict(max_streams=None), "max_streams is None"),
+                             (dict(name=None), "name is None (a NoneType), not a str"),
+                             (dict(step=None), "has no method step()")):
+            with self.assertRaises(SetupError) as cm:
+                self.session(**attrs)
+            self.assertIn(words, str(cm.exception))
+        self.assertEqual(self.session(vocab_size=self.Index(7))[0].vocab_size, 7)
+
+    def test_error_codes_are_the_protocols(self):
+        from lockstep_dut import DutError
+        with self.assertRaises(TypeError):
+            DutError("boom", "7")
+        with self.assertRaises(TypeError):
+            DutError("boom", 8)
+        self.assertEqual(DutError("boom", 4).code, 4)
+
+        class Odd(DutError):
+            code = "x"
+        s, chip = self.session()
+
+        def step(inputs):
+            raise Odd("odd")
+        chip.step = step
+        s.greeted = True
+        s._streams(P.encode_u32(1))
+        s.was_reset.add(0)
+        rtype, payload = s.respond(P.STEP, P.encode_step([(0, 1)]))
+        self.assertEqual((rtype, P.decode_error(payload)), (P.ERROR, (P.E_INTERNAL, "Odd (code 'x'): odd")))
+
+    def test_load_elf_and_image_memory_refuse_what_they_cannot_use(self):
+        from lockstep_dut.elf import load_elf
+        with self.assertRaises(TypeError):
+            load_elf(3)  # not read as file descriptor 3
+        with self.assertRaisesRegex(ValueError, "^/nonexistent.elf: cannot read: No such file"):
+            load_elf("/nonexistent.elf")
+        with self.assertRaisesRegex(ValueError, "not a regular file"):
+            load_elf(tempfile.gettempdir())
+        with self.assertRaises(ValueError):
+            IMAGE.memory(-5, 4)
+        with self.assertRaises(TypeError):
+            IMAGE.memory("0x10000", 4)
+        self.assertEqual(IMAGE.memory(0x10000, 2), b"\x13\x00")
+        with self.assertRaisesRegex(ValueError, "width -1"):
+            P.ProbeField("f", -1, [])
