@@ -910,6 +910,20 @@ TEST_F(DutCli, DutCheckDoesNotBlameABatchBugOnForcedAndFree) {
   EXPECT_EQ(check_of(s, "FREE (free-running steps)").first, "pass") << s["checks"].dump(1);
 }
 
+// A chip that keeps a stream's state by its place in the STEP frame (faulty_chip byplace) fails
+// the stream-order check: no entry's stream is its place there (found by an outside tester: the
+// check put stream p at place p, and such a chip passed it and the batch check).
+TEST_F(DutCli, DutCheckFailsAChipThatKeepsStateByPlaceInTheBatch) {
+  const Result r = run_lockstep({"dut-check", "--steps", "120", "--json", "--dut", kFaulty + " byplace 0 " + kChip});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json s = summary_of(r);
+  EXPECT_EQ(check_of(s, "batch of streams").first, "pass") << s["checks"].dump(1);  // stream p at place p
+  const auto [verdict, detail] = check_of(s, "stream order");
+  EXPECT_EQ(verdict, "fail") << s["checks"].dump(1);
+  EXPECT_NE(detail.find("at place 0 of the frame"), std::string::npos) << detail;
+  EXPECT_EQ(check_of(s, "determinism").first, "pass") << s["checks"].dump(1);
+}
+
 // The "length over the limit" check: a chip that answers ERROR 1 and keeps the session open is told
 // so (before: "did not answer within the timeout"); one that answers ERROR 1 and exits while a
 // process it started holds its stdout ended its session (§1) and passes (before: "ended without

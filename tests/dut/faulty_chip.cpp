@@ -43,7 +43,9 @@
 // MLP output added twice (its W2 and b2 doubled): an executor bug in one sublayer, with every
 // answer well formed (its identity is the doubled chip's hash); mlptwice-badprobe is mlptwice with,
 // besides, every PROBE of layer N-2's memory point answered with its values plus 1 (a probe that
-// does not show what the executor computes); lowtoken serves it with token id N never predicted (its
+// does not show what the executor computes); byplace keeps a stream's state by its place in a STEP
+// frame, not by its stream id (each entry's stream replaced by its index in the frame before the
+// chip steps it: right whenever stream p is at place p); lowtoken serves it with token id N never predicted (its
 // unembedding bias lowered by 10^6).
 #include <unistd.h>
 
@@ -97,6 +99,11 @@ class Faulty final : public dut::Connection {
     if (f && mode_ == "wrongthenhang" && fired_ && f->type != dut::kBye) {
       std::cerr << "faulty_chip: wrongthenhang hangs now, at the first request after its wrong token\n" << std::flush;
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    if (f && mode_ == "byplace" && f->type == dut::kStep) {
+      std::vector<dut::StepEntry> entries = dut::decode_step(f->payload);
+      for (std::size_t i = 0; i < entries.size(); ++i) entries[i].stream = static_cast<std::uint32_t>(i);
+      f->payload = dut::encode_step(entries);
     }
     if (f && mode_ == "mlptwice-badprobe" && f->type == dut::kProbe) {
       // Layer N-2's memory point is answered with every value plus 1 (write_frame): a probe that
@@ -221,7 +228,7 @@ class Faulty final : public dut::Connection {
       in_->write_frame(type, dut::encode_values(zeros), deadline);
       return;
     }
-    if (mode_ == "freebug" || mode_ == "batchbug" || mode_ == "oversizekeep" || mode_ == "oversizebg" ||
+    if (mode_ == "freebug" || mode_ == "batchbug" || mode_ == "byplace" || mode_ == "oversizekeep" || mode_ == "oversizebg" ||
         mode_ == "byeerror" || mode_ == "byenoanswer" || mode_ == "ignoreeof" || mode_ == "evilname" || mode_ == "noidentity" ||
         mode_ == "reservedcap" ||
         (mode_ == "zeroprobes" && !(n_ > 0 && tokens && answers_ + 1 == n_))) {
