@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 #include <string_view>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -122,6 +123,7 @@ void install_interrupt_fallback(const std::string& command, bool json) {
   }
   std::signal(SIGINT, on_interrupt_without_result);
   std::signal(SIGTERM, on_interrupt_without_result);
+  std::signal(SIGHUP, on_interrupt_without_result);  // a closed terminal or ssh session, as SIGTERM
 }
 
 // Prints the one stderr line of an error, records it in the summary and
@@ -279,6 +281,22 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
   // like any other failed write, instead of killing the process with SIGPIPE (status 141, none
   // of the documented codes). Children that need the default restore it (dut/transport.cpp).
   std::signal(SIGPIPE, SIG_IGN);
+  // Past `ulimit -f` a write fails with EFBIG, a failed write like any other (one line, exit 2),
+  // instead of SIGXFSZ killing the process with a half-written .tmp file (found by an outside
+  // tester: status 153).
+  std::signal(SIGXFSZ, SIG_IGN);
+  // A closed stdin, stdout or stderr (`>&-`) is reopened read-only on /dev/null before any file
+  // is opened: otherwise the first file opened (a run folder's lock) became fd 1 and the run's
+  // output went into it, exit 0 (found by an outside tester). Read-only, so that a write to
+  // stdout still fails and is reported as output that could not be written.
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0 && null != fd) {
+      ::dup2(null, fd);
+      ::close(null);
+    }
+  }
   Context ctx(LOCKSTEP_SOURCE_ROOT, executable_path(argc > 0 ? argv[0] : nullptr));
   set_command_name(argc > 0 ? argv[0] : nullptr);
   int code = 0;
@@ -379,6 +397,9 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
   } catch (const UsageError& e) {
     code = report_error(ctx, e.what());
     failure = {"error", e.what()};
+  } catch (const ReportError& e) {
+    code = report_error(ctx, e.what());
+    failure = {"error", e.what()};
   } catch (const InputError& e) {
     const bool stopped = ctx.stop && ctx.stop->load();
     code = stopped ? report_interrupted(ctx, e.what()) : report_error(ctx, e.what());
@@ -390,6 +411,14 @@ int run_main(int argc, char** argv, const std::vector<CommandRegistrar>& registr
         "see ulimit -v and the machine's memory; a command that runs several streams needs less with fewer)";
     code = report_error(ctx, what);
     failure = {"error", what};
+  } catch (const std::filesystem::filesystem_error& e) {
+    // a path the system would not look at (a symlink loop, a folder without permission): the path
+    // and the system's reason, not the library's "filesystem error: status: ..." (found by an
+    // outside tester)
+    const std::string what = (e.path1().empty() ? std::string() : e.path1().string() + ": ") + e.code().message();
+    const bool stopped = ctx.stop && ctx.stop->load();
+    code = stopped ? report_interrupted(ctx, what) : report_error(ctx, what);
+    failure = {stopped ? "interrupted" : "error", what};
   } catch (const std::logic_error& e) {
     code = report_error(ctx, std::string("internal error: ") + e.what());
     failure = {"error", std::string("internal error: ") + e.what()};

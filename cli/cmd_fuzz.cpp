@@ -238,7 +238,14 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
       if (!fresh) throw InputError("--merge: " + d + " and " + it->second + " are the same report (" + file.string() + ")");
     }
     std::error_code tec;
-    if (std::ifstream tin{file.parent_path() / "programs.tsv"}; tin && !fs::is_directory(file.parent_path() / "programs.tsv", tec)) {
+    if (const fs::path tsv = file.parent_path() / "programs.tsv"; fs::exists(tsv, tec)) {
+      std::string body;
+      try {  // bounded and regular only, as every file read back (a device was read forever)
+        body = reports::read_file_text(tsv);
+      } catch (const std::exception& e) {
+        throw InputError(std::string("--merge: ") + e.what());
+      }
+      std::istringstream tin(body);
       std::string line;
       std::getline(tin, tsv_header);
       while (std::getline(tin, line))

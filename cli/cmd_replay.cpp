@@ -271,6 +271,7 @@ void add_replay_command(CLI::App& app, Context& ctx) {
       out = engine::run_check(req, std::cerr);
     } catch (const engine::RunFailed& e) {
       report_partial(ctx, e);
+      if (e.report_unwritten) throw ReportError(e.what());
       throw InputError(e.what());
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());

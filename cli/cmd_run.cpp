@@ -187,6 +187,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       show_console();
       console.record(ctx.summary, e.partial);
       report_partial(ctx, e);
+      if (e.report_unwritten) throw ReportError(e.what());
       throw InputError(e.what());
     } catch (const engine::CheckError& e) {
       progress.clear();

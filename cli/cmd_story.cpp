@@ -398,6 +398,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
       out << (live ? pending : story);
       if (!story.empty() && story.back() != '\n') out << "\n";  // the guest's text ends mid-line
       report_partial(ctx, e);
+      if (e.report_unwritten) throw ReportError(e.what());
       throw InputError(e.what());
     } catch (const engine::CheckError& e) {
       progress.clear();

@@ -35,10 +35,19 @@ class Interrupted : public std::runtime_error {
 };
 
 /// Bad input data (missing or malformed file, unusable model directory).
-/// Thrown from a subcommand; mapped to exit code 2 and one stderr line.
+/// Thrown from a subcommand; mapped to exit code 2 and one stderr line (status "interrupted",
+/// exit 3, when a stop came first: an error met while stopping, such as a chip under test the
+/// stop ended).
 class InputError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+/// An error that stands whether or not a stop came: a report folder that could not be written.
+/// Exit code 2 and one stderr line, never "interrupted" (docs/ci.md).
+class ReportError : public InputError {
+ public:
+  using InputError::InputError;
 };
 
 }  // namespace lockstep::cli

@@ -1,4 +1,5 @@
 #include "lockstep/chip/safetensors.hpp"
+#include "lockstep/format/file.h"
 
 #include <algorithm>
 #include <bit>
@@ -279,6 +280,11 @@ std::vector<std::uint8_t> read_safetensors_file(const std::string& path) {
   std::uint64_t n = 0;
   std::memcpy(&n, prefix, 8);
   check_header_length(n, static_cast<std::uint64_t>(size));  // before anything is allocated
+  // A file larger than the memory left is refused before it is read: a sparse file of 50 GB was
+  // read until the kernel killed the process (found by an outside tester).
+  if (const std::uint64_t avail = format::memory_available_bytes(); static_cast<std::uint64_t>(size) > avail)
+    throw FormatError("'" + path + "': its " + std::to_string(static_cast<std::uint64_t>(size) >> 20) +
+                      " MiB are more than the memory available (" + std::to_string(avail >> 20) + " MiB), not a chip file this machine can load");
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
   std::memcpy(bytes.data(), prefix, 8);
   if (!f.read(reinterpret_cast<char*>(bytes.data()) + 8, size - 8)) throw FormatError("error reading '" + path + "'");

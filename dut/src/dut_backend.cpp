@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "lockstep/chip/error.hpp"
+#include "lockstep/format/error.h"
+#include "lockstep/format/file.h"
 #include "lockstep/format/shell.h"
 #include "lockstep/format/tokens.h"
 #include "lockstep/format/json_text.h"
@@ -31,11 +33,17 @@ std::string read_token_file(const std::filesystem::path& p) {
     throw DutError("chip under test: --dut-token-file " + p.string() + ": it is a directory, not a file");
   if (std::filesystem::is_fifo(p, ec))  // opening one would wait for a writer, forever
     throw DutError("chip under test: --dut-token-file " + p.string() + ": it is a named pipe (FIFO), not a regular file");
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw DutError("chip under test: --dut-token-file " + p.string() + ": cannot read it");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
+  std::string s;
+  try {  // a device or a huge file is refused before it is read (found by an outside tester)
+    const std::vector<std::uint8_t> bytes =
+        format::read_input_file(p, "", kMaxStr + 2, format::Readable::kRegularOnly);
+    s.assign(bytes.begin(), bytes.end());
+  } catch (const format::FormatError& e) {
+    const std::string why = e.what();
+    if (why.find("larger than") != std::string::npos)
+      throw DutError("chip under test: --dut-token-file " + p.string() + ": longer than 65,535 bytes");
+    throw DutError("chip under test: --dut-token-file: " + why);
+  }
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   if (s.size() > kMaxStr) throw DutError("chip under test: --dut-token-file " + p.string() + ": longer than 65,535 bytes");
   if (s.empty()) throw DutError("chip under test: --dut-token-file " + p.string() + ": empty (the secret must not be)");

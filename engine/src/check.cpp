@@ -488,6 +488,9 @@ const std::atomic<bool>* install_stop_handlers() {
   g_stop.store(false);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
+  // A closed terminal or ssh session (SIGHUP) stops a run as SIGTERM does: its results and an
+  // interrupt checkpoint are written (found by an outside tester: the run died with no report).
+  std::signal(SIGHUP, on_stop_signal);
   return &g_stop;
 }
 
@@ -1300,8 +1303,19 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     } catch (const std::exception& e) {
       json s = out.summary;
       s["status"] = "error";
-      s["error"] = std::string("cannot write the report to ") + req.report_dir.string() + ": " + e.what();
-      throw RunFailed(s["error"].get<std::string>(), out.result, s);
+      std::string what = std::string("cannot write the report to ") + req.report_dir.string() + ": " + e.what();
+      // A stopped run whose report cannot be written is still an error (exit 2), and its line
+      // keeps what the interrupted line would have said: how far it came, and how to go on
+      // (found by an outside tester: "interrupted: cannot write ...", exit 3, no step count).
+      if (out.result.interrupted) {
+        what += " (the run was stopped after " + std::to_string(out.result.steps) + " steps";
+        if (s.contains("resume")) what += "; once the folder can be written, `" + s["resume"].get<std::string>() + "` continues from its last checkpoint";
+        what += ")";
+      }
+      s["error"] = what;
+      RunFailed failed_write(what, out.result, s);
+      failed_write.report_unwritten = true;
+      throw failed_write;
     }
   }
   return out;

@@ -1033,22 +1033,20 @@ void check_summary(const json& s, const fs::path& file) {
 ReportFiles render_report(const fs::path& dir) {
   const fs::path file = dir / kSummaryFile;
   std::error_code ec;
-  if (!fs::exists(dir, ec)) throw std::runtime_error("report: " + dir.string() + " does not exist");
+  // a path that cannot be looked at (a symlink loop, a folder without x permission) says why, not
+  // "does not exist" (found by an outside tester)
+  if (!fs::exists(dir, ec))
+    throw std::runtime_error("report: " + dir.string() + (ec ? ": " + ec.message() : std::string(" does not exist")));
   if (!fs::is_directory(dir, ec)) throw std::runtime_error("report: " + dir.string() + " is not a folder (give a run's report folder)");
-  if (!fs::exists(file, ec)) throw std::runtime_error("report: no " + file.string() + " (not a report folder, or its run never finished writing one)");
-  if (fs::is_directory(file, ec)) throw std::runtime_error("report: " + file.string() + " is a directory, not a file");
-  if (fs::is_fifo(file, ec)) throw std::runtime_error("report: " + file.string() + " is a named pipe (FIFO), not a file");
+  if (!fs::exists(file, ec)) {
+    if (ec) throw std::runtime_error("report: " + file.string() + ": " + ec.message());
+    throw std::runtime_error("report: no " + file.string() + " (not a report folder, or its run never finished writing one)");
+  }
   std::string text;
-  {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw std::runtime_error("report: cannot read " + file.string() + ": " + std::strerror(errno));
-    try {
-      std::ostringstream os;
-      os << in.rdbuf();
-      text = os.str();
-    } catch (const std::exception& e) {
-      throw std::runtime_error("report: cannot read " + file.string() + ": " + e.what());
-    }
+  try {
+    text = read_file_text(file);  // a directory, FIFO, device or oversize file is named, never read
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("report: ") + e.what());
   }
   if (text.empty()) {
     throw std::runtime_error("report: " + file.string() +

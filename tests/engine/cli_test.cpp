@@ -888,8 +888,9 @@ TEST(RunFolder, ARunFolderInUseIsRefused) {
 TEST(Interruption, OneStatusAndExitCodeInEveryPlace) {
   if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
   const fs::path elf = loop_elf(50'000'000);
-  for (const int sig : {SIGINT, SIGTERM}) {
-    const fs::path dir = temp_dir(std::string("interrupted-") + (sig == SIGINT ? "int" : "term"));
+  // (SIGHUP, a closed terminal, as SIGTERM: found by an outside tester, it killed the run unreported)
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    const fs::path dir = temp_dir(std::string("interrupted-") + (sig == SIGINT ? "int" : sig == SIGTERM ? "term" : "hup"));
     // SIGINT ignored on entry, as `lockstep run ... --json &` in a script has it.
     // Signalled 1 s after the run started (its case.json is written just before the engine starts).
     std::optional<std::chrono::steady_clock::time_point> started;
@@ -1405,7 +1406,7 @@ TEST(RunCommand, ProgressLineFitsANarrowTerminal) {
 TEST(FileErrors, NameTheFileAndTheReason) {
   const fs::path dir = temp_dir("file-errors");
   fs::create_directories(dir / "summary.json");
-  expect_one_error_line(run({"report", dir.string()}), (dir / "summary.json").string() + " is a directory");
+  expect_one_error_line(run({"report", dir.string()}), (dir / "summary.json").string() + ": it is a directory, not a file");
   fs::create_directories(dir / "case.json");
   expect_one_error_line(run({"replay", dir.string()}), "cannot read " + (dir / "case.json").string() + ": it is a directory");
   fs::create_directories(dir / "m" / "fuzz.json");
@@ -1484,6 +1485,62 @@ TEST(FileErrors, ANamedPipeIsNeverWaitedFor) {
   // A pipe with a writer is read to its end, as a file is.
   const std::string cmd = "bash -c '" + std::string(LOCKSTEP_EXE) + " ref <(cat " + elf + ") >/dev/null 2>&1'";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+// A device, or a regular file larger than a reader's limit or than the memory available, is
+// refused by name before a byte is read (found by an outside tester: summary.json linked to
+// /dev/zero, `replay /dev/zero` and a sparse 50 GB --chip were read until the kernel killed the
+// process at 24 GB).
+TEST(FileErrors, ADeviceOrAFileLargerThanMemoryIsNeverRead) {
+  const fs::path dir = temp_dir("devices");
+  const std::string elf = loop_elf(5).string();
+  fs::create_directories(dir / "ck");
+  fs::create_symlink("/dev/zero", dir / "ck" / "summary.json");
+  expect_one_error_line(run({"report", (dir / "ck").string()}), "summary.json: it is a device, not a regular file");
+  expect_one_error_line(run({"replay", "/dev/zero"}), "cannot read /dev/zero: it is a device, not a regular file");
+  // 1 TiB, sparse: more than any reader's limit and than this machine's memory
+  const fs::path huge = dir / "huge";
+  { std::ofstream(huge) << ""; }
+  fs::resize_file(huge, std::uintmax_t{1} << 40);
+  expect_one_error_line(run({"run", elf, "--chip", huge.string()}), "MiB are more than the memory available");
+  expect_one_error_line(run({"replay", huge.string()}), "larger than 4294967296 bytes");
+  expect_one_error_line(run({"run", elf, "--dut-vocab", huge.string(), "--dut", "/nonexistent/chip"}),
+                        "larger than 64 MiB, not a vocabulary map");
+  expect_one_error_line(run({"run", elf, "--dut-vocab", "/dev/zero", "--dut", "/nonexistent/chip"}),
+                        "it is a device, not a regular file");
+  expect_one_error_line(run({"run", elf, "--dut-token-file", "/dev/zero", "--dut-connect", "unix:/nonexistent"}),
+                        "it is a device, not a regular file");
+  fs::remove(huge);
+  // a path the system will not look at: the path and the reason, not "filesystem error: status:"
+  fs::create_symlink("loop-b", dir / "loop-a");
+  fs::create_symlink("loop-a", dir / "loop-b");
+  expect_one_error_line(run({"replay", (dir / "loop-a").string()}), (dir / "loop-a").string() + ": Too many levels of symbolic links");
+  expect_one_error_line(run({"report", (dir / "loop-a").string()}), "Too many levels of symbolic links");
+}
+
+// A closed stdout is output that cannot be written, also with --report (found by an outside
+// tester: the run folder's lock file became fd 1, the run's output went into it, exit 0); a file
+// size limit is a failed write, one line and exit 2, not SIGXFSZ (status 153).
+TEST(FileErrors, AClosedStdoutAndAFileSizeLimitAreFailedWrites) {
+  const fs::path dir = temp_dir("closed-stdout");
+  const std::string elf = loop_elf(5).string();
+  const std::string exe = LOCKSTEP_EXE;
+  const fs::path err = dir / "err";
+  std::string cmd = "bash -c '" + exe + " run " + elf + " --report " + (dir / "r").string() + " >&- 2>" + err.string() + "'";
+  int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << cmd;
+  EXPECT_EQ(WEXITSTATUS(status), 2) << cmd << "\n" << slurp(err);
+  EXPECT_NE(slurp(err).find("lockstep: error: cannot write stdout"), std::string::npos) << slurp(err);
+  EXPECT_EQ(slurp(dir / "r" / ".lockstep.lock").find("steps compared"), std::string::npos);
+  // 8 KiB: a 20,000-step trace (80 KB) passes it
+  cmd = "bash -c 'ulimit -f 8; " + exe + " ref " + loop_elf(100000).string() + " --steps 20000 --trace " +
+        (dir / "t.trace").string() + " >/dev/null 2>" + err.string() + "'";
+  status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << cmd << ": killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 2) << cmd << "\n" << slurp(err);
+  const std::string limit_err = slurp(err);
+  EXPECT_EQ(std::count(limit_err.begin(), limit_err.end(), '\n'), 1) << limit_err;
+  EXPECT_EQ(limit_err.rfind("lockstep: error: ", 0), 0u) << limit_err;
 }
 
 // A case continues only with the command that wrote it (a `run` folder is not a story check to

@@ -40,6 +40,9 @@ class RunFailed : public CheckError {
       : CheckError(what), partial(std::move(partial_result)), summary(std::move(summary_json)) {}
   RunResult partial;
   nlohmann::json summary;  ///< the summary written (or that could not be written), status "error"
+  /// The run ended (with a verdict or stopped) but its report folder could not be written: an
+  /// error whether or not a stop came (docs/ci.md: exit 2), never read as "interrupted".
+  bool report_unwritten = false;
 };
 
 /// Whether there is a built chip: the chip file this build compiled (or the prebuilt one it was

@@ -8,12 +8,26 @@
 
 namespace lockstep::format {
 
+/// Which files read_input_file takes: anything that can be read (a FIFO or device too, as
+/// `<(cat guest.elf)`), or regular files only (a report's JSON, a vocabulary map: a device given
+/// there is a mistake, and /dev/zero would be read up to the limit).
+enum class Readable { kAnything, kRegularOnly };
+
 /// The whole of `path` as bytes.  `what` names the kind of file for the message ("ELF", "trace
-/// file").  Throws FormatError "WHAT: cannot read PATH: REASON", REASON being "no such file", "it is
-/// a directory, not a file", "larger than MAX bytes", "it is a named pipe (FIFO) and nothing wrote
-/// to it", or the system's error text.  A FIFO or device is read like a file (never waiting in
-/// open() for a writer); `max_bytes` bounds what is read from anything.
+/// file"; empty: no prefix).  Throws FormatError "WHAT: cannot read PATH: REASON", REASON being
+/// "no such file", "it is a directory, not a file", "larger than MAX bytes", "larger than the
+/// memory available (N MiB)", "it is a named pipe (FIFO) and nothing wrote to it", "it is a
+/// device (or FIFO, socket), not a regular file" (kRegularOnly), or the system's error text.  A
+/// FIFO or device is read like a file (never waiting in open() for a writer); `max_bytes` bounds
+/// what is read from anything, and a regular file is refused by its size before any byte is read,
+/// also when it would not fit in the memory available (a sparse file of 50 GB was read until the
+/// kernel killed the process: found by an outside tester).
 std::vector<std::uint8_t> read_input_file(const std::filesystem::path& path, const std::string& what,
-                                          std::uint64_t max_bytes = std::uint64_t{1} << 32);
+                                          std::uint64_t max_bytes = std::uint64_t{1} << 32,
+                                          Readable readable = Readable::kAnything);
+
+/// The memory this process may still allocate, in bytes: MemAvailable of /proc/meminfo (Linux),
+/// or the machine's physical memory where that cannot be read; UINT64_MAX when neither can.
+std::uint64_t memory_available_bytes();
 
 }  // namespace lockstep::format
