@@ -34,7 +34,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--backend", args->backend, "Executor: cpu | cuda")->capture_default_str();
   cmd->add_option("--mode", args->mode, "forced (teacher-forced) | free (free-running)")
       ->capture_default_str();
-  cmd->add_option("--steps", args->steps, "Steps to compare (default: until exit or trap)")->check(count_range(1, kMaxStepsOption));
+  cmd->add_option("--steps", args->steps, "Steps to compare (default: until exit or trap; a divergence is diagnosed with up to --classify-window steps past it)")->check(count_range(1, kMaxStepsOption));
   cmd->add_option("--teacher-forced-steps", args->teacher_forced,
                   "With --mode free: teacher-force the first N steps")->check(count_range(0, kMaxStepsOption));
   cmd->add_option("--compare", args->compare,

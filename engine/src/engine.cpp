@@ -2411,13 +2411,24 @@ struct Engine::Impl {
     // A slow chip spends a while on the window (up to --window steps past the divergence, beyond a
     // --steps bound): after 2 s one note says what it is doing, so that a stale progress line is not
     // read as the run's (found by an outside tester: "step 320/500 19 steps/s" while it replayed).
+    // A note every 30 s after that says how far it is, and a stop (SIGINT/SIGTERM) cuts the
+    // window where it is: the diagnosis is made from the steps replayed and says so (found by an
+    // outside tester: a chip at 1 step/s spent its whole timeout in a window with no word).
     const auto window_start = Clock::now();
-    bool window_noted = false;
+    auto next_note = window_start + std::chrono::seconds(2);
+    bool window_cut = false;
     forced_replay(T, opt.classify_window, vocab, [&](std::uint32_t e, std::uint32_t a) {
-      if (!window_noted && opt.on_note && Clock::now() - window_start > std::chrono::seconds(2)) {
-        window_noted = true;
+      if (opt.on_note && Clock::now() > next_note) {
+        const bool first = next_note == window_start + std::chrono::seconds(2);
+        next_note = Clock::now() + std::chrono::seconds(30);
         opt.on_note("diagnosing the divergence at step " + std::to_string(d.step) + ": a teacher-forced replay of up to " +
-                    std::to_string(opt.classify_window) + " steps after it (run --classify-window N sets how many)");
+                    std::to_string(opt.classify_window) + " steps after it" +
+                    (first ? std::string(" (run --classify-window N sets how many)")
+                           : ", " + std::to_string(d.replay_window) + " replayed so far"));
+      }
+      if (opt.stop && opt.stop->load()) {
+        window_cut = true;
+        return false;
       }
       ++d.replay_window;
       seen[e].add(a);
@@ -2506,8 +2517,8 @@ struct Engine::Impl {
                      std::to_string(d.replay_mismatches) + " of the " + std::to_string(d.replay_window) +
                      " following steps still disagree although fed the reference's tokens, each as a fixed "
                      "substitution: every time the reference's token is due the chip answers the same other "
-                     "token, and every other token agrees (" + pairs +
-                     "). That is what a chip that computes the right thing and names it with the wrong id shows "
+                     "token, and every other token agrees (" + pairs + "; the counts include step " +
+                     std::to_string(d.step) + "). That is what a chip that computes the right thing and names it with the wrong id shows "
                      "(wrong rows of its unembedding, the map from its output to token ids, or of its --dut-vocab "
                      "map), rather than corrupted state; a computation wrong the same way each time shows it too";
     } else {
@@ -2531,6 +2542,9 @@ struct Engine::Impl {
                         " later executions: an operation wrong for some operands, or a state that only it reads";
     }
     if (reproduced && !bad_restore.empty()) d.fault_text += " (but " + bad_restore + ")";
+    if (window_cut)
+      d.fault_text += " (a stop cut the replay's window after " + std::to_string(d.replay_window) + " of its " +
+                      std::to_string(opt.classify_window) + " steps)";
   }
 
   // Restores L's snapshot again and replays teacher-forced through the divergent step with

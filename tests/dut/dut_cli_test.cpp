@@ -1263,6 +1263,21 @@ TEST_F(DutCli, AStopInsideAFuzzBatchKeepsTheMismatchesFound) {
   EXPECT_EQ(json::parse(slurp(dir / "rep" / "summary.json"))["status"], "mismatch");
 }
 
+// A stop while a slow chip's divergence is diagnosed ends the replay's window where it is: the run
+// ends at once as the mismatch it is (exit 1), and the diagnosis says it did not finish (an outside
+// tester's chip at 1 step/s spent the whole timeout in a 4,096-step window; the stop is the way
+// out, and a note every 30 s says how far the window is).
+TEST_F(DutCli, AStopCutsTheDiagnosisWindowOfASlowChip) {
+  const fs::path dir = fresh_dir("diagnosis-stop");
+  const Signalled r = run_and_signal({"run", crc32_.string(), "--mode", "forced", "--steps", "20000", "--dut",
+                                      kFaulty + " trippedslow 3000 " + kChip + " plain"},
+                                     dir, "diagnosing the divergence at step 3000", SIGINT);
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_LT(r.seconds, 5) << "the window of 4,096 slow steps (about 13 s) must end with the signal";
+  EXPECT_NE(r.out.find("did not finish (the run was interrupted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mismatches 1"), std::string::npos) << r.out;
+}
+
 // --compare end, stopped before its end on a chip already wrong: the digests of the steps compared
 // differ, so the run is a mismatch with the divergence unlocated, never "mismatches 0", and its
 // case records a divergence within those steps (found by an outside tester: the case recorded a

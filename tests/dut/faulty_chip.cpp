@@ -31,7 +31,9 @@
 // `plain`, whose replays start from RESET). Two more trip the same way and then break the
 // answer that holds the wrong token, when it is not the answer's last, in any kind of answer:
 // trippedbadid (the answer's last id becomes 16777215, not below vocab_size) and trippedshort
-// (the answer loses its last token): a wrong token hidden by a bad answer. A fourth argument `plain` announces MULTI_STEP only
+// (the answer loses its last token): a wrong token hidden by a bad answer. trippedslow is tripped
+// whose every TOKENS answer, once stream 0 has made its N-th step, comes 200 ms late: a slow chip
+// while the divergence is diagnosed. A fourth argument `plain` announces MULTI_STEP only
 // (no PROBES, HASH, SAVE_RESTORE). Two modes answer a frame whose length is over the limit (§2)
 // with ERROR 1 and then: oversizekeep reads on (it does not end the session), oversizebg exits
 // while a process it started (sleep 30) still holds its stdout. Three break the end of a session
@@ -181,7 +183,8 @@ class Faulty final : public dut::Connection {
         if (stream == 0 && done < static_cast<std::uint64_t>(n_) && done + count >= static_cast<std::uint64_t>(n_)) {
           const std::size_t k = at + static_cast<std::size_t>(n_ - done - 1);
           if (k < t.size()) t[k] ^= 1;
-          trip = (mode_ != "tripped" || type == (dut::kResponse | dut::kFree)) && static_cast<std::uint64_t>(n_) < done + count;
+          trip = ((mode_ != "tripped" && mode_ != "trippedslow") || type == (dut::kResponse | dut::kFree)) &&
+                 static_cast<std::uint64_t>(n_) < done + count;
           if (trip) {
             std::cerr << "faulty_chip: tripped now, after " << done << " steps, in an answer of " << count
                       << " tokens\n"
@@ -191,6 +194,8 @@ class Faulty final : public dut::Connection {
         done += count;
         at += count;
       }
+      if (mode_ == "trippedslow" && stream_steps_[0] >= static_cast<std::uint64_t>(n_))
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
       if (trip && mode_ == "trippedbadid") {
         t.back() = 0x00FFFFFF;
         in_->write_frame(type, dut::encode_tokens(t), deadline);
@@ -331,7 +336,9 @@ class Faulty final : public dut::Connection {
   }
 
  private:
-  bool tripped_family() const { return mode_ == "tripped" || mode_ == "trippedbadid" || mode_ == "trippedshort"; }
+  bool tripped_family() const {
+    return mode_ == "tripped" || mode_ == "trippedslow" || mode_ == "trippedbadid" || mode_ == "trippedshort";
+  }
   std::unique_ptr<dut::Connection> in_;
   std::string mode_;
   int n_;
