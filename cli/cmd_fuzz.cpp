@@ -379,7 +379,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   out << coverage.text(ops) << decisions.text();
   for (const json& f : failures)
     out << "FAIL program " << f.value("index", 0) << " (" << f.value("mode", "") << "): "
-        << as_invoked("lockstep replay " + format::shell_word(f.value("case", ""))) << "\n";
+        << as_invoked("lockstep replay " + format::shell_path(f.value("case", ""))) << "\n";
   out << "merged " << dirs.size() << " reports: programs " << programs << ", steps compared " << steps
       << ", mismatching runs " << mismatching << "; seed " << format::json_text(merged["seed"]) << "\n"
       << std::flush;
@@ -696,9 +696,9 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     std::string chip_options;
     if (dut) {
       chip_options = " " + args->dut.describe();
-      if (!args->dut.token_file.empty()) chip_options += " --dut-token-file " + format::shell_word(args->dut.token_file.string());
+      if (!args->dut.token_file.empty()) chip_options += " --dut-token-file " + format::shell_path(args->dut.token_file.string());
     } else {
-      if (!args->chip.empty()) chip_options += " --chip " + format::shell_word(args->chip);
+      if (!args->chip.empty()) chip_options += " --chip " + format::shell_path(args->chip);
       if (args->backend != "cpu") chip_options += " --backend " + args->backend;
     }
     const std::string program_options = (args->ops.empty() ? std::string() : " --ops " + format::shell_word(args->ops)) +
@@ -847,7 +847,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         c.expect = engine::Case::expect_of(d);
         write_text(dir / "case.json", format::json_text(c.to_json(), 2) + "\n");
         out << "  not shrunk (" << without_chip << "): the original program is saved in " << dir.string()
-            << " (replay it: " << as_invoked("lockstep replay " + format::shell_word(dir.string()))
+            << " (replay it: " << as_invoked("lockstep replay " + format::shell_path(dir.string()))
             << "); repeat it: " << as_invoked(repeat_alone(f.original.index, mode_name)) << "\n"
             << std::flush;
         failures.push_back(std::move(failure));
@@ -909,7 +909,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                            : std::string())
           << "; the saved case "
           << (at ? "diverges at step " + std::to_string(at) : std::string("does NOT diverge")) << "; "
-          << as_invoked("lockstep replay " + format::shell_word(dir.string())) << "\n"
+          << as_invoked("lockstep replay " + format::shell_path(dir.string())) << "\n"
           << std::flush;
       if (!at) {
         // Run alone (one stream, stream 0) the program passes: the chip's bug depends on the

@@ -438,7 +438,7 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       if (m.non_equivalent && !m.caught) {
         const std::string repeat = "lockstep mutate --seed " + std::to_string(seed) + " --first " + std::to_string(m.index) +
                                    " --mutants 1" + (a->kinds.empty() ? "" : " --kinds " + a->kinds) + workload_options +
-                                   (a->chip.empty() ? "" : " --chip " + format::shell_word(a->chip));
+                                   (a->chip.empty() ? "" : " --chip " + format::shell_path(a->chip));
         out << "  survivor: mutant " << m.index << " " << m.kind << " (site seed " << m.seed << "): " << m.target
             << (m.timed_out.empty() ? "; changes a token in " + m.changed_in + " at step " + std::to_string(m.changed_at)
                                     : "; the oracle ran past its budget in " + m.changed_in)

@@ -318,7 +318,7 @@ void add_replay_command(CLI::App& app, Context& ctx) {
     }
     ctx.out() << std::flush;
     if (!req.report_dir.empty()) {
-      ctx.summary.set("replay", "lockstep replay " + format::shell_word(req.report_dir.string()));
+      ctx.summary.set("replay", "lockstep replay " + format::shell_path(req.report_dir.string()));
       print_replay_hint(r, req.report_dir);
     }
     if (r.interrupted) throw Interrupted("after " + std::to_string(r.steps) + " steps");

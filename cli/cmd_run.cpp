@@ -206,7 +206,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     if (r.resumed_from) ctx.summary.set("resumed_from", r.resumed_from);
     if (!r.skipped_checkpoints.empty()) ctx.summary.set("skipped_checkpoints", r.skipped_checkpoints);
     if (!req.report_dir.empty())
-      ctx.summary.set("replay", "lockstep replay " + format::shell_word(req.report_dir.string()));
+      ctx.summary.set("replay", "lockstep replay " + format::shell_path(req.report_dir.string()));
     for (const engine::StreamResult& s : r.streams) summarise_divergence(ctx, s);
     print_capability_notes(ctx, out.capability_notes);
     note_chip_fault(ctx, out.chip_fault);

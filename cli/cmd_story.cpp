@@ -237,7 +237,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
         if (!args->guest.empty() && !syms.empty() && !syms.count("stories_image") && !syms.count("stories_vx_tokens")) {
           throw InputError("--guest " + args->guest +
                            " is not a story guest (it has neither a stories_image nor a stories_vx_tokens symbol); "
-                           "check other guests with " + as_invoked("lockstep run " + format::shell_word(args->guest)));
+                           "check other guests with " + as_invoked("lockstep run " + format::shell_path(args->guest)));
         }
         const std::string built_from = guest_model(path);
         guest_built_from = built_from;
@@ -414,7 +414,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     if (r.resumed_from) ctx.summary.set("resumed_from", r.resumed_from);
     if (!r.skipped_checkpoints.empty()) ctx.summary.set("skipped_checkpoints", r.skipped_checkpoints);
     if (!req.report_dir.empty())
-      ctx.summary.set("replay", "lockstep replay " + format::shell_word(req.report_dir.string()));
+      ctx.summary.set("replay", "lockstep replay " + format::shell_path(req.report_dir.string()));
     for (const engine::StreamResult& s : r.streams) summarise_divergence(ctx, s);
     if (!story.empty()) out << "\n";  // after the story's text (none yet: no blank first line)
     if (!guest_note.empty()) ctx.log().info("{}", guest_note);

@@ -65,7 +65,7 @@ bool check_dut_options(const CLI::App* cmd, const dut::DutConfig& c, const std::
 void reject_with_resume(const CLI::App* cmd, const std::vector<std::string>& names, const std::string& dir,
                         const engine::Case& c) {
   if (!c.command.empty() && c.command != cmd->get_name()) {
-    const std::string d = format::shell_word(dir);
+    const std::string d = format::shell_path(dir);
     throw UsageError("--resume " + dir + ": its case.json was written by `lockstep " + c.command +
                      "`; continue it with " + as_invoked("lockstep " + c.command + " --resume " + d) +
                      (c.command == "run" || c.command == "story" ? std::string()
@@ -88,7 +88,7 @@ void reject_with_resume(const CLI::App* cmd, const std::vector<std::string>& nam
 void print_replay_hint(const engine::RunResult& r, const std::filesystem::path& report_dir) {
   if (r.mismatches == 0) return;
   if (!report_dir.empty()) {
-    std::cerr << "lockstep: replay it: " << as_invoked("lockstep replay " + format::shell_word(report_dir.string()))
+    std::cerr << "lockstep: replay it: " << as_invoked("lockstep replay " + format::shell_path(report_dir.string()))
               << "\n"
               << std::flush;
   } else {
@@ -144,7 +144,7 @@ std::string resume_hint(const std::string& command, const std::filesystem::path&
   }
   if (cps.empty()) return "";
   const std::uint64_t at = cps.back();
-  return "; continue with: " + as_invoked("lockstep " + command + " --resume " + format::shell_word(dir.string())) +
+  return "; continue with: " + as_invoked("lockstep " + command + " --resume " + format::shell_path(dir.string())) +
          (at < steps ? " (from its checkpoint at step " + std::to_string(at) + ": no checkpoint was taken at the stop, so "
                        "the steps after it are compared again)"
                      : std::string());

@@ -54,8 +54,8 @@ std::string read_token_file(const std::filesystem::path& p) {
 
 std::string DutConfig::describe() const {
   std::string out = command.empty() ? "--dut-connect " + format::shell_word(connect) : "--dut " + format::shell_quoted(command);
-  if (!vocab.empty()) out += " --dut-vocab " + format::shell_word(vocab.string());
-  if (!chip_file.empty()) out += " --dut-chip " + format::shell_word(chip_file.string());
+  if (!vocab.empty()) out += " --dut-vocab " + format::shell_path(vocab.string());
+  if (!chip_file.empty()) out += " --dut-chip " + format::shell_path(chip_file.string());
   return out;
 }
 

@@ -1200,7 +1200,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     if (req.add_to_summary) req.add_to_summary(s, result);
     if (!out.capability_notes.empty()) s["capability_notes"] = out.capability_notes;
     if (!req.report_dir.empty()) {
-      const std::string dir = format::shell_word(req.report_dir.string());
+      const std::string dir = format::shell_path(req.report_dir.string());
       s["replay"] = "lockstep replay " + dir;
       if (const std::string kept = earlier_run_of(req.report_dir); !kept.empty()) s["earlier_run"] = kept;
       // An interrupted run that can go on: the command, as the page shows it (found by an outside

@@ -27,6 +27,10 @@ std::string shell_word(std::string_view s) {
   return plain ? std::string(s) : shell_quoted(s);
 }
 
+std::string shell_path(std::string_view path) {
+  return shell_word(!path.empty() && path.front() == '-' ? "./" + std::string(path) : std::string(path));
+}
+
 std::string escape_controls(std::string_view s) {
   std::string out;
   out.reserve(s.size());

@@ -791,7 +791,7 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
                          str(cd, "actual_text"));
       }
       if (!str(f, "case").empty())
-        os << "<br>replay: <code>" << escape_xml("lockstep replay " + format::shell_word(str(f, "case"))) << "</code>";
+        os << "<br>replay: <code>" << escape_xml("lockstep replay " + format::shell_path(str(f, "case"))) << "</code>";
       if (!f.value("reproduces_alone", true) && !str(f, "repeat_batch").empty())
         os << "<br>repeat its batch: <code>" << escape_xml(str(f, "repeat_batch")) << "</code>";
       os << "</td></tr>\n";

@@ -59,6 +59,11 @@ TEST(Shell, WordsComeBackFromTheShellAsTheyWere) {
   EXPECT_EQ(lf::shell_word("build/r-1/case.json"), "build/r-1/case.json");
   EXPECT_EQ(lf::shell_word("a b"), "'a b'");
   EXPECT_EQ(lf::shell_word(""), "''");
+  // a path that starts with '-' would read as an option: ./ in front
+  EXPECT_EQ(lf::shell_path("-dash"), "./-dash");
+  EXPECT_EQ(lf::shell_path("-a b"), "'./-a b'");
+  EXPECT_EQ(lf::shell_path("/abs/-x"), "/abs/-x");
+  EXPECT_EQ(lf::shell_path("rel/dir"), "rel/dir");
   EXPECT_EQ(lf::shell_word("it's"), "'it'\\''s'");
   EXPECT_EQ(lf::shell_quoted("python3 chip.py"), "'python3 chip.py'");
   const std::vector<std::string> words = {"plain", "two words", "it's", "$HOME", "a\\b", "`id`", "*", "", "x\ny",

@@ -12,6 +12,11 @@ namespace lockstep::format {
 /// `'` in it written `'\''`.  shell_word("a b") is `'a b'`, shell_word("it's") is `'it'\''s'`.
 std::string shell_word(std::string_view s);
 
+/// shell_word of a path given as an argument: a relative path that starts with `-` gets `./` in
+/// front, so that the command parses it as a path, not an option (`lockstep replay ./-dash`;
+/// found by an outside tester: `lockstep replay -dash` said "case is required").
+std::string shell_path(std::string_view path);
+
 /// `s` in single quotes always (as shell_word quotes it): for a whole command given as one word,
 /// such as `--dut 'python3 chip.py'`, so that it reads as one.
 std::string shell_quoted(std::string_view s);
