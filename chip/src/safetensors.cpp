@@ -306,7 +306,7 @@ void write_file_bytes(const std::string& path, const std::vector<std::uint8_t>& 
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw FormatError("cannot open '" + path + "' for writing: " + std::strerror(errno));
   f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!f) throw FormatError("error writing '" + path + "'");
+  if (!f) throw FormatError("error writing '" + path + "': " + std::strerror(errno ? errno : EIO));  // ENOSPC named
 }
 
 }  // namespace lockstep::chip

@@ -1,6 +1,7 @@
 #include "lockstep/format/trace_file.h"
 #include "lockstep/format/file.h"
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -72,7 +73,7 @@ void write_trace_file(const std::filesystem::path& path, nlohmann::json header,
   const auto bytes = encode_trace_file(std::move(header), tokens);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!out) fail("cannot write " + path.string());
+  if (!out) fail("cannot write " + path.string() + ": " + std::strerror(errno ? errno : EIO));
 }
 
 TraceFileWriter::TraceFileWriter(const std::filesystem::path& path, std::uint32_t header_reserve)
@@ -81,12 +82,12 @@ TraceFileWriter::TraceFileWriter(const std::filesystem::path& path, std::uint32_
   put_u32(head, reserve_);
   head.resize(12 + reserve_, ' ');
   out_.write(reinterpret_cast<const char*>(head.data()), static_cast<std::streamsize>(head.size()));
-  if (!out_) fail("cannot write " + path.string());
+  if (!out_) fail("cannot write " + path.string() + ": " + std::strerror(errno ? errno : EIO));
 }
 
 void TraceFileWriter::append(std::span<const std::uint32_t> tokens) {
   out_.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(4 * tokens.size()));
-  if (!out_) fail("cannot write " + path_.string());
+  if (!out_) fail("cannot write " + path_.string() + ": " + std::strerror(errno ? errno : EIO));
   steps_ += tokens.size();
 }
 
@@ -97,7 +98,7 @@ void TraceFileWriter::finish(nlohmann::json header) {
   out_.seekp(12);
   out_.write(text.data(), static_cast<std::streamsize>(text.size()));
   out_.close();
-  if (!out_) fail("cannot write " + path_.string());
+  if (!out_) fail("cannot write " + path_.string() + ": " + std::strerror(errno ? errno : EIO));
 }
 
 TraceFile read_trace_file(const std::filesystem::path& path) {
