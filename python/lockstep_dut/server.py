@@ -59,10 +59,14 @@ class DutError(Exception):
         if code is not None:
             # checked here, where the chip's code raises it: a code the protocol lacks (a str
             # "7") broke the session instead of answering (found by an outside tester)
-            if isinstance(code, bool) or not isinstance(code, int) or not P.E_MALFORMED <= code <= P.E_INTERNAL:
+            try:
+                value = as_int(code, "DutError code")
+            except TypeError:
+                value = None
+            if value is None or not P.E_MALFORMED <= value <= P.E_INTERNAL:
                 raise TypeError(f"DutError code {code!r}: must be an int {P.E_MALFORMED} .. {P.E_INTERNAL} "
                                 f"(dut-protocol.md §3.10)")
-            self.code = code
+            self.code = value
 
 
 class BadArgument(DutError):
@@ -91,8 +95,10 @@ def as_int(value: Any, what: str) -> int:
     integer, a one-element integer tensor: anything with ``__index__``). A bool, a float, a
     string or a tensor of floats raises ``TypeError`` naming ``what``, the value and its type
     (found by an outside tester: ``np.int64(5)`` read "token 5, not an id below 20736")."""
-    if isinstance(value, bool):
-        raise TypeError(f"{what} is {value!r} (a bool), not an int")
+    # numpy's bool_ and a bool tensor have __index__ as bool has: a truth value is not an id
+    if isinstance(value, bool) or str(getattr(value, "dtype", "")) in ("bool", "torch.bool"):
+        raise TypeError(f"{what} is {P.one_line(repr(value))} (a {_type_name(value)} of bools), not an int"
+                        if not isinstance(value, bool) else f"{what} is {value!r} (a bool), not an int")
     try:
         return operator.index(value)
     except TypeError:
@@ -151,9 +157,13 @@ class Session:
             if not isinstance(getattr(chip, attr), str):
                 value = getattr(chip, attr)
                 raise SetupError(f"the chip's {attr} is {value!r} (a {_type_name(value)}), not a str")
-        if self.vocab_size < 1 or not 1 <= self.max_streams <= P.MAX_ENTRIES:
-            raise SetupError(f"a chip needs vocab_size >= 1 and max_streams 1 .. {P.MAX_ENTRIES} "
-                             f"(vocab_size {self.vocab_size}, max_streams {self.max_streams})")
+        if not 1 <= self.vocab_size <= 0xFFFFFFFF or not 1 <= self.max_streams <= P.MAX_ENTRIES:
+            raise SetupError(f"a chip needs vocab_size 1 .. 2^32-1 (a u32, §3.1) and max_streams 1 .. "
+                             f"{P.MAX_ENTRIES} (vocab_size {self.vocab_size}, max_streams {self.max_streams})")
+        for attr in ("name", "identity"):  # a str of HELLO_OK: at most 65,535 UTF-8 bytes (§2)
+            size = len(getattr(chip, attr).encode("utf-8", "surrogatepass"))
+            if size > 0xFFFF:
+                raise SetupError(f"the chip's {attr} is {size} bytes in UTF-8: at most 65,535 (dut-protocol.md §2)")
         self.caps = capabilities_of(chip)
         self.greeted = False
         self.closing = False  # set after BYE or a fatal error: the session ends

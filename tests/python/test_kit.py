@@ -384,13 +384,18 @@ class KitInputs(unittest.TestCase):
     def test_integer_tokens_of_any_type_are_ids(self):
         self.assertEqual(self.answer([self.Index(5)]), (P.RESPONSE | P.STEP, P.encode_tokens([5])))
 
+    class BoolIndex(Index):  # numpy's bool_ and a bool tensor: __index__, and a dtype of bools
+        dtype = "bool"
+
     def test_other_tokens_are_named_by_type(self):
-        for out, what in (([1.0], "1.0 (a float)"), ([True], "True (a bool)"), (["3"], "'3' (a str)")):
+        for out, what in (([1.0], "1.0 (a float)"), ([True], "True (a bool)"), (["3"], "'3' (a str)"),
+                          ([self.BoolIndex(1)], "of bools")):
             rtype, payload = self.answer(out)
             self.assertEqual(rtype, P.ERROR)
             code, message = P.decode_error(payload)
             self.assertEqual(code, P.E_INTERNAL)
-            self.assertIn("step's token 0 is " + what, message)
+            self.assertIn("step's token 0 is ", message)
+            self.assertIn(what, message)
         code, message = P.decode_error(self.answer([self.Index(20736)])[1])
         self.assertEqual(message, "step returned token 20736, not an id below 20736")
 
@@ -400,7 +405,10 @@ class KitInputs(unittest.TestCase):
                              (dict(vocab_size=20736.7), "vocab_size is 20736.7 (a float)"),
                              (dict(max_streams=None), "max_streams is None"),
                              (dict(name=None), "name is None (a NoneType), not a str"),
-                             (dict(step=None), "has no method step()")):
+                             (dict(step=None), "has no method step()"),
+                             (dict(vocab_size=2 ** 32), "vocab_size 1 .. 2^32-1"),
+                             (dict(max_streams=self.BoolIndex(1)), "of bools"),
+                             (dict(identity="x" * 65536), "identity is 65536 bytes in UTF-8")):
             with self.assertRaises(SetupError) as cm:
                 self.session(**attrs)
             self.assertIn(words, str(cm.exception))
@@ -413,6 +421,7 @@ class KitInputs(unittest.TestCase):
         with self.assertRaises(TypeError):
             DutError("boom", 8)
         self.assertEqual(DutError("boom", 4).code, 4)
+        self.assertEqual(DutError("boom", self.Index(2)).code, 2)  # a numpy integer, as tokens
 
         class Odd(DutError):
             code = "x"
