@@ -595,6 +595,22 @@ json summary_json(const std::string& command, const RunResult& r, const std::str
   return s;
 }
 
+// The summary of a run that failed with `what`: status "error" and the error, or, when a stop
+// (SIGINT, SIGTERM, SIGHUP) came first and nothing was found wrong, the stop's: "interrupted"
+// in every place summary.json has it, with `what` as the reason (found by an outside tester: a
+// stop while the chip under test started left status "interrupted" beside "interrupted": false).
+static void mark_failed(json& s, const std::string& what, bool stopped) {
+  if (!stopped || s.value("mismatches", std::uint64_t{0}) > 0) {
+    s["status"] = "error";
+    s["error"] = what;
+    return;
+  }
+  s["status"] = "interrupted";
+  s["interrupted"] = true;
+  s["interrupted_reason"] = what;
+  if (s.contains("run") && s["run"].is_object()) s["run"]["interrupted"] = true;
+}
+
 std::string self_loop_line(const StreamResult& stream) {
   const std::string what = "the guest " + ref::describe_loop(stream.loop_pc, stream.loop_word, stream.loop_period);
   return what + " and can never exit: stopped after " + std::to_string(stream.steps) +
@@ -1091,8 +1107,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       // 0 steps), as every failed run's does (docs/spec/dut-protocol.md §8); "interrupted" when
       // SIGINT/SIGTERM ended the wait.
       json s = summary_json(req.command, RunResult{}, "dut " + c.dut->describe(), "");
-      s["status"] = req.options.stop && req.options.stop->load() ? "interrupted" : "error";
-      s["error"] = e.what();
+      mark_failed(s, e.what(), req.options.stop && req.options.stop->load());
       write_failed_report(req.report_dir, s, err);
       throw RunFailed(e.what(), RunResult{}, s);
     }
@@ -1219,8 +1234,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   // written) and out with the exception.
   auto failed = [&](const std::string& what, const RunResult& partial) -> RunFailed {
     json s = with_notes(summary_json(req.command, partial, chip.source, chip.hash), partial);
-    s["status"] = "error";
-    s["error"] = what;
+    mark_failed(s, what, req.options.stop && req.options.stop->load());
     write_failed_report(req.report_dir, s, err);
     return RunFailed(what, partial, s);
   };

@@ -1263,6 +1263,23 @@ TEST_F(DutCli, AStopInsideAFuzzBatchKeepsTheMismatchesFound) {
   EXPECT_EQ(json::parse(slurp(dir / "rep" / "summary.json"))["status"], "mismatch");
 }
 
+// A stop while the chip under test starts (it never answers HELLO) is the stop's in every place
+// summary.json has it: status "interrupted", "interrupted": true, the line as the reason, no
+// "error" (found by an outside tester: status "interrupted" beside run.interrupted false).
+TEST_F(DutCli, AStopWhileTheChipStartsIsAnInterruptionInTheSummary) {
+  const fs::path dir = fresh_dir("stop-at-start");
+  const Signalled r = run_and_signal({"run", crc32_.string(), "--steps", "2000", "--report", (dir / "rep").string(),
+                                      "--dut", "sleep 30"},
+                                     dir, "", SIGTERM);
+  EXPECT_EQ(r.rc, 3) << r.err;
+  const json s = json::parse(slurp(dir / "rep" / "summary.json"));
+  EXPECT_EQ(s["status"], "interrupted") << s.dump(1);
+  EXPECT_EQ(s["interrupted"], true) << s.dump(1);
+  EXPECT_EQ(s["run"]["interrupted"], true) << s.dump(1);
+  EXPECT_FALSE(s.contains("error")) << s.dump(1);
+  EXPECT_NE(s.value("interrupted_reason", "").find("HELLO"), std::string::npos) << s.dump(1);
+}
+
 // A stop while a slow chip's divergence is diagnosed ends the replay's window where it is: the run
 // ends at once as the mismatch it is (exit 1), and the diagnosis says it did not finish (an outside
 // tester's chip at 1 step/s spent the whole timeout in a 4,096-step window; the stop is the way
