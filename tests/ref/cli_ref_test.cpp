@@ -341,10 +341,16 @@ TEST_F(LockstepRef, BadInputIsOneLineAndExitCode2) {
   r = run("run " + (dir / "junk.elf").string());
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "lockstep: error: ELF: not an ELF file (bad magic) (in " + (dir / "junk.elf").string() + ")\n");
-  // An empty file names its whole path (/dev/null's bare name would read "(null)").
+  // An empty file names its whole path (a bare name "null" would read "(null)").
+  const fs::path empty = dir / "null";
+  { std::ofstream touch(empty); }
+  r = run("ref " + empty.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "lockstep: error: ELF: truncated file (0 bytes, no ELF magic) (in " + empty.string() + ")\n");
+  // A device is never read (/dev/zero was read up to the ELF limit, 256 MiB).
   r = run("ref /dev/null");
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err, "lockstep: error: ELF: truncated file (0 bytes, no ELF magic) (in /dev/null)\n");
+  EXPECT_EQ(r.err, "lockstep: error: ELF: cannot read /dev/null: it is a device, not a regular file\n");
   r = run("run " + low);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("is not inside RAM"), std::string::npos) << r.err;

@@ -8,17 +8,16 @@
 
 namespace lockstep::format {
 
-/// Which files read_input_file takes: anything that can be read (a FIFO or device too, as
-/// `<(cat guest.elf)`), or regular files only (a report's JSON, a vocabulary map: a device given
-/// there is a mistake, and /dev/zero would be read up to the limit).
+/// Which files read_input_file takes: regular files and FIFOs (as `<(cat guest.elf)`), or
+/// regular files only (a report's JSON, a vocabulary map). A device or socket is never read.
 enum class Readable { kAnything, kRegularOnly };
 
 /// The whole of `path` as bytes.  `what` names the kind of file for the message ("ELF", "trace
 /// file"; empty: no prefix).  Throws FormatError "WHAT: cannot read PATH: REASON", REASON being
 /// "no such file", "it is a directory, not a file", "larger than MAX bytes", "larger than the
 /// memory available (N MiB)", "it is a named pipe (FIFO) and nothing wrote to it", "it is a
-/// device (or FIFO, socket), not a regular file" (kRegularOnly), or the system's error text.  A
-/// FIFO or device is read like a file (never waiting in open() for a writer); `max_bytes` bounds
+/// device (a socket, or with kRegularOnly a FIFO), not a regular file", or the system's error
+/// text.  A FIFO is read like a file (never waiting in open() for a writer); `max_bytes` bounds
 /// what is read from anything, and a regular file is refused by its size before any byte is read,
 /// also when it would not fit in the memory available (a sparse file of 50 GB was read until the
 /// kernel killed the process: found by an outside tester).
@@ -27,7 +26,8 @@ std::vector<std::uint8_t> read_input_file(const std::filesystem::path& path, con
                                           Readable readable = Readable::kAnything);
 
 /// The memory this process may still allocate, in bytes: MemAvailable of /proc/meminfo (Linux),
-/// or the machine's physical memory where that cannot be read; UINT64_MAX when neither can.
+/// or the machine's physical memory where that cannot be read (UINT64_MAX when neither can),
+/// and at most what `ulimit -v` (RLIMIT_AS) leaves above the process's present size.
 std::uint64_t memory_available_bytes();
 
 }  // namespace lockstep::format
