@@ -124,9 +124,13 @@ std::string ragged_frame_finding(DutBackend& d, const char* type, const std::vec
 struct RawSession {
   std::unique_ptr<Connection> conn;
   double timeout_s, start_timeout_s;
+  bool started = false;  // a first request was sent: the chip had its time to load
   std::optional<Frame> exchange(std::uint32_t type, const std::vector<std::uint8_t>& payload) {
-    // HELLO may wait for the chip to load; every other request gets the request timeout.
-    const double t = type == kHello ? start_timeout_s : timeout_s;
+    // HELLO, or the session's first request of any type (a request before HELLO, on purpose), may
+    // wait for the chip to load; every other request gets the request timeout. (A chip that took
+    // 2.8 s to load on a busy machine failed "request before HELLO" under --dut-timeout 2.)
+    const double t = type == kHello || !started ? std::max(start_timeout_s, timeout_s) : timeout_s;
+    started = true;
     const auto until = Connection::Clock::now() + std::chrono::milliseconds(static_cast<long long>(t * 1000));
     conn->write_frame(type, payload, until);
     return conn->read_frame(until);
