@@ -291,17 +291,6 @@ std::vector<std::uint8_t> read_safetensors_file(const std::string& path) {
   return bytes;
 }
 
-std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw FormatError("'" + path + "' is a directory, not a file");
-  if (std::filesystem::is_fifo(path, ec)) throw FormatError("'" + path + "' is a named pipe (FIFO), not a regular file");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw FormatError("cannot open '" + path + "' for reading: " + std::strerror(errno));
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) throw FormatError("error reading '" + path + "'");
-  return bytes;
-}
-
 void write_file_bytes(const std::string& path, const std::vector<std::uint8_t>& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw FormatError("cannot open '" + path + "' for writing: " + std::strerror(errno));

@@ -141,27 +141,13 @@ json streams_of(const json& s) {
   return r.contains("streams") && r["streams"].is_array() ? r["streams"] : json::array();
 }
 
+// Through reports::write_file_text (replaced whole, through PATH.tmp.PID and a rename), with the
+// "report: " every error of this library starts with.
 void write_text(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("report: cannot write " + tmp.string() + ": " + std::strerror(errno));
-    out << text;
-    if (!out.flush()) {
-      const std::string why = std::strerror(errno);
-      out.close();
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw std::runtime_error("report: cannot write " + tmp.string() + ": " + why);
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);  // no leftover .tmp beside the file it could not replace
-    throw std::runtime_error("report: cannot rename " + tmp.string() + " to " + path.filename().string() + ": " +
-                             ec.message());
+  try {
+    write_file_text(path, text);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("report: ") + e.what());
   }
 }
 

@@ -58,8 +58,8 @@ std::vector<std::uint8_t> serialize_safetensors(const SafeTensors& st);
 /// kMaxHeaderBytes and the file size (so a bad N allocates nothing).  Throws FormatError.
 std::vector<std::uint8_t> read_safetensors_file(const std::string& path);
 
-/// Whole-file helpers. Throw FormatError when the file cannot be read or written.
-std::vector<std::uint8_t> read_file_bytes(const std::string& path);
+/// Writes `bytes` to `path` (replacing it). Throws FormatError naming the system's reason
+/// ("No space left on device") when it cannot be written.
 void write_file_bytes(const std::string& path, const std::vector<std::uint8_t>& bytes);
 
 }  // namespace lockstep::chip
