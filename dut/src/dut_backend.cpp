@@ -28,21 +28,15 @@ constexpr std::uint32_t kBlobVersion = 1;
 }  // namespace
 
 std::string read_token_file(const std::filesystem::path& p) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(p, ec))
-    throw DutError("chip under test: --dut-token-file " + p.string() + ": it is a directory, not a file");
-  if (std::filesystem::is_fifo(p, ec))  // opening one would wait for a writer, forever
-    throw DutError("chip under test: --dut-token-file " + p.string() + ": it is a named pipe (FIFO), not a regular file");
   std::string s;
-  try {  // a device or a huge file is refused before it is read (found by an outside tester)
+  try {  // a directory, FIFO, device or huge file is refused before it is read (found by an outside tester)
     const std::vector<std::uint8_t> bytes =
         format::read_input_file(p, "", kMaxStr + 2, format::Readable::kRegularOnly);
     s.assign(bytes.begin(), bytes.end());
-  } catch (const format::FormatError& e) {
-    const std::string why = e.what();
-    if (why.find("larger than") != std::string::npos)
+  } catch (const format::InputFileError& e) {
+    if (e.fault() == format::InputFileFault::kTooLarge)
       throw DutError("chip under test: --dut-token-file " + p.string() + ": longer than 65,535 bytes");
-    throw DutError("chip under test: --dut-token-file: " + why);
+    throw DutError("chip under test: --dut-token-file " + p.string() + ": " + e.reason());
   }
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   if (s.size() > kMaxStr) throw DutError("chip under test: --dut-token-file " + p.string() + ": longer than 65,535 bytes");

@@ -192,20 +192,15 @@ VocabMap VocabMap::parse(const std::string& text, std::uint32_t chip_vocab, cons
 }
 
 std::string VocabMap::read(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw VocabError(path.string() + ": is a directory, not a vocabulary map");
-  if (std::filesystem::is_fifo(path, ec)) throw VocabError(path.string() + ": is a named pipe (FIFO), not a vocabulary map");
-  // a device (/dev/zero) or a sparse file of gigabytes is refused before it is read (found by an
-  // outside tester: it was read until memory ran out)
+  // a directory, FIFO, device or a sparse file of gigabytes is refused before it is read (found
+  // by an outside tester: /dev/zero was read until memory ran out)
   std::vector<std::uint8_t> bytes;
   try {
     bytes = format::read_input_file(path, "", std::uint64_t{64} << 20, format::Readable::kRegularOnly);
-  } catch (const format::FormatError& e) {
-    std::string why = e.what();
-    if (why.find("larger than 67108864 bytes") != std::string::npos)
+  } catch (const format::InputFileError& e) {
+    if (e.fault() == format::InputFileFault::kTooLarge)
       throw VocabError(path.string() + ": larger than 64 MiB, not a vocabulary map");
-    if (const std::string lead = "cannot read " + path.string() + ": "; why.rfind(lead, 0) == 0) why.erase(0, lead.size());
-    throw VocabError(path.string() + ": cannot read the vocabulary map: " + why);
+    throw VocabError(path.string() + ": cannot read the vocabulary map: " + e.reason());
   }
   return std::string(bytes.begin(), bytes.end());
 }

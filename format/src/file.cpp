@@ -51,11 +51,12 @@ std::uint64_t memory_available_bytes() {
 
 std::vector<std::uint8_t> read_input_file(const std::filesystem::path& path, const std::string& what,
                                           std::uint64_t max_bytes, Readable readable) {
-  auto fail = [&](const std::string& reason) -> FormatError {
-    return FormatError((what.empty() ? std::string() : what + ": ") + "cannot read " + path.string() + ": " + reason);
+  auto fail = [&](const std::string& reason, InputFileFault fault) -> InputFileError {
+    return InputFileError((what.empty() ? std::string() : what + ": ") + "cannot read " + path.string() + ": " + reason,
+                          reason, fault);
   };
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw fail("it is a directory, not a file");
+  if (std::filesystem::is_directory(path, ec)) throw fail("it is a directory, not a file", InputFileFault::kDirectory);
   // Opened without blocking: open() of a named pipe with no writer would wait for one forever
   // (and a stop signal only sets a flag). Then reads block as usual, so a pipe with a writer
   // (`<(cat guest.elf)`) is read to its end, and one without gives 0 bytes at once.
@@ -68,22 +69,27 @@ std::vector<std::uint8_t> read_input_file(const std::filesystem::path& path, con
       (readable == Readable::kRegularOnly || !fifo))
     throw fail(fifo ? "it is a named pipe (FIFO), not a regular file"
                : std::filesystem::is_socket(st) ? "it is a socket, not a regular file"
-                                                : "it is a device, not a regular file");
+                                                : "it is a device, not a regular file",
+               InputFileFault::kNotRegular);
   errno = 0;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw fail(errno == ENOENT ? std::string("no such file") : std::strerror(errno ? errno : EIO));
+  if (fd < 0) {
+    if (errno == ENOENT) throw fail("no such file", InputFileFault::kMissing);
+    throw fail(std::strerror(errno ? errno : EIO), InputFileFault::kSystem);
+  }
   // A regular file over the limit is refused by its size, before any byte is read (found by an
   // outside tester: a 300 MiB file was read to 256 MiB first).
   if (struct stat st{}; ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
     const auto size = static_cast<std::uint64_t>(st.st_size);
     if (size > max_bytes) {
       ::close(fd);
-      throw fail("larger than " + std::to_string(max_bytes) + " bytes");
+      throw fail("larger than " + std::to_string(max_bytes) + " bytes", InputFileFault::kTooLarge);
     }
     if (const std::uint64_t avail = memory_available_bytes(); size > avail) {
       ::close(fd);
       throw fail("its " + std::to_string(size >> 20) + " MiB are more than the memory available (" +
-                 std::to_string(avail >> 20) + " MiB)");
+                 std::to_string(avail >> 20) + " MiB)",
+                 InputFileFault::kOverMemory);
     }
   }
   const int flags = ::fcntl(fd, F_GETFL);
@@ -92,18 +98,18 @@ std::vector<std::uint8_t> read_input_file(const std::filesystem::path& path, con
   if (!f) {
     const int e = errno;
     ::close(fd);
-    throw fail(std::strerror(e ? e : EIO));
+    throw fail(std::strerror(e ? e : EIO), InputFileFault::kSystem);
   }
   std::vector<std::uint8_t> bytes;
   std::uint8_t buf[1 << 16];
   for (;;) {
     const std::size_t n = std::fread(buf, 1, sizeof buf, f.get());
-    if (bytes.size() + n > max_bytes) throw fail("larger than " + std::to_string(max_bytes) + " bytes");
+    if (bytes.size() + n > max_bytes) throw fail("larger than " + std::to_string(max_bytes) + " bytes", InputFileFault::kTooLarge);
     bytes.insert(bytes.end(), buf, buf + n);
     if (n < sizeof buf) break;
   }
-  if (std::ferror(f.get())) throw fail(std::strerror(errno ? errno : EIO));
-  if (fifo && bytes.empty()) throw fail("it is a named pipe (FIFO) and nothing wrote to it");
+  if (std::ferror(f.get())) throw fail(std::strerror(errno ? errno : EIO), InputFileFault::kSystem);
+  if (fifo && bytes.empty()) throw fail("it is a named pipe (FIFO) and nothing wrote to it", InputFileFault::kEmptyFifo);
   return bytes;
 }
 

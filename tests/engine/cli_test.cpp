@@ -1516,6 +1516,11 @@ TEST(FileErrors, ADeviceOrAFileLargerThanMemoryIsNeverRead) {
                         "it is a device, not a regular file");
   expect_one_error_line(run({"run", elf, "--dut-token-file", "/dev/zero", "--dut-connect", "unix:/nonexistent"}),
                         "it is a device, not a regular file");
+  // a directory: each reader's own line, with the bare reason of read_input_file
+  expect_one_error_line(run({"run", elf, "--dut-vocab", dir.string(), "--dut", "/nonexistent/chip"}),
+                        dir.string() + ": cannot read the vocabulary map: it is a directory, not a file");
+  expect_one_error_line(run({"run", elf, "--dut-token-file", dir.string(), "--dut-connect", "unix:/nonexistent"}),
+                        "--dut-token-file " + dir.string() + ": it is a directory, not a file");
   fs::remove(huge);
   // a path the system will not look at: the path and the reason, not "filesystem error: status:"
   fs::create_symlink("loop-b", dir / "loop-a");

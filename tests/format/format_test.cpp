@@ -1,9 +1,12 @@
 // format/: ELF32 reading/writing with the file-level rejections of isa.md §3,
 // trace files (trace.md §6) and the token-id layout (trace.md §2).
 #include <elf.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -11,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "lockstep/format/elf.h"
+#include "lockstep/format/file.h"
 #include "lockstep/format/shell.h"
 #include "lockstep/format/tokens.h"
 #include "lockstep/format/trace_file.h"
@@ -91,6 +95,40 @@ TEST(Shell, EscapeControlsKeepsTextAndEscapesControls) {
   EXPECT_EQ(lf::escape_controls("id\xe2\x80\xae" "evil"), "id\\u202eevil");  // U+202E, right-to-left override
   EXPECT_EQ(lf::escape_controls("\x9b" "31mX\xff"), "\\x9b" "31mX\\xff");  // not UTF-8
   EXPECT_EQ(lf::escape_controls("\xc0\xaf \xed\xa0\x80 \xe2\x82"), "\\xc0\\xaf \\xed\\xa0\\x80 \\xe2\\x82");  // overlong, surrogate, cut
+}
+
+// read_input_file says why it refused a file twice over: the whole line, and the bare reason with
+// its kind, which the readers that word their own line (a vocabulary map, a token file) use
+// instead of matching the text.
+TEST(InputFile, EachRefusalHasItsReasonAndFault) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("lockstep-input-file-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sub");
+  std::ofstream(dir / "ten") << "0123456789";
+  auto refusal = [](const fs::path& p, std::uint64_t max, lf::Readable r) -> std::pair<lf::InputFileFault, std::string> {
+    try {
+      lf::read_input_file(p, "map", max, r);
+    } catch (const lf::InputFileError& e) {
+      EXPECT_EQ(std::string(e.what()), "map: cannot read " + p.string() + ": " + e.reason());
+      return {e.fault(), e.reason()};
+    }
+    ADD_FAILURE() << p << " was read";
+    return {lf::InputFileFault::kSystem, ""};
+  };
+  using F = lf::InputFileFault;
+  using P = std::pair<F, std::string>;
+  EXPECT_EQ(lf::read_input_file(dir / "ten", "map", 10).size(), 10u);
+  EXPECT_EQ(refusal(dir / "ten", 9, lf::Readable::kAnything), (P{F::kTooLarge, "larger than 9 bytes"}));
+  EXPECT_EQ(refusal(dir / "none", 9, lf::Readable::kAnything), (P{F::kMissing, "no such file"}));
+  EXPECT_EQ(refusal(dir / "sub", 9, lf::Readable::kAnything), (P{F::kDirectory, "it is a directory, not a file"}));
+  EXPECT_EQ(refusal("/dev/zero", 9, lf::Readable::kAnything), (P{F::kNotRegular, "it is a device, not a regular file"}));
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  EXPECT_EQ(refusal(dir / "fifo", 9, lf::Readable::kRegularOnly),
+            (P{F::kNotRegular, "it is a named pipe (FIFO), not a regular file"}));
+  EXPECT_EQ(refusal(dir / "fifo", 9, lf::Readable::kAnything),
+            (P{F::kEmptyFifo, "it is a named pipe (FIFO) and nothing wrote to it"}));
+  fs::remove_all(dir);
 }
 
 TEST(Elf, RoundTripKeepsSegmentsSectionsSymbols) {

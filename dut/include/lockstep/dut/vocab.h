@@ -35,7 +35,8 @@ class VocabMap {
   /// parse() of a file; VocabError also when it cannot be read.
   static VocabMap load(const std::filesystem::path& path, std::uint32_t chip_vocab);
   /// The text of a vocabulary map file, for parse(); throws VocabError ("PATH: cannot read the
-  /// vocabulary map", "is a directory", "larger than 64 MiB"). Lets a harness find an unreadable
+  /// vocabulary map: REASON", REASON as format::read_input_file's, such as "it is a directory,
+  /// not a file"; "PATH: larger than 64 MiB, not a vocabulary map"). Lets a harness find an unreadable
   /// map before it starts the chip, whose vocab_size parse() needs.
   static std::string read(const std::filesystem::path& path);
 
