@@ -112,7 +112,7 @@ extern "C" void on_interrupt_without_result(int) {
 
 // Installs on_interrupt_without_result for `command` (remove_on_interrupt).
 void install_interrupt_fallback(const std::string& command, bool json) {
-  const std::string why = "lockstep " + command + " was stopped by SIGINT or SIGTERM before it finished; it has no result to keep";
+  const std::string why = "lockstep " + command + " was stopped by SIGINT, SIGTERM or SIGHUP before it finished; it has no result to keep";
   g_interrupt_line = "lockstep: interrupted: " + why + "\n";
   g_interrupt_json.clear();
   if (json) {

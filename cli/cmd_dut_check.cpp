@@ -193,7 +193,7 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
       ctx.summary.add_mismatches(fail);
       out << "dut-check: " << pass << " passed, " << fail << " failed, " << skip << " skipped before the stop\n"
           << std::flush;
-      throw Interrupted("dut-check was stopped by SIGINT or SIGTERM after " + std::to_string(lines.size()) +
+      throw Interrupted("dut-check was stopped by SIGINT, SIGTERM or SIGHUP after " + std::to_string(lines.size()) +
                         (lines.size() == 1 ? " check" : " checks") + " (" + std::to_string(pass) + " passed, " +
                         std::to_string(fail) + " failed, " + std::to_string(skip) +
                         " skipped); the others were not run");

@@ -225,7 +225,7 @@ std::string DutBackend::end_session() {
       }
     } catch (const Stopped&) {
       conn_->kill_peer();
-      throw DutError("chip under test: stopped by SIGINT/SIGTERM while waiting on BYE");
+      throw DutError("chip under test: stopped by SIGINT, SIGTERM or SIGHUP while waiting on BYE");
     } catch (const Timeout&) {
       finding = "BYE was not answered within --dut-timeout " + format::json_text(json(config_.timeout_s)) +
                 " s, expected OK (§3.10)";
@@ -354,7 +354,7 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
   } catch (const Stopped& e) {
     // The session is broken mid-request: the chip process goes at once (no BYE, no grace).
     conn_->kill_peer();
-    fail("stopped by SIGINT/SIGTERM while waiting on " + what + " (" + e.what() + ")");
+    fail("stopped by SIGINT, SIGTERM or SIGHUP while waiting on " + what + " (" + e.what() + ")");
   } catch (const Timeout& e) {
     conn_->kill_peer();
     fail("no answer to " + request_text(type, payload) + " within " +

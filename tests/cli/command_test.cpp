@@ -230,7 +230,7 @@ TEST(LockstepCommand, AStoppedCommandWithoutResultsExitsThreeWithOneLine) {
     ASSERT_TRUE(WIFEXITED(status)) << c.command << ": " << status;
     EXPECT_EQ(WEXITSTATUS(status), 3) << c.command << ": " << slurp(err);
     const std::string e = slurp(err);
-    EXPECT_NE(e.find("lockstep: interrupted: lockstep " + c.command + " was stopped by SIGINT or SIGTERM before it finished"),
+    EXPECT_NE(e.find("lockstep: interrupted: lockstep " + c.command + " was stopped by SIGINT, SIGTERM or SIGHUP before it finished"),
               std::string::npos)
         << e;
     const nlohmann::json j = nlohmann::json::parse(slurp(out));

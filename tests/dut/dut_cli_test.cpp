@@ -529,7 +529,7 @@ TEST_F(DutCli, AStopWhileTheChipHangsIsAnInterruptionWithTheStepsKept) {
                                      dir, "", SIGTERM);
   EXPECT_EQ(h.rc, 3) << h.err;
   EXPECT_LT(h.seconds, 10);
-  EXPECT_NE(h.err.find("lockstep: interrupted: chip under test: stopped by SIGINT/SIGTERM while waiting on HELLO"),
+  EXPECT_NE(h.err.find("lockstep: interrupted: chip under test: stopped by SIGINT, SIGTERM or SIGHUP while waiting on HELLO"),
             std::string::npos)
       << h.err;
   EXPECT_EQ(json::parse(slurp(dir / "run" / "summary.json"))["status"], "interrupted");
@@ -863,7 +863,7 @@ TEST_F(DutCli, AStoppedDutCheckKeepsTheChecksDone) {
     EXPECT_TRUE(s["token_kinds_compared"].is_null()) << s.dump();
     for (const json& k : s["checks"])  // the check the stop cut short is not blamed on the chip
       EXPECT_EQ(k["detail"].get<std::string>().find("stopped"), std::string::npos) << k.dump();
-    EXPECT_NE(r.err.find("lockstep: interrupted: dut-check was stopped by SIGINT or SIGTERM after " +
+    EXPECT_NE(r.err.find("lockstep: interrupted: dut-check was stopped by SIGINT, SIGTERM or SIGHUP after " +
                          std::to_string(c.checks)),
               std::string::npos)
         << r.err;
