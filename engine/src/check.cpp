@@ -1238,6 +1238,17 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
     write_failed_report(req.report_dir, s, err);
     return RunFailed(what, partial, s);
   };
+  // " (the run had compared N steps, no mismatch; `lockstep run --resume DIR` continues from the
+  // checkpoint of step M)": for a run that failed with nothing found wrong. `once` words what
+  // must be mended first ("the folder can be written"; empty: not said).
+  auto went_on_hint = [&](const RunResult& partial, const std::string& once) {
+    std::string hint = " (the run had compared " + std::to_string(partial.steps) + " steps, no mismatch";
+    if (partial.last_checkpoint > 0 && !req.report_dir.empty() && (req.command == "run" || req.command == "story"))
+      hint += std::string("; ") + (once.empty() ? "" : "once " + once + ", ") + "`lockstep " + req.command +
+              " --resume " + format::shell_path(req.report_dir.string()) + "` continues from the checkpoint of step " +
+              std::to_string(partial.last_checkpoint);
+    return hint + ")";
+  };
   try {
     if (!req.resume) write_case(json());
   } catch (const std::exception& e) {
@@ -1271,7 +1282,14 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       // interruption after a mismatch is (found by an outside tester: a wrong chip that crashed
       // in the replay was reported as a broken job, exit 2). Without a divergence it is an error.
       // (An exception without a chip fault is an internal error: always an error.)
-      if (partial.mismatches == 0 || fault.empty()) throw failed(fault.empty() ? std::string(e.what()) : fault, partial);
+      std::string what = fault.empty() ? std::string(e.what()) : fault;
+      // A run that failed after it started says how far it came and, where it wrote checkpoints,
+      // how to go on once the cause is mended (found by outside testers: a checkpoint that could
+      // not be written, or a chip server killed mid-run, ended with no step count or resume hint).
+      const auto* ck = dynamic_cast<const CheckpointWriteError*>(&e);
+      if (ck && fault.empty()) what = "cannot write the checkpoint of step " + std::to_string(ck->round) + ": " + what;
+      if (partial.mismatches == 0 && partial.steps > 0) what += went_on_hint(partial, ck && fault.empty() ? "the folder can be written" : "");
+      if (partial.mismatches == 0 || fault.empty()) throw failed(what, partial);
       if (backend->fault_is_out_of_step()) throw failed(fault + not_a_finding(partial), without_divergences(partial));
       out.result = std::move(partial);
       out.chip_fault = fault;

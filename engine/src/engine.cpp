@@ -1643,6 +1643,7 @@ struct Engine::Impl {
   Clock::time_point t0 = Clock::now();
   std::vector<ThroughputSample> throughput;
   std::uint64_t resumed_from = 0, checkpoints_written = 0;
+  std::uint64_t last_checkpoint_round = 0;  ///< the newest checkpoint written or resumed from
   bool interrupted = false;
   json fingerprint;
   std::vector<StreamResult> finals;  // set when a stream's result is final before bisection
@@ -1759,7 +1760,6 @@ struct Engine::Impl {
   }
 
   void write_checkpoint() {
-    std::filesystem::create_directories(opt.checkpoint_dir);
     detail::Writer w;
     w.raw(kCheckpointMagic, 8);
     json meta = {{"fingerprint", fingerprint},
@@ -1772,8 +1772,14 @@ struct Engine::Impl {
     w.str(format::json_text(meta));
     w.u64(lanes.size());
     for (const auto& L : lanes) w.blob(serialize_lane(*L, be));
-    detail::write_file_atomic(checkpoint_path(round), detail::compress(w.bytes()));
+    try {
+      std::filesystem::create_directories(opt.checkpoint_dir);
+      detail::write_file_atomic(checkpoint_path(round), detail::compress(w.bytes()));
+    } catch (const std::runtime_error& e) {
+      throw CheckpointWriteError(e.what(), round);
+    }
     ++checkpoints_written;
+    last_checkpoint_round = round;
     if (opt.keep_checkpoints > 0) {
       auto all = list_checkpoints(opt.checkpoint_dir);
       while (all.size() > opt.keep_checkpoints) {
@@ -2694,6 +2700,7 @@ struct Engine::Impl {
     r.interrupted = interrupted;
     r.resumed_from = resumed_from;
     r.checkpoints_written = checkpoints_written;
+    r.last_checkpoint = last_checkpoint_round;
     r.skipped_checkpoints = bisect_skipped;
     r.throughput = throughput;
     if (r.streams.size() == 1) {
@@ -2804,6 +2811,7 @@ RunResult Engine::resume() {
       I.throughput.push_back({p.at(0).get<double>(), p.at(1).get<std::uint64_t>()});
     }
     I.resumed_from = I.round;
+    I.last_checkpoint_round = I.round;
     for (auto& L : I.lanes) I.take_snapshot(*L);  // resume needs SAVE_RESTORE: checked at construction
     // What each stream printed before its checkpoint, compared then: on_output and on_console see
     // the whole output, as in a run that was never interrupted (found by an outside tester: run

@@ -440,8 +440,26 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
       EXPECT_EQ(rep["status"], "error");
       EXPECT_EQ(rep["steps"], kept);
       EXPECT_EQ(rep["error"], lines[0].substr(std::string("lockstep: error: ").size()));
+      // how far the run came, with no resume hint: it wrote no checkpoint
+      EXPECT_NE(lines[0].find("(the run had compared " + std::to_string(kept) + " steps, no mismatch)"), std::string::npos)
+          << lines[0];
     }
   }
+  // A run that writes checkpoints says which one --resume continues from (found by an outside
+  // tester: a chip server killed mid-story ended with no hint, though the resume worked).
+  const fs::path dir = fresh_dir("fault-checkpointed");
+  const Result r = run_lockstep({"run", crc32_.string(), "--mode", "forced", "--steps", "20000", "--report", dir.string(),
+                                 "--checkpoint-every", "100", "--dut", kFaulty + " exit 6 " + kChip});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  const auto lines = error_lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  const std::string hint = "`lockstep run --resume " + dir.string() + "` continues from the checkpoint of step ";
+  const auto at = lines[0].find(hint);
+  ASSERT_NE(at, std::string::npos) << lines[0];
+  const std::string step = lines[0].substr(at + hint.size(), lines[0].find(')', at) - at - hint.size());
+  char name[40];
+  std::snprintf(name, sizeof name, "ckpt-%012llu.lsck", std::stoull(step));
+  EXPECT_TRUE(fs::exists(dir / "checkpoints" / name)) << lines[0];
 }
 
 // Whether `pid` has a handler installed for `sig` (/proc/PID/status, SigCgt).

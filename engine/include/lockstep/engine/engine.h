@@ -294,6 +294,9 @@ struct RunResult {
   bool interrupted = false;
   std::uint64_t resumed_from = 0;   ///< step of the checkpoint resumed from (0: fresh)
   std::uint64_t checkpoints_written = 0;
+  /// The step (per stream) of the newest checkpoint this run wrote or resumed from; 0: none, so
+  /// that --resume has nothing to go on from.
+  std::uint64_t last_checkpoint = 0;
   /// Checkpoints that --resume passed over, newest first: "FILE: why" (a truncated or corrupt
   /// file, e.g. one being written when the run was killed).
   std::vector<std::string> skipped_checkpoints;
@@ -378,6 +381,15 @@ struct Options {
 class ResumeError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+/// A periodic checkpoint could not be written (a full disk, a folder made read-only): the run
+/// stops there. what() is the write's line; `round` the step (per stream) whose checkpoint
+/// failed (RunResult::last_checkpoint says which one --resume would go on from).
+class CheckpointWriteError : public std::runtime_error {
+ public:
+  CheckpointWriteError(const std::string& what, std::uint64_t round_) : std::runtime_error(what), round(round_) {}
+  std::uint64_t round;
 };
 
 /// Runs guests through a backend.  One Engine, one run.
