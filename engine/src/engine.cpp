@@ -255,6 +255,12 @@ std::string divergence_note(std::uint32_t expected, std::uint32_t actual) {
            "with --dut-vocab); with a --dut-vocab map, the map does not name this id";
   if (!format::is_valid_token(actual))
     return "the chip predicted id " + std::to_string(actual) + ", which is no token trace-v3 can produce";
+  // START is a token, but only step 1's input, never a step's output (trace.md §2; found by an
+  // outside tester: a chip whose output logits tied, none winning, predicted it with no note)
+  if (actual == format::kStartToken)
+    return "the chip predicted START (id 0), which is only the input of step 1 and never a step's token: a chip "
+           "predicts it where its output logits tie with none winning (an argmax takes the first id), or where its "
+           "unembedding gives START's row the most";
   const auto ek = format::kind_of(expected), ak = format::kind_of(actual);
   const std::uint32_t trap = static_cast<std::uint32_t>(format::Kind::TRAP);
   const bool chip_traps = ak && ak->kind == trap, ref_traps = ek && ek->kind == trap;
@@ -1503,7 +1509,13 @@ Attribution attribute_beside_chip_file(const ShadowedBackend& be, chip::StreamId
         os << " (chip under test " << value(c.actual) << ", chip file " << value(c.expected) << " at index " << i0
            << "); every field compared before it agreed (" << before_first << (before_first == 1 ? " field" : " fields")
            << ", last probe point where all agreed: "
-           << (a.last_agreeing.empty() ? std::string("none") : after_point(a.last_agreeing))
+           << (a.last_agreeing.empty() ? std::string("none")
+               // two probe entries at one point: the fields of the one listed first agreed (found
+               // by an outside tester: "first differs after layer 8 ... last probe point where all
+               // agreed: after layer 8" read as nonsense)
+               : a.last_agreeing == a.first_disagreeing
+                   ? after_point(a.last_agreeing) + " too, in the probe entry listed there before this field's"
+                   : after_point(a.last_agreeing))
            << "): the chip under test's executor computes this chip file differently"
            << (none_writes ? " (no sublayer of the file writes the field there: one of them writes into it)" : "")
            << (earlier ? " (a memory block among the candidates may hold state written wrongly on an earlier step, so "

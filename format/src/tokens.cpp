@@ -92,8 +92,9 @@ std::string token_name(std::uint32_t id) {
     // A payload past its kind's limit is named by that kind: it points at the kind a wrong id
     // came from (found by an outside tester: "?(10521)" hid a swapped VRD id).
     if (const auto near = find_kind(id / 256)) {
-      std::snprintf(buf, sizeof buf, "?(%u: %.*s payload %u, past its %u)", id, static_cast<int>(near->name.size()),
-                    near->name.data(), id - 256u * near->kind, near->payload_limit);
+      std::snprintf(buf, sizeof buf, "?(%u: %.*s payload %u, outside %.*s's 0..%u)", id, static_cast<int>(near->name.size()),
+                    near->name.data(), id - 256u * near->kind, static_cast<int>(near->name.size()), near->name.data(),
+                    near->payload_limit - 1);
       return buf;
     }
     std::snprintf(buf, sizeof buf, "?(%u)", id);

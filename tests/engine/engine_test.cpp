@@ -119,6 +119,15 @@ TEST(DivergenceNote, TrapOnOneSideOnly) {
   EXPECT_EQ(divergence_note(format::token_id(format::Kind::W1, 5), format::token_id(format::Kind::W1, 7)), "");
 }
 
+// START is a token of the vocabulary but never a step's output: a chip that predicts it gets a note,
+// as one that predicts an id of no token does (found by an outside tester: none was given).
+TEST(DivergenceNote, StartAndIdsOfNoToken) {
+  const std::uint32_t w1 = format::token_id(format::Kind::W1, 5);
+  EXPECT_NE(divergence_note(w1, format::kStartToken).find("the chip predicted START (id 0), which is only the input of step 1"),
+            std::string::npos);
+  EXPECT_EQ(divergence_note(w1, 256 * 13 + 2), "the chip predicted id 3330, which is no token trace-v3 can produce");
+}
+
 // A chip that traps where the reference does not: the report carries the note (text and JSON).
 TEST_P(EngineTest, ChipTrapWhereReferenceDoesNotIsNoted) {
   const Guest g = testing::make_loop_guest(40);

@@ -272,8 +272,8 @@ TEST(Tokens, NamesAndValidity) {
   EXPECT_FALSE(lf::is_valid_token(256 * 14 + 64)) << "DQ payload < 64";
   EXPECT_FALSE(lf::is_valid_token(1)) << "CTRL payloads other than 0 are reserved";
   // An id past its kind's payloads is named by the kind; one of no kind is a number.
-  EXPECT_EQ(lf::token_name(256 * 14 + 64), "?(3648: DQ payload 64, past its 64)");
-  EXPECT_EQ(lf::token_name(256 * 13 + 2), "?(3330: BR payload 2, past its 2)");
+  EXPECT_EQ(lf::token_name(256 * 14 + 64), "?(3648: DQ payload 64, outside DQ's 0..63)");
+  EXPECT_EQ(lf::token_name(256 * 13 + 2), "?(3330: BR payload 2, outside BR's 0..1)");
   EXPECT_EQ(lf::kind_named("AC11")->kind, 27u);
   EXPECT_EQ(lf::payload_of(1532), 0xfcu);
   EXPECT_EQ(lf::trap_name(7), "STORE_FAULT");

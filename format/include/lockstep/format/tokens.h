@@ -103,7 +103,7 @@ inline constexpr std::uint32_t kUnmappedChipId = 0x80000000u;
 /// "VLB0(0x7f)"), the others in decimal ("BR(1)", "DQ(63)", "NOP(0)",
 /// "TRAP(3)", "VMC0(250)"); "START" for id 0; ids outside the vocabulary
 /// print as "?(12345)", or, for a payload past its kind's limit, as "?(10521: VRD payload 25,
-/// past its 16)"; kUnmappedChipId | n as "unmapped chip id n".
+/// outside VRD's 0..15)"; kUnmappedChipId | n as "unmapped chip id n".
 std::string token_name(std::uint32_t id);
 
 /// Name of a trap code (isa.md §6, vector.md §6), e.g. "FETCH_FAULT";
