@@ -18,6 +18,8 @@
 #include "lockstep/engine/guest.h"
 #include "lockstep/format/elf.h"
 #include "lockstep/format/shell.h"
+#include "lockstep/reports/files.h"
+#include "llama2c.h"
 
 namespace lockstep::cli {
 
@@ -65,17 +67,45 @@ fs::path find_story_guest(const Context& ctx, const std::string& build, const st
 }
 
 // Which checkpoint a story guest was built from: the "model" line of the manifest the image
-// converter wrote beside it (guests/stories_vx/convert.cmake), or "" when there is none.
-std::string guest_model(const fs::path& guest) {
+// converter wrote beside it (guests/stories_vx/convert.cmake), or "" when there is none or it
+// does not describe this guest. The manifest is a file beside the ELF, not part of it: it counts
+// only when every ELF section it lists (".lockstep.wmem", ".lockstep.wscale") has the SHA-256 it
+// records (found by an outside tester: a stale manifest named the synthetic model for the real
+// guest, and then warned that the real checkpoint was not the one it was built from). `note`
+// says why a manifest there was not taken.
+std::string guest_model(const fs::path& guest, const format::GuestImage& image, std::string& note) {
   const fs::path manifest = guest.parent_path() / guest.stem() / "manifest.json";
-  std::ifstream in(manifest);
-  if (!in) return "";
+  std::error_code ec;
+  if (!fs::is_regular_file(manifest, ec)) return "";
+  nlohmann::json j;
   try {
-    const nlohmann::json j = nlohmann::json::parse(in);
-    return j.value("model", "");
-  } catch (const std::exception&) {
+    j = reports::parse_json_text(reports::read_file_text(manifest), manifest.string());
+  } catch (const std::exception& e) {
+    note = "its manifest " + manifest.string() + " cannot be read (" + e.what() + ")";
     return "";
   }
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_string()) return "";
+  std::size_t checked = 0;
+  if (j.contains("files") && j["files"].is_object())
+    for (const auto& [file, f] : j["files"].items()) {
+      if (!f.is_object() || !f.contains("section") || !f["section"].is_string()) continue;
+      const std::string section = f["section"].get<std::string>();
+      if (section.empty() || section[0] != '.') continue;  // bytes inside .rodata: not a section of their own
+      const auto it = image.sections.find(section);
+      if (it == image.sections.end() || host::sha256_hex(it->second) != f.value("sha256", "")) {
+        note = "the manifest beside it (" + manifest.string() + ") records another " + section + " than the guest's" +
+               " (a stale manifest, or a guest copied beside another's): which checkpoint the guest was built from is"
+               " not known";
+        return "";
+      }
+      ++checked;
+    }
+  if (checked == 0) {
+    note = "the manifest beside it (" + manifest.string() + ") records none of the guest's sections: which checkpoint"
+           " the guest was built from is not known";
+    return "";
+  }
+  return j["model"].get<std::string>();
 }
 
 // --tokens N: rewrites n_steps (offset 40) of the stories_c image header the
@@ -239,9 +269,11 @@ void add_story_command(CLI::App& app, Context& ctx) {
                            " is not a story guest (it has neither a stories_image nor a stories_vx_tokens symbol); "
                            "check other guests with " + as_invoked("lockstep run " + format::shell_path(args->guest)));
         }
-        const std::string built_from = guest_model(path);
+        std::string manifest_note;
+        const std::string built_from = guest_model(path, guest.image, manifest_note);
         guest_built_from = built_from;
         ctx.summary.set("guest_model", built_from);
+        if (!manifest_note.empty()) ctx.log().warn("story guest {}: {}", path.string(), manifest_note);
         // Said with the result, so that a run that fails first has its one error line only (found
         // by an outside tester: `story --chip /nonexistent` printed this line first).
         if (!built_from.empty()) guest_note = "story guest " + path.filename().string() + ": built from " + built_from;

@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "cli/errors.h"
 #include "lockstep/format/shell.h"
 #include "lockstep/format/json_text.h"
 
@@ -83,7 +84,16 @@ std::vector<std::filesystem::path> Context::guest_dirs() const {
     seen.push_back(key);
     dirs.push_back(d);
   };
-  if (const char* e = std::getenv("LOCKSTEP_GUEST_DIR"); e && *e) add(e);
+  // A folder named on purpose that is not there is bad input, as $LOCKSTEP_MODELS's is (found by
+  // an outside tester: it was passed over in silence, and the built guests were taken instead).
+  if (const char* e = std::getenv("LOCKSTEP_GUEST_DIR"); e && *e) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(e, ec))
+      throw InputError(std::string("LOCKSTEP_GUEST_DIR ") + format::shell_path(e) +
+                       (std::filesystem::exists(e, ec) ? " is not a folder" : ": no such folder") +
+                       " (give the folder that holds the guest ELFs, or unset it)");
+    add(e);
+  }
   if (!executable_.empty()) add(executable_.parent_path().parent_path() / "guests");
   add(source_root_ / "build" / "guests");
   return dirs;

@@ -123,6 +123,7 @@ class Context {
 
   /// Folders searched for guest ELFs (story, bench, mutate), in order and each once:
   /// $LOCKSTEP_GUEST_DIR, the executable's ../guests, then the source tree's build/guests.
+  /// Throws InputError when $LOCKSTEP_GUEST_DIR is set (not empty) and names no folder.
   std::vector<std::filesystem::path> guest_dirs() const;
 
   const std::filesystem::path& source_root() const { return source_root_; }

@@ -189,6 +189,38 @@ TEST(LockstepCommand, StoryHonoursModels) {
   }
 }
 
+// The manifest beside a story guest names its checkpoint only when it describes that guest: its
+// sections' SHA-256 are the ELF's (found by an outside tester: the synthetic build's manifest beside
+// the real guest labelled it "built from synthetic model"); a $LOCKSTEP_GUEST_DIR that is not a
+// folder is refused, as $LOCKSTEP_MODELS's is.
+TEST(LockstepCommand, StoryTakesOnlyAManifestThatDescribesItsGuest) {
+  const fs::path guests = fs::path(LOCKSTEP_BINARY_DIR) / "guests";
+  if (!fs::exists(guests / "stories_vx_synthetic.elf") || !fs::exists(guests / "stories_vx.elf"))
+    GTEST_SKIP() << "story guests not built";
+  const fs::path dir = fs::path(LOCKSTEP_BINARY_DIR) / "test-tmp" / "story-stale-manifest";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "stories_vx");
+  fs::copy_file(guests / "stories_vx_synthetic.elf", dir / "stories_vx.elf");
+  fs::copy_file(guests / "stories_vx" / "manifest.json", dir / "stories_vx" / "manifest.json");
+  const auto stale = run({"story", "--reference-only", "--steps", "10", "--json"}, {{"LOCKSTEP_GUEST_DIR", dir.string()}});
+  ASSERT_EQ(stale.exit_code, 0) << stale.err;
+  EXPECT_EQ(nlohmann::json::parse(stale.out)["guest_model"], "") << stale.out;
+  EXPECT_NE(stale.err.find("records another .lockstep.wmem than the guest's"), std::string::npos) << stale.err;
+  EXPECT_EQ(stale.err.find(": built from"), std::string::npos) << stale.err;
+  // the manifest of the guest itself is taken
+  fs::copy_file(guests / "stories_vx.elf", dir / "stories_vx.elf", fs::copy_options::overwrite_existing);
+  const auto own = run({"story", "--reference-only", "--steps", "10", "--json"}, {{"LOCKSTEP_GUEST_DIR", dir.string()}});
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_NE(nlohmann::json::parse(own.out)["guest_model"].get<std::string>().find("stories260K.bin (sha256 "),
+            std::string::npos)
+      << own.out;
+  const auto none = run({"story", "--reference-only", "--steps", "10"}, {{"LOCKSTEP_GUEST_DIR", (dir / "none").string()}});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("LOCKSTEP_GUEST_DIR " + (dir / "none").string() + ": no such folder"), std::string::npos)
+      << none.err;
+  fs::remove_all(dir);
+}
+
 TEST(LockstepCommand, UnusableModelsDirIsInputErrorWithJsonSummary) {
   const auto r = run({"--json", "models"}, {{"LOCKSTEP_MODELS", "/nonexistent/models"}});
   EXPECT_EQ(r.exit_code, 2);
