@@ -88,6 +88,11 @@ u32 DrawContext::outside(u32 len) {
   return lo + (rng.chance(2) ? rng.below(len + 64) : rng.below(65536 - lo));
 }
 
+u32 DrawContext::past_limit(u32 limit, u32 max) {
+  if (rng.chance(3)) return limit + 1;
+  return limit + 1 + (rng.chance(2) ? rng.below(8) : rng.below(max - limit));
+}
+
 u32 DrawContext::element_count(bool even) {
   static constexpr u32 kEdges[] = {1, 2, 3, 4, 5, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1021, 1022, 1023, 1024};
   static constexpr u32 kRegisterEdges[] = {2, 63, 64, 65, 255, 256, 257, 1021, 1022, 1023, 1024};

@@ -94,7 +94,10 @@ class VexpCase final : public OpCase {
         default: v.sums = ctx.outside(v.g); break;
       }
     }
-    if (mask & 4) v.t = rng.chance(2) || code == 18 ? 0 : 65 + rng.below(rng.chance(2) ? 64 : 65000);  // 18
+    if (mask & 4) {  // 18: T = 0 or past 64 (alone too, where no lower code comes with it)
+      v.t = rng.chance(2) ? 0 : ctx.past_limit(64, 65064);
+      if (code == 18 && trap_code(v.fields()) != 18) v.t = 0;
+    }
     if (mask & 1) {  // 16
       if (rng.chance(2)) v.extra = (1 + rng.below(15)) << 3;
       else v.rd = 1 + rng.below(31);

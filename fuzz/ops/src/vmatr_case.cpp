@@ -69,7 +69,10 @@ class VmatrCase final : public OpCase {
       else if (rng.chance(2)) v.src = ctx.outside(448 + v.t);
       else v.dst = ctx.outside(64);
     }
-    if (mask & 4) v.t = rng.chance(2) || code == 18 ? 0 : 65 + rng.below(rng.chance(2) ? 8 : 60000);  // 18
+    if (mask & 4) {  // 18: T = 0 or past 64 (alone too, where no lower code comes with it)
+      v.t = rng.chance(2) ? 0 : ctx.past_limit(64, 60064);
+      if (code == 18 && trap_code(v.fields()) != 18) v.t = 0;
+    }
     if (mask & 8) {  // 19 (K: src > 5) or 20 (V: dst meets a span)
       if (v.vmode == 0) v.src = 6 + rng.below(rng.chance(2) ? 4 : 60000);
       else v.dst = v.src + 64 * rng.below(8) + rng.below(std::max<u32>(v.t, 1));

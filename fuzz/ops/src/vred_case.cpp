@@ -64,7 +64,10 @@ class VredCase final : public OpCase {
       if (rng.chance(2)) v.src = ctx.outside(v.n);
       else v.dst = kVrWords + rng.below(65536 - kVrWords);
     }
-    if (mask & 4) v.n = rng.chance(2) || code == 18 ? 0 : kVrWords + 1 + rng.below(65536 - kVrWords - 1);  // 18
+    if (mask & 4) {  // 18: n = 0 or past VR (alone too, where no lower code comes with it)
+      v.n = rng.chance(2) ? 0 : ctx.past_limit(kVrWords, 65535);
+      if (code == 18 && trap_code(v.fields()) != 18) v.n = 0;
+    }
     if (mask & 1) {  // 16
       switch (rng.below(3)) {
         case 0: v.mode = 3; break;

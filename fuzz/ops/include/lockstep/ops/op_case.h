@@ -75,6 +75,10 @@ struct DrawContext {
   u32 vr_start(u32 n);
   /// A 16-bit start whose span of len words ends past VR (1025 - len .. 65535).
   u32 outside(u32 len);
+  /// A length past `limit`, for a VEC_LEN trap (code 18): limit + 1 a third of the time (the
+  /// boundary a check off by one misses: found by an outside tester, a VMATR chip that took T = 65
+  /// passed 32 programs), else a little past it or anywhere up to `max`.
+  u32 past_limit(u32 limit, u32 max);
   /// An element count 1..1024 (edges of groups and registers weighted) within what is left of
   /// the element budget; `even`: an even count (ROT). Adds it to `elements`.
   u32 element_count(bool even = false);
