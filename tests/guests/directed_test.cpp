@@ -239,6 +239,46 @@ TEST_F(DirectedGuest, AluSweep) {
                        "\nxor " + hex8(s[4]) + "\n");
 }
 
+// Every load and store width at every aligned offset (guests/directed/ldstsweep.c), derived here
+// from isa.md's rules: LB/LH sign-extend, LBU/LHU zero-extend, memory is little-endian, SB/SH
+// write the low 8/16 bits of rs2.
+TEST_F(DirectedGuest, LoadStoreSweep) {
+  static const uint8_t bytes[8] = {0x00, 0x01, 0x7F, 0x80, 0xFF, 0x5A, 0xA5, 0xFE};
+  static const uint32_t words[8] = {0x00000000u, 0xFFFFFFFFu, 0x80000000u, 0x7FFFFFFFu,
+                                    0x00008080u, 0xFFFF7F7Fu, 0x12345678u, 0xA5805AFFu};
+  enum { LB, LBU, LH, LHU, LW, SB, SH, SW, N };
+  uint32_t s[N] = {};
+  auto fold = [](uint32_t& acc, uint32_t v) { acc = acc * 31u + v; };
+  uint8_t buf[16];
+  auto u16 = [&](uint32_t o) { return static_cast<uint32_t>(buf[o] | buf[o + 1] << 8); };
+  auto u32 = [&](uint32_t o) { return u16(o) | u16(o + 2) << 16; };
+  for (uint32_t r = 0; r < 8; r++) {
+    for (uint32_t i = 0; i < 16; i++) buf[i] = bytes[(i + r) % 8];
+    for (uint32_t o = 0; o < 16; o++)
+      for (int twice = 0; twice < 2; twice++) {  // base + 0, and base + 4 with imm -4: the same address
+        fold(s[LB], static_cast<uint32_t>(static_cast<int32_t>(static_cast<int8_t>(buf[o]))));
+        fold(s[LBU], buf[o]);
+        if (o % 2 == 0) {
+          fold(s[LH], static_cast<uint32_t>(static_cast<int32_t>(static_cast<int16_t>(u16(o)))));
+          fold(s[LHU], u16(o));
+        }
+        if (o % 4 == 0) fold(s[LW], u32(o));
+      }
+    for (const auto& [kind, width] : {std::pair{SB, 1u}, std::pair{SH, 2u}, std::pair{SW, 4u}}) {
+      std::fill(std::begin(buf), std::end(buf), 0);
+      for (uint32_t o = 0; o < 16; o += width) {
+        const uint32_t v = words[(o + r) % 8];
+        for (uint32_t b = 0; b < width; b++) buf[o + b] = static_cast<uint8_t>(v >> (8 * b));
+        fold(s[kind], u32(o & ~3u));
+      }
+    }
+  }
+  ProcessResult r = run("ldstsweep");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "lb " + hex8(s[LB]) + "\nlbu " + hex8(s[LBU]) + "\nlh " + hex8(s[LH]) + "\nlhu " + hex8(s[LHU]) +
+                       "\nlw " + hex8(s[LW]) + "\nsb " + hex8(s[SB]) + "\nsh " + hex8(s[SH]) + "\nsw " + hex8(s[SW]) + "\n");
+}
+
 TEST_F(DirectedGuest, ShiftSweep) {
   uint32_t sll = 0, srl = 0, sra = 0;
   for (uint32_t v = 1; v < 16; v++)

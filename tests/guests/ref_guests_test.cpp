@@ -51,7 +51,7 @@ TEST_P(DirectedOnRef, MatchesQemu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Guests, DirectedOnRef,
-                         ::testing::Values("hello", "sort", "crc32", "memops", "muldiv", "mulsweep", "mulcarry", "zbasweep", "alusweep", "shiftsweep", "zba",
+                         ::testing::Values("hello", "sort", "crc32", "memops", "muldiv", "mulsweep", "mulcarry", "zbasweep", "alusweep", "shiftsweep", "ldstsweep", "zba",
                                            "selfcheck", "fd2", "bignum_fact_soft", "bignum_fib_soft",
                                            "bignum_pow_soft"),
                          [](const auto& info) { return std::string(info.param); });
