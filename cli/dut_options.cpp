@@ -46,7 +46,11 @@ bool check_dut_options(const CLI::App* cmd, const dut::DutConfig& c, const std::
   if (!dut) {
     if (!c.vocab.empty()) throw UsageError("--dut-vocab needs --dut or --dut-connect");
     if (!c.token_file.empty()) throw UsageError("--dut-token-file needs --dut or --dut-connect");
-    if (!c.chip_file.empty()) throw UsageError("--dut-chip needs --dut or --dut-connect");
+    // (found by an outside tester: comparing a changed chip file with the original took finding
+    // out that a chip server makes the first one a chip under test)
+    if (!c.chip_file.empty())
+      throw UsageError("--dut-chip needs --dut or --dut-connect (to compare chip file NEW with OLD sublayer by sublayer: "
+                       "--dut 'lockstep chip-server --stdio NEW' --dut-chip OLD)");
     // Given, even at their defaults, they say a chip under test was meant: refused, never ignored.
     for (const char* name : {"--dut-timeout", "--dut-start-timeout"}) {
       const CLI::Option* o = cmd->get_option_no_throw(name);

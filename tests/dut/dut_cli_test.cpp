@@ -1744,7 +1744,9 @@ TEST_F(DutCli, ADutChipThatDoesNotFitIsOneLine) {
 
   const Result alone = run_lockstep({"run", crc32_.string(), "--steps", "100", "--dut-chip", kChip});
   EXPECT_EQ(alone.exit_code, 2);
-  EXPECT_EQ(error_lines(alone.err), std::vector<std::string>{"lockstep: error: --dut-chip needs --dut or --dut-connect"});
+  EXPECT_EQ(error_lines(alone.err),
+            std::vector<std::string>{"lockstep: error: --dut-chip needs --dut or --dut-connect (to compare chip file NEW "
+                                     "with OLD sublayer by sublayer: --dut 'lockstep chip-server --stdio NEW' --dut-chip OLD)"});
 
   const Result cpu = run_lockstep({"run", crc32_.string(), "--steps", "100", "--report", (dir / "cpu").string()});
   ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
