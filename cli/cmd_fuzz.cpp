@@ -42,7 +42,7 @@ using nlohmann::json;
 
 struct FuzzArgs {
   std::string ops, chip, backend = "cpu", mode = "both", report, shard = "0/1", time, length;
-  std::uint64_t seed = 0, programs = 0, first = 0;
+  std::uint64_t seed = 0, programs = 0, first = 0, max_failures = 0;
   unsigned batch = 32, shrink_runs = 4000;
   double shrink_seconds = 120;
   bool no_shrink = false;
@@ -194,6 +194,10 @@ void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching
   if (summary["time_ended"]) {
     if (fuzz.contains("next") && !fuzz.contains("time_ended_shards")) summary["next"] = fuzz["next"];
     summary["time_ended_note"] = time_ended_note(fuzz);
+  }
+  if (fuzz.value("max_failures_ended", false)) {
+    summary["max_failures_ended"] = true;
+    summary["next"] = fuzz.value("next", json());
   }
   summary["run"] = {{"seconds", fuzz.value("seconds", 0.0)}};
   if (interrupted) {
@@ -566,6 +570,13 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
   CLI::Option* shrink_time = cmd->add_option("--shrink-time", args->shrink_seconds, "Most seconds spent shrinking one failure")
       ->check(seconds_range(86400))
       ->capture_default_str();
+  // A chip wrong in every program need not be shown so a hundred times (found by an outside tester:
+  // a campaign of 100 programs spent minutes shrinking the same failure in every one).
+  cmd->add_option("--max-failures", args->max_failures,
+                  "End the campaign after the batch in which this many runs failed (0: never); the failures past it "
+                  "in that batch are saved unshrunk")
+      ->check(count_range(0, 1'000'000'000'000))
+      ->capture_default_str();
   // A shrinking budget beside --no-shrink is a contradiction, refused (found by an outside tester).
   cmd->add_flag("--no-shrink", args->no_shrink, "Save failing programs as generated")->excludes(shrink_runs)->excludes(shrink_time);
   cmd->add_option("--merge", args->merge,
@@ -711,6 +722,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     bool interrupted = false;
     std::optional<std::uint64_t> resume_at;  // the first program of a batch cut short: fuzz.json's `next`
     bool time_ended = false;  // --time ended the campaign before its last program
+    bool failures_ended = false;  // --max-failures ended it before its last program
     std::string fault;  // a chip under test that failed: the campaign ends, its results so far kept
     // A program's step budget: 200,000 for a body of the default length at most, more in
     // proportion for longer ones (--length); a program past it is a generator bug.
@@ -976,6 +988,10 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         time_ended = next < end;  // programs were left
         break;
       }
+      if (args->max_failures > 0 && failures.size() >= args->max_failures) {
+        failures_ended = next < end;
+        break;
+      }
       std::vector<campaign::Program> batch;
       while (batch.size() < args->batch) {
         const std::uint64_t k = in_shard(next);
@@ -1084,7 +1100,9 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                                          // --time bounds the whole campaign, shrinking included (found by an
                                          // outside tester: one batch's shrinking ran 150 s past --time 5)
                                          : time_limit > 0 && elapsed() >= time_limit ? "--time " + args->time + " spent"
-                                                        : std::string();
+                                         : args->max_failures > 0 && failures.size() >= args->max_failures
+                                             ? "--max-failures " + std::to_string(args->max_failures) + " reached"
+                                             : std::string();
         try {
           save_failure(f, without_chip);
         } catch (const std::exception& e) {
@@ -1135,6 +1153,12 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     }
     // --time is a budget, not a failure, but the campaign is smaller than --programs asked: say so
     // (found by an outside tester: nothing told it from a whole campaign).
+    if (failures_ended) {
+      out << "--max-failures " << args->max_failures << " ended the campaign after " << failures.size()
+          << " failing runs: " << done << " programs checked; the rest: --first " << next
+          << (programs ? " --programs " + std::to_string(end - next) : std::string()) << "\n"
+          << std::flush;
+    }
     if (time_ended && programs) {
       out << "--time " << args->time << " ended the campaign before its last program: " << done
           << " programs checked; the rest: --first " << next << " --programs " << (end - next) << "\n"
@@ -1177,6 +1201,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                        {"program_seed", "campaign::program_seed(seed, index)"},
                        {"interrupted", interrupted},
                        {"time_ended", time_ended},
+                       {"max_failures_ended", failures_ended},
                        {"error", fault.empty() ? json() : json(fault)},
                        {"coverage", coverage.to_json()},
                        {"decision_coverage", decisions.to_json()}};
@@ -1200,7 +1225,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("coverage", coverage.to_json());
     ctx.summary.set("decision_coverage", decisions.to_json());
     ctx.summary.set("time_ended", time_ended);
-    if (time_ended) ctx.summary.set("next", next);
+    ctx.summary.set("max_failures_ended", failures_ended);
+    if (time_ended || failures_ended) ctx.summary.set("next", next);
     if (always_report || !failures.empty()) ctx.summary.set("report", report.string());
     if (!fault.empty()) {
       const std::string line = fault + " (after " + std::to_string(done) + " programs, seed " + std::to_string(seed) + ")";

@@ -432,6 +432,40 @@ TEST(LockstepFuzz, TimeBoundsShrinkingToo) {
   EXPECT_EQ(rep.exit_code, 1) << rep.out << rep.err;
 }
 
+// --max-failures N ends a campaign after the batch in which N runs failed: the first N are
+// shrunk, the batch's others saved as generated, and the rest of the campaign is named (found by an
+// outside tester: a chip wrong in every program spent minutes shrinking the same failure).
+TEST(LockstepFuzz, MaxFailuresEndsTheCampaignAfterItsBatch) {
+  const fs::path chip = corrupted_chip();
+  ASSERT_FALSE(chip.empty());
+  const fs::path report = scratch_dir("max-failures");
+  const auto r = run({"fuzz", "--seed", "3", "--programs", "40", "--batch", "4", "--mode", "forced", "--ops", "mul",
+                      "--chip", chip.string(), "--report", report.string(), "--max-failures", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  const json f = json::parse(slurp(report / "fuzz.json"));
+  ASSERT_FALSE(f["failures"].empty()) << f.dump();
+  EXPECT_EQ(f["max_failures_ended"], true) << f.dump();
+  const std::uint64_t next = f["next"];
+  EXPECT_EQ(next, f["programs"].get<std::uint64_t>());
+  EXPECT_EQ(next % 4, 0u) << "the campaign ends with a batch";
+  EXPECT_LT(next, 40u);
+  for (std::size_t i = 0; i < f["failures"].size(); ++i) {
+    const json& fail = f["failures"][i];
+    EXPECT_LT(fail["index"].get<std::uint64_t>(), next);
+    if (i == 0) EXPECT_FALSE(fail.contains("not_shrunk")) << fail.dump();
+    else EXPECT_EQ(fail["not_shrunk"], "--max-failures 1 reached") << fail.dump();
+  }
+  EXPECT_NE(r.err.find("--max-failures 1 ended the campaign after " + std::to_string(f["failures"].size()) +
+                       " failing runs: " + std::to_string(next) + " programs checked; the rest: --first " +
+                       std::to_string(next) + " --programs " + std::to_string(40 - next)),
+            std::string::npos)
+      << r.err;
+  const json out = json::parse(r.out);
+  EXPECT_EQ(out["max_failures_ended"], true);
+  EXPECT_EQ(out["next"], next);
+  EXPECT_EQ(json::parse(slurp(report / "summary.json"))["max_failures_ended"], true);
+}
+
 TEST(LockstepFuzz, CorruptedChipGivesAShrunkReplayableCase) {
   const fs::path chip = corrupted_chip();
   ASSERT_FALSE(chip.empty()) << "no single element of the chip's class field for mulhu, or no MLP weight writes it";
