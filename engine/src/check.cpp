@@ -1022,7 +1022,30 @@ namespace {
 void write_failed_report(const fs::path& dir, const json& s, std::ostream& err) {
   if (dir.empty()) return;
   try {
-    reports::write_report(dir, s);
+    // A run that failed before it started has no streams: it keeps the names its placeholder was
+    // given (name_claimed_run: the guest, mode and step bound), so that its JUnit case is the
+    // run's own, turned red (found by an outside tester: a refused chip file gave every guest's
+    // folder one case "lockstep.run / run", and their passing cases vanished).
+    json named = s;
+    const bool unnamed = !named.contains("run") || !named["run"].is_object() || !named["run"].contains("streams") ||
+                         !named["run"]["streams"].is_array() || named["run"]["streams"].empty();
+    if (unnamed) {
+      try {
+        const json p = reports::parse_json_text(reports::read_file_text(dir / "summary.json"), "summary.json");
+        if (p.is_object() && p.value("error", "") == kDidNotFinish && p.contains("run") && p["run"].is_object() &&
+            p["run"].contains("streams") && p["run"]["streams"].is_array() && !p["run"]["streams"].empty()) {
+          if (!named.contains("run") || !named["run"].is_object()) named["run"] = json::object();
+          named["run"]["streams"] = p["run"]["streams"];
+          for (const char* k : {"mode", "max_steps"})
+            if (p["run"].contains(k) && (!named["run"].contains(k) || named["run"][k] == json("") || named["run"][k] == json(0)))
+              named["run"][k] = p["run"][k];
+          if (p.contains("guest") && !named.contains("guest")) named["guest"] = p["guest"];
+        }
+      } catch (const std::exception&) {
+        // no placeholder to take names from
+      }
+    }
+    reports::write_report(dir, named);
   } catch (const std::exception& e) {
     err << "lockstep: warn: could not write the report: " << e.what() << "\n";
   }

@@ -700,6 +700,11 @@ TEST(RunFolder, AFailedRunNeverLeavesAnEarlierPassInItsFolder) {
     line = line.substr(0, line.find('\n'));
     EXPECT_EQ(s["error"], line) << s.dump();
     EXPECT_NE(slurp(dir / "junit.xml").find("<error"), std::string::npos);
+    // Its JUnit case is the run's own, by the guest's name (the one given, else the earlier
+    // run's): a CI's test history sees that test turn red (found by an outside tester: a refused
+    // chip file and a refused option gave a case named "run").
+    const std::string guest = fs::path(args[1]).stem().string();
+    EXPECT_NE(slurp(dir / "junit.xml").find("name=\"" + guest + "\""), std::string::npos) << slurp(dir / "junit.xml");
     EXPECT_FALSE(fs::exists(dir / "checkpoints")) << "an earlier run's checkpoints are not this run's";
     EXPECT_FALSE(fs::exists(dir / "case.json")) << "nor is its case (replay would run the earlier run's)";
     EXPECT_EQ(run({"report", dir.string()}).rc, 2);
