@@ -8,6 +8,7 @@
 #include "lockstep/format/tokens.h"
 
 #include "cli/app.h"
+#include "cli/context.h"
 #include "cli/errors.h"
 
 namespace lockstep::cli {
@@ -50,7 +51,7 @@ bool check_dut_options(const CLI::App* cmd, const dut::DutConfig& c, const std::
     // out that a chip server makes the first one a chip under test)
     if (!c.chip_file.empty())
       throw UsageError("--dut-chip needs --dut or --dut-connect (to compare chip file NEW with OLD sublayer by sublayer: "
-                       "--dut 'lockstep chip-server --stdio NEW' --dut-chip OLD)");
+                       "--dut '" + command_name() + " chip-server --stdio NEW' --dut-chip OLD)");
     // Given, even at their defaults, they say a chip under test was meant: refused, never ignored.
     for (const char* name : {"--dut-timeout", "--dut-start-timeout"}) {
       const CLI::Option* o = cmd->get_option_no_throw(name);

@@ -88,7 +88,8 @@ std::vector<std::string> settle_run_folders(const CommandFailure& failure) {
       try {
         const auto earlier = reports::parse_json_text(reports::read_file_text(dir / "summary.json"), "summary.json");
         if (earlier.is_object() && earlier.value("command", std::string()) == command &&
-            (command == "run" || command == "story") && earlier.contains("run") && earlier["run"].is_object() &&
+            (command == "run" || command == "story" || command == "replay") && earlier.contains("run") &&
+            earlier["run"].is_object() &&
             earlier["run"].contains("streams") && earlier["run"]["streams"].is_array() &&
             earlier["run"]["streams"].size() == 1 && earlier["run"]["streams"][0].is_object()) {
           const nlohmann::json& run = earlier["run"];

@@ -1101,6 +1101,16 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       }
     } else if (!req.folder_claimed) {
       claim_run_folder(req.report_dir, req.command);
+      // named after its case (a replay's), should it fail before its report: its JUnit case keeps
+      // the guest's name (found by the re-test: a refused replay's case read "replay")
+      name_claimed_run(req.report_dir,
+                       {{"guest", c.guest_path.empty() ? c.guest_name : c.guest_path.string()},
+                        {"run", {{"mode", std::string(to_string(c.mode))},
+                                 {"max_steps", c.steps},
+                                 {"streams", json::array({{{"guest", c.guest_name},
+                                                           {"end", "running"},
+                                                           {"steps", 0},
+                                                           {"mismatches", 0}}})}}}});
     }
   }
   // An error before the run started (a chip that cannot be loaded, options the engine refuses):
@@ -1129,10 +1139,17 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       // A chip that cannot be started or spoken to: the run folder still says so (status error,
       // 0 steps), as every failed run's does (docs/spec/dut-protocol.md §8); "interrupted" when
       // SIGINT/SIGTERM ended the wait.
+      // A resume that cannot start its chip leaves the folder as it was: the summary, case and
+      // checkpoints of the run it would continue (found by an outside tester: the interrupted
+      // run's record became "error, 0 steps", its JUnit case "run").
       json s = summary_json(req.command, RunResult{}, "dut " + c.dut->describe(), "");
-      mark_failed(s, e.what(), req.options.stop && req.options.stop->load());
-      write_failed_report(req.report_dir, s, err);
-      throw RunFailed(e.what(), RunResult{}, s);
+      std::string what = e.what();
+      if (req.resume)
+        what += " (" + req.report_dir.string() + " left as it was: `lockstep " + req.command + " --resume " +
+                format::shell_path(req.report_dir.string()) + "` goes on from its last checkpoint once the chip starts)";
+      mark_failed(s, what, req.options.stop && req.options.stop->load());
+      if (!req.resume) write_failed_report(req.report_dir, s, err);
+      throw RunFailed(what, RunResult{}, s);
     }
     backend = owned.get();
     chip.source = "dut " + c.dut->describe();
@@ -1265,7 +1282,12 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   // checkpoint of step M)": for a run that failed with nothing found wrong. `once` words what
   // must be mended first ("the folder can be written"; empty: not said).
   auto went_on_hint = [&](const RunResult& partial, const std::string& once) {
-    std::string hint = " (the run had compared " + std::to_string(partial.steps) + " steps, no mismatch";
+    // --compare end compares nothing before the end: the steps were run, not compared (found by
+    // the re-test: a wrong chip that died read "no mismatch")
+    std::string hint = c.compare == Compare::kEnd
+                           ? " (the run had run " + std::to_string(partial.steps) +
+                                 " steps, none compared yet: --compare end compares at the end"
+                           : " (the run had compared " + std::to_string(partial.steps) + " steps, no mismatch";
     if (partial.last_checkpoint > 0 && !req.report_dir.empty() && (req.command == "run" || req.command == "story"))
       hint += std::string("; ") + (once.empty() ? "" : "once " + once + ", ") + "`lockstep " + req.command +
               " --resume " + format::shell_path(req.report_dir.string()) + "` continues from the checkpoint of step " +

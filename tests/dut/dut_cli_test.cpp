@@ -460,6 +460,20 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
   char name[40];
   std::snprintf(name, sizeof name, "ckpt-%012llu.lsck", std::stoull(step));
   EXPECT_TRUE(fs::exists(dir / "checkpoints" / name)) << lines[0];
+  // A resume whose chip cannot start leaves the folder as it was (found by the re-test: the run's
+  // record became "error, 0 steps", its JUnit case "run").
+  json c = json::parse(slurp(dir / "case.json"));
+  c["dut"]["command"] = "/nonexistent/chip";
+  std::ofstream(dir / "case.json") << c.dump(2);
+  const std::string summary = slurp(dir / "summary.json"), junit = slurp(dir / "junit.xml");
+  const Result resumed = run_lockstep({"run", "--resume", dir.string()});
+  EXPECT_EQ(resumed.exit_code, 2) << resumed.err;
+  EXPECT_NE(resumed.err.find(dir.string() + " left as it was: `lockstep run --resume " + dir.string() +
+                             "` goes on from its last checkpoint once the chip starts)"),
+            std::string::npos)
+      << resumed.err;
+  EXPECT_EQ(slurp(dir / "summary.json"), summary);
+  EXPECT_EQ(slurp(dir / "junit.xml"), junit);
 }
 
 // Whether `pid` has a handler installed for `sig` (/proc/PID/status, SigCgt).
@@ -1746,7 +1760,8 @@ TEST_F(DutCli, ADutChipThatDoesNotFitIsOneLine) {
   EXPECT_EQ(alone.exit_code, 2);
   EXPECT_EQ(error_lines(alone.err),
             std::vector<std::string>{"lockstep: error: --dut-chip needs --dut or --dut-connect (to compare chip file NEW "
-                                     "with OLD sublayer by sublayer: --dut 'lockstep chip-server --stdio NEW' --dut-chip OLD)"});
+                                     "with OLD sublayer by sublayer: --dut '" + kExe +
+                                     " chip-server --stdio NEW' --dut-chip OLD)"});
 
   const Result cpu = run_lockstep({"run", crc32_.string(), "--steps", "100", "--report", (dir / "cpu").string()});
   ASSERT_EQ(cpu.exit_code, 0) << cpu.err;

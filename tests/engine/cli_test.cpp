@@ -1944,6 +1944,20 @@ TEST(ReplayCommand, TheSameStepWithOtherTokensDoesNotReproduce) {
   EXPECT_NE(slurp(rep / "report.html").find("<th>replay verdict</th><td>the case reproduces"), std::string::npos);
   EXPECT_NE(slurp(rep / "junit.xml").find("<property name=\"replay_verdict\" value=\"the case reproduces"),
             std::string::npos);
+  // A replay refused into that folder keeps its JUnit case's name, the guest's (found by the
+  // re-test: it read "replay"), for a chip that cannot be loaded and an option the parser refuses.
+  const std::string guest_case = "name=\"" + rs["run"]["streams"][0]["guest"].get<std::string>() + "\"";
+  ASSERT_NE(slurp(rep / "junit.xml").find(guest_case), std::string::npos) << slurp(rep / "junit.xml");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"replay", dir.string(), "--report", rep.string(), "--chip", (rep / "none.chip").string()},
+        std::vector<std::string>{"replay", dir.string(), "--report", rep.string(), "--no-such-flag"}}) {
+    SCOPED_TRACE(cmdline(args));
+    EXPECT_EQ(run(args).rc, 2);
+    EXPECT_EQ(json::parse(slurp(rep / "summary.json"))["status"], "error");
+    EXPECT_NE(slurp(rep / "junit.xml").find(guest_case), std::string::npos) << slurp(rep / "junit.xml");
+    fs::remove_all(rep / "earlier-run");
+    ASSERT_EQ(run({"replay", dir.string(), "--report", rep.string()}).rc, 1);
+  }
   // chip.path relative to the case file's folder, from any working folder
   const fs::path moved = temp_dir("replay-tokens-moved");
   fs::copy_file(bad_chip, moved / "mine.chip");

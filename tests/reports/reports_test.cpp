@@ -640,13 +640,17 @@ TEST(CheckReports, FailingRunLeavesAnErrorReportAndRethrows) {
   unsetenv("LOCKSTEP_GNUPLOT");
   const json s = c.summary();
   EXPECT_EQ(s["status"], "error");
-  EXPECT_EQ(s["error"], "executor failed at step 200");
+  // how far the run came, and the checkpoint --resume goes on from
+  const std::string line = "executor failed at step 200 (the run had compared 199 steps, no mismatch; `lockstep run "
+                           "--resume " + c.dir.string() + "` continues from the checkpoint of step 100)";
+  EXPECT_EQ(s["error"], line);
   EXPECT_EQ(s["steps"], 199);
+  EXPECT_TRUE(fs::exists(c.dir / "checkpoints" / "ckpt-000000000100.lsck"));
   // The guest's case is the one error, and names the run's error.
   const std::string x = slurp(c.dir / kJUnitFile);
   EXPECT_NE(x.find("tests=\"1\" failures=\"0\" errors=\"1\""), std::string::npos) << x;
   EXPECT_NE(x.find("<error message=\"the run failed after 199 steps, before this guest&#39;s end: executor failed at step "
-                   "200\""),
+                   "200 (the run had compared 199 steps"),
             std::string::npos)
       << x;
 }
