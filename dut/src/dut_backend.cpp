@@ -27,7 +27,7 @@ constexpr std::uint32_t kBlobVersion = 1;
 
 }  // namespace
 
-std::string read_token_file(const std::filesystem::path& p) {
+std::string read_token_file(const std::filesystem::path& p, const std::string& named) {
   std::string s;
   try {  // a directory, FIFO, device or huge file is refused before it is read (found by an outside tester)
     const std::vector<std::uint8_t> bytes =
@@ -35,12 +35,12 @@ std::string read_token_file(const std::filesystem::path& p) {
     s.assign(bytes.begin(), bytes.end());
   } catch (const format::InputFileError& e) {
     if (e.fault() == format::InputFileFault::kTooLarge)
-      throw DutError("chip under test: --dut-token-file " + p.string() + ": longer than 65,535 bytes");
-    throw DutError("chip under test: --dut-token-file " + p.string() + ": " + e.reason());
+      throw DutError(named + " " + p.string() + ": longer than 65,535 bytes");
+    throw DutError(named + " " + p.string() + ": " + e.reason());
   }
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  if (s.size() > kMaxStr) throw DutError("chip under test: --dut-token-file " + p.string() + ": longer than 65,535 bytes");
-  if (s.empty()) throw DutError("chip under test: --dut-token-file " + p.string() + ": empty (the secret must not be)");
+  if (s.size() > kMaxStr) throw DutError(named + " " + p.string() + ": longer than 65,535 bytes");
+  if (s.empty()) throw DutError(named + " " + p.string() + ": empty (the secret must not be)");
   return s;
 }
 

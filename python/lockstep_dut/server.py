@@ -740,6 +740,16 @@ def read_token_file(path: str) -> str:
     would turn authentication off."""
     if not path:
         raise SetupError("--token-file: the path is empty")
+    # Only a regular file: opening a named pipe would wait for a writer forever, and a device
+    # never ends (found by an outside tester: a FIFO hung the server with no word).
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise SetupError(f"--token-file {path}: cannot read it ({e.strerror or e})") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
+                else "a device or socket")
+        raise SetupError(f"--token-file {path}: cannot read it (it is {kind}, not a regular file)")
     try:
         with open(path, "rb") as f:
             raw = f.read(P.MAX_STR + 3)

@@ -85,6 +85,10 @@ class KitOptions(OneLine):
         absent = os.path.join(self.d, "absent")
         self.toy("--listen", sock, "--token-file", absent, texts=(absent, "cannot read"))
         self.toy("--listen", sock, "--token-file", self.d, texts=(self.d, "cannot read"))
+        fifo = os.path.join(self.d, "fifo")  # never opened: it would wait for a writer
+        os.mkfifo(fifo)
+        self.toy("--listen", sock, "--token-file", fifo, texts=(fifo, "named pipe (FIFO), not a regular file"))
+        self.toy("--listen", sock, "--token-file", "/dev/zero", texts=("/dev/zero", "a device or socket"))
         bad = self.file("latin1", b"caf\xe9\n")
         self.toy("--listen", sock, "--token-file", bad, texts=(bad, "not UTF-8"))
         big = self.file("big", b"x" * 70000)

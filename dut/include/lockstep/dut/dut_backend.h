@@ -67,8 +67,11 @@ struct DutConfig {
 };
 
 /// The secret of --dut-token-file `path` as HELLO's `auth` carries it (§9: every trailing CR and
-/// LF removed; empty or over 65,535 bytes refused). Throws DutError (one line).
-std::string read_token_file(const std::filesystem::path& path);
+/// LF removed; empty or over 65,535 bytes refused). Throws DutError, one line starting with
+/// `named` (the harness's option, or a server's own: `chip-server --token-file` reads its secret
+/// here too, so that it never takes one no harness could send).
+std::string read_token_file(const std::filesystem::path& path,
+                            const std::string& named = "chip under test: --dut-token-file");
 
 /// The harness side of lockstep-dut/1 behind chip::ChipBackend.
 ///
