@@ -159,6 +159,28 @@ std::string time_ended_note(const json& fuzz) {
          std::to_string(next) + " --programs " + std::to_string(end > next ? end - next : 0);
 }
 
+// The line that says --max-failures ended a campaign (fuzz.json with "max_failures_ended": true; a
+// merged one names its shards in "max_failures_shards").
+std::string max_failures_note(const json& fuzz) {
+  if (fuzz.contains("max_failures_shards") && fuzz["max_failures_shards"].is_array()) {
+    const json& shards = fuzz["max_failures_shards"];
+    return "--max-failures ended " + std::to_string(shards.size()) + " of the shards before their last program: " +
+           (shards.empty() || !shards[0].is_string() ? std::string("?") : shards[0].get<std::string>()) +
+           (shards.size() > 1 ? " and " + std::to_string(shards.size() - 1) + " more" : "");
+  }
+  const std::string programs = fuzz.contains("programs") ? format::json_text(fuzz["programs"]) : "?";
+  const std::string failing = fuzz.contains("mismatching_runs") ? format::json_text(fuzz["mismatching_runs"]) : "?";
+  std::string note = "--max-failures ended the campaign after " + failing + " failing runs: " + programs +
+                     " programs checked";
+  if (fuzz.contains("next") && fuzz["next"].is_number_unsigned()) {
+    const std::uint64_t next = fuzz["next"].get<std::uint64_t>();
+    note += "; the rest: --first " + std::to_string(next);
+    if (fuzz.contains("end") && fuzz["end"].is_number_unsigned() && fuzz["end"].get<std::uint64_t>() > next)
+      note += " --programs " + std::to_string(fuzz["end"].get<std::uint64_t>() - next);
+  }
+  return note;
+}
+
 // DIR/summary.json, junit.xml and report.html of a campaign (reports::write_report): the HTML
 // shows the opcode x operand-class table and the decision units per layer.
 void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching) {
@@ -185,7 +207,7 @@ void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching
                             {"shard", fuzz.value("shard", json())}, {"mode", fuzz.value("mode", json())},
                             {"failures", fuzz.value("failures", json::array())}}}};
   if (failed) summary[mismatching ? "chip_fault" : "error"] = fuzz["error"];
-  for (const char* k : {"missing_shards", "partial_shards", "partial_reason", "time_ended_shards"})
+  for (const char* k : {"missing_shards", "partial_shards", "partial_reason", "time_ended_shards", "max_failures_shards"})
     if (fuzz.contains(k)) summary[k] = fuzz[k];
   // --time ended the campaign (or some shards) before the last program: exit 0, but summary.json
   // and the JUnit case say so as fuzz.json does (found by an outside tester: a CI gate reading
@@ -197,7 +219,8 @@ void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching
   }
   if (fuzz.value("max_failures_ended", false)) {
     summary["max_failures_ended"] = true;
-    summary["next"] = fuzz.value("next", json());
+    if (fuzz.contains("next") && !fuzz.contains("max_failures_shards")) summary["next"] = fuzz["next"];
+    summary["max_failures_note"] = max_failures_note(fuzz);
   }
   summary["run"] = {{"seconds", fuzz.value("seconds", 0.0)}};
   if (interrupted) {
@@ -243,7 +266,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   // hint of its closing line), each piece one report, chained by first = the previous one's next.
   struct Piece {
     std::uint64_t first = 0, next = 0;
-    bool interrupted = false, time_ended = false;
+    bool interrupted = false, time_ended = false, max_failures_ended = false;
     std::string file;
   };
   std::map<std::uint64_t, std::vector<Piece>> seen_shards;  // shard index -> its pieces
@@ -252,6 +275,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   std::vector<std::string> partial;                        // shards that ended early (interrupted, a chip fault)
   std::vector<std::string> stopped;                        // of those, the pieces stopped early or programs left out
   std::vector<std::string> time_ended;                     // shards --time ended before their last program
+  std::vector<std::string> max_failures_ended;             // shards --max-failures ended before their last program
   std::vector<std::string> errors;                         // "REPORT: ERROR" of shards that ended in an error
   std::error_code rec;
   const fs::path report_canon = report.empty() ? fs::path() : fs::weakly_canonical(report, rec);
@@ -332,6 +356,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
       piece.next = j.value("next", json()).is_number_unsigned() ? j["next"].get<std::uint64_t>() : piece.first;
       piece.interrupted = j.value("interrupted", false);
       piece.time_ended = j.value("time_ended", false);
+      piece.max_failures_ended = j.value("max_failures_ended", false);
       piece.file = file.string();
       for (const Piece& other : seen_shards[i])
         if (other.first == piece.first) {
@@ -403,6 +428,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     const Piece& last = pieces.back();
     if (last.interrupted) stopped.push_back(last.file + " (interrupted)");
     if (last.time_ended) time_ended.push_back(last.file);
+    if (last.max_failures_ended) max_failures_ended.push_back(last.file);
   }
   // Printed once the pieces are known to chain: an overlap is refused before any total is shown
   // (a refused merge printed its totals and then the error).
@@ -437,6 +463,13 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     // a campaign of --time alone (no --programs, "end" null) has no last program: its shards ran
     // until the time was up (found by an outside tester: "before their last program" read wrong)
     out << time_ended_note(merged) << "\n" << std::flush;
+  }
+  // --max-failures ended some shards (found by the re-test: the merge said nothing of the
+  // programs they left; it is a mismatch, exit 1, either way)
+  merged["max_failures_ended"] = !max_failures_ended.empty();
+  if (!max_failures_ended.empty()) {
+    merged["max_failures_shards"] = max_failures_ended;
+    out << max_failures_note(merged) << "\n" << std::flush;
   }
   // A partial campaign says so in every place (fuzz.json, summary.json, JUnit, the page), as
   // its exit status does (found by an outside tester: the merged report read "exact").
@@ -495,6 +528,8 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   ctx.summary.set("decision_coverage", decisions.to_json());
   ctx.summary.set("time_ended", merged["time_ended"]);
   if (!time_ended.empty()) ctx.summary.set("time_ended_shards", merged["time_ended_shards"]);
+  ctx.summary.set("max_failures_ended", merged["max_failures_ended"]);
+  if (!max_failures_ended.empty()) ctx.summary.set("max_failures_shards", merged["max_failures_shards"]);
   if (!errors.empty()) {
     ctx.summary.set("error_shards", errors);
     const std::string what = std::to_string(errors.size()) + " of the " + std::to_string(dirs.size()) +

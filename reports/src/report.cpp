@@ -414,6 +414,8 @@ std::string junit_xml(const json& summary) {
     // a campaign --time ended early passes as far as it went, and says so (found by an outside
     // tester: the JUnit read as a whole campaign)
     if (summary.value("time_ended", false)) c.text += "; " + str(summary, "time_ended_note", "--time ended the campaign early");
+    if (summary.value("max_failures_ended", false))
+      c.text += "; " + str(summary, "max_failures_note", "--max-failures ended the campaign early");
     if (status == "mismatch") {
       c.kind = "failure";
       c.message = std::to_string(fuzz_failures.size()) + " failing runs (the cases named by program list them)";

@@ -463,7 +463,22 @@ TEST(LockstepFuzz, MaxFailuresEndsTheCampaignAfterItsBatch) {
   const json out = json::parse(r.out);
   EXPECT_EQ(out["max_failures_ended"], true);
   EXPECT_EQ(out["next"], next);
-  EXPECT_EQ(json::parse(slurp(report / "summary.json"))["max_failures_ended"], true);
+  const json sum = json::parse(slurp(report / "summary.json"));
+  EXPECT_EQ(sum["max_failures_ended"], true);
+  const std::string note = sum.value("max_failures_note", "");
+  EXPECT_EQ(note.rfind("--max-failures ended the campaign after ", 0), 0u) << sum.dump();
+  EXPECT_NE(slurp(report / "junit.xml").find(note), std::string::npos);
+  // merged, the shard it ended is named (found by the re-test: the merge said nothing)
+  const fs::path merged = scratch_dir("max-failures-merged");
+  const auto m = run({"fuzz", "--merge", report.string(), "--report", merged.string(), "--json"});
+  EXPECT_EQ(m.exit_code, 1) << m.err;
+  const json g = json::parse(slurp(merged / "fuzz.json"));
+  EXPECT_EQ(g["max_failures_ended"], true) << g.dump();
+  ASSERT_EQ(g["max_failures_shards"].size(), 1u) << g.dump();
+  EXPECT_EQ(json::parse(m.out)["max_failures_shards"], g["max_failures_shards"]) << m.out;
+  EXPECT_NE(m.err.find("--max-failures ended 1 of the shards before their last program: " + (report / "fuzz.json").string()),
+            std::string::npos)
+      << m.err;
 }
 
 TEST(LockstepFuzz, CorruptedChipGivesAShrunkReplayableCase) {
