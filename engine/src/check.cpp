@@ -1077,6 +1077,11 @@ RunResult without_divergences(RunResult r) {
 
 CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   const Case& c = req.the_case;
+  // "lockstep run --resume DIR": the command that continues this run, as every line and the
+  // summary give it
+  const auto resume_command = [&req] {
+    return "lockstep " + req.command + " --resume " + format::shell_path(req.report_dir.string());
+  };
   CheckOutcome out;
   LoadedChip chip;
   std::unique_ptr<chip::ChipBackend> owned;
@@ -1145,8 +1150,8 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       json s = summary_json(req.command, RunResult{}, "dut " + c.dut->describe(), "");
       std::string what = e.what();
       if (req.resume)
-        what += " (" + req.report_dir.string() + " left as it was: `lockstep " + req.command + " --resume " +
-                format::shell_path(req.report_dir.string()) + "` goes on from its last checkpoint once the chip starts)";
+        what += " (" + req.report_dir.string() + " left as it was: `" + resume_command() +
+                "` goes on from its last checkpoint once the chip starts)";
       mark_failed(s, what, req.options.stop && req.options.stop->load());
       if (!req.resume) write_failed_report(req.report_dir, s, err);
       throw RunFailed(what, RunResult{}, s);
@@ -1262,7 +1267,7 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       // tester: the page said only "resume with --resume").
       if (result.interrupted && (req.command == "run" || req.command == "story") &&
           (result.checkpoints_written > 0 || result.resumed_from > 0))
-        s["resume"] = "lockstep " + req.command + " --resume " + dir;
+        s["resume"] = resume_command();
     }
     if (c.dut) {
       s["dut"] = c.dut->to_json();
@@ -1289,9 +1294,8 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
                                  " steps, none compared yet: --compare end compares at the end"
                            : " (the run had compared " + std::to_string(partial.steps) + " steps, no mismatch";
     if (partial.last_checkpoint > 0 && !req.report_dir.empty() && (req.command == "run" || req.command == "story"))
-      hint += std::string("; ") + (once.empty() ? "" : "once " + once + ", ") + "`lockstep " + req.command +
-              " --resume " + format::shell_path(req.report_dir.string()) + "` continues from the checkpoint of step " +
-              std::to_string(partial.last_checkpoint);
+      hint += std::string("; ") + (once.empty() ? "" : "once " + once + ", ") + "`" + resume_command() +
+              "` continues from the checkpoint of step " + std::to_string(partial.last_checkpoint);
     return hint + ")";
   };
   try {
