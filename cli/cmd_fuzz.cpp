@@ -140,6 +140,23 @@ void write_text(const fs::path& p, const std::string& s) {
   }
 }
 
+// A merged report's list of shards a bound ended: "FIRST" or "FIRST and K more".
+std::string shard_list(const json& shards) {
+  return (shards.empty() || !shards[0].is_string() ? std::string("?") : shards[0].get<std::string>()) +
+         (shards.size() > 1 ? " and " + std::to_string(shards.size() - 1) + " more" : "");
+}
+
+// "; the rest: --first NEXT --programs M" of a campaign a bound ended early (fuzz.json's "next"
+// and "end"; "--programs M" left out for a campaign of --time alone, which has no last program).
+std::string rest_of_campaign(const json& fuzz) {
+  if (!fuzz.contains("next") || !fuzz["next"].is_number_unsigned()) return "";
+  const std::uint64_t next = fuzz["next"].get<std::uint64_t>();
+  std::string rest = "; the rest: --first " + std::to_string(next);
+  if (fuzz.contains("end") && fuzz["end"].is_number_unsigned() && fuzz["end"].get<std::uint64_t>() > next)
+    rest += " --programs " + std::to_string(fuzz["end"].get<std::uint64_t>() - next);
+  return rest;
+}
+
 // The line that says --time ended a campaign (fuzz.json with "time_ended": true; a merged one
 // names its shards in "time_ended_shards").
 std::string time_ended_note(const json& fuzz) {
@@ -148,15 +165,12 @@ std::string time_ended_note(const json& fuzz) {
     const json& shards = fuzz["time_ended_shards"];
     return "--time ended " + std::to_string(shards.size()) + " of the shards" +
            (bounded ? " before their last program: " : " (a campaign of --time alone: they ran until it was up): ") +
-           (shards.empty() ? std::string() : shards[0].is_string() ? shards[0].get<std::string>() : std::string("?")) +
-           (shards.size() > 1 ? " and " + std::to_string(shards.size() - 1) + " more" : "");
+           shard_list(shards);
   }
   const std::string programs = fuzz.contains("programs") ? format::json_text(fuzz["programs"]) : "?";
   if (!bounded) return "--time ended the campaign (a campaign of --time alone): " + programs + " programs checked";
-  const std::uint64_t end = fuzz["end"].get<std::uint64_t>();
-  const std::uint64_t next = fuzz.value("next", end);
-  return "--time ended the campaign before its last program: " + programs + " programs checked; the rest: --first " +
-         std::to_string(next) + " --programs " + std::to_string(end > next ? end - next : 0);
+  return "--time ended the campaign before its last program: " + programs + " programs checked" +
+         rest_of_campaign(fuzz);
 }
 
 // The line that says --max-failures ended a campaign (fuzz.json with "max_failures_ended": true; a
@@ -165,20 +179,12 @@ std::string max_failures_note(const json& fuzz) {
   if (fuzz.contains("max_failures_shards") && fuzz["max_failures_shards"].is_array()) {
     const json& shards = fuzz["max_failures_shards"];
     return "--max-failures ended " + std::to_string(shards.size()) + " of the shards before their last program: " +
-           (shards.empty() || !shards[0].is_string() ? std::string("?") : shards[0].get<std::string>()) +
-           (shards.size() > 1 ? " and " + std::to_string(shards.size() - 1) + " more" : "");
+           shard_list(shards);
   }
   const std::string programs = fuzz.contains("programs") ? format::json_text(fuzz["programs"]) : "?";
   const std::string failing = fuzz.contains("mismatching_runs") ? format::json_text(fuzz["mismatching_runs"]) : "?";
-  std::string note = "--max-failures ended the campaign after " + failing + " failing runs: " + programs +
-                     " programs checked";
-  if (fuzz.contains("next") && fuzz["next"].is_number_unsigned()) {
-    const std::uint64_t next = fuzz["next"].get<std::uint64_t>();
-    note += "; the rest: --first " + std::to_string(next);
-    if (fuzz.contains("end") && fuzz["end"].is_number_unsigned() && fuzz["end"].get<std::uint64_t>() > next)
-      note += " --programs " + std::to_string(fuzz["end"].get<std::uint64_t>() - next);
-  }
-  return note;
+  return "--max-failures ended the campaign after " + failing + " failing runs: " + programs + " programs checked" +
+         rest_of_campaign(fuzz);
 }
 
 // DIR/summary.json, junit.xml and report.html of a campaign (reports::write_report): the HTML

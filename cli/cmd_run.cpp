@@ -1,5 +1,6 @@
 // `lockstep run PROGRAM.elf`: the reference and a chip in lock-step over one
 // guest (docs/engine.md).
+#include <filesystem>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -99,7 +100,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
         if (!args->report.empty()) {
           engine::claim_run_folder(args->report, "run");
           // named as its report will name it, should it fail before that (a bad option or ELF, a kill)
-          if (!args->program.empty()) engine::name_claimed_run(args->report, run_identity(args->program, mode_name, args->steps));
+          if (!args->program.empty())
+            engine::name_claimed_run(args->report,
+                                     engine::run_identity(args->program, std::filesystem::path(args->program).stem().string(),
+                                                          mode_name, args->steps));
         }
         if (args->program.empty()) throw UsageError("run: PROGRAM.elf is required (or --resume DIR)");
         if (!mode) throw UsageError("--mode must be forced or free (got '" + args->mode + "')");

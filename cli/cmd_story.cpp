@@ -311,7 +311,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
     ctx.summary.set("guest", path.string());
     // named as its report will name it, should it fail or be killed before that
     if (!resumed && !args->report.empty() && !args->reference_only)
-      engine::name_claimed_run(args->report, run_identity(path.string(), "", args->steps));
+      engine::name_claimed_run(args->report, engine::run_identity(path.string(), path.stem().string(), "", args->steps));
     const bool live = !(isatty(1) && engine::stderr_is_terminal()) || args->reference_only;
     std::ostream& out = ctx.out();
 

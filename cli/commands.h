@@ -50,10 +50,6 @@ ModelDigests check_model_files(const ModelChoice& choice);
 /// returns their folders (absolute), which --json's summary names as "earlier_run".
 std::vector<std::string> settle_run_folders(const CommandFailure& failure);
 
-/// What a run's report names it by (engine::name_claimed_run): {"guest": guest_path, "run":
-/// {"mode": mode (left out when ""), "max_steps": max_steps, "streams": [{"guest": the path's
-/// stem, "end": "running", "steps": 0, "mismatches": 0}]}}, as engine::summary_json has them.
-nlohmann::json run_identity(const std::string& guest_path, const std::string& mode, std::uint64_t max_steps);
 
 /// `lockstep run PROGRAM.elf`: reference and chip in lock-step (docs/engine.md).
 void add_run_command(CLI::App& app, Context& ctx);

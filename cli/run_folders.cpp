@@ -27,16 +27,6 @@ std::string summary_command(const std::filesystem::path& dir) {
 }
 }  // namespace
 
-nlohmann::json run_identity(const std::string& guest_path, const std::string& mode, std::uint64_t max_steps) {
-  nlohmann::json run = {{"max_steps", max_steps},
-                        {"streams", nlohmann::json::array({{{"guest", std::filesystem::path(guest_path).stem().string()},
-                                                            {"end", "running"},
-                                                            {"steps", 0},
-                                                            {"mismatches", 0}}})}};
-  if (!mode.empty()) run["mode"] = mode;
-  return {{"guest", guest_path}, {"run", run}};
-}
-
 std::vector<std::string> settle_run_folders(const CommandFailure& failure) {
   if (failure.argv && !engine::claimed_a_run_folder()) {
     // The command failed before it claimed its folder (its command line refused by the parser, or
@@ -94,9 +84,9 @@ std::vector<std::string> settle_run_folders(const CommandFailure& failure) {
             earlier["run"]["streams"].size() == 1 && earlier["run"]["streams"][0].is_object()) {
           const nlohmann::json& run = earlier["run"];
           const nlohmann::json& stream = run["streams"][0];
-          identity = run_identity(earlier.value("guest", stream.value("guest", std::string())),
-                                  run.value("mode", std::string()), run.value("max_steps", std::uint64_t{0}));
-          identity["run"]["streams"][0]["guest"] = stream.value("guest", std::string());
+          identity = engine::run_identity(earlier.value("guest", stream.value("guest", std::string())),
+                                          stream.value("guest", std::string()), run.value("mode", std::string()),
+                                          run.value("max_steps", std::uint64_t{0}));
         }
       } catch (const std::exception&) {
         identity = nullptr;  // unnamed, as before

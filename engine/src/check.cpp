@@ -956,6 +956,14 @@ std::string earlier_run_of(const fs::path& dir) {
   return fs::is_directory(dir / kEarlierRunFolder, ec) ? absolute_text(dir / kEarlierRunFolder) : std::string();
 }
 
+json run_identity(const std::string& guest, const std::string& stream_guest, const std::string& mode,
+                  std::uint64_t max_steps) {
+  json run = {{"max_steps", max_steps},
+              {"streams", json::array({{{"guest", stream_guest}, {"end", "running"}, {"steps", 0}, {"mismatches", 0}}})}};
+  if (!mode.empty()) run["mode"] = mode;
+  return {{"guest", guest}, {"run", run}};
+}
+
 void name_claimed_run(const fs::path& dir, const json& identity) {
   const HeldRunFolder* held = held_run_folder(dir);
   if (!held || !held->claimed || !identity.is_object()) return;
@@ -1108,14 +1116,8 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       claim_run_folder(req.report_dir, req.command);
       // named after its case (a replay's), should it fail before its report: its JUnit case keeps
       // the guest's name (found by the re-test: a refused replay's case read "replay")
-      name_claimed_run(req.report_dir,
-                       {{"guest", c.guest_path.empty() ? c.guest_name : c.guest_path.string()},
-                        {"run", {{"mode", std::string(to_string(c.mode))},
-                                 {"max_steps", c.steps},
-                                 {"streams", json::array({{{"guest", c.guest_name},
-                                                           {"end", "running"},
-                                                           {"steps", 0},
-                                                           {"mismatches", 0}}})}}}});
+      name_claimed_run(req.report_dir, run_identity(c.guest_path.empty() ? c.guest_name : c.guest_path.string(),
+                                                    c.guest_name, std::string(to_string(c.mode)), c.steps));
     }
   }
   // An error before the run started (a chip that cannot be loaded, options the engine refuses):

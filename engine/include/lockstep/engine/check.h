@@ -262,6 +262,13 @@ void claim_run_folder(const std::filesystem::path& dir, const std::string& comma
 /// a folder that cannot be written keeps its placeholder (no error).
 void name_claimed_run(const std::filesystem::path& dir, const nlohmann::json& identity);
 
+/// What a run's report names it by, for name_claimed_run: {"guest": guest, "run": {"mode": mode
+/// (left out when ""), "max_steps": max_steps, "streams": [{"guest": stream_guest, "end":
+/// "running", "steps": 0, "mismatches": 0}]}}, as summary_json has them. `guest` is the guest's
+/// path as given (or its name when it has none), `stream_guest` its name (the path's stem).
+nlohmann::json run_identity(const std::string& guest, const std::string& stream_guest, const std::string& mode,
+                            std::uint64_t max_steps);
+
 /// The run in `dir` (new or resumed) ended with a verdict of its own (exact or mismatch, not
 /// interrupted): DIR/earlier-run, the earlier run it replaces, is removed. Returns "" or a note
 /// line: kept because another process is using it (a `--resume DIR/earlier-run` running), or
