@@ -34,7 +34,8 @@ using nlohmann::json;
 struct MutateArgs {
   std::string chip, kinds,
       guests =
-          "hello,fd2,crc32,memops,muldiv,mulsweep,mulcarry,alusweep,shiftsweep,zba,zbasweep,sort,selfcheck,bignum_fact,bignum_fib,bignum_pow,"
+          "hello,fd2,crc32,memops,muldiv,mulsweep,mulcarry,alusweep,shiftsweep,ldstsweep,zba,zbasweep,sort,selfcheck,bignum_fact,"
+          "bignum_fib,bignum_pow,"
           "bignum_fact_soft,bignum_fib_soft,bignum_pow_soft",
       report, save_survivors, ops;
   std::uint64_t seed = 0, first = 0, mutants = 20, program_seed = 1, oracle_program_seed = 0;
