@@ -1,4 +1,5 @@
 #include "lockstep/engine/engine.h"
+#include "lockstep/engine/call_sizer.h"
 
 #include <algorithm>
 #include <chrono>
@@ -1857,7 +1858,7 @@ struct Engine::Impl {
   // prefix), so those happen exactly where a round of one step would put them; active lanes
   // always share their step count, so they share these boundaries. A lane that diverges inside
   // a round stops there (its chip stream ran ahead; the replay restores it from a snapshot).
-  // n adapts to the chip's speed: it grows while a round takes under 0.1 s, up to max_chunk().
+  // n adapts to the chip's speed (CallSizer), up to max_chunk().
   void advance(const std::vector<Lane*>& set, Compare compare, bool main) {
     std::vector<Active> act;
     std::vector<chip::StreamId> ids;
@@ -1865,8 +1866,9 @@ struct Engine::Impl {
     std::vector<Token> in, out;
     auto last_tick = Clock::now();
     std::uint64_t last_steps = total_steps();
-    const std::uint32_t limit = max_chunk();
-    std::uint32_t chunk = std::min<std::uint32_t>(limit, 64);
+    std::size_t streams = 0;
+    for (const Lane* L : set) streams += L->done ? 0 : 1;
+    CallSizer sizer(max_chunk(), be.answer_deadline_s(), streams);
     for (;;) {
       if (main && opt.stop && opt.stop->load(std::memory_order_relaxed)) {
         interrupted = true;
@@ -1886,7 +1888,7 @@ struct Engine::Impl {
           finish(*L, next.empty() ? lane_end(*L) : "step_limit");
           continue;
         }
-        std::uint64_t n = chunk;
+        std::uint64_t n = sizer.steps();
         const std::uint64_t s = L->steps;
         if (opt.max_steps) n = std::min(n, opt.max_steps - s);
         if (opt.snapshot_every && be.capabilities().save_restore) n = std::min(n, opt.snapshot_every - s % opt.snapshot_every);
@@ -1995,8 +1997,7 @@ struct Engine::Impl {
         write_checkpoint();
       }
       const double dt_round = std::chrono::duration<double>(Clock::now() - t_round).count();
-      if (dt_round < 0.1 && chunk < limit) chunk = std::min(limit, chunk * 2);
-      else if (dt_round > 0.5 && chunk > 1) chunk /= 2;
+      sizer.took(dt_round);
       if (main) {
         const auto now = Clock::now();
         const double dt = std::chrono::duration<double>(now - last_tick).count();
@@ -2218,13 +2219,11 @@ struct Engine::Impl {
     std::vector<Token> in, out;
     const chip::StreamId sid = T.sid;
     std::uint64_t made = 0;
-    // Calls sized to the chip's speed as advance() sizes them (64 steps first, doubling while a
-    // call takes under 0.1 s, halving past 0.5 s): a slow chip under test is never sent one
-    // max_chunk() call that outlasts its --dut-timeout.
-    const std::uint32_t most = max_steps ? std::min(max_chunk(), max_steps) : max_chunk();
-    std::uint32_t chunk = std::min<std::uint32_t>(most, 64);
+    // Calls sized to the chip's speed as advance() sizes them (CallSizer): a slow chip under test
+    // is never sent one max_chunk() call that outlasts its --dut-timeout.
+    CallSizer sizer(max_steps ? std::min(max_chunk(), max_steps) : max_chunk(), be.answer_deadline_s(), 1);
     while (made < n) {
-      peek_ref(T, static_cast<std::size_t>(std::min<std::uint64_t>(n - made, chunk)), ex);
+      peek_ref(T, static_cast<std::size_t>(std::min<std::uint64_t>(n - made, sizer.steps())), ex);
       in.clear();
       for (std::size_t k = 0; k < ex.size(); ++k) {
         const std::uint32_t input = k == 0 ? T.last_ref : ex[k - 1];
@@ -2237,8 +2236,7 @@ struct Engine::Impl {
       const auto t0 = Clock::now();
       be.teacher_forced_batch(std::span<const chip::StreamId>(&sid, 1), std::span<const std::uint32_t>(&count, 1), in, out);
       const double took = std::chrono::duration<double>(Clock::now() - t0).count();
-      if (took < 0.1) chunk = std::min(most, chunk * 2);
-      else if (took > 0.5) chunk = std::max<std::uint32_t>(1, chunk / 2);
+      sizer.took(took);
       for (std::size_t j = 0; j < in.size(); ++j) {
         const auto e = next_ref(T, 1);
         ++T.ref_steps;

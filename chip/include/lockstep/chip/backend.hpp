@@ -145,6 +145,10 @@ class ChipBackend {
   /// Steps per multi-step call the engine should use (its chunk); 1 for the in-process
   /// executors, more for a backend whose calls cost a round trip.
   virtual std::uint32_t preferred_chunk() const { return 1; }
+  /// Seconds within which the backend must answer one multi-step call, or fail it (a chip under
+  /// test's --dut-timeout, dut-protocol.md §5); 0: no deadline (the in-process executors). The
+  /// engine sizes its calls so that a chip that slows down between calls is not failed by it.
+  virtual double answer_deadline_s() const { return 0; }
   /// The fault that ended a chip under test's session (dut-protocol.md §8), one line; empty while
   /// it works and always for the in-process executors. Once set, every further call throws it, so
   /// a caller that caught one exception (say, a probe) can still see that the chip failed.

@@ -104,6 +104,8 @@ class DutBackend final : public chip::ChipBackend {
   std::string identity() const override { return hello_.identity; }
   chip::ProbeMap probe_map() const override;
   std::uint32_t preferred_chunk() const override;
+  /// --dut-timeout (DutConfig::timeout_s): the most a FORCED or FREE may take.
+  double answer_deadline_s() const override { return config_.timeout_s; }
   std::string fault() const override { return fault_; }
   bool fault_is_out_of_step() const override { return out_of_step_; }
   /// True, and requests go through again, when the fault is an ERROR answer to STEP, FORCED or

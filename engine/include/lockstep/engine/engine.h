@@ -348,7 +348,8 @@ struct Options {
   std::uint64_t chip_file_probe_steps = 256;
   /// Most steps per chip call (ChipBackend::teacher_forced_batch / free_running_batch); 0: the
   /// backend's preferred_chunk(). The engine starts at 64 (or less) and doubles while a round
-  /// takes under 0.1 s. Results never depend on it: only how often the chip is called.
+  /// takes under 0.1 s (less under a backend's answer_deadline_s(): dut-protocol.md §5). Results
+  /// never depend on it: only how often the chip is called.
   std::uint32_t chunk = 0;
   /// Instructions kept for Divergence::recent.
   std::size_t history = 8;

@@ -56,6 +56,7 @@ class ShadowedBackend final : public chip::ChipBackend {
   std::string identity() const override { return dut_->identity(); }
   chip::ProbeMap probe_map() const override { return dut_->probe_map(); }
   std::uint32_t preferred_chunk() const override { return dut_->preferred_chunk(); }
+  double answer_deadline_s() const override { return dut_->answer_deadline_s(); }
   std::string fault() const override { return dut_->fault(); }
   bool fault_is_out_of_step() const override { return dut_->fault_is_out_of_step(); }
   bool continue_after_error() override { return dut_->continue_after_error(); }

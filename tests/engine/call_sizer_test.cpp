@@ -1,0 +1,78 @@
+// CallSizer: how many steps a stream the engine asks a chip for in one call, on modelled chips
+// (a call of n steps of s streams takes latency + n * s * per_step seconds).
+#include "lockstep/engine/call_sizer.h"
+
+#include <gtest/gtest.h>
+
+namespace lockstep::engine {
+namespace {
+
+struct ModelChip {
+  double latency = 0, per_step = 0;
+  double call(std::uint32_t steps, std::size_t streams) const {
+    return latency + static_cast<double>(steps) * static_cast<double>(streams) * per_step;
+  }
+};
+
+// Runs `calls` calls; returns the longest.
+double run(CallSizer& sizer, const ModelChip& chip, std::size_t streams, int calls) {
+  double longest = 0;
+  for (int i = 0; i < calls; ++i) {
+    const double t = chip.call(sizer.steps(), streams);
+    longest = std::max(longest, t);
+    sizer.took(t);
+  }
+  return longest;
+}
+
+TEST(CallSizer, WithoutADeadlineStartsAt64AndGrowsToItsLimit) {
+  CallSizer sizer(4096, 0, 32);
+  EXPECT_EQ(sizer.steps(), 64u);
+  run(sizer, {0, 1e-7}, 32, 20);
+  EXPECT_EQ(sizer.steps(), 4096u);
+}
+
+TEST(CallSizer, AChipThatSlowsAHundredTimesNeverOutlastsItsDeadline) {
+  // The outside tester's chip: about 24 us a step, then 2 ms a step, under --dut-timeout 5
+  // (the engine grew its calls to 4,096 steps, 8 s at the new speed, and failed a correct chip).
+  for (const double deadline : {1.0, 5.0, 120.0}) {
+    for (const std::size_t streams : {std::size_t{1}, std::size_t{32}}) {
+      CallSizer sizer(4096, deadline, streams);
+      const double fast = 0.002 / 100;
+      run(sizer, {0, fast}, streams, 40);
+      const double slow_call = ModelChip{0, fast * 100}.call(sizer.steps(), streams);
+      EXPECT_LT(slow_call, deadline) << "deadline " << deadline << " s, streams " << streams << ", "
+                                     << sizer.steps() << " steps a stream";
+    }
+  }
+}
+
+TEST(CallSizer, ManyStreamsStartWithSixtyFourStreamStepsUnderADeadline) {
+  EXPECT_EQ(CallSizer(4096, 5, 32).steps(), 2u);
+  EXPECT_EQ(CallSizer(4096, 5, 1).steps(), 64u);
+  EXPECT_EQ(CallSizer(4096, 5, 1000).steps(), 1u);
+  EXPECT_EQ(CallSizer(16, 5, 1).steps(), 16u);
+  EXPECT_EQ(CallSizer(0, 0, 1).steps(), 1u);
+}
+
+TEST(CallSizer, ASlowChipShrinksItsCallsToTheSlowestItCanTake) {
+  // 50 ms a step under --dut-timeout 5: calls shrink until one takes under 5 / 128 s... to one step
+  CallSizer sizer(4096, 5, 1);
+  const double longest_after = [&] {
+    run(sizer, {0, 0.05}, 1, 10);
+    return run(sizer, {0, 0.05}, 1, 10);
+  }();
+  EXPECT_EQ(sizer.steps(), 1u);
+  EXPECT_LT(longest_after, 5.0);
+}
+
+TEST(CallSizer, AFixedLatencyDoesNotCollapseCallsToOneStep) {
+  // 0.6 s a request, whatever its size (the outside tester's chip fell to one step a request,
+  // 1.6 steps/s): halving from 64 to 32 did not help, so 32 it stays
+  CallSizer sizer(4096, 5, 1);
+  run(sizer, {0.6, 1e-6}, 1, 30);
+  EXPECT_EQ(sizer.steps(), 32u);
+}
+
+}  // namespace
+}  // namespace lockstep::engine
