@@ -24,16 +24,21 @@ namespace {
 // count and digest. A recorded run that was interrupted after N steps recorded only its first N
 // steps, and the replay runs those alone (bounded in the callback below): it reproduces the run
 // when it has no divergence within them and, when recorded, their digest. A replay stopped
-// before it could tell has no verdict either way (conclusive false).
+// before it could tell has no verdict either way (conclusive false); so has one whose chip failed
+// before it could tell (`failed`: the fault, one line).
 struct Verdict {
   bool conclusive = false, same = false;
+  std::string failed;  ///< the fault that ended the replay before it could tell ("" when none did)
   std::string recorded;  ///< what the case recorded, in words
   std::string differently;  ///< a divergence at the recorded step that is another one, in words
   std::uint64_t steps_run = 0;
 
   /// The verdict's line, as the terminal, summary.json, the page and the JUnit file give it.
   std::string line() const {
-    if (!conclusive) return "not conclusive: interrupted before it could tell; recorded " + recorded;
+    if (!conclusive)
+      return std::string("not conclusive: ") +
+             (failed.empty() ? "interrupted" : "the chip failed (" + std::to_string(steps_run) + " steps compared)") +
+             " before it could tell; recorded " + recorded;
     return std::string(same ? "the case reproduces" : "the case does NOT reproduce") + ": recorded " + recorded +
            (differently.empty() ? "" : "; " + differently);
   }
@@ -45,9 +50,14 @@ std::string hex_pc(std::uint32_t pc) {
   return b;
 }
 
-Verdict judge(const nlohmann::json& expect, const engine::RunResult& r) {
+Verdict judge(const nlohmann::json& expect, const engine::RunResult& r, const std::string& failed = "") {
   Verdict v;
   v.steps_run = r.steps;
+  v.failed = failed;
+  // a replay that failed (its chip died, timed out, answered ERROR) and found nothing tells
+  // nothing of the case (found by an outside tester: a chip that died at step 50 of a case
+  // recorded at step 100 read "the case does NOT reproduce", reproduced false)
+  const bool stopped = r.interrupted || !failed.empty();
   std::uint64_t first = 0;
   const engine::Divergence* div = nullptr;
   for (const engine::StreamResult& s : r.streams)
@@ -70,7 +80,7 @@ Verdict judge(const nlohmann::json& expect, const engine::RunResult& r) {
     v.recorded = "a divergence within the first " + std::to_string(within) + " steps (the digests differed; it was not located)";
     bool unlocated = false;
     for (const engine::StreamResult& s : r.streams) unlocated = unlocated || s.divergence_unlocated;
-    if (r.interrupted && first == 0 && !unlocated && r.steps < within) return v;
+    if (stopped && first == 0 && !unlocated && r.steps < within) return v;
     v.conclusive = true;
     v.same = (first != 0 && first <= within) || (unlocated && r.steps == within);
     return v;
@@ -100,7 +110,7 @@ Verdict judge(const nlohmann::json& expect, const engine::RunResult& r) {
   }
   // How far the replay must get to tell: the recorded divergence's step, or the recorded steps.
   const std::uint64_t needed = want ? want : was_interrupted ? want_steps : ~std::uint64_t{0};
-  if (r.interrupted && (first == 0 || first > needed) && r.steps < needed) return v;
+  if (stopped && (first == 0 || first > needed) && r.steps < needed) return v;
   v.conclusive = true;
   if (want) {
     v.same = first == want;
@@ -262,7 +272,8 @@ void add_replay_command(CLI::App& app, Context& ctx) {
           s["replay_verdict"] = std::string(kNoRecordedResult);
           return;
         }
-        const Verdict v = judge(req.the_case.expect, r);
+        const Verdict v =
+            judge(req.the_case.expect, r, s.value("status", std::string()) == "error" ? s.value("error", std::string("failed")) : "");
         s["replay_verdict"] = v.line();
         if (v.conclusive) s["reproduced"] = v.same;
       };

@@ -1280,8 +1280,11 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
   // A failure after the run started: the partial result goes into the report (when it can be
   // written) and out with the exception.
   auto failed = [&](const std::string& what, const RunResult& partial) -> RunFailed {
-    json s = with_notes(summary_json(req.command, partial, chip.source, chip.hash), partial);
+    // marked failed first: add_to_summary sees the run's status (a replay's verdict is then "not
+    // conclusive", not "does NOT reproduce": found by an outside tester)
+    json s = summary_json(req.command, partial, chip.source, chip.hash);
     mark_failed(s, what, req.options.stop && req.options.stop->load());
+    s = with_notes(std::move(s), partial);
     write_failed_report(req.report_dir, s, err);
     return RunFailed(what, partial, s);
   };

@@ -250,6 +250,32 @@ TEST_F(DutCli, AReplayOnAnotherDutKeepsTheCasesTokenMap) {
             std::string::npos) << same.err;
 }
 
+// A replay whose chip fails before the case's recorded step tells nothing of the case: its
+// report says "not conclusive", with no "reproduced" (found by an outside tester: a chip that
+// died at step 50 of a case recorded at step 100 read "the case does NOT reproduce", reproduced
+// false, in summary.json, the page and the JUnit file, while --json gave no verdict).
+TEST_F(DutCli, AReplayWhoseChipFailsBeforeTheRecordedStepIsNotConclusive) {
+  const fs::path dir = fresh_dir("replay-chip-fails");
+  const Result r = run_lockstep({"run", crc32_.string(), "--mode", "forced", "--steps", "3000", "--report",
+                                 (dir / "run").string(), "--dut", kFaulty + " wrongtoken 3 " + kChip});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const json recorded = json::parse(slurp(dir / "run" / "case.json"));
+  ASSERT_GT(recorded["expect"].value("first_divergence", std::uint64_t{0}), 64u) << recorded.dump();
+  // the replay's chip exits at its first answer, before the recorded step
+  const Result p = run_lockstep({"replay", (dir / "run").string(), "--report", (dir / "replay").string(), "--dut",
+                                 kFaulty + " exit 1 " + kChip});
+  EXPECT_EQ(p.exit_code, 2) << p.err;
+  const json s = json::parse(slurp(dir / "replay" / "summary.json"));
+  EXPECT_EQ(s["status"], "error") << s.dump();
+  EXPECT_FALSE(s.contains("reproduced")) << s.dump();
+  EXPECT_EQ(s.value("replay_verdict", "").rfind("not conclusive: the chip failed (0 steps compared) before it could tell; "
+                                                "recorded first divergence at step ",
+                                                0),
+            0u)
+      << s.dump();
+  EXPECT_EQ(slurp(dir / "replay" / "junit.xml").find("NOT reproduce"), std::string::npos);
+}
+
 // chip-server's identity is its chip file's hash, weights and all, as `run --chip` reports the file
 // (found by an outside tester: it hashed the configuration alone, the same for a chip with one
 // weight changed, and `run --resume` went on with the other chip's weights).

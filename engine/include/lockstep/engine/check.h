@@ -198,7 +198,9 @@ struct CheckRequest {
   bool trap_is_error = false;
   /// Adds the command's own fields to every summary the check writes or returns (summary.json of
   /// a pass, a mismatch, an interruption or a failure): `story`'s story_complete,
-  /// free_running_steps and reference_end, so that the saved report says what stdout says.
+  /// free_running_steps and reference_end, so that the saved report says what stdout says. The
+  /// summary of a run that failed after it started already has its "status" ("error", or
+  /// "interrupted" when a stop request ended it) when this is called.
   std::function<void(nlohmann::json& summary, const RunResult& result)> add_to_summary;
 };
 
