@@ -1,6 +1,7 @@
 #include "lockstep/dut/conformance.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <optional>
@@ -526,7 +527,7 @@ void run_checks(const DutConfig& config, const std::vector<ConformanceGuest>& gu
         }
         for (float x : v) {
           if (!first) first = x;
-          constant = constant && x == *first;
+          constant = constant && (x == *first || (std::isnan(x) && std::isnan(*first)));
           ++values;
         }
         ++read;
@@ -536,7 +537,7 @@ void run_checks(const DutConfig& config, const std::vector<ConformanceGuest>& gu
       d.set_probe_recording(false);
       std::ostringstream os;
       os << "every one of the " << values << " values of the " << plural(read, "probe") << " read is " << *first
-         << ": the probes show no values the chip computed, and a run would blame a layer on them";
+         << ": the probes show no values the chip computed, and a run would locate no divergence with them";
       return os.str();
     }
     std::string judged = "; not judged against the tokens";

@@ -695,11 +695,19 @@ std::vector<float> DutBackend::probe(chip::StreamId s, int layer, chip::Sublayer
   check_stream(s, "probe");
   if (!(hello_.capabilities & kProbes)) throw chip::UsageError("the chip under test has no probes (PROBES capability)");
   const auto p = request(kProbe, encode_probe({s, layer, static_cast<std::uint8_t>(after), field}));
+  std::vector<float> values;
   try {
-    return decode_values(p);
+    values = decode_values(p);
   } catch (const Malformed& e) {
     fail(std::string("malformed frame in answer to PROBE: ") + e.what());
   }
+  // §3.7: the field's `width` values, as its PROBE_MAP_OK said (found by an outside tester: one
+  // value for a wider field was taken, and the run said only that the probes did not locate it)
+  if (const chip::ProbeMap::Field* f = probe_map_ ? probe_map_->find(field) : nullptr; f && values.size() != f->width)
+    fail("malformed answer to PROBE of field " + format::json_text(nlohmann::json(field)) + ": " +
+         std::to_string(values.size()) + " values for a field of width " + std::to_string(f->width) +
+         " (dut-protocol.md §3.7)");
+  return values;
 }
 
 void DutBackend::set_audit(bool on) {

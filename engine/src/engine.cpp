@@ -1062,7 +1062,7 @@ std::string uninformative_probes(const chip::ChipBackend& be, chip::StreamId sid
       ++fields;
       for (float v : got) {
         if (!c) c = v;
-        constant = constant && v == *c;
+        constant = constant && (v == *c || (std::isnan(v) && std::isnan(*c)));  // all NaN is one number too
         ++values;
       }
       for (float v : want) implied_other = implied_other || !c || v != *c;

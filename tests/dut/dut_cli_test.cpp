@@ -712,6 +712,20 @@ TEST_F(DutCli, AllZeroProbesLocateNothing) {
             0u)
       << a.dump();
   EXPECT_NE(a["text"].get<std::string>().find(" is 0 ("), std::string::npos) << a.dump();
+  // all NaN is one number too (found by an outside tester: NaN != NaN, and "embedding" was blamed)
+  const Result n = run_lockstep({"run", crc32_.string(), "--mode", "forced", "--steps", "20000", "--json", "--dut",
+                                 kFaulty + " nanprobes 3 " + kChip});
+  ASSERT_EQ(n.exit_code, 1) << n.err;
+  const json an = summary_of(n)["divergence"]["attribution"];
+  EXPECT_EQ(an["status"], "unavailable") << an.dump();
+  EXPECT_NE(an["text"].get<std::string>().find(" is nan ("), std::string::npos) << an.dump();
+  // a VALUES answer that is not the field's width is a malformed answer (§3.7): the divergence
+  // stands, the chip's fault beside it
+  const Result w = run_lockstep({"run", crc32_.string(), "--mode", "forced", "--steps", "20000", "--json", "--dut",
+                                 kFaulty + " shortprobes 3 " + kChip});
+  ASSERT_EQ(w.exit_code, 1) << w.err;
+  EXPECT_NE(w.err.find("malformed answer to PROBE of field "), std::string::npos) << w.err;
+  EXPECT_NE(w.err.find(" 1 values for a field of width "), std::string::npos) << w.err;
   // Beside the chip file, its zeros differ from the file's probes on every step, but locate
   // nothing: no earlier step is blamed, and the divergent step is attributed by the file's token.
   const Result z = run_lockstep({"run", crc32_.string(), "--mode", "forced", "--steps", "20000", "--json", "--dut",

@@ -23,7 +23,8 @@
 // does: STEP and FORCED stay right), batchbug (the last token of every STEP answer of two or more
 // tokens has its payload's low bit flipped: a chip wrong only in STEP frames of several entries), stream1 (every EXIT(s) answered for stream 1 becomes
 // EXIT(s ^ 1): a chip whose bug shows only beside another stream, for fuzz's batch-dependent
-// failures) and zeroprobes (every PROBE answer all zeros, its width kept; with N > 0 the N-th
+// failures) and zeroprobes (every PROBE answer all zeros, its width kept; nanprobes: all NaN;
+// shortprobes: one zero, whatever the field's width; with N > 0 the N-th
 // TOKENS answer also has a wrong token, as wrongtoken). One mode counts steps instead of answers:
 // tripped (stream 0's N-th step since its reset predicts a wrong token, its payload's low bit
 // flipped, in every kind of answer; a FREE answer in which that token is not the last of its
@@ -53,6 +54,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <limits>
 #include <iostream>
 #include <map>
 #include <thread>
@@ -228,15 +230,17 @@ class Faulty final : public dut::Connection {
       in_->write_frame(type, dut::encode_values(v), deadline);
       return;
     }
-    if (mode_ == "zeroprobes" && type == (dut::kResponse | dut::kProbe)) {
-      const std::vector<float> zeros(dut::decode_values(payload).size(), 0.0f);
-      in_->write_frame(type, dut::encode_values(zeros), deadline);
+    if (probes_mode() && type == (dut::kResponse | dut::kProbe)) {
+      const std::size_t width = dut::decode_values(payload).size();
+      const std::vector<float> values(mode_ == "shortprobes" ? std::min<std::size_t>(width, 1) : width,
+                                      mode_ == "nanprobes" ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
+      in_->write_frame(type, dut::encode_values(values), deadline);
       return;
     }
     if (mode_ == "freebug" || mode_ == "batchbug" || mode_ == "byplace" || mode_ == "oversizekeep" || mode_ == "oversizebg" ||
         mode_ == "byeerror" || mode_ == "byenoanswer" || mode_ == "ignoreeof" || mode_ == "evilname" || mode_ == "noidentity" ||
         mode_ == "reservedcap" ||
-        (mode_ == "zeroprobes" && !(n_ > 0 && tokens && answers_ + 1 == n_))) {
+        (probes_mode() && !(n_ > 0 && tokens && answers_ + 1 == n_))) {
       if (tokens) ++answers_, steps_ += dut::decode_tokens(payload).size();
       in_->write_frame(type, payload, deadline);
       return;
@@ -302,7 +306,7 @@ class Faulty final : public dut::Connection {
       in_->write_raw(std::span<const std::uint8_t>(head, 8), deadline);
       return;
     }
-    if (mode_ == "wrongtoken" || mode_ == "zeroprobes" || mode_ == "wrongthenexit" || mode_ == "wrongthendie" ||
+    if (mode_ == "wrongtoken" || probes_mode() || mode_ == "wrongthenexit" || mode_ == "wrongthendie" ||
         mode_ == "wrongthenhang") {
       fired_ = true;
       std::vector<std::uint32_t> t = dut::decode_tokens(payload);
@@ -341,6 +345,7 @@ class Faulty final : public dut::Connection {
   }
   std::unique_ptr<dut::Connection> in_;
   std::string mode_;
+  bool probes_mode() const { return mode_ == "zeroprobes" || mode_ == "nanprobes" || mode_ == "shortprobes"; }
   int n_;
   int answers_ = 0;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> request_;  // stream1: (stream, tokens) of the last request
