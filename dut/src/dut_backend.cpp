@@ -216,7 +216,7 @@ std::string DutBackend::end_session() {
         std::string what = "a malformed ERROR";
         try {
           const auto [code, message] = decode_error(f->payload);
-          what = "ERROR " + std::to_string(code) + " (" + error_code_name(code) + "): " + message;
+          what = "ERROR " + std::to_string(code) + " (" + error_code_name(code) + "): " + format::escape_controls(message);
         } catch (const Malformed&) {
         }
         finding = "BYE was answered with " + what + ", expected OK (§3.10)";
@@ -387,8 +387,10 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
         hint = config_.token_file.empty()
                    ? " (the chip asks for a secret: give its token file with --dut-token-file FILE)"
                    : " (--dut-token-file " + config_.token_file.string() + " is not the chip's secret)";
-      fail("answered " + what + " with ERROR " + std::to_string(code) + " (" + error_code_name(code) + "): " + message +
-               hint,
+      // the chip's text, its control bytes and bytes that are not UTF-8 escaped (§2 "str"; found
+      // by an outside tester: 0xff 0xfe went to the terminal raw)
+      fail("answered " + what + " with ERROR " + std::to_string(code) + " (" + error_code_name(code) +
+               "): " + format::escape_controls(message) + hint,
            type == kStep || type == kForced || type == kFree);
     } catch (const Malformed& e) {
       fail(std::string("malformed ERROR frame in answer to ") + what + ": " + e.what());

@@ -406,6 +406,8 @@ TEST_F(DutCli, EveryFaultIsOneLineExitTwoAndKeepsTheStepsCompared) {
       {"short", 3, "the wrong batch size"},
       {"badid", 3, "predicted id 16777215 at stream 0 step "},
       {"error", 3, "ERROR 7 (internal error of the chip): simulated failure of the chip"},
+      // the chip's text escaped (found by an outside tester: 0xff 0xfe went to the terminal raw)
+      {"errorbytes", 3, "ERROR 7 (internal error of the chip): \\xff\\xfe\\x1b[31mred second line"},  // a newline: one line
       {"wrongtype", 3, "with OK (RESET) (expected TOKENS (FORCED))"},
       // A frame nobody asked for is a protocol fault, not a wrong token (found by an outside
       // tester: the duplicate was read as the next answer and reported as a mismatch, exit 1).

@@ -5,7 +5,7 @@
 //   faulty_chip MODE N CHIP_FILE
 // MODE: exit (exits with status 3), crash (SIGSEGV), hang (answers nothing), garbage (writes text
 // to stdout), shortgarbage (writes "ok\n", shorter than a frame header, then the answer), oversize (a frame header over 64 MiB), short (one token fewer), badid (an id
-// outside the map), error (ERROR 7), wrongtype (OK instead of TOKENS), twice (the answer sent twice:
+// outside the map), error (ERROR 7), errorbytes (ERROR 7 whose text has 0xff, ESC and a newline), wrongtype (OK instead of TOKENS), twice (the answer sent twice:
 // a frame nobody asked for), twicelate (the same, the copy 100 ms later: read as the next
 // request's answer), requesthead (4 bytes 01 00 00 00, then the answer: a header of a
 // request's type), version (HELLO_OK with
@@ -324,6 +324,10 @@ class Faulty final : public dut::Connection {
     }
     if (mode_ == "error") {
       in_->write_frame(dut::kError, dut::encode_error(dut::kInternal, "simulated failure of the chip"), deadline);
+      return;
+    }
+    if (mode_ == "errorbytes") {  // a message with bytes that are not UTF-8, an escape sequence and a newline
+      in_->write_frame(dut::kError, dut::encode_error(dut::kInternal, "\xff\xfe\x1b[31mred\nsecond line"), deadline);
       return;
     }
     if (mode_ == "wrongtype") {
