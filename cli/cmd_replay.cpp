@@ -191,7 +191,14 @@ void add_replay_command(CLI::App& app, Context& ctx) {
     // --dut-chip alone replays the case's own chip under test beside the chip file.
     const std::filesystem::path dut_chip = args->dut.chip_file;
     args->dut.chip_file.clear();
-    const bool dut = check_dut_options(cmd, args->dut, args->chip, args->backend);
+    // --dut-timeout, --dut-start-timeout, --dut-vocab and --dut-token-file alone apply to the
+    // case's own chip under test (found by an outside tester: --dut-timeout alone was refused,
+    // though engine.md says a replay keeps the case's timeouts "unless given again")
+    const bool dut = check_dut_options(cmd, args->dut, args->chip, args->backend, true);
+    std::vector<std::string> for_recorded;
+    if (!dut)
+      for (const char* name : {"--dut-timeout", "--dut-start-timeout", "--dut-vocab", "--dut-token-file"})
+        if (cmd->count(name) > 0) for_recorded.push_back(name);
     args->dut.chip_file = dut_chip;
     if (!dut_chip.empty() && (!args->chip.empty() || !args->backend.empty()))
       throw UsageError(std::string("--dut-chip goes with a chip under test, not with ") + (args->chip.empty() ? "--backend" : "--chip"));
@@ -240,6 +247,16 @@ void add_replay_command(CLI::App& app, Context& ctx) {
         req.the_case.backend = "dut";
         req.the_case.dut = given;
         req.the_case.chip_hash.clear();
+      }
+      if (!for_recorded.empty()) {
+        if (!req.the_case.dut)
+          throw UsageError(for_recorded.front() + " needs --dut or --dut-connect (the case replays on the " +
+                           req.the_case.backend + " backend, not a chip under test)");
+        dut::DutConfig& was = *req.the_case.dut;
+        if (cmd->count("--dut-timeout")) was.timeout_s = args->dut.timeout_s;
+        if (cmd->count("--dut-start-timeout")) was.start_timeout_s = args->dut.start_timeout_s;
+        if (cmd->count("--dut-vocab")) was.vocab = args->dut.vocab;
+        if (cmd->count("--dut-token-file")) was.token_file = args->dut.token_file;
       }
       if (!dut && !dut_chip.empty()) {
         if (!req.the_case.dut) {

@@ -41,9 +41,13 @@ void add_dut_chip_option(CLI::App* cmd, dut::DutConfig& c) {
 }
 
 bool check_dut_options(const CLI::App* cmd, const dut::DutConfig& c, const std::string& chip,
-                       const std::string& backend) {
+                       const std::string& backend, bool for_recorded_dut) {
   if (!c.command.empty() && !c.connect.empty()) throw UsageError("give --dut or --dut-connect, not both");
   const bool dut = !c.empty();
+  if (!dut && for_recorded_dut) {
+    if (!c.chip_file.empty()) throw UsageError("--dut-chip needs --dut or --dut-connect");
+    return false;
+  }
   if (!dut) {
     if (!c.vocab.empty()) throw UsageError("--dut-vocab needs --dut or --dut-connect");
     if (!c.token_file.empty()) throw UsageError("--dut-token-file needs --dut or --dut-connect");

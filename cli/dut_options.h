@@ -27,9 +27,11 @@ void add_dut_chip_option(CLI::App* cmd, dut::DutConfig& config);
 /// --dut-start-timeout/--dut-token-file/--dut-chip only with one of them (a timeout counts as given when it
 /// is on `cmd`'s command line, even at its default), and no --chip or a --backend other than cpu
 /// beside them (`backend` and `chip` as given). `cmd` is the command add_dut_options() added the
-/// options to. Throws UsageError. Returns whether a chip under test was asked for.
+/// options to. `for_recorded_dut`: --dut-vocab, --dut-timeout, --dut-start-timeout and
+/// --dut-token-file may come alone, for the chip under test a case records (replay, which checks
+/// that it records one). Throws UsageError. Returns whether a chip under test was asked for.
 bool check_dut_options(const CLI::App* cmd, const dut::DutConfig& config, const std::string& chip,
-                       const std::string& backend);
+                       const std::string& backend, bool for_recorded_dut = false);
 
 /// A stream's first divergence, or why its divergence is unlocated (Compare::kEnd), into the
 /// --json summary ("divergence", "divergence_unlocated"), as run, story, replay and a failed run

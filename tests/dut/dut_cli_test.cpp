@@ -274,6 +274,22 @@ TEST_F(DutCli, AReplayWhoseChipFailsBeforeTheRecordedStepIsNotConclusive) {
             0u)
       << s.dump();
   EXPECT_EQ(slurp(dir / "replay" / "junit.xml").find("NOT reproduce"), std::string::npos);
+  // --dut-timeout alone applies to the case's own chip under test (found by an outside tester: it
+  // was refused, "needs --dut or --dut-connect")
+  const Result t = run_lockstep({"replay", (dir / "run").string(), "--dut-timeout", "31", "--json", "--report",
+                                 (dir / "replay-timeout").string()});
+  EXPECT_EQ(t.exit_code, 1) << t.err;
+  EXPECT_EQ(summary_of(t)["reproduced"], true) << t.out;
+  EXPECT_EQ(json::parse(slurp(dir / "replay-timeout" / "case.json"))["dut"]["timeout_s"], 31.0);
+  // and is refused for a case of a built-in executor
+  const Result b = run_lockstep({"run", crc32_.string(), "--steps", "100", "--report", (dir / "built").string()});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const Result bt = run_lockstep({"replay", (dir / "built").string(), "--dut-timeout", "31"});
+  EXPECT_EQ(bt.exit_code, 2) << bt.err;
+  EXPECT_NE(bt.err.find("lockstep: error: --dut-timeout needs --dut or --dut-connect (the case replays on the cpu "
+                        "backend, not a chip under test)"),
+            std::string::npos)
+      << bt.err;
 }
 
 // chip-server's identity is its chip file's hash, weights and all, as `run --chip` reports the file
