@@ -131,11 +131,25 @@ Verdict judge(const nlohmann::json& expect, const engine::RunResult& r, const st
   return v;
 }
 
+// The verdict line of a case without a recorded result (case.json's "expect" is null): the run
+// that wrote it failed (its folder's summary.json says "error": found by an outside tester, such a
+// run was said to be killed or still running), or did not finish.
+std::string no_recorded_result(const fs::path& case_path) {
+  std::error_code ec;
+  const fs::path folder = fs::is_directory(case_path, ec) ? case_path : case_path.parent_path();
+  std::string why = "did not finish: it was killed, or is still running";
+  try {
+    const nlohmann::json s = reports::parse_json_text(reports::read_file_text(folder / reports::kSummaryFile), "");
+    if (s.is_object() && s.value("status", "") == "error")
+      why = "failed: " + (s.contains("error") && s["error"].is_string() ? s["error"].get<std::string>() : "error");
+  } catch (const std::exception&) {
+    // no readable summary beside it
+  }
+  return "the case records no result (the run that wrote it " + why +
+         "): nothing to compare this replay with; its own result is above";
+}
+
 // Prints judge()'s verdict and sets the summary's "reproduced" (absent when not conclusive).
-// The verdict line of a case without a recorded result (case.json's "expect" is null).
-constexpr std::string_view kNoRecordedResult =
-    "the case records no result (the run that wrote it did not finish: it was killed, or is still running): "
-    "nothing to compare this replay with; its own result is above";
 
 void print_replay_verdict(Context& ctx, const Verdict& v) {
   if (!v.conclusive) {
@@ -286,7 +300,7 @@ void add_replay_command(CLI::App& app, Context& ctx) {
         std::error_code ec;
         s["replayed_case"] = fs::absolute(args->path, ec).string();
         if (!req.the_case.expect.is_object()) {
-          s["replay_verdict"] = std::string(kNoRecordedResult);
+          s["replay_verdict"] = no_recorded_result(args->path);
           return;
         }
         const Verdict v =
@@ -326,7 +340,7 @@ void add_replay_command(CLI::App& app, Context& ctx) {
     } else {
       // A case whose run never recorded its result (killed, or still running; found by an outside
       // tester: exit 0 and no verdict line, as if it had reproduced).
-      const std::string line = std::string(kNoRecordedResult);
+      const std::string line = no_recorded_result(args->path);
       ctx.summary.set("replay_verdict", line);
       ctx.out() << line << "\n";
     }

@@ -274,6 +274,12 @@ TEST_F(DutCli, AReplayWhoseChipFailsBeforeTheRecordedStepIsNotConclusive) {
             0u)
       << s.dump();
   EXPECT_EQ(slurp(dir / "replay" / "junit.xml").find("NOT reproduce"), std::string::npos);
+  // that failed replay's own case records no result: replayed, it says its run failed (found by
+  // an outside tester: "did not finish: it was killed, or is still running")
+  const Result again = run_lockstep({"replay", (dir / "replay").string(), "--dut", server_cmd()});
+  EXPECT_NE(again.out.find("the case records no result (the run that wrote it failed: chip under test: "),
+            std::string::npos)
+      << again.out << again.err;
   // --dut-timeout alone applies to the case's own chip under test (found by an outside tester: it
   // was refused, "needs --dut or --dut-connect")
   const Result t = run_lockstep({"replay", (dir / "run").string(), "--dut-timeout", "31", "--json", "--report",
