@@ -183,14 +183,15 @@ DutBackend::~DutBackend() {
     // A chip that does not answer BYE breaks §3.10: said (found by an outside tester: only the
     // seconds it then took to exit were).
     std::string bye;
+    const double bye_wait = std::min(5.0, config_.timeout_s);  // --dut-timeout, when shorter
     try {
-      const auto until = Connection::Clock::now() + std::chrono::seconds(5);
+      const auto until = deadline(bye_wait);
       conn_->write_frame(kBye, {}, until);
       const std::optional<Frame> f = conn_->read_frame(until);
       if (!f) bye = "closed its side instead of answering BYE";
       else if (f->type != (kResponse | kBye)) bye = "answered BYE with " + type_name(f->type) + ", not OK";
     } catch (const Timeout&) {
-      bye = "did not answer BYE within 5 s";
+      bye = "did not answer BYE within " + format::json_text(json(bye_wait)) + " s";
     } catch (const std::exception& e) {
       bye = std::string("BYE: ") + e.what();
     }
@@ -357,9 +358,15 @@ std::vector<std::uint8_t> DutBackend::request(std::uint32_t type, const std::vec
     fail("stopped by SIGINT, SIGTERM or SIGHUP while waiting on " + what + " (" + e.what() + ")");
   } catch (const Timeout& e) {
     conn_->kill_peer();
+    // a chip that is only slow reads the same as a stopped one: what tells them apart is said
+    // (found by the re-test: the line gave no hint that a larger --dut-timeout would do)
+    const bool steps = type == kStep || type == kForced || type == kFree;
     fail("no answer to " + request_text(type, payload) + " within " +
          (type == kHello ? "--dut-start-timeout " : "--dut-timeout ") + format::json_text(json(timeout_s)) + " s (" + e.what() +
-         ")");
+         ")" +
+         (steps ? "; a chip that is slow, not stopped, needs a --dut-timeout of more than 64 times its seconds a step "
+                  "(dut-protocol.md §5)"
+                : ""));
   } catch (const StrayText& e) {
     fail("wrote text where a frame belongs, in answer to " + what + ": \"" + e.line() + "\" (" +
          (config_.command.empty() ? "a chip must write only frames to its connection; write debug output elsewhere"

@@ -964,6 +964,10 @@ json run_identity(const std::string& guest, const std::string& stream_guest, con
   return {{"guest", guest}, {"run", run}};
 }
 
+bool is_unfinished_placeholder(const json& summary) {
+  return summary.is_object() && summary.value("error", "") == kDidNotFinish;
+}
+
 void name_claimed_run(const fs::path& dir, const json& identity) {
   const HeldRunFolder* held = held_run_folder(dir);
   if (!held || !held->claimed || !identity.is_object()) return;

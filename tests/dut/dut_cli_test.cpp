@@ -262,9 +262,13 @@ TEST_F(DutCli, AReplayWhoseChipFailsBeforeTheRecordedStepIsNotConclusive) {
   const json recorded = json::parse(slurp(dir / "run" / "case.json"));
   ASSERT_GT(recorded["expect"].value("first_divergence", std::uint64_t{0}), 64u) << recorded.dump();
   // the replay's chip exits at its first answer, before the recorded step
-  const Result p = run_lockstep({"replay", (dir / "run").string(), "--report", (dir / "replay").string(), "--dut",
-                                 kFaulty + " exit 1 " + kChip});
+  const Result p = run_lockstep({"replay", (dir / "run").string(), "--json", "--report", (dir / "replay").string(),
+                                 "--dut", kFaulty + " exit 1 " + kChip});
   EXPECT_EQ(p.exit_code, 2) << p.err;
+  // --json says it as summary.json does (found by the re-test: only the folder had the verdict)
+  EXPECT_EQ(summary_of(p).value("replay_verdict", "").rfind("not conclusive: the chip failed (0 steps compared)", 0), 0u)
+      << p.out;
+  EXPECT_FALSE(summary_of(p).contains("reproduced")) << p.out;
   const json s = json::parse(slurp(dir / "replay" / "summary.json"));
   EXPECT_EQ(s["status"], "error") << s.dump();
   EXPECT_FALSE(s.contains("reproduced")) << s.dump();

@@ -255,6 +255,10 @@ inline constexpr const char* kEarlierRunFolder = "earlier-run";
 /// cleared; or when the earlier run to be moved keeps one that another process is using.
 void claim_run_folder(const std::filesystem::path& dir, const std::string& command);
 
+/// Whether `summary` (a run folder's summary.json) is claim_run_folder's placeholder, which says
+/// the run did not finish (it is running, or ended before it wrote its result), not the run's own.
+bool is_unfinished_placeholder(const nlohmann::json& summary);
+
 /// Names the run in DIR's "did not finish" summary (claim_run_folder), as its own report will:
 /// the fields of `identity` (an object: "guest", "run" with "mode", "max_steps" and "streams"
 /// of one {"guest": name, "end": "running", "steps": 0, "mismatches": 0}, a campaign's "fuzz"),
