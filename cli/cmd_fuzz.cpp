@@ -146,15 +146,26 @@ std::string shard_list(const json& shards) {
          (shards.size() > 1 ? " and " + std::to_string(shards.size() - 1) + " more" : "");
 }
 
+// The options that run a campaign's programs NEXT..END-1: "--first NEXT --programs M", or
+// "--first NEXT" alone for a campaign without a last program (--time alone: END is none).
+std::string programs_left(std::uint64_t next, std::optional<std::uint64_t> end) {
+  return "--first " + std::to_string(next) +
+         (end && *end > next ? " --programs " + std::to_string(*end - next) : std::string());
+}
+
+// programs_left of fuzz.json's "next" and "end" ("" when it has no "next").
+std::string programs_left(const json& fuzz) {
+  if (!fuzz.contains("next") || !fuzz["next"].is_number_unsigned()) return "";
+  std::optional<std::uint64_t> end;
+  if (fuzz.contains("end") && fuzz["end"].is_number_unsigned()) end = fuzz["end"].get<std::uint64_t>();
+  return programs_left(fuzz["next"].get<std::uint64_t>(), end);
+}
+
 // "; the rest: --first NEXT --programs M" of a campaign a bound ended early (fuzz.json's "next"
 // and "end"; "--programs M" left out for a campaign of --time alone, which has no last program).
 std::string rest_of_campaign(const json& fuzz) {
-  if (!fuzz.contains("next") || !fuzz["next"].is_number_unsigned()) return "";
-  const std::uint64_t next = fuzz["next"].get<std::uint64_t>();
-  std::string rest = "; the rest: --first " + std::to_string(next);
-  if (fuzz.contains("end") && fuzz["end"].is_number_unsigned() && fuzz["end"].get<std::uint64_t>() > next)
-    rest += " --programs " + std::to_string(fuzz["end"].get<std::uint64_t>() - next);
-  return rest;
+  const std::string left = programs_left(fuzz);
+  return left.empty() ? "" : "; the rest: " + left;
 }
 
 // The line that says --time ended a campaign (fuzz.json with "time_ended": true; a merged one
@@ -234,14 +245,9 @@ void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching
     summary["run"]["interrupted"] = true;
     // A campaign is not resumed: the programs it left are run (found by an outside tester: the
     // page said "--resume", which fuzz refuses).
-    if (fuzz.contains("next") && fuzz["next"].is_number_unsigned()) {
-      const std::uint64_t next = fuzz["next"].get<std::uint64_t>();
-      std::string rest = "run the programs left: lockstep fuzz with --seed " + format::json_text(fuzz["seed"]) +
-                         " --first " + std::to_string(next);
-      if (fuzz.contains("end") && fuzz["end"].is_number_unsigned() && fuzz["end"].get<std::uint64_t>() > next)
-        rest += " --programs " + std::to_string(fuzz["end"].get<std::uint64_t>() - next);
-      summary["resume_with"] = rest + " and the campaign's other options";
-    }
+    if (const std::string left = programs_left(fuzz); !left.empty())
+      summary["resume_with"] = "run the programs left: lockstep fuzz with --seed " + format::json_text(fuzz["seed"]) +
+                               " " + left + " and the campaign's other options";
   }
   // A verdict of the campaign's own: the earlier campaign it replaces goes (engine::claim_run_folder
   // kept it in DIR/earlier-run until now); after an interruption or an error it stays.
@@ -1196,13 +1202,13 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     // (found by an outside tester: nothing told it from a whole campaign).
     if (failures_ended) {
       out << "--max-failures " << args->max_failures << " ended the campaign after " << failures.size()
-          << " failing runs: " << done << " programs checked; the rest: --first " << next
-          << (programs ? " --programs " + std::to_string(end - next) : std::string()) << "\n"
+          << " failing runs: " << done << " programs checked; the rest: "
+          << programs_left(next, programs ? std::optional<std::uint64_t>(end) : std::nullopt) << "\n"
           << std::flush;
     }
     if (time_ended && programs) {
       out << "--time " << args->time << " ended the campaign before its last program: " << done
-          << " programs checked; the rest: --first " << next << " --programs " << (end - next) << "\n"
+          << " programs checked; the rest: " << programs_left(next, end) << "\n"
           << std::flush;
     }
     {
@@ -1279,9 +1285,9 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     if (interrupted) {
       const std::uint64_t at = resume_at ? *resume_at : next;
       throw Interrupted("after " + std::to_string(done) + " programs (seed " + std::to_string(seed) + ")" +
-                        (programs && at < end ? "; the rest: --first " + std::to_string(at) + " --programs " + std::to_string(end - at)
-                         : !programs ? "; continue with --first " + std::to_string(at)
-                                     : std::string()));
+                        (programs && at < end ? "; the rest: " + programs_left(at, end)
+                         : !programs          ? "; continue with " + programs_left(at, std::nullopt)
+                                              : std::string()));
     }
   });
 }

@@ -150,7 +150,6 @@ std::string no_recorded_result(const fs::path& case_path) {
 }
 
 // Prints judge()'s verdict and sets the summary's "reproduced" (absent when not conclusive).
-
 void print_replay_verdict(Context& ctx, const Verdict& v) {
   if (!v.conclusive) {
     ctx.out() << "the replay is not conclusive: interrupted after " << v.steps_run

@@ -1905,6 +1905,8 @@ struct Engine::Impl {
         act.push_back(std::move(a));
       }
       if (act.empty()) return;
+      std::uint32_t longest_call = 0;  // steps of the longest stream in this round's calls
+      for (const Active& a : act) longest_call = std::max(longest_call, static_cast<std::uint32_t>(a.expected.size()));
       const auto t_round = Clock::now();
       const double diagnosis_before = diagnosis_seconds;
       // One call per mode; outputs land in each lane's slice of `out`.
@@ -1997,7 +1999,7 @@ struct Engine::Impl {
         write_checkpoint();
       }
       const double dt_round = std::chrono::duration<double>(Clock::now() - t_round).count();
-      sizer.took(dt_round);
+      sizer.took(dt_round, longest_call);
       if (main) {
         const auto now = Clock::now();
         const double dt = std::chrono::duration<double>(now - last_tick).count();
@@ -2236,7 +2238,7 @@ struct Engine::Impl {
       const auto t0 = Clock::now();
       be.teacher_forced_batch(std::span<const chip::StreamId>(&sid, 1), std::span<const std::uint32_t>(&count, 1), in, out);
       const double took = std::chrono::duration<double>(Clock::now() - t0).count();
-      sizer.took(took);
+      sizer.took(took, count);
       for (std::size_t j = 0; j < in.size(); ++j) {
         const auto e = next_ref(T, 1);
         ++T.ref_steps;

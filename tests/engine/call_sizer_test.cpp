@@ -74,5 +74,26 @@ TEST(CallSizer, AFixedLatencyDoesNotCollapseCallsToOneStep) {
   EXPECT_EQ(sizer.steps(), 32u);
 }
 
+TEST(CallSizer, ACallCutShortIsScaledUpToTheSizeItStoodFor) {
+  // 100 us a step under --dut-timeout 5 (grow under 5/512 s, halve past 5/128 s): 64 steps take
+  // 6.4 ms and grow to 128 (12.8 ms), where calls stay
+  const ModelChip chip{0, 1e-4};
+  CallSizer sizer(4096, 5, 1);
+  run(sizer, chip, 1, 10);
+  ASSERT_EQ(sizer.steps(), 128u);
+  // a call cut to 8 steps by a checkpoint boundary takes 0.8 ms: as 128 steps it would take
+  // 12.8 ms, too long to grow on (read as a call of 128 steps, it grew calls to 256)
+  sizer.took(chip.call(8, 1), 8);
+  EXPECT_EQ(sizer.steps(), 128u);
+  // a short call that would be fast at full size still lets calls grow
+  CallSizer fast(4096, 5, 1);
+  fast.took(ModelChip{0, 1e-6}.call(8, 1), 8);
+  EXPECT_EQ(fast.steps(), 128u);
+  // and a short call past the halving bound still halves
+  CallSizer slow(4096, 5, 1);
+  slow.took(ModelChip{0, 0.01}.call(8, 1), 8);
+  EXPECT_EQ(slow.steps(), 32u);
+}
+
 }  // namespace
 }  // namespace lockstep::engine

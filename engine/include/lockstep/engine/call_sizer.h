@@ -34,8 +34,17 @@ class CallSizer {
   }
   /// Steps per stream of the next call.
   std::uint32_t steps() const { return steps_; }
-  /// The last call, of steps() steps a stream, took `seconds` (with the reference's work beside it).
-  void took(double seconds) {
+  /// The last call took `seconds` (with the reference's work beside it); its longest stream ran
+  /// `ran` steps (0: steps()). A call cut short (ran < steps(): the run's end, a checkpoint or a
+  /// snapshot boundary) counts as ran steps' time scaled up to steps() for growing, and is not
+  /// kept as the time of steps() (a short call read as a full one made calls grow past what the
+  /// chip had shown it could answer in time).
+  void took(double seconds, std::uint32_t ran = 0) {
+    if (ran > 0 && ran < steps_) {
+      if (seconds * steps_ / ran < grow_below_ && steps_ < limit_) steps_ = std::min(limit_, steps_ * 2);
+      else if (seconds > shrink_above_ && steps_ > 1) steps_ /= 2;
+      return;
+    }
     took_at_[steps_] = seconds;
     if (seconds < grow_below_ && steps_ < limit_) {
       steps_ = std::min(limit_, steps_ * 2);
