@@ -40,6 +40,28 @@ std::string first_difference(const Tokens& want, const Tokens& got) {
   return "";
 }
 
+// The step (0-based) at which two streams first differ: the shorter one's length when one is a
+// prefix of the other, want.size() when equal.
+std::size_t first_difference_index(const Tokens& want, const Tokens& got) {
+  const std::size_t n = std::min(want.size(), got.size());
+  for (std::size_t i = 0; i < n; ++i)
+    if (want[i] != got[i]) return i;
+  return n;
+}
+
+// The place in step_by_step's frame of step k (0-based) of guest g: its entry's place among the
+// entries listed in `order` whose guests still have a step k (a guest that ended leaves the frame
+// and the ones after it move up).
+std::size_t place_in_frame(const std::vector<ConformanceGuest>& guests, const std::vector<std::size_t>& gidx,
+                           const std::vector<std::size_t>& order, std::size_t g, std::size_t k) {
+  std::size_t place = 0;
+  for (std::size_t o : order) {
+    if (gidx[o] == g) return place;
+    if (k < guests[gidx[o]].tokens.size()) ++place;
+  }
+  return place;
+}
+
 // Teacher-forced, one STEP frame per step, several streams at once: stream sids[i] runs guest
 // gidx[i]; the entries are listed in `order` (indices into sids). Returns tokens per guest index.
 std::vector<Tokens> step_by_step(DutBackend& b, const std::vector<ConformanceGuest>& guests,
@@ -351,36 +373,47 @@ void run_checks(const DutConfig& config, const std::vector<ConformanceGuest>& gu
     const auto out = step_by_step(d, guests, sids, gidx, order);
     for (std::size_t g = 0; g < G; ++g) {
       const std::string diff = first_difference(single[g], out[g]);
-      if (!diff.empty()) return guests[g].name + " in a batch of " + std::to_string(G) + ": " + diff;
+      if (!diff.empty())
+        return guests[g].name + " in a batch of " + std::to_string(G) + " (stream " + std::to_string(g) + ", place " +
+               std::to_string(place_in_frame(guests, gidx, order, g, first_difference_index(single[g], out[g]))) +
+               " of the frame): " + diff;
     }
     return "pass: " + std::to_string(G) + " streams in one frame give each stream's single-stream tokens";
   });
 
-  // 6. Stream order: guest i in stream (i + 1) mod G, entries listed by guest, so that no entry's
-  // stream is its place in the frame and the streams are not listed in order. (Guest i in stream
-  // G-1-i with the entries reversed put stream p at place p again: a chip that kept its state by
-  // place in the batch passed; found by an outside tester.)
+  // 6. Stream order: the guests moved G/2 places along the frame (place p holds guest
+  // (p + G/2) mod G) and each in a stream that is neither its place nor, but for G = 2, its own
+  // index (guest i in stream (i + 1) mod G; for G = 2, stream i), so that no entry's stream is its
+  // place and the streams are not listed in order. (Guest i in stream G-1-i with the entries
+  // reversed put stream p at place p again: a chip that kept its state by place in the batch
+  // passed; found by an outside tester. With the guests at their own places in both checks, a chip
+  // wrong only at place 2 of a frame for a scalar guest's tokens passed: place 2 held a vector guest
+  // in both, whose tokens the bug never touched; found by an outside tester. Between this check
+  // and the last, every place holds a scalar and a vector guest of the four generated ones.)
   check("stream order", [&]() -> std::string {
     if (G < 2) return "skip: max_streams is 1";
     DutBackend& d = session();
     d.set_num_streams(G);
+    const std::size_t shift = G / 2, to_stream = G == 2 ? 0 : 1;
     std::vector<chip::StreamId> sids(G);
     std::vector<std::size_t> gidx(G), order(G);
     for (std::size_t i = 0; i < G; ++i) {
-      sids[i] = static_cast<chip::StreamId>((i + 1) % G);
+      sids[i] = static_cast<chip::StreamId>((i + to_stream) % G);
       gidx[i] = i;
-      order[i] = i;
+      order[i] = (i + shift) % G;  // place i lists entry (guest) (i + shift) mod G
     }
     const auto out = step_by_step(d, guests, sids, gidx, order);
     for (std::size_t g = 0; g < G; ++g) {
       const std::string diff = first_difference(single[g], out[g]);
       if (!diff.empty())
-        return guests[g].name + " in stream " + std::to_string((g + 1) % G) + " at place " + std::to_string(g) +
-               " of the frame: " + diff + " (a chip that keeps a stream's state by its place in the batch, not by its "
-               "stream id, fails here)";
+        return guests[g].name + " in stream " + std::to_string(sids[g]) + " at place " +
+               std::to_string(place_in_frame(guests, gidx, order, g, first_difference_index(single[g], out[g]))) +
+               " of the frame: " + diff +
+               " (a chip that keeps a stream's state by its place in the batch, not by its stream id, or that is wrong "
+               "at one place of a frame, fails here)";
     }
-    return "pass: guest i in stream i+1 (mod " + std::to_string(G) +
-           "), so that no entry's stream is its place in the frame: the same tokens";
+    return "pass: guest i at place i-" + std::to_string(shift) + " (mod " + std::to_string(G) + ") in stream " +
+           (to_stream ? "i+1" : "i") + ", so that no entry's stream is its place in the frame: the same tokens";
   });
 
   // 7. FORCED against single steps: one FORCED frame of every guest's teacher-forced inputs but

@@ -48,7 +48,9 @@
 // besides, every PROBE of layer N-2's memory point answered with its values plus 1 (a probe that
 // does not show what the executor computes); byplace keeps a stream's state by its place in a STEP
 // frame, not by its stream id (each entry's stream replaced by its index in the frame before the
-// chip steps it: right whenever stream p is at place p); lowtoken serves it with token id N never predicted (its
+// chip steps it: right whenever stream p is at place p); place2branch answers BR(0) for a BR(1)
+// at place 2 of a STEP frame of three entries or more (a taken branch read as not taken, at one
+// place of a frame only); lowtoken serves it with token id N never predicted (its
 // unembedding bias lowered by 10^6).
 #include <unistd.h>
 
@@ -218,6 +220,13 @@ class Faulty final : public dut::Connection {
       in_->write_frame(type, dut::encode_tokens(t), deadline);
       return;
     }
+    if (mode_ == "place2branch" && type == (dut::kResponse | dut::kStep) && dut::decode_tokens(payload).size() >= 3 &&
+        dut::decode_tokens(payload)[2] == 256u * 13 + 1) {
+      std::vector<std::uint32_t> t = dut::decode_tokens(payload);
+      t[2] = 256u * 13;  // BR(1) -> BR(0): a taken branch reported not taken, at place 2 of the frame only
+      in_->write_frame(type, dut::encode_tokens(t), deadline);
+      return;
+    }
     if (mode_ == "freebug" && type == (dut::kResponse | dut::kFree)) {
       std::vector<std::uint32_t> t = dut::decode_tokens(payload);
       t.back() = t.back() == 256u * 31 ? 256u * 31 + 1 : 256u * 31;  // EXIT(0) / EXIT(1)
@@ -237,7 +246,7 @@ class Faulty final : public dut::Connection {
       in_->write_frame(type, dut::encode_values(values), deadline);
       return;
     }
-    if (mode_ == "freebug" || mode_ == "batchbug" || mode_ == "byplace" || mode_ == "oversizekeep" || mode_ == "oversizebg" ||
+    if (mode_ == "freebug" || mode_ == "batchbug" || mode_ == "place2branch" || mode_ == "byplace" || mode_ == "oversizekeep" || mode_ == "oversizebg" ||
         mode_ == "byeerror" || mode_ == "byenoanswer" || mode_ == "ignoreeof" || mode_ == "evilname" || mode_ == "noidentity" ||
         mode_ == "reservedcap" ||
         (probes_mode() && !(n_ > 0 && tokens && answers_ + 1 == n_))) {
