@@ -793,13 +793,19 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
              " --programs 1 --mode " + mode_name + program_options + chip_options;
     };
     // The engine run a failure happened in: the same programs as the same streams.
-    auto repeat_batch = [&](const Failure& f, const std::string& mode_name) {
-      return "lockstep fuzz --seed " + std::to_string(seed) + " --first " + std::to_string(f.first_index) +
-             " --programs " + std::to_string(f.last_index - f.first_index + 1) + " --batch " +
-             std::to_string(args->batch) +
+    // Programs first..last in the campaign's batches and streams.
+    auto repeat_programs = [&](std::uint64_t first, std::uint64_t last, const std::string& mode_name) {
+      return "lockstep fuzz --seed " + std::to_string(seed) + " --first " + std::to_string(first) + " --programs " +
+             std::to_string(last - first + 1) + " --batch " + std::to_string(args->batch) +
              (shard_n > 1 ? " --shard " + std::to_string(shard_i) + "/" + std::to_string(shard_n) : std::string()) +
              " --mode " + mode_name + program_options + chip_options;
     };
+    auto repeat_batch = [&](const Failure& f, const std::string& mode_name) {
+      return repeat_programs(f.first_index, f.last_index, mode_name);
+    };
+    // A saved case's folder -> the campaign's programs up to its batch, in its chip session as it ran
+    // them (the chip's history when the failure happened).
+    std::map<std::string, std::string> repeat_session;
     auto print_failure = [&](const Failure& f) {
       const engine::Divergence& d = *f.result.divergence;
       out << "FAIL program " << f.original.index << " (program seed " << f.original.seed << ", "
@@ -1023,6 +1029,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       }
       failure["case_diverges_at"] = at;
       failure["reproduces_alone"] = at != 0;
+      repeat_session[dir.string()] = repeat_programs(args->first, f.last_index, args->mode);
       failures.push_back(std::move(failure));
     };
 
@@ -1170,6 +1177,82 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         std::cerr << "lockstep: progress: " << done << " programs, " << steps << " steps, " << failing_streams
                   << " mismatching, " << static_cast<int>(elapsed()) << " s\n"
                   << std::flush;
+      }
+    }
+
+    // A chip under test that keeps state across RESET (a cache, a slot, a register not cleared)
+    // fails a program only after others ran in its session. Its case, saved and run in the
+    // campaign's session, diverges there; `lockstep replay` starts a new session, where it passes
+    // (found by an outside tester: such a case read "does NOT reproduce", exit 0, and the campaign
+    // had blamed free-running mode, which ran second). So the first saved case of each class runs
+    // again in a new chip session, as replay runs it, once the campaign's session has ended (a
+    // chip may serve one session at a time).
+    if (dut && fault.empty() && !interrupted && !stop->load()) {
+      std::map<std::string, std::string> class_note;  // signature -> the note its failures get
+      for (json& failure : failures) {
+        const std::string sig = failure.value("signature", "");
+        if (class_note.count(sig) || !failure.contains("case_diverges_at") ||
+            !failure["case_diverges_at"].is_number_unsigned() || failure["case_diverges_at"].get<std::uint64_t>() == 0)
+          continue;
+        const std::string dir = failure.value("case", "");
+        if (time_limit > 0 && elapsed() >= time_limit) {
+          out << "--time " << args->time << " spent: the saved cases were not run again in a new chip session\n" << std::flush;
+          break;
+        }
+        backend.reset();  // BYE: the campaign's session ends (its decision coverage was read per batch)
+        const std::uint64_t at = failure["case_diverges_at"].get<std::uint64_t>();
+        std::optional<std::uint64_t> fresh_at;
+        try {
+          engine::CheckRequest req;
+          req.command = "replay";
+          req.the_case = engine::Case::read(dir);
+          if (req.the_case.dut) req.the_case.dut->stop = stop;
+          req.options.stop = stop;
+          const engine::CheckOutcome co = engine::run_check(req, std::cerr);
+          if (co.result.interrupted) break;
+          fresh_at = 0;
+          for (const engine::StreamResult& r : co.result.streams)
+            if (r.divergence) fresh_at = r.divergence->step;
+        } catch (const std::exception& e) {
+          if (stop->load()) break;
+          out << "  the saved case " << dir << " could not be run in a new chip session: " << format::escape_controls(e.what())
+              << "\n" << std::flush;
+          failure["reproduces_in_a_new_session"] = nullptr;
+          class_note[sig] = "";
+          continue;
+        }
+        failure["reproduces_in_a_new_session"] = *fresh_at == at;
+        if (*fresh_at == at) {
+          class_note[sig] = "";
+          continue;
+        }
+        const std::string repeat = repeat_session.count(dir) ? repeat_session[dir] : std::string();
+        const std::string why =
+            "the saved case " + dir + " diverges at step " + std::to_string(at) + " in the campaign's chip session, but " +
+            (*fresh_at ? "at step " + std::to_string(*fresh_at) : std::string("not at all")) +
+            " in a new one, as `lockstep replay` runs it: the chip's answers depend on what ran before in its session "
+            "(state kept across RESET, or a chip that is not deterministic: `lockstep dut-check` checks both), and the "
+            "failure's mode and class may be the order the campaign ran things in (forced before free-running)";
+        out << "  " << why << "; repeat the campaign up to it: " << as_invoked(repeat) << "\n" << std::flush;
+        write_text(fs::path(dir) / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt",
+                   why + ".\nRepeat the campaign up to it: " + repeat + "\n");
+        class_note[sig] = "the first saved case of its class (" + dir + ") " +
+                          (*fresh_at ? "diverges at step " + std::to_string(*fresh_at) + ", not " + std::to_string(at) + ","
+                                     : std::string("passes")) +
+                          " in a new chip session: the chip's answers depend on what ran before in its session (state kept across RESET, "
+                          "or a chip that is not deterministic: lockstep dut-check checks both); repeat the campaign "
+                          "up to it: " + repeat;
+      }
+      for (json& failure : failures) {
+        const auto n = class_note.find(failure.value("signature", ""));
+        if (n == class_note.end() || n->second.empty()) continue;
+        failure["note"] = n->second;
+        // the class's other cases: their replays will not reproduce them either (the first
+        // case's folder has its own file, above)
+        const fs::path dir = failure.value("case", "");
+        std::error_code ec;
+        if (!dir.empty() && fs::is_directory(dir, ec) && !fs::exists(dir / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt", ec))
+          write_text(dir / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt", n->second + ".\n");
       }
     }
 

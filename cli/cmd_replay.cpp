@@ -362,6 +362,16 @@ void add_replay_command(CLI::App& app, Context& ctx) {
         ctx.log().warn("{} ({} says how to repeat the batch)", first, (folder / "NOT-REPRODUCED-ALONE.txt").string());
         ctx.summary.set("failed_only_in_its_batch", true);
       }
+      // fuzz ran the case in a new chip session and it did not diverge as in the campaign's
+      // (the chip keeps state across RESET): cmd_fuzz.cpp
+      if (fs::is_regular_file(folder / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt", ec)) {
+        std::string first;
+        std::ifstream note(folder / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt");
+        std::getline(note, first);
+        ctx.log().warn("{} ({} says how to repeat the campaign up to it)", first,
+                       (folder / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt").string());
+        ctx.summary.set("failed_only_in_its_session", true);
+      }
     }
     ctx.out() << std::flush;
     if (!req.report_dir.empty()) {

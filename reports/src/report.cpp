@@ -375,6 +375,7 @@ std::string junit_xml(const json& summary) {
     text << c.message << "\nprogram seed " << str(f, "program_seed", "?") << "\ncampaign seed "
          << str(fuzz, "seed", "?");
     if (f.contains("not_shrunk")) text << "\nnot shrunk: " << str(f, "not_shrunk");
+    if (f.contains("note")) text << "\nnote: " << str(f, "note");
     if (!dir.empty()) text << "\nreplay: lockstep replay " << dir;
     // The program alone, when it diverges alone (found by an outside tester: only the batch's
     // command was given, which reruns every program of the batch); its batch too.
@@ -781,6 +782,7 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
            << escape_xml(": " + str(cd, "field") + " expected " + str(cd, "expected_text") + ", got " +
                          str(cd, "actual_text"));
       }
+      if (!str(f, "note").empty()) os << "<br>" << escape_xml("note: " + str(f, "note"));
       if (!str(f, "case").empty())
         os << "<br>replay: <code>" << escape_xml("lockstep replay " + format::shell_path(str(f, "case"))) << "</code>";
       if (!f.value("reproduces_alone", true) && !str(f, "repeat_batch").empty())

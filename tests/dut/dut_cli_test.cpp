@@ -1635,6 +1635,56 @@ TEST_F(DutCli, FuzzFailureThatNeedsItsBatchIsNamedWithTheBatchRepeat) {
   EXPECT_NE(again.out.find("FAIL program 1 "), std::string::npos) << again.out;
 }
 
+// A chip that keeps state across RESET (faulty_chip leaky 4: after the session's fourth RESET,
+// the first token of each stream is wrong) fails the second batch of a campaign, and its saved
+// case diverges in the campaign's session; `lockstep replay` starts a new session, where it passes.
+// fuzz runs the first case of each class again in a new session and says so (found by an outside
+// tester: the case read "does NOT reproduce", exit 0, and the campaign blamed free-running mode).
+TEST_F(DutCli, FuzzSaysWhenASavedCaseFailsOnlyInTheCampaignsSession) {
+  const fs::path dir = fresh_dir("fuzz-session");
+  const std::string chip = kFaulty + " leaky 4 " + kChip;
+  const Result r = run_lockstep({"fuzz", "--programs", "8", "--batch", "4", "--seed", "5", "--ops", "add", "--mode",
+                                 "forced", "--report", (dir / "r").string(), "--dut", chip});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.find("FAIL program 3 "), std::string::npos) << r.out;  // the first batch, after 4 resets: right
+  EXPECT_NE(r.out.find("FAIL program 4 "), std::string::npos) << r.out;
+  const fs::path fail = dir / "r" / "fail-4-forced";
+  EXPECT_NE(r.out.find("the saved case " + fail.string() +
+                       " diverges at step 1 in the campaign's chip session, but not at all in a new one"),
+            std::string::npos)
+      << r.out;
+  const std::string repeat = "fuzz --seed 5 --first 0 --programs 8 --batch 4 --mode forced --ops add --dut '" + chip + "'";
+  EXPECT_NE(r.out.find("repeat the campaign up to it: " + kExe + " " + repeat), std::string::npos) << r.out;
+  const json rep = json::parse(slurp(dir / "r" / "fuzz.json"));
+  ASSERT_EQ(rep["failures"].size(), 4u) << rep.dump(1);
+  EXPECT_EQ(rep["failures"][0]["reproduces_in_a_new_session"], false) << rep.dump(1);
+  EXPECT_FALSE(rep["failures"][1].contains("reproduces_in_a_new_session")) << rep.dump(1);  // one a class
+  for (const json& f : rep["failures"]) {
+    EXPECT_NE(f.value("note", "").find("passes in a new chip session"), std::string::npos) << f.dump(1);
+    EXPECT_TRUE(fs::exists(fs::path(f.value("case", "")) / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt")) << f.dump(1);
+  }
+  EXPECT_NE(slurp(dir / "r" / "junit.xml").find("note: the first saved case of its class"), std::string::npos);
+  // replay starts a new session: it passes, and says why
+  const Result again = run_lockstep({"replay", fail.string(), "--json"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(summary_of(again)["reproduced"], false);
+  EXPECT_EQ(summary_of(again)["failed_only_in_its_session"], true);
+  EXPECT_NE(again.err.find("NOT-REPRODUCED-IN-A-NEW-SESSION.txt says how to repeat the campaign up to it"),
+            std::string::npos)
+      << again.err;
+
+  // A chip wrong in every session: its case reproduces there, and nothing more is said
+  const Result real = run_lockstep({"fuzz", "--programs", "4", "--batch", "4", "--seed", "5", "--ops", "add", "--mode",
+                                    "forced", "--report", (dir / "real").string(), "--dut", kFaulty + " leaky 0 " + kChip});
+  EXPECT_EQ(real.exit_code, 1) << real.out << real.err;
+  EXPECT_EQ(real.out.find("in a new one"), std::string::npos) << real.out;
+  const json rr = json::parse(slurp(dir / "real" / "fuzz.json"));
+  ASSERT_FALSE(rr["failures"].empty()) << rr.dump(1);
+  EXPECT_EQ(rr["failures"][0]["reproduces_in_a_new_session"], true) << rr.dump(1);
+  EXPECT_FALSE(rr["failures"][0].contains("note")) << rr.dump(1);
+  EXPECT_EQ(run_lockstep({"replay", (dir / "real" / "fail-0-forced").string()}).exit_code, 1);
+}
+
 // ------------------------------------------------------------------ --dut-chip (docs/engine.md)
 
 namespace {

@@ -48,7 +48,9 @@
 // besides, every PROBE of layer N-2's memory point answered with its values plus 1 (a probe that
 // does not show what the executor computes); byplace keeps a stream's state by its place in a STEP
 // frame, not by its stream id (each entry's stream replaced by its index in the frame before the
-// chip steps it: right whenever stream p is at place p); place2branch answers BR(0) for a BR(1)
+// chip steps it: right whenever stream p is at place p); leaky, once the session has had more
+// than N RESET requests, flips the payload's low bit of the first token each stream answers after
+// its reset (state left across RESET by the programs before: right in a new session); place2branch answers BR(0) for a BR(1)
 // at place 2 of a STEP frame of three entries or more (a taken branch read as not taken, at one
 // place of a frame only); lowtoken serves it with token id N never predicted (its
 // unembedding bias lowered by 10^6).
@@ -121,7 +123,11 @@ class Faulty final : public dut::Connection {
       if (f->type == dut::kStreams) stream_steps_.clear();
       if (f->type == dut::kReset) stream_steps_[dut::decode_reset(f->payload).stream] = 0;
     }
-    if (f && (mode_ == "stream1" || tripped_family())) {  // the streams (and their token counts) the answer will hold
+    if (f && mode_ == "leaky" && f->type == dut::kReset) {
+      ++resets_;
+      fresh_[dut::decode_reset(f->payload).stream] = true;
+    }
+    if (f && (mode_ == "stream1" || mode_ == "leaky" || tripped_family())) {  // the streams (and their token counts) the answer will hold
       request_.clear();
       if (f->type == dut::kStep)
         for (const dut::StepEntry& e : dut::decode_step(f->payload)) request_.push_back({e.stream, 1});
@@ -173,6 +179,19 @@ class Faulty final : public dut::Connection {
       for (const auto& [stream, count] : request_) {
         for (std::size_t k = at; k < at + count && k < t.size(); ++k)
           if (stream == 1 && (t[k] >> 8) == 31) t[k] ^= 1;  // EXIT(s) -> EXIT(s ^ 1)
+        at += count;
+      }
+      in_->write_frame(type, dut::encode_tokens(t), deadline);
+      return;
+    }
+    if (mode_ == "leaky" && tokens) {
+      std::vector<std::uint32_t> t = dut::decode_tokens(payload);
+      std::size_t at = 0;
+      for (const auto& [stream, count] : request_) {
+        if (count > 0 && fresh_[stream]) {
+          if (resets_ > static_cast<std::uint64_t>(n_) && at < t.size()) t[at] ^= 1;
+          fresh_[stream] = false;
+        }
         at += count;
       }
       in_->write_frame(type, dut::encode_tokens(t), deadline);
@@ -365,6 +384,8 @@ class Faulty final : public dut::Connection {
   std::uint64_t steps_ = 0;  // tokens answered before the fault
   std::map<std::uint32_t, std::uint64_t> stream_steps_;  // tripped: each stream's steps since its reset
   bool fired_ = false;       // wrongthenexit, wrongthendie: the wrong token was sent
+  std::uint64_t resets_ = 0;  // leaky: RESET requests of the session
+  std::map<std::uint32_t, bool> fresh_;  // leaky: the streams reset and not stepped since
   bool bad_probe_ = false;   // mlptwice-badprobe: the PROBE being answered is the misreported one
 };
 
