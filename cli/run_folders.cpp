@@ -92,7 +92,8 @@ std::vector<std::string> settle_run_folders(const CommandFailure& failure) {
         identity = nullptr;  // unnamed, as before
       }
       try {
-        engine::claim_run_folder(dir, command);
+        if (const std::string note = engine::claim_run_folder(dir, command); !note.empty())
+          std::cerr << "lockstep: note: " << note << "\n" << std::flush;
       } catch (const std::exception&) {
         return {};  // in use by another run, or not writable: left as it is
       }

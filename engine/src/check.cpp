@@ -832,7 +832,8 @@ std::string absolute_text(const fs::path& p) {
 }
 }  // namespace
 
-void claim_run_folder(const fs::path& dir, const std::string& command) {
+std::string claim_run_folder(const fs::path& dir, const std::string& command) {
+  std::string note;
   // A folder this process holds already (fuzz locks its case folders before it writes them) holds
   // only what this process wrote: nothing in it is an earlier run's to keep.
   const bool held_before = held_run_folder(dir) != nullptr;
@@ -895,8 +896,42 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
     if (!held_before && worth_keeping) {
       bool nest = false;
       if (fs::is_directory(kept)) {  // not in use (checked above)
-        fs::rename(kept, moving);
-        nest = true;
+        // The run kept there had no verdict (the one in DIR, replacing it, had none either, or
+        // it would have been retired): it is removed, and its own earlier run, if it kept one,
+        // is kept instead. So a command stopped and started again keeps two runs, not one a
+        // start (found by an outside tester: eight starts nested eight runs' checkpoints).
+        const fs::path older = kept / kEarlierRunFolder;
+        std::string status, holder;
+        std::uint64_t steps = 0;
+        bool interrupted = false;
+        try {
+          const json k = reports::parse_json_text(reports::read_file_text(kept / "summary.json"), "summary.json");
+          if (k.is_object()) {
+            status = k.value("status", "");
+            interrupted = k.value("interrupted", false);
+            if (k.contains("steps") && k["steps"].is_number_unsigned()) steps = k["steps"].get<std::uint64_t>();
+          }
+        } catch (const std::exception&) {
+          // no readable summary: no verdict
+        }
+        const bool verdict = (status == "exact" || status == "mismatch") && !interrupted;
+        int older_lock = -1;
+        if (!verdict && fs::is_directory(older)) older_lock = try_lock_folder(older, holder);
+        if (verdict || (fs::is_directory(older) && older_lock < 0)) {
+          fs::rename(kept, moving);  // kept whole (or its older run is in use: nothing is removed)
+          nest = true;
+        } else {
+          if (older_lock >= 0) {
+            fs::rename(older, moving);
+            ::close(older_lock);
+            nest = true;
+          }
+          fs::remove_all(kept);
+          note = "the earlier run kept in " + kept.string() + " (" + (status.empty() ? "no summary" : status) + ", " +
+                 std::to_string(steps) + " steps, no verdict) is removed: a run folder keeps the run it replaces" +
+                 (nest ? " and the last one with a verdict" : "") +
+                 "; `--resume " + format::shell_path(dir.string()) + "` continues a stopped run instead of starting it again";
+        }
       }
       fs::create_directories(kept);
       for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
@@ -929,6 +964,7 @@ void claim_run_folder(const fs::path& dir, const std::string& command) {
     throw CheckError("cannot write the run folder " + dir.string() + ": " + e.what());
   }
   held.claimed = true;
+  return note;
 }
 
 std::string retire_earlier_run(const fs::path& dir) {
@@ -1117,7 +1153,8 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
         // no readable summary: the checkpoints decide
       }
     } else if (!req.folder_claimed) {
-      claim_run_folder(req.report_dir, req.command);
+      if (const std::string note = claim_run_folder(req.report_dir, req.command); !note.empty())
+        err << "lockstep: note: " << note << "\n" << std::flush;
       // named after its case (a replay's), should it fail before its report: its JUnit case keeps
       // the guest's name (found by the re-test: a refused replay's case read "replay")
       name_claimed_run(req.report_dir, run_identity(c.guest_path.empty() ? c.guest_name : c.guest_path.string(),

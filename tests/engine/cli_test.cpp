@@ -790,6 +790,39 @@ TEST(RunFolder, TheEarlierRunStaysUntilTheNewRunsVerdict) {
   EXPECT_EQ(json::parse(slurp(dir / "summary.json"))["status"], "exact");
 }
 
+// A run stopped and started again, and again (not resumed), keeps two runs, not one a start: the
+// one it replaces and the last one with a verdict (found by an outside tester: eight starts of a
+// CI job that its timeout stopped nested eight runs, checkpoints and all).
+TEST(RunFolder, ARunStoppedAndStartedAgainKeepsTwoRunsNotOneAStart) {
+  if (!have_built_chip()) GTEST_SKIP() << "no built chip in this build (chip/rv32)";
+  const fs::path dir = temp_dir("stopped-again");
+  const std::string short_elf = loop_elf(3).string(), long_elf = loop_elf(50'000'000).string();
+  ASSERT_EQ(run({"run", short_elf, "--report", dir.string(), "--checkpoint-every", "50"}).rc, 0);
+  const std::string first_digest = json::parse(slurp(dir / "summary.json"))["digest"];
+  for (int start = 1; start <= 3; ++start) {
+    const Proc stopped = run_and_signal({"run", long_elf, "--report", dir.string(), "--checkpoint-every", "1000"}, SIGINT,
+                                        std::chrono::milliseconds(0), false,
+                                        [&] { return fs::exists(dir / "case.json"); });
+    ASSERT_EQ(stopped.rc, 3) << "start " << start << ": " << stopped.err;
+    EXPECT_EQ(json::parse(slurp(dir / "earlier-run" / "summary.json"))["status"], start == 1 ? "exact" : "interrupted");
+    if (start >= 2) {
+      EXPECT_EQ(json::parse(slurp(dir / "earlier-run" / "earlier-run" / "summary.json"))["digest"], first_digest);
+      EXPECT_FALSE(fs::exists(dir / "earlier-run" / "earlier-run" / "earlier-run")) << "start " << start;
+      EXPECT_FALSE(list_checkpoints(dir / "earlier-run" / "checkpoints").empty());  // the run stopped last
+    }
+    // the third start removed the second's stopped run, and says so
+    const std::string removed = "/earlier-run (interrupted, ";
+    EXPECT_EQ(stopped.err.find(removed) != std::string::npos, start == 3) << stopped.err;
+    if (start == 3) {
+      EXPECT_NE(stopped.err.find("no verdict) is removed: a run folder keeps the run it replaces and the last one with "
+                                 "a verdict; `--resume " + dir.string() + "` continues a stopped run instead of starting "
+                                 "it again"),
+                std::string::npos)
+          << stopped.err;
+    }
+  }
+}
+
 // A run folder that holds a user's file where a run keeps a folder (checkpoints, plots) or where
 // it writes summary.json (a folder of that name): refused with one line, the user's file kept,
 // and no half-written summary.json.tmp left behind (found by an outside tester: the file was

@@ -1053,7 +1053,7 @@ namespace {
 // the fallback summary and JUnit said 0 steps, --json 500).
 TEST(RunFolders, AFailedCommandsSummaryKeepsTheStepsItCompared) {
   const fs::path dir = temp_dir("failed-folder");
-  claim_run_folder(dir, "run");
+  EXPECT_EQ(claim_run_folder(dir, "run"), "");
   fail_claimed_run_folders("error", "cannot write the report", 500);
   const nlohmann::json s = nlohmann::json::parse(std::ifstream(dir / "summary.json"));
   EXPECT_EQ(s["status"], "error");

@@ -244,7 +244,11 @@ inline constexpr const char* kEarlierRunFolder = "earlier-run";
 /// (lock_run_folder), moves what an earlier run left there (its summary.json, junit.xml,
 /// report.html, case.json, checkpoints/, plots/; fuzz's fuzz.json, programs.tsv and fail-*
 /// case folders) into DIR/earlier-run when it holds more than a report (an earlier-run of its
-/// own goes inside: DIR/earlier-run/earlier-run), and writes a summary.json, junit.xml and
+/// own goes inside: DIR/earlier-run/earlier-run, when that one ended with a verdict, exact or
+/// mismatch; one without a verdict is removed and its own earlier run goes inside instead, so
+/// that a folder keeps at most the run it replaces and the last run with a verdict before it:
+/// found by an outside tester, a command stopped and started again eight times nested eight
+/// runs, checkpoints and all), and writes a summary.json, junit.xml and
 /// report.html of status "error" saying the run did not finish (with "earlier_run", its absolute
 /// path, when one is kept), which the run's own report replaces. So a run that fails before its
 /// report, or is killed, never leaves an earlier run's pass or case in the folder (docs/ci.md),
@@ -253,7 +257,8 @@ inline constexpr const char* kEarlierRunFolder = "earlier-run";
 /// the folder cannot be written; when it holds files and is not a run folder (neither
 /// DIR/.lockstep.lock nor a summary.json naming its command): someone's folder is refused, never
 /// cleared; or when the earlier run to be moved keeps one that another process is using.
-void claim_run_folder(const std::filesystem::path& dir, const std::string& command);
+/// Returns a note to print ("" when none): the unfinished run it removed, and how to continue one.
+[[nodiscard]] std::string claim_run_folder(const std::filesystem::path& dir, const std::string& command);
 
 /// Whether `summary` (a run folder's summary.json) is claim_run_folder's placeholder, which says
 /// the run did not finish (it is running, or ended before it wrote its result), not the run's own.
