@@ -1035,6 +1035,55 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       failures.push_back(std::move(failure));
     };
 
+    // The campaign's fuzz.json: its programs, steps, failures and coverage so far.
+    auto campaign_json = [&](double seconds, const mutate::DecisionSummary& decisions) {
+      const double pps = lockstep_seconds > 0 ? static_cast<double>(done) / lockstep_seconds : 0;
+      const double sps = lockstep_seconds > 0 ? static_cast<double>(steps) / lockstep_seconds : 0;
+      return json{{"seed", seed},
+                  {"first", args->first},
+                  {"end", programs ? json(args->first + programs) : json()},  // the campaign's indices: [first, end)
+                  {"programs", done},
+                  {"next", resume_at ? *resume_at : next},
+                  {"shard", {shard_i, shard_n}},
+                  {"mode", args->mode},
+                  {"ops", op_names},
+                  {"length", {min_body, max_body}},
+                  {"chip", chip.source},
+                  {"chip_hash", chip.hash},
+                  {"backend", dut ? std::string("dut") : args->backend},
+                  {"steps", steps},
+                  {"mismatching_runs", failing_streams},
+                  {"failures", failures},
+                  {"seconds", seconds},
+                  {"lockstep_seconds", lockstep_seconds},
+                  {"programs_per_second", pps},
+                  {"steps_per_second", sps},
+                  {"program_seed", "campaign::program_seed(seed, index)"},
+                  {"interrupted", interrupted},
+                  {"time_ended", time_ended},
+                  {"max_failures_ended", failures_ended},
+                  {"error", fault.empty() ? json() : json(fault)},
+                  {"coverage", coverage.to_json()},
+                  {"decision_coverage", decisions.to_json()}};
+    };
+    // A campaign killed (SIGKILL, the out-of-memory killer, a lost node) writes no report; after
+    // each whole batch its fuzz.json says how far it came, as an interrupted one's does, so that
+    // its programs and failures are kept, `fuzz --merge` takes it and `next` says where the rest
+    // begins (found by an outside tester: a campaign killed after 160 of 300 programs left
+    // "programs 0" and no fuzz.json). Its own report replaces it at the end.
+    double progress_written = -1;  // when write_progress last wrote (elapsed(); -1: never)
+    auto write_progress = [&] {
+      // after the first batch, then at most every 2 s (a campaign of --batch 1 has a batch a
+      // millisecond)
+      if (!always_report || next >= end || (progress_written >= 0 && elapsed() - progress_written < 2)) return;
+      progress_written = elapsed();
+      json j = campaign_json(elapsed(), no_decisions.empty() ? mutate::DecisionSummary::from(counted_decisions)
+                                                            : mutate::DecisionSummary::unavailable(no_decisions));
+      j["interrupted"] = true;
+      j["unfinished"] = "the campaign's state after its last whole batch, written while it runs: a campaign that "
+                        "ends writes its own; one that was killed leaves this (the rest: " + programs_left(j) + ")";
+      write_text(report / "fuzz.json", format::json_text(j, 2) + "\n");
+    };
     while (next < end) {
       if (stop->load()) {
         interrupted = true;
@@ -1174,6 +1223,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         }
       }
       if (!fault.empty() || interrupted) break;
+      write_progress();
       if (elapsed() - last_progress >= 10) {
         last_progress = elapsed();
         std::cerr << "lockstep: progress: " << done << " programs, " << steps << " steps, " << failing_streams
@@ -1311,32 +1361,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         out << std::flush;
       }
     }
-    const json fuzz = {{"seed", seed},
-                       {"first", args->first},
-                       {"end", programs ? json(args->first + programs) : json()},  // the campaign's indices: [first, end)
-                       {"programs", done},
-                       {"next", resume_at ? *resume_at : next},
-                       {"shard", {shard_i, shard_n}},
-                       {"mode", args->mode},
-                       {"ops", op_names},
-                       {"length", {min_body, max_body}},
-                       {"chip", chip.source},
-                       {"chip_hash", chip.hash},
-                       {"backend", dut ? std::string("dut") : args->backend},
-                       {"steps", steps},
-                       {"mismatching_runs", failing_streams},
-                       {"failures", failures},
-                       {"seconds", seconds},
-                       {"lockstep_seconds", lockstep_seconds},
-                       {"programs_per_second", pps},
-                       {"steps_per_second", sps},
-                       {"program_seed", "campaign::program_seed(seed, index)"},
-                       {"interrupted", interrupted},
-                       {"time_ended", time_ended},
-                       {"max_failures_ended", failures_ended},
-                       {"error", fault.empty() ? json() : json(fault)},
-                       {"coverage", coverage.to_json()},
-                       {"decision_coverage", decisions.to_json()}};
+    const json fuzz = campaign_json(seconds, decisions);
     if (always_report || !failures.empty()) {
       fs::create_directories(report);
       write_text(report / "fuzz.json", format::json_text(fuzz, 2) + "\n");

@@ -823,6 +823,33 @@ TEST(RunFolder, ARunStoppedAndStartedAgainKeepsTwoRunsNotOneAStart) {
   }
 }
 
+// A campaign killed with SIGKILL (the out-of-memory killer, a lost node) keeps its whole batches:
+// its fuzz.json, written after each, says how far it came and where the rest begins, and `fuzz
+// --merge` takes it as a partial campaign (found by an outside tester: a campaign killed after 160
+// of 300 programs left "programs 0" and no fuzz.json).
+TEST(RunFolder, AKilledFuzzCampaignKeepsItsWholeBatches) {
+  const fs::path dir = temp_dir("fuzz-killed"), merged = temp_dir("fuzz-killed-merged");
+  const Proc killed = run_and_signal({"fuzz", "--seed", "7", "--programs", "100000", "--batch", "8", "--ops", "add",
+                                      "--report", dir.string()},
+                                     SIGKILL, std::chrono::milliseconds(0), false,
+                                     [&] { return fs::exists(dir / "fuzz.json"); });
+  ASSERT_EQ(killed.rc, 128 + SIGKILL) << killed.err;
+  const json f = json::parse(slurp(dir / "fuzz.json"));
+  const std::uint64_t programs = f["programs"];
+  EXPECT_GT(programs, 0u) << f.dump(1);
+  EXPECT_EQ(programs % 8, 0u) << f.dump(1);  // whole batches
+  EXPECT_EQ(f["next"], programs) << f.dump(1);
+  EXPECT_EQ(f["interrupted"], true);
+  EXPECT_NE(f.value("unfinished", "").find("(the rest: --first " + std::to_string(programs) + " --programs " +
+                                           std::to_string(100000 - programs) + ")"),
+            std::string::npos)
+      << f.dump(1);
+  EXPECT_EQ(json::parse(slurp(dir / "summary.json"))["status"], "error");  // the run did not finish
+  const Proc m = run({"fuzz", "--merge", dir.string(), "--report", merged.string()});
+  EXPECT_EQ(m.rc, 3) << m.err;  // a partial campaign
+  EXPECT_EQ(json::parse(slurp(merged / "fuzz.json"))["programs"], programs);
+}
+
 // A run folder that holds a user's file where a run keeps a folder (checkpoints, plots) or where
 // it writes summary.json (a folder of that name): refused with one line, the user's file kept,
 // and no half-written summary.json.tmp left behind (found by an outside tester: the file was
