@@ -1072,16 +1072,23 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     // begins (found by an outside tester: a campaign killed after 160 of 300 programs left
     // "programs 0" and no fuzz.json). Its own report replaces it at the end.
     double progress_written = -1;  // when write_progress last wrote (elapsed(); -1: never)
-    auto write_progress = [&] {
+    // `all_run`: every program was run and its failures saved (the new-session check of the
+    // saved cases, below, is still to come): written whatever the time, not "interrupted".
+    auto write_progress = [&](bool all_run) {
       // after the first batch, then at most every 2 s (a campaign of --batch 1 has a batch a
       // millisecond)
-      if (!always_report || next >= end || (progress_written >= 0 && elapsed() - progress_written < 2)) return;
+      if (!always_report || (!all_run && progress_written >= 0 && elapsed() - progress_written < 2)) return;
       progress_written = elapsed();
       json j = campaign_json(elapsed(), no_decisions.empty() ? mutate::DecisionSummary::from(counted_decisions)
                                                             : mutate::DecisionSummary::unavailable(no_decisions));
-      j["interrupted"] = true;
-      j["unfinished"] = "the campaign's state after its last whole batch, written while it runs: a campaign that "
-                        "ends writes its own; one that was killed leaves this (the rest: " + programs_left(j) + ")";
+      if (all_run) {
+        j["unfinished"] = "the campaign's result before the new-session check of its saved cases: a campaign that "
+                          "ends writes its own; one that was killed during the check leaves this";
+      } else {
+        j["interrupted"] = true;
+        j["unfinished"] = "the campaign's state after its last whole batch, written while it runs: a campaign that "
+                          "ends writes its own; one that was killed leaves this (the rest: " + programs_left(j) + ")";
+      }
       write_text(report / "fuzz.json", format::json_text(j, 2) + "\n");
     };
     while (next < end) {
@@ -1223,7 +1230,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         }
       }
       if (!fault.empty() || interrupted) break;
-      write_progress();
+      if (next < end) write_progress(false);
       if (elapsed() - last_progress >= 10) {
         last_progress = elapsed();
         std::cerr << "lockstep: progress: " << done << " programs, " << steps << " steps, " << failing_streams
@@ -1239,8 +1246,10 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     // had blamed free-running mode, which ran second). So the first saved case of each class runs
     // again in a new chip session, as replay runs it, once the campaign's session has ended (a
     // chip may serve one session at a time).
-    if (dut && fault.empty() && !interrupted && !stop->load()) {
+    if (dut && fault.empty() && !interrupted && !stop->load() && !failures.empty()) {
+      write_progress(true);  // the whole campaign's result, should it be killed during the check
       std::map<std::string, std::string> class_note;  // signature -> the note its failures get
+      bool check_stopped = false;
       for (json& failure : failures) {
         const std::string sig = failure.value("signature", "");
         if (class_note.count(sig) || !failure.contains("case_diverges_at") ||
@@ -1258,15 +1267,29 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
           engine::CheckRequest req;
           req.command = "replay";
           req.the_case = engine::Case::read(dir);
-          if (req.the_case.dut) req.the_case.dut->stop = stop;
+          if (req.the_case.dut) {
+            req.the_case.dut->stop = stop;
+            // --time bounds the check too: the chip's start and each answer get the time left
+            if (time_limit > 0) {
+              const double left = std::max(1.0, time_limit - elapsed());
+              req.the_case.dut->start_timeout_s = std::min(req.the_case.dut->start_timeout_s, left);
+              req.the_case.dut->timeout_s = std::min(req.the_case.dut->timeout_s, left);
+            }
+          }
           req.options.stop = stop;
           const engine::CheckOutcome co = engine::run_check(req, std::cerr);
-          if (co.result.interrupted) break;
+          if (co.result.interrupted) {
+            check_stopped = true;
+            break;
+          }
           fresh_at = 0;
           for (const engine::StreamResult& r : co.result.streams)
             if (r.divergence) fresh_at = r.divergence->step;
         } catch (const std::exception& e) {
-          if (stop->load()) break;
+          if (stop->load()) {
+            check_stopped = true;
+            break;
+          }
           out << "  the saved case " << dir << " could not be run in a new chip session: " << format::escape_controls(e.what())
               << "\n" << std::flush;
           failure["reproduces_in_a_new_session"] = nullptr;
@@ -1295,10 +1318,22 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                           "or a chip that is not deterministic: lockstep dut-check checks both); repeat the campaign "
                           "up to it: " + repeat;
       }
+      if (check_stopped) {
+        // (found by the re-test: a stop here left no word of the check, and no key)
+        for (json& failure : failures)
+          if (!class_note.count(failure.value("signature", ""))) failure["reproduces_in_a_new_session"] = nullptr;
+        out << "  the new-session check of the saved cases was stopped before it ended: the failures without "
+               "reproduces_in_a_new_session in fuzz.json were not checked\n"
+            << std::flush;
+      }
       for (json& failure : failures) {
         const auto n = class_note.find(failure.value("signature", ""));
         if (n == class_note.end() || n->second.empty()) continue;
         failure["note"] = n->second;
+        // the program alone in a new campaign passes as the case does: the campaign up to its
+        // batch repeats it (found by the re-test: "repeat" named the program alone)
+        if (const auto r = repeat_session.find(failure.value("case", "")); r != repeat_session.end())
+          failure["repeat"] = r->second;
         // the class's other cases: their replays will not reproduce them either (the first
         // case's folder has its own file, above)
         const fs::path dir = failure.value("case", "");

@@ -381,39 +381,41 @@ void run_checks(const DutConfig& config, const std::vector<ConformanceGuest>& gu
     return "pass: " + std::to_string(G) + " streams in one frame give each stream's single-stream tokens";
   });
 
-  // 6. Stream order: the guests moved G/2 places along the frame (place p holds guest
-  // (p + G/2) mod G) and each in a stream that is neither its place nor, but for G = 2, its own
-  // index (guest i in stream (i + 1) mod G; for G = 2, stream i), so that no entry's stream is its
-  // place and the streams are not listed in order. (Guest i in stream G-1-i with the entries
-  // reversed put stream p at place p again: a chip that kept its state by place in the batch
-  // passed; found by an outside tester. With the guests at their own places in both checks, a chip
-  // wrong only at place 2 of a frame for a scalar guest's tokens passed: place 2 held a vector guest
-  // in both, whose tokens the bug never touched; found by an outside tester. Between this check
-  // and the last, every place holds a scalar and a vector guest of the four generated ones.)
+  // 6. Stream order: the guests moved 1, 2, ..., G-1 places along the frame (place p holds guest
+  // (p + shift) mod G), each in a stream that is not its place (guest i in stream (i + 1) mod G;
+  // (i + 2) mod G when the shift is G-1), so that no entry's stream is its place and the streams
+  // are not listed in order. With the batch check (shift 0) every guest takes every place. (Guest
+  // i in stream G-1-i with the entries reversed put stream p at place p again: a chip that kept
+  // its state by place in the batch passed; found by an outside tester. A chip wrong at one place
+  // of a frame for one guest's tokens passed while that place held other guests only: one shift
+  // caught it at place 2 and not at place 3; found by outside testers.)
   check("stream order", [&]() -> std::string {
     if (G < 2) return "skip: max_streams is 1";
     DutBackend& d = session();
     d.set_num_streams(G);
-    const std::size_t shift = G / 2, to_stream = G == 2 ? 0 : 1;
-    std::vector<chip::StreamId> sids(G);
-    std::vector<std::size_t> gidx(G), order(G);
-    for (std::size_t i = 0; i < G; ++i) {
-      sids[i] = static_cast<chip::StreamId>((i + to_stream) % G);
-      gidx[i] = i;
-      order[i] = (i + shift) % G;  // place i lists entry (guest) (i + shift) mod G
+    for (std::size_t shift = 1; shift < G; ++shift) {
+      const std::size_t to_stream = shift == G - 1 ? 2 % G : 1;
+      std::vector<chip::StreamId> sids(G);
+      std::vector<std::size_t> gidx(G), order(G);
+      for (std::size_t i = 0; i < G; ++i) {
+        sids[i] = static_cast<chip::StreamId>((i + to_stream) % G);
+        gidx[i] = i;
+        order[i] = (i + shift) % G;  // place i lists entry (guest) (i + shift) mod G
+      }
+      const auto out = step_by_step(d, guests, sids, gidx, order);
+      for (std::size_t g = 0; g < G; ++g) {
+        const std::string diff = first_difference(single[g], out[g]);
+        if (!diff.empty())
+          return guests[g].name + " in stream " + std::to_string(sids[g]) + " at place " +
+                 std::to_string(place_in_frame(guests, gidx, order, g, first_difference_index(single[g], out[g]))) +
+                 " of the frame: " + diff +
+                 " (a chip that keeps a stream's state by its place in the batch, not by its stream id, or that is "
+                 "wrong at one place of a frame, fails here)";
+      }
     }
-    const auto out = step_by_step(d, guests, sids, gidx, order);
-    for (std::size_t g = 0; g < G; ++g) {
-      const std::string diff = first_difference(single[g], out[g]);
-      if (!diff.empty())
-        return guests[g].name + " in stream " + std::to_string(sids[g]) + " at place " +
-               std::to_string(place_in_frame(guests, gidx, order, g, first_difference_index(single[g], out[g]))) +
-               " of the frame: " + diff +
-               " (a chip that keeps a stream's state by its place in the batch, not by its stream id, or that is wrong "
-               "at one place of a frame, fails here)";
-    }
-    return "pass: guest i at place i-" + std::to_string(shift) + " (mod " + std::to_string(G) + ") in stream " +
-           (to_stream ? "i+1" : "i") + ", so that no entry's stream is its place in the frame: the same tokens";
+    return "pass: every guest at every place of the frame (" + std::to_string(G - 1) +
+           (G == 2 ? " arrangement" : " arrangements") +
+           " beside the batch check's), no entry's stream its place: the same tokens";
   });
 
   // 7. FORCED against single steps: one FORCED frame of every guest's teacher-forced inputs but

@@ -50,8 +50,8 @@
 // frame, not by its stream id (each entry's stream replaced by its index in the frame before the
 // chip steps it: right whenever stream p is at place p); leaky, once the session has had more
 // than N RESET requests, flips the payload's low bit of the first token each stream answers after
-// its reset (state left across RESET by the programs before: right in a new session); place2branch answers BR(0) for a BR(1)
-// at place 2 of a STEP frame of three entries or more (a taken branch read as not taken, at one
+// its reset (state left across RESET by the programs before: right in a new session); placebranch answers BR(0) for a BR(1)
+// at place N of a STEP frame of more than N entries (a taken branch read as not taken, at one
 // place of a frame only); lowtoken serves it with token id N never predicted (its
 // unembedding bias lowered by 10^6).
 #include <unistd.h>
@@ -239,10 +239,11 @@ class Faulty final : public dut::Connection {
       in_->write_frame(type, dut::encode_tokens(t), deadline);
       return;
     }
-    if (mode_ == "place2branch" && type == (dut::kResponse | dut::kStep) && dut::decode_tokens(payload).size() >= 3 &&
-        dut::decode_tokens(payload)[2] == 256u * 13 + 1) {
+    if (mode_ == "placebranch" && type == (dut::kResponse | dut::kStep) &&
+        dut::decode_tokens(payload).size() > static_cast<std::size_t>(n_) &&
+        dut::decode_tokens(payload)[static_cast<std::size_t>(n_)] == 256u * 13 + 1) {
       std::vector<std::uint32_t> t = dut::decode_tokens(payload);
-      t[2] = 256u * 13;  // BR(1) -> BR(0): a taken branch reported not taken, at place 2 of the frame only
+      t[static_cast<std::size_t>(n_)] = 256u * 13;  // BR(1) -> BR(0): a taken branch read as not taken, at place N only
       in_->write_frame(type, dut::encode_tokens(t), deadline);
       return;
     }
@@ -265,7 +266,7 @@ class Faulty final : public dut::Connection {
       in_->write_frame(type, dut::encode_values(values), deadline);
       return;
     }
-    if (mode_ == "freebug" || mode_ == "batchbug" || mode_ == "place2branch" || mode_ == "byplace" || mode_ == "oversizekeep" || mode_ == "oversizebg" ||
+    if (mode_ == "freebug" || mode_ == "batchbug" || mode_ == "placebranch" || mode_ == "byplace" || mode_ == "oversizekeep" || mode_ == "oversizebg" ||
         mode_ == "byeerror" || mode_ == "byenoanswer" || mode_ == "ignoreeof" || mode_ == "evilname" || mode_ == "noidentity" ||
         mode_ == "reservedcap" ||
         (probes_mode() && !(n_ > 0 && tokens && answers_ + 1 == n_))) {
