@@ -518,8 +518,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     // holds someone else's files (found by the re-test: a merge wrote over a user's files, and
     // into a folder a running run held).
     try {
-      if (const std::string note = engine::claim_run_folder(report, "fuzz"); !note.empty())
-        std::cerr << "lockstep: note: " << note << "\n" << std::flush;
+      claim_run_folder_noted(report, "fuzz");
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());
     }
@@ -702,8 +701,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       // its own, the folder says it did not finish); they stay there until this campaign's
       // verdict: one that cannot start, or is stopped, loses nothing (engine::claim_run_folder).
       try {
-        if (const std::string note = engine::claim_run_folder(report, "fuzz"); !note.empty())
-          std::cerr << "lockstep: note: " << note << "\n" << std::flush;
+        claim_run_folder_noted(report, "fuzz");
       } catch (const engine::CheckError& e) {
         throw InputError(e.what());
       }

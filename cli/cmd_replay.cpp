@@ -355,23 +355,19 @@ void add_replay_command(CLI::App& app, Context& ctx) {
     {
       const fs::path folder = fs::is_directory(args->path) ? fs::path(args->path) : fs::path(args->path).parent_path();
       std::error_code ec;
-      if (fs::is_regular_file(folder / "NOT-REPRODUCED-ALONE.txt", ec)) {
+      // fuzz's notes in a case folder (cmd_fuzz.cpp): the case failed only in its batch, or only
+      // in the campaign's chip session (the chip keeps state across RESET); their first line is
+      // the warning
+      const auto warn_of_note = [&](const char* file, const char* repeats, const char* flag) {
+        if (!fs::is_regular_file(folder / file, ec)) return;
         std::string first;
-        std::ifstream note(folder / "NOT-REPRODUCED-ALONE.txt");
+        std::ifstream note(folder / file);
         std::getline(note, first);
-        ctx.log().warn("{} ({} says how to repeat the batch)", first, (folder / "NOT-REPRODUCED-ALONE.txt").string());
-        ctx.summary.set("failed_only_in_its_batch", true);
-      }
-      // fuzz ran the case in a new chip session and it did not diverge as in the campaign's
-      // (the chip keeps state across RESET): cmd_fuzz.cpp
-      if (fs::is_regular_file(folder / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt", ec)) {
-        std::string first;
-        std::ifstream note(folder / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt");
-        std::getline(note, first);
-        ctx.log().warn("{} ({} says how to repeat the campaign up to it)", first,
-                       (folder / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt").string());
-        ctx.summary.set("failed_only_in_its_session", true);
-      }
+        ctx.log().warn("{} ({} says how to repeat {})", first, (folder / file).string(), repeats);
+        ctx.summary.set(flag, true);
+      };
+      warn_of_note("NOT-REPRODUCED-ALONE.txt", "the batch", "failed_only_in_its_batch");
+      warn_of_note("NOT-REPRODUCED-IN-A-NEW-SESSION.txt", "the campaign up to it", "failed_only_in_its_session");
     }
     ctx.out() << std::flush;
     if (!req.report_dir.empty()) {

@@ -98,8 +98,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
         const auto mode = engine::parse_mode(args->mode);
         const std::string mode_name = mode ? std::string(engine::to_string(*mode)) : "";
         if (!args->report.empty()) {
-          if (const std::string note = engine::claim_run_folder(args->report, "run"); !note.empty())
-            std::cerr << "lockstep: note: " << note << "\n" << std::flush;
+          claim_run_folder_noted(args->report, "run");
           // named as its report will name it, should it fail before that (a bad option or ELF, a kill)
           if (!args->program.empty())
             engine::name_claimed_run(args->report,

@@ -246,9 +246,7 @@ void add_story_command(CLI::App& app, Context& ctx) {
         path = resumed->guest_path;
       } else {
         // A new check owns its folder from here: a failure below never leaves an earlier pass.
-        if (!args->report.empty() && !args->reference_only)
-          if (const std::string note = engine::claim_run_folder(args->report, "story"); !note.empty())
-            std::cerr << "lockstep: note: " << note << "\n" << std::flush;
+        if (!args->report.empty() && !args->reference_only) claim_run_folder_noted(args->report, "story");
         // --models (or $LOCKSTEP_MODELS) picks the checkpoint: the guest built from it.
         std::string model;
         ModelDigests want;

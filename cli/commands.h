@@ -50,6 +50,10 @@ ModelDigests check_model_files(const ModelChoice& choice);
 /// returns their folders (absolute), which --json's summary names as "earlier_run".
 std::vector<std::string> settle_run_folders(const CommandFailure& failure);
 
+/// engine::claim_run_folder(dir, command), its note (an unfinished earlier run it removed) printed
+/// as a `lockstep: note:` line on stderr. Throws what claim_run_folder throws (CheckError).
+void claim_run_folder_noted(const std::filesystem::path& dir, const std::string& command);
+
 
 /// `lockstep run PROGRAM.elf`: reference and chip in lock-step (docs/engine.md).
 void add_run_command(CLI::App& app, Context& ctx);

@@ -92,8 +92,7 @@ std::vector<std::string> settle_run_folders(const CommandFailure& failure) {
         identity = nullptr;  // unnamed, as before
       }
       try {
-        if (const std::string note = engine::claim_run_folder(dir, command); !note.empty())
-          std::cerr << "lockstep: note: " << note << "\n" << std::flush;
+        claim_run_folder_noted(dir, command);
       } catch (const std::exception&) {
         return {};  // in use by another run, or not writable: left as it is
       }
@@ -103,6 +102,11 @@ std::vector<std::string> settle_run_folders(const CommandFailure& failure) {
   const engine::FailedRunFolders settled = engine::fail_claimed_run_folders(failure.status, failure.message, failure.steps);
   for (const std::string& note : settled.notes) std::cerr << "lockstep: note: " << note << "\n" << std::flush;
   return settled.earlier_runs;
+}
+
+void claim_run_folder_noted(const std::filesystem::path& dir, const std::string& command) {
+  if (const std::string note = engine::claim_run_folder(dir, command); !note.empty())
+    std::cerr << "lockstep: note: " << note << "\n" << std::flush;
 }
 
 }  // namespace lockstep::cli
