@@ -1030,10 +1030,10 @@ TEST_F(DutCli, DutCheckFailsAChipThatKeepsStateByPlaceInTheBatch) {
 // a vector guest, without taken branches, in both batch checks, and such a chip passed dut-check
 // (found by an outside tester); with one shift of the guests along the frame, the same chip wrong
 // at another place passed (found by the re-test). The stream-order check now puts every guest at
-// every place. (The only taken branches of these guests are scalar-p1's, from step 588, when
-// scalar-p0 has ended and a frame has three entries: place 3 is not reached then.)
+// every place: 1, 2 and 3 of the default four guests (scalar-p0 takes a branch at step 361).
 TEST_F(DutCli, DutCheckFailsAChipWrongAtOnePlaceOfTheBatch) {
-  for (const char* place : {"1", "2"}) {
+  unsigned batch_passed = 0;
+  for (const char* place : {"1", "2", "3"}) {
     const Result r =
         run_lockstep({"dut-check", "--steps", "600", "--json", "--dut", kFaulty + " placebranch " + place + " " + kChip});
     EXPECT_EQ(r.exit_code, 1) << place << ": " << r.err;
@@ -1042,8 +1042,11 @@ TEST_F(DutCli, DutCheckFailsAChipWrongAtOnePlaceOfTheBatch) {
     EXPECT_EQ(verdict, "fail") << s["checks"].dump(1);
     EXPECT_NE(detail.find(std::string(" at place ") + place + " of the frame: step "), std::string::npos) << detail;
     EXPECT_NE(detail.find(": BR(0) instead of BR(1)"), std::string::npos) << detail;
-    EXPECT_EQ(check_of(s, "batch of streams").first, "pass") << s["checks"].dump(1);
+    // The batch check puts each guest at its own place: whether it catches the chip depends on
+    // whether that guest takes a branch; the stream-order check catches it at every place.
+    batch_passed += check_of(s, "batch of streams").first == "pass";
   }
+  EXPECT_GE(batch_passed, 1u) << "the batch check caught every place: the test no longer shows what the stream order adds";
 }
 
 // The "length over the limit" check: a chip that answers ERROR 1 and keeps the session open is told

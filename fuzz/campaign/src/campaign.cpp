@@ -539,6 +539,69 @@ struct Generator {
     }
   }
 
+  // One to four test instructions of the selected ops with corners (corners_of), each at one of
+  // its op's corners, drawn uniformly, with `li`s of its operands just before it. A store is
+  // followed by a selected load of the bytes it wrote; a load reads a word that a selected store
+  // of a value with bit 7 of every byte set wrote just before it (without one: the scratch's).
+  void corner_stream(const std::vector<const Encoding*>& rows, const std::vector<const Encoding*>& loads,
+                     const std::vector<const Encoding*>& stores) {
+    const unsigned n = 1 + rng.below(4);
+    for (unsigned k = 0; k < n; ++k) {
+      const Encoding& row = *rows[rng.below(static_cast<u32>(rows.size()))];
+      const auto corners = corners_of(row.op);
+      const Corner c = corners[rng.below(static_cast<u32>(corners.size()))];
+      const auto [a, b] = corner_operands(rng, row, c);
+      switch (row.cls) {
+        case InsnClass::kStore:
+        case InsnClass::kLoad: {
+          const Encoding* store = row.cls == InsnClass::kStore ? &row
+                                  : stores.empty()             ? nullptr
+                                                               : stores[rng.below(static_cast<u32>(stores.size()))];
+          const Encoding* load = row.cls == InsnClass::kLoad ? &row
+                                 : loads.empty()             ? nullptr
+                                                             : loads[rng.below(static_cast<u32>(loads.size()))];
+          const u32 base = rng.below(kScratchBytes / 4) * 4;
+          const u32 ssize = store ? access_size(*store) : 4;
+          const u32 at = base + rng.below(4 / ssize) * ssize;
+          if (store) {
+            const u32 v = reg_not({0, 31});
+            add(li(v, b));
+            add(word(ref::encode::s(store->op, 31, v, at), true));
+          }
+          if (load) {
+            const u32 lsize = access_size(*load);
+            const u32 from = lsize <= ssize ? at + rng.below(ssize / lsize) * lsize : at & ~(lsize - 1);
+            add(word(ref::encode::i(load->op, reg_not({31}), 31, from), true));
+          }
+          break;
+        }
+        case InsnClass::kAluImm: {
+          const u32 ra = reg_not({0, 31});
+          add(li(ra, a));
+          add(word(ref::encode::i(row.op, reg_not({31}), ra, row.format == ref::Format::kIShift ? b : b & 0xfff), true));
+          break;
+        }
+        default: {  // register-register ops and branches; equal operands in one register a third of the time
+          const u32 ra = reg_not({0, 31});
+          const u32 rb = a == b && rng.chance(3) ? ra : reg_not({0, 31, ra});
+          add(li(ra, a));
+          if (rb != ra) add(li(rb, b));
+          if (row.cls == InsnClass::kBranch) {
+            Item br;
+            br.kind = Item::Kind::kBranch;
+            br.op = row.op;
+            br.rs1 = static_cast<std::uint8_t>(ra);
+            br.rs2 = static_cast<std::uint8_t>(rb);
+            add(br);
+          } else {
+            add(word(ref::encode::r(row.op, reg_not({31}), ra, rb), true));
+          }
+          break;
+        }
+      }
+    }
+  }
+
   // Stores and loads at the same (or overlapping) offsets of the scratch area.
   void memory_stream(const std::vector<const Encoding*>& loads, const std::vector<const Encoding*>& stores) {
     const unsigned n = 2 + rng.below(7);
@@ -596,8 +659,9 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
     if (e->cls == focus) w *= 6;
     g.weights.push_back(w);
   }
-  std::vector<const Encoding*> carry, loads, stores;
+  std::vector<const Encoding*> carry, loads, stores, cornered;
   for (const Encoding* e : ops) {
+    if (!corners_of(e->op).empty()) cornered.push_back(e);
     if (e->op == Op::kBnAddc || e->op == Op::kBnSubb) carry.push_back(e);
     if (e->cls == InsnClass::kLoad) loads.push_back(e);
     if (e->cls == InsnClass::kStore) stores.push_back(e);
@@ -664,11 +728,14 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   const std::size_t body_begin = g.items.size();
   const unsigned length = o.min_body + rng.below(std::max(o.min_body, o.max_body) - o.min_body + 1);
   while (g.items.size() - body_begin < length) {
-    if (rng.chance(8)) {
-      switch (rng.below(3)) {
+    // (A selection without corners, the vector ops alone, draws as before the corner stream came:
+    // its seeds keep their programs, and the per-op long runs theirs.)
+    if (cornered.empty() ? rng.chance(8) : rng.chance(6)) {
+      switch (rng.below(cornered.empty() ? 3 : 5)) {
         case 0: g.loop_stream(); break;
         case 1: if (!carry.empty()) g.carry_stream(carry); break;
-        default: if (!loads.empty() || !stores.empty()) g.memory_stream(loads, stores); break;
+        case 2: if (!loads.empty() || !stores.empty()) g.memory_stream(loads, stores); break;
+        default: if (!cornered.empty()) g.corner_stream(cornered, loads, stores); break;
       }
       continue;
     }
@@ -717,7 +784,201 @@ std::string_view value_class_name(int c) {
   return c >= 0 && c < kValueClasses ? kNames[c] : "?";
 }
 
+std::string_view corner_name(Corner c) {
+  static constexpr std::string_view kNames[] = {
+      "int-min/-1", "by-zero", "divisor-top-bit", "int-min*int-min", "int-min*-1", "-1*-1",
+      "overflow", "carry", "equal", "signs-differ", "shift-31", "shift-amount-over-31",
+      "rs1-top-bit", "shifted-out", "value-top-bit", "value-high-bits", "loaded-top-bit"};
+  static_assert(sizeof kNames / sizeof kNames[0] == kCorners);
+  const int i = static_cast<int>(c);
+  return i >= 0 && i < kCorners ? kNames[i] : "?";
+}
+
+std::span<const Corner> corners_of(Op op) {
+  using C = Corner;
+  static constexpr C kDiv[] = {C::kIntMinByMinusOne, C::kByZero};
+  static constexpr C kDivu[] = {C::kByZero, C::kDivisorTopBit};
+  static constexpr C kMul[] = {C::kIntMinTimesIntMin, C::kIntMinTimesMinusOne, C::kMinusOneTimesMinusOne};
+  static constexpr C kAdd[] = {C::kOverflow, C::kCarry};
+  static constexpr C kAddi[] = {C::kOverflow};
+  static constexpr C kCompare[] = {C::kEqual, C::kSignsDiffer};
+  static constexpr C kShiftLeft[] = {C::kShift31, C::kShiftOver31, C::kShiftedOut};
+  static constexpr C kShiftRight[] = {C::kShift31, C::kShiftOver31, C::kShiftTopBit};
+  static constexpr C kShiftLeftImm[] = {C::kShift31, C::kShiftedOut};
+  static constexpr C kShiftRightImm[] = {C::kShift31, C::kShiftTopBit};
+  static constexpr C kShAdd[] = {C::kShiftedOut};
+  static constexpr C kStoreNarrow[] = {C::kStoreTopBit, C::kStoreHighBits};
+  static constexpr C kStoreWord[] = {C::kStoreTopBit};
+  static constexpr C kLoadNarrow[] = {C::kLoadTopBit};
+  switch (op) {
+    case Op::kDiv: case Op::kRem: return kDiv;
+    case Op::kDivu: case Op::kRemu: return kDivu;
+    case Op::kMul: case Op::kMulh: case Op::kMulhsu: case Op::kMulhu: return kMul;
+    case Op::kAdd: case Op::kSub: return kAdd;
+    case Op::kAddi: return kAddi;
+    case Op::kSlt: case Op::kSltu: case Op::kSlti: case Op::kSltiu:
+    case Op::kBeq: case Op::kBne: case Op::kBlt: case Op::kBge: case Op::kBltu: case Op::kBgeu: return kCompare;
+    case Op::kSll: return kShiftLeft;
+    case Op::kSrl: case Op::kSra: return kShiftRight;
+    case Op::kSlli: return kShiftLeftImm;
+    case Op::kSrli: case Op::kSrai: return kShiftRightImm;
+    case Op::kSh1add: case Op::kSh2add: case Op::kSh3add: return kShAdd;
+    case Op::kSb: case Op::kSh: return kStoreNarrow;
+    case Op::kSw: return kStoreWord;
+    case Op::kLb: case Op::kLbu: case Op::kLh: case Op::kLhu: return kLoadNarrow;
+    default: return {};
+  }
+}
+
+std::pair<u32, u32> corner_operands(progen::Random& rng, const Encoding& row, Corner c) {
+  constexpr u32 kMin = 0x80000000u, kMax = 0x7fffffffu, kMinus1 = 0xffffffffu;
+  const Op op = row.op;
+  const bool imm = row.cls == InsnClass::kAluImm;
+  const bool shamt = row.format == ref::Format::kIShift;
+  auto imm12 = [&]() -> u32 {
+    static constexpr u32 kImm[] = {0, 1, 0xfff, 0x7ff, 0x800, 2, 0xffe, 31, 32};
+    return rng.chance(2) ? kImm[rng.below(sizeof kImm / sizeof kImm[0])] : rng.below(4096);
+  };
+  auto some = [&] { return rng.chance(2) ? rng.operand() : static_cast<u32>(rng.next()); };
+  auto high_bits = [&](u32 low) { return rng.chance(2) ? 0u : static_cast<u32>(rng.next()) & ~low; };
+  switch (c) {
+    case Corner::kIntMinByMinusOne: return {kMin, kMinus1};
+    case Corner::kByZero: return {some(), 0};
+    case Corner::kDivisorTopBit: return {some(), kMin | static_cast<u32>(rng.next())};
+    case Corner::kIntMinTimesIntMin: return {kMin, kMin};
+    case Corner::kIntMinTimesMinusOne: return rng.chance(2) ? std::pair{kMin, kMinus1} : std::pair{kMinus1, kMin};
+    case Corner::kMinusOneTimesMinusOne: return {kMinus1, kMinus1};
+    case Corner::kOverflow: {
+      const bool up = rng.chance(2);  // past INT_MAX, or below INT_MIN
+      if (op == Op::kAddi) {  // imm in [-2048, 2047]
+        if (up) {
+          const u32 x = rng.below(2047);
+          return {kMax - x, x + 1 + rng.below(2047 - x)};
+        }
+        const u32 x = rng.below(2048);
+        return {kMin + x, 0u - (x + 1 + rng.below(2048 - x))};
+      }
+      const u32 x = rng.chance(2) ? rng.below(16) : static_cast<u32>(rng.next()) & 0x3fffffffu;
+      const u32 y = x + 1 + rng.below(kMax - x);  // 1..INT_MAX
+      const bool sub = op == Op::kSub;
+      std::pair<u32, u32> ab = up ? std::pair{kMax - x, sub ? 0u - y : y} : std::pair{kMin + x, sub ? y : 0u - y};
+      if (!sub && rng.chance(2)) std::swap(ab.first, ab.second);
+      return ab;
+    }
+    case Corner::kCarry:
+      if (op == Op::kSub) {  // X(rs1) < X(rs2), unsigned
+        const u32 a = rng.chance(4) ? 0 : rng.below(kMinus1);
+        return {a, a + 1 + rng.below(kMinus1 - a)};
+      } else {  // a + b >= 2^32
+        const u32 a = rng.chance(4) ? kMinus1 : 1 + rng.below(kMinus1);
+        return {a, (0u - a) + rng.below(a)};
+      }
+    case Corner::kEqual: {
+      if (imm) {
+        const u32 v = ref::field::sext(imm12(), 12);
+        return {v, v};
+      }
+      const u32 v = some();
+      return {v, v};
+    }
+    case Corner::kSignsDiffer: {
+      if (imm) {
+        const u32 v = ref::field::sext(imm12(), 12);
+        return {(some() & kMax) | (~v & kMin), v};
+      }
+      switch (rng.below(4)) {
+        case 0: return rng.chance(2) ? std::pair{kMin, kMax} : std::pair{kMax, kMin};
+        case 1: return rng.chance(2) ? std::pair{kMinus1, 0u} : std::pair{0u, kMinus1};
+        default: {
+          const u32 a = some();
+          return {a, (some() & kMax) | (~a & kMin)};
+        }
+      }
+    }
+    case Corner::kShift31: return {some(), shamt ? 31u : 31u | high_bits(31)};
+    case Corner::kShiftOver31: {
+      static constexpr u32 kEdges[] = {32, 33, 63, 64, 0x80000000u, 0xffffffffu, 0x8000001fu};
+      return {some(), rng.chance(2) ? kEdges[rng.below(sizeof kEdges / sizeof kEdges[0])] : 32 + rng.below(kMinus1 - 31)};
+    }
+    case Corner::kShiftTopBit: {
+      const u32 s = 1 + rng.below(31);
+      return {kMin | some(), shamt ? s : s | high_bits(31)};
+    }
+    case Corner::kShiftedOut: {
+      const u32 s = op == Op::kSh1add ? 1 : op == Op::kSh2add ? 2 : op == Op::kSh3add ? 3 : 1 + rng.below(31);
+      const u32 a = some() | 1u << (31 - rng.below(s));
+      if (op == Op::kSh1add || op == Op::kSh2add || op == Op::kSh3add) return {a, some()};
+      return {a, shamt ? s : s | high_bits(31)};
+    }
+    case Corner::kStoreTopBit: {
+      const u32 bits = op == Op::kSb ? 8 : op == Op::kSh ? 16 : 32;
+      const u32 top = 1u << (bits - 1);
+      const u32 low = bits == 32 ? static_cast<u32>(rng.next()) : rng.chance(2) ? 0u : rng.below(top);
+      return {0, top | low | (bits == 32 ? 0u : high_bits(top | (top - 1)))};
+    }
+    case Corner::kStoreHighBits: {
+      const u32 bits = op == Op::kSb ? 8 : 16;
+      const u32 low = rng.chance(2) ? rng.below(1u << bits) : (1u << (bits - 1)) + rng.below(2) * ((1u << (bits - 1)) - 1);
+      return {0, low | (1 + rng.below((1u << (32 - bits)) - 1)) << bits};
+    }
+    case Corner::kLoadTopBit: return {0, static_cast<u32>(rng.next()) | 0x80808080u};
+    case Corner::kCount: break;
+  }
+  return {0, 0};
+}
+
+bool at_corner(Op op, Corner c, u32 a, u32 b) {
+  const auto mine = corners_of(op);
+  if (std::find(mine.begin(), mine.end(), c) == mine.end()) return false;
+  constexpr u32 kMin = 0x80000000u, kMinus1 = 0xffffffffu;
+  auto shift_amount = [&] { return b & 31; };  // OP-IMM's shamt is b itself (0..31)
+  auto left_shift = [&]() -> unsigned {
+    switch (op) {
+      case Op::kSh1add: return 1;
+      case Op::kSh2add: return 2;
+      case Op::kSh3add: return 3;
+      default: return shift_amount();
+    }
+  };
+  auto store_bits = [&] { return op == Op::kSb ? 8u : op == Op::kSh ? 16u : 32u; };
+  switch (c) {
+    case Corner::kIntMinByMinusOne: return a == kMin && b == kMinus1;
+    case Corner::kByZero: return b == 0;
+    case Corner::kDivisorTopBit: return (b >> 31) != 0;
+    case Corner::kIntMinTimesIntMin: return a == kMin && b == kMin;
+    case Corner::kIntMinTimesMinusOne: return (a == kMin && b == kMinus1) || (a == kMinus1 && b == kMin);
+    case Corner::kMinusOneTimesMinusOne: return a == kMinus1 && b == kMinus1;
+    case Corner::kOverflow: {
+      const u32 r = op == Op::kSub ? a - b : a + b;
+      const u32 bb = op == Op::kSub ? ~b : b;  // a - b overflows as a + ~b + 1 does: operands of one sign, result of the other
+      return ((a ^ r) & (bb ^ r)) >> 31;
+    }
+    case Corner::kCarry: return op == Op::kSub ? a < b : a + b < a;
+    case Corner::kEqual: return a == b;
+    case Corner::kSignsDiffer: return ((a ^ b) >> 31) != 0;
+    case Corner::kShift31: return shift_amount() == 31;
+    case Corner::kShiftOver31: return b >= 32;
+    case Corner::kShiftTopBit: return shift_amount() != 0 && (a >> 31) != 0;
+    case Corner::kShiftedOut: {
+      const unsigned s = left_shift();
+      return s != 0 && (a >> (32 - s)) != 0;
+    }
+    case Corner::kStoreTopBit: return ((b >> (store_bits() - 1)) & 1) != 0;
+    case Corner::kStoreHighBits: return store_bits() < 32 && (b >> store_bits()) != 0;
+    case Corner::kLoadTopBit: return ((b >> ((op == Op::kLb || op == Op::kLbu) ? 7 : 15)) & 1) != 0;
+    case Corner::kCount: break;
+  }
+  return false;
+}
+
 namespace {
+
+// The op of a mnemonic of the encoding table (Op::kIllegal for none).
+Op op_named(std::string_view mnemonic) {
+  for (const Encoding& e : ref::encoding_table())
+    if (e.mnemonic == mnemonic) return e.op;
+  return Op::kIllegal;
+}
 
 // Runs `p` on fresh reference machine `m` (at most max_steps tokens), calling visit(slot, word)
 // before each step whose pc is one of p's code words.
@@ -753,6 +1014,25 @@ void Coverage::add(const Program& p, std::uint64_t max_steps) {
       r.has_rs2 = true;
       ++r.rs2[value_class(m.reg(d.rs2))];
     }
+    const auto corners = corners_of(d.op);
+    if (corners.empty()) return;
+    const u32 a = m.reg(d.rs1);
+    u32 b = 0;
+    if (e.cls == InsnClass::kAluImm) {
+      b = d.imm;
+    } else if (e.cls == InsnClass::kLoad) {
+      const u32 size = d.op == Op::kLb || d.op == Op::kLbu ? 1 : 2;
+      try {
+        const std::vector<std::uint8_t> bytes = m.read_memory(a + d.imm, size);
+        b = size == 1 ? bytes[0] : bytes[0] | u32{bytes[1]} << 8;
+      } catch (const std::out_of_range&) {
+        return;  // it traps: no value read
+      }
+    } else {
+      b = m.reg(d.rs2);
+    }
+    for (const Corner c : corners)
+      if (at_corner(d.op, c, a, b)) ++r.corners[static_cast<int>(c)];
   });
   const VectorRun v = run_vector_ops(p, max_steps);
   for (const auto& [op, b] : v.buckets)
@@ -839,6 +1119,7 @@ void Coverage::merge(const Coverage& o) {
       mine.rs1[c] += r.rs1[c];
       mine.rs2[c] += r.rs2[c];
     }
+    for (int c = 0; c < kCorners; ++c) mine.corners[c] += r.corners[c];
   }
 }
 
@@ -850,6 +1131,11 @@ json Coverage::to_json() const {
     json o = {{"executed", r.executed}};
     if (r.has_rs1) o["rs1"] = r.rs1;
     if (r.has_rs2) o["rs2"] = r.rs2;
+    if (const auto corners = corners_of(op_named(name)); !corners.empty()) {
+      json cj = json::object();
+      for (const Corner c : corners) cj[std::string(corner_name(c))] = r.corners[static_cast<int>(c)];
+      o["corners"] = cj;
+    }
     ops[name] = o;
   }
   json j = {{"programs", programs}, {"instructions", instructions}, {"value_classes", classes}, {"ops", ops}};
@@ -872,6 +1158,12 @@ Coverage Coverage::from_json(const json& j) {
     if (o.contains("rs2")) {
       r.has_rs2 = true;
       r.rs2 = o["rs2"].get<std::array<std::uint64_t, kValueClasses>>();
+    }
+    if (o.contains("corners")) {  // a fuzz.json before corners were counted has none
+      for (int k = 0; k < kCorners; ++k) {
+        const std::string n(corner_name(static_cast<Corner>(k)));
+        if (o["corners"].contains(n)) r.corners[k] = o["corners"][n].get<std::uint64_t>();
+      }
     }
     c.rows[name] = r;
   }
@@ -902,11 +1194,29 @@ std::string Coverage::text(std::span<const Encoding* const> ops) const {
     os << head;
     if (r.has_rs1) os << "  rs1 " << counts(r.rs1);
     if (r.has_rs2) os << "  rs2 " << counts(r.rs2);
+    const auto corners = corners_of(e->op);
+    for (std::size_t k = 0; k < corners.size(); ++k)
+      os << (k ? ", " : "  corners ") << corner_name(corners[k]) << " " << r.corners[static_cast<int>(corners[k])];
     os << "\n";
   }
   if (!missing.empty()) {
     os << "  never executed:";
     for (const std::string& m : missing) os << " " << m;
+    os << "\n";
+  }
+  // The corners of the executed ops that no test instruction reached: an opcode table full of
+  // counts can still leave a divider's INT_MIN / -1 untested.
+  std::vector<std::string> unreached;
+  for (const Encoding* e : ops) {
+    const auto it = rows.find(std::string(e->mnemonic));
+    if (it == rows.end() || it->second.executed == 0) continue;
+    for (const Corner c : corners_of(e->op))
+      if (it->second.corners[static_cast<int>(c)] == 0)
+        unreached.push_back(std::string(e->mnemonic) + " " + std::string(corner_name(c)));
+  }
+  if (!unreached.empty()) {
+    os << "  corners never reached:";
+    for (std::size_t k = 0; k < unreached.size(); ++k) os << (k ? ", " : " ") << unreached[k];
     os << "\n";
   }
   // The vector ops' buckets (fuzz/ops), those never reached last.

@@ -33,6 +33,7 @@
 #include "lockstep/engine/engine.h"
 #include "lockstep/format/elf.h"
 #include "lockstep/ops/op_case.h"
+#include "lockstep/progen/progen.h"
 #include "lockstep/ref/encoding.h"
 
 namespace lockstep::campaign {
@@ -194,13 +195,56 @@ inline constexpr int kValueClasses = 7;
 int value_class(std::uint32_t v);
 std::string_view value_class_name(int c);  ///< "zero", "one", "minus-one", "int-min", "int-max", "pow2", "other"
 
+/// Operand corners (fuzz/README.md, "Corners"): per scalar op, the combinations of its two
+/// operands at which compiled arithmetic is most often wrong and which operands drawn one at a
+/// time seldom reach (DIV of INT_MIN by -1, SB of a byte with bit 7 set, an ADD that overflows).
+/// The generator's corner stream aims at them and the coverage table counts them per op.
+enum class Corner : std::uint8_t {
+  kIntMinByMinusOne,   ///< "int-min/-1": X(rs1) = INT_MIN, X(rs2) = -1 (div, rem)
+  kByZero,             ///< "by-zero": X(rs2) = 0 (div, divu, rem, remu)
+  kDivisorTopBit,      ///< "divisor-top-bit": X(rs2) >= 2^31 (divu, remu)
+  kIntMinTimesIntMin,  ///< "int-min*int-min" (mul, mulh, mulhsu, mulhu)
+  kIntMinTimesMinusOne,///< "int-min*-1": either order (mul, mulh, mulhsu, mulhu)
+  kMinusOneTimesMinusOne, ///< "-1*-1" (mul, mulh, mulhsu, mulhu)
+  kOverflow,           ///< "overflow": the signed result does not fit 32 bits (add, sub, addi)
+  kCarry,              ///< "carry": add's unsigned sum >= 2^32, sub's X(rs1) < X(rs2) unsigned
+  kEqual,              ///< "equal": the two operands equal (slt*, branches)
+  kSignsDiffer,        ///< "signs-differ": bit 31 differs, signed and unsigned order disagree
+  kShift31,            ///< "shift-31": a shift by 31
+  kShiftOver31,        ///< "shift-amount-over-31": X(rs2) >= 32, whose bits 5..31 a shift drops
+  kShiftTopBit,        ///< "rs1-top-bit": a right shift (> 0) of a word with bit 31 set
+  kShiftedOut,         ///< "shifted-out": a left shift (sll, slli, sh1add..sh3add) drops a 1
+  kStoreTopBit,        ///< "value-top-bit": the stored byte/halfword/word has its top bit set
+  kStoreHighBits,      ///< "value-high-bits": sb/sh of a value with bits above the stored ones
+  kLoadTopBit,         ///< "loaded-top-bit": lb, lbu, lh, lhu read a byte/halfword with its top bit set
+  kCount
+};
+inline constexpr int kCorners = static_cast<int>(Corner::kCount);
+/// The corner's name ("int-min/-1"; "?" out of range).
+std::string_view corner_name(Corner c);
+/// The corners of `op`, in Corner order; empty for ops without any (lui, jal, and, bignum,
+/// vector ops).
+std::span<const Corner> corners_of(ref::Op op);
+/// Whether an instruction of `op` with operands `a` and `b` is at corner `c` (one of
+/// corners_of(op); false for any other). a = X(rs1); b = X(rs2) for register-register ops and
+/// branches, the value register of a store (X(rs2)), the sign-extended immediate for OP-IMM
+/// (the shift amount for slli/srli/srai), and for a load the byte or halfword it reads,
+/// zero-extended.
+bool at_corner(ref::Op op, Corner c, std::uint32_t a, std::uint32_t b);
+/// Operands (a, b as at_corner reads them) at corner `c` of `row`'s op, drawn with `rng`: edges
+/// and random values that reach it (the generator's corner stream). For a load, b is the word a
+/// store writes before it, with bit 7 of every byte set. Requires c in corners_of(row.op).
+std::pair<std::uint32_t, std::uint32_t> corner_operands(progen::Random& rng, const ref::Encoding& row, Corner c);
+
 /// Opcode x operand class counts of the test instructions the reference
-/// executed (rs1 and rs2 values read just before each instruction ran).
+/// executed (rs1 and rs2 values read just before each instruction ran), and their corners.
 struct Coverage {
   struct Row {
     std::uint64_t executed = 0;
     std::array<std::uint64_t, kValueClasses> rs1{}, rs2{};
     bool has_rs1 = false, has_rs2 = false;
+    /// Executions at each corner (Corner order; only corners_of(op) can be non-zero).
+    std::array<std::uint64_t, kCorners> corners{};
   };
   std::map<std::string, Row> rows;  ///< by mnemonic
   std::uint64_t programs = 0, instructions = 0;
