@@ -13,6 +13,8 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <atomic>
+#include <functional>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -43,7 +45,7 @@ using nlohmann::json;
 struct FuzzArgs {
   std::string ops, chip, backend = "cpu", mode = "both", report, shard = "0/1", time, length;
   std::uint64_t seed = 0, programs = 0, first = 0, max_failures = 0;
-  unsigned batch = 32, shrink_runs = 4000;
+  unsigned batch = 32, shrink_runs = 4000, shrink_per_class = 3;
   double shrink_seconds = 120;
   bool no_shrink = false;
   std::vector<std::string> merge;
@@ -576,6 +578,118 @@ struct Failure {
   std::size_t stream = 0, batch_size = 1;
 };
 
+// A chip under test that keeps state across RESET (a cache, a slot, a register not cleared)
+// fails a program only after others ran in its session. Its case, saved and run in the
+// campaign's session, diverges there; `lockstep replay` starts a new session, where it passes
+// (found by an outside tester: such a case read "does NOT reproduce", exit 0, and the campaign
+// had blamed free-running mode, which ran second). So the first saved case of each class of
+// `failures` (fuzz.json's array; those with a case_diverges_at) runs again in a new chip session,
+// as replay runs it, once the campaign's session has ended (end_session: a chip may serve one
+// session at a time). Each checked failure gets reproduces_in_a_new_session (true, false, or
+// null where its case could not run or the check was stopped); the failures of a class whose
+// case diverges elsewhere or not at all get a `note`, the campaign-prefix command of
+// repeat_session (case folder -> command) as `repeat`, and NOT-REPRODUCED-IN-A-NEW-SESSION.txt
+// in their case folders. time_left: the seconds --time (time_arg) leaves, nullopt without it;
+// it bounds each case's chip start and answers. fuzz/README.md, "A failure that needs its
+// session".
+void check_in_a_new_session(json& failures, const std::atomic<bool>* stop,
+                            const std::function<std::optional<double>()>& time_left, const std::string& time_arg,
+                            const std::function<void()>& end_session,
+                            const std::map<std::string, std::string>& repeat_session, std::ostream& out) {
+  // signature -> the note its failures get; nullopt: checked, nothing to note
+  std::map<std::string, std::optional<std::string>> checked;
+  bool stopped = false;
+  for (json& failure : failures) {
+    const std::string sig = failure.value("signature", "");
+    if (checked.count(sig) || !failure.contains("case_diverges_at") ||
+        !failure["case_diverges_at"].is_number_unsigned() || failure["case_diverges_at"].get<std::uint64_t>() == 0)
+      continue;
+    const std::string dir = failure.value("case", "");
+    const std::optional<double> left = time_left();
+    if (left && *left <= 0) {
+      out << "--time " << time_arg << " spent: the saved cases were not run again in a new chip session\n" << std::flush;
+      break;
+    }
+    end_session();
+    const std::uint64_t at = failure["case_diverges_at"].get<std::uint64_t>();
+    std::uint64_t fresh_at = 0;  // 0: no divergence
+    try {
+      engine::CheckRequest req;
+      req.command = "replay";
+      req.the_case = engine::Case::read(dir);
+      if (req.the_case.dut) {
+        req.the_case.dut->stop = stop;
+        if (left) {  // the chip's start and each answer get the time left
+          req.the_case.dut->start_timeout_s = std::min(req.the_case.dut->start_timeout_s, std::max(1.0, *left));
+          req.the_case.dut->timeout_s = std::min(req.the_case.dut->timeout_s, std::max(1.0, *left));
+        }
+      }
+      req.options.stop = stop;
+      const engine::CheckOutcome co = engine::run_check(req, std::cerr);
+      if (co.result.interrupted) {
+        stopped = true;
+        break;
+      }
+      for (const engine::StreamResult& r : co.result.streams)
+        if (r.divergence) fresh_at = r.divergence->step;
+    } catch (const std::exception& e) {
+      if (stop->load()) {
+        stopped = true;
+        break;
+      }
+      out << "  the saved case " << dir << " could not be run in a new chip session: " << format::escape_controls(e.what())
+          << "\n" << std::flush;
+      failure["reproduces_in_a_new_session"] = nullptr;
+      checked[sig] = std::nullopt;
+      continue;
+    }
+    failure["reproduces_in_a_new_session"] = fresh_at == at;
+    if (fresh_at == at) {
+      checked[sig] = std::nullopt;
+      continue;
+    }
+    const auto r = repeat_session.find(dir);
+    const std::string repeat = r == repeat_session.end() ? std::string() : r->second;
+    const std::string why =
+        "the saved case " + dir + " diverges at step " + std::to_string(at) + " in the campaign's chip session, but " +
+        (fresh_at ? "at step " + std::to_string(fresh_at) : std::string("not at all")) +
+        " in a new one, as `lockstep replay` runs it: the chip's answers depend on what ran before in its session "
+        "(state kept across RESET, or a chip that is not deterministic: `lockstep dut-check` checks both), and the "
+        "failure's mode and class may be the order the campaign ran things in (forced before free-running)";
+    out << "  " << why << "; repeat the campaign up to it: " << as_invoked(repeat) << "\n" << std::flush;
+    write_text(fs::path(dir) / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt", why + ".\nRepeat the campaign up to it: " + repeat + "\n");
+    checked[sig] = "the first saved case of its class (" + dir + ") " +
+                   (fresh_at ? "diverges at step " + std::to_string(fresh_at) + ", not " + std::to_string(at) + ","
+                             : std::string("passes")) +
+                   " in a new chip session: the chip's answers depend on what ran before in its session (state kept "
+                   "across RESET, or a chip that is not deterministic: lockstep dut-check checks both); repeat the "
+                   "campaign up to it: " + repeat;
+  }
+  if (stopped) {
+    // (found by the re-test: a stop here left no word of the check, and no key)
+    for (json& failure : failures)
+      if (!checked.count(failure.value("signature", ""))) failure["reproduces_in_a_new_session"] = nullptr;
+    out << "  the new-session check of the saved cases was stopped before it ended: the failures without "
+           "reproduces_in_a_new_session in fuzz.json were not checked\n"
+        << std::flush;
+  }
+  for (json& failure : failures) {
+    const auto n = checked.find(failure.value("signature", ""));
+    if (n == checked.end() || !n->second) continue;
+    failure["note"] = *n->second;
+    // the program alone in a new campaign passes as the case does: the campaign up to its batch
+    // repeats it (found by the re-test: "repeat" named the program alone)
+    if (const auto r = repeat_session.find(failure.value("case", "")); r != repeat_session.end())
+      failure["repeat"] = r->second;
+    // the class's other cases: their replays will not reproduce them either (the first case's
+    // folder has its own file, above)
+    const fs::path dir = failure.value("case", "");
+    std::error_code ec;
+    if (!dir.empty() && fs::is_directory(dir, ec) && !fs::exists(dir / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt", ec))
+      write_text(dir / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt", *n->second + ".\n");
+  }
+}
+
 }  // namespace
 
 void add_fuzz_command(CLI::App& app, Context& ctx) {
@@ -624,8 +738,19 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                   "in that batch are saved unshrunk")
       ->check(count_range(0, 1'000'000'000'000))
       ->capture_default_str();
+  // The same bug in many programs need not be shrunk in every one (found by an outside tester: a
+  // campaign with 78 failing runs spent 84.5 of its 105.7 s shrinking them, on a CPU chip).
+  CLI::Option* per_class =
+      cmd->add_option("--shrink-per-class", args->shrink_per_class,
+                      "Shrink at most this many failing runs of each class (0: every one); the class's others are "
+                      "saved as generated")
+          ->check(count_range(0, 1'000'000'000))
+          ->capture_default_str();
   // A shrinking budget beside --no-shrink is a contradiction, refused (found by an outside tester).
-  cmd->add_flag("--no-shrink", args->no_shrink, "Save failing programs as generated")->excludes(shrink_runs)->excludes(shrink_time);
+  cmd->add_flag("--no-shrink", args->no_shrink, "Save failing programs as generated")
+      ->excludes(shrink_runs)
+      ->excludes(shrink_time)
+      ->excludes(per_class);
   cmd->add_option("--merge", args->merge,
                   "Add up the fuzz.json of shard folders (counts, failures, coverage) instead of running");
   cmd->callback([&ctx, args, cmd, seed_opt] {
@@ -806,6 +931,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     // A saved case's folder -> the campaign's programs up to its batch, in its chip session as it ran
     // them (the chip's history when the failure happened).
     std::map<std::string, std::string> repeat_session;
+    std::map<std::string, unsigned> shrunk_in_class;  // signature -> failing runs of it shrunk (or tried)
     auto print_failure = [&](const Failure& f) {
       const engine::Divergence& d = *f.result.divergence;
       out << "FAIL program " << f.original.index << " (program seed " << f.original.seed << ", "
@@ -838,7 +964,11 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       const bool use_chip = without_chip.empty();
       // Why a program that was run by the chip was not shrunk (empty: it was, or was tried)
       std::string kept_whole = use_chip && args->no_shrink ? "--no-shrink" : "";
-      if (use_chip && !args->no_shrink) {
+      if (use_chip && !args->no_shrink && args->shrink_per_class != 0 &&
+          shrunk_in_class[signature] >= args->shrink_per_class)
+        kept_whole = "--shrink-per-class " + std::to_string(args->shrink_per_class) + ": as many of its class were shrunk";
+      if (use_chip && kept_whole.empty()) {
+        ++shrunk_in_class[signature];
         campaign::ShrinkOptions so;
         so.max_runs = args->shrink_runs;
         so.max_seconds = args->shrink_seconds;
@@ -1238,107 +1368,15 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     }
 
     // A chip under test that keeps state across RESET (a cache, a slot, a register not cleared)
-    // fails a program only after others ran in its session. Its case, saved and run in the
-    // campaign's session, diverges there; `lockstep replay` starts a new session, where it passes
-    // (found by an outside tester: such a case read "does NOT reproduce", exit 0, and the campaign
-    // had blamed free-running mode, which ran second). So the first saved case of each class runs
-    // again in a new chip session, as replay runs it, once the campaign's session has ended (a
-    // chip may serve one session at a time).
+    // fails a program only after others ran in its session (check_in_a_new_session).
     if (dut && fault.empty() && !interrupted && !stop->load() && !failures.empty()) {
       write_progress(true);  // the whole campaign's result, should it be killed during the check
-      std::map<std::string, std::string> class_note;  // signature -> the note its failures get
-      bool check_stopped = false;
-      for (json& failure : failures) {
-        const std::string sig = failure.value("signature", "");
-        if (class_note.count(sig) || !failure.contains("case_diverges_at") ||
-            !failure["case_diverges_at"].is_number_unsigned() || failure["case_diverges_at"].get<std::uint64_t>() == 0)
-          continue;
-        const std::string dir = failure.value("case", "");
-        if (time_limit > 0 && elapsed() >= time_limit) {
-          out << "--time " << args->time << " spent: the saved cases were not run again in a new chip session\n" << std::flush;
-          break;
-        }
-        backend.reset();  // BYE: the campaign's session ends (its decision coverage was read per batch)
-        const std::uint64_t at = failure["case_diverges_at"].get<std::uint64_t>();
-        std::optional<std::uint64_t> fresh_at;
-        try {
-          engine::CheckRequest req;
-          req.command = "replay";
-          req.the_case = engine::Case::read(dir);
-          if (req.the_case.dut) {
-            req.the_case.dut->stop = stop;
-            // --time bounds the check too: the chip's start and each answer get the time left
-            if (time_limit > 0) {
-              const double left = std::max(1.0, time_limit - elapsed());
-              req.the_case.dut->start_timeout_s = std::min(req.the_case.dut->start_timeout_s, left);
-              req.the_case.dut->timeout_s = std::min(req.the_case.dut->timeout_s, left);
-            }
-          }
-          req.options.stop = stop;
-          const engine::CheckOutcome co = engine::run_check(req, std::cerr);
-          if (co.result.interrupted) {
-            check_stopped = true;
-            break;
-          }
-          fresh_at = 0;
-          for (const engine::StreamResult& r : co.result.streams)
-            if (r.divergence) fresh_at = r.divergence->step;
-        } catch (const std::exception& e) {
-          if (stop->load()) {
-            check_stopped = true;
-            break;
-          }
-          out << "  the saved case " << dir << " could not be run in a new chip session: " << format::escape_controls(e.what())
-              << "\n" << std::flush;
-          failure["reproduces_in_a_new_session"] = nullptr;
-          class_note[sig] = "";
-          continue;
-        }
-        failure["reproduces_in_a_new_session"] = *fresh_at == at;
-        if (*fresh_at == at) {
-          class_note[sig] = "";
-          continue;
-        }
-        const std::string repeat = repeat_session.count(dir) ? repeat_session[dir] : std::string();
-        const std::string why =
-            "the saved case " + dir + " diverges at step " + std::to_string(at) + " in the campaign's chip session, but " +
-            (*fresh_at ? "at step " + std::to_string(*fresh_at) : std::string("not at all")) +
-            " in a new one, as `lockstep replay` runs it: the chip's answers depend on what ran before in its session "
-            "(state kept across RESET, or a chip that is not deterministic: `lockstep dut-check` checks both), and the "
-            "failure's mode and class may be the order the campaign ran things in (forced before free-running)";
-        out << "  " << why << "; repeat the campaign up to it: " << as_invoked(repeat) << "\n" << std::flush;
-        write_text(fs::path(dir) / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt",
-                   why + ".\nRepeat the campaign up to it: " + repeat + "\n");
-        class_note[sig] = "the first saved case of its class (" + dir + ") " +
-                          (*fresh_at ? "diverges at step " + std::to_string(*fresh_at) + ", not " + std::to_string(at) + ","
-                                     : std::string("passes")) +
-                          " in a new chip session: the chip's answers depend on what ran before in its session (state kept across RESET, "
-                          "or a chip that is not deterministic: lockstep dut-check checks both); repeat the campaign "
-                          "up to it: " + repeat;
-      }
-      if (check_stopped) {
-        // (found by the re-test: a stop here left no word of the check, and no key)
-        for (json& failure : failures)
-          if (!class_note.count(failure.value("signature", ""))) failure["reproduces_in_a_new_session"] = nullptr;
-        out << "  the new-session check of the saved cases was stopped before it ended: the failures without "
-               "reproduces_in_a_new_session in fuzz.json were not checked\n"
-            << std::flush;
-      }
-      for (json& failure : failures) {
-        const auto n = class_note.find(failure.value("signature", ""));
-        if (n == class_note.end() || n->second.empty()) continue;
-        failure["note"] = n->second;
-        // the program alone in a new campaign passes as the case does: the campaign up to its
-        // batch repeats it (found by the re-test: "repeat" named the program alone)
-        if (const auto r = repeat_session.find(failure.value("case", "")); r != repeat_session.end())
-          failure["repeat"] = r->second;
-        // the class's other cases: their replays will not reproduce them either (the first
-        // case's folder has its own file, above)
-        const fs::path dir = failure.value("case", "");
-        std::error_code ec;
-        if (!dir.empty() && fs::is_directory(dir, ec) && !fs::exists(dir / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt", ec))
-          write_text(dir / "NOT-REPRODUCED-IN-A-NEW-SESSION.txt", n->second + ".\n");
-      }
+      auto time_left = [&]() -> std::optional<double> {
+        if (time_limit <= 0) return std::nullopt;
+        return time_limit - elapsed();
+      };
+      // BYE: the campaign's session ends (its decision coverage was read per batch)
+      check_in_a_new_session(failures, stop, time_left, args->time, [&] { backend.reset(); }, repeat_session, out);
     }
 
     // ---------------------------------------------------------------- report
