@@ -211,6 +211,11 @@ void report_partial(Context& ctx, const engine::RunFailed& f) {
   }
   // Nothing ran (the chip failed at its start): no closing "steps compared 0" line.
   if (r.steps > 0) ctx.out() << engine::result_text(r) << std::flush;
+  // A run whose report could not be written is an error (exit 2) whatever it compared: stdout
+  // says so below its "mismatches 0" too (found by an outside tester: a full disk left stdout
+  // reading as a pass, the error on stderr alone).
+  if (r.steps > 0 && f.report_unwritten)
+    ctx.out() << "not recorded: " << format::escape_controls(f.what()) << "\n" << std::flush;
 }
 
 }  // namespace lockstep::cli

@@ -1617,6 +1617,21 @@ TEST(FileErrors, AClosedStdoutAndAFileSizeLimitAreFailedWrites) {
   const std::string limit_err = slurp(err);
   EXPECT_EQ(std::count(limit_err.begin(), limit_err.end(), '\n'), 1) << limit_err;
   EXPECT_EQ(limit_err.rfind("lockstep: error: ", 0), 0u) << limit_err;
+  // A run whose report cannot be written (its summary.json, with a hash a step, past the limit)
+  // is an error, and stdout says so below its closing line (found by an outside tester: a full
+  // disk left stdout reading "mismatches 0", the error on stderr alone).
+  const fs::path out = dir / "out";
+  cmd = "bash -c 'ulimit -f 32; " + exe + " run " + loop_elf(100000).string() + " --steps 400 --hash-every 1 --report " +
+        (dir / "unwritten").string() + " >" + out.string() + " 2>" + err.string() + "'";
+  status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << cmd;
+  EXPECT_EQ(WEXITSTATUS(status), 2) << cmd << "\n" << slurp(out) << slurp(err);
+  const std::string said = slurp(out);
+  const auto closing = said.find("steps compared "), unrecorded = said.find("\nnot recorded: cannot write the report to ");
+  EXPECT_NE(closing, std::string::npos) << said;
+  EXPECT_NE(unrecorded, std::string::npos) << said;
+  EXPECT_LT(closing, unrecorded) << said;
+  EXPECT_NE(slurp(err).find("lockstep: error: cannot write the report to "), std::string::npos) << slurp(err);
   // A campaign's fuzz.json is replaced whole or not at all: never left cut at the limit (found by
   // an outside tester: 8,192 bytes of broken JSON, which fuzz --merge then refused)
   if (have_built_chip()) {
