@@ -642,17 +642,30 @@ static void coverage_sections(std::ostringstream& os, const json& summary) {
        << " programs; rs1/rs2 value classes";
     const json classes = cov.value("value_classes", json::array());
     for (const json& c : classes) os << " " << escape_xml(c.is_string() ? c.get<std::string>() : format::json_text(c));
-    os << "</p>\n<table><tr><th>op</th><th>executed</th><th>rs1</th><th>rs2</th></tr>\n";
+    os << "</p>\n<table><tr><th>op</th><th>executed</th><th>rs1</th><th>rs2</th><th>operand corners</th></tr>\n";
     auto counts = [](const json& o, const char* k) {
       std::string t;
       if (o.contains(k) && o[k].is_array())
         for (const json& v : o[k]) t += (t.empty() ? "" : "/") + format::json_text(v);
       return t;
     };
+    // The op's corners (fuzz/README.md, "Coverage"), and those of executed ops never reached.
+    std::string unreached;
+    auto corners = [&](const std::string& name, const json& o) {
+      std::string t;
+      if (!o.contains("corners") || !o["corners"].is_object()) return t;
+      for (const auto& [corner, n] : o["corners"].items()) {
+        t += (t.empty() ? "" : ", ") + escape_xml(corner) + " " + format::json_text(n);
+        if (n == 0 && o.value("executed", 0ull) > 0)
+          unreached += (unreached.empty() ? "" : ", ") + escape_xml(name) + " " + escape_xml(corner);
+      }
+      return t;
+    };
     for (const auto& [name, o] : cov["ops"].items())
       os << "<tr><td>" << escape_xml(name) << "</td><td>" << o.value("executed", 0ull) << "</td><td>"
-         << counts(o, "rs1") << "</td><td>" << counts(o, "rs2") << "</td></tr>\n";
+         << counts(o, "rs1") << "</td><td>" << counts(o, "rs2") << "</td><td>" << corners(name, o) << "</td></tr>\n";
     os << "</table>\n";
+    if (!unreached.empty()) os << "<p class=\"note\">operand corners never reached: " << unreached << "</p>\n";
   }
   const json dc = summary.value("decision_coverage", json::object());
   if (dc.is_object() && dc.contains("recorded")) {

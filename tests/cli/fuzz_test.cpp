@@ -111,6 +111,15 @@ TEST(LockstepFuzz, CleanCampaignOnTheBuiltChip) {
   const std::string html = slurp(report / "report.html");
   EXPECT_NE(html.find("Coverage: chip decision units"), std::string::npos);
   EXPECT_NE(html.find("Coverage: test instructions executed by the reference"), std::string::npos);
+  // Operand corners: per op in fuzz.json, and those never reached named in the text and the page
+  EXPECT_TRUE(f["coverage"]["ops"]["div"]["corners"].contains("int-min/-1")) << f["coverage"]["ops"]["div"].dump();
+  const auto never = r.out.find("  corners never reached: ");
+  EXPECT_EQ(never != std::string::npos, html.find("operand corners never reached: ") != std::string::npos) << r.out;
+  if (never != std::string::npos) {  // the text's first one is on the page's line too
+    const std::string first = r.out.substr(never + 25, r.out.find_first_of(",\n", never + 25) - never - 25);
+    const auto line = html.find("operand corners never reached: ");
+    EXPECT_LT(html.find(first, line), html.find("</p>", line)) << first;
+  }
 }
 
 // VEW ADD/MUL/MULS/ROT (vector.md 4.5) on the built chip, both modes, 0 mismatches: programs 18
