@@ -1637,10 +1637,17 @@ TEST(FileErrors, AClosedStdoutAndAFileSizeLimitAreFailedWrites) {
   if (have_built_chip()) {
     const fs::path rep = dir / "campaign";
     cmd = "bash -c 'ulimit -f 8; " + exe + " fuzz --programs 4 --seed 1 --ops add --report " + rep.string() +
-          " >/dev/null 2>" + err.string() + "'";
+          " >" + out.string() + " 2>" + err.string() + "'";
     status = std::system(cmd.c_str());
     ASSERT_TRUE(WIFEXITED(status)) << cmd;
     EXPECT_EQ(WEXITSTATUS(status), 2) << cmd << "\n" << slurp(err);
+    // and its stdout says so below the closing line, as run's does (found by an outside tester)
+    const std::string fuzz_said = slurp(out);
+    const auto fuzz_closing = fuzz_said.find("mismatching runs 0"),
+               fuzz_unrecorded = fuzz_said.find("\nnot recorded: cannot write " + rep.string() + "/fuzz.json: ");
+    EXPECT_NE(fuzz_closing, std::string::npos) << fuzz_said;
+    EXPECT_NE(fuzz_unrecorded, std::string::npos) << fuzz_said;
+    EXPECT_LT(fuzz_closing, fuzz_unrecorded) << fuzz_said;
     for (const fs::directory_entry& e : fs::recursive_directory_iterator(rep)) {
       EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
       if (e.path().extension() == ".json") {
