@@ -288,6 +288,12 @@ unsigned class_weight(InsnClass c) {
   }
 }
 
+// A 12-bit immediate field: an edge (0, 1, -1, 2047, -2048, ...) half the time, else any.
+u32 edge_imm12(progen::Random& rng) {
+  static constexpr u32 kImm[] = {0, 1, 0xfff, 0x7ff, 0x800, 2, 0xffe, 31, 32};
+  return rng.chance(2) ? kImm[rng.below(sizeof kImm / sizeof kImm[0])] : rng.below(4096);
+}
+
 bool is_control(const Encoding& e) {
   return e.cls == InsnClass::kBranch || e.cls == InsnClass::kJal || e.cls == InsnClass::kJalr;
 }
@@ -329,10 +335,7 @@ struct Generator {
     items.push_back(it);
     landing.push_back(land);
   }
-  u32 imm12() {
-    static constexpr u32 kImm[] = {0, 1, 0xfff, 0x7ff, 0x800, 2, 0xffe, 31, 32};
-    return rng.chance(2) ? kImm[rng.below(sizeof kImm / sizeof kImm[0])] : rng.below(4096);
-  }
+  u32 imm12() { return edge_imm12(rng); }
   static u32 access_size(const Encoding& e) { return 1u << ((e.match >> 12) & 3); }
 
   // One instruction of `row`; `avoid`: a register it must not write (besides x31).
@@ -835,10 +838,7 @@ std::pair<u32, u32> corner_operands(progen::Random& rng, const Encoding& row, Co
   const Op op = row.op;
   const bool imm = row.cls == InsnClass::kAluImm;
   const bool shamt = row.format == ref::Format::kIShift;
-  auto imm12 = [&]() -> u32 {
-    static constexpr u32 kImm[] = {0, 1, 0xfff, 0x7ff, 0x800, 2, 0xffe, 31, 32};
-    return rng.chance(2) ? kImm[rng.below(sizeof kImm / sizeof kImm[0])] : rng.below(4096);
-  };
+  auto imm12 = [&] { return edge_imm12(rng); };
   auto some = [&] { return rng.chance(2) ? rng.operand() : static_cast<u32>(rng.next()); };
   auto high_bits = [&](u32 low) { return rng.chance(2) ? 0u : static_cast<u32>(rng.next()) & ~low; };
   switch (c) {
