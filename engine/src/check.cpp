@@ -783,6 +783,14 @@ bool is_run_summary(const fs::path& file) {
   }
 }
 
+// Whether a run summary (summary.json, parsed) holds a verdict of its run's own: status exact or
+// mismatch, and not interrupted (an interrupted run's partial "exact" is no pass; an error none).
+bool has_verdict(const json& summary) {
+  if (!summary.is_object()) return false;
+  const std::string status = summary.value("status", "");
+  return (status == "exact" || status == "mismatch") && !summary.value("interrupted", false);
+}
+
 bool may_claim(const fs::path& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return true;
@@ -903,18 +911,15 @@ std::string claim_run_folder(const fs::path& dir, const std::string& command) {
         const fs::path older = kept / kEarlierRunFolder;
         std::string status, holder;
         std::uint64_t steps = 0;
-        bool interrupted = false;
+        bool verdict = false;
         try {
           const json k = reports::parse_json_text(reports::read_file_text(kept / "summary.json"), "summary.json");
-          if (k.is_object()) {
-            status = k.value("status", "");
-            interrupted = k.value("interrupted", false);
-            if (k.contains("steps") && k["steps"].is_number_unsigned()) steps = k["steps"].get<std::uint64_t>();
-          }
+          verdict = has_verdict(k);
+          if (k.is_object()) status = k.value("status", "");
+          if (k.is_object() && k.contains("steps") && k["steps"].is_number_unsigned()) steps = k["steps"].get<std::uint64_t>();
         } catch (const std::exception&) {
           // no readable summary: no verdict
         }
-        const bool verdict = (status == "exact" || status == "mismatch") && !interrupted;
         int older_lock = -1;
         if (!verdict && fs::is_directory(older)) older_lock = try_lock_folder(older, holder);
         if (verdict || (fs::is_directory(older) && older_lock < 0)) {
@@ -1143,8 +1148,8 @@ CheckOutcome run_check(const CheckRequest& req, std::ostream& err) {
       // tester: it was silent, as if the run had been cut short).
       try {
         const json s = reports::parse_json_text(reports::read_file_text(req.report_dir / "summary.json"), "summary.json");
-        const std::string status = s.value("status", "");
-        if ((status == "exact" || status == "mismatch") && !s.value("interrupted", false)) {
+        if (has_verdict(s)) {
+          const std::string status = s.value("status", "");
           finished_note = "the run in " + req.report_dir.string() + " had finished (status " + status + ", " +
                           std::to_string(s.value("steps", std::uint64_t{0})) +
                           " steps): resuming it compared its steps after the checkpoint again and rewrote its report";
