@@ -341,15 +341,23 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     // A merged report has "shards" and no "shard": merging it again would count its programs twice.
     if (!j.contains("shard") || j.contains("shards"))
       throw InputError("--merge: " + file.string() + " is a merged report, not a shard: merge the shards' own reports");
+    // A report from before the generator's version was recorded holds other programs under its
+    // seed, and coverage of other corners (fewer, one of them counting both orders of INT_MIN and
+    // -1): merged, its corners would read as never reached (found by an outside tester).
+    if (!j.contains("generator") || j["generator"].is_null())
+      throw InputError("--merge: " + file.string() +
+                       " records no generator version (written before session 45, by another build of Lockstep): "
+                       "merge it with the build that wrote it");
     if (merged.is_null()) {
-      merged = {{"seed", j["seed"]}, {"ops", j.value("ops", "")}, {"mode", j.value("mode", "")},
+      merged = {{"seed", j["seed"]}, {"generator", j.value("generator", json())}, {"ops", j.value("ops", "")}, {"mode", j.value("mode", "")},
                 {"chip", j.value("chip", json())}, {"chip_hash", j.value("chip_hash", "")},
                 {"backend", j.value("backend", json())}, {"length", j.value("length", json())},
                 {"first", j.value("first", json())}, {"end", j.value("end", json())}};
     } else {
       // end: the campaign's range of program indices ends there (its --first + --programs); first
       // may differ between the pieces of a shard (checked below)
-      for (const char* k : {"seed", "ops", "mode", "chip_hash", "length", "end"})
+      // generator: a seed draws other programs under another version of the generator
+      for (const char* k : {"seed", "generator", "ops", "mode", "chip_hash", "length", "end"})
         if (merged[k] != j.value(k, json())) {
           throw InputError(std::string("--merge: ") + file.string() + " has another " + k + " (" + format::json_text(j.value(k, json())) +
                            ") than the first report (" + format::json_text(merged[k]) + "): not shards of one campaign");
@@ -1168,6 +1176,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       const double pps = lockstep_seconds > 0 ? static_cast<double>(done) / lockstep_seconds : 0;
       const double sps = lockstep_seconds > 0 ? static_cast<double>(steps) / lockstep_seconds : 0;
       return json{{"seed", seed},
+                  {"generator", campaign::kGeneratorVersion},
                   {"first", args->first},
                   {"end", programs ? json(args->first + programs) : json()},  // the campaign's indices: [first, end)
                   {"programs", done},

@@ -337,10 +337,23 @@ TEST(CampaignCorners, EachCornerIsReadFromItsOperands) {
   constexpr std::uint32_t kMin = 0x80000000u, kMax = 0x7fffffffu, kM1 = 0xffffffffu;
   EXPECT_EQ(corner_name(C::kIntMinByMinusOne), "int-min/-1");
   EXPECT_EQ(corner_name(C::kLoadTopBit), "loaded-top-bit");
-  EXPECT_TRUE(corners_of(Op::kAnd).empty());
+  EXPECT_TRUE(corners_of(Op::kAndi).empty());
   EXPECT_TRUE(corners_of(Op::kLui).empty());
   EXPECT_TRUE(corners_of(Op::kVmat).empty());
-  EXPECT_EQ(corners_of(Op::kDiv).size(), 2u);
+  EXPECT_EQ(corners_of(Op::kDiv).size(), 4u);
+  EXPECT_EQ(corner_name(C::kShiftZero), "shift-0");
+  // equal operands: the comparisons, and every other register-register op but the shifts
+  for (const Op op : {Op::kAnd, Op::kXor, Op::kSub, Op::kDivu, Op::kRem, Op::kMulhsu, Op::kSh2add, Op::kBgeu}) {
+    EXPECT_TRUE(at_corner(op, C::kEqual, 7, 7)) << ref::encoding_of(op).mnemonic;
+    EXPECT_FALSE(at_corner(op, C::kEqual, 7, 8)) << ref::encoding_of(op).mnemonic;
+  }
+  EXPECT_FALSE(at_corner(Op::kSll, C::kEqual, 7, 7));  // not a corner of a shift
+  // one register for both operands: every register-register op and branch, shifts included
+  for (const Op op : {Op::kSra, Op::kSll, Op::kAnd, Op::kDivu, Op::kMulh, Op::kSh1add, Op::kSltu, Op::kBlt}) {
+    EXPECT_TRUE(at_corner(op, C::kSameRegister, 7, 7, true)) << ref::encoding_of(op).mnemonic;
+    EXPECT_FALSE(at_corner(op, C::kSameRegister, 7, 7, false)) << ref::encoding_of(op).mnemonic;
+  }
+  EXPECT_FALSE(at_corner(Op::kSlti, C::kSameRegister, 7, 7, true));  // an immediate: one register
   // division
   EXPECT_TRUE(at_corner(Op::kDiv, C::kIntMinByMinusOne, kMin, kM1));
   EXPECT_FALSE(at_corner(Op::kDiv, C::kIntMinByMinusOne, kMin, 1));
@@ -349,7 +362,9 @@ TEST(CampaignCorners, EachCornerIsReadFromItsOperands) {
   EXPECT_TRUE(at_corner(Op::kDivu, C::kDivisorTopBit, 1, kMin));
   EXPECT_FALSE(at_corner(Op::kDivu, C::kDivisorTopBit, 1, kMax));
   // multiplication
-  EXPECT_TRUE(at_corner(Op::kMulh, C::kIntMinTimesMinusOne, kM1, kMin));
+  EXPECT_TRUE(at_corner(Op::kMulh, C::kIntMinTimesMinusOne, kMin, kM1));
+  EXPECT_FALSE(at_corner(Op::kMulhsu, C::kIntMinTimesMinusOne, kM1, kMin));  // the other order
+  EXPECT_TRUE(at_corner(Op::kMulhsu, C::kMinusOneTimesIntMin, kM1, kMin));
   EXPECT_TRUE(at_corner(Op::kMulhu, C::kMinusOneTimesMinusOne, kM1, kM1));
   EXPECT_FALSE(at_corner(Op::kMul, C::kIntMinTimesIntMin, kMin, kMax));
   // add, sub, addi: signed overflow and unsigned carry/borrow
@@ -380,6 +395,9 @@ TEST(CampaignCorners, EachCornerIsReadFromItsOperands) {
   EXPECT_FALSE(at_corner(Op::kSh1add, C::kShiftedOut, 0x20000000u, 0));
   EXPECT_TRUE(at_corner(Op::kSra, C::kShiftTopBit, kMin, 1));
   EXPECT_FALSE(at_corner(Op::kSra, C::kShiftTopBit, kMin, 32));  // a shift by 0
+  EXPECT_TRUE(at_corner(Op::kSra, C::kShiftZero, kMin, 32));
+  EXPECT_TRUE(at_corner(Op::kSrai, C::kShiftZero, kMin, 0));
+  EXPECT_FALSE(at_corner(Op::kSrl, C::kShiftZero, kMin, 33));
   EXPECT_FALSE(at_corner(Op::kSrai, C::kShiftOver31, 1, 40));    // not a corner of an immediate shift
   // stores and loads
   EXPECT_TRUE(at_corner(Op::kSb, C::kStoreTopBit, 0, 0x80));
@@ -405,7 +423,7 @@ TEST(CampaignCorners, EveryDrawIsAtItsCorner) {
           else ASSERT_EQ(ref::field::sext(b & 0xfff, 12), b) << e.mnemonic << " " << corner_name(c);
         }
         if (e.cls == ref::InsnClass::kLoad) b &= (e.op == ref::Op::kLb || e.op == ref::Op::kLbu) ? 0xffu : 0xffffu;
-        ASSERT_TRUE(at_corner(e.op, c, a, b)) << e.mnemonic << " " << corner_name(c) << std::hex << " a 0x" << a
+        ASSERT_TRUE(at_corner(e.op, c, a, b, c == Corner::kSameRegister)) << e.mnemonic << " " << corner_name(c) << std::hex << " a 0x" << a
                                               << " b 0x" << b << " (seed " << std::dec << seed << ")";
       }
     }
@@ -432,8 +450,8 @@ TEST(CampaignCorners, TheDefaultMixReachesEveryCorner) {
   cov.rows["div"].executed = 3;
   cov.rows["div"].corners[static_cast<int>(Corner::kByZero)] = 2;
   const std::string text = cov.text(select_ops("div"));
-  EXPECT_NE(text.find("corners int-min/-1 0, by-zero 2"), std::string::npos) << text;
-  EXPECT_NE(text.find("corners never reached: div int-min/-1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("corners int-min/-1 0, by-zero 2, equal 0, same-register 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("corners never reached: div int-min/-1, div equal, div same-register\n"), std::string::npos) << text;
   // and a fuzz.json from before corners reads as none reached
   nlohmann::json j = cov.to_json();
   EXPECT_EQ(j["ops"]["div"]["corners"]["by-zero"], 2);
@@ -607,6 +625,7 @@ TEST(CampaignShrink, LiValuesGoTowardsZeroAndOne) {
   EXPECT_EQ(checked, 3u);
   EXPECT_GE(to_li_one, 1u) << "no program shrank to li x7, 1 alone";
 }
+
 
 }  // namespace
 }  // namespace lockstep::campaign

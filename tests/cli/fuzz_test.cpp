@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "lockstep/campaign/campaign.h"
 #include "lockstep/chip/chip.hpp"
 #include "lockstep/chip/cpu_executor.hpp"
 #include "lockstep/engine/guest.h"
@@ -243,6 +244,31 @@ TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
   r2 = run({"fuzz", "--merge", s0.string(), other.string()});
   EXPECT_EQ(r2.exit_code, 2) << r2.err;
   EXPECT_NE(r2.err.find("has another end (9) than the first report (7)"), std::string::npos) << r2.err;
+  // A shard of another version of the generator (or one from before the version was recorded)
+  // ran other programs under the same seed: not one campaign.
+  EXPECT_EQ(json::parse(slurp(s1 / "fuzz.json"))["generator"], lockstep::campaign::kGeneratorVersion);
+  const fs::path older = scratch_dir("s1-older-generator");
+  fs::copy(s1, older, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  json jo = json::parse(slurp(older / "fuzz.json"));
+  jo.erase("generator");
+  std::ofstream(older / "fuzz.json", std::ios::trunc) << jo.dump(2);
+  for (const auto& order : {std::vector<std::string>{s0.string(), older.string()}, {older.string(), s0.string()}}) {
+    r2 = run({"fuzz", "--merge", order[0], order[1]});
+    EXPECT_EQ(r2.exit_code, 2) << r2.err;
+    EXPECT_NE(r2.err.find("s1-older-generator/fuzz.json records no generator version (written before session 45, by "
+                          "another build of Lockstep): merge it with the build that wrote it"),
+              std::string::npos)
+        << r2.err;
+  }
+  jo["generator"] = lockstep::campaign::kGeneratorVersion + 1;
+  std::ofstream(older / "fuzz.json", std::ios::trunc) << jo.dump(2);
+  r2 = run({"fuzz", "--merge", s0.string(), older.string()});
+  EXPECT_EQ(r2.exit_code, 2) << r2.err;
+  EXPECT_NE(r2.err.find("has another generator (" + std::to_string(lockstep::campaign::kGeneratorVersion + 1) +
+                        ") than the first report (" + std::to_string(lockstep::campaign::kGeneratorVersion) +
+                        "): not shards of one campaign"),
+            std::string::npos)
+      << r2.err;
   // A shard that ended early makes the merge partial (exit 3), never a pass.
   const fs::path cut = scratch_dir("s1-interrupted");
   fs::copy(s1, cut, fs::copy_options::recursive | fs::copy_options::overwrite_existing);

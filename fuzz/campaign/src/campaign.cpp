@@ -542,17 +542,17 @@ struct Generator {
     }
   }
 
-  // One to four test instructions of the selected ops with corners (corners_of), each at one of
-  // its op's corners, drawn uniformly, with `li`s of its operands just before it. A store is
+  // Two to six test instructions of the selected ops with corners (corners_of), each at one of
+  // its op's corners, the (op, corner) pair drawn uniformly from `at` (an op of five corners meets
+  // each as often as an op of one meets its one), with `li`s of its operands just before it. A store is
   // followed by a selected load of the bytes it wrote; a load reads a word that a selected store
   // of a value with bit 7 of every byte set wrote just before it (without one: the scratch's).
-  void corner_stream(const std::vector<const Encoding*>& rows, const std::vector<const Encoding*>& loads,
-                     const std::vector<const Encoding*>& stores) {
-    const unsigned n = 1 + rng.below(4);
+  void corner_stream(const std::vector<std::pair<const Encoding*, Corner>>& at,
+                     const std::vector<const Encoding*>& loads, const std::vector<const Encoding*>& stores) {
+    const unsigned n = 2 + rng.below(5);
     for (unsigned k = 0; k < n; ++k) {
-      const Encoding& row = *rows[rng.below(static_cast<u32>(rows.size()))];
-      const auto corners = corners_of(row.op);
-      const Corner c = corners[rng.below(static_cast<u32>(corners.size()))];
+      const auto [pick, c] = at[rng.below(static_cast<u32>(at.size()))];
+      const Encoding& row = *pick;
       const auto [a, b] = corner_operands(rng, row, c);
       switch (row.cls) {
         case InsnClass::kStore:
@@ -584,9 +584,9 @@ struct Generator {
           add(word(ref::encode::i(row.op, reg_not({31}), ra, row.format == ref::Format::kIShift ? b : b & 0xfff), true));
           break;
         }
-        default: {  // register-register ops and branches; equal operands in one register a third of the time
+        default: {  // register-register ops and branches: the same-register corner in one register
           const u32 ra = reg_not({0, 31});
-          const u32 rb = a == b && rng.chance(3) ? ra : reg_not({0, 31, ra});
+          const u32 rb = c == Corner::kSameRegister ? ra : reg_not({0, 31, ra});
           add(li(ra, a));
           if (rb != ra) add(li(rb, b));
           if (row.cls == InsnClass::kBranch) {
@@ -662,9 +662,10 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
     if (e->cls == focus) w *= 6;
     g.weights.push_back(w);
   }
-  std::vector<const Encoding*> carry, loads, stores, cornered;
+  std::vector<const Encoding*> carry, loads, stores;
+  std::vector<std::pair<const Encoding*, Corner>> cornered;
   for (const Encoding* e : ops) {
-    if (!corners_of(e->op).empty()) cornered.push_back(e);
+    for (const Corner c : corners_of(e->op)) cornered.emplace_back(e, c);
     if (e->op == Op::kBnAddc || e->op == Op::kBnSubb) carry.push_back(e);
     if (e->cls == InsnClass::kLoad) loads.push_back(e);
     if (e->cls == InsnClass::kStore) stores.push_back(e);
@@ -789,8 +790,8 @@ std::string_view value_class_name(int c) {
 
 std::string_view corner_name(Corner c) {
   static constexpr std::string_view kNames[] = {
-      "int-min/-1", "by-zero", "divisor-top-bit", "int-min*int-min", "int-min*-1", "-1*-1",
-      "overflow", "carry", "equal", "signs-differ", "shift-31", "shift-amount-over-31",
+      "int-min/-1", "by-zero", "divisor-top-bit", "int-min*int-min", "int-min*-1", "-1*int-min", "-1*-1",
+      "overflow", "carry", "equal", "same-register", "signs-differ", "shift-31", "shift-amount-over-31", "shift-0",
       "rs1-top-bit", "shifted-out", "value-top-bit", "value-high-bits", "loaded-top-bit"};
   static_assert(sizeof kNames / sizeof kNames[0] == kCorners);
   const int i = static_cast<int>(c);
@@ -799,17 +800,20 @@ std::string_view corner_name(Corner c) {
 
 std::span<const Corner> corners_of(Op op) {
   using C = Corner;
-  static constexpr C kDiv[] = {C::kIntMinByMinusOne, C::kByZero};
-  static constexpr C kDivu[] = {C::kByZero, C::kDivisorTopBit};
-  static constexpr C kMul[] = {C::kIntMinTimesIntMin, C::kIntMinTimesMinusOne, C::kMinusOneTimesMinusOne};
-  static constexpr C kAdd[] = {C::kOverflow, C::kCarry};
+  static constexpr C kDiv[] = {C::kIntMinByMinusOne, C::kByZero, C::kEqual, C::kSameRegister};
+  static constexpr C kDivu[] = {C::kByZero, C::kDivisorTopBit, C::kEqual, C::kSameRegister};
+  static constexpr C kMul[] = {C::kIntMinTimesIntMin, C::kIntMinTimesMinusOne, C::kMinusOneTimesIntMin,
+                               C::kMinusOneTimesMinusOne, C::kEqual, C::kSameRegister};
+  static constexpr C kAdd[] = {C::kOverflow, C::kCarry, C::kEqual, C::kSameRegister};
   static constexpr C kAddi[] = {C::kOverflow};
-  static constexpr C kCompare[] = {C::kEqual, C::kSignsDiffer};
-  static constexpr C kShiftLeft[] = {C::kShift31, C::kShiftOver31, C::kShiftedOut};
-  static constexpr C kShiftRight[] = {C::kShift31, C::kShiftOver31, C::kShiftTopBit};
-  static constexpr C kShiftLeftImm[] = {C::kShift31, C::kShiftedOut};
-  static constexpr C kShiftRightImm[] = {C::kShift31, C::kShiftTopBit};
-  static constexpr C kShAdd[] = {C::kShiftedOut};
+  static constexpr C kLogic[] = {C::kEqual, C::kSameRegister};
+  static constexpr C kCompare[] = {C::kEqual, C::kSameRegister, C::kSignsDiffer};
+  static constexpr C kCompareImm[] = {C::kEqual, C::kSignsDiffer};
+  static constexpr C kShiftLeft[] = {C::kSameRegister, C::kShift31, C::kShiftOver31, C::kShiftZero, C::kShiftedOut};
+  static constexpr C kShiftRight[] = {C::kSameRegister, C::kShift31, C::kShiftOver31, C::kShiftZero, C::kShiftTopBit};
+  static constexpr C kShiftLeftImm[] = {C::kShift31, C::kShiftZero, C::kShiftedOut};
+  static constexpr C kShiftRightImm[] = {C::kShift31, C::kShiftZero, C::kShiftTopBit};
+  static constexpr C kShAdd[] = {C::kEqual, C::kSameRegister, C::kShiftedOut};
   static constexpr C kStoreNarrow[] = {C::kStoreTopBit, C::kStoreHighBits};
   static constexpr C kStoreWord[] = {C::kStoreTopBit};
   static constexpr C kLoadNarrow[] = {C::kLoadTopBit};
@@ -819,7 +823,9 @@ std::span<const Corner> corners_of(Op op) {
     case Op::kMul: case Op::kMulh: case Op::kMulhsu: case Op::kMulhu: return kMul;
     case Op::kAdd: case Op::kSub: return kAdd;
     case Op::kAddi: return kAddi;
-    case Op::kSlt: case Op::kSltu: case Op::kSlti: case Op::kSltiu:
+    case Op::kAnd: case Op::kOr: case Op::kXor: return kLogic;
+    case Op::kSlti: case Op::kSltiu: return kCompareImm;
+    case Op::kSlt: case Op::kSltu:
     case Op::kBeq: case Op::kBne: case Op::kBlt: case Op::kBge: case Op::kBltu: case Op::kBgeu: return kCompare;
     case Op::kSll: return kShiftLeft;
     case Op::kSrl: case Op::kSra: return kShiftRight;
@@ -846,7 +852,8 @@ std::pair<u32, u32> corner_operands(progen::Random& rng, const Encoding& row, Co
     case Corner::kByZero: return {some(), 0};
     case Corner::kDivisorTopBit: return {some(), kMin | static_cast<u32>(rng.next())};
     case Corner::kIntMinTimesIntMin: return {kMin, kMin};
-    case Corner::kIntMinTimesMinusOne: return rng.chance(2) ? std::pair{kMin, kMinus1} : std::pair{kMinus1, kMin};
+    case Corner::kIntMinTimesMinusOne: return {kMin, kMinus1};
+    case Corner::kMinusOneTimesIntMin: return {kMinus1, kMin};
     case Corner::kMinusOneTimesMinusOne: return {kMinus1, kMinus1};
     case Corner::kOverflow: {
       const bool up = rng.chance(2);  // past INT_MAX, or below INT_MIN
@@ -881,6 +888,10 @@ std::pair<u32, u32> corner_operands(progen::Random& rng, const Encoding& row, Co
       const u32 v = some();
       return {v, v};
     }
+    case Corner::kSameRegister: {
+      const u32 v = rng.chance(2) ? kMin | some() : some();  // a negative word half the time (sra a0, a0, a0)
+      return {v, v};
+    }
     case Corner::kSignsDiffer: {
       if (imm) {
         const u32 v = ref::field::sext(imm12(), 12);
@@ -900,6 +911,7 @@ std::pair<u32, u32> corner_operands(progen::Random& rng, const Encoding& row, Co
       static constexpr u32 kEdges[] = {32, 33, 63, 64, 0x80000000u, 0xffffffffu, 0x8000001fu};
       return {some(), rng.chance(2) ? kEdges[rng.below(sizeof kEdges / sizeof kEdges[0])] : 32 + rng.below(kMinus1 - 31)};
     }
+    case Corner::kShiftZero: return {rng.chance(2) ? kMin | some() : some(), shamt ? 0u : high_bits(31)};
     case Corner::kShiftTopBit: {
       const u32 s = 1 + rng.below(31);
       return {kMin | some(), shamt ? s : s | high_bits(31)};
@@ -927,7 +939,7 @@ std::pair<u32, u32> corner_operands(progen::Random& rng, const Encoding& row, Co
   return {0, 0};
 }
 
-bool at_corner(Op op, Corner c, u32 a, u32 b) {
+bool at_corner(Op op, Corner c, u32 a, u32 b, bool same_register) {
   const auto mine = corners_of(op);
   if (std::find(mine.begin(), mine.end(), c) == mine.end()) return false;
   constexpr u32 kMin = 0x80000000u, kMinus1 = 0xffffffffu;
@@ -946,7 +958,8 @@ bool at_corner(Op op, Corner c, u32 a, u32 b) {
     case Corner::kByZero: return b == 0;
     case Corner::kDivisorTopBit: return (b >> 31) != 0;
     case Corner::kIntMinTimesIntMin: return a == kMin && b == kMin;
-    case Corner::kIntMinTimesMinusOne: return (a == kMin && b == kMinus1) || (a == kMinus1 && b == kMin);
+    case Corner::kIntMinTimesMinusOne: return a == kMin && b == kMinus1;
+    case Corner::kMinusOneTimesIntMin: return a == kMinus1 && b == kMin;
     case Corner::kMinusOneTimesMinusOne: return a == kMinus1 && b == kMinus1;
     case Corner::kOverflow: {
       const u32 r = op == Op::kSub ? a - b : a + b;
@@ -955,9 +968,11 @@ bool at_corner(Op op, Corner c, u32 a, u32 b) {
     }
     case Corner::kCarry: return op == Op::kSub ? a < b : a + b < a;
     case Corner::kEqual: return a == b;
+    case Corner::kSameRegister: return same_register;
     case Corner::kSignsDiffer: return ((a ^ b) >> 31) != 0;
     case Corner::kShift31: return shift_amount() == 31;
     case Corner::kShiftOver31: return b >= 32;
+    case Corner::kShiftZero: return shift_amount() == 0;
     case Corner::kShiftTopBit: return shift_amount() != 0 && (a >> 31) != 0;
     case Corner::kShiftedOut: {
       const unsigned s = left_shift();
@@ -1031,8 +1046,9 @@ void Coverage::add(const Program& p, std::uint64_t max_steps) {
     } else {
       b = m.reg(d.rs2);
     }
+    const bool same_register = (e.operands & ref::kOpdRs1) && (e.operands & ref::kOpdRs2) && d.rs1 == d.rs2 && d.rs1 != 0;
     for (const Corner c : corners)
-      if (at_corner(d.op, c, a, b)) ++r.corners[static_cast<int>(c)];
+      if (at_corner(d.op, c, a, b, same_register)) ++r.corners[static_cast<int>(c)];
   });
   const VectorRun v = run_vector_ops(p, max_steps);
   for (const auto& [op, b] : v.buckets)

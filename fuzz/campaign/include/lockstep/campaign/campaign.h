@@ -151,6 +151,14 @@ struct Program {
   Program without(std::size_t first, std::size_t last) const;
 };
 
+/// The generator's version: under one version a seed, an index and a selection draw one program;
+/// another version may draw another (a stream added, a corner's draw changed). fuzz.json records
+/// it as "generator", and `lockstep fuzz --merge` refuses shards of two versions (fuzz/README.md,
+/// "Shards"). 3: session 45's corners (shift-0, same-register, equal for every register-register
+/// op but the shifts, -1*int-min), its (op, corner) pairs and streams of 2..6; reports without
+/// the field come from versions before it (session 44 added the corner stream).
+inline constexpr unsigned kGeneratorVersion = 3;
+
 /// Generates program `index` from `seed` over `ops` (select_ops; not empty).
 /// When `ops` has the VEW row, its words use the modes of `vew_modes` (a
 /// non-empty subset of kVewFuzzedModes; 0: all); when it has the VFN row, the
@@ -204,14 +212,19 @@ enum class Corner : std::uint8_t {
   kByZero,             ///< "by-zero": X(rs2) = 0 (div, divu, rem, remu)
   kDivisorTopBit,      ///< "divisor-top-bit": X(rs2) >= 2^31 (divu, remu)
   kIntMinTimesIntMin,  ///< "int-min*int-min" (mul, mulh, mulhsu, mulhu)
-  kIntMinTimesMinusOne,///< "int-min*-1": either order (mul, mulh, mulhsu, mulhu)
+  kIntMinTimesMinusOne,///< "int-min*-1": X(rs1) = INT_MIN, X(rs2) = -1 (mul, mulh, mulhsu, mulhu)
+  kMinusOneTimesIntMin,///< "-1*int-min": X(rs1) = -1, X(rs2) = INT_MIN (mulhsu reads them otherwise)
   kMinusOneTimesMinusOne, ///< "-1*-1" (mul, mulh, mulhsu, mulhu)
   kOverflow,           ///< "overflow": the signed result does not fit 32 bits (add, sub, addi)
   kCarry,              ///< "carry": add's unsigned sum >= 2^32, sub's X(rs1) < X(rs2) unsigned
-  kEqual,              ///< "equal": the two operands equal (slt*, branches)
+  kEqual,              ///< "equal": the two operands equal, in two registers (slt*, branches, and
+                       ///< the other register-register ops of RV32IM and Zba but the shifts)
+  kSameRegister,       ///< "same-register": one register, not x0, for both operands (rs1 = rs2:
+                       ///< xor a0, a0, a0; sra a0, a0, a0; every register-register op and branch)
   kSignsDiffer,        ///< "signs-differ": bit 31 differs, signed and unsigned order disagree
   kShift31,            ///< "shift-31": a shift by 31
   kShiftOver31,        ///< "shift-amount-over-31": X(rs2) >= 32, whose bits 5..31 a shift drops
+  kShiftZero,          ///< "shift-0": a shift by 0 (the amount's low five bits 0), the word unchanged
   kShiftTopBit,        ///< "rs1-top-bit": a right shift (> 0) of a word with bit 31 set
   kShiftedOut,         ///< "shifted-out": a left shift (sll, slli, sh1add..sh3add) drops a 1
   kStoreTopBit,        ///< "value-top-bit": the stored byte/halfword/word has its top bit set
@@ -222,17 +235,19 @@ enum class Corner : std::uint8_t {
 inline constexpr int kCorners = static_cast<int>(Corner::kCount);
 /// The corner's name ("int-min/-1"; "?" out of range).
 std::string_view corner_name(Corner c);
-/// The corners of `op`, in Corner order; empty for ops without any (lui, jal, and, bignum,
+/// The corners of `op`, in Corner order; empty for ops without any (lui, jal, andi, bignum,
 /// vector ops).
 std::span<const Corner> corners_of(ref::Op op);
 /// Whether an instruction of `op` with operands `a` and `b` is at corner `c` (one of
 /// corners_of(op); false for any other). a = X(rs1); b = X(rs2) for register-register ops and
 /// branches, the value register of a store (X(rs2)), the sign-extended immediate for OP-IMM
 /// (the shift amount for slli/srli/srai), and for a load the byte or halfword it reads,
-/// zero-extended.
-bool at_corner(ref::Op op, Corner c, std::uint32_t a, std::uint32_t b);
+/// zero-extended. `same_register`: the instruction reads one register other than x0 as both
+/// rs1 and rs2 (the same-register corner's only condition).
+bool at_corner(ref::Op op, Corner c, std::uint32_t a, std::uint32_t b, bool same_register = false);
 /// Operands (a, b as at_corner reads them) at corner `c` of `row`'s op, drawn with `rng`: edges
-/// and random values that reach it (the generator's corner stream). For a load, b is the word a
+/// and random values that reach it (the generator's corner stream, which puts the same-register
+/// corner's, equal, in one register and every other corner's in two). For a load, b is the word a
 /// store writes before it, with bit 7 of every byte set. Requires c in corners_of(row.op).
 std::pair<std::uint32_t, std::uint32_t> corner_operands(progen::Random& rng, const ref::Encoding& row, Corner c);
 
