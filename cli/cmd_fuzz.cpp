@@ -1451,7 +1451,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         // An error (exit 2) whatever the campaign found: stdout says so below its closing line, as
         // run's does (found by an outside tester: stdout ended "mismatching runs 0", the error on
         // stderr alone).
-        out << "not recorded: " << format::escape_controls(e.what()) << "\n" << std::flush;
+        say_not_recorded(out, e.what());
         throw;
       }
       out << "report: " << (report / "fuzz.json").string() << "\n" << std::flush;

@@ -214,8 +214,11 @@ void report_partial(Context& ctx, const engine::RunFailed& f) {
   // A run whose report could not be written is an error (exit 2) whatever it compared: stdout
   // says so below its "mismatches 0" too (found by an outside tester: a full disk left stdout
   // reading as a pass, the error on stderr alone).
-  if (r.steps > 0 && f.report_unwritten)
-    ctx.out() << "not recorded: " << format::escape_controls(f.what()) << "\n" << std::flush;
+  if (r.steps > 0 && f.report_unwritten) say_not_recorded(ctx.out(), f.what());
+}
+
+void say_not_recorded(std::ostream& out, const std::string& why) {
+  out << "not recorded: " << format::escape_controls(why) << "\n" << std::flush;
 }
 
 }  // namespace lockstep::cli

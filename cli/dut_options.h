@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ void summarise_divergence(Context& ctx, const engine::StreamResult& stream);
 /// backend, seconds, steps_per_second, diagnosis_seconds, end, exit_status, trap_code, trap_name
 /// (each when the summary has it).
 void summarise_run(Context& ctx, const nlohmann::json& summary);
+
+/// Writes the line that follows a run's closing line on stdout when its report could not be
+/// written (docs/ci.md): `not recorded: WHY`, control characters escaped, flushed.
+void say_not_recorded(std::ostream& out, const std::string& why);
 
 /// Records a run that failed after it started (RunFailed): its steps and mismatches go to the
 /// summary, its closing text and the capability notes to ctx.out(); the caller then throws the

@@ -915,8 +915,10 @@ std::string claim_run_folder(const fs::path& dir, const std::string& command) {
         try {
           const json k = reports::parse_json_text(reports::read_file_text(kept / "summary.json"), "summary.json");
           verdict = has_verdict(k);
-          if (k.is_object()) status = k.value("status", "");
-          if (k.is_object() && k.contains("steps") && k["steps"].is_number_unsigned()) steps = k["steps"].get<std::uint64_t>();
+          if (k.is_object()) {
+            status = k.value("status", "");
+            if (k.contains("steps") && k["steps"].is_number_unsigned()) steps = k["steps"].get<std::uint64_t>();
+          }
         } catch (const std::exception&) {
           // no readable summary: no verdict
         }

@@ -626,6 +626,5 @@ TEST(CampaignShrink, LiValuesGoTowardsZeroAndOne) {
   EXPECT_GE(to_li_one, 1u) << "no program shrank to li x7, 1 alone";
 }
 
-
 }  // namespace
 }  // namespace lockstep::campaign

@@ -847,6 +847,7 @@ std::pair<u32, u32> corner_operands(progen::Random& rng, const Encoding& row, Co
   auto imm12 = [&] { return edge_imm12(rng); };
   auto some = [&] { return rng.chance(2) ? rng.operand() : static_cast<u32>(rng.next()); };
   auto high_bits = [&](u32 low) { return rng.chance(2) ? 0u : static_cast<u32>(rng.next()) & ~low; };
+  auto negative_half_the_time = [&] { return rng.chance(2) ? kMin | some() : some(); };
   switch (c) {
     case Corner::kIntMinByMinusOne: return {kMin, kMinus1};
     case Corner::kByZero: return {some(), 0};
@@ -889,7 +890,7 @@ std::pair<u32, u32> corner_operands(progen::Random& rng, const Encoding& row, Co
       return {v, v};
     }
     case Corner::kSameRegister: {
-      const u32 v = rng.chance(2) ? kMin | some() : some();  // a negative word half the time (sra a0, a0, a0)
+      const u32 v = negative_half_the_time();  // sra a0, a0, a0 of a negative word
       return {v, v};
     }
     case Corner::kSignsDiffer: {
@@ -911,7 +912,7 @@ std::pair<u32, u32> corner_operands(progen::Random& rng, const Encoding& row, Co
       static constexpr u32 kEdges[] = {32, 33, 63, 64, 0x80000000u, 0xffffffffu, 0x8000001fu};
       return {some(), rng.chance(2) ? kEdges[rng.below(sizeof kEdges / sizeof kEdges[0])] : 32 + rng.below(kMinus1 - 31)};
     }
-    case Corner::kShiftZero: return {rng.chance(2) ? kMin | some() : some(), shamt ? 0u : high_bits(31)};
+    case Corner::kShiftZero: return {negative_half_the_time(), shamt ? 0u : high_bits(31)};
     case Corner::kShiftTopBit: {
       const u32 s = 1 + rng.below(31);
       return {kMin | some(), shamt ? s : s | high_bits(31)};

@@ -246,8 +246,8 @@ std::span<const Corner> corners_of(ref::Op op);
 /// rs1 and rs2 (the same-register corner's only condition).
 bool at_corner(ref::Op op, Corner c, std::uint32_t a, std::uint32_t b, bool same_register = false);
 /// Operands (a, b as at_corner reads them) at corner `c` of `row`'s op, drawn with `rng`: edges
-/// and random values that reach it (the generator's corner stream, which puts the same-register
-/// corner's, equal, in one register and every other corner's in two). For a load, b is the word a
+/// and random values that reach it (the generator's corner stream, which puts the operands of
+/// the same-register corner, equal, in one register and those of every other corner in two). For a load, b is the word a
 /// store writes before it, with bit 7 of every byte set. Requires c in corners_of(row.op).
 std::pair<std::uint32_t, std::uint32_t> corner_operands(progen::Random& rng, const ref::Encoding& row, Corner c);
 
