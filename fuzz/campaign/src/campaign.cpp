@@ -288,6 +288,9 @@ unsigned class_weight(InsnClass c) {
   }
 }
 
+// instruction()'s `avoid` when it may write any register (x0 and x31 included).
+constexpr u32 kNoRegister = 32;
+
 // A 12-bit immediate field: an edge (0, 1, -1, 2047, -2048, ...) half the time, else any.
 u32 edge_imm12(progen::Random& rng) {
   static constexpr u32 kImm[] = {0, 1, 0xfff, 0x7ff, 0x800, 2, 0xffe, 31, 32};
@@ -338,11 +341,14 @@ struct Generator {
   u32 imm12() { return edge_imm12(rng); }
   static u32 access_size(const Encoding& e) { return 1u << ((e.match >> 12) & 3); }
 
-  // One instruction of `row`; `avoid`: a register it must not write (besides x31).
+  // One instruction of `row`; `avoid`: a register it must not write (kNoRegister: none). It may
+  // write x31, the scratch base, but for a jump's link and a vector op: `li x31` of the base
+  // follows it then.
   void instruction(const Encoding& row, u32 avoid, bool land = true) {
     Item it;
     it.op = row.op;
-    auto dest = [&] { return reg_not({31, avoid}); };
+    u32 rd = 0;
+    auto dest = [&] { return rd = reg_not({avoid}); };
     switch (row.cls) {
       case InsnClass::kAlu:
       case InsnClass::kMul:
@@ -379,11 +385,11 @@ struct Generator {
         break;
       case InsnClass::kJal:
         it.kind = Item::Kind::kBranch;
-        it.rd = static_cast<std::uint8_t>(dest());
+        it.rd = static_cast<std::uint8_t>(reg_not({31, avoid}));
         break;
       case InsnClass::kJalr:
         it.kind = Item::Kind::kJalr;
-        it.rd = static_cast<std::uint8_t>(dest());
+        it.rd = static_cast<std::uint8_t>(reg_not({31, avoid}));
         it.rs1 = static_cast<std::uint8_t>(reg_not({0, 31, avoid}));
         it.value = rng.chance(2) ? 1u : 0u;
         break;
@@ -394,6 +400,7 @@ struct Generator {
         return;
     }
     add(it, land);
+    if (rd == 31) add(li(31, kScratchBase), false);  // the base again (its write was the test)
   }
 
   // A word of .lockstep.vreg: with VFN selected, half the time (always but one in four without
@@ -501,25 +508,65 @@ struct Generator {
     return it;
   }
 
-  // A counted loop: li c, N; L: up to 5 non-control instructions; addi c, c, -1; bne c, x0, L.
-  void loop_stream() {
+  // A counted loop: li c, START; L: up to 5 non-control instructions; addi c, c, STEP; and the
+  // backward jump that closes it, `closing` (a selected branch, jal or jalr: a test instruction)
+  // or, without one, bne c, x0, L (set-up). The body runs n = 1..6 times (twice when beq or bgeu
+  // closes it: taken only at c = 0). A branch compares c with x0, taken while the body runs
+  // again: bne c, x0 and bltu x0, c (c != 0), blt x0, c (c > 0) or blt c, x0 (c < 0), bge c, x0
+  // (c >= 0) or bge x0, c (c <= 0), beq c, x0 and bgeu x0, c (c = 0). A jal or auipc+jalr back
+  // to L follows `beq c, x0` out of the loop (set-up).
+  void loop_stream(const Encoding* closing) {
     const u32 c = 1 + rng.below(30);
-    add(li(c, 1 + rng.below(6)));
-    const std::size_t start = items.size();
+    const u32 n = 1 + rng.below(6);
+    const Op op = closing ? closing->op : Op::kBne;
+    u32 start = n, step = 0xfff;  // counts down to 0
+    u32 rs1 = c, rs2 = 0;
+    switch (op) {
+      case Op::kBeq: start = 0xffffffffu, step = 1; break;
+      case Op::kBgeu: start = 0xffffffffu, step = 1, rs1 = 0, rs2 = c; break;
+      case Op::kBltu: rs1 = 0, rs2 = c; break;
+      case Op::kBlt:
+        if (rng.chance(2)) rs1 = 0, rs2 = c;  // 0 < c, down from n
+        else start = 0u - n, step = 1;        // c < 0, up from -n
+        break;
+      case Op::kBge:
+        if (rng.chance(2)) start = n - 1;                   // c >= 0, down from n - 1
+        else start = 1u - n, step = 1, rs1 = 0, rs2 = c;    // c <= 0, up from 1 - n
+        break;
+      default: break;  // bne c, x0; jal, jalr: beq c, x0 leaves, down from n
+    }
+    add(li(c, start));
+    const std::size_t first = items.size();
     const unsigned body = has_non_control() ? 1 + rng.below(5) : 0;
     ctx.in_loop = true;
     for (unsigned k = 0; k < body; ++k) instruction(pick(false), c, false);
     ctx.in_loop = false;
-    add(word(ref::encode::i(Op::kAddi, c, c, 0xfff), false), false);
+    add(word(ref::encode::i(Op::kAddi, c, c, step), false), false);
     Item b;
     b.kind = Item::Kind::kBranch;
-    b.op = Op::kBne;
-    b.rs1 = static_cast<std::uint8_t>(c);
-    b.rs2 = 0;
-    b.target = static_cast<std::int64_t>(start);
-    b.test = false;
+    b.test = closing != nullptr;
+    if (closing && closing->cls != InsnClass::kBranch) {  // beq c, x0 past the jump; the jump back
+      Item out = b;
+      out.op = Op::kBeq;
+      out.rs1 = static_cast<std::uint8_t>(c);
+      out.test = false;
+      out.target = static_cast<std::int64_t>(items.size() + 2);
+      add(out, false);
+      b.op = op;
+      b.rd = static_cast<std::uint8_t>(reg_not({31, c}));
+      if (closing->cls == InsnClass::kJalr) {
+        b.kind = Item::Kind::kJalr;
+        b.rs1 = static_cast<std::uint8_t>(reg_not({0, 31, c}));
+        b.value = rng.chance(2) ? 1u : 0u;
+      }
+    } else {
+      b.op = op;
+      b.rs1 = static_cast<std::uint8_t>(rs1);
+      b.rs2 = static_cast<std::uint8_t>(rs2);
+    }
+    b.target = static_cast<std::int64_t>(first);
     add(b, false);
-    landing[start] = false;  // jumping past `li c` would count down from any value
+    landing[first] = false;  // jumping past `li c` would count from any value
   }
 
   // A carry chain: li a, edge; li b, edge; bn.addc/bn.subb rd, a, b; ... (carry propagates).
@@ -547,12 +594,19 @@ struct Generator {
   // each as often as an op of one meets its one), with `li`s of its operands just before it. A store is
   // followed by a selected load of the bytes it wrote; a load reads a word that a selected store
   // of a value with bit 7 of every byte set wrote just before it (without one: the scratch's).
+  // At the negative-offset corner both address the scratch from a register past it, li'd just
+  // before (offsets -1..-2048); a jalr there, and a branch or jal at the backward corner, close
+  // a loop (loop_stream).
   void corner_stream(const std::vector<std::pair<const Encoding*, Corner>>& at,
                      const std::vector<const Encoding*>& loads, const std::vector<const Encoding*>& stores) {
     const unsigned n = 2 + rng.below(5);
     for (unsigned k = 0; k < n; ++k) {
       const auto [pick, c] = at[rng.below(static_cast<u32>(at.size()))];
       const Encoding& row = *pick;
+      if (c == Corner::kBackward || row.cls == InsnClass::kJalr) {
+        loop_stream(&row);
+        continue;
+      }
       const auto [a, b] = corner_operands(rng, row, c);
       switch (row.cls) {
         case InsnClass::kStore:
@@ -566,15 +620,24 @@ struct Generator {
           const u32 base = rng.below(kScratchBytes / 4) * 4;
           const u32 ssize = store ? access_size(*store) : 4;
           const u32 at = base + rng.below(4 / ssize) * ssize;
+          u32 rb = 31, past = 0;  // the address register, and how far past the scratch's base + base it points
+          bool land = true;       // past its li, no jump may land: the access would miss the scratch
+          if (c == Corner::kNegativeOffset) {
+            rb = reg_not({0, 31});
+            past = rng.chance(2) ? 4 + rng.below(16) : rng.chance(2) ? 2048 : 4 + rng.below(2045);
+            add(li(rb, kScratchBase + base + past));
+            land = false;
+          }
+          const u32 off = 0u - past - base;  // + an offset in the scratch: base + at least 0, less than 4
           if (store) {
-            const u32 v = reg_not({0, 31});
-            add(li(v, b));
-            add(word(ref::encode::s(store->op, 31, v, at), true));
+            const u32 v = reg_not({0, 31, rb});
+            add(li(v, b), land);
+            add(word(ref::encode::s(store->op, rb, v, off + at), true), land);
           }
           if (load) {
             const u32 lsize = access_size(*load);
             const u32 from = lsize <= ssize ? at + rng.below(ssize / lsize) * lsize : at & ~(lsize - 1);
-            add(word(ref::encode::i(load->op, reg_not({31}), 31, from), true));
+            add(word(ref::encode::i(load->op, reg_not({31}), rb, off + from), true), land);
           }
           break;
         }
@@ -662,13 +725,14 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
     if (e->cls == focus) w *= 6;
     g.weights.push_back(w);
   }
-  std::vector<const Encoding*> carry, loads, stores;
+  std::vector<const Encoding*> carry, loads, stores, backs;  // backs: the branches and jumps that may close a loop
   std::vector<std::pair<const Encoding*, Corner>> cornered;
   for (const Encoding* e : ops) {
     for (const Corner c : corners_of(e->op)) cornered.emplace_back(e, c);
     if (e->op == Op::kBnAddc || e->op == Op::kBnSubb) carry.push_back(e);
     if (e->cls == InsnClass::kLoad) loads.push_back(e);
     if (e->cls == InsnClass::kStore) stores.push_back(e);
+    if (is_control(*e)) backs.push_back(e);
   }
 
   Program p;
@@ -736,14 +800,14 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
     // its seeds keep their programs, and the per-op long runs theirs.)
     if (cornered.empty() ? rng.chance(8) : rng.chance(6)) {
       switch (rng.below(cornered.empty() ? 3 : 5)) {
-        case 0: g.loop_stream(); break;
+        case 0: g.loop_stream(backs.empty() ? nullptr : backs[rng.below(static_cast<u32>(backs.size()))]); break;
         case 1: if (!carry.empty()) g.carry_stream(carry); break;
         case 2: if (!loads.empty() || !stores.empty()) g.memory_stream(loads, stores); break;
         default: if (!cornered.empty()) g.corner_stream(cornered, loads, stores); break;
       }
       continue;
     }
-    g.instruction(g.pick(true), 31);
+    g.instruction(g.pick(true), kNoRegister);
   }
   if (trap_last) {  // the body's last item: no branch or jump skips it
     if (!trap_op) trap_op = vector_cases[rng.below(static_cast<u32>(vector_cases.size()))];
@@ -792,7 +856,8 @@ std::string_view corner_name(Corner c) {
   static constexpr std::string_view kNames[] = {
       "int-min/-1", "by-zero", "divisor-top-bit", "int-min*int-min", "int-min*-1", "-1*int-min", "-1*-1",
       "overflow", "carry", "equal", "same-register", "signs-differ", "shift-31", "shift-amount-over-31", "shift-0",
-      "rs1-top-bit", "shifted-out", "value-top-bit", "value-high-bits", "loaded-top-bit"};
+      "rs1-top-bit", "shifted-out", "value-top-bit", "value-high-bits", "loaded-top-bit", "negative-offset",
+      "backward"};
   static_assert(sizeof kNames / sizeof kNames[0] == kCorners);
   const int i = static_cast<int>(c);
   return i >= 0 && i < kCorners ? kNames[i] : "?";
@@ -808,15 +873,18 @@ std::span<const Corner> corners_of(Op op) {
   static constexpr C kAddi[] = {C::kOverflow};
   static constexpr C kLogic[] = {C::kEqual, C::kSameRegister};
   static constexpr C kCompare[] = {C::kEqual, C::kSameRegister, C::kSignsDiffer};
+  static constexpr C kBranch[] = {C::kEqual, C::kSameRegister, C::kSignsDiffer, C::kBackward};
   static constexpr C kCompareImm[] = {C::kEqual, C::kSignsDiffer};
   static constexpr C kShiftLeft[] = {C::kSameRegister, C::kShift31, C::kShiftOver31, C::kShiftZero, C::kShiftedOut};
   static constexpr C kShiftRight[] = {C::kSameRegister, C::kShift31, C::kShiftOver31, C::kShiftZero, C::kShiftTopBit};
   static constexpr C kShiftLeftImm[] = {C::kShift31, C::kShiftZero, C::kShiftedOut};
   static constexpr C kShiftRightImm[] = {C::kShift31, C::kShiftZero, C::kShiftTopBit};
   static constexpr C kShAdd[] = {C::kEqual, C::kSameRegister, C::kShiftedOut};
-  static constexpr C kStoreNarrow[] = {C::kStoreTopBit, C::kStoreHighBits};
-  static constexpr C kStoreWord[] = {C::kStoreTopBit};
-  static constexpr C kLoadNarrow[] = {C::kLoadTopBit};
+  static constexpr C kStoreNarrow[] = {C::kStoreTopBit, C::kStoreHighBits, C::kNegativeOffset};
+  static constexpr C kStoreWord[] = {C::kStoreTopBit, C::kNegativeOffset};
+  static constexpr C kLoadNarrow[] = {C::kLoadTopBit, C::kNegativeOffset};
+  static constexpr C kNegative[] = {C::kNegativeOffset};
+  static constexpr C kJal[] = {C::kBackward};
   switch (op) {
     case Op::kDiv: case Op::kRem: return kDiv;
     case Op::kDivu: case Op::kRemu: return kDivu;
@@ -825,8 +893,10 @@ std::span<const Corner> corners_of(Op op) {
     case Op::kAddi: return kAddi;
     case Op::kAnd: case Op::kOr: case Op::kXor: return kLogic;
     case Op::kSlti: case Op::kSltiu: return kCompareImm;
-    case Op::kSlt: case Op::kSltu:
-    case Op::kBeq: case Op::kBne: case Op::kBlt: case Op::kBge: case Op::kBltu: case Op::kBgeu: return kCompare;
+    case Op::kSlt: case Op::kSltu: return kCompare;
+    case Op::kBeq: case Op::kBne: case Op::kBlt: case Op::kBge: case Op::kBltu: case Op::kBgeu: return kBranch;
+    case Op::kJal: return kJal;
+    case Op::kJalr: case Op::kLw: return kNegative;
     case Op::kSll: return kShiftLeft;
     case Op::kSrl: case Op::kSra: return kShiftRight;
     case Op::kSlli: return kShiftLeftImm;
@@ -935,12 +1005,14 @@ std::pair<u32, u32> corner_operands(progen::Random& rng, const Encoding& row, Co
       return {0, low | (1 + rng.below((1u << (32 - bits)) - 1)) << bits};
     }
     case Corner::kLoadTopBit: return {0, static_cast<u32>(rng.next()) | 0x80808080u};
+    case Corner::kNegativeOffset:
+    case Corner::kBackward: return {0, some()};  // the instruction's form (the corner stream's), any value
     case Corner::kCount: break;
   }
   return {0, 0};
 }
 
-bool at_corner(Op op, Corner c, u32 a, u32 b, bool same_register) {
+bool at_corner(Op op, Corner c, u32 a, u32 b, bool same_register, std::int32_t offset) {
   const auto mine = corners_of(op);
   if (std::find(mine.begin(), mine.end(), c) == mine.end()) return false;
   constexpr u32 kMin = 0x80000000u, kMinus1 = 0xffffffffu;
@@ -982,6 +1054,8 @@ bool at_corner(Op op, Corner c, u32 a, u32 b, bool same_register) {
     case Corner::kStoreTopBit: return ((b >> (store_bits() - 1)) & 1) != 0;
     case Corner::kStoreHighBits: return store_bits() < 32 && (b >> store_bits()) != 0;
     case Corner::kLoadTopBit: return ((b >> ((op == Op::kLb || op == Op::kLbu) ? 7 : 15)) & 1) != 0;
+    case Corner::kNegativeOffset:
+    case Corner::kBackward: return offset < 0;
     case Corner::kCount: break;
   }
   return false;
@@ -1048,8 +1122,11 @@ void Coverage::add(const Program& p, std::uint64_t max_steps) {
       b = m.reg(d.rs2);
     }
     const bool same_register = (e.operands & ref::kOpdRs1) && (e.operands & ref::kOpdRs2) && d.rs1 == d.rs2 && d.rs1 != 0;
+    const bool has_offset = e.cls == InsnClass::kLoad || e.cls == InsnClass::kStore || e.cls == InsnClass::kBranch ||
+                            e.cls == InsnClass::kJal || e.cls == InsnClass::kJalr;
+    const std::int32_t offset = has_offset ? static_cast<std::int32_t>(d.imm) : 0;
     for (const Corner c : corners)
-      if (at_corner(d.op, c, a, b, same_register)) ++r.corners[static_cast<int>(c)];
+      if (at_corner(d.op, c, a, b, same_register, offset)) ++r.corners[static_cast<int>(c)];
   });
   const VectorRun v = run_vector_ops(p, max_steps);
   for (const auto& [op, b] : v.buckets)

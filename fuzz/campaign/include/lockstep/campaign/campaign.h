@@ -10,8 +10,10 @@
 // from a weighted mix over ref's encoding table (filtered by --ops) with
 // directed streams (a counted loop, bn.addc/bn.subb carry chains, store/load
 // patterns), then `li a7, 93; ecall` (exit).  Branches and jumps of the body
-// go forward only, the one backward branch of a loop counts a register down
-// from at most 6, so every program ends.
+// go forward, but for the one that closes a counted loop (a selected branch,
+// jal or auipc+jalr, backwards), whose counter runs at most 6 times, so every
+// program ends.  An instruction that writes x31 is followed by `li x31` of
+// the scratch base again.
 #pragma once
 
 #include <array>
@@ -156,8 +158,10 @@ struct Program {
 /// it as "generator", and `lockstep fuzz --merge` refuses shards of two versions (fuzz/README.md,
 /// "Shards"). 3: session 45's corners (shift-0, same-register, equal for every register-register
 /// op but the shifts, -1*int-min), its (op, corner) pairs and streams of 2..6; reports without
-/// the field come from versions before it (session 44 added the corner stream).
-inline constexpr unsigned kGeneratorVersion = 3;
+/// the field come from versions before it (session 44 added the corner stream). 4: writes to
+/// x31, negative offsets (loads, stores, jalr) and loops closed by any selected branch, jal or
+/// jalr (the negative-offset and backward corners).
+inline constexpr unsigned kGeneratorVersion = 4;
 
 /// Generates program `index` from `seed` over `ops` (select_ops; not empty).
 /// When `ops` has the VEW row, its words use the modes of `vew_modes` (a
@@ -230,12 +234,14 @@ enum class Corner : std::uint8_t {
   kStoreTopBit,        ///< "value-top-bit": the stored byte/halfword/word has its top bit set
   kStoreHighBits,      ///< "value-high-bits": sb/sh of a value with bits above the stored ones
   kLoadTopBit,         ///< "loaded-top-bit": lb, lbu, lh, lhu read a byte/halfword with its top bit set
+  kNegativeOffset,     ///< "negative-offset": a load's, store's or jalr's immediate below 0
+  kBackward,           ///< "backward": a branch or jal to an earlier instruction (its offset below 0)
   kCount
 };
 inline constexpr int kCorners = static_cast<int>(Corner::kCount);
 /// The corner's name ("int-min/-1"; "?" out of range).
 std::string_view corner_name(Corner c);
-/// The corners of `op`, in Corner order; empty for ops without any (lui, jal, andi, bignum,
+/// The corners of `op`, in Corner order; empty for ops without any (lui, auipc, andi, bignum,
 /// vector ops).
 std::span<const Corner> corners_of(ref::Op op);
 /// Whether an instruction of `op` with operands `a` and `b` is at corner `c` (one of
@@ -243,12 +249,16 @@ std::span<const Corner> corners_of(ref::Op op);
 /// branches, the value register of a store (X(rs2)), the sign-extended immediate for OP-IMM
 /// (the shift amount for slli/srli/srai), and for a load the byte or halfword it reads,
 /// zero-extended. `same_register`: the instruction reads one register other than x0 as both
-/// rs1 and rs2 (the same-register corner's only condition).
-bool at_corner(ref::Op op, Corner c, std::uint32_t a, std::uint32_t b, bool same_register = false);
+/// rs1 and rs2 (the same-register corner's only condition). `offset`: the sign-extended
+/// immediate of a load, store, jalr, branch or jal (bytes; the negative-offset and backward
+/// corners' only condition, offset < 0).
+bool at_corner(ref::Op op, Corner c, std::uint32_t a, std::uint32_t b, bool same_register = false,
+               std::int32_t offset = 0);
 /// Operands (a, b as at_corner reads them) at corner `c` of `row`'s op, drawn with `rng`: edges
 /// and random values that reach it (the generator's corner stream, which puts the operands of
 /// the same-register corner, equal, in one register and those of every other corner in two). For a load, b is the word a
-/// store writes before it, with bit 7 of every byte set. Requires c in corners_of(row.op).
+/// store writes before it, with bit 7 of every byte set. The negative-offset and backward corners
+/// are the instruction's form, not its operands: (0, any word). Requires c in corners_of(row.op).
 std::pair<std::uint32_t, std::uint32_t> corner_operands(progen::Random& rng, const ref::Encoding& row, Corner c);
 
 /// Opcode x operand class counts of the test instructions the reference
