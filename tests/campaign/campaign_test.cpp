@@ -109,6 +109,33 @@ TEST(CampaignOps, Rv32iAndRv32imGroups) {
   }
 }
 
+// Every branch and jump lands on the item it targets, however long the body (--length up to
+// 4,096 items): a B-type offset reaches +-4 KiB, a jalr's 2 KiB.
+TEST(CampaignGenerate, EveryJumpLandsOnItsTarget) {
+  const auto ops = select_ops("");
+  for (const auto& [lo, hi] : std::vector<std::pair<unsigned, unsigned>>{{16, 63}, {4000, 4096}}) {
+    campaign::DrawOptions o;
+    o.min_body = lo;
+    o.max_body = hi;
+    for (std::uint64_t k = 0; k < 20; ++k) {
+      const Program p = campaign::generate(program_seed(5, k), k, ops, o);
+      const std::vector<std::uint32_t> code = p.code();
+      std::vector<std::uint32_t> addr(p.items.size() + 1, campaign::kCodeBase);
+      for (std::size_t i = 0; i < p.items.size(); ++i) addr[i + 1] = addr[i] + 4 * p.items[i].words();
+      for (std::size_t i = 0; i < p.items.size(); ++i) {
+        const Item& it = p.items[i];
+        if (it.kind != Item::Kind::kBranch && it.kind != Item::Kind::kJalr) continue;
+        const std::size_t w = (addr[i] - campaign::kCodeBase) / 4;
+        const ref::Decoded d = ref::decode(code[w + (it.kind == Item::Kind::kJalr ? 1 : 0)]);
+        const std::uint32_t lands = (addr[i] + d.imm) & ~1u;  // jalr: from the auipc's pc
+        ASSERT_EQ(lands, addr[static_cast<std::size_t>(it.target)])
+            << "program " << k << " (length " << lo << ".." << hi << ", seed 5), item " << i << ": "
+            << ref::disassemble(code[w], addr[i]);
+      }
+    }
+  }
+}
+
 TEST(CampaignGenerate, ReproducibleAndAlwaysEnds) {
   const auto ops = select_ops("");
   EXPECT_EQ(campaign::generate(program_seed(7, 3), 3, ops).code(), campaign::generate(program_seed(7, 3), 3, ops).code());

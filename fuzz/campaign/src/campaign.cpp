@@ -822,14 +822,25 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   Item ecall = g.word(0x00000073u, false);
   ecall.fixed = true;
   g.add(ecall);
-  // Forward targets of the body's branches and jumps: a landing item after it (or the exit).
+  // Forward targets of the body's branches and jumps: a landing item after it (or the exit),
+  // within the offset's reach (a branch's 4 KiB, a jalr's 2 KiB from its auipc; a body of
+  // --length 4,096 items is longer), else the nearest (a few words away: only a loop's body and
+  // a negative-offset access are not landings).
+  std::vector<u32> offset(g.items.size() + 1, 0);  // bytes from the first item
+  for (std::size_t i = 0; i < g.items.size(); ++i) offset[i + 1] = offset[i] + 4 * g.items[i].words();
   for (std::size_t i = body_begin; i < end; ++i) {
     Item& it = g.items[i];
     if ((it.kind != Item::Kind::kBranch && it.kind != Item::Kind::kJalr) || it.target >= 0) continue;
+    const u32 reach = it.kind == Item::Kind::kJalr ? 2044 : it.op == Op::kJal ? 0xffffc : 4092;
     std::vector<std::size_t> t;
-    for (std::size_t k = i + 1; k <= end; ++k)
-      if (g.landing[k]) t.push_back(k);
-    it.target = static_cast<std::int64_t>(t[rng.below(static_cast<u32>(t.size()))]);
+    std::size_t nearest = end;
+    for (std::size_t k = end; k > i; --k) {
+      if (!g.landing[k]) continue;
+      nearest = k;
+      if (offset[k] - offset[i] <= reach) t.push_back(k);
+    }
+    std::reverse(t.begin(), t.end());
+    it.target = static_cast<std::int64_t>(t.empty() ? nearest : t[rng.below(static_cast<u32>(t.size()))]);
   }
   p.items = std::move(g.items);
   return p;
