@@ -421,8 +421,9 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     }
   }
   std::vector<const ref::Encoding*> ops;
+  unsigned vew_modes = 0, vfn_fns = 0, vred_modes = 0;  // the modes the coverage lists (vew.add: ADD's)
   try {
-    ops = campaign::select_ops(merged.value("ops", ""));
+    ops = campaign::select_ops(merged.value("ops", ""), &vew_modes, &vfn_fns, &vred_modes);
   } catch (const campaign::OpsError& e) {
     throw InputError(e.what());
   }
@@ -455,7 +456,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
   // Printed once the pieces are known to chain: an overlap is refused before any total is shown
   // (a refused merge printed its totals and then the error).
   std::ostream& out = ctx.out();
-  out << coverage.text(ops) << decisions.text();
+  out << coverage.text(ops, vew_modes, vfn_fns, vred_modes) << decisions.text();
   for (const json& f : failures)
     out << "FAIL program " << f.value("index", 0) << " (" << f.value("mode", "") << "): "
         << as_invoked("lockstep replay " + format::shell_path(f.value("case", ""))) << "\n";
@@ -1395,7 +1396,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     const mutate::DecisionSummary decisions = no_decisions.empty()
                                                     ? mutate::DecisionSummary::from(counted_decisions)
                                                     : mutate::DecisionSummary::unavailable(no_decisions);
-    out << coverage.text(ops) << decisions.text();
+    out << coverage.text(ops, vew_modes, vfn_fns, vred_modes) << decisions.text();
     char line[320];
     std::snprintf(line, sizeof line,
                   "programs %llu (indices %llu.. in shard %llu/%llu, mode %s), steps compared %llu, mismatching "

@@ -358,6 +358,28 @@ TEST(CampaignCoverage, ValueClasses) {
   EXPECT_EQ(b.instructions, 2 * a.instructions);
 }
 
+// A campaign of one mode lists the buckets of that mode alone: `--ops vew.add` named VEW MUL,
+// MULS and ROT's buckets "never reached" (an outside tester's reading: a campaign incomplete
+// however long it ran).
+TEST(CampaignCoverage, VectorBucketsOfTheSelectedModesOnly) {
+  unsigned vew = 0, vfn = 0, vred = 0;
+  const auto ops = select_ops("vew.add,vred.max", &vew, &vfn, &vred);
+  Coverage cov;
+  for (std::uint64_t k = 0; k < 10; ++k) {
+    campaign::DrawOptions o;
+    o.vew_modes = vew;
+    o.vred_modes = vred;
+    cov.add(campaign::generate(program_seed(6, k), k, ops, o));
+  }
+  const std::string mine = cov.text(ops, vew, vfn, vred), all = cov.text(ops);
+  EXPECT_NE(mine.find("[vew.add] "), std::string::npos) << mine;
+  EXPECT_NE(mine.find("[vred.max] "), std::string::npos) << mine;
+  for (const char* other : {"[vew.mul]", "[vew.rot]", "[muls gs=0]", "[vred.sum]", "[vred.sumsq]"}) {
+    EXPECT_EQ(mine.find(other), std::string::npos) << other << " listed for --ops vew.add,vred.max:\n" << mine;
+    EXPECT_NE(all.find(other), std::string::npos) << other << " not listed with every mode:\n" << all;
+  }
+}
+
 TEST(CampaignCorners, EachCornerIsReadFromItsOperands) {
   using ref::Op;
   using C = Corner;

@@ -1276,7 +1276,8 @@ Coverage Coverage::from_json(const json& j) {
   return c;
 }
 
-std::string Coverage::text(std::span<const Encoding* const> ops) const {
+std::string Coverage::text(std::span<const Encoding* const> ops, unsigned vew_modes, unsigned vfn_fns,
+                           unsigned vred_modes) const {
   std::ostringstream os;
   os << "coverage: " << instructions << " test instructions executed by the reference in " << programs
      << " programs; rs1/rs2 values as zero/one/minus-one/int-min/int-max/pow2/other\n";
@@ -1331,7 +1332,9 @@ std::string Coverage::text(std::span<const Encoding* const> ops) const {
     const auto it = buckets.find(std::string(c->name()));
     os << "  " << c->name() << " buckets:";
     std::vector<std::string> unreached;
-    for (const std::string& name : c->buckets(c->all_modes())) {
+    const unsigned selected = e->op == Op::kVew ? vew_modes : e->op == Op::kVfn ? vfn_fns : e->op == Op::kVred ? vred_modes : 0;
+    const unsigned modes = (selected & c->all_modes()) != 0 ? selected & c->all_modes() : c->all_modes();
+    for (const std::string& name : c->buckets(modes)) {
       const std::uint64_t n = it == buckets.end() || !it->second.count(name) ? 0 : it->second.at(name);
       if (n == 0) unreached.push_back(name);
       else os << " [" << name << "] " << n;

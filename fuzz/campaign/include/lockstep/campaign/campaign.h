@@ -283,8 +283,11 @@ struct Coverage {
   void merge(const Coverage& other);
   nlohmann::json to_json() const;
   static Coverage from_json(const nlohmann::json& j);
-  /// The table; mnemonics of `ops` never executed are listed at the end.
-  std::string text(std::span<const ref::Encoding* const> ops) const;
+  /// The table; mnemonics of `ops` never executed are listed at the end. A vector op's buckets
+  /// are those of its selected modes (`vew_modes`, `vfn_fns`, `vred_modes` as select_ops sets
+  /// them; 0: all): `--ops vew.add` lists no MUL, MULS or ROT bucket as never reached.
+  std::string text(std::span<const ref::Encoding* const> ops, unsigned vew_modes = 0, unsigned vfn_fns = 0,
+                   unsigned vred_modes = 0) const;
 };
 
 /// What the reference did with a program's vector instructions, each read through its op's case
