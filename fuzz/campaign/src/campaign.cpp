@@ -291,6 +291,9 @@ unsigned class_weight(InsnClass c) {
 // instruction()'s `avoid` when it may write any register (x0 and x31 included).
 constexpr u32 kNoRegister = 32;
 
+// A forward branch or jump lands on one of the next this many landing items.
+constexpr std::size_t kForwardLandings = 16;
+
 // A 12-bit immediate field: an edge (0, 1, -1, 2047, -2048, ...) half the time, else any.
 u32 edge_imm12(progen::Random& rng) {
   static constexpr u32 kImm[] = {0, 1, 0xfff, 0x7ff, 0x800, 2, 0xffe, 31, 32};
@@ -508,19 +511,22 @@ struct Generator {
     return it;
   }
 
-  // A counted loop: li c, START; L: up to 5 non-control instructions; addi c, c, STEP; and the
+  // A counted loop: li c, START; L: up to 5 non-control instructions (1..5 without `closing`, 0..5
+  // with it: `addi c; bne c, x0, L` branches back by 4 bytes); addi c, c, STEP; and the
   // backward jump that closes it, `closing` (a selected branch, jal or jalr: a test instruction)
   // or, without one, bne c, x0, L (set-up). The body runs n = 1..6 times (twice when beq or bgeu
-  // closes it: taken only at c = 0). A branch compares c with x0, taken while the body runs
-  // again: bne c, x0 and bltu x0, c (c != 0), blt x0, c (c > 0) or blt c, x0 (c < 0), bge c, x0
-  // (c >= 0) or bge x0, c (c <= 0), beq c, x0 and bgeu x0, c (c = 0). A jal or auipc+jalr back
-  // to L follows `beq c, x0` out of the loop (set-up).
+  // closes it: taken only at c = z). A branch compares c with z, which is x0 (0) or, half the
+  // time, x31 (the scratch base, 0x80000: two registers, neither x0), taken while the body runs
+  // again: bne c, z and bltu z, c (c != z), blt z, c (c > z) or blt c, z (c < z), bge c, z
+  // (c >= z) or bge z, c (c <= z), beq c, z and bgeu z, c (c = z). A jal (its link x0 one time
+  // in four) or auipc+jalr back to L follows `beq c, x0` out of the loop (set-up).
   void loop_stream(const Encoding* closing) {
     const u32 c = 1 + rng.below(30);
     const u32 n = 1 + rng.below(6);
     const Op op = closing ? closing->op : Op::kBne;
     u32 start = n, step = 0xfff;  // counts down to 0
     u32 rs1 = c, rs2 = 0;
+    const bool x31 = closing && closing->cls == InsnClass::kBranch && rng.chance(2);
     switch (op) {
       case Op::kBeq: start = 0xffffffffu, step = 1; break;
       case Op::kBgeu: start = 0xffffffffu, step = 1, rs1 = 0, rs2 = c; break;
@@ -535,9 +541,14 @@ struct Generator {
         break;
       default: break;  // bne c, x0; jal, jalr: beq c, x0 leaves, down from n
     }
+    if (x31) {  // the same around the scratch base, against x31
+      start += kScratchBase;
+      if (rs1 == 0) rs1 = 31;
+      if (rs2 == 0) rs2 = 31;
+    }
     add(li(c, start));
     const std::size_t first = items.size();
-    const unsigned body = has_non_control() ? 1 + rng.below(5) : 0;
+    const unsigned body = !has_non_control() ? 0 : closing ? rng.below(6) : 1 + rng.below(5);
     ctx.in_loop = true;
     for (unsigned k = 0; k < body; ++k) instruction(pick(false), c, false);
     ctx.in_loop = false;
@@ -553,7 +564,7 @@ struct Generator {
       out.target = static_cast<std::int64_t>(items.size() + 2);
       add(out, false);
       b.op = op;
-      b.rd = static_cast<std::uint8_t>(reg_not({31, c}));
+      b.rd = static_cast<std::uint8_t>(rng.chance(4) ? 0 : reg_not({31, c}));
       if (closing->cls == InsnClass::kJalr) {
         b.kind = Item::Kind::kJalr;
         b.rs1 = static_cast<std::uint8_t>(reg_not({0, 31, c}));
@@ -822,10 +833,12 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   Item ecall = g.word(0x00000073u, false);
   ecall.fixed = true;
   g.add(ecall);
-  // Forward targets of the body's branches and jumps: a landing item after it (or the exit),
-  // within the offset's reach (a branch's 4 KiB, a jalr's 2 KiB from its auipc; a body of
-  // --length 4,096 items is longer), else the nearest (a few words away: only a loop's body and
-  // a negative-offset access are not landings).
+  // Forward targets of the body's branches and jumps: one of the next kForwardLandings landing
+  // items after it (or the exit), within the offset's reach (a branch's 4 KiB, a jalr's 2 KiB
+  // from its auipc; a body of --length 4,096 items is longer), else the nearest (a few words
+  // away: only a loop's body and a negative-offset access are not landings). A jump anywhere
+  // into the rest of the body skipped half of it on average: a program of 4,096 items ran a
+  // median of 3,056 steps.
   std::vector<u32> offset(g.items.size() + 1, 0);  // bytes from the first item
   for (std::size_t i = 0; i < g.items.size(); ++i) offset[i + 1] = offset[i] + 4 * g.items[i].words();
   for (std::size_t i = body_begin; i < end; ++i) {
@@ -834,12 +847,11 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
     const u32 reach = it.kind == Item::Kind::kJalr ? 2044 : it.op == Op::kJal ? 0xffffc : 4092;
     std::vector<std::size_t> t;
     std::size_t nearest = end;
-    for (std::size_t k = end; k > i; --k) {
+    for (std::size_t k = i + 1; k <= end && t.size() < kForwardLandings; ++k) {
       if (!g.landing[k]) continue;
-      nearest = k;
+      if (nearest == end) nearest = k;
       if (offset[k] - offset[i] <= reach) t.push_back(k);
     }
-    std::reverse(t.begin(), t.end());
     it.target = static_cast<std::int64_t>(t.empty() ? nearest : t[rng.below(static_cast<u32>(t.size()))]);
   }
   p.items = std::move(g.items);
