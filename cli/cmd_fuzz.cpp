@@ -956,16 +956,13 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       const std::string mode_name(engine::to_string(f.mode));
       const engine::Divergence& d = *f.result.divergence;
       const std::string batch_repeat = repeat_batch(f, mode_name);
-      // The failure's class: the diverging instruction's operation, the token kind and the mode.
-      // The operation is the encoding table's mnemonic, without the fields a vector op's
-      // disassembly spells out ("vred", not "vred.sumsq.sh6"; found by an outside tester: one
-      // wrong token made 30 classes of 64 failing runs).
-      const std::string mnemonic = d.disassembly.substr(0, d.disassembly.find(' '));
-      const ref::Op op = ref::decode(d.word).op;
-      const std::string operation = op == ref::Op::kIllegal || op == ref::Op::kUndecoded
-                                        ? mnemonic
-                                        : std::string(ref::encoding_of(op).mnemonic);
-      const std::string signature = "`" + operation + "` at " + d.field + ", " + mode_name;
+      // The failure's class: the blamed instruction's operation, the token kind and the mode.
+      const std::string signature = campaign::failure_signature(d, mode_name);
+      const auto mnemonic_of = [](const engine::Divergence& c) {
+        const std::string text = campaign::blamed_instruction(c).second;
+        return text.substr(0, text.find(' '));
+      };
+      const std::string mnemonic = mnemonic_of(d);
       campaign::ShrinkResult sr;
       sr.program = f.original;
       sr.original_words = sr.shrunk_words = f.original.words();
@@ -990,8 +987,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         // cap leaves room for an original longer than 20,000 steps (the whole program's, not its
         // steps to the divergence: such originals were never shrunk).
         const std::string field = d.field;
-        const campaign::SameFailure same = [mnemonic, field](const engine::Divergence& c) {
-          return c.disassembly.substr(0, c.disassembly.find(' ')) == mnemonic && c.field == field;
+        const campaign::SameFailure same = [mnemonic, field, mnemonic_of](const engine::Divergence& c) {
+          return mnemonic_of(c) == mnemonic && c.field == field;
         };
         const std::uint64_t cap =
             std::max<std::uint64_t>(20000, 2 * campaign::reference_steps(f.original, max_steps));
@@ -1432,7 +1429,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       std::map<std::string, std::vector<std::uint64_t>> classes;
       for (const json& f : failures) classes[f.value("signature", "")].push_back(f.value("index", std::uint64_t{0}));
       if (classes.size() < failures.size()) {
-        out << "failures by class (the diverging instruction's operation, token kind, mode): " << classes.size()
+        out << "failures by class (the blamed instruction's operation, token kind, mode): " << classes.size()
             << (classes.size() == 1 ? " class in " : " classes in ") << failures.size() << " failing runs\n";
         for (const auto& [sig, idx] : classes) {
           out << "  " << sig << ": " << idx.size() << " (program" << (idx.size() > 1 ? "s " : " ");

@@ -136,6 +136,36 @@ TEST(CampaignGenerate, EveryJumpLandsOnItsTarget) {
   }
 }
 
+// A failure's class names the instruction it blames: the diverging one, but for a pc token the
+// one before it, whose jump chose the pc (an outside tester's backward jal one word off made a
+// class per target's op: `sb`, `sh1add`, `bn.subb`, ... at PCL).
+TEST(CampaignFailures, APcTokenIsClassedUnderTheInstructionBeforeIt) {
+  using ref::Op;
+  engine::Divergence d;
+  const std::uint32_t jal = ref::encode::j(Op::kJal, 15, 0xffffffe8u), sb = ref::encode::s(Op::kSb, 31, 26, 116);
+  engine::InstructionRecord a, b;
+  a.pc = 0x1001c, a.word = jal;
+  b.pc = 0x10004, b.word = sb;
+  d.recent = {a, b};
+  d.pc = b.pc, d.word = sb, d.disassembly = b.disassembly();
+  d.field = "PCL";
+  EXPECT_EQ(campaign::failure_signature(d, "forced"), "`jal` at PCL, forced");
+  EXPECT_EQ(campaign::blamed_instruction(d).first, jal);
+  d.field = "PCH0";
+  EXPECT_EQ(campaign::failure_signature(d, "free"), "`jal` at PCH0, free");
+  d.field = "S0";  // any other token: the instruction itself
+  EXPECT_EQ(campaign::failure_signature(d, "forced"), "`sb` at S0, forced");
+  d.field = "PCL";
+  d.recent = {b};  // the first instruction: nothing before it
+  EXPECT_EQ(campaign::failure_signature(d, "forced"), "`sb` at PCL, forced");
+  // a vector op by its row's mnemonic, not its disassembly's fields
+  const std::uint32_t vred = ref::encoding_of(Op::kVred).match | 3u << 7 | 5u << 15 | 6u << 20;
+  b.word = vred;
+  d.recent = {b};
+  d.word = vred, d.disassembly = b.disassembly(), d.field = "W0";
+  EXPECT_EQ(campaign::failure_signature(d, "forced"), "`vred` at W0, forced") << d.disassembly;
+}
+
 TEST(CampaignGenerate, ReproducibleAndAlwaysEnds) {
   const auto ops = select_ops("");
   EXPECT_EQ(campaign::generate(program_seed(7, 3), 3, ops).code(), campaign::generate(program_seed(7, 3), 3, ops).code());

@@ -534,7 +534,7 @@ TEST(LockstepFuzz, CorruptedChipGivesAShrunkReplayableCase) {
   for (const json& fail : f["failures"])
     EXPECT_EQ(fail["signature"].get<std::string>().rfind("`mulhu` at ", 0), 0u) << fail.dump();
   if (f["failures"].size() > 1) {
-    EXPECT_NE(r.out.find("failures by class (the diverging instruction's operation, token kind, mode): 1 class in " +
+    EXPECT_NE(r.out.find("failures by class (the blamed instruction's operation, token kind, mode): 1 class in " +
                          std::to_string(f["failures"].size()) + " failing runs\n  `mulhu` at "),
               std::string::npos)
         << r.out;

@@ -1355,7 +1355,7 @@ TEST_F(DutCli, OneWrongVectorTokenIsOneFailureClassPerMode) {
   }
   EXPECT_GT(mnemonics.size(), 1u) << "the failing instructions should spell out different fields";
   EXPECT_EQ(signatures, (std::set<std::string>{"`vred` at VRD, forced", "`vred` at VRD, free"}));
-  EXPECT_NE(r.out.find("failures by class (the diverging instruction's operation, token kind, mode): 2 classes in " +
+  EXPECT_NE(r.out.find("failures by class (the blamed instruction's operation, token kind, mode): 2 classes in " +
                        std::to_string(f["failures"].size()) + " failing runs"),
             std::string::npos)
       << r.out;

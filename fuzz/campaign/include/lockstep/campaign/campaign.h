@@ -94,6 +94,18 @@ std::vector<const ref::Encoding*> select_ops(const std::string& list, unsigned* 
 std::string ops_list(std::span<const ref::Encoding* const> ops, unsigned vew_modes = kVewFuzzedModes,
                      unsigned vfn_fns = kVfnFuzzedFns, unsigned vred_modes = kVredFuzzedModes);
 
+/// The class of a failing run (fuzz.json's `signature`; fuzz/README.md): "`OP` at FIELD, MODE".
+/// OP is the operation (the encoding table's mnemonic, without a vector op's fields) of the
+/// instruction the divergence blames: the diverging instruction's, or, when the differing token
+/// is one of its pc tokens (PCH0..PCH3, PCL), the instruction's before it (`d.recent`), whose
+/// branch, jump or fall-through chose that pc: a jal that lands one word off is `jal` at PCL
+/// however many instructions it lands on (each was a class of its own before). FIELD is
+/// d.field, MODE `mode` ("forced", "free").
+std::string failure_signature(const engine::Divergence& d, std::string_view mode);
+/// The instruction failure_signature blames, as (word, disassembly): the diverging one, or for a
+/// pc token with an instruction before it in d.recent, that one.
+std::pair<std::uint32_t, std::string> blamed_instruction(const engine::Divergence& d);
+
 /// The seed of program `index` of a campaign with seed `run_seed`.
 std::uint64_t program_seed(std::uint64_t run_seed, std::uint64_t index);
 
