@@ -633,7 +633,7 @@ struct Generator {
     for (unsigned k = 0; k < n; ++k) {
       const auto [pick, c] = at[rng.below(static_cast<u32>(at.size()))];
       const Encoding& row = *pick;
-      if (c == Corner::kBackward || row.cls == InsnClass::kJalr) {
+      if (c == Corner::kBackward || (c == Corner::kNegativeOffset && row.cls == InsnClass::kJalr)) {
         loop_stream(&row);
         continue;
       }
@@ -1164,9 +1164,8 @@ void Coverage::add(const Program& p, std::uint64_t max_steps) {
       b = m.reg(d.rs2);
     }
     const bool same_register = (e.operands & ref::kOpdRs1) && (e.operands & ref::kOpdRs2) && d.rs1 == d.rs2 && d.rs1 != 0;
-    const bool has_offset = e.cls == InsnClass::kLoad || e.cls == InsnClass::kStore || e.cls == InsnClass::kBranch ||
-                            e.cls == InsnClass::kJal || e.cls == InsnClass::kJalr;
-    const std::int32_t offset = has_offset ? static_cast<std::int32_t>(d.imm) : 0;
+    // d.imm is the offset of a load, store, branch or jump, the only ops whose corners read it
+    const std::int32_t offset = static_cast<std::int32_t>(d.imm);
     for (const Corner c : corners)
       if (at_corner(d.op, c, a, b, same_register, offset)) ++r.corners[static_cast<int>(c)];
   });
