@@ -965,7 +965,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       const std::string mnemonic = mnemonic_of(d);
       campaign::ShrinkResult sr;
       sr.program = f.original;
-      sr.original_words = sr.shrunk_words = f.original.words();
+      sr.original_words = sr.shrunk_words = f.original.instruction_words();
       const fs::path dir = report / ("fail-" + std::to_string(f.original.index) + "-" + mode_name);
       const bool use_chip = without_chip.empty();
       // Why a program that was run by the chip was not shrunk (empty: it was, or was tried)
@@ -1047,6 +1047,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                       {"actual_text", d.actual_text},
                       {"original_words", sr.original_words},
                       {"shrunk_words", sr.shrunk_words},
+                      {"gap_words", sr.program.gap_words()},
                       {"repeat", repeat_alone(f.original.index, mode_name)},
                       {"repeat_batch", batch_repeat}};
       if (!use_chip) {
@@ -1081,6 +1082,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       }
       if (!kept_whole.empty()) info["not_shrunk"] = failure["not_shrunk"] = kept_whole;
       info["shrunk_words"] = sr.shrunk_words;
+      info["gap_words"] = sr.program.gap_words();
       info["shrink_runs"] = sr.runs;
       info["shrink_seconds"] = sr.seconds;
       info["shrink_budget_exhausted"] = sr.budget_exhausted;
@@ -1123,11 +1125,14 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                                         {"expected_text", cd.value("expected_text", json())},
                                         {"actual_text", cd.value("actual_text", json())}};
         }
+      const std::size_t gap = sr.program.gap_words();
+      const std::string gap_text =
+          gap ? " and a gap of " + std::to_string(gap) + " nops that a far jump crosses" : std::string();
       if (!kept_whole.empty())
-        out << "  not shrunk (" << kept_whole << "): " << sr.original_words << " instruction words";
+        out << "  not shrunk (" << kept_whole << "): " << sr.original_words << " instruction words" << gap_text;
       else
-        out << "  shrunk " << sr.original_words << " -> " << sr.shrunk_words << " instruction words (" << sr.runs
-            << " candidate runs, " << static_cast<int>(sr.seconds * 10) / 10.0 << " s"
+        out << "  shrunk " << sr.original_words << " -> " << sr.shrunk_words << " instruction words" << gap_text
+            << " (" << sr.runs << " candidate runs, " << static_cast<int>(sr.seconds * 10) / 10.0 << " s"
             << (sr.budget_exhausted ? ", budget spent" : "") << ")";
       out << (sr.not_alone ? " (" + std::to_string(sr.not_alone) +
                                  " failed only beside other candidates and were not kept: the chip's bug depends on "
@@ -1328,7 +1333,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
         if (no_decisions.empty()) counted_decisions = backend->decision_coverage();
         if (tsv.is_open()) {
           for (std::size_t i = 0; i < batch.size(); ++i)
-            tsv << batch[i].index << "\t" << batch[i].seed << "\t" << batch[i].words() << "\t" << prog_steps[i]
+            tsv << batch[i].index << "\t" << batch[i].seed << "\t" << batch[i].instruction_words() << "\t" << prog_steps[i]
                 << "\t" << status[2 * i] << "\t" << status[2 * i + 1] << "\n";
           tsv.flush();
         }

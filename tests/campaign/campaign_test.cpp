@@ -136,6 +136,62 @@ TEST(CampaignGenerate, EveryJumpLandsOnItsTarget) {
   }
 }
 
+// Far jumps (the far-forward and far-backward corners) set every bit of their offsets both
+// ways: a chip that swaps a branch's offset bits 9 and 10, or reads jal's bit 13 wrong, went
+// unseen while every jump went at most a few hundred bytes (near forward ones had bits 10 and up
+// all 0, loops' all 1). Their gaps of nops are listed as one line and never run.
+TEST(CampaignGenerate, FarJumpsSetEveryOffsetBitBothWays) {
+  const auto ops = select_ops("beq,bltu,jal,jalr,alu");
+  // per (op's format: 0 branch, 1 jal, 2 jalr; direction): the offset bits seen 1 and seen 0
+  std::map<std::pair<int, bool>, std::pair<std::uint32_t, std::uint32_t>> seen;
+  for (std::uint64_t k = 0; k < 200; ++k) {
+    const Program p = campaign::generate(program_seed(8, k), k, ops);
+    const std::vector<std::uint32_t> code = p.code();
+    const std::vector<bool> test = p.test_words();
+    for (std::size_t w = 0; w < code.size(); ++w) {
+      const ref::Decoded d = ref::decode(code[w]);
+      if (!test[w] || (d.op != ref::Op::kBeq && d.op != ref::Op::kBltu && d.op != ref::Op::kJal && d.op != ref::Op::kJalr)) continue;
+      const std::int32_t off = static_cast<std::int32_t>(d.imm);
+      if (off > -campaign::kFarOffset && off < campaign::kFarOffset) continue;
+      auto& [ones, zeros] = seen[{d.op == ref::Op::kJal ? 1 : d.op == ref::Op::kJalr ? 2 : 0, off < 0}];
+      ones |= d.imm;
+      zeros |= ~d.imm;
+    }
+    std::size_t gaps = 0, gap_words = 0;
+    for (const Item& it : p.items)
+      if (it.kind == Item::Kind::kGap) ++gaps, gap_words += it.value;
+    const std::string listing = p.listing();  // a line a word, one a gap
+    EXPECT_EQ(static_cast<std::size_t>(std::count(listing.begin(), listing.end(), '\n')), p.words() - gap_words + gaps)
+        << "program " << k;
+    if (gaps == 0) continue;
+    ref::Machine m;  // no gap word runs
+    m.load(p.image());
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> gap_at;
+    std::uint32_t a = campaign::kCodeBase;
+    for (const Item& it : p.items) {
+      if (it.kind == Item::Kind::kGap) gap_at.emplace_back(a, a + 4 * it.value);
+      a += 4 * it.words();
+    }
+    while (m.status() == ref::Status::kRunning && m.steps() < 100000) {
+      for (const auto& [lo, hi] : gap_at) ASSERT_FALSE(m.pc() >= lo && m.pc() < hi) << "program " << k << "\n" << listing;
+      if (m.step().empty()) break;
+    }
+    EXPECT_EQ(m.status(), ref::Status::kExited) << "program " << k;
+  }
+  // bits 2..11 of a far branch's offset (12 its sign), 2..15 of jal's, 2..9 of jalr's (its bit 10
+  // is 1 going 1 to 2 KiB forward, 0 going back: near jumps have the other value)
+  for (const auto& [form, top] : std::vector<std::pair<int, int>>{{0, 11}, {1, 15}, {2, 9}}) {
+    for (const bool back : {false, true}) {
+      const auto [ones, zeros] = seen[{form, back}];
+      for (int bit = 2; bit <= top; ++bit) {
+        if (form == 1 && back && bit > 11) continue;  // jal goes back at most 4 KiB
+        EXPECT_TRUE((ones >> bit) & 1) << "form " << form << (back ? " back" : " forward") << ", bit " << bit << " never 1 (seed 8)";
+        EXPECT_TRUE((zeros >> bit) & 1) << "form " << form << (back ? " back" : " forward") << ", bit " << bit << " never 0 (seed 8)";
+      }
+    }
+  }
+}
+
 // A failure's class names the instruction it blames: the diverging one, but for a pc token the
 // one before it, whose jump chose the pc (an outside tester's backward jal one word off made a
 // class per target's op: `sb`, `sh1add`, `bn.subb`, ... at PCL).
@@ -416,7 +472,6 @@ TEST(CampaignCorners, EachCornerIsReadFromItsOperands) {
   constexpr std::uint32_t kMin = 0x80000000u, kMax = 0x7fffffffu, kM1 = 0xffffffffu;
   EXPECT_EQ(corner_name(C::kIntMinByMinusOne), "int-min/-1");
   EXPECT_EQ(corner_name(C::kLoadTopBit), "loaded-top-bit");
-  EXPECT_TRUE(corners_of(Op::kAndi).empty());
   EXPECT_TRUE(corners_of(Op::kLui).empty());
   EXPECT_TRUE(corners_of(Op::kVmat).empty());
   EXPECT_EQ(corners_of(Op::kDiv).size(), 4u);
@@ -433,6 +488,30 @@ TEST(CampaignCorners, EachCornerIsReadFromItsOperands) {
     EXPECT_FALSE(at_corner(op, C::kSameRegister, 7, 7, false)) << ref::encoding_of(op).mnemonic;
   }
   EXPECT_FALSE(at_corner(Op::kSlti, C::kSameRegister, 7, 7, true));  // an immediate: one register
+  // a result of 0 or -1 from operands neither 0 nor -1 (ADD's 0: a carry through all 32 bits)
+  EXPECT_EQ(corner_name(C::kResultZero), "result-0");
+  EXPECT_EQ(corner_name(C::kResultMinusOne), "result-minus-1");
+  EXPECT_TRUE(at_corner(Op::kAdd, C::kResultZero, 2, kM1 - 1));
+  EXPECT_FALSE(at_corner(Op::kAdd, C::kResultZero, 1, kM1));  // -1 is no operand of it
+  EXPECT_TRUE(at_corner(Op::kAdd, C::kResultZero, 5, 0u - 5));
+  EXPECT_TRUE(at_corner(Op::kAdd, C::kResultZero, kMin, kMin));
+  EXPECT_FALSE(at_corner(Op::kAdd, C::kResultZero, 0, 0));
+  EXPECT_TRUE(at_corner(Op::kAdd, C::kResultMinusOne, 0x0f0f0f0fu, 0xf0f0f0f0u));
+  EXPECT_FALSE(at_corner(Op::kAdd, C::kResultMinusOne, 0, kM1));
+  EXPECT_TRUE(at_corner(Op::kSub, C::kResultMinusOne, 6, 7));
+  EXPECT_FALSE(at_corner(Op::kSub, C::kResultZero, 7, 7));  // sub's 0 is the equal corner
+  EXPECT_TRUE(at_corner(Op::kAddi, C::kResultZero, 2047, 0xfffff801u));
+  EXPECT_TRUE(at_corner(Op::kAddi, C::kResultMinusOne, kM1 - 2047, 2047));
+  EXPECT_TRUE(at_corner(Op::kAnd, C::kResultZero, 0xff00u, 0x00ffu));
+  EXPECT_FALSE(at_corner(Op::kAnd, C::kResultZero, 0xff00u, 0x01ffu));
+  EXPECT_TRUE(at_corner(Op::kAndi, C::kResultZero, 0xf000u, 0x7ffu));
+  EXPECT_TRUE(at_corner(Op::kOr, C::kResultMinusOne, 0xffff00ffu, 0x0000ff00u));
+  EXPECT_FALSE(at_corner(Op::kOr, C::kResultMinusOne, 0xffff00ffu, 0x0000fe00u));
+  EXPECT_TRUE(at_corner(Op::kOri, C::kResultMinusOne, 0x000007ffu, 0xfffff800u));
+  EXPECT_TRUE(at_corner(Op::kXor, C::kResultMinusOne, 0x12345678u, ~0x12345678u));
+  EXPECT_TRUE(at_corner(Op::kXori, C::kResultMinusOne, 0x7ffu, 0xfffff800u));
+  EXPECT_FALSE(at_corner(Op::kXor, C::kResultZero, 9, 9));  // xor's 0 is the equal corner
+  EXPECT_FALSE(at_corner(Op::kMul, C::kResultZero, 0x10000u, 0x10000u));  // not mul's corner
   // division
   EXPECT_TRUE(at_corner(Op::kDiv, C::kIntMinByMinusOne, kMin, kM1));
   EXPECT_FALSE(at_corner(Op::kDiv, C::kIntMinByMinusOne, kMin, 1));
@@ -502,8 +581,22 @@ TEST(CampaignCorners, EachCornerIsReadFromItsOperands) {
   }
   EXPECT_FALSE(at_corner(Op::kAddi, C::kNegativeOffset, 0, 0, false, -1));  // an immediate, not an offset
   EXPECT_FALSE(at_corner(Op::kJalr, C::kBackward, 0, 0, false, -4));       // jalr's is negative-offset
+  // and far: 1,024 bytes or more, either way (branches, jal, jalr)
+  EXPECT_EQ(corner_name(C::kFarForward), "far-forward");
+  EXPECT_EQ(corner_name(C::kFarBackward), "far-backward");
+  for (const Op op : {Op::kBeq, Op::kBltu, Op::kJal, Op::kJalr}) {
+    const std::string m(ref::encoding_of(op).mnemonic);
+    EXPECT_TRUE(at_corner(op, C::kFarForward, 0, 0, false, 1024)) << m;
+    EXPECT_FALSE(at_corner(op, C::kFarForward, 0, 0, false, 1020)) << m;
+    EXPECT_FALSE(at_corner(op, C::kFarForward, 0, 0, false, -2048)) << m;
+    EXPECT_TRUE(at_corner(op, C::kFarBackward, 0, 0, false, -1024)) << m;
+    EXPECT_TRUE(at_corner(op, C::kFarBackward, 0, 0, false, -4096)) << m;
+    EXPECT_FALSE(at_corner(op, C::kFarBackward, 0, 0, false, -1020)) << m;
+  }
+  EXPECT_FALSE(at_corner(Op::kLw, C::kFarBackward, 0, 0, false, -2048));  // a load's offset is not a jump's
   EXPECT_EQ(corners_of(Op::kLw).size(), 1u);
-  EXPECT_EQ(corners_of(Op::kBne).size(), 4u);
+  EXPECT_EQ(corners_of(Op::kBne).size(), 6u);
+  EXPECT_EQ(corners_of(Op::kJalr).size(), 3u);
 }
 
 TEST(CampaignCorners, EveryDrawIsAtItsCorner) {
@@ -518,8 +611,11 @@ TEST(CampaignCorners, EveryDrawIsAtItsCorner) {
           else ASSERT_EQ(ref::field::sext(b & 0xfff, 12), b) << e.mnemonic << " " << corner_name(c);
         }
         if (e.cls == ref::InsnClass::kLoad) b &= (e.op == ref::Op::kLb || e.op == ref::Op::kLbu) ? 0xffu : 0xffffu;
-        const bool form = c == Corner::kNegativeOffset || c == Corner::kBackward;  // not the operands: the stream's
-        ASSERT_TRUE(at_corner(e.op, c, a, b, c == Corner::kSameRegister, form ? -4 : 0)) << e.mnemonic << " " << corner_name(c) << std::hex << " a 0x" << a
+        // not the operands: the stream's form
+        const std::int32_t offset = c == Corner::kFarForward    ? 2048
+                                    : c == Corner::kFarBackward ? -2048
+                                    : c == Corner::kNegativeOffset || c == Corner::kBackward ? -4 : 0;
+        ASSERT_TRUE(at_corner(e.op, c, a, b, c == Corner::kSameRegister, offset)) << e.mnemonic << " " << corner_name(c) << std::hex << " a 0x" << a
                                               << " b 0x" << b << " (seed " << std::dec << seed << ")";
       }
     }
@@ -614,6 +710,38 @@ TEST(CampaignShrink, DownToTheOneInstructionThatMatters) {
     EXPECT_FALSE(r.budget_exhausted);
   }
   EXPECT_EQ(checked, 3u);
+}
+
+// A failure that needs a far jump keeps its gap, which the sizes do not count: the branch taken
+// 2 KiB or more forward, its operands' li's and the exit are about all that is left.
+TEST(CampaignShrink, AFarJumpKeepsItsGapUncounted) {
+  const auto ops = select_ops("bne,alu");
+  auto far_taken = [](const Program& p) {  // the reference runs a bne 2 KiB or more forward, taken
+    ref::Machine m;
+    m.load(p.image());
+    while (m.status() == ref::Status::kRunning && m.steps() < 20000) {
+      const std::uint32_t pc = m.pc();
+      const ref::Decoded d = ref::decode(m.read_word(pc));
+      if (m.step().empty()) break;
+      if (d.op == ref::Op::kBne && static_cast<std::int32_t>(d.imm) >= 2048 && m.pc() == pc + d.imm) return true;
+    }
+    return false;
+  };
+  unsigned checked = 0;
+  for (std::uint64_t k = 0; k < 200 && checked < 2; ++k) {
+    const Program p = campaign::generate(program_seed(6, k), k, ops);
+    if (!far_taken(p)) continue;
+    ++checked;
+    const ShrinkResult r = shrink(p, oracle(far_taken));
+    EXPECT_EQ(r.original_words, p.instruction_words()) << "program " << k << " (seed 6)";
+    // li x31 (2), the operands' li's, bne, li a7 (2), ecall, and what keeps the offset at 2 KiB
+    // when the gap alone is shorter (set-up jal's, li's of zero: the shrinker may not drop them)
+    EXPECT_LE(r.shrunk_words, 20u) << "program " << k << " (seed 6)\n" << r.program.listing();
+    EXPECT_GE(r.program.gap_words(), 2048u / 4 - 20) << "program " << k << " (seed 6)";
+    EXPECT_EQ(r.program.words(), r.shrunk_words + r.program.gap_words());
+    EXPECT_TRUE(far_taken(r.program));
+  }
+  EXPECT_EQ(checked, 2u);
 }
 
 TEST(CampaignShrink, KeepsOnlyCandidatesThatFailAlone) {

@@ -25,6 +25,8 @@ using ref::Op;
 using u32 = std::uint32_t;
 using nlohmann::json;
 
+constexpr u32 kNop = 0x00000013u;  // addi x0, x0, 0: a gap's words (Item::Kind::kGap)
+
 // ------------------------------------------------------------------ ops
 
 std::string_view class_name(InsnClass cls) { return format::insn_class_name(static_cast<unsigned>(cls)); }
@@ -190,6 +192,14 @@ std::size_t Program::words() const {
   return n;
 }
 
+std::size_t Program::gap_words() const {
+  std::size_t n = 0;
+  for (const Item& it : items) n += it.kind == Item::Kind::kGap ? it.value : 0;
+  return n;
+}
+
+std::size_t Program::instruction_words() const { return words() - gap_words(); }
+
 std::vector<u32> Program::code() const {
   std::vector<u32> addr(items.size() + 1, kCodeBase);
   for (std::size_t i = 0; i < items.size(); ++i) addr[i + 1] = addr[i] + 4 * items[i].words();
@@ -214,6 +224,7 @@ std::vector<u32> Program::code() const {
         code.push_back(ref::encode::i(Op::kJalr, it.rd, it.rs1, off + (it.value & 1)));
         break;
       }
+      case Item::Kind::kGap: code.insert(code.end(), it.value, kNop); break;
     }
   }
   return code;
@@ -254,11 +265,22 @@ engine::Guest Program::guest() const {
 std::string Program::listing() const {
   const std::vector<u32> c = code();
   std::string out;
-  for (std::size_t i = 0; i < c.size(); ++i) {
-    const u32 a = kCodeBase + 4 * static_cast<u32>(i);
+  std::size_t w = 0;
+  for (const Item& it : items) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "%08x: %08x  %s\n", a, c[i], ref::disassemble(c[i], a).c_str());
-    out += buf;
+    if (it.kind == Item::Kind::kGap) {  // one line, not hundreds of nops
+      const u32 a = kCodeBase + 4 * static_cast<u32>(w);
+      std::snprintf(buf, sizeof buf, "%08x: %08x  nop  (x %u, through %08x: a gap a far jump crosses)\n", a, kNop,
+                    it.value, a + 4 * (it.value - 1));
+      out += buf;
+      w += it.value;
+      continue;
+    }
+    for (unsigned k = 0; k < it.words(); ++k, ++w) {
+      const u32 a = kCodeBase + 4 * static_cast<u32>(w);
+      std::snprintf(buf, sizeof buf, "%08x: %08x  %s\n", a, c[w], ref::disassemble(c[w], a).c_str());
+      out += buf;
+    }
   }
   return out;
 }
@@ -619,7 +641,7 @@ struct Generator {
     }
   }
 
-  // Two to six test instructions of the selected ops with corners (corners_of), each at one of
+  // Three to eight test instructions of the selected ops with corners (corners_of), each at one of
   // its op's corners, the (op, corner) pair drawn uniformly from `at` (an op of five corners meets
   // each as often as an op of one meets its one), with `li`s of its operands just before it. A store is
   // followed by a selected load of the bytes it wrote; a load reads a word that a selected store
@@ -629,7 +651,7 @@ struct Generator {
   // a loop (loop_stream).
   void corner_stream(const std::vector<std::pair<const Encoding*, Corner>>& at,
                      const std::vector<const Encoding*>& loads, const std::vector<const Encoding*>& stores) {
-    const unsigned n = 2 + rng.below(5);
+    const unsigned n = 3 + rng.below(6);
     for (unsigned k = 0; k < n; ++k) {
       const auto [pick, c] = at[rng.below(static_cast<u32>(at.size()))];
       const Encoding& row = *pick;
@@ -638,6 +660,10 @@ struct Generator {
         continue;
       }
       const auto [a, b] = corner_operands(rng, row, c);
+      if (c == Corner::kFarForward || c == Corner::kFarBackward) {
+        far_jump(row, c == Corner::kFarBackward, a, b);
+        continue;
+      }
       switch (row.cls) {
         case InsnClass::kStore:
         case InsnClass::kLoad: {
@@ -696,6 +722,66 @@ struct Generator {
         }
       }
     }
+  }
+
+  // A branch (comparing registers li'd with a and b), jal or auipc+jalr of `row` whose offset is
+  // 1,024 bytes up to its reach (jalr's 2 KiB, a branch's 4 KiB; a jal's 4 KiB, and one time in
+  // four 4 to 64 KiB: bits 12..15), uniform in words, or one time in four 64 bytes up to the
+  // reach (the medium distances between loops' and far ones), over a gap of nops that nothing
+  // runs.
+  // Forward: `test -> T; [jal x0 -> T;] gap; T:` (a branch not taken takes the jal after it).
+  // Backward: `jal x0 -> B; A: jal x0 -> C; gap; B: test -> A; C:` (taken or not, on to C). The
+  // two set-up jals are far forward jumps too. Each runs once: no loop.
+  void far_jump(const Encoding& row, bool backward, u32 a, u32 b) {
+    const u32 reach = row.cls == InsnClass::kJalr ? 2044 : 4092;  // bytes
+    const u32 least = rng.chance(4) ? 16 : kFarOffset / 4;
+    u32 words = least + rng.below(reach / 4 - least + 1);  // |offset| / 4
+    if (row.cls == InsnClass::kJal && rng.chance(4)) words = 1024 + rng.below(16384 - 1024);
+    Item t;
+    t.op = row.op;
+    t.kind = row.cls == InsnClass::kJalr ? Item::Kind::kJalr : Item::Kind::kBranch;
+    if (row.cls == InsnClass::kBranch) {
+      const u32 ra = reg_not({0, 31});
+      const u32 rb = reg_not({0, 31, ra});
+      add(li(ra, a));
+      add(li(rb, b));
+      t.rs1 = static_cast<std::uint8_t>(ra);
+      t.rs2 = static_cast<std::uint8_t>(rb);
+    } else {
+      t.rd = static_cast<std::uint8_t>(reg_not({31}));
+      if (row.cls == InsnClass::kJalr) {
+        t.rs1 = static_cast<std::uint8_t>(reg_not({0, 31}));
+        t.value = rng.chance(2) ? 1u : 0u;
+      }
+    }
+    Item jump;  // set-up: jal x0
+    jump.kind = Item::Kind::kBranch;
+    jump.op = Op::kJal;
+    jump.test = false;
+    Item gap;
+    gap.kind = Item::Kind::kGap;
+    gap.test = false;
+    if (!backward) {  // the offset counts from the test's first word (a jalr's auipc) to T
+      const std::size_t at = items.size();
+      add(t);
+      const u32 before = row.cls == InsnClass::kJal ? 1 : 2;  // the test's words and the set-up jal
+      if (row.cls == InsnClass::kBranch) add(jump, false);
+      gap.value = words - before;
+      add(gap, false);
+      items[at].target = static_cast<std::int64_t>(items.size());
+      if (row.cls == InsnClass::kBranch) items[at + 1].target = static_cast<std::int64_t>(items.size());
+      return;
+    }
+    const std::size_t first = items.size();
+    add(jump);              // -> B
+    add(jump, false);       // A: -> C
+    gap.value = words - 1;  // from B back to A: A's word and the gap
+    add(gap, false);
+    const std::size_t at = items.size();
+    t.target = static_cast<std::int64_t>(first + 1);
+    add(t, false);
+    items[first].target = static_cast<std::int64_t>(at);
+    items[first + 1].target = static_cast<std::int64_t>(items.size());
   }
 
   // Stores and loads at the same (or overlapping) offsets of the scratch area.
@@ -899,7 +985,7 @@ std::string_view corner_name(Corner c) {
       "int-min/-1", "by-zero", "divisor-top-bit", "int-min*int-min", "int-min*-1", "-1*int-min", "-1*-1",
       "overflow", "carry", "equal", "same-register", "signs-differ", "shift-31", "shift-amount-over-31", "shift-0",
       "rs1-top-bit", "shifted-out", "value-top-bit", "value-high-bits", "loaded-top-bit", "negative-offset",
-      "backward"};
+      "backward", "far-forward", "far-backward", "result-0", "result-minus-1"};
   static_assert(sizeof kNames / sizeof kNames[0] == kCorners);
   const int i = static_cast<int>(c);
   return i >= 0 && i < kCorners ? kNames[i] : "?";
@@ -911,11 +997,15 @@ std::span<const Corner> corners_of(Op op) {
   static constexpr C kDivu[] = {C::kByZero, C::kDivisorTopBit, C::kEqual, C::kSameRegister};
   static constexpr C kMul[] = {C::kIntMinTimesIntMin, C::kIntMinTimesMinusOne, C::kMinusOneTimesIntMin,
                                C::kMinusOneTimesMinusOne, C::kEqual, C::kSameRegister};
-  static constexpr C kAdd[] = {C::kOverflow, C::kCarry, C::kEqual, C::kSameRegister};
-  static constexpr C kAddi[] = {C::kOverflow};
-  static constexpr C kLogic[] = {C::kEqual, C::kSameRegister};
+  static constexpr C kAdd[] = {C::kOverflow, C::kCarry, C::kEqual, C::kSameRegister, C::kResultZero, C::kResultMinusOne};
+  static constexpr C kSub[] = {C::kOverflow, C::kCarry, C::kEqual, C::kSameRegister, C::kResultMinusOne};
+  static constexpr C kAddi[] = {C::kOverflow, C::kResultZero, C::kResultMinusOne};
+  static constexpr C kAnd[] = {C::kEqual, C::kSameRegister, C::kResultZero};
+  static constexpr C kOrXor[] = {C::kEqual, C::kSameRegister, C::kResultMinusOne};
+  static constexpr C kAndi[] = {C::kResultZero};
+  static constexpr C kOriXori[] = {C::kResultMinusOne};
   static constexpr C kCompare[] = {C::kEqual, C::kSameRegister, C::kSignsDiffer};
-  static constexpr C kBranch[] = {C::kEqual, C::kSameRegister, C::kSignsDiffer, C::kBackward};
+  static constexpr C kBranch[] = {C::kEqual, C::kSameRegister, C::kSignsDiffer, C::kBackward, C::kFarForward, C::kFarBackward};
   static constexpr C kCompareImm[] = {C::kEqual, C::kSignsDiffer};
   static constexpr C kShiftLeft[] = {C::kSameRegister, C::kShift31, C::kShiftOver31, C::kShiftZero, C::kShiftedOut};
   static constexpr C kShiftRight[] = {C::kSameRegister, C::kShift31, C::kShiftOver31, C::kShiftZero, C::kShiftTopBit};
@@ -926,19 +1016,25 @@ std::span<const Corner> corners_of(Op op) {
   static constexpr C kStoreWord[] = {C::kStoreTopBit, C::kNegativeOffset};
   static constexpr C kLoadNarrow[] = {C::kLoadTopBit, C::kNegativeOffset};
   static constexpr C kNegative[] = {C::kNegativeOffset};
-  static constexpr C kJal[] = {C::kBackward};
+  static constexpr C kJal[] = {C::kBackward, C::kFarForward, C::kFarBackward};
+  static constexpr C kJalr[] = {C::kNegativeOffset, C::kFarForward, C::kFarBackward};
   switch (op) {
     case Op::kDiv: case Op::kRem: return kDiv;
     case Op::kDivu: case Op::kRemu: return kDivu;
     case Op::kMul: case Op::kMulh: case Op::kMulhsu: case Op::kMulhu: return kMul;
-    case Op::kAdd: case Op::kSub: return kAdd;
+    case Op::kAdd: return kAdd;
+    case Op::kSub: return kSub;
     case Op::kAddi: return kAddi;
-    case Op::kAnd: case Op::kOr: case Op::kXor: return kLogic;
+    case Op::kAnd: return kAnd;
+    case Op::kOr: case Op::kXor: return kOrXor;
+    case Op::kAndi: return kAndi;
+    case Op::kOri: case Op::kXori: return kOriXori;
     case Op::kSlti: case Op::kSltiu: return kCompareImm;
     case Op::kSlt: case Op::kSltu: return kCompare;
     case Op::kBeq: case Op::kBne: case Op::kBlt: case Op::kBge: case Op::kBltu: case Op::kBgeu: return kBranch;
     case Op::kJal: return kJal;
-    case Op::kJalr: case Op::kLw: return kNegative;
+    case Op::kJalr: return kJalr;
+    case Op::kLw: return kNegative;
     case Op::kSll: return kShiftLeft;
     case Op::kSrl: case Op::kSra: return kShiftRight;
     case Op::kSlli: return kShiftLeftImm;
@@ -1049,6 +1145,34 @@ std::pair<u32, u32> corner_operands(progen::Random& rng, const Encoding& row, Co
     case Corner::kLoadTopBit: return {0, static_cast<u32>(rng.next()) | 0x80808080u};
     case Corner::kNegativeOffset:
     case Corner::kBackward: return {0, some()};  // the instruction's form (the corner stream's), any value
+    case Corner::kFarForward:
+    case Corner::kFarBackward: {  // the form; a branch's operands, equal half the time
+      const u32 a = some();
+      return {a, rng.chance(2) ? a : some()};
+    }
+    case Corner::kResultZero:
+    case Corner::kResultMinusOne: {
+      // b (an OP-IMM's sign-extended immediate) first, neither 0 nor -1, then a for the result;
+      // redrawn while either operand is 0 or -1 (and, or: a part of a's bits left to b)
+      const bool zero = c == Corner::kResultZero;
+      auto usable = [&](u32 v) { return v != 0 && v != kMinus1; };
+      for (;;) {
+        u32 b = imm ? ref::field::sext(imm12(), 12) : some();
+        if (imm && zero && op == Op::kAndi && rng.chance(2)) b = ref::field::sext(rng.below(4096), 12);
+        if (imm && !zero && op == Op::kOri) b |= 0xfffff800u;  // a negative immediate: its high bits reach -1
+        if (!usable(b)) continue;
+        const u32 bits = static_cast<u32>(rng.next());
+        u32 a = 0;
+        switch (op) {
+          case Op::kAdd: case Op::kAddi: a = zero ? 0u - b : kMinus1 - b; break;  // add's 0: -b
+          case Op::kSub: a = b - 1; break;                                          // a - (a + 1)
+          case Op::kAnd: case Op::kAndi: a = bits & ~b; break;                      // disjoint bits
+          case Op::kOr: case Op::kOri: a = ~b | (bits & b); break;                  // covers b's zeros
+          default: a = ~b; break;                                                   // xor, xori
+        }
+        if (usable(a)) return {a, b};
+      }
+    }
     case Corner::kCount: break;
   }
   return {0, 0};
@@ -1098,6 +1222,21 @@ bool at_corner(Op op, Corner c, u32 a, u32 b, bool same_register, std::int32_t o
     case Corner::kLoadTopBit: return ((b >> ((op == Op::kLb || op == Op::kLbu) ? 7 : 15)) & 1) != 0;
     case Corner::kNegativeOffset:
     case Corner::kBackward: return offset < 0;
+    case Corner::kFarForward: return offset >= kFarOffset;
+    case Corner::kFarBackward: return offset <= -kFarOffset;
+    case Corner::kResultZero:
+    case Corner::kResultMinusOne: {
+      if (a == 0 || a == kMinus1 || b == 0 || b == kMinus1) return false;
+      u32 r = 0;
+      switch (op) {
+        case Op::kAdd: case Op::kAddi: r = a + b; break;
+        case Op::kSub: r = a - b; break;
+        case Op::kAnd: case Op::kAndi: r = a & b; break;
+        case Op::kOr: case Op::kOri: r = a | b; break;
+        default: r = a ^ b; break;  // xor, xori
+      }
+      return r == (c == Corner::kResultZero ? 0u : kMinus1);
+    }
     case Corner::kCount: break;
   }
   return false;
@@ -1494,7 +1633,7 @@ ShrinkResult shrink(const Program& failing, const FirstFailing& first_failing, c
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   ShrinkResult res;
-  res.original_words = failing.words();
+  res.original_words = failing.instruction_words();
   Program cur = failing;
   auto spent = [&] {
     const double s = std::chrono::duration<double>(clock::now() - t0).count();
@@ -1620,7 +1759,7 @@ ShrinkResult shrink(const Program& failing, const FirstFailing& first_failing, c
     if (!dropped && !simplified) break;
   }
   res.program = std::move(cur);
-  res.shrunk_words = res.program.words();
+  res.shrunk_words = res.program.instruction_words();
   res.seconds = std::chrono::duration<double>(clock::now() - t0).count();
   return res;
 }

@@ -3,7 +3,8 @@
 // shrinking of a mismatching program (fuzz/README.md, "lockstep fuzz").
 //
 // A program is a list of items (one instruction word, an `li` pair, a branch
-// or jump whose target is another item, an auipc+jalr pair): targets are item
+// or jump whose target is another item, an auipc+jalr pair, a gap of nops
+// that a far jump crosses and nothing runs): targets are item
 // indices, so dropping items while shrinking keeps every offset consistent.
 // Every program: x1..x30 loaded with random edge values, x31 pointing at a
 // 256-byte scratch area of random bytes, a body of random instructions drawn
@@ -12,7 +13,8 @@
 // patterns), then `li a7, 93; ecall` (exit).  Branches and jumps of the body
 // go forward, but for the one that closes a counted loop (a selected branch,
 // jal or auipc+jalr, backwards), whose counter runs at most 6 times, so every
-// program ends.  An instruction that writes x31 is followed by `li x31` of
+// program ends; and for a far jump's (1 KiB and more, either way, over a gap),
+// which runs once.  An instruction that writes x31 is followed by `li x31` of
 // the scratch base again.
 #pragma once
 
@@ -116,6 +118,7 @@ struct Item {
     kLi,      ///< li rd, value (lui + addi)
     kBranch,  ///< branch or JAL (op, rd/rs1/rs2) to item `target`
     kJalr,    ///< auipc rs1, 0; jalr rd, off(rs1) with off = target - auipc (+ value: bit 0)
+    kGap,     ///< `value` words of nop that no instruction runs: a far jump's distance
   };
   Kind kind = Kind::kWord;
   ref::Op op = ref::Op::kIllegal;
@@ -125,7 +128,7 @@ struct Item {
   std::int64_t target = -1; ///< kBranch/kJalr: index of the target item
   bool fixed = false;       ///< never dropped or changed by shrinking (scratch base, exit)
   bool test = true;         ///< a generated test instruction (counted in coverage)
-  unsigned words() const { return kind == Kind::kLi || kind == Kind::kJalr ? 2u : 1u; }
+  unsigned words() const { return kind == Kind::kGap ? value : kind == Kind::kLi || kind == Kind::kJalr ? 2u : 1u; }
 };
 
 inline constexpr std::uint32_t kCodeBase = 0x10000;
@@ -151,8 +154,12 @@ struct Program {
   unsigned trap_code = 0;
   std::string trap_vars;
 
-  /// Code words (the size the reports give).
+  /// Code words, gaps' included (the image's size).
   std::size_t words() const;
+  /// Code words but those of gaps (Item::Kind::kGap): what a shrink's sizes and programs.tsv's `words` count.
+  std::size_t instruction_words() const;
+  /// Words of its gaps.
+  std::size_t gap_words() const;
   std::vector<std::uint32_t> code() const;
   /// Per code word: whether it is a test instruction (coverage).
   std::vector<bool> test_words() const;
@@ -172,8 +179,10 @@ struct Program {
 /// op but the shifts, -1*int-min), its (op, corner) pairs and streams of 2..6; reports without
 /// the field come from versions before it (session 44 added the corner stream). 4: writes to
 /// x31, negative offsets (loads, stores, jalr) and loops closed by any selected branch, jal or
-/// jalr (the negative-offset and backward corners).
-inline constexpr unsigned kGeneratorVersion = 4;
+/// jalr (the negative-offset and backward corners). 5: far jumps over a gap of nops, 64 bytes to
+/// 4 KiB and a jal's to 64 KiB, either way (the far-forward and far-backward corners), results
+/// of 0 and -1 (the result-0 and result-minus-1 corners), corner streams of 3..8.
+inline constexpr unsigned kGeneratorVersion = 5;
 
 /// Generates program `index` from `seed` over `ops` (select_ops; not empty).
 /// When `ops` has the VEW row, its words use the modes of `vew_modes` (a
@@ -248,9 +257,19 @@ enum class Corner : std::uint8_t {
   kLoadTopBit,         ///< "loaded-top-bit": lb, lbu, lh, lhu read a byte/halfword with its top bit set
   kNegativeOffset,     ///< "negative-offset": a load's, store's or jalr's immediate below 0
   kBackward,           ///< "backward": a branch or jal to an earlier instruction (its offset below 0)
+  kFarForward,         ///< "far-forward": a branch's, jal's or jalr's offset at least 1,024 bytes
+                       ///< (kFarOffset; of a reach of 4 KiB, 1 MiB and 2 KiB): its high bits
+  kFarBackward,        ///< "far-backward": the offset -1,024 bytes or below
+  kResultZero,         ///< "result-0": add, addi, and, andi give 0 from operands neither 0 nor -1
+                       ///< (add's carry runs through all 32 bits)
+  kResultMinusOne,     ///< "result-minus-1": add, sub, addi, or, ori, xor, xori give -1 from
+                       ///< operands neither 0 nor -1
   kCount
 };
 inline constexpr int kCorners = static_cast<int>(Corner::kCount);
+/// The far-forward and far-backward corners' distance: |offset| >= 1,024 bytes, where an offset's
+/// bits 10 and up are no longer all 0 (forward) or all 1 (backward), as near jumps' are.
+inline constexpr std::int32_t kFarOffset = 1024;
 /// The corner's name ("int-min/-1"; "?" out of range).
 std::string_view corner_name(Corner c);
 /// The corners of `op`, in Corner order; empty for ops without any (lui, auipc, andi, bignum,
@@ -263,14 +282,17 @@ std::span<const Corner> corners_of(ref::Op op);
 /// zero-extended. `same_register`: the instruction reads one register other than x0 as both
 /// rs1 and rs2 (the same-register corner's only condition). `offset`: the sign-extended
 /// immediate of a load, store, jalr, branch or jal (bytes; the negative-offset and backward
-/// corners' only condition, offset < 0).
+/// corners' only condition, offset < 0; far-forward's offset >= kFarOffset, far-backward's
+/// offset <= -kFarOffset).
 bool at_corner(ref::Op op, Corner c, std::uint32_t a, std::uint32_t b, bool same_register = false,
                std::int32_t offset = 0);
 /// Operands (a, b as at_corner reads them) at corner `c` of `row`'s op, drawn with `rng`: edges
 /// and random values that reach it (the generator's corner stream, which puts the operands of
 /// the same-register corner, equal, in one register and those of every other corner in two). For a load, b is the word a
 /// store writes before it, with bit 7 of every byte set. The negative-offset and backward corners
-/// are the instruction's form, not its operands: (0, any word). Requires c in corners_of(row.op).
+/// are the instruction's form, not its operands: (0, any word); so are the far ones, whose
+/// (a, b) are a branch's operands, any word and, half the time, the same word (taken about half
+/// the time). Requires c in corners_of(row.op).
 std::pair<std::uint32_t, std::uint32_t> corner_operands(progen::Random& rng, const ref::Encoding& row, Corner c);
 
 /// Opcode x operand class counts of the test instructions the reference
@@ -367,6 +389,7 @@ struct ShrinkOptions {
 };
 struct ShrinkResult {
   Program program;
+  /// Instruction words, a gap's not counted (Program::instruction_words).
   std::size_t original_words = 0, shrunk_words = 0;
   unsigned runs = 0;
   double seconds = 0;
