@@ -1014,6 +1014,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       } catch (const engine::CheckError& e) {
         throw InputError(e.what());
       }
+      const std::size_t gap_words = sr.program.gap_words();  // a far jump's nops, not in the words
       format::write_elf_file(dir / "program.elf", sr.program.image());
       format::write_elf_file(dir / "original.elf", f.original.image());
       write_text(dir / "program.S", sr.program.listing());
@@ -1047,7 +1048,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                       {"actual_text", d.actual_text},
                       {"original_words", sr.original_words},
                       {"shrunk_words", sr.shrunk_words},
-                      {"gap_words", sr.program.gap_words()},
+                      {"gap_words", gap_words},
                       {"repeat", repeat_alone(f.original.index, mode_name)},
                       {"repeat_batch", batch_repeat}};
       if (!use_chip) {
@@ -1082,7 +1083,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       }
       if (!kept_whole.empty()) info["not_shrunk"] = failure["not_shrunk"] = kept_whole;
       info["shrunk_words"] = sr.shrunk_words;
-      info["gap_words"] = sr.program.gap_words();
+      info["gap_words"] = gap_words;
       info["shrink_runs"] = sr.runs;
       info["shrink_seconds"] = sr.seconds;
       info["shrink_budget_exhausted"] = sr.budget_exhausted;
@@ -1125,9 +1126,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                                         {"expected_text", cd.value("expected_text", json())},
                                         {"actual_text", cd.value("actual_text", json())}};
         }
-      const std::size_t gap = sr.program.gap_words();
       const std::string gap_text =
-          gap ? " and a gap of " + std::to_string(gap) + " nops that a far jump crosses" : std::string();
+          gap_words ? " and a gap of " + std::to_string(gap_words) + " nops that a far jump crosses" : std::string();
       if (!kept_whole.empty())
         out << "  not shrunk (" << kept_whole << "): " << sr.original_words << " instruction words" << gap_text;
       else

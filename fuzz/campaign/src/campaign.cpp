@@ -335,6 +335,10 @@ constexpr u32 kNoRegister = 32;
 // A forward branch or jump lands on one of the next this many landing items.
 constexpr std::size_t kForwardLandings = 16;
 
+// The farthest forward offsets, in bytes: a B-type branch's 12-bit immediate, a jalr's from its
+// auipc (auipc rs1, 0; its I-type immediate), a jal's 20-bit one.
+constexpr u32 kBranchReach = 4092, kJalrReach = 2044, kJalReach = 0xffffc;
+
 // A 12-bit immediate field: an edge (0, 1, -1, 2047, -2048, ...) half the time, else any.
 u32 edge_imm12(progen::Random& rng) {
   static constexpr u32 kImm[] = {0, 1, 0xfff, 0x7ff, 0x800, 2, 0xffe, 31, 32};
@@ -733,7 +737,7 @@ struct Generator {
   // Backward: `jal x0 -> B; A: jal x0 -> C; gap; B: test -> A; C:` (taken or not, on to C). The
   // two set-up jals are far forward jumps too. Each runs once: no loop.
   void far_jump(const Encoding& row, bool backward, u32 a, u32 b) {
-    const u32 reach = row.cls == InsnClass::kJalr ? 2044 : 4092;  // bytes
+    const u32 reach = row.cls == InsnClass::kJalr ? kJalrReach : kBranchReach;  // a jal's too, but one time in four
     const u32 least = rng.chance(4) ? 16 : kFarOffset / 4;
     u32 words = least + rng.below(reach / 4 - least + 1);  // |offset| / 4
     if (row.cls == InsnClass::kJal && rng.chance(4)) words = 1024 + rng.below(16384 - 1024);
@@ -949,7 +953,7 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   for (std::size_t i = body_begin; i < end; ++i) {
     Item& it = g.items[i];
     if ((it.kind != Item::Kind::kBranch && it.kind != Item::Kind::kJalr) || it.target >= 0) continue;
-    const u32 reach = it.kind == Item::Kind::kJalr ? 2044 : it.op == Op::kJal ? 0xffffc : 4092;
+    const u32 reach = it.kind == Item::Kind::kJalr ? kJalrReach : it.op == Op::kJal ? kJalReach : kBranchReach;
     std::vector<std::size_t> t;
     std::size_t nearest = end;
     for (std::size_t k = i + 1; k <= end && t.size() < kForwardLandings; ++k) {
