@@ -219,9 +219,15 @@ std::vector<u32> Program::code() const {
         break;
       }
       case Item::Kind::kJalr: {
-        const u32 off = target_addr(it) - addr[i];
+        const std::int32_t off = static_cast<std::int32_t>(target_addr(it) - addr[i] + (it.value & 1));
         code.push_back(ref::encode::u(Op::kAuipc, it.rs1, 0));
-        code.push_back(ref::encode::i(Op::kJalr, it.rd, it.rs1, off + (it.value & 1)));
+        if (it.base != 0) {  // off - base, or off + base where that leaves the 12-bit immediate
+          const std::int32_t base = off - it.base >= -2048 && off - it.base <= 2047 ? it.base : -it.base;
+          code.push_back(ref::encode::i(Op::kAddi, it.rs1, it.rs1, static_cast<u32>(base)));
+          code.push_back(ref::encode::i(Op::kJalr, it.rd, it.rs1, static_cast<u32>(off - base)));
+        } else {
+          code.push_back(ref::encode::i(Op::kJalr, it.rd, it.rs1, static_cast<u32>(off)));
+        }
         break;
       }
       case Item::Kind::kGap: code.insert(code.end(), it.value, kNop); break;
@@ -234,7 +240,8 @@ std::vector<bool> Program::test_words() const {
   std::vector<bool> t;
   for (const Item& it : items) {
     if (it.kind == Item::Kind::kJalr) {
-      t.push_back(false);  // the auipc is set-up
+      t.push_back(false);                  // the auipc is set-up
+      if (it.base != 0) t.push_back(false);  // so is the addi
       t.push_back(it.test);
     } else {
       for (unsigned k = 0; k < it.words(); ++k) t.push_back(it.test && it.kind != Item::Kind::kLi);
@@ -387,6 +394,14 @@ struct Generator {
     landing.push_back(land);
   }
   u32 imm12() { return edge_imm12(rng); }
+  // A jalr's Item::base: half the time 0 (X(rs1) the auipc's pc), else X(rs1)'s low bits only
+  // (+-1..3) or, unless `low_only`, any -2047..2047. A far jump and a loop's closing jalr keep to
+  // the low bits, which leave their immediate far or negative (their corners).
+  std::int32_t jalr_base(bool low_only) {
+    if (rng.chance(2)) return 0;
+    if (low_only || rng.chance(2)) return (rng.chance(2) ? 1 : -1) * static_cast<std::int32_t>(1 + rng.below(3));
+    return static_cast<std::int32_t>(rng.below(4095)) - 2047;
+  }
   static u32 access_size(const Encoding& e) { return 1u << ((e.match >> 12) & 3); }
 
   // One instruction of `row`; `avoid`: a register it must not write (kNoRegister: none). It may
@@ -440,6 +455,7 @@ struct Generator {
         it.rd = static_cast<std::uint8_t>(reg_not({31, avoid}));
         it.rs1 = static_cast<std::uint8_t>(reg_not({0, 31, avoid}));
         it.value = rng.chance(2) ? 1u : 0u;
+        it.base = jalr_base(false);
         break;
       case InsnClass::kVector:
         vector_op(*ops::case_of(row.op), avoid, land, false);
@@ -614,6 +630,7 @@ struct Generator {
         b.kind = Item::Kind::kJalr;
         b.rs1 = static_cast<std::uint8_t>(reg_not({0, 31, c}));
         b.value = rng.chance(2) ? 1u : 0u;
+        b.base = std::abs(jalr_base(true));  // its immediate only more negative
       }
     } else {
       b.op = op;
@@ -666,6 +683,17 @@ struct Generator {
       const auto [a, b] = corner_operands(rng, row, c);
       if (c == Corner::kFarForward || c == Corner::kFarBackward) {
         far_jump(row, c == Corner::kFarBackward, a, b);
+        continue;
+      }
+      if (c == Corner::kBaseLowBits) {  // a jalr forward (its target drawn with the others')
+        Item j;
+        j.kind = Item::Kind::kJalr;
+        j.op = row.op;
+        j.rd = static_cast<std::uint8_t>(reg_not({31}));
+        j.rs1 = static_cast<std::uint8_t>(reg_not({0, 31}));
+        j.value = rng.chance(2) ? 1u : 0u;
+        j.base = static_cast<std::int32_t>(a);
+        add(j);
         continue;
       }
       switch (row.cls) {
@@ -756,6 +784,7 @@ struct Generator {
       if (row.cls == InsnClass::kJalr) {
         t.rs1 = static_cast<std::uint8_t>(reg_not({0, 31}));
         t.value = rng.chance(2) ? 1u : 0u;
+        t.base = (backward ? 1 : -1) * std::abs(jalr_base(true));  // its immediate only farther
       }
     }
     Item jump;  // set-up: jal x0
@@ -768,7 +797,7 @@ struct Generator {
     if (!backward) {  // the offset counts from the test's first word (a jalr's auipc) to T
       const std::size_t at = items.size();
       add(t);
-      const u32 before = row.cls == InsnClass::kJal ? 1 : 2;  // the test's words and the set-up jal
+      const u32 before = items[at].words() + (row.cls == InsnClass::kBranch ? 1 : 0);  // the test's words and the set-up jal
       if (row.cls == InsnClass::kBranch) add(jump, false);
       gap.value = words - before;
       add(gap, false);
@@ -987,9 +1016,9 @@ std::string_view value_class_name(int c) {
 std::string_view corner_name(Corner c) {
   static constexpr std::string_view kNames[] = {
       "int-min/-1", "by-zero", "divisor-top-bit", "int-min*int-min", "int-min*-1", "-1*int-min", "-1*-1",
-      "overflow", "carry", "equal", "same-register", "signs-differ", "shift-31", "shift-amount-over-31", "shift-0",
+      "int-min*int-max", "int-max*int-min", "int-max*int-max", "overflow", "carry", "equal", "same-register", "signs-differ", "shift-31", "shift-amount-over-31", "shift-0",
       "rs1-top-bit", "shifted-out", "value-top-bit", "value-high-bits", "loaded-top-bit", "negative-offset",
-      "backward", "far-forward", "far-backward", "result-0", "result-minus-1"};
+      "rs1-low-bits", "backward", "far-forward", "far-backward", "result-0", "result-minus-1"};
   static_assert(sizeof kNames / sizeof kNames[0] == kCorners);
   const int i = static_cast<int>(c);
   return i >= 0 && i < kCorners ? kNames[i] : "?";
@@ -1000,7 +1029,8 @@ std::span<const Corner> corners_of(Op op) {
   static constexpr C kDiv[] = {C::kIntMinByMinusOne, C::kByZero, C::kEqual, C::kSameRegister};
   static constexpr C kDivu[] = {C::kByZero, C::kDivisorTopBit, C::kEqual, C::kSameRegister};
   static constexpr C kMul[] = {C::kIntMinTimesIntMin, C::kIntMinTimesMinusOne, C::kMinusOneTimesIntMin,
-                               C::kMinusOneTimesMinusOne, C::kEqual, C::kSameRegister};
+                               C::kMinusOneTimesMinusOne, C::kIntMinTimesIntMax, C::kIntMaxTimesIntMin,
+                               C::kIntMaxTimesIntMax, C::kEqual, C::kSameRegister};
   static constexpr C kAdd[] = {C::kOverflow, C::kCarry, C::kEqual, C::kSameRegister, C::kResultZero, C::kResultMinusOne};
   static constexpr C kSub[] = {C::kOverflow, C::kCarry, C::kEqual, C::kSameRegister, C::kResultMinusOne};
   static constexpr C kAddi[] = {C::kOverflow, C::kResultZero, C::kResultMinusOne};
@@ -1021,7 +1051,7 @@ std::span<const Corner> corners_of(Op op) {
   static constexpr C kLoadNarrow[] = {C::kLoadTopBit, C::kNegativeOffset};
   static constexpr C kNegative[] = {C::kNegativeOffset};
   static constexpr C kJal[] = {C::kBackward, C::kFarForward, C::kFarBackward};
-  static constexpr C kJalr[] = {C::kNegativeOffset, C::kFarForward, C::kFarBackward};
+  static constexpr C kJalr[] = {C::kNegativeOffset, C::kBaseLowBits, C::kFarForward, C::kFarBackward};
   switch (op) {
     case Op::kDiv: case Op::kRem: return kDiv;
     case Op::kDivu: case Op::kRemu: return kDivu;
@@ -1068,6 +1098,9 @@ std::pair<u32, u32> corner_operands(progen::Random& rng, const Encoding& row, Co
     case Corner::kIntMinTimesMinusOne: return {kMin, kMinus1};
     case Corner::kMinusOneTimesIntMin: return {kMinus1, kMin};
     case Corner::kMinusOneTimesMinusOne: return {kMinus1, kMinus1};
+    case Corner::kIntMinTimesIntMax: return {kMin, kMax};
+    case Corner::kIntMaxTimesIntMin: return {kMax, kMin};
+    case Corner::kIntMaxTimesIntMax: return {kMax, kMax};
     case Corner::kOverflow: {
       const bool up = rng.chance(2);  // past INT_MAX, or below INT_MIN
       if (op == Op::kAddi) {  // imm in [-2048, 2047]
@@ -1149,6 +1182,10 @@ std::pair<u32, u32> corner_operands(progen::Random& rng, const Encoding& row, Co
     case Corner::kLoadTopBit: return {0, static_cast<u32>(rng.next()) | 0x80808080u};
     case Corner::kNegativeOffset:
     case Corner::kBackward: return {0, some()};  // the instruction's form (the corner stream's), any value
+    case Corner::kBaseLowBits: {  // a jalr's base: its low bits only, or any with bit 0 or 1 set
+      const u32 m = rng.chance(2) ? 1 + rng.below(3) : (rng.below(512) << 2 | (1 + rng.below(3)));
+      return {rng.chance(2) ? m : 0u - m, 0};
+    }
     case Corner::kFarForward:
     case Corner::kFarBackward: {  // the form; a branch's operands, equal half the time
       const u32 a = some();
@@ -1185,7 +1222,7 @@ std::pair<u32, u32> corner_operands(progen::Random& rng, const Encoding& row, Co
 bool at_corner(Op op, Corner c, u32 a, u32 b, bool same_register, std::int32_t offset) {
   const auto mine = corners_of(op);
   if (std::find(mine.begin(), mine.end(), c) == mine.end()) return false;
-  constexpr u32 kMin = 0x80000000u, kMinus1 = 0xffffffffu;
+  constexpr u32 kMin = 0x80000000u, kMax = 0x7fffffffu, kMinus1 = 0xffffffffu;
   auto shift_amount = [&] { return b & 31; };  // OP-IMM's shamt is b itself (0..31)
   auto left_shift = [&]() -> unsigned {
     switch (op) {
@@ -1204,6 +1241,9 @@ bool at_corner(Op op, Corner c, u32 a, u32 b, bool same_register, std::int32_t o
     case Corner::kIntMinTimesMinusOne: return a == kMin && b == kMinus1;
     case Corner::kMinusOneTimesIntMin: return a == kMinus1 && b == kMin;
     case Corner::kMinusOneTimesMinusOne: return a == kMinus1 && b == kMinus1;
+    case Corner::kIntMinTimesIntMax: return a == kMin && b == kMax;
+    case Corner::kIntMaxTimesIntMin: return a == kMax && b == kMin;
+    case Corner::kIntMaxTimesIntMax: return a == kMax && b == kMax;
     case Corner::kOverflow: {
       const u32 r = op == Op::kSub ? a - b : a + b;
       const u32 bb = op == Op::kSub ? ~b : b;  // a - b overflows as a + ~b + 1 does: operands of one sign, result of the other
@@ -1226,6 +1266,7 @@ bool at_corner(Op op, Corner c, u32 a, u32 b, bool same_register, std::int32_t o
     case Corner::kLoadTopBit: return ((b >> ((op == Op::kLb || op == Op::kLbu) ? 7 : 15)) & 1) != 0;
     case Corner::kNegativeOffset:
     case Corner::kBackward: return offset < 0;
+    case Corner::kBaseLowBits: return (a & 3) != 0;
     case Corner::kFarForward: return offset >= kFarOffset;
     case Corner::kFarBackward: return offset <= -kFarOffset;
     case Corner::kResultZero:

@@ -117,7 +117,8 @@ struct Item {
     kWord,    ///< `word`, one instruction
     kLi,      ///< li rd, value (lui + addi)
     kBranch,  ///< branch or JAL (op, rd/rs1/rs2) to item `target`
-    kJalr,    ///< auipc rs1, 0; jalr rd, off(rs1) with off = target - auipc (+ value: bit 0)
+    kJalr,    ///< auipc rs1, 0; [addi rs1, rs1, base;] jalr rd, off(rs1) with
+              ///< off = target - auipc - base (+ value: bit 0)
     kGap,     ///< `value` words of nop that no instruction runs: a far jump's distance
   };
   Kind kind = Kind::kWord;
@@ -126,9 +127,15 @@ struct Item {
   std::uint32_t word = 0;   ///< kWord
   std::uint32_t value = 0;  ///< kLi: the value; kJalr: the low bit added to the offset
   std::int64_t target = -1; ///< kBranch/kJalr: index of the target item
+  /// kJalr: what an addi adds to the auipc's pc in rs1, -2047..2047, taken back off the offset
+  /// (or, where off - base leaves the 12-bit immediate, -base added and taken off), so that
+  /// X(rs1) has low bits set and the sum is still the target; 0: no addi (X(rs1) a multiple of 4)
+  std::int32_t base = 0;
   bool fixed = false;       ///< never dropped or changed by shrinking (scratch base, exit)
   bool test = true;         ///< a generated test instruction (counted in coverage)
-  unsigned words() const { return kind == Kind::kGap ? value : kind == Kind::kLi || kind == Kind::kJalr ? 2u : 1u; }
+  unsigned words() const {
+    return kind == Kind::kGap ? value : kind == Kind::kJalr ? (base != 0 ? 3u : 2u) : kind == Kind::kLi ? 2u : 1u;
+  }
 };
 
 inline constexpr std::uint32_t kCodeBase = 0x10000;
@@ -181,8 +188,10 @@ struct Program {
 /// x31, negative offsets (loads, stores, jalr) and loops closed by any selected branch, jal or
 /// jalr (the negative-offset and backward corners). 5: far jumps over a gap of nops, 64 bytes to
 /// 4 KiB and a jal's to 64 KiB, either way (the far-forward and far-backward corners), results
-/// of 0 and -1 (the result-0 and result-minus-1 corners), corner streams of 3..8.
-inline constexpr unsigned kGeneratorVersion = 5;
+/// of 0 and -1 (the result-0 and result-minus-1 corners), corner streams of 3..8. 6: a jalr's
+/// X(rs1) with low bits set (an addi after its auipc; the rs1-low-bits corner), the multiplies'
+/// int-min*int-max, int-max*int-min and int-max*int-max corners.
+inline constexpr unsigned kGeneratorVersion = 6;
 
 /// Generates program `index` from `seed` over `ops` (select_ops; not empty).
 /// When `ops` has the VEW row, its words use the modes of `vew_modes` (a
@@ -240,6 +249,9 @@ enum class Corner : std::uint8_t {
   kIntMinTimesMinusOne,///< "int-min*-1": X(rs1) = INT_MIN, X(rs2) = -1 (mul, mulh, mulhsu, mulhu)
   kMinusOneTimesIntMin,///< "-1*int-min": X(rs1) = -1, X(rs2) = INT_MIN (mulhsu reads them otherwise)
   kMinusOneTimesMinusOne, ///< "-1*-1" (mul, mulh, mulhsu, mulhu)
+  kIntMinTimesIntMax,  ///< "int-min*int-max": X(rs1) = INT_MIN, X(rs2) = INT_MAX (mul, mulh, mulhsu, mulhu)
+  kIntMaxTimesIntMin,  ///< "int-max*int-min": X(rs1) = INT_MAX, X(rs2) = INT_MIN (mulhsu reads them otherwise)
+  kIntMaxTimesIntMax,  ///< "int-max*int-max" (mul, mulh, mulhsu, mulhu): the largest positive product
   kOverflow,           ///< "overflow": the signed result does not fit 32 bits (add, sub, addi)
   kCarry,              ///< "carry": add's unsigned sum >= 2^32, sub's X(rs1) < X(rs2) unsigned
   kEqual,              ///< "equal": the two operands equal, in two registers (slt*, branches, and
@@ -256,6 +268,8 @@ enum class Corner : std::uint8_t {
   kStoreHighBits,      ///< "value-high-bits": sb/sh of a value with bits above the stored ones
   kLoadTopBit,         ///< "loaded-top-bit": lb, lbu, lh, lhu read a byte/halfword with its top bit set
   kNegativeOffset,     ///< "negative-offset": a load's, store's or jalr's immediate below 0
+  kBaseLowBits,        ///< "rs1-low-bits": a jalr whose X(rs1) is not a multiple of 4 (its
+                       ///< immediate's low bits make the target whole: the adder's carry out of bit 1)
   kBackward,           ///< "backward": a branch or jal to an earlier instruction (its offset below 0)
   kFarForward,         ///< "far-forward": a branch's, jal's or jalr's offset at least 1,024 bytes
                        ///< (kFarOffset; of a reach of 4 KiB, 1 MiB and 2 KiB): its high bits
@@ -292,7 +306,8 @@ bool at_corner(ref::Op op, Corner c, std::uint32_t a, std::uint32_t b, bool same
 /// store writes before it, with bit 7 of every byte set. The negative-offset and backward corners
 /// are the instruction's form, not its operands: (0, any word); so are the far ones, whose
 /// (a, b) are a branch's operands, any word and, half the time, the same word (taken about half
-/// the time). Requires c in corners_of(row.op).
+/// the time). At rs1-low-bits, a is a jalr's Item::base, -2047..2047 as a word, with bit 0 or 1
+/// set (X(rs1) mod 4 = a mod 4), and b is 0. Requires c in corners_of(row.op).
 std::pair<std::uint32_t, std::uint32_t> corner_operands(progen::Random& rng, const ref::Encoding& row, Corner c);
 
 /// Opcode x operand class counts of the test instructions the reference
