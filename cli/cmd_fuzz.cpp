@@ -348,6 +348,31 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
       throw InputError("--merge: " + file.string() +
                        " records no generator version (written before session 45, by another build of Lockstep): "
                        "merge it with the build that wrote it");
+    // The counts the merge adds up and the indices it chains pieces by: whole numbers >= 0, and
+    // no more programs than the piece's indices hold (found by an outside tester: a shard without
+    // "programs", or with -3, 2.5 or "next" 0, merged as a pass of fewer programs, and a string
+    // gave a JSON library's message); the flags are true or false.
+    auto whole = [&](const char* key) -> std::uint64_t {
+      const auto it = j.find(key);
+      if (it == j.end()) throw InputError("--merge: " + file.string() + " has no \"" + key + "\": not a whole lockstep fuzz report");
+      if (!it->is_number_unsigned())
+        throw InputError("--merge: " + file.string() + ": \"" + key + "\" is " + format::json_text(*it) + ", not a whole number >= 0");
+      return it->get<std::uint64_t>();
+    };
+    auto flag = [&](const char* key) -> bool {
+      const auto it = j.find(key);
+      if (it == j.end()) return false;
+      if (!it->is_boolean()) throw InputError("--merge: " + file.string() + ": \"" + key + "\" is " + format::json_text(*it) + ", not true or false");
+      return it->get<bool>();
+    };
+    const std::uint64_t j_first = whole("first"), j_next = whole("next"), j_programs = whole("programs");
+    const std::uint64_t j_steps = whole("steps"), j_mismatching = whole("mismatching_runs");
+    if (j_next < j_first || j_programs > j_next - j_first)
+      throw InputError("--merge: " + file.string() + " says " + std::to_string(j_programs) + " programs from index " +
+                       std::to_string(j_first) + " up to " + std::to_string(j_next) + ": not a whole lockstep fuzz report");
+    if (const auto ls = j.find("lockstep_seconds"); ls != j.end() && !(ls->is_number() && ls->get<double>() >= 0))
+      throw InputError("--merge: " + file.string() + ": \"lockstep_seconds\" is " + format::json_text(*ls) + ", not a number >= 0");
+    const bool j_interrupted = flag("interrupted"), j_time_ended = flag("time_ended"), j_max_failures_ended = flag("max_failures_ended");
     if (merged.is_null()) {
       merged = {{"seed", j["seed"]}, {"generator", j.value("generator", json())}, {"ops", j.value("ops", "")}, {"mode", j.value("mode", "")},
                 {"chip", j.value("chip", json())}, {"chip_hash", j.value("chip_hash", "")},
@@ -374,11 +399,11 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
       }
       shard_count = n;
       Piece piece;
-      piece.first = j.value("first", json()).is_number_unsigned() ? j["first"].get<std::uint64_t>() : 0;
-      piece.next = j.value("next", json()).is_number_unsigned() ? j["next"].get<std::uint64_t>() : piece.first;
-      piece.interrupted = j.value("interrupted", false);
-      piece.time_ended = j.value("time_ended", false);
-      piece.max_failures_ended = j.value("max_failures_ended", false);
+      piece.first = j_first;
+      piece.next = j_next;
+      piece.interrupted = j_interrupted;
+      piece.time_ended = j_time_ended;
+      piece.max_failures_ended = j_max_failures_ended;
       piece.file = file.string();
       for (const Piece& other : seen_shards[i])
         if (other.first == piece.first) {
@@ -396,9 +421,9 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     // merge exited 3 and dropped the shard's error text).
     if (errored) errors.push_back(file.string() + ": " + (j["error"].is_string() ? j["error"].get<std::string>()
                                                                                  : format::json_text(j["error"])));
-    programs += j.value("programs", std::uint64_t{0});
-    steps += j.value("steps", std::uint64_t{0});
-    mismatching += j.value("mismatching_runs", std::uint64_t{0});
+    programs += j_programs;
+    steps += j_steps;
+    mismatching += j_mismatching;
     lockstep_seconds += j.value("lockstep_seconds", 0.0);
     // A failure's case folder is a child of its shard's report folder: named from where the
     // shard is now (the folder given to --merge), not from where the shard ran (found by an
@@ -409,9 +434,13 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
         f["case"] = (file.parent_path() / fs::path(f["case"].get<std::string>()).filename()).string();
       failures.push_back(std::move(f));
     }
-    shards.push_back({{"report", file.string()}, {"shard", j.value("shard", json())}, {"programs", j.value("programs", 0)},
-                      {"time_ended", j.value("time_ended", false)}});
-    coverage.merge(campaign::Coverage::from_json(j["coverage"]));
+    shards.push_back({{"report", file.string()}, {"shard", j.value("shard", json())}, {"programs", j_programs},
+                      {"time_ended", j_time_ended}});
+    try {
+      coverage.merge(campaign::Coverage::from_json(j["coverage"]));
+    } catch (const json::exception& e) {
+      throw InputError("--merge: " + file.string() + ": its \"coverage\" is not a fuzz report's (" + e.what() + ")");
+    }
     try {
       decisions.merge(j.contains("decision_coverage")
                           ? mutate::DecisionSummary::from_json(j["decision_coverage"])

@@ -269,6 +269,32 @@ TEST(LockstepFuzz, ShardsSplitTheCampaignExactly) {
                         "): not shards of one campaign"),
             std::string::npos)
       << r2.err;
+  // A shard whose counts are missing or not whole numbers >= 0, or that claims more programs
+  // than its indices hold, is refused with the file and the field (found by an outside tester:
+  // without "programs" the merge counted 4 of the 7 programs and read "exact"; -3, 2.5 and
+  // "next" 0 merged too, and a string gave a JSON library's message).
+  const fs::path damaged = scratch_dir("s1-damaged");
+  fs::copy(s1, damaged, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  const json good = json::parse(slurp(s1 / "fuzz.json"));
+  const std::vector<std::tuple<std::string, json, std::string>> damages = {
+      {"programs", nullptr, " has no \"programs\": not a whole lockstep fuzz report"},
+      {"programs", -3, ": \"programs\" is -3, not a whole number >= 0"},
+      {"programs", 2.5, ": \"programs\" is 2.5, not a whole number >= 0"},
+      {"programs", "3", ": \"programs\" is \"3\", not a whole number >= 0"},
+      {"steps", -100000, ": \"steps\" is -100000, not a whole number >= 0"},
+      {"mismatching_runs", -1, ": \"mismatching_runs\" is -1, not a whole number >= 0"},
+      {"next", 0, " says 3 programs from index 0 up to 0: not a whole lockstep fuzz report"},
+      {"interrupted", "no", ": \"interrupted\" is \"no\", not true or false"}};
+  for (const auto& [key, value, message] : damages) {
+    json jd = good;
+    if (value.is_null()) jd.erase(key);
+    else jd[key] = value;
+    std::ofstream(damaged / "fuzz.json", std::ios::trunc) << jd.dump(2);
+    r2 = run({"fuzz", "--merge", s0.string(), damaged.string()});
+    EXPECT_EQ(r2.exit_code, 2) << key << " " << value.dump() << ": " << r2.out << r2.err;
+    EXPECT_NE(r2.err.find("s1-damaged/fuzz.json" + message), std::string::npos) << r2.err;
+    EXPECT_EQ(r2.out.find("merged 2 reports"), std::string::npos) << r2.out;
+  }
   // A shard that ended early makes the merge partial (exit 3), never a pass.
   const fs::path cut = scratch_dir("s1-interrupted");
   fs::copy(s1, cut, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
