@@ -9,6 +9,7 @@
 #include "cli/dut_options.h"
 #include "lockstep/engine/check.h"
 #include "lockstep/format/shell.h"
+#include "lockstep/format/tokens.h"
 #include "lockstep/reports/files.h"
 #include "lockstep/reports/report.h"
 
@@ -96,6 +97,7 @@ Verdict judge(const nlohmann::json& expect, const engine::RunResult& r, const st
     if (has_tokens) {
       const auto named = [&expect](const char* text_key, std::uint32_t id) {
         const std::string text = expect.value(text_key, std::string());
+        if (id & format::kUnmappedChipId) return text;  // "unmapped chip id N": no token id
         return (text.empty() ? std::string("token") : text) + " (token " + std::to_string(id) + ")";
       };
       v.recorded += " (pc " + hex_pc(want_pc) + ", " + expect.value("field", std::string("?")) + " expected " +
@@ -120,7 +122,8 @@ Verdict judge(const nlohmann::json& expect, const engine::RunResult& r, const st
       v.same = false;
       v.differently = "it diverges at the same step, but differently: pc " + hex_pc(div->pc) + ", " +
                       div->field + " expected " + div->expected_text + " (token " + std::to_string(div->expected) +
-                      "), got " + div->actual_text + " (token " + std::to_string(div->actual) + ")";
+                      "), got " + div->actual_text +
+                      (div->actual & format::kUnmappedChipId ? std::string() : " (token " + std::to_string(div->actual) + ")");
     }
   } else if (was_interrupted) {
     v.same = (first == 0 || first > want_steps) &&

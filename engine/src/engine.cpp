@@ -165,6 +165,14 @@ json Divergence::to_json() const {
           {"bisection", bisection}};
   if (expected_chip_id) j["expected_chip_id"] = *expected_chip_id;
   if (actual_chip_id) j["actual_chip_id"] = *actual_chip_id;
+  // An unmapped chip id has no token id: "actual" and "differing_bits" are null and
+  // "actual_chip_id" is the chip's id (found by an outside tester: the id with the internal flag
+  // bit 31 or'ed in, 2147545168, and bits differing from it).
+  if (actual & format::kUnmappedChipId) {
+    j["actual"] = nullptr;
+    j["differing_bits"] = nullptr;
+    j["actual_chip_id"] = actual & ~format::kUnmappedChipId;
+  }
   return j;
 }
 
@@ -182,14 +190,17 @@ Divergence divergence_from_json(const json& j) {
   d.field = j.value("field", "");
   d.byte_index = j.value("byte_index", -1);
   d.expected = j.value("expected", 0u);
-  d.actual = j.value("actual", 0u);
+  // null: an unmapped chip id, whose number is actual_chip_id (Divergence::to_json)
+  d.actual = j.contains("actual") && j["actual"].is_null() && j.contains("actual_chip_id") && j["actual_chip_id"].is_number_unsigned()
+                 ? format::kUnmappedChipId | j["actual_chip_id"].get<std::uint32_t>()
+                 : j.value("actual", 0u);
   d.expected_text = j.value("expected_text", "");
   d.actual_text = j.value("actual_text", "");
   if (j.contains("expected_chip_id") && j["expected_chip_id"].is_number_unsigned())
     d.expected_chip_id = j["expected_chip_id"].get<std::uint32_t>();
   if (j.contains("actual_chip_id") && j["actual_chip_id"].is_number_unsigned())
     d.actual_chip_id = j["actual_chip_id"].get<std::uint32_t>();
-  d.differing_bits = j.value("differing_bits", 0u);
+  d.differing_bits = j.contains("differing_bits") && j["differing_bits"].is_null() ? d.expected ^ d.actual : j.value("differing_bits", 0u);
   d.bits_text = j.value("bits_text", "");
   d.note = j.value("note", "");
   for (const json& r : j.value("recent", json::array())) {
@@ -295,7 +306,7 @@ std::string Divergence::to_text() const {
   // (found by an outside tester: "id 2147546448", the flag bit or'ed in).
   os << "\n  actual:      " << actual_text;
   if (!(actual & format::kUnmappedChipId)) os << "  id " << actual;
-  if (actual_chip_id) os << "  (the chip's id " << *actual_chip_id << ")";
+  if (actual_chip_id && !(actual & format::kUnmappedChipId)) os << "  (the chip's id " << *actual_chip_id << ")";
   os << "\n";
   os << "  differing:   " << bits_text << "\n";
   if (!note.empty()) os << "  note:        " << note << "\n";
@@ -2161,6 +2172,10 @@ struct Engine::Impl {
     d.actual_chip_id = be.own_token_id(actual);
     d.differing_bits = expected ^ actual;
     d.bits_text = bits_text(expected, actual);
+    if (actual & format::kUnmappedChipId) {  // no token: no bits to compare (not the flag's)
+      d.actual_chip_id = actual & ~format::kUnmappedChipId;
+      d.bits_text = "none to compare: the chip's id " + std::to_string(*d.actual_chip_id) + " names no token";
+    }
     d.note = divergence_note(expected, actual);
     if (d.note.empty() && d.token_in_instruction == 0 && !L.history.empty()) d.note = pc_note(L.history.back(), d);
     if (const std::uint32_t kind = expected >> 8;

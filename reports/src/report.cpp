@@ -829,7 +829,9 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
     row("trace field", str(d, "field") + (d.value("byte_index", -1) >= 0 ? " byte " + str(d, "byte_index") : "") +
                            (d.contains("token_in_instruction") ? " (token " + str(d, "token_in_instruction") + " of the instruction)" : ""));
     row("expected", str(d, "expected_text") + " (id " + str(d, "expected") + ")");
-    row("actual", str(d, "actual_text") + " (id " + str(d, "actual") + ")");
+    row("actual", str(d, "actual_text") + (d.contains("actual") && d["actual"].is_null()
+                                              ? " (the chip's id " + str(d, "actual_chip_id") + ", which names no token)"
+                                              : " (id " + str(d, "actual") + ")"));
     row("differing bits", str(d, "bits_text"));
     row("note", str(d, "note"));
     row("layer", str(d.value("attribution", json::object()), "text"));

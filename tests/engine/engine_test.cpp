@@ -691,6 +691,30 @@ TEST(Divergence, NamesTheChipsOwnIdsWhenItHasThem) {
   EXPECT_EQ(d.to_json()["actual_chip_id"], d.actual + 1000);
 }
 
+// A chip id that names no token (format::kUnmappedChipId | id, from a chip under test's map) is
+// reported as the chip's id, never as a token id with the flag bit or'ed in (found by an outside
+// tester: "actual": 2147545168 and "id bits 0x8000dd50" in summary.json and the text).
+TEST(Divergence, AnUnmappedChipIdHasNoTokenIdAndNoBits) {
+  const Guest g = testing::make_loop_guest(10);
+  const auto trace = testing::reference_trace(g);
+  ScriptedBackend be({trace}, {{Fault::Kind::kFlip, 5, format::kUnmappedChipId, 1}});
+  const RunResult r = Engine(be, {g}, Options{}).run();
+  ASSERT_TRUE(r.streams[0].divergence);
+  const Divergence& d = *r.streams[0].divergence;
+  EXPECT_EQ(d.step, 5u);
+  EXPECT_EQ(d.actual_text, "unmapped chip id " + std::to_string(trace[4]));
+  ASSERT_TRUE(d.actual_chip_id);
+  EXPECT_EQ(*d.actual_chip_id, trace[4]);
+  EXPECT_EQ(d.bits_text, "none to compare: the chip's id " + std::to_string(trace[4]) + " names no token");
+  const nlohmann::json j = d.to_json();
+  EXPECT_TRUE(j["actual"].is_null()) << j.dump();
+  EXPECT_TRUE(j["differing_bits"].is_null()) << j.dump();
+  EXPECT_EQ(j["actual_chip_id"], trace[4]);
+  const std::string t = d.to_text();
+  EXPECT_NE(t.find("actual:      unmapped chip id " + std::to_string(trace[4]) + "\n"), std::string::npos) << t;
+  EXPECT_EQ(t.find(std::to_string(format::kUnmappedChipId | trace[4])), std::string::npos) << t;
+}
+
 TEST(Engine, TeacherForcedPrefixOfAFreeRun) {
   const Guest g = testing::make_loop_guest(20);
   const auto trace = testing::reference_trace(g);
