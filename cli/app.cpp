@@ -113,7 +113,13 @@ extern "C" void on_interrupt_without_result(int) {
 // Installs on_interrupt_without_result for `command` (remove_on_interrupt).
 void install_interrupt_fallback(const std::string& command, bool json) {
   const std::string why = "lockstep " + command + " was stopped by SIGINT, SIGTERM or SIGHUP before it finished; it has no result to keep";
-  g_interrupt_line = "lockstep: interrupted: " + why + "\n";
+  // A chip server is a chip's side: its stderr reaches the harness's (dut-protocol.md §1), where
+  // a "lockstep: interrupted:" line reads as the harness's own verdict (found by an outside
+  // tester: the harness that ended it on a mismatch printed it beside its own). A stop is how a
+  // server ends: an info line, exit status 3 as before.
+  g_interrupt_line = command == "chip-server"
+                         ? "lockstep: info: chip-server: stopped by SIGINT, SIGTERM or SIGHUP (exit status 3)\n"
+                         : "lockstep: interrupted: " + why + "\n";
   g_interrupt_json.clear();
   if (json) {
     nlohmann::ordered_json j = {{"status", "interrupted"}, {"steps", 0}, {"mismatches", 0}, {"interrupted", true},

@@ -108,8 +108,9 @@ class Connection {
   /// Ends the session from this side: closes the write side and, for a child process, waits up
   /// to 5 s for it to exit, then SIGTERM, 2 s more, SIGKILL (dut-protocol.md §1). Returns ""
   /// when the peer ended by itself (or is no child), else one line saying what it took ("did
-  /// not exit within 5 s of the end of its input: ended with SIGTERM"). The destructor does the
-  /// same when this was not called.
+  /// not exit within 5 s of the end of its input: ended with SIGTERM"). With the stop flag
+  /// (set_stop) set, before or during the wait, the child is killed at once (SIGKILL) and the
+  /// note says so. The destructor does the same when this was not called.
   virtual std::string finish() {
     close_write();
     return "";
@@ -118,6 +119,8 @@ class Connection {
   /// write waiting for the peer checks it at least every 100 ms and throws Stopped once it is
   /// true. nullptr (the default): waits end only at their deadline.
   void set_stop(const std::atomic<bool>* stop) { stop_ = stop; }
+  /// Whether the stop flag of set_stop() is set (a SIGINT, SIGTERM or SIGHUP came); false without one.
+  bool stop_requested() const { return stop_ && stop_->load(std::memory_order_relaxed); }
 
  protected:
   /// A connection over two file descriptors (the same one for a socket; -1 for a decorator that
