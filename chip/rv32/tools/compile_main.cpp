@@ -29,8 +29,8 @@ int main(int argc, char** argv) {
     std::printf("wrote %s: d_model %u, %zu layers, vocab %u\n", out.c_str(), chip.config.d_model,
                 chip.layers.size(), chip.config.vocab_size);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "lockstep-compile: %s\n", e.what());
-    return 1;
+    std::fprintf(stderr, "lockstep-compile: error: %s\n", e.what());
+    return 2;  // an error, as lockstep's exit status 2 (1 means a mismatch there)
   }
   return 0;
 }
