@@ -231,6 +231,18 @@ TEST(CampaignFailures, APcTokenIsClassedUnderTheInstructionBeforeIt) {
   d.recent = {b};
   d.word = vred, d.disassembly = b.disassembly(), d.field = "W0";
   EXPECT_EQ(campaign::failure_signature(d, "forced"), "`vred` at W0, forced") << d.disassembly;
+  // an element's place in its quad is not part of the class: one wrong saturation of VEW ADD
+  // was 8 classes (an outside tester), VW03..VW33 in each mode
+  for (const char* f : {"VW03", "VW13", "VW23", "VW33"}) {
+    d.field = f;
+    EXPECT_EQ(campaign::failure_signature(d, "free"), "`vred` at VW*3, free") << f;
+  }
+  d.field = "VW20";
+  EXPECT_EQ(campaign::failure_signature(d, "free"), "`vred` at VW*0, free");
+  d.field = "VLB2";
+  EXPECT_EQ(campaign::failure_signature(d, "free"), "`vred` at VLB*, free");
+  d.field = "VWG";  // the quad's own token keeps its name
+  EXPECT_EQ(campaign::failure_signature(d, "free"), "`vred` at VWG, free");
 }
 
 TEST(CampaignGenerate, ReproducibleAndAlwaysEnds) {

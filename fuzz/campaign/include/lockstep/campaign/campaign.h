@@ -102,7 +102,8 @@ std::string ops_list(std::span<const ref::Encoding* const> ops, unsigned vew_mod
 /// is one of its pc tokens (PCH0..PCH3, PCL), the instruction's before it (`d.recent`), whose
 /// branch, jump or fall-through chose that pc: a jal that lands one word off is `jal` at PCL
 /// however many instructions it lands on (each was a class of its own before). FIELD is
-/// d.field, MODE `mode` ("forced", "free").
+/// d.field, with an element's place in its quad left out: `VW*m` for VW0m..VW3m (byte m of a
+/// word stream's word) and `VLB*` for VLB0..VLB3; MODE `mode` ("forced", "free").
 std::string failure_signature(const engine::Divergence& d, std::string_view mode);
 /// The instruction failure_signature blames, as (word, disassembly): the diverging one, or for a
 /// pc token with an instruction before it in d.recent, that one.
