@@ -1836,6 +1836,19 @@ struct Engine::Impl {
     if (n != lanes.size()) throw std::runtime_error("checkpoint: wrong number of streams");
     for (std::uint64_t i = 0; i < n; ++i) d.lanes.push_back(rd.blob());
     if (!rd.done()) throw std::runtime_error("checkpoint: trailing bytes");
+    // Its step counts agree with its name: the round is the step the file is named for, and no
+    // stream is past it (found by an outside tester: a re-packed file whose stream said step 2^60
+    // resumed and reported 1,152,921,504,606,922,048 steps compared). Such a file is skipped as damaged.
+    if (!d.meta.contains("round") || !d.meta["round"].is_number_unsigned() || d.meta["round"].get<std::uint64_t>() != r)
+      throw std::runtime_error("checkpoint: its round (" + format::json_text(d.meta.value("round", json())) +
+                               ") is not the step its name gives (" + std::to_string(r) + ")");
+    for (std::uint64_t i = 0; i < n; ++i) {
+      detail::Reader lr(d.lanes[i]);
+      const std::uint64_t steps = lr.u64();
+      if (steps > r)
+        throw std::runtime_error("checkpoint: stream " + std::to_string(i) + " says step " + std::to_string(steps) +
+                                 ", past the checkpoint's step " + std::to_string(r));
+    }
     if (d.meta.value("fingerprint", json()) != fingerprint) {
       throw std::runtime_error("checkpoint " + checkpoint_path(r).string() +
                                " was written for other guests, another chip or other options: " +

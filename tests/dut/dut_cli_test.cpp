@@ -621,6 +621,29 @@ TEST_F(DutCli, AStopWhileTheChipHangsIsAnInterruptionWithTheStepsKept) {
   EXPECT_EQ(json::parse(slurp(dir / "run" / "summary.json"))["status"], "interrupted");
 }
 
+// A stop while the harness waits on the end of the session (a chip that does not answer BYE, or
+// that does not exit after it) kills the chip at once and says so; the run, whose every step was
+// compared, keeps its verdict (found by an outside tester: the signal was not acted on for the
+// 5 s wait, left no trace, and the warning read "BYE: chip process '...': given up while waiting").
+TEST_F(DutCli, AStopAtTheEndOfTheSessionKillsTheChipAtOnce) {
+  for (const std::string mode : {"byenoanswer", "ignoreeof"}) {
+    SCOPED_TRACE(mode);
+    const fs::path dir = fresh_dir("stop-at-bye-" + mode);
+    const Signalled r = run_and_signal({"run", crc32_.string(), "--steps", "200", "--dut", kFaulty + " " + mode + " 0 " + kChip},
+                                       dir, mode == "ignoreeof" ? "faulty_chip: lingering after BYE now" : "faulty_chip: BYE not answered now",
+                                       SIGINT);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_LT(r.seconds, 2.5) << "the wait must end with the signal, not after 5 s: " << r.err;
+    EXPECT_NE(r.out.find("steps compared 200, mismatches 0"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find(mode == "ignoreeof"
+                             ? "' was killed with SIGKILL: SIGINT, SIGTERM or SIGHUP came while it had not yet exited at the end of its session"
+                             : "' was killed with SIGKILL: SIGINT, SIGTERM or SIGHUP came while Lockstep waited on its answer to BYE"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("given up while waiting"), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(DutCli, AnEmptyChipOptionIsRefusedNotReadAsTheBuiltChip) {
   // `--dut "$DUT"` with DUT unset must not test the built chip and pass.
   for (const char* opt : {"--dut", "--dut-connect", "--chip"}) {

@@ -150,6 +150,8 @@ class Faulty final : public dut::Connection {
         return;
       }
       if (mode_ == "ignoreeof") in_->write_frame(type, payload, deadline);
+      std::fprintf(stderr, "faulty_chip: %s now\n", mode_ == "ignoreeof" ? "lingering after BYE" : "BYE not answered");
+      std::fflush(stderr);
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
     if (mode_ == "reservedcap" && type == (dut::kResponse | dut::kHello)) {

@@ -90,7 +90,9 @@ class DutBackend final : public chip::ChipBackend {
   /// Ends the session now as the destructor does, and returns what broke the protocol's rules for
   /// its end, "" when nothing did: BYE not answered with OK within --dut-timeout (§3.10), a chip
   /// process that did not exit within 5 s of the end of its input (§1). A process the chip left
-  /// running is a `warn:` line on stderr, as at the destructor. Afterwards every request throws.
+  /// running is a `warn:` line on stderr, as at the destructor. A SIGINT, SIGTERM or SIGHUP (the
+  /// stop flag) during the wait for the chip to exit kills it at once and returns "stopped by
+  /// SIGINT, SIGTERM or SIGHUP ...": no finding about the chip. Afterwards every request throws.
   std::string end_session();
 
   std::string name() const override;
