@@ -196,7 +196,7 @@ DutBackend::~DutBackend() {
       // the wait ends within 100 ms (§8; found by an outside tester: the warning read "BYE: chip
       // process '...': given up while waiting for its answer", and the chip was waited for 5 s more)
       conn_->kill_peer();
-      bye = "was killed with SIGKILL: SIGINT, SIGTERM or SIGHUP came while Lockstep waited on its answer to BYE";
+      bye = std::string(kKilledOnStop) + " while Lockstep waited on its answer to BYE";
     } catch (const std::exception& e) {
       bye = std::string("BYE: ") + e.what();
     }
@@ -243,7 +243,7 @@ std::string DutBackend::end_session() {
   std::string note = conn_->finish();
   // A stop cut the wait for the chip to exit short (it was killed at once): no finding about the
   // chip either way; the caller, seeing the stop, drops this check (conformance's check()).
-  if (conn_->stop_requested() && note.rfind("was killed with SIGKILL: SIGINT", 0) == 0) {
+  if (conn_->stop_requested() && note.rfind(kKilledOnStop, 0) == 0) {
     conn_.reset();
     return "stopped by SIGINT, SIGTERM or SIGHUP while waiting for the chip process to exit";
   }

@@ -362,21 +362,23 @@ class ChildConnection final : public Connection {
     if (finished_) return "";
     finished_ = true;
     std::string note;
-    if (pid_ > 0 && exit_status(std::chrono::milliseconds(5000)).empty() && stop_requested()) {
-      // a SIGINT, SIGTERM or SIGHUP ends the wait within 100 ms (§8; found by an outside tester:
-      // a signal while the chip took its 5 s to end was not acted on, and left no trace)
-      kill_peer();
-      note = "was killed with SIGKILL: SIGINT, SIGTERM or SIGHUP came while it had not yet exited at the end of its session";
-    } else if (pid_ > 0 && status_.empty()) {
-      ::kill(pid_, SIGTERM);
-      if (!exit_status(std::chrono::milliseconds(2000)).empty()) {
-        note = "did not exit within 5 s of the end of its input (end of file on its stdin): ended with SIGTERM";
+    if (pid_ > 0 && exit_status(std::chrono::milliseconds(5000)).empty()) {
+      if (stop_requested()) {
+        // a SIGINT, SIGTERM or SIGHUP ends the wait within 100 ms (§8; found by an outside tester:
+        // a signal while the chip took its 5 s to end was not acted on, and left no trace)
+        kill_peer();
+        note = std::string(kKilledOnStop) + " while it had not yet exited at the end of its session";
       } else {
-        killed_ = true;
-        ::kill(pid_, SIGKILL);
-        exit_status(std::chrono::milliseconds(5000));
-        note = "did not exit within 5 s of the end of its input (end of file on its stdin), nor 2 s after "
-               "SIGTERM: killed with SIGKILL";
+        ::kill(pid_, SIGTERM);
+        if (!exit_status(std::chrono::milliseconds(2000)).empty()) {
+          note = "did not exit within 5 s of the end of its input (end of file on its stdin): ended with SIGTERM";
+        } else {
+          killed_ = true;
+          ::kill(pid_, SIGKILL);
+          exit_status(std::chrono::milliseconds(5000));
+          note = "did not exit within 5 s of the end of its input (end of file on its stdin), nor 2 s after "
+                 "SIGTERM: killed with SIGKILL";
+        }
       }
     }
     const std::string left = end_group();

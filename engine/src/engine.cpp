@@ -165,13 +165,12 @@ json Divergence::to_json() const {
           {"bisection", bisection}};
   if (expected_chip_id) j["expected_chip_id"] = *expected_chip_id;
   if (actual_chip_id) j["actual_chip_id"] = *actual_chip_id;
-  // An unmapped chip id has no token id: "actual" and "differing_bits" are null and
-  // "actual_chip_id" is the chip's id (found by an outside tester: the id with the internal flag
-  // bit 31 or'ed in, 2147545168, and bits differing from it).
+  // An unmapped chip id has no token id: "actual" and "differing_bits" are null, and
+  // "actual_chip_id" (set where the divergence is found) is the chip's id (found by an outside
+  // tester: the id with the internal flag bit 31 or'ed in, 2147545168, and bits differing from it).
   if (actual & format::kUnmappedChipId) {
     j["actual"] = nullptr;
     j["differing_bits"] = nullptr;
-    j["actual_chip_id"] = actual & ~format::kUnmappedChipId;
   }
   return j;
 }
@@ -408,6 +407,8 @@ std::string kind_name(std::uint32_t id) {
 }
 
 std::string bits_text(std::uint32_t expected, std::uint32_t actual) {
+  if (actual & format::kUnmappedChipId)  // no token: no bits to compare (not the flag's)
+    return "none to compare: the chip's id " + std::to_string(actual & ~format::kUnmappedChipId) + " names no token";
   const auto ke = format::kind_of(expected), ka = format::kind_of(actual);
   std::ostringstream os;
   const std::uint32_t x = expected ^ actual;
@@ -2182,13 +2183,10 @@ struct Engine::Impl {
     d.expected_text = format::token_name(expected);
     d.actual_text = format::token_name(actual);
     d.expected_chip_id = be.own_token_id(expected);
-    d.actual_chip_id = be.own_token_id(actual);
+    // an unmapped chip id is the chip's id, whatever its map (to_json's actual_chip_id)
+    d.actual_chip_id = actual & format::kUnmappedChipId ? actual & ~format::kUnmappedChipId : be.own_token_id(actual);
     d.differing_bits = expected ^ actual;
     d.bits_text = bits_text(expected, actual);
-    if (actual & format::kUnmappedChipId) {  // no token: no bits to compare (not the flag's)
-      d.actual_chip_id = actual & ~format::kUnmappedChipId;
-      d.bits_text = "none to compare: the chip's id " + std::to_string(*d.actual_chip_id) + " names no token";
-    }
     d.note = divergence_note(expected, actual);
     if (d.note.empty() && d.token_in_instruction == 0 && !L.history.empty()) d.note = pc_note(L.history.back(), d);
     if (const std::uint32_t kind = expected >> 8;

@@ -15,6 +15,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lockstep/dut/protocol.h"
@@ -68,6 +69,10 @@ struct Address {
 /// std::invalid_argument (one line) otherwise.
 Address parse_address(const std::string& text);
 
+/// How a note begins that says a chip process was killed because a SIGINT, SIGTERM or SIGHUP
+/// came while Lockstep waited on it at the end of its session (Connection::finish, BYE).
+inline constexpr std::string_view kKilledOnStop = "was killed with SIGKILL: SIGINT, SIGTERM or SIGHUP came";
+
 /// One frame stream. Not thread-safe.
 class Connection {
  public:
@@ -110,7 +115,8 @@ class Connection {
   /// when the peer ended by itself (or is no child), else one line saying what it took ("did
   /// not exit within 5 s of the end of its input: ended with SIGTERM"). With the stop flag
   /// (set_stop) set, before or during the wait, the child is killed at once (SIGKILL) and the
-  /// note says so. The destructor does the same when this was not called.
+  /// note says so (it begins with kKilledOnStop). The destructor does the same when this was
+  /// not called.
   virtual std::string finish() {
     close_write();
     return "";
