@@ -104,7 +104,7 @@ class VewCase final : public OpCase {
       v.n = rot && v.n && rng.chance(2) ? v.n | 1 : 0;
       if (code == 18 && trap_code(v.fields()) != 18) v.n = 0;  // an odd n past VR: 17
     }
-    if (mask & 16) v.b = rng.chance(2) ? 64 + rng.below(8) : 64 + rng.below(65536 - 64);  // 23
+    if (mask & 16) v.b = ctx.past_limit(63, 65535);  // 23: p = 64 a third of the time
     if (mask & 1) {  // 16: reserved f7 bits, GS outside MULS or GS = 7, rd != x0
       switch (rng.below(3)) {
         case 0: v.extra = (1 + rng.below(3)) << 5; break;
@@ -128,7 +128,7 @@ class VewCase final : public OpCase {
       for (u32 gs = 1; gs <= 6; ++gs) b.push_back("muls gs=" + std::to_string(gs) + ", n mod 2^gs != 0");
     if (modes >> kRot & 1) b.insert(b.end(), {"rot p=0", "rot p=63", "rot p in 1..31", "rot p in 32..62"});
     // The layouts (the old chip_vew_random test's classes that the fields alone decide).
-    b.insert(b.end(), {"n 1..5", "n 63..65", "n 255..257", "n 1021..1024", "rs1 = rs2", "rs1 = x0",
+    b.insert(b.end(), {"n 1..5", "n 63..65", "n 255..257", "n 1021..1024", "n = 1024", "rs1 = rs2", "rs1 = x0",
                        "a span ends at 1023"});
     if (modes & (1u << kAdd | 1u << kMul)) b.insert(b.end(), {"dst = b", "a = b", "dst = a = b"});
     if (modes >> kMuls & 1) b.push_back("muls dst = a");
@@ -146,7 +146,7 @@ class VewCase final : public OpCase {
   }
 
   std::vector<std::string> register_edge_buckets(u32 modes) const override {
-    std::vector<std::string> b = {"n 1021..1024"};
+    std::vector<std::string> b = {"n 1021..1024", "n = 1024"};
     if (modes >> kRot & 1) b.push_back("rot n >= 1022");
     return b;
   }
@@ -164,6 +164,7 @@ class VewCase final : public OpCase {
     out["n 63..65"] += n >= 63 && n <= 65;
     out["n 255..257"] += n >= 255 && n <= 257;
     out["n 1021..1024"] += n >= 1021;
+    out["n = 1024"] += n == kVrWords;  // the whole register file (the range above hid whether it ran)
     out["rs1 = rs2"] += f.same;
     out["rs1 = x0"] += f.x0;
     out["a span ends at 1023"] += a + n == kVrWords;

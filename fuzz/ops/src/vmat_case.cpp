@@ -63,8 +63,8 @@ class VmatCase final : public OpCase {
       v.dst = ctx.outside(v.rows);
     }
     if (mask & 4) v.rows = 0;                                                       // 18
-    if (mask & 8) v.b0 = 7 - v.k + rng.below(rng.chance(2) ? 4 : 60000);            // 19
-    if (mask & 16) v.c0 = kChunks - v.rows * v.k + 1 + rng.below(rng.chance(2) ? 8 : 60000);  // 21
+    if (mask & 8) v.b0 = ctx.past_limit(6 - v.k, 60006 - v.k);                      // 19
+    if (mask & 16) v.c0 = ctx.past_limit(kChunks - v.rows * v.k, kChunks - v.rows * v.k + 60000);  // 21
     if (mask & 1) {                                                                 // 16
       switch (rng.below(3)) {
         case 0: v.k = rng.chance(2) ? 0 : 7; break;
