@@ -19,6 +19,7 @@
 #include "lockstep/engine/check.h"
 #include "lockstep/engine/engine.h"
 #include "lockstep/engine/guest.h"
+#include "lockstep/progen/progen.h"
 #include "lockstep/ref/machine.h"
 
 namespace lockstep::cli {
@@ -60,6 +61,27 @@ std::vector<std::uint32_t> reference_tokens(const format::GuestImage& image, std
   }
   return out;
 }
+// The reset probe (dut::ConformanceGuest::reset_probe): `addi xN, xN, 0` for x1..x31, each of
+// which puts the register's value on the trace (0 after a reset); with `loads`, `lw` of the 64
+// words of the generated programs' scratch area (campaign::kScratchBase, outside this image:
+// 0 after a reset, where the guest before it stored); then the exit ecall (a7 = 93, a0 = 0).
+dut::ConformanceGuest reset_probe(bool loads) {
+  std::vector<std::uint32_t> code;
+  for (std::uint32_t r = 1; r <= 31; ++r) code.push_back(r << 15 | r << 7 | 0x13);  // addi xr, xr, 0
+  if (loads) {
+    code.push_back((campaign::kScratchBase & 0xfffff000u) | 1u << 7 | 0x37);  // lui x1, scratch
+    for (std::uint32_t k = 0; k < 64; ++k) code.push_back(4 * k << 20 | 1u << 15 | 2u << 12 | 2u << 7 | 0x03);  // lw x2, 4k(x1)
+  }
+  code.push_back(93u << 20 | 17u << 7 | 0x13);  // addi a7, x0, 93
+  code.push_back(0x00000073u);                  // ecall
+  dut::ConformanceGuest g;
+  g.name = loads ? "reset-probe (registers, RAM)" : "reset-probe (registers)";
+  const format::GuestImage image = progen::image_from_code(code);
+  g.image = engine::to_chip_image(image);
+  g.tokens = reference_tokens(image, 100000, &g.where);
+  g.reset_probe = true;
+  return g;
+}
 }  // namespace
 
 void add_dut_check_command(CLI::App& app, Context& ctx) {
@@ -86,6 +108,7 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
     if (!check_dut_options(cmd, args->dut, "", "")) throw UsageError("dut-check: give --dut 'COMMAND' or --dut-connect ADDRESS");
     std::vector<dut::ConformanceGuest> guests;
     if (!args->ops.empty() && !args->guests.empty()) throw UsageError("--ops chooses generated programs: leave out --guest");
+    bool probe_loads = true;  // the reset probe reads RAM with lw unless --ops leaves lw out
     if (args->guests.empty()) {
       std::vector<const ref::Encoding*> scalar = campaign::select_ops(""), vector = campaign::select_ops("vector");
       unsigned vew = campaign::kVewFuzzedModes, vfn = campaign::kVfnFuzzedFns, vred = campaign::kVredFuzzedModes;
@@ -96,6 +119,7 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
         } catch (const campaign::OpsError& e) {
           throw UsageError(e.what());
         }
+        probe_loads = std::any_of(chosen.begin(), chosen.end(), [](const ref::Encoding* e) { return e->op == ref::Op::kLw; });
         scalar.clear();
         vector.clear();
         for (const ref::Encoding* e : chosen) (e->cls == ref::InsnClass::kVector ? vector : scalar).push_back(e);
@@ -137,8 +161,9 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
     out << "lockstep dut-check: " << args->dut.describe() << ", "
         << (guests.back().copy ? "1 guest (run as two streams for the batch checks)"
                                : std::to_string(guests.size()) + " guests")
-        << ", up to " << args->steps << " steps each\n"
+        << ", up to " << args->steps << " steps each, and a reset probe\n"
         << std::flush;
+    guests.push_back(reset_probe(probe_loads));  // run by its own check alone (not a guest of the others)
     std::size_t pass = 0, fail = 0, skip = 0;
     bool stopped = false;
     const auto lines = dut::run_conformance(
@@ -166,7 +191,7 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
     std::set<std::string_view> seen;
     for (const auto& g : guests)
       for (std::uint32_t t : g.tokens)
-        if (const auto k = format::kind_of(t)) seen.insert(k->name);
+        if (const auto k = format::kind_of(t); k && !g.reset_probe) seen.insert(k->name);
     std::vector<std::string> unseen;
     for (const format::KindInfo& k : format::kinds())
       if (!seen.count(k.name)) unseen.emplace_back(k.name);

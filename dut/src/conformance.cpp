@@ -207,6 +207,7 @@ namespace {
 // Thrown inside run_conformance when SIGINT/SIGTERM stopped it (config.stop).
 struct Halt {};
 void run_checks(const DutConfig& config, const std::vector<ConformanceGuest>& guests,
+                const std::vector<ConformanceGuest>& reset_probes,
                 const std::function<void(const CheckLine&)>& on_line, const ProbeJudge& judge,
                 std::vector<CheckLine>& lines);
 }  // namespace
@@ -216,8 +217,10 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
                                        const ProbeJudge& judge, bool* stopped) {
   if (stopped) *stopped = false;
   std::vector<CheckLine> lines;
+  std::vector<ConformanceGuest> main, reset_probes;
+  for (const ConformanceGuest& g : guests) (g.reset_probe ? reset_probes : main).push_back(g);
   try {
-    run_checks(config, guests, on_line, judge, lines);
+    run_checks(config, main, reset_probes, on_line, judge, lines);
   } catch (const Halt&) {
     if (stopped) *stopped = true;
   }
@@ -227,6 +230,7 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
 
 namespace {
 void run_checks(const DutConfig& config, const std::vector<ConformanceGuest>& guests,
+                const std::vector<ConformanceGuest>& reset_probes,
                 const std::function<void(const CheckLine&)>& on_line, const ProbeJudge& judge,
                 std::vector<CheckLine>& lines) {
   // A stop (SIGINT/SIGTERM) ends the checks: the one it cut short is no finding (Halt).
@@ -359,6 +363,29 @@ void run_checks(const DutConfig& config, const std::vector<ConformanceGuest>& gu
                         : "second run: " + diff;
   });
   nondeterministic = lines.back().verdict == kFail;
+
+  // 4b. Reset clears the state: a guest that reads every register and RAM it never writes, on the
+  // stream the determinism check's guest left (found by an outside tester: a chip that kept the
+  // last guest's registers and memory across RESET passed every check and 200 fuzz programs,
+  // whose programs write each register before they read it).
+  for (const ConformanceGuest& probe : reset_probes) {
+    check("reset clears the state", [&]() -> std::string {
+      const bool fresh = !b || !b->fault().empty();
+      DutBackend& d = session();
+      if (fresh) d.set_num_streams(1);
+      const std::vector<ConformanceGuest> one{probe};
+      const Tokens got = step_by_step(d, one, {0}, {0}, {0})[0];
+      const std::size_t at = first_difference_index(probe.tokens, got);
+      if (at == probe.tokens.size() && got.size() == probe.tokens.size())
+        return "pass: " + probe.name + (fresh ? " on a new stream" : " on the stream " + guests.front().name + " left") +
+               " reads the reset state: every register 0, RAM outside its image 0";
+      return "step " + std::to_string(at + 1) + (at < probe.where.size() ? " (" + probe.where[at] + ")" : std::string()) +
+             ": " + (at < got.size() ? format::token_name(got[at]) : std::string("no token")) + " instead of " +
+             (at < probe.tokens.size() ? format::token_name(probe.tokens[at]) : std::string("no token")) + " (" +
+             probe.name + ", run on the stream " + guests.front().name +
+             " left: a chip that keeps a register or memory of a stream's last guest across RESET fails here)";
+    });
+  }
 
   // 5. Batch size: every guest in its own stream, one STEP frame per step (ragged lengths).
   check("batch of streams", [&]() -> std::string {

@@ -52,7 +52,8 @@
 // than N RESET requests, flips the payload's low bit of the first token each stream answers after
 // its reset (state left across RESET by the programs before: right in a new session); placebranch answers BR(0) for a BR(1)
 // at place N of a STEP frame of more than N entries (a taken branch read as not taken, at one
-// place of a frame only); lowtoken serves it with token id N never predicted (its
+// place of a frame only); refchip and refdirty (N -1) serve the reference model as the chip
+// (ref_chip.h), refdirty keeping a stream's registers across RESET; lowtoken serves it with token id N never predicted (its
 // unembedding bias lowered by 10^6).
 #include <unistd.h>
 
@@ -67,6 +68,7 @@
 
 #include "lockstep/chip/cpu_executor.hpp"
 #include "lockstep/dut/server.h"
+#include "ref_chip.h"
 
 namespace {
 
@@ -409,7 +411,10 @@ int main(int argc, char** argv) {
   if (mode == "lowtoken") c.unembed.bias.at(static_cast<std::size_t>(std::atoi(argv[2]))) -= 1e6f;  // never predicted
   auto chip = std::make_shared<const chip::Chip>(std::move(c));
   Faulty conn(dut::stdio_connection(), argv[1], std::atoi(argv[2]));
-  const std::function<std::unique_ptr<chip::ChipBackend>()> make = [chip] {
+  // refchip / refdirty (N -1): the reference model as the chip (ref_chip.h); refdirty keeps a
+  // stream's registers across RESET
+  const std::function<std::unique_ptr<chip::ChipBackend>()> make = [chip, mode]() -> std::unique_ptr<chip::ChipBackend> {
+    if (mode == "refchip" || mode == "refdirty") return std::make_unique<dut::testing::RefChip>(mode == "refdirty");
     return std::make_unique<chip::CpuExecutor>(chip, 1);
   };
   dut::ServerOptions o;

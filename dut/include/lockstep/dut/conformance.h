@@ -28,6 +28,11 @@ struct ConformanceGuest {
   /// A second stream of the guest before it (a single --guest runs twice, since the batch
   /// checks need two streams): not counted again by the golden-model check.
   bool copy = false;
+  /// A reset probe: a guest that reads state it never writes (every register, and RAM outside its
+  /// image), run only by the "reset clears the state" check, on the stream another guest left;
+  /// its tokens are the reference's from the reset state. Not one of the guests of the other
+  /// checks (nor counted in "at least 2").
+  bool reset_probe = false;
 };
 
 /// The result of one check, printed as one line.
