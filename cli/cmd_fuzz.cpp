@@ -202,6 +202,8 @@ std::string max_failures_note(const json& fuzz) {
 
 // DIR/summary.json, junit.xml and report.html of a campaign (reports::write_report): the HTML
 // shows the opcode x operand-class table and the decision units per layer.
+// fuzz.json is written with them, as one (reports::write_report): a report that cannot be written
+// whole leaves the folder's placeholders, which say the campaign did not finish.
 void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching) {
   // One status everywhere (docs/ci.md): a mismatch outranks an interruption and a chip under
   // test that failed after it (its programs' wrong tokens stand; the fault is kept beside them as
@@ -258,7 +260,7 @@ void write_html(const fs::path& dir, const json& fuzz, std::uint64_t mismatching
       std::cerr << "lockstep: note: " << note << "\n" << std::flush;
   if (const std::string kept = engine::earlier_run_of(dir); !kept.empty()) summary["earlier_run"] = kept;
   try {
-    reports::write_report(dir, summary);
+    reports::write_report(dir, summary, {{"fuzz.json", format::json_text(fuzz, 2) + "\n"}});
   } catch (const std::exception& e) {
     throw InputError(e.what());
   }
@@ -332,7 +334,7 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     try {
       j = reports::parse_json_text(text, "--merge: " + file.string());
     } catch (const json::exception& e) {
-      throw InputError("--merge: " + file.string() + " is not JSON: " + e.what());
+      throw InputError("--merge: " + file.string() + " is not JSON: " + reports::json_error_text(e));
     } catch (const std::runtime_error& e) {
       throw InputError(e.what());
     }
@@ -562,7 +564,6 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     } catch (const engine::CheckError& e) {
       throw InputError(e.what());
     }
-    write_text(fs::path(report) / "fuzz.json", format::json_text(merged, 2) + "\n");
     if (all_tsv && !tsv_rows.empty()) {  // every shard's programs, by index
       std::stable_sort(tsv_rows.begin(), tsv_rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       std::string t = tsv_header + "\n";
@@ -981,7 +982,24 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     // Saves a failure's case folder. `without_chip` non-empty (why the chip cannot be used: it
     // failed, or the campaign was interrupted): the original program is saved unshrunk, with its
     // divergence from the campaign, and no chip run (no case.json: it needs the chip's run).
+    // The default folder (no --report) is made for the first failure, and owned from then on as
+    // --report's is from the start: an earlier campaign's files in it move to earlier-run, and a
+    // folder that another lockstep command holds is refused (found by an outside tester: two
+    // shards of one seed without --report wrote over each other's fuzz.json, and an earlier
+    // campaign's fail-* folders stayed beside the new ones, listed nowhere).
+    bool default_claimed = false;
+    auto claim_default_folder = [&] {
+      if (always_report || default_claimed) return;
+      default_claimed = true;
+      try {
+        claim_run_folder_noted(report, "fuzz");
+      } catch (const engine::CheckError& e) {
+        throw InputError(std::string(e.what()) + " (the campaign's failures, printed above, are not saved: give --report DIR)");
+      }
+      engine::name_claimed_run(report, {{"fuzz", {{"seed", seed}, {"programs", 0}, {"failures", json::array()}}}});
+    };
     auto save_failure = [&](const Failure& f, const std::string& without_chip) {
+      claim_default_folder();
       const std::string mode_name(engine::to_string(f.mode));
       const engine::Divergence& d = *f.result.divergence;
       const std::string batch_repeat = repeat_batch(f, mode_name);
@@ -1477,8 +1495,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     if (always_report || !failures.empty()) {
       try {
         fs::create_directories(report);
-        write_text(report / "fuzz.json", format::json_text(fuzz, 2) + "\n");
-        write_html(report, fuzz, failing_streams);
+        write_html(report, fuzz, failing_streams);  // fuzz.json with it
       } catch (const std::exception& e) {
         // An error (exit 2) whatever the campaign found: stdout says so below its closing line, as
         // run's does (found by an outside tester: stdout ended "mismatching runs 0", the error on

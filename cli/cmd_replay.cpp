@@ -91,7 +91,11 @@ Verdict judge(const nlohmann::json& expect, const engine::RunResult& r, const st
   const bool has_tokens = expect.contains("expected_token") && expect.contains("actual_token");
   const std::uint32_t want_pc = expect.value("pc", std::uint32_t{0});
   const std::uint32_t want_expected = expect.value("expected_token", std::uint32_t{0});
-  const std::uint32_t want_actual = expect.value("actual_token", std::uint32_t{0});
+  // null: an id the chip's vocabulary does not map, whose number is actual_chip_id (Case::expect_of)
+  const std::uint32_t want_actual =
+      has_tokens && expect["actual_token"].is_null()
+          ? format::kUnmappedChipId | expect.value("actual_chip_id", std::uint32_t{0})
+          : expect.value("actual_token", std::uint32_t{0});
   if (want) {
     v.recorded = "first divergence at step " + std::to_string(want);
     if (has_tokens) {

@@ -65,7 +65,6 @@ void add_run_command(CLI::App& app, Context& ctx) {
     const bool dut = check_dut_options(cmd, args->dut, args->chip, args->backend);
     engine::CheckRequest req;
     req.command = "run";
-    req.trap_is_error = !args->allow_trap;
     try {
       if (!args->resume.empty()) {
         if (!args->report.empty() && args->report != args->resume) {
@@ -82,7 +81,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
         req.the_case = engine::Case::read(args->resume);
         reject_with_resume(cmd,
                            {"--steps", "--mode", "--teacher-forced-steps", "--compare", "--checkpoint-every", "--chip",
-                            "--backend", "--hash-every", "--classify-window"},
+                            "--backend", "--hash-every", "--classify-window", "--allow-trap"},
                            args->resume, req.the_case);
         if (!args->program.empty()) {
           const engine::Guest g = engine::read_guest(args->program);
@@ -140,9 +139,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
         c.checkpoint_every = args->checkpoint_every;
         c.hash_every = args->hash_every;
         c.classify_window = args->window;
+        c.allow_trap = args->allow_trap;
         req.report_dir = args->report;
         req.folder_claimed = !args->report.empty();  // claimed above
       }
+      req.trap_is_error = !req.the_case.allow_trap;  // a resumed run's as its case.json says
       // Unsupported backends fail before any work.
       if (req.the_case.backend == "cuda") engine::make_backend("cuda", nullptr);
     } catch (const engine::CheckError& e) {

@@ -88,6 +88,7 @@ void reject_with_resume(const CLI::App* cmd, const std::vector<std::string>& nam
     else if (n == "--checkpoint-every") as = " (checkpoint every " + std::to_string(c.checkpoint_every) + ")";
     else if (n == "--mode") as = " (mode " + std::string(engine::to_string(c.mode)) + ")";
     else if (n == "--teacher-forced-steps") as = " (teacher-forced steps " + std::to_string(c.teacher_forced_steps) + ")";
+    else if (n == "--allow-trap") as = c.allow_trap ? " (with --allow-trap)" : " (without --allow-trap)";
     throw UsageError(n + " cannot be given with --resume: the run continues as " +
                      (std::filesystem::path(dir) / "case.json").string() + " says" + as +
                      "; start a new run to change it");

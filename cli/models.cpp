@@ -1,5 +1,9 @@
 #include "cli/models.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <algorithm>
 #include <system_error>
 
@@ -84,6 +88,11 @@ ModelChoice explicit_choice(ModelSource source, const std::string& value, const 
   const auto missing = missing_model_files(dir);
   if (!missing.empty()) {
     // A name that is there but no file (a folder, a socket) is said as such, not as missing.
+    // A folder whose names cannot be looked up (no search permission) is said as such, not as
+    // lacking the files (found by an outside tester: `chmod 000` read as "lacks the files").
+    if (::access(dir.c_str(), X_OK) != 0 && errno == EACCES)
+      throw InputError(std::string(what) + " names '" + value + "', a folder this user may not open (" +
+                       std::strerror(EACCES) + "): it should hold " + kCheckpointFile + " and " + kTokenizerFile);
     std::string list;
     for (const auto& m : missing) {
       const fs::file_status st = fs::status(dir / m, ec);

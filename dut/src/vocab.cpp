@@ -137,6 +137,9 @@ VocabMap VocabMap::parse(const std::string& text, std::uint32_t chip_vocab, cons
   };
   while (std::getline(in, raw)) {
     ++line_no;
+    // a UTF-8 byte order mark that some editors put at the start of a text file (found by an
+    // outside tester: the map's first line was refused as "'\xef\xbb\xbfSTART' is not START ...")
+    if (line_no == 1 && raw.rfind("\xEF\xBB\xBF", 0) == 0) raw.erase(0, 3);
     const auto hash = raw.find('#');
     const std::string line = trim(hash == std::string::npos ? raw : raw.substr(0, hash));
     if (line.empty()) continue;

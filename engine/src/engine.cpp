@@ -2134,7 +2134,8 @@ struct Engine::Impl {
                       // ruled out outright).
                       (forced_at(L.steps + 1) ? std::string()
                                               : std::string(" when they are fed the reference's tokens (a wrong token "
-                                                            "that only the FREE request gave, or a chip that is not "
+                                                            "that only free-running gave, the chip fed its own tokens, "
+                                                            "or a chip that is not "
                                                             "deterministic, is not ruled out: lockstep dut-check's FREE "
                                                             "check compares the two paths)"));
           continue;

@@ -878,7 +878,7 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
   return os.str();
 }
 
-ReportFiles write_report(const fs::path& dir, const json& summary) {
+ReportFiles write_report(const fs::path& dir, const json& summary, const std::vector<std::pair<std::string, std::string>>& also) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error("report: cannot create " + dir.string() + ": " + ec.message());
@@ -887,15 +887,22 @@ ReportFiles write_report(const fs::path& dir, const json& summary) {
   f.junit = dir / kJUnitFile;
   f.html = dir / kHtmlFile;
   f.summary_json = summary;
-  write_text(f.summary, format::json_text(summary, 2) + "\n");
-  write_text(f.junit, junit_xml(summary));
   try {
     f.plots = render_plots(summary, dir / "plots", f.plot_note);
   } catch (const std::exception& e) {
     f.plots.clear();
     f.plot_note = std::string("plots not rendered: ") + e.what();
   }
-  write_text(f.html, html_report(summary, f.plots, f.plot_note));
+  std::vector<std::pair<fs::path, std::string>> files;
+  for (const auto& [name, text] : also) files.emplace_back(dir / name, text);
+  files.emplace_back(f.html, html_report(summary, f.plots, f.plot_note));
+  files.emplace_back(f.junit, junit_xml(summary));
+  files.emplace_back(f.summary, format::json_text(summary, 2) + "\n");  // the verdict, replaced last
+  try {
+    write_files_text(files);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("report: ") + e.what());
+  }
   return f;
 }
 
@@ -1064,7 +1071,7 @@ ReportFiles render_report(const fs::path& dir) {
   try {
     summary = parse_json_text(text, "report: " + file.string());
   } catch (const json::exception& e) {
-    throw std::runtime_error("report: " + (dir / kSummaryFile).string() + " is not JSON: " + e.what());
+    throw std::runtime_error("report: " + (dir / kSummaryFile).string() + " is not JSON: " + json_error_text(e));
   }
   if (!summary.is_object()) throw std::runtime_error("report: " + (dir / kSummaryFile).string() + " is not a JSON object");
   check_summary(summary, file);

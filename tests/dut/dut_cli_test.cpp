@@ -4,6 +4,8 @@
 // with one line, exit 2 and the steps compared before it kept in the summary and the report.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -859,7 +861,10 @@ TEST_F(DutCli, DutCheckPassesOnChipServerAndFailsOnAFaultyChip) {
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   const json s = summary_of(ok);
   EXPECT_EQ(s["failed"], 0);
-  EXPECT_EQ(s["passed"], 22);
+  EXPECT_EQ(s["passed"], 23);
+  EXPECT_EQ(check_of(s, "reset clears the state"),
+            std::make_pair(std::string("pass"), std::string("reset-probe (registers, RAM) on the stream scalar-p0 left "
+                                                            "reads the reset state: every register 0, RAM outside its image 0")));
   EXPECT_EQ(check_of(s, "session end (BYE, end of input)").second,
             "BYE answered with OK, the chip process exited at the end of its input");
   EXPECT_EQ(ok.err.find("lockstep: warn:"), std::string::npos) << ok.err;
@@ -926,7 +931,7 @@ TEST_F(DutCli, DutCheckSendsTheTokenInEverySession) {
   ::waitpid(pid, &status, 0);
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   EXPECT_EQ(summary_of(ok)["failed"], 0) << summary_of(ok)["checks"].dump(1);
-  EXPECT_EQ(summary_of(ok)["passed"], 22) << summary_of(ok)["checks"].dump(1);
+  EXPECT_EQ(summary_of(ok)["passed"], 23) << summary_of(ok)["checks"].dump(1);
   EXPECT_EQ(none.exit_code, 2) << none.err;
   EXPECT_NE(none.err.find("ERROR 5 (authentication failed): authentication failed (the chip asks for a secret: give its "
                           "token file with --dut-token-file FILE)"),
@@ -956,7 +961,7 @@ TEST_F(DutCli, AStoppedDutCheckKeepsTheChecksDone) {
   // ignoreeof 0: a stop while the session-end check waits the chip's 5 s to exit cuts that check
   // short, no FAIL (found by the re-test: it was counted a FAIL, exit 1).
   for (const Case& c : {Case{"wrongthenhang 80", "FAIL  golden model", 1, 3}, Case{"hang 1", "pass  handshake", 3, 1},
-                        Case{"ignoreeof 0", "pass  probes", 3, 11}}) {
+                        Case{"ignoreeof 0", "pass  probes", 3, 12}}) {
     SCOPED_TRACE(c.mode);
     const fs::path out = dir / "out", err = dir / "err";
     const pid_t pid = lockstep::cli_test::spawn_lockstep(
@@ -991,6 +996,41 @@ TEST_F(DutCli, AStoppedDutCheckKeepsTheChecksDone) {
               std::string::npos)
         << r.err;
   }
+}
+
+// A chip whose RESET keeps the stream's registers (the reference model as the chip, refdirty) is
+// failed by the reset check alone, at the probe's first read of a register the last guest left
+// non-zero; the same chip with a clean RESET passes it (found by an outside tester: such a chip
+// passed every check, whose guests write each register before they read it).
+TEST_F(DutCli, DutCheckFailsAChipWhoseResetKeepsTheRegisters) {
+  const Result clean = run_lockstep({"dut-check", "--steps", "200", "--ops", "rv32im", "--json", "--dut",
+                                     kFaulty + " refchip -1 " + kChip});
+  EXPECT_EQ(check_of(summary_of(clean), "reset clears the state").first, "pass") << clean.out << clean.err;
+  EXPECT_EQ(check_of(summary_of(clean), "determinism").first, "pass") << clean.out;
+  const Result dirty = run_lockstep({"dut-check", "--steps", "200", "--ops", "rv32im", "--json", "--dut",
+                                     kFaulty + " refdirty -1 " + kChip});
+  EXPECT_EQ(dirty.exit_code, 1) << dirty.out << dirty.err;
+  const json s = summary_of(dirty);
+  EXPECT_EQ(check_of(s, "determinism").first, "pass") << s["checks"].dump(1);
+  EXPECT_EQ(check_of(s, "golden model (teacher-forced)").first, "pass") << s["checks"].dump(1);
+  const auto [verdict, detail] = check_of(s, "reset clears the state");
+  EXPECT_EQ(verdict, "fail") << s["checks"].dump(1);
+  EXPECT_NE(detail.find(" (pc 0x10"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("addi "), std::string::npos) << detail;
+  EXPECT_NE(detail.find("a chip that keeps a register or memory of a stream's last guest across "
+                                           "RESET fails here"),
+            std::string::npos)
+      << detail;
+  // the reset check alone tells the two apart (the reference as a chip has no SAVE and no probes)
+  std::set<std::string> failing_clean, failing_dirty;
+  const json sc = summary_of(clean);
+  for (const json& c : sc["checks"])
+    if (c["verdict"] == "fail") failing_clean.insert(c["check"].get<std::string>());
+  for (const json& c : s["checks"])
+    if (c["verdict"] == "fail") failing_dirty.insert(c["check"].get<std::string>());
+  EXPECT_EQ(failing_clean, (std::set<std::string>{"save and restore", "probes"}));
+  failing_clean.insert("reset clears the state");
+  EXPECT_EQ(failing_dirty, failing_clean);
 }
 
 // A chip that cannot be started fails the handshake, and nothing is checked: a broken job, exit 2
@@ -1382,6 +1422,59 @@ TEST_F(DutCli, OneWrongVectorTokenIsOneFailureClassPerMode) {
                        std::to_string(f["failures"].size()) + " failing runs"),
             std::string::npos)
       << r.out;
+}
+
+// fuzz's default folder (no --report), lockstep-fuzz-<seed>, is owned as --report's is once the
+// first failure is saved: a later campaign of the same seed replaces the earlier one's cases
+// instead of leaving them beside its own, listed nowhere, and a folder that another lockstep
+// command holds is refused instead of written over (found by an outside tester: two shards of
+// one seed wrote over each other's fuzz.json).
+TEST_F(DutCli, TheDefaultFuzzFolderIsOwnedAsAReportFolderIs) {
+  const fs::path dir = fresh_dir("fuzz-default-folder");
+  const fs::path folder = dir / "lockstep-fuzz-9";
+  const std::vector<std::string> common = {"fuzz", "--seed", "9", "--no-shrink", "--mode", "forced",
+                                           "--dut", kFaulty + " lowtoken 1152 " + kChip};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = common;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  // the fail-* folders in the default folder, and those its fuzz.json lists
+  auto cases = [&] {
+    std::set<std::string> on_disk, listed;
+    for (const auto& e : fs::directory_iterator(folder))
+      if (e.path().filename().string().rfind("fail-", 0) == 0) on_disk.insert(e.path().filename().string());
+    const json fuzz = json::parse(slurp(folder / "fuzz.json"));
+    for (const json& f : fuzz["failures"])
+      listed.insert(fs::path(f["case"].get<std::string>()).filename().string());
+    return std::make_pair(on_disk, listed);
+  };
+  const Result first = run_lockstep(with({"--programs", "4"}), {}, dir);
+  ASSERT_EQ(first.exit_code, 1) << first.out << first.err;
+  const auto [disk1, listed1] = cases();
+  EXPECT_FALSE(disk1.empty());
+  EXPECT_EQ(disk1, listed1);
+  EXPECT_EQ(json::parse(slurp(folder / "summary.json"))["status"], "mismatch");
+
+  const Result second = run_lockstep(with({"--first", "4", "--programs", "4"}), {}, dir);
+  ASSERT_EQ(second.exit_code, 1) << second.out << second.err;
+  const auto [disk2, listed2] = cases();
+  EXPECT_FALSE(disk2.empty());
+  EXPECT_EQ(disk2, listed2) << "the first campaign's cases must not stay beside the second's";
+  for (const std::string& c : disk2) EXPECT_EQ(disk1.count(c), 0u) << c;
+  EXPECT_FALSE(fs::exists(folder / "earlier-run"));
+
+  // held by another process (a lock on its lock file, as a running lockstep holds it)
+  const int fd = ::open((folder / ".lockstep.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  const std::string before = slurp(folder / "fuzz.json");
+  const Result third = run_lockstep(with({"--programs", "4"}), {}, dir);
+  ::close(fd);
+  EXPECT_EQ(third.exit_code, 2) << third.out << third.err;
+  EXPECT_NE(third.err.find("is in use by another lockstep run"), std::string::npos) << third.err;
+  EXPECT_NE(third.err.find("not saved: give --report DIR"), std::string::npos) << third.err;
+  EXPECT_EQ(slurp(folder / "fuzz.json"), before);
 }
 
 // A stop while fuzz waits on a chip under test inside a batch (here: the chip hangs while the

@@ -241,6 +241,13 @@ TEST(DutVocab, IdentityAndShiftedMaps) {
 
   const VocabMap m = VocabMap::parse(shifted_map(1000), 30000, "map");
   EXPECT_FALSE(m.is_identity());
+  // the same map saved with a UTF-8 byte order mark and CRLF line ends, as some editors save it
+  std::string crlf;
+  for (const char ch : shifted_map(1000)) crlf += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
+  const VocabMap bom = VocabMap::parse("\xEF\xBB\xBF" + crlf, 30000, "bom.map");
+  EXPECT_EQ(bom.size(), m.size());
+  EXPECT_EQ(bom.to_chip(0), 1000u);
+  EXPECT_EQ(bom.to_chip(256 * 13 + 1), 256u * 13 + 1 + 1000);
   EXPECT_EQ(m.size(), 18785u);
   EXPECT_EQ(m.to_chip(0), 1000u);
   EXPECT_EQ(m.to_chip(256 * 13 + 1), 256u * 13 + 1 + 1000);

@@ -180,6 +180,21 @@ TEST(RunCommand, AGuestThatTrapsIsAnErrorUnlessAllowed) {
               std::string::npos)
         << ok.out;
   }
+  // --allow-trap is the run's, as its case.json records it: --resume judges the end as the run
+  // did, and refuses the flag given again (found by an outside tester: a resume that added or
+  // dropped it flipped the verdict).
+  const fs::path allowed = temp_dir("trap-run-allowed");
+  ASSERT_EQ(run({"run", elf.string(), "--allow-trap", "--report", allowed.string(), "--checkpoint-every", "2"}).rc, 0);
+  EXPECT_EQ(json::parse(slurp(allowed / "case.json"))["allow_trap"], true);
+  const Proc again = run({"run", "--resume", allowed.string()});
+  EXPECT_EQ(again.rc, 0) << again.err;
+  expect_one_error_line(run({"run", "--resume", allowed.string(), "--allow-trap"}),
+                        "--allow-trap cannot be given with --resume: the run continues as " +
+                            (allowed / "case.json").string() + " says (with --allow-trap)");
+  EXPECT_EQ(json::parse(slurp(dir / "case.json"))["allow_trap"], false);
+  expect_one_error_line(run({"run", "--resume", dir.string(), "--allow-trap"}),
+                        "--allow-trap cannot be given with --resume: the run continues as " +
+                            (dir / "case.json").string() + " says (without --allow-trap)");
   const Proc j = run({"run", elf.string(), "--allow-trap", "--json"});
   const json t = json::parse(j.out.substr(j.out.find('{')));
   EXPECT_EQ(t["end"], "trap") << t.dump();
@@ -1644,7 +1659,7 @@ TEST(FileErrors, AClosedStdoutAndAFileSizeLimitAreFailedWrites) {
     // and its stdout says so below the closing line, as run's does (found by an outside tester)
     const std::string fuzz_said = slurp(out);
     const auto fuzz_closing = fuzz_said.find("mismatching runs 0"),
-               fuzz_unrecorded = fuzz_said.find("\nnot recorded: cannot write " + rep.string() + "/fuzz.json: ");
+               fuzz_unrecorded = fuzz_said.find("\nnot recorded: report: cannot write " + rep.string() + "/fuzz.json: ");
     EXPECT_NE(fuzz_closing, std::string::npos) << fuzz_said;
     EXPECT_NE(fuzz_unrecorded, std::string::npos) << fuzz_said;
     EXPECT_LT(fuzz_closing, fuzz_unrecorded) << fuzz_said;

@@ -713,6 +713,18 @@ TEST(Divergence, AnUnmappedChipIdHasNoTokenIdAndNoBits) {
   const std::string t = d.to_text();
   EXPECT_NE(t.find("actual:      unmapped chip id " + std::to_string(trace[4]) + "\n"), std::string::npos) << t;
   EXPECT_EQ(t.find(std::to_string(format::kUnmappedChipId | trace[4])), std::string::npos) << t;
+  // case.json's expect: no token id either, the chip's id beside it, and read back as written
+  const nlohmann::json e = Case::expect_of(d);
+  EXPECT_TRUE(e["actual_token"].is_null()) << e.dump();
+  EXPECT_EQ(e["actual_chip_id"], trace[4]) << e.dump();
+  Case c;
+  c.guest_name = "loop10";
+  c.guest_path = "loop10.elf";
+  nlohmann::json cj = c.to_json();
+  cj["expect"] = e;
+  EXPECT_EQ(Case::from_json(cj).expect, e);
+  cj["expect"].erase("actual_chip_id");
+  EXPECT_THROW((void)Case::from_json(cj), CheckError);
 }
 
 TEST(Engine, TeacherForcedPrefixOfAFreeRun) {
@@ -1184,6 +1196,11 @@ TEST(Cases, AFieldOfTheWrongTypeIsNamed) {
       // was accepted)
       {"command other", [](auto& x) { x["command"] = "rm -rf"; },
        "case: \"command\" is \"rm -rf\", not the lockstep command that wrote the case (run, story or fuzz)"},
+      // the ranges lockstep run takes (before, a hand-edited window of 2^60 was replayed)
+      {"window huge", [](auto& x) { x["classify_window"] = 1ull << 60; },
+       "case: \"classify_window\" is 1152921504606846976, not a whole number 1..100000000"},
+      {"teacher-forced huge", [](auto& x) { x["mode"] = "free"; x["teacher_forced_steps"] = 1ull << 62; },
+       "case: \"teacher_forced_steps\" is 4611686018427387904, not a whole number up to 10^15"},
       {"version 99", [](auto& x) { x["lockstep_case"] = 99; },
        "case: \"lockstep_case\" is 99: this harness reads version 1"},
   };

@@ -10,6 +10,7 @@
 
 #include "lockstep/engine/check.h"
 #include "lockstep/format/elf.h"
+#include "lockstep/reports/files.h"
 #include "lockstep/reports/report.h"
 #include "scripted_backend.h"
 #include "test_files.h"
@@ -521,6 +522,52 @@ TEST(Html, RendersWithoutGnuplotAndSaysSo) {
   EXPECT_NE(html.find("plots not rendered"), std::string::npos);
   EXPECT_EQ(count(html, "<svg"), 0u);
   EXPECT_NE(html.find("Divergence: bad, step 1234"), std::string::npos);
+}
+
+// A report that cannot be written whole changes none of its files (found by an outside tester:
+// on a full disk report.html failed after summary.json and junit.xml said "exact", and the run,
+// an error, read as a pass). Here the page cannot be written (a folder holds its name).
+TEST(Render, AReportNotWrittenWholeLeavesEveryFileAsItWas) {
+  const fs::path dir = temp_dir("not-whole");
+  setenv("LOCKSTEP_GNUPLOT", "none", 1);
+  const std::string placeholder = R"({"status": "error", "error": "did not finish"})";
+  std::ofstream(dir / kSummaryFile) << placeholder;
+  std::ofstream(dir / "fuzz.json") << "{}";
+  fs::create_directories(dir / kHtmlFile);
+  try {
+    write_report(dir, sample_summary(), {{"fuzz.json", "{\"clean\": true}"}});
+    ADD_FAILURE() << "a page that cannot be written was not an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "report: cannot write " + (dir / kHtmlFile).string() +
+                                         ": it is a directory, not a file");
+  }
+  EXPECT_EQ(slurp(dir / kSummaryFile), placeholder);
+  EXPECT_EQ(slurp(dir / "fuzz.json"), "{}");
+  EXPECT_FALSE(fs::exists(dir / kJUnitFile));
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  // once it can be written, all of them are
+  fs::remove(dir / kHtmlFile);
+  write_report(dir, sample_summary(), {{"fuzz.json", "{\"clean\": true}"}});
+  unsetenv("LOCKSTEP_GNUPLOT");
+  EXPECT_EQ(slurp(dir / "fuzz.json"), "{\"clean\": true}");
+  EXPECT_EQ(slurp(dir / kJUnitFile), junit_xml(sample_summary()));
+  EXPECT_NE(slurp(dir / kSummaryFile), placeholder);
+}
+
+// A JSON error quotes at most the last 40 characters it read (a truncated case.json quoted its
+// whole base64 guest on one line of over 1 KB).
+TEST(Render, AJsonErrorQuotesLittleOfItsInput) {
+  const std::string text = "{\"elf_base64\": \"" + std::string(1000, 'A');
+  try {
+    (void)parse_json_text(text, "case.json");
+    ADD_FAILURE() << "a truncated text parsed";
+  } catch (const nlohmann::json::exception& e) {
+    const std::string t = json_error_text(e);
+    EXPECT_LT(t.size(), 200u) << t;
+    EXPECT_NE(t.find("last read: '..." + std::string(39, 'A')), std::string::npos) << t;
+    EXPECT_EQ(json_error_text(std::runtime_error("short: last read: 'ab'")), "short: last read: 'ab'");
+  }
 }
 
 TEST(Render, AgainFromTheSavedSummary) {

@@ -108,6 +108,10 @@ struct Case {
   /// replay run with them too (found by an outside tester: a resumed run stopped recording hashes,
   /// and a replay classified with another window). Absent in a case.json: 0 and 4096.
   std::uint64_t hash_every = 0, classify_window = 4096;
+  /// `run --allow-trap`: a guest that ends in a trap with no mismatch is exact, not an error.
+  /// Recorded so that --resume judges the run's end as the run would have (found by an outside
+  /// tester: a resumed run took or dropped the flag and flipped the verdict). Absent: false.
+  bool allow_trap = false;
   nlohmann::json expect;               ///< informational: what the run found
 
   /// What a case's "expect" records of a divergence (docs/engine.md, "Cases"): its step as

@@ -67,6 +67,60 @@ inline void write_file_text(const std::filesystem::path& path, const std::string
   }
 }
 
+/// Writes several files as one report: every text goes to its PATH.tmp.PID first, and only when
+/// all are written are they renamed over their paths, in the order given (put the verdict file,
+/// summary.json, last). A failure (a full disk) removes the temporary files and leaves every file
+/// as it was, so that no verdict file says "exact" beside a page that could not be written (found
+/// by an outside tester: on a full disk report.html failed after summary.json and junit.xml had
+/// been replaced, and `lockstep report` and `fuzz --merge` read the run as a pass). A symlink,
+/// device or FIFO among them is written through, in place, as write_file_text does. Throws
+/// std::runtime_error "cannot write PATH: REASON" for the first that fails.
+inline void write_files_text(const std::vector<std::pair<std::filesystem::path, std::string>>& files) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<fs::path, fs::path>> staged;  // (path, its temporary file)
+  std::error_code ec;
+  try {
+    for (const auto& [path, text] : files) {
+      const fs::file_status st = fs::symlink_status(path, ec);
+      if (fs::exists(st) && !fs::is_regular_file(st)) {
+        write_file_text(path, text);  // a directory is refused there, the rest written through
+        continue;
+      }
+      fs::path tmp = path;
+      tmp += ".tmp." + std::to_string(::getpid());
+      staged.emplace_back(path, tmp);
+      errno = 0;
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      bool ok = static_cast<bool>(out);
+      if (ok) {
+        out << text;
+        ok = static_cast<bool>(out.flush());
+      }
+      if (!ok) throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno ? errno : EIO));
+    }
+    for (const auto& [path, tmp] : staged) {
+      fs::rename(tmp, path, ec);
+      if (ec) throw std::runtime_error("cannot write " + path.string() + ": " + ec.message());
+    }
+  } catch (...) {
+    for (const auto& [path, tmp] : staged) fs::remove(tmp, ec);
+    throw;
+  }
+}
+
+/// The text of a JSON library error for a one-line message, with the input it quotes ("last read:
+/// '...'") cut to its last 40 characters (found by an outside tester: a truncated case.json gave a
+/// line of over 1 KB of the guest's base64).
+inline std::string json_error_text(const std::exception& e) {
+  std::string t = e.what();
+  const std::string mark = "last read: '";
+  const auto at = t.find(mark);
+  if (at == std::string::npos) return t;
+  const auto begin = at + mark.size(), end = t.find('\'', begin);
+  if (end == std::string::npos || end - begin <= 40) return t;
+  return t.substr(0, begin) + "..." + t.substr(end - 40);
+}
+
 /// The JSON value of `text`, a file lockstep wrote (summary.json, case.json, fuzz.json) and a user
 /// may have edited: arrays and objects nest at most `max_depth` levels (lockstep's files nest
 /// fewer than 10), so that no input drives a recursive walk (the report's checks, its HTML) out

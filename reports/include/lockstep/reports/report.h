@@ -74,10 +74,13 @@ std::vector<Plot> render_plots(const nlohmann::json& summary, const std::filesys
 std::string html_report(const nlohmann::json& summary, const std::vector<Plot>& plots,
                         const std::string& plot_note);
 
-/// Writes DIR/summary.json, DIR/junit.xml, DIR/report.html (and DIR/plots/).
-/// Each file is written atomically (temporary file + rename).  Throws
-/// std::runtime_error when DIR cannot be written.
-ReportFiles write_report(const std::filesystem::path& dir, const nlohmann::json& summary);
+/// Writes DIR/summary.json, DIR/junit.xml, DIR/report.html (and DIR/plots/), and `also`
+/// (file name in DIR → text: fuzz's fuzz.json), as one: all are written to temporary files, then
+/// renamed, summary.json last (write_files_text), so a failure (a full disk) leaves every one of
+/// them as it was: the run folder's placeholder, status "error", stays its verdict.  Throws
+/// std::runtime_error "report: cannot write PATH: REASON" when DIR cannot be written.
+ReportFiles write_report(const std::filesystem::path& dir, const nlohmann::json& summary,
+                         const std::vector<std::pair<std::string, std::string>>& also = {});
 
 /// Reads DIR/summary.json and writes junit.xml and report.html again.
 /// Throws std::runtime_error (one line, naming the file) when DIR is not a
