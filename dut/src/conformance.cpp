@@ -217,10 +217,10 @@ std::vector<CheckLine> run_conformance(const DutConfig& config, const std::vecto
                                        const ProbeJudge& judge, bool* stopped) {
   if (stopped) *stopped = false;
   std::vector<CheckLine> lines;
-  std::vector<ConformanceGuest> main, reset_probes;
-  for (const ConformanceGuest& g : guests) (g.reset_probe ? reset_probes : main).push_back(g);
+  std::vector<ConformanceGuest> checked, reset_probes;
+  for (const ConformanceGuest& g : guests) (g.reset_probe ? reset_probes : checked).push_back(g);
   try {
-    run_checks(config, main, reset_probes, on_line, judge, lines);
+    run_checks(config, checked, reset_probes, on_line, judge, lines);
   } catch (const Halt&) {
     if (stopped) *stopped = true;
   }
@@ -376,14 +376,15 @@ void run_checks(const DutConfig& config, const std::vector<ConformanceGuest>& gu
       const std::vector<ConformanceGuest> one{probe};
       const Tokens got = step_by_step(d, one, {0}, {0}, {0})[0];
       const std::size_t at = first_difference_index(probe.tokens, got);
+      const std::string where = fresh ? " on a new stream" : " on the stream " + guests.front().name + " left";
       if (at == probe.tokens.size() && got.size() == probe.tokens.size())
-        return "pass: " + probe.name + (fresh ? " on a new stream" : " on the stream " + guests.front().name + " left") +
-               " reads the reset state: every register 0, RAM outside its image 0";
+        return "pass: " + probe.name + where + " reads the reset state: every register 0" +
+               (probe.name.find("RAM") != std::string::npos ? ", RAM outside its image 0" : "");
       return "step " + std::to_string(at + 1) + (at < probe.where.size() ? " (" + probe.where[at] + ")" : std::string()) +
              ": " + (at < got.size() ? format::token_name(got[at]) : std::string("no token")) + " instead of " +
              (at < probe.tokens.size() ? format::token_name(probe.tokens[at]) : std::string("no token")) + " (" +
-             probe.name + ", run on the stream " + guests.front().name +
-             " left: a chip that keeps a register or memory of a stream's last guest across RESET fails here)";
+             probe.name + ", run" + where +
+             ": a chip that keeps a register or memory of a stream's last guest across RESET fails here)";
     });
   }
 

@@ -747,9 +747,6 @@ HeldRunFolder* held_run_folder(const fs::path& dir) {
   const auto it = held_run_folders().find(fs::weakly_canonical(dir, ec).string());
   return it == held_run_folders().end() ? nullptr : &it->second;
 }
-// Takes `dir`'s lock (DIR/.lockstep.lock) for as long as the returned descriptor is open; -1 when
-// another process holds it (`holder` is then its pid, when known). A folder without a lock file is
-// free. Throws CheckError when the lock file cannot be opened.
 // The pid that the lock file open as `fd` names (its holder writes it there), "" when none; closes fd.
 std::string close_lock_naming_holder(int fd) {
   char buf[32] = {};
@@ -760,6 +757,9 @@ std::string close_lock_naming_holder(int fd) {
   return holder;
 }
 
+// Takes `dir`'s lock (DIR/.lockstep.lock) for as long as the returned descriptor is open; -1 when
+// another process holds it (`holder` is then its pid, when known). A folder without a lock file is
+// free. Throws CheckError when the lock file cannot be opened.
 int try_lock_folder(const fs::path& dir, std::string& holder) {
   const int fd = ::open((dir / kRunFolderLock).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) throw CheckError("cannot write the run folder " + dir.string() + ": " + std::strerror(errno));
