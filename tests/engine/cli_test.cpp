@@ -540,6 +540,21 @@ bool catches(pid_t pid, int sig) {
 // of a non-interactive shell has it), waits until it has installed its SIGINT handler and then
 // `delay`, sends `sig` (`twice`: twice, 5 ms apart, as GNU timeout does at once), and waits (at most 60 s) for it
 // to end.
+// A ready() for run_and_signal: `file` exists and is not the file that was there when this was
+// called (another inode). A run folder's case.json from the run before stays until the new run
+// claims the folder; a stop sent when it merely exists could land before the claim (under load:
+// "it has no result to keep", and no earlier run moved or retired).
+std::function<bool()> written_anew(const fs::path& file) {
+  const auto inode = [file] {
+    struct stat st {};
+    return ::stat(file.c_str(), &st) == 0 ? st.st_ino : ino_t{0};
+  };
+  return [inode, before = inode()] {
+    const ino_t now = inode();
+    return now != 0 && now != before;
+  };
+}
+
 Proc run_and_signal(const std::vector<std::string>& args, int sig, std::chrono::milliseconds delay,
                     bool ignore_sigint = false, const std::function<bool()>& ready = {}, bool twice = false) {
   const fs::path d = fs::path(LOCKSTEP_BINARY_DIR) / "test-tmp" / "engine-cli";
@@ -760,8 +775,7 @@ TEST(RunFolder, TheEarlierRunStaysUntilTheNewRunsVerdict) {
   ASSERT_EQ(run({"run", short_elf, "--report", dir.string(), "--checkpoint-every", "50"}).rc, 0);
   const std::string first_digest = json::parse(slurp(dir / "summary.json"))["digest"];
   const Proc stopped = run_and_signal({"run", long_elf, "--report", dir.string(), "--checkpoint-every", "1000"}, SIGINT,
-                                      std::chrono::milliseconds(0), false,
-                                      [&] { return fs::exists(dir / "case.json"); });
+                                      std::chrono::milliseconds(0), false, written_anew(dir / "case.json"));
   ASSERT_EQ(stopped.rc, 3) << stopped.err;
   const json s = json::parse(slurp(dir / "summary.json"));
   EXPECT_EQ(s["status"], "interrupted");
@@ -816,8 +830,7 @@ TEST(RunFolder, ARunStoppedAndStartedAgainKeepsTwoRunsNotOneAStart) {
   const std::string first_digest = json::parse(slurp(dir / "summary.json"))["digest"];
   for (int start = 1; start <= 3; ++start) {
     const Proc stopped = run_and_signal({"run", long_elf, "--report", dir.string(), "--checkpoint-every", "1000"}, SIGINT,
-                                        std::chrono::milliseconds(0), false,
-                                        [&] { return fs::exists(dir / "case.json"); });
+                                        std::chrono::milliseconds(0), false, written_anew(dir / "case.json"));
     ASSERT_EQ(stopped.rc, 3) << "start " << start << ": " << stopped.err;
     EXPECT_EQ(json::parse(slurp(dir / "earlier-run" / "summary.json"))["status"], start == 1 ? "exact" : "interrupted");
     if (start >= 2) {
