@@ -80,6 +80,7 @@ dut::ConformanceGuest reset_probe(bool loads) {
   g.image = engine::to_chip_image(image);
   g.tokens = reference_tokens(image, 100000, &g.where);
   g.reset_probe = true;
+  g.probe_reads_ram = loads;
   return g;
 }
 }  // namespace

@@ -379,7 +379,7 @@ void run_checks(const DutConfig& config, const std::vector<ConformanceGuest>& gu
       const std::string where = fresh ? " on a new stream" : " on the stream " + guests.front().name + " left";
       if (at == probe.tokens.size() && got.size() == probe.tokens.size())
         return "pass: " + probe.name + where + " reads the reset state: every register 0" +
-               (probe.name.find("RAM") != std::string::npos ? ", RAM outside its image 0" : "");
+               (probe.probe_reads_ram ? ", RAM outside its image 0" : "");
       return "step " + std::to_string(at + 1) + (at < probe.where.size() ? " (" + probe.where[at] + ")" : std::string()) +
              ": " + (at < got.size() ? format::token_name(got[at]) : std::string("no token")) + " instead of " +
              (at < probe.tokens.size() ? format::token_name(probe.tokens[at]) : std::string("no token")) + " (" +

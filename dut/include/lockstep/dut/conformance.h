@@ -33,6 +33,9 @@ struct ConformanceGuest {
   /// its tokens are the reference's from the reset state. Not one of the guests of the other
   /// checks (nor counted in "at least 2").
   bool reset_probe = false;
+  /// A reset probe that also reads RAM outside its image (which must read 0 after a reset), not
+  /// only the registers: its pass line says so.
+  bool probe_reads_ram = false;
 };
 
 /// The result of one check, printed as one line.

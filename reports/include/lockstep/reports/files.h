@@ -35,77 +35,70 @@ inline std::string read_file_text(const std::filesystem::path& path) {
   return std::string(bytes.begin(), bytes.end());
 }
 
-/// Writes `text` to `path` (replacing it). Throws std::runtime_error "cannot write PATH: REASON".
-/// A regular file (or a new one) is replaced whole: the text goes to PATH.tmp.PID, which is
-/// renamed over PATH, so that a write cut short (a full disk, `ulimit -f`) leaves the old file or
-/// none, never a truncated one (found by an outside tester: fuzz.json and mutate.json were left
-/// as 8,192 bytes of broken JSON). A symlink, device or FIFO is written through, in place.
-inline void write_file_text(const std::filesystem::path& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    throw std::runtime_error("cannot write " + path.string() + ": it is a directory, not a file");
-  }
-  const fs::file_status st = fs::symlink_status(path, ec);
-  const bool whole = !fs::exists(st) || fs::is_regular_file(st);
-  fs::path target = path;
-  if (whole) target += ".tmp." + std::to_string(::getpid());
-  auto fail = [&](int e) {
-    if (whole) fs::remove(target, ec);
-    return std::runtime_error("cannot write " + path.string() + ": " + std::strerror(e ? e : EIO));
-  };
+namespace detail {
+
+/// Writes `text` to `target`, truncating it; a failure throws std::runtime_error "cannot write
+/// NAME: REASON" (REASON the system's error text; `name` is the file the caller asked for, which
+/// may be another than its temporary `target`).
+inline void write_whole(const std::filesystem::path& target, const std::filesystem::path& name,
+                        const std::string& text) {
   errno = 0;
-  {
-    std::ofstream out(target, std::ios::binary | std::ios::trunc);
-    if (!out) throw fail(errno);
+  std::ofstream out(target, std::ios::binary | std::ios::trunc);
+  bool ok = static_cast<bool>(out);
+  if (ok) {
     out << text;
-    if (!out.flush()) throw fail(errno);
+    ok = static_cast<bool>(out.flush());
   }
-  if (whole) {
-    fs::rename(target, path, ec);
-    if (ec) throw fail(ec.value());
-  }
+  if (!ok) throw std::runtime_error("cannot write " + name.string() + ": " + std::strerror(errno ? errno : EIO));
 }
+
+}  // namespace detail
 
 /// Writes several files as one report: every text goes to its PATH.tmp.PID first, and only when
 /// all are written are they renamed over their paths, in the order given (put the verdict file,
-/// summary.json, last). A failure (a full disk) removes the temporary files and leaves every file
-/// as it was, so that no verdict file says "exact" beside a page that could not be written (found
-/// by an outside tester: on a full disk report.html failed after summary.json and junit.xml had
-/// been replaced, and `lockstep report` and `fuzz --merge` read the run as a pass). A symlink,
-/// device or FIFO among them is written through, in place, as write_file_text does. Throws
-/// std::runtime_error "cannot write PATH: REASON" for the first that fails.
+/// summary.json, last). A failure (a full disk, `ulimit -f`) removes the temporary files and
+/// leaves every file as it was, so that no verdict file says "exact" beside a page that could not
+/// be written (found by an outside tester: on a full disk report.html failed after summary.json
+/// and junit.xml had been replaced, and `lockstep report` and `fuzz --merge` read the run as a
+/// pass). A symlink, device or FIFO among them is written through, in place, before the renames.
+/// Throws std::runtime_error "cannot write PATH: REASON" for the first that fails ("it is a
+/// directory, not a file" for a directory, or a symlink to one).
 inline void write_files_text(const std::vector<std::pair<std::filesystem::path, std::string>>& files) {
   namespace fs = std::filesystem;
   std::vector<std::pair<fs::path, fs::path>> staged;  // (path, its temporary file)
   std::error_code ec;
   try {
     for (const auto& [path, text] : files) {
+      if (fs::is_directory(path, ec)) {
+        throw std::runtime_error("cannot write " + path.string() + ": it is a directory, not a file");
+      }
       const fs::file_status st = fs::symlink_status(path, ec);
       if (fs::exists(st) && !fs::is_regular_file(st)) {
-        write_file_text(path, text);  // a directory is refused there, the rest written through
+        detail::write_whole(path, path, text);
         continue;
       }
       fs::path tmp = path;
       tmp += ".tmp." + std::to_string(::getpid());
       staged.emplace_back(path, tmp);
-      errno = 0;
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      bool ok = static_cast<bool>(out);
-      if (ok) {
-        out << text;
-        ok = static_cast<bool>(out.flush());
-      }
-      if (!ok) throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno ? errno : EIO));
+      detail::write_whole(tmp, path, text);
     }
     for (const auto& [path, tmp] : staged) {
       fs::rename(tmp, path, ec);
-      if (ec) throw std::runtime_error("cannot write " + path.string() + ": " + ec.message());
+      if (ec) throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(ec.value()));
     }
   } catch (...) {
     for (const auto& [path, tmp] : staged) fs::remove(tmp, ec);
     throw;
   }
+}
+
+/// Writes `text` to `path` (replacing it), as write_files_text writes one file: a regular file (or
+/// a new one) is replaced whole through PATH.tmp.PID and a rename, so that a write cut short (a
+/// full disk, `ulimit -f`) leaves the old file or none, never a truncated one (found by an outside
+/// tester: fuzz.json and mutate.json were left as 8,192 bytes of broken JSON); a symlink, device
+/// or FIFO is written through, in place. Throws std::runtime_error "cannot write PATH: REASON".
+inline void write_file_text(const std::filesystem::path& path, const std::string& text) {
+  write_files_text({{path, text}});
 }
 
 /// The text of a JSON library error for a one-line message, with the input it quotes ("last read:
