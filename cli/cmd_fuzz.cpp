@@ -45,7 +45,7 @@ using nlohmann::json;
 struct FuzzArgs {
   std::string ops, chip, backend = "cpu", mode = "both", report, shard = "0/1", time, length;
   std::uint64_t seed = 0, programs = 0, first = 0, max_failures = 0;
-  unsigned batch = 32, shrink_runs = 4000, shrink_per_class = 3;
+  unsigned batch = 32, shrink_runs = 4000, shrink_per_class = 3, trap_every = 4;
   double shrink_seconds = 120;
   bool no_shrink = false;
   std::vector<std::string> merge;
@@ -379,13 +379,15 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
       merged = {{"seed", j["seed"]}, {"generator", j.value("generator", json())}, {"ops", j.value("ops", "")}, {"mode", j.value("mode", "")},
                 {"chip", j.value("chip", json())}, {"chip_hash", j.value("chip_hash", "")},
                 {"backend", j.value("backend", json())}, {"length", j.value("length", json())},
+                // (a report from before --trap-every drew one program in four to trap)
+                {"trap_every", j.value("trap_every", json(4))},
                 {"first", j.value("first", json())}, {"end", j.value("end", json())}};
     } else {
       // end: the campaign's range of program indices ends there (its --first + --programs); first
       // may differ between the pieces of a shard (checked below)
       // generator: a seed draws other programs under another version of the generator
-      for (const char* k : {"seed", "generator", "ops", "mode", "chip_hash", "length", "end"})
-        if (merged[k] != j.value(k, json())) {
+      for (const char* k : {"seed", "generator", "ops", "mode", "chip_hash", "length", "trap_every", "end"})
+        if (merged[k] != j.value(k, std::string_view(k) == "trap_every" ? json(4) : json())) {
           throw InputError(std::string("--merge: ") + file.string() + " has another " + k + " (" + format::json_text(j.value(k, json())) +
                            ") than the first report (" + format::json_text(merged[k]) + "): not shards of one campaign");
         }
@@ -747,6 +749,11 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--length", args->length,
                   "Items in each program's body (instructions, li pairs, vector streams), N or MIN-MAX drawn uniformly "
                   "(default 16-63; at most 4096)");
+  cmd->add_option("--trap-every", args->trap_every,
+                  "With a vector op: one program in N ends with a vector instruction drawn to trap (default 4; 1: "
+                  "every program, for a campaign over an op's trap codes and their edges; 0: none). Another N than "
+                  "4 draws other programs from the same seed")
+      ->check(count_range(0, 1'000'000));
   cmd->add_option("--first", args->first, "Index of the first program (repeat program K: --first K --programs 1)")
       ->check(count_range(0, 1'000'000'000'000));
   cmd->add_option("--chip", args->chip, "Compiled chip file (default: the built chip)");
@@ -842,6 +849,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     draw.vred_modes = vred_modes;
     draw.min_body = min_body;
     draw.max_body = max_body;
+    draw.trap_every = args->trap_every;
     std::uint64_t seed = args->seed;
     if (seed_opt->count() == 0) {
       std::random_device rd;
@@ -950,7 +958,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       if (args->backend != "cpu") chip_options += " --backend " + args->backend;
     }
     const std::string program_options = (args->ops.empty() ? std::string() : " --ops " + format::shell_word(args->ops)) +
-                                   (args->length.empty() ? std::string() : " --length " + format::shell_word(args->length));
+                                   (args->length.empty() ? std::string() : " --length " + format::shell_word(args->length)) +
+                                   (args->trap_every == 4 ? std::string() : " --trap-every " + std::to_string(args->trap_every));
     // One program alone, as stream 0 of a one-program run.
     auto repeat_alone = [&](std::uint64_t index, const std::string& mode_name) {
       return "lockstep fuzz --seed " + std::to_string(seed) + " --first " + std::to_string(index) +
@@ -1235,6 +1244,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                   {"mode", args->mode},
                   {"ops", op_names},
                   {"length", {min_body, max_body}},
+                  {"trap_every", args->trap_every},
                   {"chip", chip.source},
                   {"chip_hash", chip.hash},
                   {"backend", dut ? std::string("dut") : args->backend},

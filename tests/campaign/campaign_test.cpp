@@ -489,6 +489,97 @@ TEST(CampaignCoverage, VectorBucketsOfTheSelectedModesOnly) {
   }
 }
 
+// A trap is at the edge of its condition when one field one step away does not trap
+// (ops::at_trap_edge): ROT's p = 64 is, p = 65 is not; a span one word past VR is, one far past
+// it is not; a valid instruction is none. Every code of every op has its edge drawn (an outside
+// tester's ROT that did not trap at p = 64 passed 64 programs, the boundary drawn 1 time in 256).
+TEST(OpCases, ATrapAtTheEdgeIsOneStepFromAValidInstruction) {
+  const ops::OpCase& vew = *ops::find("vew");
+  ops::Fields rot;  // VEW ROT in place (dst = a = 0), n = 2, p = 64
+  rot.f7 = 3, rot.c = 64, rot.n = 2;
+  ASSERT_EQ(vew.trap_code(rot), 23u);
+  EXPECT_TRUE(ops::at_trap_edge(vew, rot));
+  rot.c = 65;
+  ASSERT_EQ(vew.trap_code(rot), 23u);
+  EXPECT_FALSE(ops::at_trap_edge(vew, rot));
+  rot.c = 63;
+  ASSERT_EQ(vew.trap_code(rot), 0u);
+  EXPECT_FALSE(ops::at_trap_edge(vew, rot));
+  ops::Fields add;  // VEW ADD dst 1023, a 0, b 100, n 2: the destination one word past VR
+  add.a = 1023, add.b = 0, add.c = 100, add.n = 2;
+  ASSERT_EQ(vew.trap_code(add), 17u);
+  EXPECT_TRUE(ops::at_trap_edge(vew, add));
+  add.a = 5000;
+  ASSERT_EQ(vew.trap_code(add), 17u);
+  EXPECT_FALSE(ops::at_trap_edge(vew, add));
+
+  constexpr std::uint64_t kSeed = 0x3d6e;
+  for (const ops::OpCase* c : ops::registry()) {
+    progen::Random rng(kSeed);
+    ops::DrawContext ctx(rng);
+    for (const unsigned code : c->codes()) {
+      unsigned edges = 0, draws = 0;
+      for (; draws < 600 && edges == 0; ++draws) {
+        const ops::Fields t = c->draw_trapping(ctx, code);
+        edges += ops::at_trap_edge(*c, t);
+        if (draws % 8 == 0) ctx.written.clear(), ctx.elements = 0;
+      }
+      EXPECT_GT(edges, 0u) << c->name() << " code " << code << ": no trap at the edge in " << draws << " draws, seed "
+                           << kSeed;
+    }
+  }
+  EXPECT_EQ(vew.codes_of(vew.all_modes() & ~(1u << 3)), (std::vector<unsigned>{16, 17, 18, 20}));
+  EXPECT_EQ(vew.codes_of(1u << 3), vew.codes());
+}
+
+// The coverage counts the programs that end in each trap code of each op, and those at the edge;
+// the text lists the codes the selected modes can raise that none raised. DrawOptions::trap_every
+// (fuzz --trap-every) ends every program in a trap (1) or none (0).
+TEST(CampaignCoverage, TrapsAreCountedByCodeAndEdge) {
+  unsigned vew = 0, vfn = 0, vred = 0;
+  const auto ops = select_ops("vew.rot", &vew, &vfn, &vred);
+  constexpr std::uint64_t kSeed = 41;
+  Coverage cov;
+  campaign::DrawOptions o;
+  o.vew_modes = vew;
+  o.trap = true;
+  o.trap_code = 23;
+  for (std::uint64_t k = 0; k < 24; ++k) {
+    const Program p = campaign::generate(program_seed(kSeed, k), k, ops, o);
+    ASSERT_EQ(p.trap_code, 23u) << "seed " << kSeed << " program " << k;
+    cov.add(p);
+  }
+  const std::uint64_t edges = cov.traps["vew"]["code 23 at the edge"];
+  EXPECT_EQ(cov.traps["vew"]["code 23"], 24u) << "seed " << kSeed;
+  EXPECT_GT(edges, 0u) << "seed " << kSeed;  // p = 64 a third of the time
+  EXPECT_LT(edges, 24u) << "seed " << kSeed;
+  const std::string text = cov.text(ops, vew, vfn, vred);
+  EXPECT_NE(text.find("  vew traps: [code 23] 24 (" + std::to_string(edges) +
+                      " at the edge); never raised: [code 16] [code 17] [code 18] [code 20]\n"),
+            std::string::npos)
+      << text;
+  const Coverage back = Coverage::from_json(cov.to_json());
+  EXPECT_EQ(back.traps, cov.traps);
+  Coverage twice = back;
+  twice.merge(cov);
+  EXPECT_EQ(twice.traps["vew"]["code 23"], 48u);
+  // A campaign without vector ops lists no traps; one over VEW ADD does not wait for ROT's 23.
+  Coverage none;
+  const auto vew_add = select_ops("vew.add", &vew, &vfn, &vred);
+  const std::string add = none.text(vew_add, vew, vfn, vred);
+  EXPECT_NE(add.find("  vew traps: never raised: [code 16] [code 17] [code 18] [code 20]\n"), std::string::npos) << add;
+
+  const auto all = select_ops("vew,vfn");
+  for (const unsigned every : {0u, 1u}) {
+    campaign::DrawOptions d;
+    d.trap_every = every;
+    for (std::uint64_t k = 0; k < 16; ++k) {
+      const Program p = campaign::generate(program_seed(kSeed, k), k, all, d);
+      EXPECT_EQ(p.trap_code != 0, every == 1) << "trap_every " << every << ", seed " << kSeed << " program " << k;
+    }
+  }
+}
+
 TEST(CampaignCorners, EachCornerIsReadFromItsOperands) {
   using ref::Op;
   using C = Corner;

@@ -375,6 +375,42 @@ TEST(LockstepFuzz, LengthSetsTheBodyLength) {
   for (std::uint64_t w : words_of(report / "programs.tsv")) EXPECT_LT(w, 400u);
 }
 
+// --trap-every 1 ends every program in a vector instruction drawn to trap, 0 none; fuzz.json
+// records it, the coverage counts each op's trap codes and those at the edge, and shards of two
+// settings are not one campaign (they drew other programs from the seed).
+TEST(LockstepFuzz, TrapEveryEndsProgramsInATrapAndTheCoverageCountsTheCodes) {
+  const fs::path every = scratch_dir("trap-every-1"), none = scratch_dir("trap-every-0");
+  auto r = run({"fuzz", "--ops", "vew.rot", "--seed", "19", "--programs", "4", "--mode", "forced", "--trap-every", "1",
+                "--report", every.string(), "--shard", "0/2"});
+  ASSERT_EQ(r.exit_code, 0) << "seed 19\n" << r.out << r.err;
+  const json f = json::parse(slurp(every / "fuzz.json"));
+  EXPECT_EQ(f["trap_every"], 1);
+  std::uint64_t traps = 0;
+  const json vew_traps = f["coverage"]["vector_traps"]["vew"];
+  for (const auto& [name, n] : vew_traps.items())
+    if (name.find("edge") == std::string::npos) traps += n.get<std::uint64_t>();
+  EXPECT_EQ(traps, 2u) << vew_traps.dump();
+  EXPECT_NE(r.out.find("  vew traps: [code "), std::string::npos) << r.out;
+  std::string tsv = slurp(every / "programs.tsv");
+  EXPECT_EQ(std::count(tsv.begin(), tsv.end(), '\n'), 3) << tsv;
+  EXPECT_EQ(tsv.find("\texit\t"), std::string::npos) << tsv;
+
+  r = run({"fuzz", "--ops", "vew.rot", "--seed", "19", "--programs", "4", "--mode", "forced", "--trap-every", "0",
+           "--report", none.string(), "--shard", "1/2"});
+  ASSERT_EQ(r.exit_code, 0) << "seed 19\n" << r.out << r.err;
+  EXPECT_NE(r.out.find("  vew traps: never raised: [code 16] [code 17] [code 18] [code 20] [code 23]\n"), std::string::npos)
+      << r.out;
+  tsv = slurp(none / "programs.tsv");
+  EXPECT_EQ(tsv.find("\ttrap\t"), std::string::npos) << tsv;
+  r = run({"fuzz", "--merge", every.string(), none.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("has another trap_every (0) than the first report (1): not shards of one campaign"),
+            std::string::npos)
+      << r.err;
+  r = run({"fuzz", "--trap-every", "-1", "--programs", "1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
 TEST(LockstepFuzz, BadInputExitsTwoWithOneLine) {
   for (const std::vector<std::string>& a : std::vector<std::vector<std::string>>{
            {"fuzz", "--ops", "vmat.argmax"},

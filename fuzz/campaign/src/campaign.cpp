@@ -901,8 +901,8 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
   }
   // VR's initial words (vector.md section 2.1) when a vector op is selected: edge-biased random
   // words; one program in sixteen has none (VR zero), one in sixteen a shorter section. One
-  // program in four ends its body with an instruction of one of the selected vector ops drawn to
-  // trap.
+  // program in four (DrawOptions::trap_every) ends its body with an instruction of one of the
+  // selected vector ops drawn to trap.
   // With a selected op that has profiles of its own (OpCase::fill_memories, fill_vr: the value
   // classes of its arithmetic), one of those ops redraws the memories it reads (when the program
   // has memories) and, three programs in four, VR.
@@ -936,7 +936,7 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const Encodi
     for (u32 w = 0; 4 * w < bytes; ++w)
       for (int b = 0; b < 4; ++b) p.vreg.push_back(static_cast<std::uint8_t>(words[w] >> (8 * b)));
     p.vreg.resize(bytes);
-    trap_last = rng.chance(4);
+    trap_last = rng.chance(std::max(o.trap_every, 1u)) && o.trap_every != 0;
   }
   if (o.trap) trap_last = *o.trap && !vector_cases.empty();
   const ops::OpCase* trap_op = nullptr;
@@ -1363,6 +1363,12 @@ void Coverage::add(const Program& p, std::uint64_t max_steps) {
   const VectorRun v = run_vector_ops(p, max_steps);
   for (const auto& [op, b] : v.buckets)
     for (const auto& [name, n] : b) buckets[op][name] += n;
+  if (v.end == "trap" && v.trap_op) {
+    ops::Buckets& t = traps[std::string(v.trap_op->name())];
+    const std::string code = "code " + std::to_string(v.trap_code);
+    ++t[code];
+    if (ops::at_trap_edge(*v.trap_op, v.trap_fields)) ++t[code + " at the edge"];
+  }
 }
 
 VectorRun run_vector_ops(const Program& p, std::uint64_t max_steps) {
@@ -1436,6 +1442,8 @@ void Coverage::merge(const Coverage& o) {
   instructions += o.instructions;
   for (const auto& [op, b] : o.buckets)
     for (const auto& [name, n] : b) buckets[op][name] += n;
+  for (const auto& [op, b] : o.traps)
+    for (const auto& [name, n] : b) traps[op][name] += n;
   for (const auto& [name, r] : o.rows) {
     Row& mine = rows[name];
     mine.executed += r.executed;
@@ -1466,6 +1474,7 @@ json Coverage::to_json() const {
   }
   json j = {{"programs", programs}, {"instructions", instructions}, {"value_classes", classes}, {"ops", ops}};
   if (!buckets.empty()) j["vector_buckets"] = buckets;
+  if (!traps.empty()) j["vector_traps"] = traps;
   return j;
 }
 
@@ -1494,6 +1503,8 @@ Coverage Coverage::from_json(const json& j) {
     c.rows[name] = r;
   }
   if (j.contains("vector_buckets")) c.buckets = j["vector_buckets"].get<std::map<std::string, ops::Buckets>>();
+  // (a fuzz.json before trap codes were counted has none)
+  if (j.contains("vector_traps")) c.traps = j["vector_traps"].get<std::map<std::string, ops::Buckets>>();
   return c;
 }
 
@@ -1563,6 +1574,24 @@ std::string Coverage::text(std::span<const Encoding* const> ops, unsigned vew_mo
     if (!unreached.empty()) {
       os << "; never reached:";
       for (const std::string& name : unreached) os << " [" << name << "]";
+    }
+    os << "\n";
+    // Its traps: the programs that ended in each code, how many of them at the edge of its
+    // condition, and the codes the selected modes can raise that none raised.
+    const auto t = traps.find(std::string(c->name()));
+    auto count = [&](const std::string& name) -> std::uint64_t {
+      return t == traps.end() || !t->second.count(name) ? 0 : t->second.at(name);
+    };
+    os << "  " << c->name() << " traps:";
+    std::vector<unsigned> never;
+    for (const unsigned code : c->codes_of(modes)) {
+      const std::string name = "code " + std::to_string(code);
+      if (count(name) == 0) never.push_back(code);
+      else os << " [" << name << "] " << count(name) << " (" << count(name + " at the edge") << " at the edge)";
+    }
+    if (!never.empty()) {
+      os << (never.size() == c->codes_of(modes).size() ? " never raised:" : "; never raised:");
+      for (const unsigned code : never) os << " [code " << code << "]";
     }
     os << "\n";
   }

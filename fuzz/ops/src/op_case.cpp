@@ -53,6 +53,32 @@ std::string format_vars(std::initializer_list<std::pair<std::string_view, std::i
   return s;
 }
 
+bool at_trap_edge(const OpCase& c, const Fields& f) {
+  if (c.trap_code(f) == 0) return false;
+  Fields g = f;
+  g.same = g.x0 = false;  // the neighbours' register values are their own
+  struct Field {
+    u32 Fields::*member;
+    u32 max;
+  };
+  // (not f7: a step there is another mode or function, another instruction, not the edge of a
+  // condition)
+  static constexpr Field kFields[] = {
+      {&Fields::a, 65535}, {&Fields::b, 65535}, {&Fields::c, 65535}, {&Fields::n, 65535}, {&Fields::rd, 31}};
+  for (const Field& field : kFields) {
+    const u32 v = f.*field.member;
+    for (const u32 w : {v - 1, v + 1}) {
+      if (v == 0 && w == v - 1) continue;
+      if (w > field.max) continue;
+      g.*field.member = w;
+      const bool valid = c.trap_code(g) == 0;
+      g.*field.member = v;
+      if (valid) return true;
+    }
+  }
+  return false;
+}
+
 bool shares(u32 s0, u32 n0, u32 s1, u32 n1) { return n0 && n1 && s0 < s1 + n1 && s1 < s0 + n0; }
 bool conflicts(u32 s0, u32 n0, u32 s1, u32 n1) { return shares(s0, n0, s1, n1) && !(s0 == s1 && n0 == n1); }
 bool reads_written(u32 start, u32 n, std::span<const Span> written) {

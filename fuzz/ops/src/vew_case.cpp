@@ -37,6 +37,10 @@ class VewCase final : public OpCase {
   bool selectable_modes() const override { return true; }
   u32 mode_of(const Fields& f) const override { return f.f7 & 3; }
   std::vector<unsigned> codes() const override { return {16, 17, 18, 20, 23}; }
+  std::vector<unsigned> codes_of(u32 modes) const override {
+    if (modes >> kRot & 1) return codes();
+    return {16, 17, 18, 20};
+  }
 
   std::string vars(const Fields& f) const override {
     return std::string(modes()[f.f7 & 3]) +

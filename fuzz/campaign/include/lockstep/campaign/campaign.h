@@ -212,9 +212,13 @@ Program generate(std::uint64_t seed, std::uint64_t index, std::span<const ref::E
 /// reach every trap code of one op) the plan of the trapping instruction.
 struct DrawOptions {
   unsigned vew_modes = kVewFuzzedModes, vfn_fns = kVfnFuzzedFns, vred_modes = kVredFuzzedModes;
-  /// Whether the body ends with a vector instruction drawn to trap (default: one program in four,
-  /// when a vector op is selected; true needs one).
+  /// Whether the body ends with a vector instruction drawn to trap (default: one program in
+  /// `trap_every`, when a vector op is selected; true needs one).
   std::optional<bool> trap;
+  /// When `trap` is not set: one program in this many ends with a trapping vector instruction
+  /// (1: every program; 0: none). The default, 4, draws the programs of kGeneratorVersion; another
+  /// value draws others from the same seed (fuzz --trap-every).
+  unsigned trap_every = 4;
   /// Its op ("vq", a selected vector op; empty: one of the selected ones, uniformly).
   std::string trap_op;
   /// The one condition it breaks (a code of that op's case, so that it raises exactly that code;
@@ -326,6 +330,11 @@ struct Coverage {
   /// By vector op name ("vq"): its coverage buckets (ops::OpCase::buckets), counted over the
   /// valid test instructions of the op that the reference executed (ops::OpCase::count).
   std::map<std::string, ops::Buckets> buckets;
+  /// By vector op name: the programs that ended in a trap of its instruction, as "code N" (the
+  /// reference's code) and "code N at the edge" (ops::at_trap_edge: one field one step from an
+  /// instruction that does not trap). Not buckets every campaign must reach: one program in four
+  /// (fuzz --trap-every) ends in a trap, of one of the selected ops.
+  std::map<std::string, ops::Buckets> traps;
 
   /// Runs `p` on a fresh reference machine (at most max_steps tokens) and
   /// counts its test instructions.

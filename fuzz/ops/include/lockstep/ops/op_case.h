@@ -123,6 +123,9 @@ class OpCase {
   virtual u32 mode_of(const Fields& f) const = 0;
   /// The trap codes of section 6 that the op can raise, ascending.
   virtual std::vector<unsigned> codes() const = 0;
+  /// The codes of codes() that instructions of the modes of `modes` can raise (VEW's 23, p >= 64,
+  /// is ROT's alone): what a campaign over those modes can reach.
+  virtual std::vector<unsigned> codes_of(u32 /*modes*/) const { return codes(); }
   /// The parameters of an instruction as "name=value" pairs, for failure lines ("b0=1,src=5,n=64").
   virtual std::string vars(const Fields& f) const = 0;
   /// A valid instruction (trap_code() = 0) of one of the selected modes; may read and move the
@@ -164,6 +167,15 @@ class OpCase {
   /// Every mode: the mask of modes().
   u32 all_modes() const { return (1u << modes().size()) - 1; }
 };
+
+/// Whether fields that trap (trap_code(f) != 0) are one step from an instruction that does not:
+/// moving one of a, b, c, n (0..65535) or rd (0..31) by one makes trap_code() 0 (not f7, whose
+/// neighbours are other modes).
+/// Such a trap is at the edge of its condition (a span that ends one word past VR, ROT's p = 64,
+/// a length one past its limit, a destination one word into a source): the boundary a chip's
+/// check off by one gets wrong (found by an outside tester: a ROT that did not trap at p = 64
+/// passed 64 programs). The coverage counts these per code (campaign::Coverage::traps).
+bool at_trap_edge(const OpCase& c, const Fields& f);
 
 /// The eight cases in f3 order (VMAT, VMATR, VQ, VEXP, VEW, VFN, VRED, VLD).
 std::span<const OpCase* const> registry();
