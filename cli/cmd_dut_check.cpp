@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include <algorithm>
+#include <optional>
 #include <cstdio>
 #include <stdexcept>
 #include <set>
@@ -80,7 +81,25 @@ dut::ConformanceGuest reset_probe(bool loads) {
   g.image = engine::to_chip_image(image);
   g.tokens = reference_tokens(image, 100000, &g.where);
   g.reset_probe = true;
-  g.probe_reads_ram = loads;
+  g.probe_reads = loads ? "every register 0, RAM outside its image 0" : "every register 0";
+  return g;
+}
+
+// The second reset probe: `image`, a guest with vector-unit sections (vector.md section 2.1, VR and
+// the memories it starts from), without them, so that it starts from the reset state's zeros and
+// reads the vector memories where the guest's own run, earlier on the stream, left its values: a
+// chip whose RESET leaves any of them (or a state layer no initialiser writes) fails it. It runs
+// to its end, up to 20,000 steps (or `steps`, when more).
+dut::ConformanceGuest sections_probe(format::GuestImage image, const std::string& name, std::uint64_t steps) {
+  image.sections.clear();
+  dut::ConformanceGuest g;
+  g.name = name + " without its sections";
+  g.image = engine::to_chip_image(image);
+  // to its end (at most 20,000 steps, --steps if more): a generated program's first few hundred
+  // steps set its registers and read no vector memory (a chip that kept VR passed at --steps 200)
+  g.tokens = reference_tokens(image, std::max<std::uint64_t>(steps, 20000), &g.where);
+  g.reset_probe = true;
+  g.probe_reads = "the vector unit's memories 0 where " + name + " left values";
   return g;
 }
 }  // namespace
@@ -110,6 +129,8 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
     std::vector<dut::ConformanceGuest> guests;
     if (!args->ops.empty() && !args->guests.empty()) throw UsageError("--ops chooses generated programs: leave out --guest");
     bool probe_loads = true;  // the reset probe reads RAM with lw unless --ops leaves lw out
+    // the last guest with vector-unit sections, and its name: the second reset probe's
+    std::optional<std::pair<format::GuestImage, std::string>> with_sections;
     if (args->guests.empty()) {
       std::vector<const ref::Encoding*> scalar = campaign::select_ops(""), vector = campaign::select_ops("vector");
       unsigned vew = campaign::kVewFuzzedModes, vfn = campaign::kVfnFuzzedFns, vred = campaign::kVredFuzzedModes;
@@ -135,6 +156,7 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
         const format::GuestImage image = p.image();
         g.image = engine::to_chip_image(image);
         g.tokens = reference_tokens(image, args->steps, &g.where);
+        if (!image.sections.empty()) with_sections = {image, g.name};
         guests.push_back(std::move(g));
       }
     } else {
@@ -149,6 +171,7 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
         c.name = g.name;
         c.image = engine::to_chip_image(g.image);
         c.tokens = reference_tokens(g.image, args->steps, &c.where);
+        if (!g.image.sections.empty()) with_sections = {g.image, c.name};
         guests.push_back(std::move(c));
       }
       if (guests.size() < 2) {
@@ -162,9 +185,11 @@ void add_dut_check_command(CLI::App& app, Context& ctx) {
     out << "lockstep dut-check: " << args->dut.describe() << ", "
         << (guests.back().copy ? "1 guest (run as two streams for the batch checks)"
                                : std::to_string(guests.size()) + " guests")
-        << ", up to " << args->steps << " steps each, and a reset probe\n"
+        << ", up to " << args->steps << " steps each, and " << (with_sections ? "two reset probes" : "a reset probe")
+        << "\n"
         << std::flush;
     guests.push_back(reset_probe(probe_loads));  // run by its own check alone (not a guest of the others)
+    if (with_sections) guests.push_back(sections_probe(with_sections->first, with_sections->second, args->steps));
     std::size_t pass = 0, fail = 0, skip = 0;
     bool stopped = false;
     const auto lines = dut::run_conformance(

@@ -752,7 +752,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--trap-every", args->trap_every,
                   "With a vector op: one program in N ends with a vector instruction drawn to trap (default 4; 1: "
                   "every program, for a campaign over an op's trap codes and their edges; 0: none). Another N than "
-                  "4 draws other programs from the same seed")
+                  "4 adds or drops the trapping instruction at the end of a program of the seed")
       ->check(count_range(0, 1'000'000));
   cmd->add_option("--first", args->first, "Index of the first program (repeat program K: --first K --programs 1)")
       ->check(count_range(0, 1'000'000'000'000));
@@ -984,7 +984,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       const engine::Divergence& d = *f.result.divergence;
       out << "FAIL program " << f.original.index << " (program seed " << f.original.seed << ", "
           << engine::to_string(f.mode) << "): step " << d.step << ", pc " << hex(d.pc).substr(10) << " `"
-          << d.disassembly << "`, field " << d.field << ": expected " << d.expected_text << ", got " << d.actual_text
+          << d.disassembly << "`, field " << d.field << (d.position.empty() ? "" : " (" + d.position + ")") << ": expected " << d.expected_text << ", got " << d.actual_text
           << "\n"
           << std::flush;
     };
@@ -1100,6 +1100,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                       {"pc_hex", d.to_json()["pc_hex"]},
                       {"disassembly", d.disassembly},
                       {"field", d.field},
+                      {"position", d.position},
                       {"expected_text", d.expected_text},
                       {"actual_text", d.actual_text},
                       {"original_words", sr.original_words},

@@ -201,9 +201,28 @@ void add_mutate_command(CLI::App& app, Context& ctx) {
       if (!known) throw UsageError("--kinds: unknown fault kind '" + k + "'");
     }
     if (!a->report.empty()) {
+      // The folder is this run's until it ends, as a run folder is a run's: a second command given
+      // it is refused (found by an outside tester: two mutate runs on one folder both exited 0, the
+      // first's result overwritten).
+      try {
+        engine::lock_run_folder(a->report);
+      } catch (const engine::CheckError& e) {
+        throw InputError(std::string("--report: ") + e.what());
+      }
       const fs::path mj = fs::path(a->report) / "mutate.json";
       std::error_code ec;
-      if (fs::exists(mj, ec)) {
+      // An earlier file that scored nothing (a run stopped or failed before its first mutant) is
+      // replaced, not kept: earlier-mutate.json keeps the last run with a result (found by an
+      // outside tester: two stops in a row left two empty files and lost the finished score).
+      bool scored = true;
+      try {
+        const json earlier = reports::parse_json_text(reports::read_file_text(mj), mj.string());
+        scored = !(earlier.is_object() && earlier.value("mutants", json()) == json(0) && earlier.value("score", json(1)).is_null());
+      } catch (const std::exception&) {
+      }
+      if (fs::exists(mj, ec) && !scored) {
+        std::cerr << "lockstep: note: the earlier run's " << mj.string() << " scored no mutant: replaced\n";
+      } else if (fs::exists(mj, ec)) {
         fs::rename(mj, fs::path(a->report) / "earlier-mutate.json", ec);
         if (ec) throw InputError("--report: cannot move the earlier " + mj.string() + " aside: " + ec.message());
         std::cerr << "lockstep: note: the earlier run's " << mj.string() << " is kept as "

@@ -829,7 +829,8 @@ bool may_claim(const fs::path& dir) {
   if (!fs::is_directory(dir, ec)) return true;  // create_directories names the problem
   if (is_run_summary(dir / "summary.json")) return true;
   // A folder holding only what no run removes or writes over: a lock file, a repository's
-  // placeholder, mutate's own result (found by the re-test: a committed reports/.gitkeep was refused).
+  // placeholder, mutate's own result and the one it keeps (found by the re-test: a committed
+  // reports/.gitkeep was refused).
   // Also folders of runs of its own, which a run never removes, and the ranks' exit statuses
   // (lockstep-fuzz-mpi merges the ranks' DIR/shard-<rank> into DIR beside DIR/rank-<rank>.rc).
   const auto rank_status = [](const std::string& name) {
@@ -840,7 +841,7 @@ bool may_claim(const fs::path& dir) {
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (name == kRunFolderLock || name == ".gitkeep" || name == ".gitignore" || name == "mutate.json" ||
-        rank_status(name))
+        name == "earlier-mutate.json" || rank_status(name))
       continue;
     std::error_code dec;
     if (e.is_directory(dec) && !e.is_symlink(dec) && name != "checkpoints" && name != "plots" &&

@@ -147,6 +147,7 @@ json Divergence::to_json() const {
           {"token_in_instruction", token_in_instruction},
           {"field", field},
           {"byte_index", byte_index},
+          {"position", position},
           {"expected", expected},
           {"actual", actual},
           {"expected_text", expected_text},
@@ -188,6 +189,7 @@ Divergence divergence_from_json(const json& j) {
   d.token_in_instruction = j.value("token_in_instruction", 0u);
   d.field = j.value("field", "");
   d.byte_index = j.value("byte_index", -1);
+  d.position = j.value("position", "");
   d.expected = j.value("expected", 0u);
   // null: an unmapped chip id, whose number is actual_chip_id (Divergence::to_json)
   d.actual = j.contains("actual") && j["actual"].is_null() && j.contains("actual_chip_id") && j["actual_chip_id"].is_number_unsigned()
@@ -298,6 +300,7 @@ std::string Divergence::to_text() const {
      << "  (token " << token_in_instruction << " of the instruction)\n";
   os << "  field:       " << field;
   if (byte_index >= 0) os << " (byte " << byte_index << ")";
+  if (!position.empty()) os << " (" << position << ")";
   os << "\n";
   os << "  expected:    " << expected_text << "  id " << expected;
   if (expected_chip_id) os << "  (the chip's id " << *expected_chip_id << ")";
@@ -2179,6 +2182,7 @@ struct Engine::Impl {
     d.token_in_instruction = static_cast<std::uint32_t>(L.qpos - 1);
     d.field = kind_name(expected);
     if (const auto k = format::kind_of(expected)) d.byte_index = byte_index_of(k->kind);
+    d.position = format::stream_position(L.queue, L.qpos - 1);
     d.expected = expected;
     d.actual = actual;
     d.expected_text = format::token_name(expected);

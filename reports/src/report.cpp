@@ -111,6 +111,13 @@ std::string str(const json& j, const char* key, const std::string& def = "") {
   return j[key].is_string() ? j[key].get<std::string>() : format::json_text(j[key]);
 }
 
+// A divergence's trace field with its place in a vector stream when it has one ("VW20 (word
+// element 214, byte 0)"; Divergence::position).
+std::string field_text(const json& j) {
+  const std::string position = str(j, "position");
+  return str(j, "field") + (position.empty() ? "" : " (" + position + ")");
+}
+
 // A number for people: `digits` decimals for values under 1000, thousands separated by commas
 // above (1.61, 8,650); "" when the key is missing or not a number.
 std::string num(const json& j, const char* key, int digits) {
@@ -231,8 +238,8 @@ bool partial_run(const json& summary) {
   return false;
 }
 constexpr const char* kPartialRun =
-    "a partial check: the guest had not ended when the run stopped at its step limit (--steps); the steps after it "
-    "were not compared";
+    "a partial check: the guest had not ended when the run stopped at its step limit (--steps; a replay's, the steps "
+    "its case recorded, which an interrupted run cut short); the steps after it were not compared";
 bool partial_check(const json& summary) { return partial_story(summary) || partial_run(summary); }
 
 constexpr const char* kPartialStory =
@@ -280,7 +287,7 @@ std::string junit_xml(const json& summary) {
       const json& d = s["divergence"];
       c.kind = "failure";
       c.message = "first divergence at step " + str(d, "step") + " (pc " + str(d, "pc_hex") + "): " +
-                  str(d, "disassembly") + ", " + str(d, "field") + " expected " + str(d, "expected_text") +
+                  str(d, "disassembly") + ", " + field_text(d) + " expected " + str(d, "expected_text") +
                   ", got " + str(d, "actual_text");
       text << "\n" << c.message << "\nlayer: " << str(d.value("attribution", json::object()), "text")
            << "\nfault: " << str(d, "fault") << ": " << str(d, "fault_text");
@@ -352,7 +359,7 @@ std::string junit_xml(const json& summary) {
     const std::string dir = str(f, "case");
     c.message = "first divergence at step " + str(f, "step", "?");
     if (f.contains("disassembly"))
-      c.message += " (pc " + str(f, "pc_hex") + " " + str(f, "disassembly") + "): " + str(f, "field") + " expected " +
+      c.message += " (pc " + str(f, "pc_hex") + " " + str(f, "disassembly") + "): " + field_text(f) + " expected " +
                    str(f, "expected_text") + ", got " + str(f, "actual_text");
     // The step and tokens above are the original program's; the saved case is the program shrunk,
     // which diverges at its own step (found by an outside tester: the two were read as one).
@@ -368,7 +375,7 @@ std::string junit_xml(const json& summary) {
     if ((shrunk || elsewhere) && f.contains("case_divergence") && f["case_divergence"].is_object()) {
       const json& cd = f["case_divergence"];
       c.message += std::string(shrunk ? ", which diverges" : ", which run alone diverges") + " at step " + str(cd, "step", "?") + " (pc " + str(cd, "pc_hex") + " " +
-                   str(cd, "disassembly") + "): " + str(cd, "field") + " expected " + str(cd, "expected_text") +
+                   str(cd, "disassembly") + "): " + field_text(cd) + " expected " + str(cd, "expected_text") +
                    ", got " + str(cd, "actual_text");
     }
     std::ostringstream text;
@@ -778,7 +785,7 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
       if (!f.is_object()) continue;
       os << "<tr><td>" << escape_xml(str(f, "index")) << "</td><td>" << escape_xml(str(f, "mode")) << "</td><td>"
          << escape_xml(str(f, "program_seed")) << "</td><td>" << escape_xml(str(f, "step")) << "</td><td><code>"
-         << escape_xml(str(f, "pc_hex") + "  " + str(f, "disassembly")) << "</code></td><td>" << escape_xml(str(f, "field"))
+         << escape_xml(str(f, "pc_hex") + "  " + str(f, "disassembly")) << "</code></td><td>" << escape_xml(field_text(f))
          << "</td><td>" << escape_xml(str(f, "expected_text")) << "</td><td>" << escape_xml(str(f, "actual_text"))
          << "</td><td><code>" << escape_xml(str(f, "case")) << "</code>"
          << (f.value("reproduces_alone", true) ? "" : " (passes alone: repeat the batch)");
@@ -792,7 +799,7 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
                                      : str(f, "shrunk_words") + " words";
         os << "<br>" << escape_xml(size + "; run alone it diverges at step " + str(cd, "step") + ", ")
            << "<code>" << escape_xml(str(cd, "pc_hex") + "  " + str(cd, "disassembly")) << "</code>"
-           << escape_xml(": " + str(cd, "field") + " expected " + str(cd, "expected_text") + ", got " +
+           << escape_xml(": " + field_text(cd) + " expected " + str(cd, "expected_text") + ", got " +
                          str(cd, "actual_text"));
       }
       if (!str(f, "note").empty()) os << "<br>" << escape_xml("note: " + str(f, "note"));
@@ -827,6 +834,9 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
     row("mode at the step", str(d, "mode"));
     row("instruction", str(d, "pc_hex") + "  " + str(d, "word") + "  " + str(d, "disassembly"));
     row("trace field", str(d, "field") + (d.value("byte_index", -1) >= 0 ? " byte " + str(d, "byte_index") : "") +
+                           (d.contains("position") && d["position"].is_string() && !d["position"].get<std::string>().empty()
+                                ? " (" + d["position"].get<std::string>() + ")"
+                                : "") +
                            (d.contains("token_in_instruction") ? " (token " + str(d, "token_in_instruction") + " of the instruction)" : ""));
     row("expected", str(d, "expected_text") + " (id " + str(d, "expected") + ")");
     row("actual", str(d, "actual_text") + (d.contains("actual") && d["actual"].is_null()
@@ -995,7 +1005,7 @@ void check_nested(const json& s, const std::string& status, std::uint64_t mismat
       bad("\"" + at + ".end\" is " + eit->dump() + ", not text");
     }
     const std::string end = eit != st.end() && eit->is_string() ? eit->get<std::string>() : "";
-    if (exact && (end == "interrupted" || end == "self_loop")) {
+    if (exact && (end == "interrupted" || end == "self_loop" || end == "diverged")) {
       bad("\"status\" \"exact\" with \"" + at + ".end\" \"" + end + "\"");
     }
   }
@@ -1039,6 +1049,29 @@ void check_summary(const json& s, const fs::path& file) {
   for (const char* k : {"command", "chip", "chip_hash", "digest", "error", "replay"}) {
     const auto it = s.find(k);
     if (it != s.end() && !it->is_string()) bad(std::string("\"") + k + "\" is " + it->dump() + ", not text");
+  }
+  // A run that diverged ended so (found by an outside tester: "exact" beside "end": "diverged",
+  // the divergence deleted, rendered a passing JUnit case).
+  if (const auto e = s.find("end"); status == "exact" && e != s.end() && e->is_string() && *e == "diverged")
+    bad("\"status\" \"exact\" with \"end\" \"diverged\"");
+  // The case beside it records the run's divergence, if it had one: an "exact" summary beside a
+  // case that expects a divergence is not the run's (found by an outside tester).
+  if (status == "exact") {
+    const fs::path case_file = file.parent_path() / "case.json";
+    std::error_code ec;
+    json divergence;  // the case's expected first divergence, null when none or unreadable
+    if (fs::is_regular_file(case_file, ec)) {
+      try {
+        const json c = parse_json_text(read_file_text(case_file), case_file.string());
+        const json expect = c.is_object() ? c.value("expect", json()) : json();
+        if (expect.is_object()) divergence = expect.value("first_divergence", json());
+      } catch (const std::exception&) {
+        // a case.json that cannot be read is replay's to refuse; the summary is judged alone
+      }
+    }
+    if (!divergence.is_null())
+      bad("\"status\" \"exact\", but the case.json beside it expects a divergence at step " +
+          format::json_text(divergence) + ": not that run's summary");
   }
   check_nested(s, status, mismatches, bad);
 }

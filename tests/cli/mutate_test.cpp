@@ -11,6 +11,10 @@
 #include <iostream>
 #include <string>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -133,6 +137,25 @@ TEST(LockstepMutate, AFailedRunLeavesNoEarlierPassInItsFolder) {
   EXPECT_EQ(j["score"], nullptr);
   EXPECT_EQ(j["mutants"], 0);
   EXPECT_EQ(j["interrupted"], false);
+  // A second failed run replaces the first one's file, which scored nothing, and keeps the pass
+  // (found by an outside tester: two stops in a row lost the finished score).
+  const auto again = run({"mutate", "--seed", "7", "--mutants", "2", "--chip", (report / "empty.chip").string(),
+                          "--report", report.string()});
+  EXPECT_EQ(again.exit_code, 2) << again.out << again.err;
+  EXPECT_EQ(lockstep::cli_test::slurp(report / "earlier-mutate.json"), pass);
+  EXPECT_EQ(json::parse(lockstep::cli_test::slurp(report / "mutate.json"))["status"], "unfinished");
+  EXPECT_NE(again.err.find("scored no mutant: replaced"), std::string::npos) << again.err;
+  // A folder another lockstep command holds is refused (two mutate runs on one folder both
+  // wrote it, the first one's result lost).
+  const int fd = ::open((report / ".lockstep.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  const auto held = run({"mutate", "--seed", "7", "--mutants", "2", "--chip", (report / "empty.chip").string(),
+                         "--report", report.string()});
+  ::close(fd);
+  EXPECT_EQ(held.exit_code, 2) << held.out << held.err;
+  EXPECT_NE(held.err.find("is in use by another lockstep run"), std::string::npos) << held.err;
+  EXPECT_EQ(lockstep::cli_test::slurp(report / "earlier-mutate.json"), pass);
 }
 
 // A one-step corpus catches little: every mutant that changes a token on the oracle and is not

@@ -53,7 +53,8 @@
 // its reset (state left across RESET by the programs before: right in a new session); placebranch answers BR(0) for a BR(1)
 // at place N of a STEP frame of more than N entries (a taken branch read as not taken, at one
 // place of a frame only); refchip and refdirty (N -1) serve the reference model as the chip
-// (ref_chip.h), refdirty keeping a stream's registers across RESET; lowtoken serves it with token id N never predicted (its
+// (ref_chip.h), refdirty keeping a stream's registers across RESET, refdirtyvr the VR words its
+// new image's .lockstep.vreg does not write; lowtoken serves it with token id N never predicted (its
 // unembedding bias lowered by 10^6).
 #include <unistd.h>
 
@@ -414,7 +415,10 @@ int main(int argc, char** argv) {
   // refchip / refdirty (N -1): the reference model as the chip (ref_chip.h); refdirty keeps a
   // stream's registers across RESET
   const std::function<std::unique_ptr<chip::ChipBackend>()> make = [chip, mode]() -> std::unique_ptr<chip::ChipBackend> {
-    if (mode == "refchip" || mode == "refdirty") return std::make_unique<dut::testing::RefChip>(mode == "refdirty");
+    using Dirty = dut::testing::RefChip::Dirty;
+    if (mode == "refchip") return std::make_unique<dut::testing::RefChip>(Dirty::kNone);
+    if (mode == "refdirty") return std::make_unique<dut::testing::RefChip>(Dirty::kRegisters);
+    if (mode == "refdirtyvr") return std::make_unique<dut::testing::RefChip>(Dirty::kVectorRegisters);
     return std::make_unique<chip::CpuExecutor>(chip, 1);
   };
   dut::ServerOptions o;

@@ -1,8 +1,10 @@
 // TEST-ONLY: a chip under test whose every prediction is the reference model's (ref::Machine),
-// for the dut-check tests of a chip's RESET. With `dirty_reset`, a RESET of a stream that ran a
-// guest keeps that guest's registers x1..x31 (the image, pc and RAM are loaded afresh): the bug
+// for the dut-check tests of a chip's RESET. With Dirty::kRegisters, a RESET of a stream that ran
+// a guest keeps that guest's registers x1..x31 (the image, pc and RAM are loaded afresh): the bug
 // of a compiled chip whose register memory is not cleared (found by an outside tester, whose
-// chip of that kind passed every dut-check and 200 fuzz programs). A test binary may use both
+// chip of that kind passed every dut-check and 200 fuzz programs). With Dirty::kVectorRegisters
+// it keeps VR's words that the new image's `.lockstep.vreg` section does not write (a chip whose
+// vector register memory is not cleared, found by an outside tester: it passed every check). A test binary may use both
 // ref/ and chip/; ref/ and chip/ themselves never include each other.
 #pragma once
 
@@ -19,9 +21,10 @@ namespace lockstep::dut::testing {
 
 class RefChip final : public chip::ChipBackend {
  public:
-  explicit RefChip(bool dirty_reset) : dirty_reset_(dirty_reset) {}
+  enum class Dirty { kNone, kRegisters, kVectorRegisters };
+  explicit RefChip(Dirty dirty) : dirty_(dirty) {}
 
-  std::string name() const override { return dirty_reset_ ? "ref-dirty-reset" : "ref"; }
+  std::string name() const override { return dirty_ == Dirty::kNone ? "ref" : "ref-dirty-reset"; }
   void load(std::shared_ptr<const chip::Chip>) override {}
   const chip::Chip& chip() const override { throw chip::UsageError("ref chip has no chip file"); }
   std::string identity() const override { return name(); }
@@ -38,13 +41,21 @@ class RefChip final : public chip::ChipBackend {
                             format::kPfR | format::kPfW | format::kPfX, seg.bytes});
     g.sections = image.sections;
     std::vector<std::uint32_t> kept(32, 0);
-    if (st.m)
+    ref::VectorState kept_vector;
+    if (st.m) {
       for (unsigned r = 1; r < 32; ++r) kept[r] = st.m->reg(r);
+      kept_vector = st.m->vector();
+    }
     const bool used = st.m != nullptr;
     st.m = std::make_unique<ref::Machine>();
     st.m->load(g);
-    if (dirty_reset_ && used)
+    if (dirty_ == Dirty::kRegisters && used)
       for (unsigned r = 1; r < 32; ++r) st.m->set_reg(r, kept[r]);
+    if (dirty_ == Dirty::kVectorRegisters && used) {
+      const auto vreg = g.sections.find(".lockstep.vreg");
+      const std::size_t written = vreg == g.sections.end() ? 0 : (vreg->second.size() + 3) / 4;
+      for (std::size_t w = written; w < kept_vector.vr.size(); ++w) st.m->vector().vr[w] = kept_vector.vr[w];
+    }
     st.pending.clear();
     st.steps = 0;
   }
@@ -87,7 +98,7 @@ class RefChip final : public chip::ChipBackend {
     if (s >= streams_.size()) throw chip::UsageError("ref chip: stream out of range");
     return streams_[s];
   }
-  bool dirty_reset_;
+  Dirty dirty_;
   std::vector<Stream> streams_;
 };
 

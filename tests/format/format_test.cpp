@@ -353,6 +353,51 @@ TEST(Tokens, TraceV3VectorKinds) {
   EXPECT_EQ(lf::kinds().size(), 81u) << "kinds 0..80 are all listed (44..50 scalar; none reserved below 81)";
 }
 
+// A failure line names the element of a vector stream a token belongs to, read from the position
+// tokens before it (vector.md section 5).
+TEST(Tokens, StreamPositionReadsThePositionTokensBeforeIt) {
+  using lf::Kind;
+  auto t = [](Kind k, std::uint32_t p) { return lf::token_id(k, p); };
+  auto vw = [](std::uint32_t q, std::uint32_t m, std::uint32_t p) { return 256 * (61 + 4 * q + m) + p; };
+  // a word stream from element 213 (quad 53, q = 1): VWG(53), then words 213..215, VWG(54), word 216
+  std::vector<std::uint32_t> words = {t(Kind::PCL, 4), t(Kind::VWG, 53)};
+  for (std::uint32_t q = 1; q < 4; ++q)
+    for (std::uint32_t m = 0; m < 4; ++m) words.push_back(vw(q, m, 7));
+  words.push_back(t(Kind::VWG, 54));
+  for (std::uint32_t m = 0; m < 4; ++m) words.push_back(vw(0, m, 9));
+  EXPECT_EQ(lf::stream_position(words, 0), "");  // PCL: no vector stream
+  EXPECT_EQ(lf::stream_position(words, 1), "word quad 53");
+  EXPECT_EQ(lf::stream_position(words, 2), "word element 213, byte 0");
+  EXPECT_EQ(lf::stream_position(words, 9), "word element 214, byte 3");
+  EXPECT_EQ(lf::stream_position(words, 13), "word element 215, byte 3");
+  EXPECT_EQ(lf::stream_position(words, 16), "word element 216, byte 1");
+  EXPECT_EQ(lf::stream_position(words, words.size()), "");  // past the tokens
+  EXPECT_EQ(lf::stream_position(std::vector<std::uint32_t>{vw(2, 0, 1)}, 0), "");  // no VWG before it
+  // int8 stream: VLG(0) VLB0..3 VLG(1) VLB0
+  const std::vector<std::uint32_t> int8 = {t(Kind::VLG, 0), t(Kind::VLB0, 1), t(Kind::VLB1, 1), t(Kind::VLB2, 1),
+                                           t(Kind::VLB3, 1), t(Kind::VLG, 1), t(Kind::VLB0, 5)};
+  EXPECT_EQ(lf::stream_position(int8, 3), "int8 element 2");
+  EXPECT_EQ(lf::stream_position(int8, 5), "int8 group 1");
+  EXPECT_EQ(lf::stream_position(int8, 6), "int8 element 4");
+  // VMAT: row 255's chunks and result, then VMH(1) and row 256's
+  const std::vector<std::uint32_t> vmat = {t(Kind::VMC0, 255), t(Kind::VMC1, 255), t(Kind::VY0, 1), t(Kind::VY1, 2),
+                                           t(Kind::VY2, 3), t(Kind::VYN3, 4), t(Kind::VMH, 1), t(Kind::VMC0, 0),
+                                           t(Kind::VY2, 0)};
+  EXPECT_EQ(lf::stream_position(vmat, 1), "row 255, chunk 1");
+  EXPECT_EQ(lf::stream_position(vmat, 5), "row 255's result, byte 3");
+  EXPECT_EQ(lf::stream_position(vmat, 6), "rows from 256");
+  EXPECT_EQ(lf::stream_position(vmat, 7), "row 256, chunk 0");
+  EXPECT_EQ(lf::stream_position(vmat, 8), "row 256's result, byte 2");
+  // VMATR V, VRED, VQ, VEXP
+  EXPECT_EQ(lf::stream_position(std::vector<std::uint32_t>{t(Kind::VMV, 12)}, 0), "position 12");
+  EXPECT_EQ(lf::stream_position(std::vector<std::uint32_t>{t(Kind::VRD, 3)}, 0), "source group 3");
+  EXPECT_EQ(lf::stream_position(std::vector<std::uint32_t>{t(Kind::VQE, 2 << 5 | 25)}, 0), "group 2");
+  const std::vector<std::uint32_t> vexp = {t(Kind::VXM0, 1), t(Kind::VXM1, 1), t(Kind::VXM2, 1), t(Kind::VXM3, 1),
+                                           vw(0, 0, 0),      t(Kind::VXM0, 2), t(Kind::VXM1, 2)};
+  EXPECT_EQ(lf::stream_position(vexp, 3), "group 0's maximum, byte 3");
+  EXPECT_EQ(lf::stream_position(vexp, 6), "group 1's maximum, byte 1");
+}
+
 TEST(TraceFile, RoundTrip) {
   const std::vector<std::uint32_t> toks = {511, 767, 1023, 1279, 8191};
   nlohmann::json h = {{"trace_version", "trace-v3"}, {"vocab_size", lf::vocab_size()},

@@ -778,6 +778,11 @@ TEST(Render, RefusesASummaryWithAWrongField) {
        "\"status\" \"exact\" with \"run.streams[0].end\" \"interrupted\""},
       {"exact-self-loop", [](json& s) { make_exact(s); s["run"]["streams"][0]["end"] = "self_loop"; },
        "\"status\" \"exact\" with \"run.streams[0].end\" \"self_loop\""},
+      // (an outside tester's edit: the divergence deleted, "end" left as it was, rendered green)
+      {"exact-stream-diverged", [](json& s) { make_exact(s); s["run"]["streams"][0]["end"] = "diverged"; },
+       "\"status\" \"exact\" with \"run.streams[0].end\" \"diverged\""},
+      {"exact-end-diverged", [](json& s) { make_exact(s); s["end"] = "diverged"; },
+       "\"status\" \"exact\" with \"end\" \"diverged\""},
       {"interrupted-divergence", [](json& s) { s["status"] = "interrupted"; s["mismatches"] = 0; },
        "\"status\" \"interrupted\" with a divergence in \"run.streams[1].divergence\""},
       {"mismatch-streams-exact", [](json& s) { s["run"]["streams"].erase(1); },
@@ -825,6 +830,26 @@ TEST(Render, RefusesASummaryWithAWrongField) {
       EXPECT_NE(what.find(r.says), std::string::npos) << what;
       EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     }
+  }
+  // An exact summary beside a case.json that expects a divergence is not that run's (an outside
+  // tester's edit rendered green; replay of the folder exits 1).
+  {
+    const fs::path dir = temp_dir("render-exact-beside-a-divergent-case");
+    json s = sample_summary();
+    make_exact(s);
+    std::ofstream(dir / kSummaryFile) << s.dump();
+    std::ofstream(dir / "case.json") << R"({"expect": {"first_divergence": 422, "field": "W0"}})";
+    try {
+      render_report(dir);
+      ADD_FAILURE() << "rendered an exact summary beside a case expecting a divergence";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("\"status\" \"exact\", but the case.json beside it expects a divergence at "
+                                           "step 422: not that run's summary"),
+                std::string::npos)
+          << e.what();
+    }
+    std::ofstream(dir / "case.json", std::ios::trunc) << R"({"expect": {"first_divergence": null}})";
+    EXPECT_NO_THROW(render_report(dir));
   }
   unsetenv("LOCKSTEP_GNUPLOT");
   // The unedited summary still renders, and so does its exact form, all green.

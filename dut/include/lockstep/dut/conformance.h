@@ -29,13 +29,15 @@ struct ConformanceGuest {
   /// checks need two streams): not counted again by the golden-model check.
   bool copy = false;
   /// A reset probe: a guest that reads state it never writes (every register, and RAM outside its
-  /// image), run only by the "reset clears the state" check, on the stream another guest left;
+  /// image; or a vector guest without its sections, which reads the vector unit's memories where
+  /// its own run left values), run only by the "reset clears the state" check, on the stream other
+  /// guests left;
   /// its tokens are the reference's from the reset state. Not one of the guests of the other
   /// checks (nor counted in "at least 2").
   bool reset_probe = false;
-  /// A reset probe that also reads RAM outside its image (which must read 0 after a reset), not
-  /// only the registers: its pass line says so.
-  bool probe_reads_ram = false;
+  /// What a reset probe reads and finds at its reset value, for its pass line ("every register 0,
+  /// RAM outside its image 0").
+  std::string probe_reads{};
 };
 
 /// The result of one check, printed as one line.

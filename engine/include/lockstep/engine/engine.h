@@ -207,6 +207,9 @@ struct Divergence {
   std::uint32_t token_in_instruction = 0;  ///< index of the token among the instruction's
   std::string field;               ///< kind name of the expected token ("W2", "BR", ...)
   int byte_index = -1;             ///< byte of the value for W/A/S/AC kinds, else -1
+  /// Where the token falls in the instruction's vector stream (format::stream_position: "word
+  /// element 214, byte 0", "row 300, chunk 2"); empty for a token of no vector stream.
+  std::string position;
   std::uint32_t expected = 0, actual = 0;
   std::string expected_text, actual_text;  ///< format::token_name
   /// The chip's own ids of the two tokens, for a chip that numbers them another way

@@ -106,6 +106,17 @@ inline constexpr std::uint32_t kUnmappedChipId = 0x80000000u;
 /// outside VRD's 0..15)"; kUnmappedChipId | n as "unmapped chip id n".
 std::string token_name(std::uint32_t id);
 
+/// Where token `i` of one instruction's tokens (`tokens`, the reference's, in order) falls in the
+/// instruction's vector stream, read from the position tokens before it (vector.md section 5, the
+/// position rule): "word element 214, byte 0" (VW_qm after VWG), "word quad 53" (VWG), "int8
+/// element 37" (VLB_m after VLG), "int8 group 9" (VLG), "row 300, chunk 2" (VMC_j, its row's high
+/// part from the last VMH), "rows from 256" (VMH), "row 300's result, byte 1" (VY_m, VYN3 after the
+/// row's chunks), "position 12" (VMV), "source group 3" (VRD), "group 2" (VQE), "group 1's
+/// maximum, byte 3" (VXM_m: the groups counted by VXM0). Empty for a token of no vector stream, or
+/// when `i` is past `tokens` or the position token it needs is not before it. For failure lines
+/// (found by an outside tester: "field VW20" left the element of a wrong word to be counted by hand).
+std::string stream_position(std::span<const std::uint32_t> tokens, std::size_t i);
+
 /// Name of a trap code (isa.md §6, vector.md §6), e.g. "FETCH_FAULT";
 /// "UNKNOWN" for codes with no name.
 std::string_view trap_name(std::uint32_t code);

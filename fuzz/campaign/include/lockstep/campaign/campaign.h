@@ -216,8 +216,9 @@ struct DrawOptions {
   /// `trap_every`, when a vector op is selected; true needs one).
   std::optional<bool> trap;
   /// When `trap` is not set: one program in this many ends with a trapping vector instruction
-  /// (1: every program; 0: none). The default, 4, draws the programs of kGeneratorVersion; another
-  /// value draws others from the same seed (fuzz --trap-every).
+  /// (1: every program; 0: none; fuzz --trap-every). The choice is one draw whatever the value:
+  /// program k keeps its body under another value, and gains or loses the trapping instruction at
+  /// its end.
   unsigned trap_every = 4;
   /// Its op ("vq", a selected vector op; empty: one of the selected ones, uniformly).
   std::string trap_op;

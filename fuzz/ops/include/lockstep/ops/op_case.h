@@ -170,7 +170,8 @@ class OpCase {
 
 /// Whether fields that trap (trap_code(f) != 0) are one step from an instruction that does not:
 /// moving one of a, b, c, n (0..65535) or rd (0..31) by one makes trap_code() 0 (not f7, whose
-/// neighbours are other modes).
+/// neighbours are other modes; for VLD, whose a and b are one 32-bit address, the address a byte
+/// or a word away instead of a and b).
 /// Such a trap is at the edge of its condition (a span that ends one word past VR, ROT's p = 64,
 /// a length one past its limit, a destination one word into a source): the boundary a chip's
 /// check off by one gets wrong (found by an outside tester: a ROT that did not trap at p = 64
