@@ -375,22 +375,24 @@ void merge_reports(Context& ctx, const std::vector<std::string>& dirs, const std
     if (const auto ls = j.find("lockstep_seconds"); ls != j.end() && !(ls->is_number() && ls->get<double>() >= 0))
       throw InputError("--merge: " + file.string() + ": \"lockstep_seconds\" is " + format::json_text(*ls) + ", not a number >= 0");
     const bool j_interrupted = flag("interrupted"), j_time_ended = flag("time_ended"), j_max_failures_ended = flag("max_failures_ended");
+    // (a report from before --trap-every drew one program in four to trap)
+    const json trap_every = j.value("trap_every", json(4));
     if (merged.is_null()) {
       merged = {{"seed", j["seed"]}, {"generator", j.value("generator", json())}, {"ops", j.value("ops", "")}, {"mode", j.value("mode", "")},
                 {"chip", j.value("chip", json())}, {"chip_hash", j.value("chip_hash", "")},
                 {"backend", j.value("backend", json())}, {"length", j.value("length", json())},
-                // (a report from before --trap-every drew one program in four to trap)
-                {"trap_every", j.value("trap_every", json(4))},
-                {"first", j.value("first", json())}, {"end", j.value("end", json())}};
+                {"trap_every", trap_every}, {"first", j.value("first", json())}, {"end", j.value("end", json())}};
     } else {
       // end: the campaign's range of program indices ends there (its --first + --programs); first
       // may differ between the pieces of a shard (checked below)
       // generator: a seed draws other programs under another version of the generator
-      for (const char* k : {"seed", "generator", "ops", "mode", "chip_hash", "length", "trap_every", "end"})
-        if (merged[k] != j.value(k, std::string_view(k) == "trap_every" ? json(4) : json())) {
-          throw InputError(std::string("--merge: ") + file.string() + " has another " + k + " (" + format::json_text(j.value(k, json())) +
+      for (const char* k : {"seed", "generator", "ops", "mode", "chip_hash", "length", "trap_every", "end"}) {
+        const json mine = std::string_view(k) == "trap_every" ? trap_every : j.value(k, json());
+        if (merged[k] != mine) {
+          throw InputError(std::string("--merge: ") + file.string() + " has another " + k + " (" + format::json_text(mine) +
                            ") than the first report (" + format::json_text(merged[k]) + "): not shards of one campaign");
         }
+      }
     }
     // Shards of one campaign: one N, each I once (two copies of one shard would be counted twice).
     if (const auto sh = j.find("shard"); sh != j.end() && sh->is_array() && sh->size() == 2 &&

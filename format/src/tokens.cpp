@@ -91,53 +91,49 @@ std::string stream_position(std::span<const std::uint32_t> tokens, std::size_t i
   };
   const auto k = kind(i);
   if (!k) return "";
-  const std::uint32_t p = tokens[i] & 0xff;
-  auto is = [](std::uint32_t kk, Kind lo, Kind hi) {
-    return kk >= static_cast<std::uint32_t>(lo) && kk <= static_cast<std::uint32_t>(hi);
-  };
-  // the payload of the last token before i whose kind is in [lo, hi], and its kind
-  auto last = [&](Kind lo, Kind hi) -> std::optional<std::pair<std::uint32_t, std::uint32_t>> {
-    for (std::size_t at = i; at-- > 0;)
-      if (const auto kk = kind(at); kk && is(*kk, lo, hi)) return std::make_pair(*kk, tokens[at] & 0xff);
+  const auto n = [](Kind x) { return static_cast<std::uint32_t>(x); };
+  const auto in = [&](std::optional<std::uint32_t> kk, Kind lo, Kind hi) { return kk && *kk >= n(lo) && *kk <= n(hi); };
+  const auto payload = [&](std::size_t at) { return tokens[at] & 0xff; };
+  // the index of the last token before `before` whose kind is in [lo, hi]
+  const auto last = [&](std::size_t before, Kind lo, Kind hi) -> std::optional<std::size_t> {
+    for (std::size_t at = before; at-- > 0;)
+      if (in(kind(at), lo, hi)) return at;
     return std::nullopt;
   };
-  auto high_rows = [&](std::size_t before) {  // VMH's r >> 8 of the rows before token `before`
-    for (std::size_t at = before; at-- > 0;)
-      if (kind(at) == static_cast<std::uint32_t>(Kind::VMH)) return (tokens[at] & 0xff) << 8;
-    return 0u;
+  const auto row = [&](std::size_t chunk) {  // a VMC's row: its payload and the last VMH's r >> 8
+    const auto high = last(chunk, Kind::VMH, Kind::VMH);
+    return (high ? payload(*high) << 8 : 0u) | payload(chunk);
   };
-  if (is(*k, Kind::VW00, Kind::VW33)) {
-    const std::uint32_t q = (*k - static_cast<std::uint32_t>(Kind::VW00)) / 4, byte = (*k - static_cast<std::uint32_t>(Kind::VW00)) % 4;
-    const auto g = last(Kind::VWG, Kind::VWG);
+  const std::uint32_t p = payload(i);
+  if (in(k, Kind::VW00, Kind::VW33)) {
+    const auto g = last(i, Kind::VWG, Kind::VWG);
     if (!g) return "";
-    return "word element " + std::to_string(4 * g->second + q) + ", byte " + std::to_string(byte);
+    return "word element " + std::to_string(4 * payload(*g) + (*k - n(Kind::VW00)) / 4) + ", byte " +
+           std::to_string((*k - n(Kind::VW00)) % 4);
   }
-  if (*k == static_cast<std::uint32_t>(Kind::VWG)) return "word quad " + std::to_string(p);
-  if (is(*k, Kind::VLB0, Kind::VLB3)) {
-    const auto g = last(Kind::VLG, Kind::VLG);
+  if (*k == n(Kind::VWG)) return "word quad " + std::to_string(p);
+  if (in(k, Kind::VLB0, Kind::VLB3)) {
+    const auto g = last(i, Kind::VLG, Kind::VLG);
     if (!g) return "";
-    return "int8 element " + std::to_string(4 * g->second + (*k - static_cast<std::uint32_t>(Kind::VLB0)));
+    return "int8 element " + std::to_string(4 * payload(*g) + (*k - n(Kind::VLB0)));
   }
-  if (*k == static_cast<std::uint32_t>(Kind::VLG)) return "int8 group " + std::to_string(p);
-  if (is(*k, Kind::VMC0, Kind::VMC5))
-    return "row " + std::to_string(high_rows(i) | p) + ", chunk " + std::to_string(*k - static_cast<std::uint32_t>(Kind::VMC0));
-  if (*k == static_cast<std::uint32_t>(Kind::VMH)) return "rows from " + std::to_string(p << 8);
-  if (is(*k, Kind::VY0, Kind::VYN3)) {
-    std::size_t at = i;  // the row's last chunk before its result
-    while (at-- > 0 && !(kind(at) && is(*kind(at), Kind::VMC0, Kind::VMC5))) {
-    }
-    if (at == static_cast<std::size_t>(-1)) return "";
-    const std::uint32_t byte = *k == static_cast<std::uint32_t>(Kind::VYN3) ? 3 : *k - static_cast<std::uint32_t>(Kind::VY0);
-    return "row " + std::to_string(high_rows(at) | (tokens[at] & 0xff)) + "'s result, byte " + std::to_string(byte);
+  if (*k == n(Kind::VLG)) return "int8 group " + std::to_string(p);
+  if (in(k, Kind::VMC0, Kind::VMC5)) return "row " + std::to_string(row(i)) + ", chunk " + std::to_string(*k - n(Kind::VMC0));
+  if (*k == n(Kind::VMH)) return "rows from " + std::to_string(p << 8);
+  if (in(k, Kind::VY0, Kind::VYN3)) {
+    const auto chunk = last(i, Kind::VMC0, Kind::VMC5);  // the row's last chunk before its result
+    if (!chunk) return "";
+    const std::uint32_t byte = *k == n(Kind::VYN3) ? 3 : *k - n(Kind::VY0);
+    return "row " + std::to_string(row(*chunk)) + "'s result, byte " + std::to_string(byte);
   }
-  if (*k == static_cast<std::uint32_t>(Kind::VMV)) return "position " + std::to_string(p);
-  if (*k == static_cast<std::uint32_t>(Kind::VRD)) return "source group " + std::to_string(p);
-  if (*k == static_cast<std::uint32_t>(Kind::VQE)) return "group " + std::to_string(p >> 5);
-  if (is(*k, Kind::VXM0, Kind::VXM3)) {
+  if (*k == n(Kind::VMV)) return "position " + std::to_string(p);
+  if (*k == n(Kind::VRD)) return "source group " + std::to_string(p);
+  if (*k == n(Kind::VQE)) return "group " + std::to_string(p >> 5);
+  if (in(k, Kind::VXM0, Kind::VXM3)) {
     std::size_t groups = 0;  // VXM0 opens each group's maximum
-    for (std::size_t at = 0; at <= i; ++at) groups += kind(at) == static_cast<std::uint32_t>(Kind::VXM0);
+    for (std::size_t at = 0; at <= i; ++at) groups += kind(at) == n(Kind::VXM0);
     if (groups == 0) return "";
-    return "group " + std::to_string(groups - 1) + "'s maximum, byte " + std::to_string(*k - static_cast<std::uint32_t>(Kind::VXM0));
+    return "group " + std::to_string(groups - 1) + "'s maximum, byte " + std::to_string(*k - n(Kind::VXM0));
   }
   return "";
 }

@@ -833,10 +833,8 @@ std::string html_report(const json& summary, const std::vector<Plot>& plots, con
        << "</h2>\n<table>\n";
     row("mode at the step", str(d, "mode"));
     row("instruction", str(d, "pc_hex") + "  " + str(d, "word") + "  " + str(d, "disassembly"));
-    row("trace field", str(d, "field") + (d.value("byte_index", -1) >= 0 ? " byte " + str(d, "byte_index") : "") +
-                           (d.contains("position") && d["position"].is_string() && !d["position"].get<std::string>().empty()
-                                ? " (" + d["position"].get<std::string>() + ")"
-                                : "") +
+    // (a value byte and a stream position never come together: W/A/S/AC kinds have no position)
+    row("trace field", field_text(d) + (d.value("byte_index", -1) >= 0 ? " byte " + str(d, "byte_index") : "") +
                            (d.contains("token_in_instruction") ? " (token " + str(d, "token_in_instruction") + " of the instruction)" : ""));
     row("expected", str(d, "expected_text") + " (id " + str(d, "expected") + ")");
     row("actual", str(d, "actual_text") + (d.contains("actual") && d["actual"].is_null()

@@ -1583,14 +1583,15 @@ std::string Coverage::text(std::span<const Encoding* const> ops, unsigned vew_mo
       return t == traps.end() || !t->second.count(name) ? 0 : t->second.at(name);
     };
     os << "  " << c->name() << " traps:";
+    const std::vector<unsigned> codes = c->codes_of(modes);
     std::vector<unsigned> never;
-    for (const unsigned code : c->codes_of(modes)) {
+    for (const unsigned code : codes) {
       const std::string name = "code " + std::to_string(code);
       if (count(name) == 0) never.push_back(code);
       else os << " [" << name << "] " << count(name) << " (" << count(name + " at the edge") << " at the edge)";
     }
     if (!never.empty()) {
-      os << (never.size() == c->codes_of(modes).size() ? " never raised:" : "; never raised:");
+      os << (never.size() == codes.size() ? " never raised:" : "; never raised:");
       for (const unsigned code : never) os << " [code " << code << "]";
     }
     os << "\n";

@@ -57,27 +57,27 @@ bool at_trap_edge(const OpCase& c, const Fields& f) {
   if (c.trap_code(f) == 0) return false;
   Fields g = f;
   g.same = g.x0 = false;  // the neighbours' register values are their own
+  // Whether `g` with `member` set to `value` is valid (g is left as it was).
   auto valid = [&](u32 Fields::*member, u32 value) {
-    const u32 was = g.*member;
-    g.*member = value;
+    const u32 was = std::exchange(g.*member, value);
     const bool ok = c.trap_code(g) == 0;
     g.*member = was;
     return ok;
   };
+  const bool vld = c.op() == ref::Op::kVld;
   // VLD's a and b are the two halves of one 32-bit RAM address: its neighbours are the addresses a
   // byte and a word away (found by an outside tester: stepping the high half counted address 0,
   // 64 KiB below RAM, as an edge, and no draw ended at RAM_END + 1).
-  if (c.op() == ref::Op::kVld) {
+  if (vld) {
     const u32 addr = f.b << 16 | f.a;
-    for (const u32 d : {1u, 4u}) {
-      for (const u32 to : {addr - d, addr + d}) {
-        if ((to < addr) != (to == addr - d)) continue;  // no wrap around 2^32
-        g.a = to & 0xffff, g.b = to >> 16;
-        const bool ok = c.trap_code(g) == 0;
-        g.a = f.a, g.b = f.b;
-        if (ok) return true;
-      }
-    }
+    auto valid_at = [&](u32 to) {
+      g.b = to >> 16;
+      const bool ok = valid(&Fields::a, to & 0xffff);
+      g.b = f.b;
+      return ok;
+    };
+    for (const u32 d : {1u, 4u})
+      if ((addr >= d && valid_at(addr - d)) || (addr <= UINT32_MAX - d && valid_at(addr + d))) return true;
   }
   // (not f7: a step there is another mode or function, another instruction, not the edge of a
   // condition)
@@ -88,7 +88,7 @@ bool at_trap_edge(const OpCase& c, const Fields& f) {
   static constexpr Field kFields[] = {
       {&Fields::a, 65535}, {&Fields::b, 65535}, {&Fields::c, 65535}, {&Fields::n, 65535}, {&Fields::rd, 31}};
   for (const Field& field : kFields) {
-    if (c.op() == ref::Op::kVld && (field.member == &Fields::a || field.member == &Fields::b)) continue;
+    if (vld && (field.member == &Fields::a || field.member == &Fields::b)) continue;
     const u32 v = f.*field.member;
     if (v > 0 && valid(field.member, v - 1)) return true;
     if (v < field.max && valid(field.member, v + 1)) return true;
